@@ -1,0 +1,171 @@
+"""Frozen, validated configuration dataclasses for the model and for training."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+# Server-side caps: a config past these is refused wherever it comes from (widget, CLI, checkpoint file).
+MAX_D_MODEL = 1024
+MAX_HEADS = 32
+MAX_LAYERS = 12
+MAX_D_FF = 8192
+MAX_VOCAB = 200_000
+MAX_LEN = 1024
+MAX_BATCH = 4096
+MAX_STEPS = 1_000_000
+MAX_SECONDS = 24 * 3600.0
+
+
+class ConfigError(ValueError):
+    """A configuration value a user supplied is invalid."""
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be between {low} and {high}, got {value}")
+
+
+def _check_float(name: str, value: Any, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    if not (low <= float(value) <= high):  # also rejects NaN
+        raise ConfigError(f"{name} must be between {low} and {high}, got {value}")
+
+
+def _from_dict(cls, data: dict[str, Any]):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{cls.__name__} must be a JSON object")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(sorted(unknown))}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ConfigError(f"bad {cls.__name__}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and options of the encoder-decoder transformer."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 128
+    n_heads: int = 4
+    n_encoder_layers: int = 2
+    n_decoder_layers: int = 2
+    d_ff: int = 512
+    dropout: float = 0.1
+    max_len: int = 128
+    norm: str = "pre"  # "pre" (Annotated Transformer) or "post" (the paper)
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        _check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
+        _check_int("tgt_vocab_size", self.tgt_vocab_size, 4, MAX_VOCAB)
+        _check_int("d_model", self.d_model, 1, MAX_D_MODEL)
+        _check_int("n_heads", self.n_heads, 1, MAX_HEADS)
+        _check_int("n_encoder_layers", self.n_encoder_layers, 1, MAX_LAYERS)
+        _check_int("n_decoder_layers", self.n_decoder_layers, 1, MAX_LAYERS)
+        _check_int("d_ff", self.d_ff, 1, MAX_D_FF)
+        _check_float("dropout", self.dropout, 0.0, 0.9)
+        _check_int("max_len", self.max_len, 2, MAX_LEN)
+        _check_int("pad_id", self.pad_id, 0, 0)
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.norm not in ("pre", "post"):
+            raise ConfigError(f"norm must be 'pre' or 'post', got {self.norm!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings and budgets for one training run."""
+
+    batch_size: int = 128
+    lr: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    schedule: str = "cosine"  # "cosine", "constant" or "inverse_sqrt" after warmup
+    min_lr_ratio: float = 0.05
+    max_steps: int = 2000
+    max_seconds: float | None = None
+    label_smoothing: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+    eval_every: int = 250
+    eval_examples: int = 200
+
+    def __post_init__(self) -> None:
+        _check_int("batch_size", self.batch_size, 1, MAX_BATCH)
+        _check_float("lr", self.lr, 1e-8, 10.0)
+        if len(self.betas) != 2:
+            raise ConfigError("betas must be two numbers")
+        for b in self.betas:
+            _check_float("betas", b, 0.0, 0.99999)
+        _check_float("weight_decay", self.weight_decay, 0.0, 10.0)
+        _check_int("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
+        if self.schedule not in ("cosine", "constant", "inverse_sqrt"):
+            raise ConfigError(f"schedule must be cosine, constant or inverse_sqrt, got {self.schedule!r}")
+        _check_float("min_lr_ratio", self.min_lr_ratio, 0.0, 1.0)
+        _check_int("max_steps", self.max_steps, 1, MAX_STEPS)
+        if self.max_seconds is not None:
+            _check_float("max_seconds", self.max_seconds, 0.1, MAX_SECONDS)
+        _check_float("label_smoothing", self.label_smoothing, 0.0, 0.5)
+        _check_float("grad_clip", self.grad_clip, 0.0, 1e6)
+        _check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_int("eval_every", self.eval_every, 1, MAX_STEPS)
+        _check_int("eval_examples", self.eval_examples, 1, 100_000)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        return _from_dict(cls, data)
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+
+# Size presets: model sizes (vocab sizes come from the task) plus matching training settings.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "tiny": {
+        "model": dict(d_model=64, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=256, dropout=0.0),
+        "train": dict(batch_size=64, lr=3e-3, warmup_steps=50, max_steps=600),
+    },
+    "small": {
+        "model": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, dropout=0.1),
+        "train": dict(batch_size=128, lr=1e-3, warmup_steps=200, max_steps=3000),
+    },
+    "reversal case study": {
+        "model": dict(d_model=128, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=128, dropout=0.1,
+                      norm="post"),
+        "train": dict(batch_size=256, lr=1e-3, betas=(0.9, 0.98), weight_decay=0.0, warmup_steps=0,
+                      schedule="constant", grad_clip=0.0, max_steps=200),
+    },
+    "base": {  # "paper base": the sizes of Attention Is All You Need
+        "model": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.1,
+                      norm="post"),
+        "train": dict(batch_size=64, lr=5e-4, warmup_steps=400, label_smoothing=0.1, max_steps=20000),
+    },
+}
+PRESETS["paper base"] = PRESETS["base"]

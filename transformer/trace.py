@@ -1,0 +1,111 @@
+"""AttentionTrace: attention matrices that carry their token labels; to tidy frames and JSON.
+
+Rows are queries and columns keys, always. A trace is built with its labels and refuses mismatched shapes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+KINDS = ("encoder_self", "decoder_self", "cross")
+KIND_TITLES = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
+               "cross": "Cross-attention"}
+
+
+@dataclass(frozen=True)
+class AttentionTrace:
+    """Source tokens (S), decoder input tokens (T) and weights (layers, heads, queries, keys) per kind."""
+
+    source_tokens: tuple[str, ...]
+    target_tokens: tuple[str, ...]
+    encoder_self: Tensor  # (L_enc, H, S, S)
+    decoder_self: Tensor  # (L_dec, H, T, T)
+    cross: Tensor  # (L_dec, H, T, S)
+
+    def __post_init__(self) -> None:
+        s, t = len(self.source_tokens), len(self.target_tokens)
+        for kind in KINDS:
+            w = getattr(self, kind)
+            if not isinstance(w, Tensor) or w.dim() != 4:
+                raise ValueError(f"{kind} must be a 4-d tensor (layers, heads, queries, keys)")
+            q, k = self.axis_sizes(kind)
+            if tuple(w.shape[2:]) != (q, k):
+                raise ValueError(f"{kind} has shape {tuple(w.shape)} but the labels need (*, *, {q}, {k}) "
+                                 f"for {s} source and {t} target tokens")
+        if self.decoder_self.shape[:2] != self.cross.shape[:2]:
+            raise ValueError("decoder_self and cross must have the same number of layers and heads")
+        if self.encoder_self.shape[1] != self.cross.shape[1]:
+            raise ValueError("encoder and decoder attention must have the same number of heads")
+
+    def axis_sizes(self, kind: str) -> tuple[int, int]:
+        q, k = self.labels(kind)
+        return len(q), len(k)
+
+    def labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(query tokens, key tokens) for a kind: rows and columns of its matrices."""
+        if kind == "encoder_self":
+            return self.source_tokens, self.source_tokens
+        if kind == "decoder_self":
+            return self.target_tokens, self.target_tokens
+        if kind == "cross":
+            return self.target_tokens, self.source_tokens
+        raise KeyError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
+
+    def weights(self, kind: str) -> Tensor:
+        """All weights of a kind, (layers, heads, queries, keys)."""
+        self.labels(kind)
+        return getattr(self, kind)
+
+    def n_layers(self, kind: str) -> int:
+        return self.weights(kind).shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.cross.shape[1]
+
+    def matrix(self, kind: str, layer: int, head: int | None = None) -> Tensor:
+        """One (queries, keys) matrix; head None gives the mean over heads."""
+        w = self.weights(kind)
+        if not 0 <= layer < w.shape[0]:
+            raise IndexError(f"{kind} has {w.shape[0]} layer(s); layer {layer} does not exist")
+        if head is None:
+            return w[layer].mean(0)
+        if not 0 <= head < w.shape[1]:
+            raise IndexError(f"{kind} has {w.shape[1]} head(s); head {head} does not exist")
+        return w[layer, head]
+
+    def masked(self, kind: str) -> Tensor:
+        """(queries, keys) bool: True where the mask forbids attention (causal future in decoder self)."""
+        q, k = self.axis_sizes(kind)
+        if kind == "decoder_self":
+            return torch.ones(q, k, dtype=torch.bool).triu(1)
+        return torch.zeros(q, k, dtype=torch.bool)
+
+    def to_frame(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> pd.DataFrame:
+        """Tidy frame: kind, layer, head, query_index, query_token, key_index, key_token, weight, masked."""
+        frames = []
+        for k in (KINDS if kind is None else (kind,)):
+            w = self.weights(k)
+            qt, kt = self.labels(k)
+            layers = range(w.shape[0]) if layer is None else (layer,)
+            heads = range(w.shape[1]) if head is None else (head,)
+            mask = self.masked(k).flatten().numpy()
+            qi, ki = np.repeat(np.arange(len(qt)), len(kt)), np.tile(np.arange(len(kt)), len(qt))
+            q_tokens, k_tokens = np.asarray(qt, dtype=object)[qi], np.asarray(kt, dtype=object)[ki]
+            for li in layers:
+                for hi in heads:
+                    frames.append(pd.DataFrame({
+                        "kind": k, "layer": li, "head": hi, "query_index": qi, "query_token": q_tokens,
+                        "key_index": ki, "key_token": k_tokens,
+                        "weight": w[li, hi].flatten().float().numpy(), "masked": mask,
+                    }))
+        return pd.concat(frames, ignore_index=True)
+
+    def attention_dict(self) -> dict[str, Any]:
+        """The "attention" block of the trace JSON: [L][H][Q][K] nested lists per kind."""
+        return {k: getattr(self, k).float().tolist() for k in KINDS}

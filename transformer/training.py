@@ -1,0 +1,189 @@
+"""Trainer with a step-level API and callbacks; schedule, clipping, budgets, evaluation, non-finite guard."""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from .batching import Batch, BucketSampler, pad, make_batch
+from .config import ModelConfig, TrainConfig
+from .model import Seq2SeqTransformer
+from .tasks import Task
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the weights were rolled back to the last finite step."""
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What one optimisation step did."""
+
+    step: int
+    loss: float
+    accuracy: float
+    lr: float
+    tokens: int
+    elapsed: float  # training seconds so far, this run and earlier ones
+
+
+class Callback(Protocol):
+    def on_step_end(self, trainer: "Trainer", stats: StepStats) -> None: ...
+    def on_eval(self, trainer: "Trainer", metrics: dict[str, Any]) -> None: ...
+
+
+def lr_at(cfg: TrainConfig, step: int) -> float:
+    """Learning rate for optimiser step `step` (0-based): linear warmup, then the chosen decay."""
+    if cfg.warmup_steps and step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return cfg.lr
+    if cfg.schedule == "inverse_sqrt":
+        return cfg.lr * math.sqrt(max(cfg.warmup_steps, 1) / (step + 1))
+    span = max(cfg.max_steps - cfg.warmup_steps, 1)
+    progress = min((step - cfg.warmup_steps) / span, 1.0)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on weight matrices only (not biases, norms or embeddings)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() >= 2 and "embed" not in name else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=True)
+
+
+class Trainer:
+    """Owns a model, its optimiser and data; `train_step` does one step, `run` loops within budgets."""
+
+    def __init__(self, task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *,
+                 model: Seq2SeqTransformer | None = None, step: int = 0, elapsed: float = 0.0,
+                 optimizer_state: dict | None = None, history: Sequence[dict] = (), evals: Sequence[dict] = (),
+                 callbacks: Sequence[Callback] = ()) -> None:
+        torch.manual_seed(train_cfg.seed)
+        self.task, self.model_cfg, self.cfg = task, model_cfg, train_cfg
+        self.model = model if model is not None else Seq2SeqTransformer(model_cfg)
+        self.model.train()
+        self.optimizer = make_optimizer(self.model, train_cfg)
+        if optimizer_state is not None:
+            self.optimizer.load_state_dict(optimizer_state)
+        self.step, self.elapsed = step, elapsed
+        self.history: list[dict] = list(history)
+        self.evals: list[dict] = list(evals)
+        self.callbacks = list(callbacks)
+        limit = model_cfg.max_len - 1
+        src = [ids[:limit] for ids in task.src_tokenizer.encode_many([e.source for e in task.train])]
+        tgt = [ids[:limit] for ids in task.tgt_tokenizer.encode_many([e.target for e in task.train])]
+        self._batches = iter(BucketSampler(src, tgt, train_cfg.batch_size, seed=train_cfg.seed + step))
+        self._last_good = [p.detach().clone() for p in self.model.parameters()]
+
+    def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean cross-entropy over target tokens (padding ignored) and the per-token correctness."""
+        logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
+                               label_smoothing=self.cfg.label_smoothing)
+        keep = batch.tgt_out != 0
+        correct = (logits.argmax(-1) == batch.tgt_out)[keep]
+        return loss, correct
+
+    def train_step(self) -> StepStats:
+        """One optimiser step; raises NonFiniteLossError (weights rolled back) if the loss is not finite."""
+        start = time.perf_counter()
+        batch = next(self._batches)
+        lr = lr_at(self.cfg, self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.model.train()
+        loss, correct = self.loss(batch)
+        if not torch.isfinite(loss):
+            self._roll_back()
+            raise NonFiniteLossError(f"the loss became {loss.item()} at step {self.step + 1}; training stopped "
+                                     f"and the weights of the last finite step were kept (try a lower learning rate)")
+        torch._foreach_copy_(self._last_good, [p.detach() for p in self.model.parameters()])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip, foreach=True)
+        self.optimizer.step()
+        self.step += 1
+        self.elapsed += time.perf_counter() - start
+        stats = StepStats(self.step, loss.item(), correct.float().mean().item(), lr, int(correct.numel()),
+                          self.elapsed)
+        self.history.append({"step": stats.step, "loss": stats.loss, "accuracy": stats.accuracy, "lr": lr,
+                             "tokens": stats.tokens, "elapsed": round(stats.elapsed, 4)})
+        for cb in self.callbacks:
+            cb.on_step_end(self, stats)
+        return stats
+
+    def _roll_back(self) -> None:
+        with torch.no_grad():
+            torch._foreach_copy_([p for p in self.model.parameters()], self._last_good)
+        self.optimizer.state.clear()  # moments computed from the bad step are not trustworthy
+
+    def run(self, max_steps: int | None = None, max_seconds: float | None = None,
+            stop: threading.Event | None = None) -> str:
+        """Train until a budget is spent or `stop` is set; returns why it ended."""
+        target = self.cfg.max_steps if max_steps is None else max_steps
+        seconds = self.cfg.max_seconds if max_seconds is None else max_seconds
+        began = time.perf_counter()
+        while self.step < target:
+            if stop is not None and stop.is_set():
+                return "stopped"
+            if seconds is not None and time.perf_counter() - began >= seconds:
+                return "time budget"
+            self.train_step()
+            if self.step % self.cfg.eval_every == 0:
+                self.evaluate()
+        return "step budget"
+
+    def evaluate(self, n: int | None = None) -> dict[str, Any]:
+        """Validation metrics (see `evaluate_model`), recorded in `evals` and sent to callbacks."""
+        metrics = evaluate_model(self.model, self.task, n or self.cfg.eval_examples)
+        metrics["step"] = self.step
+        self.evals.append(metrics)
+        for cb in self.callbacks:
+            cb.on_eval(self, metrics)
+        return metrics
+
+
+def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
+    """Loss, token accuracy and greedy exact match on up to n validation examples; BLEU/chrF for words."""
+    from .decoding import decode_texts, eval_mode
+
+    examples = task.valid[:n]
+    if not examples:
+        raise ValueError("the task has no validation examples")
+    limit = model.cfg.max_len - 1
+    total_loss, total_tokens, total_correct = 0.0, 0, 0
+    with eval_mode(model):
+        for i in range(0, len(examples), batch_size):
+            chunk = examples[i: i + batch_size]
+            batch = make_batch([task.src_tokenizer.encode(e.source)[:limit] for e in chunk],
+                               [task.tgt_tokenizer.encode(e.target)[:limit] for e in chunk])
+            logits = model(batch.src, batch.tgt_in)
+            keep = batch.tgt_out != 0
+            total_loss += F.cross_entropy(logits[keep], batch.tgt_out[keep], reduction="sum").item()
+            total_correct += int((logits.argmax(-1) == batch.tgt_out)[keep].sum())
+            total_tokens += int(keep.sum())
+    outputs = decode_texts(model, task.src_tokenizer, task.tgt_tokenizer, [e.source for e in examples], batch_size)
+    refs = [task.tgt_tokenizer.decode(task.tgt_tokenizer.encode(e.target)) for e in examples]
+    metrics: dict[str, Any] = {
+        "n": len(examples),
+        "loss": total_loss / max(total_tokens, 1),
+        "token_accuracy": total_correct / max(total_tokens, 1),
+        "exact_match": sum(o == r for o, r in zip(outputs, refs)) / len(examples),
+    }
+    if task.level == "word":
+        import sacrebleu
+
+        metrics["bleu"] = sacrebleu.corpus_bleu(outputs, [refs]).score
+        metrics["chrf"] = sacrebleu.corpus_chrf(outputs, [refs]).score
+    metrics["examples"] = [{"source": e.source, "reference": r, "output": o}
+                           for e, r, o in list(zip(examples, refs, outputs))[:5]]
+    return metrics
