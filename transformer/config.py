@@ -169,3 +169,45 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 PRESETS["paper base"] = PRESETS["base"]
+
+# Per-task defaults, tuned on a 2-core CPU (bench/README.md has the figures).
+_CHAR_TASK = {
+    "model": dict(d_model=64, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=256, dropout=0.0, max_len=64),
+    "train": dict(batch_size=64, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=1200, max_seconds=15.0,
+                  eval_every=400),
+}
+TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "reverse": _CHAR_TASK,
+    "copy": _CHAR_TASK,
+    "sort": _CHAR_TASK,
+    "toy-en-de": {
+        "model": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, dropout=0.0,
+                      max_len=48),
+        "train": dict(batch_size=64, lr=2e-3, weight_decay=0.0, warmup_steps=100, max_steps=3000, eval_every=500),
+    },
+    "corpus": {
+        "model": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1,
+                      max_len=128),
+        "train": dict(batch_size=64, lr=1e-3, warmup_steps=400, label_smoothing=0.1, max_steps=20000,
+                      eval_every=1000),
+    },
+}
+
+
+def default_configs(task: str, src_vocab_size: int, tgt_vocab_size: int, preset: str | None = None,
+                    model_overrides: dict[str, Any] | None = None,
+                    train_overrides: dict[str, Any] | None = None) -> tuple[ModelConfig, TrainConfig]:
+    """Model and training configs for a task: the task's defaults, then a size preset, then overrides."""
+    if task not in TASK_DEFAULTS:
+        raise ConfigError(f"unknown task {task!r}; choose one of {', '.join(TASK_DEFAULTS)}")
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    model = dict(TASK_DEFAULTS[task]["model"])
+    train = dict(TASK_DEFAULTS[task]["train"])
+    if preset is not None:
+        model.update(PRESETS[preset]["model"])
+        train.update(PRESETS[preset]["train"])
+    model.update(model_overrides or {})
+    train.update(train_overrides or {})
+    model_cfg = ModelConfig.from_dict({**model, "src_vocab_size": src_vocab_size, "tgt_vocab_size": tgt_vocab_size})
+    return model_cfg, TrainConfig.from_dict(train)

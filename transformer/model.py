@@ -51,16 +51,8 @@ class Dropout(nn.Module):
         return dropout(x, self.p, self.training)
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weights: bool,
-              dropout_p: float = 0.0, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
-    """Scaled dot-product attention; `mask` is boolean, True where a query may attend to a key.
-
-    With need_weights the softmax is explicit and the weights (masked entries exactly 0) are returned;
-    otherwise the fused `F.scaled_dot_product_attention` kernel runs and the weights are None.
-    """
-    if not need_weights and dropout_p == 0.0:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
-        return out, None
+def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None, is_causal: bool = False) -> Tensor:
+    """The explicit softmax(q k^T / sqrt(d)) with masked entries exactly 0; (B, H, Tq, Tk)."""
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
     if is_causal:
         tq, tk = scores.shape[-2:]
@@ -68,9 +60,22 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weig
         mask = causal if mask is None else mask & causal
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)  # (B, H, Tq, Tk)
-    out = dropout(weights, dropout_p, True) @ v  # (B, H, Tq, Dh)
-    return out, (weights if need_weights else None)
+    return scores.softmax(dim=-1)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weights: bool,
+              dropout_p: float = 0.0, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Scaled dot-product attention; `mask` is boolean, True where a query may attend to a key.
+
+    The output always comes from the same kernel (`F.scaled_dot_product_attention`, or the explicit product
+    when attention dropout is on), so asking for the weights never changes the computation: they are
+    computed beside it with the explicit softmax.
+    """
+    if dropout_p > 0.0:  # training with attention dropout: explicit path with the fast dropout mask
+        weights = attention_weights(q, k, mask, is_causal)
+        return dropout(weights, dropout_p, True) @ v, (weights if need_weights else None)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, Tq, Dh)
+    return out, (attention_weights(q, k, mask, is_causal) if need_weights else None)
 
 
 class MultiHeadAttention(nn.Module):

@@ -1,4 +1,4 @@
-"""Word lists and inflection tables for the toy English→German task (one German word per English word)."""
+"""Words and inflection for the toy English→German task: one German word per English word, inflected by rule."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -216,3 +216,36 @@ STRONG_PLURAL_ENDING: dict[str, str] = {"nom": "e", "acc": "e", "dat": "en"}
 def inflect_adjective(stem: str, ending: str) -> str:
     """German adjective form: stem + ending, without doubling a final -e (müde + en -> müden)."""
     return stem + ending[1:] if stem.endswith("e") and ending.startswith("e") else stem + ending
+
+
+@dataclass(frozen=True)
+class NounPhrase:
+    """Determiner (None for a bare plural), adjectives and noun; `determiner` is "the", "a", "my" or "no"."""
+
+    determiner: str | None
+    adjectives: tuple[str, ...]
+    noun: Noun
+    plural: bool
+
+
+Pair = tuple[str, str]  # (English word, German word)
+
+
+def noun_phrase_pairs(phrase: NounPhrase, case: str) -> list[Pair]:
+    """The phrase's English and German words, in the (shared) order determiner, adjectives, noun."""
+    noun, key = phrase.noun, "pl" if phrase.plural else phrase.noun.gender
+    de_noun = (noun.de_dative_plural if case == "dat" else noun.de_plural) if phrase.plural else noun.de
+    if phrase.determiner is None:
+        ending = STRONG_PLURAL_ENDING[case]
+    elif phrase.determiner == "the":
+        ending = WEAK_ENDING[case][key]
+    else:
+        ending = MIXED_ENDING[case][key]
+    pairs = [(adj, inflect_adjective(ADJECTIVES[adj], ending)) for adj in phrase.adjectives]
+    pairs.append((noun.en_plural if phrase.plural else noun.en, de_noun))
+    if phrase.determiner == "the":
+        pairs.insert(0, ("the", DEFINITE_ARTICLE[case][key]))
+    elif phrase.determiner is not None:
+        english = "an" if phrase.determiner == "a" and pairs[0][0][0] in "aeiou" else phrase.determiner
+        pairs.insert(0, (english, EIN_WORDS[phrase.determiner] + EIN_WORD_ENDING[case][key]))
+    return pairs

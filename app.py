@@ -1,0 +1,17 @@
+"""Attention Studio: the frame around every page (page config, navigation, shared sidebar)."""
+import streamlit as st
+
+from ui.sidebar import render_sidebar
+
+st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
+    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+]
+
+page = st.navigation(PAGES)
+render_sidebar()
+page.run()

@@ -1,0 +1,103 @@
+"""Attention explorer: any kind, layer and head (or their mean) for one input, the model view and head statistics."""
+import streamlit as st
+
+from transformer import charts
+from transformer.decoding import InputError
+from transformer.trace import KIND_TITLES
+from ui.alignment_view import show_alignment_scores
+from ui.inference import bind_reference, bind_text, gold_cells, greedy_or_message, share_reference, share_text, teacher
+from ui.widgets import chart_downloads, head_picker, kind_picker, layer_picker, require_model
+
+MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
+
+
+def open_panel() -> None:
+    """Callback of the model view: a clicked panel becomes the large map."""
+    panel = charts.selected_panel(st.session_state.get("attention_grid"))
+    if panel is not None:
+        st.session_state["attention_layer"], st.session_state["attention_head"] = panel
+
+
+active = require_model()
+st.title("Attention explorer", anchor=False)
+st.caption("Every attention map for one input. Rows are queries and columns keys; tokens are indexed by position, "
+           "so repeated tokens stay apart. Maps come from the model in eval mode, on the tokens it actually saw.")
+
+bind_text("attention_text", active)
+col_text, col_mode = st.columns([3, 2])
+text = col_text.text_input("Input", key="attention_text", on_change=share_text, args=("attention_text",))
+st.session_state.setdefault("attention_mode", "greedy")
+mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key="attention_mode")
+result = None
+if mode == "teacher":
+    bind_reference("attention_reference", active, text)
+    reference = st.text_input("Reference output", key="attention_reference", on_change=share_reference,
+                              args=("attention_reference",))
+    if not reference.strip():
+        st.info("Type the reference output the decoder should be fed.", icon=":material/edit_note:")
+        st.stop()
+    try:
+        result = teacher(active, text, reference)
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        st.stop()
+else:
+    result = greedy_or_message(active, text)
+    if result is None:
+        st.stop()
+trace = result.trace
+st.caption(f"Output: **{result.output_text or '(empty)'}**" + ("" if result.finished or mode == "teacher"
+                                                               else " (stopped at the step limit)"))
+
+c_kind, c_layer, c_head, c_opts = st.columns([4, 2, 2, 2], vertical_alignment="bottom")
+with c_kind:
+    kind = kind_picker("Attention", "attention_kind")
+with c_layer:
+    layer = layer_picker("Layer", trace.n_layers(kind), "attention_layer")
+with c_head:
+    head = head_picker("Head", trace.n_heads, "attention_head")
+with c_opts:
+    fixed = st.toggle("Fixed 0–1 colour scale", value=True, key="attention_fixed_scale")
+gold = gold_cells(active, text, len(trace.target_tokens)) if kind == "cross" else []
+
+map_col, side_col = st.columns([3, 2], gap="large")
+with map_col:
+    show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="attention_gold")
+    heatmap = charts.attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
+                                       size=520)
+    st.altair_chart(heatmap, key="attention_heatmap", width="content")
+with side_col:
+    st.markdown("**Download**")
+    stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
+    chart_downloads(lambda: charts.chart_to_png(heatmap), lambda: charts.chart_to_svg(heatmap), stem,
+                    "attention_heatmap_download")
+    st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
+                       mime="application/json", key="attention_trace_json", icon=":material/data_object:",
+                       on_click="ignore", width="stretch")
+    st.markdown(f"**Head statistics · {KIND_TITLES[kind].lower()}**")
+    stats = charts.head_stats(trace, kind)
+    stats.insert(0, "map", [f"L{int(lay) + 1} " + ("mean" if h == charts.MEAN_HEAD else f"H{int(h) + 1}")
+                            for lay, h in zip(stats["layer"], stats["head"])])
+    st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
+                 column_config={
+                     "map": st.column_config.TextColumn("layer · head"),
+                     "entropy": st.column_config.NumberColumn("entropy (nats)", format="%.3f",
+                                                              help="Mean over query rows; 0 = one-hot."),
+                     "max_weight": st.column_config.NumberColumn("max weight", format="%.3f",
+                                                                 help="Mean of the row maxima."),
+                     "diag_distance": st.column_config.NumberColumn("diagonal distance", format="%.2f",
+                                                                    help="Mean distance of the weight from the "
+                                                                         "(scaled) diagonal, in positions.")})
+    if gold:
+        show_alignment_scores(trace, gold, key="attention_alignment")
+
+st.subheader("Model view: every layer × head", anchor=False)
+st.caption("Click a panel to open it large above; double-click to clear the selection.")
+try:
+    grid = charts.attention_grid(trace, kind, fixed_scale=fixed, cell=130)
+except charts.ChartTooLargeError as exc:
+    st.info(str(exc))
+else:
+    st.altair_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
+    chart_downloads(lambda: charts.chart_to_png(grid), lambda: charts.chart_to_svg(grid), f"{kind}_all_heads",
+                    "attention_grid_download")

@@ -1,0 +1,127 @@
+"""Decode: step through greedy decoding one token at a time, force a token, compare with teacher forcing."""
+import streamlit as st
+
+from transformer import charts
+from transformer.decoding import InputError
+from ui import decode_state as ds
+from ui.alignment_view import show_alignment_scores
+from ui.inference import (bind_reference, bind_text, gold_cells, greedy, greedy_or_message, share_reference,
+                          share_text, teacher)
+from ui.widgets import head_label, head_picker, layer_picker, require_model, show_chips, visible
+
+active = require_model()
+st.title("Decode", anchor=False)
+st.caption("Type a sentence and walk through the model's answer one token at a time: what each step attends to, "
+           "which tokens it considered, and what happens if it had picked another one.")
+
+bind_text("decode_text", active)
+st.session_state.setdefault("decode_top_k", 5)
+col_text, col_ref, col_k = st.columns([5, 4, 1])
+text = col_text.text_input("Input", key="decode_text", on_change=share_text, args=("decode_text",))
+bind_reference("decode_reference", active, text)
+reference = col_ref.text_input("Reference output (for teacher forcing)", key="decode_reference",
+                               on_change=share_reference, args=("decode_reference",),
+                               help="The decoder is fed this target instead of its own output. Leave empty to skip.")
+top_k = col_k.number_input("Top-k", min_value=2, max_value=20, step=1, key="decode_top_k")
+
+free = greedy_or_message(active, text, top_k=top_k)
+if free is None:
+    st.stop()
+if free.unknown_tokens:
+    st.warning("Not in the model's vocabulary (read as unknown): " + ", ".join(sorted(set(free.unknown_tokens))),
+               icon=":material/help:")
+prefix = ds.forced_prefix(active.task_name, text)
+forced = greedy(active, text, top_k=top_k, forced=prefix.tokens) if prefix is not None else None
+taught = None
+if reference.strip():
+    try:
+        taught = teacher(active, text, reference, top_k=top_k)
+    except InputError as exc:
+        st.warning(f"Teacher forcing: {exc}", icon=":material/edit_note:")
+
+results = {ds.GREEDY: free, ds.FORCED: forced, ds.TEACHER: taught}
+available = [view for view, result in results.items() if result is not None]
+summary = st.columns(len(available))
+for column, view in zip(summary, available):
+    result = results[view]
+    with column.container(border=True):
+        st.markdown(f"**{ds.VIEW_LABELS[view]}**")
+        highlight = prefix.step if view == ds.FORCED else None
+        show_chips(result.output_tokens, highlight=highlight,
+                   caption="predictions at each reference position" if view == ds.TEACHER else "output")
+        if view == ds.FORCED:
+            st.caption(f"‹{visible(prefix.tokens[-1])}› forced at step {prefix.step + 1}, then greedy again.")
+            st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
+        elif view == ds.GREEDY and not result.finished:
+            st.caption("Stopped at the step limit without producing </s>.")
+
+ds.prepare_view(available)
+view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
+                horizontal=True) if len(available) > 1 else ds.GREEDY
+result = results[view]
+trace = result.trace
+n_steps = len(result.steps)
+t = ds.prepare_step(n_steps, (active.task_name, text))
+
+nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1, 1, 6, 2, 2], vertical_alignment="bottom")
+nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
+                args=(-1, n_steps), disabled=t == 0, width="stretch")
+nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
+                args=(1, n_steps), disabled=t == n_steps - 1, width="stretch")
+if n_steps > 1:
+    nav_slider.slider("Step", min_value=1, max_value=n_steps, key=ds.STEP_KEY)
+else:
+    nav_slider.caption("The output has a single step.")
+with nav_layer:
+    layer = layer_picker("Decoder layer", trace.n_layers("cross"), "decode_layer")
+with nav_head:
+    head = head_picker("Head", trace.n_heads, "decode_head")
+
+step = result.steps[t]
+st.subheader(f"Step {t + 1} of {n_steps}: input ‹{visible(trace.target_tokens[t])}› → output ‹{visible(step.token)}› "
+             f"({step.prob:.1%})", anchor=False)
+left, right = st.columns([3, 2], gap="large")
+with left:
+    if view == ds.TEACHER:
+        show_chips(trace.target_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
+    show_chips(result.output_tokens[: t + 1], highlight=t,
+               caption="predictions so far" if view == ds.TEACHER else "output so far")
+    cross_row = trace.matrix("cross", layer, head)[t].tolist()
+    st.altair_chart(charts.source_strip(trace.source_tokens, cross_row,
+                                        title=f"Source attention of step {t + 1} · layer {layer + 1} · "
+                                              f"{head_label(head).lower()}"), width="content")
+    self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
+    st.altair_chart(charts.decoder_row_chart(trace.target_tokens[: t + 1], self_row,
+                                             title=f"Decoder self-attention of step {t + 1} over the prefix"),
+                    width="content")
+with right:
+    st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
+    st.plotly_chart(charts.topk_bars(step.top_k, chosen=step.token), key="decode_topk",
+                    config={"displayModeBar": False})
+    alternatives = [tok for tok, _ in step.top_k if tok != step.token]
+    if alternatives:
+        if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
+            st.session_state[ds.FORCE_CHOICE_KEY] = alternatives[0]
+        pick, go = st.columns([3, 2], vertical_alignment="bottom")
+        pick.selectbox("Force another token here", alternatives, format_func=visible, key=ds.FORCE_CHOICE_KEY)
+        go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
+                  args=(active.task_name, text, result, t), width="stretch",
+                  help="Feed this token at this step and let the model decode greedily from there.")
+
+st.divider()
+gold = gold_cells(active, text, len(trace.target_tokens))
+map_col, grid_col = st.columns([2, 3], gap="large")
+with map_col:
+    show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="decode_gold")
+    st.altair_chart(charts.attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
+                                             gold=gold if show_gold else (), size=360),
+                    width="content")
+with grid_col:
+    try:
+        grid = charts.attention_grid(trace, "cross", layers=[layer], max_row=t, cell=120)
+    except charts.ChartTooLargeError as exc:
+        st.info(str(exc))
+    else:
+        st.altair_chart(grid, key="decode_grid", width="content")
+if gold:
+    show_alignment_scores(trace, gold, key="decode_alignment")

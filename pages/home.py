@@ -1,0 +1,45 @@
+"""Home: what Attention Studio is, a try-it box, and the way to the other pages."""
+import streamlit as st
+
+from transformer import charts
+from ui.inference import bind_text, greedy_or_message, share_text
+from ui.widgets import layer_picker, require_model, show_chips
+
+st.title("Attention Studio", anchor=False)
+st.markdown("Train a small encoder-decoder transformer live, type a sentence, and watch what it attends to: "
+            "step through greedy decoding token by token and inspect encoder self-, decoder self- and "
+            "cross-attention for every layer and head. Everything runs on CPU, in seconds.")
+
+active = require_model()
+with st.container(border=True):
+    st.markdown(f"#### Try it · {active.option.name}")
+    bind_text("home_text", active)
+    col_in, col_layer = st.columns([4, 1], vertical_alignment="bottom")
+    text = col_in.text_input("Type a sentence", key="home_text", on_change=share_text, args=("home_text",),
+                             help="The current model (see the sidebar) decodes it greedily.")
+    result = greedy_or_message(active, text)
+    if result is not None:
+        with col_layer:
+            layer = layer_picker("Decoder layer", result.trace.n_layers("cross"), "home_layer")
+        out_col, map_col = st.columns([2, 3], gap="large")
+        with out_col:
+            show_chips(result.trace.source_tokens, caption="source tokens")
+            show_chips(result.output_tokens, caption="output tokens")
+            st.markdown(f"**Output:** {result.output_text or '(empty)'}")
+            if not result.finished:
+                st.caption("Stopped at the step limit without producing </s>.")
+        with map_col:
+            st.altair_chart(charts.attention_heatmap(result.trace, "cross", layer, None, size=360),
+                            width="content")
+
+st.markdown("#### Explore")
+decode_col, attention_col, train_col = st.columns(3)
+with decode_col.container(border=True):
+    st.page_link("pages/decode.py", label="**Decode** step by step", icon=":material/skip_next:")
+    st.caption("Next / Prev through the output; top-k candidates; force another token; teacher forcing.")
+with attention_col.container(border=True):
+    st.page_link("pages/attention.py", label="**Attention** explorer", icon=":material/grid_on:")
+    st.caption("Encoder self-, decoder self- and cross-attention, every layer and head, statistics, export.")
+with train_col.container(border=True):
+    st.page_link("pages/train.py", label="**Train** a model live", icon=":material/model_training:")
+    st.caption("Pick a task and size, watch loss curves and the probe's attention form, save the run.")

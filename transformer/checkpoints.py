@@ -1,0 +1,225 @@
+"""Checkpoints: a directory of JSON + safetensors files, saved atomically and validated on load.
+
+Layout (format version 1):
+- ``config.json``: format marker and version, model and train configs, tokenizer kinds, task spec, latest
+  metrics, step, elapsed seconds.
+- ``model.safetensors``: the model's state_dict.
+- ``src_tokenizer.json``, ``tgt_tokenizer.json``: `Tokenizer.to_json()`.
+- ``history.json``: ``{"history": [per-step dicts], "evals": [metric dicts]}``.
+- ``optimizer.safetensors`` + ``optimizer.json`` (optional, together): AdamW moments as tensors named
+  ``state.<param_index>.<name>``; param groups and scalar state (step counts) as JSON.
+Nothing is ever unpickled: only safetensors and JSON are read.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from torch import Tensor
+
+from .atomic import fsync_path, replace_directory, write_durably
+from .checkpoint_files import (CONFIG, FORMAT_VERSION, HISTORY, MODEL, OPTIMIZER_JSON, OPTIMIZER_TENSORS,
+                               SRC_TOKENIZER, TGT_TOKENIZER, CheckpointError, FORMAT_MARKER, optimizer_files,
+                               read_config, read_history, read_optimizer, read_tensors, read_tokenizer,
+                               write_json, write_tensors)
+from .config import ModelConfig, TrainConfig
+from .model import Seq2SeqTransformer
+from .tasks import Task, task_from_spec
+from .tokenizers import Tokenizer
+from .training import Callback, Trainer, make_optimizer
+
+__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "save_checkpoint", "load_checkpoint",
+           "checkpoint_from_trainer", "trainer_from_checkpoint", "task_for_checkpoint", "list_checkpoints", "is_valid_run_name"]
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
+
+
+@dataclass
+class Checkpoint:
+    """A trained model with everything needed to show it, evaluate it and resume training it."""
+
+    model: Seq2SeqTransformer
+    model_config: ModelConfig
+    train_config: TrainConfig
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    task_spec: dict
+    step: int = 0
+    elapsed: float = 0.0
+    metrics: dict = field(default_factory=dict)
+    history: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    optimizer_state: dict | None = None
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        """The checkpoint directory's name, or "unsaved"."""
+        return self.path.name if self.path is not None else "unsaved"
+
+    def card(self) -> dict[str, Any]:
+        """Summary for the UI: task, sizes, parameter count, training done and latest metrics."""
+        cfg = self.model_config
+        metrics = {k: v for k, v in self.metrics.items()
+                   if k in ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")}
+        return {"name": self.name, "task": self.task_spec.get("name", "?"), "level": self.src_tokenizer.kind,
+                "d_model": cfg.d_model, "n_heads": cfg.n_heads, "n_encoder_layers": cfg.n_encoder_layers,
+                "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+                "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size,
+                "parameters": self.model.num_parameters(), "steps": self.step,
+                "seconds": round(self.elapsed, 2), "metrics": metrics}
+
+
+# -- saving -------------------------------------------------------------------------------------------------
+def _write_checkpoint_files(ckpt: Checkpoint, folder: Path) -> None:
+    config = {"format": FORMAT_MARKER, "format_version": FORMAT_VERSION,
+              "model_config": ckpt.model_config.to_dict(), "train_config": ckpt.train_config.to_dict(),
+              "tokenizers": {"src": ckpt.src_tokenizer.kind, "tgt": ckpt.tgt_tokenizer.kind},
+              "task_spec": ckpt.task_spec, "metrics": ckpt.metrics, "step": ckpt.step, "elapsed": ckpt.elapsed}
+    write_json(folder / CONFIG, config, indent=2)
+    write_tensors(folder / MODEL, ckpt.model.state_dict())
+    write_durably(folder / SRC_TOKENIZER, ckpt.src_tokenizer.to_json())
+    write_durably(folder / TGT_TOKENIZER, ckpt.tgt_tokenizer.to_json())
+    write_json(folder / HISTORY, {"history": ckpt.history, "evals": ckpt.evals})
+    if ckpt.optimizer_state is not None:
+        tensors, meta = optimizer_files(ckpt.optimizer_state)
+        write_tensors(folder / OPTIMIZER_TENSORS, tensors)
+        write_json(folder / OPTIMIZER_JSON, meta)
+    fsync_path(folder)
+
+
+def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write `ckpt` to directory `path` atomically; refuses to replace an existing one unless `overwrite`."""
+    target = Path(path)
+    if ckpt.src_tokenizer.vocab_size != ckpt.model_config.src_vocab_size or \
+            ckpt.tgt_tokenizer.vocab_size != ckpt.model_config.tgt_vocab_size:
+        raise CheckpointError("cannot save: the tokenizers' vocabulary sizes do not match the model config")
+    if target.exists() or target.is_symlink():
+        if not overwrite:
+            raise CheckpointError(f"{target} already exists; choose another name or allow overwriting")
+        if not target.is_dir() or target.is_symlink() or (any(target.iterdir()) and not (target / CONFIG).is_file()):
+            raise CheckpointError(f"{target} exists and is not a checkpoint directory; refusing to replace it")
+    tmp: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        os.chmod(tmp, 0o755)
+        _write_checkpoint_files(ckpt, tmp)
+        if overwrite and target.is_dir() and any(target.iterdir()):
+            replace_directory(tmp, target)
+        else:
+            os.rename(tmp, target)  # fails if another save created `target` meanwhile
+            tmp = None
+        fsync_path(target.parent)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) and not overwrite:
+            raise CheckpointError(f"{target} already exists; choose another name or allow overwriting") from None
+        raise CheckpointError(f"cannot save checkpoint to {target}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    ckpt.path = target
+    return target
+
+
+# -- loading ------------------------------------------------------------------------------------------------
+def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpoint:
+    """Load and validate a checkpoint directory; the model comes back in eval mode. Raises CheckpointError."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder}: not a checkpoint directory (it does not exist or is a file)")
+    config = read_config(folder)
+    model_cfg: ModelConfig = config["model_config"]
+    kinds = config["tokenizers"]
+    src_tok = read_tokenizer(folder / SRC_TOKENIZER, kinds.get("src"), model_cfg.src_vocab_size)
+    tgt_tok = read_tokenizer(folder / TGT_TOKENIZER, kinds.get("tgt"), model_cfg.tgt_vocab_size)
+    history, evals = read_history(folder / HISTORY)
+    model = Seq2SeqTransformer(model_cfg)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    model.load_state_dict(read_tensors(folder / MODEL, expected, "the model in config.json"))
+    model.eval()
+    optimizer_state = read_optimizer(folder, model, config["train_config"]) if load_optimizer else None
+    return Checkpoint(model, model_cfg, config["train_config"], src_tok, tgt_tok, config["task_spec"],
+                      config.get("step", 0), float(config.get("elapsed", 0.0)), config.get("metrics", {}),
+                      history, evals, optimizer_state, folder)
+
+
+# -- training <-> checkpoints -------------------------------------------------------------------------------
+def _clone_tensors(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {k: _clone_tensors(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clone_tensors(v) for v in value]
+    return value
+
+
+def checkpoint_from_trainer(trainer: Trainer) -> Checkpoint:
+    """Snapshot a trainer (weights and optimizer copied), unaffected by later training; call between steps."""
+    model = Seq2SeqTransformer(trainer.model_cfg)
+    model.load_state_dict(_clone_tensors(trainer.model.state_dict()))
+    model.eval()
+    task = trainer.task
+    return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer,
+                      dict(task.spec), trainer.step, trainer.elapsed,
+                      dict(trainer.evals[-1]) if trainer.evals else {}, [dict(r) for r in trainer.history],
+                      [dict(r) for r in trainer.evals], _clone_tensors(trainer.optimizer.state_dict()))
+
+
+def task_for_checkpoint(ckpt: Checkpoint) -> Task:
+    """The checkpoint's task rebuilt from its spec, using the checkpoint's tokenizers so token ids agree."""
+    task = task_from_spec(ckpt.task_spec)
+    return replace(task, src_tokenizer=ckpt.src_tokenizer, tgt_tokenizer=ckpt.tgt_tokenizer)
+
+
+def trainer_from_checkpoint(ckpt: Checkpoint, task: Task | None = None, *, train_config: TrainConfig | None = None,
+                            callbacks: Sequence[Callback] = ()) -> Trainer:
+    """A Trainer resuming from `ckpt`: weights, optimizer moments, step (hence LR schedule), time, history."""
+    if task is None:
+        task = task_for_checkpoint(ckpt)
+    else:
+        task = replace(task, src_tokenizer=ckpt.src_tokenizer, tgt_tokenizer=ckpt.tgt_tokenizer)
+    cfg = train_config or ckpt.train_config
+    model = Seq2SeqTransformer(ckpt.model_config)
+    model.load_state_dict(_clone_tensors(ckpt.model.state_dict()))
+    optimizer_state = None
+    if ckpt.optimizer_state is not None:
+        # Hyperparameters (betas, weight decay) come from `cfg`; the saved state supplies only the moments.
+        fresh = make_optimizer(model, cfg).state_dict()["param_groups"]
+        groups = [{**new, "params": old["params"]} for new, old in zip(fresh, ckpt.optimizer_state["param_groups"])]
+        optimizer_state = {"state": _clone_tensors(ckpt.optimizer_state["state"]), "param_groups": groups}
+    return Trainer(task, ckpt.model_config, cfg, model=model, step=ckpt.step, elapsed=ckpt.elapsed,
+                   optimizer_state=optimizer_state, history=ckpt.history, evals=ckpt.evals, callbacks=callbacks)
+
+
+# -- run directories ----------------------------------------------------------------------------------------
+def list_checkpoints(root: str | Path) -> list[Path]:
+    """Complete checkpoint directories directly under `root` (hidden and temporary ones skipped), by name."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_dir()
+                  and (p / CONFIG).is_file() and (p / MODEL).is_file())
+
+
+def is_valid_run_name(name: str) -> str | None:
+    """None when `name` can name a run directory, else a message saying what is wrong with it."""
+    if not isinstance(name, str) or not name.strip():
+        return "Give the run a name."
+    if len(name) > 64:
+        return f"A run name has at most 64 characters; this one has {len(name)}."
+    if "/" in name or "\\" in name or ".." in name:
+        return "A run name cannot contain '/', '\\' or '..'."
+    if name.startswith("."):
+        return "A run name cannot start with '.'."
+    if not _RUN_NAME.fullmatch(name):
+        return "A run name starts with a letter or digit and uses only letters, digits, spaces, '_', '.' and '-'."
+    if name.endswith((" ", ".")):
+        return "A run name cannot end with a space or '.'."
+    return None

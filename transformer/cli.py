@@ -1,0 +1,299 @@
+"""Command line: `python -m transformer train | eval | decode` (the README's "Command line" section).
+
+Errors a user can cause print one line, ``error: ...``, on stderr and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence, TextIO
+
+from .atomic import write_file_atomic
+from .checkpoints import (CheckpointError, checkpoint_from_trainer, load_checkpoint, save_checkpoint,
+                          task_for_checkpoint, trainer_from_checkpoint)
+from .checkpoint_files import finite_json
+from .config import PRESETS, ConfigError, TrainConfig, default_configs
+from .decoding import InputError, greedy_decode, teacher_forced
+from .tasks import GENERATED_TASKS, TASK_NAMES, DataError, make_task
+from .tokenizers import TokenizerError
+from .training import NonFiniteLossError, StepStats, Trainer, evaluate_model
+
+MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
+               "dec_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "norm": "norm",
+               "max_len": "max_len"}
+TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
+               "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
+               "eval_every": "eval_every", "eval_examples": "eval_examples"}
+TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq")
+EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+
+
+class UsageError(Exception):
+    """The command line itself is wrong (bad flag, conflicting options)."""
+
+
+USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError)
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors become UsageError (one line) instead of usage text and exit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see --help)")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", choices=TASK_NAMES, help="what to learn (not with --resume)")
+    p.add_argument("--data", nargs="+", metavar="PATH", help="corpus: one TSV file or two aligned files (.gz ok)")
+    p.add_argument("--text-file", metavar="PATH", help="corpus: pairs one a line, TAB or ||| / => / -> between")
+    p.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
+    p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
+    p.add_argument("--steps", type=_positive_int, help="total step target (also the LR schedule's horizon)")
+    p.add_argument("--max-seconds", type=float, help="time budget for this run")
+    p.add_argument("--seed", type=int, help="seed for the data and the training")
+    p.add_argument("--n-train", type=_positive_int, help="training examples for generated tasks and toy-en-de")
+    p.add_argument("--n-valid", type=_positive_int, help="validation examples")
+    p.add_argument("--max-pairs", type=_positive_int, help="corpus: read at most this many pairs")
+    p.add_argument("--min-freq", type=_positive_int, help="word tasks: keep words seen at least this often")
+    sizes = p.add_argument_group("model (not with --resume)")
+    for flag, kind in (("d-model", int), ("heads", int), ("enc-layers", int), ("dec-layers", int), ("d-ff", int),
+                       ("dropout", float), ("max-len", int)):
+        sizes.add_argument(f"--{flag}", type=kind)
+    sizes.add_argument("--norm", choices=("pre", "post"))
+    opt = p.add_argument_group("training")
+    for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
+                       ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int)):
+        opt.add_argument(f"--{flag}", type=kind)
+    opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `python -m transformer` argument parser."""
+    parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
+                     "models from the command line.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode}")
+    train = commands.add_parser("train", help="train a model and save a checkpoint")
+    _add_train_arguments(train)
+    train.set_defaults(func=cmd_train)
+    ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object")
+    ev.add_argument("dir", metavar="DIR")
+    ev.add_argument("--n", type=_positive_int, help="validation examples to use (default: all)")
+    ev.set_defaults(func=cmd_eval)
+    dec = commands.add_parser("decode", help="greedy-decode one input and print the output")
+    dec.add_argument("dir", metavar="DIR")
+    dec.add_argument("text", metavar="TEXT")
+    dec.add_argument("--top-k", type=_positive_int, default=5, help="candidates recorded per step")
+    dec.add_argument("--max-steps", type=_positive_int, help="stop after this many output tokens")
+    dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
+    dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
+    dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
+    dec.set_defaults(func=cmd_decode)
+    return parser
+
+
+class ProgressLine:
+    """Training callback writing `step n/N  loss  acc  steps/s  time`: one updating line on a terminal."""
+
+    def __init__(self, total: int, first_step: int, stream: TextIO) -> None:
+        self.total, self.first_step, self.stream = total, first_step, stream
+        self.tty = stream.isatty()
+        self.began = self.last = time.perf_counter()
+        self.pending = False
+
+    def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
+        now = time.perf_counter()
+        due = now - self.last >= 0.2 if self.tty else stats.step % max(self.total // 10, 1) == 0
+        if not due and stats.step < self.total:
+            return
+        self.last = now
+        rate = (stats.step - self.first_step) / max(now - self.began, 1e-9)
+        line = (f"step {stats.step}/{self.total}  loss {stats.loss:.4f}  acc {stats.accuracy:.3f}  "
+                f"{rate:.1f} steps/s  {now - self.began:.1f}s")
+        self.stream.write(f"\r{line:<78}" if self.tty else line + "\n")
+        self.stream.flush()
+        self.pending = self.tty
+
+    def on_eval(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
+        self.finish()
+        self.stream.write(f"eval at step {metrics['step']}: {_metrics_text(metrics)}\n")
+
+    def finish(self) -> None:
+        """End the updating line so the next output starts on its own line."""
+        if self.pending:
+            self.stream.write("\n")
+            self.pending = False
+
+
+def _metrics_text(metrics: dict[str, Any]) -> str:
+    keys = ("loss", "token_accuracy", "exact_match", "bleu", "chrf")
+    return ", ".join(f"{k} {metrics[k]:.4g}" for k in keys if isinstance(metrics.get(k), (int, float)))
+
+
+@contextmanager
+def _stop_on_ctrl_c(stop: threading.Event) -> Iterator[None]:
+    """First Ctrl-C asks training to stop after the current step (then it is saved); a second one aborts."""
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        sys.stderr.write("\nstopping after this step and saving (Ctrl-C again to abort)\n")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _overrides(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
+    return {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag) is not None}
+
+
+def _budget_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """--steps alone means exactly that many steps (no default time budget); --max-seconds sets one."""
+    train = {}
+    if args.steps is not None:
+        train.update(max_steps=args.steps, max_seconds=args.max_seconds)
+    elif args.max_seconds is not None:
+        train["max_seconds"] = args.max_seconds
+    if args.seed is not None:
+        train["seed"] = args.seed
+    return train
+
+
+def _new_trainer(args: argparse.Namespace) -> Trainer:
+    if args.task is None:
+        raise UsageError("train needs --task (or --resume DIR)")
+    corpus = args.task == "corpus"
+    if not corpus and (args.data or args.text_file or args.max_pairs):
+        raise UsageError(f"--data, --text-file and --max-pairs are for --task corpus, not {args.task}")
+    if corpus and args.n_train is not None:
+        raise UsageError("--n-train is for generated tasks and toy-en-de; use --max-pairs for a corpus")
+    if args.min_freq is not None and args.task in GENERATED_TASKS:
+        raise UsageError("--min-freq is for word-level tasks (toy-en-de, corpus)")
+    kwargs: dict[str, Any] = {k: getattr(args, k) for k in ("n_train", "n_valid", "max_pairs", "min_freq")
+                              if getattr(args, k) is not None}
+    if args.data:
+        kwargs["data"] = [str(Path(p).resolve()) for p in args.data]  # absolute, so eval/resume work anywhere
+    if args.text_file:
+        kwargs["text"] = Path(args.text_file).read_text(encoding="utf-8")
+    task = make_task(args.task, seed=args.seed or 0, **kwargs)
+    model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                                           args.preset, _overrides(args, MODEL_FLAGS),
+                                           {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
+    return Trainer(task, model_cfg, train_cfg)
+
+
+def _resumed_trainer(args: argparse.Namespace) -> Trainer:
+    fixed = [f"--{f.replace('_', '-')}" for f in (*MODEL_FLAGS, "preset", *TASK_FLAGS) if getattr(args, f) is not None]
+    if fixed:
+        raise UsageError(f"--resume keeps the checkpoint's task and model; drop {', '.join(fixed)}")
+    ckpt = load_checkpoint(args.resume)
+    changes = {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)}
+    train_cfg = TrainConfig.from_dict({**ckpt.train_config.to_dict(), **changes})
+    return trainer_from_checkpoint(ckpt, train_config=train_cfg)
+
+
+def _check_out(out: Path, replace_ok: bool) -> None:
+    """Fail before training, not after, when --out cannot be written."""
+    if (out.exists() or out.is_symlink()) and not replace_ok:
+        raise UsageError(f"{out} already exists; use --force to replace it, or choose another --out")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryDirectory(dir=out.parent).cleanup()
+    except OSError as exc:
+        raise UsageError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary."""
+    out = Path(args.out)
+    same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
+    _check_out(out, args.force or same_dir)
+    trainer = _resumed_trainer(args) if args.resume else _new_trainer(args)
+    progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
+    trainer.callbacks.append(progress)
+    stop = threading.Event()
+    with _stop_on_ctrl_c(stop):
+        reason = trainer.run(stop=stop)
+    progress.finish()
+    trainer.callbacks.remove(progress)
+    metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
+    path = save_checkpoint(checkpoint_from_trainer(trainer), out, overwrite=args.force or same_dir)
+    print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
+          f"{_metrics_text(metrics)}")
+    return EXIT_INTERRUPTED if reason == "stopped" else 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """`eval`: validation metrics of a checkpoint as one JSON object on stdout."""
+    ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    task = task_for_checkpoint(ckpt)
+    metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
+    metrics.pop("examples", None)
+    print(json.dumps(finite_json({"checkpoint": str(args.dir), "task": task.name, "step": ckpt.step, **metrics})))
+    return 0
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
+    ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    if args.reference is not None:
+        result = teacher_forced(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.reference,
+                                top_k=args.top_k)
+    else:
+        result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, top_k=args.top_k,
+                               max_steps=args.max_steps)
+    if result.unknown_tokens:
+        print(f"warning: not in the vocabulary (read as <unk>): {' '.join(result.unknown_tokens)}", file=sys.stderr)
+    if result.mode == "greedy" and not result.finished:
+        print(f"warning: stopped after {len(result.steps)} steps without producing </s>", file=sys.stderr)
+    if args.verbose:
+        for i, step in enumerate(result.steps, start=1):
+            top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)
+            print(f"{i:>3}  {step.token:<12} {step.prob:.3f}   top: {top}", file=sys.stderr)
+    if args.trace_json:
+        try:
+            write_file_atomic(args.trace_json, result.to_json())
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+    print(result.output_text)
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except (*USER_ERRORS, OSError) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("\nerror: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,1 @@
+"""Streamlit code shared by the pages of Attention Studio (sidebar, model picker, session state, widgets)."""

@@ -1,0 +1,77 @@
+"""Session state of the Decode page: the step being shown, the forced-token experiment, which result is viewed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer.decoding import DecodeResult
+
+STEP_KEY = "decode_step"
+VIEW_KEY = "decode_view"
+FORCED_KEY = "decode_forced"
+FORCE_CHOICE_KEY = "decode_force_token"
+STEP_FOR_KEY = "decode_step_for"
+GREEDY, FORCED, TEACHER = "greedy", "forced", "teacher"
+VIEW_LABELS = {GREEDY: "Free-running (greedy)", FORCED: "With the forced token", TEACHER: "Teacher-forced"}
+
+
+@dataclass(frozen=True)
+class ForcedPrefix:
+    """Decoder tokens fed before greedy decoding resumes: the output up to step t, then the user's pick."""
+
+    task: str
+    text: str
+    tokens: tuple[str, ...]
+
+    @property
+    def step(self) -> int:
+        """0-based position of the forced token."""
+        return len(self.tokens) - 1
+
+
+def forced_prefix(task: str, text: str) -> ForcedPrefix | None:
+    """The forced-token experiment for this input, if the user ran one."""
+    forced = st.session_state.get(FORCED_KEY)
+    if isinstance(forced, ForcedPrefix) and forced.task == task and forced.text == text:
+        return forced
+    return None
+
+
+def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
+    """Callback: feed the decoder inputs up to step t, then the chosen candidate, and view that output."""
+    choice = st.session_state.get(FORCE_CHOICE_KEY)
+    if not choice:
+        return
+    prefix = tuple(result.trace.target_tokens[1: t + 1])  # what the decoder saw before step t (without <s>)
+    st.session_state[FORCED_KEY] = ForcedPrefix(task, text, (*prefix, choice))
+    st.session_state[VIEW_KEY] = FORCED
+    st.session_state[STEP_KEY] = t + 1
+
+
+def clear_forced() -> None:
+    """Callback: drop the forced-token experiment."""
+    st.session_state.pop(FORCED_KEY, None)
+    st.session_state[VIEW_KEY] = GREEDY
+
+
+def move_step(delta: int, n_steps: int) -> None:
+    """Callback for Prev / Next: move the 1-based step, staying within 1..n_steps."""
+    current = int(st.session_state.get(STEP_KEY, 1))
+    st.session_state[STEP_KEY] = min(max(current + delta, 1), n_steps)
+
+
+def prepare_step(n_steps: int, identity: tuple) -> int:
+    """Keep the step valid for the result shown (back to 1 for a new input, kept across views); 0-based."""
+    state = st.session_state
+    if state.get(STEP_FOR_KEY) != identity:
+        state[STEP_FOR_KEY] = identity
+        state[STEP_KEY] = 1
+    state[STEP_KEY] = min(max(int(state.get(STEP_KEY, 1)), 1), n_steps)
+    return state[STEP_KEY] - 1
+
+
+def prepare_view(available: list[str]) -> None:
+    """Fall back to the greedy view when the viewed result no longer exists."""
+    if st.session_state.get(VIEW_KEY) not in available:
+        st.session_state[VIEW_KEY] = GREEDY

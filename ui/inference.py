@@ -1,0 +1,123 @@
+"""Decoding for the pages: cached per (model weights, text, options); user mistakes become messages."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import streamlit as st
+
+from transformer.decoding import DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.tasks import gold_alignment
+from ui.models import ActiveModel
+
+TEXT_KEY = "studio_text"
+TEXT_TASK_KEY = "studio_text_task"
+REFERENCE_KEY = "studio_reference"
+REFERENCE_FOR_KEY = "studio_reference_for"
+FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
+    return greedy_decode(_active.model, _active.src_tokenizer, _active.tgt_tokenizer, text, top_k=top_k,
+                         forced=forced)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
+    return teacher_forced(_active.model, _active.src_tokenizer, _active.tgt_tokenizer, text, reference, top_k=top_k)
+
+
+def greedy(active: ActiveModel, text: str, *, top_k: int = 5, forced: Sequence[str] = ()) -> DecodeResult:
+    """Greedy decoding (eval mode, KV cache); raises InputError for text the model cannot read."""
+    return _greedy(active.cache_key, active, text, int(top_k), tuple(forced))
+
+
+def teacher(active: ActiveModel, text: str, reference: str, *, top_k: int = 5) -> DecodeResult:
+    """Teacher-forced pass on `reference`; raises InputError for text the model cannot read."""
+    return _teacher(active.cache_key, active, text, reference, int(top_k))
+
+
+def greedy_or_message(active: ActiveModel, text: str, **options) -> DecodeResult | None:
+    """Greedy decoding, or None after showing why the text cannot be decoded."""
+    try:
+        return greedy(active, text, **options)
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        return None
+
+
+def default_text(active: ActiveModel) -> str:
+    """An input the model's task knows: a validation example (or the probe), else a generic one."""
+    for source, _ in active.examples:
+        if source.strip():
+            return source
+    return FALLBACK_TEXT.get(active.level, "hello")
+
+
+def bind_text(widget_key: str, active: ActiveModel) -> None:
+    """Initialise a page's text widget from the input shared by all pages (reset when the task changes)."""
+    state = st.session_state
+    if state.get(TEXT_TASK_KEY) != active.task_name:
+        state[TEXT_TASK_KEY] = active.task_name
+        state[TEXT_KEY] = default_text(active)
+        state.pop(widget_key, None)
+    if widget_key not in state:
+        state[widget_key] = state.get(TEXT_KEY, default_text(active))
+
+
+def share_text(widget_key: str) -> None:
+    """on_change callback: a page's text widget becomes the input all pages show."""
+    st.session_state[TEXT_KEY] = st.session_state[widget_key]
+
+
+def reference_for(active: ActiveModel, text: str) -> str:
+    """The correct output for `text` when the task knows it (generated tasks, the toy grammar, examples)."""
+    gold = gold_alignment(active.task_name, text)
+    if gold is not None and active.level == "char":
+        return "".join(text[i] for i in gold if i is not None)
+    if active.task_name == "toy-en-de":
+        from transformer import toy_en_de
+
+        try:
+            return toy_en_de.translate(text).target
+        except ValueError:
+            pass
+    return next((ref for src, ref in active.examples if src == text and ref), "")
+
+
+def bind_reference(widget_key: str, active: ActiveModel, text: str) -> None:
+    """Initialise a page's reference widget: the known correct output of a newly typed text."""
+    state = st.session_state
+    if state.get(REFERENCE_FOR_KEY) != (active.task_name, text):
+        state[REFERENCE_FOR_KEY] = (active.task_name, text)
+        state[REFERENCE_KEY] = reference_for(active, text)
+        state.pop(widget_key, None)
+    if widget_key not in state:
+        state[widget_key] = state.get(REFERENCE_KEY, "")
+
+
+def share_reference(widget_key: str) -> None:
+    """on_change callback: a page's reference widget becomes the reference all pages show."""
+    st.session_state[REFERENCE_KEY] = st.session_state[widget_key]
+
+
+def gold_cells(active: ActiveModel, text: str, n_rows: int) -> list[tuple[int, int]]:
+    """(decoder row, source column) cells of the gold alignment for `text`; empty when the task has none.
+
+    Row j of a cross-attention map is the query that predicts output token j, so the gold cell of output
+    token j is (j, source index it comes from).
+    """
+    alignment = gold_alignment(active.task_name, text) if active.level == "char" else None
+    if alignment is None and active.task_name == "toy-en-de":
+        from transformer import toy_en_de
+
+        try:
+            example = toy_en_de.translate(text)
+        except ValueError:
+            return []
+        if len(active.src_tokenizer.split(text)) != len(example.source.split()):
+            return []
+        alignment = example.alignment
+    if not alignment:
+        return []
+    return [(row, col) for row, col in enumerate(alignment) if col is not None and row < n_rows]

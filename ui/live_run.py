@@ -1,0 +1,59 @@
+"""The training run a browser session owns: its Trainer, the current background job and earlier jobs' timeline."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from transformer.jobs import TrainingJob
+from transformer.trace import AttentionTrace
+from transformer.training import Trainer
+
+LIVE_RUN_KEY = "train_live_run"
+
+
+@dataclass
+class LiveRun:
+    """One trainer, trained by one or more successive jobs (Train, then Resume ...)."""
+
+    trainer: Trainer
+    job: TrainingJob
+    probe: str
+    probe_every: int
+    max_seconds: float
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    job_number: int = 1
+    earlier_timeline: list[tuple[int, AttentionTrace]] = field(default_factory=list)
+    saved_as: str | None = None
+
+    @property
+    def task_name(self) -> str:
+        return self.trainer.task.name
+
+    @property
+    def active(self) -> bool:
+        """True while the job waits for a slot or trains."""
+        return self.job.snapshot(history_tail=1).active
+
+    def timeline(self) -> list[tuple[int, AttentionTrace]]:
+        """Probe attention snapshots of every job of this run, oldest first (one per training step)."""
+        merged = dict(self.earlier_timeline)
+        merged.update(self.job.timeline())
+        return sorted(merged.items(), key=lambda item: item[0])
+
+    def replace_job(self, job: TrainingJob) -> None:
+        """Continue with a new job (after Stop or the end of a budget), keeping the timeline so far."""
+        self.earlier_timeline = self.timeline()
+        self.job = job
+        self.job_number += 1
+
+
+def live_run() -> LiveRun | None:
+    """This session's training run, if it started one."""
+    return st.session_state.get(LIVE_RUN_KEY)
+
+
+def set_live_run(run: LiveRun | None) -> None:
+    """Make `run` this session's training run (None forgets it)."""
+    st.session_state[LIVE_RUN_KEY] = run

@@ -1,0 +1,226 @@
+"""The current model: a shipped checkpoint, a saved run, an uploaded bundle or the live training run."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from transformer.bundles import load_bundle
+from transformer.checkpoints import Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
+from transformer.model import Seq2SeqTransformer
+from transformer.tokenizers import Tokenizer
+from ui.live_run import LiveRun, live_run
+from ui.settings import checkpoints_root, preferred_default, runs_root
+
+SHIPPED, RUN, UPLOAD, LIVE = "shipped", "run", "upload", "live"
+MODEL_KEY = "sidebar_model"
+UPLOADS_KEY = "sidebar_uploads"
+LOAD_ERROR_KEY = "sidebar_load_error"
+_SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training"}
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """One entry of the sidebar's model picker."""
+
+    id: str
+    name: str
+    source: str
+    path: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}  ·  {_SOURCE_LABELS[self.source]}"
+
+
+@dataclass(frozen=True)
+class ActiveModel:
+    """The model pages decode with, plus what the sidebar shows about it."""
+
+    option: ModelOption
+    cache_key: str  # unique per weights: decoding results are cached under it
+    model: Seq2SeqTransformer
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    task_spec: dict
+    card: dict
+    examples: tuple[tuple[str, str], ...] = ()  # (source, reference) pairs known to the model's task
+    checkpoint: Checkpoint | None = field(default=None, repr=False)
+
+    @property
+    def task_name(self) -> str:
+        return str(self.task_spec.get("name", "?"))
+
+    @property
+    def level(self) -> str:
+        return self.src_tokenizer.kind
+
+
+@dataclass
+class UploadedModel:
+    """A checkpoint bundle the user uploaded; lives in this session only."""
+
+    name: str
+    checkpoint: Checkpoint
+    bundle: bytes
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading model…")
+def load_shared_checkpoint(path: str, stamp: float) -> Checkpoint:
+    """A checkpoint from disk, shared read-only by all sessions (eval mode, no optimizer state)."""
+    return load_checkpoint(path, load_optimizer=False)
+
+
+def _uploads() -> dict[str, UploadedModel]:
+    return st.session_state.setdefault(UPLOADS_KEY, {})
+
+
+def model_options() -> list[ModelOption]:
+    """Every model this session can pick: shipped, saved runs, its uploads and its live run."""
+    options = [ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in list_checkpoints(checkpoints_root())]
+    options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in list_checkpoints(runs_root())]
+    options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
+    run = live_run()
+    if run is not None:
+        options.append(ModelOption(LIVE, f"{run.task_name} run", LIVE))
+    return options
+
+
+def default_option_id(options: list[ModelOption]) -> str | None:
+    """The shipped model the app opens on (see settings.preferred_default), else the first option."""
+    shipped = [o.name for o in options if o.source == SHIPPED]
+    name = preferred_default(shipped)
+    if name is not None:
+        return f"{SHIPPED}:{name}"
+    return options[0].id if options else None
+
+
+def select_model(option_id: str) -> None:
+    """Make `option_id` the current model (before the sidebar's picker is drawn, or from a callback)."""
+    st.session_state[MODEL_KEY] = option_id
+
+
+def selected_option() -> ModelOption | None:
+    """The picked option; falls back to the default when the stored pick no longer exists."""
+    options = model_options()
+    by_id = {o.id: o for o in options}
+    chosen = st.session_state.get(MODEL_KEY)
+    if chosen not in by_id:
+        chosen = default_option_id(options)
+        if chosen is None:
+            return None
+        st.session_state[MODEL_KEY] = chosen
+    return by_id[chosen]
+
+
+def _examples(metrics: dict, evals: list[dict]) -> tuple[tuple[str, str], ...]:
+    rows = metrics.get("examples") or next((e.get("examples") for e in reversed(evals) if e.get("examples")), [])
+    return tuple((r["source"], r["reference"]) for r in rows
+                 if isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("reference"), str))
+
+
+def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> ActiveModel:
+    card = ckpt.card()
+    card["name"] = option.name
+    return ActiveModel(option, cache_key, ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, ckpt.task_spec,
+                       card, _examples(ckpt.metrics, ckpt.evals), ckpt)
+
+
+def _stamp(path: Path) -> float:
+    """Changes whenever a checkpoint directory is replaced (saving renames a new directory into place)."""
+    try:
+        return (path / "config.json").stat().st_mtime_ns + path.stat().st_ino
+    except OSError:
+        return 0.0
+
+
+def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
+    """The sidebar card of the live run, with the keys of Checkpoint.card()."""
+    cfg, task = run.trainer.model_cfg, run.trainer.task
+    metrics = {k: v for k, v in (evals[-1] if evals else {}).items()
+               if k in ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")}
+    return {"name": f"{task.name} run", "task": task.name, "level": task.level, "d_model": cfg.d_model,
+            "n_heads": cfg.n_heads, "n_encoder_layers": cfg.n_encoder_layers,
+            "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff, "src_vocab_size": cfg.src_vocab_size,
+            "tgt_vocab_size": cfg.tgt_vocab_size, "parameters": model.num_parameters(), "steps": step,
+            "seconds": round(elapsed, 2), "metrics": metrics}
+
+
+def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
+    version, model = run.job.latest_model()
+    snap = run.job.snapshot(history_tail=1)
+    task = run.trainer.task
+    examples = tuple((e.source, e.target) for e in task.valid[:5])
+    card = live_card(run, model, snap.step, snap.elapsed, snap.evals)
+    return ActiveModel(option, f"{LIVE}:{run.id}:{run.job_number}:{version}", model, task.src_tokenizer,
+                       task.tgt_tokenizer, dict(task.spec), card, ((run.probe, ""), *examples))
+
+
+def resolve(option: ModelOption) -> ActiveModel:
+    """Load the model behind an option; raises CheckpointError for a broken checkpoint."""
+    if option.source in (SHIPPED, RUN):
+        stamp = _stamp(option.path)
+        ckpt = load_shared_checkpoint(str(option.path), stamp)
+        return _from_checkpoint(option, ckpt, f"{option.source}:{option.path}:{stamp}")
+    if option.source == UPLOAD:
+        upload = _uploads()[option.id.split(":", 1)[1]]
+        return _from_checkpoint(option, upload.checkpoint, f"{UPLOAD}:{upload.id}")
+    run = live_run()
+    if run is None:
+        raise CheckpointError("the live training run is gone")
+    return _from_live(option, run)
+
+
+def current_model() -> ActiveModel | None:
+    """The model the pages use now, or None (no checkpoint at all, or it failed to load: see LOAD_ERROR_KEY)."""
+    option = selected_option()
+    st.session_state[LOAD_ERROR_KEY] = None
+    if option is None:
+        return None
+    try:
+        return resolve(option)
+    except CheckpointError as exc:
+        st.session_state[LOAD_ERROR_KEY] = f"Cannot load {option.name}: {exc}"
+        return None
+
+
+def add_upload(name: str, data: bytes) -> UploadedModel:
+    """Validate and load an uploaded bundle into this session; raises CheckpointError."""
+    workdir = Path(tempfile.mkdtemp(prefix="attention-studio-upload-"))
+    try:
+        ckpt = load_bundle(data, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    ckpt.path = None
+    upload = UploadedModel(Path(name).stem[:64] or "upload", ckpt, data)
+    _uploads()[upload.id] = upload
+    return upload
+
+
+def uploaded_bundle(option: ModelOption) -> bytes | None:
+    """The bytes the user uploaded for an UPLOAD option."""
+    upload = _uploads().get(option.id.split(":", 1)[1])
+    return upload.bundle if upload is not None else None
+
+
+def card_lines(card: dict[str, Any]) -> list[str]:
+    """The model card as short Markdown lines."""
+    metrics = card.get("metrics") or {}
+    lines = [f"**Task** {card.get('task')} ({card.get('level')}-level)",
+             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "
+             f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers · d_ff {card.get('d_ff')}",
+             f"**Parameters** {card.get('parameters', 0):,}",
+             f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]
+    shown = [(label, metrics[key], fmt) for key, label, fmt in (
+        ("exact_match", "exact match", "{:.0%}"), ("token_accuracy", "token acc.", "{:.1%}"),
+        ("loss", "val. loss", "{:.3f}"), ("bleu", "BLEU", "{:.1f}"), ("chrf", "chrF", "{:.1f}"))
+        if isinstance(metrics.get(key), (int, float))]
+    if shown:
+        lines.append("**Metrics** " + " · ".join(f"{label} {fmt.format(value)}" for label, value, fmt in shown))
+    return lines

@@ -1,0 +1,121 @@
+"""The sidebar every page shares: model picker, model card, bundle upload/download, training status."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import streamlit as st
+
+from transformer.bundles import MAX_BUNDLE_BYTES, bundle_bytes
+from transformer.checkpoints import Checkpoint, CheckpointError, save_checkpoint
+from ui.live_run import live_run
+from ui.models import (LIVE, LOAD_ERROR_KEY, MODEL_KEY, RUN, SHIPPED, UPLOAD, ActiveModel, add_upload, card_lines,
+                       current_model, model_options, select_model, selected_option, uploaded_bundle)
+from ui.train_actions import live_checkpoint
+
+UPLOAD_KEY = "sidebar_upload"
+UPLOAD_MESSAGE_KEY = "sidebar_upload_message"
+WAS_TRAINING_KEY = "sidebar_was_training"
+
+
+def _on_upload() -> None:
+    """Load a newly uploaded bundle into this session and select it; a bad file becomes a message."""
+    uploaded = st.session_state.get(UPLOAD_KEY)
+    if uploaded is None:
+        return
+    data = uploaded.getvalue()
+    if len(data) > MAX_BUNDLE_BYTES:
+        st.session_state[UPLOAD_MESSAGE_KEY] = ("error", f"{uploaded.name} is {len(data) / 2**20:.1f} MiB; "
+                                                f"a bundle may be at most {MAX_BUNDLE_BYTES / 2**20:.0f} MiB.")
+        return
+    try:
+        upload = add_upload(uploaded.name, data)
+    except CheckpointError as exc:
+        st.session_state[UPLOAD_MESSAGE_KEY] = ("error", f"{uploaded.name} is not a usable checkpoint bundle: {exc}")
+        return
+    select_model(f"{UPLOAD}:{upload.id}")
+    st.session_state[UPLOAD_MESSAGE_KEY] = ("success", f"Loaded {upload.name} (this session only).")
+
+
+def _checkpoint_zip(ckpt: Checkpoint) -> bytes:
+    """Save a checkpoint that has no directory yet into a temporary one and zip it."""
+    folder = Path(tempfile.mkdtemp(prefix="attention-studio-bundle-"))
+    try:
+        return bundle_bytes(save_checkpoint(ckpt, folder / "model"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def bundle_source(active: ActiveModel) -> Callable[[], bytes] | bytes | None:
+    """The current model as a .zip bundle (made when the download is clicked), or None."""
+    option = active.option
+    if option.source in (SHIPPED, RUN) and option.path is not None:
+        path = option.path
+        return lambda: bundle_bytes(path)
+    if option.source == UPLOAD:
+        return uploaded_bundle(option)
+    run = live_run()
+    if option.source == LIVE and run is not None:
+        return lambda: _checkpoint_zip(live_checkpoint(run))
+    return None
+
+
+def _model_card(active: ActiveModel) -> None:
+    with st.container(border=True):
+        st.markdown("  \n".join(card_lines(active.card)))
+        data = bundle_source(active)
+        if data is not None:
+            name = active.option.name.replace(" ", "_")
+            st.download_button("Download model (.zip)", data=data, file_name=f"{name}.zip", mime="application/zip",
+                               key="sidebar_download", icon=":material/download:", on_click="ignore", width="stretch")
+
+
+def _training_status() -> None:
+    """'Training: step N' on every page; keeps the job alive with heartbeats while the session is open."""
+    run = live_run()
+    if run is None:
+        return
+    snap = run.job.snapshot(history_tail=1)
+    if snap.active:
+        run.job.heartbeat()
+        if snap.status == "waiting":
+            st.warning("Training: waiting for a free training slot…", icon=":material/hourglass_top:")
+        else:
+            st.info(f"Training: step {snap.step:,} / {snap.target_steps:,}", icon=":material/model_training:")
+        st.session_state[WAS_TRAINING_KEY] = True
+        return
+    st.caption(f"Last run: {snap.status} at step {snap.step:,}.")
+    if st.session_state.pop(WAS_TRAINING_KEY, False):
+        st.rerun(scope="app")  # the run ended: refresh buttons and cards on the page
+
+
+def _picker() -> None:
+    options = model_options()
+    selected_option()  # makes the stored pick valid before the widget reads it
+    labels = {o.id: o.label for o in options}
+    st.selectbox("Model", list(labels), format_func=labels.__getitem__, key=MODEL_KEY,
+                 help="Shipped checkpoints, runs saved from the Train page, your uploads and your live run.")
+
+
+def render_sidebar() -> None:
+    """Draw the shared sidebar."""
+    with st.sidebar:
+        _picker()
+        active = current_model()
+        if active is not None:
+            _model_card(active)
+        elif st.session_state.get(LOAD_ERROR_KEY):
+            st.error(st.session_state[LOAD_ERROR_KEY], icon=":material/error:")
+        else:
+            st.info("No checkpoints found. Upload a bundle or train a model.", icon=":material/info:")
+        with st.expander("Upload a checkpoint bundle", icon=":material/upload:"):
+            st.file_uploader("Checkpoint bundle (.zip)", type=["zip"], key=UPLOAD_KEY, on_change=_on_upload,
+                             help="A .zip of a checkpoint directory (safetensors weights, JSON config).")
+        message = st.session_state.pop(UPLOAD_MESSAGE_KEY, None)
+        if message is not None:
+            kind, text = message
+            (st.error if kind == "error" else st.success)(text)
+        active_job = (run := live_run()) is not None and run.active
+        st.fragment(run_every=1.0 if active_job else None)(_training_status)()

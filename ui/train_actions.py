@@ -1,0 +1,107 @@
+"""What the Train page's buttons do: start, stop, resume, continue a checkpoint, save; no widgets here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformer.checkpoints import (Checkpoint, CheckpointError, checkpoint_from_trainer, is_valid_run_name,
+                                     save_checkpoint, trainer_from_checkpoint)
+from transformer.config import ConfigError, ModelConfig, TrainConfig
+from transformer.jobs import TrainingJob
+from transformer.tasks import Task
+from transformer.training import Trainer
+from ui.limits import LIMITS, check_limits
+from ui.live_run import LiveRun, live_run, set_live_run
+from ui.models import LIVE, select_model
+from ui.settings import runs_root
+
+
+class BusyError(ValueError):
+    """The session's run is still training, so this action has to wait."""
+
+
+def _check_probe(probe: str, probe_every: int) -> None:
+    if len(probe) > LIMITS.max_probe_chars:
+        raise ConfigError(f"The probe sentence has {len(probe)} characters; at most {LIMITS.max_probe_chars}.")
+    if probe_every < LIMITS.min_probe_every:
+        raise ConfigError(f"Record the probe at most every {LIMITS.min_probe_every} steps.")
+
+
+def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int) -> LiveRun:
+    current = live_run()
+    if current is not None and current.active:
+        raise BusyError("A run is still training: stop it before starting another.")
+    job = TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
+                      probe_every=probe_every)
+    run = LiveRun(trainer, job, probe, probe_every, max_seconds)
+    set_live_run(run)
+    job.start()
+    select_model(LIVE)
+    return run
+
+
+def start_run(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float, probe: str,
+              probe_every: int, n_train: int | None = None) -> LiveRun:
+    """Check the caps, then train a new model on a background job; raises ConfigError or BusyError."""
+    check_limits(model_cfg, train_cfg, max_seconds=max_seconds, n_train=n_train)
+    _check_probe(probe, probe_every)
+    trainer = Trainer(task, model_cfg, train_cfg)
+    return _launch(trainer, target_steps=train_cfg.max_steps, max_seconds=max_seconds, probe=probe,
+                   probe_every=probe_every)
+
+
+def resume_target(run: LiveRun, more_steps: int) -> int:
+    """Where Resume trains to: the unfinished step target, else `more_steps` further."""
+    step = run.trainer.step
+    return run.job.max_steps if step < run.job.max_steps else step + more_steps
+
+
+def resume_run(run: LiveRun, more_steps: int) -> None:
+    """Train the same model further on a new job (optimizer, schedule and history carry on)."""
+    if run.active:
+        raise BusyError("The run is already training.")
+    target = resume_target(run, more_steps)
+    if target > LIMITS.max_steps:
+        raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
+    job = TrainingJob(run.trainer, max_steps=target, max_seconds=run.max_seconds, probe=run.probe or None,
+                      probe_every=run.probe_every)
+    run.replace_job(job)
+    job.start()
+    select_model(LIVE)
+
+
+def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float, probe: str,
+                        probe_every: int) -> LiveRun:
+    """Resume training a saved or uploaded checkpoint (its task is rebuilt from the stored spec)."""
+    if ckpt.optimizer_state is None:
+        raise CheckpointError("This checkpoint has no optimizer state, so its training cannot be resumed exactly.")
+    target = ckpt.step + more_steps
+    if target > LIMITS.max_steps:
+        raise ConfigError(f"Continuing to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
+    check_limits(ckpt.model_config, ckpt.train_config.replace(max_steps=target), max_seconds=max_seconds)
+    _check_probe(probe, probe_every)
+    trainer = trainer_from_checkpoint(ckpt)
+    return _launch(trainer, target_steps=target, max_seconds=max_seconds, probe=probe, probe_every=probe_every)
+
+
+def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
+    """Save the run under runs/<name>; raises CheckpointError (bad name, exists, write error) or BusyError."""
+    problem = is_valid_run_name(name)
+    if problem is not None:
+        raise CheckpointError(problem)
+    if run.active:
+        raise BusyError("Stop training before saving: a checkpoint is taken between steps.")
+    path = save_checkpoint(checkpoint_from_trainer(run.trainer), runs_root() / name.strip(), overwrite=overwrite)
+    run.saved_as = path.name
+    return path
+
+
+def live_checkpoint(run: LiveRun) -> Checkpoint:
+    """The run as a checkpoint: exact (with optimizer) when stopped, else the newest weights snapshot."""
+    if not run.active:
+        return checkpoint_from_trainer(run.trainer)
+    _, model = run.job.latest_model()
+    snap = run.job.snapshot()
+    trainer, task = run.trainer, run.trainer.task
+    return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),
+                      snap.step, snap.elapsed, dict(snap.evals[-1]) if snap.evals else {},
+                      [dict(r) for r in snap.history], [dict(r) for r in snap.evals])

@@ -1,0 +1,101 @@
+"""Small widgets the pages share: token chips, layer/head pickers, downloads and the no-model message."""
+from __future__ import annotations
+
+import html
+from typing import Callable, Sequence
+
+import streamlit as st
+
+from transformer.trace import KIND_TITLES, AttentionTrace
+from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
+
+_VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
+_CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
+         "SFMono-Regular,Menlo,monospace;font-size:0.92rem;line-height:1.6;border:1px solid #d0d7e2;")
+
+
+def require_model() -> ActiveModel:
+    """The current model, or stop the page with a message saying why there is none."""
+    active = current_model()
+    if active is None:
+        error = st.session_state.get(LOAD_ERROR_KEY)
+        if error:
+            st.error(error + " Pick another model in the sidebar.", icon=":material/error:")
+        else:
+            st.info("No model yet: upload a checkpoint bundle in the sidebar or train one on the Train page.",
+                    icon=":material/info:")
+            st.page_link("pages/train.py", label="Train a model", icon=":material/model_training:")
+        st.stop()
+    return active
+
+
+def visible(token: str) -> str:
+    """A token as shown to people: whitespace made visible."""
+    return _VISIBLE.get(token, token)
+
+
+def token_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, *, highlight: int | None = None,
+                dim_from: int | None = None, caption: str = "") -> str:
+    """HTML for tokens as chips: shaded by weight (0..1), one outlined, those from `dim_from` on faded."""
+    chips = []
+    for i, token in enumerate(tokens):
+        style = _CHIP
+        title = f"position {i}"
+        if weights is not None:
+            w = min(max(float(weights[i]), 0.0), 1.0)
+            style += f"background:rgba(33,113,181,{w:.3f});color:{'#fff' if w > 0.55 else '#1f2937'};"
+            title += f", weight {w:.3f}"
+        else:
+            style += "background:#f3f6fb;color:#1f2937;"
+        if i == highlight:
+            style += "border:2px solid #d62728;font-weight:600;"
+        if dim_from is not None and i >= dim_from:
+            style += "opacity:0.35;"
+        chips.append(f'<span style="{style}" title="{html.escape(title)}">{html.escape(visible(token))}</span>')
+    head = f'<div style="font-size:0.8rem;color:#6b7280;margin-bottom:2px">{html.escape(caption)}</div>' if caption else ""
+    return f'{head}<div style="line-height:2.1">{"".join(chips)}</div>'
+
+
+def show_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, **options) -> None:
+    """Render token chips (tokens are HTML-escaped)."""
+    st.markdown(token_chips(tokens, weights, **options), unsafe_allow_html=True)
+
+
+def head_label(head: int | None) -> str:
+    """'Mean of heads' or 'Head k' (1-based)."""
+    return "Mean of heads" if head is None else f"Head {head + 1}"
+
+
+def layer_picker(label: str, n_layers: int, key: str) -> int:
+    """Select a layer (0-based value, 1-based label); keeps the choice valid when the model changes."""
+    if st.session_state.get(key) not in range(n_layers):
+        st.session_state[key] = n_layers - 1
+    return st.selectbox(label, list(range(n_layers)), format_func=lambda i: f"Layer {i + 1}", key=key)
+
+
+def head_picker(label: str, n_heads: int, key: str) -> int | None:
+    """Select one head or the mean of heads (None)."""
+    options: list[int | None] = [None, *range(n_heads)]
+    if st.session_state.get(key, None) not in options:
+        st.session_state[key] = None
+    return st.selectbox(label, options, format_func=head_label, key=key)
+
+
+def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:
+    """Choose encoder self-, decoder self- or cross-attention."""
+    st.session_state.setdefault(key, "cross")
+    return st.radio(label, list(KIND_TITLES), format_func=KIND_TITLES.__getitem__, key=key, horizontal=horizontal)
+
+
+def layer_count(trace: AttentionTrace, kind: str) -> int:
+    """How many layers a kind has in this trace (encoder and decoder may differ)."""
+    return trace.n_layers(kind)
+
+
+def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], stem: str, key: str) -> None:
+    """PNG and SVG download buttons whose files are made only when clicked."""
+    left, right = st.columns(2)
+    left.download_button("PNG", data=make_png, file_name=f"{stem}.png", mime="image/png", key=f"{key}_png",
+                         icon=":material/image:", on_click="ignore", width="stretch")
+    right.download_button("SVG", data=make_svg, file_name=f"{stem}.svg", mime="image/svg+xml", key=f"{key}_svg",
+                          icon=":material/draw:", on_click="ignore", width="stretch")
