@@ -5,7 +5,9 @@ from transformer import charts
 from transformer.decoding import InputError
 from transformer.trace import KIND_TITLES
 from ui.alignment_view import show_alignment_scores
-from ui.inference import bind_reference, bind_text, gold_cells, greedy_or_message, share_reference, share_text, teacher
+from ui.frame import ensure_frame
+from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy_or_message, reference_for,
+                          share_reference, share_text, teacher)
 from ui.widgets import chart_downloads, head_picker, kind_picker, layer_picker, require_model
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
@@ -18,6 +20,7 @@ def open_panel() -> None:
         st.session_state["attention_layer"], st.session_state["attention_head"] = panel
 
 
+ensure_frame()
 active = require_model()
 st.title("Attention explorer", anchor=False)
 st.caption("Every attention map for one input. Rows are queries and columns keys; tokens are indexed by position, "
@@ -28,7 +31,7 @@ col_text, col_mode = st.columns([3, 2])
 text = col_text.text_input("Input", key="attention_text", on_change=share_text, args=("attention_text",))
 st.session_state.setdefault("attention_mode", "greedy")
 mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key="attention_mode")
-result = None
+reference = ""
 if mode == "teacher":
     bind_reference("attention_reference", active, text)
     reference = st.text_input("Reference output", key="attention_reference", on_change=share_reference,
@@ -58,7 +61,10 @@ with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head")
 with c_opts:
     fixed = st.toggle("Fixed 0–1 colour scale", value=True, key="attention_fixed_scale")
-gold = gold_cells(active, text, len(trace.target_tokens)) if kind == "cross" else []
+alignment = gold_alignment_for(active, text) if kind == "cross" else None
+if mode == "teacher" and reference.strip() != reference_for(active, text):
+    alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
+gold = gold_cells(alignment, len(trace.target_tokens))
 
 map_col, side_col = st.columns([3, 2], gap="large")
 with map_col:
@@ -89,7 +95,7 @@ with side_col:
                                                                     help="Mean distance of the weight from the "
                                                                          "(scaled) diagonal, in positions.")})
     if gold:
-        show_alignment_scores(trace, gold, key="attention_alignment")
+        show_alignment_scores(trace, alignment, key="attention_alignment")
 
 st.subheader("Model view: every layer × head", anchor=False)
 st.caption("Click a panel to open it large above; double-click to clear the selection.")

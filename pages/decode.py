@@ -5,10 +5,12 @@ from transformer import charts
 from transformer.decoding import InputError
 from ui import decode_state as ds
 from ui.alignment_view import show_alignment_scores
-from ui.inference import (bind_reference, bind_text, gold_cells, greedy, greedy_or_message, share_reference,
-                          share_text, teacher)
+from ui.frame import ensure_frame
+from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
+                          reference_for, share_reference, share_text, teacher)
 from ui.widgets import head_label, head_picker, layer_picker, require_model, show_chips, visible
 
+ensure_frame()
 active = require_model()
 st.title("Decode", anchor=False)
 st.caption("Type a sentence and walk through the model's answer one token at a time: what each step attends to, "
@@ -109,7 +111,10 @@ with right:
                   help="Feed this token at this step and let the model decode greedily from there.")
 
 st.divider()
-gold = gold_cells(active, text, len(trace.target_tokens))
+alignment = gold_alignment_for(active, text)
+if view == ds.TEACHER and reference.strip() != reference_for(active, text):
+    alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
+gold = gold_cells(alignment, len(trace.target_tokens))
 map_col, grid_col = st.columns([2, 3], gap="large")
 with map_col:
     show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="decode_gold")
@@ -124,4 +129,4 @@ with grid_col:
     else:
         st.altair_chart(grid, key="decode_grid", width="content")
 if gold:
-    show_alignment_scores(trace, gold, key="decode_alignment")
+    show_alignment_scores(trace, alignment, key="decode_alignment")

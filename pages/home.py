@@ -2,9 +2,11 @@
 import streamlit as st
 
 from transformer import charts
+from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy_or_message, share_text
 from ui.widgets import layer_picker, require_model, show_chips
 
+ensure_frame()
 st.title("Attention Studio", anchor=False)
 st.markdown("Train a small encoder-decoder transformer live, type a sentence, and watch what it attends to: "
             "step through greedy decoding token by token and inspect encoder self-, decoder self- and "

@@ -27,6 +27,8 @@ HIGHLIGHT_COLOR = "#d62728"
 BAR_COLOR, CHOSEN_COLOR = "#9ecae1", "#f28e2b"
 LINE_COLORS = {"loss": "#1f77b4", "accuracy": "#2ca02c", "valid_loss": "#d62728", "valid_accuracy": "#ff7f0e",
                "exact_match": "#9467bd"}
+# width/height are the plotting area (Streamlit's default "fit" would squeeze axes and titles into them).
+_AUTOSIZE = alt.AutoSizeParams(type="pad", contains="padding")
 MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
 _PLAIN_AXIS = dict(ticks=False, domain=False, labelPadding=4, titleFontWeight="normal", titleColor="#555")
 _VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
@@ -89,9 +91,9 @@ def _token_axis(tokens: Sequence[str], cell: float, title: str, *, horizontal: b
     angle = 0
     if horizontal and too_wide * 4 > len(labels):  # a few wide specials ("</s>") may spill; many means rotate
         angle = -45 if cell >= 14 else -90
-    show = cell >= 8
+    show = cell >= 9  # below this, labels would overprint each other: the tooltip still names each token
     return alt.Axis(title=title, labels=show, labelExpr=f"{json.dumps(labels, ensure_ascii=False)}[datum.value]",
-                    labelAngle=angle, labelFontSize=11 if cell >= 14 else 9,
+                    labelAngle=angle, labelFontSize=11 if cell >= 14 else 9 if cell >= 11 else 8,
                     labelLimit=cell + 4 if horizontal and angle == 0 else 110, labelOverlap=False, **_PLAIN_AXIS)
 
 
@@ -161,7 +163,7 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
         layers.append(alt.Chart(row).mark_rect(filled=False, stroke=HIGHLIGHT_COLOR, strokeWidth=2.5)
                       .encode(y=enc["y"]))
     return alt.layer(*layers).properties(
-        width=cell * k, height=cell * q, view=alt.ViewBackground(stroke=None),
+        width=cell * k, height=cell * q, view=alt.ViewBackground(stroke=None), autosize=_AUTOSIZE,
         title=alt.TitleParams(title or _map_title(trace, kind, layer, head), anchor="start", fontSize=14))
 
 
@@ -209,9 +211,10 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     return base.facet(
         facet=alt.Facet("panel:N", sort=panels, title=None,
                         header=alt.Header(labelFontSize=12, labelFontWeight="bold", labelPadding=4)),
-        columns=len(heads), spacing=10,
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads, and their mean",
-                              subtitle=f"rows = {y_title} · columns = {x_title} · click a panel to select it",
+        columns=len(heads), spacing=10, autosize=_AUTOSIZE,
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads and mean",
+                              subtitle=f"rows = {y_title} · columns = {x_title} · click a panel to select it, "
+                                       "double-click to clear",
                               anchor="start", fontSize=14, subtitleColor="#555"),
     )
 
@@ -234,20 +237,20 @@ def _strip(tokens: Sequence[str], weights: Sequence[float], title: str, what: st
     if len(tokens) != len(weights):
         raise ValueError(f"{len(tokens)} tokens but {len(weights)} weights")
     labels = [visible_token(t) for t in tokens]
-    frame = pd.DataFrame({"index": range(len(labels)), "token": labels,
+    frame = pd.DataFrame({"position": range(len(labels)), "token": labels,
                           "weight": [float(w) for w in weights]})
     frame["weight_text"] = frame["weight"].map("{:.3f}".format)
     width = max(26, 8 * max((len(t) for t in labels), default=1) + 12)
-    base = alt.Chart(frame).encode(x=alt.X("index:O", axis=None,
+    base = alt.Chart(frame).encode(x=alt.X("position:O", axis=None,
                                            scale=alt.Scale(domain=list(range(len(labels))), paddingInner=0.08)))
     cells = base.mark_rect(stroke="#cfcfcf", strokeWidth=0.75, cornerRadius=3).encode(
         color=alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES), domain=[0.0, 1.0]), legend=None),
         tooltip=[alt.Tooltip("token:N", title=what), alt.Tooltip("weight_text:N", title="weight"),
-                 alt.Tooltip("index:Q", title="position")])
+                 alt.Tooltip("position:Q", title="position")])
     text = base.mark_text(fontSize=13).encode(
         text="token:N", color=alt.when("datum.weight > 0.55").then(alt.value("white")).otherwise(alt.value("#222")),
         tooltip=[alt.Tooltip("token:N", title=what), alt.Tooltip("weight_text:N", title="weight")])
-    chart = alt.layer(cells, text).properties(width=width * len(labels), height=34,
+    chart = alt.layer(cells, text).properties(width=width * len(labels), height=34, autosize=_AUTOSIZE,
                                               view=alt.ViewBackground(stroke=None))
     return chart.properties(title=alt.TitleParams(title, anchor="start", fontSize=13)) if title else chart
 
@@ -275,19 +278,21 @@ def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
     heads = sorted(set(frame["head_label"]) - {"mean"}, key=lambda h: int(h[1:]) if h[1:].isdigit() else 0)
     heads += ["mean"] if "mean" in set(frame["head_label"]) else []
     layers = [f"L{i + 1}" for i in sorted({int(x) for x in frame["layer"]})]
-    within = frame["score"].between(0, 1).all()
-    scale = alt.Scale(range=list(BLUES), domain=[0.0, 1.0] if within else None)
+    fixed = frame["score"].between(0, 1).all()  # scores outside 0-1 (a custom metric) get a fitted scale
+    scale = alt.Scale(range=list(BLUES), domain=[0.0, 1.0]) if fixed else alt.Scale(range=list(BLUES))
     base = alt.Chart(frame).encode(x=alt.X("head_label:N", sort=heads, title="head",
                                            axis=alt.Axis(labelAngle=0, orient="top", **_PLAIN_AXIS)),
                                    y=alt.Y("layer_label:N", sort=layers, title="layer",
                                            axis=alt.Axis(labelAngle=0, **_PLAIN_AXIS)))
     cells = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
-        color=alt.Color("score:Q", scale=scale, title="score", legend=alt.Legend(gradientLength=max(60, 34 * len(layers)))),
+        color=alt.Color("score:Q", scale=scale, title="score",
+                        legend=alt.Legend(gradientLength=max(60, 34 * len(layers)))),
         tooltip=[alt.Tooltip("layer_label:N", title="layer"), alt.Tooltip("head_label:N", title="head"),
                  alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=12).encode(
-        text="score_text:N", color=alt.when("datum.score > 0.6").then(alt.value("white")).otherwise(alt.value("#222")))
-    return alt.layer(cells, text).properties(width=56 * len(heads), height=34 * len(layers),
+        text="score_text:N",
+        color=alt.when("datum.score > 0.6").then(alt.value("white")).otherwise(alt.value("#222")))
+    return alt.layer(cells, text).properties(width=56 * len(heads), height=34 * len(layers), autosize=_AUTOSIZE,
                                              view=alt.ViewBackground(stroke=None))
 
 

@@ -171,12 +171,14 @@ def read_history(path: Path) -> tuple[list[dict], list[dict]]:
 
 
 def _scalar_state(value: Any, path: Path) -> Any:
+    """One scalar of optimizer state: a number, or {"tensor": dtype, "value": number} for a 0-d tensor."""
     if isinstance(value, dict):
         dtype = getattr(torch, str(value.get("tensor")), None)
-        _require(isinstance(dtype, torch.dtype) and isinstance(value.get("value"), (int, float)), path,
-                 f"bad scalar tensor state {value!r}")
+        number = value.get("value")
+        _require(isinstance(dtype, torch.dtype) and isinstance(number, (int, float)) and math.isfinite(number),
+                 path, f"bad scalar tensor state {value!r}")
         return torch.tensor(value["value"], dtype=dtype)
-    _require(isinstance(value, (int, float)), path, f"bad scalar state {value!r}")
+    _require(isinstance(value, (int, float)) and math.isfinite(value), path, f"bad scalar state {value!r}")
     return value
 
 

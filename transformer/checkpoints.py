@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+import torch
 from torch import Tensor
 
 from .atomic import fsync_path, replace_directory, write_durably
@@ -35,7 +36,8 @@ from .tokenizers import Tokenizer
 from .training import Callback, Trainer, make_optimizer
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "save_checkpoint", "load_checkpoint",
-           "checkpoint_from_trainer", "trainer_from_checkpoint", "task_for_checkpoint", "list_checkpoints", "is_valid_run_name"]
+           "checkpoint_from_trainer", "trainer_from_checkpoint", "task_for_checkpoint", "list_checkpoints",
+           "is_valid_run_name"]
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 
 
@@ -93,6 +95,16 @@ def _write_checkpoint_files(ckpt: Checkpoint, folder: Path) -> None:
     fsync_path(folder)
 
 
+def _move_into_place(tmp: Path, target: Path) -> None:
+    """Rename the finished temp dir to `target`; fails if another save created `target` meanwhile."""
+    try:
+        os.rename(tmp, target)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise CheckpointError(f"{target} already exists; choose another name or allow overwriting") from None
+        raise
+
+
 def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write `ckpt` to directory `path` atomically; refuses to replace an existing one unless `overwrite`."""
     target = Path(path)
@@ -113,17 +125,14 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = Fal
         if overwrite and target.is_dir() and any(target.iterdir()):
             replace_directory(tmp, target)
         else:
-            os.rename(tmp, target)  # fails if another save created `target` meanwhile
+            _move_into_place(tmp, target)
             tmp = None
         fsync_path(target.parent)
     except OSError as exc:
-        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) and not overwrite:
-            raise CheckpointError(f"{target} already exists; choose another name or allow overwriting") from None
         raise CheckpointError(f"cannot save checkpoint to {target}: {exc.strerror or exc}") from None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    ckpt.path = target
     return target
 
 
@@ -139,9 +148,11 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpo
     src_tok = read_tokenizer(folder / SRC_TOKENIZER, kinds.get("src"), model_cfg.src_vocab_size)
     tgt_tok = read_tokenizer(folder / TGT_TOKENIZER, kinds.get("tgt"), model_cfg.tgt_vocab_size)
     history, evals = read_history(folder / HISTORY)
+    with torch.device("meta"):  # shapes only: a huge config costs nothing until the file backs it up
+        expected = {k: tuple(v.shape) for k, v in Seq2SeqTransformer(model_cfg).state_dict().items()}
+    weights = read_tensors(folder / MODEL, expected, "the model in config.json")
     model = Seq2SeqTransformer(model_cfg)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    model.load_state_dict(read_tensors(folder / MODEL, expected, "the model in config.json"))
+    model.load_state_dict(weights)
     model.eval()
     optimizer_state = read_optimizer(folder, model, config["train_config"]) if load_optimizer else None
     return Checkpoint(model, model_cfg, config["train_config"], src_tok, tgt_tok, config["task_spec"],

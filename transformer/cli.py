@@ -64,22 +64,27 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
     p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
-    p.add_argument("--steps", type=_positive_int, help="total step target (also the LR schedule's horizon)")
-    p.add_argument("--max-seconds", type=float, help="time budget for this run")
-    p.add_argument("--seed", type=int, help="seed for the data and the training")
-    p.add_argument("--n-train", type=_positive_int, help="training examples for generated tasks and toy-en-de")
-    p.add_argument("--n-valid", type=_positive_int, help="validation examples")
-    p.add_argument("--max-pairs", type=_positive_int, help="corpus: read at most this many pairs")
-    p.add_argument("--min-freq", type=_positive_int, help="word tasks: keep words seen at least this often")
+    p.add_argument("--steps", type=_positive_int, metavar="N",
+                   help="total step target (also the LR schedule's horizon)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="time budget for this run")
+    p.add_argument("--seed", type=int, metavar="N", help="seed for the data and the training")
+    p.add_argument("--n-train", type=_positive_int, metavar="N",
+                   help="training examples for generated tasks and toy-en-de")
+    p.add_argument("--n-valid", type=_positive_int, metavar="N", help="validation examples")
+    p.add_argument("--max-pairs", type=_positive_int, metavar="N", help="corpus: read at most this many pairs")
+    p.add_argument("--min-freq", type=_positive_int, metavar="N",
+                   help="word tasks: keep words seen at least this often")
     sizes = p.add_argument_group("model (not with --resume)")
     for flag, kind in (("d-model", int), ("heads", int), ("enc-layers", int), ("dec-layers", int), ("d-ff", int),
                        ("dropout", float), ("max-len", int)):
-        sizes.add_argument(f"--{flag}", type=kind)
+        sizes.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
+                           help=f"ModelConfig.{MODEL_FLAGS[flag.replace('-', '_')]}")
     sizes.add_argument("--norm", choices=("pre", "post"))
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int)):
-        opt.add_argument(f"--{flag}", type=kind)
+        opt.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
+                         help=f"TrainConfig.{TRAIN_FLAGS[flag.replace('-', '_')]}")
     opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
 
 
@@ -217,6 +222,8 @@ def _check_out(out: Path, replace_ok: bool) -> None:
     """Fail before training, not after, when --out cannot be written."""
     if (out.exists() or out.is_symlink()) and not replace_ok:
         raise UsageError(f"{out} already exists; use --force to replace it, or choose another --out")
+    if out.exists() and not ((out / "config.json").is_file() or (out.is_dir() and not any(out.iterdir()))):
+        raise UsageError(f"{out} exists and is not a checkpoint directory; refusing to replace it")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryDirectory(dir=out.parent).cleanup()
@@ -234,13 +241,21 @@ def cmd_train(args: argparse.Namespace) -> int:
     trainer.callbacks.append(progress)
     stop = threading.Event()
     with _stop_on_ctrl_c(stop):
-        reason = trainer.run(stop=stop)
+        budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
+        print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
+              f"{trainer.step} to {trainer.cfg.max_steps}{budget}; Ctrl-C stops and saves", file=sys.stderr)
+        try:
+            reason, diverged = trainer.run(stop=stop), None
+        except NonFiniteLossError as exc:  # the weights were rolled back: save them, then report
+            reason, diverged = "loss not finite", exc
     progress.finish()
     trainer.callbacks.remove(progress)
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
     path = save_checkpoint(checkpoint_from_trainer(trainer), out, overwrite=args.force or same_dir)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
+    if diverged is not None:
+        raise diverged
     return EXIT_INTERRUPTED if reason == "stopped" else 0
 
 
@@ -283,7 +298,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return str(exc).replace("\r", " ").replace("\n", " ").strip() or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

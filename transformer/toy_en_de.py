@@ -43,13 +43,12 @@ def _clause_parts(clause: Clause) -> tuple[dict[str, list[lex.Pair]], list[str]]
     if clause.preposition is not None and clause.prep_object is not None:
         german, case = lex.PREPOSITIONS[clause.preposition]
         parts["pp"] = [(clause.preposition, german)] + lex.noun_phrase_pairs(clause.prep_object, case)
-    if clause.conjunction is None:
-        order = ["time", "verb", "subject"] if clause.time else ["subject", "verb"]
+    if clause.conjunction is None:  # verb second, after the time word or the subject
+        order = ("time", "verb", "subject", "object", "pp") if clause.time else ("subject", "verb", "object", "pp")
     elif clause.conjunction in lex.COORDINATORS:
-        order = ["conjunction", "subject", "verb"]
+        order = ("conjunction", "subject", "verb", "object", "pp")
     else:  # subordinate clause: verb last
-        order = ["conjunction", "subject", "object", "pp", "verb"]
-    order += [name for name in ("object", "pp") if name not in order]
+        order = ("conjunction", "subject", "object", "pp", "verb")
     return parts, [name for name in order if name in parts]
 
 

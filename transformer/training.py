@@ -10,7 +10,7 @@ from typing import Any, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from .batching import Batch, BucketSampler, pad, make_batch
+from .batching import Batch, BucketSampler, make_batch
 from .config import ModelConfig, TrainConfig
 from .model import Seq2SeqTransformer
 from .tasks import Task
@@ -154,6 +154,7 @@ class Trainer:
 
 def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """Loss, token accuracy and greedy exact match on up to n validation examples; BLEU/chrF for words."""
+    from .alignment import evaluate_alignment
     from .decoding import decode_texts, eval_mode
 
     examples = task.valid[:n]
@@ -184,6 +185,9 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
 
         metrics["bleu"] = sacrebleu.corpus_bleu(outputs, [refs]).score
         metrics["chrf"] = sacrebleu.corpus_chrf(outputs, [refs]).score
+    aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
+    if aligned is not None:
+        metrics["alignment"] = aligned[1]
     metrics["examples"] = [{"source": e.source, "reference": r, "output": o}
                            for e, r, o in list(zip(examples, refs, outputs))[:5]]
     return metrics

@@ -101,23 +101,23 @@ def share_reference(widget_key: str) -> None:
     st.session_state[REFERENCE_KEY] = st.session_state[widget_key]
 
 
-def gold_cells(active: ActiveModel, text: str, n_rows: int) -> list[tuple[int, int]]:
-    """(decoder row, source column) cells of the gold alignment for `text`; empty when the task has none.
+def gold_alignment_for(active: ActiveModel, text: str) -> tuple[int | None, ...] | None:
+    """Source index of each target token of the correct output of `text`, when the task knows it."""
+    if active.level == "char":
+        return gold_alignment(active.task_name, text)
+    if active.task_name != "toy-en-de":
+        return None
+    from transformer import toy_en_de
 
-    Row j of a cross-attention map is the query that predicts output token j, so the gold cell of output
-    token j is (j, source index it comes from).
-    """
-    alignment = gold_alignment(active.task_name, text) if active.level == "char" else None
-    if alignment is None and active.task_name == "toy-en-de":
-        from transformer import toy_en_de
+    try:
+        example = toy_en_de.translate(text)
+    except ValueError:
+        return None
+    if len(active.src_tokenizer.split(text)) != len(example.source.split()):
+        return None
+    return example.alignment
 
-        try:
-            example = toy_en_de.translate(text)
-        except ValueError:
-            return []
-        if len(active.src_tokenizer.split(text)) != len(example.source.split()):
-            return []
-        alignment = example.alignment
-    if not alignment:
-        return []
-    return [(row, col) for row, col in enumerate(alignment) if col is not None and row < n_rows]
+
+def gold_cells(alignment: Sequence[int | None] | None, n_rows: int) -> list[tuple[int, int]]:
+    """(decoder row, source column) cells to outline: row j is the query that predicts target token j."""
+    return [(row, col) for row, col in enumerate(alignment or ()) if col is not None and row < n_rows]

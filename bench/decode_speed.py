@@ -1,0 +1,52 @@
+"""Greedy decoding of 100 tokens with the full trace: KV cache vs recomputing the prefix at every step."""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from transformer.config import default_configs
+from transformer.decoding import eval_mode, greedy_decode
+from transformer.model import Seq2SeqTransformer
+from transformer.tasks import make_task
+
+STEPS = 100
+
+
+def recompute_prefix(model: Seq2SeqTransformer, src: torch.Tensor, steps: int) -> list[int]:
+    """The uncached baseline: run the whole decoder on the prefix at every step, capturing attention."""
+    tokens = [1]
+    with eval_mode(model):
+        for _ in range(steps):
+            logits, _maps = model.forward_with_attention(src, torch.tensor([tokens]))
+            tokens.append(int(logits[0, -1].argmax()))
+    return tokens[1:]
+
+
+def run(repeats: int = 5) -> dict:
+    task = make_task("reverse", n_train=10, n_valid=2)
+    cfg, _ = default_configs("reverse", 30, 30, model_overrides=dict(
+        d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, max_len=128))
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(cfg).eval()
+    text = "thequickbrownfoxjumps"
+    src = torch.tensor([task.src_tokenizer.encode(text) + [2]])
+    greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, text, max_steps=STEPS, stop_at_end=False)
+    recompute_prefix(model, src, 5)
+    cached, uncached = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, text, max_steps=STEPS,
+                               stop_at_end=False)
+        cached.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        tokens = recompute_prefix(model, src, STEPS)
+        uncached.append(time.perf_counter() - start)
+    assert [s.token_id for s in result.steps] == tokens, "cached and uncached decoding disagree"
+    c, u = sorted(cached)[repeats // 2], sorted(uncached)[repeats // 2]
+    return {"tokens": STEPS, "cached_s": c, "recompute_s": u, "speedup": u / c}
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    print(run())

@@ -1,0 +1,45 @@
+"""Alignment scores against gold alignments."""
+import torch
+
+from transformer.alignment import alignment_scores, evaluate_alignment, gold_cells, summarize
+from transformer.config import default_configs
+from transformer.model import Seq2SeqTransformer
+from transformer.tasks import make_task
+from transformer.trace import AttentionTrace
+
+
+def trace_with_cross(cross: torch.Tensor) -> AttentionTrace:
+    layers, heads, t, s = cross.shape
+    return AttentionTrace(tuple("abcd"[:s - 1]) + ("</s>",), ("<s>",) + tuple("xyz"[: t - 1]),
+                          torch.zeros(layers, heads, s, s), torch.zeros(layers, heads, t, t), cross)
+
+
+def test_a_head_that_reads_the_source_right_to_left_scores_one_on_reversal():
+    # reversal of "abc": target j comes from source 2 - j; head 1 of layer 2 attends exactly there
+    cross = torch.full((2, 2, 4, 4), 0.25)
+    anti = torch.zeros(4, 4)
+    for j, g in enumerate([2, 1, 0, 3]):
+        anti[j, g] = 1.0
+    cross[1, 1] = anti
+    frame = alignment_scores(trace_with_cross(cross), [2, 1, 0])
+    by_label = dict(zip(frame["label"], frame["score"]))
+    assert by_label["L2H2"] == 1.0
+    assert by_label["L1H1"] < 1.0  # a uniform row's argmax is the first source token: 1 hit of 3
+    assert summarize(frame) == {"best": 1.0, "best_head": "L2H2", "head_mean": 1.0, "head_mean_layer": 2}
+    assert gold_cells([2, None, 0]) == [(0, 2), (2, 0)]
+
+
+def test_unaligned_target_tokens_are_not_counted():
+    cross = torch.zeros(1, 1, 3, 3)
+    cross[0, 0, 0, 1] = 1.0
+    cross[0, 0, 1, 0] = 1.0
+    frame = alignment_scores(trace_with_cross(cross), [1, None])
+    assert frame.loc[frame["head"] == 0, "score"].item() == 1.0
+
+
+def test_evaluate_alignment_covers_every_layer_and_head():
+    task = make_task("reverse", n_train=20, n_valid=8)
+    cfg, _ = default_configs("reverse", 30, 30, model_overrides=dict(n_decoder_layers=2))
+    frame, summary = evaluate_alignment(Seq2SeqTransformer(cfg), task.valid, task.src_tokenizer, task.tgt_tokenizer)
+    assert len(frame) == 2 * (4 + 1)
+    assert 0.0 <= summary["best"] <= 1.0 and summary["best_head"].startswith("L")

@@ -1,0 +1,92 @@
+"""Alignment scores: how often each cross-attention head puts its highest weight on the gold source token.
+
+A gold alignment gives, for each target token j, the source token index it translates (or None). Row j of a
+teacher-forced cross-attention map is the query that predicts target token j, so a head "hits" token j when
+argmax over the source of row j is gold[j]. Scores are the fraction of aligned target tokens hit. Labels are
+1-based ("L1H2" is layer 1, head 2), as in the charts.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from .batching import make_batch
+from .model import Seq2SeqTransformer
+from .trace import AttentionTrace
+
+
+def head_label(layer: int, head: int | None) -> str:
+    """'L1H2' for 0-based (layer 0, head 1); 'L1 mean' for the mean of heads."""
+    return f"L{layer + 1}" + ("mean" if head is None else f"H{head + 1}")
+
+
+def alignment_hits(cross: Tensor, gold: Sequence[int | None]) -> tuple[Tensor, int]:
+    """Hits per (layer, head + mean column) for one example's cross-attention (L, H, T, S), and how many tokens."""
+    rows = [j for j, g in enumerate(gold) if g is not None and j < cross.shape[2]]
+    if not rows:
+        return torch.zeros(cross.shape[0], cross.shape[1] + 1), 0
+    target = torch.tensor([gold[j] for j in rows])
+    maps = torch.cat([cross, cross.mean(1, keepdim=True)], dim=1)[:, :, rows]  # (L, H+1, R, S)
+    hits = (maps.argmax(-1) == target).sum(-1).float()  # (L, H+1)
+    return hits, len(rows)
+
+
+def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
+    """Tidy frame (layer, head, label, score) from summed hits; head 'mean' for the mean over heads."""
+    n_layers, n_cols = hits.shape
+    records = []
+    for layer in range(n_layers):
+        for col in range(n_cols):
+            head = None if col == n_cols - 1 else col
+            records.append({"layer": layer, "head": "mean" if head is None else head,
+                            "label": head_label(layer, head), "score": float(hits[layer, col]) / max(total, 1)})
+    return pd.DataFrame.from_records(records)
+
+
+def alignment_scores(trace: AttentionTrace, gold: Sequence[int | None]) -> pd.DataFrame:
+    """Per-head and head-mean alignment scores of one trace's cross-attention against a gold alignment."""
+    hits, total = alignment_hits(trace.cross, gold)
+    return scores_frame(hits, total)
+
+
+def gold_cells(gold: Sequence[int | None]) -> list[tuple[int, int]]:
+    """(query row, key column) cells of a gold alignment, for outlining on a cross-attention heatmap."""
+    return [(j, g) for j, g in enumerate(gold) if g is not None]
+
+
+def summarize(frame: pd.DataFrame) -> dict[str, Any]:
+    """The `alignment` block of `eval`: best head, its score, and the best layer's head-mean score."""
+    heads = frame[frame["head"] != "mean"]
+    means = frame[frame["head"] == "mean"]
+    best = heads.loc[heads["score"].idxmax()]
+    best_mean = means.loc[means["score"].idxmax()]
+    return {"best": round(float(best["score"]), 4), "best_head": str(best["label"]),
+            "head_mean": round(float(best_mean["score"]), 4), "head_mean_layer": int(best_mean["layer"]) + 1}
+
+
+def evaluate_alignment(model: Seq2SeqTransformer, examples: Sequence, src_tokenizer, tgt_tokenizer,
+                       batch_size: int = 128) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """Teacher-forced alignment scores over examples with gold alignments; None when none has one."""
+    from .decoding import eval_mode
+
+    aligned = [e for e in examples if e.alignment is not None]
+    if not aligned:
+        return None
+    limit = model.cfg.max_len - 1
+    total_hits, total = None, 0
+    with eval_mode(model):
+        for i in range(0, len(aligned), batch_size):
+            chunk = aligned[i: i + batch_size]
+            batch = make_batch([src_tokenizer.encode(e.source)[:limit] for e in chunk],
+                               [tgt_tokenizer.encode(e.target)[:limit] for e in chunk])
+            _, maps = model.forward_with_attention(batch.src, batch.tgt_in)
+            cross = torch.stack(maps.cross, dim=1)  # (B, L, H, T, S)
+            for b, example in enumerate(chunk):
+                hits, n = alignment_hits(cross[b], example.alignment)
+                total_hits = hits if total_hits is None else total_hits + hits
+                total += n
+    frame = scores_frame(total_hits, total)
+    return frame, summarize(frame)
