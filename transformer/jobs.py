@@ -206,7 +206,8 @@ class TrainingJob:
         if not tr.evals or tr.evals[-1].get("step") != tr.step:
             tr.evaluate()
         self._publish_weights()
-        self._record_probe()
+        if not self._published.timeline or self._published.timeline[-1][0] != tr.step:
+            self._record_probe()
         with self._lock:
             if self._status == "running":
                 self._status = reason

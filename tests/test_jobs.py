@@ -1,0 +1,99 @@
+"""Background training jobs: progress, stop, the global limit, heartbeats, failures."""
+import time
+
+import pytest
+
+from transformer import jobs
+from transformer.config import default_configs
+from transformer.decoding import greedy_decode
+from transformer.jobs import TrainingJob
+from transformer.tasks import make_task
+from transformer.training import Trainer
+
+
+@pytest.fixture(scope="module")
+def task():
+    return make_task("reverse", n_train=500, n_valid=10)
+
+
+def trainer(task, **train):
+    model_cfg, train_cfg = default_configs("reverse", 30, 30, model_overrides=dict(d_model=32, d_ff=64),
+                                           train_overrides=dict(eval_every=10_000, max_seconds=None) | train)
+    return Trainer(task, model_cfg, train_cfg)
+
+
+def wait_for(predicate, timeout=30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_job_trains_publishes_weights_and_records_the_probe(task):
+    job = TrainingJob(trainer(task), max_steps=40, probe=task.probe, probe_every=10, publish_every_s=0.0).start()
+    assert job.join(timeout=60)
+    snap = job.snapshot()
+    assert snap.status == "finished" and snap.step == 40
+    assert snap.evals and snap.evals[-1]["step"] == 40
+    version, model = job.latest_model()
+    assert version > 1 and not model.training
+    assert model is not job.trainer.model  # the UI never gets the model being trained
+    steps = [s for s, _ in job.timeline()]
+    assert steps == [0, 10, 20, 30, 40]
+    # the last published weights decode the probe exactly like the trained model does
+    a = greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, task.probe)
+    b = greedy_decode(job.trainer.model, task.src_tokenizer, task.tgt_tokenizer, task.probe)
+    assert a.output_tokens == b.output_tokens
+
+
+def test_stop_ends_the_job_after_the_current_step(task):
+    job = TrainingJob(trainer(task), max_steps=100_000).start()
+    assert wait_for(lambda: job.snapshot().step > 2)
+    job.stop()
+    assert job.join(timeout=10)
+    snap = job.snapshot()
+    assert snap.status == "stopped" and 2 < snap.step < 100_000 and not snap.active
+
+
+def test_jobs_over_the_global_limit_wait_with_a_status(task):
+    running = [TrainingJob(trainer(task), max_steps=100_000).start() for _ in range(jobs.MAX_CONCURRENT_JOBS)]
+    try:
+        assert wait_for(lambda: all(j.snapshot().status == "running" for j in running))
+        extra = TrainingJob(trainer(task), max_steps=5).start()
+        time.sleep(0.5)
+        assert extra.snapshot().status == "waiting" and extra.snapshot().step == 0
+        running[0].stop()
+        assert extra.join(timeout=30) and extra.snapshot().status == "finished"
+    finally:
+        for j in running:
+            j.stop()
+            j.join(timeout=10)
+
+
+def test_a_job_whose_session_went_away_stops_itself(task):
+    job = TrainingJob(trainer(task), max_steps=100_000, idle_timeout_s=0.3).start()
+    assert job.join(timeout=20)
+    assert job.snapshot().status == "stopped" and "session" in job.snapshot().message
+
+
+def test_an_exception_in_the_worker_is_reported_and_the_model_stays_usable(task, monkeypatch):
+    tr = trainer(task)
+    calls = {"n": 0}
+    original = tr.train_step
+
+    def flaky():
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise RuntimeError("disk on fire")
+        return original()
+
+    monkeypatch.setattr(tr, "train_step", flaky)
+    job = TrainingJob(tr, max_steps=100).start()
+    assert job.join(timeout=30)
+    snap = job.snapshot()
+    assert snap.status == "failed" and "disk on fire" in snap.message
+    _, model = job.latest_model()
+    assert greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, "abc").steps
+    assert jobs.running_jobs() == 0
