@@ -2,6 +2,7 @@
 import streamlit as st
 
 from ui.sidebar import render_sidebar
+from ui.theme import apply_theme
 
 st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
 
@@ -13,5 +14,6 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+apply_theme()
 render_sidebar()
 page.run()

@@ -8,7 +8,7 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy_or_message, reference_for,
                           share_reference, share_text, teacher)
-from ui.widgets import chart_downloads, head_picker, kind_picker, layer_picker, require_model
+from ui.widgets import MEAN, chart_downloads, grid_cell, head_picker, kind_picker, layer_picker, require_model
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 
@@ -17,7 +17,8 @@ def open_panel() -> None:
     """Callback of the model view: a clicked panel becomes the large map."""
     panel = charts.selected_panel(st.session_state.get("attention_grid"))
     if panel is not None:
-        st.session_state["attention_layer"], st.session_state["attention_head"] = panel
+        layer, head = panel
+        st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN if head is None else head
 
 
 ensure_frame()
@@ -52,7 +53,7 @@ trace = result.trace
 st.caption(f"Output: **{result.output_text or '(empty)'}**" + ("" if result.finished or mode == "teacher"
                                                                else " (stopped at the step limit)"))
 
-c_kind, c_layer, c_head, c_opts = st.columns([4, 2, 2, 2], vertical_alignment="bottom")
+c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
 with c_kind:
     kind = kind_picker("Attention", "attention_kind")
 with c_layer:
@@ -100,10 +101,11 @@ with side_col:
 st.subheader("Model view: every layer × head", anchor=False)
 st.caption("Click a panel to open it large above; double-click to clear the selection.")
 try:
-    grid = charts.attention_grid(trace, kind, fixed_scale=fixed, cell=130)
+    grid = charts.attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130))
 except charts.ChartTooLargeError as exc:
     st.info(str(exc))
 else:
     st.altair_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
-    chart_downloads(lambda: charts.chart_to_png(grid), lambda: charts.chart_to_svg(grid), f"{kind}_all_heads",
-                    "attention_grid_download")
+    with st.columns([2, 3])[0]:
+        chart_downloads(lambda: charts.chart_to_png(grid), lambda: charts.chart_to_svg(grid), f"{kind}_all_heads",
+                        "attention_grid_download")

@@ -8,7 +8,9 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
                           reference_for, share_reference, share_text, teacher)
-from ui.widgets import head_label, head_picker, layer_picker, require_model, show_chips, visible
+from ui.widgets import fitted_chart, grid_cell, head_label, head_picker, layer_picker, require_model, show_chips, visible
+
+NOT_YET = "#f1f4f9"  # background of rows the step-through has not reached yet
 
 ensure_frame()
 active = require_model()
@@ -65,7 +67,7 @@ trace = result.trace
 n_steps = len(result.steps)
 t = ds.prepare_step(n_steps, (active.task_name, text))
 
-nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1, 1, 6, 2, 2], vertical_alignment="bottom")
+nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.4, 1.4, 5, 2, 2], vertical_alignment="bottom")
 nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
                 args=(-1, n_steps), disabled=t == 0, width="stretch")
 nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
@@ -89,13 +91,13 @@ with left:
     show_chips(result.output_tokens[: t + 1], highlight=t,
                caption="predictions so far" if view == ds.TEACHER else "output so far")
     cross_row = trace.matrix("cross", layer, head)[t].tolist()
-    st.altair_chart(charts.source_strip(trace.source_tokens, cross_row,
-                                        title=f"Source attention of step {t + 1} · layer {layer + 1} · "
-                                              f"{head_label(head).lower()}"), width="content")
+    fitted_chart(charts.source_strip(trace.source_tokens, cross_row,
+                                     title=f"Source tokens shaded by the attention of step {t + 1} · layer "
+                                           f"{layer + 1} · {head_label(head).lower()}"), key="decode_source_strip")
     self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
-    st.altair_chart(charts.decoder_row_chart(trace.target_tokens[: t + 1], self_row,
-                                             title=f"Decoder self-attention of step {t + 1} over the prefix"),
-                    width="content")
+    fitted_chart(charts.decoder_row_chart(trace.target_tokens[: t + 1], self_row,
+                                          title=f"Decoder self-attention of step {t + 1} over the prefix"),
+                 key="decode_prefix_strip")
 with right:
     st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
     st.plotly_chart(charts.topk_bars(step.top_k, chosen=step.token), key="decode_topk",
@@ -115,18 +117,24 @@ alignment = gold_alignment_for(active, text)
 if view == ds.TEACHER and reference.strip() != reference_for(active, text):
     alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
 gold = gold_cells(alignment, len(trace.target_tokens))
-map_col, grid_col = st.columns([2, 3], gap="large")
+map_col, side_col = st.columns(2, gap="large")
 with map_col:
-    show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="decode_gold")
     st.altair_chart(charts.attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                             gold=gold if show_gold else (), size=360),
-                    width="content")
-with grid_col:
-    try:
-        grid = charts.attention_grid(trace, "cross", layers=[layer], max_row=t, cell=120)
-    except charts.ChartTooLargeError as exc:
-        st.info(str(exc))
-    else:
-        st.altair_chart(grid, key="decode_grid", width="content")
-if gold:
-    show_alignment_scores(trace, alignment, key="decode_alignment")
+                                             gold=gold if st.session_state.get("decode_gold", True) else (),
+                                             size=360,
+                                             title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
+                                                   f"{head_label(head).lower()}").configure_view(fill=NOT_YET),
+                    key="decode_heatmap", width="content")
+with side_col:
+    if gold:
+        st.toggle("Outline the gold alignment", value=True, key="decode_gold",
+                  help="The source token each correct output token comes from.")
+        show_alignment_scores(trace, alignment, key="decode_alignment")
+    st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
+               "left blank and the current step's row is outlined in red.")
+try:
+    grid = charts.attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
+except charts.ChartTooLargeError as exc:
+    st.info(str(exc))
+else:
+    fitted_chart(grid.configure_view(fill=NOT_YET), max_width=900, key="decode_grid")

@@ -1,2 +1,62 @@
+"""Train: pick a task and sizes, train live off the script thread, watch curves and attention form, save."""
 import streamlit as st
-st.title("Train")
+
+from ui import train_controls as tc
+from ui.frame import ensure_frame
+from ui.live_run import live_run
+from ui.train_form import CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names
+from ui.train_live import PLAYING_KEY, live_panel, timeline_panel
+
+ensure_frame()
+st.title("Train", anchor=False)
+st.caption("Train a transformer while you watch. Training runs in the background and keeps going while you look at "
+           "the other pages, which use the newest weights.")
+init_state()
+run = live_run()
+active = run is not None and run.active
+tc.show_message()
+
+with st.container(border=True):
+    st.markdown("#### Task and size")
+    c_task, c_preset = st.columns(2)
+    c_task.selectbox("Task", list(TASKS), format_func=TASKS.__getitem__, key="train_task", on_change=apply_defaults,
+                     disabled=active)
+    c_preset.selectbox("Size preset", preset_names(), key="train_preset", on_change=apply_defaults, disabled=active,
+                       help="Fills in the form below; every value can still be changed.")
+    if st.session_state["train_task"] == "corpus":
+        source = st.radio("Sentence pairs", list(CORPUS_SOURCES), format_func=CORPUS_SOURCES.__getitem__,
+                          key="train_corpus_source", horizontal=True)
+        if source == "text":
+            st.text_area("One pair per line: source -> target (or TAB, |||, =>)", key="train_corpus_text", height=160)
+        elif source == "tsv":
+            st.file_uploader("TSV file: source<TAB>target per line", type=["tsv", "txt", "gz"], key="train_corpus_tsv")
+        else:
+            c_src, c_tgt = st.columns(2)
+            c_src.file_uploader("Source sentences, one per line", type=["txt", "gz"], key="train_corpus_src")
+            c_tgt.file_uploader("Target sentences, same order", type=["txt", "gz"], key="train_corpus_tgt")
+
+    with st.form("train_form", border=False):
+        groups = st.columns(3, gap="medium")
+        for column, (group, title) in zip(groups, (("model", "Model"), ("train", "Optimisation"),
+                                                   ("run", "Budget, data and probe"))):
+            with column:
+                st.markdown(f"**{title}**")
+                fields = [f for f in FIELDS if f.group == group]
+                inner = st.columns(2)
+                for i, f in enumerate(fields):
+                    with inner[i % 2]:
+                        field_widget(f)
+                if group == "run":
+                    st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
+        st.form_submit_button("Train", key="train_start", type="primary", icon=":material/play_arrow:",
+                              on_click=tc.start, disabled=active)
+
+tc.run_controls()
+if run is not None:
+    st.subheader("Progress", anchor=False)
+    st.fragment(run_every=1.0 if active else None)(live_panel)()
+    st.subheader("Attention timeline of the probe", anchor=False)
+    st.caption("How the probe sentence's cross-attention formed during training (recorded every "
+               f"{run.probe_every} steps). Drag the slider or press Play.")
+    playing = st.session_state.get(PLAYING_KEY, False)
+    st.fragment(run_every=0.6 if playing else 1.0 if active else None)(timeline_panel)()

@@ -229,6 +229,11 @@ def test_translate_rejects_sentences_outside_the_grammar(text: str) -> None:
         translate(text)
 
 
+def test_translate_names_the_unknown_word() -> None:
+    with pytest.raises(ValueError, match="unknown word 'zebra'"):
+        translate("the dog sees a zebra")
+
+
 def test_generation_is_deterministic_by_seed() -> None:
     assert generate(200, seed=3) == generate(200, seed=3)
     assert generate(200, seed=3) != generate(200, seed=4)

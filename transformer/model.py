@@ -6,7 +6,7 @@ shared across sessions and threads by the app.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import torch
@@ -78,6 +78,23 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weig
     return out, (attention_weights(q, k, mask, is_causal) if need_weights else None)
 
 
+class KVBuffer:
+    """Preallocated keys/values of one self-attention layer during incremental decoding."""
+
+    def __init__(self, batch: int, heads: int, max_len: int, head_dim: int, like: Tensor) -> None:
+        self.k = like.new_empty(batch, heads, max_len, head_dim)
+        self.v = like.new_empty(batch, heads, max_len, head_dim)
+        self.length = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store new (B, H, t, Dh) keys/values; return views of everything stored so far."""
+        end = self.length + k.size(2)
+        self.k[:, :, self.length: end] = k
+        self.v[:, :, self.length: end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with the parameter layout of `nn.MultiheadAttention` (packed in_proj)."""
 
@@ -104,13 +121,16 @@ class MultiHeadAttention(nn.Module):
         return self._heads(F.linear(x, w, b))
 
     def forward(self, x: Tensor, kv: tuple[Tensor, Tensor] | None = None, mask: Tensor | None = None, *,
-                is_causal: bool = False, need_weights: bool = False,
-                head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """Self-attention over `x`, or attention from `x` to precomputed per-head keys/values `kv`."""
+                is_causal: bool = False, need_weights: bool = False, head_mask: Tensor | None = None,
+                cache: KVBuffer | None = None) -> tuple[Tensor, Tensor | None]:
+        """Self-attention over `x` (after earlier positions held in `cache`, if given), or attention from `x`
+        to precomputed per-head keys/values `kv`."""
         b, t, d = x.shape
         if kv is None:
             q, k, v = self.in_proj(x).chunk(3, dim=-1)  # (B, T, D) each
             q, k, v = self._heads(q), self._heads(k), self._heads(v)  # (B, H, T, Dh)
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, H, past + T, Dh)
         else:
             q, (k, v) = self.project_q(x), kv
         p = self.dropout if self.training else 0.0
@@ -172,20 +192,17 @@ class DecoderLayer(_Sublayers):
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
 
-    def forward(self, x: Tensor, self_kv: tuple[Tensor, Tensor] | None, self_mask: Tensor | None,
+    def forward(self, x: Tensor, self_cache: KVBuffer | None, self_mask: Tensor | None,
                 is_causal: bool, cross_kv: tuple[Tensor, Tensor], cross_mask: Tensor | None,
                 need_weights: bool, head_masks: tuple[Tensor | None, Tensor | None] = (None, None),
                 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         x, ws = self.residual(0, x, lambda h: self.self_attn(
-            h, self_kv, self_mask, is_causal=is_causal, need_weights=need_weights, head_mask=head_masks[0]))
+            h, None, self_mask, is_causal=is_causal, need_weights=need_weights, head_mask=head_masks[0],
+            cache=self_cache))
         x, wc = self.residual(1, x, lambda h: self.cross_attn(
             h, cross_kv, cross_mask, need_weights=need_weights, head_mask=head_masks[1]))
         x, _ = self.residual(2, x, self.ff)
         return x, ws, wc
-
-    def self_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Keys/values this layer's self-attention would compute for input `x` (pre-norm applied)."""
-        return self.self_attn.project_kv(self.norms[0](x) if self.pre else x)
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
@@ -203,7 +220,7 @@ class DecoderCache:
     """Per-layer keys/values for incremental decoding: cross K/V fixed, self K/V growing by one per step."""
 
     cross_kv: list[tuple[Tensor, Tensor]]
-    self_kv: list[tuple[Tensor, Tensor] | None] = field(default_factory=list)
+    self_kv: list[KVBuffer]
     length: int = 0
 
 
@@ -304,8 +321,10 @@ class Seq2SeqTransformer(nn.Module):
     # -- incremental decoding ---------------------------------------------------------------------------------
     def start_cache(self, memory: Tensor) -> DecoderCache:
         """A cache holding each decoder layer's cross-attention keys/values for `memory`."""
+        cfg = self.cfg
         return DecoderCache(cross_kv=[layer.cross_attn.project_kv(memory) for layer in self.decoder],
-                            self_kv=[None] * len(self.decoder))
+                            self_kv=[KVBuffer(memory.size(0), cfg.n_heads, cfg.max_len, cfg.head_dim, memory)
+                                     for _ in self.decoder])
 
     def decode_step(self, token: Tensor, cache: DecoderCache, src_mask: Tensor | None, *,
                     need_weights: bool = False, head_mask: HeadMask | None = None
@@ -317,12 +336,8 @@ class Seq2SeqTransformer(nn.Module):
         x = self._embed(self.tgt_embed, token, offset=cache.length)  # (B, 1, D)
         self_maps, cross_maps = [], []
         for i, layer in enumerate(self.decoder):
-            k_new, v_new = layer.self_kv(x)  # (B, H, 1, Dh)
-            prev = cache.self_kv[i]
-            kv = (k_new, v_new) if prev is None else (torch.cat([prev[0], k_new], 2), torch.cat([prev[1], v_new], 2))
-            cache.self_kv[i] = kv
             hm = (self._head_mask(head_mask, "decoder_self", i), self._head_mask(head_mask, "cross", i))
-            x, ws, wc = layer(x, kv, None, False, cache.cross_kv[i], src_mask, need_weights, hm)
+            x, ws, wc = layer(x, cache.self_kv[i], None, False, cache.cross_kv[i], src_mask, need_weights, hm)
             self_maps.append(ws)
             cross_maps.append(wc)
         cache.length += 1

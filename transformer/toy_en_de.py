@@ -84,8 +84,17 @@ class _Reader:
         return self.words[self.i - 1]
 
     def error(self, expected: str) -> ValueError:
-        got = f"{self.peek()!r} (word {self.i + 1})" if self.peek() else "the end of the sentence"
-        return ValueError(f"expected {expected} but found {got} in {self.text!r}")
+        word = self.peek()
+        if word is None:
+            return ValueError(f"expected {expected} but the sentence {self.text!r} ends")
+        nouns, verbs = _english_index()
+        known = word in nouns or word in verbs or any(word in words for words in _OTHER_ENGLISH_WORDS)
+        found = f"{'' if known else 'the unknown word '}{word!r} (word {self.i + 1})"
+        return ValueError(f"expected {expected} but found {found} in {self.text!r}")
+
+
+_OTHER_ENGLISH_WORDS = (lex.ADJECTIVES, lex.TIME_WORDS, lex.SUBORDINATORS, lex.COORDINATORS, lex.PREPOSITIONS,
+                        lex.DETERMINERS, lex.THAT[:1])
 
 
 @lru_cache(maxsize=1)

@@ -209,6 +209,14 @@ def uploaded_bundle(option: ModelOption) -> bytes | None:
     return upload.bundle if upload is not None else None
 
 
+def uploaded_checkpoint(option: ModelOption) -> Checkpoint:
+    """The checkpoint behind an UPLOAD option (with optimizer state, if the bundle had it)."""
+    upload = _uploads().get(option.id.split(":", 1)[1])
+    if upload is None:
+        raise CheckpointError("the uploaded model is no longer in this session")
+    return upload.checkpoint
+
+
 def card_lines(card: dict[str, Any]) -> list[str]:
     """The model card as short Markdown lines."""
     metrics = card.get("metrics") or {}

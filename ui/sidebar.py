@@ -99,17 +99,24 @@ def _picker() -> None:
                  help="Shipped checkpoints, runs saved from the Train page, your uploads and your live run.")
 
 
+def _card_and_status() -> None:
+    """The current model's card and the training status (refreshed every second while a run trains)."""
+    active = current_model()
+    if active is not None:
+        _model_card(active)
+    elif st.session_state.get(LOAD_ERROR_KEY):
+        st.error(st.session_state[LOAD_ERROR_KEY], icon=":material/error:")
+    else:
+        st.info("No checkpoints found. Upload a bundle or train a model.", icon=":material/info:")
+    _training_status()
+
+
 def render_sidebar() -> None:
     """Draw the shared sidebar."""
     with st.sidebar:
         _picker()
-        active = current_model()
-        if active is not None:
-            _model_card(active)
-        elif st.session_state.get(LOAD_ERROR_KEY):
-            st.error(st.session_state[LOAD_ERROR_KEY], icon=":material/error:")
-        else:
-            st.info("No checkpoints found. Upload a bundle or train a model.", icon=":material/info:")
+        training = (run := live_run()) is not None and run.active
+        st.fragment(run_every=1.0 if training else None)(_card_and_status)()
         with st.expander("Upload a checkpoint bundle", icon=":material/upload:"):
             st.file_uploader("Checkpoint bundle (.zip)", type=["zip"], key=UPLOAD_KEY, on_change=_on_upload,
                              help="A .zip of a checkpoint directory (safetensors weights, JSON config).")
@@ -117,5 +124,3 @@ def render_sidebar() -> None:
         if message is not None:
             kind, text = message
             (st.error if kind == "error" else st.success)(text)
-        active_job = (run := live_run()) is not None and run.active
-        st.fragment(run_every=1.0 if active_job else None)(_training_status)()

@@ -12,6 +12,7 @@ from ui.widgets import head_picker, layer_picker
 TIMELINE_STEP_KEY = "train_timeline_step"
 PLAYING_KEY = "train_timeline_playing"
 FOLLOW_KEY = "train_timeline_follow"
+RESTART_KEY = "train_timeline_restart"
 _STATUS = {"waiting": "Waiting for a training slot", "running": "Training", "finished": "Finished",
            "stopped": "Stopped", "failed": "Failed"}
 
@@ -88,9 +89,25 @@ def _advance(steps: list[int]) -> None:
     st.session_state[TIMELINE_STEP_KEY] = steps[index]
 
 
+def _toggle_play(steps: list[int]) -> None:
+    """Play / Pause callback; the page then reruns so the animation timer starts or stops."""
+    state = st.session_state
+    playing = not state.get(PLAYING_KEY, False)
+    state[PLAYING_KEY], state[FOLLOW_KEY], state[RESTART_KEY] = playing, False, True
+    if playing and state.get(TIMELINE_STEP_KEY) == steps[-1]:
+        state[TIMELINE_STEP_KEY] = steps[0]
+
+
+def _follow_latest(steps: list[int]) -> None:
+    """Slider callback: keep following new snapshots only while the newest one is shown."""
+    st.session_state[FOLLOW_KEY] = st.session_state[TIMELINE_STEP_KEY] == steps[-1]
+
+
 def timeline_panel() -> None:
     """A slider over training steps showing how the probe's cross-attention formed; Play animates it."""
     run = live_run()
+    if st.session_state.pop(RESTART_KEY, False):
+        st.rerun(scope="app")  # the animation timer is set when the whole page runs
     if run is None:
         return
     snapshots = run.timeline()
@@ -107,26 +124,20 @@ def timeline_panel() -> None:
     trace = dict(snapshots)[state[TIMELINE_STEP_KEY]]
     c_step, c_layer, c_head, c_play = st.columns([6, 2, 2, 1], vertical_alignment="bottom")
     if len(steps) > 1:
-        c_step.select_slider("Training step", options=steps, key=TIMELINE_STEP_KEY,
-                             on_change=lambda: state.__setitem__(FOLLOW_KEY, state[TIMELINE_STEP_KEY] == steps[-1]))
+        c_step.select_slider("Training step", options=steps, key=TIMELINE_STEP_KEY, on_change=_follow_latest,
+                             args=(steps,), format_func=lambda step: f"{step:,}")
     else:
         c_step.caption(f"Recorded at step {steps[0]:,}.")
     with c_layer:
         layer = layer_picker("Decoder layer", trace.n_layers("cross"), "train_timeline_layer")
     with c_head:
         head = head_picker("Head", trace.n_heads, "train_timeline_head")
-    if c_play.button("Pause" if playing else "Play", key="train_timeline_play", width="stretch",
-                     icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(steps) < 2):
-        state[PLAYING_KEY] = not playing
-        state[FOLLOW_KEY] = False
-        if not playing and state[TIMELINE_STEP_KEY] == steps[-1]:
-            state[TIMELINE_STEP_KEY] = steps[0]
-        st.rerun(scope="app")  # the animation timer is set when the page runs
-    output = "".join(trace.target_tokens[1:]) if len(trace.source_tokens[0]) == 1 else " ".join(trace.target_tokens[1:])
+    c_play.button("Pause" if playing else "Play", key="train_timeline_play", width="stretch",
+                  icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(steps) < 2,
+                  on_click=_toggle_play, args=(steps,))
     st.altair_chart(charts.attention_heatmap(trace, "cross", layer, head, size=380,
                                              title=f"Probe at step {state[TIMELINE_STEP_KEY]:,} · cross-attention · "
                                                    f"layer {layer + 1} · {'mean of heads' if head is None else f'head {head + 1}'}"),
                     key="train_timeline_map", width="content")
-    st.caption(f"Probe output at this step: {output or '(nothing yet)'}")
     if playing and state.get(PLAYING_KEY) is False:
         st.rerun(scope="app")  # reached the end: stop the animation timer

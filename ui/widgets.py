@@ -61,9 +61,12 @@ def show_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, **
     st.markdown(token_chips(tokens, weights, **options), unsafe_allow_html=True)
 
 
+MEAN = -1  # the head picker's value for "mean of heads"
+
+
 def head_label(head: int | None) -> str:
-    """'Mean of heads' or 'Head k' (1-based)."""
-    return "Mean of heads" if head is None else f"Head {head + 1}"
+    """'Mean of heads' or 'Head k' (1-based); None or -1 is the mean."""
+    return "Mean of heads" if head is None or head == MEAN else f"Head {head + 1}"
 
 
 def layer_picker(label: str, n_layers: int, key: str) -> int:
@@ -74,11 +77,19 @@ def layer_picker(label: str, n_layers: int, key: str) -> int:
 
 
 def head_picker(label: str, n_heads: int, key: str) -> int | None:
-    """Select one head or the mean of heads (None)."""
-    options: list[int | None] = [None, *range(n_heads)]
-    if st.session_state.get(key, None) not in options:
-        st.session_state[key] = None
-    return st.selectbox(label, options, format_func=head_label, key=key)
+    """Select one head or the mean of heads (returned as None; stored as -1 in session state)."""
+    options = [MEAN, *range(n_heads)]
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = MEAN
+    head = st.selectbox(label, options, format_func=head_label, key=key)
+    return None if head == MEAN else head
+
+
+def fitted_chart(chart, *, max_width: int = 560, key: str | None = None) -> None:
+    """Show a chart at its own size, or stretched to the column when it is wider than `max_width` pixels."""
+    width = getattr(chart, "width", None)
+    wide = isinstance(width, (int, float)) and width > max_width
+    st.altair_chart(chart, width="stretch" if wide else "content", key=key)
 
 
 def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:
@@ -90,6 +101,11 @@ def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:
 def layer_count(trace: AttentionTrace, kind: str) -> int:
     """How many layers a kind has in this trace (encoder and decoder may differ)."""
     return trace.n_layers(kind)
+
+
+def grid_cell(n_heads: int, largest: int, width: int = 940) -> int:
+    """Panel size of a heads-plus-mean grid so that one row of panels fits `width` pixels."""
+    return int(max(60, min(largest, width / (n_heads + 1) - 12)))
 
 
 def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], stem: str, key: str) -> None:

@@ -1,0 +1,74 @@
+"""Helpers for AppTest-driven tests of the Streamlit app: open a page, read charts and messages."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import pyarrow as pa
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+
+
+def open_app(page: str | None = None, timeout: float = 90) -> AppTest:
+    """Run the app (frame + sidebar) and optionally switch to pages/<page>.py; fails on any exception."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    at.run()
+    assert_no_exception(at)
+    if page is not None:
+        at.switch_page(f"pages/{page}.py")
+        at.run()
+        assert_no_exception(at)
+    return at
+
+
+def assert_no_exception(at: AppTest) -> None:
+    """A user never sees a traceback."""
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def texts(elements) -> list[str]:
+    """The text values of a list of elements (errors, warnings, markdown ...)."""
+    return [str(e.value) for e in elements]
+
+
+def charts(at: AppTest) -> list[dict[str, Any]]:
+    """Every Altair chart on the page: its Vega-Lite spec plus its datasets as data frames."""
+    out = []
+    for element in at.get("vega_lite_chart"):
+        spec = json.loads(element.proto.spec)
+        frames = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets}
+        out.append({"spec": spec, "frames": frames, "title": _title(spec)})
+    return out
+
+
+def chart_titled(at: AppTest, start: str) -> dict[str, Any]:
+    """The chart whose title starts with `start`."""
+    found = [c for c in charts(at) if c["title"].startswith(start)]
+    assert found, f"no chart titled {start!r}; titles: {[c['title'] for c in charts(at)]}"
+    return found[0]
+
+
+def only_frame(chart: dict[str, Any]) -> pd.DataFrame:
+    """The single (largest) dataset behind a chart."""
+    return max(chart["frames"].values(), key=len)
+
+
+def _title(spec: dict[str, Any]) -> str:
+    title = spec.get("title", "")
+    return title.get("text", "") if isinstance(title, dict) else str(title)
+
+
+def poll(at: AppTest, done: Callable[[AppTest], bool], *, seconds: float = 60.0, every: float = 0.5) -> bool:
+    """Rerun the app until `done(at)` holds or `seconds` pass; True when it held."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        at.run()
+        assert_no_exception(at)
+        if done(at):
+            return True
+        time.sleep(every)
+    return False

@@ -1,0 +1,44 @@
+"""Shared fixtures: a tiny trained checkpoint built once per test session."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
+from transformer.config import default_configs
+from transformer.tasks import make_task
+from transformer.training import Trainer
+
+TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
+TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,
+                  eval_examples=10)
+
+
+def build_tiny_checkpoint(path: Path, task_name: str = "reverse", steps: int = 30) -> Path:
+    """Train a tiny model for a few steps on a generated task and save it as a checkpoint directory."""
+    task = make_task(task_name, n_train=300, n_valid=10, min_len=4, max_len=8)
+    model_cfg, train_cfg = default_configs(task_name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                                           model_overrides=TINY_MODEL, train_overrides=TINY_TRAIN)
+    trainer = Trainer(task, model_cfg, train_cfg)
+    trainer.run(max_steps=steps)
+    trainer.evaluate()
+    return save_checkpoint(checkpoint_from_trainer(trainer), path)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A root directory holding one tiny trained checkpoint, `reverse` (2+2 layers, 2 heads, dropout 0.3)."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    build_tiny_checkpoint(root / "reverse")
+    return root
+
+
+@pytest.fixture
+def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the app at the tiny checkpoint and a fresh, empty runs directory (returned)."""
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tiny_checkpoint_dir))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(runs))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    return runs

@@ -1,0 +1,14 @@
+"""A little CSS on top of the theme in .streamlit/config.toml: less empty space above each page."""
+import streamlit as st
+
+_CSS = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 3rem; }
+[data-testid="stSidebarHeader"] { margin-bottom: 0.5rem; }
+</style>
+"""
+
+
+def apply_theme() -> None:
+    """Inject the app's CSS (no visible element)."""
+    st.html(_CSS)

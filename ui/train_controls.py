@@ -1,0 +1,138 @@
+"""The Train page's buttons (Train, Stop, Resume, Save as…, Continue a checkpoint) and their messages."""
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer.checkpoints import Checkpoint, CheckpointError, load_checkpoint
+from transformer.config import ConfigError
+from transformer.tasks import DataError
+from transformer.tokenizers import TokenizerError
+from ui.limits import LIMITS
+from ui.live_run import live_run
+from ui.models import LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
+from ui.train_actions import BusyError, continue_checkpoint, resume_run, resume_target, save_run, start_run
+from ui.train_form import PROBES, build_configs, build_task, remember_form
+
+MESSAGE_KEY = "train_message"
+USER_ERRORS = (ConfigError, DataError, TokenizerError, CheckpointError, BusyError)
+
+
+def _say(kind: str, text: str) -> None:
+    st.session_state[MESSAGE_KEY] = (kind, text)
+
+
+def show_message() -> None:
+    """The outcome of the last button press, once."""
+    message = st.session_state.pop(MESSAGE_KEY, None)
+    if message is not None:
+        kind, text = message
+        {"error": st.error, "success": st.success, "info": st.info}[kind](text)
+
+
+def start() -> None:
+    """Train callback: build the task and configs from the form and start a background job."""
+    remember_form()
+    state = st.session_state
+    try:
+        task = build_task()
+        model_cfg, train_cfg = build_configs(task)
+        start_run(task, model_cfg, train_cfg, max_seconds=float(state["train_max_seconds"]),
+                  probe=state.get("train_probe", "").strip() or task.probe,
+                  probe_every=int(state["train_probe_every"]),
+                  n_train=int(state["train_n_train"]) if task.name != "corpus" else None)
+    except USER_ERRORS as exc:
+        _say("error", f"Training did not start: {exc}")
+    else:
+        _say("success", f"Training started on {task.name} ({len(task.train):,} training examples). The sidebar now "
+                        "shows the live model; the other pages use its newest weights.")
+
+
+def stop() -> None:
+    """Stop callback: the worker ends after its current step."""
+    run = live_run()
+    if run is not None:
+        run.job.stop()
+        _say("info", "Stopping… Resume continues from here; Save as… keeps the run.")
+
+
+def resume() -> None:
+    """Resume callback: the same model, optimizer and schedule, trained further."""
+    run = live_run()
+    if run is None:
+        return
+    try:
+        resume_run(run, int(st.session_state.get("train_more_steps", 500)))
+    except USER_ERRORS as exc:
+        _say("error", f"Cannot resume: {exc}")
+
+
+def save() -> None:
+    """Save as… callback."""
+    run = live_run()
+    name = st.session_state.get("train_save_name", "")
+    if run is None:
+        return
+    try:
+        path = save_run(run, name, overwrite=bool(st.session_state.get("train_save_overwrite")))
+    except USER_ERRORS as exc:
+        _say("error", f"Not saved: {exc}")
+    else:
+        _say("success", f"Saved as “{path.name}”. Pick it in the sidebar under Saved run, or download it there.")
+
+
+def _checkpoint_for(option: ModelOption) -> Checkpoint:
+    """A private copy of a checkpoint with its optimizer state (never the shared, cached one)."""
+    if option.source == UPLOAD:
+        return uploaded_checkpoint(option)
+    return load_checkpoint(option.path, load_optimizer=True)
+
+
+def continue_training(option: ModelOption) -> None:
+    """Continue callback: resume training the checkpoint picked in the sidebar."""
+    state = st.session_state
+    try:
+        ckpt = _checkpoint_for(option)
+        task_name = ckpt.task_spec.get("name", "")
+        probe = state.get("train_probe", "").strip() if state.get("train_task") == task_name else ""
+        examples = ckpt.metrics.get("examples") or [{}]
+        probe = probe or examples[0].get("source") or PROBES.get(task_name, "")
+        continue_checkpoint(ckpt, more_steps=int(state.get("train_more_steps", 500)),
+                            max_seconds=float(state["train_max_seconds"]), probe=probe,
+                            probe_every=int(state["train_probe_every"]))
+    except USER_ERRORS as exc:
+        _say("error", f"Cannot continue {option.name}: {exc}")
+    else:
+        _say("success", f"Continuing {option.name} from step {ckpt.step:,}.")
+
+
+def run_controls() -> None:
+    """Stop / Resume / Save as… for this session's run, and Continue for a picked checkpoint."""
+    run = live_run()
+    option = selected_option()
+    active = run is not None and run.active
+    st.session_state.setdefault("train_more_steps", 500)
+    with st.container(border=True):
+        c_stop, c_resume, c_more, c_name, c_over, c_save = st.columns([1.2, 1.6, 1.4, 2.4, 1.2, 1.2],
+                                                                      vertical_alignment="bottom")
+        c_stop.button("Stop", key="train_stop", icon=":material/stop:", on_click=stop, disabled=not active,
+                      width="stretch")
+        resume_label = "Resume"
+        if run is not None and not active:
+            resume_label = f"Resume to step {resume_target(run, int(st.session_state['train_more_steps'])):,}"
+        c_resume.button(resume_label, key="train_resume", icon=":material/resume:", on_click=resume,
+                        disabled=run is None or active, width="stretch")
+        c_more.number_input("More steps", min_value=1, max_value=LIMITS.max_steps, step=100, key="train_more_steps",
+                            help="How far Resume and Continue train past a finished budget.")
+        c_name.text_input("Save as…", key="train_save_name", placeholder="run name, e.g. reverse-small",
+                          disabled=run is None)
+        c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None)
+        c_save.button("Save", key="train_save", icon=":material/save:", on_click=save,
+                      disabled=run is None or active, width="stretch")
+        if option is not None and option.source != LIVE and not active:
+            st.button(f"Continue training “{option.name}” (the model picked in the sidebar)", key="train_continue",
+                      icon=":material/fast_forward:", on_click=continue_training, args=(option,),
+                      help="Resume its optimizer and schedule; its task is rebuilt from the checkpoint.")
+        if run is not None and run.saved_as:
+            st.caption(f"This run was saved as “{run.saved_as}”.")
+        if option is not None and option.source == SHIPPED and not active and run is None:
+            st.caption("Shipped checkpoints are read-only: Continue trains a copy; save it under a new name.")
