@@ -58,5 +58,6 @@ if run is not None:
     st.subheader("Attention timeline of the probe", anchor=False)
     st.caption("How the probe sentence's cross-attention formed during training (recorded every "
                f"{run.probe_every} steps). Drag the slider or press Play.")
+    tc.probe_editor()
     playing = st.session_state.get(PLAYING_KEY, False)
     st.fragment(run_every=0.6 if playing else 1.0 if active else None)(timeline_panel)()

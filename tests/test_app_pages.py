@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from conftest import TINY_STEPS
 from app_session import assert_no_exception, chart_titled, open_app, texts
 from transformer.checkpoints import load_checkpoint
 from transformer.decoding import greedy_decode
@@ -19,7 +20,7 @@ def test_page_loads_on_the_default_checkpoint(studio_env, page):
     assert not at.error
     assert at.sidebar.selectbox(key="sidebar_model").value == "shipped:reverse"
     card = " ".join(texts(at.sidebar.markdown))
-    assert "reverse (char-level)" in card and "Parameters" in card and "30 steps" in card
+    assert "reverse (char-level)" in card and "Parameters" in card and f"{TINY_STEPS} steps" in card
 
 
 def test_home_opens_with_an_example_decoded(studio_env, tiny_checkpoint_dir):

@@ -145,4 +145,4 @@ def test_tidy_frame_has_one_row_per_cell_and_marks_the_causal_mask(setup):
     cross = frame[(frame.kind == "cross") & (frame["layer"] == 1) & (frame["head"] == 2)]
     assert list(cross.query_token.unique()) == list(dict.fromkeys(trace.target_tokens))
     grid = cross.set_index(["query_index", "key_index"]).weight.unstack().to_numpy()
-    assert torch.equal(torch.from_numpy(grid), trace.cross[1, 2])
+    assert torch.equal(torch.tensor(grid), trace.cross[1, 2])

@@ -6,6 +6,7 @@ from pathlib import Path
 from transformer.checkpoints import (Checkpoint, CheckpointError, checkpoint_from_trainer, is_valid_run_name,
                                      save_checkpoint, trainer_from_checkpoint)
 from transformer.config import ConfigError, ModelConfig, TrainConfig
+from transformer.decoding import encode_source
 from transformer.jobs import TrainingJob
 from transformer.tasks import Task
 from transformer.training import Trainer
@@ -81,6 +82,17 @@ def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float
     _check_probe(probe, probe_every)
     trainer = trainer_from_checkpoint(ckpt)
     return _launch(trainer, target_steps=target, max_seconds=max_seconds, probe=probe, probe_every=probe_every)
+
+
+def change_probe(run: LiveRun, probe: str) -> None:
+    """Record a different probe sentence from now on (earlier snapshots keep their own tokens)."""
+    probe = probe.strip()
+    _check_probe(probe, run.probe_every)
+    task = run.trainer.task
+    _, model = run.job.latest_model()
+    encode_source(model, task.src_tokenizer, probe)  # raises InputError for text the model cannot read
+    run.probe = probe
+    run.job.probe = probe
 
 
 def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:

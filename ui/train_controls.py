@@ -5,16 +5,18 @@ import streamlit as st
 
 from transformer.checkpoints import Checkpoint, CheckpointError, load_checkpoint
 from transformer.config import ConfigError
+from transformer.decoding import InputError
 from transformer.tasks import DataError
 from transformer.tokenizers import TokenizerError
 from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.models import LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
-from ui.train_actions import BusyError, continue_checkpoint, resume_run, resume_target, save_run, start_run
+from ui.train_actions import (BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run,
+                              start_run)
 from ui.train_form import PROBES, build_configs, build_task, remember_form
 
 MESSAGE_KEY = "train_message"
-USER_ERRORS = (ConfigError, DataError, TokenizerError, CheckpointError, BusyError)
+USER_ERRORS = (ConfigError, DataError, TokenizerError, CheckpointError, BusyError, InputError)
 
 
 def _say(kind: str, text: str) -> None:
@@ -78,6 +80,33 @@ def save() -> None:
         _say("error", f"Not saved: {exc}")
     else:
         _say("success", f"Saved as “{path.name}”. Pick it in the sidebar under Saved run, or download it there.")
+
+
+def apply_probe() -> None:
+    """Callback: record the edited probe sentence from the next snapshot on."""
+    run = live_run()
+    if run is None:
+        return
+    try:
+        change_probe(run, st.session_state.get("train_probe_live", ""))
+    except USER_ERRORS as exc:
+        _say("error", f"Probe not changed: {exc}")
+    else:
+        _say("success", f"Recording the probe “{run.probe}” from now on.")
+
+
+def probe_editor() -> None:
+    """Edit the probe sentence of the run (takes effect at the next recorded step)."""
+    run = live_run()
+    if run is None:
+        return
+    if st.session_state.get("train_probe_live_for") != run.id:
+        st.session_state["train_probe_live_for"] = run.id
+        st.session_state["train_probe_live"] = run.probe
+    c_text, c_apply = st.columns([5, 1], vertical_alignment="bottom")
+    c_text.text_input("Probe sentence", key="train_probe_live",
+                      help="Decoded every few steps with the newest weights; its attention is recorded below.")
+    c_apply.button("Use this probe", key="train_probe_apply", on_click=apply_probe, width="stretch")
 
 
 def _checkpoint_for(option: ModelOption) -> Checkpoint:

@@ -1,0 +1,43 @@
+"""AppTest: uploading and downloading checkpoint bundles from the shared sidebar."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+from app_session import assert_no_exception, open_app, texts
+from transformer.bundles import bundle_bytes
+
+
+def _upload(at, name: str, data: bytes):
+    at.sidebar.file_uploader[0].set_value((name, data, "application/zip"))
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def test_uploaded_bundle_becomes_the_current_model_of_this_session_only(studio_env, tiny_checkpoint_dir):
+    at = _upload(open_app("decode"), "my-model.zip", bundle_bytes(tiny_checkpoint_dir / "reverse"))
+    assert any("Loaded my-model" in m for m in texts(at.sidebar.success))
+    picker = at.sidebar.selectbox(key="sidebar_model")
+    assert picker.value.startswith("upload:")
+    assert "my-model  ·  Uploaded" in picker.options
+    assert at.subheader[0].value.startswith("Step 1 of")  # the Decode page runs on the uploaded model
+    other_session = open_app()
+    assert not any(o.endswith("Uploaded") for o in other_session.sidebar.selectbox(key="sidebar_model").options)
+
+
+def test_a_bad_bundle_is_refused_with_a_message(studio_env, tiny_checkpoint_dir):
+    at = _upload(open_app(), "junk.zip", b"this is not a zip file")
+    assert any("junk.zip is not a usable checkpoint bundle" in e for e in texts(at.sidebar.error))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("../../escape/config.json", "{}")
+    at = _upload(at, "sneaky.zip", buffer.getvalue())
+    assert any("sneaky.zip is not a usable checkpoint bundle" in e for e in texts(at.sidebar.error))
+    assert at.sidebar.selectbox(key="sidebar_model").value == "shipped:reverse"
+
+
+def test_the_current_model_can_be_downloaded_as_a_bundle(studio_env):
+    at = open_app()
+    button = at.get("download_button")
+    assert [b.key for b in button if b.key == "sidebar_download"] == ["sidebar_download"]
