@@ -16,8 +16,7 @@ run = live_run()
 active = run is not None and run.active
 tc.show_message()
 
-with st.container(border=True):
-    st.markdown("#### Task and size")
+with st.expander("Task, size and hyperparameters", expanded=not active, icon=":material/tune:"):
     c_task, c_preset = st.columns(2)
     c_task.selectbox("Task", list(TASKS), format_func=TASKS.__getitem__, key="train_task", on_change=apply_defaults,
                      disabled=active)

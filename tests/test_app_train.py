@@ -172,3 +172,20 @@ def test_typed_sentence_pairs_train_a_word_level_model(studio_env):
         assert any("Validation" in m for m in texts(at.markdown))
     finally:
         _stop_all(run)
+
+
+def test_the_probe_can_be_changed_while_training(studio_env):
+    at = _train_page(train_max_steps=30)
+    at.button(key="train_start").click().run()
+    run = _run(at)
+    try:
+        at.text_input(key="train_probe_live").input("").run()
+        at.button(key="train_probe_apply").click().run()
+        assert any("Probe not changed" in e for e in texts(at.error))
+        at.text_input(key="train_probe_live").input("zebra").run()
+        at.button(key="train_probe_apply").click().run()
+        assert run.job.probe == "zebra"
+        assert poll(at, lambda a: not _run(a).active, seconds=90)
+        assert run.timeline()[-1][1].source_tokens == ("z", "e", "b", "r", "a", "</s>")
+    finally:
+        _stop_all(run)

@@ -62,6 +62,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-file", metavar="PATH", help="corpus: pairs one a line, TAB or ||| / => / -> between")
     p.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--no-optimizer", action="store_true",
+                   help="do not store the optimizer state (a smaller checkpoint; resuming restarts Adam's moments)")
     p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
     p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
     p.add_argument("--steps", type=_positive_int, metavar="N",
@@ -251,7 +253,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     progress.finish()
     trainer.callbacks.remove(progress)
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
-    path = save_checkpoint(checkpoint_from_trainer(trainer), out, overwrite=args.force or same_dir)
+    ckpt = checkpoint_from_trainer(trainer)
+    if args.no_optimizer:
+        ckpt.optimizer_state = None
+    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
     if diverged is not None:

@@ -100,7 +100,7 @@ def probe_editor() -> None:
     run = live_run()
     if run is None:
         return
-    if st.session_state.get("train_probe_live_for") != run.id:
+    if st.session_state.get("train_probe_live_for") != run.id or "train_probe_live" not in st.session_state:
         st.session_state["train_probe_live_for"] = run.id
         st.session_state["train_probe_live"] = run.probe
     c_text, c_apply = st.columns([5, 1], vertical_alignment="bottom")
