@@ -8,7 +8,7 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy_or_message, reference_for,
                           share_reference, share_text, teacher)
-from ui.widgets import MEAN, chart_downloads, grid_cell, head_picker, kind_picker, layer_picker, require_model
+from ui.widgets import MEAN, chart_downloads, grid_cell, md, head_picker, kind_picker, layer_picker, require_model
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 
@@ -50,7 +50,7 @@ else:
     if result is None:
         st.stop()
 trace = result.trace
-st.caption(f"Output: **{result.output_text or '(empty)'}**" + ("" if result.finished or mode == "teacher"
+st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or mode == "teacher"
                                                                else " (stopped at the step limit)"))
 
 c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")

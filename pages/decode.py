@@ -8,7 +8,8 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
                           reference_for, share_reference, share_text, teacher)
-from ui.widgets import fitted_chart, grid_cell, head_label, head_picker, layer_picker, require_model, show_chips, visible
+from ui.widgets import (fitted_chart, grid_cell, head_label, head_picker, layer_picker, md_token, require_model,
+                        show_chips, visible)
 
 NOT_YET = "#f1f4f9"  # background of rows the step-through has not reached yet
 
@@ -54,7 +55,7 @@ for column, view in zip(summary, available):
         show_chips(result.output_tokens, highlight=highlight,
                    caption="predictions at each reference position" if view == ds.TEACHER else "output")
         if view == ds.FORCED:
-            st.caption(f"‹{visible(prefix.tokens[-1])}› forced at step {prefix.step + 1}, then greedy again.")
+            st.caption(f"‹{md_token(prefix.tokens[-1])}› forced at step {prefix.step + 1}, then greedy again.")
             st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
         elif view == ds.GREEDY and not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
@@ -82,22 +83,18 @@ with nav_head:
     head = head_picker("Head", trace.n_heads, "decode_head")
 
 step = result.steps[t]
-st.subheader(f"Step {t + 1} of {n_steps}: input ‹{visible(trace.target_tokens[t])}› → output ‹{visible(step.token)}› "
-             f"({step.prob:.1%})", anchor=False)
+st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(trace.target_tokens[t])}› → "
+             f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
 left, right = st.columns([3, 2], gap="large")
 with left:
     if view == ds.TEACHER:
         show_chips(trace.target_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
     show_chips(result.output_tokens[: t + 1], highlight=t,
                caption="predictions so far" if view == ds.TEACHER else "output so far")
-    cross_row = trace.matrix("cross", layer, head)[t].tolist()
-    fitted_chart(charts.source_strip(trace.source_tokens, cross_row,
-                                     title=f"Source tokens shaded by the attention of step {t + 1} · layer "
-                                           f"{layer + 1} · {head_label(head).lower()}"), key="decode_source_strip")
     self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
     fitted_chart(charts.decoder_row_chart(trace.target_tokens[: t + 1], self_row,
                                           title=f"Decoder self-attention of step {t + 1} over the prefix"),
-                 key="decode_prefix_strip")
+                 max_width=600, key="decode_prefix_strip")
 with right:
     st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
     st.plotly_chart(charts.topk_bars(step.top_k, chosen=step.token), key="decode_topk",
@@ -111,6 +108,10 @@ with right:
         go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
                   args=(active.task_name, text, result, t), width="stretch",
                   help="Feed this token at this step and let the model decode greedily from there.")
+cross_row = trace.matrix("cross", layer, head)[t].tolist()
+fitted_chart(charts.source_strip(trace.source_tokens, cross_row,
+                                 title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
+                                       f"{head_label(head).lower()}"), max_width=1000, key="decode_source_strip")
 
 st.divider()
 alignment = gold_alignment_for(active, text)

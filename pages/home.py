@@ -4,7 +4,7 @@ import streamlit as st
 from transformer import charts
 from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy_or_message, share_text
-from ui.widgets import layer_picker, require_model, show_chips
+from ui.widgets import layer_picker, md, require_model, show_chips
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)
@@ -14,7 +14,7 @@ st.markdown("Train a small encoder-decoder transformer live, type a sentence, an
 
 active = require_model()
 with st.container(border=True):
-    st.markdown(f"#### Try it · {active.option.name}")
+    st.markdown(f"#### Try it · {md(active.option.name)}")
     bind_text("home_text", active)
     col_in, col_layer = st.columns([4, 1], vertical_alignment="bottom")
     text = col_in.text_input("Type a sentence", key="home_text", on_change=share_text, args=("home_text",),
@@ -27,7 +27,7 @@ with st.container(border=True):
         with out_col:
             show_chips(result.trace.source_tokens, caption="source tokens")
             show_chips(result.output_tokens, caption="output tokens")
-            st.markdown(f"**Output:** {result.output_text or '(empty)'}")
+            st.markdown(f"**Output:** {md(result.output_text) or '(empty)'}")
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:

@@ -8,7 +8,7 @@ import pytest
 from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
 from transformer.checkpoints import load_checkpoint
 from transformer.decoding import greedy_decode, teacher_forced
-from ui.widgets import visible
+from ui.widgets import md_token, visible
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,13 @@ def test_next_prev_and_slider_walk_through_the_greedy_output(studio_env, ckpt, t
     expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text)
     steps, n = expected.steps, len(expected.steps)
     at = _decode_page(text)
-    assert _heading(at).startswith(f"Step 1 of {n}: input ‹<s>› → output ‹{visible(steps[0].token)}›")
+    assert _heading(at).startswith(f"Step 1 of {n}: input ‹{md_token('<s>')}› → "
+                                   f"output ‹{md_token(steps[0].token)}›")
     assert at.button(key="decode_prev").disabled
     at.button(key="decode_next").click().run()
     # the decoder axis shows the generated prefix: step 2's input is step 1's output
-    assert _heading(at).startswith(f"Step 2 of {n}: input ‹{visible(steps[0].token)}› → "
-                                   f"output ‹{visible(steps[1].token)}›")
+    assert _heading(at).startswith(f"Step 2 of {n}: input ‹{md_token(steps[0].token)}› → "
+                                   f"output ‹{md_token(steps[1].token)}›")
     at.button(key="decode_prev").click().run()
     assert _heading(at).startswith("Step 1 of")
     at.slider(key="decode_step").set_value(n).run()
@@ -97,11 +98,11 @@ def test_forcing_a_token_decodes_on_and_keeps_both_outputs(studio_env, ckpt, tex
     forced = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text,
                            forced=[free.steps[0].token, raw])
     assert at.radio(key="decode_view").value == "forced"
-    assert _heading(at).startswith(f"Step 2 of {len(forced.steps)}: input ‹{visible(free.steps[0].token)}› → "
-                                   f"output ‹{visible(raw)}›")
+    assert _heading(at).startswith(f"Step 2 of {len(forced.steps)}: input ‹{md_token(free.steps[0].token)}› → "
+                                   f"output ‹{md_token(raw)}›")
     cards = " ".join(texts(at.markdown))
     assert "**Free-running (greedy)**" in cards and "**With the forced token**" in cards
-    assert any(f"forced at step 2" in c for c in texts(at.caption))
+    assert any("forced at step 2" in c for c in texts(at.caption))
     at.button(key="decode_unforce").click().run()
     assert "**With the forced token**" not in " ".join(texts(at.markdown))
 
@@ -115,8 +116,8 @@ def test_teacher_forcing_feeds_the_reference_beside_the_free_run(studio_env, ckp
     at.radio(key="decode_view").set_value("teacher").run()
     at.button(key="decode_next").click().run()
     # teacher-forced: the decoder axis shows the reference, whatever the model predicted
-    assert _heading(at).startswith(f"Step 2 of {len(reference) + 1}: input ‹{reference[0]}› → "
-                                   f"output ‹{visible(taught.steps[1].token)}›")
+    assert _heading(at).startswith(f"Step 2 of {len(reference) + 1}: input ‹{md_token(reference[0])}› → "
+                                   f"output ‹{md_token(taught.steps[1].token)}›")
     assert_no_exception(at)
 
 

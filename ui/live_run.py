@@ -29,6 +29,7 @@ class LiveRun:
 
     @property
     def task_name(self) -> str:
+        """Name of the task being trained."""
         return self.trainer.task.name
 
     @property

@@ -21,6 +21,7 @@ SHIPPED, RUN, UPLOAD, LIVE = "shipped", "run", "upload", "live"
 MODEL_KEY = "sidebar_model"
 UPLOADS_KEY = "sidebar_uploads"
 LOAD_ERROR_KEY = "sidebar_load_error"
+MAX_UPLOADS = 5  # per session; the oldest upload is forgotten first
 _SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training"}
 
 
@@ -35,6 +36,7 @@ class ModelOption:
 
     @property
     def label(self) -> str:
+        """What the picker shows: name and where the model comes from."""
         return f"{self.name}  ·  {_SOURCE_LABELS[self.source]}"
 
 
@@ -54,10 +56,12 @@ class ActiveModel:
 
     @property
     def task_name(self) -> str:
+        """Name of the task the model was trained on."""
         return str(self.task_spec.get("name", "?"))
 
     @property
     def level(self) -> str:
+        """"char" or "word": how the model's tokenizers split text."""
         return self.src_tokenizer.kind
 
 
@@ -72,7 +76,7 @@ class UploadedModel:
 
 
 @st.cache_resource(max_entries=16, show_spinner="Loading model…")
-def load_shared_checkpoint(path: str, stamp: float) -> Checkpoint:
+def load_shared_checkpoint(path: str, stamp: int) -> Checkpoint:
     """A checkpoint from disk, shared read-only by all sessions (eval mode, no optimizer state)."""
     return load_checkpoint(path, load_optimizer=False)
 
@@ -107,16 +111,13 @@ def select_model(option_id: str) -> None:
 
 
 def selected_option() -> ModelOption | None:
-    """The picked option; falls back to the default when the stored pick no longer exists."""
+    """The picked option; the default one when nothing (still existing) was picked."""
     options = model_options()
     by_id = {o.id: o for o in options}
     chosen = st.session_state.get(MODEL_KEY)
     if chosen not in by_id:
         chosen = default_option_id(options)
-        if chosen is None:
-            return None
-        st.session_state[MODEL_KEY] = chosen
-    return by_id[chosen]
+    return by_id.get(chosen) if chosen is not None else None
 
 
 def _examples(metrics: dict, evals: list[dict]) -> tuple[tuple[str, str], ...]:
@@ -132,12 +133,12 @@ def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> A
                        card, _examples(ckpt.metrics, ckpt.evals), ckpt)
 
 
-def _stamp(path: Path) -> float:
+def _stamp(path: Path) -> int:
     """Changes whenever a checkpoint directory is replaced (saving renames a new directory into place)."""
     try:
         return (path / "config.json").stat().st_mtime_ns + path.stat().st_ino
     except OSError:
-        return 0.0
+        return 0
 
 
 def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
@@ -199,7 +200,10 @@ def add_upload(name: str, data: bytes) -> UploadedModel:
         shutil.rmtree(workdir, ignore_errors=True)
     ckpt.path = None
     upload = UploadedModel(Path(name).stem[:64] or "upload", ckpt, data)
-    _uploads()[upload.id] = upload
+    uploads = _uploads()
+    while len(uploads) >= MAX_UPLOADS:
+        uploads.pop(next(iter(uploads)))
+    uploads[upload.id] = upload
     return upload
 
 

@@ -39,7 +39,7 @@ def _on_upload() -> None:
     st.session_state[UPLOAD_MESSAGE_KEY] = ("success", f"Loaded {upload.name} (this session only).")
 
 
-def _checkpoint_zip(ckpt: Checkpoint) -> bytes:
+def checkpoint_zip(ckpt: Checkpoint) -> bytes:
     """Save a checkpoint that has no directory yet into a temporary one and zip it."""
     folder = Path(tempfile.mkdtemp(prefix="attention-studio-bundle-"))
     try:
@@ -58,7 +58,7 @@ def bundle_source(active: ActiveModel) -> Callable[[], bytes] | bytes | None:
         return uploaded_bundle(option)
     run = live_run()
     if option.source == LIVE and run is not None:
-        return lambda: _checkpoint_zip(live_checkpoint(run))
+        return lambda: checkpoint_zip(live_checkpoint(run))
     return None
 
 
@@ -93,7 +93,9 @@ def _training_status() -> None:
 
 def _picker() -> None:
     options = model_options()
-    selected_option()  # makes the stored pick valid before the widget reads it
+    selected = selected_option()
+    if selected is not None and st.session_state.get(MODEL_KEY) != selected.id:
+        st.session_state[MODEL_KEY] = selected.id  # the stored pick is gone (or there was none): the default
     labels = {o.id: o.label for o in options}
     st.selectbox("Model", list(labels), format_func=labels.__getitem__, key=MODEL_KEY,
                  help="Shipped checkpoints, runs saved from the Train page, your uploads and your live run.")

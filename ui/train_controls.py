@@ -141,13 +141,13 @@ def run_controls() -> None:
     active = run is not None and run.active
     st.session_state.setdefault("train_more_steps", 500)
     with st.container(border=True):
-        c_stop, c_resume, c_more, c_name, c_over, c_save = st.columns([1.2, 1.6, 1.4, 2.4, 1.2, 1.2],
+        c_stop, c_resume, c_more, c_name, c_over, c_save = st.columns([1.1, 2, 1.4, 2.2, 1.2, 1.1],
                                                                       vertical_alignment="bottom")
         c_stop.button("Stop", key="train_stop", icon=":material/stop:", on_click=stop, disabled=not active,
                       width="stretch")
         resume_label = "Resume"
         if run is not None and not active:
-            resume_label = f"Resume to step {resume_target(run, int(st.session_state['train_more_steps'])):,}"
+            resume_label = f"Resume to {resume_target(run, int(st.session_state['train_more_steps'])):,}"
         c_resume.button(resume_label, key="train_resume", icon=":material/resume:", on_click=resume,
                         disabled=run is None or active, width="stretch")
         c_more.number_input("More steps", min_value=1, max_value=LIMITS.max_steps, step=100, key="train_more_steps",

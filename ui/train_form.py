@@ -40,6 +40,7 @@ class Field:
 
     @property
     def key(self) -> str:
+        """Session-state key of the widget."""
         return f"train_{self.name}"
 
 

@@ -28,8 +28,9 @@ def _status_line(run: LiveRun, snap: JobSnapshot) -> None:
     fraction = min(snap.step / max(snap.target_steps, 1), 1.0)
     if snap.max_seconds:
         fraction = max(fraction, min(snap.run_seconds / snap.max_seconds, 1.0)) if snap.active else fraction
+    budget = f" · {_duration(snap.run_seconds)} of {_duration(snap.max_seconds)}" if snap.max_seconds else ""
     st.progress(fraction, text=f"{_STATUS[snap.status]} · {run.task_name} · step {snap.step:,} of "
-                               f"{snap.target_steps:,}")
+                               f"{snap.target_steps:,}{budget}")
     if snap.status == "waiting":
         st.warning(f"Waiting: {running_jobs()} training runs are on this server and at most {MAX_CONCURRENT_JOBS} "
                    "train at once. Yours starts as soon as one of them ends.", icon=":material/hourglass_top:")
@@ -122,7 +123,7 @@ def timeline_panel() -> None:
     elif state.get(FOLLOW_KEY, True) or state.get(TIMELINE_STEP_KEY) not in steps:
         state[TIMELINE_STEP_KEY] = steps[-1]
     trace = dict(snapshots)[state[TIMELINE_STEP_KEY]]
-    c_step, c_layer, c_head, c_play = st.columns([6, 2, 2, 1], vertical_alignment="bottom")
+    c_step, c_layer, c_head, c_play = st.columns([6, 2, 2, 1.4], vertical_alignment="bottom")
     if len(steps) > 1:
         c_step.select_slider("Training step", options=steps, key=TIMELINE_STEP_KEY, on_change=_follow_latest,
                              args=(steps,), format_func=lambda step: f"{step:,}")
@@ -136,8 +137,8 @@ def timeline_panel() -> None:
                   icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(steps) < 2,
                   on_click=_toggle_play, args=(steps,))
     st.altair_chart(charts.attention_heatmap(trace, "cross", layer, head, size=380,
-                                             title=f"Probe at step {state[TIMELINE_STEP_KEY]:,} · cross-attention · "
-                                                   f"layer {layer + 1} · {'mean of heads' if head is None else f'head {head + 1}'}"),
+                                             title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
+                                                   f"{'mean of heads' if head is None else f'head {head + 1}'}"),
                     key="train_timeline_map", width="content")
     if playing and state.get(PLAYING_KEY) is False:
         st.rerun(scope="app")  # reached the end: stop the animation timer

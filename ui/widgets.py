@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Callable, Sequence
 
 import streamlit as st
@@ -34,6 +35,16 @@ def visible(token: str) -> str:
     return _VISIBLE.get(token, token)
 
 
+def md(text: str) -> str:
+    """User-derived text made literal inside Markdown (headings, captions): special characters escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
+
+
+def md_token(token: str) -> str:
+    """A token, visible and Markdown-escaped."""
+    return md(visible(token))
+
+
 def token_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, *, highlight: int | None = None,
                 dim_from: int | None = None, caption: str = "") -> str:
     """HTML for tokens as chips: shaded by weight (0..1), one outlined, those from `dim_from` on faded."""
@@ -52,7 +63,8 @@ def token_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, *
         if dim_from is not None and i >= dim_from:
             style += "opacity:0.35;"
         chips.append(f'<span style="{style}" title="{html.escape(title)}">{html.escape(visible(token))}</span>')
-    head = f'<div style="font-size:0.8rem;color:#6b7280;margin-bottom:2px">{html.escape(caption)}</div>' if caption else ""
+    head = (f'<div style="font-size:0.8rem;color:#6b7280;margin-bottom:2px">{html.escape(caption)}</div>'
+            if caption else "")
     return f'{head}<div style="line-height:2.1">{"".join(chips)}</div>'
 
 
