@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import transformer  # noqa: F401  (sets OMP_WAIT_POLICY before torch is first loaded)
+
 APP_ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS_ENV = "ATTENTION_STUDIO_CHECKPOINTS"
 RUNS_ENV = "ATTENTION_STUDIO_RUNS"
@@ -34,17 +36,18 @@ def preferred_default(names: list[str]) -> str | None:
 
 
 def configure_torch() -> int:
-    """Use $ATTENTION_STUDIO_TORCH_THREADS intra-op threads (default 1); returns the number set.
+    """Use $ATTENTION_STUDIO_TORCH_THREADS intra-op threads if set (else torch's default); returns the number.
 
-    The server runs training jobs and many sessions' decoding at once; with several intra-op threads each,
-    they oversubscribe a small CPU (measured on 2 cores: 0.8 steps/s with 2 threads vs 39 with 1).
+    Training jobs and many sessions' decoding share the CPU. Spinning OpenMP threads made that collapse on 2
+    cores (0.8 steps/s with 2 threads vs 39 with 1); `transformer` now sets OMP_WAIT_POLICY=PASSIVE, which
+    fixes it without giving up the second thread.
     """
     import torch
 
     try:
-        threads = max(1, int(os.environ.get(THREADS_ENV, "1")))
+        threads = int(os.environ.get(THREADS_ENV, "0"))
     except ValueError:
-        threads = 1
-    if torch.get_num_threads() != threads:
+        threads = 0
+    if threads > 0 and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
-    return threads
+    return torch.get_num_threads()

@@ -1,0 +1,217 @@
+"""Attention maps as Altair charts: one large heatmap, or every layer x head as small multiples (no Streamlit).
+
+Rows are queries (y axis) and columns keys (x axis); axes are token positions labelled with the tokens, so
+repeated tokens keep their own row or column. See `chart_style` for the shared conventions (head -1 = mean).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .chart_style import (AUTOSIZE, BLUES, GOLD_COLOR, HIGHLIGHT_COLOR, MASKED_COLOR, MEAN_HEAD, NOT_REACHED_COLOR,
+                          PLAIN_AXIS, head_label, text_width, visible_token)
+from .trace import KIND_TITLES, AttentionTrace
+
+MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
+_AXIS_NAMES = {"encoder_self": ("source token", "source token"),
+               "decoder_self": ("decoder input (target)", "decoder input (target)"),
+               "cross": ("decoder input (target)", "source token")}
+_ROTATED_LABEL_LIMIT = 120  # pixels; a longer token is cut with "…" (the tooltip shows it whole)
+
+
+class ChartTooLargeError(ValueError):
+    """The requested chart has too many cells to draw; ask for fewer layers or a shorter input."""
+
+
+def axis_titles(kind: str) -> tuple[str, str]:
+    """(y title, x title) for a kind, e.g. ("query: decoder input (target)", "key: source token")."""
+    query, key = _AXIS_NAMES[kind]
+    return f"query: {query}", f"key: {key}"
+
+
+def matrix_frame(trace: AttentionTrace, kind: str, layer: int, head: int | None, max_row: int | None = None,
+                 visible: bool = True) -> pd.DataFrame:
+    """One (queries, keys) map as a tidy frame; head None is the mean; rows past max_row are left out."""
+    w = trace.matrix(kind, layer, head).detach().float().cpu().numpy()  # (Q, K)
+    mask = trace.masked(kind).numpy()
+    q_tokens, k_tokens = trace.labels(kind)
+    if visible:
+        q_tokens, k_tokens = [visible_token(t) for t in q_tokens], [visible_token(t) for t in k_tokens]
+    q, k = w.shape
+    qi, ki = np.repeat(np.arange(q), k), np.tile(np.arange(k), q)
+    frame = pd.DataFrame({
+        "query_index": qi, "query_token": np.asarray(q_tokens, dtype=object)[qi],
+        "key_index": ki, "key_token": np.asarray(k_tokens, dtype=object)[ki],
+        "weight": w.ravel(), "masked": mask.ravel(),
+    })
+    frame["weight_text"] = np.where(frame["masked"], "masked", frame["weight"].map("{:.3f}".format))
+    if max_row is not None:
+        if max_row < 0:
+            raise ValueError(f"max_row must be >= 0, got {max_row}")
+        frame = frame[frame["query_index"] <= max_row].reset_index(drop=True)
+    return frame
+
+
+def label_angle(tokens: Sequence[str], cell: float, font_size: float) -> int:
+    """0 when neighbouring x-axis labels fit side by side in cells `cell` pixels wide, else -45 (or -90 if tiny)."""
+    widths = [text_width(visible_token(t), font_size) for t in tokens]
+    crowded = any((a + b) / 2 + 2 > cell for a, b in zip(widths, widths[1:]))
+    if not crowded:
+        return 0
+    return -45 if cell >= 14 else -90
+
+
+def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizontal: bool) -> alt.Axis:
+    """An ordinal position axis whose labels are the tokens (so repeated tokens keep their own column)."""
+    labels = [visible_token(t) for t in tokens]
+    font_size = 11 if cell >= 14 else 9 if cell >= 11 else 8
+    angle = label_angle(tokens, cell, font_size) if horizontal else 0
+    limit = 2 * cell if horizontal and angle == 0 else _ROTATED_LABEL_LIMIT
+    show = cell >= 9  # below this, labels would overprint each other: the tooltip still names each token
+    return alt.Axis(title=title, labels=show, labelExpr=f"{json.dumps(labels, ensure_ascii=False)}[datum.value]",
+                    labelAngle=angle, labelFontSize=font_size, labelLimit=limit, labelOverlap=False, **PLAIN_AXIS)
+
+
+def _color_scale(fixed_scale: bool, weights: pd.Series) -> alt.Scale:
+    if fixed_scale or weights.empty:
+        return alt.Scale(range=list(BLUES), domain=[0.0, 1.0])
+    low, high = float(weights.min()), float(weights.max())
+    return alt.Scale(range=list(BLUES), domain=[low, high if high > low else low + 1e-6])
+
+
+def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scale, *,
+                  titled: bool = True) -> dict[str, Any]:
+    """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid."""
+    q_tokens, k_tokens = trace.labels(kind)
+    y_title, x_title = axis_titles(kind) if titled else (None, None)
+    color = alt.Color("weight:Q", scale=scale, title="weight",
+                      legend=alt.Legend(gradientLength=min(160, max(80, cell * len(q_tokens))), format=".1f"))
+    return dict(
+        x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(len(k_tokens)))),
+                axis=_token_axis(k_tokens, cell, x_title, horizontal=True)),
+        y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(len(q_tokens)))),
+                axis=_token_axis(q_tokens, cell, y_title, horizontal=False)),
+        color=alt.when("datum.masked").then(alt.value(MASKED_COLOR)).otherwise(color),
+        tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
+                 alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_index:Q", title="query #"),
+                 alt.Tooltip("key_index:Q", title="key #")],
+    )
+
+
+def _view(max_row: int | None) -> alt.ViewBackground:
+    """No frame; a step-through (max_row set) shows the rows it has not reached as a neutral band."""
+    return alt.ViewBackground(stroke=None, fill=NOT_REACHED_COLOR if max_row is not None else None)
+
+
+def _cell_size(n_queries: int, n_keys: int, size: float) -> float:
+    return float(min(max(size / max(n_queries, n_keys, 1), 12.0), 44.0))
+
+
+def _map_title(trace: AttentionTrace, kind: str, layer: int, head: int | None) -> str:
+    which = f"mean of {trace.n_heads} heads" if head is None else f"head {head + 1}"
+    return f"{KIND_TITLES[kind]} · layer {layer + 1} · {which}"
+
+
+def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | None = None, *,
+                      fixed_scale: bool = True, gold: Sequence[tuple[int, int]] = (),
+                      highlight_row: int | None = None, max_row: int | None = None, size: int = 420,
+                      title: str | None = None) -> alt.LayerChart:
+    """One map, queries down and keys across, with tooltips; masked cells grey; gold cells and a row outlined.
+
+    Always a layered chart: layer 0 is the heatmap (its data is the tidy map), then the outlines if any.
+
+    `gold` cells outside the drawn rows are skipped (a greedy output may be shorter than the reference).
+    `max_row` draws rows 0..max_row only, on the full fixed axes over a neutral background, so step-through
+    does not move the chart and the rows still to come read as "not yet".
+    """
+    frame = matrix_frame(trace, kind, layer, head, max_row)
+    q, k = trace.axis_sizes(kind)
+    cell = _cell_size(q, k, size)
+    scale = _color_scale(fixed_scale, frame.loc[~frame["masked"], "weight"])
+    enc = _map_encoding(trace, kind, cell, scale)
+    heat = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(**enc)
+    layers: list[alt.Chart] = [heat]
+    last_row = q - 1 if max_row is None else min(max_row, q - 1)
+    cells = [(int(r), int(c)) for r, c in gold if 0 <= r <= last_row and 0 <= c < k]
+    if cells:
+        gold_frame = pd.DataFrame(cells, columns=["query_index", "key_index"])
+        layers.append(alt.Chart(gold_frame).mark_rect(filled=False, stroke=GOLD_COLOR, strokeWidth=2.5)
+                      .encode(x=enc["x"], y=enc["y"]))
+    if highlight_row is not None:
+        if not 0 <= highlight_row < q:
+            raise IndexError(f"highlight_row {highlight_row} is outside the {q} query rows")
+        row = pd.DataFrame({"query_index": [highlight_row]})
+        layers.append(alt.Chart(row).mark_rect(filled=False, stroke=HIGHLIGHT_COLOR, strokeWidth=2.5)
+                      .encode(y=enc["y"]))
+    return alt.layer(*layers).properties(
+        width=cell * k, height=cell * q, view=_view(max_row), autosize=AUTOSIZE,
+        title=alt.TitleParams(title or _map_title(trace, kind, layer, head), anchor="start", fontSize=14))
+
+
+def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
+                   max_row: int | None = None, cell: int = 140, fixed_scale: bool = True) -> alt.FacetChart:
+    """All layers x heads (plus a "mean" column) as small multiples; click a panel to select it.
+
+    The chart carries a point selection named "cell" over the fields layer and head (head -1 = mean); read it
+    back with `selected_panel(st.altair_chart(chart, on_select="rerun", key=...))`.
+    Raises ChartTooLargeError rather than drop a layer or head when the grid would be too big to draw.
+    """
+    n_layers = trace.n_layers(kind)
+    layer_list = list(range(n_layers)) if layers is None else [int(x) for x in layers]
+    for layer in layer_list:
+        if not 0 <= layer < n_layers:
+            raise IndexError(f"{kind} has {n_layers} layer(s); layer {layer} does not exist")
+    if not layer_list:
+        raise ValueError("attention_grid needs at least one layer")
+    q, k = trace.axis_sizes(kind)
+    heads: list[int | None] = [*range(trace.n_heads), None]
+    rows = min(q, max_row + 1 if max_row is not None else q)
+    if len(layer_list) * len(heads) * rows * k > MAX_GRID_CELLS:
+        raise ChartTooLargeError(f"{len(layer_list)} layer(s) x {len(heads)} panels of {rows}x{k} cells is too "
+                                 "many to draw; choose fewer layers or a shorter input")
+    frames = []
+    for layer in layer_list:
+        for head in heads:
+            frame = matrix_frame(trace, kind, layer, head, max_row)
+            frame.insert(0, "layer", layer)
+            frame.insert(1, "head", MEAN_HEAD if head is None else head)
+            frame.insert(2, "panel", f"L{layer + 1} {head_label(head)}")
+            frames.append(frame)
+    data = pd.concat(frames, ignore_index=True)
+    step = cell / max(q, k)
+    y_title, x_title = axis_titles(kind)
+    enc = _map_encoding(trace, kind, step, _color_scale(fixed_scale, data.loc[~data["masked"], "weight"]),
+                        titled=False)
+    enc["tooltip"] = [alt.Tooltip("panel:N", title="panel"), *enc["tooltip"]]
+    selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
+                                    clear="dblclick")
+    panels = [f"L{layer + 1} {head_label(head)}" for layer in layer_list for head in heads]
+    base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.when(selection).then(alt.value(1.0))
+                                                .otherwise(alt.value(0.3)))
+            .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))
+    return base.facet(
+        facet=alt.Facet("panel:N", sort=panels, title=None,
+                        header=alt.Header(labelFontSize=12, labelFontWeight="bold", labelPadding=4)),
+        columns=len(heads), spacing=10, autosize=AUTOSIZE,
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads and mean",
+                              subtitle=f"rows = {y_title} · columns = {x_title} · click a panel to select it, "
+                                       "double-click to clear",
+                              anchor="start", fontSize=14, subtitleColor="#555"),
+    )
+
+
+def selected_panel(event: Mapping[str, Any] | None) -> tuple[int, int | None] | None:
+    """(layer, head) clicked in an `attention_grid` from Streamlit's selection state; head None is the mean."""
+    if not event:
+        return None
+    points = (event.get("selection") or {}).get("cell") or []
+    if not points or not isinstance(points, list) or not isinstance(points[0], Mapping):
+        return None
+    layer, head = points[0].get("layer"), points[0].get("head")
+    if layer is None or head is None:
+        return None
+    return int(layer), None if int(head) == MEAN_HEAD else int(head)

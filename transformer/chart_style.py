@@ -1,0 +1,54 @@
+"""What every chart shares: colours, the head numbering, visible tokens and a text-width estimate (no plotting).
+
+Conventions: rows are queries (y axis), columns are keys (x axis); positions are 0-based in data and 1-based in
+labels ("L1 H1"); wherever a head number is stored, the mean over heads is head -1 (`MEAN_HEAD`). Tokens are
+shown in a visible form (a space is "␣"); data frames for export keep the raw tokens.
+This module imports no plotting library, so `transformer.alignment` can share the conventions cheaply.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+MEAN_HEAD = -1
+# ColorBrewer Blues: white at 0, so a weight of 0 reads as "nothing" (Vega's "blues" scheme starts light blue).
+BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+MASKED_COLOR = "#d4d4d4"
+NOT_REACHED_COLOR = "#eef1f6"  # rows a step-through has not reached yet
+GOLD_COLOR = "#f28e2b"
+HIGHLIGHT_COLOR = "#d62728"
+BAR_COLOR, CHOSEN_COLOR = "#9ecae1", "#f28e2b"
+LINE_COLORS = {"loss": "#1f77b4", "accuracy": "#2ca02c", "valid_loss": "#d62728", "valid_accuracy": "#ff7f0e",
+               "exact_match": "#9467bd"}
+# width/height are the plotting area (Streamlit's default "fit" would squeeze axes and titles into them).
+AUTOSIZE = {"type": "pad", "contains": "padding"}
+PLAIN_AXIS = dict(ticks=False, domain=False, labelPadding=4, titleFontWeight="normal", titleColor="#555")
+
+_VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
+# Advance widths of a Helvetica-like sans-serif, in em; other characters count as 0.56 em (wide East Asian as 1).
+_NARROW = dict.fromkeys("ijl'!|.,:;`", 0.26) | dict.fromkeys("ftrI/()[]- ", 0.34)
+_WIDE = dict.fromkeys("mw", 0.84) | dict.fromkeys("MW", 0.9) | dict.fromkeys("<>=+~#%&@", 0.6)
+
+
+def visible_token(token: str) -> str:
+    """The token as drawn on an axis: whitespace and the empty string made visible."""
+    return _VISIBLE.get(token, token.replace("\n", "⏎"))
+
+
+def head_label(head: int | None) -> str:
+    """ "H1".. for a 0-based head, "mean" for None or MEAN_HEAD."""
+    return "mean" if head is None or head == MEAN_HEAD else f"H{head + 1}"
+
+
+def text_width(text: str, font_size: float) -> float:
+    """Estimated width in pixels of `text` drawn in the charts' sans-serif font (good to about 10%)."""
+    em = 0.0
+    for ch in text:
+        if ch in _NARROW or ch in _WIDE:
+            em += _NARROW.get(ch, 0.0) + _WIDE.get(ch, 0.0)
+        elif unicodedata.east_asian_width(ch) in ("W", "F"):
+            em += 1.0
+        elif ch.isupper():
+            em += 0.68
+        else:
+            em += 0.56
+    return em * font_size

@@ -1,0 +1,75 @@
+"""One number per (layer, head): head statistics of a trace, and the layer x head table chart of a score.
+
+Heads are 0-based integers and head -1 (`MEAN_HEAD`) is the mean over heads, in frames and in chart data alike.
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import torch
+
+from .chart_style import AUTOSIZE, BLUES, MEAN_HEAD, PLAIN_AXIS, head_label
+from .trace import AttentionTrace
+
+
+def head_stats(trace: AttentionTrace, kind: str) -> pd.DataFrame:
+    """Per (layer, head) entropy (nats), mean row maximum and mean distance from the diagonal; head -1 = mean map.
+
+    Averages are over query rows; masked cells are ignored. For cross-attention the diagonal is scaled,
+    query q <-> key q*(S-1)/(T-1), so a monotonic alignment scores 0 even when T != S.
+    The head -1 rows describe the mean-over-heads map (not the mean of the per-head numbers).
+    """
+    w = trace.weights(kind).detach().float().cpu()  # (L, H, Q, K)
+    w = torch.cat([w, w.mean(1, keepdim=True)], dim=1)  # (L, H+1, Q, K)
+    keep = ~trace.masked(kind)  # (Q, K)
+    q, k = keep.shape
+    w = w * keep
+    q_pos = torch.arange(q, dtype=torch.float32)
+    if kind == "cross":
+        q_pos = q_pos * ((k - 1) / (q - 1)) if q > 1 else torch.zeros(q)
+    distance = (torch.arange(k, dtype=torch.float32)[None, :] - q_pos[:, None]).abs()  # (Q, K)
+    entropy = -torch.xlogy(w, w).sum(-1).mean(-1)  # (L, H+1)
+    max_weight = w.amax(-1).mean(-1)
+    diag = (w * distance).sum(-1).mean(-1)
+    n_layers, n_panels = entropy.shape
+    heads = [*range(n_panels - 1), MEAN_HEAD]
+    return pd.DataFrame({
+        "layer": np.repeat(np.arange(n_layers), n_panels), "head": heads * n_layers,
+        "entropy": entropy.flatten().numpy(), "max_weight": max_weight.flatten().numpy(),
+        "diag_distance": diag.flatten().numpy(),
+    })
+
+
+def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
+    """Layer x head heatmap of scores (columns layer, head, score; head -1 = mean) with the values printed."""
+    missing = {"layer", "head", "score"} - set(scores.columns)
+    if missing:
+        raise ValueError(f"scores needs columns layer, head and score; missing {', '.join(sorted(missing))}")
+    for column in ("layer", "head"):
+        if not pd.api.types.is_integer_dtype(scores[column]):
+            raise ValueError(f"scores' {column} column must hold integers (head -1 is the mean of heads), "
+                             f"not {scores[column].dtype}")
+    frame = scores[["layer", "head", "score"]].astype({"layer": int, "head": int, "score": float})
+    frame["head_label"] = [head_label(h) for h in frame["head"]]
+    frame["layer_label"] = [f"L{x + 1}" for x in frame["layer"]]
+    frame["score_text"] = frame["score"].map("{:.2f}".format)
+    head_ids = sorted(set(frame["head"]) - {MEAN_HEAD}) + ([MEAN_HEAD] if MEAN_HEAD in set(frame["head"]) else [])
+    heads = [head_label(h) for h in head_ids]
+    layers = [f"L{i + 1}" for i in sorted(set(frame["layer"]))]
+    fixed = frame["score"].between(0, 1).all()  # scores outside 0-1 (a custom metric) get a fitted scale
+    scale = alt.Scale(range=list(BLUES), domain=[0.0, 1.0]) if fixed else alt.Scale(range=list(BLUES))
+    base = alt.Chart(frame).encode(x=alt.X("head_label:N", sort=heads, title="head",
+                                           axis=alt.Axis(labelAngle=0, orient="top", **PLAIN_AXIS)),
+                                   y=alt.Y("layer_label:N", sort=layers, title="layer",
+                                           axis=alt.Axis(labelAngle=0, **PLAIN_AXIS)))
+    cells = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
+        color=alt.Color("score:Q", scale=scale, title="score",
+                        legend=alt.Legend(gradientLength=max(60, 34 * len(layers)))),
+        tooltip=[alt.Tooltip("layer_label:N", title="layer"), alt.Tooltip("head_label:N", title="head"),
+                 alt.Tooltip("score:Q", format=".3f")])
+    text = base.mark_text(fontSize=12).encode(
+        text="score_text:N",
+        color=alt.when("datum.score > 0.6").then(alt.value("white")).otherwise(alt.value("#222")))
+    return alt.layer(cells, text).properties(width=56 * len(heads), height=34 * len(layers), autosize=AUTOSIZE,
+                                             view=alt.ViewBackground(stroke=None))

@@ -1,0 +1,94 @@
+"""Charts of one decoding step: token strips shaded by attention (Altair) and the top-k candidate bars (Plotly)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import pandas as pd
+import plotly.graph_objects as go
+
+from .chart_style import AUTOSIZE, BAR_COLOR, BLUES, CHOSEN_COLOR, text_width, visible_token
+
+STRIP_FONT_SIZE = 13
+_CELL_PADDING, _MIN_CELL, _GAP = 16, 28, 4  # pixels: text to cell edge (both sides), narrowest cell, between cells
+_ROW_HEIGHT, _ROW_GAP = 30, 6
+
+
+def _strip_layout(labels: Sequence[str], max_width: int) -> pd.DataFrame:
+    """Pixel boxes (x0, x1, y0, y1) of token cells sized to their text, wrapped onto rows at most max_width wide."""
+    boxes, x, row = [], 0.0, 0
+    for label in labels:
+        width = min(max(_MIN_CELL, text_width(label, STRIP_FONT_SIZE) + _CELL_PADDING), max_width)
+        if x > 0 and x + width > max_width:
+            x, row = 0.0, row + 1
+        y0 = row * (_ROW_HEIGHT + _ROW_GAP)
+        boxes.append((x, x + width, y0, y0 + _ROW_HEIGHT))
+        x += width + _GAP
+    return pd.DataFrame(boxes, columns=["x0", "x1", "y0", "y1"])
+
+
+def _strip(tokens: Sequence[str], weights: Sequence[float], title: str, what: str,
+           max_width: int) -> alt.LayerChart:
+    """Tokens in reading order, each cell as wide as its text and shaded by its weight (0-1), rows wrapped."""
+    if len(tokens) != len(weights):
+        raise ValueError(f"{len(tokens)} tokens but {len(weights)} weights")
+    if max_width < _MIN_CELL:
+        raise ValueError(f"max_width must be at least {_MIN_CELL} pixels, got {max_width}")
+    labels = [visible_token(t) for t in tokens]
+    frame = pd.DataFrame({"position": range(len(labels)), "token": labels,
+                          "weight": [float(w) for w in weights]})
+    frame["weight_text"] = frame["weight"].map("{:.3f}".format)
+    frame = pd.concat([frame, _strip_layout(labels, max_width)], axis=1)
+    frame["x_mid"], frame["y_mid"] = (frame["x0"] + frame["x1"]) / 2, (frame["y0"] + frame["y1"]) / 2
+    tooltip = [alt.Tooltip("token:N", title=what), alt.Tooltip("weight_text:N", title="weight"),
+               alt.Tooltip("position:Q", title="position")]
+    pixels = dict(scale=None, axis=None)  # the data are pixel positions: an identity scale
+    cells = alt.Chart(frame).mark_rect(stroke="#cfcfcf", strokeWidth=0.75, cornerRadius=3).encode(
+        x=alt.X("x0:Q", **pixels), x2="x1:Q", y=alt.Y("y0:Q", **pixels), y2="y1:Q",
+        color=alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES), domain=[0.0, 1.0]), legend=None),
+        tooltip=tooltip)
+    text = alt.Chart(frame).mark_text(fontSize=STRIP_FONT_SIZE, limit=max_width - _CELL_PADDING).encode(
+        x=alt.X("x_mid:Q", **pixels), y=alt.Y("y_mid:Q", **pixels), text="token:N", tooltip=tooltip,
+        color=alt.when("datum.weight > 0.55").then(alt.value("white")).otherwise(alt.value("#222")))
+    width = float(frame["x1"].max()) if len(frame) else _MIN_CELL
+    height = float(frame["y1"].max()) if len(frame) else _ROW_HEIGHT
+    chart = alt.layer(cells, text).properties(width=width, height=height, autosize=AUTOSIZE,
+                                              view=alt.ViewBackground(stroke=None))
+    return chart.properties(title=alt.TitleParams(title, anchor="start", fontSize=13, limit=max_width)) if title \
+        else chart
+
+
+def source_strip(tokens: Sequence[str], weights: Sequence[float], *, title: str = "",
+                 max_width: int = 900) -> alt.LayerChart:
+    """Source tokens shaded by the attention one decoding step pays them (0-1), wrapped to max_width pixels."""
+    return _strip(tokens, weights, title, "source token", max_width)
+
+
+def decoder_row_chart(tokens: Sequence[str], weights: Sequence[float], *, title: str = "",
+                      max_width: int = 600) -> alt.LayerChart:
+    """The decoder self-attention row of one step over the prefix so far (same style as `source_strip`)."""
+    return _strip(tokens, weights, title, "decoder input", max_width)
+
+
+def _plotly_text(text: str) -> str:
+    """Escape Plotly's pseudo-HTML, so tokens like "<s>" show literally instead of striking text through."""
+    return visible_token(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def topk_bars(top_k: Sequence[tuple[str, float]], chosen: str | None = None) -> go.Figure:
+    """Horizontal bars of the top-k next-token probabilities (in %), the chosen token highlighted."""
+    tokens = [_plotly_text(t) for t, _ in top_k]
+    percent = [100.0 * float(p) for _, p in top_k]
+    colors = [CHOSEN_COLOR if t == chosen else BAR_COLOR for t, _ in top_k]
+    positions = list(range(len(tokens)))
+    fig = go.Figure(go.Bar(
+        x=percent, y=positions, orientation="h", marker=dict(color=colors), customdata=tokens,
+        text=[f"{p:.1f}%" for p in percent], textposition="outside", cliponaxis=False,
+        hovertemplate="%{customdata}: %{x:.2f}%<extra></extra>"))
+    fig.update_yaxes(tickvals=positions, ticktext=[f"<b>{t}</b>" if c == CHOSEN_COLOR else t
+                                                   for t, c in zip(tokens, colors)],
+                     autorange="reversed", tickfont=dict(size=14), showgrid=False)
+    fig.update_xaxes(range=[0, 118], ticksuffix="%", showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_layout(template="plotly_white", height=60 + 30 * max(len(tokens), 1), bargap=0.25,
+                      margin=dict(l=10, r=10, t=10, b=30), showlegend=False)
+    return fig
