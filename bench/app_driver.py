@@ -1,10 +1,14 @@
 """Drive the real app: a Streamlit server subprocess, headless Chromium, and waits for what a user sees.
 
 Shared by the browser end-to-end test (tests/test_e2e_browser.py) and the app benchmarks (bench/app_*.py).
+Waits look at the page, never at the clock: a rerun is over when Streamlit's script state is "notRunning", no
+element is left stale from the previous run, the "Running..." widget is gone and every Vega chart is drawn.
+The wait conditions are JavaScript (see `charts_condition`), so the async load benchmark uses the same ones.
 """
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,12 +27,21 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 VIEWPORT = {"width": 1400, "height": 1000}
 DEV_CHECKPOINTS = Path("/tmp/dev_ckpt")
 EXCEPTION = '[data-testid="stException"]'
-STATUS_WIDGET = '[data-testid="stStatusWidget"]'
-VEGA = ".vega-embed svg, .vega-embed canvas"
-PLOTLY = ".js-plotly-plot .main-svg"
 
-# True once the last rerun is done: script finished, no element left over from the previous run (Streamlit marks
-# those data-stale until the run ends), the "Running..." widget gone, every Vega chart drawn.
+# Installed in every page before the app loads: counts finished script runs (stApp's data-test-script-state
+# turning "notRunning"), so a wait can tell the rerun an action caused from the idle page before it, and
+# remembers when the user last pressed a pointer (the start of a latency measurement).
+PAGE_SETUP_JS = """
+window.__studioRuns = 0;
+window.__studioPress = null;
+new MutationObserver((changes) => {
+  for (const change of changes) {
+    if (change.target.dataset && change.target.dataset.testScriptState === 'notRunning') window.__studioRuns += 1;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+document.addEventListener('pointerdown', () => { window.__studioPress = performance.now(); }, true);
+"""
+
 _IDLE_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning' || app.dataset.testConnectionState !== 'CONNECTED') {
@@ -41,8 +54,8 @@ _IDLE_JS = """() => {
     (c) => c.querySelector('svg, canvas'));
 }"""
 
-# The Decode page as the user sees it: the "Step t of n" heading and the titles drawn inside the Vega charts.
-_DECODE_VIEW_JS = """() => {
+# What a page shows: the Decode page's "Step t of n" heading and the text drawn in each Vega and Plotly chart.
+_VIEW_JS = """() => {
   const heading = [...document.querySelectorAll('[data-testid="stHeading"]')]
     .map((h) => h.textContent).find((t) => /^Step \\d+ of \\d+/.test(t)) || null;
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg')]
@@ -51,9 +64,32 @@ _DECODE_VIEW_JS = """() => {
   return {heading, charts, plotly};
 }"""
 
+# performance.now() once the page is idle and shows what was asked for, else false.
+_CHARTS_JS = f"""([pattern, count, heading, plotly, after]) => {{
+  if (after !== null && window.__studioRuns <= after) return false;
+  if (!({_IDLE_JS})()) return false;
+  const view = ({_VIEW_JS})();
+  if (heading && !(view.heading || '').startsWith(heading)) return false;
+  if (plotly.length && !view.plotly.some((text) => plotly.every((part) => text.includes(part)))) return false;
+  const re = new RegExp(pattern);
+  return view.charts.filter((text) => re.test(text)).length >= count && performance.now();
+}}"""
+
 
 class AppStartError(RuntimeError):
     """The Streamlit server did not come up (its log tail is in the message)."""
+
+
+@dataclass(frozen=True)
+class AppServer:
+    """A running app: its URL and the file its server writes stdout and stderr to."""
+
+    url: str
+    log: Path
+
+    def log_text(self) -> str:
+        """Everything the server has printed so far."""
+        return self.log.read_text(errors="replace")
 
 
 def free_port() -> int:
@@ -64,7 +100,7 @@ def free_port() -> int:
 
 
 def shipped_or_dev_checkpoints() -> Path:
-    """checkpoints/ when it holds checkpoints, else the developers' /tmp/dev_ckpt (until demos ship)."""
+    """checkpoints/ when it holds checkpoints, else the developers' /tmp/dev_ckpt (until the demos ship)."""
     shipped = ROOT / "checkpoints"
     if any((p / "config.json").is_file() for p in shipped.iterdir() if p.is_dir()):
         return shipped
@@ -83,8 +119,8 @@ def _healthy(url: str) -> bool:
 
 @contextmanager
 def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, extra_env: dict[str, str] | None = None,
-                start_timeout: float = 60.0) -> Iterator[str]:
-    """`streamlit run app.py` on a free local port; yields its URL once /_stcore/health answers; always stops it."""
+                start_timeout: float = 60.0) -> Iterator[AppServer]:
+    """`streamlit run app.py` on a free local port; yields once /_stcore/health answers; always stops the server."""
     port = free_port()
     env = {**os.environ, "ATTENTION_STUDIO_CHECKPOINTS": str(checkpoints), "ATTENTION_STUDIO_RUNS": str(runs),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -94,35 +130,118 @@ def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, ex
         env["ATTENTION_STUDIO_DEFAULT"] = default
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
                str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryFile() as log:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    with tempfile.TemporaryDirectory(prefix="attention-studio-server-") as folder:
+        server = AppServer(f"http://127.0.0.1:{port}", Path(folder) / "server.log")
+        with server.log.open("wb") as log:
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + start_timeout
-            while not _healthy(url):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    tail = log.read().decode(errors="replace")[-3000:]
-                    raise AppStartError(f"the app did not start on {url} (exit {server.poll()}):\n{tail}")
+            while not _healthy(server.url):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AppStartError(f"the app did not start on {server.url} (exit status {process.poll()}):\n"
+                                        f"{server.log_text()[-3000:]}")
                 time.sleep(0.1)
-            yield url
+            yield server
         finally:
-            server.terminate()
+            process.terminate()
             try:
-                server.wait(timeout=10)
+                process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+                process.kill()
+                process.wait()
 
 
 def launch_chromium(playwright: Any) -> Any:
-    """Debian's Chromium, headless (Playwright cannot download its own browsers here)."""
+    """Debian's Chromium, headless (Playwright cannot download its own browsers here); sync or async API."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
+def new_page(browser: Any) -> Any:
+    """A page in a fresh browser context (so its own Streamlit session), set up with PAGE_SETUP_JS."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.add_init_script(PAGE_SETUP_JS)
+    return context.new_page()
+
+
+@dataclass(frozen=True)
+class PageView:
+    """What a page shows: its 'Step t of n' heading (Decode), the text drawn in its charts, and when (ms)."""
+
+    heading: str | None
+    charts: tuple[str, ...]
+    plotly: tuple[str, ...]
+    drawn_at: float | None = None  # the page's performance.now() when a wait saw it
+
+    @property
+    def step(self) -> tuple[int, int] | None:
+        """(t, n) of the Decode page's 'Step t of n' heading."""
+        if self.heading is None:
+            return None
+        t, _, n = self.heading.split(":", 1)[0].removeprefix("Step ").partition(" of ")
+        return int(t), int(n)
+
+    def charts_matching(self, pattern: str) -> int:
+        """How many Vega charts draw text matching the regular expression `pattern`."""
+        return sum(re.search(pattern, chart) is not None for chart in self.charts)
+
+
+def charts_condition(pattern: str, count: int = 1, *, heading: str = "", plotly: tuple[str, ...] = (),
+                     after_runs: int | None = None) -> tuple[str, list]:
+    """(JavaScript, argument) for page.wait_for_function: idle, the step heading starts with `heading`, a Plotly
+    chart contains every string of `plotly`, `count` Vega charts match `pattern`, and (given `after_runs`) a
+    script run finished since runs_finished() returned it. The function's value is performance.now()."""
+    return _CHARTS_JS, [pattern, count, heading, list(plotly), after_runs]
+
+
+def decode_step_condition(step: int, plotly: tuple[str, ...] = ()) -> tuple[str, list]:
+    """charts_condition for the Decode page at step `step` (1-based): heading and three step charts say so."""
+    return charts_condition(rf"\bstep {step}\b", 3, heading=f"Step {step} of", plotly=plotly)
+
+
+def view_from(raw: dict, drawn_at: float | None = None) -> PageView:
+    """A PageView from what _VIEW_JS returned."""
+    return PageView(raw["heading"], tuple(raw["charts"]), tuple(raw["plotly"]), drawn_at)
+
+
+def page_view(page: Any) -> PageView:
+    """Read the page as rendered."""
+    return view_from(page.evaluate(_VIEW_JS))
+
+
+def wait_for(page: Any, condition: tuple[str, list], timeout_ms: float = 30_000) -> PageView:
+    """Wait until `condition` (from charts_condition) holds; the view carries the time it first held."""
+    drawn_at = page.wait_for_function(condition[0], arg=condition[1], timeout=timeout_ms, polling="raf").json_value()
+    return view_from(page.evaluate(_VIEW_JS), drawn_at)
+
+
+def wait_charts(page: Any, pattern: str, count: int = 1, heading: str = "", timeout_ms: float = 30_000) -> PageView:
+    """Wait until the page is idle, its step heading starts with `heading` and `count` Vega charts match `pattern`."""
+    return wait_for(page, charts_condition(pattern, count, heading=heading), timeout_ms)
+
+
+def wait_decode_step(page: Any, step: int, timeout_ms: float = 30_000) -> PageView:
+    """Wait until the Decode page shows step `step` (1-based) in its heading and in at least three step charts."""
+    return wait_for(page, decode_step_condition(step), timeout_ms)
+
+
 def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
-    """Wait until the current rerun has finished and its charts are drawn."""
+    """Wait until the current run has finished and its charts are drawn."""
     page.wait_for_function(_IDLE_JS, timeout=timeout_ms, polling="raf")
+
+
+def runs_finished(page: Any) -> int:
+    """How many script runs this page has seen finish."""
+    return int(page.evaluate("() => window.__studioRuns"))
+
+
+def wait_rerun(page: Any, after: int, timeout_ms: float = 30_000) -> None:
+    """Wait for a script run that finished after runs_finished() returned `after`, and for the page to be idle."""
+    wait_for(page, charts_condition("", 0, after_runs=after), timeout_ms)
+
+
+def last_press(page: Any) -> float:
+    """performance.now() of the last pointer press on the page."""
+    return float(page.evaluate("() => window.__studioPress"))
 
 
 def page_errors(page: Any) -> list[str]:
@@ -134,50 +253,24 @@ def page_errors(page: Any) -> list[str]:
 
 
 def open_page(page: Any, url: str, title: str, timeout_ms: float = 60_000) -> None:
-    """Open a page through the sidebar navigation and wait for its run to finish."""
+    """Open a page through the sidebar navigation and wait for its first run to finish."""
+    before = runs_finished(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title, exact=True).click()
     page.wait_for_url(f"{url}/{title.lower()}", timeout=timeout_ms)
-    wait_idle(page, timeout_ms)
+    wait_rerun(page, before, timeout_ms)
 
 
-def choose(page: Any, key: str, option: str, timeout_ms: float = 10_000) -> None:
+def open_select(page: Any, key: str) -> None:
+    """Open the drop-down of the selectbox with widget key `key`."""
+    page.locator(f".st-key-{key} [role='combobox']").click()
+
+
+def pick_option(page: Any, option: str) -> None:
+    """Click `option` in the open drop-down (the rerun it causes is not awaited)."""
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def choose(page: Any, key: str, option: str) -> None:
     """Pick `option` in the selectbox with widget key `key` (the rerun it causes is not awaited)."""
-    page.locator(f".st-key-{key} [data-baseweb='select']").click()
-    page.get_by_role("option", name=option, exact=True).click(timeout=timeout_ms)
-
-
-@dataclass(frozen=True)
-class DecodeView:
-    """What the Decode page shows: the step heading and the text drawn in its charts."""
-
-    heading: str | None
-    charts: tuple[str, ...]
-    plotly: tuple[str, ...]
-
-    @property
-    def step(self) -> tuple[int, int] | None:
-        """(t, n) of the 'Step t of n' heading."""
-        if self.heading is None:
-            return None
-        t, _, n = self.heading.split(":", 1)[0].removeprefix("Step ").partition(" of ")
-        return int(t), int(n)
-
-    def charts_showing(self, needle: str) -> int:
-        """How many Vega charts draw `needle` (e.g. 'step 3 ·')."""
-        return sum(needle in chart for chart in self.charts)
-
-
-def decode_view(page: Any) -> DecodeView:
-    """Read the Decode page as rendered."""
-    raw = page.evaluate(_DECODE_VIEW_JS)
-    return DecodeView(raw["heading"], tuple(raw["charts"]), tuple(raw["plotly"]))
-
-
-def wait_decode_step(page: Any, step: int, timeout_ms: float = 30_000, charts: int = 3) -> DecodeView:
-    """Wait until the page is idle, its heading says 'Step `step` of' and `charts` Vega charts are titled with it."""
-    page.wait_for_function(
-        f"""([step, charts]) => ({_IDLE_JS})() && (({_DECODE_VIEW_JS})().heading || '').startsWith(`Step ${{step}} of`)
-          && [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg')].filter(
-               (s) => new RegExp(`step ${{step}}\\\\b`).test(s.textContent)).length >= charts""",
-        arg=[step, charts], timeout=timeout_ms, polling="raf")
-    return decode_view(page)
+    open_select(page, key)
+    pick_option(page, option)

@@ -1,8 +1,11 @@
 """Attention explorer: any kind, layer and head (or their mean) for one input, the model view and head statistics."""
 import streamlit as st
 
-from transformer import charts
-from transformer.decoding import InputError
+from transformer.attention_charts import ChartTooLargeError, attention_grid, attention_heatmap, selected_panel
+from transformer.chart_export import chart_to_png, chart_to_svg
+from transformer.chart_style import MEAN_HEAD
+from transformer.decoding import MAX_INPUT_CHARS, InputError
+from transformer.head_charts import head_stats
 from transformer.trace import KIND_TITLES
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
@@ -15,7 +18,7 @@ MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-
 
 def open_panel() -> None:
     """Callback of the model view: a clicked panel becomes the large map."""
-    panel = charts.selected_panel(st.session_state.get("attention_grid"))
+    panel = selected_panel(st.session_state.get("attention_grid"))
     if panel is not None:
         layer, head = panel
         st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN if head is None else head
@@ -29,14 +32,15 @@ st.caption("Every attention map for one input. Rows are queries and columns keys
 
 bind_text("attention_text", active)
 col_text, col_mode = st.columns([3, 2])
-text = col_text.text_input("Input", key="attention_text", on_change=share_text, args=("attention_text",))
+text = col_text.text_input("Input", key="attention_text", on_change=share_text, args=("attention_text",),
+                           max_chars=MAX_INPUT_CHARS)
 st.session_state.setdefault("attention_mode", "greedy")
 mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key="attention_mode")
 reference = ""
 if mode == "teacher":
     bind_reference("attention_reference", active, text)
     reference = st.text_input("Reference output", key="attention_reference", on_change=share_reference,
-                              args=("attention_reference",))
+                              args=("attention_reference",), max_chars=MAX_INPUT_CHARS)
     if not reference.strip():
         st.info("Type the reference output the decoder should be fed.", icon=":material/edit_note:")
         st.stop()
@@ -70,20 +74,20 @@ gold = gold_cells(alignment, len(trace.target_tokens))
 map_col, side_col = st.columns([3, 2], gap="large")
 with map_col:
     show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="attention_gold")
-    heatmap = charts.attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
-                                       size=520)
+    heatmap = attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
+                                size=460)
     st.altair_chart(heatmap, key="attention_heatmap", width="content")
 with side_col:
     st.markdown("**Download**")
     stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
-    chart_downloads(lambda: charts.chart_to_png(heatmap), lambda: charts.chart_to_svg(heatmap), stem,
+    chart_downloads(lambda: chart_to_png(heatmap), lambda: chart_to_svg(heatmap), stem,
                     "attention_heatmap_download")
     st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
                        mime="application/json", key="attention_trace_json", icon=":material/data_object:",
                        on_click="ignore", width="stretch")
     st.markdown(f"**Head statistics · {KIND_TITLES[kind].lower()}**")
-    stats = charts.head_stats(trace, kind)
-    stats.insert(0, "map", [f"L{int(lay) + 1} " + ("mean" if h == charts.MEAN_HEAD else f"H{int(h) + 1}")
+    stats = head_stats(trace, kind)
+    stats.insert(0, "map", [f"L{int(lay) + 1} " + ("mean" if h == MEAN_HEAD else f"H{int(h) + 1}")
                             for lay, h in zip(stats["layer"], stats["head"])])
     st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
                  column_config={
@@ -101,11 +105,11 @@ with side_col:
 st.subheader("Model view: every layer × head", anchor=False)
 st.caption("Click a panel to open it large above; double-click to clear the selection.")
 try:
-    grid = charts.attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130))
-except charts.ChartTooLargeError as exc:
+    grid = attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130))
+except ChartTooLargeError as exc:
     st.info(str(exc))
 else:
     st.altair_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
     with st.columns([2, 3])[0]:
-        chart_downloads(lambda: charts.chart_to_png(grid), lambda: charts.chart_to_svg(grid), f"{kind}_all_heads",
+        chart_downloads(lambda: chart_to_png(grid), lambda: chart_to_svg(grid), f"{kind}_all_heads",
                         "attention_grid_download")

@@ -1,17 +1,16 @@
 """Decode: step through greedy decoding one token at a time, force a token, compare with teacher forcing."""
 import streamlit as st
 
-from transformer import charts
-from transformer.decoding import InputError
+from transformer.attention_charts import ChartTooLargeError, attention_grid, attention_heatmap
+from transformer.decoding import MAX_INPUT_CHARS, InputError
+from transformer.step_charts import decoder_row_chart, source_strip, topk_bars
 from ui import decode_state as ds
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
                           reference_for, share_reference, share_text, teacher)
-from ui.widgets import (fitted_chart, grid_cell, head_label, head_picker, layer_picker, md_token, require_model,
-                        show_chips, visible)
-
-NOT_YET = "#f1f4f9"  # background of rows the step-through has not reached yet
+from ui.widgets import (grid_cell, head_label, head_picker, layer_picker, md_token, require_model, show_chips,
+                        visible)
 
 ensure_frame()
 active = require_model()
@@ -22,19 +21,17 @@ st.caption("Type a sentence and walk through the model's answer one token at a t
 bind_text("decode_text", active)
 st.session_state.setdefault("decode_top_k", 5)
 col_text, col_ref, col_k = st.columns([5, 4, 1])
-text = col_text.text_input("Input", key="decode_text", on_change=share_text, args=("decode_text",))
+text = col_text.text_input("Input", key="decode_text", on_change=share_text, args=("decode_text",),
+                           max_chars=MAX_INPUT_CHARS)
 bind_reference("decode_reference", active, text)
 reference = col_ref.text_input("Reference output (for teacher forcing)", key="decode_reference",
-                               on_change=share_reference, args=("decode_reference",),
+                               on_change=share_reference, args=("decode_reference",), max_chars=MAX_INPUT_CHARS,
                                help="The decoder is fed this target instead of its own output. Leave empty to skip.")
 top_k = col_k.number_input("Top-k", min_value=2, max_value=20, step=1, key="decode_top_k")
 
 free = greedy_or_message(active, text, top_k=top_k)
 if free is None:
     st.stop()
-if free.unknown_tokens:
-    st.warning("Not in the model's vocabulary (read as unknown): " + ", ".join(sorted(set(free.unknown_tokens))),
-               icon=":material/help:")
 prefix = ds.forced_prefix(active.task_name, text)
 forced = greedy(active, text, top_k=top_k, forced=prefix.tokens) if prefix is not None else None
 taught = None
@@ -92,12 +89,12 @@ with left:
     show_chips(result.output_tokens[: t + 1], highlight=t,
                caption="predictions so far" if view == ds.TEACHER else "output so far")
     self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
-    fitted_chart(charts.decoder_row_chart(trace.target_tokens[: t + 1], self_row,
-                                          title=f"Decoder self-attention of step {t + 1} over the prefix"),
-                 max_width=600, key="decode_prefix_strip")
+    st.altair_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
+                                      title=f"Decoder self-attention of step {t + 1} over the prefix"),
+                    width="content", key="decode_prefix_strip")
 with right:
     st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
-    st.plotly_chart(charts.topk_bars(step.top_k, chosen=step.token), key="decode_topk",
+    st.plotly_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk",
                     config={"displayModeBar": False})
     alternatives = [tok for tok, _ in step.top_k if tok != step.token]
     if alternatives:
@@ -109,9 +106,9 @@ with right:
                   args=(active.task_name, text, result, t), width="stretch",
                   help="Feed this token at this step and let the model decode greedily from there.")
 cross_row = trace.matrix("cross", layer, head)[t].tolist()
-fitted_chart(charts.source_strip(trace.source_tokens, cross_row,
-                                 title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
-                                       f"{head_label(head).lower()}"), max_width=1000, key="decode_source_strip")
+st.altair_chart(source_strip(trace.source_tokens, cross_row, max_width=1000,
+                             title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
+                                   f"{head_label(head).lower()}"), width="content", key="decode_source_strip")
 
 st.divider()
 alignment = gold_alignment_for(active, text)
@@ -120,11 +117,10 @@ if view == ds.TEACHER and reference.strip() != reference_for(active, text):
 gold = gold_cells(alignment, len(trace.target_tokens))
 map_col, side_col = st.columns(2, gap="large")
 with map_col:
-    st.altair_chart(charts.attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                             gold=gold if st.session_state.get("decode_gold", True) else (),
-                                             size=360,
-                                             title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
-                                                   f"{head_label(head).lower()}").configure_view(fill=NOT_YET),
+    st.altair_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
+                                      gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
+                                      title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
+                                            f"{head_label(head).lower()}"),
                     key="decode_heatmap", width="content")
 with side_col:
     if gold:
@@ -134,8 +130,8 @@ with side_col:
     st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
                "left blank and the current step's row is outlined in red.")
 try:
-    grid = charts.attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
-except charts.ChartTooLargeError as exc:
+    grid = attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
+except ChartTooLargeError as exc:
     st.info(str(exc))
 else:
-    fitted_chart(grid.configure_view(fill=NOT_YET), max_width=900, key="decode_grid")
+    st.altair_chart(grid, width="content", key="decode_grid")

@@ -1,7 +1,8 @@
 """Home: what Attention Studio is, a try-it box, and the way to the other pages."""
 import streamlit as st
 
-from transformer import charts
+from transformer.attention_charts import attention_heatmap
+from transformer.decoding import MAX_INPUT_CHARS
 from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy_or_message, share_text
 from ui.widgets import layer_picker, md, require_model, show_chips
@@ -18,6 +19,7 @@ with st.container(border=True):
     bind_text("home_text", active)
     col_in, col_layer = st.columns([4, 1], vertical_alignment="bottom")
     text = col_in.text_input("Type a sentence", key="home_text", on_change=share_text, args=("home_text",),
+                             max_chars=MAX_INPUT_CHARS,
                              help="The current model (see the sidebar) decodes it greedily.")
     result = greedy_or_message(active, text)
     if result is not None:
@@ -31,7 +33,7 @@ with st.container(border=True):
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:
-            st.altair_chart(charts.attention_heatmap(result.trace, "cross", layer, None, size=360),
+            st.altair_chart(attention_heatmap(result.trace, "cross", layer, None, size=360),
                             width="content")
 
 st.markdown("#### Explore")

@@ -3,6 +3,7 @@ import streamlit as st
 
 from ui import train_controls as tc
 from ui.frame import ensure_frame
+from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.train_form import CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names
 from ui.train_live import PLAYING_KEY, live_panel, timeline_panel
@@ -26,7 +27,8 @@ with st.expander("Task, size and hyperparameters", expanded=not active, icon=":m
         source = st.radio("Sentence pairs", list(CORPUS_SOURCES), format_func=CORPUS_SOURCES.__getitem__,
                           key="train_corpus_source", horizontal=True)
         if source == "text":
-            st.text_area("One pair per line: source -> target (or TAB, |||, =>)", key="train_corpus_text", height=160)
+            st.text_area("One pair per line: source -> target (or TAB, |||, =>)", key="train_corpus_text", height=160,
+                         max_chars=LIMITS.max_typed_corpus_chars)
         elif source == "tsv":
             st.file_uploader("TSV file: source<TAB>target per line", type=["tsv", "txt", "gz"], key="train_corpus_tsv")
         else:

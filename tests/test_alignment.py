@@ -1,7 +1,13 @@
 """Alignment scores against gold alignments."""
+import json
+import re
+
+import pytest
 import torch
 
 from transformer.alignment import alignment_scores, evaluate_alignment, gold_cells, summarize
+from transformer.cli import main
+from transformer.chart_style import MEAN_HEAD
 from transformer.config import default_configs
 from transformer.model import Seq2SeqTransformer
 from transformer.tasks import make_task
@@ -26,6 +32,10 @@ def test_a_head_that_reads_the_source_right_to_left_scores_one_on_reversal():
     assert by_label["L2H2"] == 1.0
     assert by_label["L1H1"] < 1.0  # a uniform row's argmax is the first source token: 1 hit of 3
     assert summarize(frame) == {"best": 1.0, "best_head": "L2H2", "head_mean": 1.0, "head_mean_layer": 2}
+    # the charts' convention: integer heads, -1 for the mean of heads, with a readable label beside
+    assert frame["head"].dtype.kind == "i"
+    assert frame[frame["layer"] == 1][["head", "label"]].values.tolist() == [[0, "L2H1"], [1, "L2H2"],
+                                                                             [MEAN_HEAD, "L2mean"]]
     assert gold_cells([2, None, 0]) == [(0, 2), (2, 0)]
 
 
@@ -43,3 +53,30 @@ def test_evaluate_alignment_covers_every_layer_and_head():
     frame, summary = evaluate_alignment(Seq2SeqTransformer(cfg), task.valid, task.src_tokenizer, task.tgt_tokenizer)
     assert len(frame) == 2 * (4 + 1)
     assert 0.0 <= summary["best"] <= 1.0 and summary["best_head"].startswith("L")
+
+
+@pytest.mark.parametrize("task", ["reverse", "copy", "sort", "toy-en-de"])
+def test_cli_eval_reports_the_alignment_block_for_tasks_with_gold_alignments(task, tmp_path, capsys):
+    out = tmp_path / task
+    args = ["train", "--task", task, "--out", str(out), "--steps", "3", "--d-model", "16", "--heads", "2",
+            "--d-ff", "32", "--n-train", "200", "--n-valid", "20"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out), "--n", "20"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    block = report["alignment"]
+    assert set(block) >= {"best", "best_head", "head_mean"}
+    assert 0.0 <= block["best"] <= 1.0 and 0.0 <= block["head_mean"] <= 1.0
+    assert re.fullmatch(r"L\d+H\d+", block["best_head"])
+
+
+def test_cli_eval_has_no_alignment_block_without_gold_alignments(tmp_path, capsys):
+    out = tmp_path / "pairs"
+    text = tmp_path / "pairs.tsv"
+    text.write_text("ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke\n")
+    assert main(["train", "--task", "corpus", "--text-file", str(text), "--out", str(out), "--steps", "3",
+                 "--d-model", "16", "--heads", "2", "--d-ff", "32"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "alignment" not in report and {"bleu", "chrf"} <= set(report)

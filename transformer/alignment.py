@@ -2,8 +2,9 @@
 
 A gold alignment gives, for each target token j, the source token index it translates (or None). Row j of a
 teacher-forced cross-attention map is the query that predicts target token j, so a head "hits" token j when
-argmax over the source of row j is gold[j]. Scores are the fraction of aligned target tokens hit. Labels are
-1-based ("L1H2" is layer 1, head 2), as in the charts.
+argmax over the source of row j is gold[j]. Scores are the fraction of aligned target tokens hit. Frames follow the
+charts' convention: 0-based layer and head, head -1 (`MEAN_HEAD`) for the mean of heads, and a 1-based `label`
+("L1H2" is layer 1, head 2; "L1mean" the mean of layer 1's heads).
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import torch
 from torch import Tensor
 
 from .batching import make_batch
+from .chart_style import MEAN_HEAD
 from .model import Seq2SeqTransformer
 from .trace import AttentionTrace
 
 
 def head_label(layer: int, head: int | None) -> str:
-    """'L1H2' for 0-based (layer 0, head 1); 'L1 mean' for the mean of heads."""
-    return f"L{layer + 1}" + ("mean" if head is None else f"H{head + 1}")
+    """'L1H2' for 0-based (layer 0, head 1); 'L1mean' for the mean of heads (None or MEAN_HEAD)."""
+    return f"L{layer + 1}" + ("mean" if head is None or head == MEAN_HEAD else f"H{head + 1}")
 
 
 def alignment_hits(cross: Tensor, gold: Sequence[int | None]) -> tuple[Tensor, int]:
@@ -35,15 +37,15 @@ def alignment_hits(cross: Tensor, gold: Sequence[int | None]) -> tuple[Tensor, i
 
 
 def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
-    """Tidy frame (layer, head, label, score) from summed hits; head 'mean' for the mean over heads."""
+    """Tidy frame (layer, head, label, score) from summed hits; head -1 (MEAN_HEAD) is the mean over heads."""
     n_layers, n_cols = hits.shape
     records = []
     for layer in range(n_layers):
         for col in range(n_cols):
-            head = None if col == n_cols - 1 else col
-            records.append({"layer": layer, "head": "mean" if head is None else head,
-                            "label": head_label(layer, head), "score": float(hits[layer, col]) / max(total, 1)})
-    return pd.DataFrame.from_records(records)
+            head = MEAN_HEAD if col == n_cols - 1 else col
+            records.append({"layer": layer, "head": head, "label": head_label(layer, head),
+                            "score": float(hits[layer, col]) / max(total, 1)})
+    return pd.DataFrame.from_records(records).astype({"layer": int, "head": int, "score": float})
 
 
 def alignment_scores(trace: AttentionTrace, gold: Sequence[int | None]) -> pd.DataFrame:
@@ -59,8 +61,8 @@ def gold_cells(gold: Sequence[int | None]) -> list[tuple[int, int]]:
 
 def summarize(frame: pd.DataFrame) -> dict[str, Any]:
     """The `alignment` block of `eval`: best head, its score, and the best layer's head-mean score."""
-    heads = frame[frame["head"] != "mean"]
-    means = frame[frame["head"] == "mean"]
+    heads = frame[frame["head"] != MEAN_HEAD]
+    means = frame[frame["head"] == MEAN_HEAD]
     best = heads.loc[heads["score"].idxmax()]
     best_mean = means.loc[means["score"].idxmax()]
     return {"best": round(float(best["score"]), 4), "best_head": str(best["label"]),

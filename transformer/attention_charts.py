@@ -104,7 +104,9 @@ def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scal
 
 def _view(max_row: int | None) -> alt.ViewBackground:
     """No frame; a step-through (max_row set) shows the rows it has not reached as a neutral band."""
-    return alt.ViewBackground(stroke=None, fill=NOT_REACHED_COLOR if max_row is not None else None)
+    if max_row is None:
+        return alt.ViewBackground(stroke=None)
+    return alt.ViewBackground(stroke=None, fill=NOT_REACHED_COLOR)
 
 
 def _cell_size(n_queries: int, n_keys: int, size: float) -> float:

@@ -31,6 +31,9 @@ OPTIMIZER_TENSORS, OPTIMIZER_JSON = "optimizer.safetensors", "optimizer.json"
 CHECKPOINT_FILES = (CONFIG, MODEL, SRC_TOKENIZER, TGT_TOKENIZER, HISTORY, OPTIMIZER_TENSORS, OPTIMIZER_JSON)
 _FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
 _OPTIMIZER_STATE_NAMES = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
+# Per-step history and evaluation records: the keys the app reads, and what each must hold.
+_NUMBER_KEYS = {"loss", "accuracy", "lr", "tokens", "elapsed", "n", "token_accuracy", "exact_match", "bleu", "chrf"}
+_EXAMPLE_KEYS = ("source", "reference", "output")
 
 
 class CheckpointError(ValueError):
@@ -138,7 +141,7 @@ def read_config(folder: Path) -> dict[str, Any]:
              and elapsed >= 0, path, f"elapsed must be a non-negative number, got {elapsed!r}")
     _require(isinstance(spec, dict) and spec.get("name") in TASK_NAMES, path,
              f"task_spec must be an object whose name is one of {', '.join(TASK_NAMES)}")
-    _require(isinstance(data.get("metrics", {}), dict), path, "metrics must be an object")
+    _check_record(data.get("metrics", {}), path, "metrics")
     kinds = data.get("tokenizers")
     _require(isinstance(kinds, dict) and kinds.get("src") in TOKENIZER_KINDS and kinds.get("tgt") in TOKENIZER_KINDS,
              path, f'tokenizers must be {{"src": kind, "tgt": kind}} with kinds {", ".join(TOKENIZER_KINDS)}')
@@ -159,14 +162,31 @@ def read_tokenizer(path: Path, kind: Any, vocab_size: int) -> Tokenizer:
     return tokenizer
 
 
+def _check_record(record: Any, path: Path, where: str) -> None:
+    """A history or metrics record: a step count, numbers (null for NaN) and examples of strings, as written."""
+    _require(isinstance(record, dict), path, f"{where} must be an object")
+    step = record.get("step", 0)
+    _require(isinstance(step, int) and not isinstance(step, bool) and step >= 0, path,
+             f"{where}: step must be a non-negative integer, got {step!r}")
+    for key in _NUMBER_KEYS & set(record):
+        value = record[key]
+        _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)), path,
+                 f"{where}: {key} must be a number, got {value!r}")
+    examples = record.get("examples", [])
+    _require(isinstance(examples, list) and all(
+        isinstance(e, dict) and all(isinstance(e.get(k), str) for k in _EXAMPLE_KEYS) for e in examples), path,
+        f'{where}: "examples" must be a list of {{"source", "reference", "output"}} strings')
+
+
 def read_history(path: Path) -> tuple[list[dict], list[dict]]:
     """history.json: the per-step history and the evaluations."""
     data = read_json(path)
     _require(isinstance(data, dict), path, 'expected an object with "history" and "evals"')
     history, evals = data.get("history", []), data.get("evals", [])
     for name, rows in (("history", history), ("evals", evals)):
-        _require(isinstance(rows, list) and all(isinstance(r, dict) for r in rows), path,
-                 f'"{name}" must be a list of objects')
+        _require(isinstance(rows, list), path, f'"{name}" must be a list of objects')
+        for i, row in enumerate(rows):
+            _check_record(row, path, f'"{name}" entry {i + 1}')
     return history, evals
 
 

@@ -79,11 +79,11 @@ class Checkpoint:
 
 # -- saving -------------------------------------------------------------------------------------------------
 def _write_checkpoint_files(ckpt: Checkpoint, folder: Path) -> None:
+    """Write every file into `folder`; config.json goes last, so a directory holding it is complete."""
     config = {"format": FORMAT_MARKER, "format_version": FORMAT_VERSION,
               "model_config": ckpt.model_config.to_dict(), "train_config": ckpt.train_config.to_dict(),
               "tokenizers": {"src": ckpt.src_tokenizer.kind, "tgt": ckpt.tgt_tokenizer.kind},
               "task_spec": ckpt.task_spec, "metrics": ckpt.metrics, "step": ckpt.step, "elapsed": ckpt.elapsed}
-    write_json(folder / CONFIG, config, indent=2)
     write_tensors(folder / MODEL, ckpt.model.state_dict())
     write_durably(folder / SRC_TOKENIZER, ckpt.src_tokenizer.to_json())
     write_durably(folder / TGT_TOKENIZER, ckpt.tgt_tokenizer.to_json())
@@ -92,6 +92,7 @@ def _write_checkpoint_files(ckpt: Checkpoint, folder: Path) -> None:
         tensors, meta = optimizer_files(ckpt.optimizer_state)
         write_tensors(folder / OPTIMIZER_TENSORS, tensors)
         write_json(folder / OPTIMIZER_JSON, meta)
+    write_json(folder / CONFIG, config, indent=2)
     fsync_path(folder)
 
 

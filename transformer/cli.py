@@ -284,7 +284,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, top_k=args.top_k,
                                max_steps=args.max_steps)
     if result.unknown_tokens:
-        print(f"warning: not in the vocabulary (read as <unk>): {' '.join(result.unknown_tokens)}", file=sys.stderr)
+        unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
+        print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
     if result.mode == "greedy" and not result.finished:
         print(f"warning: stopped after {len(result.steps)} steps without producing </s>", file=sys.stderr)
     if args.verbose:
@@ -298,6 +299,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     print(result.output_text)
     return 0
+
+
+def printable(token: str) -> str:
+    """A token safe to print on a terminal: control and direction-changing characters escaped (\\x1b, \\u202e)."""
+    return token if token.isprintable() else token.encode("unicode_escape").decode("ascii")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -85,7 +85,7 @@ def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) ->
         raise InputError("The input has no tokens this model can read.")
     limit = model.cfg.max_len - 1
     if len(ids) > limit:
-        raise InputError(f"The input has {len(ids)} tokens; this model reads at most {limit}.")
+        raise InputError(f"The input has {len(ids):,} tokens; this model reads at most {limit}.")
     unknown = [tok for tok, i in zip(tokenizer.split(text), ids) if i == tokenizer.unk_id]
     return source_ids(ids), unknown
 
@@ -161,7 +161,7 @@ def teacher_forced(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_toke
     src, unknown = encode_source(model, src_tokenizer, text)
     ref = tgt_tokenizer.encode(reference) if reference else []
     if len(ref) + 1 > model.cfg.max_len:
-        raise InputError(f"The reference has {len(ref)} tokens; this model reads at most {model.cfg.max_len - 1}.")
+        raise InputError(f"The reference has {len(ref):,} tokens; this model reads at most {model.cfg.max_len - 1}.")
     inputs = [START_ID, *ref]
     with eval_mode(model):
         logits, maps = model.forward_with_attention(torch.tensor([src]), torch.tensor([inputs]), head_mask)

@@ -151,6 +151,9 @@ class TrainingJob:
                 if self._stop.is_set():
                     self._set("stopped", "stopped before it started")
                     return
+                if self._session_gone():
+                    self._set("stopped", "stopped before it started: the browser session went away")
+                    return
             try:
                 self._train()
             finally:
@@ -162,6 +165,10 @@ class TrainingJob:
                 _live_jobs.discard(self)
             if self.on_end is not None:
                 self.on_end(self)
+
+    def _session_gone(self) -> bool:
+        """No heartbeat for idle_timeout_s: the browser session that started the job went away."""
+        return self.idle_timeout_s is not None and time.monotonic() - self._heartbeat > self.idle_timeout_s
 
     def _train(self) -> None:
         self._set("running")
@@ -179,7 +186,7 @@ class TrainingJob:
             if self.max_seconds is not None and now - began >= self.max_seconds:
                 reason = "finished"
                 break
-            if self.idle_timeout_s is not None and time.monotonic() - self._heartbeat > self.idle_timeout_s:
+            if self._session_gone():
                 reason, msg = "stopped", "stopped: the browser session went away"
                 self._set("stopped", msg)
                 break

@@ -8,6 +8,7 @@ import streamlit as st
 from transformer.decoding import DecodeResult, InputError, greedy_decode, teacher_forced
 from transformer.tasks import gold_alignment
 from ui.models import ActiveModel
+from ui.widgets import md_token
 
 TEXT_KEY = "studio_text"
 TEXT_TASK_KEY = "studio_text_task"
@@ -38,12 +39,16 @@ def teacher(active: ActiveModel, text: str, reference: str, *, top_k: int = 5) -
 
 
 def greedy_or_message(active: ActiveModel, text: str, **options) -> DecodeResult | None:
-    """Greedy decoding, or None after showing why the text cannot be decoded."""
+    """Greedy decoding, or None after showing why the text cannot be decoded; unknown tokens are named."""
     try:
-        return greedy(active, text, **options)
+        result = greedy(active, text, **options)
     except InputError as exc:
         st.warning(str(exc), icon=":material/edit_note:")
         return None
+    if result.unknown_tokens:
+        unknown = ", ".join(md_token(tok) for tok in sorted(set(result.unknown_tokens)))
+        st.warning(f"Not in the model's vocabulary (read as unknown): {unknown}", icon=":material/help:")
+    return result
 
 
 def default_text(active: ActiveModel) -> str:

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from transformer.config import ConfigError, ModelConfig, TrainConfig
+from transformer.model import Seq2SeqTransformer
 
 
 @dataclass(frozen=True)
@@ -21,11 +24,20 @@ class AppLimits:
     max_n_train: int = 200_000
     max_eval_examples: int = 2_000
     max_corpus_pairs: int = 100_000
+    max_typed_corpus_chars: int = 2_000_000  # the text area; larger corpora come as files
+    max_parameters: int = 100_000_000  # a large corpus vocabulary can make even a modest d_model huge
     max_probe_chars: int = 200
     min_probe_every: int = 5
+    session_timeout_s: float = 60.0  # a job whose session sent no heartbeat for this long stops itself
 
 
 LIMITS = AppLimits()
+
+
+def parameter_count(model_cfg: ModelConfig) -> int:
+    """Parameters of the model a config describes, counted without allocating its weights."""
+    with torch.device("meta"):
+        return Seq2SeqTransformer(model_cfg).num_parameters()
 
 
 def limit_violations(model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float | None,
@@ -41,6 +53,7 @@ def limit_violations(model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seco
         ("batch size", train_cfg.batch_size, limits.max_batch_size),
         ("training steps", train_cfg.max_steps, limits.max_steps),
         ("evaluation examples", train_cfg.eval_examples, limits.max_eval_examples),
+        ("parameters", parameter_count(model_cfg), limits.max_parameters),
     ]
     if n_train is not None:
         checks.append(("training examples", n_train, limits.max_n_train))

@@ -32,7 +32,7 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
     if current is not None and current.active:
         raise BusyError("A run is still training: stop it before starting another.")
     job = TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
-                      probe_every=probe_every)
+                      probe_every=probe_every, idle_timeout_s=LIMITS.session_timeout_s)
     run = LiveRun(trainer, job, probe, probe_every, max_seconds)
     set_live_run(run)
     job.start()
@@ -64,21 +64,26 @@ def resume_run(run: LiveRun, more_steps: int) -> None:
     if target > LIMITS.max_steps:
         raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
     job = TrainingJob(run.trainer, max_steps=target, max_seconds=run.max_seconds, probe=run.probe or None,
-                      probe_every=run.probe_every)
+                      probe_every=run.probe_every, idle_timeout_s=LIMITS.session_timeout_s)
     run.replace_job(job)
     job.start()
     select_model(LIVE)
 
 
 def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float, probe: str,
-                        probe_every: int) -> LiveRun:
+                        probe_every: int, uploaded: bool = False) -> LiveRun:
     """Resume training a saved or uploaded checkpoint (its task is rebuilt from the stored spec)."""
     if ckpt.optimizer_state is None:
         raise CheckpointError("This checkpoint has no optimizer state, so its training cannot be resumed exactly.")
+    if uploaded and ckpt.task_spec.get("data"):
+        raise CheckpointError("This checkpoint was trained on corpus files named in its config; the app does not "
+                              "read files an upload names. Continue it with the command line, where those files are.")
     target = ckpt.step + more_steps
     if target > LIMITS.max_steps:
         raise ConfigError(f"Continuing to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
-    check_limits(ckpt.model_config, ckpt.train_config.replace(max_steps=target), max_seconds=max_seconds)
+    n_train = ckpt.task_spec.get("n_train")
+    check_limits(ckpt.model_config, ckpt.train_config.replace(max_steps=target), max_seconds=max_seconds,
+                 n_train=n_train if isinstance(n_train, int) else None)
     _check_probe(probe, probe_every)
     trainer = trainer_from_checkpoint(ckpt)
     return _launch(trainer, target_steps=target, max_seconds=max_seconds, probe=probe, probe_every=probe_every)

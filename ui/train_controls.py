@@ -127,7 +127,7 @@ def continue_training(option: ModelOption) -> None:
         probe = probe or examples[0].get("source") or PROBES.get(task_name, "")
         continue_checkpoint(ckpt, more_steps=int(state.get("train_more_steps", 500)),
                             max_seconds=float(state["train_max_seconds"]), probe=probe,
-                            probe_every=int(state["train_probe_every"]))
+                            probe_every=int(state["train_probe_every"]), uploaded=option.source == UPLOAD)
     except USER_ERRORS as exc:
         _say("error", f"Cannot continue {option.name}: {exc}")
     else:

@@ -135,20 +135,22 @@ def field_widget(f: Field) -> None:
 
 
 def _read_uploads(files: list, reader) -> list[tuple[str, str]]:
-    """Run a file reader on uploaded files saved under their own names; messages name the user's files."""
+    """Run a file reader on uploaded files copied into a private temp directory; messages name the user's files.
+
+    The copies get fixed names (the browser's file name is only shown, never used as a path).
+    """
     with tempfile.TemporaryDirectory(prefix="attention-studio-corpus-") as folder:
         paths = []
         for i, uploaded in enumerate(files):
-            path = Path(folder) / f"{i}" / Path(uploaded.name).name
-            path.parent.mkdir()
+            path = Path(folder) / (f"upload-{i}.gz" if uploaded.name.endswith(".gz") else f"upload-{i}.txt")
             path.write_bytes(uploaded.getvalue())
             paths.append(path)
         try:
             return reader(*paths, max_pairs=LIMITS.max_corpus_pairs)
         except DataError as exc:
             message = str(exc)
-            for i in range(len(files)):
-                message = message.replace(f"{folder}/{i}/", "")
+            for path, uploaded in zip(paths, files):
+                message = message.replace(str(path), uploaded.name)
             raise DataError(message) from None
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from transformer import charts
+from transformer.attention_charts import attention_heatmap
 from transformer.jobs import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
+from transformer.training_charts import training_curves
 from ui.live_run import LiveRun, live_run
 from ui.widgets import head_picker, layer_picker
 
@@ -75,7 +76,7 @@ def live_panel() -> None:
     if snap.active:
         run.job.heartbeat()
     _status_line(run, snap)
-    st.plotly_chart(charts.training_curves(snap.history, snap.evals, uirevision=run.id), key="train_curves",
+    st.plotly_chart(training_curves(snap.history, snap.evals, uirevision=run.id), key="train_curves",
                     config={"displaylogo": False})
     _evaluation(snap)
 
@@ -136,8 +137,8 @@ def timeline_panel() -> None:
     c_play.button("Pause" if playing else "Play", key="train_timeline_play", width="stretch",
                   icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(steps) < 2,
                   on_click=_toggle_play, args=(steps,))
-    st.altair_chart(charts.attention_heatmap(trace, "cross", layer, head, size=380,
-                                             title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
+    st.altair_chart(attention_heatmap(trace, "cross", layer, head, size=380,
+                                      title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
                                                    f"{'mean of heads' if head is None else f'head {head + 1}'}"),
                     key="train_timeline_map", width="content")
     if playing and state.get(PLAYING_KEY) is False:

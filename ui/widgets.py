@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from typing import Callable, Sequence
 
 import streamlit as st
@@ -11,6 +12,7 @@ from transformer.trace import KIND_TITLES, AttentionTrace
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
 _VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
+_INVISIBLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}  # controls, format (e.g. right-to-left override), surrogates
 _CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
          "SFMono-Regular,Menlo,monospace;font-size:0.92rem;line-height:1.6;border:1px solid #d0d7e2;")
 
@@ -31,8 +33,10 @@ def require_model() -> ActiveModel:
 
 
 def visible(token: str) -> str:
-    """A token as shown to people: whitespace made visible."""
-    return _VISIBLE.get(token, token)
+    """A token as shown to people: whitespace, control and direction-changing characters made visible."""
+    if token in _VISIBLE:
+        return _VISIBLE[token]
+    return "".join(f"U+{ord(ch):04X}" if unicodedata.category(ch) in _INVISIBLE else ch for ch in token)
 
 
 def md(text: str) -> str:

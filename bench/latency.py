@@ -1,0 +1,57 @@
+"""Latency samples of the app benchmarks: percentiles and the printed table with pass/fail against targets."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100), linear between the closest ranks."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One row of a benchmark table: what was timed, its samples (ms) and the target for `target_of` (p50/p95)."""
+
+    name: str
+    samples_ms: tuple[float, ...]
+    target_ms: float | None = None
+    target_of: str = "p50"
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.samples_ms, 50)
+
+    @property
+    def p95(self) -> float:
+        return percentile(self.samples_ms, 95)
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the target is met; None without a target."""
+        if self.target_ms is None:
+            return None
+        return (self.p50 if self.target_of == "p50" else self.p95) < self.target_ms
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "n": len(self.samples_ms), "p50_ms": round(self.p50, 1),
+                "p95_ms": round(self.p95, 1), "max_ms": round(max(self.samples_ms), 1), "target_ms": self.target_ms,
+                "target_of": self.target_of, "passed": self.passed}
+
+
+def table(measures: Sequence[Measure]) -> str:
+    """A Markdown table: n, p50, p95, max, target and pass/fail per measure."""
+    lines = ["| measure | n | p50 ms | p95 ms | max ms | target | result |", "|---|--:|--:|--:|--:|---|---|"]
+    for m in measures:
+        target = f"{m.target_of} < {m.target_ms:,.0f} ms" if m.target_ms is not None else "–"
+        result = {True: "pass", False: "**miss**", None: "–"}[m.passed]
+        lines.append(f"| {m.name} | {len(m.samples_ms)} | {m.p50:,.0f} | {m.p95:,.0f} | {max(m.samples_ms):,.0f} | "
+                     f"{target} | {result} |")
+    return "\n".join(lines)

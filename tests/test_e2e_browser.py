@@ -1,0 +1,150 @@
+"""End to end in a real browser: `streamlit run app.py` driven in headless Chromium the way a person uses it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.app_driver import (CHROMIUM, choose, decode_step_condition, launch_chromium, new_page, open_page,
+                              page_errors, running_app, runs_finished, wait_charts, wait_decode_step, wait_for,
+                              wait_idle, wait_rerun)
+from transformer.checkpoints import load_checkpoint
+from transformer.decoding import greedy_decode
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CANDIDATES = ("abcdefg", "qwertyu", "hello", "mnopqrs", "zyxwv")
+STEPS_WALKED = 4
+TRAIN_FORM = {"train_max_steps": 40, "train_batch_size": 16, "train_n_train": 300, "train_eval_every": 20,
+              "train_eval_examples": 10, "train_probe_every": 10, "train_warmup_steps": 0}
+
+
+@pytest.fixture(scope="module")
+def decoded(tiny_checkpoint_dir):
+    """An input whose greedy output has enough steps to walk through, with what the model says at each step."""
+    ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
+    for text in CANDIDATES:
+        result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text)
+        if len(result.steps) > STEPS_WALKED:
+            return result
+    pytest.fail("the tiny checkpoint stops early on every candidate input")
+
+
+@pytest.fixture
+def server(tiny_checkpoint_dir, tmp_path):
+    """The app served by Streamlit on the tiny checkpoint with an empty runs directory; stopped after the test."""
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs") as app:
+        yield app
+
+
+@pytest.fixture
+def page(server):
+    """A headless Chromium page on the app's home page."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            tab = new_page(browser)
+            tab.set_default_timeout(30_000)
+            tab.goto(server.url)
+            tab.app_url = server.url
+            yield tab
+            _shot(tab, "last")  # what the page showed when the test ended (passed or failed)
+        finally:
+            browser.close()
+
+
+def _shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"e2e_{name}.png"))
+
+
+def _assert_no_errors(page) -> None:
+    assert page_errors(page) == []
+
+
+def _bar_labels(step) -> str:
+    """The percentages the top-k bar chart writes next to its bars, in order."""
+    return "".join(f"{100 * p:.1f}%" for _, p in step.top_k)
+
+
+def _walk_decode(page, decoded) -> None:
+    open_page(page, page.app_url, "Decode")
+    text_box = page.locator(".st-key-decode_text input")
+    before = runs_finished(page)
+    text_box.fill(decoded.source_text)
+    text_box.press("Enter")
+    wait_rerun(page, before)
+    view = wait_decode_step(page, 1)
+    n = len(decoded.steps)
+    assert view.step == (1, n)
+    assert any(" | ".join(decoded.trace.source_tokens) in chart for chart in view.charts), "typed text not charted"
+    _assert_no_errors(page)
+    for t in range(2, STEPS_WALKED + 1):
+        step = decoded.steps[t - 1]
+        page.locator(".st-key-decode_next button").click()
+        view = wait_for(page, decode_step_condition(t, plotly=(_bar_labels(step),)))  # top-k bars of step t too
+        assert view.step == (t, n)
+        assert f"output ‹{step.token}›" in view.heading
+        assert page.locator('.st-key-decode_step [data-testid="stSliderThumbValue"]').inner_text() == str(t)
+        assert view.charts_matching(rf"\bstep {t}\b") >= 3, view.charts
+        assert view.charts_matching(rf"\bstep {t - 1}\b") == 0, "a chart still shows the previous step"
+        assert len(view.plotly) == 1
+        _assert_no_errors(page)
+    _shot(page, "decode_step")
+
+    choose(page, "decode_layer", "Layer 1")
+    view = wait_charts(page, r"\blayer 1\b", 2)
+    assert view.charts_matching(r"\blayer 2\b") == 0
+    choose(page, "decode_head", "Head 2")
+    view = wait_charts(page, r"\bhead 2\b", 2)
+    assert view.charts_matching(r"\bmean of heads\b") == 0
+    assert view.step == (STEPS_WALKED, n), "changing layer or head lost the step"
+    _assert_no_errors(page)
+    _shot(page, "decode_layer_head")
+
+
+def _attention_page(page, decoded) -> None:
+    open_page(page, page.app_url, "Attention")
+    view = wait_charts(page, r"Cross-attention · layer \d+", 1)
+    tokens = " | ".join(decoded.trace.source_tokens)
+    assert any(tokens in chart for chart in view.charts), "the Attention page does not show the typed input"
+    wait_charts(page, r"heads and mean", 1)
+    _assert_no_errors(page)
+    _shot(page, "attention")
+
+
+def _train_page(page) -> None:
+    open_page(page, page.app_url, "Train")
+    before = runs_finished(page)
+    choose(page, "train_preset", "tiny")
+    wait_rerun(page, before)
+    for key, value in TRAIN_FORM.items():
+        field = page.locator(f".st-key-{key} input")
+        field.fill(str(value))
+        field.press("Tab")
+    page.locator(".st-key-train_start button").click()
+    page.get_by_text(re.compile(r"^Finished · reverse · step 40 of 40")).wait_for(timeout=60_000)
+    wait_charts(page, r"\bStep 40 · layer \d+", 1)
+    curves = page.locator(".st-key-train_curves .js-plotly-plot")
+    curves.wait_for()
+    assert "loss" in curves.inner_text()
+    assert curves.locator(".scatterlayer .trace").count() >= 1
+    _assert_no_errors(page)
+    curves.scroll_into_view_if_needed()
+    _shot(page, "train")
+
+
+def test_a_person_decodes_step_by_step_explores_attention_and_trains(server, page, decoded):
+    page.get_by_role("heading", name="Attention Studio").wait_for(timeout=60_000)
+    wait_idle(page, 60_000)
+    assert page.locator(".vega-embed svg, .vega-embed canvas").count() >= 1, "the home page draws no chart"
+    _assert_no_errors(page)
+    _shot(page, "home")
+    _walk_decode(page, decoded)
+    _attention_page(page, decoded)
+    _train_page(page)
+    assert "Traceback" not in server.log_text()
