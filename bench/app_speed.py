@@ -158,6 +158,7 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
         Measure("layer / head switch → charts updated", tuple(switch_ms), CLICK_MS),
         Measure("  of which: Decode script rerun on the server (AppTest)", tuple(server_ms)),
     ]
+    measures = [m for m in measures if m.samples_ms]
     details = {"model": default, "checkpoints": str(checkpoints), "input": text, "output_steps": len(expected.steps),
                "errors": errors}
     return measures, details

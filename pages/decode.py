@@ -128,7 +128,7 @@ with side_col:
                   help="The source token each correct output token comes from.")
         show_alignment_scores(trace, alignment, key="decode_alignment")
     st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
-               "left blank and the current step's row is outlined in red.")
+               "shaded grey and the current step's row is outlined in red.")
 try:
     grid = attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
 except ChartTooLargeError as exc:

@@ -152,7 +152,7 @@ def _with_entry(good: Path, name: str, data: bytes) -> bytes:
 
 def _zip_bomb(good: Path) -> bytes:
     files = zipfile.ZipFile(io.BytesIO(bundle_bytes(good)))
-    bomb = b'{"history": [], "evals": []}' + b" " * (64 * 2**20)
+    bomb = b'{"history": [], "evals": []}' + b" " * (16 * 2**20)
     return _zip([(n, files.read(n)) for n in files.namelist() if not n.endswith("history.json")]
                 + [(f"{good.name}/history.json", bomb)])
 

@@ -227,6 +227,7 @@ def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_
     run = _run(at)
     try:
         assert poll(at, lambda a: not _run(a).active, seconds=60)
+        at.run()
         assert any("the loss became nan at step 3" in e and "last finite step were kept" in e for e in texts(at.error))
         assert any("failed at step 2" in c for c in texts(at.sidebar.caption))
         _, published = run.job.latest_model()
@@ -254,6 +255,7 @@ def test_bad_run_names_are_refused_and_nothing_is_silently_overwritten(studio_en
     run = _run(at)
     try:
         assert poll(at, lambda a: not _run(a).active, seconds=60)
+        at.run()  # the page as drawn after the run ended
         refused = {"a/b": "cannot contain", "a\\b": "cannot contain", "..": "cannot contain",
                    "../../etc": "cannot contain", "x" * 65: "at most 64 characters", ".hidden": "cannot start with",
                    "  ": "Give the run a name"}

@@ -1,6 +1,7 @@
 """What the Train page's buttons do: start, stop, resume, continue a checkpoint, save; no widgets here."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from transformer.checkpoints import (Checkpoint, CheckpointError, checkpoint_from_trainer, is_valid_run_name,
@@ -107,7 +108,11 @@ def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
         raise CheckpointError(problem)
     if run.active:
         raise BusyError("Stop training before saving: a checkpoint is taken between steps.")
-    path = save_checkpoint(checkpoint_from_trainer(run.trainer), runs_root() / name.strip(), overwrite=overwrite)
+    root = runs_root()
+    try:
+        path = save_checkpoint(checkpoint_from_trainer(run.trainer), root / name.strip(), overwrite=overwrite)
+    except CheckpointError as exc:  # the message names the run, not where the server keeps runs
+        raise CheckpointError(str(exc).replace(f"{root}{os.sep}", "")) from None
     run.saved_as = path.name
     return path
 

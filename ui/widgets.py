@@ -101,13 +101,6 @@ def head_picker(label: str, n_heads: int, key: str) -> int | None:
     return None if head == MEAN else head
 
 
-def fitted_chart(chart, *, max_width: int = 560, key: str | None = None) -> None:
-    """Show a chart at its own size, or stretched to the column when it is wider than `max_width` pixels."""
-    width = getattr(chart, "width", None)
-    wide = isinstance(width, (int, float)) and width > max_width
-    st.altair_chart(chart, width="stretch" if wide else "content", key=key)
-
-
 def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:
     """Choose encoder self-, decoder self- or cross-attention."""
     st.session_state.setdefault(key, "cross")
