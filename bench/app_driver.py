@@ -42,7 +42,8 @@ new MutationObserver((changes) => {
 document.addEventListener('pointerdown', () => { window.__studioPress = performance.now(); }, true);
 """
 
-_IDLE_JS = """() => {
+# True when the last run is over and drawn (see the module docstring).
+IDLE_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning' || app.dataset.testConnectionState !== 'CONNECTED') {
     return false;
@@ -55,7 +56,7 @@ _IDLE_JS = """() => {
 }"""
 
 # What a page shows: the Decode page's "Step t of n" heading and the text drawn in each Vega and Plotly chart.
-_VIEW_JS = """() => {
+VIEW_JS = """() => {
   const heading = [...document.querySelectorAll('[data-testid="stHeading"]')]
     .map((h) => h.textContent).find((t) => /^Step \\d+ of \\d+/.test(t)) || null;
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg')]
@@ -67,8 +68,8 @@ _VIEW_JS = """() => {
 # performance.now() once the page is idle and shows what was asked for, else false.
 _CHARTS_JS = f"""([pattern, count, heading, plotly, after]) => {{
   if (after !== null && window.__studioRuns <= after) return false;
-  if (!({_IDLE_JS})()) return false;
-  const view = ({_VIEW_JS})();
+  if (!({IDLE_JS})()) return false;
+  const view = ({VIEW_JS})();
   if (heading && !(view.heading || '').startsWith(heading)) return false;
   if (plotly.length && !view.plotly.some((text) => plotly.every((part) => text.includes(part)))) return false;
   const re = new RegExp(pattern);
@@ -199,19 +200,19 @@ def decode_step_condition(step: int, plotly: tuple[str, ...] = ()) -> tuple[str,
 
 
 def view_from(raw: dict, drawn_at: float | None = None) -> PageView:
-    """A PageView from what _VIEW_JS returned."""
+    """A PageView from what VIEW_JS returned."""
     return PageView(raw["heading"], tuple(raw["charts"]), tuple(raw["plotly"]), drawn_at)
 
 
 def page_view(page: Any) -> PageView:
     """Read the page as rendered."""
-    return view_from(page.evaluate(_VIEW_JS))
+    return view_from(page.evaluate(VIEW_JS))
 
 
 def wait_for(page: Any, condition: tuple[str, list], timeout_ms: float = 30_000) -> PageView:
     """Wait until `condition` (from charts_condition) holds; the view carries the time it first held."""
     drawn_at = page.wait_for_function(condition[0], arg=condition[1], timeout=timeout_ms, polling="raf").json_value()
-    return view_from(page.evaluate(_VIEW_JS), drawn_at)
+    return view_from(page.evaluate(VIEW_JS), drawn_at)
 
 
 def wait_charts(page: Any, pattern: str, count: int = 1, heading: str = "", timeout_ms: float = 30_000) -> PageView:
@@ -226,7 +227,7 @@ def wait_decode_step(page: Any, step: int, timeout_ms: float = 30_000) -> PageVi
 
 def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
     """Wait until the current run has finished and its charts are drawn."""
-    page.wait_for_function(_IDLE_JS, timeout=timeout_ms, polling="raf")
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling="raf")
 
 
 def runs_finished(page: Any) -> int:

@@ -19,6 +19,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from transformer.bundles import bundle_bytes
+from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
+from transformer.config import default_configs
+from transformer.tasks import make_task
+from transformer.training import Trainer
 
 
 class PickleBomb:
@@ -195,11 +199,6 @@ WORD_PAIRS = "\n".join(f"{de}\t{en}" for de, en in [("ich mochte ein bier", "i w
 
 def build_word_checkpoint(path: Path) -> Path:
     """A tiny word-level checkpoint (typed German -> English pairs), trained for two steps."""
-    from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
-    from transformer.config import default_configs
-    from transformer.tasks import make_task
-    from transformer.training import Trainer
-
     task = make_task("corpus", text=WORD_PAIRS)
     model_cfg, train_cfg = default_configs("corpus", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=dict(d_model=16, n_heads=2, n_encoder_layers=1,

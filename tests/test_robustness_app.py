@@ -16,21 +16,17 @@ import pytest
 from app_session import assert_no_exception, open_app, poll, texts
 from hostile_inputs import (BROKEN_CHECKPOINTS, CORPORA, HOSTILE_BUNDLES, TEXTS, broken_checkpoint,
                             build_word_checkpoint, zip_folder)
+from tiny_runs import live_run_of, start_tiny_run
 from transformer.bundles import MAX_BUNDLE_BYTES, bundle_bytes
-from transformer.checkpoints import load_checkpoint, save_checkpoint
+from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
 from transformer.config import default_configs
 from transformer.tasks import make_task
 from transformer.training import Trainer
-from transformer.checkpoints import checkpoint_from_trainer
 from ui.limits import LIMITS, limit_violations
-from ui.live_run import LIVE_RUN_KEY
 from ui.widgets import md_token
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT_KEYS = {"home": "home_text", "decode": "decode_text", "attention": "attention_text"}
-TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
-                 train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=3, train_eval_every=1000,
-                 train_eval_examples=10, train_probe_every=5, train_max_seconds=60.0, train_warmup_steps=0)
 
 
 @pytest.fixture
@@ -47,10 +43,6 @@ def _upload(at, name: str, data: bytes):
     at.run()
     assert_no_exception(at)
     return at
-
-
-def _run(at):
-    return at.session_state[LIVE_RUN_KEY] if LIVE_RUN_KEY in at.session_state else None
 
 
 # -- text ----------------------------------------------------------------------------------------------------------
@@ -128,7 +120,7 @@ def test_an_upload_never_makes_the_server_read_files_it_names(studio_env, tiny_c
     assert_no_exception(at)
     assert any(e.startswith("Cannot continue reader") and "does not read files an upload names" in e
                for e in texts(at.error)), texts(at.error)
-    assert _run(at) is None
+    assert live_run_of(at) is None
     assert not any("secret" in m for m in texts(at.markdown) + texts(at.error))
 
 
@@ -152,7 +144,7 @@ def test_bad_corpora_are_explained_with_the_users_file_name(studio_env, private_
         if any(str(private_tmp) in e for e in errors):
             missed[case] = f"the message shows a server path: {errors}"
     assert not missed, missed
-    assert _run(at) is None
+    assert live_run_of(at) is None
     assert not list(private_tmp.iterdir())  # the private copies are gone
 
 
@@ -160,11 +152,12 @@ def test_an_upload_named_like_a_path_is_read_from_a_private_copy(studio_env, pri
     at = open_app("train")
     at.selectbox(key="train_task").set_value("corpus").run()
     at.radio(key="train_corpus_source").set_value("tsv").run()
-    at.file_uploader(key="train_corpus_tsv").set_value(("../../pairs.tsv", b"ich bin\ti am\nno tab here\n", "text/plain"))
+    content = b"ich bin\ti am\nno tab here\n"
+    at.file_uploader(key="train_corpus_tsv").set_value(("../../pairs.tsv", content, "text/plain"))
     at.button(key="train_start").click().run()
     assert_no_exception(at)
     assert any("../../pairs.tsv, line 2" in e for e in texts(at.error)), texts(at.error)
-    assert not list(private_tmp.iterdir())
+    assert not list(private_tmp.iterdir()) and not list(private_tmp.parent.rglob("pairs.tsv"))  # no copy escaped
 
 
 # -- hyperparameters ---------------------------------------------------------------------------------------------
@@ -177,7 +170,7 @@ def test_impossible_hyperparameters_are_refused(studio_env) -> None:
     at.number_input(key="train_n_heads").set_value(5)
     at.button(key="train_start").click().run()
     assert any("Training did not start" in e and "divisible" in e for e in texts(at.error))
-    assert _run(at) is None
+    assert live_run_of(at) is None
 
 
 def _checkpoint_over_the_caps(root: Path, *, layers: int = 1, step: int = 1) -> Path:
@@ -202,7 +195,7 @@ def test_continuing_an_upload_past_the_caps_is_refused(studio_env, tmp_path: Pat
     at.button(key="train_continue").click().run()
     assert_no_exception(at)
     assert any(e.startswith("Cannot continue") and message in e for e in texts(at.error)), texts(at.error)
-    assert _run(at) is None
+    assert live_run_of(at) is None
 
 
 def test_a_huge_vocabulary_counts_against_the_parameter_cap() -> None:
@@ -220,13 +213,9 @@ def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_
 
     monkeypatch.setattr(Trainer, "loss", nan_at_step_3)
     at = open_app("train")
-    at.selectbox(key="train_preset").set_value("tiny").run()
-    for key, value in {**TINY_FORM, "train_max_steps": 50}.items():
-        at.number_input(key=key).set_value(value)
-    at.button(key="train_start").click().run()
-    run = _run(at)
+    run = start_tiny_run(at, train_max_steps=50)
     try:
-        assert poll(at, lambda a: not _run(a).active, seconds=60)
+        assert poll(at, lambda a: not live_run_of(a).active, seconds=60)
         at.run()
         assert any("the loss became nan at step 3" in e and "last finite step were kept" in e for e in texts(at.error))
         assert any("failed at step 2" in c for c in texts(at.sidebar.caption))
@@ -248,13 +237,9 @@ def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_
 # -- names for saved runs ------------------------------------------------------------------------------------------
 def test_bad_run_names_are_refused_and_nothing_is_silently_overwritten(studio_env) -> None:
     at = open_app("train")
-    at.selectbox(key="train_preset").set_value("tiny").run()
-    for key, value in TINY_FORM.items():
-        at.number_input(key=key).set_value(value)
-    at.button(key="train_start").click().run()
-    run = _run(at)
+    run = start_tiny_run(at)
     try:
-        assert poll(at, lambda a: not _run(a).active, seconds=60)
+        assert poll(at, lambda a: not live_run_of(a).active, seconds=60)
         at.run()  # the page as drawn after the run ended
         refused = {"a/b": "cannot contain", "a\\b": "cannot contain", "..": "cannot contain",
                    "../../etc": "cannot contain", "x" * 65: "at most 64 characters", ".hidden": "cannot start with",

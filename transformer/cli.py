@@ -202,7 +202,11 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
     if args.data:
         kwargs["data"] = [str(Path(p).resolve()) for p in args.data]  # absolute, so eval/resume work anywhere
     if args.text_file:
-        kwargs["text"] = Path(args.text_file).read_text(encoding="utf-8")
+        try:
+            kwargs["text"] = Path(args.text_file).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                            f"at offset {exc.start})") from None
     task = make_task(args.task, seed=args.seed or 0, **kwargs)
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            args.preset, _overrides(args, MODEL_FLAGS),

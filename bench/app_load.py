@@ -1,0 +1,148 @@
+"""Eight people at once: concurrent browser sessions stepping through decoding on the default model.
+
+    PYTHONPATH=. .venv/bin/python -m bench.app_load [--sessions 8] [--clicks 15] [--checkpoints DIR] [--json PATH]
+
+One headless Chromium, one browser context (so one Streamlit session) per simulated person, all on one server.
+Each session opens the Decode page and clicks Next through the output (Prev back at its end) with no pause.
+A click's latency runs from the pointer press to the first frame at which the page shows the new step in its
+heading, its three step charts and its top-k bars, and the run is over (the same condition as bench.app_speed).
+Errors: Streamlit exception boxes, "Traceback" on a page or in the server log, and clicks that time out.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, charts_condition, decode_step_condition,
+                              launch_chromium, running_app, shipped_or_dev_checkpoints)
+from bench.app_speed import TOP_K, default_model, topk_texts
+from bench.latency import Measure, table
+from transformer.checkpoints import load_checkpoint
+from transformer.decoding import DecodeResult, greedy_decode
+
+CLICK_TIMEOUT_MS = 60_000
+
+
+async def _wait(page: Any, condition: tuple[str, list], timeout_ms: float = CLICK_TIMEOUT_MS) -> float:
+    handle = await page.wait_for_function(condition[0], arg=condition[1], timeout=timeout_ms, polling="raf")
+    return float(await handle.json_value())
+
+
+async def _errors(page: Any) -> list[str]:
+    found = [await e.inner_text() for e in await page.locator(EXCEPTION).all()]
+    if "Traceback" in await page.locator("body").inner_text():
+        found.append("'Traceback' appears on the page")
+    return found
+
+
+async def _open_decode(browser: Any, url: str) -> Any:
+    context = await browser.new_context(viewport=VIEWPORT)
+    await context.add_init_script(PAGE_SETUP_JS)
+    page = await context.new_page()
+    await page.goto(f"{url}/decode")
+    await _wait(page, charts_condition("", 1, heading="Step 1 of"), 120_000)
+    return page
+
+
+async def session(browser: Any, url: str, expected: DecodeResult, clicks: int, start: asyncio.Barrier,
+                  latencies: dict[str, list[float]], errors: list[str], name: str) -> None:
+    """One person: open Decode, wait for everyone, click Next / Prev `clicks` times, record each latency (ms)."""
+    try:
+        page = await _open_decode(browser, url)
+    finally:
+        await start.wait()  # all sessions click at once, after every one has its page (or failed to get it)
+    n, t, forward = len(expected.steps), 1, True
+    try:
+        for _ in range(clicks):
+            forward = t < n if forward else t == 1
+            t += 1 if forward else -1
+            button = "next" if forward else "prev"
+            await page.locator(f".st-key-decode_{button} button").click()
+            try:
+                drawn = await _wait(page, decode_step_condition(t, plotly=topk_texts(expected, t)))
+            except Exception as exc:  # a timed-out click is an error of the run, not of the benchmark
+                errors.append(f"{name}: step {t} not shown ({type(exc).__name__})")
+                return
+            latencies[button].append(drawn - await page.evaluate("() => window.__studioPress"))
+        errors += [f"{name}: {e[:300]}" for e in await _errors(page)]
+    finally:
+        await page.context.close()
+
+
+async def run_sessions(url: str, expected: DecodeResult, sessions: int,
+                       clicks: int) -> tuple[dict[str, list[float]], list[str]]:
+    """All sessions at once in one Chromium; returns the latencies of Next and of Prev clicks, and every error."""
+    from playwright.async_api import async_playwright
+
+    latencies: dict[str, list[float]] = {"next": [], "prev": []}
+    errors: list[str] = []
+    start = asyncio.Barrier(sessions)
+    async with async_playwright() as pw:
+        browser = await launch_chromium(pw)
+        try:
+            await asyncio.gather(*(session(browser, url, expected, clicks, start, latencies, errors,
+                                           f"session {i + 1}") for i in range(sessions)))
+        finally:
+            await browser.close()
+    return latencies, errors
+
+
+def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Measure], dict]:
+    """The load benchmark on the default model of `checkpoints`."""
+    default = default_model(checkpoints)
+    ckpt = load_checkpoint(checkpoints / default, load_optimizer=False)
+    with tempfile.TemporaryDirectory(prefix="attention-studio-bench-") as runs:
+        with running_app(checkpoints, Path(runs), default=default) as server:
+            text = asyncio.run(_default_text(server.url))
+            expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
+            latencies, errors = asyncio.run(run_sessions(server.url, expected, sessions, clicks))
+            if "Traceback" in server.log_text():
+                errors.append("server log: Traceback")
+    if not latencies["next"]:
+        raise RuntimeError("no click was answered: " + "; ".join(errors))
+    details = {"model": default, "checkpoints": str(checkpoints), "input": text,
+               "output_steps": len(expected.steps), "sessions": sessions, "clicks_per_session": clicks,
+               "errors": errors}
+    measures = [Measure(f"{button.title()} click → step charts updated, {sessions} concurrent sessions",
+                        tuple(latencies[button])) for button in ("next", "prev") if latencies[button]]
+    return measures, details
+
+
+async def _default_text(url: str) -> str:
+    """The input the Decode page opens with (one warm-up session; it also warms the server)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await launch_chromium(pw)
+        try:
+            page = await _open_decode(browser, url)
+            return await page.locator(".st-key-decode_text input").input_value()
+        finally:
+            await browser.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/, else /tmp/dev_ckpt)")
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--clicks", type=int, default=15, help="timed clicks per session")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    measures, details = run(args.checkpoints or shipped_or_dev_checkpoints(), args.sessions, args.clicks)
+    print(f"model {details['model']}; input {details['input']!r} ({details['output_steps']} output steps); "
+          f"{details['sessions']} sessions × {details['clicks_per_session']} clicks; 1-min load average {load:.1f} "
+          f"before, {os.getloadavg()[0]:.1f} after")
+    print(table(measures))
+    print(f"errors: {len(details['errors'])}", *details["errors"], sep="\n  ")
+    if args.json:
+        args.json.write_text(json.dumps({"details": details, "measures": [m.to_dict() for m in measures]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

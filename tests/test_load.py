@@ -1,0 +1,139 @@
+"""Load and isolation: two runs training at once, sessions that keep to themselves, 200 start/stop cycles."""
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+
+import pytest
+import torch
+
+from app_session import assert_no_exception, open_app, texts
+from tiny_runs import start_tiny_run
+from transformer import jobs
+from transformer.bundles import bundle_bytes
+from transformer.checkpoints import load_checkpoint
+from transformer.config import default_configs
+from transformer.jobs import TrainingJob
+from transformer.model import Seq2SeqTransformer
+from transformer.tasks import make_task
+from transformer.training import Trainer
+from ui.live_run import LIVE_RUN_KEY, LiveRun
+
+
+@pytest.fixture(scope="module")
+def task():
+    return make_task("reverse", n_train=300, n_valid=10, min_len=4, max_len=8)
+
+
+def tiny_trainer(task) -> Trainer:
+    """A small trainer; the same seed and no dropout, so two of them train to identical weights."""
+    model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                                           model_overrides=dict(d_model=16, n_heads=2, d_ff=32, dropout=0.0),
+                                           train_overrides=dict(batch_size=16, eval_every=10_000, eval_examples=10,
+                                                                max_seconds=None))
+    return Trainer(task, model_cfg, train_cfg)
+
+
+def test_two_jobs_at_once_both_progress_and_neither_corrupts_the_other(task) -> None:
+    solo = tiny_trainer(task)
+    solo.run(max_steps=40)
+    pair = [tiny_trainer(task), tiny_trainer(task)]
+    running = [TrainingJob(t, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0,
+                           idle_timeout_s=None).start() for t in pair]
+    assert all(job.join(timeout=120) for job in running)
+    expected = solo.model.state_dict()
+    for job, trainer in zip(running, pair):
+        assert job.snapshot().status == "finished" and trainer.step == 40
+        weights = trainer.model.state_dict()
+        assert all(torch.equal(weights[name], expected[name]) for name in expected)  # as if it had trained alone
+        _, published = job.latest_model()
+        assert all(torch.equal(p, q) for p, q in zip(published.parameters(), trainer.model.parameters()))
+
+
+def _until(condition, sessions, seconds: float = 60.0) -> bool:
+    """Rerun every session (as their open pages do) until `condition()` holds or time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for at in sessions:
+            at.run()
+            assert_no_exception(at)
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _options(at) -> list[str]:
+    return at.sidebar.selectbox(key="sidebar_model").options
+
+
+def test_two_sessions_train_at_once_and_keep_to_themselves(studio_env, tiny_checkpoint_dir) -> None:
+    first, second = open_app("train"), open_app("train")
+    run_a, run_b = [start_tiny_run(at, train_max_steps=50_000, train_max_seconds=120.0) for at in (first, second)]
+    try:
+        assert _until(lambda: run_a.trainer.step >= 3 and run_b.trainer.step >= 3, [first, second]), \
+            "both sessions should train at once (the server allows two jobs)"
+        shared = {p.data_ptr() for p in run_a.trainer.model.parameters()} & \
+                 {p.data_ptr() for p in run_b.trainer.model.parameters()}
+        assert run_a is not run_b and not shared  # two models, no tensor in common
+        assert [o for o in _options(first) if "Live" in o] == ["reverse run  ·  Live training"]
+        first.sidebar.file_uploader[0].set_value(("mine.zip", bundle_bytes(tiny_checkpoint_dir / "reverse"),
+                                                  "application/zip"))
+        first.run()
+        assert "mine  ·  Uploaded" in _options(first) and "mine  ·  Uploaded" not in _options(second)
+        first.switch_page("pages/train.py").run()
+        first.button(key="train_stop").click().run()
+        assert _until(lambda: not run_a.active, [first])
+        first.run()
+        first.text_input(key="train_save_name").input("from-a")
+        first.button(key="train_save").click().run()
+        assert any("Saved as “from-a”" in m for m in texts(first.success)), texts(first.error)
+        saved = load_checkpoint(studio_env / "from-a").model.state_dict()
+        assert all(torch.equal(saved[n], p) for n, p in run_a.trainer.model.state_dict().items())
+        step_b = run_b.trainer.step
+        assert _until(lambda: run_b.trainer.step > step_b, [second])  # the other session trains on
+        assert "from-a  ·  Saved run" in _options(second)  # a saved run is shared; the live run never was
+        assert run_b.active and second.session_state[LIVE_RUN_KEY] is run_b
+    finally:
+        for run in (run_a, run_b):
+            run.job.stop()
+            run.job.join(20)
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process (/proc/self/statm)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def live_models() -> int:
+    return sum(type(o) is Seq2SeqTransformer for o in gc.get_objects())
+
+
+def test_200_start_stop_cycles_in_one_session_keep_memory_flat(task) -> None:
+    trainer = tiny_trainer(task)
+    run = LiveRun(trainer, TrainingJob(trainer, max_steps=1, idle_timeout_s=None), task.probe, 5, 60.0)
+
+    def cycle(i: int) -> None:  # what Resume then Stop do: a new job on the same trainer
+        job = TrainingJob(trainer, max_steps=trainer.step + 1, probe=run.probe, probe_every=run.probe_every,
+                          idle_timeout_s=None)
+        run.replace_job(job)
+        job.start()
+        if i % 2:
+            job.stop()
+        assert job.join(timeout=30)
+
+    for i in range(20):  # warm-up: allocator pools and caches fill once
+        cycle(i)
+    gc.collect()
+    rss, models = rss_bytes(), live_models()
+    for i in range(200):
+        cycle(i)
+    gc.collect()
+    assert rss_bytes() < 1.10 * rss, f"memory grew from {rss / 2**20:.0f} MiB to {rss_bytes() / 2**20:.0f} MiB"
+    assert live_models() == models  # no model copy outlives its job
+    assert not [t for t in threading.enumerate() if t.name == "attention-studio-training"]
+    assert jobs.running_jobs() == 0
+    assert run.job_number == 221 and trainer.step > 100
