@@ -253,11 +253,10 @@ def page_errors(page: Any) -> list[str]:
     return errors
 
 
-def open_page(page: Any, url: str, title: str, timeout_ms: float = 60_000) -> None:
+def open_page(page: Any, title: str, timeout_ms: float = 60_000) -> None:
     """Open a page through the sidebar navigation and wait for its first run to finish."""
     before = runs_finished(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title, exact=True).click()
-    page.wait_for_url(f"{url}/{title.lower()}", timeout=timeout_ms)
     wait_rerun(page, before, timeout_ms)
 
 

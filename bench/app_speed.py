@@ -165,7 +165,7 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
             page = new_page(browser)
             page.goto(server.url)
             wait_for(page, charts_condition("", 1), timeout_ms=60_000)
-            open_page(page, server.url, "Decode")
+            open_page(page, "Decode")
             text = page.locator(".st-key-decode_text input").input_value()
             expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
             wait_for(page, decode_step_condition(1, plotly=topk_texts(expected, 1)))

@@ -86,7 +86,7 @@ def cli_run(task: str, steps: int, threads: int | None, folder: Path) -> Through
 
 def _train_in_browser(page: Any, url: str, task: str, steps: int, runs: Path) -> tuple[list[float], float, Path]:
     """Start a run on the Train page, sample its Tokens / s until it finishes, save it; (samples, seconds, dir)."""
-    open_page(page, url, "Train")
+    open_page(page, "Train")
     if page.locator(".st-key-train_task [role='combobox']").input_value() != TASKS[task]:
         before = runs_finished(page)
         choose(page, "train_task", TASKS[task])

@@ -72,7 +72,7 @@ def _bar_labels(step) -> str:
 
 
 def _walk_decode(page, decoded) -> None:
-    open_page(page, page.app_url, "Decode")
+    open_page(page, "Decode")
     text_box = page.locator(".st-key-decode_text input")
     before = runs_finished(page)
     text_box.fill(decoded.source_text)
@@ -108,7 +108,7 @@ def _walk_decode(page, decoded) -> None:
 
 
 def _attention_page(page, decoded) -> None:
-    open_page(page, page.app_url, "Attention")
+    open_page(page, "Attention")
     view = wait_charts(page, r"Cross-attention · layer \d+", 1)
     tokens = " | ".join(decoded.trace.source_tokens)
     assert any(tokens in chart for chart in view.charts), "the Attention page does not show the typed input"
@@ -118,7 +118,7 @@ def _attention_page(page, decoded) -> None:
 
 
 def _train_page(page) -> None:
-    open_page(page, page.app_url, "Train")
+    open_page(page, "Train")
     before = runs_finished(page)
     choose(page, "train_preset", "tiny")
     wait_rerun(page, before)
