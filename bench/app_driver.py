@@ -83,10 +83,11 @@ class AppStartError(RuntimeError):
 
 @dataclass(frozen=True)
 class AppServer:
-    """A running app: its URL and the file its server writes stdout and stderr to."""
+    """A running app: its URL, the file its server writes stdout and stderr to, and the server's process id."""
 
     url: str
     log: Path
+    pid: int
 
     def log_text(self) -> str:
         """Everything the server has printed so far."""
@@ -132,9 +133,10 @@ def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, ex
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
                str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     with tempfile.TemporaryDirectory(prefix="attention-studio-server-") as folder:
-        server = AppServer(f"http://127.0.0.1:{port}", Path(folder) / "server.log")
-        with server.log.open("wb") as log:
+        log_path = Path(folder) / "server.log"
+        with log_path.open("wb") as log:
             process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        server = AppServer(f"http://127.0.0.1:{port}", log_path, process.pid)
         try:
             deadline = time.monotonic() + start_timeout
             while not _healthy(server.url):
@@ -150,6 +152,12 @@ def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, ex
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def launch_chromium(playwright: Any) -> Any:

@@ -1,6 +1,6 @@
 """Eight people at once: concurrent browser sessions stepping through decoding on the default model.
 
-    PYTHONPATH=. .venv/bin/python -m bench.app_load [--sessions 8] [--clicks 15] [--checkpoints DIR] [--json PATH]
+    PYTHONPATH=. .venv/bin/python -m bench.app_load [--sessions 1 8] [--clicks 15] [--checkpoints DIR] [--json PATH]
 
 One headless Chromium, one browser context (so one Streamlit session) per simulated person, all on one server.
 Each session opens the Decode page and clicks Next through the output (Prev back at its end) with no pause.
@@ -15,11 +15,12 @@ import asyncio
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, charts_condition, decode_step_condition,
-                              launch_chromium, running_app, shipped_or_dev_checkpoints)
+from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, charts_condition, cpu_seconds,
+                              decode_step_condition, launch_chromium, running_app, shipped_or_dev_checkpoints)
 from bench.app_speed import TOP_K, default_model, topk_texts
 from bench.latency import Measure, table
 from transformer.checkpoints import load_checkpoint
@@ -100,15 +101,18 @@ def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Me
         with running_app(checkpoints, Path(runs), default=default) as server:
             text = asyncio.run(_default_text(server.url))
             expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
+            cpu, began = cpu_seconds(server.pid), time.perf_counter()
             latencies, errors = asyncio.run(run_sessions(server.url, expected, sessions, clicks))
+            server_cpu_share = (cpu_seconds(server.pid) - cpu) / (time.perf_counter() - began)
             if "Traceback" in server.log_text():
                 errors.append("server log: Traceback")
     if not latencies["next"]:
         raise RuntimeError("no click was answered: " + "; ".join(errors))
     details = {"model": default, "checkpoints": str(checkpoints), "input": text,
                "output_steps": len(expected.steps), "sessions": sessions, "clicks_per_session": clicks,
+               "server_cpu_share": round(server_cpu_share, 2),
                "errors": errors}
-    measures = [Measure(f"{button.title()} click → step charts updated, {sessions} concurrent sessions",
+    measures = [Measure(f"{button.title()} click → step charts updated, {sessions} concurrent session(s)",
                         tuple(latencies[button])) for button in ("next", "prev") if latencies[button]]
     return measures, details
 
@@ -129,19 +133,27 @@ async def _default_text(url: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/, else /tmp/dev_ckpt)")
-    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8],
+                        help="concurrent sessions, one server per number (1 is the baseline)")
     parser.add_argument("--clicks", type=int, default=15, help="timed clicks per session")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    load = os.getloadavg()[0]
-    measures, details = run(args.checkpoints or shipped_or_dev_checkpoints(), args.sessions, args.clicks)
-    print(f"model {details['model']}; input {details['input']!r} ({details['output_steps']} output steps); "
-          f"{details['sessions']} sessions × {details['clicks_per_session']} clicks; 1-min load average {load:.1f} "
-          f"before, {os.getloadavg()[0]:.1f} after")
-    print(table(measures))
-    print(f"errors: {len(details['errors'])}", *details["errors"], sep="\n  ")
+    checkpoints = args.checkpoints or shipped_or_dev_checkpoints()
+    all_measures, all_details = [], []
+    for sessions in args.sessions:
+        load = os.getloadavg()[0]
+        measures, details = run(checkpoints, sessions, args.clicks)
+        details["load_average_1min"] = [round(load, 1), round(os.getloadavg()[0], 1)]
+        all_measures += measures
+        all_details.append(details)
+        print(f"model {details['model']}; input {details['input']!r} ({details['output_steps']} output steps); "
+              f"{sessions} session(s) × {args.clicks} clicks; 1-min load average {load:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after; the server used {details['server_cpu_share']:.0%} of a core; "
+              f"errors: {len(details['errors'])}", *details["errors"], sep="\n  ")
+    print(table(all_measures))
     if args.json:
-        args.json.write_text(json.dumps({"details": details, "measures": [m.to_dict() for m in measures]}, indent=1))
+        args.json.write_text(json.dumps({"details": all_details, "measures": [m.to_dict() for m in all_measures]},
+                                        indent=1))
 
 
 if __name__ == "__main__":

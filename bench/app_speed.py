@@ -63,7 +63,9 @@ _STEP_MARKS_JS = f"""([step, pattern, plotly, timeoutMs]) => new Promise((resolv
   const idle = {IDLE_JS}, view = {VIEW_JS};
   function tick() {{
     const now = performance.now(), shown = view();
-    if (marks.heading === undefined && (shown.heading || '').startsWith(`Step ${{step}} of`)) marks.heading = now - start;
+    if (marks.heading === undefined && (shown.heading || '').startsWith(`Step ${{step}} of`)) {{
+      marks.heading = now - start;
+    }}
     if (marks.charts === undefined && shown.charts.filter((text) => re.test(text)).length >= 3
         && shown.plotly.some((text) => plotly.every((part) => text.includes(part)))) marks.charts = now - start;
     if (marks.heading !== undefined && marks.charts !== undefined && idle()) {{

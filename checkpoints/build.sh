@@ -4,8 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 train() { "$PY" -m transformer train --force --seed 0 --no-optimizer "$@"; }
-train --task reverse --out checkpoints/reverse --steps 3000 --eval-every 1000
-train --task sort --out checkpoints/sort --steps 5000 --enc-layers 2 --dec-layers 2 --d-model 128 --d-ff 512 --eval-every 1000
+train --task reverse --out checkpoints/reverse --steps 3000 --batch-size 64 --warmup 50 --eval-every 1000
+train --task sort --out checkpoints/sort --steps 5000 --batch-size 64 --warmup 50 --enc-layers 2 --dec-layers 2 --d-model 128 --d-ff 512 --eval-every 1000
 train --task toy-en-de --out checkpoints/toy-en-de --steps 4000 --eval-every 1000
 for c in reverse sort toy-en-de; do
   "$PY" -m transformer eval "checkpoints/$c" --n 500

@@ -51,7 +51,6 @@ def page(server):
             tab = new_page(browser)
             tab.set_default_timeout(30_000)
             tab.goto(server.url)
-            tab.app_url = server.url
             yield tab
             _shot(tab, "last")  # what the page showed when the test ended (passed or failed)
         finally:

@@ -139,7 +139,7 @@ def test_subordinate_clause_verb_is_last_and_coordinate_clause_keeps_order(sampl
 def test_articles_adjectives_and_nouns_agree_in_case_gender_and_number(samples: list[Example]) -> None:
     per_case: dict[str, int] = {}
     for ex in samples:
-        src, tgt = ex.source.split(), ex.target.split()
+        src = ex.source.split()
         for offset, words in clauses(ex):
             for start, noun_at, case in noun_phrases(words):
                 noun, plural = EN_NOUNS[src[ex.alignment[offset + noun_at]]]

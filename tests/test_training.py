@@ -45,6 +45,13 @@ def test_warmup_then_cosine_decay():
     assert lr_at(TrainConfig(lr=1e-3, warmup_steps=0, schedule="constant"), 500) == 1e-3
 
 
+def test_with_a_time_budget_the_decay_follows_whichever_runs_out_first():
+    cfg = TrainConfig(lr=1e-3, warmup_steps=10, max_steps=110, max_seconds=20.0, min_lr_ratio=0.1)
+    assert lr_at(cfg, 60, elapsed=1.0) == pytest.approx(0.55e-3)  # steps lead
+    assert lr_at(cfg, 20, elapsed=10.0) == pytest.approx(0.55e-3)  # time leads: half the budget spent
+    assert lr_at(cfg, 30, elapsed=25.0) == pytest.approx(1e-4)  # budget spent: fully annealed
+
+
 def test_budgets_and_stop_event_end_a_run():
     task = make_task("copy", n_train=200, n_valid=10)
     trainer = tiny(task, max_steps=1000)

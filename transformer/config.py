@@ -173,7 +173,7 @@ PRESETS["paper base"] = PRESETS["base"]
 # Per-task defaults, tuned on a 2-core CPU (bench/README.md has the figures).
 _CHAR_TASK = {
     "model": dict(d_model=64, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=256, dropout=0.0, max_len=64),
-    "train": dict(batch_size=64, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=1200, max_seconds=15.0,
+    "train": dict(batch_size=48, lr=3e-3, weight_decay=0.0, warmup_steps=30, max_steps=1400, max_seconds=15.0,
                   eval_every=400),
 }
 TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {

@@ -37,8 +37,12 @@ class Callback(Protocol):
     def on_eval(self, trainer: "Trainer", metrics: dict[str, Any]) -> None: ...
 
 
-def lr_at(cfg: TrainConfig, step: int) -> float:
-    """Learning rate for optimiser step `step` (0-based): linear warmup, then the chosen decay."""
+def lr_at(cfg: TrainConfig, step: int, elapsed: float | None = None) -> float:
+    """Learning rate for optimiser step `step` (0-based): linear warmup, then the chosen decay.
+
+    With a time budget (cfg.max_seconds) and the training seconds so far, the cosine decay follows whichever
+    of steps or time runs out first, so a run cut by its budget still ends annealed.
+    """
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     if cfg.schedule == "constant":
@@ -47,6 +51,8 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
         return cfg.lr * math.sqrt(max(cfg.warmup_steps, 1) / (step + 1))
     span = max(cfg.max_steps - cfg.warmup_steps, 1)
     progress = min((step - cfg.warmup_steps) / span, 1.0)
+    if cfg.max_seconds is not None and elapsed is not None:
+        progress = max(progress, min(elapsed / cfg.max_seconds, 1.0))
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -96,7 +102,7 @@ class Trainer:
         """One optimiser step; raises NonFiniteLossError (weights rolled back) if the loss is not finite."""
         start = time.perf_counter()
         batch = next(self._batches)
-        lr = lr_at(self.cfg, self.step)
+        lr = lr_at(self.cfg, self.step, self.elapsed)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.model.train()
