@@ -1,12 +1,13 @@
 """Attention Studio: the frame around every page (page config, navigation, shared sidebar)."""
 import streamlit as st
 
-from ui.settings import configure_torch
+from ui.settings import configure_charts, configure_torch
 from ui.sidebar import render_sidebar
 from ui.theme import apply_theme
 
 st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
 configure_torch()
+configure_charts()
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

@@ -160,6 +160,32 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+        tree.setdefault(ppid, []).append(int(stat.parent.name))
+    return tree
+
+
+def browser_cpu_seconds(server_pid: int) -> float:
+    """CPU time used so far by this process's live descendants other than the app server: Playwright and Chromium."""
+    tree, total, todo = _children(), 0.0, list(_children().get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        if pid == server_pid:
+            continue
+        todo += tree.get(pid, [])
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            pass  # it ended meanwhile
+    return total
+
+
 def launch_chromium(playwright: Any) -> Any:
     """Debian's Chromium, headless (Playwright cannot download its own browsers here); sync or async API."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, charts_condition, cpu_seconds,
-                              decode_step_condition, launch_chromium, running_app, shipped_or_dev_checkpoints)
+from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, browser_cpu_seconds, charts_condition,
+                              cpu_seconds, decode_step_condition, launch_chromium, running_app,
+                              shipped_or_dev_checkpoints)
 from bench.app_speed import TOP_K, default_model, topk_texts
 from bench.latency import Measure, table
 from transformer.checkpoints import load_checkpoint
@@ -55,42 +56,56 @@ async def session(browser: Any, url: str, expected: DecodeResult, clicks: int, s
     """One person: open Decode, wait for everyone, click Next / Prev `clicks` times, record each latency (ms)."""
     try:
         page = await _open_decode(browser, url)
-    finally:
-        await start.wait()  # all sessions click at once, after every one has its page (or failed to get it)
+    except Exception as exc:  # a page that does not open is an error of the run
+        errors.append(f"{name}: the Decode page did not open ({type(exc).__name__})")
+        page = None
+    await start.wait()  # all sessions click at once, after every one has its page (or failed to get it)
+    if page is None:
+        return
     n, t, forward = len(expected.steps), 1, True
-    try:
-        for _ in range(clicks):
-            forward = t < n if forward else t == 1
-            t += 1 if forward else -1
-            button = "next" if forward else "prev"
-            await page.locator(f".st-key-decode_{button} button").click()
-            try:
-                drawn = await _wait(page, decode_step_condition(t, plotly=topk_texts(expected, t)))
-            except Exception as exc:  # a timed-out click is an error of the run, not of the benchmark
-                errors.append(f"{name}: step {t} not shown ({type(exc).__name__})")
-                return
-            latencies[button].append(drawn - await page.evaluate("() => window.__studioPress"))
-        errors += [f"{name}: {e[:300]}" for e in await _errors(page)]
-    finally:
-        await page.context.close()
+    for _ in range(clicks):
+        forward = t < n if forward else t == 1
+        t += 1 if forward else -1
+        button = "next" if forward else "prev"
+        await page.locator(f".st-key-decode_{button} button").click()
+        try:
+            drawn = await _wait(page, decode_step_condition(t, plotly=topk_texts(expected, t)))
+        except Exception as exc:  # a timed-out click is an error of the run, not of the benchmark
+            errors.append(f"{name}: step {t} not shown ({type(exc).__name__})")
+            return
+        latencies[button].append(drawn - await page.evaluate("() => window.__studioPress"))
+    errors += [f"{name}: {e[:300]}" for e in await _errors(page)]
 
 
-async def run_sessions(url: str, expected: DecodeResult, sessions: int,
-                       clicks: int) -> tuple[dict[str, list[float]], list[str]]:
-    """All sessions at once in one Chromium; returns the latencies of Next and of Prev clicks, and every error."""
+def _cpu_now(server_pid: int) -> tuple[float, float, float]:
+    return time.perf_counter(), cpu_seconds(server_pid), browser_cpu_seconds(server_pid)
+
+
+async def run_sessions(url: str, server_pid: int, expected: DecodeResult, sessions: int,
+                       clicks: int) -> tuple[dict[str, list[float]], list[str], dict[str, float]]:
+    """All sessions at once in one Chromium: the latencies of Next and of Prev clicks, every error, and the CPU
+    share (cores) the server and the browser used while the sessions clicked."""
     from playwright.async_api import async_playwright
 
     latencies: dict[str, list[float]] = {"next": [], "prev": []}
     errors: list[str] = []
-    start = asyncio.Barrier(sessions)
+    start = asyncio.Barrier(sessions + 1)
+
+    async def clicking_begins() -> tuple[float, float, float]:
+        await start.wait()
+        return _cpu_now(server_pid)
+
     async with async_playwright() as pw:
         browser = await launch_chromium(pw)
         try:
-            await asyncio.gather(*(session(browser, url, expected, clicks, start, latencies, errors,
-                                           f"session {i + 1}") for i in range(sessions)))
+            began, *_ = await asyncio.gather(clicking_begins(), *(
+                session(browser, url, expected, clicks, start, latencies, errors, f"session {i + 1}")
+                for i in range(sessions)))
+            ended = _cpu_now(server_pid)
         finally:
             await browser.close()
-    return latencies, errors
+    seconds = ended[0] - began[0]
+    return latencies, errors, {"server": (ended[1] - began[1]) / seconds, "browser": (ended[2] - began[2]) / seconds}
 
 
 def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Measure], dict]:
@@ -101,16 +116,14 @@ def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Me
         with running_app(checkpoints, Path(runs), default=default) as server:
             text = asyncio.run(_default_text(server.url))
             expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
-            cpu, began = cpu_seconds(server.pid), time.perf_counter()
-            latencies, errors = asyncio.run(run_sessions(server.url, expected, sessions, clicks))
-            server_cpu_share = (cpu_seconds(server.pid) - cpu) / (time.perf_counter() - began)
+            latencies, errors, cpu = asyncio.run(run_sessions(server.url, server.pid, expected, sessions, clicks))
             if "Traceback" in server.log_text():
                 errors.append("server log: Traceback")
     if not latencies["next"]:
         raise RuntimeError("no click was answered: " + "; ".join(errors))
     details = {"model": default, "checkpoints": str(checkpoints), "input": text,
                "output_steps": len(expected.steps), "sessions": sessions, "clicks_per_session": clicks,
-               "server_cpu_share": round(server_cpu_share, 2),
+               "cpu_cores_used": {who: round(share, 2) for who, share in cpu.items()},
                "errors": errors}
     measures = [Measure(f"{button.title()} click → step charts updated, {sessions} concurrent session(s)",
                         tuple(latencies[button])) for button in ("next", "prev") if latencies[button]]
@@ -148,7 +161,8 @@ def main() -> None:
         all_details.append(details)
         print(f"model {details['model']}; input {details['input']!r} ({details['output_steps']} output steps); "
               f"{sessions} session(s) × {args.clicks} clicks; 1-min load average {load:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after; the server used {details['server_cpu_share']:.0%} of a core; "
+              f"{os.getloadavg()[0]:.1f} after; CPU while clicking: server {details['cpu_cores_used']['server']:.2f}, "
+              f"browser {details['cpu_cores_used']['browser']:.2f} cores; "
               f"errors: {len(details['errors'])}", *details["errors"], sep="\n  ")
     print(table(all_measures))
     if args.json:

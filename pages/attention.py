@@ -11,7 +11,8 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy_or_message, reference_for,
                           share_reference, share_text, teacher)
-from ui.widgets import MEAN, chart_downloads, grid_cell, md, head_picker, kind_picker, layer_picker, require_model
+from ui.widgets import (MEAN, chart_downloads, grid_cell, head_picker, kind_picker, layer_picker, md, require_model,
+                        show_chart)
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 
@@ -76,7 +77,7 @@ with map_col:
     show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="attention_gold")
     heatmap = attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
                                 size=460)
-    st.altair_chart(heatmap, key="attention_heatmap", width="content")
+    show_chart(heatmap, key="attention_heatmap", width="content")
 with side_col:
     st.markdown("**Download**")
     stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
@@ -109,7 +110,7 @@ try:
 except ChartTooLargeError as exc:
     st.info(str(exc))
 else:
-    st.altair_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
+    show_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
     with st.columns([2, 3])[0]:
         chart_downloads(lambda: chart_to_png(grid), lambda: chart_to_svg(grid), f"{kind}_all_heads",
                         "attention_grid_download")

@@ -9,8 +9,8 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
                           reference_for, share_reference, share_text, teacher)
-from ui.widgets import (grid_cell, head_label, head_picker, layer_picker, md_token, require_model, show_chips,
-                        visible)
+from ui.widgets import (grid_cell, head_label, head_picker, layer_picker, md_token, require_model, show_chart,
+                        show_chips, visible)
 
 ensure_frame()
 active = require_model()
@@ -89,7 +89,7 @@ with left:
     show_chips(result.output_tokens[: t + 1], highlight=t,
                caption="predictions so far" if view == ds.TEACHER else "output so far")
     self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
-    st.altair_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
+    show_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
                                       title=f"Decoder self-attention of step {t + 1} over the prefix"),
                     width="content", key="decode_prefix_strip")
 with right:
@@ -106,7 +106,7 @@ with right:
                   args=(active.task_name, text, result, t), width="stretch",
                   help="Feed this token at this step and let the model decode greedily from there.")
 cross_row = trace.matrix("cross", layer, head)[t].tolist()
-st.altair_chart(source_strip(trace.source_tokens, cross_row, max_width=1000,
+show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000,
                              title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                                    f"{head_label(head).lower()}"), width="content", key="decode_source_strip")
 
@@ -117,7 +117,7 @@ if view == ds.TEACHER and reference.strip() != reference_for(active, text):
 gold = gold_cells(alignment, len(trace.target_tokens))
 map_col, side_col = st.columns(2, gap="large")
 with map_col:
-    st.altair_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
+    show_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
                                       gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
                                       title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
                                             f"{head_label(head).lower()}"),
@@ -134,4 +134,4 @@ try:
 except ChartTooLargeError as exc:
     st.info(str(exc))
 else:
-    st.altair_chart(grid, width="content", key="decode_grid")
+    show_chart(grid, width="content", key="decode_grid")

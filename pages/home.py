@@ -5,7 +5,7 @@ from transformer.attention_charts import attention_heatmap
 from transformer.decoding import MAX_INPUT_CHARS
 from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy_or_message, share_text
-from ui.widgets import layer_picker, md, require_model, show_chips
+from ui.widgets import layer_picker, md, require_model, show_chart, show_chips
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)
@@ -33,7 +33,7 @@ with st.container(border=True):
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:
-            st.altair_chart(attention_heatmap(result.trace, "cross", layer, None, size=360),
+            show_chart(attention_heatmap(result.trace, "cross", layer, None, size=360),
                             width="content")
 
 st.markdown("#### Explore")

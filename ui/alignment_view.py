@@ -8,10 +8,11 @@ import streamlit as st
 from transformer.alignment import alignment_scores
 from transformer.head_charts import alignment_table_chart
 from transformer.trace import AttentionTrace
+from ui.widgets import show_chart
 
 
 def show_alignment_scores(trace: AttentionTrace, gold: Sequence[int | None], *, key: str) -> None:
     """How often each cross-attention head's strongest weight falls on the gold source token."""
     st.markdown("**Alignment score per head**: share of target tokens whose strongest cross-attention weight is "
                 "on the gold source token")
-    st.altair_chart(alignment_table_chart(alignment_scores(trace, gold)), key=key, width="content")
+    show_chart(alignment_table_chart(alignment_scores(trace, gold)), key=key, width="content")

@@ -51,3 +51,10 @@ def configure_torch() -> int:
     if threads > 0 and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+def configure_charts() -> None:
+    """Skip Altair's schema validation as charts are built (the chart builders are validated by the tests)."""
+    import altair as alt
+
+    alt.utils.schemapi.disable_debug_mode()

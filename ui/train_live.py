@@ -8,7 +8,7 @@ from transformer.attention_charts import attention_heatmap
 from transformer.jobs import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
 from transformer.training_charts import training_curves
 from ui.live_run import LiveRun, live_run
-from ui.widgets import head_picker, layer_picker
+from ui.widgets import head_picker, layer_picker, show_chart
 
 TIMELINE_STEP_KEY = "train_timeline_step"
 PLAYING_KEY = "train_timeline_playing"
@@ -137,7 +137,7 @@ def timeline_panel() -> None:
     c_play.button("Pause" if playing else "Play", key="train_timeline_play", width="stretch",
                   icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(steps) < 2,
                   on_click=_toggle_play, args=(steps,))
-    st.altair_chart(attention_heatmap(trace, "cross", layer, head, size=380,
+    show_chart(attention_heatmap(trace, "cross", layer, head, size=380,
                                       title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
                                                    f"{'mean of heads' if head is None else f'head {head + 1}'}"),
                     key="train_timeline_map", width="content")
