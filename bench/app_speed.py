@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (IDLE_JS, VIEW_JS, charts_condition, decode_step_condition, last_press,
-                              launch_chromium, new_page, open_page, open_select, page_errors, pick_option,
-                              running_app, shipped_or_dev_checkpoints, wait_for)
+from bench.app_driver import (IDLE_JS, VIEW_JS, browser_cpu_seconds, charts_condition, cpu_seconds,
+                              decode_step_condition, last_press, launch_chromium, new_page, open_page, open_select,
+                              page_errors, pick_option, running_app, shipped_or_dev_checkpoints, wait_for)
 from bench.latency import Measure, table
 from transformer.chart_style import visible_token
 from transformer.checkpoints import list_checkpoints, load_checkpoint
@@ -171,7 +171,11 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
             text = page.locator(".st-key-decode_text input").input_value()
             expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
             wait_for(page, decode_step_condition(1, plotly=topk_texts(expected, 1)))
+            cpu_before = cpu_seconds(server.pid), browser_cpu_seconds(server.pid)
             nexts, prevs = step_clicks(page, expected, clicks)
+            n_clicks = len(nexts) + len(prevs)
+            cpu_per_click = {"server": 1000 * (cpu_seconds(server.pid) - cpu_before[0]) / n_clicks,
+                             "browser": 1000 * (browser_cpu_seconds(server.pid) - cpu_before[1]) / n_clicks}
             switch_ms = switches(page, expected.trace.n_layers("cross"), expected.trace.n_heads, clicks)
             errors += page_errors(page)
             errors += ["server log: Traceback"] if "Traceback" in server.log_text() else []
@@ -189,7 +193,7 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
     ]
     measures = [m for m in measures if m.samples_ms]
     details = {"model": default, "checkpoints": str(checkpoints), "input": text, "output_steps": len(expected.steps),
-               "errors": errors}
+               "cpu_ms_per_click": {who: round(ms) for who, ms in cpu_per_click.items()}, "errors": errors}
     return measures, details
 
 
@@ -210,6 +214,7 @@ def main() -> None:
           f"({details['output_steps']} output steps); 1-min load average {load:.1f} before, "
           f"{details['load_average_1min_after']:.1f} after")
     print(table(measures))
+    print("CPU per Next/Prev click: server {server} ms, browser {browser} ms".format(**details["cpu_ms_per_click"]))
     print("errors on the page:", details["errors"] or "none")
     if args.json:
         args.json.write_text(json.dumps({"details": details, "measures": [m.to_dict() for m in measures]}, indent=1))

@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (ROOT, choose, cpu_seconds, launch_chromium, new_page, open_page, running_app,
-                              runs_finished, wait_rerun)
+from bench.app_driver import (ROOT, browser_cpu_seconds, choose, cpu_seconds, launch_chromium, new_page, open_page,
+                              running_app, runs_finished, wait_rerun)
 from transformer.checkpoints import load_checkpoint
 from ui.train_form import TASKS
 
@@ -53,6 +53,7 @@ class Throughput:
     wall_steps_per_s: float
     shown_tokens_per_s: float | None = None  # the median rate the Train page displayed
     server_cpu_share: float | None = None  # the app server's CPU seconds per wall second while it trained
+    browser_cpu_share: float | None = None  # the same for Chromium (and Playwright)
 
     @property
     def step_tokens_per_s(self) -> float:
@@ -103,11 +104,12 @@ def _progress(page: Any, watching: bool) -> tuple[int, float | None, bool]:
 
 
 def _train_in_browser(page: Any, task: str, steps: int, watching: bool,
-                      server_pid: int) -> tuple[float, float | None, float]:
+                      server_pid: int) -> tuple[float, float | None, tuple[float, float]]:
     """Start a run on the Train page, follow it (there or on Home) until it finishes, save it.
 
     Returns the wall-clock steps/s between the first reading at step >= 50 and the last one before the end,
-    the median Tokens / s the Train page showed (None when not watching it), and the server's CPU share then.
+    the median Tokens / s the Train page showed (None when not watching it), and the CPU share (cores) of the
+    server and of the browser between those readings.
     """
     open_page(page, "Train")
     if page.locator(".st-key-train_task [role='combobox']").input_value() != TASKS[task]:
@@ -131,13 +133,17 @@ def _train_in_browser(page: Any, task: str, steps: int, watching: bool,
             break
         if step >= 50:
             if not readings:
-                cpu_began = cpu_seconds(server_pid)
+                cpu_began = cpu_seconds(server_pid), browser_cpu_seconds(server_pid)
             readings.append((time.perf_counter(), step))
             shown_rates += [rate] if rate is not None else []
         if time.perf_counter() - began > 900:
             raise TimeoutError("the in-app run did not finish within 900 s")
         page.wait_for_timeout(1000)  # the page refreshes its progress once a second
-    cpu_share = (cpu_seconds(server_pid) - cpu_began) / (readings[-1][0] - readings[0][0]) if readings else 0.0
+    if len(readings) < 2:
+        raise RuntimeError("too few progress readings to time the run: train for more steps")
+    seconds = readings[-1][0] - readings[0][0]
+    cpu_share = ((cpu_seconds(server_pid) - cpu_began[0]) / seconds,
+                 (browser_cpu_seconds(server_pid) - cpu_began[1]) / seconds)
     if not watching:
         open_page(page, "Train")
     page.locator(".st-key-train_save_name input").fill(SAVE_NAME)
@@ -168,7 +174,7 @@ def app_run(task: str, steps: int, threads: int, watching: bool, folder: Path) -
     n, tokens, step_seconds = _history_totals(runs / SAVE_NAME)
     where = "app, Train page open" if watching else "app, on the Home page"
     return Throughput(where, f"{threads} (ATTENTION_STUDIO_TORCH_THREADS)", n, tokens, step_seconds, wall, shown,
-                      cpu_share)
+                      *cpu_share)
 
 
 def _medians(runs: list[Throughput]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -182,10 +188,11 @@ def _medians(runs: list[Throughput]) -> dict[tuple[str, str], tuple[float, float
 def report(runs: list[Throughput]) -> str:
     """A Markdown table of every run, then each app setting against each CLI setting (target: at least 85 %)."""
     lines = ["| where | intra-op threads | steps | tokens/s, step time | tokens/s, wall clock | tokens/s, shown | "
-             "server CPU while training |", "|---|---|--:|--:|--:|--:|--:|"]
+             "CPU cores used: server / browser |", "|---|---|--:|--:|--:|--:|--:|"]
     lines += [f"| {r.where} | {r.threads} | {r.steps} | {r.step_tokens_per_s:,.0f} | {r.wall_tokens_per_s:,.0f} | "
               f"{'–' if r.shown_tokens_per_s is None else f'{r.shown_tokens_per_s:,.0f}'} | "
-              f"{'–' if r.server_cpu_share is None else f'{r.server_cpu_share:.0%} of a core'} |" for r in runs]
+              f"{'–' if r.server_cpu_share is None else f'{r.server_cpu_share:.2f} / {r.browser_cpu_share:.2f}'} |"
+              for r in runs]
     medians = _medians(runs)
     cli = {key: value for key, value in medians.items() if key[0] == "CLI"}
     lines.append("")
