@@ -154,38 +154,6 @@ def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, ex
                 process.wait()
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system, all threads) a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # the process ended while we looked
-        tree.setdefault(ppid, []).append(int(stat.parent.name))
-    return tree
-
-
-def browser_cpu_seconds(server_pid: int) -> float:
-    """CPU time used so far by this process's live descendants other than the app server: Playwright and Chromium."""
-    tree, total, todo = _children(), 0.0, list(_children().get(os.getpid(), []))
-    while todo:
-        pid = todo.pop()
-        if pid == server_pid:
-            continue
-        todo += tree.get(pid, [])
-        try:
-            total += cpu_seconds(pid)
-        except OSError:
-            pass  # it ended meanwhile
-    return total
-
-
 def launch_chromium(playwright: Any) -> Any:
     """Debian's Chromium, headless (Playwright cannot download its own browsers here); sync or async API."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -236,11 +204,6 @@ def decode_step_condition(step: int, plotly: tuple[str, ...] = ()) -> tuple[str,
 def view_from(raw: dict, drawn_at: float | None = None) -> PageView:
     """A PageView from what VIEW_JS returned."""
     return PageView(raw["heading"], tuple(raw["charts"]), tuple(raw["plotly"]), drawn_at)
-
-
-def page_view(page: Any) -> PageView:
-    """Read the page as rendered."""
-    return view_from(page.evaluate(VIEW_JS))
 
 
 def wait_for(page: Any, condition: tuple[str, list], timeout_ms: float = 30_000) -> PageView:

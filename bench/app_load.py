@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, browser_cpu_seconds, charts_condition,
-                              cpu_seconds, decode_step_condition, launch_chromium, running_app,
-                              shipped_or_dev_checkpoints)
+from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, charts_condition, decode_step_condition,
+                              launch_chromium, running_app, shipped_or_dev_checkpoints)
 from bench.app_speed import TOP_K, default_model, topk_texts
-from bench.latency import Measure, table
+from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from transformer.checkpoints import load_checkpoint
 from transformer.decoding import DecodeResult, greedy_decode
 

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (IDLE_JS, VIEW_JS, browser_cpu_seconds, charts_condition, cpu_seconds,
-                              decode_step_condition, last_press, launch_chromium, new_page, open_page, open_select,
-                              page_errors, pick_option, running_app, shipped_or_dev_checkpoints, wait_for)
-from bench.latency import Measure, table
+from bench.app_driver import (IDLE_JS, VIEW_JS, charts_condition, decode_step_condition, last_press, launch_chromium,
+                              new_page, open_page, open_select, page_errors, pick_option, running_app,
+                              shipped_or_dev_checkpoints, wait_for)
+from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from transformer.chart_style import visible_token
 from transformer.checkpoints import list_checkpoints, load_checkpoint
 from transformer.decoding import DecodeResult, greedy_decode

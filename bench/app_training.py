@@ -12,7 +12,8 @@ for a fixed number of steps and saves a checkpoint, whose per-step history gives
 App runs: with the Train page open (curves and attention timeline refreshing every second), and on the Home
 page (only the sidebar's status line refreshes). "shown" is the median "Tokens / s" the Train page displays.
 Thread settings: the CLI runs with torch's default intra-op threads (one per core) or OMP_NUM_THREADS=1; the
-app with $ATTENTION_STUDIO_TORCH_THREADS (default 1, see ui/settings.py).
+app as configured (ui/settings.py: torch's default unless $ATTENTION_STUDIO_TORCH_THREADS is set) or with
+--app-threads N (0 = as configured).
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (ROOT, browser_cpu_seconds, choose, cpu_seconds, launch_chromium, new_page, open_page,
-                              running_app, runs_finished, wait_rerun)
+from bench.app_driver import ROOT, choose, launch_chromium, new_page, open_page, running_app, runs_finished, wait_rerun
+from bench.measures import browser_cpu_seconds, cpu_seconds
 from transformer.checkpoints import load_checkpoint
 from ui.train_form import TASKS
 
@@ -69,11 +70,17 @@ def _history_totals(checkpoint: Path) -> tuple[int, int, float]:
     return len(history), sum(int(row["tokens"]) for row in history), float(history[-1]["elapsed"])
 
 
-def cli_run(task: str, steps: int, threads: int | None, folder: Path) -> Throughput:
-    """`python -m transformer train` with the task defaults; threads None = torch's default."""
+def _torch_default_threads() -> str:
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    return subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=env,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def cli_run(task: str, steps: int, threads: int, folder: Path) -> Throughput:
+    """`python -m transformer train` with the task defaults; threads 0 = torch's default."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("OMP_NUM_THREADS", None)
-    if threads is not None:
+    if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     out = folder / f"cli-{threads or 'default'}"
     done = subprocess.run([sys.executable, "-m", "transformer", "train", "--task", task, "--steps", str(steps),
@@ -85,10 +92,8 @@ def cli_run(task: str, steps: int, threads: int | None, folder: Path) -> Through
     if not rates:
         raise RuntimeError(f"no final progress line in the CLI's output:\n{done.stderr[-2000:]}")
     n, tokens, step_seconds = _history_totals(out)
-    default = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=env,
-                             capture_output=True, text=True).stdout.strip()
-    return Throughput("CLI", f"{threads} (OMP_NUM_THREADS)" if threads else f"{default} (torch default)", n, tokens,
-                      step_seconds, float(rates[-1]))
+    label = f"{threads} (OMP_NUM_THREADS)" if threads else f"{_torch_default_threads()} (torch default)"
+    return Throughput("CLI", label, n, tokens, step_seconds, float(rates[-1]))
 
 
 def _progress(page: Any, watching: bool) -> tuple[int, float | None, bool]:
@@ -157,13 +162,13 @@ def _train_in_browser(page: Any, task: str, steps: int, watching: bool,
 
 
 def app_run(task: str, steps: int, threads: int, watching: bool, folder: Path) -> Throughput:
-    """The same training started from the Train page of a real app server (ATTENTION_STUDIO_TORCH_THREADS)."""
+    """The same training started from the Train page of a real app server; threads 0 = as the app configures."""
     from playwright.sync_api import sync_playwright
 
     runs = folder / f"runs-{threads}-{watching}"
     no_checkpoints = folder / "no-checkpoints"  # the Train page needs none
-    with running_app(no_checkpoints, runs, extra_env={"ATTENTION_STUDIO_TORCH_THREADS": str(threads)}) as server, \
-            sync_playwright() as pw:
+    extra_env = {"ATTENTION_STUDIO_TORCH_THREADS": str(threads)} if threads else {}
+    with running_app(no_checkpoints, runs, extra_env=extra_env) as server, sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)
@@ -173,8 +178,8 @@ def app_run(task: str, steps: int, threads: int, watching: bool, folder: Path) -
             browser.close()
     n, tokens, step_seconds = _history_totals(runs / SAVE_NAME)
     where = "app, Train page open" if watching else "app, on the Home page"
-    return Throughput(where, f"{threads} (ATTENTION_STUDIO_TORCH_THREADS)", n, tokens, step_seconds, wall, shown,
-                      *cpu_share)
+    label = f"{threads} (ATTENTION_STUDIO_TORCH_THREADS)" if threads else f"{_torch_default_threads()} (app default)"
+    return Throughput(where, label, n, tokens, step_seconds, wall, shown, *cpu_share)
 
 
 def _medians(runs: list[Throughput]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -210,16 +215,17 @@ def report(runs: list[Throughput]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="reverse", choices=("reverse", "copy", "sort", "toy-en-de"))
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=400, help="per run; a few hundred, so the app run lasts seconds")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of all runs (interleaved)")
-    parser.add_argument("--app-threads", type=int, nargs="+", default=[1], help="ATTENTION_STUDIO_TORCH_THREADS")
+    parser.add_argument("--app-threads", type=int, nargs="+", default=[0],
+                        help="ATTENTION_STUDIO_TORCH_THREADS for the app runs (0 = as the app configures itself)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     results: list[Throughput] = []
     with tempfile.TemporaryDirectory(prefix="attention-studio-bench-") as tmp:
         for _ in range(args.repeats):
-            results.append(cli_run(args.task, args.steps, None, Path(tmp)))
+            results.append(cli_run(args.task, args.steps, 0, Path(tmp)))
             for threads in args.app_threads:
                 results.append(app_run(args.task, args.steps, threads, True, Path(tmp)))
                 results.append(app_run(args.task, args.steps, threads, False, Path(tmp)))

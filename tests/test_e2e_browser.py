@@ -17,8 +17,8 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CANDIDATES = ("abcdefg", "qwertyu", "hello", "mnopqrs", "zyxwv")
 STEPS_WALKED = 4
-TRAIN_FORM = {"train_max_steps": 40, "train_batch_size": 16, "train_n_train": 300, "train_eval_every": 20,
-              "train_eval_examples": 10, "train_probe_every": 10, "train_warmup_steps": 0}
+TRAIN_FORM = {"train_max_steps": 40, "train_max_seconds": 120, "train_batch_size": 16, "train_n_train": 300,
+              "train_eval_every": 20, "train_eval_examples": 10, "train_probe_every": 10, "train_warmup_steps": 0}
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def _train_page(page) -> None:
         field.fill(str(value))
         field.press("Tab")
     page.locator(".st-key-train_start button").click()
-    page.get_by_text(re.compile(r"^Finished · reverse · step 40 of 40")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(r"^Finished · reverse · step 40 of 40")).wait_for(timeout=120_000)
     wait_charts(page, r"\bStep 40 · layer \d+", 1)
     curves = page.locator(".st-key-train_curves .js-plotly-plot")
     curves.wait_for()

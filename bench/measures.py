@@ -1,8 +1,10 @@
-"""Latency samples of the app benchmarks: percentiles and the printed table with pass/fail against targets."""
+"""What the app benchmarks measure: latency percentiles, the printed table with pass/fail, CPU time of processes."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 
@@ -55,3 +57,36 @@ def table(measures: Sequence[Measure]) -> str:
         lines.append(f"| {m.name} | {len(m.samples_ms)} | {m.p50:,.0f} | {m.p95:,.0f} | {max(m.samples_ms):,.0f} | "
                      f"{target} | {result} |")
     return "\n".join(lines)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+        tree.setdefault(ppid, []).append(int(stat.parent.name))
+    return tree
+
+
+def browser_cpu_seconds(server_pid: int) -> float:
+    """CPU time used so far by this process's live descendants other than the app server: Playwright and Chromium."""
+    tree = _children()
+    total, todo = 0.0, list(tree.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        if pid == server_pid:
+            continue
+        todo += tree.get(pid, [])
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            pass  # it ended meanwhile
+    return total
