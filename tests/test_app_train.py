@@ -180,6 +180,7 @@ def test_the_probe_can_be_changed_while_training(studio_env):
     at.button(key="train_start").click().run()
     run = _run(at)
     try:
+        assert poll(at, lambda a: len(run.timeline()) > 0, seconds=60)  # the original probe is on record first
         at.text_input(key="train_probe_live").input("").run()
         at.button(key="train_probe_apply").click().run()
         assert any("Probe not changed" in e for e in texts(at.error))
