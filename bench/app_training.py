@@ -129,7 +129,7 @@ def _train_in_browser(page: Any, task: str, steps: int, watching: bool,
     page.get_by_text(re.compile("^Training started")).wait_for(timeout=120_000)
     if not watching:
         open_page(page, "Home")
-    readings: list[tuple[float, int]] = []
+    readings: list[tuple[float, int, float, float]] = []  # (time, step, server CPU s, browser CPU s)
     shown_rates: list[float] = []
     began = time.perf_counter()
     while True:
@@ -137,28 +137,23 @@ def _train_in_browser(page: Any, task: str, steps: int, watching: bool,
         if finished:
             break
         if step >= 50:
-            if not readings:
-                cpu_began = cpu_seconds(server_pid), browser_cpu_seconds(server_pid)
-            readings.append((time.perf_counter(), step))
+            readings.append((time.perf_counter(), step, cpu_seconds(server_pid), browser_cpu_seconds(server_pid)))
             shown_rates += [rate] if rate is not None else []
         if time.perf_counter() - began > 900:
             raise TimeoutError("the in-app run did not finish within 900 s")
         page.wait_for_timeout(1000)  # the page refreshes its progress once a second
-    if len(readings) < 2:
+    first, last = (readings[0], readings[-1]) if readings else ((0.0, 0, 0.0, 0.0),) * 2
+    if last[1] <= first[1]:
         raise RuntimeError("too few progress readings to time the run: train for more steps")
-    seconds = readings[-1][0] - readings[0][0]
-    cpu_share = ((cpu_seconds(server_pid) - cpu_began[0]) / seconds,
-                 (browser_cpu_seconds(server_pid) - cpu_began[1]) / seconds)
+    seconds = last[0] - first[0]
     if not watching:
         open_page(page, "Train")
     page.locator(".st-key-train_save_name input").fill(SAVE_NAME)
     page.locator(".st-key-train_save_name input").press("Tab")
     page.locator(".st-key-train_save button").click()
     page.get_by_text(re.compile("^Saved as")).wait_for(timeout=60_000)
-    (t0, s0), (t1, s1) = readings[0], readings[-1]
-    if s1 <= s0:
-        raise RuntimeError("too few progress readings to time the run: train for more steps")
-    return (s1 - s0) / (t1 - t0), statistics.median(shown_rates) if shown_rates else None, cpu_share
+    cpu_share = ((last[2] - first[2]) / seconds, (last[3] - first[3]) / seconds)
+    return (last[1] - first[1]) / seconds, statistics.median(shown_rates) if shown_rates else None, cpu_share
 
 
 def app_run(task: str, steps: int, threads: int, watching: bool, folder: Path) -> Throughput:
