@@ -108,11 +108,6 @@ def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:
     return st.radio(label, list(KIND_TITLES), format_func=KIND_TITLES.__getitem__, key=key, horizontal=horizontal)
 
 
-def layer_count(trace: AttentionTrace, kind: str) -> int:
-    """How many layers a kind has in this trace (encoder and decoder may differ)."""
-    return trace.n_layers(kind)
-
-
 def grid_cell(n_heads: int, largest: int, width: int = 940) -> int:
     """Panel size of a heads-plus-mean grid so that one row of panels fits `width` pixels."""
     return int(max(60, min(largest, width / (n_heads + 1) - 12)))
