@@ -13,6 +13,7 @@ st.title("Train", anchor=False)
 st.caption("Train a transformer while you watch. Training runs in the background and keeps going while you look at "
            "the other pages, which use the newest weights.")
 init_state()
+tc.warm_up_training()
 run = live_run()
 active = run is not None and run.active
 tc.show_message()

@@ -1,10 +1,12 @@
 """Shared fixtures: a tiny trained checkpoint built once per test session."""
 from __future__ import annotations
 
+import multiprocessing
 from pathlib import Path
 
 import pytest
 
+from transformer import job_worker, jobs
 from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
 from transformer.config import default_configs
 from transformer.tasks import make_task
@@ -45,3 +47,28 @@ def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(runs))
     monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
     return runs
+
+
+def _forked_process() -> jobs.Launched:
+    ctx = multiprocessing.get_context("fork")
+    conn, child_conn = ctx.Pipe()
+    process = ctx.Process(target=job_worker.main, args=(child_conn,), daemon=True)
+    process.start()
+    child_conn.close()
+
+    def reap() -> None:
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+    return jobs.Launched(conn, process.pid, reap)
+
+
+@pytest.fixture
+def forked_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training processes forked from the test process, so a fault monkeypatched into `Trainer` reaches them.
+
+    The app forks them from its own fork server, which never sees the test's patches; the rest is the same.
+    """
+    monkeypatch.setattr(jobs, "launch_process", _forked_process)

@@ -173,7 +173,8 @@ def test_a_write_error_in_the_app_is_a_message_and_keeps_the_old_run(studio_env,
 
 
 # -- an exception inside the training worker ----------------------------------------------------------------------
-def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studio_env, monkeypatch) -> None:
+def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studio_env, monkeypatch,
+                                                                          forked_jobs) -> None:
     real_step = Trainer.train_step
 
     def fault_at_step_3(self: Trainer):

@@ -1,7 +1,10 @@
 """Background training jobs: progress, stop, the global limit, heartbeats, failures."""
+import os
+import signal
 import time
 
 import pytest
+import torch
 
 from transformer import jobs
 from transformer.config import default_configs
@@ -78,22 +81,32 @@ def test_a_job_whose_session_went_away_stops_itself(task):
     assert job.snapshot().status == "stopped" and "session" in job.snapshot().message
 
 
-def test_an_exception_in_the_worker_is_reported_and_the_model_stays_usable(task, monkeypatch):
-    tr = trainer(task)
-    calls = {"n": 0}
-    original = tr.train_step
-
-    def flaky():
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise RuntimeError("disk on fire")
-        return original()
-
-    monkeypatch.setattr(tr, "train_step", flaky)
+def test_an_exception_in_the_training_process_is_reported_and_the_model_stays_usable(task):
+    model_cfg, train_cfg = default_configs("reverse", 5, 5, model_overrides=dict(d_model=32, d_ff=64),
+                                           train_overrides=dict(eval_every=10_000, max_seconds=None))
+    tr = Trainer(task, model_cfg, train_cfg)  # the task's ids do not fit a 5-token vocabulary
     job = TrainingJob(tr, max_steps=100).start()
+    assert job.join(timeout=60)
+    snap = job.snapshot()
+    assert snap.status == "failed" and "IndexError" in snap.message and snap.step == 0
+    _, model = job.latest_model()
+    assert model is not None and not model.training
+    assert jobs.running_jobs() == 0
+
+
+def test_a_killed_training_process_is_reported_and_the_run_goes_back_to_where_the_job_began(task):
+    tr = trainer(task)
+    first = TrainingJob(tr, max_steps=5).start()
+    assert first.join(timeout=60) and tr.step == 5
+    weights = {k: v.clone() for k, v in tr.model.state_dict().items()}
+    job = TrainingJob(tr, max_steps=100_000).start()
+    assert wait_for(lambda: job.snapshot().step > 10)
+    os.kill(job.pid, signal.SIGKILL)
     assert job.join(timeout=30)
     snap = job.snapshot()
-    assert snap.status == "failed" and "disk on fire" in snap.message
+    assert snap.status == "failed" and "ended unexpectedly" in snap.message and "step 5" in snap.message
+    assert snap.step == 5 and len(snap.history) == 5  # the run is back where the job began ...
+    assert all(torch.equal(weights[k], v) for k, v in tr.model.state_dict().items())  # ... weights included
     _, model = job.latest_model()
     assert greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, "abc").steps
     assert jobs.running_jobs() == 0

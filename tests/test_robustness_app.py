@@ -204,7 +204,8 @@ def test_a_huge_vocabulary_counts_against_the_parameter_cap() -> None:
     assert any(p.startswith("parameters is 159,330,624; this app allows at most 100,000,000") for p in problems)
 
 
-def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_weights(studio_env, monkeypatch):
+def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_weights(studio_env, monkeypatch,
+                                                                                       forked_jobs):
     real_loss = Trainer.loss
 
     def nan_at_step_3(self: Trainer, batch):
@@ -273,10 +274,13 @@ def test_server_settings_protect_against_cross_site_requests_and_hide_error_deta
     assert config["server"]["maxUploadSize"] * 2**20 == MAX_BUNDLE_BYTES  # the browser refuses what we would
 
 
-def test_no_code_path_unpickles_anything() -> None:
+def test_no_code_path_unpickles_a_file() -> None:
     sources = [p for folder in ("transformer", "ui", "pages") for p in (ROOT / folder).glob("*.py")]
     sources.append(ROOT / "app.py")
     unsafe = re.compile(r"\bpickle\b|\bdill\b|\bjoblib\b|\bmarshal\b|torch\.load\(|\.load_state_dict\(torch\.load|"
                         r"weights_only\s*=\s*False|(?<![.\w])eval\(|(?<![.\w])exec\(")
     found = {str(p.relative_to(ROOT)): unsafe.findall(p.read_text()) for p in sources}
-    assert {path: hits for path, hits in found.items() if hits} == {}
+    # The one exception: the training process and the server talk over a pipe between themselves, never a file.
+    ipc = (ROOT / "transformer" / "job_worker.py").read_text()
+    assert re.findall(r"pickle\.loads?\((.*)\)", ipc) == ["conn.recv_bytes()"]
+    assert {path: hits for path, hits in found.items() if hits and path != "transformer/job_worker.py"} == {}

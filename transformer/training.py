@@ -1,11 +1,12 @@
 """Trainer with a step-level API and callbacks; schedule, clipping, budgets, evaluation, non-finite guard."""
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -83,11 +84,30 @@ class Trainer:
         self.history: list[dict] = list(history)
         self.evals: list[dict] = list(evals)
         self.callbacks = list(callbacks)
-        limit = model_cfg.max_len - 1
-        src = [ids[:limit] for ids in task.src_tokenizer.encode_many([e.source for e in task.train])]
-        tgt = [ids[:limit] for ids in task.tgt_tokenizer.encode_many([e.target for e in task.train])]
-        self._batches = iter(BucketSampler(src, tgt, train_cfg.batch_size, seed=train_cfg.seed + step))
+        self._batches: Iterator[Batch] | None = None  # built at the first step (encoding the data takes a while)
         self._last_good = [p.detach().clone() for p in self.model.parameters()]
+
+    def _next_batch(self) -> Batch:
+        if self._batches is None:
+            limit = self.model_cfg.max_len - 1
+            train = self.task.train
+            src = [ids[:limit] for ids in self.task.src_tokenizer.encode_many([e.source for e in train])]
+            tgt = [ids[:limit] for ids in self.task.tgt_tokenizer.encode_many([e.target for e in train])]
+            self._batches = iter(BucketSampler(src, tgt, self.cfg.batch_size, seed=self.cfg.seed + self.step))
+        return next(self._batches)
+
+    def state(self) -> dict[str, Any]:
+        """What training resumes from: weights, optimizer state, step and training seconds (copies)."""
+        return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()), "step": self.step, "elapsed": self.elapsed}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from `state()` of a trainer with the same configs; batches restart from seed + step."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.elapsed = int(state["step"]), float(state["elapsed"])
+        self._batches = None
+        torch._foreach_copy_(self._last_good, [p.detach() for p in self.model.parameters()])
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean cross-entropy over target tokens (padding ignored) and the per-token correctness."""
@@ -101,7 +121,7 @@ class Trainer:
     def train_step(self) -> StepStats:
         """One optimiser step; raises NonFiniteLossError (weights rolled back) if the loss is not finite."""
         start = time.perf_counter()
-        batch = next(self._batches)
+        batch = self._next_batch()
         lr = lr_at(self.cfg, self.step, self.elapsed)
         for group in self.optimizer.param_groups:
             group["lr"] = lr

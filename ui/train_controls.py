@@ -1,11 +1,14 @@
 """The Train page's buttons (Train, Stop, Resume, Save as…, Continue a checkpoint) and their messages."""
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from transformer.checkpoints import Checkpoint, CheckpointError, load_checkpoint
 from transformer.config import ConfigError
 from transformer.decoding import InputError
+from transformer.jobs import fork_server
 from transformer.tasks import DataError
 from transformer.tokenizers import TokenizerError
 from ui.limits import LIMITS
@@ -17,6 +20,14 @@ from ui.train_form import PROBES, build_configs, build_task, remember_form
 
 MESSAGE_KEY = "train_message"
 USER_ERRORS = (ConfigError, DataError, TokenizerError, CheckpointError, BusyError, InputError)
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up_training() -> bool:
+    """Once per server, when the Train page is first opened: start the training fork server in the background
+    (it imports torch, a few seconds), so pressing Train starts training at once."""
+    threading.Thread(target=fork_server.warm_up, name="attention-studio-job-server", daemon=True).start()
+    return True
 
 
 def _say(kind: str, text: str) -> None:

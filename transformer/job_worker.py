@@ -1,0 +1,176 @@
+"""The training process behind a `TrainingJob`: trains, and reports progress, weights and probe traces.
+
+It runs in a child process (forked from a server that has already imported torch), so the trainer never
+competes with the app's page scripts for the GIL. Parent and child talk over one pipe, in pickled tuples
+(our own objects between our own processes; no file is ever unpickled):
+
+    parent -> child: an `Order` first, then ("stop",) or ("probe", text) at any time
+    child -> parent: ("status", status, message) · ("progress", step, elapsed, run_seconds, steps/s, tokens/s,
+                     new history rows) · ("eval", metrics) · ("weights", state_dict) · ("probe", step, trace)
+                     · ("end", reason, message, trainer state or None)
+"""
+from __future__ import annotations
+
+import pickle
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import torch
+
+from .config import ModelConfig, TrainConfig
+from .decoding import InputError, eval_mode, greedy_decode
+from .tasks import Task
+from .training import NonFiniteLossError, Trainer
+
+PROGRESS_EVERY_S = 0.2
+
+
+@dataclass(frozen=True)
+class Order:
+    """Everything the child needs to train: the task, configs, where training stands, and the budgets."""
+
+    task: Task
+    model_cfg: ModelConfig
+    train_cfg: TrainConfig
+    state: dict[str, Any]
+    max_steps: int
+    max_seconds: float | None
+    probe: str | None
+    probe_every: int
+    publish_every_s: float
+    last_probe_step: int | None  # the newest step the timeline has a probe trace for
+    threads: int
+
+
+def send(conn: Connection, *message: Any) -> None:
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def receive(conn: Connection) -> tuple:
+    return pickle.loads(conn.recv_bytes())
+
+
+class _Worker:
+    def __init__(self, conn: Connection, order: Order) -> None:
+        self.conn, self.order = conn, order
+        self.probe, self.last_probe_step = order.probe, order.last_probe_step
+        self.trainer = Trainer(order.task, order.model_cfg, order.train_cfg)
+        self.trainer.restore(order.state)
+        self.sent_rows = len(self.trainer.history)
+        self.began = time.perf_counter()
+        self.window: list[tuple[float, int]] = []
+        self.rate = (0.0, 0.0)
+
+    def stop_requested(self) -> bool:
+        """Apply the parent's messages; True when it asked to stop or went away."""
+        while self.conn.poll():
+            try:
+                message = receive(self.conn)
+            except EOFError:
+                return True
+            if message[0] == "stop":
+                return True
+            if message[0] == "probe":
+                self.probe = message[1]
+        return False
+
+    def progress(self) -> None:
+        tr = self.trainer
+        rows = tr.history[self.sent_rows:]
+        self.sent_rows = len(tr.history)
+        send(self.conn, "progress", tr.step, tr.elapsed, time.perf_counter() - self.began, *self.rate, rows)
+
+    def publish(self) -> None:
+        send(self.conn, "weights", self.trainer.model.state_dict())
+
+    def record_probe(self) -> None:
+        if not self.probe:
+            return
+        task = self.trainer.task
+        try:
+            with eval_mode(self.trainer.model):
+                result = greedy_decode(self.trainer.model, task.src_tokenizer, task.tgt_tokenizer, self.probe)
+        except InputError:
+            return
+        send(self.conn, "probe", self.trainer.step, result.trace)
+        self.last_probe_step = self.trainer.step
+
+    def evaluate(self) -> None:
+        send(self.conn, "eval", self.trainer.evaluate())
+
+    def step(self) -> None:
+        stats = self.trainer.train_step()
+        now = time.perf_counter()
+        self.window = [w for w in self.window if now - w[0] < 3.0] + [(now, stats.tokens)]
+        span = max(self.window[-1][0] - self.window[0][0], 1e-6)
+        if len(self.window) > 1:
+            self.rate = ((len(self.window) - 1) / span, sum(t for _, t in self.window[1:]) / span)
+
+    def run(self) -> tuple[str, str]:
+        order, tr = self.order, self.trainer
+        send(self.conn, "status", "running", "")
+        if tr.step == 0 or self.last_probe_step is None:
+            self.record_probe()
+        last_pub = last_progress = time.perf_counter()
+        reason = "finished"
+        while tr.step < order.max_steps:
+            if self.stop_requested():
+                reason = "stopped"
+                break
+            if order.max_seconds is not None and time.perf_counter() - self.began >= order.max_seconds:
+                break
+            self.step()
+            if tr.step % tr.cfg.eval_every == 0:
+                self.evaluate()
+            now = time.perf_counter()
+            if now - last_progress >= PROGRESS_EVERY_S:
+                self.progress()
+                last_progress = now
+            probe_due = tr.step % order.probe_every == 0
+            if probe_due or now - last_pub >= order.publish_every_s:
+                self.publish()
+                last_pub = now
+            if probe_due:
+                self.record_probe()
+        self.rate = (0.0, 0.0) if reason == "stopped" else self.rate
+        if not tr.evals or tr.evals[-1].get("step") != tr.step:
+            self.evaluate()
+        return reason, ""
+
+    def finish(self, reason: str, message: str) -> None:
+        self.progress()
+        self.publish()
+        if self.last_probe_step != self.trainer.step:
+            self.record_probe()
+        send(self.conn, "end", reason, message, self.trainer.state())
+
+
+def main(conn: Connection) -> None:
+    """Entry point of the training process: read the order, train, report; never raises."""
+    try:
+        order: Order = receive(conn)[0]
+        if order.threads > 0:
+            torch.set_num_threads(order.threads)
+        worker = _Worker(conn, order)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which shows it
+        _report_failure(conn, exc)
+        return
+    try:
+        reason, message = worker.run()
+    except NonFiniteLossError as exc:  # the trainer rolled its weights back; keep those
+        reason, message = "failed", str(exc)
+    except Exception as exc:  # noqa: BLE001 - between steps the trainer is consistent: hand back what it has
+        reason, message = "failed", f"training failed: {type(exc).__name__}: {exc}"
+    try:
+        worker.finish(reason, message)
+    except BaseException as exc:  # noqa: BLE001
+        _report_failure(conn, exc)
+
+
+def _report_failure(conn: Connection, exc: BaseException) -> None:
+    try:
+        send(conn, "end", "failed", f"training failed: {type(exc).__name__}: {exc}", None)
+    except (OSError, EOFError):
+        pass  # the parent is gone
