@@ -57,81 +57,91 @@ for column, view in zip(summary, available):
         elif view == ds.GREEDY and not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
 
-ds.prepare_view(available)
-view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
-                horizontal=True) if len(available) > 1 else ds.GREEDY
-result = results[view]
-trace = result.trace
-n_steps = len(result.steps)
-t = ds.prepare_step(n_steps, (active.task_name, text))
+@st.fragment
+def step_through(active, text: str, reference: str, results: dict, prefix) -> None:
+    """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
+    part of the page (the inputs, the decoding and the sidebar stay as they are)."""
+    if st.session_state.pop(ds.RERUN_APP_KEY, False):
+        st.rerun(scope="app")  # a forced token: the outputs above change too
+    available = [view for view, result in results.items() if result is not None]
+    ds.prepare_view(available)
+    view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
+                    horizontal=True) if len(available) > 1 else ds.GREEDY
+    result = results[view]
+    trace = result.trace
+    n_steps = len(result.steps)
+    t = ds.prepare_step(n_steps, (active.task_name, text))
 
-nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.4, 1.4, 5, 2, 2], vertical_alignment="bottom")
-nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
-                args=(-1, n_steps), disabled=t == 0, width="stretch")
-nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
-                args=(1, n_steps), disabled=t == n_steps - 1, width="stretch")
-if n_steps > 1:
-    nav_slider.slider("Step", min_value=1, max_value=n_steps, key=ds.STEP_KEY)
-else:
-    nav_slider.caption("The output has a single step.")
-with nav_layer:
-    layer = layer_picker("Decoder layer", trace.n_layers("cross"), "decode_layer")
-with nav_head:
-    head = head_picker("Head", trace.n_heads, "decode_head")
+    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.4, 1.4, 5, 2, 2], vertical_alignment="bottom")
+    nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
+                    args=(-1, n_steps), disabled=t == 0, width="stretch")
+    nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
+                    args=(1, n_steps), disabled=t == n_steps - 1, width="stretch")
+    if n_steps > 1:
+        nav_slider.slider("Step", min_value=1, max_value=n_steps, key=ds.STEP_KEY)
+    else:
+        nav_slider.caption("The output has a single step.")
+    with nav_layer:
+        layer = layer_picker("Decoder layer", trace.n_layers("cross"), "decode_layer")
+    with nav_head:
+        head = head_picker("Head", trace.n_heads, "decode_head")
 
-step = result.steps[t]
-st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(trace.target_tokens[t])}› → "
-             f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
-left, right = st.columns([3, 2], gap="large")
-with left:
-    if view == ds.TEACHER:
-        show_chips(trace.target_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
-    show_chips(result.output_tokens[: t + 1], highlight=t,
-               caption="predictions so far" if view == ds.TEACHER else "output so far")
-    self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
-    show_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
-                                      title=f"Decoder self-attention of step {t + 1} over the prefix"),
-                    width="content", key="decode_prefix_strip")
-with right:
-    st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
-    st.plotly_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk",
-                    config={"displayModeBar": False})
-    alternatives = [tok for tok, _ in step.top_k if tok != step.token]
-    if alternatives:
-        if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
-            st.session_state[ds.FORCE_CHOICE_KEY] = alternatives[0]
-        pick, go = st.columns([3, 2], vertical_alignment="bottom")
-        pick.selectbox("Force another token here", alternatives, format_func=visible, key=ds.FORCE_CHOICE_KEY)
-        go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
-                  args=(active.task_name, text, result, t), width="stretch",
-                  help="Feed this token at this step and let the model decode greedily from there.")
-cross_row = trace.matrix("cross", layer, head)[t].tolist()
-show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000,
-                             title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
-                                   f"{head_label(head).lower()}"), width="content", key="decode_source_strip")
+    step = result.steps[t]
+    st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(trace.target_tokens[t])}› → "
+                 f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        if view == ds.TEACHER:
+            show_chips(trace.target_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
+        show_chips(result.output_tokens[: t + 1], highlight=t,
+                   caption="predictions so far" if view == ds.TEACHER else "output so far")
+        self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
+        show_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
+                                          title=f"Decoder self-attention of step {t + 1} over the prefix"),
+                        width="content", key="decode_prefix_strip")
+    with right:
+        st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
+        st.plotly_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk",
+                        config={"displayModeBar": False})
+        alternatives = [tok for tok, _ in step.top_k if tok != step.token]
+        if alternatives:
+            if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
+                st.session_state[ds.FORCE_CHOICE_KEY] = alternatives[0]
+            pick, go = st.columns([3, 2], vertical_alignment="bottom")
+            pick.selectbox("Force another token here", alternatives, format_func=visible, key=ds.FORCE_CHOICE_KEY)
+            go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
+                      args=(active.task_name, text, result, t), width="stretch",
+                      help="Feed this token at this step and let the model decode greedily from there.")
+    cross_row = trace.matrix("cross", layer, head)[t].tolist()
+    show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000,
+                                 title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
+                                       f"{head_label(head).lower()}"), width="content", key="decode_source_strip")
 
-st.divider()
-alignment = gold_alignment_for(active, text)
-if view == ds.TEACHER and reference.strip() != reference_for(active, text):
-    alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
-gold = gold_cells(alignment, len(trace.target_tokens))
-map_col, side_col = st.columns(2, gap="large")
-with map_col:
-    show_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                      gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
-                                      title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
-                                            f"{head_label(head).lower()}"),
-                    key="decode_heatmap", width="content")
-with side_col:
-    if gold:
-        st.toggle("Outline the gold alignment", value=True, key="decode_gold",
-                  help="The source token each correct output token comes from.")
-        show_alignment_scores(trace, alignment, key="decode_alignment")
-    st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
-               "shaded grey and the current step's row is outlined in red.")
-try:
-    grid = attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
-except ChartTooLargeError as exc:
-    st.info(str(exc))
-else:
-    show_chart(grid, width="content", key="decode_grid")
+    st.divider()
+    alignment = gold_alignment_for(active, text)
+    if view == ds.TEACHER and reference.strip() != reference_for(active, text):
+        alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
+    gold = gold_cells(alignment, len(trace.target_tokens))
+    map_col, side_col = st.columns(2, gap="large")
+    with map_col:
+        show_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
+                                          gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
+                                          title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
+                                                f"{head_label(head).lower()}"),
+                        key="decode_heatmap", width="content")
+    with side_col:
+        if gold:
+            st.toggle("Outline the gold alignment", value=True, key="decode_gold",
+                      help="The source token each correct output token comes from.")
+            show_alignment_scores(trace, alignment, key="decode_alignment")
+        st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
+                   "shaded grey and the current step's row is outlined in red.")
+    try:
+        grid = attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
+    except ChartTooLargeError as exc:
+        st.info(str(exc))
+    else:
+        show_chart(grid, width="content", key="decode_grid")
+
+
+step_through(active, text, reference, results, prefix)

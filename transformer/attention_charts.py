@@ -88,14 +88,16 @@ def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scal
     """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid."""
     q_tokens, k_tokens = trace.labels(kind)
     y_title, x_title = axis_titles(kind) if titled else (None, None)
-    color = alt.Color("weight:Q", scale=scale, title="weight",
+    # Conditions and channels are built as Altair objects, not shorthand strings or `alt.when` chains: Altair turns
+    # those into objects with `from_dict`, which re-hashes its ~600 schema classes each time (~6 ms a channel).
+    color = alt.Color("weight:Q", scale=scale, title="weight", condition={"test": "datum.masked", "value": MASKED_COLOR},
                       legend=alt.Legend(gradientLength=min(160, max(80, cell * len(q_tokens))), format=".1f"))
     return dict(
         x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(len(k_tokens)))),
                 axis=_token_axis(k_tokens, cell, x_title, horizontal=True)),
         y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(len(q_tokens)))),
                 axis=_token_axis(q_tokens, cell, y_title, horizontal=False)),
-        color=alt.when("datum.masked").then(alt.value(MASKED_COLOR)).otherwise(color),
+        color=color,
         tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
                  alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_index:Q", title="query #"),
                  alt.Tooltip("key_index:Q", title="key #")],
@@ -192,8 +194,8 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
     panels = [f"L{layer + 1} {head_label(head)}" for layer in layer_list for head in heads]
-    base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.when(selection).then(alt.value(1.0))
-                                                .otherwise(alt.value(0.3)))
+    base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.OpacityValue(
+        0.3, condition={"param": selection.name, "value": 1.0}))
             .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))
     return base.facet(
         facet=alt.Facet("panel:N", sort=panels, title=None,

@@ -69,7 +69,7 @@ def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
         tooltip=[alt.Tooltip("layer_label:N", title="layer"), alt.Tooltip("head_label:N", title="head"),
                  alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=12).encode(
-        text="score_text:N",
-        color=alt.when("datum.score > 0.6").then(alt.value("white")).otherwise(alt.value("#222")))
+        text=alt.Text("score_text:N"),
+        color=alt.ColorValue("#222", condition={"test": "datum.score > 0.6", "value": "white"}))
     return alt.layer(cells, text).properties(width=56 * len(heads), height=34 * len(layers), autosize=AUTOSIZE,
                                              view=alt.ViewBackground(stroke=None))

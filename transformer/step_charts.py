@@ -44,12 +44,12 @@ def _strip(tokens: Sequence[str], weights: Sequence[float], title: str, what: st
                alt.Tooltip("position:Q", title="position")]
     pixels = dict(scale=None, axis=None)  # the data are pixel positions: an identity scale
     cells = alt.Chart(frame).mark_rect(stroke="#cfcfcf", strokeWidth=0.75, cornerRadius=3).encode(
-        x=alt.X("x0:Q", **pixels), x2="x1:Q", y=alt.Y("y0:Q", **pixels), y2="y1:Q",
+        x=alt.X("x0:Q", **pixels), x2=alt.X2("x1:Q"), y=alt.Y("y0:Q", **pixels), y2=alt.Y2("y1:Q"),
         color=alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES), domain=[0.0, 1.0]), legend=None),
         tooltip=tooltip)
     text = alt.Chart(frame).mark_text(fontSize=STRIP_FONT_SIZE, limit=max_width - _CELL_PADDING).encode(
-        x=alt.X("x_mid:Q", **pixels), y=alt.Y("y_mid:Q", **pixels), text="token:N", tooltip=tooltip,
-        color=alt.when("datum.weight > 0.55").then(alt.value("white")).otherwise(alt.value("#222")))
+        x=alt.X("x_mid:Q", **pixels), y=alt.Y("y_mid:Q", **pixels), text=alt.Text("token:N"), tooltip=tooltip,
+        color=alt.ColorValue("#222", condition={"test": "datum.weight > 0.55", "value": "white"}))
     width = float(frame["x1"].max()) if len(frame) else _MIN_CELL
     height = float(frame["y1"].max()) if len(frame) else _ROW_HEIGHT
     chart = alt.layer(cells, text).properties(width=width, height=height, autosize=AUTOSIZE,

@@ -12,6 +12,7 @@ VIEW_KEY = "decode_view"
 FORCED_KEY = "decode_forced"
 FORCE_CHOICE_KEY = "decode_force_token"
 STEP_FOR_KEY = "decode_step_for"
+RERUN_APP_KEY = "decode_rerun_app"
 GREEDY, FORCED, TEACHER = "greedy", "forced", "teacher"
 VIEW_LABELS = {GREEDY: "Free-running (greedy)", FORCED: "With the forced token", TEACHER: "Teacher-forced"}
 
@@ -47,6 +48,7 @@ def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
     st.session_state[FORCED_KEY] = ForcedPrefix(task, text, (*prefix, choice))
     st.session_state[VIEW_KEY] = FORCED
     st.session_state[STEP_KEY] = t + 1
+    st.session_state[RERUN_APP_KEY] = True  # the step-through fragment reruns the page: the outputs change
 
 
 def clear_forced() -> None:
