@@ -133,7 +133,7 @@ def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> A
                        card, _examples(ckpt.metrics, ckpt.evals), ckpt)
 
 
-def _stamp(path: Path) -> int:
+def checkpoint_stamp(path: Path) -> int:
     """Changes whenever a checkpoint directory is replaced (saving renames a new directory into place)."""
     try:
         return (path / "config.json").stat().st_mtime_ns + path.stat().st_ino
@@ -166,7 +166,7 @@ def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
 def resolve(option: ModelOption) -> ActiveModel:
     """Load the model behind an option; raises CheckpointError for a broken checkpoint."""
     if option.source in (SHIPPED, RUN):
-        stamp = _stamp(option.path)
+        stamp = checkpoint_stamp(option.path)
         ckpt = load_shared_checkpoint(str(option.path), stamp)
         return _from_checkpoint(option, ckpt, f"{option.source}:{option.path}:{stamp}")
     if option.source == UPLOAD:
