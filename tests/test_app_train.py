@@ -15,8 +15,8 @@ from ui.sidebar import checkpoint_zip
 from ui.train_actions import live_checkpoint, start_run
 
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
-                 train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=5000, train_eval_every=20,
-                 train_eval_examples=10, train_probe_every=5, train_max_seconds=60.0, train_warmup_steps=0)
+                 train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=50_000, train_eval_every=20,
+                 train_eval_examples=10, train_probe_every=5, train_max_seconds=120.0, train_warmup_steps=0)
 
 
 def _train_page(**overrides):

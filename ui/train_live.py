@@ -8,12 +8,13 @@ from transformer.attention_charts import attention_heatmap
 from transformer.jobs import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
 from transformer.training_charts import training_curves
 from ui.live_run import LiveRun, live_run
-from ui.widgets import head_picker, layer_picker, show_chart
+from ui.widgets import chart_spec, head_picker, layer_picker
 
 TIMELINE_STEP_KEY = "train_timeline_step"
 PLAYING_KEY = "train_timeline_playing"
 FOLLOW_KEY = "train_timeline_follow"
 RESTART_KEY = "train_timeline_restart"
+TIMELINE_CHART_KEY = "train_timeline_chart"
 _STATUS = {"waiting": "Waiting for a training slot", "running": "Training", "finished": "Finished",
            "stopped": "Stopped", "failed": "Failed"}
 
@@ -137,9 +138,13 @@ def timeline_panel() -> None:
     c_play.button("Pause" if playing else "Play", key="train_timeline_play", width="stretch",
                   icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(steps) < 2,
                   on_click=_toggle_play, args=(steps,))
-    show_chart(attention_heatmap(trace, "cross", layer, head, size=380,
-                                      title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
-                                                   f"{'mean of heads' if head is None else f'head {head + 1}'}"),
-                    key="train_timeline_map", width="content")
+    shown = (run.id, state[TIMELINE_STEP_KEY], layer, head)
+    cached = state.get(TIMELINE_CHART_KEY)
+    if cached is None or cached[0] != shown:  # the fragment reruns every second; rebuild only what changed
+        chart = attention_heatmap(trace, "cross", layer, head, size=380,
+                                  title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
+                                        f"{'mean of heads' if head is None else f'head {head + 1}'}")
+        cached = state[TIMELINE_CHART_KEY] = (shown, chart_spec(chart))
+    st.vega_lite_chart(spec=cached[1], key="train_timeline_map", width="content")
     if playing and state.get(PLAYING_KEY) is False:
         st.rerun(scope="app")  # reached the end: stop the animation timer

@@ -122,7 +122,12 @@ def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], 
                           icon=":material/draw:", on_click="ignore", width="stretch")
 
 
+def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    """The chart's Vega-Lite spec, not re-validated (the builders are validated by the tests; validation was ~40%
+    of a Decode rerun)."""
+    return chart.to_dict(validate=False)
+
+
 def show_chart(chart: alt.TopLevelMixin, **kwargs: Any) -> Any:
-    """st.altair_chart without re-validating the spec on every rerun (the builders are validated by the tests;
-    validation was ~40% of a Decode rerun). Same arguments and return value as st.altair_chart."""
-    return st.vega_lite_chart(spec=chart.to_dict(validate=False), **kwargs)
+    """st.altair_chart without re-validating the spec on every rerun. Same arguments and return value."""
+    return st.vega_lite_chart(spec=chart_spec(chart), **kwargs)
