@@ -55,23 +55,31 @@ IDLE_JS = """() => {
     (c) => c.querySelector('svg, canvas'));
 }"""
 
-# What a page shows: the Decode page's "Step t of n" heading and the text drawn in each Vega and Plotly chart.
+# What a page shows: the Decode page's "Step t of n" heading and the text drawn in each Vega and Plotly chart. A
+# Vega chart's text starts with the chart heading the page drew right above it, if any ("heading ⟫ a | b | c").
 VIEW_JS = """() => {
   const heading = [...document.querySelectorAll('[data-testid="stHeading"]')]
     .map((h) => h.textContent).find((t) => /^Step \\d+ of \\d+/.test(t)) || null;
+  const above = (svg) => {
+    const box = svg.closest('[data-testid="stElementContainer"]');
+    const before = box && box.previousElementSibling;
+    const label = before && before.querySelector('.studio-chart-heading');
+    return label ? label.textContent + ' ⟫ ' : '';
+  };
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg')]
-    .map((s) => [...s.querySelectorAll('text')].map((t) => t.textContent).join(' | '));
+    .map((s) => above(s) + [...s.querySelectorAll('text')].map((t) => t.textContent).join(' | '));
   const plotly = [...document.querySelectorAll('.js-plotly-plot')].map((p) => p.textContent);
   return {heading, charts, plotly};
 }"""
 
 # performance.now() once the page is idle and shows what was asked for, else false.
-_CHARTS_JS = f"""([pattern, count, heading, plotly, after]) => {{
+_CHARTS_JS = f"""([pattern, count, heading, plotly, after, exact]) => {{
   if (after !== null && window.__studioRuns <= after) return false;
   if (!({IDLE_JS})()) return false;
   const view = ({VIEW_JS})();
   if (heading && !(view.heading || '').startsWith(heading)) return false;
   if (plotly.length && !view.plotly.some((text) => plotly.every((part) => text.includes(part)))) return false;
+  if (exact && !view.charts.some((text) => new RegExp(exact).test(text))) return false;
   const re = new RegExp(pattern);
   return view.charts.filter((text) => re.test(text)).length >= count && performance.now();
 }}"""
@@ -190,16 +198,19 @@ class PageView:
 
 
 def charts_condition(pattern: str, count: int = 1, *, heading: str = "", plotly: tuple[str, ...] = (),
-                     after_runs: int | None = None) -> tuple[str, list]:
+                     after_runs: int | None = None, exact: str = "") -> tuple[str, list]:
     """(JavaScript, argument) for page.wait_for_function: idle, the step heading starts with `heading`, a Plotly
     chart contains every string of `plotly`, `count` Vega charts match `pattern`, and (given `after_runs`) a
-    script run finished since runs_finished() returned it. The function's value is performance.now()."""
-    return _CHARTS_JS, [pattern, count, heading, list(plotly), after_runs]
+    script run finished since runs_finished() returned it, and (given `exact`) one Vega chart's text matches that
+    regular expression. The function's value is performance.now()."""
+    return _CHARTS_JS, [pattern, count, heading, list(plotly), after_runs, exact]
 
 
 def decode_step_condition(step: int, plotly: tuple[str, ...] = ()) -> tuple[str, list]:
-    """charts_condition for the Decode page at step `step` (1-based): heading and three step charts say so."""
-    return charts_condition(rf"\bstep {step}\b", 3, heading=f"Step {step} of", plotly=plotly)
+    """charts_condition for the Decode page at step `step` (1-based): the heading and the three step charts say so,
+    and the prefix chart draws the `step` decoder inputs of that step (its data, not only its heading, changed)."""
+    prefix = rf"^Decoder self-attention of step {step} over the prefix ⟫ (?:[^|]* \| ){{{step - 1}}}[^|]*$"
+    return charts_condition(rf"\bstep {step}\b", 3, heading=f"Step {step} of", plotly=plotly, exact=prefix)
 
 
 def view_from(raw: dict, drawn_at: float | None = None) -> PageView:

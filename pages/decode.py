@@ -9,8 +9,8 @@ from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
                           reference_for, share_reference, share_text, teacher)
-from ui.widgets import (grid_cell, head_label, head_picker, layer_picker, md_token, require_model, show_chart,
-                        show_chips, visible)
+from ui.widgets import (chart_heading, grid_cell, head_label, head_picker, layer_picker, md_token, require_model,
+                        show_chart, show_chips, visible)
 
 ensure_frame()
 active = require_model()
@@ -96,9 +96,9 @@ def step_through(active, text: str, reference: str, results: dict, prefix) -> No
         show_chips(result.output_tokens[: t + 1], highlight=t,
                    caption="predictions so far" if view == ds.TEACHER else "output so far")
         self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
+        chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
         show_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
-                                          title=f"Decoder self-attention of step {t + 1} over the prefix"),
-                        width="content", key="decode_prefix_strip")
+                                     all_tokens=trace.target_tokens), width="content", key="decode_prefix_strip")
     with right:
         st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
         st.plotly_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk",
@@ -113,9 +113,10 @@ def step_through(active, text: str, reference: str, results: dict, prefix) -> No
                       args=(active.task_name, text, result, t), width="stretch",
                       help="Feed this token at this step and let the model decode greedily from there.")
     cross_row = trace.matrix("cross", layer, head)[t].tolist()
-    show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000,
-                                 title=f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
-                                       f"{head_label(head).lower()}"), width="content", key="decode_source_strip")
+    chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
+                  f"{head_label(head).lower()}")
+    show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000), width="content",
+               key="decode_source_strip")
 
     st.divider()
     alignment = gold_alignment_for(active, text)
@@ -124,11 +125,10 @@ def step_through(active, text: str, reference: str, results: dict, prefix) -> No
     gold = gold_cells(alignment, len(trace.target_tokens))
     map_col, side_col = st.columns(2, gap="large")
     with map_col:
+        chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
         show_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                          gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
-                                          title=f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · "
-                                                f"{head_label(head).lower()}"),
-                        key="decode_heatmap", width="content")
+                                     gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
+                                     title=""), key="decode_heatmap", width="content")
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",

@@ -1,10 +1,12 @@
 """Helpers for AppTest-driven tests of the Streamlit app: open a page, read charts and messages."""
 from __future__ import annotations
 
+import html
 import json
+import re
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 import pyarrow as pa
@@ -35,13 +37,31 @@ def texts(elements) -> list[str]:
     return [str(e.value) for e in elements]
 
 
+def _chart(element, heading: str = "") -> dict[str, Any]:
+    spec = json.loads(element.proto.spec)
+    frames = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets}
+    return {"spec": spec, "frames": frames, "title": _title(spec) or heading}
+
+
+def _in_order(node) -> Iterator[Any]:
+    """Every element under `node`, in page order."""
+    for child in getattr(node, "children", {}).values():
+        if hasattr(child, "children"):
+            yield from _in_order(child)
+        else:
+            yield child
+
+
 def charts(at: AppTest) -> list[dict[str, Any]]:
-    """Every Altair chart on the page: its Vega-Lite spec plus its datasets as data frames."""
-    out = []
-    for element in at.get("vega_lite_chart"):
-        spec = json.loads(element.proto.spec)
-        frames = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets}
-        out.append({"spec": spec, "frames": frames, "title": _title(spec)})
+    """Every Altair chart on the page: its Vega-Lite spec, its datasets as data frames and its title (its own, else
+    the chart heading the page drew right above it)."""
+    out, heading = [], ""
+    for element in _in_order(at.main):
+        if element.type == "markdown" and "studio-chart-heading" in str(element.value):
+            heading = html.unescape(re.sub(r"<[^>]+>", "", str(element.value)))
+        elif element.type == "vega_lite_chart":
+            out.append(_chart(element, heading))
+            heading = ""
     return out
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
+from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from transformer.checkpoints import load_checkpoint
 from transformer.decoding import greedy_decode, teacher_forced
 from ui.widgets import md_token, visible
@@ -145,3 +145,26 @@ def test_unknown_characters_and_an_overlong_reference_are_explained(studio_env, 
     at.text_input(key="decode_reference").input("z" * 40).run()
     assert any(w.startswith("Teacher forcing: The reference has 40 tokens") for w in texts(at.warning))
     assert_no_exception(at)
+
+
+def test_stepping_changes_the_step_charts_data_but_not_their_specs(studio_env, ckpt, text):
+    """Only the data of the step charts changes from one step to the next, so the browser swaps it into the drawn
+    chart instead of rebuilding the chart (which was most of a Next click's time in the browser)."""
+    at = _decode_page(text)
+
+    def step_charts(a) -> dict[str, dict]:
+        shown = {c["title"].split(" of step ")[0].split(" up to step ")[0]: c for c in charts(a)}
+        return {name: chart for name, chart in shown.items() if name in STEP_CHARTS}
+
+    before = step_charts(at)
+    at.button(key="decode_next").click().run()
+    after = step_charts(at)
+    assert sorted(before) == sorted(after) == sorted(STEP_CHARTS)
+    for name in STEP_CHARTS:
+        assert after[name]["spec"] == before[name]["spec"], f"the {name!r} chart was rebuilt"
+        assert [f.to_dict() for f in after[name]["frames"].values()] != [f.to_dict() for f in
+                                                                         before[name]["frames"].values()]
+    assert len(only_frame(after["Decoder self-attention"])) == 2  # the prefix grew by one token
+
+
+STEP_CHARTS = ("Decoder self-attention", "Source tokens shaded by the attention", "Cross-attention rows")

@@ -131,6 +131,7 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     `gold` cells outside the drawn rows are skipped (a greedy output may be shorter than the reference).
     `max_row` draws rows 0..max_row only, on the full fixed axes over a neutral background, so step-through
     does not move the chart and the rows still to come read as "not yet".
+    `title`: None for "<kind> · layer · head", "" for none (a page that shows it beside the chart).
     """
     frame = matrix_frame(trace, kind, layer, head, max_row)
     q, k = trace.axis_sizes(kind)
@@ -153,7 +154,8 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
                       .encode(y=enc["y"]))
     return alt.layer(*layers).properties(
         width=cell * k, height=cell * q, view=_view(max_row), autosize=AUTOSIZE,
-        title=alt.TitleParams(title or _map_title(trace, kind, layer, head), anchor="start", fontSize=14))
+        title=alt.TitleParams(_map_title(trace, kind, layer, head) if title is None else title, anchor="start",
+                              fontSize=14))
 
 
 def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,

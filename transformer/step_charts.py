@@ -28,17 +28,25 @@ def _strip_layout(labels: Sequence[str], max_width: int) -> pd.DataFrame:
 
 
 def _strip(tokens: Sequence[str], weights: Sequence[float], title: str, what: str,
-           max_width: int) -> alt.LayerChart:
-    """Tokens in reading order, each cell as wide as its text and shaded by its weight (0-1), rows wrapped."""
+           max_width: int, layout_tokens: Sequence[str] | None = None) -> alt.LayerChart:
+    """Tokens in reading order, each cell as wide as its text and shaded by its weight (0-1), rows wrapped.
+
+    `layout_tokens` (starting with `tokens`) fixes the chart's size to what those tokens would take, so a strip
+    that grows step by step keeps its size (and its spec: the browser then only swaps the data).
+    """
     if len(tokens) != len(weights):
         raise ValueError(f"{len(tokens)} tokens but {len(weights)} weights")
     if max_width < _MIN_CELL:
         raise ValueError(f"max_width must be at least {_MIN_CELL} pixels, got {max_width}")
+    layout_tokens = tokens if layout_tokens is None else layout_tokens
+    if list(layout_tokens[: len(tokens)]) != list(tokens):
+        raise ValueError("layout_tokens must start with the tokens shown")
     labels = [visible_token(t) for t in tokens]
+    layout = _strip_layout([visible_token(t) for t in layout_tokens], max_width)
     frame = pd.DataFrame({"position": range(len(labels)), "token": labels,
                           "weight": [float(w) for w in weights]})
     frame["weight_text"] = frame["weight"].map("{:.3f}".format)
-    frame = pd.concat([frame, _strip_layout(labels, max_width)], axis=1)
+    frame = pd.concat([frame, layout.iloc[: len(labels)]], axis=1)
     frame["x_mid"], frame["y_mid"] = (frame["x0"] + frame["x1"]) / 2, (frame["y0"] + frame["y1"]) / 2
     tooltip = [alt.Tooltip("token:N", title=what), alt.Tooltip("weight_text:N", title="weight"),
                alt.Tooltip("position:Q", title="position")]
@@ -50,8 +58,8 @@ def _strip(tokens: Sequence[str], weights: Sequence[float], title: str, what: st
     text = alt.Chart(frame).mark_text(fontSize=STRIP_FONT_SIZE, limit=max_width - _CELL_PADDING).encode(
         x=alt.X("x_mid:Q", **pixels), y=alt.Y("y_mid:Q", **pixels), text=alt.Text("token:N"), tooltip=tooltip,
         color=alt.ColorValue("#222", condition={"test": "datum.weight > 0.55", "value": "white"}))
-    width = float(frame["x1"].max()) if len(frame) else _MIN_CELL
-    height = float(frame["y1"].max()) if len(frame) else _ROW_HEIGHT
+    width = float(layout["x1"].max()) if len(layout) else _MIN_CELL
+    height = float(layout["y1"].max()) if len(layout) else _ROW_HEIGHT
     chart = alt.layer(cells, text).properties(width=width, height=height, autosize=AUTOSIZE,
                                               view=alt.ViewBackground(stroke=None))
     return chart.properties(title=alt.TitleParams(title, anchor="start", fontSize=13, limit=max_width)) if title \
@@ -65,9 +73,13 @@ def source_strip(tokens: Sequence[str], weights: Sequence[float], *, title: str 
 
 
 def decoder_row_chart(tokens: Sequence[str], weights: Sequence[float], *, title: str = "",
-                      max_width: int = 600) -> alt.LayerChart:
-    """The decoder self-attention row of one step over the prefix so far (same style as `source_strip`)."""
-    return _strip(tokens, weights, title, "decoder input", max_width)
+                      max_width: int = 600, all_tokens: Sequence[str] | None = None) -> alt.LayerChart:
+    """The decoder self-attention row of one step over the prefix so far (same style as `source_strip`).
+
+    With `all_tokens` (every decoder input of the output, starting with the prefix) the chart is sized for the
+    whole output, so it does not grow or jump while stepping through.
+    """
+    return _strip(tokens, weights, title, "decoder input", max_width, all_tokens)
 
 
 def _plotly_text(text: str) -> str:

@@ -1,10 +1,11 @@
-"""A little CSS on top of the theme in .streamlit/config.toml: less empty space above each page."""
+"""A little CSS on top of the theme in .streamlit/config.toml: less empty space above each page, chart headings."""
 import streamlit as st
 
 _CSS = """
 <style>
 [data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 3rem; }
 [data-testid="stSidebarHeader"] { margin-bottom: 0.5rem; }
+.studio-chart-heading { font-weight: 600; font-size: 14px; color: #1f2937; margin: 0.2rem 0 -0.4rem 0; }
 </style>
 """
 

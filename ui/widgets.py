@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import unicodedata
 from typing import Any, Callable, Sequence
@@ -124,8 +125,24 @@ def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], 
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     """The chart's Vega-Lite spec, not re-validated (the builders are validated by the tests; validation was ~40%
-    of a Decode rerun)."""
-    return chart.to_dict(validate=False)
+    of a Decode rerun), with its datasets renamed studio_data_0, studio_data_1 … in order.
+
+    Altair names a dataset by a hash of its rows, so new data made a new spec, and the browser rebuilt the whole
+    Vega view. With stable names a chart whose layout did not change only gets its data replaced.
+    """
+    spec = chart.to_dict(validate=False)
+    if not spec.get("datasets"):
+        return spec
+    text = json.dumps(spec)
+    for i, name in enumerate(spec["datasets"]):
+        text = text.replace(json.dumps(name), f'"studio_data_{i}"')  # not data_N: Vega-Lite's own names
+    return json.loads(text)
+
+
+def chart_heading(text: str) -> None:
+    """A chart's title drawn by the page: what changes at every step stays out of the chart's spec, so the browser
+    swaps the chart's data instead of rebuilding it (the Decode page's step charts)."""
+    st.markdown(f'<p class="studio-chart-heading">{html.escape(text)}</p>', unsafe_allow_html=True)
 
 
 def show_chart(chart: alt.TopLevelMixin, **kwargs: Any) -> Any:
