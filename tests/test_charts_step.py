@@ -41,6 +41,18 @@ def test_each_word_gets_a_cell_as_wide_as_its_text_and_rows_wrap_to_the_width():
     assert len(set(layer_data(source_strip(GERMAN, weights, max_width=2000))["y0"])) == 1  # room: one row
 
 
+def test_the_prefix_strip_keeps_the_size_of_the_whole_output_while_it_grows():
+    full = decoder_row_chart(GERMAN, [0.1] * len(GERMAN), max_width=400)
+    for n in (1, 3, len(GERMAN)):
+        chart = decoder_row_chart(GERMAN[:n], [0.1] * n, max_width=400, all_tokens=GERMAN)
+        assert (chart.width, chart.height) == (full.width, full.height)  # it does not jump while stepping
+        data = layer_data(chart)
+        assert data["token"].tolist() == GERMAN[:n]  # only the prefix is drawn, where it sits in the full output
+        assert data[["x0", "y0"]].values.tolist() == layer_data(full)[["x0", "y0"]].values[:n].tolist()
+    with pytest.raises(ValueError, match="must start with the tokens shown"):
+        decoder_row_chart(["x"], [1.0], all_tokens=GERMAN)
+
+
 def test_strips_draw_every_word_whole():
     chart = decoder_row_chart(GERMAN, [0.5] * len(GERMAN), max_width=500, title="prefix")
     drawn = set(re.findall(r">([^<>]+)</text>", chart_to_svg(chart)))
