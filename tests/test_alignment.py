@@ -10,13 +10,13 @@ from transformer.cli import main
 from transformer.chart_style import MEAN_HEAD
 from transformer.config import default_configs
 from transformer.model import Seq2SeqTransformer
-from transformer.tasks import make_task
+from transformer.tasks import gold_sources, make_task
 from transformer.trace import AttentionTrace
 
 
 def trace_with_cross(cross: torch.Tensor) -> AttentionTrace:
     layers, heads, t, s = cross.shape
-    return AttentionTrace(tuple("abcd"[:s - 1]) + ("</s>",), ("<s>",) + tuple("xyz"[: t - 1]),
+    return AttentionTrace(tuple("abcdefgh"[:s - 1]) + ("</s>",), ("<s>",) + tuple("xyzuvw"[: t - 1]),
                           torch.zeros(layers, heads, s, s), torch.zeros(layers, heads, t, t), cross)
 
 
@@ -37,6 +37,33 @@ def test_a_head_that_reads_the_source_right_to_left_scores_one_on_reversal():
     assert frame[frame["layer"] == 1][["head", "label"]].values.tolist() == [[0, "L2H1"], [1, "L2H2"],
                                                                              [MEAN_HEAD, "L2mean"]]
     assert gold_cells([2, None, 0]) == [(0, 2), (2, 0)]
+
+
+def test_for_sort_a_head_on_either_copy_of_a_repeated_character_hits_and_one_on_another_character_misses():
+    # sort "baba" -> "aabb": either "a" (source 1 or 3) is gold for both output a's, either "b" for both b's
+    gold = gold_sources("sort", "baba")
+    cross = torch.zeros(1, 3, 5, 5)  # (layer, head, target + </s>, source + </s>)
+    for j, col in enumerate([3, 1, 2, 0]):  # head 1: the other copy of each repeated letter
+        cross[0, 0, j, col] = 1.0
+    for j, col in enumerate([1, 3, 0, 2]):  # head 2: the stable copy
+        cross[0, 1, j, col] = 1.0
+    for j, col in enumerate([0, 1, 2, 1]):  # head 3: "b" for the first output "a", "a" for the last "b"
+        cross[0, 2, j, col] = 1.0
+    frame = alignment_scores(trace_with_cross(cross), gold)
+    by_label = dict(zip(frame["label"], frame["score"]))
+    assert (by_label["L1H1"], by_label["L1H2"], by_label["L1H3"]) == (1.0, 1.0, 0.5)
+    # every copy is outlined on the heatmap; a single character keeps its one cell
+    assert gold_cells(gold) == [(0, 1), (0, 3), (1, 1), (1, 3), (2, 0), (2, 2), (3, 0), (3, 2)]
+    assert gold_cells(gold_sources("sort", "cab")) == [(0, 1), (1, 2), (2, 0)]
+
+
+def test_reversal_still_needs_the_exact_copy_of_a_repeated_character():
+    # reverse "aba" -> "aba": output 0 comes from source 2, not from the "a" at source 0
+    cross = torch.zeros(1, 1, 4, 4)
+    for j, col in enumerate([0, 1, 2]):
+        cross[0, 0, j, col] = 1.0
+    frame = alignment_scores(trace_with_cross(cross), gold_sources("reverse", "aba"))
+    assert frame.loc[frame["head"] == 0, "score"].item() == 1 / 3
 
 
 def test_unaligned_target_tokens_are_not_counted():

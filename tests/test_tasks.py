@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from transformer.alignment import accepted
 from transformer.config import ConfigError
 from transformer.pairs import Example
 from transformer.tasks import (
-    TASK_NAMES, DataError, Task, gold_alignment, make_task, parse_pairs_text, read_aligned_files,
+    TASK_NAMES, DataError, Task, gold_alignment, gold_sources, make_task, parse_pairs_text, read_aligned_files,
     read_pairs_tsv, task_from_spec,
 )
 
@@ -55,7 +56,9 @@ def test_generated_tasks_have_correct_targets_and_alignments(name):
     for ex in task.train + task.valid:
         assert 10 <= len(ex.source) <= 19 and ex.source.isalpha() and ex.source.islower()
         assert ex.target == expected(ex.source)
-        assert "".join(ex.source[i] for i in ex.alignment) == ex.target
+        assert ex.alignment == gold_sources(name, ex.source)
+        for j, gold in enumerate(ex.alignment):  # every acceptable source position holds the target character
+            assert gold is not None and {ex.source[i] for i in accepted(gold)} == {ex.target[j]}
     assert task.has_alignment and task.level == "char"
     assert task.src_tokenizer.vocab_size == task.tgt_tokenizer.vocab_size == 30
     assert task.probe in {ex.source for ex in task.valid}
@@ -64,9 +67,19 @@ def test_generated_tasks_have_correct_targets_and_alignments(name):
 def test_sort_alignment_matches_duplicates_stably():
     task = make_task("sort", n_train=200, n_valid=10, min_len=30, max_len=40)
     ex = next(ex for ex in task.train if len(set(ex.source)) < len(ex.source))
+    stable = gold_alignment("sort", ex.source)
     for letter in set(ex.source):
         in_source = [i for i, c in enumerate(ex.source) if c == letter]
-        assert [i for i in ex.alignment if ex.source[i] == letter] == in_source
+        assert [i for i in stable if ex.source[i] == letter] == in_source
+
+
+def test_sort_scores_accept_every_copy_of_a_repeated_character():
+    # "baba" -> "aabb": the output cannot tell which "a" was taken first, so either copy is gold for both
+    assert gold_sources("sort", "baba") == ((1, 3), (1, 3), (0, 2), (0, 2))
+    assert gold_sources("sort", "cab") == gold_alignment("sort", "cab") == (1, 2, 0)  # single characters: one
+    assert gold_sources("sort", "bcab") == (2, (0, 3), (0, 3), 1)
+    assert gold_sources("reverse", "abca") == gold_alignment("reverse", "abca") == (3, 2, 1, 0)  # order decides
+    assert gold_sources("copy", "aa") == (0, 1) and gold_sources("toy-en-de", "a b") is None
 
 
 def test_generated_tasks_are_deterministic_by_seed_and_valid_is_held_out():

@@ -1,10 +1,11 @@
 """Alignment scores: how often each cross-attention head puts its highest weight on the gold source token.
 
-A gold alignment gives, for each target token j, the source token index it translates (or None). Row j of a
-teacher-forced cross-attention map is the query that predicts target token j, so a head "hits" token j when
-argmax over the source of row j is gold[j]. Scores are the fraction of aligned target tokens hit. Frames follow the
-charts' convention: 0-based layer and head, head -1 (`MEAN_HEAD`) for the mean of heads, and a 1-based `label`
-("L1H2" is layer 1, head 2; "L1mean" the mean of layer 1's heads).
+A gold alignment gives, for each target token j, the source token index it translates, a tuple of equally
+acceptable indices (sort: every copy of a repeated character, since the output cannot tell which one was taken),
+or None. Row j of a teacher-forced cross-attention map is the query that predicts target token j, so a head
+"hits" token j when argmax over the source of row j is gold[j] (or one of its indices). Scores are the fraction
+of aligned target tokens hit. Frames follow the charts' convention: 0-based layer and head, head -1 (`MEAN_HEAD`)
+for the mean of heads, and a 1-based `label` ("L1H2" is layer 1, head 2; "L1mean" the mean of layer 1's heads).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from torch import Tensor
 from .batching import make_batch
 from .chart_style import MEAN_HEAD
 from .model import Seq2SeqTransformer
+from .pairs import GoldSource
 from .trace import AttentionTrace
 
 
@@ -25,14 +27,25 @@ def head_label(layer: int, head: int | None) -> str:
     return f"L{layer + 1}" + ("mean" if head is None or head == MEAN_HEAD else f"H{head + 1}")
 
 
-def alignment_hits(cross: Tensor, gold: Sequence[int | None]) -> tuple[Tensor, int]:
+def accepted(entry: GoldSource) -> tuple[int, ...]:
+    """The source indices a gold entry accepts: () for None, one index for an int, else the tuple itself."""
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, int) else tuple(entry)
+
+
+def alignment_hits(cross: Tensor, gold: Sequence[GoldSource]) -> tuple[Tensor, int]:
     """Hits per (layer, head + mean column) for one example's cross-attention (L, H, T, S), and how many tokens."""
-    rows = [j for j, g in enumerate(gold) if g is not None and j < cross.shape[2]]
+    n_rows, n_src = cross.shape[2], cross.shape[3]
+    rows = [j for j, g in enumerate(gold) if g is not None and j < n_rows]
     if not rows:
         return torch.zeros(cross.shape[0], cross.shape[1] + 1), 0
-    target = torch.tensor([gold[j] for j in rows])
+    ok = torch.zeros(len(rows), n_src + 1, dtype=torch.bool)  # (R, S + 1); the extra column takes indices >= S
+    for r, j in enumerate(rows):
+        ok[r, [min(i, n_src) for i in accepted(gold[j])]] = True
     maps = torch.cat([cross, cross.mean(1, keepdim=True)], dim=1)[:, :, rows]  # (L, H+1, R, S)
-    hits = (maps.argmax(-1) == target).sum(-1).float()  # (L, H+1)
+    picked = maps.argmax(-1)  # (L, H+1, R)
+    hits = ok[torch.arange(len(rows)), picked].sum(-1).float()  # (L, H+1)
     return hits, len(rows)
 
 
@@ -48,15 +61,15 @@ def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
     return pd.DataFrame.from_records(records).astype({"layer": int, "head": int, "score": float})
 
 
-def alignment_scores(trace: AttentionTrace, gold: Sequence[int | None]) -> pd.DataFrame:
+def alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource]) -> pd.DataFrame:
     """Per-head and head-mean alignment scores of one trace's cross-attention against a gold alignment."""
     hits, total = alignment_hits(trace.cross, gold)
     return scores_frame(hits, total)
 
 
-def gold_cells(gold: Sequence[int | None]) -> list[tuple[int, int]]:
-    """(query row, key column) cells of a gold alignment, for outlining on a cross-attention heatmap."""
-    return [(j, g) for j, g in enumerate(gold) if g is not None]
+def gold_cells(gold: Sequence[GoldSource]) -> list[tuple[int, int]]:
+    """(query row, key column) cells of a gold alignment, every acceptable one, for outlining on a heatmap."""
+    return [(j, i) for j, g in enumerate(gold) for i in accepted(g)]
 
 
 def summarize(frame: pd.DataFrame) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Sequence
 
 from .config import ConfigError
-from .pairs import Example
+from .pairs import Example, GoldSource
 from .tokenizers import Tokenizer, build_char_tokenizer, build_word_tokenizer
 
 TASK_NAMES = ("reverse", "copy", "sort", "toy-en-de", "corpus")
@@ -57,7 +57,11 @@ class Task:
 
 
 def gold_alignment(task_name: str, source: str) -> tuple[int | None, ...] | None:
-    """Source position each target character comes from, for reverse/copy/sort; None for other tasks."""
+    """Source position each target character comes from, for reverse/copy/sort; None for other tasks.
+
+    For sort's repeated characters this picks one copy (k-th in the output -> k-th in the source), which spells
+    the reference; `gold_sources` lists every acceptable copy for scoring.
+    """
     n = len(source)
     if task_name == "reverse":
         return tuple(range(n - 1, -1, -1))
@@ -66,6 +70,22 @@ def gold_alignment(task_name: str, source: str) -> tuple[int | None, ...] | None
     if task_name == "sort":
         return tuple(sorted(range(n), key=source.__getitem__))  # stable: k-th duplicate -> k-th occurrence
     return None
+
+
+def gold_sources(task_name: str, source: str) -> tuple[GoldSource, ...] | None:
+    """Every source position each target character may come from; the gold the alignment scores use.
+
+    For sort, a repeated character's output cannot tell which copy was taken, so each of its copies is
+    acceptable (a tuple of all its positions); single characters, reverse and copy keep `gold_alignment`.
+    """
+    gold = gold_alignment(task_name, source)
+    if task_name != "sort" or gold is None:
+        return gold
+    copies: dict[str, list[int]] = {}
+    for i, ch in enumerate(source):
+        copies.setdefault(ch, []).append(i)
+    accepted = {ch: where[0] if len(where) == 1 else tuple(where) for ch, where in copies.items()}
+    return tuple(accepted[source[i]] for i in gold)
 
 
 def _target(task_name: str, source: str) -> str:
@@ -114,7 +134,7 @@ def _generate(name: str, seed: int, n_train: int, n_valid: int, min_len: int, ma
             train_sources.append(s)
 
     def example(s: str) -> Example:
-        return Example(s, _target(name, s), gold_alignment(name, s))
+        return Example(s, _target(name, s), gold_sources(name, s))
 
     return [example(s) for s in train_sources], [example(s) for s in valid_sources]
 
