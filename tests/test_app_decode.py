@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from transformer.checkpoints import load_checkpoint
 from transformer.decoding import greedy_decode, teacher_forced
+from ui.inference import gold_alignment_for, gold_cells
 from ui.widgets import md_token, visible
 
 
@@ -168,3 +170,13 @@ def test_stepping_changes_the_step_charts_data_but_not_their_specs(studio_env, c
 
 
 STEP_CHARTS = ("Decoder self-attention", "Source tokens shaded by the attention", "Cross-attention rows")
+
+
+def test_the_app_outlines_and_scores_every_copy_of_a_repeated_letter_for_sort():
+    """The app uses the gold `eval` scores against: for sort, any copy of a repeated letter."""
+    sort = SimpleNamespace(level="char", task_name="sort")
+    gold = gold_alignment_for(sort, "bab")  # output "abb": a <- 1, b <- 0 or 2, b <- 0 or 2
+    assert gold_cells(gold, 4) == [(0, 1), (1, 0), (1, 2), (2, 0), (2, 2)]
+    assert gold_cells(gold, 2) == [(0, 1), (1, 0), (1, 2)]  # rows the step-through has not reached are left out
+    assert gold_cells(gold_alignment_for(SimpleNamespace(level="char", task_name="reverse"), "bab"), 4) == \
+        [(0, 2), (1, 1), (2, 0)]  # reverse keeps the exact position

@@ -7,11 +7,12 @@ import streamlit as st
 
 from transformer.alignment import alignment_scores
 from transformer.head_charts import alignment_table_chart
+from transformer.pairs import GoldSource
 from transformer.trace import AttentionTrace
 from ui.widgets import show_chart
 
 
-def show_alignment_scores(trace: AttentionTrace, gold: Sequence[int | None], *, key: str) -> None:
+def show_alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource], *, key: str) -> None:
     """How often each cross-attention head's strongest weight falls on the gold source token."""
     st.markdown("**Alignment score per head**: share of target tokens whose strongest cross-attention weight is "
                 "on the gold source token")

@@ -6,7 +6,9 @@ from typing import Sequence
 import streamlit as st
 
 from transformer.decoding import DecodeResult, InputError, greedy_decode, teacher_forced
-from transformer.tasks import gold_alignment
+from transformer.alignment import gold_cells as alignment_gold_cells
+from transformer.pairs import GoldSource
+from transformer.tasks import gold_alignment, gold_sources
 from ui.models import ActiveModel
 from ui.widgets import md_token
 
@@ -106,10 +108,11 @@ def share_reference(widget_key: str) -> None:
     st.session_state[REFERENCE_KEY] = st.session_state[widget_key]
 
 
-def gold_alignment_for(active: ActiveModel, text: str) -> tuple[int | None, ...] | None:
-    """Source index of each target token of the correct output of `text`, when the task knows it."""
+def gold_alignment_for(active: ActiveModel, text: str) -> tuple[GoldSource, ...] | None:
+    """Source index (or, for a repeated letter in `sort`, indices) of each target token of the correct output of
+    `text`, when the task knows it: the gold that `eval` scores heads against."""
     if active.level == "char":
-        return gold_alignment(active.task_name, text)
+        return gold_sources(active.task_name, text)
     if active.task_name != "toy-en-de":
         return None
     from transformer import toy_en_de
@@ -123,6 +126,6 @@ def gold_alignment_for(active: ActiveModel, text: str) -> tuple[int | None, ...]
     return example.alignment
 
 
-def gold_cells(alignment: Sequence[int | None] | None, n_rows: int) -> list[tuple[int, int]]:
-    """(decoder row, source column) cells to outline: row j is the query that predicts target token j."""
-    return [(row, col) for row, col in enumerate(alignment or ()) if col is not None and row < n_rows]
+def gold_cells(alignment: Sequence[GoldSource] | None, n_rows: int) -> list[tuple[int, int]]:
+    """(decoder row, source column) cells to outline, every acceptable one: row j predicts target token j."""
+    return [(row, col) for row, col in alignment_gold_cells(alignment or ()) if row < n_rows]
