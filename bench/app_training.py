@@ -12,8 +12,8 @@ for a fixed number of steps and saves a checkpoint, whose per-step history gives
 App runs: with the Train page open (curves and attention timeline refreshing every second), and on the Home
 page (only the sidebar's status line refreshes). "shown" is the median "Tokens / s" the Train page displays.
 Thread settings: the CLI runs with torch's default intra-op threads (one per core) or OMP_NUM_THREADS=1; the
-app as configured (ui/settings.py: torch's default unless $ATTENTION_STUDIO_TORCH_THREADS is set) or with
---app-threads N (0 = as configured).
+app as configured (ui/settings.training_threads: all cores but one for the training process, unless
+$ATTENTION_STUDIO_TORCH_THREADS is set) or with --app-threads N (0 = as configured).
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from typing import Any
 from bench.app_driver import ROOT, choose, launch_chromium, new_page, open_page, running_app, runs_finished, wait_rerun
 from bench.measures import browser_cpu_seconds, cpu_seconds
 from transformer.checkpoints import load_checkpoint
+from ui.settings import training_threads
 from ui.train_form import TASKS
 
 TARGET_RATIO = 0.85
@@ -173,7 +174,7 @@ def app_run(task: str, steps: int, threads: int, watching: bool, folder: Path) -
             browser.close()
     n, tokens, step_seconds = _history_totals(runs / SAVE_NAME)
     where = "app, Train page open" if watching else "app, on the Home page"
-    label = f"{threads} (ATTENTION_STUDIO_TORCH_THREADS)" if threads else f"{_torch_default_threads()} (app default)"
+    label = f"{threads} (ATTENTION_STUDIO_TORCH_THREADS)" if threads else f"{training_threads()} (app default)"
     return Throughput(where, label, n, tokens, step_seconds, wall, shown, *cpu_share)
 
 

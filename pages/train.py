@@ -6,7 +6,7 @@ from ui.frame import ensure_frame
 from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.train_form import CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names
-from ui.train_live import PLAYING_KEY, live_panel, timeline_panel
+from ui.train_live import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 
 ensure_frame()
 st.title("Train", anchor=False)
@@ -57,9 +57,10 @@ tc.run_controls()
 if run is not None:
     st.subheader("Progress", anchor=False)
     st.fragment(run_every=1.0 if active else None)(live_panel)()
+    st.fragment(run_every=3.0 if active else None)(evaluation_panel)()
     st.subheader("Attention timeline of the probe", anchor=False)
     st.caption("How the probe sentence's cross-attention formed during training (recorded every "
                f"{run.probe_every} steps). Drag the slider or press Play.")
     tc.probe_editor()
     playing = st.session_state.get(PLAYING_KEY, False)
-    st.fragment(run_every=0.6 if playing else 1.0 if active else None)(timeline_panel)()
+    st.fragment(run_every=0.6 if playing else 2.0 if active else None)(timeline_panel)()

@@ -14,7 +14,7 @@ from transformer.training import Trainer
 from ui.limits import LIMITS, check_limits
 from ui.live_run import LiveRun, live_run, set_live_run
 from ui.models import LIVE, select_model
-from ui.settings import runs_root
+from ui.settings import runs_root, training_threads
 
 
 class BusyError(ValueError):
@@ -33,7 +33,7 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
     if current is not None and current.active:
         raise BusyError("A run is still training: stop it before starting another.")
     job = TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
-                      probe_every=probe_every, idle_timeout_s=LIMITS.session_timeout_s)
+                      probe_every=probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads())
     run = LiveRun(trainer, job, probe, probe_every, max_seconds)
     set_live_run(run)
     job.start()
@@ -65,7 +65,7 @@ def resume_run(run: LiveRun, more_steps: int) -> None:
     if target > LIMITS.max_steps:
         raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
     job = TrainingJob(run.trainer, max_steps=target, max_seconds=run.max_seconds, probe=run.probe or None,
-                      probe_every=run.probe_every, idle_timeout_s=LIMITS.session_timeout_s)
+                      probe_every=run.probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads())
     run.replace_job(job)
     job.start()
     select_model(LIVE)

@@ -79,7 +79,13 @@ def live_panel() -> None:
     _status_line(run, snap)
     st.plotly_chart(training_curves(snap.history, snap.evals, uirevision=run.id), key="train_curves",
                     config={"displaylogo": False})
-    _evaluation(snap)
+
+
+def evaluation_panel() -> None:
+    """The newest validation metrics and example outputs (a slower fragment: they change every eval_every steps)."""
+    run = live_run()
+    if run is not None:
+        _evaluation(run.job.snapshot(history_tail=1))
 
 
 def _advance(steps: list[int]) -> None:
