@@ -9,6 +9,7 @@ from transformer.config import ConfigError, default_configs
 from transformer.jobs import MAX_CONCURRENT_JOBS, TrainingJob
 from transformer.tasks import make_task
 from transformer.training import Trainer
+from ui.settings import training_threads
 from ui.limits import LIMITS, check_limits
 from ui.live_run import LIVE_RUN_KEY
 from ui.sidebar import checkpoint_zip
@@ -52,6 +53,7 @@ def test_train_watch_stop_resume_save_and_reload(studio_env):
         assert_no_exception(at)
         assert any(m.startswith("Training started on reverse") for m in texts(at.success))
         assert at.sidebar.selectbox(key="sidebar_model").value == "live"
+        assert run.job.threads == training_threads()  # the training process leaves a core to the pages
         assert poll(at, lambda a: _step(a) >= 2), "the step count never advanced"
         assert any(m.startswith("Training: step") for m in texts(at.sidebar.info))
         assert at.metric[0].label == "Step" and int(at.metric[0].value.replace(",", "")) >= 1
