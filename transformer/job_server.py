@@ -10,6 +10,7 @@ Streamlit script run `__main__` is the page being run, so every training process
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -47,17 +48,23 @@ def serve(address: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished children
     print("ready", flush=True)
     stdin = sys.stdin.fileno()
-    while True:
-        ready, _, _ = select.select([server, stdin], [], [])
-        if stdin in ready and not os.read(stdin, 1024):
-            return  # the app's server went away
-        if server in ready:
-            sock, _ = server.accept()
-            if os.fork() == 0:
-                server.close()
-                os.close(stdin)
-                _child(sock)
-            sock.close()
+    try:
+        while True:
+            ready, _, _ = select.select([server, stdin], [], [])
+            if stdin in ready and not os.read(stdin, 1024):
+                return  # the app's server went away
+            if server in ready:
+                sock, _ = server.accept()
+                if os.fork() == 0:
+                    server.close()
+                    os.close(stdin)
+                    _child(sock)
+                sock.close()
+    finally:
+        server.close()
+        with contextlib.suppress(OSError):
+            os.unlink(address)
+            os.rmdir(os.path.dirname(address))  # the private directory jobs.ForkServer made for the socket
 
 
 if __name__ == "__main__":
