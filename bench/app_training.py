@@ -161,7 +161,7 @@ def app_run(task: str, steps: int, threads: int, watching: bool, folder: Path) -
     """The same training started from the Train page of a real app server; threads 0 = as the app configures."""
     from playwright.sync_api import sync_playwright
 
-    runs = folder / f"runs-{threads}-{watching}"
+    runs = Path(tempfile.mkdtemp(prefix=f"runs-{threads}-{watching}-", dir=folder))  # a new one per repeat
     no_checkpoints = folder / "no-checkpoints"  # the Train page needs none
     extra_env = {"ATTENTION_STUDIO_TORCH_THREADS": str(threads)} if threads else {}
     with running_app(no_checkpoints, runs, extra_env=extra_env) as server, sync_playwright() as pw:
