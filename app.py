@@ -18,5 +18,5 @@ PAGES = [
 
 page = st.navigation(PAGES)
 apply_theme()
-render_sidebar()
+render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
 page.run()

@@ -57,10 +57,10 @@ tc.run_controls()
 if run is not None:
     st.subheader("Progress", anchor=False)
     st.fragment(run_every=1.0 if active else None)(live_panel)()
-    st.fragment(run_every=3.0 if active else None)(evaluation_panel)()
+    st.fragment(run_every=5.0 if active else None)(evaluation_panel)()
     st.subheader("Attention timeline of the probe", anchor=False)
     st.caption("How the probe sentence's cross-attention formed during training (recorded every "
                f"{run.probe_every} steps). Drag the slider or press Play.")
     tc.probe_editor()
     playing = st.session_state.get(PLAYING_KEY, False)
-    st.fragment(run_every=0.6 if playing else 2.0 if active else None)(timeline_panel)()
+    st.fragment(run_every=0.6 if playing else 3.0 if active else None)(timeline_panel)()

@@ -11,6 +11,7 @@ from transformer.trace import AttentionTrace
 from transformer.training import Trainer
 
 LIVE_RUN_KEY = "train_live_run"
+WAS_TRAINING_KEY = "live_run_was_training"
 
 
 @dataclass
@@ -58,3 +59,12 @@ def live_run() -> LiveRun | None:
 def set_live_run(run: LiveRun | None) -> None:
     """Make `run` this session's training run (None forgets it)."""
     st.session_state[LIVE_RUN_KEY] = run
+
+
+def run_just_ended(active: bool) -> bool:
+    """Called by every live refresh with the run's state: True once, at the first refresh after it stopped
+    training, when the whole page must rerun (buttons, cards and forms change)."""
+    if active:
+        st.session_state[WAS_TRAINING_KEY] = True
+        return False
+    return bool(st.session_state.pop(WAS_TRAINING_KEY, False))

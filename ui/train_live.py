@@ -7,7 +7,7 @@ import streamlit as st
 from transformer.attention_charts import attention_heatmap
 from transformer.jobs import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
 from transformer.training_charts import training_curves
-from ui.live_run import LiveRun, live_run
+from ui.live_run import LiveRun, live_run, run_just_ended
 from ui.widgets import chart_spec, head_picker, layer_picker
 
 TIMELINE_STEP_KEY = "train_timeline_step"
@@ -76,6 +76,8 @@ def live_panel() -> None:
     snap = run.job.snapshot()
     if snap.active:
         run.job.heartbeat()
+    if run_just_ended(snap.active):
+        st.rerun(scope="app")  # the run ended: the form, the buttons and the sidebar change
     _status_line(run, snap)
     st.plotly_chart(training_curves(snap.history, snap.evals, uirevision=run.id), key="train_curves",
                     config={"displaylogo": False})
