@@ -2,13 +2,14 @@
 import streamlit as st
 
 from transformer.attention_charts import ChartTooLargeError, attention_grid, attention_heatmap
-from transformer.decoding import MAX_INPUT_CHARS, InputError
+from transformer.decoding import MAX_INPUT_CHARS, DecodeResult, InputError
 from transformer.step_charts import decoder_row_chart, source_strip, topk_bars
 from ui import decode_state as ds
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
                           reference_for, share_reference, share_text, teacher)
+from ui.models import ActiveModel
 from ui.widgets import (chart_heading, grid_cell, head_label, head_picker, layer_picker, md_token, require_model,
                         show_chart, show_chips, visible)
 
@@ -57,8 +58,10 @@ for column, view in zip(summary, available):
         elif view == ds.GREEDY and not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
 
+
 @st.fragment
-def step_through(active, text: str, reference: str, results: dict, prefix) -> None:
+def step_through(active: ActiveModel, text: str, reference: str, results: dict[str, DecodeResult | None],
+                 prefix: ds.ForcedPrefix | None) -> None:
     """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
     part of the page (the inputs, the decoding and the sidebar stay as they are)."""
     if st.session_state.pop(ds.RERUN_APP_KEY, False):
