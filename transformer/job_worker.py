@@ -5,9 +5,9 @@ competes with the app's page scripts for the GIL. Parent and child talk over one
 (our own objects between our own processes; no file is ever unpickled):
 
     parent -> child: an `Order` first, then ("stop",) or ("probe", text) at any time
-    child -> parent: ("status", status, message) · ("progress", step, elapsed, run_seconds, steps/s, tokens/s,
-                     new history rows) · ("eval", metrics) · ("weights", state_dict) · ("probe", step, trace)
-                     · ("end", reason, message, trainer state or None)
+    child -> parent: ("pid", pid) first (from `job_server`), then ("progress", step, elapsed, run_seconds,
+                     steps/s, tokens/s, new history rows) · ("eval", metrics) · ("weights", state_dict)
+                     · ("probe", step, trace) · ("end", reason, message, trainer state or None)
 """
 from __future__ import annotations
 
@@ -108,9 +108,9 @@ class _Worker:
         if len(self.window) > 1:
             self.rate = ((len(self.window) - 1) / span, sum(t for _, t in self.window[1:]) / span)
 
-    def run(self) -> tuple[str, str]:
+    def run(self) -> str:
+        """Train until a budget is spent or the parent says stop; returns "finished" or "stopped"."""
         order, tr = self.order, self.trainer
-        send(self.conn, "status", "running", "")
         if tr.step == 0 or self.last_probe_step is None:
             self.record_probe()
         last_pub = last_progress = time.perf_counter()
@@ -134,10 +134,9 @@ class _Worker:
                 last_pub = now
             if probe_due:
                 self.record_probe()
-        self.rate = (0.0, 0.0) if reason == "stopped" else self.rate
         if not tr.evals or tr.evals[-1].get("step") != tr.step:
             self.evaluate()
-        return reason, ""
+        return reason
 
     def finish(self, reason: str, message: str) -> None:
         self.progress()
@@ -158,7 +157,7 @@ def main(conn: Connection) -> None:
         _report_failure(conn, exc)
         return
     try:
-        reason, message = worker.run()
+        reason, message = worker.run(), ""
     except NonFiniteLossError as exc:  # the trainer rolled its weights back; keep those
         reason, message = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - between steps the trainer is consistent: hand back what it has

@@ -300,9 +300,7 @@ class TrainingJob:
         """Apply one report of the training process; True at its last one."""
         kind, *rest = message
         tr = self.trainer
-        if kind == "status":
-            self._set(*rest)
-        elif kind == "progress":
+        if kind == "progress":
             step, elapsed, run_seconds, steps_per_s, tokens_per_s, rows = rest
             with self._lock:
                 tr.history.extend(rows)

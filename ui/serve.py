@@ -24,13 +24,14 @@ def warm_up() -> float:
     import plotly.graph_objects  # noqa: F401
 
     from transformer import attention_charts, decoding, head_charts, step_charts, training_charts  # noqa: F401
+    from transformer.checkpoints import list_checkpoints
     from ui import models, sidebar, widgets  # noqa: F401
     from ui.settings import checkpoints_root, configure_charts, configure_torch, preferred_default
 
     configure_torch()
     configure_charts()
     try:
-        shipped = {p.name: p for p in models.list_checkpoints(checkpoints_root())}
+        shipped = {p.name: p for p in list_checkpoints(checkpoints_root())}
         name = preferred_default(list(shipped))
         if name is not None:
             path = shipped[name]

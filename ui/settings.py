@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import transformer  # noqa: F401  (sets OMP_WAIT_POLICY before torch is first loaded)
@@ -36,25 +35,26 @@ def preferred_default(names: list[str]) -> str | None:
     return names[0] if names else None
 
 
+def _threads_setting() -> int:
+    """$ATTENTION_STUDIO_TORCH_THREADS as a positive number, else 0 (unset or unreadable)."""
+    try:
+        return max(int(os.environ.get(THREADS_ENV, "0")), 0)
+    except ValueError:
+        return 0
+
+
 def configure_torch() -> int:
     """Use $ATTENTION_STUDIO_TORCH_THREADS intra-op threads if set (else torch's default); returns the number.
 
-    Training jobs and many sessions' decoding share the CPU. Spinning OpenMP threads made that collapse on 2
-    cores (0.8 steps/s with 2 threads vs 39 with 1); `transformer` now sets OMP_WAIT_POLICY=PASSIVE, which
-    fixes it without giving up the second thread.
+    Many sessions' decoding shares the CPU with training processes. Spinning OpenMP threads made that collapse on
+    2 cores (0.8 steps/s with 2 threads vs 39 with 1); `transformer` sets OMP_WAIT_POLICY=PASSIVE, which fixes it
+    without giving up the second thread.
     """
     import torch
 
-    try:
-        threads = int(os.environ.get(THREADS_ENV, "0"))
-    except ValueError:
-        threads = 0
+    threads = _threads_setting()
     if threads > 0 and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
-    # A training step releases the GIL around each of its ~200 torch ops and must win it back each time; with
-    # the default 5 ms switch interval, page reruns building charts made each of those waits long (measured:
-    # 15k tokens/s with a chart thread busy half the time; 31k at 0.5 ms; 63k with no other thread).
-    sys.setswitchinterval(0.0005)
     return torch.get_num_threads()
 
 
@@ -65,11 +65,7 @@ def training_threads() -> int:
     training: on 2 cores, a 2-thread training process with the Train page open ran at 68 % of the CLI's speed,
     while one thread trains these small models nearly as fast as two (CLI: 63k vs 65k tokens/s).
     """
-    try:
-        threads = int(os.environ.get(THREADS_ENV, "0"))
-    except ValueError:
-        threads = 0
-    return threads if threads > 0 else max(1, (os.cpu_count() or 2) - 1)
+    return _threads_setting() or max(1, (os.cpu_count() or 2) - 1)
 
 
 def configure_charts() -> None:
