@@ -19,12 +19,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (EXCEPTION, PAGE_SETUP_JS, VIEWPORT, charts_condition, decode_step_condition,
-                              launch_chromium, running_app, shipped_or_dev_checkpoints)
+from bench.app_driver import (
+    EXCEPTION,
+    PAGE_SETUP_JS,
+    VIEWPORT,
+    charts_condition,
+    decode_step_condition,
+    launch_chromium,
+    running_app,
+    shipped_or_dev_checkpoints,
+)
 from bench.app_speed import TOP_K, default_model, topk_texts
 from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
-from transformer.checkpoints import load_checkpoint
-from transformer.decoding import DecodeResult, greedy_decode
+from transformer.decode import DecodeResult, greedy_decode
+from transformer.store import load_checkpoint
 
 CLICK_TIMEOUT_MS = 60_000
 

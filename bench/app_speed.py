@@ -18,13 +18,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (IDLE_JS, VIEW_JS, charts_condition, decode_step_condition, last_press, launch_chromium,
-                              new_page, open_page, open_select, page_errors, pick_option, running_app,
-                              shipped_or_dev_checkpoints, wait_for)
+from bench.app_driver import (
+    IDLE_JS,
+    VIEW_JS,
+    charts_condition,
+    decode_step_condition,
+    last_press,
+    launch_chromium,
+    new_page,
+    open_page,
+    open_select,
+    page_errors,
+    pick_option,
+    running_app,
+    shipped_or_dev_checkpoints,
+    wait_for,
+)
 from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
-from transformer.chart_style import visible_token
-from transformer.checkpoints import list_checkpoints, load_checkpoint
-from transformer.decoding import DecodeResult, greedy_decode
+from transformer.charts import visible_token
+from transformer.decode import DecodeResult, greedy_decode
+from transformer.store import list_checkpoints, load_checkpoint
 from ui.settings import preferred_default
 
 FIRST_PAGE_MS = 3000

@@ -5,10 +5,9 @@ import time
 
 import torch
 
-from transformer.config import default_configs
-from transformer.decoding import eval_mode, greedy_decode
-from transformer.model import Seq2SeqTransformer
-from transformer.tasks import make_task
+from transformer.data import make_task
+from transformer.decode import eval_mode, greedy_decode
+from transformer.model import Seq2SeqTransformer, default_configs
 
 STEPS = 100
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from transformer.config import default_configs
-from transformer.tasks import make_task
-from transformer.training import Trainer, evaluate_model
+from transformer.data import make_task
+from transformer.model import default_configs
+from transformer.train import Trainer, evaluate_model
 
 BUDGET_S = 15.0
 

@@ -13,8 +13,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (ROOT, launch_chromium, new_page, open_page, running_app, shipped_or_dev_checkpoints,
-                              wait_charts, wait_decode_step, wait_idle)
+from bench.app_driver import (
+    ROOT,
+    launch_chromium,
+    new_page,
+    open_page,
+    running_app,
+    shipped_or_dev_checkpoints,
+    wait_charts,
+    wait_decode_step,
+    wait_idle,
+)
 
 WIDTH = 1440
 

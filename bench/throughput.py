@@ -13,10 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer.batching import BucketSampler
-from transformer.config import ModelConfig, PRESETS
-from transformer.model import Seq2SeqTransformer, sinusoidal_positions
-from transformer.tasks import make_task
+from transformer.data import BucketSampler, make_task
+from transformer.model import PRESETS, ModelConfig, Seq2SeqTransformer, sinusoidal_positions
 
 
 class TorchTransformerBaseline(nn.Module):

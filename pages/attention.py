@@ -1,18 +1,40 @@
 """Attention explorer: any kind, layer and head (or their mean) for one input, the model view and head statistics."""
 import streamlit as st
 
-from transformer.attention_charts import ChartTooLargeError, attention_grid, attention_heatmap, selected_panel
-from transformer.chart_export import chart_to_png, chart_to_svg
-from transformer.chart_style import MEAN_HEAD
-from transformer.decoding import MAX_INPUT_CHARS, InputError
-from transformer.head_charts import head_stats
-from transformer.trace import KIND_TITLES
+from transformer.analysis import head_stats
+from transformer.charts import (
+    ChartTooLargeError,
+    attention_grid,
+    attention_heatmap,
+    chart_to_png,
+    chart_to_svg,
+    selected_panel,
+)
+from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
-from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy_or_message, reference_for,
-                          share_reference, share_text, teacher)
-from ui.widgets import (MEAN, chart_downloads, grid_cell, head_picker, kind_picker, layer_picker, md, require_model,
-                        show_chart)
+from ui.inference import (
+    bind_reference,
+    bind_text,
+    gold_alignment_for,
+    gold_cells,
+    greedy_or_message,
+    reference_for,
+    share_reference,
+    share_text,
+    teacher,
+)
+from ui.widgets import (
+    MEAN,
+    chart_downloads,
+    grid_cell,
+    head_picker,
+    kind_picker,
+    layer_picker,
+    md,
+    require_model,
+    show_chart,
+)
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 

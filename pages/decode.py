@@ -1,17 +1,43 @@
 """Decode: step through greedy decoding one token at a time, force a token, compare with teacher forcing."""
 import streamlit as st
 
-from transformer.attention_charts import ChartTooLargeError, attention_grid, attention_heatmap
-from transformer.decoding import MAX_INPUT_CHARS, DecodeResult, InputError
-from transformer.step_charts import decoder_row_chart, source_strip, topk_bars
+from transformer.charts import (
+    ChartTooLargeError,
+    attention_grid,
+    attention_heatmap,
+    decoder_row_chart,
+    source_strip,
+    topk_bars,
+)
+from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
 from ui import decode_state as ds
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
-from ui.inference import (bind_reference, bind_text, gold_alignment_for, gold_cells, greedy, greedy_or_message,
-                          reference_for, share_reference, share_text, teacher)
+from ui.inference import (
+    bind_reference,
+    bind_text,
+    gold_alignment_for,
+    gold_cells,
+    greedy,
+    greedy_or_message,
+    reference_for,
+    share_reference,
+    share_text,
+    teacher,
+)
 from ui.models import ActiveModel
-from ui.widgets import (chart_heading, grid_cell, head_label, head_picker, layer_picker, md_token, require_model,
-                        show_chart, show_chips, visible)
+from ui.widgets import (
+    chart_heading,
+    grid_cell,
+    head_label,
+    head_picker,
+    layer_picker,
+    md_token,
+    require_model,
+    show_chart,
+    show_chips,
+    visible,
+)
 
 ensure_frame()
 active = require_model()

@@ -1,8 +1,8 @@
 """Home: what Attention Studio is, a try-it box, and the way to the other pages."""
 import streamlit as st
 
-from transformer.attention_charts import attention_heatmap
-from transformer.decoding import MAX_INPUT_CHARS
+from transformer.charts import attention_heatmap
+from transformer.decode import MAX_INPUT_CHARS
 from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy_or_message, share_text
 from ui.widgets import layer_picker, md, require_model, show_chart, show_chips

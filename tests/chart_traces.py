@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from transformer.trace import AttentionTrace
+from transformer.decode import AttentionTrace
 
 GERMAN = "ich habe gestern abend mit meinen freunden manchmal ein sehr interessantes buch gelesen </s>".split()
 ENGLISH = "<s> yesterday evening i sometimes read a very interesting book with my friends".split()

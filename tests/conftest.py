@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from transformer import job_worker, jobs
-from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
-from transformer.config import default_configs
-from transformer.tasks import make_task
-from transformer.training import Trainer
+from transformer.data import make_task
+from transformer.model import default_configs
+from transformer.store import save_checkpoint
+from transformer.train import Trainer, checkpoint_from_trainer, job_worker, jobs
 
 TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
 TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,

@@ -18,11 +18,10 @@ from typing import Callable
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.bundles import bundle_bytes
-from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
-from transformer.config import default_configs
-from transformer.tasks import make_task
-from transformer.training import Trainer
+from transformer.data import make_task
+from transformer.model import default_configs
+from transformer.store import bundle_bytes, save_checkpoint
+from transformer.train import Trainer, checkpoint_from_trainer
 
 
 class PickleBomb:

@@ -5,13 +5,11 @@ import re
 import pytest
 import torch
 
-from transformer.alignment import alignment_scores, evaluate_alignment, gold_cells, summarize
+from transformer.analysis import alignment_scores, evaluate_alignment, gold_cells, summarize
 from transformer.cli import main
-from transformer.chart_style import MEAN_HEAD
-from transformer.config import default_configs
-from transformer.model import Seq2SeqTransformer
-from transformer.tasks import gold_sources, make_task
-from transformer.trace import AttentionTrace
+from transformer.data import gold_sources, make_task
+from transformer.decode import MEAN_HEAD, AttentionTrace
+from transformer.model import Seq2SeqTransformer, default_configs
 
 
 def trace_with_cross(cross: torch.Tensor) -> AttentionTrace:

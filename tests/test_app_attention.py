@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
-from transformer.checkpoints import load_checkpoint
-from transformer.decoding import greedy_decode
-from transformer.trace import KIND_TITLES
+
+from transformer.decode import KIND_TITLES, greedy_decode
+from transformer.store import load_checkpoint
 
 TEXT = "hello"
 

@@ -5,10 +5,10 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
 from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
-from transformer.checkpoints import load_checkpoint
-from transformer.decoding import greedy_decode, teacher_forced
+
+from transformer.decode import greedy_decode, teacher_forced
+from transformer.store import load_checkpoint
 from ui.inference import gold_alignment_for, gold_cells
 from ui.widgets import md_token, visible
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
-from conftest import TINY_STEPS
 from app_session import assert_no_exception, chart_titled, open_app, texts
-from transformer.checkpoints import load_checkpoint
-from transformer.decoding import greedy_decode
+from conftest import TINY_STEPS
+
+from transformer.decode import greedy_decode
+from transformer.store import load_checkpoint
 
 PAGES = {"home": "Attention Studio", "decode": "Decode", "attention": "Attention explorer", "train": "Train"}
 

@@ -5,7 +5,8 @@ import io
 import zipfile
 
 from app_session import assert_no_exception, open_app, texts
-from transformer.bundles import bundle_bytes
+
+from transformer.store import bundle_bytes
 
 
 def _upload(at, name: str, data: bytes):

@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import pytest
-
 from app_session import assert_no_exception, open_app, poll, texts
-from transformer.bundles import load_bundle
-from transformer.config import ConfigError, default_configs
-from transformer.jobs import MAX_CONCURRENT_JOBS, TrainingJob
-from transformer.tasks import make_task
-from transformer.training import Trainer
-from ui.settings import training_threads
+
+from transformer.data import make_task
+from transformer.model import ConfigError, default_configs
+from transformer.store import load_bundle
+from transformer.train import MAX_CONCURRENT_JOBS, Trainer, TrainingJob
 from ui.limits import LIMITS, check_limits
 from ui.live_run import LIVE_RUN_KEY
+from ui.settings import training_threads
 from ui.sidebar import checkpoint_zip
 from ui.train_actions import live_checkpoint, start_run
 

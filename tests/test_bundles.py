@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import bundles
-from transformer.bundles import bundle_bytes, load_bundle
-from transformer.checkpoints import CheckpointError, checkpoint_from_trainer, load_checkpoint, save_checkpoint
-from transformer.config import default_configs
-from transformer.tasks import make_task
-from transformer.training import Trainer
+from transformer.data import make_task
+from transformer.model import default_configs
+from transformer.store import CheckpointError, bundle_bytes, bundles, load_bundle, load_checkpoint, save_checkpoint
+from transformer.train import Trainer, checkpoint_from_trainer
 
 
 @pytest.fixture(scope="module")

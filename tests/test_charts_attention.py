@@ -6,17 +6,21 @@ import re
 import pandas as pd
 import pytest
 import torch
-
 from chart_traces import ENGLISH, GERMAN, layer_data, random_trace
-from transformer.attention_charts import (ChartTooLargeError, attention_grid, attention_heatmap, label_angle,
-                                          selected_panel)
-from transformer.chart_export import chart_to_svg
-from transformer.chart_style import MASKED_COLOR, MEAN_HEAD, NOT_REACHED_COLOR
-from transformer.config import default_configs
-from transformer.decoding import greedy_decode
-from transformer.model import Seq2SeqTransformer
-from transformer.tasks import make_task
-from transformer.trace import AttentionTrace
+
+from transformer.charts import (
+    MASKED_COLOR,
+    NOT_REACHED_COLOR,
+    ChartTooLargeError,
+    attention_grid,
+    attention_heatmap,
+    chart_to_svg,
+    label_angle,
+    selected_panel,
+)
+from transformer.data import make_task
+from transformer.decode import MEAN_HEAD, AttentionTrace, greedy_decode
+from transformer.model import Seq2SeqTransformer, default_configs
 
 
 @pytest.fixture(scope="module")
@@ -166,8 +170,9 @@ def test_streamlit_accepts_the_grid_as_a_selectable_chart():
         import streamlit as st
         import torch as t
 
-        from transformer.attention_charts import attention_grid as grid, selected_panel as selected
-        from transformer.trace import AttentionTrace as Trace
+        from transformer.charts import attention_grid as grid
+        from transformer.charts import selected_panel as selected
+        from transformer.decode import AttentionTrace as Trace
 
         w = t.full((1, 2, 2, 2), 0.5)
         tr = Trace(("a", "</s>"), ("<s>", "a"), w, w, w)

@@ -6,11 +6,11 @@ import math
 import pandas as pd
 import pytest
 import torch
-
 from chart_traces import layer_data
-from transformer.chart_style import MEAN_HEAD
-from transformer.head_charts import alignment_table_chart, head_stats
-from transformer.trace import AttentionTrace
+
+from transformer.analysis import head_stats
+from transformer.charts import alignment_table_chart
+from transformer.decode import MEAN_HEAD, AttentionTrace
 
 
 def test_alignment_table_prints_scores_per_layer_and_head():
@@ -36,9 +36,9 @@ def test_streamlit_shows_the_alignment_table_of_a_trace():
         import streamlit as st
         import torch as t
 
-        from transformer.alignment import alignment_scores
-        from transformer.head_charts import alignment_table_chart as table
-        from transformer.trace import AttentionTrace as Trace
+        from transformer.analysis import alignment_scores
+        from transformer.charts import alignment_table_chart as table
+        from transformer.decode import AttentionTrace as Trace
 
         w = t.full((2, 2, 3, 3), 1 / 3)
         tr = Trace(("a", "b", "</s>"), ("<s>", "b", "a"), w, w, w)

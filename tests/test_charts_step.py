@@ -4,11 +4,18 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from chart_traces import GERMAN, layer_data
-from transformer.chart_export import chart_to_png, chart_to_svg
-from transformer.chart_style import CHOSEN_COLOR, text_width
-from transformer.step_charts import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
+
+from transformer.charts import (
+    CHOSEN_COLOR,
+    STRIP_FONT_SIZE,
+    chart_to_png,
+    chart_to_svg,
+    decoder_row_chart,
+    source_strip,
+    text_width,
+    topk_bars,
+)
 
 
 def test_strips_shade_each_token_by_its_weight():

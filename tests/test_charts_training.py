@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import torch
-
 from chart_traces import random_trace
-from transformer.attention_charts import attention_heatmap
-from transformer.chart_export import chart_to_png, chart_to_svg
-from transformer.step_charts import source_strip
-from transformer.training_charts import timeline_frame, training_curves
+
+from transformer.charts import (
+    attention_heatmap,
+    chart_to_png,
+    chart_to_svg,
+    source_strip,
+    timeline_frame,
+    training_curves,
+)
 
 
 def test_training_curves_keep_zoom_and_thin_long_histories():

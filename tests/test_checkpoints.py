@@ -13,13 +13,19 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer import atomic, checkpoints
-from transformer.checkpoints import (FORMAT_VERSION, CheckpointError, checkpoint_from_trainer, is_valid_run_name,
-                                     list_checkpoints, load_checkpoint, save_checkpoint, trainer_from_checkpoint)
-from transformer.config import default_configs
-from transformer.tasks import make_task
-from transformer.tokenizers import build_char_tokenizer, build_word_tokenizer
-from transformer.training import Trainer
+from transformer.data import build_char_tokenizer, build_word_tokenizer, make_task
+from transformer.model import default_configs
+from transformer.store import (
+    FORMAT_VERSION,
+    CheckpointError,
+    atomic,
+    is_valid_run_name,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
+from transformer.store import checkpoint as checkpoints
+from transformer.train import Trainer, checkpoint_from_trainer, trainer_from_checkpoint
 
 SRC = torch.tensor([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
 TGT = torch.tensor([[1, 7, 6, 5, 4], [1, 9, 8, 0, 0]])

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from transformer.checkpoints import load_checkpoint
 from transformer.cli import main
-from transformer.decoding import greedy_decode
-from transformer.training import NonFiniteLossError, Trainer
+from transformer.decode import greedy_decode
+from transformer.store import load_checkpoint
+from transformer.train import NonFiniteLossError, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--task", "reverse", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--batch-size", "16",

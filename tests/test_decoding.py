@@ -4,12 +4,9 @@ import json
 import pytest
 import torch
 
-from transformer.batching import pad, source_ids
-from transformer.config import default_configs
-from transformer.decoding import InputError, greedy_batch, greedy_decode, teacher_forced
-from transformer.model import Seq2SeqTransformer
-from transformer.tasks import make_task
-from transformer.trace import AttentionTrace
+from transformer.data import make_task, pad, source_ids
+from transformer.decode import AttentionTrace, InputError, greedy_batch, greedy_decode, teacher_forced
+from transformer.model import Seq2SeqTransformer, default_configs
 
 
 @pytest.fixture(scope="module")

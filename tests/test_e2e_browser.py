@@ -6,11 +6,24 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_driver import (CHROMIUM, choose, decode_step_condition, launch_chromium, new_page, open_page,
-                              page_errors, running_app, runs_finished, wait_charts, wait_decode_step, wait_for,
-                              wait_idle, wait_rerun)
-from transformer.checkpoints import load_checkpoint
-from transformer.decoding import greedy_decode
+from bench.app_driver import (
+    CHROMIUM,
+    choose,
+    decode_step_condition,
+    launch_chromium,
+    new_page,
+    open_page,
+    page_errors,
+    running_app,
+    runs_finished,
+    wait_charts,
+    wait_decode_step,
+    wait_for,
+    wait_idle,
+    wait_rerun,
+)
+from transformer.decode import greedy_decode
+from transformer.store import load_checkpoint
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 

@@ -20,17 +20,16 @@ import weakref
 from pathlib import Path
 
 import pytest
-
-import ui.train_actions
 from app_session import assert_no_exception, open_app, poll, texts
 from tiny_runs import start_tiny_run
-from transformer import checkpoints, jobs
-from transformer.checkpoints import CheckpointError, list_checkpoints, load_checkpoint
+
+import ui.train_actions
 from transformer.cli import main
-from transformer.config import default_configs
-from transformer.jobs import TrainingJob
-from transformer.tasks import make_task
-from transformer.training import Trainer
+from transformer.data import make_task
+from transformer.model import default_configs
+from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
+from transformer.store import checkpoint as checkpoints
+from transformer.train import Trainer, TrainingJob, jobs
 from ui.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +38,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 # before the finished directory is moved into place) it writes half the file, says KILL-ME and waits.
 CHILD = textwrap.dedent('''
     import sys, time
-    import transformer.checkpoints as ck
+    import transformer.store.checkpoint as ck
     point = sys.argv[1]
 
     def pause(path=None):

@@ -6,12 +6,10 @@ import time
 import pytest
 import torch
 
-from transformer import jobs
-from transformer.config import default_configs
-from transformer.decoding import greedy_decode
-from transformer.jobs import TrainingJob
-from transformer.tasks import make_task
-from transformer.training import Trainer
+from transformer.data import make_task
+from transformer.decode import greedy_decode
+from transformer.model import default_configs
+from transformer.train import Trainer, TrainingJob, jobs
 
 
 @pytest.fixture(scope="module")

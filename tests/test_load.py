@@ -8,17 +8,13 @@ import time
 
 import pytest
 import torch
-
 from app_session import assert_no_exception, open_app, texts
 from tiny_runs import start_tiny_run
-from transformer import jobs
-from transformer.bundles import bundle_bytes
-from transformer.checkpoints import load_checkpoint
-from transformer.config import default_configs
-from transformer.jobs import TrainingJob
-from transformer.model import Seq2SeqTransformer
-from transformer.tasks import make_task
-from transformer.training import Trainer
+
+from transformer.data import make_task
+from transformer.model import Seq2SeqTransformer, default_configs
+from transformer.store import bundle_bytes, load_checkpoint
+from transformer.train import Trainer, TrainingJob, jobs
 from ui.live_run import LIVE_RUN_KEY, LiveRun
 
 

@@ -2,8 +2,14 @@
 import pytest
 import torch
 
-from transformer.config import ConfigError, ModelConfig
-from transformer.model import MultiHeadAttention, Seq2SeqTransformer, attention, attention_weights
+from transformer.model import (
+    ConfigError,
+    ModelConfig,
+    MultiHeadAttention,
+    Seq2SeqTransformer,
+    attention,
+    attention_weights,
+)
 
 PAD = 0
 

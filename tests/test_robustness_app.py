@@ -12,16 +12,22 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from app_session import assert_no_exception, open_app, poll, texts
-from hostile_inputs import (BROKEN_CHECKPOINTS, CORPORA, HOSTILE_BUNDLES, TEXTS, broken_checkpoint,
-                            build_word_checkpoint, zip_folder)
+from hostile_inputs import (
+    BROKEN_CHECKPOINTS,
+    CORPORA,
+    HOSTILE_BUNDLES,
+    TEXTS,
+    broken_checkpoint,
+    build_word_checkpoint,
+    zip_folder,
+)
 from tiny_runs import live_run_of, start_tiny_run
-from transformer.bundles import MAX_BUNDLE_BYTES, bundle_bytes
-from transformer.checkpoints import checkpoint_from_trainer, save_checkpoint
-from transformer.config import default_configs
-from transformer.tasks import make_task
-from transformer.training import Trainer
+
+from transformer.data import make_task
+from transformer.model import default_configs
+from transformer.store import MAX_BUNDLE_BYTES, bundle_bytes, save_checkpoint
+from transformer.train import Trainer, checkpoint_from_trainer
 from ui.limits import LIMITS, limit_violations
 from ui.widgets import md_token
 
@@ -281,6 +287,6 @@ def test_no_code_path_unpickles_a_file() -> None:
                         r"weights_only\s*=\s*False|(?<![.\w])eval\(|(?<![.\w])exec\(")
     found = {str(p.relative_to(ROOT)): unsafe.findall(p.read_text()) for p in sources}
     # The one exception: the training process and the server talk over a pipe between themselves, never a file.
-    ipc = (ROOT / "transformer" / "job_worker.py").read_text()
+    ipc = (ROOT / "transformer" / "train" / "job_worker.py").read_text()
     assert re.findall(r"pickle\.loads?\((.*)\)", ipc) == ["conn.recv_bytes()"]
-    assert {path: hits for path, hits in found.items() if hits and path != "transformer/job_worker.py"} == {}
+    assert {path: hits for path, hits in found.items() if hits and path != "transformer/train/job_worker.py"} == {}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from hostile_inputs import BROKEN_CHECKPOINTS, CORPORA, TEXTS, broken_checkpoint, build_word_checkpoint, write_corpus
-from transformer.checkpoints import load_checkpoint
+
 from transformer.cli import main, printable
-from transformer.training import Trainer
+from transformer.store import load_checkpoint
+from transformer.train import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}

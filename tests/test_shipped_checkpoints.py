@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer.checkpoints import list_checkpoints, load_checkpoint, task_for_checkpoint
-from transformer.training import evaluate_model
+from transformer.store import list_checkpoints, load_checkpoint, task_for_checkpoint
+from transformer.train import evaluate_model
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 TARGETS = {"reverse": 0.99, "sort": 0.99, "toy-en-de": 0.95}

@@ -9,13 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from transformer.alignment import accepted
-from transformer.config import ConfigError
-from transformer.pairs import Example
-from transformer.tasks import (
-    TASK_NAMES, DataError, Task, gold_alignment, gold_sources, make_task, parse_pairs_text, read_aligned_files,
-    read_pairs_tsv, task_from_spec,
+from transformer.analysis import accepted
+from transformer.data import (
+    TASK_NAMES,
+    DataError,
+    Example,
+    Task,
+    gold_alignment,
+    gold_sources,
+    make_task,
+    parse_pairs_text,
+    read_aligned_files,
+    read_pairs_tsv,
+    task_from_spec,
 )
+from transformer.model import ConfigError
 
 MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 TWO_PAIRS = "ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke\n"
@@ -122,7 +130,7 @@ def test_spec_rebuilds_the_same_task():
 
 
 def test_toy_en_de_task_is_word_level_with_alignments():
-    pytest.importorskip("transformer.toy_en_de")
+    pytest.importorskip("transformer.data.toy_en_de")
     task = make_task("toy-en-de", n_train=200, n_valid=20, seed=1)
     assert task.level == "word" and (len(task.train), len(task.valid)) == (200, 20)
     assert task.has_alignment and task.spec["name"] == "toy-en-de"
@@ -138,7 +146,7 @@ def test_toy_en_de_builds_word_tokenizers_from_the_train_split(monkeypatch):
         train = [Example("der hund", "the dog", (0, 1))] * n_train
         return train, [Example("die katze", "the cat", (0, 1))] * n_valid
 
-    monkeypatch.setitem(sys.modules, "transformer.toy_en_de", types.SimpleNamespace(make_splits=make_splits))
+    monkeypatch.setitem(sys.modules, "transformer.data.toy_en_de", types.SimpleNamespace(make_splits=make_splits))
     task = make_task("toy-en-de", n_train=5, n_valid=2, seed=4)
     assert (len(task.train), len(task.valid), task.probe) == (5, 2, "die katze")
     assert task.src_tokenizer.tokens[4:] == ["der", "hund"] and task.has_alignment

@@ -6,8 +6,15 @@ import json
 import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
-from transformer.tokenizers import (
-    END, PAD, START, UNK, Tokenizer, TokenizerError, build_char_tokenizer, build_word_tokenizer,
+from transformer.data import (
+    END,
+    PAD,
+    START,
+    UNK,
+    Tokenizer,
+    TokenizerError,
+    build_char_tokenizer,
+    build_word_tokenizer,
 )
 
 HOSTILE = [

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from transformer import toy_en_de_lexicon as lex
-from transformer.pairs import Example
-from transformer.toy_en_de import EXAMPLES, MAX_WORDS, MIN_WORDS, generate, make_splits, translate
+from transformer.data import Example
+from transformer.data.toy_en_de import EXAMPLES, MAX_WORDS, MIN_WORDS, generate, make_splits, translate
+from transformer.data import toy_en_de_lexicon as lex
 
 # Grammar-book tables, written out independently of the generator. Columns: masculine, feminine, neuter, plural.
 GENDERS = ("m", "f", "n", "pl")

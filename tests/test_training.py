@@ -4,9 +4,9 @@ import threading
 import pytest
 import torch
 
-from transformer.config import TrainConfig, default_configs
-from transformer.training import NonFiniteLossError, Trainer, evaluate_model, lr_at
-from transformer.tasks import make_task
+from transformer.data import make_task
+from transformer.model import TrainConfig, default_configs
+from transformer.train import NonFiniteLossError, Trainer, evaluate_model, lr_at
 
 
 def tiny(task, **train):

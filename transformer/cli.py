@@ -15,15 +15,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from .atomic import write_file_atomic
-from .checkpoints import (CheckpointError, checkpoint_from_trainer, load_checkpoint, save_checkpoint,
-                          task_for_checkpoint, trainer_from_checkpoint)
-from .checkpoint_files import finite_json
-from .config import PRESETS, ConfigError, TrainConfig, default_configs
-from .decoding import InputError, greedy_decode, teacher_forced
-from .tasks import GENERATED_TASKS, TASK_NAMES, DataError, make_task
-from .tokenizers import TokenizerError
-from .training import NonFiniteLossError, StepStats, Trainer, evaluate_model
+from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task
+from .decode import InputError, greedy_decode, teacher_forced
+from .model import PRESETS, ConfigError, TrainConfig, default_configs
+from .store import (
+    CheckpointError,
+    finite_json,
+    load_checkpoint,
+    save_checkpoint,
+    task_for_checkpoint,
+    write_file_atomic,
+)
+from .train import (
+    NonFiniteLossError,
+    StepStats,
+    Trainer,
+    checkpoint_from_trainer,
+    evaluate_model,
+    trainer_from_checkpoint,
+)
 
 MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
                "dec_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "norm": "norm",

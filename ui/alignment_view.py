@@ -5,10 +5,10 @@ from typing import Sequence
 
 import streamlit as st
 
-from transformer.alignment import alignment_scores
-from transformer.head_charts import alignment_table_chart
-from transformer.pairs import GoldSource
-from transformer.trace import AttentionTrace
+from transformer.analysis import alignment_scores
+from transformer.charts import alignment_table_chart
+from transformer.data import GoldSource
+from transformer.decode import AttentionTrace
 from ui.widgets import show_chart
 
 

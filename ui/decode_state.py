@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.decoding import DecodeResult
+from transformer.decode import DecodeResult
 
 STEP_KEY = "decode_step"
 VIEW_KEY = "decode_view"

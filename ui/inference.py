@@ -5,10 +5,9 @@ from typing import Sequence
 
 import streamlit as st
 
-from transformer.decoding import DecodeResult, InputError, greedy_decode, teacher_forced
-from transformer.alignment import gold_cells as alignment_gold_cells
-from transformer.pairs import GoldSource
-from transformer.tasks import gold_alignment, gold_sources
+from transformer.analysis import gold_cells as alignment_gold_cells
+from transformer.data import GoldSource, gold_alignment, gold_sources
+from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 from ui.widgets import md_token
 
@@ -83,7 +82,7 @@ def reference_for(active: ActiveModel, text: str) -> str:
     if gold is not None and active.level == "char":
         return "".join(text[i] for i in gold if i is not None)
     if active.task_name == "toy-en-de":
-        from transformer import toy_en_de
+        from transformer.data import toy_en_de
 
         try:
             return toy_en_de.translate(text).target
@@ -115,7 +114,7 @@ def gold_alignment_for(active: ActiveModel, text: str) -> tuple[GoldSource, ...]
         return gold_sources(active.task_name, text)
     if active.task_name != "toy-en-de":
         return None
-    from transformer import toy_en_de
+    from transformer.data import toy_en_de
 
     try:
         example = toy_en_de.translate(text)

@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.config import ConfigError, ModelConfig, TrainConfig
-from transformer.model import Seq2SeqTransformer
+from transformer.model import ConfigError, ModelConfig, Seq2SeqTransformer, TrainConfig
 
 
 @dataclass(frozen=True)

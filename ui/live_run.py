@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from transformer.jobs import TrainingJob
-from transformer.trace import AttentionTrace
-from transformer.training import Trainer
+from transformer.decode import AttentionTrace
+from transformer.train import Trainer, TrainingJob
 
 LIVE_RUN_KEY = "train_live_run"
 WAS_TRAINING_KEY = "live_run_was_training"

@@ -10,10 +10,9 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.bundles import load_bundle
-from transformer.checkpoints import Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
+from transformer.data import Tokenizer
 from transformer.model import Seq2SeqTransformer
-from transformer.tokenizers import Tokenizer
+from transformer.store import Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint
 from ui.live_run import LiveRun, live_run
 from ui.settings import checkpoints_root, preferred_default, runs_root
 

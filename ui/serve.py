@@ -23,8 +23,8 @@ def warm_up() -> float:
     import pandas  # noqa: F401
     import plotly.graph_objects  # noqa: F401
 
-    from transformer import attention_charts, decoding, head_charts, step_charts, training_charts  # noqa: F401
-    from transformer.checkpoints import list_checkpoints
+    from transformer import charts, decode  # noqa: F401
+    from transformer.store import list_checkpoints
     from ui import models, sidebar, widgets  # noqa: F401
     from ui.settings import checkpoints_root, configure_charts, configure_torch, preferred_default
 
@@ -37,7 +37,7 @@ def warm_up() -> float:
             path = shipped[name]
             ckpt = models.load_shared_checkpoint(str(path), models.checkpoint_stamp(path))
             source = next((e["source"] for e in ckpt.metrics.get("examples") or [] if isinstance(e, dict)), "abc")
-            decoding.greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, str(source))
+            decode.greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, str(source))
     except Exception as exc:  # noqa: BLE001 - the app shows what is wrong with a checkpoint; this is only a head start
         print(f"warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     return time.perf_counter() - began

@@ -8,11 +8,24 @@ from typing import Callable
 
 import streamlit as st
 
-from transformer.bundles import MAX_BUNDLE_BYTES, bundle_bytes
-from transformer.checkpoints import Checkpoint, CheckpointError, save_checkpoint
+from transformer.store import MAX_BUNDLE_BYTES, Checkpoint, CheckpointError, bundle_bytes, save_checkpoint
 from ui.live_run import live_run, run_just_ended
-from ui.models import (LIVE, LOAD_ERROR_KEY, MODEL_KEY, RUN, SHIPPED, UPLOAD, ActiveModel, add_upload, card_lines,
-                       current_model, model_options, select_model, selected_option, uploaded_bundle)
+from ui.models import (
+    LIVE,
+    LOAD_ERROR_KEY,
+    MODEL_KEY,
+    RUN,
+    SHIPPED,
+    UPLOAD,
+    ActiveModel,
+    add_upload,
+    card_lines,
+    current_model,
+    model_options,
+    select_model,
+    selected_option,
+    uploaded_bundle,
+)
 from ui.train_actions import live_checkpoint
 
 UPLOAD_KEY = "sidebar_upload"

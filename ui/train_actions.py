@@ -4,13 +4,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from transformer.checkpoints import (Checkpoint, CheckpointError, checkpoint_from_trainer, is_valid_run_name,
-                                     save_checkpoint, trainer_from_checkpoint)
-from transformer.config import ConfigError, ModelConfig, TrainConfig
-from transformer.decoding import encode_source
-from transformer.jobs import TrainingJob
-from transformer.tasks import Task
-from transformer.training import Trainer
+from transformer.data import Task
+from transformer.decode import encode_source
+from transformer.model import ConfigError, ModelConfig, TrainConfig
+from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint
+from transformer.train import Trainer, TrainingJob, checkpoint_from_trainer, trainer_from_checkpoint
 from ui.limits import LIMITS, check_limits
 from ui.live_run import LiveRun, live_run, set_live_run
 from ui.models import LIVE, select_model

@@ -5,17 +5,23 @@ import threading
 
 import streamlit as st
 
-from transformer.checkpoints import Checkpoint, CheckpointError, load_checkpoint
-from transformer.config import ConfigError
-from transformer.decoding import InputError
-from transformer.jobs import fork_server
-from transformer.tasks import DataError
-from transformer.tokenizers import TokenizerError
+from transformer.data import DataError, TokenizerError
+from transformer.decode import InputError
+from transformer.model import ConfigError
+from transformer.store import Checkpoint, CheckpointError, load_checkpoint
+from transformer.train import fork_server
 from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.models import LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
-from ui.train_actions import (BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run,
-                              start_run)
+from ui.train_actions import (
+    BusyError,
+    change_probe,
+    continue_checkpoint,
+    resume_run,
+    resume_target,
+    save_run,
+    start_run,
+)
 from ui.train_form import PROBES, build_configs, build_task, remember_form
 
 MESSAGE_KEY = "train_message"

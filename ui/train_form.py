@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.config import PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, default_configs
-from transformer.tasks import DataError, Task, make_task, parse_pairs_text, read_aligned_files, read_pairs_tsv
+from transformer.data import DataError, Task, make_task, parse_pairs_text, read_aligned_files, read_pairs_tsv
+from transformer.model import PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, default_configs
 from ui.limits import LIMITS
 
 TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",

@@ -4,9 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from transformer.attention_charts import attention_heatmap
-from transformer.jobs import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
-from transformer.training_charts import training_curves
+from transformer.charts import attention_heatmap, training_curves
+from transformer.train import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
 from ui.live_run import LiveRun, live_run, run_just_ended
 from ui.widgets import chart_spec, head_picker, layer_picker
 

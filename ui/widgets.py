@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import altair as alt
 import streamlit as st
 
-from transformer.trace import KIND_TITLES, AttentionTrace
+from transformer.decode import KIND_TITLES
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
 _VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}

@@ -15,11 +15,9 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from .batching import make_batch
-from .chart_style import MEAN_HEAD
-from .model import Seq2SeqTransformer
-from .pairs import GoldSource
-from .trace import AttentionTrace
+from ..data import GoldSource, make_batch
+from ..decode import MEAN_HEAD, AttentionTrace
+from ..model import Seq2SeqTransformer
 
 
 def head_label(layer: int, head: int | None) -> str:
@@ -85,7 +83,7 @@ def summarize(frame: pd.DataFrame) -> dict[str, Any]:
 def evaluate_alignment(model: Seq2SeqTransformer, examples: Sequence, src_tokenizer, tgt_tokenizer,
                        batch_size: int = 128) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Teacher-forced alignment scores over examples with gold alignments; None when none has one."""
-    from .decoding import eval_mode
+    from ..decode import eval_mode
 
     aligned = [e for e in examples if e.alignment is not None]
     if not aligned:

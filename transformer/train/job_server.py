@@ -1,6 +1,6 @@
 """A fork server for training processes: imports torch and the library once, then forks one child per job.
 
-Run as `python -m transformer.job_server SOCKET` by `jobs.JobLauncher`. It listens on a Unix socket in a
+Run as `python -m transformer.train.job_server SOCKET` by `jobs.JobLauncher`. It listens on a Unix socket in a
 directory only its user can enter; every connection gets a forked child that runs `job_worker.main` on it.
 The server itself never runs a torch op (so no thread pool exists when it forks) and exits when its parent
 closes its standard input.
@@ -25,7 +25,8 @@ def _preload() -> None:
     import sacrebleu  # noqa: F401
     import torch._dynamo  # noqa: F401
 
-    from . import alignment, job_worker  # noqa: F401
+    from .. import analysis  # noqa: F401
+    from . import job_worker  # noqa: F401
 
 
 def _child(sock: socket.socket) -> None:

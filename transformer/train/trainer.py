@@ -11,10 +11,8 @@ from typing import Any, Iterator, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from .batching import Batch, BucketSampler, make_batch
-from .config import ModelConfig, TrainConfig
-from .model import Seq2SeqTransformer
-from .tasks import Task
+from ..data import Batch, BucketSampler, Task, make_batch
+from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
 
 
 class NonFiniteLossError(RuntimeError):
@@ -55,15 +53,6 @@ def lr_at(cfg: TrainConfig, step: int, elapsed: float | None = None) -> float:
     if cfg.max_seconds is not None and elapsed is not None:
         progress = max(progress, min(elapsed / cfg.max_seconds, 1.0))
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on weight matrices only (not biases, norms or embeddings)."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        (decay if p.dim() >= 2 and "embed" not in name else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=True)
 
 
 class Trainer:
@@ -180,8 +169,8 @@ class Trainer:
 
 def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """Loss, token accuracy and greedy exact match on up to n validation examples; BLEU/chrF for words."""
-    from .alignment import evaluate_alignment
-    from .decoding import decode_texts, eval_mode
+    from ..analysis import evaluate_alignment
+    from ..decode import decode_texts, eval_mode
 
     examples = task.valid[:n]
     if not examples:

@@ -14,8 +14,8 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from .checkpoint_files import CHECKPOINT_FILES, CONFIG, MODEL
-from .checkpoints import Checkpoint, CheckpointError, is_valid_run_name, load_checkpoint
+from .checkpoint import Checkpoint, CheckpointError, is_valid_run_name, load_checkpoint
+from .checkpoint_format import CHECKPOINT_FILES, CONFIG, MODEL
 
 MAX_BUNDLE_BYTES = 50 * 2**20  # compressed upload
 MAX_UNPACKED_BYTES = 200 * 2**20

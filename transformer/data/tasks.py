@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Sequence
 
-from .config import ConfigError
-from .pairs import Example, GoldSource
+from ..model import ConfigError
+from .examples import Example, GoldSource
 from .tokenizers import Tokenizer, build_char_tokenizer, build_word_tokenizer
 
 TASK_NAMES = ("reverse", "copy", "sort", "toy-en-de", "corpus")

@@ -8,9 +8,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .attention_charts import matrix_frame
-from .chart_style import LINE_COLORS
-from .trace import AttentionTrace
+from ..decode import AttentionTrace
+from .attention import matrix_frame
+from .style import LINE_COLORS
 
 
 def timeline_frame(snapshots: Sequence[tuple[int, AttentionTrace]], kind: str = "cross", layer: int = 0,

@@ -23,7 +23,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 PAD, START, END, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, START, END, UNK)
-KINDS = ("char", "word")
+TOKENIZER_KINDS = ("char", "word")
 _CHAR_PATTERN = r"[\s\S]"
 
 
@@ -74,8 +74,8 @@ class Tokenizer:
 
     def __init__(self, kind: str, hf: HFTokenizer) -> None:
         """Wrap an HF WordLevel tokenizer whose vocabulary was already checked."""
-        if kind not in KINDS:
-            raise TokenizerError(f"tokenizer kind must be one of {KINDS}, got {kind!r}")
+        if kind not in TOKENIZER_KINDS:
+            raise TokenizerError(f"tokenizer kind must be one of {TOKENIZER_KINDS}, got {kind!r}")
         self.kind = kind
         self._hf = hf
         self._vocab: dict[str, int] = hf.get_vocab(with_added_tokens=False)
@@ -156,8 +156,8 @@ class Tokenizer:
         if not isinstance(data, dict) or "kind" not in data or "hf" not in data:
             raise TokenizerError('tokenizer JSON must be an object with "kind" and "hf" keys')
         kind, hf_data = data["kind"], data["hf"]
-        if kind not in KINDS:
-            raise TokenizerError(f'tokenizer "kind" must be one of {KINDS}, got {kind!r}')
+        if kind not in TOKENIZER_KINDS:
+            raise TokenizerError(f'tokenizer "kind" must be one of {TOKENIZER_KINDS}, got {kind!r}')
         model = hf_data.get("model") if isinstance(hf_data, dict) else None
         if not isinstance(model, dict) or model.get("type") != "WordLevel":
             raise TokenizerError('tokenizer "hf" must be a Hugging Face tokenizer with a WordLevel model')

@@ -19,24 +19,36 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
-from torch import Tensor
 
+from ..data import Task, Tokenizer, task_from_spec
+from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig
 from .atomic import fsync_path, replace_directory, write_durably
-from .checkpoint_files import (CONFIG, FORMAT_VERSION, HISTORY, MODEL, OPTIMIZER_JSON, OPTIMIZER_TENSORS,
-                               SRC_TOKENIZER, TGT_TOKENIZER, CheckpointError, FORMAT_MARKER, optimizer_files,
-                               read_config, read_history, read_optimizer, read_tensors, read_tokenizer,
-                               write_json, write_tensors)
-from .config import ModelConfig, TrainConfig
-from .model import Seq2SeqTransformer
-from .tasks import Task, task_from_spec
-from .tokenizers import Tokenizer
-from .training import Callback, Trainer, make_optimizer
+from .checkpoint_format import (
+    CONFIG,
+    FORMAT_MARKER,
+    FORMAT_VERSION,
+    HISTORY,
+    MODEL,
+    OPTIMIZER_JSON,
+    OPTIMIZER_TENSORS,
+    SRC_TOKENIZER,
+    TGT_TOKENIZER,
+    CheckpointError,
+    optimizer_files,
+    read_config,
+    read_history,
+    read_optimizer,
+    read_tensors,
+    read_tokenizer,
+    write_json,
+    write_tensors,
+)
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "save_checkpoint", "load_checkpoint",
-           "checkpoint_from_trainer", "trainer_from_checkpoint", "task_for_checkpoint", "list_checkpoints",
+           "task_for_checkpoint", "list_checkpoints",
            "is_valid_run_name"]
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 
@@ -161,53 +173,10 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpo
                       history, evals, optimizer_state, folder)
 
 
-# -- training <-> checkpoints -------------------------------------------------------------------------------
-def _clone_tensors(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value.detach().clone()
-    if isinstance(value, dict):
-        return {k: _clone_tensors(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clone_tensors(v) for v in value]
-    return value
-
-
-def checkpoint_from_trainer(trainer: Trainer) -> Checkpoint:
-    """Snapshot a trainer (weights and optimizer copied), unaffected by later training; call between steps."""
-    model = Seq2SeqTransformer(trainer.model_cfg)
-    model.load_state_dict(_clone_tensors(trainer.model.state_dict()))
-    model.eval()
-    task = trainer.task
-    return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer,
-                      dict(task.spec), trainer.step, trainer.elapsed,
-                      dict(trainer.evals[-1]) if trainer.evals else {}, [dict(r) for r in trainer.history],
-                      [dict(r) for r in trainer.evals], _clone_tensors(trainer.optimizer.state_dict()))
-
-
 def task_for_checkpoint(ckpt: Checkpoint) -> Task:
     """The checkpoint's task rebuilt from its spec, using the checkpoint's tokenizers so token ids agree."""
     task = task_from_spec(ckpt.task_spec)
     return replace(task, src_tokenizer=ckpt.src_tokenizer, tgt_tokenizer=ckpt.tgt_tokenizer)
-
-
-def trainer_from_checkpoint(ckpt: Checkpoint, task: Task | None = None, *, train_config: TrainConfig | None = None,
-                            callbacks: Sequence[Callback] = ()) -> Trainer:
-    """A Trainer resuming from `ckpt`: weights, optimizer moments, step (hence LR schedule), time, history."""
-    if task is None:
-        task = task_for_checkpoint(ckpt)
-    else:
-        task = replace(task, src_tokenizer=ckpt.src_tokenizer, tgt_tokenizer=ckpt.tgt_tokenizer)
-    cfg = train_config or ckpt.train_config
-    model = Seq2SeqTransformer(ckpt.model_config)
-    model.load_state_dict(_clone_tensors(ckpt.model.state_dict()))
-    optimizer_state = None
-    if ckpt.optimizer_state is not None:
-        # Hyperparameters (betas, weight decay) come from `cfg`; the saved state supplies only the moments.
-        fresh = make_optimizer(model, cfg).state_dict()["param_groups"]
-        groups = [{**new, "params": old["params"]} for new, old in zip(fresh, ckpt.optimizer_state["param_groups"])]
-        optimizer_state = {"state": _clone_tensors(ckpt.optimizer_state["state"]), "param_groups": groups}
-    return Trainer(task, ckpt.model_config, cfg, model=model, step=ckpt.step, elapsed=ckpt.elapsed,
-                   optimizer_state=optimizer_state, history=ckpt.history, evals=ckpt.evals, callbacks=callbacks)
 
 
 # -- run directories ----------------------------------------------------------------------------------------

@@ -26,10 +26,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from ..decode import AttentionTrace
+from ..model import Seq2SeqTransformer
 from .job_worker import Order, receive, send
-from .model import Seq2SeqTransformer
-from .trace import AttentionTrace
-from .training import Trainer
+from .trainer import Trainer
 
 MAX_CONCURRENT_JOBS = 2
 _slots = threading.BoundedSemaphore(MAX_CONCURRENT_JOBS)
@@ -64,9 +64,9 @@ class ForkServer:
             return
         folder = tempfile.mkdtemp(prefix="attention-studio-jobs-")  # mode 0700: only this user can connect
         self._address = os.path.join(folder, "jobs.sock")
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])  # the folder holding the `transformer` package
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-        self._process = subprocess.Popen([sys.executable, "-m", "transformer.job_server", self._address],
+        self._process = subprocess.Popen([sys.executable, "-m", "transformer.train.job_server", self._address],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=root)
         if self._process.stdout.readline().strip() != b"ready":
             raise RuntimeError(f"the training server did not start (exit code {self._process.wait()})")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Server-side caps: a config past these is refused wherever it comes from (widget, CLI, checkpoint file).

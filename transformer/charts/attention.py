@@ -12,9 +12,19 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .chart_style import (AUTOSIZE, BLUES, GOLD_COLOR, HIGHLIGHT_COLOR, MASKED_COLOR, MEAN_HEAD, NOT_REACHED_COLOR,
-                          PLAIN_AXIS, head_label, text_width, visible_token)
-from .trace import KIND_TITLES, AttentionTrace
+from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace
+from .style import (
+    AUTOSIZE,
+    BLUES,
+    GOLD_COLOR,
+    HIGHLIGHT_COLOR,
+    MASKED_COLOR,
+    NOT_REACHED_COLOR,
+    PLAIN_AXIS,
+    head_label,
+    text_width,
+    visible_token,
+)
 
 MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
 _AXIS_NAMES = {"encoder_self": ("source token", "source token"),

@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from .config import ModelConfig, TrainConfig
-from .decoding import InputError, eval_mode, greedy_decode
-from .tasks import Task
-from .training import NonFiniteLossError, Trainer
+from ..data import Task
+from ..decode import InputError, eval_mode, greedy_decode
+from ..model import ModelConfig, TrainConfig
+from .trainer import NonFiniteLossError, Trainer
 
 PROGRESS_EVERY_S = 0.2
 

@@ -9,9 +9,8 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
-from .batching import END_ID, START_ID, pad, source_ids
-from .model import HeadMask, Seq2SeqTransformer
-from .tokenizers import Tokenizer
+from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
+from ..model import HeadMask, Seq2SeqTransformer
 from .trace import AttentionTrace
 
 MAX_INPUT_CHARS = 10_000

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import plotly.graph_objects as go
 
-from .chart_style import AUTOSIZE, BAR_COLOR, BLUES, CHOSEN_COLOR, text_width, visible_token
+from .style import AUTOSIZE, BAR_COLOR, BLUES, CHOSEN_COLOR, text_width, visible_token
 
 STRIP_FONT_SIZE = 13
 _CELL_PADDING, _MIN_CELL, _GAP = 16, 28, 4  # pixels: text to cell edge (both sides), narrowest cell, between cells

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 KINDS = ("encoder_self", "decoder_self", "cross")
+MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 KIND_TITLES = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
                "cross": "Cross-attention"}
 

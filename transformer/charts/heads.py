@@ -1,44 +1,14 @@
-"""One number per (layer, head): head statistics of a trace, and the layer x head table chart of a score.
+"""The layer x head table chart of a score (one number per layer and head).
 
 Heads are 0-based integers and head -1 (`MEAN_HEAD`) is the mean over heads, in frames and in chart data alike.
 """
 from __future__ import annotations
 
 import altair as alt
-import numpy as np
 import pandas as pd
-import torch
 
-from .chart_style import AUTOSIZE, BLUES, MEAN_HEAD, PLAIN_AXIS, head_label
-from .trace import AttentionTrace
-
-
-def head_stats(trace: AttentionTrace, kind: str) -> pd.DataFrame:
-    """Per (layer, head) entropy (nats), mean row maximum and mean distance from the diagonal; head -1 = mean map.
-
-    Averages are over query rows; masked cells are ignored. For cross-attention the diagonal is scaled,
-    query q <-> key q*(S-1)/(T-1), so a monotonic alignment scores 0 even when T != S.
-    The head -1 rows describe the mean-over-heads map (not the mean of the per-head numbers).
-    """
-    w = trace.weights(kind).detach().float().cpu()  # (L, H, Q, K)
-    w = torch.cat([w, w.mean(1, keepdim=True)], dim=1)  # (L, H+1, Q, K)
-    keep = ~trace.masked(kind)  # (Q, K)
-    q, k = keep.shape
-    w = w * keep
-    q_pos = torch.arange(q, dtype=torch.float32)
-    if kind == "cross":
-        q_pos = q_pos * ((k - 1) / (q - 1)) if q > 1 else torch.zeros(q)
-    distance = (torch.arange(k, dtype=torch.float32)[None, :] - q_pos[:, None]).abs()  # (Q, K)
-    entropy = -torch.xlogy(w, w).sum(-1).mean(-1)  # (L, H+1)
-    max_weight = w.amax(-1).mean(-1)
-    diag = (w * distance).sum(-1).mean(-1)
-    n_layers, n_panels = entropy.shape
-    heads = [*range(n_panels - 1), MEAN_HEAD]
-    return pd.DataFrame({
-        "layer": np.repeat(np.arange(n_layers), n_panels), "head": heads * n_layers,
-        "entropy": entropy.flatten().numpy(), "max_weight": max_weight.flatten().numpy(),
-        "diag_distance": diag.flatten().numpy(),
-    })
+from ..decode import MEAN_HEAD
+from .style import AUTOSIZE, BLUES, PLAIN_AXIS, head_label
 
 
 def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:

@@ -3,13 +3,14 @@
 Conventions: rows are queries (y axis), columns are keys (x axis); positions are 0-based in data and 1-based in
 labels ("L1 H1"); wherever a head number is stored, the mean over heads is head -1 (`MEAN_HEAD`). Tokens are
 shown in a visible form (a space is "␣"); data frames for export keep the raw tokens.
-This module imports no plotting library, so `transformer.alignment` can share the conventions cheaply.
+This module imports no plotting library.
 """
 from __future__ import annotations
 
 import unicodedata
 
-MEAN_HEAD = -1
+from ..decode import MEAN_HEAD
+
 # ColorBrewer Blues: white at 0, so a weight of 0 reads as "nothing" (Vega's "blues" scheme starts light blue).
 BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
 MASKED_COLOR = "#d4d4d4"

@@ -15,13 +15,9 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 
+from ..data import TASK_NAMES, TOKENIZER_KINDS, Tokenizer, TokenizerError
+from ..model import MAX_STEPS, ConfigError, ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
 from .atomic import fsync_path, write_durably
-from .config import MAX_STEPS, ConfigError, ModelConfig, TrainConfig
-from .model import Seq2SeqTransformer
-from .tasks import TASK_NAMES
-from .tokenizers import KINDS as TOKENIZER_KINDS
-from .tokenizers import Tokenizer, TokenizerError
-from .training import make_optimizer
 
 FORMAT_VERSION = 1
 FORMAT_MARKER = "attention-studio-checkpoint"

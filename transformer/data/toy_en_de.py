@@ -7,9 +7,10 @@ from functools import lru_cache
 from itertools import product
 from typing import Iterator
 
-from transformer import toy_en_de_lexicon as lex
-from transformer.pairs import Example
-from transformer.toy_en_de_lexicon import NounPhrase
+from transformer.data import toy_en_de_lexicon as lex
+
+from .examples import Example
+from .toy_en_de_lexicon import NounPhrase
 
 MIN_WORDS = 3  # "dogs see cats"
 

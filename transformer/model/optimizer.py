@@ -1,0 +1,15 @@
+"""The optimizer a model is trained with (built here so checkpoints can validate saved moments against it)."""
+from __future__ import annotations
+
+import torch
+
+from .config import TrainConfig
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on weight matrices only (not biases, norms or embeddings)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() >= 2 and "embed" not in name else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, foreach=True)

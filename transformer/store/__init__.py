@@ -1,0 +1,18 @@
+"""The store stage: everything that touches disk (checkpoint directories, their file formats, bundles, atomic writes)."""
+from .atomic import write_file_atomic
+from .bundles import MAX_BUNDLE_BYTES, bundle_bytes, load_bundle
+from .checkpoint import (
+                         FORMAT_VERSION,
+                         Checkpoint,
+                         CheckpointError,
+                         is_valid_run_name,
+                         list_checkpoints,
+                         load_checkpoint,
+                         save_checkpoint,
+                         task_for_checkpoint,
+)
+from .checkpoint_format import finite_json
+
+__all__ = ["Checkpoint", "CheckpointError", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "bundle_bytes", "finite_json",
+           "is_valid_run_name", "list_checkpoints", "load_bundle", "load_checkpoint", "save_checkpoint",
+           "task_for_checkpoint", "write_file_atomic"]
