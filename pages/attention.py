@@ -92,7 +92,7 @@ with c_opts:
 alignment = gold_alignment_for(active, text) if kind == "cross" else None
 if mode == "teacher" and reference.strip() != reference_for(active, text):
     alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
-gold = gold_cells(alignment, len(trace.target_tokens))
+gold = gold_cells(alignment, len(trace.decoder_input_tokens))
 
 map_col, side_col = st.columns([3, 2], gap="large")
 with map_col:

@@ -116,18 +116,18 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         head = head_picker("Head", trace.n_heads, "decode_head")
 
     step = result.steps[t]
-    st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(trace.target_tokens[t])}› → "
+    st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(trace.decoder_input_tokens[t])}› → "
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
     left, right = st.columns([3, 2], gap="large")
     with left:
         if view == ds.TEACHER:
-            show_chips(trace.target_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
+            show_chips(trace.decoder_input_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
         show_chips(result.output_tokens[: t + 1], highlight=t,
                    caption="predictions so far" if view == ds.TEACHER else "output so far")
         self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
         chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
-        show_chart(decoder_row_chart(trace.target_tokens[: t + 1], self_row, max_width=600,
-                                     all_tokens=trace.target_tokens), width="content", key="decode_prefix_strip")
+        show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], self_row, max_width=600,
+                                     all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
     with right:
         st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
         st.plotly_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk",
@@ -151,7 +151,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     alignment = gold_alignment_for(active, text)
     if view == ds.TEACHER and reference.strip() != reference_for(active, text):
         alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
-    gold = gold_cells(alignment, len(trace.target_tokens))
+    gold = gold_cells(alignment, len(trace.decoder_input_tokens))
     map_col, side_col = st.columns(2, gap="large")
     with map_col:
         chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")

@@ -64,7 +64,7 @@ def test_repeated_source_tokens_keep_separate_columns(model_trace):
     assert sorted(data["key_index"].unique()) == [0, 1, 2, 3, 4]
     assert enc["x"]["scale"]["domain"] == [0, 1, 2, 3, 4]
     assert '["a", "b", "c", "a", "</s>"]' in enc["x"]["axis"]["labelExpr"]
-    assert len(data) == len(model_trace.target_tokens) * 5
+    assert len(data) == len(model_trace.decoder_input_tokens) * 5
 
 
 def test_decoder_self_attention_marks_the_future_as_masked_and_cross_does_not(trace):

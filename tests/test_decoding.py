@@ -59,10 +59,10 @@ def test_trace_labels_are_what_the_model_saw(setup):
     result = greedy_decode(model, st, tt, "abca", top_k=3)
     trace = result.trace
     assert trace.source_tokens == ("a", "b", "c", "a", "</s>")
-    assert trace.target_tokens[0] == "<s>"
+    assert trace.decoder_input_tokens[0] == "<s>"
     # decoder inputs are the generated prefix: input t+1 is the token chosen at step t
-    assert list(trace.target_tokens[1:]) == list(result.output_tokens[:-1])
-    t, s = len(trace.target_tokens), len(trace.source_tokens)
+    assert list(trace.decoder_input_tokens[1:]) == list(result.output_tokens[:-1])
+    t, s = len(trace.decoder_input_tokens), len(trace.source_tokens)
     assert trace.cross.shape == (2, 4, t, s)  # rows: decoder queries, columns: source keys
     assert trace.decoder_self.shape == (2, 4, t, t)
     for step in result.steps:
@@ -90,7 +90,7 @@ def test_forced_prefix_continues_greedily_from_the_forced_token(setup):
     forced = greedy_decode(model, st, tt, "abcdef", max_steps=12, forced=[free.steps[0].token, alternative])
     assert forced.output_tokens[:2] == (free.steps[0].token, alternative)
     assert forced.steps[1].forced and not forced.steps[2].forced if len(forced.steps) > 2 else True
-    assert forced.trace.target_tokens[2] == alternative  # the decoder saw the forced token
+    assert forced.trace.decoder_input_tokens[2] == alternative  # the decoder saw the forced token
     # continuing greedily: every later step is the argmax given the forced prefix
     with torch.no_grad():
         ids = [1] + [s.token_id for s in forced.steps]
@@ -101,7 +101,7 @@ def test_forced_prefix_continues_greedily_from_the_forced_token(setup):
 def test_teacher_forced_trace_shows_the_reference_on_the_decoder_axis(setup):
     model, st, tt = setup
     result = teacher_forced(model, st, tt, "abc", "cba")
-    assert result.trace.target_tokens == ("<s>", "c", "b", "a")
+    assert result.trace.decoder_input_tokens == ("<s>", "c", "b", "a")
     assert len(result.steps) == 4 and result.mode == "teacher-forced"
     assert result.trace.cross.shape[2:] == (4, 4)
 
@@ -133,13 +133,13 @@ def test_trace_refuses_mismatched_labels():
 def test_tidy_frame_has_one_row_per_cell_and_marks_the_causal_mask(setup):
     model, st, tt = setup
     trace = greedy_decode(model, st, tt, "abcd").trace
-    s, t = len(trace.source_tokens), len(trace.target_tokens)
+    s, t = len(trace.source_tokens), len(trace.decoder_input_tokens)
     frame = trace.to_frame()
     assert len(frame) == 2 * 4 * (s * s + t * t + t * s)
     dec = frame[frame.kind == "decoder_self"]
     assert (dec.masked == (dec.key_index > dec.query_index)).all()
     assert (dec[dec.masked].weight == 0).all()
     cross = frame[(frame.kind == "cross") & (frame["layer"] == 1) & (frame["head"] == 2)]
-    assert list(cross.query_token.unique()) == list(dict.fromkeys(trace.target_tokens))
+    assert list(cross.query_token.unique()) == list(dict.fromkeys(trace.decoder_input_tokens))
     grid = cross.set_index(["query_index", "key_index"]).weight.unstack().to_numpy()
     assert torch.equal(torch.tensor(grid), trace.cross[1, 2])

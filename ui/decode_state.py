@@ -44,7 +44,7 @@ def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
     choice = st.session_state.get(FORCE_CHOICE_KEY)
     if not choice:
         return
-    prefix = tuple(result.trace.target_tokens[1: t + 1])  # what the decoder saw before step t (without <s>)
+    prefix = tuple(result.trace.decoder_input_tokens[1: t + 1])  # what the decoder saw before step t (without <s>)
     st.session_state[FORCED_KEY] = ForcedPrefix(task, text, (*prefix, choice))
     st.session_state[VIEW_KEY] = FORCED
     st.session_state[STEP_KEY] = t + 1

@@ -51,7 +51,7 @@ class DecodeResult:
         """The documented trace JSON (see README, "Trace format")."""
         return {
             "source_tokens": list(self.trace.source_tokens),
-            "target_tokens": list(self.trace.target_tokens),
+            "target_tokens": list(self.trace.decoder_input_tokens),
             "output_tokens": list(self.output_tokens),
             "steps": [{"token": s.token, "prob": s.prob, "top_k": [[t, p] for t, p in s.top_k]} for s in self.steps],
             "attention": self.trace.attention_dict(),
@@ -140,7 +140,7 @@ def greedy_decode(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_token
     return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, tuple(unknown))
 
 
-def _assemble(source_tokens: list[str], target_tokens: list[str], enc_maps: list[Tensor],
+def _assemble(source_tokens: list[str], decoder_input_tokens: list[str], enc_maps: list[Tensor],
               self_rows: list[list[Tensor]], cross_rows: list[list[Tensor]]) -> AttentionTrace:
     """Stack per-step rows into (L, H, T, T) and (L, H, T, S); future positions stay exactly 0."""
     n_layers, n_heads = len(self_rows[0]), self_rows[0][0].shape[0]
@@ -151,7 +151,7 @@ def _assemble(source_tokens: list[str], target_tokens: list[str], enc_maps: list
             dec[layer, :, t, : t + 1] = row
     cross = torch.stack([torch.stack(rows) for rows in cross_rows], dim=2)  # (L, H, T, S)
     enc = torch.stack([w[0] for w in enc_maps])  # (L, H, S, S)
-    return AttentionTrace(tuple(source_tokens), tuple(target_tokens), enc, dec, cross)
+    return AttentionTrace(tuple(source_tokens), tuple(decoder_input_tokens), enc, dec, cross)
 
 
 def teacher_forced(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str,

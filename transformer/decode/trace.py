@@ -23,13 +23,13 @@ class AttentionTrace:
     """Source tokens (S), decoder input tokens (T) and weights (layers, heads, queries, keys) per kind."""
 
     source_tokens: tuple[str, ...]
-    target_tokens: tuple[str, ...]
+    decoder_input_tokens: tuple[str, ...]
     encoder_self: Tensor  # (L_enc, H, S, S)
     decoder_self: Tensor  # (L_dec, H, T, T)
     cross: Tensor  # (L_dec, H, T, S)
 
     def __post_init__(self) -> None:
-        s, t = len(self.source_tokens), len(self.target_tokens)
+        s, t = len(self.source_tokens), len(self.decoder_input_tokens)
         for kind in KINDS:
             w = getattr(self, kind)
             if not isinstance(w, Tensor) or w.dim() != 4:
@@ -52,9 +52,9 @@ class AttentionTrace:
         if kind == "encoder_self":
             return self.source_tokens, self.source_tokens
         if kind == "decoder_self":
-            return self.target_tokens, self.target_tokens
+            return self.decoder_input_tokens, self.decoder_input_tokens
         if kind == "cross":
-            return self.target_tokens, self.source_tokens
+            return self.decoder_input_tokens, self.source_tokens
         raise KeyError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
 
     def weights(self, kind: str) -> Tensor:
