@@ -1,5 +1,34 @@
-"""The analysis stage: numbers about a model's attention (alignment scores, per-head statistics)."""
-from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
+"""The analysis stage: numbers about a model's attention (alignment scores, per-head statistics, head ablation,
+gradient attribution and its agreement with attention)."""
+from .ablation import (
+    Head,
+    HeadError,
+    Sweep,
+    ablated_decode,
+    all_heads,
+    comparison_frame,
+    first_divergence,
+    head_mask,
+    output_ids,
+    parse_head,
+    sweep_heads,
+)
+from .agreement import agreement_frame, agreement_summary, spearman
+from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, head_label, summarize
+from .attribution import (
+    IG_STEPS,
+    METHOD_TITLES,
+    METHODS,
+    Attribution,
+    attribute_step,
+    attribute_steps,
+    attribution_view,
+    baseline_score,
+)
 from .heads import head_stats
 
-__all__ = ["accepted", "alignment_scores", "evaluate_alignment", "gold_cells", "head_stats", "summarize"]
+__all__ = ["Attribution", "Head", "HeadError", "IG_STEPS", "METHODS", "METHOD_TITLES", "Sweep", "ablated_decode",
+           "accepted", "agreement_frame", "agreement_summary", "alignment_scores", "all_heads", "attribute_step",
+           "attribute_steps", "attribution_view", "baseline_score", "comparison_frame", "evaluate_alignment",
+           "first_divergence", "gold_cells", "head_label", "head_mask", "head_stats", "output_ids", "parse_head",
+           "spearman", "summarize", "sweep_heads"]
