@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
+from .analysis import HeadError, head_mask
+from .cli_heads import add_heads_parser, parse_ablate
 from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task
 from .decode import InputError, greedy_decode, teacher_forced
 from .model import PRESETS, ConfigError, TrainConfig, default_configs
@@ -49,7 +51,8 @@ class UsageError(Exception):
     """The command line itself is wrong (bad flag, conflicting options)."""
 
 
-USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError)
+USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
+               HeadError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `python -m transformer` argument parser."""
     parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
                      "models from the command line.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads}")
     train = commands.add_parser("train", help="train a model and save a checkpoint")
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
@@ -120,7 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
+    dec.add_argument("--ablate", action="append", metavar="HEADS",
+                     help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")
     dec.set_defaults(func=cmd_decode)
+    add_heads_parser(commands, _positive_int)
     return parser
 
 
@@ -291,12 +297,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
     ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    mask = head_mask(ckpt.model, parse_ablate(args.ablate, ckpt.model)) if args.ablate else None
     if args.reference is not None:
         result = teacher_forced(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.reference,
-                                top_k=args.top_k)
+                                top_k=args.top_k, head_mask=mask)
     else:
         result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, top_k=args.top_k,
-                               max_steps=args.max_steps)
+                               max_steps=args.max_steps, head_mask=mask)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)

@@ -1,0 +1,63 @@
+"""`python -m transformer heads` and `decode --ablate` on the shipped reverse model: figures and user errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from transformer.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REVERSE = str(ROOT / "checkpoints" / "reverse")
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_heads_json_ranks_every_head_and_reports_agreement(capsys):
+    code, out, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--ig-steps", "16")
+    assert code == 0
+    report = json.loads(out)
+    assert report["output"] == "noitnetta" and report["inputs"] == 1
+    labels = [h["label"] for h in report["heads"]]
+    assert sorted(labels) == sorted(f"{k}:L1H{h}" for k in ("enc", "dec", "cross") for h in range(1, 5))
+    drops = [h["drop"] for h in report["heads"]]
+    assert drops == sorted(drops, reverse=True) and report["most_important"] == labels[0]
+    agreement = report["agreement"]
+    assert [h["label"] for h in agreement["heads"]] == [f"cross:L1H{h}" for h in range(1, 5)]
+    assert all(-1 <= h["spearman"] <= 1 and 0 <= h["top1"] <= 1 for h in agreement["heads"])
+    assert agreement["best"]["best_head"] in {h["label"] for h in agreement["heads"]}
+
+
+def test_heads_averages_validation_inputs_and_names_the_best_aligned_head(capsys):
+    code, out, _ = run(capsys, "heads", REVERSE, "--valid", "3", "--json", "--no-agreement")
+    assert code == 0
+    report = json.loads(out)
+    assert report["inputs"] == 3 and "agreement" not in report
+    assert report["alignment"]["best_head"].startswith("cross:L1H")
+
+
+def test_decode_with_every_cross_head_ablated_no_longer_reverses(capsys):
+    code, plain, _ = run(capsys, "decode", REVERSE, "attention")
+    code_all, ablated, _ = run(capsys, "decode", REVERSE, "attention", "--ablate",
+                               "cross:L1H1,cross:L1H2,cross:L1H3", "--ablate", "cross:L1H4")
+    assert code == code_all == 0
+    assert plain.strip() == "noitnetta" and ablated.strip() != plain.strip()  # no cross-attention: no reversal
+
+
+@pytest.mark.parametrize("args, message", [
+    (["decode", REVERSE, "abc", "--ablate", "cross:L2H1"], "1 cross layer(s)"),
+    (["decode", REVERSE, "abc", "--ablate", "cross:L1H9"], "4 head(s)"),
+    (["decode", REVERSE, "abc", "--ablate", "L1H1"], "cannot read head"),
+    (["heads", REVERSE], "exactly one of TEXT"),
+    (["heads", REVERSE, "   "], "empty"),
+    (["heads", REVERSE, "abc", "--file", "x.txt"], "exactly one of TEXT"),
+])
+def test_bad_heads_and_inputs_are_one_error_line(capsys, args, message):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err

@@ -1,0 +1,97 @@
+"""`python -m transformer heads`: which heads matter (ablation sweep) and whether attention agrees with attribution.
+
+One input (TEXT), one input a line (--file), or the checkpoint's validation examples (--valid N): with several
+inputs the figures are averaged, and tasks with gold alignments also report the best-aligned head.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .analysis import HeadError, evaluate_alignment, head_report, parse_head, summarize
+from .analysis.head_report import average_agreement, average_drops, report_dict
+from .decode import InputError
+from .store import finite_json, load_checkpoint, task_for_checkpoint
+
+MAX_FILE_LINES = 10_000
+
+
+def add_heads_parser(commands: Any, positive_int: Any) -> None:
+    """Register `heads` on the CLI's subcommands."""
+    p = commands.add_parser("heads", help="ablate each head in turn; compare attention with attribution")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("text", metavar="TEXT", nargs="?", help="the input (or use --file / --valid)")
+    p.add_argument("--file", metavar="PATH", help="inputs one a line; the figures are averaged")
+    p.add_argument("--valid", type=positive_int, metavar="N", help="the checkpoint's first N validation inputs")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-agreement", action="store_true", help="skip attribution (only the ablation sweep)")
+    p.add_argument("--ig-steps", type=positive_int, default=32, metavar="N", help="Integrated Gradients points")
+    p.set_defaults(func=cmd_heads)
+
+
+def _inputs(args: argparse.Namespace, ckpt: Any) -> tuple[list[str], str]:
+    given = [x for x in (args.text is not None, args.file is not None, args.valid is not None) if x]
+    if len(given) != 1:
+        raise HeadError("give exactly one of TEXT, --file PATH or --valid N")
+    if args.text is not None:
+        return [args.text], "text"
+    if args.file is not None:
+        lines = [line.strip() for line in Path(args.file).read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not lines:
+            raise InputError(f"{args.file}: no input lines")
+        return lines[:MAX_FILE_LINES], "file"
+    task = task_for_checkpoint(ckpt)
+    return [e.source for e in task.valid[: args.valid]], "valid"
+
+
+def cmd_heads(args: argparse.Namespace) -> int:
+    """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
+    ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    model, st, tt = ckpt.model.eval(), ckpt.src_tokenizer, ckpt.tgt_tokenizer
+    texts, source = _inputs(args, ckpt)
+    start = time.perf_counter()
+    reports, skipped = [], []
+    for i, text in enumerate(texts):
+        try:
+            reports.append(head_report(model, st, tt, text, agreement=not args.no_agreement,
+                                       ig_steps=args.ig_steps))
+        except InputError as exc:
+            if len(texts) == 1:
+                raise
+            skipped.append({"line": i + 1, "error": str(exc)})
+    if not reports:
+        raise InputError("none of the inputs could be decoded")
+    drops = average_drops([r.sweep for r in reports])
+    agreement = None if args.no_agreement else average_agreement([r.agreement for r in reports])
+    out: dict[str, Any] = {"checkpoint": str(args.dir), "inputs": len(reports), "skipped": skipped,
+                           **({"text": texts[0], "output": reports[0].result.output_text,
+                               "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
+                           **report_dict(drops, agreement), "seconds": round(time.perf_counter() - start, 3)}
+    if source == "valid":
+        task = task_for_checkpoint(ckpt)
+        aligned = evaluate_alignment(model, task.valid[: args.valid], st, tt)
+        if aligned is not None:
+            out["alignment"] = {**summarize(aligned[0]), "best_head": f"cross:{summarize(aligned[0])['best_head']}"}
+    if args.json:
+        print(json.dumps(finite_json(out)))
+        return 0
+    print(f"{len(reports)} input(s); drop in log p(output) when a head is switched off (largest first):")
+    for row in out["heads"]:
+        print(f"  {row['label']:<14} {row['drop']:>10.4f}")
+    if agreement is not None:
+        best = out["agreement"]["best"]
+        print(f"attention agrees best with Integrated Gradients at {best['best_head']}: "
+              f"Spearman {best['spearman']:.3f}, top-1 match {best['top1']:.3f}")
+    if skipped:
+        print(f"warning: {len(skipped)} input(s) skipped (cannot be decoded)", file=sys.stderr)
+    return 0
+
+
+def parse_ablate(values: list[str] | None, model: Any) -> list:
+    """Heads named by `--ablate` (repeatable, comma-separated), checked against the model; HeadError if wrong."""
+    labels = [part for value in values or [] for part in value.split(",")]
+    return [parse_head(label, model) for label in labels]
