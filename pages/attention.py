@@ -11,7 +11,9 @@ from transformer.charts import (
     selected_panel,
 )
 from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError
+from ui.ablation_view import attention_ablation, current_output, show_sweep
 from ui.alignment_view import show_alignment_scores
+from ui.attribution_view import show_agreement
 from ui.frame import ensure_frame
 from ui.inference import (
     bind_reference,
@@ -125,6 +127,10 @@ with side_col:
     if gold:
         show_alignment_scores(trace, alignment, key="attention_alignment")
 
+st.subheader("Switch heads off", anchor=False)
+attention_ablation(active, text, result, reference if mode == "teacher" else None, kind, layer, head,
+                   fixed_scale=fixed)
+
 st.subheader("Model view: every layer × head", anchor=False)
 st.caption("Click a panel to open it large above; double-click to clear the selection.")
 try:
@@ -136,3 +142,9 @@ else:
     with st.columns([2, 3])[0]:
         chart_downloads(lambda: chart_to_png(grid), lambda: chart_to_svg(grid), f"{kind}_all_heads",
                         "attention_grid_download")
+
+output = current_output(active, result, reference if mode == "teacher" else None)
+st.subheader("Which heads matter? Ablate each head in turn", anchor=False)
+show_sweep(active, text, output, result.output_text if mode != "teacher" else reference, key="attention_sweep")
+st.subheader("Does attention agree with attribution?", anchor=False)
+show_agreement(active, text, output, trace, key="attention_agreement")

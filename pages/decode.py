@@ -11,7 +11,9 @@ from transformer.charts import (
 )
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
 from ui import decode_state as ds
+from ui.ablation_view import ablated_run, head_selection, show_ablated_step, show_comparison
 from ui.alignment_view import show_alignment_scores
+from ui.attribution_view import show_step_attribution
 from ui.frame import ensure_frame
 from ui.inference import (
     bind_reference,
@@ -83,11 +85,16 @@ for column, view in zip(summary, available):
             st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
         elif view == ds.GREEDY and not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
+with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get("decode_ablate"))):
+    ablate_heads = head_selection(active, "decode_ablate")
+    ablated = ablated_run(active, text, ablate_heads, top_k=top_k)
+    if ablated is not None:
+        show_comparison(free, ablated, ablate_heads, key="decode_ablation")
 
 
 @st.fragment
 def step_through(active: ActiveModel, text: str, reference: str, results: dict[str, DecodeResult | None],
-                 prefix: ds.ForcedPrefix | None) -> None:
+                 prefix: ds.ForcedPrefix | None, ablated: DecodeResult | None) -> None:
     """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
     part of the page (the inputs, the decoding and the sidebar stay as they are)."""
     if st.session_state.pop(ds.RERUN_APP_KEY, False):
@@ -146,6 +153,10 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
                   f"{head_label(head).lower()}")
     show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000), width="content",
                key="decode_source_strip")
+    if ablated is not None and view == ds.GREEDY:
+        show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
+    if view != ds.TEACHER:  # attribution explains the model's own choices, fed its own output
+        show_step_attribution(active, text, [s.token_id for s in result.steps], trace, t, key="decode_attr")
 
     st.divider()
     alignment = gold_alignment_for(active, text)
@@ -173,4 +184,4 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         show_chart(grid, width="content", key="decode_grid")
 
 
-step_through(active, text, reference, results, prefix)
+step_through(active, text, reference, results, prefix, ablated)

@@ -1,0 +1,193 @@
+"""Head ablation on the Decode and Attention pages: pick heads to switch off, the ablated run beside the intact one,
+and the "ablate each head in turn" sweep (progress bar, time cap, cached per model and input in the session)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import (
+    Head,
+    HeadError,
+    Sweep,
+    all_heads,
+    comparison_frame,
+    first_divergence,
+    head_mask,
+    parse_head,
+    sweep_heads,
+)
+from transformer.charts import attention_heatmap, importance_chart, source_strip, step_probability_chart
+from transformer.data import END_ID
+from transformer.decode import KIND_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
+from ui.models import ActiveModel
+from ui.widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
+
+SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
+SWEEP_CACHE_KEY = "studio_sweeps"
+SWEEP_CACHE_SIZE = 8
+
+
+def head_title(label: str) -> str:
+    """'cross:L1H2' -> 'Cross L1 H2' for pickers and tables."""
+    kind, rest = label.split(":")
+    return f"{ {'enc': 'Enc. self', 'dec': 'Dec. self', 'cross': 'Cross'}[kind]} {rest.replace('H', ' H')}"
+
+
+@st.cache_data(max_entries=128, show_spinner="Decoding with the heads switched off…")
+def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | None, labels: tuple[str, ...],
+             top_k: int) -> DecodeResult:
+    model = _active.model
+    mask = head_mask(model, [parse_head(label, model) for label in labels])
+    if reference is None:
+        return greedy_decode(model, _active.src_tokenizer, _active.tgt_tokenizer, text, top_k=top_k, head_mask=mask)
+    return teacher_forced(model, _active.src_tokenizer, _active.tgt_tokenizer, text, reference, top_k=top_k,
+                          head_mask=mask)
+
+
+def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
+    """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped."""
+    options = [h.label for h in all_heads(active.model)]
+    chosen = st.session_state.get(key)
+    if isinstance(chosen, list) and any(label not in options for label in chosen):
+        st.session_state[key] = [label for label in chosen if label in options]
+    labels = st.multiselect("Switch heads off", options, key=key, format_func=head_title,
+                            placeholder="Choose heads to ablate", help=help_text or
+                            "An ablated head contributes nothing to its attention output: its slice of the "
+                            "concatenated heads is zeroed before the output projection.")
+    return [parse_head(label, active.model) for label in labels]
+
+
+def add_head(key: str, label: str) -> None:
+    """on_click: add one head (a 'cross:L1H2' label) to a page's selection."""
+    chosen = list(st.session_state.get(key) or [])
+    if label not in chosen:
+        st.session_state[key] = [*chosen, label]
+
+
+def ablated_run(active: ActiveModel, text: str, heads: Sequence[Head], *, reference: str | None = None,
+                top_k: int = 5) -> DecodeResult | None:
+    """The run with `heads` switched off, or None (with a message) when nothing is selected or it cannot run."""
+    if not heads:
+        return None
+    try:
+        return _ablated(active.cache_key, active, text, reference, tuple(sorted(h.label for h in heads)), int(top_k))
+    except (HeadError, InputError) as exc:
+        st.warning(str(exc), icon=":material/block:")
+        return None
+
+
+def show_comparison(intact: DecodeResult, ablated: DecodeResult, heads: Sequence[Head], *, key: str) -> None:
+    """Output of both runs, where they first diverge, and per step the chosen token and its probability."""
+    names = ", ".join(head_title(h.label) for h in heads)
+    diverge = first_divergence(intact, ablated)
+    left, right = st.columns(2)
+    with left.container(border=True):
+        st.markdown("**Intact model**")
+        show_chips(intact.output_tokens, highlight=diverge, caption="output")
+    with right.container(border=True):
+        st.markdown(f"**Without {md(names)}**")
+        show_chips(ablated.output_tokens, highlight=diverge, caption="output")
+    if diverge is None:
+        st.success("Same output with these heads switched off.", icon=":material/check:")
+    else:
+        a = intact.steps[diverge].token if diverge < len(intact.steps) else "(ended)"
+        b = ablated.steps[diverge].token if diverge < len(ablated.steps) else "(ended)"
+        st.info(f"The outputs first differ at step {diverge + 1}: ‹{md_token(a)}› intact, ‹{md_token(b)}› ablated.",
+                icon=":material/call_split:")
+    frame = comparison_frame(intact, ablated)
+    show_chart(step_probability_chart(frame), key=f"{key}_probs", width="content")
+    st.dataframe(frame, hide_index=True, key=f"{key}_table", column_config={
+        "intact_prob": st.column_config.NumberColumn("intact p", format="%.3f"),
+        "ablated_prob": st.column_config.NumberColumn("ablated p", format="%.3f")})
+
+
+def sweep_output(result: DecodeResult, tgt_ids: Sequence[int] | None = None) -> list[int]:
+    """The ids a sweep scores: the given target (teacher forcing, with </s>) or the decode's own output."""
+    if tgt_ids is not None:
+        return [*tgt_ids, END_ID]
+    return [s.token_id for s in result.steps]
+
+
+def _cached_sweep(identity: tuple) -> Sweep | None:
+    return st.session_state.get(SWEEP_CACHE_KEY, {}).get(identity)
+
+
+def _store_sweep(identity: tuple, sweep: Sweep) -> None:
+    cache = st.session_state.setdefault(SWEEP_CACHE_KEY, {})
+    cache[identity] = sweep
+    while len(cache) > SWEEP_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+
+
+def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
+    """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
+    identity = (active.cache_key, text, tuple(output))
+    sweep = _cached_sweep(identity)
+    n_heads = len(all_heads(active.model))
+    st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
+               f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
+               f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
+    if sweep is None:
+        if not st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:"):
+            return
+        bar = st.progress(0.0, text="Ablating heads…")
+        try:
+            sweep = sweep_heads(active.model, active.src_tokenizer, text, output, time_cap=SWEEP_TIME_CAP,
+                                progress=lambda done, total: bar.progress(done / total,
+                                                                          text=f"Ablated {done} of {total} heads"))
+        except InputError as exc:
+            bar.empty()
+            st.warning(f"Cannot sweep this input: {exc}", icon=":material/block:")
+            return
+        bar.empty()
+        _store_sweep(identity, sweep)
+    if not sweep.complete:
+        st.warning(f"The sweep stopped at the {SWEEP_TIME_CAP:.0f} s cap after {len(sweep.frame)} of {n_heads} "
+                   "heads; the others are not shown.", icon=":material/timer:")
+    st.caption(f"log p(output) intact: {sweep.base_log_prob:.3f} · swept in {sweep.seconds:.2f} s")
+    if sweep.frame.empty:
+        return
+    show_chart(importance_chart(sweep.frame), key=f"{key}_heatmap", width="content")
+    table = pd.DataFrame({"head": [head_title(label) for label in sweep.frame["label"]],
+                          "kind": [KIND_TITLES[k] for k in sweep.frame["kind"]],
+                          "drop": sweep.frame["drop"], "log p ablated": sweep.frame["log_prob"]})
+    st.dataframe(table, hide_index=True, key=f"{key}_table", height=240, column_config={
+        "drop": st.column_config.NumberColumn("drop in log p", format="%.4f"),
+        "log p ablated": st.column_config.NumberColumn(format="%.3f")})
+
+
+def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | None, *, key: str) -> None:
+    """The ablated run's cross-attention at step t (same layer and head as the intact strip above it)."""
+    if t >= len(ablated.steps):
+        st.caption(f"The ablated run ended before step {t + 1}.")
+        return
+    step = ablated.steps[t]
+    chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
+                  f"attention · layer {layer + 1} · {head_label(head).lower()}")
+    show_chart(source_strip(ablated.trace.source_tokens, ablated.trace.matrix("cross", layer, head)[t].tolist(),
+                            max_width=1000), width="content", key=key)
+
+
+def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
+    """The output the page shows, as ids: the reference and </s> when teacher-forced, else the decode's own."""
+    return sweep_output(result, active.tgt_tokenizer.encode(reference) if reference else None)
+
+
+def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, reference: str | None, kind: str,
+                       layer: int, head: int | None, *, fixed_scale: bool) -> None:
+    """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off."""
+    if head is not None:
+        label = Head(kind, layer, head).label
+        st.button(f"Switch {head_title(label)} off", key="attention_ablate_open", icon=":material/block:",
+                  on_click=add_head, args=("attention_ablate", label),
+                  help="Add the head shown large above (or clicked in the model view) to the heads switched off.")
+    heads = head_selection(active, "attention_ablate")
+    ablated = ablated_run(active, text, heads, reference=reference)
+    if ablated is None:
+        return
+    show_comparison(intact, ablated, heads, key="attention_ablation")
+    chart_heading(f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
+    show_chart(attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title=""),
+               key="attention_ablated_heatmap", width="content")
