@@ -110,6 +110,11 @@ def sweep_output(result: DecodeResult, tgt_ids: Sequence[int] | None = None) -> 
     return [s.token_id for s in result.steps]
 
 
+def _request(flag: str, identity: tuple) -> None:
+    """on_click of the sweep button: remember which model and input the sweep was asked for."""
+    st.session_state[flag] = identity
+
+
 def _cached_sweep(identity: tuple) -> Sweep | None:
     return st.session_state.get(SWEEP_CACHE_KEY, {}).get(identity)
 
@@ -130,7 +135,9 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
                f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
                f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
     if sweep is None:
-        if not st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:"):
+        st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
+                  args=(f"{key}_requested", identity))
+        if st.session_state.get(f"{key}_requested") != identity:
             return
         bar = st.progress(0.0, text="Ablating heads…")
         try:

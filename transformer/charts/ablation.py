@@ -20,9 +20,10 @@ def importance_chart(sweep: pd.DataFrame) -> alt.HConcatChart:
     panels = []
     for kind in [k for k in KIND_TITLES if k in set(sweep["kind"])]:
         part = sweep[sweep["kind"] == kind].rename(columns={"drop": "score"})
-        panels.append(alignment_table_chart(part[["layer", "head", "score"]].astype({"layer": int, "head": int}))
-                      .properties(title=alt.TitleParams(KIND_TITLES[kind], anchor="start", fontSize=13)))
-    return alt.hconcat(*panels, spacing=28).resolve_scale(color="independent")
+        panel = alignment_table_chart(part[["layer", "head", "score"]].astype({"layer": int, "head": int}))
+        panel.autosize = alt.Undefined  # a concatenated view may not size itself: the whole chart does
+        panels.append(panel.properties(title=alt.TitleParams(KIND_TITLES[kind], anchor="start", fontSize=13)))
+    return alt.hconcat(*panels, spacing=28).resolve_scale(color="independent").properties(autosize=AUTOSIZE)
 
 
 def agreement_chart(agreement: pd.DataFrame, column: str = "spearman") -> alt.LayerChart:

@@ -1,0 +1,110 @@
+"""AppTest: head ablation, the importance sweep, the attribution strip and the agreement heatmap on the pages show
+the library's numbers for the model the page names; stale or missing heads never break a page."""
+from __future__ import annotations
+
+import pytest
+from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
+
+from transformer.analysis import (
+    ablated_decode,
+    agreement_frame,
+    attribute_step,
+    attribute_steps,
+    output_ids,
+    parse_head,
+    sweep_heads,
+)
+from transformer.decode import greedy_decode
+from transformer.store import load_checkpoint
+
+TEXT = "abcdefg"
+ALL_CROSS = ["cross:L1H1", "cross:L1H2", "cross:L2H1", "cross:L2H2"]
+
+
+@pytest.fixture(scope="module")
+def ckpt(tiny_checkpoint_dir):
+    return load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
+
+
+def _page(name: str):
+    at = open_app(name)
+    at.text_input(key=f"{name}_text").input(TEXT).run()
+    assert_no_exception(at)
+    return at
+
+
+def test_decode_compares_the_ablated_run_with_the_intact_one(studio_env, ckpt):
+    model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
+    intact = greedy_decode(model, st, tt, TEXT)
+    ablated = ablated_decode(model, st, tt, TEXT, [parse_head(label, model) for label in ALL_CROSS])
+    at = _page("decode")
+    at.multiselect(key="decode_ablate").set_value(ALL_CROSS).run()
+    assert_no_exception(at)
+    probs = only_frame(_probability_chart(at))
+    by_run = probs.pivot(index="step", columns="run", values="prob")
+    assert by_run["intact"].dropna().tolist() == pytest.approx([s.prob for s in intact.steps], abs=1e-6)
+    assert by_run["ablated"].dropna().tolist() == pytest.approx([s.prob for s in ablated.steps], abs=1e-6)
+    strip = only_frame(chart_titled(at, "With the heads switched off: step 1"))
+    assert strip["weight"].tolist() == pytest.approx(ablated.trace.matrix("cross", 1)[0].tolist(), abs=1e-6)
+    messages = texts(at.info) + texts(at.success)
+    assert any("first differ" in m or "Same output" in m for m in messages)
+
+
+def _probability_chart(at):
+    found = [c for c in charts(at) if "probability of the chosen token" in str(c["spec"])]
+    assert found, "no intact-vs-ablated probability chart"
+    return found[0]
+
+
+def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_env, ckpt):
+    model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
+    out = output_ids(greedy_decode(model, st, tt, TEXT))
+    at = _page("decode")
+    at.button(key="decode_next").click().run()
+    expected = attribute_step(model, st, TEXT, out, 1)
+    strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 2"))
+    assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
+    at.radio(key="decode_attr_method").set_value("gradient_x_input").run()
+    expected = attribute_step(model, st, TEXT, out, 1, method="gradient_x_input")
+    strip = only_frame(chart_titled(at, "Source tokens shaded by their Gradient × input attribution to step 2"))
+    assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
+    assert_no_exception(at)
+
+
+def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt):
+    model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
+    result = greedy_decode(model, st, tt, TEXT)
+    out = output_ids(result)
+    at = _page("attention")
+    at.button(key="attention_sweep_run").click().run()
+    assert_no_exception(at)
+    sweep = sweep_heads(model, st, TEXT, out).frame
+    table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
+    assert len(table) == len(sweep) == 3 * 2 * 2
+    assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-5)
+    at.toggle(key="attention_agreement_on").set_value(True).run()
+    assert_no_exception(at)
+    expected = agreement_frame(result.trace.cross, attribute_steps(model, st, TEXT, out))
+    shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")
+             if len(only_frame(c)) == len(expected)]
+    ordered = expected.sort_values(["layer", "head"])
+    for column in ("spearman", "top1"):  # one heatmap of each figure
+        assert any(values == pytest.approx(ordered[column].tolist(), abs=1e-5) for values in shown), column
+
+
+def _charts_with(at, column: str):
+    return [c for c in charts(at) if column in only_frame(c).columns and "layer_label" in only_frame(c).columns]
+
+
+def test_the_open_head_can_be_switched_off_and_stale_heads_are_dropped(studio_env, ckpt):
+    at = _page("attention")
+    at.selectbox(key="attention_layer").set_value(0).run()
+    at.selectbox(key="attention_head").set_value(1).run()
+    at.button(key="attention_ablate_open").click().run()
+    assert_no_exception(at)
+    assert at.multiselect(key="attention_ablate").value == ["cross:L1H2"]
+    assert chart_titled(at, "Cross-attention · layer 1 · head 2 with the heads switched off")
+    at.session_state["attention_ablate"] = ["cross:L9H1", "cross:L1H2"]  # e.g. chosen on a larger model
+    at.run()
+    assert_no_exception(at)
+    assert at.multiselect(key="attention_ablate").value == ["cross:L1H2"]
