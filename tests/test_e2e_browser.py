@@ -117,6 +117,10 @@ def _walk_decode(page, decoded) -> None:
     assert view.step == (STEPS_WALKED, n), "changing layer or head lost the step"
     _assert_no_errors(page)
     _shot(page, "decode_layer_head")
+    # attribution beside attention: the strip of the current step, on the same source tokens
+    view = wait_charts(page, rf"Integrated Gradients attribution to step {STEPS_WALKED}'s output", 1)
+    tokens = " | ".join(decoded.trace.source_tokens)
+    assert view.charts_matching(rf"attribution to step {STEPS_WALKED}'s output ⟫ {re.escape(tokens)}") == 1
 
 
 def _attention_page(page, decoded) -> None:
@@ -127,6 +131,15 @@ def _attention_page(page, decoded) -> None:
     wait_charts(page, r"heads and mean", 1)
     _assert_no_errors(page)
     _shot(page, "attention")
+    # switch a head off: the ablated run is compared with the intact one and its map is drawn
+    page.locator(".st-key-attention_ablate input").click()
+    page.get_by_role("option", name="Cross L1 H1", exact=True).click()
+    page.keyboard.press("Escape")
+    wait_charts(page, r"with the heads switched off ⟫", 1)
+    page.get_by_text(re.compile(r"^(The outputs first differ at step \d+|Same output with these heads switched off)"))\
+        .wait_for()
+    _assert_no_errors(page)
+    _shot(page, "attention_ablation")
 
 
 def _train_page(page) -> None:

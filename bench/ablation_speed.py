@@ -1,0 +1,71 @@
+"""Head ablation and attribution on a 20-token input: the sweep of every head, Integrated Gradients for one step
+(default points), gradient x input, and IG for every step (the agreement heatmap), each also as a ratio to one
+greedy decode with the trace of the same input, measured in the same run.
+
+`python -m bench.ablation_speed` (figures in bench/README.md).
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+import torch
+
+from transformer.analysis import IG_STEPS, attribute_step, attribute_steps, output_ids, sweep_heads
+from transformer.data import make_task
+from transformer.decode import greedy_decode
+from transformer.model import Seq2SeqTransformer, default_configs
+
+TEXT = "thequickbrownfoxjump"  # 20 characters: 21 source tokens with </s>, 20 output steps
+SIZES = {"2+2 layers, 4 heads, d_model 128": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
+                                                  d_ff=512),
+         "6+6 layers, 8 heads, d_model 512 (opus-mt size)": dict(d_model=512, n_heads=8, n_encoder_layers=6,
+                                                                 n_decoder_layers=6, d_ff=2048)}
+
+
+def median_time(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `repeats` calls, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[repeats // 2]
+
+
+def run_size(overrides: dict, repeats: int = 3) -> dict:
+    """Seconds (and ratios to one greedy decode) of the sweep and the attributions for one model size."""
+    task = make_task("reverse", n_train=10, n_valid=2)
+    cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                             model_overrides=dict(max_len=64, **overrides))
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(cfg).eval()
+    st, tt = task.src_tokenizer, task.tgt_tokenizer
+    decode = lambda: greedy_decode(model, st, tt, TEXT, max_steps=20, stop_at_end=False)  # noqa: E731
+    out = output_ids(decode())
+    step = len(out) // 2
+    figures = {
+        "greedy_decode_s": median_time(decode, repeats),
+        "sweep_s": median_time(lambda: sweep_heads(model, st, TEXT, out), repeats),
+        "ig_one_step_s": median_time(lambda: attribute_step(model, st, TEXT, out, step), repeats),
+        "grad_x_input_one_step_s": median_time(
+            lambda: attribute_step(model, st, TEXT, out, step, method="gradient_x_input"), repeats),
+        "ig_all_steps_s": median_time(lambda: attribute_steps(model, st, TEXT, out), max(1, repeats - 2)),
+    }
+    base = figures["greedy_decode_s"]
+    return {"heads_swept": cfg.n_heads * (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers), "output_steps": len(out),
+            "ig_points": IG_STEPS,
+            **{k: round(v, 4) for k, v in figures.items()},
+            **{k.replace("_s", "_x_decode"): round(v / base, 1) for k, v in figures.items() if k != "greedy_decode_s"}}
+
+
+def run(repeats: int = 3) -> dict:
+    return {name: run_size(overrides, repeats if i == 0 else 1) for i, (name, overrides) in enumerate(SIZES.items())}
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    for i, (name, overrides) in enumerate(SIZES.items()):
+        print(f"{name}: {json.dumps(run_size(overrides, 3 if i == 0 else 1))}", flush=True)
