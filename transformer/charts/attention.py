@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace
+from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label
 from .style import (
     AUTOSIZE,
     BLUES,
@@ -21,7 +21,6 @@ from .style import (
     MASKED_COLOR,
     NOT_REACHED_COLOR,
     PLAIN_AXIS,
-    head_label,
     text_width,
     visible_token,
 )
@@ -195,7 +194,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
             frame = matrix_frame(trace, kind, layer, head, max_row)
             frame.insert(0, "layer", layer)
             frame.insert(1, "head", MEAN_HEAD if head is None else head)
-            frame.insert(2, "panel", f"L{layer + 1} {head_label(head)}")
+            frame.insert(2, "panel", head_label(head, layer))
             frames.append(frame)
     data = pd.concat(frames, ignore_index=True)
     step = cell / max(q, k)
@@ -205,7 +204,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     enc["tooltip"] = [alt.Tooltip("panel:N", title="panel"), *enc["tooltip"]]
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
-    panels = [f"L{layer + 1} {head_label(head)}" for layer in layer_list for head in heads]
+    panels = [head_label(head, layer) for layer in layer_list for head in heads]
     base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.OpacityValue(
         0.3, condition={"param": selection.name, "value": 1.0}))
             .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))

@@ -14,6 +14,15 @@ from torch import Tensor
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
+
+
+def head_label(head: int | None, layer: int | None = None, *, sep: str = " ") -> str:
+    """'H2' for 0-based head 1 and 'mean' for the mean of heads (None or MEAN_HEAD); with a 0-based layer,
+    'L1 H2' (or 'L1H2' with sep="")."""
+    name = "mean" if head is None or head == MEAN_HEAD else f"H{head + 1}"
+    return name if layer is None else f"L{layer + 1}{sep}{name}"
+
+
 KIND_TITLES = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
                "cross": "Cross-attention"}
 
