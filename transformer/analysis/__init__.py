@@ -14,7 +14,7 @@ from .ablation import (
     sweep_heads,
 )
 from .agreement import agreement_frame, agreement_summary, spearman
-from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, head_label, summarize
+from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
 from .attribution import (
     IG_STEPS,
     METHOD_TITLES,
@@ -31,5 +31,5 @@ from .heads import head_stats
 __all__ = ["Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS", "METHOD_TITLES", "Sweep", "ablated_decode",
            "accepted", "agreement_frame", "agreement_summary", "alignment_scores", "all_heads", "attribute_step",
            "attribute_steps", "attribution_view", "baseline_score", "comparison_frame", "evaluate_alignment",
-           "first_divergence", "gold_cells", "head_label", "head_mask", "head_report", "head_stats", "output_ids", "parse_head",
+           "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats", "output_ids", "parse_head",
            "spearman", "summarize", "sweep_heads"]

@@ -15,8 +15,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import MEAN_HEAD
-from .alignment import head_label
+from ..decode import MEAN_HEAD, head_label
 from .attribution import Attribution
 
 
@@ -54,7 +53,7 @@ def agreement_frame(cross: Tensor, attributions: Sequence[Attribution]) -> pd.Da
     for layer in range(n_layers):
         for col in range(n_cols):
             head = MEAN_HEAD if col == n_cols - 1 else col
-            records.append({"layer": layer, "head": head, "label": head_label(layer, head),
+            records.append({"layer": layer, "head": head, "label": head_label(head, layer, sep=""),
                             "spearman": float(rho[layer, col]), "top1": float(top1[layer, col])})
     return pd.DataFrame.from_records(records).astype({"layer": int, "head": int})
 
