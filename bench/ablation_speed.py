@@ -58,7 +58,7 @@ def run_size(overrides: dict, repeats: int = 3) -> dict:
     return {"heads_swept": cfg.n_heads * (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers), "output_steps": len(out),
             "ig_points": IG_STEPS,
             **{k: round(v, 4) for k, v in figures.items()},
-            **{k.replace("_s", "_x_decode"): round(v / base, 1) for k, v in figures.items() if k != "greedy_decode_s"}}
+            **{k[:-2] + "_x_decode": round(v / base, 1) for k, v in figures.items() if k != "greedy_decode_s"}}
 
 
 def run(repeats: int = 3) -> dict:

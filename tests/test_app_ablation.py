@@ -108,3 +108,15 @@ def test_the_open_head_can_be_switched_off_and_stale_heads_are_dropped(studio_en
     at.run()
     assert_no_exception(at)
     assert at.multiselect(key="attention_ablate").value == ["cross:L1H2"]
+
+
+def test_heads_named_in_the_link_are_switched_off_and_missing_ones_named(studio_env):
+    at = open_app()
+    at.query_params["ablate"] = "cross:L2H1,cross:L7H1,bogus"
+    at.switch_page("pages/decode.py")
+    at.run()
+    assert_no_exception(at)
+    assert at.multiselect(key="decode_ablate").value == ["cross:L2H1"]
+    warnings = " ".join(texts(at.warning))
+    assert "2 cross layer(s)" in warnings and "cannot read head 'bogus'" in warnings
+    assert any("Without Cross L2 H1" in m for m in texts(at.markdown))

@@ -27,6 +27,7 @@ from ui.widgets import chart_heading, head_label, md, md_token, show_chart, show
 SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
 SWEEP_CACHE_KEY = "studio_sweeps"
 SWEEP_CACHE_SIZE = 8
+URL_PARAM = "ablate"
 
 
 def head_title(label: str) -> str:
@@ -46,8 +47,30 @@ def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | N
                           head_mask=mask)
 
 
+def bind_url_heads(active: ActiveModel, key: str) -> None:
+    """Heads named in the link (`?ablate=cross:L1H2,enc:L2H1`) become the selection once per model and link; heads
+    the model does not have are named in a warning (shown while the link asks for them) and left out."""
+    raw = st.query_params.get(URL_PARAM)
+    if not raw:
+        return
+    bound = st.session_state.get(f"{key}_url")
+    if bound is None or bound[0] != (active.cache_key, raw):
+        good, bad = [], []
+        for label in raw.split(","):
+            try:
+                good.append(parse_head(label, active.model).label)
+            except HeadError as exc:
+                bad.append(str(exc))
+        st.session_state[key] = list(dict.fromkeys(good))
+        bound = ((active.cache_key, raw), tuple(bad))
+        st.session_state[f"{key}_url"] = bound
+    for message in bound[1]:
+        st.warning(f"The link asks to switch off a head this model does not have: {message}", icon=":material/link:")
+
+
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
     """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped."""
+    bind_url_heads(active, key)
     options = [h.label for h in all_heads(active.model)]
     chosen = st.session_state.get(key)
     if isinstance(chosen, list) and any(label not in options for label in chosen):
