@@ -28,8 +28,8 @@ from .attribution import (
 from .head_report import HeadReport, head_report
 from .heads import head_stats
 
-__all__ = ["Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS", "METHOD_TITLES", "Sweep", "ablated_decode",
-           "accepted", "agreement_frame", "agreement_summary", "alignment_scores", "all_heads", "attribute_step",
-           "attribute_steps", "attribution_view", "baseline_score", "comparison_frame", "evaluate_alignment",
-           "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats", "output_ids", "parse_head",
-           "spearman", "summarize", "sweep_heads"]
+__all__ = ["Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS", "METHOD_TITLES", "Sweep",
+           "ablated_decode", "accepted", "agreement_frame", "agreement_summary", "alignment_scores", "all_heads",
+           "attribute_step", "attribute_steps", "attribution_view", "baseline_score", "comparison_frame",
+           "evaluate_alignment", "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats",
+           "output_ids", "parse_head", "spearman", "summarize", "sweep_heads"]
