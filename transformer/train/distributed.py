@@ -1,0 +1,156 @@
+"""Data-parallel training under torchrun: rank discovery, threads per rank, and a DDP Trainer.
+
+One optimiser step is one *global* step: every rank takes its share of the same global batch (per-rank batch x
+world size), DistributedDataParallel averages the gradients, and every rank applies the same update. The loss is
+normalised by the global number of target tokens, so k global steps equal k steps of one process with the global
+batch size. Only rank 0 validates and writes checkpoints; the others wait for it at the next step.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Mapping
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+from ..data import Batch, ShardedBucketSampler
+from .trainer import Trainer
+
+
+class PeerLostError(RuntimeError):
+    """Another process of a distributed run stopped (crashed or was killed), so this one cannot go on."""
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    """Where this process sits in a torchrun job (read from the variables torchrun sets)."""
+
+    rank: int
+    world: int
+    local_rank: int
+    local_world: int
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def torchrun_env(environ: Mapping[str, str] = os.environ) -> DistEnv | None:
+    """The job this process belongs to, or None when not started by torchrun with more than one process."""
+    world = int(environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return None
+    return DistEnv(int(environ["RANK"]), world, int(environ.get("LOCAL_RANK", "0")),
+                   int(environ.get("LOCAL_WORLD_SIZE", str(world))))
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, not the whole machine)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def threads_per_rank(local_world: int, cores: int | None = None) -> int:
+    """The rule: the cores of one machine split evenly between its ranks, at least one thread each."""
+    return max(1, (cores or available_cores()) // max(local_world, 1))
+
+
+def start_process_group(env: DistEnv, timeout_s: float = 600.0) -> str:
+    """Join the job's process group (gloo on CPU) and set intra-op threads by `threads_per_rank`; describes it."""
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", rank=env.rank, world_size=env.world, timeout=timedelta(seconds=timeout_s))
+    cores = available_cores()
+    threads = threads_per_rank(env.local_world, cores)
+    torch.set_num_threads(threads)
+    return (f"{env.world} processes (gloo), {threads} intra-op thread(s) each "
+            f"({cores} cores / {env.local_world} processes on this machine)")
+
+
+def stop_process_group() -> None:
+    """Leave the process group if this process joined one."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+class DistributedTrainer(Trainer):
+    """A Trainer whose steps are global: sharded batches, DDP gradient averaging, agreed budgets and stops."""
+
+    def __init__(self, *args: Any, env: DistEnv, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.env = env
+        self.ddp = DistributedDataParallel(self.model)  # also copies rank 0's weights to every rank
+        torch.manual_seed(self.cfg.seed + env.rank)  # dropout differs between ranks, as between examples
+
+    @classmethod
+    def from_trainer(cls, trainer: Trainer, env: DistEnv) -> "DistributedTrainer":
+        """The same training state (weights, optimizer, step, history) as a distributed trainer."""
+        return cls(trainer.task, trainer.model_cfg, trainer.cfg, model=trainer.model, step=trainer.step,
+                   elapsed=trainer.elapsed, optimizer_state=trainer.optimizer.state_dict(), history=trainer.history,
+                   evals=trainer.evals, callbacks=trainer.callbacks, env=env)
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.cfg.batch_size * self.env.world
+
+    def _next_batch(self) -> Batch:
+        if self._batches is None:
+            limit = self.model_cfg.max_len - 1
+            train = self.task.train
+            src = [ids[:limit] for ids in self.task.src_tokenizer.encode_many([e.source for e in train])]
+            tgt = [ids[:limit] for ids in self.task.tgt_tokenizer.encode_many([e.target for e in train])]
+            self._batches = iter(ShardedBucketSampler(src, tgt, self.cfg.batch_size, rank=self.env.rank,
+                                                      world=self.env.world, seed=self.cfg.seed + self.step))
+        return next(self._batches)
+
+    def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The global mean loss as value (NaN on every rank if on any) with this rank's share as gradient.
+
+        The second result stands in for the global per-token correctness (its length and sum are the global
+        token and correct counts), so the step statistics describe the whole global batch.
+        """
+        logits = self.ddp(batch.src, batch.tgt_in)
+        keep = batch.tgt_out != 0
+        total = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
+                                label_smoothing=self.cfg.label_smoothing, reduction="sum")
+        correct = (logits.argmax(-1) == batch.tgt_out)[keep]
+        counts = torch.stack([total.detach().double(), keep.sum().double(), correct.sum().double()])
+        self._all_reduce(counts)
+        loss_sum, tokens, n_correct = counts.tolist()
+        tokens = max(tokens, 1.0)
+        # DDP averages gradients over ranks: scaling by world / tokens makes the average the global mean's gradient.
+        local = total * (self.env.world / tokens)
+        loss = local + (torch.tensor(loss_sum / tokens, dtype=local.dtype) - local.detach())
+        return loss, torch.arange(int(tokens)) < int(n_correct)
+
+    def run(self, max_steps: int | None = None, max_seconds: float | None = None,
+            stop: threading.Event | None = None) -> str:
+        """Train until a budget is spent or `stop` is set on any rank; all ranks agree on when, and on the time."""
+        target = self.cfg.max_steps if max_steps is None else max_steps
+        seconds = self.cfg.max_seconds if max_seconds is None else max_seconds
+        began = time.perf_counter()
+        while self.step < target:
+            flags = torch.tensor([float(stop is not None and stop.is_set()),
+                                  float(seconds is not None and time.perf_counter() - began >= seconds),
+                                  self.elapsed], dtype=torch.float64)
+            self._all_reduce(flags, dist.ReduceOp.MAX)
+            self.elapsed = float(flags[2])  # the slowest rank's clock: the LR schedule must not differ by rank
+            if flags[0]:
+                return "stopped"
+            if flags[1]:
+                return "time budget"
+            self.train_step()
+            if self.step % self.cfg.eval_every == 0 and self.env.is_main:
+                self.evaluate()
+        return "step budget"
+
+    @staticmethod
+    def _all_reduce(tensor: torch.Tensor, op: Any = dist.ReduceOp.SUM) -> None:
+        try:
+            dist.all_reduce(tensor, op=op)
+        except (RuntimeError, dist.DistError) as exc:
+            raise PeerLostError(f"another training process stopped, so this one cannot continue ({exc})") from None
