@@ -166,7 +166,7 @@ def test_killing_one_rank_stops_the_job_and_leaves_the_last_checkpoint_loadable(
         if job.poll() is None:
             job.kill()
     assert job.returncode != 0
-    assert "rank: 1" in stderr or "another training process stopped" in stderr, stderr[-2000:]
+    assert "SIGKILL" in stderr or "another training process stopped" in stderr, stderr[-2000:]  # names the cause
     ckpt = load_checkpoint(out)
     assert ckpt.step > 0 and ckpt.step % 3 == 0 and ckpt.optimizer_state is not None
 

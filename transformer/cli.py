@@ -191,6 +191,21 @@ def _stop_on_ctrl_c(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Under torchrun: SIGINT and SIGTERM (what torchrun sends its workers on Ctrl-C) stop after the current step.
+
+    torchrun forwards a Ctrl-C as SIGINT then SIGTERM and kills what is still running 30 s later, so every signal
+    only asks for the agreed stop; rank 0 then saves.
+    """
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _overrides(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
     return {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag) is not None}
 
@@ -291,7 +306,7 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
         if args.save_every:
             trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
     stop = threading.Event()
-    with _stop_on_ctrl_c(stop):
+    with _stop_on_ctrl_c(stop) if env is None else _stop_on_signals(stop):
         budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
         if main:
             print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
