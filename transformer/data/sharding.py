@@ -1,7 +1,7 @@
 """Data-parallel sharding: each rank takes its share of every global length-bucketed batch."""
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
@@ -37,13 +37,10 @@ class ShardedBucketSampler:
 
     def __iter__(self) -> Iterator[Batch]:
         while True:
-            for global_idx, idx in zip(*self._epoch_pair()):
+            for global_idx in self.global_sampler.epoch():
+                idx = rank_share(global_idx, self.rank, self.world)
                 if idx:
                     yield make_batch([self.src[i] for i in idx], [self.tgt[i] for i in idx])
                 else:
                     first = make_batch([self.src[global_idx[0]]], [self.tgt[global_idx[0]]])
                     yield Batch(first.src, first.tgt_in, torch.full_like(first.tgt_out, PAD_ID))
-
-    def _epoch_pair(self) -> tuple[list[list[int]], list[list[int]]]:
-        batches = self.global_sampler.epoch()
-        return batches, [rank_share(idx, self.rank, self.world) for idx in batches]

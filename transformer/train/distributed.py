@@ -3,16 +3,18 @@
 One optimiser step is one *global* step: every rank takes its share of the same global batch (per-rank batch x
 world size), DistributedDataParallel averages the gradients, and every rank applies the same update. The loss is
 normalised by the global number of target tokens, so k global steps equal k steps of one process with the global
-batch size. Only rank 0 validates and writes checkpoints; the others wait for it at the next step.
+batch size. Rank 0 leads: it alone decides when to step and stop (budgets, Ctrl-C), validates and writes
+checkpoints; before each step it broadcasts "step" and its training time (so the LR schedule agrees), and at the
+end why it stopped. The other ranks follow (`follow`), waiting in that broadcast while rank 0 validates.
 """
 from __future__ import annotations
 
 import os
 import threading
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -20,7 +22,9 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from ..data import Batch, ShardedBucketSampler
-from .trainer import Trainer
+from .trainer import StepStats, Trainer
+
+REASONS = ("step budget", "time budget", "stopped", "finished")  # why rank 0 ended; sent to the others
 
 
 class PeerLostError(RuntimeError):
@@ -87,7 +91,7 @@ class DistributedTrainer(Trainer):
         torch.manual_seed(self.cfg.seed + env.rank)  # dropout differs between ranks, as between examples
 
     @classmethod
-    def from_trainer(cls, trainer: Trainer, env: DistEnv) -> "DistributedTrainer":
+    def from_trainer(cls, trainer: Trainer, env: DistEnv) -> DistributedTrainer:
         """The same training state (weights, optimizer, step, history) as a distributed trainer."""
         return cls(trainer.task, trainer.model_cfg, trainer.cfg, model=trainer.model, step=trainer.step,
                    elapsed=trainer.elapsed, optimizer_state=trainer.optimizer.state_dict(), history=trainer.history,
@@ -127,30 +131,46 @@ class DistributedTrainer(Trainer):
         loss = local + (torch.tensor(loss_sum / tokens, dtype=local.dtype) - local.detach())
         return loss, torch.arange(int(tokens)) < int(n_correct)
 
+    def train_step(self) -> StepStats:
+        """One global step; rank 0 first tells the others to take it (and the training time the LR uses)."""
+        if self.env.is_main:
+            self._order(0, self.elapsed)
+        return super().train_step()
+
+    def release(self, reason: str) -> None:
+        """Rank 0: tell the other ranks that training ended and why (their `follow` returns it)."""
+        if self.env.is_main:
+            self._order(REASONS.index(reason) + 1, self.elapsed)
+
+    def follow(self) -> str:
+        """Ranks other than 0: take a step whenever rank 0 takes one, until it releases them; returns its reason."""
+        while True:
+            order = torch.zeros(2, dtype=torch.float64)
+            self._collective(dist.broadcast, order, src=0)
+            code, self.elapsed = int(order[0]), float(order[1])
+            if code:
+                return REASONS[code - 1]
+            self.train_step()
+
     def run(self, max_steps: int | None = None, max_seconds: float | None = None,
             stop: threading.Event | None = None) -> str:
-        """Train until a budget is spent or `stop` is set on any rank; all ranks agree on when, and on the time."""
-        target = self.cfg.max_steps if max_steps is None else max_steps
-        seconds = self.cfg.max_seconds if max_seconds is None else max_seconds
-        began = time.perf_counter()
-        while self.step < target:
-            flags = torch.tensor([float(stop is not None and stop.is_set()),
-                                  float(seconds is not None and time.perf_counter() - began >= seconds),
-                                  self.elapsed], dtype=torch.float64)
-            self._all_reduce(flags, dist.ReduceOp.MAX)
-            self.elapsed = float(flags[2])  # the slowest rank's clock: the LR schedule must not differ by rank
-            if flags[0]:
-                return "stopped"
-            if flags[1]:
-                return "time budget"
-            self.train_step()
-            if self.step % self.cfg.eval_every == 0 and self.env.is_main:
-                self.evaluate()
-        return "step budget"
+        """Rank 0 trains within the budgets (as `Trainer.run`: it alone decides, evaluates and stops);
+        the other ranks follow it. Every rank returns rank 0's reason."""
+        if not self.env.is_main:
+            return self.follow()
+        reason = super().run(max_steps, max_seconds, stop)
+        self.release(reason)
+        return reason
+
+    def _order(self, code: int, elapsed: float) -> None:
+        self._collective(dist.broadcast, torch.tensor([code, elapsed], dtype=torch.float64), src=0)
+
+    def _all_reduce(self, tensor: torch.Tensor) -> None:
+        self._collective(dist.all_reduce, tensor)
 
     @staticmethod
-    def _all_reduce(tensor: torch.Tensor, op: Any = dist.ReduceOp.SUM) -> None:
+    def _collective(op: Any, tensor: torch.Tensor, **kwargs: Any) -> None:
         try:
-            dist.all_reduce(tensor, op=op)
+            op(tensor, **kwargs)
         except (RuntimeError, dist.DistError) as exc:
             raise PeerLostError(f"another training process stopped, so this one cannot continue ({exc})") from None
