@@ -64,11 +64,16 @@ def threads_per_rank(local_world: int, cores: int | None = None) -> int:
     return max(1, (cores or available_cores()) // max(local_world, 1))
 
 
-def start_process_group(env: DistEnv, timeout_s: float = 600.0) -> str:
-    """Join the job's process group (gloo on CPU) and set intra-op threads by `threads_per_rank`; describes it."""
+def start_process_group(env: DistEnv, timeout_s: float = 600.0, *, init_method: str = "env://",
+                        cores: int | None = None) -> str:
+    """Join the job's process group (gloo on CPU) and set intra-op threads by `threads_per_rank`; describes it.
+
+    `cores`: how many cores this machine's ranks share (default: this process's CPU affinity).
+    """
     if not dist.is_initialized():
-        dist.init_process_group("gloo", rank=env.rank, world_size=env.world, timeout=timedelta(seconds=timeout_s))
-    cores = available_cores()
+        dist.init_process_group("gloo", init_method=init_method, rank=env.rank, world_size=env.world,
+                                timeout=timedelta(seconds=timeout_s))
+    cores = cores or available_cores()
     threads = threads_per_rank(env.local_world, cores)
     torch.set_num_threads(threads)
     return (f"{env.world} processes (gloo), {threads} intra-op thread(s) each "
