@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from same_weights import assert_same_weights
 
 from transformer.data import BucketSampler, ShardedBucketSampler, make_task
 from transformer.model import default_configs
@@ -61,19 +62,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                str(2 * PER_RANK), "--out", str(root / "one")])
     assert one.returncode == 0, one.stderr
     return {"two": root / "two", "one": root / "one"}
-
-
-def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
-    """Equal within float tolerance, except the attention key biases: softmax ignores a shift of all scores, so
-    their true gradient is zero and Adam turns the rounding noise of two summation orders into lr-sized steps."""
-    sa, sb = a.state_dict(), b.state_dict()
-    assert sa.keys() == sb.keys()
-    for name in sa:
-        x, y = sa[name], sb[name]
-        if name.endswith("in_proj.bias"):
-            d = x.numel() // 3
-            x, y = torch.cat([x[:d], x[2 * d:]]), torch.cat([y[:d], y[2 * d:]])
-        torch.testing.assert_close(x, y, atol=2e-6, rtol=1e-4, msg=name)
 
 
 def test_two_processes_train_the_same_model_as_one_process_with_the_global_batch(runs) -> None:

@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 from app_session import assert_no_exception, open_app, poll, texts
-from test_distributed import assert_same_weights
+from same_weights import assert_same_weights
 
 from transformer.data import make_task
 from transformer.model import default_configs
