@@ -288,10 +288,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
-    main = env is None or env.is_main
+    leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
     out = Path(args.out)
     same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
-    if main:
+    if leader:
         _check_out(out, args.force or same_dir)
     trainer = _resumed_trainer(args) if args.resume else _new_trainer(args)
     batch = f"batch {trainer.cfg.batch_size}"
@@ -301,14 +301,14 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
         batch = (f"global batch {trainer.global_batch_size} = {trainer.cfg.batch_size} per process x {env.world}; "
                  f"{layout}")
     progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
-    if main:
+    if leader:
         trainer.callbacks.append(progress)
         if args.save_every:
             trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
     stop = threading.Event()
     with _stop_on_ctrl_c(stop) if env is None else _stop_on_signals(stop):
         budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
-        if main:
+        if leader:
             print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
                   f"{trainer.step} to {trainer.cfg.max_steps}{budget}, {batch}; Ctrl-C stops and saves",
                   file=sys.stderr)
@@ -317,7 +317,7 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
         except NonFiniteLossError as exc:  # the weights were rolled back: save them, then report
             reason, diverged = "loss not finite", exc
     progress.finish()
-    if not main:
+    if not leader:
         return EXIT_USER_ERROR if diverged is not None else EXIT_INTERRUPTED if reason == "stopped" else 0
     trainer.callbacks.remove(progress)
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
