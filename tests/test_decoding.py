@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from transformer.data import make_task, pad, source_ids
-from transformer.decode import AttentionTrace, InputError, greedy_batch, greedy_decode, teacher_forced
+from transformer.decode import UNEMITTABLE, AttentionTrace, ban, InputError, greedy_batch, greedy_decode, teacher_forced
+
 from transformer.model import Seq2SeqTransformer, default_configs
 
 
@@ -26,7 +27,7 @@ def recompute_greedy(model, src_ids, n_steps):
     for _ in range(n_steps):
         logits, maps = model.forward_with_attention(torch.tensor([src_ids]), torch.tensor([tokens]))
         rows.append(maps)
-        tokens.append(int(logits[0, -1].argmax()))
+        tokens.append(int(ban(logits[0, -1], UNEMITTABLE).argmax()))  # <pad> and <s> are never outputs
     return tokens[1:], rows[-1]
 
 

@@ -1,15 +1,17 @@
 """The model stage: validated configs, our encoder-decoder (`nn.Module`s only) and the optimizer it trains with."""
 from .config import MAX_STEPS, PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, default_configs
 from .encoder_decoder import (
-                              HeadMask,
                               MultiHeadAttention,
                               Seq2SeqTransformer,
                               attention,
                               attention_weights,
                               sinusoidal_positions,
 )
+from .interface import InspectableSeq2Seq, SourceText
 from .optimizer import make_optimizer
+from .outputs import KINDS, AttentionMaps, EncoderOutput, HeadMask, StepOutput
 
-__all__ = ["ConfigError", "HeadMask", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer",
+__all__ = ["AttentionMaps", "EncoderOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",
+           "ConfigError", "HeadMask", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer",
            "TASK_DEFAULTS", "TrainConfig", "attention", "attention_weights", "default_configs", "make_optimizer",
            "sinusoidal_positions"]
