@@ -62,6 +62,10 @@ class InspectableSeq2Seq(ABC):
     def detokenize(self, ids: Sequence[int]) -> str:
         """Target ids to text, specials dropped."""
 
+    def default_max_steps(self, n_source: int) -> int:
+        """How many tokens a decode may produce when the caller does not say."""
+        return 2 * n_source + 10
+
     # -- compute -----------------------------------------------------------------------------------------------
     @abstractmethod
     def running(self) -> AbstractContextManager[None]:
