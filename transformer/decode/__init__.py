@@ -13,8 +13,9 @@ from .greedy import (
                      teacher_forced,
 )
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, eval_mode, greedy_batch
+from .scoring import score_parallel
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace
 
 __all__ = ["AttentionTrace", "DecodeResult", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MEAN_HEAD",
            "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "decode_greedy", "decode_teacher_forced", "decode_texts",
-           "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "read_source", "teacher_forced"]
+           "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "read_source", "score_parallel", "teacher_forced"]

@@ -85,7 +85,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         return ban(logits, UNEMITTABLE)
 
-    def translate(self, texts: Sequence[str], max_steps: int) -> list[str]:
+    def translate(self, texts: Sequence[str]) -> list[str]:
         return decode_texts(self.model, self.src_tokenizer, self.tgt_tokenizer, texts)
 
 

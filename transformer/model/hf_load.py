@@ -27,10 +27,10 @@ def _family(model_type: str) -> str:
     )
     if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
         return "seq2seq"
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # before causal: BERT has a causal head too
+        return "an encoder-only model"
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return "a decoder-only language model"
-    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return "an encoder-only model"
     return "not a text encoder-decoder"
 
 
@@ -64,7 +64,7 @@ def check_weights(folder: Path) -> None:
         return
     pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
     if pickled:
-        raise HFModelError(f"{folder} has weights only as {', '.join(pickled)} (pickle, which can run code); "
+        raise HFModelError(f"{folder} has weights only as {', '.join(pickled)} (pickled, which can run code when loaded); "
                            "the studio loads model.safetensors only: convert them to safetensors")
     raise HFModelError(f"{folder} has no model.safetensors (or model.safetensors.index.json)")
 
@@ -102,6 +102,8 @@ def resolve(name: str) -> Path:
 def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS) -> tuple[Any, Any, Path]:
     """(model in eval mode with eager attention, tokenizer, folder) after every check above."""
     from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()  # no "Loading weights" bars on the CLI's stderr or the server's log
     folder = resolve(name)
     read_config(folder)
     check_weights(folder)

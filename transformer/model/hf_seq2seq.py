@@ -172,7 +172,11 @@ class HFSeq2Seq(InspectableSeq2Seq):
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
     def default_max_steps(self, n_source: int) -> int:
-        return max(1, int(self.generation_config.max_length or 20) - len(self.start_ids))
+        """As `generate`: the config's max_new_tokens, else its max_length less the start, else 20 new tokens."""
+        gen = self.generation_config
+        if gen.max_new_tokens:
+            return int(gen.max_new_tokens)
+        return max(1, int(gen.max_length) - len(self.start_ids)) if gen.max_length else 20
 
     # -- compute -----------------------------------------------------------------------------------------------
     @contextmanager
@@ -232,9 +236,9 @@ class HFSeq2Seq(InspectableSeq2Seq):
             return logits
         return processors(torch.tensor([list(decoder_ids)], dtype=torch.long), logits[None].clone())[0]
 
-    def translate(self, texts: Sequence[str], max_steps: int) -> list[str]:
+    def translate(self, texts: Sequence[str]) -> list[str]:
         batch = self.tokenizer([self.prefix + t for t in texts], return_tensors="pt", padding=True, truncation=True,
                                max_length=self.max_source_len)
         with self._running():
-            out = self.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=max_steps)
+            out = self.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=self.default_max_steps(0))
         return self.tokenizer.batch_decode(out, skip_special_tokens=True)

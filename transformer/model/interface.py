@@ -93,5 +93,5 @@ class InspectableSeq2Seq(ABC):
         """Next-token logits (V,) with what cannot be emitted here set to -inf (specials, generation rules)."""
 
     @abstractmethod
-    def translate(self, texts: Sequence[str], max_steps: int) -> list[str]:
-        """Greedy outputs of many texts, batched, no weights (eval)."""
+    def translate(self, texts: Sequence[str]) -> list[str]:
+        """Greedy outputs of many texts, batched, no weights, each as long as `default_max_steps` allows (eval)."""
