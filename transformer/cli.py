@@ -301,7 +301,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scores = score_parallel(lm, [s for s, _ in pairs], [t for _, t in pairs])
         print(json.dumps(finite_json({"model": args.dir, "data": list(args.data), **scores})))
         return 0
-    if not is_checkpoint_folder(Path(args.dir)):
+    if Path(args.dir).is_dir() and not is_checkpoint_folder(Path(args.dir)):
         raise UsageError(f"{args.dir} is not one of our checkpoints: give --data SRC TGT to score it")
     ckpt = load_checkpoint(args.dir, load_optimizer=False)
     task = task_for_checkpoint(ckpt)

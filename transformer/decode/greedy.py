@@ -75,8 +75,9 @@ def read_source(lm: InspectableSeq2Seq, text: str) -> SourceText:
     if not source.ids:
         raise InputError("The input has no tokens this model can read.")
     if len(source.ids) > lm.max_source_len:
-        raise InputError(f"The input has {len(source.ids):,} tokens; this model reads at most "
-                         f"{lm.max_source_len} (specials included).")
+        n = source.n_specials
+        raise InputError(f"The input has {len(source.ids) - n:,} tokens; this model reads at most "
+                         f"{lm.max_source_len - n}.")
     return source
 
 

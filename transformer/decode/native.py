@@ -52,7 +52,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
         unk = self.src_tokenizer.unk_id
         unknown = tuple(tok for tok, i in zip(self.src_tokenizer.split(text), ids) if i == unk)
         full = source_ids(ids) if ids else []
-        return SourceText(tuple(full), tuple(self.src_tokenizer.ids_to_tokens(full)), unknown)
+        return SourceText(tuple(full), tuple(self.src_tokenizer.ids_to_tokens(full)), unknown, len(full) - len(ids))
 
     def target_ids(self, text: str) -> list[int]:
         return self.tgt_tokenizer.encode(text)

@@ -155,7 +155,7 @@ class HFSeq2Seq(InspectableSeq2Seq):
         tokens = self.tokenizer.convert_ids_to_tokens(ids)
         unk = self.tokenizer.unk_token_id
         unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk)
-        return SourceText(tuple(ids), tuple(tokens), unknown)
+        return SourceText(tuple(ids), tuple(tokens), unknown, self.tokenizer.num_special_tokens_to_add())
 
     def target_ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text_target=text, add_special_tokens=False).input_ids)

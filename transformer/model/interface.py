@@ -19,6 +19,7 @@ class SourceText:
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
     unknown: tuple[str, ...] = ()
+    n_specials: int = 0  # how many of `ids` the tokenizer added (</s>, <s>...)
 
 
 class InspectableSeq2Seq(ABC):
