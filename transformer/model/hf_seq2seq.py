@@ -149,6 +149,15 @@ class HFSeq2Seq(InspectableSeq2Seq):
         model, tokenizer, _ = load_pretrained(name, max_params)
         return cls(model, tokenizer, name, prefix)
 
+    def describe(self) -> dict[str, Any]:
+        """What a model card shows: type, sizes, vocabulary, parameters, prefix."""
+        cfg = self.model.config
+        heads = getattr(cfg, "decoder_attention_heads", None) or getattr(cfg, "num_heads", None)
+        return {"source": "huggingface", "name": self.name, "model_type": cfg.model_type, "d_model": cfg.d_model,
+                "n_heads": heads, "n_encoder_layers": _n_layers(self.model.get_encoder()),
+                "n_decoder_layers": self._decoder_layers(), "tgt_vocab_size": self.vocab_size,
+                "parameters": sum(p.numel() for p in self.model.parameters()), "prefix": self.prefix}
+
     # -- tokens ------------------------------------------------------------------------------------------------
     def tokenize_source(self, text: str) -> SourceText:
         ids = self.tokenizer(self.prefix + text).input_ids
