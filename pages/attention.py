@@ -10,7 +10,7 @@ from transformer.charts import (
     chart_to_svg,
     selected_panel,
 )
-from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label
+from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label, merge_words
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (
@@ -76,6 +76,10 @@ else:
     if result is None:
         st.stop()
 trace = result.trace
+if st.toggle("Merge subword pieces into words", key="attention_merge_words",
+             help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. "
+                  "A piece starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces."):
+    trace = merge_words(trace)
 st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or mode == "teacher"
                                                                else " (stopped at the step limit)"))
 

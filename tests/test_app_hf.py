@@ -77,3 +77,13 @@ def test_train_page_says_an_imported_model_is_not_trained_here(hf_env):
     at.switch_page("pages/train.py").run()
     assert_no_exception(at)
     assert any("not trained here" in t for t in texts(at.info))
+
+
+def test_the_word_merge_switch_shows_words_instead_of_pieces(hf_env):
+    at = _open("attention", hf_env, "attention_text")
+    at.radio(key="attention_kind").set_value("encoder_self").run()
+    at.toggle(key="attention_merge_words").set_value(True).run()
+    assert_no_exception(at)
+    frame = only_frame(chart_titled(at, f"{KIND_TITLES['encoder_self']} · layer 2 · mean of 2 heads"))
+    assert "red" in set(frame["key_token"]) and "r" not in set(frame["key_token"])  # ▁ r e d became one word
+    assert frame.groupby("query_index")["weight"].sum().tolist() == pytest.approx([1.0] * 7, abs=1e-5)

@@ -3,7 +3,6 @@ token and weight for weight, on tiny Marian, BART and T5 models with tokenizers 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import torch
@@ -109,3 +108,21 @@ def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
     torch.testing.assert_close(ablated.trace.cross, manual.trace.cross, atol=1e-5, rtol=0)
     assert [s.prob for s in ablated.steps] != [s.prob for s in plain.steps]  # the switch did something
     assert not any(p._forward_pre_hooks for p in attention_outputs(lm.model)["cross"])  # nothing left on the model
+
+
+def test_merging_pieces_into_words_sums_keys_averages_queries_and_keeps_rows_summing_to_one(lm):
+    from transformer.decode import merge_words, word_groups
+    trace = decode_greedy(lm, "the bird eats the green fish", max_steps=8).trace
+    merged = merge_words(trace)
+    groups = word_groups(trace.source_tokens)
+    assert len(merged.source_tokens) == len(groups) <= len(trace.source_tokens)
+    assert merged.source_tokens[-1] == trace.source_tokens[-1]  # the end token is a word of its own
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        torch.testing.assert_close(merged.weights(kind).sum(-1), torch.ones(merged.weights(kind).shape[:-1]),
+                                   atol=1e-5, rtol=0)
+    queries = word_groups(trace.decoder_input_tokens)
+    for q, rows in enumerate(queries):  # mean over a word's query pieces of the sum over a word's key pieces
+        for k, cols in enumerate(groups):
+            want = trace.cross[1, 1][rows][:, cols].sum(-1).mean()
+            assert float(merged.cross[1, 1, q, k]) == pytest.approx(float(want), abs=1e-6)
+    assert bool((merged.decoder_self[merged.masked("decoder_self").expand_as(merged.decoder_self)] == 0).all())

@@ -142,6 +142,7 @@ class HFSeq2Seq(InspectableSeq2Seq):
         self.max_source_len = self.max_target_len = int(positions)
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self._lock = model_lock(model)
+        self._n_tokens = len(tokenizer)
 
     @classmethod
     def load(cls, name: str, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> "HFSeq2Seq":
@@ -175,10 +176,12 @@ class HFSeq2Seq(InspectableSeq2Seq):
         return None if i is None or (i == unk and token != self.tokenizer.unk_token) else int(i)
 
     def id_to_token(self, token_id: int) -> str:
+        if not 0 <= int(token_id) < self._n_tokens:  # output rows beyond the tokenizer (T5 pads its vocabulary)
+            return f"<id {int(token_id)}>"
         return self.tokenizer.convert_ids_to_tokens(int(token_id))
 
     def detokenize(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return self.tokenizer.decode([int(i) for i in ids if 0 <= int(i) < self._n_tokens], skip_special_tokens=True)
 
     def default_max_steps(self, n_source: int) -> int:
         """As `generate`: the config's max_new_tokens, else its max_length less the start, else 20 new tokens."""
