@@ -126,3 +126,23 @@ def test_merging_pieces_into_words_sums_keys_averages_queries_and_keeps_rows_sum
             want = trace.cross[1, 1][rows][:, cols].sum(-1).mean()
             assert float(merged.cross[1, 1, q, k]) == pytest.approx(float(want), abs=1e-6)
     assert bool((merged.decoder_self[merged.masked("decoder_self").expand_as(merged.decoder_self)] == 0).all())
+
+
+def test_a_prefix_is_read_before_the_text_as_t5_task_prefixes_are(tmp_path):
+    folder = build("t5", tmp_path / "t5")
+    plain, prefixed = HFSeq2Seq.load(str(folder)), HFSeq2Seq.load(str(folder), prefix="the cat sees: ")
+    tokens = decode_greedy(prefixed, TEXT, max_steps=4).trace.source_tokens
+    assert tokens == tuple(plain.tokenize_source("the cat sees: " + TEXT).tokens)
+    assert len(tokens) > len(plain.tokenize_source(TEXT).tokens)
+
+
+def test_sharded_safetensors_load_and_decode_the_same(tmp_path):
+    folder = build("bart", tmp_path / "bart")
+    whole = HFSeq2Seq.load(str(folder))
+    whole.model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    whole.tokenizer.save_pretrained(tmp_path / "sharded")
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
+    sharded = HFSeq2Seq.load(str(tmp_path / "sharded"))
+    a, b = decode_greedy(whole, TEXT, max_steps=6), decode_greedy(sharded, TEXT, max_steps=6)
+    assert [s.token_id for s in a.steps] == [s.token_id for s in b.steps]
+    torch.testing.assert_close(a.trace.cross, b.trace.cross, atol=0, rtol=0)
