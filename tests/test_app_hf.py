@@ -77,6 +77,7 @@ def test_train_page_says_an_imported_model_is_not_trained_here(hf_env):
     at.switch_page("pages/train.py").run()
     assert_no_exception(at)
     assert any("not trained here" in t for t in texts(at.info))
+    assert not [b for b in at.button if b.key == "train_continue"]  # nothing to continue
 
 
 def test_the_word_merge_switch_shows_words_instead_of_pieces(hf_env):

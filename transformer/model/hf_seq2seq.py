@@ -239,7 +239,8 @@ class HFSeq2Seq(InspectableSeq2Seq):
             out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
                              output_attentions=True, return_dict=True)
         n = self._decoder_layers()
-        return out.logits, AttentionMaps(tuple(out.encoder_attentions), self._check("decoder self", out.decoder_attentions, n),
+        encoder = self._check("encoder", out.encoder_attentions, _n_layers(self.model.get_encoder()))
+        return out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
                                          self._check("cross", out.cross_attentions, n))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
