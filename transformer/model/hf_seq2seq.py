@@ -143,6 +143,7 @@ class HFSeq2Seq(InspectableSeq2Seq):
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self._lock = model_lock(model)
         self._n_tokens = len(tokenizer)
+        self._processors: dict[int, Any] = {}
 
     @classmethod
     def load(cls, name: str, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> "HFSeq2Seq":
@@ -244,7 +245,10 @@ class HFSeq2Seq(InspectableSeq2Seq):
                                          self._check("cross", out.cross_attentions, n))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
-        processors = _logits_processors(self.generation_config, sorted(self.end_ids), max_length)
+        processors = self._processors.get(max_length)
+        if processors is None:  # stateless: built once per length limit
+            processors = self._processors[max_length] = _logits_processors(self.generation_config,
+                                                                           sorted(self.end_ids), max_length)
         if not processors:
             return logits
         return processors(torch.tensor([list(decoder_ids)], dtype=torch.long), logits[None].clone())[0]
