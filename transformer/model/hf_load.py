@@ -83,7 +83,7 @@ def resolve(name: str) -> Path:
     if path.is_dir():
         return path
     if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise HFModelError(f"{name} is not a folder")
+        raise HFModelError(f"{name}: not a checkpoint directory or model folder (it does not exist or is a file)")
     from huggingface_hub import snapshot_download
     try:
         return Path(snapshot_download(name, allow_patterns=HUB_FILES, local_files_only=True))

@@ -7,12 +7,19 @@ from pathlib import Path
 from ..decode import NativeSeq2Seq
 from ..model import DEFAULT_MAX_PARAMS, HFSeq2Seq, InspectableSeq2Seq
 from .checkpoint import load_checkpoint
-from .checkpoint_format import CONFIG, SRC_TOKENIZER
+from .checkpoint_format import CONFIG, FORMAT_MARKER, SRC_TOKENIZER
 
 
 def is_checkpoint_folder(path: Path) -> bool:
-    """A folder written by `save_checkpoint` (ours, not Hugging Face's)."""
-    return path.is_dir() and (path / SRC_TOKENIZER).is_file()
+    """A folder written by `save_checkpoint` (ours, not Hugging Face's), even a damaged one."""
+    if not path.is_dir():
+        return False
+    if (path / SRC_TOKENIZER).is_file():
+        return True
+    try:
+        return (path / CONFIG).stat().st_size < 2**20 and FORMAT_MARKER in (path / CONFIG).read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def list_hf_folders(root: str | Path) -> list[Path]:
