@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from ..data import Tokenizer, source_ids
+from ..data import Tokenizer
 from ..model import AttentionMaps, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText
 from .native import NativeSeq2Seq
 from .trace import AttentionTrace
@@ -83,15 +83,8 @@ def read_source(lm: InspectableSeq2Seq, text: str) -> SourceText:
 
 def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) -> tuple[list[int], list[str]]:
     """Source ids (with </s>) for `text`, and the tokens the vocabulary does not know; raises InputError."""
-    _check_text(text)
-    ids = tokenizer.encode(text)
-    if not ids:
-        raise InputError("The input has no tokens this model can read.")
-    limit = model.cfg.max_len - 1
-    if len(ids) > limit:
-        raise InputError(f"The input has {len(ids):,} tokens; this model reads at most {limit}.")
-    unknown = [tok for tok, i in zip(tokenizer.split(text), ids) if i == tokenizer.unk_id]
-    return source_ids(ids), unknown
+    source = read_source(NativeSeq2Seq(model, tokenizer, tokenizer), text)
+    return list(source.ids), list(source.unknown)
 
 
 def _top_k(probs: Tensor, k: int, lm: InspectableSeq2Seq) -> tuple[tuple[str, float], ...]:
