@@ -24,6 +24,7 @@ from ui.inference import (
     share_text,
     teacher,
 )
+from ui.presenter import head_keys
 from ui.widgets import (
     MEAN,
     chart_downloads,
@@ -87,8 +88,10 @@ with c_layer:
     layer = layer_picker("Layer", trace.n_layers(kind), "attention_layer")
 with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head")
+    head_keys("attention_head", trace.n_heads)
 with c_opts:
-    fixed = st.toggle("Fixed 0–1 colour scale", value=True, key="attention_fixed_scale")
+    st.session_state.setdefault("attention_fixed_scale", True)
+    fixed = st.toggle("Fixed 0–1 colour scale", key="attention_fixed_scale")
 alignment = gold_alignment_for(active, text) if kind == "cross" else None
 if mode == "teacher" and reference.strip() != reference_for(active, text):
     alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference

@@ -1,0 +1,71 @@
+"""Presenter mode: large tokens and labels for a projector (1280x720), no sidebar, fewer controls, keyboard keys.
+
+The switch is `present=1` in the link, the "Presenter mode" button in the sidebar, or the P key. Controls a speaker
+does not need are hidden by their widget keys (Streamlit gives every keyed element the class `st-key-<key>`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import streamlit as st
+
+from ui.link_format import MEAN
+from ui.url_state import PRESENT_KEY, presenting
+
+NEXT_STEP_KEY, PREV_STEP_KEY = "Right", "Left"
+NEXT_HEAD_KEY, PREV_HEAD_KEY = "H", "Shift+H"
+SWITCH_KEY = "P"
+HIDDEN_KEYS = ("decode_top_k", "decode_force_token", "decode_force", "decode_unforce", "attention_trace_json",
+               "attention_heatmap_download_png", "attention_heatmap_download_svg", "attention_grid_download_png",
+               "attention_grid_download_svg", "attention_fixed_scale", "studio_share")
+_CSS = """
+<style>
+html { font-size: 21px; }
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"],
+[data-testid="stCaptionContainer"], %s { display: none !important; }
+[data-testid="stMainBlockContainer"] { max-width: 100%%; padding: 0.8rem 1.6rem 1rem 1.6rem; }
+h1 { font-size: 2.0rem !important; padding-bottom: 0.3rem; }
+[data-testid="stVegaLiteChart"], [data-testid="stArrowVegaLiteChart"] { zoom: 1.3; }
+.studio-chart-heading { font-size: 20px; }
+</style>
+"""
+
+
+def apply_presenter() -> None:
+    """Inject presenter mode's CSS when it is on (no visible element)."""
+    if presenting():
+        hidden = ", ".join(f".st-key-{key}" for key in HIDDEN_KEYS)
+        st.html(_CSS % hidden)
+
+
+def _toggle() -> None:
+    st.session_state[PRESENT_KEY] = not presenting()
+
+
+def presenter_switch() -> None:
+    """The switch: a button in the sidebar, or (presenting, the sidebar hidden) a small one above the page."""
+    if presenting():
+        st.button("Leave presenter mode", key="studio_present_leave", on_click=_toggle, icon=":material/close:",
+                  type="tertiary", shortcut=SWITCH_KEY)
+    else:
+        st.sidebar.button("Presenter mode", key="studio_present_enter", on_click=_toggle, width="stretch",
+                          icon=":material/co_present:", shortcut=SWITCH_KEY,
+                          help="Large fonts, no sidebar, keys: ←/→ steps, H / Shift+H heads, P leaves.")
+
+
+def _cycle(key: str, options: Sequence[int], delta: int) -> None:
+    current = st.session_state.get(key)
+    i = list(options).index(current) if current in options else 0
+    st.session_state[key] = options[(i + delta) % len(options)]
+
+
+def head_keys(key: str, n_heads: int) -> None:
+    """In presenter mode, Next / Prev head buttons (keys H and Shift+H) that cycle the head picker `key`."""
+    if not presenting() or n_heads < 2:
+        return
+    options = [MEAN, *range(n_heads)]
+    prev_col, next_col = st.columns(2)
+    prev_col.button("Head", key=f"{key}_prev", icon=":material/chevron_left:", on_click=_cycle,
+                    args=(key, list(options), -1), shortcut=PREV_HEAD_KEY, type="tertiary")
+    next_col.button("Head", key=f"{key}_next", icon=":material/chevron_right:", on_click=_cycle,
+                    args=(key, list(options), 1), shortcut=NEXT_HEAD_KEY, type="tertiary")
