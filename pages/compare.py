@@ -57,7 +57,8 @@ with c_head:
     head = head_picker("Head", n_heads, "compare_head")
     head_keys("compare_head", n_heads)
 if (trace_a.n_layers(kind), trace_a.n_heads) != (trace_b.n_layers(kind), trace_b.n_heads):
-    st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are offered.")
+    st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are "
+               "offered.")
 
 map_a, map_b = st.columns(2, gap="large")
 for column, tag, model, trace in ((map_a, "A", active, trace_a), (map_b, "B", other, trace_b)):

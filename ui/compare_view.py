@@ -57,5 +57,6 @@ def divergence_message(a: DecodeResult, b: DecodeResult) -> int | None:
         return None
     token_a = md_token(a.output_tokens[split]) if split < len(a.steps) else "(ended)"
     token_b = md_token(b.output_tokens[split]) if split < len(b.steps) else "(ended)"
-    st.warning(f"First divergence at step {split + 1}: A ‹{token_a}› vs B ‹{token_b}›.", icon=":material/call_split:")
+    st.warning(f"First divergence at step {split + 1}: A ‹{token_a}› vs B ‹{token_b}›.",
+               icon=":material/call_split:")
     return split

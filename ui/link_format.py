@@ -18,7 +18,10 @@ VIEWS = ("greedy", "teacher")  # the Decode page's step-through views a link can
 MAX_TOP_K = 20
 MAX_STEP = 10_000
 ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
-_MODEL_ID = re.compile(r"^(?:live|[a-z]{2,12}:[A-Za-z0-9][A-Za-z0-9._@+-]{0,127})$")
+# "source:name" as in the model picker (a run's name may hold spaces; a hub-style "org/name" one slash); only an id
+# the picker lists is ever used, so a link cannot name a path: this only turns garbage away with a clear note
+_NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
+_MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
 _HEAD_REF = re.compile(r"^(enc|dec|cross)\.L(\d{1,3})H(\d{1,3})$")
 MAX_ABLATED = 64
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
@@ -68,7 +71,7 @@ def _choice(value: str, choices: tuple[str, ...]) -> str:
 
 
 def _model(value: str) -> str:
-    if not _MODEL_ID.fullmatch(value):
+    if not _MODEL_ID.fullmatch(value) or ".." in value:
         raise ValueError("not a model name from the model picker")
     return value
 
