@@ -20,6 +20,7 @@ HIDDEN_KEYS = ("decode_top_k", "decode_force_token", "decode_force", "decode_unf
                "attention_grid_download_svg", "attention_fixed_scale", "studio_share")
 _CSS = """
 <style>
+/* presenter mode */
 html { font-size: 21px; }
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"],
 [data-testid="stCaptionContainer"], %s { display: none !important; }

@@ -97,7 +97,7 @@ def _n_steps(active: ActiveModel, values: dict[str, Any], text: str) -> int | No
 def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], notes: list[str]) -> None:
     state = st.session_state
     widgets = PAGE_WIDGETS.get(page, {})
-    kind = values.get("kind", state.get(widgets.get("kind", ""), "cross"))
+    kind = values.get("kind") or (state.get(widgets["kind"]) if "kind" in widgets else None) or "cross"
     values, size_notes = check_sizes(values, _sizes(active), kind)
     notes += size_notes
     text = values.get("text")
