@@ -5,7 +5,7 @@ from ui.settings import configure_charts, configure_torch
 from ui.sidebar import render_sidebar
 from ui.presenter import apply_presenter, presenter_switch
 from ui.theme import apply_theme
-from ui.url_state import page_name, restore, share_control, show_notes, write
+from ui.url_state import page_name, restore, run_page, share_control, show_notes
 
 st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
 configure_torch()
@@ -29,7 +29,4 @@ with st.sidebar:
     share_control()
 presenter_switch()
 show_notes()
-try:
-    page.run()
-finally:
-    write(view)  # the view as it is now into the URL (also when the page stopped early)
+run_page(page, view)  # then the view as it is now into the URL

@@ -11,6 +11,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.navigation.page import StreamlitPage
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
 from ui import decode_state as ds
 from ui.inference import (
@@ -170,6 +172,19 @@ def write(page: str) -> None:
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     st.session_state[WRITTEN_KEY] = params
+
+
+def run_page(page: StreamlitPage, view: str) -> None:
+    """Run the page, then write its view into the URL, also when it stopped early. Not when it asked for a rerun:
+    st.rerun has already taken the URL along, and writing now would make the rerun see a URL it did not write."""
+    try:
+        page.run()
+    except RerunException:
+        raise
+    except StopException:
+        write(view)
+        raise
+    write(view)
 
 
 def current_link() -> str:
