@@ -14,6 +14,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
+from transformer.decode import InputError
 from ui import decode_state as ds
 from ui.inference import (
     REFERENCE_FOR_KEY,
@@ -92,7 +93,7 @@ def _n_steps(active: ActiveModel, values: dict[str, Any], text: str) -> int | No
         if values.get("view") == "teacher" and values.get("ref", "").strip():
             return len(teacher(active, text, values["ref"], top_k=values.get("topk", 5)).steps)
         return len(greedy(active, text, top_k=values.get("topk", 5)).steps)
-    except Exception:  # noqa: BLE001 - an input the model cannot read: the page says why
+    except InputError:  # an input the model cannot read: the page says why
         return None
 
 
