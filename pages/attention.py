@@ -91,7 +91,8 @@ with c_head:
     head_keys("attention_head", trace.n_heads)
 with c_opts:
     st.session_state.setdefault("attention_fixed_scale", True)
-    fixed = st.toggle("Fixed 0–1 colour scale", key="attention_fixed_scale")
+    fixed = st.toggle("Fixed 0–1 scale", key="attention_fixed_scale",
+                      help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
 alignment = gold_alignment_for(active, text) if kind == "cross" else None
 if mode == "teacher" and reference.strip() != reference_for(active, text):
     alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
@@ -118,11 +119,11 @@ with side_col:
     st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
                  column_config={
                      "map": st.column_config.TextColumn("layer · head"),
-                     "entropy": st.column_config.NumberColumn("entropy (nats)", format="%.3f",
-                                                              help="Mean over query rows; 0 = one-hot."),
+                     "entropy": st.column_config.NumberColumn("entropy", format="%.3f",
+                                                              help="In nats, mean over query rows; 0 = one-hot."),
                      "max_weight": st.column_config.NumberColumn("max weight", format="%.3f",
                                                                  help="Mean of the row maxima."),
-                     "diag_distance": st.column_config.NumberColumn("diagonal distance", format="%.2f",
+                     "diag_distance": st.column_config.NumberColumn("diag. dist.", format="%.2f",
                                                                     help="Mean distance of the weight from the "
                                                                          "(scaled) diagonal, in positions.")})
     if gold:
