@@ -15,17 +15,20 @@ from ui.url_state import PRESENT_KEY, presenting
 NEXT_STEP_KEY, PREV_STEP_KEY = "Right", "Left"
 NEXT_HEAD_KEY, PREV_HEAD_KEY = "H", "Shift+H"
 SWITCH_KEY = "P"
-HIDDEN_KEYS = ("decode_top_k", "decode_force_token", "decode_force", "decode_unforce", "attention_trace_json",
-               "attention_heatmap_download_png", "attention_heatmap_download_svg", "attention_grid_download_png",
+HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce",
+               "attention_trace_json", "attention_heatmap_download_png", "attention_heatmap_download_svg", "attention_grid_download_png",
                "attention_grid_download_svg", "attention_fixed_scale", "studio_share")
 _CSS = """
 <style>
 /* presenter mode */
-html { font-size: 21px; }
+html { font-size: 19px; }
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"],
 [data-testid="stCaptionContainer"], %s { display: none !important; }
-[data-testid="stMainBlockContainer"] { max-width: 100%%; padding: 0.8rem 1.6rem 1rem 1.6rem; }
-h1 { font-size: 2.0rem !important; padding-bottom: 0.3rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%%; padding: 0.6rem 1.6rem 1rem 1.6rem; }
+h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
+.st-key-studio_present_leave { position: fixed; top: 0.3rem; right: 1rem; z-index: 1000; width: auto !important; }
+/* the head keys' buttons stay mounted (their shortcuts work) but take no room */
+[class*="_head_keys"] { position: absolute !important; left: -10000px; }
 [data-testid="stVegaLiteChart"], [data-testid="stArrowVegaLiteChart"] { zoom: 1.3; }
 .studio-chart-heading { font-size: 20px; }
 </style>
@@ -65,7 +68,7 @@ def head_keys(key: str, n_heads: int) -> None:
     if not presenting() or n_heads < 2:
         return
     options = [MEAN, *range(n_heads)]
-    prev_col, next_col = st.columns(2)
+    prev_col, next_col = st.container(key=f"{key}_keys").columns(2)
     prev_col.button("Head", key=f"{key}_prev", icon=":material/chevron_left:", on_click=_cycle,
                     args=(key, list(options), -1), shortcut=PREV_HEAD_KEY, type="tertiary")
     next_col.button("Head", key=f"{key}_next", icon=":material/chevron_right:", on_click=_cycle,
