@@ -1,32 +1,42 @@
-"""Attention Studio: the frame around every page (page config, navigation, shared sidebar)."""
+"""Attention Studio: the frame around every page (page config, navigation, shared sidebar).
+
+`streamlit run app.py` first imports this file to look for an ASGI app: it finds `app`, an `st.App` whose start-up
+imports the pages' libraries and loads the default model before the server answers (`ui.serve.warm_up`). Every
+browser session then runs this file as the page script, where `__name__` is "__main__".
+"""
 import streamlit as st
 
-from ui.settings import configure_charts, configure_torch
-from ui.sidebar import render_sidebar
-from ui.presenter import apply_presenter, presenter_switch
-from ui.theme import apply_theme
-from ui.url_state import page_name, restore, run_page, share_control, show_notes
+if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find the app
+    from ui.serve import warm_up_lifespan
 
-st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
-configure_torch()
-configure_charts()
+    app = st.App(__file__, lifespan=warm_up_lifespan)
+else:
+    from ui.presenter import apply_presenter, presenter_switch
+    from ui.settings import configure_charts, configure_torch
+    from ui.sidebar import render_sidebar
+    from ui.theme import apply_theme
+    from ui.url_state import page_name, restore, run_page, share_control, show_notes
 
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
-    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
-    st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
-]
+    st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
+    configure_torch()
+    configure_charts()
 
-page = st.navigation(PAGES)
-view = page_name(page.title)
-restore(view)  # a shared link or a reload: the URL's view into the widgets
-apply_theme()
-apply_presenter()
-render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
-with st.sidebar:
-    share_control()
-presenter_switch()
-show_notes()
-run_page(page, view)  # then the view as it is now into the URL
+    PAGES = [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
+        st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+        st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+    ]
+
+    page = st.navigation(PAGES)
+    view = page_name(page.title)
+    restore(view)  # a shared link or a reload: the URL's view into the widgets
+    apply_theme()
+    apply_presenter()
+    render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
+    with st.sidebar:
+        share_control()
+    presenter_switch()
+    show_notes()
+    run_page(page, view)  # then the view as it is now into the URL
