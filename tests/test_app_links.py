@@ -120,6 +120,7 @@ def test_presenter_mode_from_the_link_hides_the_sidebar_and_keys_switch_heads(st
     at = open_link("attention", {"text": TEXT, "present": "1", "head": "mean"})
     css = [str(h.proto.body) for h in at.get("html") if "presenter mode" in str(h.proto.body)]
     assert len(css) == 1 and 'section[data-testid="stSidebar"]' in css[0] and "display: none" in css[0]
+    assert any(m.value.startswith("**reverse  ·  Shipped** · ") for m in at.markdown)  # which model, still said
     at.button(key="attention_head_next").click().run()
     assert at.session_state["attention_head"] == 0 and dict(at.query_params)["head"] == "1"
     at.button(key="attention_head_prev").click().run()
