@@ -66,6 +66,10 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
             wait_charts(fresh, r"Cross-attention · layer \d+", 1, timeout_ms=60_000)
             assert "Parts of this link were ignored" in fresh.locator("body").inner_text()
             assert page_errors(fresh) == []
+            fresh.locator('[data-testid="stVegaLiteChart"]').first.hover()  # its toolbar: one PNG download only
+            fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Fullscreen"]').first.wait_for()
+            assert not fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Download as PNG"]').first \
+                .is_visible()
             fresh.goto(f"{server.url}/attention?text={TEXT}&layer=2&head=mean&present=1")  # presenter mode's keys
             wait_charts(fresh, r"Cross-attention · layer 2 · mean of \d+ heads", 1, timeout_ms=60_000)
             assert not fresh.locator('section[data-testid="stSidebar"]').is_visible()
