@@ -25,6 +25,7 @@ from ui.inference import (
     teacher,
 )
 from ui.presenter import head_keys
+from ui.url_state import merged_words
 from ui.widgets import (
     chart_downloads,
     grid_cell,
@@ -77,6 +78,8 @@ else:
     if result is None:
         st.stop()
 trace = result.trace
+if (asked := merged_words()) is not None:  # a shared link's choice (issue 12)
+    st.session_state.setdefault("attention_merge_words", asked)
 if st.toggle("Merge subword pieces into words", key="attention_merge_words",
              help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. "
                   "A piece starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces."):

@@ -88,3 +88,10 @@ def test_the_word_merge_switch_shows_words_instead_of_pieces(hf_env):
     frame = only_frame(chart_titled(at, f"{KIND_TITLES['encoder_self']} · layer 2 · mean of 2 heads"))
     assert "red" in set(frame["key_token"]) and "r" not in set(frame["key_token"])  # ▁ r e d became one word
     assert frame.groupby("query_index")["weight"].sum().tolist() == pytest.approx([1.0] * 7, abs=1e-5)
+
+
+def test_unknown_pieces_of_an_hf_model_are_named_without_a_word_list(hf_env):
+    at = _open("decode", hf_env, "decode_text")
+    at.text_input(key="decode_text").input("the bird € eats").run()
+    assert_no_exception(at)
+    assert any("read as unknown" in t for t in texts(at.warning))
