@@ -14,7 +14,7 @@ from typing import Any
 
 from .analysis import HeadError, evaluate_alignment, head_report, parse_head, summarize
 from .analysis.head_report import average_agreement, average_drops, report_dict
-from .decode import InputError
+from .decode import InputError, NativeSeq2Seq
 from .store import finite_json, load_checkpoint, task_for_checkpoint
 
 MAX_FILE_LINES = 10_000
@@ -95,3 +95,10 @@ def parse_ablate(values: list[str] | None, model: Any) -> list:
     """Heads named by `--ablate` (repeatable, comma-separated), checked against the model; HeadError if wrong."""
     labels = [part for value in values or [] for part in value.split(",")]
     return [parse_head(label, model) for label in labels]
+
+
+def native_model(lm: Any) -> Any:
+    """Our model inside `lm`; HeadError for other kinds (ablation on Hugging Face models is not wired up here)."""
+    if isinstance(lm, NativeSeq2Seq):
+        return lm.model
+    raise HeadError("--ablate works on this project's checkpoints; this is a Hugging Face model")

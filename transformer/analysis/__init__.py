@@ -7,7 +7,6 @@ from .ablation import (
     ablated_decode,
     all_heads,
     comparison_frame,
-    first_divergence,
     head_mask,
     output_ids,
     parse_head,
@@ -25,11 +24,13 @@ from .attribution import (
     attribution_view,
     baseline_score,
 )
+from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .head_report import HeadReport, head_report
 from .heads import head_stats
 
-__all__ = ["Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS", "METHOD_TITLES", "Sweep",
-           "ablated_decode", "accepted", "agreement_frame", "agreement_summary", "alignment_scores", "all_heads",
-           "attribute_step", "attribute_steps", "attribution_view", "baseline_score", "comparison_frame",
-           "evaluate_alignment", "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats",
-           "output_ids", "parse_head", "spearman", "summarize", "sweep_heads"]
+__all__ = ["AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
+           "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_summary",
+           "alignment_scores", "all_heads", "attention_difference", "attribute_step", "attribute_steps",
+           "attribution_view", "baseline_score", "common_prefix", "comparison_frame", "evaluate_alignment",
+           "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats", "output_ids", "parse_head",
+           "spearman", "summarize", "sweep_heads"]

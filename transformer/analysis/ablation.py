@@ -95,14 +95,6 @@ def ablated_decode(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_toke
                          head_mask=head_mask(model, heads))
 
 
-def first_divergence(intact: DecodeResult, ablated: DecodeResult) -> int | None:
-    """0-based step where the two outputs first differ (one ending early counts); None if they are the same."""
-    for t, (a, b) in enumerate(zip(intact.steps, ablated.steps)):
-        if a.token_id != b.token_id:
-            return t
-    return None if len(intact.steps) == len(ablated.steps) else min(len(intact.steps), len(ablated.steps))
-
-
 def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFrame:
     """Per step: the intact and the ablated chosen token and probability, and whether they differ."""
     rows = []
