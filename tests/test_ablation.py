@@ -17,7 +17,7 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.data import make_task, source_ids
-from transformer.decode import InputError, greedy_decode
+from transformer.decode import UNEMITTABLE, InputError, ban, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 
 
@@ -144,7 +144,8 @@ def test_sweep_measures_the_drop_of_each_head(setup):
     ids = output_ids(result)
     tgt = torch.tensor([[1, *ids[:-1]]])
     mask = head_mask(model, [Head(top["kind"], int(top["layer"]), int(top["head"]))])
-    by_hand = logits(model, src, tgt, mask)[0].log_softmax(-1).gather(-1, torch.tensor(ids)[:, None]).sum()
+    scores = ban(logits(model, src, tgt, mask)[0], UNEMITTABLE)  # <pad> and <s> are never chosen when decoding
+    by_hand = scores.log_softmax(-1).gather(-1, torch.tensor(ids)[:, None]).sum()
     assert float(top["log_prob"]) == pytest.approx(float(by_hand), abs=1e-4)
     assert sweep.base_log_prob - float(top["log_prob"]) == pytest.approx(float(top["drop"]), abs=1e-6)
 

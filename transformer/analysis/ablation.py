@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ..data import START_ID, Tokenizer
-from ..decode import KINDS, DecodeResult, InputError, encode_source, eval_mode, greedy_decode
+from ..decode import UNEMITTABLE, KINDS, DecodeResult, InputError, ban, encode_source, eval_mode, greedy_decode
 from ..model import HeadMask, Seq2SeqTransformer
 
 KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
@@ -112,7 +112,8 @@ def output_log_prob(model: Seq2SeqTransformer, src: Tensor, tgt_in: Tensor, targ
     """Sum of log p(targets) teacher-forced on `tgt_in` (1, T), optionally with heads switched off."""
     with eval_mode(model):
         logits, _ = model.forward_with_attention(src, tgt_in, mask)  # (1, T, V)
-        return float(logits[0].float().log_softmax(-1).gather(-1, targets[:, None]).sum())
+        logp = ban(logits[0].float(), UNEMITTABLE).log_softmax(-1)  # as decoding sees them: <pad>, <s> never chosen
+        return float(logp.gather(-1, targets[:, None]).sum())
 
 
 def output_ids(result: DecodeResult) -> list[int]:

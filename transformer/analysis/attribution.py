@@ -26,7 +26,7 @@ from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 from torch import Tensor, nn
 
 from ..data import START_ID, Tokenizer
-from ..decode import InputError, encode_source
+from ..decode import UNEMITTABLE, InputError, ban, encode_source
 from ..model import Seq2SeqTransformer
 
 IG_STEPS = 32
@@ -79,7 +79,7 @@ def _scorer(model: Seq2SeqTransformer):
     """forward(src (N, S), tgt_in (N, T), steps (N,), tokens (N,)) -> log p(tokens[n]) at steps[n], (N,)."""
     def forward(src: Tensor, tgt_in: Tensor, steps: Tensor, tokens: Tensor) -> Tensor:
         logits = model(src, tgt_in)  # (N, T, V)
-        rows = logits[torch.arange(logits.size(0)), steps].float()  # (N, V)
+        rows = ban(logits[torch.arange(logits.size(0)), steps].float(), UNEMITTABLE)  # (N, V), as decoding sees them
         return rows.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
     return forward
 
