@@ -132,9 +132,11 @@ def _attention_page(page, decoded) -> None:
     _assert_no_errors(page)
     _shot(page, "attention")
     # switch a head off: the ablated run is compared with the intact one and its map is drawn
-    page.locator(".st-key-attention_ablate input").click()
-    page.get_by_role("option", name="Cross L1 H1", exact=True).click()
-    page.keyboard.press("Escape")
+    box = page.locator(".st-key-attention_ablate input")
+    box.click()
+    box.press_sequentially("Cross L1 H1")
+    box.press("Enter")
+    box.press("Escape")  # close the drop-down
     wait_charts(page, r"with the heads switched off ⟫", 1)
     page.get_by_text(re.compile(r"^(The outputs first differ at step \d+|Same output with these heads switched off)"))\
         .wait_for()

@@ -68,8 +68,14 @@ def bind_url_heads(active: ActiveModel, key: str) -> None:
         st.warning(f"The link asks to switch off a head this model does not have: {message}", icon=":material/link:")
 
 
+NOT_OURS = "Head ablation and attribution work on this project's models; not yet on Hugging Face models."
+
+
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
     """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped."""
+    if active.model is None:
+        st.caption(NOT_OURS)
+        return []
     bind_url_heads(active, key)
     options = [h.label for h in all_heads(active.model)]
     chosen = st.session_state.get(key)
@@ -151,6 +157,9 @@ def _store_sweep(identity: tuple, sweep: Sweep) -> None:
 
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
     """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
+    if active.model is None:
+        st.caption(NOT_OURS)
+        return
     identity = (active.cache_key, text, tuple(output))
     sweep = _cached_sweep(identity)
     n_heads = len(all_heads(active.model))
@@ -202,12 +211,17 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
 
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
     """The output the page shows, as ids: the reference and </s> when teacher-forced, else the decode's own."""
+    if active.model is None:  # Hugging Face models: nothing on the page uses it yet
+        return sweep_output(result)
     return sweep_output(result, active.tgt_tokenizer.encode(reference) if reference else None)
 
 
 def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, reference: str | None, kind: str,
                        layer: int, head: int | None, *, fixed_scale: bool) -> None:
     """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off."""
+    if active.model is None:
+        st.caption(NOT_OURS)
+        return
     if head is not None:
         label = Head(kind, layer, head).label
         st.button(f"Switch {head_title(label)} off", key="attention_ablate_open", icon=":material/block:",

@@ -54,6 +54,8 @@ def _agreement(model_key: str, _active: ActiveModel, text: str, output: tuple[in
 def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, t: int,
                           *, key: str) -> None:
     """How much each source token and each earlier decoder input contributed to the token chosen at step t."""
+    if active.model is None:
+        return  # Hugging Face models: not wired up yet (the ablation section says so)
     method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
                       horizontal=True, help=EXPLAIN_METHODS)
     try:
@@ -79,6 +81,9 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
 def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, *, key: str
                    ) -> None:
     """Per cross-attention head: Spearman and top-1 agreement of its rows with the attribution rows."""
+    if active.model is None:
+        st.caption("Attribution works on this project's models; not yet on Hugging Face models.")
+        return
     st.caption(EXPLAIN_AGREEMENT)
     if not st.toggle("Compute (Integrated Gradients for every output step)", key=f"{key}_on"):
         return
