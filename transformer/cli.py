@@ -27,6 +27,9 @@ from .store import (
     write_file_atomic,
 )
 from .train import (
+    KEEP_BEST,
+    PRECISIONS,
+    KeepBest,
     NonFiniteLossError,
     StepStats,
     Trainer,
@@ -40,8 +43,9 @@ MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encode
                "max_len": "max_len"}
 TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
                "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
-               "eval_every": "eval_every", "eval_examples": "eval_examples"}
-TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq")
+               "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision"}
+TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq", "valid_data", "tokenizer",
+              "vocab_size", "separate_vocab")
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
 
 
@@ -86,6 +90,15 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-pairs", type=_positive_int, metavar="N", help="corpus: read at most this many pairs")
     p.add_argument("--min-freq", type=_positive_int, metavar="N",
                    help="word tasks: keep words seen at least this often")
+    p.add_argument("--valid-data", nargs="+", metavar="PATH",
+                   help="corpus: validation pairs (one TSV or two aligned files) instead of a held-out slice")
+    p.add_argument("--tokenizer", choices=("bpe", "unigram", "word"), help="corpus: tokenizer (default bpe)")
+    p.add_argument("--vocab-size", type=int, metavar="N", help="corpus: subword vocabulary size (default 8000)")
+    p.add_argument("--separate-vocab", action="store_true", default=None,
+                   help="corpus: one subword vocabulary per language instead of a joint one")
+    p.add_argument("--no-tie", action="store_true",
+                   help="do not tie the embeddings and generator (tied by default with a joint vocabulary)")
+    p.add_argument("--fp16-weights", action="store_true", help="store the weights in fp16 (half the size)")
     sizes = p.add_argument_group("model (not with --resume)")
     for flag, kind in (("d-model", int), ("heads", int), ("enc-layers", int), ("dec-layers", int), ("d-ff", int),
                        ("dropout", float), ("max-len", int)):
@@ -98,6 +111,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
         opt.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
                          help=f"TrainConfig.{TRAIN_FLAGS[flag.replace('-', '_')]}")
     opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
+    opt.add_argument("--precision", choices=PRECISIONS,
+                     help="bf16 autocast with fp32 master weights (auto: bf16 where the CPU/GPU supports it)")
+    opt.add_argument("--keep-best", choices=KEEP_BEST, default="loss",
+                     help="also keep the weights with the best validation loss or BLEU, in DIR/best (default loss)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -203,6 +220,10 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
     corpus = args.task == "corpus"
     if not corpus and (args.data or args.text_file or args.max_pairs):
         raise UsageError(f"--data, --text-file and --max-pairs are for --task corpus, not {args.task}")
+    corpus_only = [f"--{f.replace('_', '-')}" for f in ("valid_data", "tokenizer", "vocab_size", "separate_vocab")
+                   if getattr(args, f) is not None]
+    if not corpus and corpus_only:
+        raise UsageError(f"{', '.join(corpus_only)} are for --task corpus, not {args.task}")
     if corpus and args.n_train is not None:
         raise UsageError("--n-train is for generated tasks and toy-en-de; use --max-pairs for a corpus")
     if args.min_freq is not None and args.task in GENERATED_TASKS:
@@ -211,6 +232,11 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
                               if getattr(args, k) is not None}
     if args.data:
         kwargs["data"] = [str(Path(p).resolve()) for p in args.data]  # absolute, so eval/resume work anywhere
+    if args.valid_data:
+        kwargs["valid_data"] = [str(Path(p).resolve()) for p in args.valid_data]
+    kwargs.update({k: getattr(args, k) for k in ("tokenizer", "vocab_size") if getattr(args, k) is not None})
+    if args.separate_vocab:
+        kwargs["joint"] = False
     if args.text_file:
         try:
             kwargs["text"] = Path(args.text_file).read_text(encoding="utf-8")
@@ -218,14 +244,16 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
             raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
                             f"at offset {exc.start})") from None
     task = make_task(args.task, seed=args.seed or 0, **kwargs)
+    tie = task.spec.get("joint") is True and task.spec.get("tokenizer") != "word" and not args.no_tie
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
-                                           args.preset, _overrides(args, MODEL_FLAGS),
+                                           args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
                                            {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
     return Trainer(task, model_cfg, train_cfg)
 
 
 def _resumed_trainer(args: argparse.Namespace) -> Trainer:
     fixed = [f"--{f.replace('_', '-')}" for f in (*MODEL_FLAGS, "preset", *TASK_FLAGS) if getattr(args, f) is not None]
+    fixed += ["--no-tie"] if args.no_tie else []
     if fixed:
         raise UsageError(f"--resume keeps the checkpoint's task and model; drop {', '.join(fixed)}")
     ckpt = load_checkpoint(args.resume)
@@ -254,7 +282,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     _check_out(out, args.force or same_dir)
     trainer = _resumed_trainer(args) if args.resume else _new_trainer(args)
     progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
-    trainer.callbacks.append(progress)
+    best = KeepBest(args.keep_best)
+    trainer.callbacks += [progress, best]
+    if trainer.precision_note:
+        print(f"note: {trainer.precision_note}", file=sys.stderr)
     stop = threading.Event()
     with _stop_on_ctrl_c(stop):
         budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
@@ -265,14 +296,19 @@ def cmd_train(args: argparse.Namespace) -> int:
         except NonFiniteLossError as exc:  # the weights were rolled back: save them, then report
             reason, diverged = "loss not finite", exc
     progress.finish()
-    trainer.callbacks.remove(progress)
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
+    trainer.callbacks.remove(progress)
+    trainer.callbacks.remove(best)
     ckpt = checkpoint_from_trainer(trainer)
     if args.no_optimizer:
         ckpt.optimizer_state = None
-    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir)
+    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir, half=args.fp16_weights)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
+    best_ckpt = best.checkpoint(trainer)
+    if best_ckpt is not None:
+        save_checkpoint(best_ckpt, path / "best", half=args.fp16_weights)
+        print(f"saved {path / 'best'}: {best_ckpt.weights}, {_metrics_text(best_ckpt.metrics)}")
     if diverged is not None:
         raise diverged
     return EXIT_INTERRUPTED if reason == "stopped" else 0

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from ..data import Batch, BucketSampler, Task, make_batch
 from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
+from .precision import autocast, resolve_precision
 
 
 class NonFiniteLossError(RuntimeError):
@@ -75,6 +76,7 @@ class Trainer:
         self.callbacks = list(callbacks)
         self._batches: Iterator[Batch] | None = None  # built at the first step (encoding the data takes a while)
         self._last_good = [p.detach().clone() for p in self.model.parameters()]
+        self.precision, self.precision_note = resolve_precision(train_cfg.precision)
 
     def _next_batch(self) -> Batch:
         if self._batches is None:
@@ -100,8 +102,9 @@ class Trainer:
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean cross-entropy over target tokens (padding ignored) and the per-token correctness."""
-        logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
+        with autocast(self.precision):
+            logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
                                label_smoothing=self.cfg.label_smoothing)
         keep = batch.tgt_out != 0
         correct = (logits.argmax(-1) == batch.tgt_out)[keep]
