@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task
-from .decode import InputError, greedy_decode, teacher_forced
+from .analysis import corpus_scores
+from .decode import InputError, beam_search, beam_texts, greedy_decode, teacher_forced
 from .model import PRESETS, ConfigError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
@@ -128,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object")
     ev.add_argument("dir", metavar="DIR")
     ev.add_argument("--n", type=_positive_int, help="validation examples to use (default: all)")
+    ev.add_argument("--beam", type=_positive_int, default=1, metavar="N", help="beam width for BLEU/chrF (1: greedy)")
+    ev.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
     ev.set_defaults(func=cmd_eval)
     dec = commands.add_parser("decode", help="greedy-decode one input and print the output")
     dec.add_argument("dir", metavar="DIR")
@@ -137,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
+    dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
+                     help="beam width: print the best beam hypothesis (the trace stays greedy)")
+    dec.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
     dec.set_defaults(func=cmd_decode)
     return parser
 
@@ -149,6 +155,7 @@ class ProgressLine:
         self.tty = stream.isatty()
         self.began = self.last = time.perf_counter()
         self.pending = False
+        self.signed = False
 
     def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
         now = time.perf_counter()
@@ -166,6 +173,9 @@ class ProgressLine:
     def on_eval(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
         self.finish()
         self.stream.write(f"eval at step {metrics['step']}: {_metrics_text(metrics)}\n")
+        if "bleu_signature" in metrics and not self.signed:
+            self.stream.write(f"  ({metrics['bleu_signature']}, {metrics['chrf_signature']})\n")
+            self.signed = True
 
     def finish(self) -> None:
         """End the updating line so the next output starts on its own line."""
@@ -320,7 +330,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
     metrics.pop("examples", None)
-    print(json.dumps(finite_json({"checkpoint": str(args.dir), "task": task.name, "step": ckpt.step, **metrics})))
+    if args.beam > 1 and "bleu" in metrics:
+        examples = task.valid[: args.n or len(task.valid)]
+        outputs = beam_texts(ckpt.model, task.src_tokenizer, task.tgt_tokenizer, [e.source for e in examples],
+                             args.beam, args.length_penalty)
+        metrics.update(corpus_scores(outputs, [e.target for e in examples]))
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, length penalty {args.length_penalty:g}"
+    print(json.dumps(finite_json({"checkpoint": str(args.dir), "weights": ckpt.weights, "task": task.name,
+                                  "step": ckpt.step, "decoding": decoding, **metrics})))
     return 0
 
 
@@ -347,6 +364,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
             write_file_atomic(args.trace_json, result.to_json())
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+    if args.beam > 1 and args.reference is None:
+        best = beam_search(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.beam,
+                           args.length_penalty, args.max_steps)[0]
+        print(best.text)
+        return 0
     print(result.output_text)
     return 0
 

@@ -1,4 +1,5 @@
 """The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced)."""
+from .beam import Hypothesis, beam_search, beam_texts
 from .greedy import (
                      MAX_INPUT_CHARS,
                      DecodeResult,
@@ -12,5 +13,5 @@ from .greedy import (
 )
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace
 
-__all__ = ["AttentionTrace", "DecodeResult", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MEAN_HEAD",
+__all__ = ["Hypothesis", "beam_search", "beam_texts", "AttentionTrace", "DecodeResult", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MEAN_HEAD",
            "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "teacher_forced"]

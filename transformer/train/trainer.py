@@ -171,8 +171,8 @@ class Trainer:
 
 
 def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
-    """Loss, token accuracy and greedy exact match on up to n validation examples; BLEU/chrF for words."""
-    from ..analysis import evaluate_alignment
+    """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words."""
+    from ..analysis import corpus_scores, evaluate_alignment
     from ..decode import decode_texts, eval_mode
 
     examples = task.valid[:n]
@@ -198,11 +198,8 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
         "token_accuracy": total_correct / max(total_tokens, 1),
         "exact_match": sum(o == r for o, r in zip(outputs, refs)) / len(examples),
     }
-    if task.level == "word":
-        import sacrebleu
-
-        metrics["bleu"] = sacrebleu.corpus_bleu(outputs, [refs]).score
-        metrics["chrf"] = sacrebleu.corpus_chrf(outputs, [refs]).score
+    if task.level == "word":  # standard scores: detokenized, cased output against the raw reference lines
+        metrics.update(corpus_scores(outputs, [e.target for e in examples]))
     aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
     if aligned is not None:
         metrics["alignment"] = aligned[1]
