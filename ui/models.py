@@ -234,4 +234,8 @@ def card_lines(card: dict[str, Any]) -> list[str]:
         if isinstance(metrics.get(key), (int, float))]
     if shown:
         lines.append("**Metrics** " + " · ".join(f"{label} {fmt.format(value)}" for label, value, fmt in shown))
+    if isinstance(metrics.get("bleu_signature"), str):
+        lines.append(f"**BLEU signature** `{metrics['bleu_signature']}`")
+    if card.get("weights", "last") != "last":
+        lines.append(f"**Weights** {card['weights']}")
     return lines

@@ -81,13 +81,13 @@ class Checkpoint:
         """Summary for the UI: task, sizes, parameter count, training done and latest metrics."""
         cfg = self.model_config
         metrics = {k: v for k, v in self.metrics.items()
-                   if k in ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")}
+                   if k in ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf", "bleu_signature")}
         return {"name": self.name, "task": self.task_spec.get("name", "?"), "level": self.src_tokenizer.kind,
                 "d_model": cfg.d_model, "n_heads": cfg.n_heads, "n_encoder_layers": cfg.n_encoder_layers,
                 "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
                 "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size,
                 "parameters": self.model.num_parameters(), "steps": self.step,
-                "seconds": round(self.elapsed, 2), "metrics": metrics}
+                "seconds": round(self.elapsed, 2), "metrics": metrics, "weights": self.weights}
 
 
 # -- saving -------------------------------------------------------------------------------------------------
