@@ -11,7 +11,8 @@ from .greedy import (
                      greedy_decode,
                      teacher_forced,
 )
-from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace
+from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
-__all__ = ["Hypothesis", "beam_search", "beam_texts", "AttentionTrace", "DecodeResult", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MEAN_HEAD",
-           "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "teacher_forced"]
+__all__ = ["AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
+           "MEAN_HEAD", "beam_search", "beam_texts", "decode_texts", "encode_source", "eval_mode", "greedy_batch",
+           "greedy_decode", "head_label", "teacher_forced"]
