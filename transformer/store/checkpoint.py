@@ -80,7 +80,7 @@ class Checkpoint:
     def card(self) -> dict[str, Any]:
         """Summary for the UI: task, sizes, parameter count, training done and latest metrics."""
         return model_card(self.name, self.task_spec.get("name", "?"), self.src_tokenizer.kind, self.model_config,
-                          self.model.num_parameters(), self.step, self.elapsed, self.metrics)
+                          self.model.num_parameters(), self.step, self.elapsed, self.metrics, self.weights)
 
 
 _CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf", "bleu_signature")
