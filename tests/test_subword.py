@@ -104,3 +104,20 @@ def test_multi30k_validation_lines_decode_back_exactly_with_a_bpe_trained_on_a_t
     tok = task.tgt_tokenizer
     known = [e.target for e in task.valid if tok.unk_id not in tok.encode(e.target)]
     assert len(known) > 150 and all(tok.decode(tok.encode(t)) == unicodedata.normalize("NFKC", t) for t in known)
+
+
+@pytest.mark.parametrize("flags, message", [(["--vocab-size", "0"], "vocab_size must be an integer between"),
+                                            (["--vocab-size", "1000000000"], "vocab_size must be an integer"),
+                                            (["--tokenizer", "bpe", "--task", "reverse"], "are for --task corpus")])
+def test_cli_refuses_bad_tokenizer_options_in_one_line_and_writes_nothing(tmp_path, capsys, flags, message):
+    from transformer.cli import main
+
+    data = tmp_path / "pairs.tsv"
+    data.write_text(TEXT, encoding="utf-8")
+    args = ["train", "--out", str(tmp_path / "out"), "--steps", "1", *flags]
+    if "--task" not in flags:
+        args += ["--task", "corpus", "--data", str(data)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
