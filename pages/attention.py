@@ -10,7 +10,7 @@ from transformer.charts import (
     chart_to_svg,
     selected_panel,
 )
-from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label
+from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label, merge_words
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (
@@ -24,6 +24,8 @@ from ui.inference import (
     share_text,
     teacher,
 )
+from ui.presenter import head_keys
+from ui.url_state import merged_words
 from ui.widgets import (
     chart_downloads,
     grid_cell,
@@ -76,6 +78,12 @@ else:
     if result is None:
         st.stop()
 trace = result.trace
+if (asked := merged_words()) is not None:  # a shared link's choice (issue 12)
+    st.session_state.setdefault("attention_merge_words", asked)
+if st.toggle("Merge subword pieces into words", key="attention_merge_words",
+             help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. "
+                  "A piece starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces."):
+    trace = merge_words(trace)
 st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or mode == "teacher"
                                                                else " (stopped at the step limit)"))
 
@@ -86,8 +94,11 @@ with c_layer:
     layer = layer_picker("Layer", trace.n_layers(kind), "attention_layer")
 with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head")
+    head_keys("attention_head", trace.n_heads)
 with c_opts:
-    fixed = st.toggle("Fixed 0–1 colour scale", value=True, key="attention_fixed_scale")
+    st.session_state.setdefault("attention_fixed_scale", True)
+    fixed = st.toggle("Fixed 0–1 scale", key="attention_fixed_scale",
+                      help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
 alignment = gold_alignment_for(active, text) if kind == "cross" else None
 if mode == "teacher" and reference.strip() != reference_for(active, text):
     alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
@@ -113,11 +124,11 @@ with side_col:
     st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
                  column_config={
                      "map": st.column_config.TextColumn("layer · head"),
-                     "entropy": st.column_config.NumberColumn("entropy (nats)", format="%.3f",
-                                                              help="Mean over query rows; 0 = one-hot."),
+                     "entropy": st.column_config.NumberColumn("entropy", format="%.3f",
+                                                              help="In nats, mean over query rows; 0 = one-hot."),
                      "max_weight": st.column_config.NumberColumn("max weight", format="%.3f",
                                                                  help="Mean of the row maxima."),
-                     "diag_distance": st.column_config.NumberColumn("diagonal distance", format="%.2f",
+                     "diag_distance": st.column_config.NumberColumn("diag. dist.", format="%.2f",
                                                                     help="Mean distance of the weight from the "
                                                                          "(scaled) diagonal, in positions.")})
     if gold:

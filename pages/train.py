@@ -3,6 +3,7 @@ import streamlit as st
 
 from ui import train_controls as tc
 from ui.frame import ensure_frame
+from ui.hf_models import train_page_note
 from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.train_form import CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names
@@ -17,6 +18,7 @@ tc.warm_up_training()
 run = live_run()
 active = run is not None and run.active
 tc.show_message()
+train_page_note()
 
 with st.expander("Task, size and hyperparameters", expanded=not active, icon=":material/tune:"):
     c_task, c_preset = st.columns(2)

@@ -15,14 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task
 from .analysis import corpus_scores
-from .decode import InputError, beam_search, beam_texts, greedy_decode, teacher_forced
-from .model import PRESETS, ConfigError, TrainConfig, default_configs
+from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task, read_aligned_files
+from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
+from .model import DEFAULT_MAX_PARAMS, PRESETS, ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
     finite_json,
+    is_checkpoint_folder,
     load_checkpoint,
+    open_model,
     save_checkpoint,
     task_for_checkpoint,
     write_file_atomic,
@@ -31,11 +33,18 @@ from .train import (
     KEEP_BEST,
     PRECISIONS,
     KeepBest,
+    CheckpointEvery,
+    DistEnv,
+    DistributedTrainer,
     NonFiniteLossError,
+    PeerLostError,
     StepStats,
     Trainer,
     checkpoint_from_trainer,
     evaluate_model,
+    start_process_group,
+    stop_process_group,
+    torchrun_env,
     trainer_from_checkpoint,
 )
 
@@ -54,7 +63,8 @@ class UsageError(Exception):
     """The command line itself is wrong (bad flag, conflicting options)."""
 
 
-USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError)
+USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
+               HFModelError, PeerLostError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,6 +90,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-optimizer", action="store_true",
                    help="do not store the optimizer state (a smaller checkpoint; resuming restarts Adam's moments)")
     p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
+    p.add_argument("--save-every", type=_positive_int, metavar="N",
+                   help="also save --out every N steps, so a crash loses at most N steps")
     p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
     p.add_argument("--steps", type=_positive_int, metavar="N",
                    help="total step target (also the LR schedule's horizon)")
@@ -118,6 +130,13 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                      help="also keep the weights with the best validation loss or BLEU, in DIR/best (default loss)")
 
 
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prefix", default="", help="prepended to every source (T5 task prefix, e.g. "
+                   "'translate English to German: ')")
+    p.add_argument("--max-params", type=_positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
+                   help=f"refuse Hugging Face models above N parameters (default {DEFAULT_MAX_PARAMS:,})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `python -m transformer` argument parser."""
     parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
@@ -127,13 +146,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
     ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object")
-    ev.add_argument("dir", metavar="DIR")
+    ev.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
     ev.add_argument("--n", type=_positive_int, help="validation examples to use (default: all)")
     ev.add_argument("--beam", type=_positive_int, default=1, metavar="N", help="beam width for BLEU/chrF (1: greedy)")
     ev.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
+    ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
+    _add_model_arguments(ev)
     ev.set_defaults(func=cmd_eval)
     dec = commands.add_parser("decode", help="greedy-decode one input and print the output")
-    dec.add_argument("dir", metavar="DIR")
+    dec.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
     dec.add_argument("text", metavar="TEXT")
     dec.add_argument("--top-k", type=_positive_int, default=5, help="candidates recorded per step")
     dec.add_argument("--max-steps", type=_positive_int, help="stop after this many output tokens")
@@ -143,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
                      help="beam width: print the best beam hypothesis (the trace stays greedy)")
     dec.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
+    _add_model_arguments(dec)
     dec.set_defaults(func=cmd_decode)
     return parser
 
@@ -206,6 +228,21 @@ def _stop_on_ctrl_c(stop: threading.Event) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Under torchrun: SIGINT and SIGTERM (what torchrun sends its workers on Ctrl-C) stop after the current step.
+
+    torchrun forwards a Ctrl-C as SIGINT then SIGTERM and kills what is still running 30 s later, so every signal
+    only asks for the agreed stop; rank 0 then saves.
+    """
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _overrides(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
@@ -286,33 +323,63 @@ def _check_out(out: Path, replace_ok: bool) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary."""
+    """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary.
+
+    Under torchrun with several processes it trains one model with DistributedDataParallel; rank 0 alone prints,
+    validates and saves (see `transformer.train.distributed`).
+    """
+    env = torchrun_env()
+    if env is None:
+        return _train(args, None)
+    try:
+        return _train(args, env)
+    finally:
+        stop_process_group()
+
+
+def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
+    leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
     out = Path(args.out)
     same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
-    _check_out(out, args.force or same_dir)
+    if leader:
+        _check_out(out, args.force or same_dir)
     trainer = _resumed_trainer(args) if args.resume else _new_trainer(args)
+    batch = f"batch {trainer.cfg.batch_size}"
+    if env is not None:
+        layout = start_process_group(env)
+        trainer = DistributedTrainer.from_trainer(trainer, env)
+        batch = (f"global batch {trainer.global_batch_size} = {trainer.cfg.batch_size} per process x {env.world}; "
+                 f"{layout}")
     progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
     best = KeepBest(args.keep_best)
-    trainer.callbacks += [progress, best]
-    if trainer.precision_note:
-        print(f"note: {trainer.precision_note}", file=sys.stderr)
+    if leader:
+        trainer.callbacks += [progress, best]
+        if args.save_every:
+            trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
+        if trainer.precision_note:
+            print(f"note: {trainer.precision_note}", file=sys.stderr)
     stop = threading.Event()
-    with _stop_on_ctrl_c(stop):
+    with _stop_on_ctrl_c(stop) if env is None else _stop_on_signals(stop):
         budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
-        print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
-              f"{trainer.step} to {trainer.cfg.max_steps}{budget}; Ctrl-C stops and saves", file=sys.stderr)
+        if leader:
+            print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
+                  f"{trainer.step} to {trainer.cfg.max_steps}{budget}, {batch}; Ctrl-C stops and saves",
+                  file=sys.stderr)
         try:
             reason, diverged = trainer.run(stop=stop), None
         except NonFiniteLossError as exc:  # the weights were rolled back: save them, then report
             reason, diverged = "loss not finite", exc
     progress.finish()
+    if not leader:
+        return EXIT_USER_ERROR if diverged is not None else EXIT_INTERRUPTED if reason == "stopped" else 0
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
     trainer.callbacks.remove(progress)
     trainer.callbacks.remove(best)
     ckpt = checkpoint_from_trainer(trainer)
     if args.no_optimizer:
         ckpt.optimizer_state = None
-    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir, half=args.fp16_weights)
+    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every),
+                           half=args.fp16_weights)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
     best_ckpt = best.checkpoint(trainer)
@@ -325,7 +392,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """`eval`: validation metrics of a checkpoint as one JSON object on stdout."""
+    """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
+    if args.data:
+        pairs = read_aligned_files(*args.data, max_pairs=args.n)
+        if not pairs:
+            raise UsageError(f"{args.data[0]} and {args.data[1]} hold no sentence pairs")
+        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+        scores = score_parallel(lm, [s for s, _ in pairs], [t for _, t in pairs])
+        print(json.dumps(finite_json({"model": args.dir, "data": list(args.data), **scores})))
+        return 0
+    if Path(args.dir).is_dir() and not is_checkpoint_folder(Path(args.dir)):
+        raise UsageError(f"{args.dir} is not one of our checkpoints: give --data SRC TGT to score it")
     ckpt = load_checkpoint(args.dir, load_optimizer=False)
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
@@ -343,18 +420,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
-    ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
     if args.reference is not None:
-        result = teacher_forced(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.reference,
-                                top_k=args.top_k)
+        result = decode_teacher_forced(lm, args.text, args.reference, top_k=args.top_k)
     else:
-        result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, top_k=args.top_k,
-                               max_steps=args.max_steps)
+        result = decode_greedy(lm, args.text, top_k=args.top_k, max_steps=args.max_steps)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
     if result.mode == "greedy" and not result.finished:
-        print(f"warning: stopped after {len(result.steps)} steps without producing </s>", file=sys.stderr)
+        print(f"warning: stopped after {len(result.steps)} steps without producing an end token", file=sys.stderr)
     if args.verbose:
         for i, step in enumerate(result.steps, start=1):
             top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)
@@ -365,6 +440,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     if args.beam > 1 and args.reference is None:
+        if not is_checkpoint_folder(Path(args.dir)):
+            raise UsageError("--beam works with Attention Studio checkpoints only")
+        ckpt = load_checkpoint(args.dir, load_optimizer=False)
         best = beam_search(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.beam,
                            args.length_penalty, args.max_steps)[0]
         print(best.text)

@@ -12,7 +12,7 @@ from transformer.train import Trainer, TrainingJob, checkpoint_from_trainer, tra
 from ui.limits import LIMITS, check_limits
 from ui.live_run import LiveRun, live_run, set_live_run
 from ui.models import LIVE, select_model
-from ui.settings import runs_root, training_threads
+from ui.settings import max_training_processes, runs_root, training_threads
 
 
 class BusyError(ValueError):
@@ -26,12 +26,17 @@ def _check_probe(probe: str, probe_every: int) -> None:
         raise ConfigError(f"Record the probe at most every {LIMITS.min_probe_every} steps.")
 
 
-def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int) -> LiveRun:
+def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int,
+            processes: int = 1) -> LiveRun:
     current = live_run()
     if current is not None and current.active:
         raise BusyError("A run is still training: stop it before starting another.")
+    if not 1 <= processes <= max_training_processes():
+        raise ConfigError(f"Train on 1 to {max_training_processes()} processes (this machine's cores), "
+                          f"not {processes}.")
     job = TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
-                      probe_every=probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads())
+                      probe_every=probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads(),
+                      processes=processes)
     run = LiveRun(trainer, job, probe, probe_every, max_seconds)
     set_live_run(run)
     job.start()
@@ -40,13 +45,13 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
 
 
 def start_run(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float, probe: str,
-              probe_every: int, n_train: int | None = None) -> LiveRun:
+              probe_every: int, n_train: int | None = None, processes: int = 1) -> LiveRun:
     """Check the caps, then train a new model on a background job; raises ConfigError or BusyError."""
     check_limits(model_cfg, train_cfg, max_seconds=max_seconds, n_train=n_train)
     _check_probe(probe, probe_every)
     trainer = Trainer(task, model_cfg, train_cfg)
     return _launch(trainer, target_steps=train_cfg.max_steps, max_seconds=max_seconds, probe=probe,
-                   probe_every=probe_every)
+                   probe_every=probe_every, processes=processes)
 
 
 def resume_target(run: LiveRun, more_steps: int) -> int:
@@ -63,7 +68,8 @@ def resume_run(run: LiveRun, more_steps: int) -> None:
     if target > LIMITS.max_steps:
         raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
     job = TrainingJob(run.trainer, max_steps=target, max_seconds=run.max_seconds, probe=run.probe or None,
-                      probe_every=run.probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads())
+                      probe_every=run.probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads(),
+                      processes=run.job.processes)
     run.replace_job(job)
     job.start()
     select_model(LIVE)

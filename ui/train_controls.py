@@ -12,7 +12,7 @@ from transformer.store import Checkpoint, CheckpointError, load_checkpoint
 from transformer.train import fork_server
 from ui.limits import LIMITS
 from ui.live_run import live_run
-from ui.models import LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
+from ui.models import HF, LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
 from ui.train_actions import (
     BusyError,
     change_probe,
@@ -58,7 +58,8 @@ def start() -> None:
         start_run(task, model_cfg, train_cfg, max_seconds=float(state["train_max_seconds"]),
                   probe=state.get("train_probe", "").strip() or task.probe,
                   probe_every=int(state["train_probe_every"]),
-                  n_train=int(state["train_n_train"]) if task.name != "corpus" else None)
+                  n_train=int(state["train_n_train"]) if task.name != "corpus" else None,
+                  processes=int(state["train_processes"]))
     except USER_ERRORS as exc:
         _say("error", f"Training did not start: {exc}")
     else:
@@ -174,7 +175,7 @@ def run_controls() -> None:
         c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None)
         c_save.button("Save", key="train_save", icon=":material/save:", on_click=save,
                       disabled=run is None or active, width="stretch")
-        if option is not None and option.source != LIVE and not active:
+        if option is not None and option.source not in (LIVE, HF) and not active:  # imported models: not here
             st.button(f"Continue training “{option.name}” (the model picked in the sidebar)", key="train_continue",
                       icon=":material/fast_forward:", on_click=continue_training, args=(option,),
                       help="Resume its optimizer and schedule; its task is rebuilt from the checkpoint.")

@@ -1,18 +1,24 @@
-"""The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced)."""
+"""The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced), for any
+`InspectableSeq2Seq` (ours via `NativeSeq2Seq`, Hugging Face ones via `transformer.model.HFSeq2Seq`)."""
 from .beam import Hypothesis, beam_search, beam_texts
 from .greedy import (
                      MAX_INPUT_CHARS,
                      DecodeResult,
                      InputError,
-                     decode_texts,
+                     Step,
+                     decode_greedy,
+                     decode_teacher_forced,
                      encode_source,
-                     eval_mode,
-                     greedy_batch,
                      greedy_decode,
+                     read_source,
                      teacher_forced,
 )
+from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, eval_mode, greedy_batch
+from .scoring import score_parallel
+from .words import merge_words, word_groups
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
 __all__ = ["AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
-           "MEAN_HEAD", "beam_search", "beam_texts", "decode_texts", "encode_source", "eval_mode", "greedy_batch",
-           "greedy_decode", "head_label", "teacher_forced"]
+           "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts", "decode_greedy",
+           "decode_teacher_forced", "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
+           "head_label", "read_source", "score_parallel", "teacher_forced", "merge_words", "word_groups"]

@@ -13,7 +13,8 @@ import torch
 
 from ..data import START_ID, END_ID, Tokenizer, source_ids
 from ..model import Seq2SeqTransformer
-from .greedy import InputError, encode_source, eval_mode
+from .greedy import InputError, encode_source
+from .native import eval_mode
 
 MAX_BEAM = 64
 
