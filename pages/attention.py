@@ -24,6 +24,7 @@ from ui.inference import (
     share_text,
     teacher,
 )
+from ui.weights_view import show_weights
 from ui.widgets import (
     MEAN,
     chart_downloads,
@@ -52,6 +53,7 @@ active = require_model()
 st.title("Attention explorer", anchor=False)
 st.caption("Every attention map for one input. Rows are queries and columns keys; tokens are indexed by position, "
            "so repeated tokens stay apart. Maps come from the model in eval mode, on the tokens it actually saw.")
+show_weights(active)
 
 bind_text("attention_text", active)
 col_text, col_mode = st.columns([3, 2])

@@ -29,7 +29,7 @@ from transformer.data import make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
-from transformer.train import Trainer, TrainingJob, jobs
+from transformer.train import AUTOSAVE_PREFIX, Trainer, TrainingJob, jobs
 from ui.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,7 +165,7 @@ def test_a_write_error_in_the_app_is_a_message_and_keeps_the_old_run(studio_env,
         assert any(e.startswith("Not saved") and message in e for e in texts(at.error)), texts(at.error)
         assert not any(str(studio_env) in e for e in texts(at.error))  # no server paths in messages
         assert files_of(studio_env / "keep") == before
-        assert [p.name for p in studio_env.iterdir()] == ["keep"]
+        assert [p.name for p in studio_env.iterdir() if not p.name.startswith(AUTOSAVE_PREFIX)] == ["keep"]
     at.button(key="train_save").click().run()  # the run itself was never at risk: saving works again
     assert any("Saved as “keep”" in m for m in texts(at.success))
     assert load_checkpoint(studio_env / "keep").step == run.trainer.step
@@ -192,7 +192,7 @@ def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studi
         assert open_app().sidebar.selectbox(key="sidebar_model").value == "shipped:reverse"  # other sessions: fine
         at.switch_page("pages/decode.py").run()  # this session decodes with the run's last weights
         assert_no_exception(at)
-        assert at.sidebar.selectbox(key="sidebar_model").value == "live"
+        assert at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
         assert at.subheader[0].value.startswith("Step 1 of")
         monkeypatch.setattr(Trainer, "train_step", real_step)
         at.switch_page("pages/train.py").run()
