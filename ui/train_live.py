@@ -30,7 +30,7 @@ def _status_line(run: LiveRun, snap: JobSnapshot) -> None:
     if snap.max_seconds:
         fraction = max(fraction, min(snap.run_seconds / snap.max_seconds, 1.0)) if snap.active else fraction
     budget = f" · {_duration(snap.run_seconds)} of {_duration(snap.max_seconds)}" if snap.max_seconds else ""
-    st.progress(fraction, text=f"{_STATUS[snap.status]} · {run.task_name} · step {snap.step:,} of "
+    st.progress(fraction, text=f"{_STATUS[snap.status]} · {run.name} · step {snap.step:,} of "
                                f"{snap.target_steps:,}{budget}")
     if snap.status == "waiting":
         st.warning(f"Waiting: {running_jobs()} training runs are on this server and at most {MAX_CONCURRENT_JOBS} "
