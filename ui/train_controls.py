@@ -159,7 +159,8 @@ def run_controls() -> None:
     option = selected_option()
     active = run is not None and run.active
     st.session_state.setdefault("train_more_steps", 500)
-    if run is not None and st.session_state.get(RESUME_SECONDS_KEY + "_for") != run.id:
+    state = st.session_state  # the box is gone after a visit to another page: back to the run's budget
+    if run is not None and (RESUME_SECONDS_KEY not in state or state.get(RESUME_SECONDS_KEY + "_for") != run.id):
         st.session_state[RESUME_SECONDS_KEY + "_for"] = run.id
         st.session_state[RESUME_SECONDS_KEY] = float(run.max_seconds)
     with st.container(border=True):
