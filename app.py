@@ -1,22 +1,32 @@
-"""Attention Studio: the frame around every page (page config, navigation, shared sidebar)."""
+"""Attention Studio: the frame around every page (page config, navigation, shared sidebar).
+
+`streamlit run app.py` first imports this file to look for an ASGI app: it finds `app`, an `st.App` whose start-up
+imports the pages' libraries and loads the default model before the server answers (`ui.serve.warm_up`). Every
+browser session then runs this file as the page script, where `__name__` is "__main__".
+"""
 import streamlit as st
 
-from ui.settings import configure_charts, configure_torch
-from ui.sidebar import render_sidebar
-from ui.theme import apply_theme
+if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find the app
+    from ui.serve import warm_up_lifespan
 
-st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
-configure_torch()
-configure_charts()
+    app = st.App(__file__, lifespan=warm_up_lifespan)
+else:
+    from ui.settings import configure_charts, configure_torch
+    from ui.sidebar import render_sidebar
+    from ui.theme import apply_theme
 
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
-    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
-    st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
-]
+    st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
+    configure_torch()
+    configure_charts()
 
-page = st.navigation(PAGES)
-apply_theme()
-render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
-page.run()
+    PAGES = [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
+        st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+        st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+    ]
+
+    page = st.navigation(PAGES)
+    apply_theme()
+    render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
+    page.run()

@@ -10,7 +10,7 @@ from transformer.charts import (
     chart_to_svg,
     selected_panel,
 )
-from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError
+from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (
@@ -26,7 +26,6 @@ from ui.inference import (
 )
 from ui.weights_view import show_weights
 from ui.widgets import (
-    MEAN,
     chart_downloads,
     grid_cell,
     head_picker,
@@ -45,7 +44,7 @@ def open_panel() -> None:
     panel = selected_panel(st.session_state.get("attention_grid"))
     if panel is not None:
         layer, head = panel
-        st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN if head is None else head
+        st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN_HEAD if head is None else head
 
 
 ensure_frame()
@@ -112,8 +111,7 @@ with side_col:
                        on_click="ignore", width="stretch")
     st.markdown(f"**Head statistics · {KIND_TITLES[kind].lower()}**")
     stats = head_stats(trace, kind)
-    stats.insert(0, "map", [f"L{int(lay) + 1} " + ("mean" if h == MEAN_HEAD else f"H{int(h) + 1}")
-                            for lay, h in zip(stats["layer"], stats["head"])])
+    stats.insert(0, "map", [head_label(int(h), int(lay)) for lay, h in zip(stats["layer"], stats["head"])])
     st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
                  column_config={
                      "map": st.column_config.TextColumn("layer · head"),

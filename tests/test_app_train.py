@@ -36,6 +36,12 @@ def _step(at) -> int:
     return run.job.snapshot(history_tail=1).step if run is not None else 0
 
 
+def _shows_stopped(at) -> bool:
+    """The page as drawn offers Resume (the job's own state can change after the page was drawn)."""
+    resume = [b for b in at.button if b.key == "train_resume"]
+    return bool(resume) and not resume[0].disabled and not _run(at).active
+
+
 def _stop_all(*runs_or_jobs) -> None:
     for item in runs_or_jobs:
         job = getattr(item, "job", item)
@@ -63,14 +69,13 @@ def test_train_watch_stop_resume_save_and_reload(studio_env):
         assert at.subheader[0].value.startswith("Step 1 of")
         at.switch_page("pages/train.py").run()
         at.button(key="train_stop").click().run()
-        assert poll(at, lambda a: not _run(a).active, seconds=20), "Stop did not stop the job"
+        assert poll(at, _shows_stopped, seconds=20), "Stop did not stop the job"
         stopped_at = _step(at)
         assert stopped_at < TINY_FORM["train_max_steps"]
         at.button(key="train_resume").click().run()
         assert poll(at, lambda a: _step(a) > stopped_at), "Resume did not continue training"
         at.button(key="train_stop").click().run()
-        assert poll(at, lambda a: not _run(a).active, seconds=20)
-        at.run()
+        assert poll(at, _shows_stopped, seconds=20)
         assert len(at.select_slider(key="train_timeline_step").options) >= 2  # the probe was recorded
         at.text_input(key="train_save_name").input("tiny-run")
         at.button(key="train_save").click().run()

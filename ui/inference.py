@@ -6,7 +6,7 @@ from typing import Sequence
 import streamlit as st
 
 from transformer.analysis import gold_cells as alignment_gold_cells
-from transformer.data import GoldSource, gold_alignment, gold_sources
+from transformer.data import GoldSource, known_alignment, known_output
 from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 from ui.widgets import md_token
@@ -77,17 +77,10 @@ def share_text(widget_key: str) -> None:
 
 
 def reference_for(active: ActiveModel, text: str) -> str:
-    """The correct output for `text` when the task knows it (generated tasks, the toy grammar, examples)."""
-    gold = gold_alignment(active.task_name, text)
-    if gold is not None and active.level == "char":
-        return "".join(text[i] for i in gold if i is not None)
-    if active.task_name == "toy-en-de":
-        from transformer.data import toy_en_de
-
-        try:
-            return toy_en_de.translate(text).target
-        except ValueError:
-            pass
+    """The correct output for `text` when the task knows it (generated tasks, the toy grammar), else an example's."""
+    known = known_output(active.task_name, text)
+    if known is not None:
+        return known
     return next((ref for src, ref in active.examples if src == text and ref), "")
 
 
@@ -108,21 +101,8 @@ def share_reference(widget_key: str) -> None:
 
 
 def gold_alignment_for(active: ActiveModel, text: str) -> tuple[GoldSource, ...] | None:
-    """Source index (or, for a repeated letter in `sort`, indices) of each target token of the correct output of
-    `text`, when the task knows it: the gold that `eval` scores heads against."""
-    if active.level == "char":
-        return gold_sources(active.task_name, text)
-    if active.task_name != "toy-en-de":
-        return None
-    from transformer.data import toy_en_de
-
-    try:
-        example = toy_en_de.translate(text)
-    except ValueError:
-        return None
-    if len(active.src_tokenizer.split(text)) != len(example.source.split()):
-        return None
-    return example.alignment
+    """The gold alignment of the correct output of `text`, when the task knows it (what `eval` scores heads on)."""
+    return known_alignment(active.task_name, text, active.src_tokenizer)
 
 
 def gold_cells(alignment: Sequence[GoldSource] | None, n_rows: int) -> list[tuple[int, int]]:

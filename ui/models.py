@@ -12,7 +12,8 @@ import streamlit as st
 
 from transformer.data import Tokenizer
 from transformer.model import Seq2SeqTransformer
-from transformer.store import Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint
+from transformer.store import (Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint,
+                               model_card)
 from transformer.train import registry
 from ui.live_run import LiveRun, server_runs
 from ui.settings import checkpoints_root, preferred_default, runs_root
@@ -153,14 +154,9 @@ def checkpoint_stamp(path: Path) -> int:
 
 def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
     """The sidebar card of the live run, with the keys of Checkpoint.card()."""
-    cfg, task = run.trainer.model_cfg, run.trainer.task
-    metrics = {k: v for k, v in (evals[-1] if evals else {}).items()
-               if k in ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")}
-    return {"name": run.name, "task": task.name, "level": task.level, "d_model": cfg.d_model,
-            "n_heads": cfg.n_heads, "n_encoder_layers": cfg.n_encoder_layers,
-            "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff, "src_vocab_size": cfg.src_vocab_size,
-            "tgt_vocab_size": cfg.tgt_vocab_size, "parameters": model.num_parameters(), "steps": step,
-            "seconds": round(elapsed, 2), "metrics": metrics}
+    task = run.trainer.task
+    return model_card(run.name, task.name, task.level, run.trainer.model_cfg, model.num_parameters(), step,
+                      elapsed, evals[-1] if evals else {})
 
 
 def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:

@@ -1,16 +1,19 @@
-"""`make run`: `streamlit run app.py`, with the app's imports and the default model loaded before the server opens.
+"""The server's warm-up: the app's imports and the default model loaded before the server answers.
 
 Streamlit imports a script's modules only when the first browser session arrives, so that visitor would wait for
-torch, Altair and Plotly to import and the checkpoint to load (about 3 s of a 5–6 s first page). Doing that work
-here, before the server answers its health check, leaves the first page only its own decoding and charts.
-Arguments are passed on to `streamlit run` (e.g. `--server.port 8501`).
+torch, Altair and Plotly to import and the checkpoint to load (about 3 s of a 5–6 s first page). `app.py` declares
+an `st.App` whose lifespan runs `warm_up` at start, so `streamlit run app.py` and `make run` (`python -m ui.serve`,
+which is `streamlit run app.py` with the arguments given, e.g. `--server.port 8501`) both start warm.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, AsyncIterator
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
@@ -43,10 +46,16 @@ def warm_up() -> float:
     return time.perf_counter() - began
 
 
+@asynccontextmanager
+async def warm_up_lifespan(_app: Any) -> AsyncIterator[None]:
+    """`st.App` lifespan: warm up (in a worker thread, off the event loop) before the server takes requests."""
+    seconds = await asyncio.to_thread(warm_up)
+    print(f"Attention Studio: warmed up in {seconds:.1f} s", file=sys.stderr)
+    yield
+
+
 def main() -> None:
     os.chdir(APP.parent)
-    seconds = warm_up()
-    print(f"Attention Studio: warmed up in {seconds:.1f} s", file=sys.stderr)
     from streamlit.web import cli
 
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]

@@ -4,17 +4,15 @@ from __future__ import annotations
 import html
 import json
 import re
-import unicodedata
 from typing import Any, Callable, Sequence
 
 import altair as alt
 import streamlit as st
 
-from transformer.decode import KIND_TITLES
+from transformer.charts import visible_token as visible
+from transformer.decode import KIND_TITLES, MEAN_HEAD
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
-_VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
-_INVISIBLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}  # controls, format (e.g. right-to-left override), surrogates
 _CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
          "SFMono-Regular,Menlo,monospace;font-size:0.92rem;line-height:1.6;border:1px solid #d0d7e2;")
 
@@ -32,13 +30,6 @@ def require_model() -> ActiveModel:
             st.page_link("pages/train.py", label="Train a model", icon=":material/model_training:")
         st.stop()
     return active
-
-
-def visible(token: str) -> str:
-    """A token as shown to people: whitespace, control and direction-changing characters made visible."""
-    if token in _VISIBLE:
-        return _VISIBLE[token]
-    return "".join(f"U+{ord(ch):04X}" if unicodedata.category(ch) in _INVISIBLE else ch for ch in token)
 
 
 def md(text: str) -> str:
@@ -79,12 +70,11 @@ def show_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, **
     st.markdown(token_chips(tokens, weights, **options), unsafe_allow_html=True)
 
 
-MEAN = -1  # the head picker's value for "mean of heads"
 
 
 def head_label(head: int | None) -> str:
     """'Mean of heads' or 'Head k' (1-based); None or -1 is the mean."""
-    return "Mean of heads" if head is None or head == MEAN else f"Head {head + 1}"
+    return "Mean of heads" if head is None or head == MEAN_HEAD else f"Head {head + 1}"
 
 
 def layer_picker(label: str, n_layers: int, key: str) -> int:
@@ -96,11 +86,11 @@ def layer_picker(label: str, n_layers: int, key: str) -> int:
 
 def head_picker(label: str, n_heads: int, key: str) -> int | None:
     """Select one head or the mean of heads (returned as None; stored as -1 in session state)."""
-    options = [MEAN, *range(n_heads)]
+    options = [MEAN_HEAD, *range(n_heads)]
     if st.session_state.get(key) not in options:
-        st.session_state[key] = MEAN
+        st.session_state[key] = MEAN_HEAD
     head = st.selectbox(label, options, format_func=head_label, key=key)
-    return None if head == MEAN else head
+    return None if head == MEAN_HEAD else head
 
 
 def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:

@@ -16,13 +16,8 @@ import torch
 from torch import Tensor
 
 from ..data import GoldSource, make_batch
-from ..decode import MEAN_HEAD, AttentionTrace
+from ..decode import MEAN_HEAD, AttentionTrace, head_label
 from ..model import Seq2SeqTransformer
-
-
-def head_label(layer: int, head: int | None) -> str:
-    """'L1H2' for 0-based (layer 0, head 1); 'L1mean' for the mean of heads (None or MEAN_HEAD)."""
-    return f"L{layer + 1}" + ("mean" if head is None or head == MEAN_HEAD else f"H{head + 1}")
 
 
 def accepted(entry: GoldSource) -> tuple[int, ...]:
@@ -54,7 +49,7 @@ def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
     for layer in range(n_layers):
         for col in range(n_cols):
             head = MEAN_HEAD if col == n_cols - 1 else col
-            records.append({"layer": layer, "head": head, "label": head_label(layer, head),
+            records.append({"layer": layer, "head": head, "label": head_label(head, layer, sep=""),
                             "score": float(hits[layer, col]) / max(total, 1)})
     return pd.DataFrame.from_records(records).astype({"layer": int, "head": int, "score": float})
 

@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace
+from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label
 from .style import (
     AUTOSIZE,
     BLUES,
@@ -21,7 +21,6 @@ from .style import (
     MASKED_COLOR,
     NOT_REACHED_COLOR,
     PLAIN_AXIS,
-    head_label,
     text_width,
     visible_token,
 )
@@ -45,23 +44,17 @@ def axis_titles(kind: str) -> tuple[str, str]:
 
 def matrix_frame(trace: AttentionTrace, kind: str, layer: int, head: int | None, max_row: int | None = None,
                  visible: bool = True) -> pd.DataFrame:
-    """One (queries, keys) map as a tidy frame; head None is the mean; rows past max_row are left out."""
-    w = trace.matrix(kind, layer, head).detach().float().cpu().numpy()  # (Q, K)
-    mask = trace.masked(kind).numpy()
-    q_tokens, k_tokens = trace.labels(kind)
+    """`AttentionTrace.matrix_frame` ready to draw: tokens made visible, a weight text for tooltips, rows past
+    max_row left out."""
+    if max_row is not None and max_row < 0:
+        raise ValueError(f"max_row must be >= 0, got {max_row}")
+    frame = trace.matrix_frame(kind, layer, head)
     if visible:
-        q_tokens, k_tokens = [visible_token(t) for t in q_tokens], [visible_token(t) for t in k_tokens]
-    q, k = w.shape
-    qi, ki = np.repeat(np.arange(q), k), np.tile(np.arange(k), q)
-    frame = pd.DataFrame({
-        "query_index": qi, "query_token": np.asarray(q_tokens, dtype=object)[qi],
-        "key_index": ki, "key_token": np.asarray(k_tokens, dtype=object)[ki],
-        "weight": w.ravel(), "masked": mask.ravel(),
-    })
+        for axis, tokens in zip(("query", "key"), trace.labels(kind)):
+            shown = np.asarray([visible_token(t) for t in tokens], dtype=object)
+            frame[f"{axis}_token"] = shown[frame[f"{axis}_index"].to_numpy()]
     frame["weight_text"] = np.where(frame["masked"], "masked", frame["weight"].map("{:.3f}".format))
     if max_row is not None:
-        if max_row < 0:
-            raise ValueError(f"max_row must be >= 0, got {max_row}")
         frame = frame[frame["query_index"] <= max_row].reset_index(drop=True)
     return frame
 
@@ -195,7 +188,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
             frame = matrix_frame(trace, kind, layer, head, max_row)
             frame.insert(0, "layer", layer)
             frame.insert(1, "head", MEAN_HEAD if head is None else head)
-            frame.insert(2, "panel", f"L{layer + 1} {head_label(head)}")
+            frame.insert(2, "panel", head_label(head, layer))
             frames.append(frame)
     data = pd.concat(frames, ignore_index=True)
     step = cell / max(q, k)
@@ -205,7 +198,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     enc["tooltip"] = [alt.Tooltip("panel:N", title="panel"), *enc["tooltip"]]
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
-    panels = [f"L{layer + 1} {head_label(head)}" for layer in layer_list for head in heads]
+    panels = [head_label(head, layer) for layer in layer_list for head in heads]
     base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.OpacityValue(
         0.3, condition={"param": selection.name, "value": 1.0}))
             .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ..decode import MEAN_HEAD
-from .style import AUTOSIZE, BLUES, PLAIN_AXIS, head_label
+from ..decode import MEAN_HEAD, head_label
+from .style import AUTOSIZE, BLUES, PLAIN_AXIS
 
 
 def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..decode import MEAN_HEAD
-
 # ColorBrewer Blues: white at 0, so a weight of 0 reads as "nothing" (Vega's "blues" scheme starts light blue).
 BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
 MASKED_COLOR = "#d4d4d4"
@@ -25,19 +23,19 @@ AUTOSIZE = {"type": "pad", "contains": "padding"}
 PLAIN_AXIS = dict(ticks=False, domain=False, labelPadding=4, titleFontWeight="normal", titleColor="#555")
 
 _VISIBLE = {" ": "␣", "\t": "⇥", "\n": "⏎", "": "∅"}
+_INVISIBLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}  # controls, format (e.g. right-to-left override), surrogates
 # Advance widths of a Helvetica-like sans-serif, in em; other characters count as 0.56 em (wide East Asian as 1).
 _NARROW = dict.fromkeys("ijl'!|.,:;`", 0.26) | dict.fromkeys("ftrI/()[]- ", 0.34)
 _WIDE = dict.fromkeys("mw", 0.84) | dict.fromkeys("MW", 0.9) | dict.fromkeys("<>=+~#%&@", 0.6)
 
 
 def visible_token(token: str) -> str:
-    """The token as drawn on an axis: whitespace and the empty string made visible."""
-    return _VISIBLE.get(token, token.replace("\n", "⏎"))
-
-
-def head_label(head: int | None) -> str:
-    """ "H1".. for a 0-based head, "mean" for None or MEAN_HEAD."""
-    return "mean" if head is None or head == MEAN_HEAD else f"H{head + 1}"
+    """A token as shown to people (axes, chips, captions): whitespace and the empty string made visible, control and
+    direction-changing characters written as their code point (U+202E), never interpreted."""
+    if token in _VISIBLE:
+        return _VISIBLE[token]
+    return "".join("⏎" if ch == "\n" else f"U+{ord(ch):04X}" if unicodedata.category(ch) in _INVISIBLE else ch
+                   for ch in token)
 
 
 def text_width(text: str, font_size: float) -> float:

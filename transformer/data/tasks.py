@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Sequence
 
-from ..model import ConfigError
+from ..model import ConfigError, check_int
 from .examples import Example, GoldSource
 from .tokenizers import Tokenizer, build_char_tokenizer, build_word_tokenizer
 
@@ -97,19 +97,13 @@ def _target(task_name: str, source: str) -> str:
     return source
 
 
-def _check_int(name: str, value: Any, low: int, high: int) -> None:
-    """Raise ConfigError unless `value` is an int in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{name} must be an integer between {low} and {high}, got {value!r}")
-
-
 def _generate(name: str, seed: int, n_train: int, n_valid: int, min_len: int, max_len: int
               ) -> tuple[list[Example], list[Example]]:
     """Random lowercase strings; valid strings are distinct and never appear in train."""
-    _check_int("min_len", min_len, 1, MAX_STRING_LEN)
-    _check_int("max_len", max_len, min_len, MAX_STRING_LEN)
-    _check_int("n_train", n_train, 1, MAX_GENERATED)
-    _check_int("n_valid", n_valid, 1, MAX_GENERATED)
+    check_int("min_len", min_len, 1, MAX_STRING_LEN)
+    check_int("max_len", max_len, min_len, MAX_STRING_LEN)
+    check_int("n_train", n_train, 1, MAX_GENERATED)
+    check_int("n_valid", n_valid, 1, MAX_GENERATED)
     distinct = sum(len(LETTERS) ** k for k in range(min_len, max_len + 1))
     if distinct < 2 * n_valid:
         raise ConfigError(f"only {distinct} distinct strings have {min_len}-{max_len} letters: "
@@ -187,7 +181,7 @@ def _split_pair(line: str, where: str, separators: Sequence[str]) -> tuple[str, 
 def _check_max_pairs(max_pairs: int | None) -> None:
     """Raise ConfigError unless max_pairs is None or a positive integer."""
     if max_pairs is not None:
-        _check_int("max_pairs", max_pairs, 1, 10**9)
+        check_int("max_pairs", max_pairs, 1, 10**9)
 
 
 def read_pairs_tsv(path: str | Path, max_pairs: int | None = None) -> list[tuple[str, str]]:
@@ -281,20 +275,20 @@ def make_task(name: str, *, data: Sequence[str | Path] = (), text: str | None = 
     """Build the named task; `spec` records the arguments so `task_from_spec` rebuilds it."""
     if name not in TASK_NAMES:
         raise ConfigError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}")
-    _check_int("seed", seed, -(2**63), 2**63 - 1)
-    _check_int("n_valid", n_valid, 1, MAX_GENERATED)
+    check_int("seed", seed, -(2**63), 2**63 - 1)
+    check_int("n_valid", n_valid, 1, MAX_GENERATED)
     if name in GENERATED_TASKS:
         n_train = 50_000 if n_train is None else n_train
         train, valid = _generate(name, seed, n_train, n_valid, min_len, max_len)
         tok = build_char_tokenizer(LETTERS)
         spec = dict(name=name, seed=seed, n_train=n_train, n_valid=n_valid, min_len=min_len, max_len=max_len)
         return Task(name, "char", tok, tok, train, valid, valid[0].source, spec)
-    _check_int("min_freq", min_freq, 1, 10**9)
+    check_int("min_freq", min_freq, 1, 10**9)
     if name == "toy-en-de":
         from .toy_en_de import make_splits  # imported lazily: only this task needs the toy grammar
 
         n_train = 20_000 if n_train is None else n_train
-        _check_int("n_train", n_train, 1, MAX_GENERATED)
+        check_int("n_train", n_train, 1, MAX_GENERATED)
         train, valid = make_splits(n_train, n_valid, seed=seed)
         spec = dict(name=name, seed=seed, n_train=n_train, n_valid=n_valid, min_freq=min_freq)
     else:

@@ -14,6 +14,15 @@ from torch import Tensor
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
+
+
+def head_label(head: int | None, layer: int | None = None, *, sep: str = " ") -> str:
+    """'H2' for 0-based head 1 and 'mean' for the mean of heads (None or MEAN_HEAD); with a 0-based layer,
+    'L1 H2' (or 'L1H2' with sep="")."""
+    name = "mean" if head is None or head == MEAN_HEAD else f"H{head + 1}"
+    return name if layer is None else f"L{layer + 1}{sep}{name}"
+
+
 KIND_TITLES = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
                "cross": "Cross-attention"}
 
@@ -87,24 +96,31 @@ class AttentionTrace:
             return torch.ones(q, k, dtype=torch.bool).triu(1)
         return torch.zeros(q, k, dtype=torch.bool)
 
+    def matrix_frame(self, kind: str, layer: int, head: int | None = None) -> pd.DataFrame:
+        """One (queries, keys) map as a tidy frame: query_index, query_token, key_index, key_token, weight, masked;
+        head None is the mean over heads."""
+        w = self.matrix(kind, layer, head).detach().float().cpu().numpy()  # (Q, K)
+        q_tokens, k_tokens = self.labels(kind)
+        q, k = w.shape
+        qi, ki = np.repeat(np.arange(q), k), np.tile(np.arange(k), q)
+        return pd.DataFrame({
+            "query_index": qi, "query_token": np.asarray(q_tokens, dtype=object)[qi],
+            "key_index": ki, "key_token": np.asarray(k_tokens, dtype=object)[ki],
+            "weight": w.ravel(), "masked": self.masked(kind).numpy().ravel(),
+        })
+
     def to_frame(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> pd.DataFrame:
-        """Tidy frame: kind, layer, head, query_index, query_token, key_index, key_token, weight, masked."""
+        """Tidy frame of every (or the chosen) kind, layer and head: kind, layer, head, then `matrix_frame`'s columns."""
         frames = []
         for k in (KINDS if kind is None else (kind,)):
-            w = self.weights(k)
-            qt, kt = self.labels(k)
-            layers = range(w.shape[0]) if layer is None else (layer,)
-            heads = range(w.shape[1]) if head is None else (head,)
-            mask = self.masked(k).flatten().numpy()
-            qi, ki = np.repeat(np.arange(len(qt)), len(kt)), np.tile(np.arange(len(kt)), len(qt))
-            q_tokens, k_tokens = np.asarray(qt, dtype=object)[qi], np.asarray(kt, dtype=object)[ki]
-            for li in layers:
-                for hi in heads:
-                    frames.append(pd.DataFrame({
-                        "kind": k, "layer": li, "head": hi, "query_index": qi, "query_token": q_tokens,
-                        "key_index": ki, "key_token": k_tokens,
-                        "weight": w[li, hi].flatten().float().numpy(), "masked": mask,
-                    }))
+            n_layers, n_heads = self.weights(k).shape[:2]
+            for li in range(n_layers) if layer is None else (layer,):
+                for hi in range(n_heads) if head is None else (head,):
+                    frame = self.matrix_frame(k, li, hi)
+                    frame.insert(0, "kind", k)
+                    frame.insert(1, "layer", li)
+                    frame.insert(2, "head", hi)
+                    frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
     def attention_dict(self) -> dict[str, Any]:

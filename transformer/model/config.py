@@ -21,7 +21,8 @@ class ConfigError(ValueError):
     """A configuration value a user supplied is invalid."""
 
 
-def _check_int(name: str, value: Any, low: int, high: int) -> None:
+def check_int(name: str, value: Any, low: int, high: int) -> None:
+    """Raise ConfigError unless `value` is an int (not a bool) in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{name} must be an integer, got {value!r}")
     if not low <= value <= high:
@@ -66,16 +67,16 @@ class ModelConfig:
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
-        _check_int("tgt_vocab_size", self.tgt_vocab_size, 4, MAX_VOCAB)
-        _check_int("d_model", self.d_model, 1, MAX_D_MODEL)
-        _check_int("n_heads", self.n_heads, 1, MAX_HEADS)
-        _check_int("n_encoder_layers", self.n_encoder_layers, 1, MAX_LAYERS)
-        _check_int("n_decoder_layers", self.n_decoder_layers, 1, MAX_LAYERS)
-        _check_int("d_ff", self.d_ff, 1, MAX_D_FF)
+        check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
+        check_int("tgt_vocab_size", self.tgt_vocab_size, 4, MAX_VOCAB)
+        check_int("d_model", self.d_model, 1, MAX_D_MODEL)
+        check_int("n_heads", self.n_heads, 1, MAX_HEADS)
+        check_int("n_encoder_layers", self.n_encoder_layers, 1, MAX_LAYERS)
+        check_int("n_decoder_layers", self.n_decoder_layers, 1, MAX_LAYERS)
+        check_int("d_ff", self.d_ff, 1, MAX_D_FF)
         _check_float("dropout", self.dropout, 0.0, 0.9)
-        _check_int("max_len", self.max_len, 2, MAX_LEN)
-        _check_int("pad_id", self.pad_id, 0, 0)
+        check_int("max_len", self.max_len, 2, MAX_LEN)
+        check_int("pad_id", self.pad_id, 0, 0)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.norm not in ("pre", "post"):
@@ -113,25 +114,25 @@ class TrainConfig:
     eval_examples: int = 200
 
     def __post_init__(self) -> None:
-        _check_int("batch_size", self.batch_size, 1, MAX_BATCH)
+        check_int("batch_size", self.batch_size, 1, MAX_BATCH)
         _check_float("lr", self.lr, 1e-8, 10.0)
         if len(self.betas) != 2:
             raise ConfigError("betas must be two numbers")
         for b in self.betas:
             _check_float("betas", b, 0.0, 0.99999)
         _check_float("weight_decay", self.weight_decay, 0.0, 10.0)
-        _check_int("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
+        check_int("warmup_steps", self.warmup_steps, 0, MAX_STEPS)
         if self.schedule not in ("cosine", "constant", "inverse_sqrt"):
             raise ConfigError(f"schedule must be cosine, constant or inverse_sqrt, got {self.schedule!r}")
         _check_float("min_lr_ratio", self.min_lr_ratio, 0.0, 1.0)
-        _check_int("max_steps", self.max_steps, 1, MAX_STEPS)
+        check_int("max_steps", self.max_steps, 1, MAX_STEPS)
         if self.max_seconds is not None:
             _check_float("max_seconds", self.max_seconds, 0.1, MAX_SECONDS)
         _check_float("label_smoothing", self.label_smoothing, 0.0, 0.5)
         _check_float("grad_clip", self.grad_clip, 0.0, 1e6)
-        _check_int("seed", self.seed, 0, 2**31 - 1)
-        _check_int("eval_every", self.eval_every, 1, MAX_STEPS)
-        _check_int("eval_examples", self.eval_examples, 1, 100_000)
+        check_int("seed", self.seed, 0, 2**31 - 1)
+        check_int("eval_every", self.eval_every, 1, MAX_STEPS)
+        check_int("eval_examples", self.eval_examples, 1, 100_000)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -8,11 +8,12 @@ from .checkpoint import (
                          is_valid_run_name,
                          list_checkpoints,
                          load_checkpoint,
+                         model_card,
                          save_checkpoint,
                          task_for_checkpoint,
 )
 from .checkpoint_format import finite_json
 
 __all__ = ["Checkpoint", "CheckpointError", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "bundle_bytes", "finite_json",
-           "is_valid_run_name", "list_checkpoints", "load_bundle", "load_checkpoint", "save_checkpoint",
+           "is_valid_run_name", "list_checkpoints", "load_bundle", "load_checkpoint", "model_card", "save_checkpoint",
            "task_for_checkpoint", "write_file_atomic"]

@@ -78,15 +78,21 @@ class Checkpoint:
 
     def card(self) -> dict[str, Any]:
         """Summary for the UI: task, sizes, parameter count, training done and latest metrics."""
-        cfg = self.model_config
-        metrics = {k: v for k, v in self.metrics.items()
-                   if k in ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")}
-        return {"name": self.name, "task": self.task_spec.get("name", "?"), "level": self.src_tokenizer.kind,
-                "d_model": cfg.d_model, "n_heads": cfg.n_heads, "n_encoder_layers": cfg.n_encoder_layers,
-                "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
-                "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size,
-                "parameters": self.model.num_parameters(), "steps": self.step,
-                "seconds": round(self.elapsed, 2), "metrics": metrics}
+        return model_card(self.name, self.task_spec.get("name", "?"), self.src_tokenizer.kind, self.model_config,
+                          self.model.num_parameters(), self.step, self.elapsed, self.metrics)
+
+
+_CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")
+
+
+def model_card(name: str, task: str, level: str, cfg: ModelConfig, parameters: int, steps: int, seconds: float,
+               metrics: dict[str, Any]) -> dict[str, Any]:
+    """The summary the UI shows of a model, saved or training: task, sizes, parameters, training done, metrics."""
+    return {"name": name, "task": task, "level": level, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
+            "n_encoder_layers": cfg.n_encoder_layers, "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+            "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size, "parameters": parameters,
+            "steps": steps, "seconds": round(seconds, 2),
+            "metrics": {k: v for k, v in metrics.items() if k in _CARD_METRICS}}
 
 
 # -- saving -------------------------------------------------------------------------------------------------
