@@ -47,7 +47,7 @@ def _label_and_follow(active: ActiveModel, following: bool) -> None:
     if following and time.monotonic() - drawn_at >= 0.9 * FOLLOW_EVERY_S:  # not in the page's own run
         run = run_of(active.option)
         newest = _newest_key(active)
-        if newest is not None and (newest != active.cache_key or run is None or not run.active):
+        if newest != active.cache_key or run is None or not run.active:  # newer weights, or it ended
             st.rerun(scope="app")
     st.caption(weights_label(active), help="Results are computed from exactly these weights. A live run's views "
                "refresh on their own while it trains.")
