@@ -27,11 +27,18 @@ from .store import (
     write_file_atomic,
 )
 from .train import (
+    CheckpointEvery,
+    DistEnv,
+    DistributedTrainer,
     NonFiniteLossError,
+    PeerLostError,
     StepStats,
     Trainer,
     checkpoint_from_trainer,
     evaluate_model,
+    start_process_group,
+    stop_process_group,
+    torchrun_env,
     trainer_from_checkpoint,
 )
 
@@ -49,7 +56,8 @@ class UsageError(Exception):
     """The command line itself is wrong (bad flag, conflicting options)."""
 
 
-USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError)
+USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
+               PeerLostError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +83,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-optimizer", action="store_true",
                    help="do not store the optimizer state (a smaller checkpoint; resuming restarts Adam's moments)")
     p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
+    p.add_argument("--save-every", type=_positive_int, metavar="N",
+                   help="also save --out every N steps, so a crash loses at most N steps")
     p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
     p.add_argument("--steps", type=_positive_int, metavar="N",
                    help="total step target (also the LR schedule's horizon)")
@@ -181,6 +191,21 @@ def _stop_on_ctrl_c(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Under torchrun: SIGINT and SIGTERM (what torchrun sends its workers on Ctrl-C) stop after the current step.
+
+    torchrun forwards a Ctrl-C as SIGINT then SIGTERM and kills what is still running 30 s later, so every signal
+    only asks for the agreed stop; rank 0 then saves.
+    """
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _overrides(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
     return {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag) is not None}
 
@@ -248,29 +273,58 @@ def _check_out(out: Path, replace_ok: bool) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary."""
+    """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary.
+
+    Under torchrun with several processes it trains one model with DistributedDataParallel; rank 0 alone prints,
+    validates and saves (see `transformer.train.distributed`).
+    """
+    env = torchrun_env()
+    if env is None:
+        return _train(args, None)
+    try:
+        return _train(args, env)
+    finally:
+        stop_process_group()
+
+
+def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
+    leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
     out = Path(args.out)
     same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
-    _check_out(out, args.force or same_dir)
+    if leader:
+        _check_out(out, args.force or same_dir)
     trainer = _resumed_trainer(args) if args.resume else _new_trainer(args)
+    batch = f"batch {trainer.cfg.batch_size}"
+    if env is not None:
+        layout = start_process_group(env)
+        trainer = DistributedTrainer.from_trainer(trainer, env)
+        batch = (f"global batch {trainer.global_batch_size} = {trainer.cfg.batch_size} per process x {env.world}; "
+                 f"{layout}")
     progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
-    trainer.callbacks.append(progress)
+    if leader:
+        trainer.callbacks.append(progress)
+        if args.save_every:
+            trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
     stop = threading.Event()
-    with _stop_on_ctrl_c(stop):
+    with _stop_on_ctrl_c(stop) if env is None else _stop_on_signals(stop):
         budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
-        print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
-              f"{trainer.step} to {trainer.cfg.max_steps}{budget}; Ctrl-C stops and saves", file=sys.stderr)
+        if leader:
+            print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
+                  f"{trainer.step} to {trainer.cfg.max_steps}{budget}, {batch}; Ctrl-C stops and saves",
+                  file=sys.stderr)
         try:
             reason, diverged = trainer.run(stop=stop), None
         except NonFiniteLossError as exc:  # the weights were rolled back: save them, then report
             reason, diverged = "loss not finite", exc
     progress.finish()
+    if not leader:
+        return EXIT_USER_ERROR if diverged is not None else EXIT_INTERRUPTED if reason == "stopped" else 0
     trainer.callbacks.remove(progress)
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
     ckpt = checkpoint_from_trainer(trainer)
     if args.no_optimizer:
         ckpt.optimizer_state = None
-    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir)
+    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every))
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
     if diverged is not None:

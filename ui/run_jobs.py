@@ -9,10 +9,11 @@ from ui.settings import runs_root, training_threads
 TIMELINE_FRAMES = 20  # probe recordings aimed for over a job's budget, however short
 
 
-def new_job(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int) -> TrainingJob:
+def new_job(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int,
+            processes: int = 1) -> TrainingJob:
     """A job that trains to its budget whether or not any browser session still watches it."""
     return TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
-                       probe_every=probe_every, idle_timeout_s=None, threads=training_threads(),
+                       probe_every=probe_every, idle_timeout_s=None, threads=training_threads(), processes=processes,
                        probe_frames=TIMELINE_FRAMES, autosave_every_s=AUTOSAVE_EVERY_S)
 
 

@@ -58,6 +58,11 @@ def configure_torch() -> int:
     return torch.get_num_threads()
 
 
+def max_training_processes() -> int:
+    """Most data-parallel processes one app job may use: the machine's cores."""
+    return max(1, os.cpu_count() or 1)
+
+
 def training_threads() -> int:
     """Intra-op threads of a training process: $ATTENTION_STUDIO_TORCH_THREADS if set, else all cores but one.
 

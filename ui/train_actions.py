@@ -13,7 +13,7 @@ from ui.limits import LIMITS, check_limits
 from ui.live_run import LiveRun, live_run, set_live_run
 from ui.models import live_option_id, select_model
 from ui.run_jobs import attach_callbacks, new_job
-from ui.settings import runs_root
+from ui.settings import max_training_processes, runs_root
 
 
 class BusyError(ValueError):
@@ -27,11 +27,16 @@ def _check_probe(probe: str, probe_every: int) -> None:
         raise ConfigError(f"Record the probe at most every {LIMITS.min_probe_every} steps.")
 
 
-def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int) -> LiveRun:
+def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int,
+            processes: int = 1) -> LiveRun:
     current = live_run()
     if current is not None and current.active:
         raise BusyError("A run is still training: stop it before starting another.")
-    job = new_job(trainer, target_steps=target_steps, max_seconds=max_seconds, probe=probe, probe_every=probe_every)
+    if not 1 <= processes <= max_training_processes():
+        raise ConfigError(f"Train on 1 to {max_training_processes()} processes (this machine's cores), "
+                          f"not {processes}.")
+    job = new_job(trainer, target_steps=target_steps, max_seconds=max_seconds, probe=probe, probe_every=probe_every,
+                  processes=processes)
     run = LiveRun(trainer, job, probe, probe_every, max_seconds)
     attach_callbacks(run, job)
     set_live_run(run)
@@ -41,13 +46,13 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
 
 
 def start_run(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float, probe: str,
-              probe_every: int, n_train: int | None = None) -> LiveRun:
+              probe_every: int, n_train: int | None = None, processes: int = 1) -> LiveRun:
     """Check the caps, then train a new model on a background job; raises ConfigError or BusyError."""
     check_limits(model_cfg, train_cfg, max_seconds=max_seconds, n_train=n_train)
     _check_probe(probe, probe_every)
     trainer = Trainer(task, model_cfg, train_cfg)
     return _launch(trainer, target_steps=train_cfg.max_steps, max_seconds=max_seconds, probe=probe,
-                   probe_every=probe_every)
+                   probe_every=probe_every, processes=processes)
 
 
 def resume_target(run: LiveRun, more_steps: int) -> int:
@@ -69,7 +74,7 @@ def resume_run(run: LiveRun, more_steps: int, max_seconds: float | None = None) 
         if target > LIMITS.max_steps:
             raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
         job = new_job(run.trainer, target_steps=target, max_seconds=max_seconds, probe=run.probe,
-                      probe_every=run.probe_every)
+                      probe_every=run.probe_every, processes=run.job.processes)
         attach_callbacks(run, job)
         run.max_seconds = max_seconds
         run.replace_job(job)

@@ -59,7 +59,8 @@ def start() -> None:
         start_run(task, model_cfg, train_cfg, max_seconds=float(state["train_max_seconds"]),
                   probe=state.get("train_probe", "").strip() or task.probe,
                   probe_every=int(state["train_probe_every"]),
-                  n_train=int(state["train_n_train"]) if task.name != "corpus" else None)
+                  n_train=int(state["train_n_train"]) if task.name != "corpus" else None,
+                  processes=int(state["train_processes"]))
     except USER_ERRORS as exc:
         _say("error", f"Training did not start: {exc}")
     else:

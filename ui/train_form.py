@@ -11,6 +11,7 @@ import streamlit as st
 from transformer.data import DataError, Task, make_task, parse_pairs_text, read_aligned_files, read_pairs_tsv
 from transformer.model import PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, default_configs
 from ui.limits import LIMITS
+from ui.settings import max_training_processes
 
 TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",
          "toy-en-de": "Toy English → German", "corpus": "Your own sentence pairs"}
@@ -72,6 +73,9 @@ FIELDS = (
     Field("seed", "Seed", "run", 0, 2**31 - 1, 1),
     Field("n_train", "Training examples (generated tasks)", "run", 100, L.max_n_train, 1000),
     Field("probe_every", "Record the probe every (steps)", "run", L.min_probe_every, L.max_steps, 5),
+    Field("processes", "Processes", "run", 1, max_training_processes(), 1,
+          help="Train on this many processes at once (DistributedDataParallel); the batch size is per process, "
+               "so each step sees batch size × processes examples."),
 )
 
 
@@ -92,6 +96,7 @@ def form_defaults(task: str, preset: str) -> dict[str, Any]:
     values["n_train"] = 50_000 if level == "char" else 20_000
     values["probe_every"] = max(10, values["max_steps"] // 60)
     values["probe"] = PROBES.get(task, "")
+    values["processes"] = 1
     out = {}
     for f in FIELDS:
         value = values[f.name]

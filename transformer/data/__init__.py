@@ -3,6 +3,7 @@ from . import toy_en_de
 from .answers import known_alignment, known_output
 from .batching import END_ID, START_ID, Batch, BucketSampler, make_batch, pad, source_ids
 from .examples import Example, GoldSource
+from .sharding import ShardedBucketSampler, rank_share
 from .tasks import (
                     GENERATED_TASKS,
                     TASK_NAMES,
@@ -30,6 +31,6 @@ from .tokenizers import (
 
 __all__ = ["Batch", "BucketSampler", "DataError", "END", "END_ID", "Example", "GENERATED_TASKS", "GoldSource",
            "PAD", "START", "START_ID", "TASK_NAMES", "TOKENIZER_KINDS", "Task", "Tokenizer", "TokenizerError", "UNK",
-           "build_char_tokenizer", "build_word_tokenizer", "gold_alignment", "gold_sources", "known_alignment", "known_output", "make_batch",
-           "make_task", "pad", "parse_pairs_text", "read_aligned_files", "read_pairs_tsv", "source_ids",
-           "task_from_spec", "toy_en_de"]
+           "build_char_tokenizer", "build_word_tokenizer", "gold_alignment", "gold_sources", "known_alignment",
+           "known_output", "make_batch", "make_task", "pad", "parse_pairs_text", "rank_share", "read_aligned_files",
+           "read_pairs_tsv", "ShardedBucketSampler", "source_ids", "task_from_spec", "toy_en_de"]

@@ -59,15 +59,19 @@ class BucketSampler:
         self.pool = self.batch_size * pool_batches
         self.rng = random.Random(seed)
 
-    def __iter__(self) -> Iterator[Batch]:
+    def epoch(self) -> list[list[int]]:
+        """The next epoch's batches as example indices: every example exactly once, similar lengths together."""
         n = len(self.src)
+        order = list(range(n))
+        self.rng.shuffle(order)
+        batches = []
+        for start in range(0, n, self.pool):
+            chunk = sorted(order[start: start + self.pool], key=lambda i: (len(self.src[i]), len(self.tgt[i])))
+            batches += [chunk[j: j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
+        self.rng.shuffle(batches)
+        return batches
+
+    def __iter__(self) -> Iterator[Batch]:
         while True:
-            order = list(range(n))
-            self.rng.shuffle(order)
-            batches = []
-            for start in range(0, n, self.pool):
-                chunk = sorted(order[start: start + self.pool], key=lambda i: (len(self.src[i]), len(self.tgt[i])))
-                batches += [chunk[j: j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
-            self.rng.shuffle(batches)
-            for idx in batches:
+            for idx in self.epoch():
                 yield make_batch([self.src[i] for i in idx], [self.tgt[i] for i in idx])

@@ -26,7 +26,9 @@ import torch
 from ..data import Task
 from ..decode import InputError, eval_mode, greedy_decode
 from ..model import ModelConfig, TrainConfig
-from .trainer import NonFiniteLossError, Trainer
+from .distributed import DistEnv
+from .job_ranks import Ranks, make_trainer
+from .trainer import NonFiniteLossError
 
 PROGRESS_EVERY_S = 0.2
 
@@ -46,6 +48,7 @@ class Order:
     publish_every_s: float
     last_probe_step: int | None  # the newest step the timeline has a probe trace for
     threads: int
+    processes: int = 1  # data-parallel processes on this machine (see job_ranks)
     probe_frames: int = 0  # aim for about this many probe recordings over the budget (0: only probe_every)
     autosave_every_s: float | None = None  # send the full training state this often (the server autosaves it)
 
@@ -59,11 +62,10 @@ def receive(conn: Connection) -> tuple:
 
 
 class _Worker:
-    def __init__(self, conn: Connection, order: Order) -> None:
+    def __init__(self, conn: Connection, order: Order, env: DistEnv | None = None) -> None:
         self.conn, self.order = conn, order
         self.probe, self.last_probe_step = order.probe, order.last_probe_step
-        self.trainer = Trainer(order.task, order.model_cfg, order.train_cfg)
-        self.trainer.restore(order.state)
+        self.trainer = make_trainer(order, env)
         self.sent_rows = len(self.trainer.history)
         self.began = time.perf_counter()
         self.window: list[tuple[float, int]] = []
@@ -177,7 +179,8 @@ def main(conn: Connection) -> None:
         order: Order = receive(conn)[0]
         if order.threads > 0:
             torch.set_num_threads(order.threads)
-        worker = _Worker(conn, order)
+        ranks = Ranks(order.processes, torch.get_num_threads())
+        worker = _Worker(conn, order, ranks.start(order, conn))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which shows it
         _report_failure(conn, exc)
         return
@@ -188,6 +191,7 @@ def main(conn: Connection) -> None:
         reason, message = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - between steps the trainer is consistent: hand back what it has
         reason, message = "failed", f"training failed: {type(exc).__name__}: {exc}"
+    ranks.finish(worker.trainer, reason)
     try:
         worker.finish(reason, message)
     except BaseException as exc:  # noqa: BLE001

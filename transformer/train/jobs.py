@@ -150,7 +150,7 @@ class TrainingJob:
 
     def __init__(self, trainer: Trainer, *, max_steps: int, max_seconds: float | None = None,
                  probe: str | None = None, probe_every: int = 50, publish_every_s: float = 1.0,
-                 idle_timeout_s: float | None = 60.0, threads: int = 0,
+                 idle_timeout_s: float | None = 60.0, threads: int = 0, processes: int = 1,
                  on_end: Callable[["TrainingJob"], None] | None = None, probe_frames: int = 0,
                  autosave_every_s: float | None = None,
                  on_state: Callable[["TrainingJob", dict], None] | None = None) -> None:
@@ -159,6 +159,7 @@ class TrainingJob:
         self._probe, self.probe_every = probe, max(1, probe_every)
         self.publish_every_s, self.idle_timeout_s, self.threads = publish_every_s, idle_timeout_s, threads
         self.on_end, self.on_state = on_end, on_state
+        self.processes = processes  # data-parallel processes (torch.distributed, gloo); `threads` is split among them
         self.probe_frames, self.autosave_every_s = probe_frames, autosave_every_s
         self._stop = threading.Event()
         self._commands: queue.SimpleQueue[tuple] = queue.SimpleQueue()
@@ -269,8 +270,8 @@ class TrainingJob:
         with self._lock:
             last_probe = self._published.timeline[-1][0] if self._published.timeline else None
         return Order(tr.task, tr.model_cfg, tr.cfg, tr.state(), self.max_steps, self.max_seconds, self._probe,
-                     self.probe_every, self.publish_every_s, last_probe, self.threads, self.probe_frames,
-                     self.autosave_every_s)
+                     self.probe_every, self.publish_every_s, last_probe, self.threads, self.processes,
+                     self.probe_frames, self.autosave_every_s)
 
     def _supervise(self) -> None:
         tr = self.trainer
