@@ -11,9 +11,11 @@ if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find t
 
     app = st.App(__file__, lifespan=warm_up_lifespan)
 else:
+    from ui.presenter import apply_presenter, presenter_switch
     from ui.settings import configure_charts, configure_torch
     from ui.sidebar import render_sidebar
     from ui.theme import apply_theme
+    from ui.url_state import page_name, restore, run_page, share_control, show_notes
 
     st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
     configure_torch()
@@ -23,10 +25,18 @@ else:
         st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
         st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
         st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
         st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
     ]
 
     page = st.navigation(PAGES)
+    view = page_name(page.title)
+    restore(view)  # a shared link or a reload: the URL's view into the widgets
     apply_theme()
+    apply_presenter()
     render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
-    page.run()
+    with st.sidebar:
+        share_control()
+    presenter_switch()
+    show_notes()
+    run_page(page, view)  # then the view as it is now into the URL

@@ -24,6 +24,7 @@ from ui.inference import (
     share_text,
     teacher,
 )
+from ui.presenter import head_keys
 from ui.weights_view import show_weights
 from ui.widgets import (
     chart_downloads,
@@ -88,8 +89,11 @@ with c_layer:
     layer = layer_picker("Layer", trace.n_layers(kind), "attention_layer")
 with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head")
+    head_keys("attention_head", trace.n_heads)
 with c_opts:
-    fixed = st.toggle("Fixed 0–1 colour scale", value=True, key="attention_fixed_scale")
+    st.session_state.setdefault("attention_fixed_scale", True)
+    fixed = st.toggle("Fixed 0–1 scale", key="attention_fixed_scale",
+                      help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
 alignment = gold_alignment_for(active, text) if kind == "cross" else None
 if mode == "teacher" and reference.strip() != reference_for(active, text):
     alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
@@ -115,11 +119,11 @@ with side_col:
     st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
                  column_config={
                      "map": st.column_config.TextColumn("layer · head"),
-                     "entropy": st.column_config.NumberColumn("entropy (nats)", format="%.3f",
-                                                              help="Mean over query rows; 0 = one-hot."),
+                     "entropy": st.column_config.NumberColumn("entropy", format="%.3f",
+                                                              help="In nats, mean over query rows; 0 = one-hot."),
                      "max_weight": st.column_config.NumberColumn("max weight", format="%.3f",
                                                                  help="Mean of the row maxima."),
-                     "diag_distance": st.column_config.NumberColumn("diagonal distance", format="%.2f",
+                     "diag_distance": st.column_config.NumberColumn("diag. dist.", format="%.2f",
                                                                     help="Mean distance of the weight from the "
                                                                          "(scaled) diagonal, in positions.")})
     if gold:

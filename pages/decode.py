@@ -26,6 +26,8 @@ from ui.inference import (
     teacher,
 )
 from ui.models import ActiveModel
+from ui.presenter import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys
+from ui.url_state import write as write_link
 from ui.weights_view import show_weights
 from ui.widgets import (
     chart_heading,
@@ -105,9 +107,9 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
 
     nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.4, 1.4, 5, 2, 2], vertical_alignment="bottom")
     nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
-                    args=(-1, n_steps), disabled=t == 0, width="stretch")
+                    args=(-1, n_steps), disabled=t == 0, width="stretch", shortcut=PREV_STEP_KEY)
     nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
-                    args=(1, n_steps), disabled=t == n_steps - 1, width="stretch")
+                    args=(1, n_steps), disabled=t == n_steps - 1, width="stretch", shortcut=NEXT_STEP_KEY)
     if n_steps > 1:
         nav_slider.slider("Step", min_value=1, max_value=n_steps, key=ds.STEP_KEY)
     else:
@@ -116,6 +118,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         layer = layer_picker("Decoder layer", trace.n_layers("cross"), "decode_layer")
     with nav_head:
         head = head_picker("Head", trace.n_heads, "decode_head")
+        head_keys("decode_head", trace.n_heads)
 
     step = result.steps[t]
     st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(trace.decoder_input_tokens[t])}› → "
@@ -173,6 +176,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         st.info(str(exc))
     else:
         show_chart(grid, width="content", key="decode_grid")
+    write_link("decode")  # Next / Prev rerun only this fragment: the URL follows the step
 
 
 step_through(active, text, reference, results, prefix)

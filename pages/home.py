@@ -4,6 +4,7 @@ import streamlit as st
 from transformer.charts import attention_heatmap
 from transformer.decode import MAX_INPUT_CHARS
 from ui.frame import ensure_frame
+from ui.gallery import show_gallery
 from ui.inference import bind_text, greedy_or_message, share_text
 from ui.widgets import layer_picker, md, require_model, show_chart, show_chips
 
@@ -36,6 +37,7 @@ with st.container(border=True):
             show_chart(attention_heatmap(result.trace, "cross", layer, None, size=360),
                             width="content")
 
+show_gallery()
 st.markdown("#### Explore")
 decode_col, attention_col, train_col = st.columns(3)
 with decode_col.container(border=True):

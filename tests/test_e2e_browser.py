@@ -133,7 +133,8 @@ def _train_page(page) -> None:
     open_page(page, "Train")
     before = runs_finished(page)
     choose(page, "train_preset", "tiny")
-    wait_rerun(page, before)
+    # The Train page's fragments rerun every few seconds, so on a loaded machine an idle moment can take a while.
+    wait_rerun(page, before, timeout_ms=120_000)
     for key, value in TRAIN_FORM.items():
         field = page.locator(f".st-key-{key} input")
         field.fill(str(value))

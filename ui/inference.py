@@ -9,6 +9,7 @@ from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
 from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
+from ui.vocabulary_hint import show_vocabulary_hint
 from ui.widgets import md_token
 
 TEXT_KEY = "studio_text"
@@ -49,6 +50,7 @@ def greedy_or_message(active: ActiveModel, text: str, **options) -> DecodeResult
     if result.unknown_tokens:
         unknown = ", ".join(md_token(tok) for tok in sorted(set(result.unknown_tokens)))
         st.warning(f"Not in the model's vocabulary (read as unknown): {unknown}", icon=":material/help:")
+        show_vocabulary_hint(active)
     return result
 
 

@@ -1,5 +1,6 @@
 """The charts stage: pure functions from traces and frames to Altair / Plotly figures (no Streamlit)."""
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
+from .difference import difference_frame, difference_heatmap
 from .export import chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
@@ -8,5 +9,5 @@ from .training import timeline_frame, training_curves
 
 __all__ = ["CHOSEN_COLOR", "ChartTooLargeError", "MASKED_COLOR", "NOT_REACHED_COLOR", "STRIP_FONT_SIZE",
            "alignment_table_chart", "attention_grid", "attention_heatmap", "chart_to_png", "chart_to_svg",
-           "decoder_row_chart", "label_angle", "selected_panel", "source_strip", "text_width",
+           "decoder_row_chart", "difference_frame", "difference_heatmap", "label_angle", "selected_panel", "source_strip", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token"]

@@ -1,0 +1,95 @@
+"""How fast a shared link opens on a warm server, against the plain first page in the same run (headless Chromium).
+
+    PYTHONPATH=. .venv/bin/python -m bench.app_links [--checkpoints DIR] [--n 5]
+
+Each sample opens a new browser context (its own session, an empty browser cache) on a warm server and times
+navigation start to the first frame at which the view the link names is drawn on an idle page: the Decode page's
+"Step 3 of" heading and its step charts headed "step 3 · layer 2 · head 2", or the Attention map of the gallery's
+reversal view. The baselines are the home page and the Decode page without parameters (its default model, input
+and step 1), opened the same way in the same run: the Decode link against the Decode page is the cost of the link.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+from bench.app_driver import (
+    charts_condition,
+    launch_chromium,
+    new_page,
+    page_errors,
+    running_app,
+    shipped_or_dev_checkpoints,
+    wait_for,
+)
+from bench.measures import Measure, table
+
+LINK_MS = 2000
+DECODE_LINK = ("decode", {"model": "shipped:toy-en-de", "text": "the clever woman reads a book", "step": "3",
+                          "layer": "2", "head": "2"}, charts_condition(r"step 3 · layer 2 · head 2\b", 2,
+                                                                       heading="Step 3 of"))
+ATTENTION_LINK = ("attention", {"model": "shipped:reverse", "text": "attentionisall", "kind": "cross", "layer": "1",
+                                "head": "4"}, charts_condition(r"Cross-attention · layer 1 · head 4\b", 1))
+HOME = ("", {}, charts_condition("", 1))
+DECODE_PLAIN = ("decode", {}, charts_condition(r"step 1 · layer \d+", 2, heading="Step 1 of"))
+
+
+def open_ms(browser, url: str, condition: tuple[str, list], errors: list[str]) -> float:
+    """Navigation start to the condition holding, in a new session."""
+    page = new_page(browser)
+    try:
+        page.goto(url)
+        drawn = wait_for(page, condition, timeout_ms=120_000).drawn_at
+        errors += page_errors(page)
+        return drawn
+    finally:
+        page.context.close()
+
+
+def run(checkpoints: Path, n: int) -> tuple[list[Measure], list[str]]:
+    """Home page, a Decode link and an Attention link, n new sessions each, interleaved, on one warm server."""
+    from playwright.sync_api import sync_playwright
+
+    samples: dict[str, list[float]] = {"home": [], "decode_plain": [], "decode": [], "attention": []}
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory() as runs, running_app(checkpoints, Path(runs)) as server, \
+            sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        targets = {"home": HOME, "decode_plain": DECODE_PLAIN, "decode": DECODE_LINK, "attention": ATTENTION_LINK}
+        urls = {name: f"{server.url}/{page}" + (f"?{urlencode(params)}" if params else "")
+                for name, (page, params, _) in targets.items()}
+        for name in targets:  # warm up: each page's first run and each model's first load
+            open_ms(browser, urls[name], targets[name][2], errors)
+        for _ in range(n):
+            for name in targets:
+                samples[name].append(open_ms(browser, urls[name], targets[name][2], errors))
+        browser.close()
+        errors += ["server log: Traceback"] if "Traceback" in server.log_text() else []
+    measures = [Measure("home page, new session on a warm server (baseline)", tuple(samples["home"])),
+                Measure("Decode page without parameters → step 1 charts (baseline)", tuple(samples["decode_plain"])),
+                Measure("shared Decode link (step 3, layer 2, head 2) → its charts", tuple(samples["decode"]),
+                        LINK_MS),
+                Measure("shared Attention link (reversal, L1 H4) → its map", tuple(samples["attention"]), LINK_MS)]
+    return measures, errors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/)")
+    parser.add_argument("--n", type=int, default=5, help="new sessions per link")
+    args = parser.parse_args()
+    load = os.getloadavg()[0]
+    measures, errors = run(args.checkpoints or shipped_or_dev_checkpoints(), args.n)
+    print(f"1-min load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(table(measures))
+    home, decode = measures[0].p50, measures[1].p50
+    print(f"Decode link / Decode page without parameters (p50): {measures[2].p50 / decode:.2f}")
+    print(f"Attention link / home page (p50): {measures[3].p50 / home:.2f}")
+    print("errors on the page:", errors or "none")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Compare: one input through two models, outputs aligned step by step, the same map of both and their difference."""
+import streamlit as st
+
+from transformer.analysis import attention_difference
+from transformer.charts import attention_heatmap, difference_heatmap
+from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, InputError
+from ui.compare_view import divergence_message, model_caption, pick_model_b, step_table
+from ui.frame import ensure_frame
+from ui.inference import bind_text, greedy, greedy_or_message, share_text
+from ui.presenter import head_keys
+from ui.widgets import head_label, head_picker, kind_picker, layer_picker, require_model, show_chart, show_chips
+
+ensure_frame()
+active = require_model()
+st.title("Compare two models", anchor=False)
+st.caption("The same input through model A (picked in the sidebar) and model B: two checkpoints of one run, the "
+           "live training weights against a saved checkpoint, or a model against itself. Outputs are aligned step "
+           "by step and the first divergence is marked; one kind / layer / head selector drives both maps.")
+
+col_b, col_text = st.columns([2, 3])
+with col_b:
+    other = pick_model_b(active)
+bind_text("compare_text", active)
+text = col_text.text_input("Input", key="compare_text", on_change=share_text, args=("compare_text",),
+                           max_chars=MAX_INPUT_CHARS)
+if other is None:
+    st.stop()
+result_a = greedy_or_message(active, text)
+if result_a is None:
+    st.stop()
+try:
+    result_b = greedy(other, text)
+except InputError as exc:
+    st.warning(f"Model B: {exc}", icon=":material/edit_note:")
+    st.stop()
+
+split = divergence_message(result_a, result_b)
+out_a, out_b = st.columns(2, gap="large")
+for column, tag, model, result in ((out_a, "A", active, result_a), (out_b, "B", other, result_b)):
+    with column:
+        st.markdown(model_caption(tag, model))
+        show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
+with st.expander("Step by step", icon=":material/table_rows:"):
+    st.dataframe(step_table(result_a, result_b), hide_index=True, key="compare_steps",
+                 column_config={"A prob": st.column_config.NumberColumn(format="%.3f"),
+                                "B prob": st.column_config.NumberColumn(format="%.3f")})
+
+trace_a, trace_b = result_a.trace, result_b.trace
+c_kind, c_layer, c_head = st.columns([5, 2, 2], vertical_alignment="bottom")
+with c_kind:
+    kind = kind_picker("Attention", "compare_kind")
+n_layers = min(trace_a.n_layers(kind), trace_b.n_layers(kind))
+n_heads = min(trace_a.n_heads, trace_b.n_heads)
+with c_layer:
+    layer = layer_picker("Layer", n_layers, "compare_layer")
+with c_head:
+    head = head_picker("Head", n_heads, "compare_head")
+    head_keys("compare_head", n_heads)
+if (trace_a.n_layers(kind), trace_a.n_heads) != (trace_b.n_layers(kind), trace_b.n_heads):
+    st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are "
+               "offered.")
+
+map_a, map_b = st.columns(2, gap="large")
+for column, tag, model, trace in ((map_a, "A", active, trace_a), (map_b, "B", other, trace_b)):
+    with column:
+        show_chart(attention_heatmap(trace, kind, layer, head, size=380,
+                                     title=f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                                           f"{head_label(head).lower()}"),
+                   key=f"compare_map_{tag.lower()}", width="content")
+
+st.subheader("Difference B − A", anchor=False)
+try:
+    diff = attention_difference(trace_a, trace_b, kind, layer, head)
+except ValueError as exc:
+    st.info(f"No difference map: {exc}.", icon=":material/info:")
+else:
+    if diff.difference.size == 0:
+        st.info("No difference map: the outputs part at the first step, so no decoder row is shared.",
+                icon=":material/info:")
+    else:
+        left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
+        st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
+                   "Blue: B attends more; red: A attends more.")
+        show_chart(difference_heatmap(diff, size=420, title=f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                                                            f"{head_label(head).lower()}"),
+                   key="compare_difference", width="content")

@@ -1,0 +1,152 @@
+"""AppTest: the URL is the view. Widgets -> URL -> a fresh session with that URL -> the same widgets and charts."""
+from __future__ import annotations
+
+import pytest
+from app_session import APP, assert_no_exception, charts, open_app, texts
+from streamlit.testing.v1 import AppTest
+
+from transformer.decode import MAX_INPUT_CHARS
+from ui.gallery import READY_VIEWS
+
+TEXT = "hello"
+
+
+def open_link(page: str, params: dict[str, str]) -> AppTest:
+    """A new session that opens pages/<page>.py with these query parameters, as a shared link does."""
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.switch_page(f"pages/{page}.py")
+    at.query_params = dict(params)
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def chart_data(at: AppTest) -> list[tuple[str, list[dict]]]:
+    """Every chart's title and rows: what a user sees drawn."""
+    return [(c["title"], [f.to_dict("records") for f in c["frames"].values()]) for c in charts(at)]
+
+
+def widget_values(at: AppTest, keys: list[str]) -> dict:
+    return {key: at.session_state[key] for key in keys}
+
+
+def assert_same_view(at: AppTest, page: str, keys: list[str]) -> AppTest:
+    """Open the URL `at` ended on in a fresh session; the widgets and charts must come back the same."""
+    params = dict(at.query_params)
+    fresh = open_link(page, params)
+    assert widget_values(fresh, keys) == widget_values(at, keys)
+    assert chart_data(fresh) == chart_data(at)
+    assert dict(fresh.query_params) == params
+    return fresh
+
+
+def test_decode_round_trip_keeps_text_step_layer_head_and_view(studio_env):
+    at = open_app("decode")
+    at.text_input(key="decode_text").input(TEXT).run()
+    at.button(key="decode_next").click().run()
+    at.button(key="decode_next").click().run()
+    at.selectbox(key="decode_layer").set_value(0).run()
+    at.selectbox(key="decode_head").set_value(1).run()
+    at.radio(key="decode_view").set_value("teacher").run()
+    assert_no_exception(at)
+    params = dict(at.query_params)
+    assert params["model"] == "shipped:reverse" and params["text"] == TEXT and params["step"] == "3"
+    assert (params["layer"], params["head"], params["view"]) == ("1", "2", "teacher")
+    fresh = assert_same_view(at, "decode", ["decode_text", "decode_reference", "decode_step", "decode_layer",
+                                            "decode_head", "decode_view", "decode_top_k"])
+    assert fresh.subheader[0].value.startswith("Step 3 of")
+
+
+def test_attention_round_trip_keeps_mode_kind_layer_head_and_scale(studio_env):
+    at = open_app("attention")
+    at.text_input(key="attention_text").input(TEXT).run()
+    at.radio(key="attention_mode").set_value("teacher").run()
+    at.text_input(key="attention_reference").input("olleh").run()
+    at.radio(key="attention_kind").set_value("decoder_self").run()
+    at.selectbox(key="attention_layer").set_value(0).run()
+    at.selectbox(key="attention_head").set_value(1).run()
+    at.toggle(key="attention_fixed_scale").set_value(False).run()
+    assert_no_exception(at)
+    assert dict(at.query_params)["fixed"] == "0" and dict(at.query_params)["ref"] == "olleh"
+    assert_same_view(at, "attention", ["attention_text", "attention_mode", "attention_reference", "attention_kind",
+                                       "attention_layer", "attention_head", "attention_fixed_scale"])
+
+
+def test_home_and_compare_round_trips(studio_env):
+    at = open_app()
+    at.text_input(key="home_text").input(TEXT).run()
+    at.selectbox(key="home_layer").set_value(0).run()
+    assert dict(at.query_params)["layer"] == "1"
+    assert_same_view(at, "home", ["home_text", "home_layer"])
+    at = open_app("compare")
+    at.text_input(key="compare_text").input(TEXT).run()
+    at.radio(key="compare_kind").set_value("encoder_self").run()
+    at.selectbox(key="compare_head").set_value(0).run()
+    assert dict(at.query_params)["compare"] == "shipped:reverse"
+    assert_same_view(at, "compare", ["compare_text", "compare_model", "compare_kind", "compare_layer", "compare_head"])
+
+
+def test_a_model_compared_with_itself_shows_no_divergence_and_a_zero_difference(studio_env):
+    at = open_link("compare", {"model": "shipped:reverse", "compare": "shipped:reverse", "text": TEXT})
+    assert any(t.startswith("No divergence") for t in texts(at.success))
+    diff = [c for c in charts(at) if c["title"].startswith("B − A")]
+    assert len(diff) == 1
+    frame = max(diff[0]["frames"].values(), key=len)
+    assert len(frame) > 0 and (frame["difference"] == 0).all()
+
+
+@pytest.mark.parametrize("page, params, note", [
+    ("decode", {"model": "shipped:nope"}, "model 'shipped:nope' is not available"),
+    ("decode", {"model": "../../etc/passwd"}, "model='../../etc/passwd' ignored"),
+    ("decode", {"layer": "99"}, "layer 99 ignored"),
+    ("attention", {"head": "99"}, "head 99 ignored"),
+    ("attention", {"kind": "nonsense"}, "kind='nonsense' ignored"),
+    ("decode", {"text": TEXT, "step": "999"}, "step 999 ignored"),
+    ("decode", {"step": "-3"}, "step='-3' ignored"),
+    ("decode", {"text": "x" * (MAX_INPUT_CHARS + 1)}, "text='xxxx"),
+    ("attention", {"ablate": "cross.L9H1"}, "ablate='cross.L9H1' ignored"),
+    ("compare", {"compare": "upload:0123456789ab"}, "compare 'upload:0123456789ab' is not available"),
+    ("home", {"layer": "%00\u202e"}, "layer="),
+])
+def test_a_bad_parameter_falls_back_with_a_note(studio_env, page, params, note):
+    at = open_link(page, params)
+    notes = [t for t in texts(at.info) if t.startswith("Parts of this link were ignored")]
+    assert len(notes) == 1 and note in notes[0]
+    assert at.session_state["sidebar_model"] == "shipped:reverse"
+    assert charts(at)  # the page still shows its maps, with defaults
+
+
+def test_presenter_mode_from_the_link_hides_the_sidebar_and_keys_switch_heads(studio_env):
+    at = open_link("attention", {"text": TEXT, "present": "1", "head": "mean"})
+    css = [str(h.proto.body) for h in at.get("html") if "presenter mode" in str(h.proto.body)]
+    assert len(css) == 1 and 'section[data-testid="stSidebar"]' in css[0] and "display: none" in css[0]
+    assert any(m.value.startswith("**reverse  ·  Shipped** · ") for m in at.markdown)  # which model, still said
+    at.button(key="attention_head_next").click().run()
+    assert at.session_state["attention_head"] == 0 and dict(at.query_params)["head"] == "1"
+    at.button(key="attention_head_prev").click().run()
+    at.button(key="attention_head_prev").click().run()
+    assert at.session_state["attention_head"] == 1  # wraps around: mean -> last head
+    at.button(key="studio_present_leave").click().run()
+    assert "present" not in at.query_params
+    assert not [h for h in at.get("html") if "presenter mode" in str(h.proto.body)]
+
+
+def test_the_copy_link_names_the_view(studio_env):
+    at = open_app("attention")
+    at.context = {"url": "http://studio.example:8501/attention"}
+    at.selectbox(key="attention_head").set_value(1).run()
+    at.run()  # the link control is drawn before the page: it shows the URL of the previous run
+    link = [c.value for c in at.code if c.value.startswith("http://studio.example:8501/attention?")]
+    assert link and "head=2" in link[0] and "model=shipped%3Areverse" in link[0]
+
+
+@pytest.mark.parametrize("view", READY_VIEWS, ids=lambda v: v.label)
+def test_each_ready_view_of_the_home_page_opens_exactly_that_view(view, monkeypatch):
+    monkeypatch.delenv("ATTENTION_STUDIO_CHECKPOINTS", raising=False)  # the shipped checkpoints
+    at = open_link(view.page, view.params())
+    assert not [t for t in texts(at.info) if t.startswith("Parts of this link")]
+    assert at.session_state["sidebar_model"] == f"shipped:{view.checkpoint}"
+    assert at.session_state[f"{view.page}_layer"] == view.values["layer"]
+    assert at.session_state[f"{view.page}_head"] == view.values["head"]
+    assert dict(at.query_params) == view.params() | {k: v for k, v in at.query_params.items()
+                                                     if k not in view.params()}

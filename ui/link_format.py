@@ -1,0 +1,171 @@
+"""The link format: query parameters <-> validated view values, without Streamlit (see README, "Shareable links").
+
+Parsing is in two passes: `parse_params` checks each parameter on its own (type, length, known words) and
+`check_sizes` checks layers, heads and ablated heads against the model's sizes. A bad parameter is dropped with a
+short note; nothing here raises on user input. Layers and heads are 1-based in a link, 0-based in the app.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from transformer.decode import KINDS, MAX_INPUT_CHARS, MEAN_HEAD
+
+MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
+MODES = ("greedy", "teacher")
+VIEWS = ("greedy", "teacher")  # the Decode page's step-through views a link can name (not a forced token)
+MAX_TOP_K = 20
+MAX_STEP = 10_000
+ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
+# "source:name" as in the model picker (a run's name may hold spaces; a hub-style "org/name" one slash); only an id
+# the picker lists is ever used, so a link cannot name a path: this only turns garbage away with a clear note
+_NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
+_MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
+_HEAD_REF = re.compile(r"^(enc|dec|cross)\.L(\d{1,3})H(\d{1,3})$")
+MAX_ABLATED = 64
+TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
+
+
+@dataclass(frozen=True)
+class ModelSizes:
+    """What layer and head numbers a model has."""
+
+    encoder_layers: int
+    decoder_layers: int
+    heads: int
+
+    def layers(self, kind: str) -> int:
+        """Number of layers of an attention kind."""
+        return self.encoder_layers if kind == "encoder_self" else self.decoder_layers
+
+
+def _flag(value: str) -> bool:
+    low = value.strip().lower()
+    if low in TRUE:
+        return True
+    if low in FALSE:
+        return False
+    raise ValueError("expected 1 or 0")
+
+
+def _int(value: str, low: int, high: int) -> int:
+    if not re.fullmatch(r"\s*\d{1,6}\s*", value):
+        raise ValueError("expected a whole number")
+    number = int(value)
+    if not low <= number <= high:
+        raise ValueError(f"expected {low}–{high}")
+    return number
+
+
+def _text(value: str) -> str:
+    if len(value) > MAX_INPUT_CHARS:
+        raise ValueError(f"{len(value):,} characters; the limit is {MAX_INPUT_CHARS:,}")
+    return value
+
+
+def _choice(value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError("expected one of " + ", ".join(choices))
+    return value
+
+
+def _model(value: str) -> str:
+    if not _MODEL_ID.fullmatch(value) or ".." in value:
+        raise ValueError("not a model name from the model picker")
+    return value
+
+
+def _head(value: str) -> int:
+    return MEAN if value.strip().lower() == "mean" else _int(value, 1, 999) - 1
+
+
+def parse_ablated(value: str) -> tuple[tuple[str, int, int], ...]:
+    """`cross.L1H2,enc.L2H1` -> (("cross", 0, 1), ("encoder_self", 1, 0)); raises ValueError naming the bad item."""
+    if not value.strip():
+        return ()
+    items = [item.strip() for item in value.split(",")]
+    if len(items) > MAX_ABLATED:
+        raise ValueError(f"at most {MAX_ABLATED} heads")
+    heads = []
+    for item in items:
+        match = _HEAD_REF.fullmatch(item)
+        if match is None or int(match[2]) < 1 or int(match[3]) < 1:
+            raise ValueError(f"{item[:40]!r} is not KIND.LnHm with KIND enc, dec or cross")
+        heads.append((ABLATE_KINDS[match[1]], int(match[2]) - 1, int(match[3]) - 1))
+    return tuple(dict.fromkeys(heads))
+
+
+def format_ablated(heads: tuple[tuple[str, int, int], ...]) -> str:
+    """The inverse of parse_ablated."""
+    short = {kind: name for name, kind in ABLATE_KINDS.items()}
+    return ",".join(f"{short[kind]}.L{layer + 1}H{head + 1}" for kind, layer, head in heads)
+
+
+# parameter -> (parser of the link's text, formatter back to text)
+PARSERS: dict[str, Any] = {
+    "model": _model,
+    "compare": _model,
+    "text": _text,
+    "ref": _text,
+    "mode": lambda v: _choice(v, MODES),
+    "view": lambda v: _choice(v, VIEWS),
+    "kind": lambda v: _choice(v, KINDS),
+    "layer": lambda v: _int(v, 1, 999) - 1,
+    "head": _head,
+    "step": lambda v: _int(v, 1, MAX_STEP),
+    "topk": lambda v: _int(v, 2, MAX_TOP_K),
+    "fixed": _flag,
+    "words": _flag,
+    "present": _flag,
+    "ablate": parse_ablated,
+}
+
+
+def format_value(name: str, value: Any) -> str:
+    """A view value as it appears in a link."""
+    if name == "layer":
+        return str(int(value) + 1)
+    if name == "head":
+        return "mean" if value is None or int(value) == MEAN else str(int(value) + 1)
+    if name in ("fixed", "words", "present"):
+        return "1" if value else "0"
+    if name == "ablate":
+        return format_ablated(tuple(value))
+    return str(value)
+
+
+def parse_params(params: Mapping[str, str | list[str]]) -> tuple[dict[str, Any], list[str]]:
+    """Known parameters parsed on their own; a note for each one dropped (unknown names are ignored)."""
+    values, notes = {}, []
+    for name, raw in params.items():
+        if name not in PARSERS:
+            continue
+        text = raw[-1] if isinstance(raw, list) else raw
+        try:
+            values[name] = PARSERS[name](str(text))
+        except ValueError as exc:
+            shown = str(text) if len(str(text)) <= 40 else str(text)[:40] + "…"
+            notes.append(f"{name}={shown!r} ignored ({exc})")
+    return values, notes
+
+
+def check_sizes(values: dict[str, Any], sizes: ModelSizes, kind: str) -> tuple[dict[str, Any], list[str]]:
+    """Drop a layer, head or ablated head the model does not have (layers counted in `kind`), with notes."""
+    values, notes = dict(values), []
+    n_layers = sizes.layers(kind)
+    if "layer" in values and not 0 <= values["layer"] < n_layers:
+        notes.append(f"layer {values.pop('layer') + 1} ignored (the model has {n_layers})")
+    if "head" in values and values["head"] != MEAN and not 0 <= values["head"] < sizes.heads:
+        notes.append(f"head {values.pop('head') + 1} ignored (the model has {sizes.heads})")
+    if "ablate" in values:
+        bad = [h for h in values["ablate"] if not (0 <= h[1] < sizes.layers(h[0]) and 0 <= h[2] < sizes.heads)]
+        if bad:
+            notes.append(f"ablate={format_ablated(tuple(bad))!r} ignored (no such head in the model)")
+            values["ablate"] = tuple(h for h in values["ablate"] if h not in bad)
+    return values, notes
+
+
+def to_params(values: Mapping[str, Any]) -> dict[str, str]:
+    """View values -> query parameters (None values left out), in a fixed order."""
+    return {name: format_value(name, values[name]) for name in PARSERS if values.get(name) is not None}
