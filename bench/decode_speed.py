@@ -6,7 +6,7 @@ import time
 import torch
 
 from transformer.data import make_task
-from transformer.decode import eval_mode, greedy_decode
+from transformer.decode import UNEMITTABLE, ban, eval_mode, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 
 STEPS = 100
@@ -18,7 +18,7 @@ def recompute_prefix(model: Seq2SeqTransformer, src: torch.Tensor, steps: int) -
     with eval_mode(model):
         for _ in range(steps):
             logits, _maps = model.forward_with_attention(src, torch.tensor([tokens]))
-            tokens.append(int(logits[0, -1].argmax()))
+            tokens.append(int(ban(logits[0, -1], UNEMITTABLE).argmax()))
     return tokens[1:]
 
 

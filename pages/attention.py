@@ -10,7 +10,7 @@ from transformer.charts import (
     chart_to_svg,
     selected_panel,
 )
-from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label
+from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label, merge_words
 from ui.alignment_view import show_alignment_scores
 from ui.frame import ensure_frame
 from ui.inference import (
@@ -25,6 +25,7 @@ from ui.inference import (
     teacher,
 )
 from ui.presenter import head_keys
+from ui.url_state import merged_words
 from ui.weights_view import show_weights
 from ui.widgets import (
     chart_downloads,
@@ -79,6 +80,12 @@ else:
     if result is None:
         st.stop()
 trace = result.trace
+if (asked := merged_words()) is not None:  # a shared link's choice (issue 12)
+    st.session_state.setdefault("attention_merge_words", asked)
+if st.toggle("Merge subword pieces into words", key="attention_merge_words",
+             help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. "
+                  "A piece starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces."):
+    trace = merge_words(trace)
 st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or mode == "teacher"
                                                                else " (stopped at the step limit)"))
 

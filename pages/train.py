@@ -3,6 +3,7 @@ import streamlit as st
 
 from ui import train_controls as tc
 from ui.frame import ensure_frame
+from ui.hf_models import train_page_note
 from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.run_list import server_runs_panel
@@ -18,6 +19,7 @@ tc.warm_up_training()
 run = live_run()
 active = run is not None and run.active
 tc.show_message()
+train_page_note()
 server_runs_panel()
 
 with st.expander("Task, size and hyperparameters", expanded=not active, icon=":material/tune:"):

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from transformer.data import make_task, pad, source_ids
-from transformer.decode import AttentionTrace, InputError, greedy_batch, greedy_decode, teacher_forced
+from transformer.decode import UNEMITTABLE, AttentionTrace, ban, InputError, greedy_batch, greedy_decode, teacher_forced
+
 from transformer.model import Seq2SeqTransformer, default_configs
 
 
@@ -26,7 +27,7 @@ def recompute_greedy(model, src_ids, n_steps):
     for _ in range(n_steps):
         logits, maps = model.forward_with_attention(torch.tensor([src_ids]), torch.tensor([tokens]))
         rows.append(maps)
-        tokens.append(int(logits[0, -1].argmax()))
+        tokens.append(int(ban(logits[0, -1], UNEMITTABLE).argmax()))  # <pad> and <s> are never outputs
     return tokens[1:], rows[-1]
 
 
@@ -143,3 +144,16 @@ def test_tidy_frame_has_one_row_per_cell_and_marks_the_causal_mask(setup):
     assert list(cross.query_token.unique()) == list(dict.fromkeys(trace.decoder_input_tokens))
     grid = cross.set_index(["query_index", "key_index"]).weight.unstack().to_numpy()
     assert torch.equal(torch.tensor(grid), trace.cross[1, 2])
+
+
+def test_pad_and_start_are_never_chosen_in_top_k_or_forceable_and_probs_renormalise(setup):
+    model, st, tt = setup
+    result = greedy_decode(model, st, tt, "abcdef", top_k=tt.vocab_size, max_steps=8, stop_at_end=False)
+    for step in result.steps:
+        shown = dict(step.top_k)
+        assert "<pad>" not in shown and "<s>" not in shown and step.token not in ("<pad>", "<s>")
+        assert sum(shown.values()) == pytest.approx(1.0, abs=1e-5)  # over what the model can emit
+        assert len(shown) == tt.vocab_size - 2
+    for special in ("<pad>", "<s>"):
+        with pytest.raises(InputError, match="cannot be forced"):
+            greedy_decode(model, st, tt, "abcdef", forced=[special])

@@ -211,3 +211,42 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
     page.locator(".st-key-train_stop button").click()
     page.get_by_text(re.compile(r"^Stopped · reverse run #\d+")).wait_for(timeout=60_000)
     assert "Traceback" not in server.log_text()
+
+
+def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoint_dir, tmp_path):
+    """Issue 10: pick a tiny Marian folder of the models directory, walk two steps of its greedy decode."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.hf_tiny_models import build
+    from transformer.decode import decode_greedy
+    from transformer.model import HFSeq2Seq
+
+    folder = build("marian", tmp_path / "hf" / "tiny-marian")
+    text = "the red bird eats the fish"
+    expected = decode_greedy(HFSeq2Seq.load(str(folder)), text)
+    env = {"ATTENTION_STUDIO_HF_MODELS": str(folder.parent)}
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = new_page(browser)
+            page.set_default_timeout(30_000)
+            page.goto(app.url)
+            wait_idle(page)
+            before = runs_finished(page)
+            choose(page, "sidebar_model", "tiny-marian  ·  Hugging Face")
+            wait_rerun(page, before)
+            open_page(page, "Decode")
+            box = page.locator(".st-key-decode_text input")
+            before = runs_finished(page)
+            box.fill(text)
+            box.press("Enter")
+            wait_rerun(page, before, 60_000)
+            view = wait_decode_step(page, 1, 60_000)
+            assert view.step == (1, len(expected.steps))
+            page.locator(".st-key-decode_next button").click()
+            view = wait_decode_step(page, 2, 60_000)
+            assert f"output ‹{expected.steps[1].token}›" in view.heading
+            _assert_no_errors(page)
+            _shot(page, "hf_decode_step")
+        finally:
+            browser.close()

@@ -109,7 +109,8 @@ def test_incremental_decode_step_matches_full_decoder(norm):
         memory, mask = model.encode(src)
         cache = model.start_cache(memory)
         for t in range(tgt.size(1)):
-            logits, ws, wc = model.decode_step(tgt[:, t:t + 1], cache, mask, need_weights=True)
+            out = model.decode_step(tgt[:, t:t + 1], cache, mask, need_weights=True)
+            logits, ws, wc = out.logits, out.decoder_self, out.cross
             torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=0)
             for layer in range(2):
                 torch.testing.assert_close(ws[layer][:, :, 0], maps.decoder_self[layer][:, :, t, : t + 1], atol=1e-6, rtol=0)

@@ -282,10 +282,11 @@ def test_server_settings_protect_against_cross_site_requests_and_hide_error_deta
 
 
 def test_no_code_path_unpickles_a_file() -> None:
-    sources = [p for folder in ("transformer", "ui", "pages") for p in (ROOT / folder).glob("*.py")]
+    sources = [p for folder in ("transformer", "ui", "pages") for p in (ROOT / folder).rglob("*.py")]
     sources.append(ROOT / "app.py")
     unsafe = re.compile(r"\bpickle\b|\bdill\b|\bjoblib\b|\bmarshal\b|torch\.load\(|\.load_state_dict\(torch\.load|"
-                        r"weights_only\s*=\s*False|(?<![.\w])eval\(|(?<![.\w])exec\(")
+                        r"weights_only\s*=\s*False|(?<![.\w])eval\(|(?<![.\w])exec\(|"
+                        r"trust_remote_code\s*=\s*True|use_safetensors\s*=\s*False")
     found = {str(p.relative_to(ROOT)): unsafe.findall(p.read_text()) for p in sources}
     # The one exception: the training process and the server talk over a pipe between themselves, never a file.
     ipc = (ROOT / "transformer" / "train" / "job_worker.py").read_text()

@@ -15,13 +15,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task
-from .decode import InputError, greedy_decode, teacher_forced
-from .model import PRESETS, ConfigError, TrainConfig, default_configs
+from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task, read_aligned_files
+from .decode import InputError, decode_greedy, decode_teacher_forced, score_parallel
+from .model import DEFAULT_MAX_PARAMS, PRESETS, ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
     finite_json,
+    is_checkpoint_folder,
     load_checkpoint,
+    open_model,
     save_checkpoint,
     task_for_checkpoint,
     write_file_atomic,
@@ -57,7 +59,7 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               PeerLostError)
+               HFModelError, PeerLostError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,6 +112,13 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
 
 
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prefix", default="", help="prepended to every source (T5 task prefix, e.g. "
+                   "'translate English to German: ')")
+    p.add_argument("--max-params", type=_positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
+                   help=f"refuse Hugging Face models above N parameters (default {DEFAULT_MAX_PARAMS:,})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `python -m transformer` argument parser."""
     parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
@@ -119,17 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
     ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object")
-    ev.add_argument("dir", metavar="DIR")
+    ev.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
     ev.add_argument("--n", type=_positive_int, help="validation examples to use (default: all)")
+    ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
+    _add_model_arguments(ev)
     ev.set_defaults(func=cmd_eval)
     dec = commands.add_parser("decode", help="greedy-decode one input and print the output")
-    dec.add_argument("dir", metavar="DIR")
+    dec.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
     dec.add_argument("text", metavar="TEXT")
     dec.add_argument("--top-k", type=_positive_int, default=5, help="candidates recorded per step")
     dec.add_argument("--max-steps", type=_positive_int, help="stop after this many output tokens")
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
+    _add_model_arguments(dec)
     dec.set_defaults(func=cmd_decode)
     return parser
 
@@ -333,7 +345,17 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """`eval`: validation metrics of a checkpoint as one JSON object on stdout."""
+    """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
+    if args.data:
+        pairs = read_aligned_files(*args.data, max_pairs=args.n)
+        if not pairs:
+            raise UsageError(f"{args.data[0]} and {args.data[1]} hold no sentence pairs")
+        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+        scores = score_parallel(lm, [s for s, _ in pairs], [t for _, t in pairs])
+        print(json.dumps(finite_json({"model": args.dir, "data": list(args.data), **scores})))
+        return 0
+    if Path(args.dir).is_dir() and not is_checkpoint_folder(Path(args.dir)):
+        raise UsageError(f"{args.dir} is not one of our checkpoints: give --data SRC TGT to score it")
     ckpt = load_checkpoint(args.dir, load_optimizer=False)
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
@@ -344,18 +366,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
-    ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
     if args.reference is not None:
-        result = teacher_forced(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.reference,
-                                top_k=args.top_k)
+        result = decode_teacher_forced(lm, args.text, args.reference, top_k=args.top_k)
     else:
-        result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, top_k=args.top_k,
-                               max_steps=args.max_steps)
+        result = decode_greedy(lm, args.text, top_k=args.top_k, max_steps=args.max_steps)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
     if result.mode == "greedy" and not result.finished:
-        print(f"warning: stopped after {len(result.steps)} steps without producing </s>", file=sys.stderr)
+        print(f"warning: stopped after {len(result.steps)} steps without producing an end token", file=sys.stderr)
     if args.verbose:
         for i, step in enumerate(result.steps, start=1):
             top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)

@@ -11,19 +11,20 @@ from typing import Any
 import streamlit as st
 
 from transformer.data import Tokenizer
-from transformer.model import Seq2SeqTransformer
+from transformer.decode import NativeSeq2Seq
+from transformer.model import HFModelError, InspectableSeq2Seq, Seq2SeqTransformer
 from transformer.store import (Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint,
                                model_card)
 from transformer.train import registry
 from ui.live_run import LiveRun, server_runs
 from ui.settings import checkpoints_root, preferred_default, runs_root
 
-SHIPPED, RUN, UPLOAD, LIVE = "shipped", "run", "upload", "live"
+SHIPPED, RUN, UPLOAD, LIVE, HF = "shipped", "run", "upload", "live", "hf"
 MODEL_KEY = "sidebar_model"
 UPLOADS_KEY = "sidebar_uploads"
 LOAD_ERROR_KEY = "sidebar_load_error"
 MAX_UPLOADS = 5  # per session; the oldest upload is forgotten first
-_SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training"}
+_SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training", HF: "Hugging Face"}
 
 
 @dataclass(frozen=True)
@@ -47,15 +48,23 @@ class ActiveModel:
 
     option: ModelOption
     cache_key: str  # unique per weights: decoding results are cached under it
-    model: Seq2SeqTransformer
-    src_tokenizer: Tokenizer
-    tgt_tokenizer: Tokenizer
+    model: Seq2SeqTransformer | None  # None for a Hugging Face model (see `lm`)
+    src_tokenizer: Tokenizer | None
+    tgt_tokenizer: Tokenizer | None
     task_spec: dict
     card: dict
     examples: tuple[tuple[str, str], ...] = ()  # (source, reference) pairs known to the model's task
     checkpoint: Checkpoint | None = field(default=None, repr=False)
     weights_step: int | None = None  # the training step the weights are from
     weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
+    lm: InspectableSeq2Seq | None = field(default=None, repr=False)  # set for Hugging Face models
+
+    @property
+    def decoder(self) -> InspectableSeq2Seq:
+        """The model behind the interface decoding, traces and export use."""
+        if self.lm is not None:
+            return self.lm
+        return NativeSeq2Seq(self.model, self.src_tokenizer, self.tgt_tokenizer, self.option.name)
 
     @property
     def task_name(self) -> str:
@@ -64,8 +73,8 @@ class ActiveModel:
 
     @property
     def level(self) -> str:
-        """"char" or "word": how the model's tokenizers split text."""
-        return self.src_tokenizer.kind
+        """"char", "word" or (Hugging Face models) "subword": how the model's tokenizers split text."""
+        return "subword" if self.src_tokenizer is None else self.src_tokenizer.kind
 
 
 @dataclass
@@ -94,7 +103,8 @@ def model_options() -> list[ModelOption]:
     options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in list_checkpoints(runs_root())]
     options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
     options += [ModelOption(live_option_id(run), run.name, LIVE) for run in server_runs()]
-    return options
+    from ui.hf_models import hf_options  # it builds on this module
+    return options + hf_options()
 
 
 def live_option_id(run: LiveRun) -> str:
@@ -186,6 +196,9 @@ def resolve(option: ModelOption) -> ActiveModel:
     if option.source == UPLOAD:
         upload = _uploads()[option.id.split(":", 1)[1]]
         return _from_checkpoint(option, upload.checkpoint, f"{UPLOAD}:{upload.id}")
+    if option.source == HF:
+        from ui.hf_models import resolve_hf  # it builds on this module
+        return resolve_hf(option)
     run = run_of(option)
     if run is None:
         raise CheckpointError("the server no longer holds this run; its autosave is listed under Saved run")
@@ -200,7 +213,7 @@ def current_model() -> ActiveModel | None:
         return None
     try:
         return resolve(option)
-    except CheckpointError as exc:
+    except (CheckpointError, HFModelError) as exc:
         st.session_state[LOAD_ERROR_KEY] = f"Cannot load {option.name}: {exc}"
         return None
 
@@ -237,6 +250,13 @@ def uploaded_checkpoint(option: ModelOption) -> Checkpoint:
 
 def card_lines(card: dict[str, Any]) -> list[str]:
     """The model card as short Markdown lines."""
+    if card.get("source") == "huggingface":
+        prefix = f" · prefix {card['prefix']!r}" if card.get("prefix") else ""
+        return [f"**Hugging Face** {card.get('model_type')} (imported, not trained here){prefix}",
+                f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "
+                f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers · "
+                f"vocabulary {card.get('tgt_vocab_size'):,}",
+                f"**Parameters** {card.get('parameters', 0):,}"]
     metrics = card.get("metrics") or {}
     lines = [f"**Task** {card.get('task')} ({card.get('level')}-level)",
              f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "

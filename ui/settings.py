@@ -12,6 +12,7 @@ RUNS_ENV = "ATTENTION_STUDIO_RUNS"
 DEFAULT_ENV = "ATTENTION_STUDIO_DEFAULT"
 DEFAULT_ORDER = ("toy-en-de", "reverse", "sort")
 THREADS_ENV = "ATTENTION_STUDIO_TORCH_THREADS"
+HF_MODELS_ENV = "ATTENTION_STUDIO_HF_MODELS"
 
 
 def checkpoints_root() -> Path:
@@ -22,6 +23,11 @@ def checkpoints_root() -> Path:
 def runs_root() -> Path:
     """Directory where runs saved from the Train page live."""
     return Path(os.environ.get(RUNS_ENV) or APP_ROOT / "runs")
+
+
+def hf_models_root() -> Path:
+    """Directory whose Hugging Face model folders (save_pretrained layout) the picker lists."""
+    return Path(os.environ.get(HF_MODELS_ENV) or APP_ROOT / "models")
 
 
 def preferred_default(names: list[str]) -> str | None:

@@ -9,6 +9,7 @@ from typing import Callable
 import streamlit as st
 
 from transformer.store import MAX_BUNDLE_BYTES, Checkpoint, CheckpointError, bundle_bytes, save_checkpoint
+from ui.hf_models import hf_loader
 from ui.live_run import live_run, run_just_ended
 from ui.models import (
     LOAD_ERROR_KEY,
@@ -110,8 +111,8 @@ def _picker() -> None:
         st.session_state[MODEL_KEY] = selected.id  # the stored pick is gone (or there was none): the default
     labels = {o.id: o.label for o in options}
     st.selectbox("Model", list(labels), format_func=labels.__getitem__, key=MODEL_KEY,
-                 help="Shipped checkpoints, saved and autosaved runs, your uploads and the runs training on this "
-                      "server.")
+                 help="Shipped checkpoints, saved and autosaved runs, your uploads, the runs training on this "
+                 "server and Hugging Face models (folders in the models directory, or loaded by name below).")
 
 
 def _card_and_status() -> None:
@@ -137,6 +138,7 @@ def render_sidebar(refresh_every: float = 1.0) -> None:
         _picker()
         training = (run := live_run()) is not None and run.active
         st.fragment(run_every=refresh_every if training else None)(_card_and_status)()
+        hf_loader()
         with st.expander("Upload a checkpoint bundle", icon=":material/upload:"):
             st.file_uploader("Checkpoint bundle (.zip)", type=["zip"], key=UPLOAD_KEY, on_change=_on_upload,
                              help="A .zip of a checkpoint directory (safetensors weights, JSON config).")

@@ -12,7 +12,7 @@ from transformer.store import Checkpoint, CheckpointError, load_checkpoint
 from transformer.train import fork_server
 from ui.limits import LIMITS
 from ui.live_run import live_run
-from ui.models import LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
+from ui.models import HF, LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
 from ui.train_actions import (
     BusyError,
     change_probe,
@@ -186,7 +186,7 @@ def run_controls() -> None:
         c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None)
         c_save.button("Save", key="train_save", icon=":material/save:", on_click=save,
                       disabled=run is None or active, width="stretch")
-        if option is not None and option.source != LIVE and not active:
+        if option is not None and option.source not in (LIVE, HF) and not active:  # imported models: not here
             st.button(f"Continue training “{option.name}” (the model picked in the sidebar)", key="train_continue",
                       icon=":material/fast_forward:", on_click=continue_training, args=(option,),
                       help="Resume its optimizer and schedule; its task is rebuilt from the checkpoint.")

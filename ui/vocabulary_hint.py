@@ -20,6 +20,8 @@ def show_vocabulary_hint(active: ActiveModel) -> None:
     examples = [source for source, _ in active.examples if source.strip()][:MAX_EXAMPLES]
     if examples:
         st.caption("Inputs this model knows: " + " · ".join(f"*{md(e)}*" for e in examples))
+    if active.src_tokenizer is None:  # a Hugging Face model: subword pieces, no word list to show
+        return
     words = known_words(active)
     with st.expander(f"The {len(words):,} {'words' if active.level == 'word' else 'characters'} this model can read",
                      icon=":material/dictionary:"):

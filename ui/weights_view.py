@@ -22,7 +22,9 @@ def _ago(seconds: float) -> str:
 
 def weights_label(active: ActiveModel, now: float | None = None) -> str:
     """One line naming the model and the training step of the weights the view shows."""
-    step = f"step {active.weights_step:,}" if active.weights_step is not None else "an unknown step"
+    if active.weights_step is None:  # e.g. a pretrained Hugging Face model: no training step of ours
+        return f"Weights of {active.option.label}"
+    step = f"step {active.weights_step:,}"
     if active.option.source != LIVE:
         return f"Weights of {step} · {active.option.label}"
     ago = "" if active.weights_time is None else f" · {_ago((now or time.time()) - active.weights_time)}"

@@ -1,16 +1,23 @@
-"""The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced)."""
+"""The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced), for any
+`InspectableSeq2Seq` (ours via `NativeSeq2Seq`, Hugging Face ones via `transformer.model.HFSeq2Seq`)."""
 from .greedy import (
                      MAX_INPUT_CHARS,
                      DecodeResult,
                      InputError,
-                     decode_texts,
+                     Step,
+                     decode_greedy,
+                     decode_teacher_forced,
                      encode_source,
-                     eval_mode,
-                     greedy_batch,
                      greedy_decode,
+                     read_source,
                      teacher_forced,
 )
+from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, eval_mode, greedy_batch
+from .scoring import score_parallel
+from .words import merge_words, word_groups
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
 __all__ = ["AttentionTrace", "DecodeResult", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MEAN_HEAD",
-           "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "head_label", "teacher_forced"]
+           "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "decode_greedy", "decode_teacher_forced", "decode_texts",
+           "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "head_label", "read_source", "score_parallel",
+           "teacher_forced", "merge_words", "word_groups"]

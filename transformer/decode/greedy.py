@@ -1,16 +1,16 @@
-"""Greedy decoding with a key/value cache, producing a DecodeResult with a typed attention trace."""
+"""Greedy and teacher-forced decoding of any `InspectableSeq2Seq`, producing a DecodeResult with its trace."""
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
-from ..model import HeadMask, Seq2SeqTransformer
+from ..data import Tokenizer
+from ..model import AttentionMaps, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText
+from .native import NativeSeq2Seq
 from .trace import AttentionTrace
 
 MAX_INPUT_CHARS = 10_000
@@ -61,151 +61,138 @@ class DecodeResult:
         return json.dumps(self.to_dict())
 
 
-@contextmanager
-def eval_mode(model: nn.Module) -> Iterator[None]:
-    """Run with dropout off and no gradients; restores the previous mode."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            yield
-    finally:
-        model.train(was_training)
-
-
-def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) -> tuple[list[int], list[str]]:
-    """Source ids (with </s>) for `text`, and the tokens the vocabulary does not know; raises InputError."""
+def _check_text(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InputError("The input is empty: type a sentence to decode.")
     if len(text) > MAX_INPUT_CHARS:
         raise InputError(f"The input has {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}.")
-    ids = tokenizer.encode(text)
-    if not ids:
+
+
+def read_source(lm: InspectableSeq2Seq, text: str) -> SourceText:
+    """The source as `lm` reads it; raises InputError for empty, unreadable or too long text."""
+    _check_text(text)
+    source = lm.tokenize_source(text)
+    if not source.ids:
         raise InputError("The input has no tokens this model can read.")
-    limit = model.cfg.max_len - 1
-    if len(ids) > limit:
-        raise InputError(f"The input has {len(ids):,} tokens; this model reads at most {limit}.")
-    unknown = [tok for tok, i in zip(tokenizer.split(text), ids) if i == tokenizer.unk_id]
-    return source_ids(ids), unknown
+    if len(source.ids) > lm.max_source_len:
+        n = source.n_specials
+        raise InputError(f"The input has {len(source.ids) - n:,} tokens; this model reads at most "
+                         f"{lm.max_source_len - n}.")
+    return source
 
 
-def _top_k(probs: Tensor, k: int, tokenizer: Tokenizer) -> tuple[tuple[str, float], ...]:
-    p, i = probs.topk(min(k, probs.numel()))
-    return tuple((tokenizer.id_to_token(int(t)), float(v)) for v, t in zip(p, i))
+def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) -> tuple[list[int], list[str]]:
+    """Source ids (with </s>) for `text`, and the tokens the vocabulary does not know; raises InputError."""
+    source = read_source(NativeSeq2Seq(model, tokenizer, tokenizer), text)
+    return list(source.ids), list(source.unknown)
 
 
-def _target_ids(tokenizer: Tokenizer, tokens: Sequence[str] | str) -> list[int]:
+def _top_k(probs: Tensor, k: int, lm: InspectableSeq2Seq) -> tuple[tuple[str, float], ...]:
+    n = min(k, int((probs > 0).sum()))  # only what can be emitted
+    p, i = probs.topk(n)
+    return tuple((lm.id_to_token(int(t)), float(v)) for v, t in zip(p, i))
+
+
+def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int]:
+    """Target ids of forced tokens; raises InputError for a piece the model cannot output."""
     if isinstance(tokens, str):
-        return tokenizer.encode(tokens)
-    return [tokenizer.token_to_id(t) if tokenizer.token_to_id(t) is not None else tokenizer.unk_id for t in tokens]
+        ids = lm.target_ids(tokens) if tokens else []
+    else:
+        ids = []
+        for t in tokens:
+            i = lm.token_to_id(t)
+            if i is None:
+                raise InputError(f"{t!r} is not in this model's output vocabulary and cannot be forced.")
+            ids.append(i)
+    for i in ids:
+        if i in lm.unemittable_ids:
+            raise InputError(f"{lm.id_to_token(i)!r} is a special token the model never outputs; it cannot be forced.")
+    return ids
+
+
+def decode_greedy(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_steps: int | None = None,
+                  forced: Sequence[str] | str = (), stop_at_end: bool = True,
+                  head_mask: HeadMask | None = None) -> DecodeResult:
+    """Greedy decoding of any `InspectableSeq2Seq` with its cache and a full trace; `forced` tokens come first.
+
+    Probabilities are renormalised over what the model can emit at that step (`constrain`). A step is marked
+    forced when the user forced it or when the model's own rules leave one choice (e.g. a forced BOS/EOS).
+    """
+    source = read_source(lm, text)
+    forced_ids = _forced_ids(lm, forced)
+    start = list(lm.start_ids)
+    limit = lm.max_target_len - len(start) + 1
+    n_max = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
+    n_max = max(n_max, min(limit, len(forced_ids) + 1))
+    steps: list[Step] = []
+    outputs = []
+    inputs = list(start)
+    with lm.running():
+        encoded = lm.encode(torch.tensor([source.ids]), head_mask)
+        cache = lm.start_cache(encoded)
+        for token in start[:-1]:
+            lm.step(torch.tensor([[token]]), encoded, cache, head_mask)
+        token = start[-1]
+        finished = False
+        for t in range(n_max):
+            out = lm.step(torch.tensor([[token]]), encoded, cache, head_mask)
+            outputs.append(out)
+            logits = lm.constrain(inputs, out.logits[0].float(), n_max + len(start))
+            probs = logits.softmax(-1)
+            user_forced = t < len(forced_ids)
+            token = forced_ids[t] if user_forced else int(probs.argmax())
+            only_choice = int(torch.isfinite(logits).sum()) == 1
+            steps.append(Step(lm.id_to_token(token), token, float(probs[token]), _top_k(probs, top_k, lm),
+                              user_forced or only_choice))
+            if token in lm.end_ids and stop_at_end:
+                finished = True
+                break
+            if t + 1 < n_max:
+                inputs.append(token)
+    dec_tokens = lm.ids_to_tokens(inputs[len(start) - 1: len(start) - 1 + len(steps)])
+    maps = AttentionMaps.from_steps(encoded.encoder_self, outputs)
+    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps)
+    text_out = lm.detokenize([s.token_id for s in steps])
+    return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown)
+
+
+def decode_teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, top_k: int = 5,
+                          head_mask: HeadMask | None = None) -> DecodeResult:
+    """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions."""
+    source = read_source(lm, text)
+    ref = lm.target_ids(reference) if reference else []
+    start = list(lm.start_ids)
+    if len(ref) + len(start) > lm.max_target_len:
+        raise InputError(f"The reference has {len(ref):,} tokens; this model reads at most "
+                         f"{lm.max_target_len - len(start)}.")
+    inputs = [*start, *ref]
+    with lm.running():
+        logits, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
+    steps = []
+    first = len(start) - 1  # the decoder axis starts at the last start token, as in greedy decoding
+    for pos in range(first, len(inputs)):
+        row = lm.constrain(inputs[: pos + 1], logits[0, pos].float(), 1 << 30).softmax(-1)
+        token = int(row.argmax())
+        steps.append(Step(lm.id_to_token(token), token, float(row[token]), _top_k(row, top_k, lm)))
+    maps = AttentionMaps(tuple(maps.encoder_self), tuple(w[:, :, first:, first:] for w in maps.decoder_self),
+                         tuple(w[:, :, first:] for w in maps.cross))
+    trace = AttentionTrace.from_maps(source.tokens, lm.ids_to_tokens(inputs[first:]), maps)
+    finished = bool(steps) and steps[-1].token_id in lm.end_ids
+    text_out = lm.detokenize([s.token_id for s in steps])
+    return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, source.unknown)
 
 
 def greedy_decode(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str, *,
                   top_k: int = 5, max_steps: int | None = None, forced: Sequence[str] | str = (),
                   stop_at_end: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
-    """Greedy decoding with the KV cache and a full trace; `forced` target tokens are fed first.
-
-    At a forced position the step records the forced token (its probability under the model and the model's
-    own top-k); decoding then continues greedily from there ("what if it had chosen X at step t").
-    """
-    src, unknown = encode_source(model, src_tokenizer, text)
-    forced_ids = _target_ids(tgt_tokenizer, forced)
-    limit = model.cfg.max_len
-    n_max = min(limit, max_steps if max_steps is not None else 2 * len(src) + 10)
-    n_max = max(n_max, min(limit, len(forced_ids) + 1))
-    with eval_mode(model):
-        src_t = torch.tensor([src])
-        memory, mask, enc_maps = model._encode(src_t, True, head_mask)
-        cache = model.start_cache(memory)
-        token, steps, self_rows, cross_rows, inputs = START_ID, [], [], [], [START_ID]
-        finished = False
-        for t in range(n_max):
-            logits, ws, wc = model.decode_step(torch.tensor([[token]]), cache, mask, need_weights=True,
-                                               head_mask=head_mask)
-            probs = logits[0].float().softmax(-1)
-            self_rows.append([w[0, :, 0] for w in ws])  # per layer (H, t+1)
-            cross_rows.append([w[0, :, 0] for w in wc])  # per layer (H, S)
-            is_forced = t < len(forced_ids)
-            token = forced_ids[t] if is_forced else int(probs.argmax())
-            steps.append(Step(tgt_tokenizer.id_to_token(token), token, float(probs[token]),
-                              _top_k(probs, top_k, tgt_tokenizer), is_forced))
-            if token == END_ID and stop_at_end:
-                finished = True
-                break
-            if t + 1 < n_max:
-                inputs.append(token)
-    trace = _assemble(src_tokenizer.ids_to_tokens(src), tgt_tokenizer.ids_to_tokens(inputs[: len(steps)]),
-                      enc_maps, self_rows, cross_rows)
-    text_out = tgt_tokenizer.decode([s.token_id for s in steps])
-    return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, tuple(unknown))
-
-
-def _assemble(source_tokens: list[str], decoder_input_tokens: list[str], enc_maps: list[Tensor],
-              self_rows: list[list[Tensor]], cross_rows: list[list[Tensor]]) -> AttentionTrace:
-    """Stack per-step rows into (L, H, T, T) and (L, H, T, S); future positions stay exactly 0."""
-    n_layers, n_heads = len(self_rows[0]), self_rows[0][0].shape[0]
-    t_len = len(self_rows)
-    dec = torch.zeros(n_layers, n_heads, t_len, t_len)
-    for t, rows in enumerate(self_rows):
-        for layer, row in enumerate(rows):
-            dec[layer, :, t, : t + 1] = row
-    cross = torch.stack([torch.stack(rows) for rows in cross_rows], dim=2)  # (L, H, T, S)
-    enc = torch.stack([w[0] for w in enc_maps])  # (L, H, S, S)
-    return AttentionTrace(tuple(source_tokens), tuple(decoder_input_tokens), enc, dec, cross)
+    """`decode_greedy` on one of our models: at a forced position the step records the forced token (its
+    probability under the model and the model's own top-k); decoding then continues greedily from there."""
+    return decode_greedy(NativeSeq2Seq(model, src_tokenizer, tgt_tokenizer), text, top_k=top_k,
+                         max_steps=max_steps, forced=forced, stop_at_end=stop_at_end, head_mask=head_mask)
 
 
 def teacher_forced(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str,
                    reference: str, *, top_k: int = 5, head_mask: HeadMask | None = None) -> DecodeResult:
-    """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions."""
-    src, unknown = encode_source(model, src_tokenizer, text)
-    ref = tgt_tokenizer.encode(reference) if reference else []
-    if len(ref) + 1 > model.cfg.max_len:
-        raise InputError(f"The reference has {len(ref):,} tokens; this model reads at most {model.cfg.max_len - 1}.")
-    inputs = [START_ID, *ref]
-    with eval_mode(model):
-        logits, maps = model.forward_with_attention(torch.tensor([src]), torch.tensor([inputs]), head_mask)
-        probs = logits[0].float().softmax(-1)  # (T, V)
-    steps = []
-    for row in probs:
-        token = int(row.argmax())
-        steps.append(Step(tgt_tokenizer.id_to_token(token), token, float(row[token]), _top_k(row, top_k, tgt_tokenizer)))
-    trace = AttentionTrace(tuple(src_tokenizer.ids_to_tokens(src)), tuple(tgt_tokenizer.ids_to_tokens(inputs)),
-                           torch.stack([w[0] for w in maps.encoder_self]),
-                           torch.stack([w[0] for w in maps.decoder_self]),
-                           torch.stack([w[0] for w in maps.cross]))
-    finished = bool(steps) and steps[-1].token_id == END_ID
-    text_out = tgt_tokenizer.decode([s.token_id for s in steps])
-    return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, tuple(unknown))
-
-
-def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list[list[int]]:
-    """Greedy output ids (without </s>) for a padded source batch (B, S); fast path, no weights."""
-    with eval_mode(model):
-        memory, mask = model.encode(src)
-        cache = model.start_cache(memory)
-        b = src.size(0)
-        token = torch.full((b, 1), START_ID, dtype=torch.long)
-        done = torch.zeros(b, dtype=torch.bool)
-        out = []
-        for _ in range(min(max_steps, model.cfg.max_len)):
-            logits, _, _ = model.decode_step(token, cache, mask)
-            token = logits.argmax(-1, keepdim=True)  # (B, 1)
-            out.append(token[:, 0])
-            done |= token[:, 0] == END_ID
-            if bool(done.all()):
-                break
-    rows = torch.stack(out, 1).tolist() if out else [[] for _ in range(b)]
-    return [r[: r.index(END_ID)] if END_ID in r else r for r in rows]
-
-
-def decode_texts(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
-                 texts: Sequence[str], batch_size: int = 256) -> list[str]:
-    """Greedy translations of many texts, batched (sources longer than the model allows are cut)."""
-    outputs: list[str] = []
-    limit = model.cfg.max_len - 1
-    for i in range(0, len(texts), batch_size):
-        ids = [source_ids(src_tokenizer.encode(t)[:limit]) for t in texts[i: i + batch_size]]
-        longest = max(len(s) for s in ids)
-        for row in greedy_batch(model, pad(ids), max_steps=2 * longest + 10):
-            outputs.append(tgt_tokenizer.decode(row))
-    return outputs
+    """`decode_teacher_forced` on one of our models."""
+    return decode_teacher_forced(NativeSeq2Seq(model, src_tokenizer, tgt_tokenizer), text, reference,
+                                 top_k=top_k, head_mask=head_mask)

@@ -5,14 +5,15 @@ Rows are queries and columns keys, always. A trace is built with its labels and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
 
-KINDS = ("encoder_self", "decoder_self", "cross")
+from ..model import KINDS, AttentionMaps
+
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 
 
@@ -51,6 +52,14 @@ class AttentionTrace:
             raise ValueError("decoder_self and cross must have the same number of layers and heads")
         if self.encoder_self.shape[1] != self.cross.shape[1]:
             raise ValueError("encoder and decoder attention must have the same number of heads")
+
+    @staticmethod
+    def from_maps(source_tokens: Sequence[str], decoder_input_tokens: Sequence[str], maps: AttentionMaps
+                  ) -> "AttentionTrace":
+        """The trace of the first sequence of captured `maps` (the one conversion from model output)."""
+        w = maps.item(0)
+        return AttentionTrace(tuple(source_tokens), tuple(decoder_input_tokens), w["encoder_self"].float(),
+                              w["decoder_self"].float(), w["cross"].float())
 
     def axis_sizes(self, kind: str) -> tuple[int, int]:
         q, k = self.labels(kind)

@@ -7,31 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-
-KINDS = ("encoder_self", "decoder_self", "cross")
-HeadMask = Mapping[str, Tensor]  # kind -> (n_layers, n_heads) of 0/1 multipliers on each head's output
-
-
-@dataclass(frozen=True)
-class AttentionMaps:
-    """Captured attention weights: for each kind, one (B, H, queries, keys) tensor per layer."""
-
-    encoder_self: tuple[Tensor, ...]
-    decoder_self: tuple[Tensor, ...]
-    cross: tuple[Tensor, ...]
-
-    def __getitem__(self, kind: str) -> tuple[Tensor, ...]:
-        if kind not in KINDS:
-            raise KeyError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
-        return getattr(self, kind)
-
+from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """Inverted dropout; same distribution as F.dropout, but several times faster on CPU (no bernoulli_)."""
@@ -278,6 +260,11 @@ class Seq2SeqTransformer(nn.Module):
             maps.append(w)
         return self.encoder_norm(x), mask, maps  # (B, S, D)
 
+    def encode_with_attention(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
+        """Encoder output with its self-attention; `state` is (memory (B, S, D), source mask)."""
+        memory, mask, maps = self._encode(src, True, head_mask)
+        return EncoderOutput((memory, mask), tuple(maps))
+
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor | None]:
         """Encoder output (B, S, D) and the source mask to pass to `decode`."""
         memory, mask, _ = self._encode(src, False, None)
@@ -327,9 +314,8 @@ class Seq2SeqTransformer(nn.Module):
                                      for _ in self.decoder])
 
     def decode_step(self, token: Tensor, cache: DecoderCache, src_mask: Tensor | None, *,
-                    need_weights: bool = False, head_mask: HeadMask | None = None
-                    ) -> tuple[Tensor, list[Tensor | None], list[Tensor | None]]:
-        """Feed one token per sequence (B, 1); returns logits (B, V) and this step's self/cross weights.
+                    need_weights: bool = False, head_mask: HeadMask | None = None) -> StepOutput:
+        """Feed one token per sequence (B, 1); logits (B, V) and this step's self/cross weights (if asked).
 
         The cache is extended in place; a step sees all earlier positions, so no causal mask is needed.
         """
@@ -341,7 +327,7 @@ class Seq2SeqTransformer(nn.Module):
             self_maps.append(ws)
             cross_maps.append(wc)
         cache.length += 1
-        return self.generator(self.decoder_norm(x))[:, -1], self_maps, cross_maps  # (B, V)
+        return StepOutput(self.generator(self.decoder_norm(x))[:, -1], tuple(self_maps), tuple(cross_maps))
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,97 @@
+"""AppTest: a Hugging Face folder in the models directory is in the picker; Decode and Attention work on it; a
+bad name typed in the sidebar gets a message and the current model stays; the Train page says it is imported."""
+from __future__ import annotations
+
+import pytest
+from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
+
+from tests.hf_tiny_models import build
+from transformer.decode import KIND_TITLES, decode_greedy
+from transformer.model import HFSeq2Seq
+from ui.models import MODEL_KEY
+from ui.widgets import md_token
+
+TEXT = "the red bird eats the fish"
+
+
+@pytest.fixture(scope="module")
+def hf_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hf_models")
+    build("marian", root / "tiny-marian")
+    return root
+
+
+@pytest.fixture
+def hf_env(studio_env, hf_root, monkeypatch):
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(hf_root))
+    return hf_root
+
+
+def _open(page: str, hf_root, text_key: str):
+    at = open_app()
+    option = f"hf:{hf_root / 'tiny-marian'}"
+    assert "tiny-marian  ·  Hugging Face" in at.selectbox(key=MODEL_KEY).options  # listed from the models directory
+    at.selectbox(key=MODEL_KEY).set_value(option).run()
+    at.switch_page(f"pages/{page}.py").run()
+    at.text_input(key=text_key).input(TEXT).run()
+    assert_no_exception(at)
+    return at
+
+
+def test_decode_page_steps_through_an_hf_model(hf_env):
+    expected = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
+    at = _open("decode", hf_env, "decode_text")
+    n = len(expected.steps)
+    start = md_token(expected.trace.decoder_input_tokens[0])
+    assert at.subheader[0].value.startswith(f"Step 1 of {n}: input ‹{start}› → "
+                                            f"output ‹{md_token(expected.steps[0].token)}›")
+    assert any("imported, not trained here" in t for t in texts(at.sidebar.markdown))
+
+
+def test_attention_page_shows_the_cross_attention_of_an_hf_model(hf_env):
+    trace = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
+    at = _open("attention", hf_env, "attention_text")
+    at.radio(key="attention_kind").set_value("cross").run()
+    chart = chart_titled(at, f"{KIND_TITLES['cross']} · layer 2 · mean of {trace.n_heads} heads")
+    frame = only_frame(chart)
+    assert set(frame["key_token"]) <= set(trace.source_tokens) and "▁bird" in set(frame["key_token"])
+    assert frame.sort_values(["query_index", "key_index"])["weight"].tolist() == pytest.approx(
+        trace.matrix("cross", 1).flatten().tolist(), abs=1e-6)
+
+
+def test_a_bad_name_is_a_message_and_the_current_model_stays(hf_env, tmp_path):
+    at = open_app()
+    before = at.selectbox(key=MODEL_KEY).value
+    (tmp_path / "gpt").mkdir()
+    (tmp_path / "gpt" / "config.json").write_text('{"model_type": "gpt2"}')
+    at.text_input(key="sidebar_hf_name").input(str(tmp_path / "gpt")).run()
+    at.button(key="sidebar_hf_load").click().run()
+    assert_no_exception(at)
+    assert any("decoder-only" in t for t in texts(at.sidebar.error))
+    assert at.selectbox(key=MODEL_KEY).value == before
+
+
+def test_train_page_says_an_imported_model_is_not_trained_here(hf_env):
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value(f"hf:{hf_env / 'tiny-marian'}").run()
+    at.switch_page("pages/train.py").run()
+    assert_no_exception(at)
+    assert any("not trained here" in t for t in texts(at.info))
+    assert not [b for b in at.button if b.key == "train_continue"]  # nothing to continue
+
+
+def test_the_word_merge_switch_shows_words_instead_of_pieces(hf_env):
+    at = _open("attention", hf_env, "attention_text")
+    at.radio(key="attention_kind").set_value("encoder_self").run()
+    at.toggle(key="attention_merge_words").set_value(True).run()
+    assert_no_exception(at)
+    frame = only_frame(chart_titled(at, f"{KIND_TITLES['encoder_self']} · layer 2 · mean of 2 heads"))
+    assert "red" in set(frame["key_token"]) and "r" not in set(frame["key_token"])  # ▁ r e d became one word
+    assert frame.groupby("query_index")["weight"].sum().tolist() == pytest.approx([1.0] * 7, abs=1e-5)
+
+
+def test_unknown_pieces_of_an_hf_model_are_named_without_a_word_list(hf_env):
+    at = _open("decode", hf_env, "decode_text")
+    at.text_input(key="decode_text").input("the bird € eats").run()
+    assert_no_exception(at)
+    assert any("read as unknown" in t for t in texts(at.warning))

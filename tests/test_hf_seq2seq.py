@@ -1,0 +1,148 @@
+"""Hugging Face encoder-decoders behind the studio's interface: greedy decoding equals `generate`, token for
+token and weight for weight, on tiny Marian, BART and T5 models with tokenizers trained here."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from tests.hf_tiny_models import FAMILIES, build
+from transformer.decode import InputError, decode_greedy, decode_teacher_forced
+from transformer.model import AttentionMaps, HFSeq2Seq, StepOutput
+
+TEXT = "the dog sees a red house near the tree"
+STEPS = 12
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def lm(request, tmp_path_factory) -> HFSeq2Seq:
+    folder = build(request.param, tmp_path_factory.mktemp(request.param))
+    return HFSeq2Seq.load(str(folder))
+
+
+def generate(lm: HFSeq2Seq, text: str, steps: int):
+    batch = lm.tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        return lm.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=steps, output_attentions=True,
+                                 return_dict_in_generate=True)
+
+
+def test_greedy_tokens_and_every_attention_weight_equal_generate(lm):
+    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    ref = generate(lm, TEXT, STEPS)
+    assert [s.token_id for s in result.steps] == ref.sequences[0, 1:].tolist()
+    assert len(result.steps) >= 4  # long enough to mean something
+    steps = [StepOutput(None, d, c) for d, c in zip(ref.decoder_attentions, ref.cross_attentions)]
+    expected = AttentionMaps.from_steps(ref.encoder_attentions, steps).item(0)
+    trace = result.trace
+    for kind, want in expected.items():
+        assert trace.weights(kind).shape == want.shape  # every layer and head came back
+        torch.testing.assert_close(trace.weights(kind), want, atol=1e-5, rtol=0)
+
+
+def test_trace_keeps_the_tokenizers_own_pieces_specials_included(lm):
+    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    ids = lm.tokenizer(TEXT).input_ids
+    assert result.trace.source_tokens == tuple(lm.tokenizer.convert_ids_to_tokens(ids))
+    assert result.trace.decoder_input_tokens[0] == lm.tokenizer.convert_ids_to_tokens(lm.start_ids[0])
+    assert result.to_dict()["source_tokens"][-1] == lm.tokenizer.eos_token
+
+
+def test_forced_bos_of_the_generation_config_is_shown_as_forced(lm):
+    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    bos = lm.generation_config.forced_bos_token_id
+    assert result.steps[0].forced == (bos is not None)
+    if bos is not None:
+        assert result.steps[0].token_id == bos and result.steps[0].prob == 1.0
+
+
+def test_banned_pad_is_never_chosen_nor_in_top_k_nor_forceable(lm):
+    result = decode_greedy(lm, TEXT, max_steps=STEPS, top_k=len(lm.tokenizer))
+    for banned in lm.unemittable_ids:
+        assert all(banned != tid for s in result.steps for tid in [s.token_id])
+        assert all(lm.id_to_token(banned) not in dict(s.top_k) for s in result.steps)
+        with pytest.raises(InputError, match="cannot be forced"):
+            decode_greedy(lm, TEXT, forced=[lm.id_to_token(banned)])
+    for s in result.steps:
+        if not s.forced:
+            assert sum(p for _, p in s.top_k) == pytest.approx(1.0, abs=1e-4)  # renormalised over what can be emitted
+
+
+def test_forcing_a_token_continues_greedily_from_it(lm):
+    free = decode_greedy(lm, TEXT, max_steps=8)
+    position = 1 if free.steps[0].forced else 0
+    other = next(t for t, _ in free.steps[position].top_k[1:] if lm.token_to_id(t) not in lm.unemittable_ids)
+    prefix = [s.token for s in free.steps[:position]] + [other]
+    forced = decode_greedy(lm, TEXT, max_steps=8, forced=prefix)
+    assert forced.steps[position].token == other and forced.steps[position].forced
+    assert forced.trace.decoder_input_tokens[position + 1] == other
+
+
+def test_teacher_forcing_matches_the_greedy_trace_on_the_greedy_output(lm):
+    free = decode_greedy(lm, TEXT, max_steps=6, stop_at_end=False)
+    ids = [s.token_id for s in free.steps[:-1]]
+    taught = decode_teacher_forced(lm, TEXT, lm.tokenizer.decode(ids, skip_special_tokens=False))
+    if list(lm.target_ids(lm.tokenizer.decode(ids, skip_special_tokens=False))) != ids:
+        pytest.skip("the tokenizer does not round-trip this output")
+    for kind in ("decoder_self", "cross"):
+        torch.testing.assert_close(taught.trace.weights(kind), free.trace.weights(kind), atol=1e-5, rtol=0)
+
+
+def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
+    heads = lm.model.config.num_heads if hasattr(lm.model.config, "num_heads") else lm.model.config.decoder_attention_heads
+    mask = {"cross": torch.ones(2, heads), "encoder_self": torch.ones(2, heads)}
+    mask["cross"][1, 0] = 0.0
+    mask["encoder_self"][0, 1] = 0.0
+    ablated = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False, head_mask=mask)
+    by_hand = copy.deepcopy(lm.model)
+    from transformer.model.hf_seq2seq import attention_outputs
+    with torch.no_grad():
+        for kind, layer, head in (("cross", 1, 0), ("encoder_self", 0, 1)):
+            proj = attention_outputs(by_hand)[kind][layer]
+            width = proj.in_features // heads
+            proj.weight[:, head * width:(head + 1) * width] = 0.0
+    manual = decode_greedy(HFSeq2Seq(by_hand, lm.tokenizer, "by hand"), TEXT, max_steps=STEPS, stop_at_end=False)
+    plain = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False)
+    assert [s.token_id for s in ablated.steps] == [s.token_id for s in manual.steps]
+    torch.testing.assert_close(ablated.trace.cross, manual.trace.cross, atol=1e-5, rtol=0)
+    assert [s.prob for s in ablated.steps] != [s.prob for s in plain.steps]  # the switch did something
+    assert not any(p._forward_pre_hooks for p in attention_outputs(lm.model)["cross"])  # nothing left on the model
+
+
+def test_merging_pieces_into_words_sums_keys_averages_queries_and_keeps_rows_summing_to_one(lm):
+    from transformer.decode import merge_words, word_groups
+    trace = decode_greedy(lm, "the bird eats the green fish", max_steps=8).trace
+    merged = merge_words(trace)
+    groups = word_groups(trace.source_tokens)
+    assert len(merged.source_tokens) == len(groups) <= len(trace.source_tokens)
+    assert merged.source_tokens[-1] == trace.source_tokens[-1]  # the end token is a word of its own
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        torch.testing.assert_close(merged.weights(kind).sum(-1), torch.ones(merged.weights(kind).shape[:-1]),
+                                   atol=1e-5, rtol=0)
+    queries = word_groups(trace.decoder_input_tokens)
+    for q, rows in enumerate(queries):  # mean over a word's query pieces of the sum over a word's key pieces
+        for k, cols in enumerate(groups):
+            want = trace.cross[1, 1][rows][:, cols].sum(-1).mean()
+            assert float(merged.cross[1, 1, q, k]) == pytest.approx(float(want), abs=1e-6)
+    assert bool((merged.decoder_self[merged.masked("decoder_self").expand_as(merged.decoder_self)] == 0).all())
+
+
+def test_a_prefix_is_read_before_the_text_as_t5_task_prefixes_are(tmp_path):
+    folder = build("t5", tmp_path / "t5")
+    plain, prefixed = HFSeq2Seq.load(str(folder)), HFSeq2Seq.load(str(folder), prefix="the cat sees: ")
+    tokens = decode_greedy(prefixed, TEXT, max_steps=4).trace.source_tokens
+    assert tokens == tuple(plain.tokenize_source("the cat sees: " + TEXT).tokens)
+    assert len(tokens) > len(plain.tokenize_source(TEXT).tokens)
+
+
+def test_sharded_safetensors_load_and_decode_the_same(tmp_path):
+    folder = build("bart", tmp_path / "bart")
+    whole = HFSeq2Seq.load(str(folder))
+    whole.model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    whole.tokenizer.save_pretrained(tmp_path / "sharded")
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
+    sharded = HFSeq2Seq.load(str(tmp_path / "sharded"))
+    a, b = decode_greedy(whole, TEXT, max_steps=6), decode_greedy(sharded, TEXT, max_steps=6)
+    assert [s.token_id for s in a.steps] == [s.token_id for s in b.steps]
+    torch.testing.assert_close(a.trace.cross, b.trace.cross, atol=0, rtol=0)

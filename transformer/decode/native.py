@@ -1,0 +1,122 @@
+"""`NativeSeq2Seq`: our `Seq2SeqTransformer` with its tokenizers behind the `InspectableSeq2Seq` interface."""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Iterator, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
+from ..data.batching import PAD_ID
+from ..model import AttentionMaps, EncoderOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText, StepOutput
+
+UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
+
+
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[None]:
+    """Run with dropout off and no gradients; restores the previous mode."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def ban(logits: Tensor, ids: Sequence[int]) -> Tensor:
+    """A copy of `logits` (..., V) with the given ids set to -inf."""
+    out = logits.clone()
+    out[..., list(ids)] = float("-inf")
+    return out
+
+
+class NativeSeq2Seq(InspectableSeq2Seq):
+    """A model trained here, with its source and target tokenizers."""
+
+    source = "checkpoint"
+    start_ids = (START_ID,)
+    end_ids = frozenset({END_ID})
+    pad_id = PAD_ID
+    unemittable_ids = frozenset(UNEMITTABLE)
+
+    def __init__(self, model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+                 name: str = "checkpoint") -> None:
+        self.model, self.src_tokenizer, self.tgt_tokenizer, self.name = model, src_tokenizer, tgt_tokenizer, name
+        self.max_source_len = self.max_target_len = model.cfg.max_len
+
+    def tokenize_source(self, text: str) -> SourceText:
+        ids = self.src_tokenizer.encode(text)
+        unk = self.src_tokenizer.unk_id
+        unknown = tuple(tok for tok, i in zip(self.src_tokenizer.split(text), ids) if i == unk)
+        full = source_ids(ids) if ids else []
+        return SourceText(tuple(full), tuple(self.src_tokenizer.ids_to_tokens(full)), unknown, len(full) - len(ids))
+
+    def target_ids(self, text: str) -> list[int]:
+        return self.tgt_tokenizer.encode(text)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.tgt_tokenizer.token_to_id(token)
+
+    def id_to_token(self, token_id: int) -> str:
+        return self.tgt_tokenizer.id_to_token(token_id)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.tgt_tokenizer.decode(ids)
+
+    def running(self) -> AbstractContextManager[None]:
+        return eval_mode(self.model)
+
+    def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
+        return self.model.encode_with_attention(src, head_mask)
+
+    def start_cache(self, encoded: EncoderOutput) -> Any:
+        return self.model.start_cache(encoded.state[0])
+
+    def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+             ) -> StepOutput:
+        return self.model.decode_step(token, cache, encoded.state[1], need_weights=True, head_mask=head_mask)
+
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+        return self.model.forward_with_attention(src, tgt, head_mask)
+
+    def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
+        return ban(logits, UNEMITTABLE)
+
+    def translate(self, texts: Sequence[str]) -> list[str]:
+        return decode_texts(self.model, self.src_tokenizer, self.tgt_tokenizer, texts)
+
+
+def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list[list[int]]:
+    """Greedy output ids (without </s>) for a padded source batch (B, S); fast path, no weights."""
+    with eval_mode(model):
+        memory, mask = model.encode(src)
+        cache = model.start_cache(memory)
+        b = src.size(0)
+        token = torch.full((b, 1), START_ID, dtype=torch.long)
+        done = torch.zeros(b, dtype=torch.bool)
+        out = []
+        for _ in range(min(max_steps, model.cfg.max_len)):
+            logits = ban(model.decode_step(token, cache, mask).logits, UNEMITTABLE)
+            token = logits.argmax(-1, keepdim=True)  # (B, 1)
+            out.append(token[:, 0])
+            done |= token[:, 0] == END_ID
+            if bool(done.all()):
+                break
+    rows = torch.stack(out, 1).tolist() if out else [[] for _ in range(b)]
+    return [r[: r.index(END_ID)] if END_ID in r else r for r in rows]
+
+
+def decode_texts(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+                 texts: Sequence[str], batch_size: int = 256) -> list[str]:
+    """Greedy translations of many texts, batched (sources longer than the model allows are cut)."""
+    outputs: list[str] = []
+    limit = model.cfg.max_len - 1
+    for i in range(0, len(texts), batch_size):
+        ids = [source_ids(src_tokenizer.encode(t)[:limit]) for t in texts[i: i + batch_size]]
+        longest = max(len(s) for s in ids)
+        for row in greedy_batch(model, pad(ids), max_steps=2 * longest + 10):
+            outputs.append(tgt_tokenizer.decode(row))
+    return outputs

@@ -1,0 +1,55 @@
+"""Merge subword pieces into words on an attention trace: keys summed within a word, queries averaged within a
+word, so every row still sums to 1. The trace JSON keeps the pieces; this is for the views."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from .trace import AttentionTrace
+
+WORD_STARTS = ("▁", "Ġ")  # SentencePiece and byte-level BPE mark a piece that starts a word
+SPECIAL_SHAPES = (("<", ">"), ("[", "]"))
+
+
+def _is_special(piece: str) -> bool:
+    return any(piece.startswith(a) and piece.endswith(b) and len(piece) > 2 for a, b in SPECIAL_SHAPES)
+
+
+def word_groups(pieces: Sequence[str]) -> list[list[int]]:
+    """Indices of the pieces of each word: a piece starting with ▁/Ġ or a special starts a word; a "##" piece
+    (WordPiece) or any other piece continues the current one. Specials are words of their own."""
+    groups: list[list[int]] = []
+    for i, piece in enumerate(pieces):
+        special = _is_special(piece)
+        starts = special or piece.startswith(WORD_STARTS) or not groups or _is_special(pieces[i - 1])
+        if starts and not piece.startswith("##"):
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+    return groups
+
+
+def _label(pieces: Sequence[str], group: list[int]) -> str:
+    text = "".join(pieces[i].removeprefix("##") for i in group)
+    return text[1:] if text.startswith(WORD_STARTS) and len(text) > 1 else text
+
+
+def _matrices(pieces: Sequence[str]) -> tuple[tuple[str, ...], Tensor, Tensor]:
+    """(word labels, averaging (W, T), summing (T, W))."""
+    groups = word_groups(pieces)
+    average = torch.zeros(len(groups), len(pieces))
+    total = torch.zeros(len(pieces), len(groups))
+    for w, group in enumerate(groups):
+        average[w, group] = 1.0 / len(group)
+        total[group, w] = 1.0
+    return tuple(_label(pieces, g) for g in groups), average, total
+
+
+def merge_words(trace: AttentionTrace) -> AttentionTrace:
+    """The same trace over words instead of pieces (rows still sum to 1; future words stay 0)."""
+    src_words, src_avg, src_sum = _matrices(trace.source_tokens)
+    dec_words, dec_avg, dec_sum = _matrices(trace.decoder_input_tokens)
+    return AttentionTrace(src_words, dec_words, src_avg @ trace.encoder_self @ src_sum,
+                          dec_avg @ trace.decoder_self @ dec_sum, dec_avg @ trace.cross @ src_sum)

@@ -1,0 +1,133 @@
+"""Loading a Hugging Face encoder-decoder safely: safetensors only, no remote code, a size cap checked before
+any allocation, and one clear line for each thing that can be wrong with a folder or hub id."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+DEFAULT_MAX_PARAMS = 1_500_000_000
+HUB_FILES = ["*.json", "*.safetensors", "*.spm", "*.model", "*.txt", "vocab*", "merges*"]  # never *.bin/*.py
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+class HFModelError(ValueError):
+    """A Hugging Face model that cannot or must not be loaded; the message is one line for the user."""
+
+
+def _family(model_type: str) -> str:
+    """What kind of model a `model_type` is, for refusing non encoder-decoders by name."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+    )
+    if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return "seq2seq"
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # before causal: BERT has a causal head too
+        return "an encoder-only model"
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "a decoder-only language model"
+    return "not a text encoder-decoder"
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """config.json as a dict; refuses a missing or corrupt file and any custom code."""
+    path = folder / "config.json"
+    if not path.is_file():
+        raise HFModelError(f"{folder} has no config.json: it is not a Hugging Face model folder")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HFModelError(f"{path} is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise HFModelError(f"{path} is not a JSON object")
+    if "auto_map" in config or any(folder.glob("*.py")):
+        raise HFModelError(f"{folder} needs custom code (auto_map or .py files); the studio never runs a "
+                           "model's own code (no trust_remote_code)")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise HFModelError(f"{path} has no model_type")
+    family = _family(model_type)
+    if family != "seq2seq":
+        raise HFModelError(f"{model_type!r} is {family}; the studio shows encoder-decoder models "
+                           "(Marian, BART/mBART, T5/mT5)")
+    return config
+
+
+def check_weights(folder: Path) -> None:
+    """Refuses a folder whose weights are not safetensors (nothing is ever unpickled)."""
+    if (folder / "model.safetensors").is_file() or (folder / "model.safetensors.index.json").is_file():
+        return
+    pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickled:
+        raise HFModelError(f"{folder} has weights only as {', '.join(pickled)} (pickled, which can run code when loaded); "
+                           "the studio loads model.safetensors only: convert them to safetensors")
+    raise HFModelError(f"{folder} has no model.safetensors (or model.safetensors.index.json)")
+
+
+def count_parameters(config: Any) -> int:
+    """Parameters of the model `config` describes, counted on the meta device (nothing allocated)."""
+    from transformers import AutoModelForSeq2SeqLM
+    with torch.device("meta"):
+        model = AutoModelForSeq2SeqLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def resolve(name: str) -> Path:
+    """A local folder, or the snapshot folder of a hub id (safe files only); offline and not cached is refused."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise HFModelError(f"{name}: not a checkpoint directory or model folder (it does not exist or is a file)")
+    from huggingface_hub import snapshot_download
+    try:
+        return Path(snapshot_download(name, allow_patterns=HUB_FILES, local_files_only=True))
+    except Exception:  # noqa: BLE001 - not cached: try the hub below
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise HFModelError(f"{name!r} is neither a folder nor in the Hugging Face cache, and the hub is "
+                           "offline (HF_HUB_OFFLINE)")
+    try:
+        return Path(snapshot_download(name, allow_patterns=HUB_FILES))
+    except Exception as exc:  # noqa: BLE001 - network, unknown repo, gated repo: one line
+        raise HFModelError(f"{name!r} is neither a folder nor in the Hugging Face cache, and the hub could not "
+                           f"give it ({type(exc).__name__}): offline, or no such model") from None
+
+
+def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS) -> tuple[Any, Any, Path]:
+    """(model in eval mode with eager attention, tokenizer, folder) after every check above."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()  # no "Loading weights" bars on the CLI's stderr or the server's log
+    folder = resolve(name)
+    read_config(folder)
+    check_weights(folder)
+    try:
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - a corrupt or inconsistent config
+        raise HFModelError(f"{folder}/config.json cannot be read as a model configuration: {exc}") from None
+    n = count_parameters(config)
+    if n > max_params:
+        raise HFModelError(f"{name} has about {n / 1e6:,.0f}M parameters (~{n * 4 / 2**30:.1f} GiB in float32), "
+                           f"above the cap of {max_params / 1e6:,.0f}M; raise the cap to load it")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - missing or broken tokenizer files
+        raise HFModelError(f"{folder} has no usable tokenizer ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if isinstance(tokenizer, bool) or not hasattr(tokenizer, "convert_ids_to_tokens"):
+        raise HFModelError(f"{folder} has no usable tokenizer")
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder, attn_implementation="eager", use_safetensors=True,
+                                                      trust_remote_code=False, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - truncated weights, shape mismatches
+        raise HFModelError(f"{folder}: the weights cannot be loaded ({type(exc).__name__}: {str(exc)[:160]})") from None
+    rows = model.get_output_embeddings().weight.shape[0]
+    if len(tokenizer) > rows:
+        raise HFModelError(f"the tokenizer has {len(tokenizer):,} tokens but the model only {rows:,} output rows: "
+                           "they do not belong together")
+    return model.eval(), tokenizer, folder

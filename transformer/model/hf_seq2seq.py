@@ -1,0 +1,261 @@
+"""`HFSeq2Seq`: a Hugging Face encoder-decoder (`transformers`, not our package `transformer`) behind the
+`InspectableSeq2Seq` interface, with eager attention so every weight is really there, and greedy decoding that
+follows the model's generation config so it equals `generate(do_sample=False, num_beams=1)`."""
+from __future__ import annotations
+
+import threading
+import weakref
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Iterator, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
+from .interface import InspectableSeq2Seq, SourceText
+from .outputs import KINDS, AttentionMaps, EncoderOutput, HeadMask, StepOutput
+
+_LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+NO_POSITION_LIMIT = 512  # sources/targets of models with relative positions (T5)
+
+
+def model_lock(model: nn.Module) -> threading.RLock:
+    """The one lock of a shared model: whoever holds it may put temporary hooks on it."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(model, threading.RLock())
+
+
+def _out_projection(attn: nn.Module) -> nn.Module:
+    for name in ("out_proj", "o", "dense"):
+        if isinstance(getattr(attn, name, None), nn.Linear):
+            return getattr(attn, name)
+    raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be switched off")
+
+
+def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+    """Each attention's output projection per kind and layer (BART/Marian/mBART layout or T5 layout)."""
+    found: dict[str, list[nn.Module]] = {k: [] for k in KINDS}
+    for side in ("encoder", "decoder"):
+        stack = model.get_encoder() if side == "encoder" else model.get_decoder()
+        for layer in getattr(stack, "layers", None) or getattr(stack, "block", None) or []:
+            if hasattr(layer, "self_attn"):  # BART, Marian, mBART, Pegasus...
+                found[f"{side}_self"].append(_out_projection(layer.self_attn))
+                if side == "decoder":
+                    found["cross"].append(_out_projection(layer.encoder_attn))
+            elif hasattr(layer, "layer"):  # T5, mT5
+                found[f"{side}_self"].append(_out_projection(layer.layer[0].SelfAttention))
+                if side == "decoder":
+                    found["cross"].append(_out_projection(layer.layer[1].EncDecAttention))
+    if not all(found.values()):
+        raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
+    return found
+
+
+@contextmanager
+def heads_off(model: nn.Module, head_mask: HeadMask | None) -> Iterator[None]:
+    """Multiply each head's slice of every attention's output-projection input by `head_mask` (kind ->
+    (layers, heads)) while inside; the hooks are removed in `finally`. Hold `model_lock(model)` around it."""
+    if not head_mask:
+        yield
+        return
+    handles = []
+    try:
+        projections = attention_outputs(model)
+        for kind, mask in head_mask.items():
+            for layer, proj in enumerate(projections[kind]):
+                scale = mask[layer].to(torch.float32).repeat_interleave(proj.in_features // mask.shape[1])
+
+                def hook(module: nn.Module, args: tuple, scale: Tensor = scale) -> tuple:
+                    return (args[0] * scale.to(args[0].dtype), *args[1:])
+
+                handles.append(proj.register_forward_pre_hook(hook))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _logits_processors(gen: Any, eos: list[int], max_length: int) -> Any:
+    """The generation config's rules that shape greedy output, as `generate` applies them."""
+    from transformers.generation import (
+        ForcedBOSTokenLogitsProcessor,
+        ForcedEOSTokenLogitsProcessor,
+        LogitsProcessorList,
+        MinLengthLogitsProcessor,
+        NoBadWordsLogitsProcessor,
+        NoRepeatNGramLogitsProcessor,
+        RepetitionPenaltyLogitsProcessor,
+        SuppressTokensAtBeginLogitsProcessor,
+        SuppressTokensLogitsProcessor,
+    )
+    out = LogitsProcessorList()
+    if gen.repetition_penalty is not None and gen.repetition_penalty != 1.0:
+        out.append(RepetitionPenaltyLogitsProcessor(gen.repetition_penalty))
+    if gen.no_repeat_ngram_size:
+        out.append(NoRepeatNGramLogitsProcessor(gen.no_repeat_ngram_size))
+    if gen.bad_words_ids:
+        out.append(NoBadWordsLogitsProcessor(gen.bad_words_ids, eos))
+    if gen.min_length and eos:
+        out.append(MinLengthLogitsProcessor(gen.min_length, eos))
+    if gen.forced_bos_token_id is not None:
+        out.append(ForcedBOSTokenLogitsProcessor(gen.forced_bos_token_id))
+    if gen.forced_eos_token_id is not None:
+        out.append(ForcedEOSTokenLogitsProcessor(max_length, gen.forced_eos_token_id))
+    if gen.suppress_tokens:
+        out.append(SuppressTokensLogitsProcessor(gen.suppress_tokens))
+    if gen.begin_suppress_tokens:
+        out.append(SuppressTokensAtBeginLogitsProcessor(gen.begin_suppress_tokens, 1))
+    return out
+
+
+def _n_layers(stack: nn.Module) -> int:
+    layers = getattr(stack, "layers", None)
+    return len(layers if layers is not None else stack.block)
+
+
+def _ids(value: Any) -> list[int]:
+    return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+class HFSeq2Seq(InspectableSeq2Seq):
+    """A pretrained Hugging Face encoder-decoder and its tokenizer; `prefix` is prepended to every source
+    (T5 task prefixes such as "translate English to German: ")."""
+
+    source = "huggingface"
+
+    def __init__(self, model: nn.Module, tokenizer: Any, name: str, prefix: str = "") -> None:
+        self.model, self.tokenizer, self.name, self.prefix = model, tokenizer, name, prefix
+        cfg, gen = model.config, model.generation_config
+        self.generation_config = gen
+        start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else cfg.decoder_start_token_id
+        if start is None:
+            raise HFModelError(f"{name} has no decoder_start_token_id in its config")
+        self.start_ids = (int(start),)
+        eos = _ids(gen.eos_token_id) or _ids(cfg.eos_token_id)
+        self.end_ids = frozenset(eos)
+        pad = gen.pad_token_id if gen.pad_token_id is not None else cfg.pad_token_id
+        self.pad_id = int(pad) if pad is not None else -1
+        single = [w[0] for w in (gen.bad_words_ids or []) if len(w) == 1]
+        self.unemittable_ids = frozenset(int(i) for i in [*single, *(gen.suppress_tokens or [])])
+        positions = getattr(cfg, "max_position_embeddings", None) or NO_POSITION_LIMIT
+        self.max_source_len = self.max_target_len = int(positions)
+        self.vocab_size = model.get_output_embeddings().weight.shape[0]
+        self._lock = model_lock(model)
+        self._n_tokens = len(tokenizer)
+        self._processors: dict[int, Any] = {}
+
+    @classmethod
+    def load(cls, name: str, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> "HFSeq2Seq":
+        """Load a folder or hub id with every safety check of `hf_load`."""
+        model, tokenizer, _ = load_pretrained(name, max_params)
+        return cls(model, tokenizer, name, prefix)
+
+    def describe(self) -> dict[str, Any]:
+        """What a model card shows: type, sizes, vocabulary, parameters, prefix."""
+        cfg = self.model.config
+        heads = getattr(cfg, "decoder_attention_heads", None) or getattr(cfg, "num_heads", None)
+        return {"source": "huggingface", "name": self.name, "model_type": cfg.model_type, "d_model": cfg.d_model,
+                "n_heads": heads, "n_encoder_layers": _n_layers(self.model.get_encoder()),
+                "n_decoder_layers": self._decoder_layers(), "tgt_vocab_size": self.vocab_size,
+                "parameters": sum(p.numel() for p in self.model.parameters()), "prefix": self.prefix}
+
+    # -- tokens ------------------------------------------------------------------------------------------------
+    def tokenize_source(self, text: str) -> SourceText:
+        ids = self.tokenizer(self.prefix + text).input_ids
+        tokens = self.tokenizer.convert_ids_to_tokens(ids)
+        unk = self.tokenizer.unk_token_id
+        unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk)
+        return SourceText(tuple(ids), tuple(tokens), unknown, self.tokenizer.num_special_tokens_to_add())
+
+    def target_ids(self, text: str) -> list[int]:
+        return list(self.tokenizer(text_target=text, add_special_tokens=False).input_ids)
+
+    def token_to_id(self, token: str) -> int | None:
+        i = self.tokenizer.convert_tokens_to_ids(token)
+        unk = self.tokenizer.unk_token_id
+        return None if i is None or (i == unk and token != self.tokenizer.unk_token) else int(i)
+
+    def id_to_token(self, token_id: int) -> str:
+        if not 0 <= int(token_id) < self._n_tokens:  # output rows beyond the tokenizer (T5 pads its vocabulary)
+            return f"<id {int(token_id)}>"
+        return self.tokenizer.convert_ids_to_tokens(int(token_id))
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode([int(i) for i in ids if 0 <= int(i) < self._n_tokens], skip_special_tokens=True)
+
+    def default_max_steps(self, n_source: int) -> int:
+        """As `generate`: the config's max_new_tokens, else its max_length less the start, else 20 new tokens."""
+        gen = self.generation_config
+        if gen.max_new_tokens:
+            return int(gen.max_new_tokens)
+        return max(1, int(gen.max_length) - len(self.start_ids)) if gen.max_length else 20
+
+    # -- compute -----------------------------------------------------------------------------------------------
+    @contextmanager
+    def _running(self) -> Iterator[None]:
+        with self._lock, torch.inference_mode():
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                yield
+            finally:
+                self.model.train(was_training)
+
+    def running(self) -> AbstractContextManager[None]:
+        return self._running()
+
+    def _check(self, what: str, maps: Any, layers: int) -> tuple[Tensor, ...]:
+        if not maps or len(maps) != layers or any(m is None or m.numel() == 0 for m in maps):
+            raise HFModelError(f"{self.name} returned no {what} attention weights (needs eager attention)")
+        return tuple(maps)
+
+    def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
+        mask = torch.ones_like(src)
+        with self._lock, heads_off(self.model, head_mask):
+            out = self.model.get_encoder()(input_ids=src, attention_mask=mask, output_attentions=True,
+                                           return_dict=True)
+        n = _n_layers(self.model.get_encoder())
+        return EncoderOutput((out, mask), self._check("encoder", out.attentions, n))
+
+    def start_cache(self, encoded: EncoderOutput) -> Any:
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+        return EncoderDecoderCache(DynamicCache(), DynamicCache())
+
+    def _decoder_layers(self) -> int:
+        return _n_layers(self.model.get_decoder())
+
+    def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+             ) -> StepOutput:
+        enc, mask = encoded.state
+        with self._lock, heads_off(self.model, head_mask):
+            out = self.model(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=token, past_key_values=cache,
+                             use_cache=True, output_attentions=True, return_dict=True)
+        n = self._decoder_layers()
+        return StepOutput(out.logits[:, -1], self._check("decoder self", out.decoder_attentions, n),
+                          self._check("cross", out.cross_attentions, n))
+
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+        with self._lock, heads_off(self.model, head_mask):
+            out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
+                             output_attentions=True, return_dict=True)
+        n = self._decoder_layers()
+        encoder = self._check("encoder", out.encoder_attentions, _n_layers(self.model.get_encoder()))
+        return out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
+                                         self._check("cross", out.cross_attentions, n))
+
+    def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
+        processors = self._processors.get(max_length)
+        if processors is None:  # stateless: built once per length limit
+            processors = self._processors[max_length] = _logits_processors(self.generation_config,
+                                                                           sorted(self.end_ids), max_length)
+        if not processors:
+            return logits
+        return processors(torch.tensor([list(decoder_ids)], dtype=torch.long), logits[None].clone())[0]
+
+    def translate(self, texts: Sequence[str]) -> list[str]:
+        batch = self.tokenizer([self.prefix + t for t in texts], return_tensors="pt", padding=True, truncation=True,
+                               max_length=self.max_source_len)
+        with self._running():
+            out = self.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=self.default_max_steps(0))
+        return self.tokenizer.batch_decode(out, skip_special_tokens=True)

@@ -1,0 +1,98 @@
+"""`InspectableSeq2Seq`: the one interface decoding, traces, eval and export drive, for our own models and
+for Hugging Face ones alike (see `hf_seq2seq.py`)."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from torch import Tensor
+
+from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """A source as the model reads it: ids (specials included), the tokenizer's own pieces, unknown words."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    unknown: tuple[str, ...] = ()
+    n_specials: int = 0  # how many of `ids` the tokenizer added (</s>, <s>...)
+
+
+class InspectableSeq2Seq(ABC):
+    """An encoder-decoder with tokenizers whose every attention weight can be read, one decoder step at a time.
+
+    Heads to switch off travel with each call (`head_mask`, kind -> (layers, heads) of 0/1); nothing per-call
+    is ever left on the shared model.
+    """
+
+    name: str  # what the views show as "which model"
+    source: str  # "checkpoint" or "huggingface"
+    start_ids: tuple[int, ...]  # the decoder's first input(s)
+    end_ids: frozenset[int]
+    pad_id: int
+    unemittable_ids: frozenset[int]  # never chosen, never in top-k, cannot be forced
+    max_source_len: int  # source ids, specials included
+    max_target_len: int  # decoder positions, start included
+
+    # -- tokens ----------------------------------------------------------------------------------------------
+    @abstractmethod
+    def tokenize_source(self, text: str) -> SourceText:
+        """The source ids and pieces for `text` (no length check: callers check `max_source_len`)."""
+
+    @abstractmethod
+    def target_ids(self, text: str) -> list[int]:
+        """Target-side ids of `text`, without start or end tokens."""
+
+    @abstractmethod
+    def token_to_id(self, token: str) -> int | None:
+        """The target id of one piece, or None if the vocabulary lacks it."""
+
+    @abstractmethod
+    def id_to_token(self, token_id: int) -> str:
+        """The target piece of one id (the tokenizer's own spelling, specials included)."""
+
+    def ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
+        """Target pieces of several ids."""
+        return [self.id_to_token(int(i)) for i in ids]
+
+    @abstractmethod
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """Target ids to text, specials dropped."""
+
+    def default_max_steps(self, n_source: int) -> int:
+        """How many tokens a decode may produce when the caller does not say."""
+        return 2 * n_source + 10
+
+    # -- compute -----------------------------------------------------------------------------------------------
+    @abstractmethod
+    def running(self) -> AbstractContextManager[None]:
+        """Context for a decode: eval mode, no gradients, exclusive use of the model where that is needed."""
+
+    @abstractmethod
+    def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
+        """Run the encoder on source ids (1, S), capturing its self-attention."""
+
+    @abstractmethod
+    def start_cache(self, encoded: EncoderOutput) -> Any:
+        """An empty decoder cache for one decode of `encoded`."""
+
+    @abstractmethod
+    def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+             ) -> StepOutput:
+        """Feed one decoder input (1, 1); the cache grows in place; all attention of the step comes back."""
+
+    @abstractmethod
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+        """Teacher forcing: logits (1, T, V) and every weight for decoder inputs `tgt` (1, T)."""
+
+    @abstractmethod
+    def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
+        """Next-token logits (V,) with what cannot be emitted here set to -inf (specials, generation rules)."""
+
+    @abstractmethod
+    def translate(self, texts: Sequence[str]) -> list[str]:
+        """Greedy outputs of many texts, batched, no weights, each as long as `default_max_steps` allows (eval)."""
