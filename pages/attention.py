@@ -28,6 +28,7 @@ from ui.inference import (
 )
 from ui.presenter import head_keys
 from ui.url_state import merged_words
+from ui.weights_view import show_weights
 from ui.widgets import (
     chart_downloads,
     grid_cell,
@@ -55,6 +56,7 @@ active = require_model()
 st.title("Attention explorer", anchor=False)
 st.caption("Every attention map for one input. Rows are queries and columns keys; tokens are indexed by position, "
            "so repeated tokens stay apart. Maps come from the model in eval mode, on the tokens it actually saw.")
+show_weights(active)
 
 bind_text("attention_text", active)
 col_text, col_mode = st.columns([3, 2])

@@ -30,6 +30,7 @@ from ui.inference import (
 from ui.models import ActiveModel
 from ui.presenter import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys
 from ui.url_state import write as write_link
+from ui.weights_view import show_weights
 from ui.widgets import (
     chart_heading,
     grid_cell,
@@ -48,6 +49,7 @@ active = require_model()
 st.title("Decode", anchor=False)
 st.caption("Type a sentence and walk through the model's answer one token at a time: what each step attends to, "
            "which tokens it considered, and what happens if it had picked another one.")
+show_weights(active)
 
 bind_text("decode_text", active)
 st.session_state.setdefault("decode_top_k", 5)

@@ -6,6 +6,7 @@ from ui.frame import ensure_frame
 from ui.hf_models import train_page_note
 from ui.limits import LIMITS
 from ui.live_run import live_run
+from ui.run_list import server_runs_panel
 from ui.train_form import CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names
 from ui.train_live import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 
@@ -19,6 +20,7 @@ run = live_run()
 active = run is not None and run.active
 tc.show_message()
 train_page_note()
+server_runs_panel()
 
 with st.expander("Task, size and hyperparameters", expanded=not active, icon=":material/tune:"):
     c_task, c_preset = st.columns(2)
@@ -61,8 +63,8 @@ if run is not None:
     st.fragment(run_every=1.0 if active else None)(live_panel)()
     st.fragment(run_every=5.0 if active else None)(evaluation_panel)()
     st.subheader("Attention timeline of the probe", anchor=False)
-    st.caption("How the probe sentence's cross-attention formed during training (recorded every "
-               f"{run.probe_every} steps). Drag the slider or press Play.")
+    st.caption("How the probe sentence's cross-attention formed during training (recorded about 20 times per "
+               f"budget, and at least every {run.probe_every} steps). Drag the slider or press Play.")
     tc.probe_editor()
     playing = st.session_state.get(PLAYING_KEY, False)
     st.fragment(run_every=0.6 if playing else 3.0 if active else None)(timeline_panel)()

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import multiprocessing
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from transformer.data import make_task
 from transformer.model import default_configs
 from transformer.store import save_checkpoint
-from transformer.train import Trainer, checkpoint_from_trainer, job_worker, jobs
+from transformer.train import Trainer, checkpoint_from_trainer, job_worker, jobs, registry
 
 TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
 TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,
@@ -39,13 +40,15 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point the app at the tiny checkpoint and a fresh, empty runs directory (returned)."""
     runs = tmp_path / "runs"
     monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tiny_checkpoint_dir))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(runs))
     monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-    return runs
+    registry.clear()  # runs belong to the server process: each test starts with none
+    yield runs
+    registry.clear()
 
 
 def _forked_process() -> jobs.Launched:

@@ -57,7 +57,7 @@ def test_train_watch_stop_resume_save_and_reload(studio_env):
     try:
         assert_no_exception(at)
         assert any(m.startswith("Training started on reverse") for m in texts(at.success))
-        assert at.sidebar.selectbox(key="sidebar_model").value == "live"
+        assert at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
         assert run.job.threads == training_threads()  # the training process leaves a core to the pages
         assert poll(at, lambda a: _step(a) >= 2), "the step count never advanced"
         at.run()  # the poll read the job after the page had drawn; this run draws step >= 2

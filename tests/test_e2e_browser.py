@@ -155,7 +155,7 @@ def _train_page(page) -> None:
         field.fill(str(value))
         field.press("Tab")
     page.locator(".st-key-train_start button").click()
-    page.get_by_text(re.compile(r"^Finished · reverse · step 40 of 40")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"^Finished · reverse run #\d+ · step 40 of 40")).wait_for(timeout=120_000)
     wait_charts(page, r"\bStep 40 · layer \d+", 1)
     curves = page.locator(".st-key-train_curves .js-plotly-plot")
     curves.wait_for()
@@ -175,6 +175,56 @@ def test_a_person_decodes_step_by_step_explores_attention_and_trains(server, pag
     _walk_decode(page, decoded)
     _attention_page(page, decoded)
     _train_page(page)
+    assert "Traceback" not in server.log_text()
+
+
+def _weights_step(page) -> int:
+    """The training step the page's weights label names ("Weights of step 378 · 9 s ago · ...")."""
+    label = page.get_by_text(re.compile(r"^Weights of step [\d,]+")).first
+    label.wait_for(timeout=30_000)
+    return int(re.match(r"Weights of step ([\d,]+)", label.inner_text()).group(1).replace(",", ""))
+
+
+def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights(server, page):
+    page.get_by_role("heading", name="Attention Studio").wait_for(timeout=60_000)
+    open_page(page, "Train")
+    before = runs_finished(page)
+    choose(page, "train_preset", "tiny")
+    wait_rerun(page, before)
+    for key, value in {**TRAIN_FORM, "train_max_steps": 50_000, "train_max_seconds": 90}.items():
+        field = page.locator(f".st-key-{key} input")
+        field.fill(str(value))
+        field.press("Tab")
+    page.locator(".st-key-train_start button").click()
+    page.get_by_text(re.compile(r"^Training · reverse run #\d+ · step [1-9]")).wait_for(timeout=60_000)
+
+    page.reload()  # F5: a new session; the run trains on in the server
+    page.get_by_role("heading", name="Train").wait_for(timeout=60_000)
+    watch = page.locator("[class*='st-key-train_watch_'] button").first
+    watch.wait_for(timeout=30_000)
+    watch.click()
+    progress = page.get_by_text(re.compile(r"^Training · reverse run #\d+ · step [\d,]+"))
+    progress.wait_for(timeout=30_000)
+    first = int(re.search(r"step ([\d,]+)", progress.inner_text()).group(1).replace(",", ""))
+    page.wait_for_function(  # the re-attached page shows the run progressing, with no click
+        """first => [...document.querySelectorAll('p, div')].some(e => {
+             const m = /^Training · reverse run #\\d+ · step ([\\d,]+)/.exec(e.innerText || '');
+             return m && Number(m[1].replace(/,/g, '')) > first; })""", arg=first, timeout=60_000)
+    _assert_no_errors(page)
+    _shot(page, "train_reattached")
+
+    open_page(page, "Decode")
+    shown = _weights_step(page)
+    page.wait_for_function(  # the view follows the newest weights on its own: no click, no typing
+        """shown => [...document.querySelectorAll('p')].some(e => {
+             const m = /^Weights of step ([\\d,]+)/.exec(e.innerText || '');
+             return m && Number(m[1].replace(/,/g, '')) > shown; })""", arg=shown, timeout=60_000)
+    assert "follows its newest weights" in page.get_by_text(re.compile(r"^Weights of step")).first.inner_text()
+    _assert_no_errors(page)
+    _shot(page, "decode_follows_live_run")
+    open_page(page, "Train")
+    page.locator(".st-key-train_stop button").click()
+    page.get_by_text(re.compile(r"^Stopped · reverse run #\d+")).wait_for(timeout=60_000)
     assert "Traceback" not in server.log_text()
 
 

@@ -5,7 +5,6 @@ a chosen point (its own write functions are wrapped to stop there) and is sent S
 """
 from __future__ import annotations
 
-import dataclasses
 import errno
 import gc
 import os
@@ -23,14 +22,12 @@ import pytest
 from app_session import assert_no_exception, open_app, poll, texts
 from tiny_runs import start_tiny_run
 
-import ui.train_actions
 from transformer.cli import main
 from transformer.data import make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
-from transformer.train import Trainer, TrainingJob, jobs
-from ui.limits import LIMITS
+from transformer.train import AUTOSAVE_PREFIX, Trainer, TrainingJob, jobs, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -165,7 +162,7 @@ def test_a_write_error_in_the_app_is_a_message_and_keeps_the_old_run(studio_env,
         assert any(e.startswith("Not saved") and message in e for e in texts(at.error)), texts(at.error)
         assert not any(str(studio_env) in e for e in texts(at.error))  # no server paths in messages
         assert files_of(studio_env / "keep") == before
-        assert [p.name for p in studio_env.iterdir()] == ["keep"]
+        assert [p.name for p in studio_env.iterdir() if not p.name.startswith(AUTOSAVE_PREFIX)] == ["keep"]
     at.button(key="train_save").click().run()  # the run itself was never at risk: saving works again
     assert any("Saved as “keep”" in m for m in texts(at.success))
     assert load_checkpoint(studio_env / "keep").step == run.trainer.step
@@ -192,7 +189,7 @@ def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studi
         assert open_app().sidebar.selectbox(key="sidebar_model").value == "shipped:reverse"  # other sessions: fine
         at.switch_page("pages/decode.py").run()  # this session decodes with the run's last weights
         assert_no_exception(at)
-        assert at.sidebar.selectbox(key="sidebar_model").value == "live"
+        assert at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
         assert at.subheader[0].value.startswith("Step 1 of")
         monkeypatch.setattr(Trainer, "train_step", real_step)
         at.switch_page("pages/train.py").run()
@@ -204,21 +201,23 @@ def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studi
 
 
 # -- a browser session that goes away -----------------------------------------------------------------------------
-def test_a_job_whose_session_ends_stops_and_frees_its_thread_and_model(studio_env, monkeypatch) -> None:
-    monkeypatch.setattr(ui.train_actions, "LIMITS", dataclasses.replace(LIMITS, session_timeout_s=2.0))
+def test_a_run_whose_tab_closes_trains_to_its_budget_is_autosaved_and_then_freed(studio_env, monkeypatch) -> None:
     baseline = jobs.running_jobs()
     at = open_app("train")
-    run = start_tiny_run(at, train_max_steps=50_000, train_max_seconds=600.0)
-    job, model = run.job, weakref.ref(run.trainer.model)
-    assert job.snapshot().active and job.idle_timeout_s == 2.0  # the app's session timeout is the job's
-    del at, run  # the tab is closed: no more reruns, so no more heartbeats
-    assert job.join(timeout=60), "the job kept training after its session went away"
+    run = start_tiny_run(at, train_max_steps=30, train_max_seconds=600.0)
+    job, model, run_id = run.job, weakref.ref(run.trainer.model), run.id
+    assert job.snapshot().active and job.idle_timeout_s is None  # the server owns the run, not the tab
+    del at, run  # the tab is closed: no more reruns, no heartbeats
+    assert job.join(timeout=60), "the run did not end at its budget"
     snap = job.snapshot(history_tail=1)
-    assert snap.status == "stopped" and "session went away" in snap.message and snap.step < 50_000
+    assert snap.status == "finished" and snap.step == 30
     assert job._thread not in threading.enumerate() and jobs.running_jobs() == baseline
+    assert load_checkpoint(studio_env / f"{AUTOSAVE_PREFIX}reverse-{run_id[:8]}").step == 30
+    monkeypatch.setattr(registry, "keep_ended", 0)
+    registry.prune()  # the server forgets ended runs beyond the newest few; the autosave stays
     job = None
     gc.collect()
-    assert model() is None  # nothing holds the session's model any more
+    assert model() is None  # nothing holds the run's model any more
 
 
 def test_a_waiting_job_whose_session_ends_never_takes_a_slot() -> None:

@@ -1,4 +1,4 @@
-"""Load and isolation: two runs training at once, sessions that keep to themselves, 100 start/stop cycles."""
+"""Load and isolation: two runs training at once, sessions that keep to themselves, 100 start/stop/reload cycles."""
 from __future__ import annotations
 
 import gc
@@ -9,13 +9,23 @@ import time
 import pytest
 import torch
 from app_session import assert_no_exception, open_app, texts
-from tiny_runs import start_tiny_run
+from tiny_runs import live_run_of, start_tiny_run
 
 from transformer.data import make_task
 from transformer.model import Seq2SeqTransformer, default_configs
 from transformer.store import bundle_bytes, load_checkpoint
-from transformer.train import Trainer, TrainingJob, jobs
-from ui.live_run import LIVE_RUN_KEY, LiveRun
+from transformer.train import (
+    AUTOSAVE_PREFIX,
+    KEEP_ENDED_RUNS,
+    MAX_AUTOSAVES,
+    LiveRun,
+    Trainer,
+    TrainingJob,
+    jobs,
+    registry,
+)
+from ui.live_run import LIVE_RUN_KEY
+from ui.run_jobs import attach_callbacks, new_job
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +84,10 @@ def test_two_sessions_train_at_once_and_keep_to_themselves(studio_env, tiny_chec
         shared = {p.data_ptr() for p in run_a.trainer.model.parameters()} & \
                  {p.data_ptr() for p in run_b.trainer.model.parameters()}
         assert run_a is not run_b and not shared  # two models, no tensor in common
-        assert [o for o in _options(first) if "Live" in o] == ["reverse run  ·  Live training"]
+        live = sorted(f"{r.name}  ·  Live training" for r in (run_a, run_b))
+        for at, own in ((first, run_a), (second, run_b)):  # runs belong to the server: both see both, each
+            assert sorted(o for o in _options(at) if "Live" in o) == live  # watches and decodes with its own
+            assert at.sidebar.selectbox(key="sidebar_model").value == f"live:{own.id}"
         first.sidebar.file_uploader[0].set_value(("mine.zip", bundle_bytes(tiny_checkpoint_dir / "reverse"),
                                                   "application/zip"))
         first.run()
@@ -90,7 +103,7 @@ def test_two_sessions_train_at_once_and_keep_to_themselves(studio_env, tiny_chec
         assert all(torch.equal(saved[n], p) for n, p in run_a.trainer.model.state_dict().items())
         step_b = run_b.trainer.step
         assert _until(lambda: run_b.trainer.step > step_b, [second])  # the other session trains on
-        assert "from-a  ·  Saved run" in _options(second)  # a saved run is shared; the live run never was
+        assert "from-a  ·  Saved run" in _options(second)  # a saved run is shared too
         assert run_b.active and second.session_state[LIVE_RUN_KEY] is run_b
     finally:
         for run in (run_a, run_b):
@@ -108,20 +121,27 @@ def live_models() -> int:
     return sum(type(o) is Seq2SeqTransformer for o in gc.get_objects())
 
 
-def test_100_start_stop_cycles_in_one_session_keep_memory_flat(task) -> None:
-    trainer = tiny_trainer(task)
-    run = LiveRun(trainer, TrainingJob(trainer, max_steps=1, idle_timeout_s=None), task.probe, 5, 60.0)
-
-    def cycle(i: int) -> None:  # what Resume then Stop do: a new job on the same trainer
-        job = TrainingJob(trainer, max_steps=trainer.step + 1, probe=run.probe, probe_every=run.probe_every,
-                          idle_timeout_s=None)
-        run.replace_job(job)
+def test_100_start_stop_reload_cycles_keep_server_memory_flat(task, studio_env) -> None:
+    """Each cycle starts a run the way the app does (server-owned, autosaved), stops every other one, and every
+    tenth cycle a reloaded tab re-attaches to it; the server keeps a bounded number of runs and autosaves."""
+    def cycle(i: int) -> None:
+        trainer = tiny_trainer(task)
+        job = new_job(trainer, target_steps=trainer.step + 2, max_seconds=60.0, probe=task.probe, probe_every=5)
+        run = LiveRun(trainer, job, task.probe, 5, 60.0)
+        attach_callbacks(run, job)
+        registry.add(run)
         job.start()
         if i % 2:
             job.stop()
         assert job.join(timeout=30)
+        if i % 10 == 0:  # F5: a new session finds the run on the server and watches it
+            at = open_app("train")
+            at.button(key=f"train_watch_{run.id}").click().run()
+            assert_no_exception(at)
+            assert live_run_of(at) is run and at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
+            assert int(at.metric[0].value.replace(",", "")) == run.trainer.step
 
-    for i in range(20):  # warm-up: allocator pools and caches fill once
+    for i in range(20):  # warm-up: allocator pools, caches and the registry fill once
         cycle(i)
     gc.collect()
     rss, models = rss_bytes(), live_models()
@@ -129,7 +149,8 @@ def test_100_start_stop_cycles_in_one_session_keep_memory_flat(task) -> None:
         cycle(i)
     gc.collect()
     assert rss_bytes() < 1.10 * rss, f"memory grew from {rss / 2**20:.0f} MiB to {rss_bytes() / 2**20:.0f} MiB"
-    assert live_models() == models  # no model copy outlives its job
+    assert live_models() <= models  # runs beyond the kept ones are forgotten with their models
     assert not [t for t in threading.enumerate() if t.name == "attention-studio-training"]
     assert jobs.running_jobs() == 0
-    assert run.job_number == 121 and trainer.step > 50
+    assert len(registry.runs()) == KEEP_ENDED_RUNS
+    assert len([p for p in studio_env.iterdir() if p.name.startswith(AUTOSAVE_PREFIX)]) == MAX_AUTOSAVES

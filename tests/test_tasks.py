@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -99,11 +98,9 @@ def test_generated_tasks_are_deterministic_by_seed_and_valid_is_held_out():
     assert not set(valid_sources) & {ex.source for ex in a.train}
 
 
-def test_reverse_default_size_is_fast():
-    start = time.perf_counter()
+def test_reverse_default_size_is_the_case_studys():
     task = make_task("reverse")
     assert len(task.train) == 50_000
-    assert time.perf_counter() - start < 3.0
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -155,7 +152,7 @@ def test_toy_en_de_builds_word_tokenizers_from_the_train_split(monkeypatch):
 
 def test_corpus_tsv_happy_path(tmp_path):
     path = _tsv(tmp_path, 100)
-    task = make_task("corpus", data=[path], seed=2, valid_fraction=0.1)
+    task = make_task("corpus", data=[path], seed=2, valid_fraction=0.1, tokenizer="word")
     assert (len(task.train), len(task.valid)) == (90, 10) and task.level == "word"
     assert {ex.source for ex in task.train}.isdisjoint(ex.source for ex in task.valid)
     assert not task.has_alignment and task.spec["data"] == [str(path)] and not task.spec["valid_is_train"]
@@ -176,7 +173,7 @@ def test_corpus_reads_gzip_tsv_skips_blank_lines_and_caps_pairs(tmp_path):
 
 
 def test_two_pair_text_corpus_trains_and_validates_on_both():
-    task = make_task("corpus", text=TWO_PAIRS)
+    task = make_task("corpus", text=TWO_PAIRS, tokenizer="word")
     assert task.train == task.valid and len(task.train) == 2 and task.spec["valid_is_train"]
     assert task.train[1].target == "i want a coke" and task.spec["text"] == TWO_PAIRS
     assert task.src_tokenizer.tokens[4:] == ["ein", "ich", "mochte", "bier", "cola"]
@@ -272,7 +269,7 @@ def test_corpus_argument_errors_are_config_errors(tmp_path):
 @pytest.mark.skipif(not (MULTI30K / "train.en.gz").exists(), reason="Multi30k data not present")
 def test_real_multi30k_files_with_max_pairs():
     files = [MULTI30K / "train.en.gz", MULTI30K / "train.de.gz"]
-    task = make_task("corpus", data=files, max_pairs=2000, min_freq=2)
+    task = make_task("corpus", data=files, max_pairs=2000, min_freq=2, tokenizer="word")
     assert len(task.train) + len(task.valid) == 2000 and len(task.valid) == 100
     assert task.train[0].source[0].isupper()  # text kept as written; the tokenizer lowercases
     assert task.src_tokenizer.token_to_id("a") is not None and task.tgt_tokenizer.token_to_id("ein") is not None

@@ -139,7 +139,8 @@ def _swap_pad_and_a(data: dict) -> None:
     ("not json", "not valid JSON"),
     ("[1, 2]", '"kind" and "hf"'),
     ('{"kind": "char"}', '"kind" and "hf"'),
-    ('{"kind": "bpe", "hf": {}}', "kind"),
+    ('{"kind": "sentencepiece", "hf": {}}', "kind"),
+    ('{"kind": "bpe", "hf": {}}', "BPE model"),
     ('{"kind": "char", "hf": 3}', "WordLevel"),
     ('{"kind": "word", "hf": {"model": {"type": "BPE"}}}', "WordLevel"),
 ])

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -252,13 +251,10 @@ def test_impossible_lengths_raise(low: int, high: int) -> None:
         generate(5, min_words=low, max_words=high)
 
 
-def test_make_splits_are_disjoint_unique_and_fast() -> None:
-    started = time.perf_counter()
+def test_make_splits_are_disjoint_and_unique() -> None:
     train, valid = make_splits(20000, 500, seed=0)
-    elapsed = time.perf_counter() - started
     assert (len(train), len(valid)) == (20000, 500)
     train_sources = {ex.source for ex in train}
     assert len(train_sources) == len(train) and len({ex.source for ex in valid}) == len(valid)
     assert not train_sources & {ex.source for ex in valid}
-    assert elapsed < 5.0  # about 0.6 s on a laptop core; generous for loaded CI machines
     assert make_splits(100, 500, seed=0)[1] == valid  # the validation set does not depend on n_train

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from .analysis import HeadError, head_mask
+from .analysis import HeadError, corpus_scores, head_mask
 from .cli_heads import add_heads_parser, native_model, parse_ablate
 from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task, read_aligned_files
-from .decode import InputError, decode_greedy, decode_teacher_forced, score_parallel
+from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
 from .model import DEFAULT_MAX_PARAMS, PRESETS, ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
@@ -31,6 +31,9 @@ from .store import (
     write_file_atomic,
 )
 from .train import (
+    KEEP_BEST,
+    PRECISIONS,
+    KeepBest,
     CheckpointEvery,
     DistEnv,
     DistributedTrainer,
@@ -51,8 +54,9 @@ MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encode
                "max_len": "max_len"}
 TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
                "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
-               "eval_every": "eval_every", "eval_examples": "eval_examples"}
-TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq")
+               "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision"}
+TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq", "valid_data", "tokenizer",
+              "vocab_size", "separate_vocab")
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
 
 
@@ -100,6 +104,15 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-pairs", type=_positive_int, metavar="N", help="corpus: read at most this many pairs")
     p.add_argument("--min-freq", type=_positive_int, metavar="N",
                    help="word tasks: keep words seen at least this often")
+    p.add_argument("--valid-data", nargs="+", metavar="PATH",
+                   help="corpus: validation pairs (one TSV or two aligned files) instead of a held-out slice")
+    p.add_argument("--tokenizer", choices=("bpe", "unigram", "word"), help="corpus: tokenizer (default bpe)")
+    p.add_argument("--vocab-size", type=int, metavar="N", help="corpus: subword vocabulary size (default 8000)")
+    p.add_argument("--separate-vocab", action="store_true", default=None,
+                   help="corpus: one subword vocabulary per language instead of a joint one")
+    p.add_argument("--no-tie", action="store_true",
+                   help="do not tie the embeddings and generator (tied by default with a joint vocabulary)")
+    p.add_argument("--fp16-weights", action="store_true", help="store the weights in fp16 (half the size)")
     sizes = p.add_argument_group("model (not with --resume)")
     for flag, kind in (("d-model", int), ("heads", int), ("enc-layers", int), ("dec-layers", int), ("d-ff", int),
                        ("dropout", float), ("max-len", int)):
@@ -112,6 +125,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
         opt.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
                          help=f"TrainConfig.{TRAIN_FLAGS[flag.replace('-', '_')]}")
     opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
+    opt.add_argument("--precision", choices=PRECISIONS,
+                     help="bf16 autocast with fp32 master weights (auto: bf16 where the CPU/GPU supports it)")
+    opt.add_argument("--keep-best", choices=KEEP_BEST, default="loss",
+                     help="also keep the weights with the best validation loss or BLEU, in DIR/best (default loss)")
 
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -132,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object")
     ev.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
     ev.add_argument("--n", type=_positive_int, help="validation examples to use (default: all)")
+    ev.add_argument("--beam", type=_positive_int, default=1, metavar="N", help="beam width for BLEU/chrF (1: greedy)")
+    ev.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
     ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
     _add_model_arguments(ev)
     ev.set_defaults(func=cmd_eval)
@@ -143,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
+    dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
+                     help="beam width: print the best beam hypothesis (the trace stays greedy)")
+    dec.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
     _add_model_arguments(dec)
     dec.add_argument("--ablate", action="append", metavar="HEADS",
                      help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")
@@ -159,6 +181,7 @@ class ProgressLine:
         self.tty = stream.isatty()
         self.began = self.last = time.perf_counter()
         self.pending = False
+        self.signed = False
 
     def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
         now = time.perf_counter()
@@ -176,6 +199,9 @@ class ProgressLine:
     def on_eval(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
         self.finish()
         self.stream.write(f"eval at step {metrics['step']}: {_metrics_text(metrics)}\n")
+        if "bleu_signature" in metrics and not self.signed:
+            self.stream.write(f"  ({metrics['bleu_signature']}, {metrics['chrf_signature']})\n")
+            self.signed = True
 
     def finish(self) -> None:
         """End the updating line so the next output starts on its own line."""
@@ -245,6 +271,10 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
     corpus = args.task == "corpus"
     if not corpus and (args.data or args.text_file or args.max_pairs):
         raise UsageError(f"--data, --text-file and --max-pairs are for --task corpus, not {args.task}")
+    corpus_only = [f"--{f.replace('_', '-')}" for f in ("valid_data", "tokenizer", "vocab_size", "separate_vocab")
+                   if getattr(args, f) is not None]
+    if not corpus and corpus_only:
+        raise UsageError(f"{', '.join(corpus_only)} are for --task corpus, not {args.task}")
     if corpus and args.n_train is not None:
         raise UsageError("--n-train is for generated tasks and toy-en-de; use --max-pairs for a corpus")
     if args.min_freq is not None and args.task in GENERATED_TASKS:
@@ -253,6 +283,11 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
                               if getattr(args, k) is not None}
     if args.data:
         kwargs["data"] = [str(Path(p).resolve()) for p in args.data]  # absolute, so eval/resume work anywhere
+    if args.valid_data:
+        kwargs["valid_data"] = [str(Path(p).resolve()) for p in args.valid_data]
+    kwargs.update({k: getattr(args, k) for k in ("tokenizer", "vocab_size") if getattr(args, k) is not None})
+    if args.separate_vocab:
+        kwargs["joint"] = False
     if args.text_file:
         try:
             kwargs["text"] = Path(args.text_file).read_text(encoding="utf-8")
@@ -260,14 +295,16 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
             raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
                             f"at offset {exc.start})") from None
     task = make_task(args.task, seed=args.seed or 0, **kwargs)
+    tie = task.spec.get("joint") is True and task.spec.get("tokenizer") != "word" and not args.no_tie
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
-                                           args.preset, _overrides(args, MODEL_FLAGS),
+                                           args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
                                            {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
     return Trainer(task, model_cfg, train_cfg)
 
 
 def _resumed_trainer(args: argparse.Namespace) -> Trainer:
     fixed = [f"--{f.replace('_', '-')}" for f in (*MODEL_FLAGS, "preset", *TASK_FLAGS) if getattr(args, f) is not None]
+    fixed += ["--no-tie"] if args.no_tie else []
     if fixed:
         raise UsageError(f"--resume keeps the checkpoint's task and model; drop {', '.join(fixed)}")
     ckpt = load_checkpoint(args.resume)
@@ -318,10 +355,13 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
         batch = (f"global batch {trainer.global_batch_size} = {trainer.cfg.batch_size} per process x {env.world}; "
                  f"{layout}")
     progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
+    best = KeepBest(args.keep_best)
     if leader:
-        trainer.callbacks.append(progress)
+        trainer.callbacks += [progress, best]
         if args.save_every:
             trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
+        if trainer.precision_note:
+            print(f"note: {trainer.precision_note}", file=sys.stderr)
     stop = threading.Event()
     with _stop_on_ctrl_c(stop) if env is None else _stop_on_signals(stop):
         budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
@@ -336,14 +376,20 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     progress.finish()
     if not leader:
         return EXIT_USER_ERROR if diverged is not None else EXIT_INTERRUPTED if reason == "stopped" else 0
-    trainer.callbacks.remove(progress)
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
+    trainer.callbacks.remove(progress)
+    trainer.callbacks.remove(best)
     ckpt = checkpoint_from_trainer(trainer)
     if args.no_optimizer:
         ckpt.optimizer_state = None
-    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every))
+    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every),
+                           half=args.fp16_weights)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
+    best_ckpt = best.checkpoint(trainer)
+    if best_ckpt is not None:
+        save_checkpoint(best_ckpt, path / "best", half=args.fp16_weights)
+        print(f"saved {path / 'best'}: {best_ckpt.weights}, {_metrics_text(best_ckpt.metrics)}")
     if diverged is not None:
         raise diverged
     return EXIT_INTERRUPTED if reason == "stopped" else 0
@@ -365,7 +411,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
     metrics.pop("examples", None)
-    print(json.dumps(finite_json({"checkpoint": str(args.dir), "task": task.name, "step": ckpt.step, **metrics})))
+    if args.beam > 1 and "bleu" in metrics:
+        examples = task.valid[: args.n or len(task.valid)]
+        outputs = beam_texts(ckpt.model, task.src_tokenizer, task.tgt_tokenizer, [e.source for e in examples],
+                             args.beam, args.length_penalty)
+        metrics.update(corpus_scores(outputs, [e.target for e in examples]))
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, length penalty {args.length_penalty:g}"
+    print(json.dumps(finite_json({"checkpoint": str(args.dir), "weights": ckpt.weights, "task": task.name,
+                                  "step": ckpt.step, "decoding": decoding, **metrics})))
     return 0
 
 
@@ -391,6 +444,14 @@ def cmd_decode(args: argparse.Namespace) -> int:
             write_file_atomic(args.trace_json, result.to_json())
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+    if args.beam > 1 and args.reference is None:
+        if not is_checkpoint_folder(Path(args.dir)):
+            raise UsageError("--beam works with Attention Studio checkpoints only")
+        ckpt = load_checkpoint(args.dir, load_optimizer=False)
+        best = beam_search(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.beam,
+                           args.length_penalty, args.max_steps)[0]
+        print(best.text)
+        return 0
     print(result.output_text)
     return 0
 

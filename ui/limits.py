@@ -27,7 +27,6 @@ class AppLimits:
     max_parameters: int = 100_000_000  # a large corpus vocabulary can make even a modest d_model huge
     max_probe_chars: int = 200
     min_probe_every: int = 5
-    session_timeout_s: float = 60.0  # a job whose session sent no heartbeat for this long stops itself
 
 
 LIMITS = AppLimits()

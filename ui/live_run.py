@@ -1,63 +1,36 @@
-"""The training run a browser session owns: its Trainer, the current background job and earlier jobs' timeline."""
-from __future__ import annotations
+"""The training run a browser session watches: one of the server's runs (`transformer.train.registry`).
 
-import uuid
-from dataclasses import dataclass, field
+Runs belong to the server, not to the tab: a session attaches to one (by starting it, or from the list of the
+server's runs after a reload or in another tab) and detaches by starting or picking another.
+"""
+from __future__ import annotations
 
 import streamlit as st
 
-from transformer.decode import AttentionTrace
-from transformer.train import Trainer, TrainingJob
+from transformer.train import LiveRun, registry
 
 LIVE_RUN_KEY = "train_live_run"
 WAS_TRAINING_KEY = "live_run_was_training"
 
-
-@dataclass
-class LiveRun:
-    """One trainer, trained by one or more successive jobs (Train, then Resume ...)."""
-
-    trainer: Trainer
-    job: TrainingJob
-    probe: str
-    probe_every: int
-    max_seconds: float
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    job_number: int = 1
-    earlier_timeline: list[tuple[int, AttentionTrace]] = field(default_factory=list)
-    saved_as: str | None = None
-
-    @property
-    def task_name(self) -> str:
-        """Name of the task being trained."""
-        return self.trainer.task.name
-
-    @property
-    def active(self) -> bool:
-        """True while the job waits for a slot or trains."""
-        return self.job.snapshot(history_tail=1).active
-
-    def timeline(self) -> list[tuple[int, AttentionTrace]]:
-        """Probe attention snapshots of every job of this run, oldest first (one per training step)."""
-        merged = dict(self.earlier_timeline)
-        merged.update(self.job.timeline())
-        return sorted(merged.items(), key=lambda item: item[0])
-
-    def replace_job(self, job: TrainingJob) -> None:
-        """Continue with a new job (after Stop or the end of a budget), keeping the timeline so far."""
-        self.earlier_timeline = self.timeline()
-        self.job = job
-        self.job_number += 1
+__all__ = ["LIVE_RUN_KEY", "LiveRun", "live_run", "run_just_ended", "server_runs", "set_live_run"]
 
 
 def live_run() -> LiveRun | None:
-    """This session's training run, if it started one."""
+    """The run this session watches, if any."""
     return st.session_state.get(LIVE_RUN_KEY)
 
 
 def set_live_run(run: LiveRun | None) -> None:
-    """Make `run` this session's training run (None forgets it)."""
+    """Watch `run` in this session (None: watch none); the server keeps the run either way."""
+    if run is not None:
+        registry.add(run)
     st.session_state[LIVE_RUN_KEY] = run
+    st.session_state.pop(WAS_TRAINING_KEY, None)
+
+
+def server_runs() -> list[LiveRun]:
+    """Every run the server holds (training or recently ended), newest first."""
+    return registry.runs()
 
 
 def run_just_ended(active: bool) -> bool:

@@ -15,7 +15,8 @@ from transformer.decode import NativeSeq2Seq
 from transformer.model import HFModelError, InspectableSeq2Seq, Seq2SeqTransformer
 from transformer.store import (Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint,
                                model_card)
-from ui.live_run import LiveRun, live_run
+from transformer.train import registry
+from ui.live_run import LiveRun, server_runs
 from ui.settings import checkpoints_root, preferred_default, runs_root
 
 SHIPPED, RUN, UPLOAD, LIVE, HF = "shipped", "run", "upload", "live", "hf"
@@ -54,6 +55,8 @@ class ActiveModel:
     card: dict
     examples: tuple[tuple[str, str], ...] = ()  # (source, reference) pairs known to the model's task
     checkpoint: Checkpoint | None = field(default=None, repr=False)
+    weights_step: int | None = None  # the training step the weights are from
+    weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
     lm: InspectableSeq2Seq | None = field(default=None, repr=False)  # set for Hugging Face models
 
     @property
@@ -99,11 +102,19 @@ def model_options() -> list[ModelOption]:
     options = [ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in list_checkpoints(checkpoints_root())]
     options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in list_checkpoints(runs_root())]
     options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
-    run = live_run()
-    if run is not None:
-        options.append(ModelOption(LIVE, f"{run.task_name} run", LIVE))
+    options += [ModelOption(live_option_id(run), run.name, LIVE) for run in server_runs()]
     from ui.hf_models import hf_options  # it builds on this module
     return options + hf_options()
+
+
+def live_option_id(run: LiveRun) -> str:
+    """The picker's id of a live run of this server."""
+    return f"{LIVE}:{run.id}"
+
+
+def run_of(option: ModelOption) -> LiveRun | None:
+    """The server's run behind a LIVE option (None once the server has forgotten it)."""
+    return registry.get(option.id.split(":", 1)[1]) if option.source == LIVE else None
 
 
 def default_option_id(options: list[ModelOption]) -> str | None:
@@ -140,7 +151,7 @@ def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> A
     card = ckpt.card()
     card["name"] = option.name
     return ActiveModel(option, cache_key, ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, ckpt.task_spec,
-                       card, _examples(ckpt.metrics, ckpt.evals), ckpt)
+                       card, _examples(ckpt.metrics, ckpt.evals), ckpt, weights_step=ckpt.step)
 
 
 def checkpoint_stamp(path: Path) -> int:
@@ -154,18 +165,26 @@ def checkpoint_stamp(path: Path) -> int:
 def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
     """The sidebar card of the live run, with the keys of Checkpoint.card()."""
     task = run.trainer.task
-    return model_card(f"{task.name} run", task.name, task.level, run.trainer.model_cfg, model.num_parameters(), step,
+    return model_card(run.name, task.name, task.level, run.trainer.model_cfg, model.num_parameters(), step,
                       elapsed, evals[-1] if evals else {})
 
 
 def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
-    version, model = run.job.latest_model()
-    snap = run.job.snapshot(history_tail=1)
+    with run.lock:
+        job, number = run.job, run.job_number
+    version, model = job.latest_model()
+    snap = job.snapshot(history_tail=1)
     task = run.trainer.task
     examples = tuple((e.source, e.target) for e in task.valid[:5])
     card = live_card(run, model, snap.step, snap.elapsed, snap.evals)
-    return ActiveModel(option, f"{LIVE}:{run.id}:{run.job_number}:{version}", model, task.src_tokenizer,
-                       task.tgt_tokenizer, dict(task.spec), card, ((run.probe, ""), *examples))
+    return ActiveModel(option, live_cache_key(run, number, version), model, task.src_tokenizer, task.tgt_tokenizer,
+                       dict(task.spec), card, ((run.probe, ""), *examples), weights_step=snap.weights_step,
+                       weights_time=snap.weights_time)
+
+
+def live_cache_key(run: LiveRun, job_number: int, version: int) -> str:
+    """Decoding results of a live run are cached per weights version (a new job restarts the versions)."""
+    return f"{LIVE}:{run.id}:{job_number}:{version}"
 
 
 def resolve(option: ModelOption) -> ActiveModel:
@@ -180,9 +199,9 @@ def resolve(option: ModelOption) -> ActiveModel:
     if option.source == HF:
         from ui.hf_models import resolve_hf  # it builds on this module
         return resolve_hf(option)
-    run = live_run()
+    run = run_of(option)
     if run is None:
-        raise CheckpointError("the live training run is gone")
+        raise CheckpointError("the server no longer holds this run; its autosave is listed under Saved run")
     return _from_live(option, run)
 
 
@@ -250,4 +269,8 @@ def card_lines(card: dict[str, Any]) -> list[str]:
         if isinstance(metrics.get(key), (int, float))]
     if shown:
         lines.append("**Metrics** " + " · ".join(f"{label} {fmt.format(value)}" for label, value, fmt in shown))
+    if isinstance(metrics.get("bleu_signature"), str):
+        lines.append(f"**BLEU signature** `{metrics['bleu_signature']}`")
+    if card.get("weights", "last") != "last":
+        lines.append(f"**Weights** {card['weights']}")
     return lines

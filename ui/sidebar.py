@@ -12,7 +12,6 @@ from transformer.store import MAX_BUNDLE_BYTES, Checkpoint, CheckpointError, bun
 from ui.hf_models import hf_loader
 from ui.live_run import live_run, run_just_ended
 from ui.models import (
-    LIVE,
     LOAD_ERROR_KEY,
     MODEL_KEY,
     RUN,
@@ -23,6 +22,7 @@ from ui.models import (
     card_lines,
     current_model,
     model_options,
+    run_of,
     select_model,
     selected_option,
     uploaded_bundle,
@@ -69,8 +69,8 @@ def bundle_source(active: ActiveModel) -> Callable[[], bytes] | bytes | None:
         return lambda: bundle_bytes(path)
     if option.source == UPLOAD:
         return uploaded_bundle(option)
-    run = live_run()
-    if option.source == LIVE and run is not None:
+    run = run_of(option)
+    if run is not None:
         return lambda: checkpoint_zip(live_checkpoint(run))
     return None
 
@@ -111,8 +111,8 @@ def _picker() -> None:
         st.session_state[MODEL_KEY] = selected.id  # the stored pick is gone (or there was none): the default
     labels = {o.id: o.label for o in options}
     st.selectbox("Model", list(labels), format_func=labels.__getitem__, key=MODEL_KEY,
-                 help="Shipped checkpoints, runs saved from the Train page, your uploads, your live run and "
-                 "Hugging Face models (folders in the models directory, or loaded by name below).")
+                 help="Shipped checkpoints, saved and autosaved runs, your uploads, the runs training on this "
+                 "server and Hugging Face models (folders in the models directory, or loaded by name below).")
 
 
 def _card_and_status() -> None:

@@ -8,11 +8,12 @@ from transformer.data import Task
 from transformer.decode import encode_source
 from transformer.model import ConfigError, ModelConfig, TrainConfig
 from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint
-from transformer.train import Trainer, TrainingJob, checkpoint_from_trainer, trainer_from_checkpoint
+from transformer.train import Trainer, checkpoint_from_trainer, trainer_from_checkpoint
 from ui.limits import LIMITS, check_limits
 from ui.live_run import LiveRun, live_run, set_live_run
-from ui.models import LIVE, select_model
-from ui.settings import max_training_processes, runs_root, training_threads
+from ui.models import live_option_id, select_model
+from ui.run_jobs import attach_callbacks, new_job
+from ui.settings import max_training_processes, runs_root
 
 
 class BusyError(ValueError):
@@ -34,13 +35,13 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
     if not 1 <= processes <= max_training_processes():
         raise ConfigError(f"Train on 1 to {max_training_processes()} processes (this machine's cores), "
                           f"not {processes}.")
-    job = TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
-                      probe_every=probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads(),
-                      processes=processes)
+    job = new_job(trainer, target_steps=target_steps, max_seconds=max_seconds, probe=probe, probe_every=probe_every,
+                  processes=processes)
     run = LiveRun(trainer, job, probe, probe_every, max_seconds)
+    attach_callbacks(run, job)
     set_live_run(run)
     job.start()
-    select_model(LIVE)
+    select_model(live_option_id(run))
     return run
 
 
@@ -60,19 +61,26 @@ def resume_target(run: LiveRun, more_steps: int) -> int:
     return run.job.max_steps if step < run.job.max_steps else step + more_steps
 
 
-def resume_run(run: LiveRun, more_steps: int) -> None:
-    """Train the same model further on a new job (optimizer, schedule and history carry on)."""
-    if run.active:
-        raise BusyError("The run is already training.")
-    target = resume_target(run, more_steps)
-    if target > LIMITS.max_steps:
-        raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
-    job = TrainingJob(run.trainer, max_steps=target, max_seconds=run.max_seconds, probe=run.probe or None,
-                      probe_every=run.probe_every, idle_timeout_s=LIMITS.session_timeout_s, threads=training_threads(),
-                      processes=run.job.processes)
-    run.replace_job(job)
-    job.start()
-    select_model(LIVE)
+def resume_run(run: LiveRun, more_steps: int, max_seconds: float | None = None) -> None:
+    """Train the same model further on a new job (optimizer, schedule and history carry on) with a new time
+    budget of `max_seconds` (default: the run's own); another session may be watching the same run."""
+    max_seconds = run.max_seconds if max_seconds is None else float(max_seconds)
+    if not 0 < max_seconds <= LIMITS.max_seconds:
+        raise ConfigError(f"The time budget is {max_seconds:,.0f} s; this app allows 1 to {LIMITS.max_seconds:,.0f} s.")
+    with run.lock:  # two sessions watching one run: one training process per run
+        if run.active:
+            raise BusyError("The run is already training.")
+        target = resume_target(run, more_steps)
+        if target > LIMITS.max_steps:
+            raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
+        job = new_job(run.trainer, target_steps=target, max_seconds=max_seconds, probe=run.probe,
+                      probe_every=run.probe_every, processes=run.job.processes)
+        attach_callbacks(run, job)
+        run.max_seconds = max_seconds
+        run.replace_job(job)
+        job.start()
+    set_live_run(run)
+    select_model(live_option_id(run))
 
 
 def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float, probe: str,
@@ -110,11 +118,13 @@ def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
     problem = is_valid_run_name(name)
     if problem is not None:
         raise CheckpointError(problem)
-    if run.active:
-        raise BusyError("Stop training before saving: a checkpoint is taken between steps.")
     root = runs_root()
+    with run.lock:
+        if run.active:
+            raise BusyError("Stop training before saving: a checkpoint is taken between steps.")
+        ckpt = checkpoint_from_trainer(run.trainer)
     try:
-        path = save_checkpoint(checkpoint_from_trainer(run.trainer), root / name.strip(), overwrite=overwrite)
+        path = save_checkpoint(ckpt, root / name.strip(), overwrite=overwrite)
     except CheckpointError as exc:  # the message names the run, not where the server keeps runs
         raise CheckpointError(str(exc).replace(f"{root}{os.sep}", "")) from None
     run.saved_as = path.name

@@ -25,6 +25,7 @@ from ui.train_actions import (
 from ui.train_form import PROBES, build_configs, build_task, remember_form
 
 MESSAGE_KEY = "train_message"
+RESUME_SECONDS_KEY = "train_resume_seconds"
 USER_ERRORS = (ConfigError, DataError, TokenizerError, CheckpointError, BusyError, InputError)
 
 
@@ -81,7 +82,8 @@ def resume() -> None:
     if run is None:
         return
     try:
-        resume_run(run, int(st.session_state.get("train_more_steps", 500)))
+        resume_run(run, int(st.session_state.get("train_more_steps", 500)),
+                   float(st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds))
     except USER_ERRORS as exc:
         _say("error", f"Cannot resume: {exc}")
 
@@ -158,18 +160,27 @@ def run_controls() -> None:
     option = selected_option()
     active = run is not None and run.active
     st.session_state.setdefault("train_more_steps", 500)
+    state = st.session_state  # the box is gone after a visit to another page: back to the run's budget
+    if run is not None and (RESUME_SECONDS_KEY not in state or state.get(RESUME_SECONDS_KEY + "_for") != run.id):
+        st.session_state[RESUME_SECONDS_KEY + "_for"] = run.id
+        st.session_state[RESUME_SECONDS_KEY] = float(run.max_seconds)
     with st.container(border=True):
-        c_stop, c_resume, c_more, c_name, c_over, c_save = st.columns([1.1, 2, 1.4, 2.2, 1.2, 1.1],
-                                                                      vertical_alignment="bottom")
+        c_stop, c_resume, c_more, c_secs, c_name, c_over, c_save = st.columns([1.1, 2.4, 1.3, 1.3, 2, 1.1, 1.1],
+                                                                              vertical_alignment="bottom")
         c_stop.button("Stop", key="train_stop", icon=":material/stop:", on_click=stop, disabled=not active,
                       width="stretch")
         resume_label = "Resume"
         if run is not None and not active:
-            resume_label = f"Resume to {resume_target(run, int(st.session_state['train_more_steps'])):,}"
+            resume_label = (f"Resume to {resume_target(run, int(st.session_state['train_more_steps'])):,} · "
+                            f"{st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds:,.0f} s")
         c_resume.button(resume_label, key="train_resume", icon=":material/resume:", on_click=resume,
                         disabled=run is None or active, width="stretch")
         c_more.number_input("More steps", min_value=1, max_value=LIMITS.max_steps, step=100, key="train_more_steps",
                             help="How far Resume and Continue train past a finished budget.")
+        c_secs.number_input("Seconds", min_value=1.0, max_value=LIMITS.max_seconds, step=5.0, key=RESUME_SECONDS_KEY,
+                            disabled=run is None,
+                            help="Resume's time budget: a new one, counted from the moment Resume is pressed. "
+                                 "Whichever budget (steps or seconds) runs out first ends the run.")
         c_name.text_input("Save as…", key="train_save_name", placeholder="run name, e.g. reverse-small",
                           disabled=run is None)
         c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None)

@@ -30,13 +30,16 @@ def _status_line(run: LiveRun, snap: JobSnapshot) -> None:
     if snap.max_seconds:
         fraction = max(fraction, min(snap.run_seconds / snap.max_seconds, 1.0)) if snap.active else fraction
     budget = f" · {_duration(snap.run_seconds)} of {_duration(snap.max_seconds)}" if snap.max_seconds else ""
-    st.progress(fraction, text=f"{_STATUS[snap.status]} · {run.task_name} · step {snap.step:,} of "
+    st.progress(fraction, text=f"{_STATUS[snap.status]} · {run.name} · step {snap.step:,} of "
                                f"{snap.target_steps:,}{budget}")
     if snap.status == "waiting":
         st.warning(f"Waiting: {running_jobs()} training runs are on this server and at most {MAX_CONCURRENT_JOBS} "
                    "train at once. Yours starts as soon as one of them ends.", icon=":material/hourglass_top:")
     elif snap.status == "failed":
         st.error(snap.message, icon=":material/error:")
+    elif snap.status == "finished" and snap.message:
+        st.info(f"Finished: {snap.message}. Resume trains on with a new time budget (the Seconds box).",
+                icon=":material/flag:")
     elif snap.message:
         st.caption(snap.message)
     last = snap.history[-1] if snap.history else {}
@@ -48,7 +51,15 @@ def _status_line(run: LiveRun, snap: JobSnapshot) -> None:
     cols[4].metric("Loss", f"{last['loss']:.3f}" if "loss" in last else "–")
 
 
-def _evaluation(snap: JobSnapshot) -> None:
+def validation_set_label(run: LiveRun, n: int) -> str:
+    """Which examples a validation score is measured on: held out, or (too few pairs) the training pairs."""
+    if run.trainer.task.spec.get("valid_is_train"):
+        return (f"measured on the {n} training pairs: too few pairs to hold any out, so this says how well it "
+                "learned them, not how it does on new sentences; add more pairs to get a held-out score")
+    return f"{n} held-out examples"
+
+
+def _evaluation(run: LiveRun, snap: JobSnapshot) -> None:
     if not snap.evals:
         st.caption("Validation metrics appear after the first evaluation.")
         return
@@ -58,7 +69,8 @@ def _evaluation(snap: JobSnapshot) -> None:
     for key in ("bleu", "chrf"):
         if key in last:
             shown[key.upper() if key == "bleu" else "chrF"] = last[key]
-    st.markdown(f"**Validation** (step {last.get('step', 0):,}, {last.get('n', 0)} examples): " + " · ".join(
+    label = validation_set_label(run, last.get("n", 0))
+    st.markdown(f"**Validation** (step {last.get('step', 0):,}, {label}): " + " · ".join(
         f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value}"
         for name, value in shown.items() if name != "step" and value is not None))
     examples = last.get("examples") or []
@@ -86,7 +98,7 @@ def evaluation_panel() -> None:
     """The newest validation metrics and example outputs (a slower fragment: they change every eval_every steps)."""
     run = live_run()
     if run is not None:
-        _evaluation(run.job.snapshot(history_tail=1))
+        _evaluation(run, run.job.snapshot(history_tail=1))
 
 
 def _advance(steps: list[int]) -> None:

@@ -21,7 +21,8 @@ from typing import Any, BinaryIO, Iterator, Sequence
 
 from ..model import ConfigError, check_int
 from .examples import Example, GoldSource
-from .tokenizers import Tokenizer, build_char_tokenizer, build_word_tokenizer
+from .subword import DEFAULT_SUBWORD_VOCAB, check_vocab_size, train_subword_tokenizer
+from .tokenizers import SUBWORD_KINDS, Tokenizer, build_char_tokenizer, build_word_tokenizer
 
 TASK_NAMES = ("reverse", "copy", "sort", "toy-en-de", "corpus")
 GENERATED_TASKS = ("reverse", "copy", "sort")
@@ -269,10 +270,46 @@ def _split_corpus(pairs: list[tuple[str, str]], seed: int, n_valid: int, valid_f
     return train, valid, False
 
 
+CORPUS_TOKENIZERS = ("word", "bpe", "unigram")
+
+
+def _corpus_tokenizers(train: list[Example], kind: str, vocab_size: int, joint: bool,
+                       min_freq: int) -> tuple[Tokenizer, Tokenizer]:
+    """Source and target tokenizers trained on the training split (one shared object when `joint`)."""
+    if kind == "word":
+        return (build_word_tokenizer((ex.source for ex in train), min_freq=min_freq),
+                build_word_tokenizer((ex.target for ex in train), min_freq=min_freq))
+    if joint:
+        texts = (t for ex in train for t in (ex.source, ex.target))
+        tok = train_subword_tokenizer(texts, kind, vocab_size, length=2 * len(train),
+                                      show_progress=len(train) > 50_000)
+        return tok, tok
+    return (train_subword_tokenizer((ex.source for ex in train), kind, vocab_size, length=len(train)),
+            train_subword_tokenizer((ex.target for ex in train), kind, vocab_size, length=len(train)))
+
+
+def _check_tokenizer_options(tokenizer: str, vocab_size: int, joint: bool) -> None:
+    """Raise ConfigError / TokenizerError for tokenizer options a corpus task cannot use."""
+    if tokenizer not in CORPUS_TOKENIZERS:
+        raise ConfigError(f"tokenizer must be one of {', '.join(CORPUS_TOKENIZERS)}, got {tokenizer!r}")
+    if not isinstance(joint, bool):
+        raise ConfigError(f"joint must be true or false, got {joint!r}")
+    if tokenizer in SUBWORD_KINDS:
+        check_vocab_size(vocab_size)
+
+
 def make_task(name: str, *, data: Sequence[str | Path] = (), text: str | None = None, seed: int = 0,
               n_train: int | None = None, n_valid: int = 500, min_len: int = 10, max_len: int = 19,
-              valid_fraction: float = 0.05, min_freq: int = 1, max_pairs: int | None = None) -> Task:
-    """Build the named task; `spec` records the arguments so `task_from_spec` rebuilds it."""
+              valid_fraction: float = 0.05, min_freq: int = 1, max_pairs: int | None = None,
+              valid_data: Sequence[str | Path] = (), tokenizer: str = "bpe",
+              vocab_size: int = DEFAULT_SUBWORD_VOCAB, joint: bool = True,
+              tokenizers: tuple[Tokenizer, Tokenizer] | None = None) -> Task:
+    """Build the named task; `spec` records the arguments so `task_from_spec` rebuilds it.
+
+    Corpus tasks: `tokenizer` "bpe" (default, joint 8k), "unigram" or "word"; `valid_data` (one TSV or two
+    aligned files) is the validation split instead of a held-out slice of `data`. `tokenizers` reuses
+    already trained tokenizers (a checkpoint's) instead of training new ones.
+    """
     if name not in TASK_NAMES:
         raise ConfigError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}")
     check_int("seed", seed, -(2**63), 2**63 - 1)
@@ -294,28 +331,45 @@ def make_task(name: str, *, data: Sequence[str | Path] = (), text: str | None = 
     else:
         if not isinstance(valid_fraction, (int, float)) or not 0.0 < valid_fraction < 1.0:
             raise ConfigError(f"valid_fraction must be a number between 0 and 1, got {valid_fraction!r}")
+        _check_tokenizer_options(tokenizer, vocab_size, joint)
         data = [data] if isinstance(data, (str, Path)) else list(data)
-        train, valid, valid_is_train = _split_corpus(_read_corpus(data, text, max_pairs), seed, n_valid,
-                                                     valid_fraction)
+        valid_data = [valid_data] if isinstance(valid_data, (str, Path)) else list(valid_data)
+        pairs = _read_corpus(data, text, max_pairs)
+        if valid_data:
+            train = [Example(s, t) for s, t in pairs]
+            valid, valid_is_train = [Example(s, t) for s, t in _read_corpus(valid_data, None, None)][:n_valid], False
+        else:
+            train, valid, valid_is_train = _split_corpus(pairs, seed, n_valid, valid_fraction)
         spec = dict(name=name, data=[str(p) for p in data], text=text, seed=seed, n_valid=n_valid,
                     valid_fraction=valid_fraction, min_freq=min_freq, max_pairs=max_pairs,
-                    valid_is_train=valid_is_train)
-    src_tok = build_word_tokenizer((ex.source for ex in train), min_freq=min_freq)
-    tgt_tok = build_word_tokenizer((ex.target for ex in train), min_freq=min_freq)
-    return Task(name, "word", src_tok, tgt_tok, train, valid, valid[0].source, spec)
+                    valid_is_train=valid_is_train, valid_data=[str(p) for p in valid_data], tokenizer=tokenizer,
+                    vocab_size=vocab_size, joint=joint)
+        if tokenizers is None:
+            tokenizers = _corpus_tokenizers(train, tokenizer, vocab_size, joint, min_freq)
+        return Task(name, "word", *tokenizers, train, valid, valid[0].source, spec)
+    if tokenizers is None:
+        tokenizers = (build_word_tokenizer((ex.source for ex in train), min_freq=min_freq),
+                      build_word_tokenizer((ex.target for ex in train), min_freq=min_freq))
+    return Task(name, "word", *tokenizers, train, valid, valid[0].source, spec)
 
 
 _DERIVED_SPEC_KEYS = frozenset({"valid_is_train"})
 _MAKE_TASK_KEYS = frozenset({"data", "text", "seed", "n_train", "n_valid", "min_len", "max_len",
-                             "valid_fraction", "min_freq", "max_pairs"})
+                             "valid_fraction", "min_freq", "max_pairs", "valid_data", "tokenizer", "vocab_size",
+                             "joint"})
 
 
-def task_from_spec(spec: dict[str, Any]) -> Task:
-    """Rebuild a task from its `spec` (e.g. one stored in a checkpoint)."""
+def task_from_spec(spec: dict[str, Any], tokenizers: tuple[Tokenizer, Tokenizer] | None = None) -> Task:
+    """Rebuild a task from its `spec` (e.g. one stored in a checkpoint), reusing `tokenizers` when given.
+
+    A corpus spec written before subword tokenizers existed has no "tokenizer" key: it was word-level.
+    """
     if not isinstance(spec, dict) or "name" not in spec:
         raise ConfigError('a task spec must be an object with a "name"')
     unknown = set(spec) - _MAKE_TASK_KEYS - _DERIVED_SPEC_KEYS - {"name"}
     if unknown:
         raise ConfigError(f"unknown task spec field(s): {', '.join(sorted(unknown))}")
     kwargs = {k: v for k, v in spec.items() if k in _MAKE_TASK_KEYS}
-    return make_task(spec["name"], **kwargs)
+    if spec["name"] == "corpus":
+        kwargs.setdefault("tokenizer", "word")
+    return make_task(spec["name"], tokenizers=tokenizers, **kwargs)

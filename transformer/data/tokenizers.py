@@ -1,4 +1,4 @@
-"""Char-level and word-level tokenizers with one interface, stored as Hugging Face `tokenizers` JSON.
+"""Char-, word- and subword-level tokenizers with one interface, stored as Hugging Face `tokenizers` JSON.
 
 Every vocabulary starts with the specials ``<pad>``, ``<s>``, ``</s>``, ``<unk>`` at ids 0, 1, 2, 3; the
 other tokens follow at ids 4, 5, ... with no gaps. The specials are plain vocabulary entries, not HF "added
@@ -11,6 +11,8 @@ WordLevel model (``unk_token`` ``<unk>``):
   and safe for strings HF cannot take, such as lone surrogates).
 - word: NFKC + lowercase normaliser, ``Whitespace`` pre-tokenizer (``\\w+|[^\\w\\s]+``, which splits
   punctuation off words); encoding goes through HF.
+- bpe / unigram: a BPE or Unigram model trained by `subword.train_subword_tokenizer` (cased, NFKC only,
+  ``Metaspace`` so decoding restores the spacing through HF's ``Metaspace`` decoder).
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from tokenizers import Tokenizer as HFTokenizer
 
 PAD, START, END, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, START, END, UNK)
-TOKENIZER_KINDS = ("char", "word")
+TOKENIZER_KINDS = ("char", "word", "bpe", "unigram")
+SUBWORD_KINDS = {"bpe": "BPE", "unigram": "Unigram"}  # kind -> HF model type
 _CHAR_PATTERN = r"[\s\S]"
 
 
@@ -73,7 +76,7 @@ class Tokenizer:
     unk_id = 3
 
     def __init__(self, kind: str, hf: HFTokenizer) -> None:
-        """Wrap an HF WordLevel tokenizer whose vocabulary was already checked."""
+        """Wrap an HF tokenizer (WordLevel, BPE or Unigram model) and check its vocabulary."""
         if kind not in TOKENIZER_KINDS:
             raise TokenizerError(f"tokenizer kind must be one of {TOKENIZER_KINDS}, got {kind!r}")
         self.kind = kind
@@ -99,6 +102,10 @@ class Tokenizer:
             return list(text)
         hf = self._hf
         normalized = hf.normalizer.normalize_str(_hf_safe(text)) if hf.normalizer else _hf_safe(text)
+        if self.kind in SUBWORD_KINDS:
+            safe = _hf_safe(text)
+            enc = hf.encode(safe, add_special_tokens=False)
+            return [safe[a:b] if i == self.unk_id else tok for tok, i, (a, b) in zip(enc.tokens, enc.ids, enc.offsets)]
         if hf.pre_tokenizer is None:
             return [normalized] if normalized else []
         return [piece for piece, _ in hf.pre_tokenizer.pre_tokenize_str(normalized)]
@@ -119,7 +126,9 @@ class Tokenizer:
         return [enc.ids for enc in batch]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Text for `ids`, dropping pad/start/end; chars are joined directly, words with spaces."""
+        """Text for `ids`, dropping pad/start/end; chars joined directly, words with spaces, subwords by HF."""
+        if self.kind in SUBWORD_KINDS:
+            return self._hf.decode([int(i) for i in ids if int(i) not in (0, 1, 2)], skip_special_tokens=False)
         tokens = [self.id_to_token(int(i)) for i in ids if int(i) not in (0, 1, 2)]
         return ("" if self.kind == "char" else " ").join(tokens)
 
@@ -159,9 +168,15 @@ class Tokenizer:
         if kind not in TOKENIZER_KINDS:
             raise TokenizerError(f'tokenizer "kind" must be one of {TOKENIZER_KINDS}, got {kind!r}')
         model = hf_data.get("model") if isinstance(hf_data, dict) else None
-        if not isinstance(model, dict) or model.get("type") != "WordLevel":
-            raise TokenizerError('tokenizer "hf" must be a Hugging Face tokenizer with a WordLevel model')
-        if model.get("unk_token") != UNK:
+        expected = SUBWORD_KINDS.get(kind, "WordLevel")
+        if not isinstance(model, dict) or model.get("type") != expected:
+            raise TokenizerError(f'a {kind} tokenizer needs a Hugging Face tokenizer with a {expected} model')
+        if kind == "unigram":
+            vocab = model.get("vocab")
+            if not isinstance(vocab, list) or not isinstance(model.get("unk_id"), int) or \
+                    not 0 <= model["unk_id"] < len(vocab) or vocab[model["unk_id"]][0] != UNK:
+                raise TokenizerError(f"tokenizer unk token must be {UNK!r}")
+        elif model.get("unk_token") != UNK:
             raise TokenizerError(f"tokenizer unk_token must be {UNK!r}, got {model.get('unk_token')!r}")
         try:
             hf = HFTokenizer.from_str(json.dumps(hf_data))

@@ -1,5 +1,6 @@
 """The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced), for any
 `InspectableSeq2Seq` (ours via `NativeSeq2Seq`, Hugging Face ones via `transformer.model.HFSeq2Seq`)."""
+from .beam import Hypothesis, beam_search, beam_texts
 from .greedy import (
                      MAX_INPUT_CHARS,
                      DecodeResult,
@@ -17,7 +18,7 @@ from .scoring import score_parallel
 from .words import merge_words, word_groups
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
-__all__ = ["AttentionTrace", "DecodeResult", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MEAN_HEAD",
-           "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "decode_greedy", "decode_teacher_forced", "decode_texts",
-           "encode_source", "eval_mode", "greedy_batch", "greedy_decode", "head_label", "read_source", "score_parallel",
-           "teacher_forced", "merge_words", "word_groups"]
+__all__ = ["AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
+           "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts", "decode_greedy",
+           "decode_teacher_forced", "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
+           "head_label", "read_source", "score_parallel", "teacher_forced", "merge_words", "word_groups"]

@@ -65,6 +65,7 @@ class ModelConfig:
     max_len: int = 128
     norm: str = "pre"  # "pre" (Annotated Transformer) or "post" (the paper)
     pad_id: int = 0
+    tie_embeddings: bool = False  # source, target embeddings and generator share one matrix (joint vocabulary)
 
     def __post_init__(self) -> None:
         check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
@@ -81,6 +82,11 @@ class ModelConfig:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.norm not in ("pre", "post"):
             raise ConfigError(f"norm must be 'pre' or 'post', got {self.norm!r}")
+        if not isinstance(self.tie_embeddings, bool):
+            raise ConfigError(f"tie_embeddings must be true or false, got {self.tie_embeddings!r}")
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ConfigError("tie_embeddings needs one joint vocabulary (source and target sizes differ: "
+                              f"{self.src_vocab_size} and {self.tgt_vocab_size})")
 
     @property
     def head_dim(self) -> int:
@@ -112,6 +118,7 @@ class TrainConfig:
     seed: int = 0
     eval_every: int = 250
     eval_examples: int = 200
+    precision: str = "fp32"  # "auto" (bf16 where supported), "fp32" or "bf16" (autocast; fp32 master weights)
 
     def __post_init__(self) -> None:
         check_int("batch_size", self.batch_size, 1, MAX_BATCH)
@@ -133,6 +140,8 @@ class TrainConfig:
         check_int("seed", self.seed, 0, 2**31 - 1)
         check_int("eval_every", self.eval_every, 1, MAX_STEPS)
         check_int("eval_examples", self.eval_examples, 1, 100_000)
+        if self.precision not in ("auto", "fp32", "bf16"):
+            raise ConfigError(f"precision must be auto, fp32 or bf16, got {self.precision!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -209,6 +209,8 @@ class DecoderCache:
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder transformer; `forward` returns logits, `forward_with_attention` also the weights."""
 
+    TIED_WEIGHTS = ("tgt_embed.weight", "generator.weight")  # the same tensor as src_embed.weight when tied
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -224,6 +226,9 @@ class Seq2SeqTransformer(nn.Module):
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         self.scale = math.sqrt(cfg.d_model)
         self._init_weights()
+        if cfg.tie_embeddings:
+            self.tgt_embed.weight = self.src_embed.weight
+            self.generator.weight = self.src_embed.weight
 
     def _init_weights(self) -> None:
         for p in self.parameters():

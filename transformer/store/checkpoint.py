@@ -70,6 +70,7 @@ class Checkpoint:
     evals: list[dict] = field(default_factory=list)
     optimizer_state: dict | None = None
     path: Path | None = None
+    weights: str = "last"  # "last", or which best weights these are (e.g. "best validation loss (... at step N)")
 
     @property
     def name(self) -> str:
@@ -79,30 +80,36 @@ class Checkpoint:
     def card(self) -> dict[str, Any]:
         """Summary for the UI: task, sizes, parameter count, training done and latest metrics."""
         return model_card(self.name, self.task_spec.get("name", "?"), self.src_tokenizer.kind, self.model_config,
-                          self.model.num_parameters(), self.step, self.elapsed, self.metrics)
+                          self.model.num_parameters(), self.step, self.elapsed, self.metrics, self.weights)
 
 
-_CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf")
+_CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf", "bleu_signature")
 
 
 def model_card(name: str, task: str, level: str, cfg: ModelConfig, parameters: int, steps: int, seconds: float,
-               metrics: dict[str, Any]) -> dict[str, Any]:
+               metrics: dict[str, Any], weights: str = "last") -> dict[str, Any]:
     """The summary the UI shows of a model, saved or training: task, sizes, parameters, training done, metrics."""
     return {"name": name, "task": task, "level": level, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
             "n_encoder_layers": cfg.n_encoder_layers, "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
             "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size, "parameters": parameters,
             "steps": steps, "seconds": round(seconds, 2),
-            "metrics": {k: v for k, v in metrics.items() if k in _CARD_METRICS}}
+            "metrics": {k: v for k, v in metrics.items() if k in _CARD_METRICS}, "weights": weights}
 
 
 # -- saving -------------------------------------------------------------------------------------------------
-def _write_checkpoint_files(ckpt: Checkpoint, folder: Path) -> None:
-    """Write every file into `folder`; config.json goes last, so a directory holding it is complete."""
+def _write_checkpoint_files(ckpt: Checkpoint, folder: Path, half: bool = False) -> None:
+    """Write every file into `folder` (weights in fp16 when `half`); config.json goes last."""
     config = {"format": FORMAT_MARKER, "format_version": FORMAT_VERSION,
               "model_config": ckpt.model_config.to_dict(), "train_config": ckpt.train_config.to_dict(),
               "tokenizers": {"src": ckpt.src_tokenizer.kind, "tgt": ckpt.tgt_tokenizer.kind},
-              "task_spec": ckpt.task_spec, "metrics": ckpt.metrics, "step": ckpt.step, "elapsed": ckpt.elapsed}
-    write_tensors(folder / MODEL, ckpt.model.state_dict())
+              "task_spec": ckpt.task_spec, "metrics": ckpt.metrics, "step": ckpt.step, "elapsed": ckpt.elapsed,
+              "weights": ckpt.weights}
+    weights = ckpt.model.state_dict()
+    if ckpt.model_config.tie_embeddings:  # one copy of the shared matrix on disk
+        weights = {k: v for k, v in weights.items() if k not in Seq2SeqTransformer.TIED_WEIGHTS}
+    if half:
+        weights = {k: v.half() for k, v in weights.items()}
+    write_tensors(folder / MODEL, weights)
     write_durably(folder / SRC_TOKENIZER, ckpt.src_tokenizer.to_json())
     write_durably(folder / TGT_TOKENIZER, ckpt.tgt_tokenizer.to_json())
     write_json(folder / HISTORY, {"history": ckpt.history, "evals": ckpt.evals})
@@ -124,8 +131,11 @@ def _move_into_place(tmp: Path, target: Path) -> None:
         raise
 
 
-def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write `ckpt` to directory `path` atomically; refuses to replace an existing one unless `overwrite`."""
+def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = False, half: bool = False) -> Path:
+    """Write `ckpt` to directory `path` atomically; refuses to replace an existing one unless `overwrite`.
+
+    `half` stores the weights in fp16 (half the size; loading upcasts them to fp32).
+    """
     target = Path(path)
     if ckpt.src_tokenizer.vocab_size != ckpt.model_config.src_vocab_size or \
             ckpt.tgt_tokenizer.vocab_size != ckpt.model_config.tgt_vocab_size:
@@ -140,7 +150,7 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = Fal
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         os.chmod(tmp, 0o755)
-        _write_checkpoint_files(ckpt, tmp)
+        _write_checkpoint_files(ckpt, tmp, half)
         if overwrite and target.is_dir() and any(target.iterdir()):
             replace_directory(tmp, target)
         else:
@@ -169,19 +179,28 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpo
     history, evals = read_history(folder / HISTORY)
     with torch.device("meta"):  # shapes only: a huge config costs nothing until the file backs it up
         expected = {k: tuple(v.shape) for k, v in Seq2SeqTransformer(model_cfg).state_dict().items()}
+    if model_cfg.tie_embeddings:
+        expected = {k: v for k, v in expected.items() if k not in Seq2SeqTransformer.TIED_WEIGHTS}
     weights = read_tensors(folder / MODEL, expected, "the model in config.json")
+    if model_cfg.tie_embeddings:
+        weights.update({k: weights["src_embed.weight"] for k in Seq2SeqTransformer.TIED_WEIGHTS})
     model = Seq2SeqTransformer(model_cfg)
-    model.load_state_dict(weights)
+    model.load_state_dict(weights)  # copies into the fp32 parameters (fp16 files are upcast)
     model.eval()
     optimizer_state = read_optimizer(folder, model, config["train_config"]) if load_optimizer else None
     return Checkpoint(model, model_cfg, config["train_config"], src_tok, tgt_tok, config["task_spec"],
                       config.get("step", 0), float(config.get("elapsed", 0.0)), config.get("metrics", {}),
-                      history, evals, optimizer_state, folder)
+                      history, evals, optimizer_state, folder, _weights_label(config.get("weights", "last")))
+
+
+def _weights_label(value: Any) -> str:
+    """The config's "weights" label (which weights the checkpoint holds), shortened to one safe line."""
+    return value.replace("\n", " ")[:120] if isinstance(value, str) and value else "last"
 
 
 def task_for_checkpoint(ckpt: Checkpoint) -> Task:
     """The checkpoint's task rebuilt from its spec, using the checkpoint's tokenizers so token ids agree."""
-    task = task_from_spec(ckpt.task_spec)
+    task = task_from_spec(ckpt.task_spec, tokenizers=(ckpt.src_tokenizer, ckpt.tgt_tokenizer))
     return replace(task, src_tokenizer=ckpt.src_tokenizer, tgt_tokenizer=ckpt.tgt_tokenizer)
 
 

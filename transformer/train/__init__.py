@@ -1,4 +1,6 @@
-"""The train stage: the Trainer, resuming from checkpoints, and the app's training processes (jobs)."""
+"""The train stage: the Trainer, resuming from checkpoints, the app's training processes (jobs), and the runs
+the server owns (registry, autosaves)."""
+from .best import KEEP_BEST, KeepBest
 from .autosave import CheckpointEvery
 from .distributed import (
     DistEnv,
@@ -11,9 +13,14 @@ from .distributed import (
 )
 from .jobs import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
 from .resume import checkpoint_from_trainer, trainer_from_checkpoint
+from .precision import PRECISIONS, cpu_supports_bf16, resolve_precision
+from .run_autosave import AUTOSAVE_EVERY_S, AUTOSAVE_PREFIX, MAX_AUTOSAVES, autosave, autosave_name, prune_autosaves
+from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
-__all__ = ["Callback", "CheckpointEvery", "DistEnv", "DistributedTrainer", "JobSnapshot", "MAX_CONCURRENT_JOBS",
-           "NonFiniteLossError", "PeerLostError", "StepStats", "Trainer", "TrainingJob", "checkpoint_from_trainer",
-           "evaluate_model", "fork_server", "lr_at", "running_jobs", "start_process_group", "stop_process_group",
-           "threads_per_rank", "torchrun_env", "trainer_from_checkpoint"]
+__all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DistEnv", "DistributedTrainer",
+           "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES", "MAX_CONCURRENT_JOBS",
+           "NonFiniteLossError", "PRECISIONS", "PeerLostError", "RunRegistry", "StepStats", "Trainer", "TrainingJob",
+           "autosave", "autosave_name", "checkpoint_from_trainer", "cpu_supports_bf16", "evaluate_model",
+           "fork_server", "lr_at", "prune_autosaves", "registry", "resolve_precision", "running_jobs",
+           "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint"]

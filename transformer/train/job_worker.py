@@ -6,8 +6,12 @@ competes with the app's page scripts for the GIL. Parent and child talk over one
 
     parent -> child: an `Order` first, then ("stop",) or ("probe", text) at any time
     child -> parent: ("pid", pid) first (from `job_server`), then ("progress", step, elapsed, run_seconds,
-                     steps/s, tokens/s, new history rows) · ("eval", metrics) · ("weights", state_dict)
-                     · ("probe", step, trace) · ("end", reason, message, trainer state or None)
+                     steps/s, tokens/s, new history rows) · ("eval", metrics) · ("weights", state_dict, step)
+                     · ("probe", step, trace) · ("state", trainer state) every `autosave_every_s`
+                     · ("end", reason, message, trainer state or None)
+
+The probe is recorded every `probe_every` steps and, when `probe_frames` is set, often enough that the run's
+budget (steps or seconds, whichever is nearer) yields about that many recordings: a 15-s run gets a timeline too.
 """
 from __future__ import annotations
 
@@ -45,6 +49,8 @@ class Order:
     last_probe_step: int | None  # the newest step the timeline has a probe trace for
     threads: int
     processes: int = 1  # data-parallel processes on this machine (see job_ranks)
+    probe_frames: int = 0  # aim for about this many probe recordings over the budget (0: only probe_every)
+    autosave_every_s: float | None = None  # send the full training state this often (the server autosaves it)
 
 
 def send(conn: Connection, *message: Any) -> None:
@@ -64,6 +70,12 @@ class _Worker:
         self.began = time.perf_counter()
         self.window: list[tuple[float, int]] = []
         self.rate = (0.0, 0.0)
+        self.end_note = ""
+        frames = max(order.probe_frames, 0)
+        span = max(order.max_steps - self.trainer.step, 1)
+        self.probe_every = min(order.probe_every, max(span // frames, 1)) if frames else order.probe_every
+        self.probe_every_s = order.max_seconds / frames if frames and order.max_seconds else None
+        self.last_probe_at = self.began
 
     def stop_requested(self) -> bool:
         """Apply the parent's messages; True when it asked to stop or went away."""
@@ -85,7 +97,7 @@ class _Worker:
         send(self.conn, "progress", tr.step, tr.elapsed, time.perf_counter() - self.began, *self.rate, rows)
 
     def publish(self) -> None:
-        send(self.conn, "weights", self.trainer.model.state_dict())
+        send(self.conn, "weights", self.trainer.model.state_dict(), self.trainer.step)
 
     def record_probe(self) -> None:
         if not self.probe:
@@ -98,6 +110,13 @@ class _Worker:
             return
         send(self.conn, "probe", self.trainer.step, result.trace)
         self.last_probe_step = self.trainer.step
+        self.last_probe_at = time.perf_counter()
+
+    def probe_due(self, now: float) -> bool:
+        """Every `probe_every` steps, or when the budget's share of seconds per recording has passed."""
+        if self.trainer.step % self.probe_every == 0:
+            return True
+        return self.probe_every_s is not None and now - self.last_probe_at >= self.probe_every_s
 
     def evaluate(self) -> None:
         send(self.conn, "eval", self.trainer.evaluate())
@@ -115,13 +134,16 @@ class _Worker:
         order, tr = self.order, self.trainer
         if tr.step == 0 or self.last_probe_step is None:
             self.record_probe()
-        last_pub = last_progress = time.perf_counter()
+        last_pub = last_progress = last_state = time.perf_counter()
         reason = "finished"
+        self.end_note = f"reached its target of {order.max_steps:,} steps"
         while tr.step < order.max_steps:
             if self.stop_requested():
-                reason = "stopped"
+                reason, self.end_note = "stopped", ""
                 break
             if order.max_seconds is not None and time.perf_counter() - self.began >= order.max_seconds:
+                self.end_note = (f"the {order.max_seconds:,.0f}-s time budget ended the run at step {tr.step:,} "
+                                 f"of {order.max_steps:,}")
                 break
             self.step()
             if tr.step % tr.cfg.eval_every == 0:
@@ -130,12 +152,15 @@ class _Worker:
             if now - last_progress >= PROGRESS_EVERY_S:
                 self.progress()
                 last_progress = now
-            probe_due = tr.step % order.probe_every == 0
+            probe_due = self.probe_due(now)
             if probe_due or now - last_pub >= order.publish_every_s:
                 self.publish()
                 last_pub = now
             if probe_due:
                 self.record_probe()
+            if order.autosave_every_s is not None and now - last_state >= order.autosave_every_s:
+                send(self.conn, "state", tr.state())
+                last_state = now
         if not tr.evals or tr.evals[-1].get("step") != tr.step:
             self.evaluate()
         return reason
@@ -160,7 +185,8 @@ def main(conn: Connection) -> None:
         _report_failure(conn, exc)
         return
     try:
-        reason, message = worker.run(), ""
+        reason = worker.run()
+        message = worker.end_note
     except NonFiniteLossError as exc:  # the trainer rolled its weights back; keep those
         reason, message = "failed", str(exc)
     except Exception as exc:  # noqa: BLE001 - between steps the trainer is consistent: hand back what it has

@@ -132,12 +132,16 @@ class JobSnapshot:
         return None if self.max_seconds is None else max(self.max_seconds - self.run_seconds, 0.0)
 
     run_seconds: float = 0.0
+    weights_step: int = 0  # the training step of the newest published weights
+    weights_time: float = 0.0  # when they were published (time.time())
 
 
 @dataclass
 class _Published:
     model: Seq2SeqTransformer | None = None
     version: int = 0
+    step: int = 0
+    at: float = 0.0
     timeline: list[tuple[int, AttentionTrace]] = field(default_factory=list)
 
 
@@ -147,13 +151,16 @@ class TrainingJob:
     def __init__(self, trainer: Trainer, *, max_steps: int, max_seconds: float | None = None,
                  probe: str | None = None, probe_every: int = 50, publish_every_s: float = 1.0,
                  idle_timeout_s: float | None = 60.0, threads: int = 0, processes: int = 1,
-                 on_end: Callable[["TrainingJob"], None] | None = None) -> None:
+                 on_end: Callable[["TrainingJob"], None] | None = None, probe_frames: int = 0,
+                 autosave_every_s: float | None = None,
+                 on_state: Callable[["TrainingJob", dict], None] | None = None) -> None:
         self.trainer = trainer
         self.max_steps, self.max_seconds = max_steps, max_seconds
         self._probe, self.probe_every = probe, max(1, probe_every)
         self.publish_every_s, self.idle_timeout_s, self.threads = publish_every_s, idle_timeout_s, threads
-        self.on_end = on_end
+        self.on_end, self.on_state = on_end, on_state
         self.processes = processes  # data-parallel processes (torch.distributed, gloo); `threads` is split among them
+        self.probe_frames, self.autosave_every_s = probe_frames, autosave_every_s
         self._stop = threading.Event()
         self._commands: queue.SimpleQueue[tuple] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -170,7 +177,7 @@ class TrainingJob:
     def start(self) -> "TrainingJob":
         with _registry_lock:
             _live_jobs.add(self)
-        self._publish_model(copy.deepcopy(self.trainer.model))
+        self._publish_model(copy.deepcopy(self.trainer.model), self.trainer.step)
         self._thread.start()
         return self
 
@@ -203,7 +210,7 @@ class TrainingJob:
             hist = tr.history if history_tail is None else tr.history[-history_tail:]
             return JobSnapshot(self._status, self._message, tr.step, self.max_steps, tr.elapsed, self.max_seconds,
                                self._rate[0], self._rate[1], tuple(hist), tuple(tr.evals), self._published.version,
-                               self._run_seconds)
+                               self._run_seconds, self._published.step, self._published.at)
 
     def latest_model(self) -> tuple[int, Seq2SeqTransformer]:
         """(version, an eval-mode copy of the newest published weights); never the training model itself."""
@@ -219,18 +226,19 @@ class TrainingJob:
         with self._lock:
             self._status, self._message = status, message
 
-    def _publish_model(self, model: Seq2SeqTransformer) -> None:
+    def _publish_model(self, model: Seq2SeqTransformer, step: int) -> None:
         model.eval()
         for p in model.parameters():
             p.requires_grad_(False)
         with self._lock:
             self._published.model = model
             self._published.version += 1
+            self._published.step, self._published.at = step, time.time()
 
-    def _publish_weights(self, state_dict: dict) -> None:
+    def _publish_weights(self, state_dict: dict, step: int) -> None:
         model = Seq2SeqTransformer(self.trainer.model_cfg)
         model.load_state_dict(state_dict)
-        self._publish_model(model)
+        self._publish_model(model, step)
 
     def _work(self) -> None:
         try:
@@ -262,7 +270,8 @@ class TrainingJob:
         with self._lock:
             last_probe = self._published.timeline[-1][0] if self._published.timeline else None
         return Order(tr.task, tr.model_cfg, tr.cfg, tr.state(), self.max_steps, self.max_seconds, self._probe,
-                     self.probe_every, self.publish_every_s, last_probe, self.threads, self.processes)
+                     self.probe_every, self.publish_every_s, last_probe, self.threads, self.processes,
+                     self.probe_frames, self.autosave_every_s)
 
     def _supervise(self) -> None:
         tr = self.trainer
@@ -311,7 +320,10 @@ class TrainingJob:
             with self._lock:
                 tr.evals.append(rest[0])
         elif kind == "weights":
-            self._publish_weights(rest[0])
+            self._publish_weights(rest[0], rest[1])
+        elif kind == "state":
+            if self.on_state is not None:
+                self.on_state(self, rest[0])
         elif kind == "probe":
             with self._lock:
                 self._published.timeline.append((rest[0], rest[1]))

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from ..data import Batch, BucketSampler, Task, make_batch
 from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
+from .precision import autocast, resolve_precision
 
 
 class NonFiniteLossError(RuntimeError):
@@ -75,6 +76,7 @@ class Trainer:
         self.callbacks = list(callbacks)
         self._batches: Iterator[Batch] | None = None  # built at the first step (encoding the data takes a while)
         self._last_good = [p.detach().clone() for p in self.model.parameters()]
+        self.precision, self.precision_note = resolve_precision(train_cfg.precision)
 
     def _next_batch(self) -> Batch:
         if self._batches is None:
@@ -100,8 +102,9 @@ class Trainer:
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean cross-entropy over target tokens (padding ignored) and the per-token correctness."""
-        logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
+        with autocast(self.precision):
+            logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
                                label_smoothing=self.cfg.label_smoothing)
         keep = batch.tgt_out != 0
         correct = (logits.argmax(-1) == batch.tgt_out)[keep]
@@ -168,8 +171,8 @@ class Trainer:
 
 
 def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
-    """Loss, token accuracy and greedy exact match on up to n validation examples; BLEU/chrF for words."""
-    from ..analysis import evaluate_alignment
+    """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words."""
+    from ..analysis import corpus_scores, evaluate_alignment
     from ..decode import decode_texts, eval_mode
 
     examples = task.valid[:n]
@@ -195,11 +198,8 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
         "token_accuracy": total_correct / max(total_tokens, 1),
         "exact_match": sum(o == r for o, r in zip(outputs, refs)) / len(examples),
     }
-    if task.level == "word":
-        import sacrebleu
-
-        metrics["bleu"] = sacrebleu.corpus_bleu(outputs, [refs]).score
-        metrics["chrf"] = sacrebleu.corpus_chrf(outputs, [refs]).score
+    if task.level == "word":  # standard scores: detokenized, cased output against the raw reference lines
+        metrics.update(corpus_scores(outputs, [e.target for e in examples]))
     aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
     if aligned is not None:
         metrics["alignment"] = aligned[1]
