@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -185,7 +186,10 @@ def _nan_worker(rank: int, port: int, results: multiprocessing.Queue) -> None:
         stop_process_group()
 
 
-def test_a_nan_on_one_rank_stops_every_rank_at_the_same_step() -> None:
+def test_a_nan_on_one_rank_stops_every_rank_at_the_same_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A spawned child re-runs the parent's __main__ by path; after an AppTest in this process that is a page
+    # script, so the children start from a bare __main__ instead (the worker is found by its module name).
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
