@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from .analysis import HeadError, corpus_scores, head_mask
-from .cli_heads import add_heads_parser, native_model, parse_ablate
-from .data import GENERATED_TASKS, TASK_NAMES, DataError, TokenizerError, make_task, read_aligned_files
+from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
+from .cli_heads import native_model, parse_ablate
+from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
 from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
-from .model import DEFAULT_MAX_PARAMS, PRESETS, ConfigError, HFModelError, TrainConfig, default_configs
+from .model import ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
     finite_json,
@@ -31,12 +32,10 @@ from .store import (
     write_file_atomic,
 )
 from .train import (
-    KEEP_BEST,
-    PRECISIONS,
-    KeepBest,
     CheckpointEvery,
     DistEnv,
     DistributedTrainer,
+    KeepBest,
     NonFiniteLossError,
     PeerLostError,
     StepStats,
@@ -49,128 +48,8 @@ from .train import (
     trainer_from_checkpoint,
 )
 
-MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
-               "dec_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "norm": "norm",
-               "max_len": "max_len"}
-TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
-               "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
-               "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision"}
-TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq", "valid_data", "tokenizer",
-              "vocab_size", "separate_vocab")
-EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
-
-
-class UsageError(Exception):
-    """The command line itself is wrong (bad flag, conflicting options)."""
-
-
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
                HFModelError, PeerLostError, HeadError)
-
-
-class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors become UsageError (one line) instead of usage text and exit."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see --help)")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", choices=TASK_NAMES, help="what to learn (not with --resume)")
-    p.add_argument("--data", nargs="+", metavar="PATH", help="corpus: one TSV file or two aligned files (.gz ok)")
-    p.add_argument("--text-file", metavar="PATH", help="corpus: pairs one a line, TAB or ||| / => / -> between")
-    p.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
-    p.add_argument("--no-optimizer", action="store_true",
-                   help="do not store the optimizer state (a smaller checkpoint; resuming restarts Adam's moments)")
-    p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
-    p.add_argument("--save-every", type=_positive_int, metavar="N",
-                   help="also save --out every N steps, so a crash loses at most N steps")
-    p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
-    p.add_argument("--steps", type=_positive_int, metavar="N",
-                   help="total step target (also the LR schedule's horizon)")
-    p.add_argument("--max-seconds", type=float, metavar="S", help="time budget for this run")
-    p.add_argument("--seed", type=int, metavar="N", help="seed for the data and the training")
-    p.add_argument("--n-train", type=_positive_int, metavar="N",
-                   help="training examples for generated tasks and toy-en-de")
-    p.add_argument("--n-valid", type=_positive_int, metavar="N", help="validation examples")
-    p.add_argument("--max-pairs", type=_positive_int, metavar="N", help="corpus: read at most this many pairs")
-    p.add_argument("--min-freq", type=_positive_int, metavar="N",
-                   help="word tasks: keep words seen at least this often")
-    p.add_argument("--valid-data", nargs="+", metavar="PATH",
-                   help="corpus: validation pairs (one TSV or two aligned files) instead of a held-out slice")
-    p.add_argument("--tokenizer", choices=("bpe", "unigram", "word"), help="corpus: tokenizer (default bpe)")
-    p.add_argument("--vocab-size", type=int, metavar="N", help="corpus: subword vocabulary size (default 8000)")
-    p.add_argument("--separate-vocab", action="store_true", default=None,
-                   help="corpus: one subword vocabulary per language instead of a joint one")
-    p.add_argument("--no-tie", action="store_true",
-                   help="do not tie the embeddings and generator (tied by default with a joint vocabulary)")
-    p.add_argument("--fp16-weights", action="store_true", help="store the weights in fp16 (half the size)")
-    sizes = p.add_argument_group("model (not with --resume)")
-    for flag, kind in (("d-model", int), ("heads", int), ("enc-layers", int), ("dec-layers", int), ("d-ff", int),
-                       ("dropout", float), ("max-len", int)):
-        sizes.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
-                           help=f"ModelConfig.{MODEL_FLAGS[flag.replace('-', '_')]}")
-    sizes.add_argument("--norm", choices=("pre", "post"))
-    opt = p.add_argument_group("training")
-    for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
-                       ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int)):
-        opt.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
-                         help=f"TrainConfig.{TRAIN_FLAGS[flag.replace('-', '_')]}")
-    opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
-    opt.add_argument("--precision", choices=PRECISIONS,
-                     help="bf16 autocast with fp32 master weights (auto: bf16 where the CPU/GPU supports it)")
-    opt.add_argument("--keep-best", choices=KEEP_BEST, default="loss",
-                     help="also keep the weights with the best validation loss or BLEU, in DIR/best (default loss)")
-
-
-def _add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prefix", default="", help="prepended to every source (T5 task prefix, e.g. "
-                   "'translate English to German: ')")
-    p.add_argument("--max-params", type=_positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
-                   help=f"refuse Hugging Face models above N parameters (default {DEFAULT_MAX_PARAMS:,})")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The `python -m transformer` argument parser."""
-    parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
-                     "models from the command line.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads}")
-    train = commands.add_parser("train", help="train a model and save a checkpoint")
-    _add_train_arguments(train)
-    train.set_defaults(func=cmd_train)
-    ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object")
-    ev.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
-    ev.add_argument("--n", type=_positive_int, help="validation examples to use (default: all)")
-    ev.add_argument("--beam", type=_positive_int, default=1, metavar="N", help="beam width for BLEU/chrF (1: greedy)")
-    ev.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
-    ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
-    _add_model_arguments(ev)
-    ev.set_defaults(func=cmd_eval)
-    dec = commands.add_parser("decode", help="greedy-decode one input and print the output")
-    dec.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
-    dec.add_argument("text", metavar="TEXT")
-    dec.add_argument("--top-k", type=_positive_int, default=5, help="candidates recorded per step")
-    dec.add_argument("--max-steps", type=_positive_int, help="stop after this many output tokens")
-    dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
-    dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
-    dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
-    dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
-                     help="beam width: print the best beam hypothesis (the trace stays greedy)")
-    dec.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
-    _add_model_arguments(dec)
-    dec.add_argument("--ablate", action="append", metavar="HEADS",
-                     help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")
-    dec.set_defaults(func=cmd_decode)
-    add_heads_parser(commands, _positive_int)
-    return parser
 
 
 class ProgressLine:
@@ -470,7 +349,7 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser({"train": cmd_train, "eval": cmd_eval, "decode": cmd_decode}).parse_args(argv)
         return args.func(args)
     except (*USER_ERRORS, OSError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
