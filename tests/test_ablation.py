@@ -4,6 +4,7 @@ import threading
 
 import pytest
 import torch
+from tiny_models import tiny_reverse_model
 
 from transformer.analysis import (
     Head,
@@ -16,20 +17,13 @@ from transformer.analysis import (
     parse_head,
     sweep_heads,
 )
-from transformer.data import make_task, source_ids
+from transformer.data import source_ids
 from transformer.decode import UNEMITTABLE, InputError, ban, greedy_decode
-from transformer.model import Seq2SeqTransformer, default_configs
 
 
 @pytest.fixture(scope="module")
 def setup():
-    task = make_task("reverse", n_train=50, n_valid=10, min_len=4, max_len=8)
-    cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
-                             model_overrides=dict(d_model=32, d_ff=64, n_heads=4, n_encoder_layers=2,
-                                                  n_decoder_layers=2, max_len=64))
-    torch.manual_seed(0)
-    model = Seq2SeqTransformer(cfg).eval()
-    return model, task.src_tokenizer, task.tgt_tokenizer
+    return tiny_reverse_model(seed=0)
 
 
 def logits(model, src, tgt, mask=None):

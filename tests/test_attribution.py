@@ -2,6 +2,7 @@
 gradient left on the shared model, and the attention/attribution agreement figures."""
 import pytest
 import torch
+from tiny_models import tiny_reverse_model
 
 from transformer.analysis import (
     IG_STEPS,
@@ -13,23 +14,16 @@ from transformer.analysis import (
     output_ids,
     spearman,
 )
-from transformer.data import make_task
 from transformer.decode import InputError, greedy_decode
-from transformer.model import Seq2SeqTransformer, default_configs
 
 TEXT = "abcdefgh"
 
 
 @pytest.fixture(scope="module")
 def setup():
-    task = make_task("reverse", n_train=50, n_valid=10, min_len=4, max_len=8)
-    cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
-                             model_overrides=dict(d_model=32, d_ff=64, n_heads=4, n_encoder_layers=2,
-                                                  n_decoder_layers=2, max_len=64))
-    torch.manual_seed(1)
-    model = Seq2SeqTransformer(cfg).eval()
-    result = greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, TEXT, max_steps=8, stop_at_end=False)
-    return model, task.src_tokenizer, result
+    model, src_tok, tgt_tok = tiny_reverse_model(seed=1)
+    result = greedy_decode(model, src_tok, tgt_tok, TEXT, max_steps=8, stop_at_end=False)
+    return model, src_tok, result
 
 
 # IG's completeness at IG_STEPS Gauss-Legendre points: sum of attributions == score(input) - score(baseline)
