@@ -18,12 +18,17 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.data import source_ids
-from transformer.decode import UNEMITTABLE, InputError, ban, greedy_decode
+from transformer.decode import UNEMITTABLE, InputError, NativeSeq2Seq, ban, greedy_decode
 
 
 @pytest.fixture(scope="module")
 def setup():
     return tiny_reverse_model(seed=0)
+
+
+@pytest.fixture(scope="module")
+def lm(setup):
+    return NativeSeq2Seq(*setup)
 
 
 def logits(model, src, tgt, mask=None):
@@ -42,11 +47,11 @@ def attention_module(model, kind, layer):
     return block.self_attn if kind == "decoder_self" else block.cross_attn
 
 
-def test_ablating_no_head_is_the_plain_model(setup):
+def test_ablating_no_head_is_the_plain_model(setup, lm):
     model, st, tt = setup
-    assert head_mask(model, []) is None
+    assert head_mask(lm, []) is None
     plain = greedy_decode(model, st, tt, "abcdefg")
-    none = greedy_decode(model, st, tt, "abcdefg", head_mask=head_mask(model, []))
+    none = greedy_decode(model, st, tt, "abcdefg", head_mask=head_mask(lm, []))
     assert [s.prob for s in none.steps] == [s.prob for s in plain.steps]
     assert torch.equal(none.trace.cross, plain.trace.cross)
     ones = {kind: torch.ones(2, 4) for kind in ("encoder_self", "decoder_self", "cross")}
@@ -55,7 +60,7 @@ def test_ablating_no_head_is_the_plain_model(setup):
 
 
 @pytest.mark.parametrize("kind", ["encoder_self", "decoder_self", "cross"])
-def test_all_heads_of_a_layer_equal_a_zeroed_attention_output(setup, kind):
+def test_all_heads_of_a_layer_equal_a_zeroed_attention_output(setup, lm, kind):
     model, st, _ = setup
     src, tgt = inputs(st)
     module = attention_module(model, kind, 1)
@@ -68,12 +73,12 @@ def test_all_heads_of_a_layer_equal_a_zeroed_attention_output(setup, kind):
         by_hand = logits(model, src, tgt)
     finally:
         hook.remove()
-    ablated = logits(model, src, tgt, head_mask(model, [Head(kind, 1, h) for h in range(4)]))
+    ablated = logits(model, src, tgt, head_mask(lm, [Head(kind, 1, h) for h in range(4)]))
     torch.testing.assert_close(ablated, by_hand, rtol=0, atol=1e-5)
     assert not torch.allclose(ablated, logits(model, src, tgt), atol=1e-3)  # it changes the output
 
 
-def test_one_head_equals_zeroing_its_slice_by_hand(setup):
+def test_one_head_equals_zeroing_its_slice_by_hand(setup, lm):
     model, st, _ = setup
     src, tgt = inputs(st)
     module = attention_module(model, "cross", 0)
@@ -89,16 +94,16 @@ def test_one_head_equals_zeroing_its_slice_by_hand(setup):
         by_hand = logits(model, src, tgt)
     finally:
         hook.remove()
-    torch.testing.assert_close(logits(model, src, tgt, head_mask(model, [Head("cross", 0, 2)])), by_hand,
+    torch.testing.assert_close(logits(model, src, tgt, head_mask(lm, [Head("cross", 0, 2)])), by_hand,
                                rtol=0, atol=1e-5)
 
 
-def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup):
+def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup, lm):
     model, st, tt = setup
     text = "gfedcba"
     plain = greedy_decode(model, st, tt, text)
     heads = [Head("cross", layer, h) for layer in range(2) for h in range(4)]
-    alone = ablated_decode(model, st, tt, text, heads)
+    alone = ablated_decode(lm, text, heads)
     assert first_divergence(plain.output_tokens, alone.output_tokens) is not None  # the ablation is visible...
     results, errors = {"plain": [], "ablated": []}, []
     barrier = threading.Barrier(2)
@@ -107,7 +112,7 @@ def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup):
         try:
             barrier.wait()
             for _ in range(15):
-                r = ablated_decode(model, st, tt, text, mask_heads) if mask_heads else greedy_decode(model, st, tt,
+                r = ablated_decode(lm, text, mask_heads) if mask_heads else greedy_decode(model, st, tt,
                                                                                                      text)
                 results[name].append(r)
         except Exception as exc:  # noqa: BLE001 - reported below
@@ -127,27 +132,27 @@ def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup):
     assert not any(attention_module(model, k, 0)._forward_hooks for k in ("encoder_self", "cross"))
 
 
-def test_sweep_measures_the_drop_of_each_head(setup):
+def test_sweep_measures_the_drop_of_each_head(setup, lm):
     model, st, tt = setup
     result = greedy_decode(model, st, tt, "abcdefg")
-    sweep = sweep_heads(model, st, "abcdefg", output_ids(result))
-    assert sweep.complete and len(sweep.frame) == len(all_heads(model)) == 24
+    sweep = sweep_heads(lm, "abcdefg", output_ids(result))
+    assert sweep.complete and len(sweep.frame) == len(all_heads(lm)) == 24
     assert list(sweep.frame["drop"]) == sorted(sweep.frame["drop"], reverse=True)
     top = sweep.frame.iloc[0]
     src, _ = inputs(st)
     ids = output_ids(result)
     tgt = torch.tensor([[1, *ids[:-1]]])
-    mask = head_mask(model, [Head(top["kind"], int(top["layer"]), int(top["head"]))])
+    mask = head_mask(lm, [Head(top["kind"], int(top["layer"]), int(top["head"]))])
     scores = ban(logits(model, src, tgt, mask)[0], UNEMITTABLE)  # <pad> and <s> are never chosen when decoding
     by_hand = scores.log_softmax(-1).gather(-1, torch.tensor(ids)[:, None]).sum()
     assert float(top["log_prob"]) == pytest.approx(float(by_hand), abs=1e-4)
     assert sweep.base_log_prob - float(top["log_prob"]) == pytest.approx(float(top["drop"]), abs=1e-6)
 
 
-def test_sweep_time_cap_stops_early_and_says_so(setup):
+def test_sweep_time_cap_stops_early_and_says_so(setup, lm):
     model, st, tt = setup
     result = greedy_decode(model, st, tt, "abcdefg")
-    sweep = sweep_heads(model, st, "abcdefg", output_ids(result), time_cap=0.0)
+    sweep = sweep_heads(lm, "abcdefg", output_ids(result), time_cap=0.0)
     assert not sweep.complete and len(sweep.frame) < 24
 
 
@@ -158,22 +163,22 @@ def test_sweep_time_cap_stops_early_and_says_so(setup):
     ("self:L1H1", "cannot read head"),
     ("", "cannot read head"),
 ])
-def test_a_head_the_model_does_not_have_is_named(setup, label, message):
+def test_a_head_the_model_does_not_have_is_named(setup, lm, label, message):
     model = setup[0]
     with pytest.raises(HeadError, match=message):
-        parse_head(label, model)
+        parse_head(label, lm)
 
 
-def test_labels_round_trip_and_bad_selections_are_refused(setup):
+def test_labels_round_trip_and_bad_selections_are_refused(setup, lm):
     model, st, tt = setup
-    for head in all_heads(model):
-        assert parse_head(head.label, model) == head
-    assert parse_head(" Cross:l2h4 ", model) == Head("cross", 1, 3)
+    for head in all_heads(lm):
+        assert parse_head(head.label, lm) == head
+    assert parse_head(" Cross:l2h4 ", lm) == Head("cross", 1, 3)
     with pytest.raises(HeadError, match="no head selected"):
-        ablated_decode(model, st, tt, "abc", [])
+        ablated_decode(lm, "abc", [])
     with pytest.raises(HeadError):
-        head_mask(model, [Head("cross", 5, 0)])
+        head_mask(lm, [Head("cross", 5, 0)])
     with pytest.raises(InputError):
-        sweep_heads(model, st, "   ", [3, 2])
+        sweep_heads(lm, "   ", [3, 2])
     with pytest.raises(InputError, match="no output"):
-        sweep_heads(model, st, "abc", [])
+        sweep_heads(lm, "abc", [])

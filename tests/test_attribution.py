@@ -14,7 +14,7 @@ from transformer.analysis import (
     output_ids,
     spearman,
 )
-from transformer.decode import InputError, greedy_decode
+from transformer.decode import InputError, NativeSeq2Seq, greedy_decode
 
 TEXT = "abcdefgh"
 
@@ -23,7 +23,7 @@ TEXT = "abcdefgh"
 def setup():
     model, src_tok, tgt_tok = tiny_reverse_model(seed=1)
     result = greedy_decode(model, src_tok, tgt_tok, TEXT, max_steps=8, stop_at_end=False)
-    return model, src_tok, result
+    return NativeSeq2Seq(model, src_tok, tgt_tok), src_tok, result
 
 
 # IG's completeness at IG_STEPS Gauss-Legendre points: sum of attributions == score(input) - score(baseline)
@@ -36,9 +36,9 @@ COMPLETENESS_RTOL, COMPLETENESS_ATOL = 0.02, 0.03
 def test_integrated_gradients_is_complete(setup, step):
     model, st, result = setup
     out = output_ids(result)
-    attr = attribute_step(model, st, TEXT, out, step)
+    attr = attribute_step(model, TEXT, out, step)
     assert attr.source.shape == (len(result.trace.source_tokens),) and attr.target.shape == (step + 1,)
-    difference = attr.score - baseline_score(model, st, TEXT, out, step)
+    difference = attr.score - baseline_score(model, TEXT, out, step)
     total = float(attr.source.sum() + attr.target.sum())
     assert abs(difference) > 0.05  # the test means something: the baseline scores differently
     assert total == pytest.approx(difference, rel=COMPLETENESS_RTOL, abs=COMPLETENESS_ATOL)
@@ -48,44 +48,48 @@ def test_integrated_gradients_is_complete(setup, step):
 def test_all_steps_at_once_equal_one_step_at_a_time(setup):
     model, st, result = setup
     out = output_ids(result)
-    together = attribute_steps(model, st, TEXT, out)
+    together = attribute_steps(model, TEXT, out)
     assert [a.step for a in together] == list(range(len(out)))
     for step in (1, 5):
-        alone = attribute_step(model, st, TEXT, out, step)
+        alone = attribute_step(model, TEXT, out, step)
         torch.testing.assert_close(together[step].source, alone.source, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(together[step].target, alone.target, rtol=1e-4, atol=1e-5)
 
 
 def test_gradient_x_input_gives_one_number_per_token(setup):
     model, st, result = setup
-    attr = attribute_step(model, st, TEXT, output_ids(result), 2, method="gradient_x_input")
+    attr = attribute_step(model, TEXT, output_ids(result), 2, method="gradient_x_input")
     assert attr.source.shape == (len(result.trace.source_tokens),) and attr.target.shape == (3,)
     assert attr.source.abs().sum() > 0
     shares = attr.source_share() + attr.target_share()
     assert sum(shares) == pytest.approx(1.0) and min(shares) >= 0
 
 
-def test_the_shared_model_keeps_no_hook_and_no_gradient(setup):
-    model, st, result = setup
-    attribute_step(model, st, TEXT, output_ids(result), 1)
-    assert all(p.grad is None for p in model.parameters())
-    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
-    with pytest.raises(ValueError, match="eval mode"):
-        attribute_step(model.train(), st, TEXT, output_ids(result), 1)
-    model.eval()
+def test_the_shared_model_keeps_no_hook_no_gradient_and_its_mode(setup):
+    lm, st, result = setup
+    intact = attribute_step(lm, TEXT, output_ids(result), 1)
+    assert all(p.grad is None for p in lm.model.parameters())
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in lm.model.modules())
+    lm.model.train()  # dropout is switched off for the attribution and the mode given back
+    try:
+        again = attribute_step(lm, TEXT, output_ids(result), 1)
+        assert lm.model.training
+    finally:
+        lm.model.eval()
+    torch.testing.assert_close(again.source, intact.source)
 
 
 def test_bad_steps_and_inputs_are_refused(setup):
     model, st, result = setup
     out = output_ids(result)
     with pytest.raises(InputError, match="step 9 does not exist"):
-        attribute_step(model, st, TEXT, out, 8)
+        attribute_step(model, TEXT, out, 8)
     with pytest.raises(InputError, match="no output"):
-        attribute_steps(model, st, TEXT, [])
+        attribute_steps(model, TEXT, [])
     with pytest.raises(InputError, match="empty"):
-        attribute_step(model, st, " ", out, 0)
+        attribute_step(model, " ", out, 0)
     with pytest.raises(ValueError, match="unknown attribution method"):
-        attribute_step(model, st, TEXT, out, 0, method="saliency")
+        attribute_step(model, TEXT, out, 0, method="saliency")
 
 
 def test_spearman_matches_its_definition():
@@ -99,7 +103,7 @@ def test_spearman_matches_its_definition():
 
 def test_agreement_is_one_for_a_head_that_attends_where_attribution_points(setup):
     model, st, result = setup
-    attrs = attribute_steps(model, st, TEXT, output_ids(result), n_steps=IG_STEPS)
+    attrs = attribute_steps(model, TEXT, output_ids(result), n_steps=IG_STEPS)
     cross = result.trace.cross.clone()
     magnitude = torch.stack([a.source.abs() for a in attrs])  # (T, S)
     cross[0, 1] = magnitude / magnitude.sum(-1, keepdim=True)  # layer 1 head 2 now attends exactly like that

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Sequence, TextIO
 
 from .analysis import HeadError, corpus_scores, head_mask
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
-from .cli_heads import native_model, parse_ablate
+from .cli_heads import parse_ablate
 from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
 from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
 from .model import ConfigError, HFModelError, TrainConfig, default_configs
@@ -304,7 +304,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
-    mask = head_mask(native_model(lm), parse_ablate(args.ablate, native_model(lm))) if args.ablate else None
+    mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if args.reference is not None:
         result = decode_teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
     else:

@@ -1,7 +1,8 @@
 """`python -m transformer heads`: which heads matter (ablation sweep) and whether attention agrees with attribution.
 
-One input (TEXT), one input a line (--file), or the checkpoint's validation examples (--valid N): with several
-inputs the figures are averaged, and tasks with gold alignments also report the best-aligned head.
+MODEL is one of our checkpoints, a Hugging Face folder or a hub id (as for `decode`). One input (TEXT), one input a
+line (--file), or a checkpoint's validation examples (--valid N): with several inputs the figures are averaged, and
+tasks with gold alignments also report the best-aligned head.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import Any
 from .analysis import HeadError, evaluate_alignment, head_report, parse_head, summarize
 from .analysis.head_report import average_agreement, average_drops, report_dict
 from .decode import InputError, NativeSeq2Seq
-from .store import finite_json, load_checkpoint, task_for_checkpoint
+from .model import DEFAULT_MAX_PARAMS
+from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
 
 MAX_FILE_LINES = 10_000
 
@@ -23,17 +25,20 @@ MAX_FILE_LINES = 10_000
 def add_heads_parser(commands: Any, positive_int: Any) -> None:
     """Register `heads` on the CLI's subcommands."""
     p = commands.add_parser("heads", help="ablate each head in turn; compare attention with attribution")
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("dir", metavar="MODEL", help="our checkpoint folder, a Hugging Face folder or a hub id")
     p.add_argument("text", metavar="TEXT", nargs="?", help="the input (or use --file / --valid)")
     p.add_argument("--file", metavar="PATH", help="inputs one a line; the figures are averaged")
     p.add_argument("--valid", type=positive_int, metavar="N", help="the checkpoint's first N validation inputs")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-agreement", action="store_true", help="skip attribution (only the ablation sweep)")
     p.add_argument("--ig-steps", type=positive_int, default=32, metavar="N", help="Integrated Gradients points")
+    p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
+    p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
+                   help="refuse Hugging Face models with more parameters")
     p.set_defaults(func=cmd_heads)
 
 
-def _inputs(args: argparse.Namespace, ckpt: Any) -> tuple[list[str], str]:
+def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
     given = [x for x in (args.text is not None, args.file is not None, args.valid is not None) if x]
     if len(given) != 1:
         raise HeadError("give exactly one of TEXT, --file PATH or --valid N")
@@ -44,21 +49,22 @@ def _inputs(args: argparse.Namespace, ckpt: Any) -> tuple[list[str], str]:
         if not lines:
             raise InputError(f"{args.file}: no input lines")
         return lines[:MAX_FILE_LINES], "file"
-    task = task_for_checkpoint(ckpt)
+    if not isinstance(lm, NativeSeq2Seq):
+        raise HeadError("--valid needs one of our checkpoints (it reads the task's validation inputs); "
+                         "give TEXT or --file PATH for a Hugging Face model")
+    task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
     return [e.source for e in task.valid[: args.valid]], "valid"
 
 
 def cmd_heads(args: argparse.Namespace) -> int:
     """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
-    ckpt = load_checkpoint(args.dir, load_optimizer=False)
-    model, st, tt = ckpt.model.eval(), ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    texts, source = _inputs(args, ckpt)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+    texts, source = _inputs(args, lm)
     start = time.perf_counter()
     reports, skipped = [], []
     for i, text in enumerate(texts):
         try:
-            reports.append(head_report(model, st, tt, text, agreement=not args.no_agreement,
-                                       ig_steps=args.ig_steps))
+            reports.append(head_report(lm, text, agreement=not args.no_agreement, ig_steps=args.ig_steps))
         except InputError as exc:
             if len(texts) == 1:
                 raise
@@ -67,13 +73,13 @@ def cmd_heads(args: argparse.Namespace) -> int:
         raise InputError("none of the inputs could be decoded")
     drops = average_drops([r.sweep for r in reports])
     agreement = None if args.no_agreement else average_agreement([r.agreement for r in reports])
-    out: dict[str, Any] = {"checkpoint": str(args.dir), "inputs": len(reports), "skipped": skipped,
+    out: dict[str, Any] = {"checkpoint": str(args.dir), "model": lm.name, "inputs": len(reports), "skipped": skipped,
                            **({"text": texts[0], "output": reports[0].result.output_text,
                                "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
                            **report_dict(drops, agreement), "seconds": round(time.perf_counter() - start, 3)}
     if source == "valid":
-        task = task_for_checkpoint(ckpt)
-        aligned = evaluate_alignment(model, task.valid[: args.valid], st, tt)
+        task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
+        aligned = evaluate_alignment(lm.model, task.valid[: args.valid], lm.src_tokenizer, lm.tgt_tokenizer)
         if aligned is not None:
             out["alignment"] = {**summarize(aligned[0]), "best_head": f"cross:{summarize(aligned[0])['best_head']}"}
     if args.json:
@@ -91,14 +97,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_ablate(values: list[str] | None, model: Any) -> list:
+def parse_ablate(values: list[str] | None, lm: Any) -> list:
     """Heads named by `--ablate` (repeatable, comma-separated), checked against the model; HeadError if wrong."""
     labels = [part for value in values or [] for part in value.split(",")]
-    return [parse_head(label, model) for label in labels]
-
-
-def native_model(lm: Any) -> Any:
-    """Our model inside `lm`; HeadError for other kinds (ablation on Hugging Face models is not wired up here)."""
-    if isinstance(lm, NativeSeq2Seq):
-        return lm.model
-    raise HeadError("--ablate works on this project's checkpoints; this is a Hugging Face model")
+    return [parse_head(label, lm) for label in labels]

@@ -21,8 +21,8 @@ from .attribution import (
     Attribution,
     attribute_step,
     attribute_steps,
-    attribution_view,
     baseline_score,
+    substituted,
 )
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .head_report import HeadReport, head_report
@@ -32,6 +32,6 @@ from .scores import corpus_scores
 __all__ = ["AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
            "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_summary",
            "alignment_scores", "all_heads", "attention_difference", "attribute_step", "attribute_steps",
-           "attribution_view", "baseline_score", "common_prefix", "comparison_frame", "corpus_scores",
+           "baseline_score", "common_prefix", "comparison_frame", "corpus_scores",
            "evaluate_alignment", "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats",
-           "output_ids", "parse_head", "spearman", "summarize", "sweep_heads"]
+           "output_ids", "parse_head", "spearman", "substituted", "summarize", "sweep_heads"]

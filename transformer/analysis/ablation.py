@@ -3,6 +3,9 @@
 Ablating a head means its contribution to its attention output is zero: the head's slice of the concatenated
 head outputs is multiplied by 0 before the output projection (same rule for every kind). The mask travels with
 each call, so a model shared by many sessions never carries one session's ablation into another's decode.
+Our models apply it inside their attention; Hugging Face models (`HFSeq2Seq`) apply it with forward pre-hooks on
+the attention output projections, registered under the model's lock and removed in `finally`, so no other caller
+runs the model while they are on. Everything here takes any `InspectableSeq2Seq`.
 """
 from __future__ import annotations
 
@@ -15,12 +18,11 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..data import START_ID, Tokenizer
-from ..decode import UNEMITTABLE, KINDS, DecodeResult, InputError, ban, encode_source, eval_mode, greedy_decode
-from ..model import HeadMask, Seq2SeqTransformer
+from ..decode import KINDS, DecodeResult, InputError, ban, decode_greedy, read_source
+from ..model import HeadMask, InspectableSeq2Seq
 
 KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
-_LABEL = re.compile(r"^\s*(enc|dec|cross)\s*[:\s]\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
+_LABEL = re.compile(r"^\s*(enc|dec|cross)\s*[:.\s]\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
 
 
 class HeadError(ValueError):
@@ -42,22 +44,18 @@ class Head:
         return f"{code}:L{self.layer + 1}H{self.head + 1}"
 
 
-def n_layers(model: Seq2SeqTransformer, kind: str) -> int:
-    """Layers of a kind in the model: encoder layers for encoder self-attention, decoder layers otherwise."""
-    return model.cfg.n_encoder_layers if kind == "encoder_self" else model.cfg.n_decoder_layers
-
-
-def all_heads(model: Seq2SeqTransformer, kinds: Sequence[str] = KINDS) -> list[Head]:
+def all_heads(lm: InspectableSeq2Seq, kinds: Sequence[str] = KINDS) -> list[Head]:
     """Every head of the given kinds, in (kind, layer, head) order."""
-    return [Head(kind, layer, head) for kind in kinds for layer in range(n_layers(model, kind))
-            for head in range(model.cfg.n_heads)]
+    counts = lm.head_counts()
+    return [Head(kind, layer, head) for kind in kinds for layer in range(counts[kind][0])
+            for head in range(counts[kind][1])]
 
 
-def check_head(model: Seq2SeqTransformer, head: Head) -> Head:
+def check_head(lm: InspectableSeq2Seq, head: Head) -> Head:
     """The head itself, or HeadError naming what the model has."""
     if head.kind not in KINDS:
         raise HeadError(f"unknown attention kind {head.kind!r}; expected one of {', '.join(KINDS)}")
-    layers, heads = n_layers(model, head.kind), model.cfg.n_heads
+    layers, heads = lm.head_counts()[head.kind]
     if not 0 <= head.layer < layers:
         raise HeadError(f"{head.label}: the model has {layers} {head.kind.replace('_', ' ')} layer(s), "
                         f"numbered 1 to {layers}")
@@ -66,33 +64,32 @@ def check_head(model: Seq2SeqTransformer, head: Head) -> Head:
     return head
 
 
-def parse_head(text: str, model: Seq2SeqTransformer) -> Head:
-    """A head from its label ('cross:L1H2', 'enc:L2H1', 'dec:L1H4'; 1-based), checked against the model."""
+def parse_head(text: str, lm: InspectableSeq2Seq) -> Head:
+    """A head from its label ('cross:L1H2', 'enc.L2H1', 'dec L1H4'; 1-based), checked against the model."""
     match = _LABEL.match(text or "")
     if match is None:
         raise HeadError(f"cannot read head {text!r}: write KIND:LnHm with KIND enc, dec or cross (e.g. cross:L1H2)")
     code, layer, head = match.groups()
-    return check_head(model, Head(KIND_CODES[code.lower()], int(layer) - 1, int(head) - 1))
+    return check_head(lm, Head(KIND_CODES[code.lower()], int(layer) - 1, int(head) - 1))
 
 
-def head_mask(model: Seq2SeqTransformer, heads: Iterable[Head]) -> HeadMask | None:
+def head_mask(lm: InspectableSeq2Seq, heads: Iterable[Head]) -> HeadMask | None:
     """The head mask switching `heads` off (None when there is none): kind -> (layers, heads) of 0/1."""
-    heads = [check_head(model, h) for h in heads]
+    heads = [check_head(lm, h) for h in heads]
     if not heads:
         return None
-    mask = {kind: torch.ones(n_layers(model, kind), model.cfg.n_heads) for kind in {h.kind for h in heads}}
+    counts = lm.head_counts()
+    mask = {kind: torch.ones(*counts[kind]) for kind in {h.kind for h in heads}}
     for h in heads:
         mask[h.kind][h.layer, h.head] = 0.0
     return mask
 
 
-def ablated_decode(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str,
-                   heads: Sequence[Head], *, top_k: int = 5) -> DecodeResult:
+def ablated_decode(lm: InspectableSeq2Seq, text: str, heads: Sequence[Head], *, top_k: int = 5) -> DecodeResult:
     """Greedy decoding with `heads` switched off (raises HeadError for an empty selection or a missing head)."""
     if not heads:
         raise HeadError("no head selected: choose at least one head to switch off")
-    return greedy_decode(model, src_tokenizer, tgt_tokenizer, text, top_k=top_k,
-                         head_mask=head_mask(model, heads))
+    return decode_greedy(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
 
 
 def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFrame:
@@ -107,13 +104,30 @@ def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def output_log_prob(model: Seq2SeqTransformer, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def output_log_prob(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
                     mask: HeadMask | None = None) -> float:
-    """Sum of log p(targets) teacher-forced on `tgt_in` (1, T), optionally with heads switched off."""
-    with eval_mode(model):
-        logits, _ = model.forward_with_attention(src, tgt_in, mask)  # (1, T, V)
-        logp = ban(logits[0].float(), UNEMITTABLE).log_softmax(-1)  # as decoding sees them: <pad>, <s> never chosen
-        return float(logp.gather(-1, targets[:, None]).sum())
+    """Sum of log p(targets) teacher-forced on `tgt_in` (1, start + T - 1), optionally with heads switched off.
+
+    Scored as decoding sees the model: tokens it never emits (<pad>, <s>) excluded, before any generation rule."""
+    with lm.running():
+        logits, _ = lm.forward(src, tgt_in, mask)  # (1, positions, V)
+    rows = logits[0, len(lm.start_ids) - 1:].float()
+    return float(ban(rows, sorted(lm.unemittable_ids)).log_softmax(-1).gather(-1, targets[:, None]).sum())
+
+
+def check_output(lm: InspectableSeq2Seq, output: Sequence[int], what: str = "score") -> None:
+    """InputError when there is no output or it is longer than the decoder reads."""
+    if not output:
+        raise InputError(f"The model produced no output for this input, so there is nothing to {what}.")
+    limit = lm.max_target_len - len(lm.start_ids) + 1
+    if len(output) > limit:
+        raise InputError(f"The output has {len(output)} tokens; this model reads at most {limit}.")
+
+
+def teacher_inputs(lm: InspectableSeq2Seq, text: str, output: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """Source ids (1, S) of `text` and decoder inputs (1, T) that teacher-force `output`: start ids + output[:-1]."""
+    src = torch.tensor([read_source(lm, text).ids])
+    return src, torch.tensor([[*lm.start_ids, *output[:-1]]])
 
 
 def output_ids(result: DecodeResult) -> list[int]:
@@ -134,26 +148,20 @@ class Sweep:
 ProgressFn = Callable[[int, int], None]
 
 
-def sweep_heads(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, text: str, output: Sequence[int], *,
-                kinds: Sequence[str] = KINDS, time_cap: float | None = None,
-                progress: ProgressFn | None = None) -> Sweep:
+def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] = KINDS,
+                time_cap: float | None = None, progress: ProgressFn | None = None) -> Sweep:
     """Ablate each head in turn; per head the drop in log p(output | text) teacher-forced on `output` (ids)."""
-    src, _ = encode_source(model, src_tokenizer, text)
-    if not output:
-        raise InputError("The model produced no output for this input, so there is nothing to score.")
-    if len(output) > model.cfg.max_len:
-        raise InputError(f"The output has {len(output)} tokens; this model reads at most {model.cfg.max_len}.")
-    src_t = torch.tensor([src])
+    src_t, tgt_in = teacher_inputs(lm, text, output)
+    check_output(lm, output)
     targets = torch.tensor(list(output))
-    tgt_in = torch.tensor([[START_ID, *output[:-1]]])
     start = time.perf_counter()
-    base = output_log_prob(model, src_t, tgt_in, targets)
-    heads = all_heads(model, kinds)
+    base = output_log_prob(lm, src_t, tgt_in, targets)
+    heads = all_heads(lm, kinds)
     rows = []
     for i, h in enumerate(heads):
         if time_cap is not None and time.perf_counter() - start > time_cap:
             break
-        lp = output_log_prob(model, src_t, tgt_in, targets, head_mask(model, [h]))
+        lp = output_log_prob(lm, src_t, tgt_in, targets, head_mask(lm, [h]))
         rows.append({"kind": h.kind, "layer": h.layer, "head": h.head, "label": h.label, "log_prob": lp,
                      "drop": base - lp})
         if progress is not None:
@@ -161,4 +169,3 @@ def sweep_heads(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, text: str, 
     frame = pd.DataFrame(rows, columns=["kind", "layer", "head", "label", "log_prob", "drop"])
     frame = frame.sort_values("drop", ascending=False, kind="stable").reset_index(drop=True)
     return Sweep(frame, base, len(rows) == len(heads), time.perf_counter() - start)
-

@@ -1,38 +1,37 @@
-"""Gradient attribution of one output step to the source and earlier target tokens (Captum).
+"""Gradient attribution of one output step to the source and earlier target tokens (Captum), for any model.
 
 The score explained is log p(chosen token at step t | source, decoder inputs up to t), teacher-forced on the
-output. Two methods, both on the token embeddings (the `nn.Embedding` outputs, before the sqrt(d_model) scale and
-the positional encoding are added):
-- **Integrated Gradients** (`LayerIntegratedGradients`): baseline = every token embedding zero (the padding
-  row), positions kept; `IG_STEPS` Gauss-Legendre points. Completeness: the attributions sum to
-  score(input) - score(baseline) up to the integral's error (see tests).
-- **Gradient x input** (`LayerGradientXActivation`): one backward pass; a first-order local estimate.
+output, as decoding sees the model (tokens it never emits excluded; a Hugging Face generation config's rules such
+as a forced first token are not applied). Two methods, both on the token embeddings (what the model's
+token-embedding modules return, before positions are added):
+- **Integrated Gradients** (`IntegratedGradients`): baseline = every token embedding zero, positions kept;
+  `IG_STEPS` Gauss-Legendre points. Completeness: the attributions sum to score(input) - score(baseline) up to
+  the integral's error (see tests).
+- **Gradient x input** (`InputXGradient`): one backward pass; a first-order local estimate.
 A token's attribution is the sum over its embedding dimensions.
 
-Captum puts hooks on the layers it attributes to. They never go on the shared model: the work is done on a
-*view*, a shallow copy of the model whose two embedding modules are new objects sharing the same weight
-tensors, so another session decoding with the model at the same time never sees them. Gradients are taken with
-`torch.autograd.grad`, so no parameter's `.grad` changes.
+Nothing is put on the shared model. The embeddings go in through a *view* (`substituted`): shallow copies of the
+modules on the way to the two embedding modules, which are replaced by modules returning the given tensors;
+every other module and every weight is the model's own. Captum differentiates with respect to those tensors
+(`torch.autograd.grad`), so it registers no hook and no parameter's `.grad` changes. `lm.differentiable()` keeps
+other callers off a Hugging Face model meanwhile (its lock) and turns dropout off.
 """
 from __future__ import annotations
 
 import copy
-import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
-from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+from captum.attr import InputXGradient, IntegratedGradients
 from torch import Tensor, nn
 
-from ..data import START_ID, Tokenizer
-from ..decode import UNEMITTABLE, InputError, ban, encode_source
-from ..model import Seq2SeqTransformer
+from ..decode import InputError, ban
+from ..model import InspectableSeq2Seq
+from .ablation import check_output, teacher_inputs
 
 IG_STEPS = 32
 METHODS = ("integrated_gradients", "gradient_x_input")
-# Captum warns whenever several layers are given; ours are the two embedding tables, independent of each other.
-warnings.filterwarnings("ignore", message="Multiple layers provided")
 METHOD_TITLES = {"integrated_gradients": "Integrated Gradients", "gradient_x_input": "Gradient × input"}
 
 
@@ -43,7 +42,7 @@ class Attribution:
     method: str
     step: int  # 0-based output step
     source: Tensor  # (S,)
-    target: Tensor  # (step + 1,) the decoder inputs the step saw: <s> and the earlier outputs
+    target: Tensor  # (step + 1,) the decoder inputs the step saw: the start token and the earlier outputs
     score: float  # log p(chosen token) at the input
 
     def source_share(self) -> list[float]:
@@ -57,46 +56,80 @@ class Attribution:
         return [float(a) / total if total > 0 else 0.0 for a in self.target.abs()]
 
 
-def _embedding_view(emb: nn.Embedding) -> nn.Embedding:
-    """A new embedding module on the same weight tensor (hooks registered on it stay on it)."""
-    return nn.Embedding(emb.num_embeddings, emb.embedding_dim, padding_idx=emb.padding_idx, _weight=emb.weight,
-                        _freeze=not emb.weight.requires_grad)
+class Given(nn.Module):
+    """Stands in for an embedding module on a view: returns the embeddings it holds for ids of their shape."""
+
+    def __init__(self, value: Tensor) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, ids: Tensor, *args: object, **kwargs: object) -> Tensor:
+        if tuple(ids.shape) != tuple(self.value.shape[:-1]):
+            raise ValueError(f"embeddings for ids {tuple(self.value.shape[:-1])} given, ids {tuple(ids.shape)} read")
+        return self.value
 
 
-def attribution_view(model: Seq2SeqTransformer) -> Seq2SeqTransformer:
-    """A shallow copy of the model sharing every weight, with its own embedding modules to hook."""
-    if model.training:
-        raise ValueError("attribution needs the model in eval mode (dropout off)")
-    view = copy.copy(model)
-    view._modules = dict(model._modules)  # the copy's own module table; every module but the embeddings shared
-    view._forward_hooks, view._forward_pre_hooks = type(model._forward_hooks)(), type(model._forward_pre_hooks)()
-    view._modules["src_embed"] = _embedding_view(model.src_embed)
-    view._modules["tgt_embed"] = _embedding_view(model.tgt_embed)
+def substituted(root: nn.Module, replacements: Mapping[str, nn.Module]) -> nn.Module:
+    """A view of `root`: the modules on the way to each dotted path are shallow copies with their own module
+    tables, the module at the path is replaced; everything else (weights, other modules, hooks) is root's own."""
+    view = copy.copy(root)
+    view._modules = dict(root._modules)
+    nested: dict[str, dict[str, nn.Module]] = {}
+    for path, module in replacements.items():
+        name, _, rest = path.partition(".")
+        if name not in root._modules:
+            raise KeyError(f"{type(root).__name__} has no submodule {name!r}")
+        if rest:
+            nested.setdefault(name, {})[rest] = module
+        else:
+            view._modules[name] = module
+    for name, inner in nested.items():
+        view._modules[name] = substituted(root._modules[name], inner)
     return view
 
 
-def _scorer(model: Seq2SeqTransformer):
-    """forward(src (N, S), tgt_in (N, T), steps (N,), tokens (N,)) -> log p(tokens[n]) at steps[n], (N,)."""
-    def forward(src: Tensor, tgt_in: Tensor, steps: Tensor, tokens: Tensor) -> Tensor:
-        logits = model(src, tgt_in)  # (N, T, V)
-        rows = ban(logits[torch.arange(logits.size(0)), steps].float(), UNEMITTABLE)  # (N, V), as decoding sees them
+Scorer = Callable[..., Tensor]
+
+
+def _scorer(lm: InspectableSeq2Seq) -> Scorer:
+    """forward(src_emb (N, S, E), tgt_emb (N, T, E), src (N, S), tgt_in (N, T), positions (N,), tokens (N,))
+    -> log p(tokens[n]) at decoder position positions[n], (N,)."""
+    src_path, tgt_path = lm.embedding_paths()
+    banned = sorted(lm.unemittable_ids)
+
+    def forward(src_emb: Tensor, tgt_emb: Tensor, src: Tensor, tgt_in: Tensor, positions: Tensor,
+                tokens: Tensor) -> Tensor:
+        view = substituted(lm.network, {src_path: Given(src_emb), tgt_path: Given(tgt_emb)})
+        logits = lm.teacher_logits(view, src, tgt_in)  # (N, T, V)
+        rows = ban(logits[torch.arange(logits.size(0)), positions].float(), banned)
         return rows.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
     return forward
 
 
-def _check_output(model: Seq2SeqTransformer, output: Sequence[int], steps: Sequence[int]) -> None:
-    if not output:
-        raise InputError("The model produced no output for this input, so there is nothing to attribute.")
-    if len(output) > model.cfg.max_len:
-        raise InputError(f"The output has {len(output)} tokens; this model reads at most {model.cfg.max_len}.")
+def _embeddings(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+    """The token embeddings the model's own modules give the ids (no gradient)."""
+    src_path, tgt_path = lm.embedding_paths()
+    with torch.no_grad():
+        return (lm.network.get_submodule(src_path)(src).detach(), lm.network.get_submodule(tgt_path)(tgt_in).detach())
+
+
+def _batch(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequence[int]
+           ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One example per step: sources (n, S), decoder inputs (n, T), decoder positions (n,), chosen tokens (n,)."""
+    check_output(lm, output, "attribute")
+    src, tgt_in = teacher_inputs(lm, text, output)
     for step in steps:
         if not 0 <= step < len(output):
             raise InputError(f"step {step + 1} does not exist: the output has {len(output)} step(s)")
+    first = len(lm.start_ids) - 1
+    n = len(steps)
+    return (src.expand(n, -1), tgt_in.expand(n, -1), torch.tensor([first + s for s in steps]),
+            torch.tensor([int(output[s]) for s in steps]))
 
 
-def attribute_steps(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, text: str, output: Sequence[int],
-                    steps: Sequence[int] | None = None, method: str = "integrated_gradients",
-                    n_steps: int = IG_STEPS, max_batch: int = 512) -> list[Attribution]:
+def attribute_steps(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequence[int] | None = None,
+                    method: str = "integrated_gradients", n_steps: int = IG_STEPS,
+                    max_batch: int = 512) -> list[Attribution]:
     """Attribution of each step's chosen token (output[step]) to the source and the decoder inputs before it.
 
     All steps go through Captum together (one example per step; the causal mask keeps later decoder inputs at
@@ -105,50 +138,36 @@ def attribute_steps(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, text: s
     if method not in METHODS:
         raise ValueError(f"unknown attribution method {method!r}; expected one of {', '.join(METHODS)}")
     steps = list(range(len(output))) if steps is None else list(steps)
-    _check_output(model, output, steps)
-    src_ids, _ = encode_source(model, src_tokenizer, text)
-    n = len(steps)
-    src = torch.tensor([src_ids]).expand(n, -1)  # (n, S)
-    tgt_in = torch.tensor([[START_ID, *output[:-1]]]).expand(n, -1)  # (n, T)
-    step_t, tokens = torch.tensor(steps), torch.tensor([int(output[s]) for s in steps])
-    view = attribution_view(model)
-    forward = _scorer(view)
-    layers = [view.src_embed, view.tgt_embed]
-    with torch.enable_grad():
+    src, tgt_in, positions, tokens = _batch(lm, text, output, steps)
+    forward = _scorer(lm)
+    with lm.differentiable():
+        embeds = _embeddings(lm, src, tgt_in)
+        args = (src, tgt_in, positions, tokens)
         if method == "integrated_gradients":
-            pad = model.cfg.pad_id
-            attrs = LayerIntegratedGradients(forward, layers).attribute(
-                (src, tgt_in), baselines=(torch.full_like(src, pad), torch.full_like(tgt_in, pad)),
-                additional_forward_args=(step_t, tokens), n_steps=n_steps,
-                internal_batch_size=max(n_steps, max_batch // max(n_steps, 1) * n_steps))
+            attrs = IntegratedGradients(forward).attribute(
+                embeds, baselines=tuple(torch.zeros_like(e) for e in embeds), additional_forward_args=args,
+                n_steps=n_steps, internal_batch_size=max(n_steps, max_batch // max(n_steps, 1) * n_steps))
         else:
-            attrs = LayerGradientXActivation(forward, layers).attribute((src, tgt_in),
-                                                                      additional_forward_args=(step_t, tokens))
+            attrs = InputXGradient(forward).attribute(tuple(e.requires_grad_() for e in embeds),
+                                                      additional_forward_args=args)
         with torch.no_grad():
-            scores = forward(src, tgt_in, step_t, tokens)
+            scores = forward(*embeds, *args)
     src_attr, tgt_attr = (a.detach().float().sum(-1) for a in attrs)  # (n, S), (n, T)
-    return [Attribution(method, s, src_attr[i], tgt_attr[i, : s + 1], float(scores[i])) for i, s in enumerate(steps)]
+    first = len(lm.start_ids) - 1
+    return [Attribution(method, s, src_attr[i], tgt_attr[i, first: first + s + 1], float(scores[i]))
+            for i, s in enumerate(steps)]
 
 
-def attribute_step(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, text: str, output: Sequence[int],
-                   step: int, method: str = "integrated_gradients", n_steps: int = IG_STEPS) -> Attribution:
+def attribute_step(lm: InspectableSeq2Seq, text: str, output: Sequence[int], step: int,
+                   method: str = "integrated_gradients", n_steps: int = IG_STEPS) -> Attribution:
     """Attribution of the log-probability of output[step] to the source tokens and the decoder inputs before it."""
-    return attribute_steps(model, src_tokenizer, text, output, [step], method, n_steps)[0]
+    return attribute_steps(lm, text, output, [step], method, n_steps)[0]
 
 
-def baseline_score(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, text: str, output: Sequence[int],
-                   step: int) -> float:
+def baseline_score(lm: InspectableSeq2Seq, text: str, output: Sequence[int], step: int) -> float:
     """The step's score with every token embedding zero (the Integrated Gradients baseline), masks unchanged."""
-    _check_output(model, output, [step])
-    src_ids, _ = encode_source(model, src_tokenizer, text)
-    view = attribution_view(model)
-    zero = lambda module, args, out: torch.zeros_like(out)  # noqa: E731
-    hooks = [view.src_embed.register_forward_hook(zero), view.tgt_embed.register_forward_hook(zero)]
-    try:
-        with torch.no_grad():
-            score = _scorer(view)(torch.tensor([src_ids]), torch.tensor([[START_ID, *output[:-1]]]),
-                                  torch.tensor([step]), torch.tensor([int(output[step])]))
-        return float(score[0])
-    finally:
-        for hook in hooks:
-            hook.remove()
+    src, tgt_in, positions, tokens = _batch(lm, text, output, [step])
+    with lm.differentiable(), torch.no_grad():
+        src_emb, tgt_emb = _embeddings(lm, src, tgt_in)
+        return float(_scorer(lm)(torch.zeros_like(src_emb), torch.zeros_like(tgt_emb), src, tgt_in, positions,
+                                 tokens)[0])

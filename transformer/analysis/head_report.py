@@ -6,9 +6,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..data import Tokenizer
-from ..decode import DecodeResult, greedy_decode
-from ..model import Seq2SeqTransformer
+from ..decode import DecodeResult, decode_greedy
+from ..model import InspectableSeq2Seq
 from .ablation import Sweep, output_ids, sweep_heads
 from .agreement import agreement_frame, agreement_summary
 from .attribution import IG_STEPS, attribute_steps
@@ -23,16 +22,15 @@ class HeadReport:
     agreement: pd.DataFrame | None  # agreement_frame columns; None when not asked for
 
 
-def head_report(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str, *,
-                agreement: bool = True, ig_steps: int = IG_STEPS, time_cap: float | None = None) -> HeadReport:
+def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
+                time_cap: float | None = None) -> HeadReport:
     """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with IG."""
-    result = greedy_decode(model, src_tokenizer, tgt_tokenizer, text, top_k=1)
+    result = decode_greedy(lm, text, top_k=1)
     out = output_ids(result)
-    sweep = sweep_heads(model, src_tokenizer, text, out, time_cap=time_cap)
+    sweep = sweep_heads(lm, text, out, time_cap=time_cap)
     frame = None
     if agreement:
-        frame = agreement_frame(result.trace.cross, attribute_steps(model, src_tokenizer, text, out,
-                                                                    n_steps=ig_steps))
+        frame = agreement_frame(result.trace.cross, attribute_steps(lm, text, out, n_steps=ig_steps))
     return HeadReport(result, sweep, frame)
 
 

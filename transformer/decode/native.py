@@ -88,6 +88,36 @@ class NativeSeq2Seq(InspectableSeq2Seq):
     def translate(self, texts: Sequence[str]) -> list[str]:
         return decode_texts(self.model, self.src_tokenizer, self.tgt_tokenizer, texts)
 
+    def head_counts(self) -> dict[str, tuple[int, int]]:
+        cfg = self.model.cfg
+        return {"encoder_self": (cfg.n_encoder_layers, cfg.n_heads), "decoder_self": (cfg.n_decoder_layers, cfg.n_heads),
+                "cross": (cfg.n_decoder_layers, cfg.n_heads)}
+
+    @property
+    def network(self) -> nn.Module:
+        return self.model
+
+    def embedding_paths(self) -> tuple[str, str]:
+        return "src_embed", "tgt_embed"
+
+    def differentiable(self) -> AbstractContextManager[None]:
+        return _gradients(self.model)
+
+    def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
+        return network(src, tgt)
+
+
+@contextmanager
+def _gradients(model: nn.Module) -> Iterator[None]:
+    """Dropout off and gradients on; restores the previous mode."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            yield
+    finally:
+        model.train(was_training)
+
 
 def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list[list[int]]:
     """Greedy output ids (without </s>) for a padded source batch (B, S); fast path, no weights."""

@@ -253,6 +253,40 @@ class HFSeq2Seq(InspectableSeq2Seq):
             return logits
         return processors(torch.tensor([list(decoder_ids)], dtype=torch.long), logits[None].clone())[0]
 
+    # -- heads and gradients -------------------------------------------------------------------------------------
+    def head_counts(self) -> dict[str, tuple[int, int]]:
+        cfg = self.model.config
+        enc = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
+        dec = getattr(cfg, "decoder_attention_heads", None) or cfg.num_heads
+        n_enc, n_dec = _n_layers(self.model.get_encoder()), self._decoder_layers()
+        return {"encoder_self": (n_enc, int(enc)), "decoder_self": (n_dec, int(dec)), "cross": (n_dec, int(dec))}
+
+    @property
+    def network(self) -> nn.Module:
+        return self.model
+
+    def embedding_paths(self) -> tuple[str, str]:
+        names = {id(m): name for name, m in self.model.named_modules()}
+        return tuple(f"{names[id(stack)]}.embed_tokens"  # type: ignore[return-value]
+                     for stack in (self.model.get_encoder(), self.model.get_decoder()))
+
+    @contextmanager
+    def _gradients(self) -> Iterator[None]:
+        with self._lock, torch.enable_grad():
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                yield
+            finally:
+                self.model.train(was_training)
+
+    def differentiable(self) -> AbstractContextManager[None]:
+        return self._gradients()
+
+    def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
+        return network(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt, use_cache=False,
+                       return_dict=True).logits
+
     def translate(self, texts: Sequence[str]) -> list[str]:
         batch = self.tokenizer([self.prefix + t for t in texts], return_tensors="pt", padding=True, truncation=True,
                                max_length=self.max_source_len)

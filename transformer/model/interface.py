@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from torch import Tensor
+from torch import Tensor, nn
 
 from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
 
@@ -96,3 +96,27 @@ class InspectableSeq2Seq(ABC):
     @abstractmethod
     def translate(self, texts: Sequence[str]) -> list[str]:
         """Greedy outputs of many texts, batched, no weights, each as long as `default_max_steps` allows (eval)."""
+
+    # -- heads and gradients (ablation, attribution) -------------------------------------------------------------
+    @abstractmethod
+    def head_counts(self) -> dict[str, tuple[int, int]]:
+        """(layers, heads per layer) of each attention kind: the shape of a head mask's entry."""
+
+    @property
+    @abstractmethod
+    def network(self) -> nn.Module:
+        """The torch module itself (shared: callers may put nothing on it)."""
+
+    @abstractmethod
+    def embedding_paths(self) -> tuple[str, str]:
+        """Dotted paths in `network` of the source and the target token-embedding modules (the ids -> vectors
+        lookups before positions are added), where attribution substitutes its own embeddings on a view."""
+
+    @abstractmethod
+    def differentiable(self) -> AbstractContextManager[None]:
+        """Context for gradient work: eval mode, gradients on, exclusive use of the model where that is needed."""
+
+    @abstractmethod
+    def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
+        """Logits (N, T, V) of `network` (this model or a view of it) for sources (N, S) and decoder inputs
+        (N, T), no weights captured; differentiable inside `differentiable()`."""
