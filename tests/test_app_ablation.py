@@ -14,7 +14,7 @@ from transformer.analysis import (
     parse_head,
     sweep_heads,
 )
-from transformer.decode import greedy_decode
+from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.store import load_checkpoint
 
 TEXT = "abcdefg"
@@ -36,7 +36,8 @@ def _page(name: str):
 def test_decode_compares_the_ablated_run_with_the_intact_one(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
     intact = greedy_decode(model, st, tt, TEXT)
-    ablated = ablated_decode(model, st, tt, TEXT, [parse_head(label, model) for label in ALL_CROSS])
+    lm = NativeSeq2Seq(model, st, tt)
+    ablated = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in ALL_CROSS])
     at = _page("decode")
     at.multiselect(key="decode_ablate").set_value(ALL_CROSS).run()
     assert_no_exception(at)
@@ -61,11 +62,11 @@ def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_
     out = output_ids(greedy_decode(model, st, tt, TEXT))
     at = _page("decode")
     at.button(key="decode_next").click().run()
-    expected = attribute_step(model, st, TEXT, out, 1)
+    expected = attribute_step(NativeSeq2Seq(model, st, tt), TEXT, out, 1)
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 2"))
     assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
     at.radio(key="decode_attr_method").set_value("gradient_x_input").run()
-    expected = attribute_step(model, st, TEXT, out, 1, method="gradient_x_input")
+    expected = attribute_step(NativeSeq2Seq(model, st, tt), TEXT, out, 1, method="gradient_x_input")
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Gradient × input attribution to step 2"))
     assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
     assert_no_exception(at)
@@ -78,13 +79,14 @@ def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt
     at = _page("attention")
     at.button(key="attention_sweep_run").click().run()
     assert_no_exception(at)
-    sweep = sweep_heads(model, st, TEXT, out).frame
+    lm = NativeSeq2Seq(model, st, tt)
+    sweep = sweep_heads(lm, TEXT, out).frame
     table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
     assert len(table) == len(sweep) == 3 * 2 * 2
     assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-5)
     at.toggle(key="attention_agreement_on").set_value(True).run()
     assert_no_exception(at)
-    expected = agreement_frame(result.trace.cross, attribute_steps(model, st, TEXT, out))
+    expected = agreement_frame(result.trace.cross, attribute_steps(lm, TEXT, out))
     shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")
              if len(only_frame(c)) == len(expected)]
     ordered = expected.sort_values(["layer", "head"])

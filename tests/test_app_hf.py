@@ -3,9 +3,10 @@ bad name typed in the sidebar gets a message and the current model stays; the Tr
 from __future__ import annotations
 
 import pytest
-from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
+from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
 from tests.hf_tiny_models import build
+from transformer.analysis import ablated_decode, attribute_step, output_ids, parse_head, sweep_heads
 from transformer.decode import KIND_TITLES, decode_greedy
 from transformer.model import HFSeq2Seq
 from ui.models import MODEL_KEY
@@ -95,3 +96,26 @@ def test_unknown_pieces_of_an_hf_model_are_named_without_a_word_list(hf_env):
     at.text_input(key="decode_text").input("the bird € eats").run()
     assert_no_exception(at)
     assert any("read as unknown" in t for t in texts(at.warning))
+
+
+def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
+    lm = HFSeq2Seq.load(str(hf_env / "tiny-marian"))
+    intact = decode_greedy(lm, TEXT)
+    ablated = ablated_decode(lm, TEXT, [parse_head("cross:L2H1", lm), parse_head("enc:L1H2", lm)])
+    at = _open("decode", hf_env, "decode_text")
+    at.multiselect(key="decode_ablate").set_value(["cross:L2H1", "enc:L1H2"]).run()
+    assert_no_exception(at)
+    probs = next(only_frame(c) for c in charts(at) if "probability of the chosen token" in str(c["spec"]))
+    by_run = probs.pivot(index="step", columns="run", values="prob")
+    assert by_run["ablated"].dropna().tolist() == pytest.approx([s.prob for s in ablated.steps], abs=1e-5)
+    assert by_run["intact"].dropna().tolist() == pytest.approx([s.prob for s in intact.steps], abs=1e-5)
+    expected = attribute_step(lm, TEXT, output_ids(intact), 0)
+    strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 1"))
+    assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
+    at = _open("attention", hf_env, "attention_text")
+    at.button(key="attention_sweep_run").click().run()
+    assert_no_exception(at)
+    sweep = sweep_heads(lm, TEXT, output_ids(intact)).frame
+    table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
+    assert len(table) == len(sweep) == 3 * 2 * 2
+    assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-4)

@@ -19,8 +19,7 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.charts import attention_heatmap, importance_chart, source_strip, step_probability_chart
-from transformer.data import END_ID
-from transformer.decode import KIND_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.decode import KIND_TITLES, DecodeResult, InputError, decode_greedy, decode_teacher_forced
 from ui.models import ActiveModel
 from ui.widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
 
@@ -39,12 +38,11 @@ def head_title(label: str) -> str:
 @st.cache_data(max_entries=128, show_spinner="Decoding with the heads switched off…")
 def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | None, labels: tuple[str, ...],
              top_k: int) -> DecodeResult:
-    model = _active.model
-    mask = head_mask(model, [parse_head(label, model) for label in labels])
+    lm = _active.decoder
+    mask = head_mask(lm, [parse_head(label, lm) for label in labels])
     if reference is None:
-        return greedy_decode(model, _active.src_tokenizer, _active.tgt_tokenizer, text, top_k=top_k, head_mask=mask)
-    return teacher_forced(model, _active.src_tokenizer, _active.tgt_tokenizer, text, reference, top_k=top_k,
-                          head_mask=mask)
+        return decode_greedy(lm, text, top_k=top_k, head_mask=mask)
+    return decode_teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
 
 
 def bind_url_heads(active: ActiveModel, key: str) -> None:
@@ -58,7 +56,7 @@ def bind_url_heads(active: ActiveModel, key: str) -> None:
         good, bad = [], []
         for label in raw.split(","):
             try:
-                good.append(parse_head(label, active.model).label)
+                good.append(parse_head(label, active.decoder).label)
             except HeadError as exc:
                 bad.append(str(exc))
         st.session_state[key] = list(dict.fromkeys(good))
@@ -68,16 +66,11 @@ def bind_url_heads(active: ActiveModel, key: str) -> None:
         st.warning(f"The link asks to switch off a head this model does not have: {message}", icon=":material/link:")
 
 
-NOT_OURS = "Head ablation and attribution work on this project's models; not yet on Hugging Face models."
-
-
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
     """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped."""
-    if active.model is None:
-        st.caption(NOT_OURS)
-        return []
     bind_url_heads(active, key)
-    options = [h.label for h in all_heads(active.model)]
+    lm = active.decoder
+    options = [h.label for h in all_heads(lm)]
     chosen = st.session_state.get(key)
     if isinstance(chosen, list) and any(label not in options for label in chosen):
         st.session_state[key] = [label for label in chosen if label in options]
@@ -85,7 +78,7 @@ def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> lis
                             placeholder="Choose heads to ablate", help=help_text or
                             "An ablated head contributes nothing to its attention output: its slice of the "
                             "concatenated heads is zeroed before the output projection.")
-    return [parse_head(label, active.model) for label in labels]
+    return [parse_head(label, lm) for label in labels]
 
 
 def add_head(key: str, label: str) -> None:
@@ -132,10 +125,8 @@ def show_comparison(intact: DecodeResult, ablated: DecodeResult, heads: Sequence
         "ablated_prob": st.column_config.NumberColumn("ablated p", format="%.3f")})
 
 
-def sweep_output(result: DecodeResult, tgt_ids: Sequence[int] | None = None) -> list[int]:
-    """The ids a sweep scores: the given target (teacher forcing, with </s>) or the decode's own output."""
-    if tgt_ids is not None:
-        return [*tgt_ids, END_ID]
+def sweep_output(result: DecodeResult) -> list[int]:
+    """The ids a sweep scores: the steps' tokens (a teacher-forced result's steps are the reference and the end)."""
     return [s.token_id for s in result.steps]
 
 
@@ -157,12 +148,10 @@ def _store_sweep(identity: tuple, sweep: Sweep) -> None:
 
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
     """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
-    if active.model is None:
-        st.caption(NOT_OURS)
-        return
     identity = (active.cache_key, text, tuple(output))
     sweep = _cached_sweep(identity)
-    n_heads = len(all_heads(active.model))
+    lm = active.decoder
+    n_heads = len(all_heads(lm))
     st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
                f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
                f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
@@ -173,7 +162,7 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
             return
         bar = st.progress(0.0, text="Ablating heads…")
         try:
-            sweep = sweep_heads(active.model, active.src_tokenizer, text, output, time_cap=SWEEP_TIME_CAP,
+            sweep = sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
                                 progress=lambda done, total: bar.progress(done / total,
                                                                           text=f"Ablated {done} of {total} heads"))
         except InputError as exc:
@@ -211,17 +200,15 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
 
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
     """The output the page shows, as ids: the reference and </s> when teacher-forced, else the decode's own."""
-    if active.model is None:  # Hugging Face models: nothing on the page uses it yet
-        return sweep_output(result)
-    return sweep_output(result, active.tgt_tokenizer.encode(reference) if reference else None)
+    if reference:
+        lm = active.decoder
+        return [*lm.target_ids(reference), min(lm.end_ids)]
+    return sweep_output(result)
 
 
 def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, reference: str | None, kind: str,
                        layer: int, head: int | None, *, fixed_scale: bool) -> None:
     """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off."""
-    if active.model is None:
-        st.caption(NOT_OURS)
-        return
     if head is not None:
         label = Head(kind, layer, head).label
         st.button(f"Switch {head_title(label)} off", key="attention_ablate_open", icon=":material/block:",

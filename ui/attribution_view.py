@@ -41,21 +41,19 @@ EXPLAIN_AGREEMENT = (
 @st.cache_data(max_entries=256, show_spinner="Computing the attribution…")
 def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], step: int,
                  method: str) -> Attribution:
-    return attribute_step(_active.model, _active.src_tokenizer, text, list(output), step, method)
+    return attribute_step(_active.decoder, text, list(output), step, method)
 
 
 @st.cache_data(max_entries=64, show_spinner="Attributing every step with Integrated Gradients…")
 def _agreement(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], _cross) -> pd.DataFrame:
     """`_cross` is the trace of this output (its decoder inputs follow from `output`), so it needs no key."""
-    attributions = attribute_steps(_active.model, _active.src_tokenizer, text, list(output))
+    attributions = attribute_steps(_active.decoder, text, list(output))
     return agreement_frame(_cross, attributions)
 
 
 def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, t: int,
                           *, key: str) -> None:
     """How much each source token and each earlier decoder input contributed to the token chosen at step t."""
-    if active.model is None:
-        return  # Hugging Face models: not wired up yet (the ablation section says so)
     method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
                       horizontal=True, help=EXPLAIN_METHODS)
     try:
@@ -81,9 +79,6 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
 def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, *, key: str
                    ) -> None:
     """Per cross-attention head: Spearman and top-1 agreement of its rows with the attribution rows."""
-    if active.model is None:
-        st.caption("Attribution works on this project's models; not yet on Hugging Face models.")
-        return
     st.caption(EXPLAIN_AGREEMENT)
     if not st.toggle("Compute (Integrated Gradients for every output step)", key=f"{key}_on"):
         return
