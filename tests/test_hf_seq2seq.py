@@ -146,3 +146,29 @@ def test_sharded_safetensors_load_and_decode_the_same(tmp_path):
     a, b = decode_greedy(whole, TEXT, max_steps=6), decode_greedy(sharded, TEXT, max_steps=6)
     assert [s.token_id for s in a.steps] == [s.token_id for s in b.steps]
     torch.testing.assert_close(a.trace.cross, b.trace.cross, atol=0, rtol=0)
+
+
+def test_step_probabilities_equal_generate_and_the_model_is_left_as_loaded(lm):
+    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    batch = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ref = lm.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS, output_scores=True,
+                                return_dict_in_generate=True)
+    want = [float(s[0].softmax(-1)[t]) for s, t in zip(ref.scores, ref.sequences[0, 1:])]
+    assert [s.prob for s in result.steps] == pytest.approx(want, abs=1e-5)
+    assert type(lm.model.get_output_embeddings()) is torch.nn.Linear  # the faster head was only borrowed
+
+
+def test_the_faster_output_head_follows_weights_changed_in_place(lm):
+    model = copy.deepcopy(lm.model)
+    changed = HFSeq2Seq(model, lm.tokenizer, "changed")
+    before = decode_greedy(changed, TEXT, max_steps=STEPS)
+    chosen = next(s for s in before.steps if not s.forced).token_id
+    with torch.no_grad():
+        model.get_output_embeddings().weight[chosen] *= -1.0
+    after = decode_greedy(changed, TEXT, max_steps=STEPS)
+    batch = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
+    assert [s.prob for s in after.steps] != [s.prob for s in before.steps]  # not a stale copy of the weights
+    assert [s.token_id for s in after.steps] == ref[0, 1:].tolist()

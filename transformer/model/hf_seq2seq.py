@@ -11,6 +11,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableSeq2Seq, SourceText
 from .outputs import KINDS, AttentionMaps, EncoderOutput, HeadMask, StepOutput
@@ -228,7 +229,7 @@ class HFSeq2Seq(InspectableSeq2Seq):
     def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
              ) -> StepOutput:
         enc, mask = encoded.state
-        with self._lock, heads_off(self.model, head_mask):
+        with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             out = self.model(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=token, past_key_values=cache,
                              use_cache=True, output_attentions=True, return_dict=True)
         n = self._decoder_layers()
@@ -236,7 +237,7 @@ class HFSeq2Seq(InspectableSeq2Seq):
                           self._check("cross", out.cross_attentions, n))
 
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
-        with self._lock, heads_off(self.model, head_mask):
+        with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
                              output_attentions=True, return_dict=True)
         n = self._decoder_layers()
