@@ -172,3 +172,23 @@ def test_the_faster_output_head_follows_weights_changed_in_place(lm):
         ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
     assert [s.prob for s in after.steps] != [s.prob for s in before.steps]  # not a stale copy of the weights
     assert [s.token_id for s in after.steps] == ref[0, 1:].tolist()
+
+
+def test_a_banned_multi_token_sequence_is_never_output_and_cannot_be_forced(lm):
+    free = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False)
+    t = next(i for i, s in enumerate(free.steps[:-1]) if not s.forced)
+    pair = [free.steps[t].token_id, free.steps[t + 1].token_id]  # what greedy says at steps t, t + 1
+    model = copy.deepcopy(lm.model)
+    model.generation_config.bad_words_ids = [*(model.generation_config.bad_words_ids or []), pair]
+    banned = HFSeq2Seq(model, lm.tokenizer, "banned pair")
+    result = decode_greedy(banned, TEXT, max_steps=STEPS)
+    batch = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
+    ids = [s.token_id for s in result.steps]
+    assert ids == ref[0, 1:].tolist() and ids[t] == pair[0] and ids[t + 1] != pair[1]
+    assert lm.id_to_token(pair[1]) not in dict(result.steps[t + 1].top_k)
+    prefix = [s.token for s in free.steps[: t + 2]]
+    with pytest.raises(InputError, match="cannot be forced after .*bad_words_ids"):
+        decode_greedy(banned, TEXT, forced=prefix)
+    assert decode_greedy(banned, TEXT, forced=prefix[:-1]).steps[t].token_id == pair[0]  # the first alone is fine

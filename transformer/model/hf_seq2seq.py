@@ -137,7 +137,9 @@ class HFSeq2Seq(InspectableSeq2Seq):
         self.end_ids = frozenset(eos)
         pad = gen.pad_token_id if gen.pad_token_id is not None else cfg.pad_token_id
         self.pad_id = int(pad) if pad is not None else -1
-        single = [w[0] for w in (gen.bad_words_ids or []) if len(w) == 1]
+        bad = [tuple(int(i) for i in w) for w in (gen.bad_words_ids or []) if w and list(w) not in [[e] for e in eos]]
+        single = [w[0] for w in bad if len(w) == 1]  # as generate: a lone end token is never banned
+        self._banned_sequences = [w for w in bad if len(w) > 1]
         self.unemittable_ids = frozenset(int(i) for i in [*single, *(gen.suppress_tokens or [])])
         positions = getattr(cfg, "max_position_embeddings", None) or NO_POSITION_LIMIT
         self.max_source_len = self.max_target_len = int(positions)
@@ -184,6 +186,11 @@ class HFSeq2Seq(InspectableSeq2Seq):
 
     def detokenize(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode([int(i) for i in ids if 0 <= int(i) < self._n_tokens], skip_special_tokens=True)
+
+    def banned_after(self, decoder_ids: Sequence[int]) -> frozenset[int]:
+        ids = [int(i) for i in decoder_ids]
+        return frozenset(w[-1] for w in self._banned_sequences
+                         if len(ids) >= len(w) - 1 and tuple(ids[len(ids) - len(w) + 1:]) == w[:-1])
 
     def default_max_steps(self, n_source: int) -> int:
         """As `generate`: the config's max_new_tokens, else its max_length less the start, else 20 new tokens."""

@@ -63,6 +63,11 @@ class InspectableSeq2Seq(ABC):
     def detokenize(self, ids: Sequence[int]) -> str:
         """Target ids to text, specials dropped."""
 
+    def banned_after(self, decoder_ids: Sequence[int]) -> frozenset[int]:
+        """Ids that cannot come right after `decoder_ids` though they can elsewhere (the last token of a banned
+        multi-token sequence); `constrain` already leaves them out, this names them so forcing can refuse them."""
+        return frozenset()
+
     def default_max_steps(self, n_source: int) -> int:
         """How many tokens a decode may produce when the caller does not say."""
         return 2 * n_source + 10
