@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableSeq2Seq, SourceText
-from .outputs import KINDS, AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -243,14 +243,14 @@ class HFSeq2Seq(InspectableSeq2Seq):
         return StepOutput(out.logits[:, -1], self._check("decoder self", out.decoder_attentions, n),
                           self._check("cross", out.cross_attentions, n))
 
-    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
                              output_attentions=True, return_dict=True)
         n = self._decoder_layers()
         encoder = self._check("encoder", out.encoder_attentions, _n_layers(self.model.get_encoder()))
-        return out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
-                                         self._check("cross", out.cross_attentions, n))
+        return ForwardOutput(out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
+                                                       self._check("cross", out.cross_attentions, n)))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         processors = self._processors.get(max_length)

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from torch import Tensor
 
-from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class InspectableSeq2Seq(ABC):
         """Feed one decoder input (1, 1); the cache grows in place; all attention of the step comes back."""
 
     @abstractmethod
-    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         """Teacher forcing: logits (1, T, V) and every weight for decoder inputs `tgt` (1, T)."""
 
     @abstractmethod
