@@ -3,18 +3,16 @@ as a folder (safetensors only, no custom code, the size cap), only safe files ar
 cannot be had gives one clear line."""
 from __future__ import annotations
 
-import fnmatch
 import json
 import pickle
 import shutil
 from pathlib import Path
 
-import huggingface_hub
 import pytest
 import torch
 import transformers
-from huggingface_hub.errors import LocalEntryNotFoundError
 
+from tests.fake_hub import FakeHub, use_fake_hub
 from tests.hf_tiny_models import build
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
@@ -30,38 +28,9 @@ def marian(tmp_path_factory) -> Path:
     return build("marian", tmp_path_factory.mktemp("hub") / "marian")
 
 
-class FakeHub:
-    """`snapshot_download` over one repository folder: nothing cached at first; a download copies the files that
-    match `allow_patterns` into a fresh snapshot folder, as the hub client does."""
-
-    def __init__(self, repo: Path, snapshots: Path, online: bool = True) -> None:
-        self.repo, self.snapshots, self.online = repo, snapshots, online
-        self.cached: Path | None = None
-        self.asked: list[list[str] | None] = []  # allow_patterns of each download from the hub
-
-    def __call__(self, repo_id: str, *, allow_patterns=None, local_files_only: bool = False, **_) -> str:
-        if local_files_only:
-            if self.cached is None:
-                raise LocalEntryNotFoundError(f"{repo_id} is not in the cache")
-            return str(self.cached)
-        self.asked.append(allow_patterns)
-        if not self.online:
-            raise ConnectionError("no route to huggingface.co")
-        target = self.snapshots / repo_id.replace("/", "--")
-        target.mkdir(parents=True)
-        for path in self.repo.iterdir():
-            if allow_patterns is None or any(fnmatch.fnmatch(path.name, p) for p in allow_patterns):
-                shutil.copy(path, target / path.name)
-        self.cached = target
-        return str(target)
-
-
 def _hub(monkeypatch, tmp_path: Path, repo: Path, online: bool = True) -> FakeHub:
-    fake = FakeHub(repo, tmp_path / "snapshots", online)
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load was called"))
-    return fake
+    return use_fake_hub(monkeypatch, repo, tmp_path / "snapshots", online)
 
 
 def _repo(marian: Path, tmp_path: Path) -> Path:
