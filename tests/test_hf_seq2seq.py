@@ -156,7 +156,19 @@ def test_step_probabilities_equal_generate_and_the_model_is_left_as_loaded(lm):
                                 return_dict_in_generate=True)
     want = [float(s[0].softmax(-1)[t]) for s, t in zip(ref.scores, ref.sequences[0, 1:])]
     assert [s.prob for s in result.steps] == pytest.approx(want, abs=1e-5)
-    assert type(lm.model.get_output_embeddings()) is torch.nn.Linear  # the faster head was only borrowed
+    assert "forward" not in vars(lm.model.get_output_embeddings())  # the faster head was only borrowed
+
+
+def test_while_the_faster_head_is_borrowed_others_read_the_model_as_loaded(lm):
+    from transformer.model.hf_head import fast_output_head
+    head = lm.model.get_output_embeddings()
+    weight, n = head.weight, sum(p.numel() for p in lm.model.parameters())
+    x = torch.randn(1, 1, head.in_features)
+    with torch.no_grad(), fast_output_head(lm.model):
+        assert lm.model.get_output_embeddings() is head and head.weight is weight  # what HFSeq2Seq() reads
+        assert sum(p.numel() for p in lm.model.parameters()) == n  # the card's parameter count
+        torch.testing.assert_close(head(x), torch.nn.functional.linear(x, weight, head.bias), atol=1e-5, rtol=0)
+    assert "forward" not in vars(head)
 
 
 def test_the_faster_output_head_follows_weights_changed_in_place(lm):

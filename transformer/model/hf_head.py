@@ -1,4 +1,4 @@
-"""A faster output projection for one-token decoder steps of a Hugging Face model, borrowed for a call.
+"""A faster output projection for the decoder steps of a Hugging Face model, borrowed for a call.
 
 `nn.Linear` computes `x @ W.T` with `W` stored (vocabulary, d_model); for one query row on a CPU that is a
 matrix-vector product over the whole output embedding, the largest weight an opus-mt-size model reads per step
@@ -7,7 +7,8 @@ fast on CPU (`bench/README.md`, "Hugging Face decoding"). The values are the sam
 different summation order), which the equality tests with `generate` (1e-5) cover.
 
 The transposed copy is made once per model and weights version and kept beside the model, never on it: one
-extra copy of the output embedding in memory (~119 MB for opus-mt-en-de).
+extra copy of the output embedding in memory (~119 MB for opus-mt-en-de). While borrowed, only the head's
+`forward` changes: its module, weight and parameters stay what everyone else reads.
 """
 from __future__ import annotations
 
@@ -18,57 +19,41 @@ from typing import Iterator
 
 from torch import Tensor, nn
 
-_HEADS: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple[int, int], TransposedHead]]" = weakref.WeakKeyDictionary()
+_COPIES: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple[int, int], Tensor]]" = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
 
 
-class TransposedHead(nn.Module):
-    """`linear(x)` computed as `x @ weight_t (+ bias)` with the weight stored (in_features, out_features)."""
-
-    def __init__(self, linear: nn.Linear) -> None:
-        super().__init__()
-        self.weight_t = linear.weight.detach().t().contiguous()  # (D, V)
-        self.bias = None if linear.bias is None else linear.bias.detach()  # (V,)
-
-    def forward(self, x: Tensor) -> Tensor:  # (..., D) -> (..., V)
-        out = x @ self.weight_t
-        return out if self.bias is None else out + self.bias
-
-
-def _head_attribute(model: nn.Module) -> str | None:
-    """The name under which `model` holds its output embedding as a direct child, if it does."""
-    head = model.get_output_embeddings()
-    if not isinstance(head, nn.Linear) or type(head) is not nn.Linear:
-        return None
-    return next((name for name, child in model.named_children() if child is head), None)
-
-
-def transposed_head(model: nn.Module) -> TransposedHead | None:
-    """The transposed copy of `model`'s output embedding (rebuilt when its weights change), or None."""
-    name = _head_attribute(model)
-    if name is None:
-        return None
-    weight = getattr(model, name).weight
+def transposed_weight(head: nn.Linear) -> Tensor:
+    """`head.weight` stored (in_features, out_features), rebuilt when the weight changes."""
+    weight = head.weight
     version = (weight.data_ptr(), weight._version)
     with _GUARD:
-        cached = _HEADS.get(model)
+        cached = _COPIES.get(head)
         if cached is None or cached[0] != version:
-            cached = _HEADS[model] = (version, TransposedHead(getattr(model, name)))
+            cached = _COPIES[head] = (version, weight.detach().t().contiguous())  # (D, V)
     return cached[1]
 
 
 @contextmanager
 def fast_output_head(model: nn.Module) -> Iterator[None]:
-    """While inside, `model`'s output embedding is its transposed copy; restored in `finally`. Hold
-    `model_lock(model)` around it: nobody else may run the model meanwhile."""
-    name = _head_attribute(model)
-    fast = transposed_head(model) if name is not None else None
-    if fast is None:
+    """While inside, `model`'s output embedding computes `x @ W_t (+ bias)`; its own forward is back in `finally`.
+    Hold `model_lock(model)` around it: nobody else may run the model meanwhile."""
+    head = model.get_output_embeddings()
+    if type(head) is not nn.Linear:
         yield
         return
-    original = getattr(model, name)
-    setattr(model, name, fast)
+    weight_t, bias = transposed_weight(head), head.bias
+
+    def forward(x: Tensor) -> Tensor:  # (..., D) -> (..., V)
+        out = x @ weight_t
+        return out if bias is None else out + bias
+
+    saved = head.__dict__.get("forward")
+    head.forward = forward
     try:
         yield
     finally:
-        setattr(model, name, original)
+        if saved is None:
+            head.__dict__.pop("forward", None)
+        else:
+            head.forward = saved
