@@ -96,8 +96,8 @@ def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list
         memory, mask = model.encode(src)
         cache = model.start_cache(memory)
         b = src.size(0)
-        token = torch.full((b, 1), START_ID, dtype=torch.long)
-        done = torch.zeros(b, dtype=torch.bool)
+        token = torch.full((b, 1), START_ID, dtype=torch.long, device=src.device)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
         out = []
         for _ in range(min(max_steps, model.cfg.max_len)):
             logits = ban(model.decode_step(token, cache, mask).logits, UNEMITTABLE)
@@ -115,9 +115,10 @@ def decode_texts(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokeni
     """Greedy translations of many texts, batched (sources longer than the model allows are cut)."""
     outputs: list[str] = []
     limit = model.cfg.max_len - 1
+    device = next(model.parameters()).device
     for i in range(0, len(texts), batch_size):
         ids = [source_ids(src_tokenizer.encode(t)[:limit]) for t in texts[i: i + batch_size]]
         longest = max(len(s) for s in ids)
-        for row in greedy_batch(model, pad(ids), max_steps=2 * longest + 10):
+        for row in greedy_batch(model, pad(ids).to(device), max_steps=2 * longest + 10):
             outputs.append(tgt_tokenizer.decode(row))
     return outputs
