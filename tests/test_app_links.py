@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from transformer.decode import MAX_INPUT_CHARS
 from ui.gallery import READY_VIEWS
+from ui.widgets import md_token
 
 TEXT = "hello"
 
@@ -55,6 +56,38 @@ def test_decode_round_trip_keeps_text_step_layer_head_and_view(studio_env):
     fresh = assert_same_view(at, "decode", ["decode_text", "decode_reference", "decode_step", "decode_layer",
                                             "decode_head", "decode_view", "decode_top_k"])
     assert fresh.subheader[0].value.startswith("Step 3 of")
+
+
+def test_decode_round_trip_keeps_a_forced_token(studio_env):
+    at = open_app("decode")
+    at.text_input(key="decode_text").input(TEXT).run()
+    at.button(key="decode_next").click().run()
+    choice = at.selectbox(key="decode_force_token").options[0]
+    at.selectbox(key="decode_force_token").set_value(choice).run()
+    at.button(key="decode_force").click().run()
+    at.run()  # the step-through fragment asked for a full rerun: the outputs above change too
+    assert_no_exception(at)
+    params = dict(at.query_params)
+    assert params["view"] == "forced" and params["force"] == f"2:{choice}" and params["step"] == "2"
+    forced_caption = [m.value for m in at.caption if "forced at step 2" in m.value]
+    assert forced_caption
+    fresh = assert_same_view(at, "decode", ["decode_text", "decode_step", "decode_layer", "decode_head",
+                                            "decode_view", "decode_top_k"])
+    assert [m.value for m in fresh.caption if "forced at step 2" in m.value] == forced_caption
+    assert fresh.subheader[0].value.startswith("Step 2 of") and f"output ‹{md_token(choice)}›" in fresh.subheader[0].value
+
+
+@pytest.mark.parametrize("force, note", [
+    ("2", "force='2' ignored (expected STEP:TOKEN"),
+    ("99:a", "force=99:'a' ignored (the output has"),
+    ("2:no-such-token", "force=2:'no-such-token' ignored ('no-such-token' is not in this model's output vocabulary"),
+])
+def test_a_bad_forced_token_falls_back_to_the_plain_output_with_a_note(studio_env, force, note):
+    at = open_link("decode", {"text": TEXT, "view": "forced", "force": force, "step": "2"})
+    notes = [t for t in texts(at.info) if t.startswith("Parts of this link were ignored")]
+    assert len(notes) == 1 and note in notes[0], notes
+    assert at.session_state["decode_view"] == "greedy" and not [m for m in at.caption if "forced at step" in m.value]
+    assert "force" not in at.query_params and at.subheader[0].value.startswith("Step 2 of")
 
 
 def test_attention_round_trip_keeps_mode_kind_layer_head_and_scale(studio_env):
