@@ -113,10 +113,21 @@ def test_home_and_compare_round_trips(studio_env):
     assert_same_view(at, "home", ["home_text", "home_layer"])
     at = open_app("compare")
     at.text_input(key="compare_text").input(TEXT).run()
-    at.radio(key="compare_kind").set_value("encoder_self").run()
+    at.slider(key="compare_step").set_value(3).run()
     at.selectbox(key="compare_head").set_value(0).run()
-    assert dict(at.query_params)["compare"] == "shipped:reverse"
-    assert_same_view(at, "compare", ["compare_text", "compare_model", "compare_kind", "compare_layer", "compare_head"])
+    assert dict(at.query_params)["compare"] == "shipped:reverse" and dict(at.query_params)["step"] == "3"
+    maps = [c for c in charts(at) if c["title"].startswith(("A · ", "B · "))]
+    assert len(maps) == 2 and all(c["title"].endswith("· step 3") for c in maps)  # both columns follow the step
+    for c in maps:
+        rows = max(c["frames"].values(), key=len)["query_index"]
+        assert rows.max() == 2  # rows up to step 3 drawn, the later ones not yet
+    fresh = assert_same_view(at, "compare", ["compare_text", "compare_model", "compare_step", "compare_kind",
+                                             "compare_layer", "compare_head"])
+    at.radio(key="compare_kind").set_value("encoder_self").run()  # the encoder's map does not depend on the step
+    assert not [c for c in charts(at) if c["title"].endswith("· step 3")]
+    stale = open_link("compare", {**dict(fresh.query_params), "step": "999"})
+    assert any(t.startswith("Step 999 is past both outputs") for t in texts(stale.info))
+    assert stale.session_state["compare_step"] == stale.slider(key="compare_step").max
 
 
 def test_a_model_compared_with_itself_shows_no_divergence_and_a_zero_difference(studio_env):

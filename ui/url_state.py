@@ -41,8 +41,8 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale"},
-    "compare": {"compare": "compare_model", "text": "compare_text", "kind": "compare_kind", "layer": "compare_layer",
-                "head": "compare_head"},
+    "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
+                "layer": "compare_layer", "head": "compare_head"},
     "train": {},
 }
 _SESSION_PARAMS = {"ablate": ABLATE_KEY, "words": WORDS_KEY}  # not widgets: kept for the pages that use them
