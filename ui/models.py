@@ -25,8 +25,10 @@ MODEL_KEY = "sidebar_model"
 UPLOADS_KEY = "sidebar_uploads"
 LOAD_ERROR_KEY = "sidebar_load_error"
 MAX_UPLOADS = 5  # per session; the oldest upload is forgotten first
-# the sidebar picker's text box: ~197 pixels of 14-pixel Source Sans, which runs ~15% narrower than text_width says
-PICKER_LABEL_PX, PICKER_FONT_PX = 215, 14
+SIDEBAR_PX = 360  # the sidebar's least width (ui.theme; Streamlit's 300 cut "autosave-reverse-…  ·  Saved run")
+# what text_width may give a picker label: its box holds ~250 pixels of 14-pixel Source Sans, which runs ~13%
+# narrower than text_width's estimate (measured in Chromium)
+PICKER_LABEL_PX, PICKER_FONT_PX = 280, 14
 _SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training", HF: "Hugging Face"}
 
 
