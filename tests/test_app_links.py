@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from app_session import APP, assert_no_exception, charts, open_app, texts
+from app_session import APP, assert_no_exception, charts, open_app, poll, texts
 from streamlit.testing.v1 import AppTest
+from tiny_runs import start_tiny_run
 
 from transformer.decode import MAX_INPUT_CHARS
+from transformer.train import registry
 from ui.gallery import READY_VIEWS
 from ui.widgets import md_token
 
@@ -137,6 +139,30 @@ def test_a_model_compared_with_itself_shows_no_divergence_and_a_zero_difference(
     assert len(diff) == 1
     frame = max(diff[0]["frames"].values(), key=len)
     assert len(frame) > 0 and (frame["difference"] == 0).all()
+
+
+def test_compare_the_live_training_weights_with_a_saved_checkpoint_from_a_link(studio_env):
+    trainer_tab = open_app("train")
+    run = start_tiny_run(trainer_tab, train_max_steps=50_000, train_max_seconds=120.0)
+    try:
+        assert poll(trainer_tab, lambda a: run.trainer.step >= 2), "the run never trained"
+        link = {"model": "shipped:reverse", "compare": f"live:{run.id}", "text": TEXT, "step": "2"}
+        other_browser = open_link("compare", link)  # a colleague's browser: the run belongs to the server
+        assert other_browser.selectbox(key="compare_model").value == f"live:{run.id}"
+        assert not [t for t in texts(other_browser.info) if t.startswith("Parts of this link were ignored")]
+        said = [m.value for m in other_browser.markdown if m.value.startswith("**B** · ")]
+        assert said and "Live training" in said[0] and " steps" in said[0]  # which weights B is
+        maps = [c for c in charts(other_browser) if c["title"].startswith(("A · reverse", f"B · {run.name}"))]
+        assert len(maps) == 2 and all(c["title"].endswith("· step 2") for c in maps)
+        assert dict(other_browser.query_params)["compare"] == f"live:{run.id}"
+    finally:
+        run.job.stop()
+        run.job.join(20)
+    registry.clear()  # the server forgot the run (e.g. restarted): the same link opens with a note, no error
+    later = open_link("compare", link)
+    notes = [t for t in texts(later.info) if t.startswith("Parts of this link were ignored")]
+    assert len(notes) == 1 and "no longer on this server" in notes[0]
+    assert charts(later)
 
 
 @pytest.mark.parametrize("page, params, note", [

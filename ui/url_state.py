@@ -26,7 +26,7 @@ from ui.inference import (
     teacher,
 )
 from ui.link_format import ModelSizes, check_sizes, parse_params, to_params
-from ui.models import MODEL_KEY, ActiveModel, current_model, model_options
+from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 
 PRESENT_KEY = "studio_present"
 ABLATE_KEY = "studio_ablated_heads"  # (kind, layer, head) triples a link asks to ablate; read by ablated_heads()
@@ -81,9 +81,14 @@ def _restore_model(values: dict[str, Any], notes: list[str]) -> None:
             continue
         if values[name] in ids:
             st.session_state[key] = values[name]
+        elif values[name].startswith(f"{UPLOAD}:"):
+            notes.append(f"{name} {values[name]!r} is not available here (an upload stays in the browser session "
+                         "that made it)")
+        elif values[name].startswith(f"{LIVE}:"):
+            notes.append(f"{name} {values[name]!r} is not available here (that training run is no longer on this "
+                         "server; its autosave is listed under Saved run)")
         else:
-            notes.append(f"{name} {values[name]!r} is not available here (uploads and live runs stay in the "
-                         "session that made them)")
+            notes.append(f"{name} {values[name]!r} is not available here")
         values.pop(name)
 
 
