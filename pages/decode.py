@@ -112,7 +112,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     n_steps = len(result.steps)
     t = ds.prepare_step(n_steps, (active.task_name, text))
 
-    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.4, 1.4, 5, 2, 2], vertical_alignment="bottom")
+    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.8, 1.8, 4.6, 2, 2], vertical_alignment="bottom")
     nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
                     args=(-1, n_steps), disabled=t == 0, width="stretch", shortcut=PREV_STEP_KEY)
     nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,

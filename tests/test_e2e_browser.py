@@ -117,7 +117,8 @@ def _walk_decode(page, decoded) -> None:
     assert view.step == (STEPS_WALKED, n), "changing layer or head lost the step"
     _assert_no_errors(page)
     _shot(page, "decode_layer_head")
-    # attribution beside attention: the strip of the current step, on the same source tokens
+    # attribution beside attention, once its expander is opened: the strip of the current step, same source tokens
+    page.locator(".st-key-decode_attr_open summary").click()
     view = wait_charts(page, rf"Integrated Gradients attribution to step {STEPS_WALKED}'s output", 1)
     tokens = " | ".join(decoded.trace.source_tokens)
     assert view.charts_matching(rf"attribution to step {STEPS_WALKED}'s output ⟫ {re.escape(tokens)}") == 1
