@@ -8,6 +8,7 @@ import pytest
 
 from bench.app_driver import (
     CHROMIUM,
+    VIEW_JS,
     choose,
     decode_step_condition,
     launch_chromium,
@@ -21,6 +22,7 @@ from bench.app_driver import (
     wait_for,
     wait_idle,
     wait_rerun,
+    view_from,
 )
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
@@ -233,7 +235,8 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
 
 
 def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoint_dir, tmp_path):
-    """Issue 10: pick a tiny Marian folder of the models directory, walk two steps of its greedy decode."""
+    """Issue 10: pick a tiny Marian folder of the models directory, walk two steps of its greedy decode. Every wait
+    is for what the page shows (the card, the step heading, a chart with the typed text's pieces), never for idle."""
     from playwright.sync_api import sync_playwright
 
     from tests.hf_tiny_models import build
@@ -243,29 +246,37 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
     folder = build("marian", tmp_path / "hf" / "tiny-marian")
     text = "the red bird eats the fish"
     expected = decode_greedy(HFSeq2Seq.load(str(folder)), text)
+    n = len(expected.steps)
     env = {"ATTENTION_STUDIO_HF_MODELS": str(folder.parent)}
     with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app, sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(60_000)
             page.goto(app.url)
-            wait_idle(page)
-            before = runs_finished(page)
+            page.locator(".st-key-sidebar_model [role='combobox']").wait_for()
             choose(page, "sidebar_model", "tiny-marian  ·  Hugging Face")
-            wait_rerun(page, before)
-            open_page(page, "Decode")
+            page.get_by_text("(imported, not trained here)").wait_for()  # the sidebar card of the HF model
+            page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Decode", exact=True).click()
             box = page.locator(".st-key-decode_text input")
-            before = runs_finished(page)
             box.fill(text)
             box.press("Enter")
-            wait_rerun(page, before, 60_000)
-            view = wait_decode_step(page, 1, 60_000)
-            assert view.step == (1, len(expected.steps))
+            # the step heading and a chart over the typed text's source pieces ("▁bird" is not in the example text)
+            view = _wait_shown(page, f"Step 1 of {n}: ", "▁bird")
+            assert f"output ‹{expected.steps[0].token}›" in view.heading
             page.locator(".st-key-decode_next button").click()
-            view = wait_decode_step(page, 2, 60_000)
+            view = _wait_shown(page, f"Step 2 of {n}: ", "▁bird")
             assert f"output ‹{expected.steps[1].token}›" in view.heading
             _assert_no_errors(page)
             _shot(page, "hf_decode_step")
         finally:
             browser.close()
+
+
+def _wait_shown(page, heading: str, piece: str):
+    """Wait until the step heading starts with `heading` and a chart shows `piece`; what the page then shows."""
+    page.wait_for_function(f"""([heading, piece]) => {{
+        const view = ({VIEW_JS})();
+        return (view.heading || '').startsWith(heading) && view.charts.some((text) => text.includes(piece));
+    }}""", arg=[heading, piece], timeout=120_000, polling="raf")
+    return view_from(page.evaluate(VIEW_JS))

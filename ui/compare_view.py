@@ -6,6 +6,7 @@ import streamlit as st
 
 from transformer.analysis import first_divergence
 from transformer.decode import DecodeResult
+from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 from ui.widgets import md_token, visible
@@ -28,13 +29,15 @@ def pick_model_b(active: ActiveModel) -> ActiveModel | None:
     option: ModelOption = by_id[chosen]
     try:
         return resolve(option)
-    except CheckpointError as exc:
+    except (CheckpointError, HFModelError) as exc:
         st.error(f"Cannot load {option.name}: {exc}", icon=":material/error:")
         return None
 
 
 def model_caption(tag: str, active: ActiveModel) -> str:
-    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps'."""
+    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps' ('imported' for Hugging Face)."""
+    if active.card.get("source") == "huggingface":
+        return f"**{tag}** · {active.option.label} · imported, not trained here"
     return f"**{tag}** · {active.option.label} · {int(active.card.get('steps', 0)):,} steps"
 
 

@@ -9,7 +9,8 @@ from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
-from ..model import AttentionMaps, EncoderOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText, StepOutput
+from ..model import (EncoderOutput, ForwardOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText,
+                     StepOutput)
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
@@ -79,7 +80,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
              ) -> StepOutput:
         return self.model.decode_step(token, cache, encoded.state[1], need_weights=True, head_mask=head_mask)
 
-    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         return self.model.forward_with_attention(src, tgt, head_mask)
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:

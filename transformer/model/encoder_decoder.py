@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 _MASK_LEVELS = 1 << 16  # a kept/dropped draw is one 16-bit slice of a random 64-bit word
 
@@ -322,11 +322,11 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tgt, memory, mask)
 
     def forward_with_attention(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None
-                               ) -> tuple[Tensor, AttentionMaps]:
+                               ) -> ForwardOutput:
         """Logits plus every layer's and head's attention weights (explicit softmax path)."""
         memory, mask, enc = self._encode(src, True, head_mask)
         logits, dec, cross = self._decode(tgt, memory, mask, True, head_mask)
-        return logits, AttentionMaps(tuple(enc), tuple(dec), tuple(cross))
+        return ForwardOutput(logits, AttentionMaps(tuple(enc), tuple(dec), tuple(cross)))
 
     # -- incremental decoding ---------------------------------------------------------------------------------
     def start_cache(self, memory: Tensor) -> DecoderCache:
