@@ -80,9 +80,9 @@ def _assert_no_errors(page) -> None:
     assert page_errors(page) == []
 
 
-def _bar_labels(step) -> str:
-    """The percentages the top-k bar chart writes next to its bars, in order."""
-    return "".join(f"{100 * p:.1f}%" for _, p in step.top_k)
+def _bar_labels(step) -> tuple[str]:
+    """The percentages the top-k bar chart writes next to its bars, in order (as the chart's text reads)."""
+    return (" | ".join(f"{100 * p:.1f}%" for _, p in step.top_k),)
 
 
 def _walk_decode(page, decoded) -> None:
@@ -100,13 +100,13 @@ def _walk_decode(page, decoded) -> None:
     for t in range(2, STEPS_WALKED + 1):
         step = decoded.steps[t - 1]
         page.locator(".st-key-decode_next button").click()
-        view = wait_for(page, decode_step_condition(t, plotly=(_bar_labels(step),)))  # top-k bars of step t too
+        view = wait_for(page, decode_step_condition(t, texts=_bar_labels(step)))  # top-k bars of step t too
         assert view.step == (t, n)
         assert f"output ‹{step.token}›" in view.heading
         assert page.locator('.st-key-decode_step [data-testid="stSliderThumbValue"]').inner_text() == str(t)
         assert view.charts_matching(rf"\bstep {t}\b") >= 3, view.charts
         assert view.charts_matching(rf"\bstep {t - 1}\b") == 0, "a chart still shows the previous step"
-        assert len(view.plotly) == 1
+        assert not view.plotly, "the Decode page loads no Plotly chart"
         _assert_no_errors(page)
     _shot(page, "decode_step")
 
@@ -119,7 +119,8 @@ def _walk_decode(page, decoded) -> None:
     assert view.step == (STEPS_WALKED, n), "changing layer or head lost the step"
     _assert_no_errors(page)
     _shot(page, "decode_layer_head")
-    # attribution beside attention: the strip of the current step, on the same source tokens
+    # attribution beside attention, once its expander is opened: the strip of the current step, same source tokens
+    page.locator(".st-key-decode_attr_open summary").click()
     view = wait_charts(page, rf"Integrated Gradients attribution to step {STEPS_WALKED}'s output", 1)
     tokens = " | ".join(decoded.trace.source_tokens)
     assert view.charts_matching(rf"attribution to step {STEPS_WALKED}'s output ⟫ {re.escape(tokens)}") == 1
