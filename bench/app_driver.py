@@ -73,12 +73,12 @@ VIEW_JS = """() => {
 }"""
 
 # performance.now() once the page is idle and shows what was asked for, else false.
-_CHARTS_JS = f"""([pattern, count, heading, plotly, after, exact]) => {{
+_CHARTS_JS = f"""([pattern, count, heading, texts, after, exact]) => {{
   if (after !== null && window.__studioRuns <= after) return false;
   if (!({IDLE_JS})()) return false;
   const view = ({VIEW_JS})();
   if (heading && !(view.heading || '').startsWith(heading)) return false;
-  if (plotly.length && !view.plotly.some((text) => plotly.every((part) => text.includes(part)))) return false;
+  if (texts.length && ![...view.plotly, ...view.charts].some((text) => texts.every((part) => text.includes(part)))) return false;
   if (exact && !view.charts.some((text) => new RegExp(exact).test(text))) return false;
   const re = new RegExp(pattern);
   return view.charts.filter((text) => re.test(text)).length >= count && performance.now();
@@ -198,20 +198,20 @@ class PageView:
         return sum(re.search(pattern, chart) is not None for chart in self.charts)
 
 
-def charts_condition(pattern: str, count: int = 1, *, heading: str = "", plotly: tuple[str, ...] = (),
+def charts_condition(pattern: str, count: int = 1, *, heading: str = "", texts: tuple[str, ...] = (),
                      after_runs: int | None = None, exact: str = "") -> tuple[str, list]:
-    """(JavaScript, argument) for page.wait_for_function: idle, the step heading starts with `heading`, a Plotly
-    chart contains every string of `plotly`, `count` Vega charts match `pattern`, and (given `after_runs`) a
+    """(JavaScript, argument) for page.wait_for_function: idle, the step heading starts with `heading`, one chart
+    (Vega or Plotly) contains every string of `texts`, `count` Vega charts match `pattern`, and (given `after_runs`) a
     script run finished since runs_finished() returned it, and (given `exact`) one Vega chart's text matches that
     regular expression. The function's value is performance.now()."""
-    return _CHARTS_JS, [pattern, count, heading, list(plotly), after_runs, exact]
+    return _CHARTS_JS, [pattern, count, heading, list(texts), after_runs, exact]
 
 
-def decode_step_condition(step: int, plotly: tuple[str, ...] = ()) -> tuple[str, list]:
+def decode_step_condition(step: int, texts: tuple[str, ...] = ()) -> tuple[str, list]:
     """charts_condition for the Decode page at step `step` (1-based): the heading and the three step charts say so,
     and the prefix chart draws the `step` decoder inputs of that step (its data, not only its heading, changed)."""
     prefix = rf"^Decoder self-attention of step {step} over the prefix ⟫ (?:[^|]* \| ){{{step - 1}}}[^|]*$"
-    return charts_condition(rf"\bstep {step}\b", 3, heading=f"Step {step} of", plotly=plotly, exact=prefix)
+    return charts_condition(rf"\bstep {step}\b", 3, heading=f"Step {step} of", texts=texts, exact=prefix)
 
 
 def view_from(raw: dict, drawn_at: float | None = None) -> PageView:

@@ -76,7 +76,7 @@ async def session(browser: Any, url: str, expected: DecodeResult, clicks: int, s
         button = "next" if forward else "prev"
         await page.locator(f".st-key-decode_{button} button").click()
         try:
-            drawn = await _wait(page, decode_step_condition(t, plotly=topk_texts(expected, t)))
+            drawn = await _wait(page, decode_step_condition(t, texts=topk_texts(expected, t)))
         except Exception as exc:  # a timed-out click is an error of the run, not of the benchmark
             errors.append(f"{name}: step {t} not shown ({type(exc).__name__})")
             return

@@ -56,7 +56,7 @@ def default_model(checkpoints: Path) -> str:
 def topk_texts(result: DecodeResult, t: int) -> tuple[str, str]:
     """What the top-k bars of step t (1-based) write: the percentages, then the candidate tokens."""
     top_k = result.steps[t - 1].top_k
-    return "".join(f"{100 * p:.1f}%" for _, p in top_k), "".join(visible_token(tok) for tok, _ in top_k)
+    return " | ".join(f"{100 * p:.1f}%" for _, p in top_k), " | ".join(visible_token(tok) for tok, _ in top_k)
 
 
 def first_page_ms(browser: Any, url: str) -> float:
@@ -71,7 +71,7 @@ def first_page_ms(browser: Any, url: str) -> float:
 
 # Milliseconds from the last pointer press to: the step heading showing step t ("heading"), the three step charts
 # and the top-k bars of step t drawn ("charts"), and all of that on an idle page ("done", the measured latency).
-_STEP_MARKS_JS = f"""([step, pattern, plotly, timeoutMs]) => new Promise((resolve) => {{
+_STEP_MARKS_JS = f"""([step, pattern, texts, timeoutMs]) => new Promise((resolve) => {{
   const start = window.__studioPress, marks = {{}}, re = new RegExp(pattern);
   const idle = {IDLE_JS}, view = {VIEW_JS};
   function tick() {{
@@ -80,7 +80,7 @@ _STEP_MARKS_JS = f"""([step, pattern, plotly, timeoutMs]) => new Promise((resolv
       marks.heading = now - start;
     }}
     if (marks.charts === undefined && shown.charts.filter((text) => re.test(text)).length >= 3
-        && shown.plotly.some((text) => plotly.every((part) => text.includes(part)))) marks.charts = now - start;
+        && shown.charts.some((text) => texts.every((part) => text.includes(part)))) marks.charts = now - start;
     if (marks.heading !== undefined && marks.charts !== undefined && idle()) {{
       marks.done = now - start;
       resolve(marks);
@@ -183,7 +183,7 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
             open_page(page, "Decode")
             text = page.locator(".st-key-decode_text input").input_value()
             expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
-            wait_for(page, decode_step_condition(1, plotly=topk_texts(expected, 1)))
+            wait_for(page, decode_step_condition(1, texts=topk_texts(expected, 1)))
             cpu_before = cpu_seconds(server.pid), browser_cpu_seconds(server.pid)
             nexts, prevs = step_clicks(page, expected, clicks)
             n_clicks = len(nexts) + len(prevs)

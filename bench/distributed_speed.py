@@ -3,7 +3,8 @@
 Both run `python -m transformer train` on the reversal case-study sizes (d_model 128, 1+1 layers, 4 heads,
 ff 128, dropout 0.1) with a global batch of 256 (2 x 128 under torchrun) for the same number of steps; the rate is
 the target tokens of all steps over the training seconds the checkpoint records (start-up and saving excluded).
-The two layouts alternate, `repeats` times, so load on the machine hits both alike.
+The two layouts alternate, `repeats` times, so load on the machine hits both alike. Both train on the CPU
+(`--device cpu`); where this process sees a GPU, the same training on 1 GPU (`--device cuda`, batch 256) is added.
 Run: `PYTHONPATH=. .venv/bin/python -m bench.distributed_speed`.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from transformer.store import load_checkpoint
+from transformer.train import cuda_devices
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ["--task", "reverse", "--n-train", "20000", "--n-valid", "20", "--eval-examples", "20", "--d-model", "128",
@@ -24,10 +26,11 @@ SIZES = ["--task", "reverse", "--n-train", "20000", "--n-valid", "20", "--eval-e
          "--eval-every", "100000", "--no-optimizer"]
 
 
-def tokens_per_second(processes: int, steps: int, out: Path) -> float:
+def tokens_per_second(processes: int, steps: int, out: Path, device: str = "cpu") -> float:
     """Run one training and read its rate back from the saved history."""
     per_rank = 256 // processes
-    args = [*SIZES, "--steps", str(steps), "--batch-size", str(per_rank), "--out", str(out), "--force"]
+    args = [*SIZES, "--steps", str(steps), "--batch-size", str(per_rank), "--out", str(out), "--force",
+            "--device", device]
     if processes == 1:
         cmd = [sys.executable, "-m", "transformer", "train", *args]
         env = {**os.environ, "OMP_NUM_THREADS": "2"}
@@ -47,6 +50,8 @@ def run(repeats: int = 3, steps: int = 40) -> dict:
         for _ in range(repeats):
             rates["1 process x 2 threads"].append(tokens_per_second(1, steps, Path(tmp) / "one"))
             rates["2 processes x 1 thread"].append(tokens_per_second(2, steps, Path(tmp) / "two"))
+            if cuda_devices():
+                rates.setdefault("1 GPU", []).append(tokens_per_second(1, steps, Path(tmp) / "gpu", "cuda"))
     medians = {k: round(statistics.median(v)) for k, v in rates.items()}
     return {"tokens_per_s": {k: [round(x) for x in v] for k, v in rates.items()}, "median": medians,
             "ratio_2proc_over_1proc": round(medians["2 processes x 1 thread"] / medians["1 process x 2 threads"], 2)}

@@ -17,7 +17,7 @@ from bench.throughput import TorchTransformerBaseline
 from transformer.analysis import corpus_scores
 from transformer.data import END_ID, START_ID, BucketSampler, make_task, source_ids
 from transformer.decode import decode_texts
-from transformer.model import default_configs
+from transformer.model import TASK_DEFAULTS, default_configs
 from transformer.train import Trainer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
@@ -29,11 +29,13 @@ def _files(data: Path) -> dict:
 
 
 def baseline(data: Path, seconds: float, n_valid: int) -> dict:
-    """The seeds' recipe: word-level vocabularies, nn.Transformer d_model 256, 3+3 layers, Adam, greedy decoding."""
+    """The seeds' recipe: word-level vocabularies, an nn.Transformer of our default size, Adam, greedy decoding."""
     task = make_task("corpus", tokenizer="word", n_valid=n_valid, **_files(data))
     src_tok, tgt_tok = task.src_tokenizer, task.tgt_tokenizer
     torch.manual_seed(0)
-    model = TorchTransformerBaseline(max(src_tok.vocab_size, tgt_tok.vocab_size), 256, 4, 3, 1024, 0.1)
+    size = TASK_DEFAULTS["corpus"]["model"]  # the same size as ours
+    model = TorchTransformerBaseline(max(src_tok.vocab_size, tgt_tok.vocab_size), size["d_model"], size["n_heads"],
+                                     size["n_encoder_layers"], size["d_ff"], size["dropout"])
     opt = torch.optim.Adam(model.parameters(), lr=5e-4, betas=(0.9, 0.98))
     src = [ids[:100] for ids in src_tok.encode_many([e.source for e in task.train])]
     tgt = [ids[:100] for ids in tgt_tok.encode_many([e.target for e in task.train])]
@@ -61,7 +63,7 @@ def baseline(data: Path, seconds: float, n_valid: int) -> dict:
 
 
 def ours(data: Path, seconds: float, n_valid: int) -> dict:
-    """The CLI defaults for a corpus task (joint BPE 8k, tied embeddings, d_model 256, 3+3 layers)."""
+    """The CLI defaults for a corpus task (joint BPE 8k, tied embeddings, d_model 256, 2+2 layers, bf16 where the CPU has it)."""
     task = make_task("corpus", n_valid=n_valid, **_files(data))
     model_cfg, train_cfg = default_configs("corpus", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            None, {"tie_embeddings": True}, {"max_seconds": seconds,

@@ -8,22 +8,10 @@ difference). Every view is an ordinary link, the same a user can copy.
 """
 from __future__ import annotations
 
-import argparse
-import tempfile
-from pathlib import Path
 from urllib.parse import urlencode
 
-from bench.app_driver import (
-    PAGE_SETUP_JS,
-    ROOT,
-    charts_condition,
-    launch_chromium,
-    running_app,
-    shipped_or_dev_checkpoints,
-    wait_for,
-    wait_idle,
-)
-from bench.screenshots import full_page
+from bench.app_driver import PAGE_SETUP_JS, charts_condition, wait_for, wait_idle
+from bench.screenshots import full_page, screenshot_app
 
 PROJECTOR = {"width": 1280, "height": 720}
 VIEWS = (
@@ -40,15 +28,7 @@ COMPARE = ("compare.png", "compare", {"model": "shipped:toy-en-de", "compare": "
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as runs, \
-            running_app(shipped_or_dev_checkpoints(), Path(runs)) as server, sync_playwright() as pw:
-        browser = launch_chromium(pw)
+    with screenshot_app(__doc__.splitlines()[0]) as (out, server, browser):
         for name, page_path, params, condition in (*VIEWS, COMPARE):
             context = browser.new_context(viewport=PROJECTOR if name.startswith("presenter") else
                                           {"width": 1440, "height": 1000})
@@ -59,12 +39,11 @@ def main() -> None:
             if name.startswith("presenter"):
                 page.wait_for_timeout(600)
                 wait_idle(page)
-                page.screenshot(path=str(args.out / name))  # the projector's frame, not the whole page
+                page.screenshot(path=str(out / name))  # the projector's frame, not the whole page
             else:
-                full_page(page, args.out / name)
+                full_page(page, out / name)
             context.close()
-        browser.close()
-    print(f"wrote {', '.join(v[0] for v in (*VIEWS, COMPARE))} to {args.out}")
+    print(f"wrote {', '.join(v[0] for v in (*VIEWS, COMPARE))} to {out}")
 
 
 if __name__ == "__main__":

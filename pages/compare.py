@@ -4,7 +4,14 @@ import streamlit as st
 from transformer.analysis import attention_difference
 from transformer.charts import attention_heatmap, difference_heatmap
 from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, InputError
-from ui.compare_view import divergence_message, model_caption, pick_model_b, step_table
+from ui.compare_view import (
+    divergence_message,
+    model_caption,
+    pick_model_b,
+    step_caption,
+    step_picker,
+    step_table,
+)
 from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy, greedy_or_message, share_text
 from ui.presenter import head_keys
@@ -46,9 +53,11 @@ with st.expander("Step by step", icon=":material/table_rows:"):
                                 "B prob": st.column_config.NumberColumn(format="%.3f")})
 
 trace_a, trace_b = result_a.trace, result_b.trace
-c_kind, c_layer, c_head = st.columns([5, 2, 2], vertical_alignment="bottom")
+c_kind, c_step, c_layer, c_head = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
 with c_kind:
     kind = kind_picker("Attention", "compare_kind")
+with c_step:
+    t = step_picker(result_a, result_b)
 n_layers = min(trace_a.n_layers(kind), trace_b.n_layers(kind))
 n_heads = min(trace_a.n_heads, trace_b.n_heads)
 with c_layer:
@@ -60,12 +69,15 @@ if (trace_a.n_layers(kind), trace_a.n_heads) != (trace_b.n_layers(kind), trace_b
     st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are "
                "offered.")
 
+st.markdown(step_caption(result_a, result_b, t))
+stepped = kind != "encoder_self"  # the encoder's map is the same at every step
 map_a, map_b = st.columns(2, gap="large")
 for column, tag, model, trace in ((map_a, "A", active, trace_a), (map_b, "B", other, trace_b)):
+    row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None  # an output that ended shows its last row
     with column:
-        show_chart(attention_heatmap(trace, kind, layer, head, size=380,
+        show_chart(attention_heatmap(trace, kind, layer, head, size=380, max_row=row, highlight_row=row,
                                      title=f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
-                                           f"{head_label(head).lower()}"),
+                                           f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else "")),
                    key=f"compare_map_{tag.lower()}", width="content")
 
 st.subheader("Difference B − A", anchor=False)

@@ -112,7 +112,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     n_steps = len(result.steps)
     t = ds.prepare_step(n_steps, (active.task_name, text))
 
-    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.4, 1.4, 5, 2, 2], vertical_alignment="bottom")
+    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.8, 1.8, 4.6, 2, 2], vertical_alignment="bottom")
     nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
                     args=(-1, n_steps), disabled=t == 0, width="stretch", shortcut=PREV_STEP_KEY)
     nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
@@ -141,9 +141,8 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], self_row, max_width=600,
                                      all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
     with right:
-        st.markdown(f"**Top-{len(step.top_k)} candidates at step {t + 1}**")
-        st.plotly_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk",
-                        config={"displayModeBar": False})
+        chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
+        show_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk", width="content")
         alternatives = [tok for tok, _ in step.top_k if tok != step.token]
         if alternatives:
             if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
@@ -160,8 +159,11 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
                key="decode_source_strip")
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
-    if view != ds.TEACHER:  # attribution explains the model's own choices, fed its own output
-        show_step_attribution(active, text, [s.token_id for s in result.steps], trace, t, key="decode_attr")
+    if view != ds.TEACHER and active.model is not None:  # attribution explains the model's own choices
+        with st.expander("Attribution: what the chosen token depends on", key="decode_attr_open",
+                         on_change="rerun", icon=":material/insights:") as attribution:
+            if attribution.open:  # computed (Integrated Gradients) and drawn only while the expander is open
+                show_step_attribution(active, text, [s.token_id for s in result.steps], trace, t, key="decode_attr")
 
     st.divider()
     alignment = gold_alignment_for(active, text)

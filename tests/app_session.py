@@ -92,3 +92,36 @@ def poll(at: AppTest, done: Callable[[AppTest], bool], *, seconds: float = 60.0,
             return True
         time.sleep(every)
     return False
+
+
+def capture_downloads(monkeypatch) -> dict[str, Callable[[], Any]]:
+    """file name -> the callable a download button runs when clicked, for every lazy download drawn from now on
+    (what the browser would get; AppTest's runtime is gone once a run ends, so the callables are kept here)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    found: dict[str, Callable[[], Any]] = {}
+    original = MediaFileManager.add_deferred
+
+    def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        found[str(file_name)] = data_callable
+        return original(self, data_callable, mimetype, coordinates, file_name=file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+    return found
+
+
+def capture_spinners(monkeypatch) -> list[str]:
+    """The text of every st.spinner the app enters from now on (AppTest keeps no transient elements)."""
+    import contextlib
+
+    import streamlit
+    seen: list[str] = []
+    original = streamlit.spinner
+
+    @contextlib.contextmanager
+    def spinner(text: str = "In progress...", **kwargs):
+        seen.append(text)
+        with original(text, **kwargs):
+            yield
+
+    monkeypatch.setattr(streamlit, "spinner", spinner)
+    return seen

@@ -61,6 +61,9 @@ def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
     out = output_ids(greedy_decode(model, st, tt, TEXT))
     at = _page("decode")
+    assert not [c for c in charts(at) if c["title"].startswith("Source tokens shaded by their")], \
+        "attribution drawn before its expander was opened"
+    at.session_state["decode_attr_open"] = True  # the user opens the attribution expander
     at.button(key="decode_next").click().run()
     expected = attribute_step(NativeSeq2Seq(model, st, tt), TEXT, out, 1)
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 2"))

@@ -1,7 +1,6 @@
 """AppTest: the Decode page's step-through, layer/head choice, forced tokens, teacher forcing and bad input."""
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import pytest
@@ -61,8 +60,9 @@ def test_next_prev_and_slider_walk_through_the_greedy_output(studio_env, ckpt, t
 def test_shown_probabilities_come_from_the_model_in_eval_mode(studio_env, ckpt, text):
     expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text)  # eval mode inside
     at = _decode_page(text)
-    bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
-    assert bars["x"] == pytest.approx([100 * p for _, p in expected.steps[0].top_k], abs=1e-6)
+    bars = only_frame(chart_titled(at, "Top-5 candidates at step 1"))
+    assert bars["percent"].tolist() == pytest.approx([100 * p for _, p in expected.steps[0].top_k], abs=1e-6)
+    assert bars["chosen"].tolist() == [tok == expected.steps[0].token for tok, _ in expected.steps[0].top_k]
     assert f"({expected.steps[0].prob:.1%})" in _heading(at)
 
 

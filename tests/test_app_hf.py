@@ -1,10 +1,17 @@
-"""AppTest: a Hugging Face folder in the models directory is in the picker; Decode and Attention work on it; a
-bad name typed in the sidebar gets a message and the current model stays; the Train page says it is imported."""
+"""AppTest: a Hugging Face folder in the models directory is in the picker; Decode and Attention work on it, with
+spinners that name it and chart/trace downloads that hold its own tokens; a bad name typed in the sidebar gets a
+message and the current model stays; the Train page says it is imported."""
 from __future__ import annotations
 
-import pytest
-from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
+import html
+import json
 
+import pytest
+import torch
+from app_session import (assert_no_exception, capture_downloads, capture_spinners, chart_titled, charts, only_frame,
+                         open_app, texts)
+
+from tests.fake_hub import use_fake_hub
 from tests.hf_tiny_models import build
 from transformer.analysis import ablated_decode, attribute_step, output_ids, parse_head, sweep_heads
 from transformer.decode import KIND_TITLES, decode_greedy
@@ -119,3 +126,63 @@ def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
     table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
     assert len(table) == len(sweep) == 3 * 2 * 2
     assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-4)
+
+
+def test_loading_and_decoding_an_hf_model_show_a_spinner_naming_it(hf_env, monkeypatch):
+    from ui.hf_models import loading_message
+    spinners = capture_spinners(monkeypatch)
+    at = _open("decode", hf_env, "decode_text")
+    at.text_input(key="decode_text").input("the small cat walks under the tree").run()  # not decoded before
+    assert_no_exception(at)
+    assert loading_message(str(hf_env / "tiny-marian")) in spinners
+    assert "Decoding with tiny-marian…" in spinners
+
+
+def test_chart_and_trace_downloads_of_an_hf_model_hold_its_own_tokens(hf_env, monkeypatch):
+    downloads = capture_downloads(monkeypatch)
+    trace = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
+    at = _open("attention", hf_env, "attention_text")
+    at.radio(key="attention_kind").set_value("cross").run()
+    assert_no_exception(at)
+    saved = json.loads(downloads["attention_trace.json"]())
+    assert saved["source_tokens"] == list(trace.source_tokens) and "▁bird" in saved["source_tokens"]
+    assert saved["target_tokens"] == list(trace.decoder_input_tokens)
+    torch.testing.assert_close(torch.tensor(saved["attention"]["cross"]), trace.cross, atol=1e-6, rtol=0)
+    assert downloads["cross_layer2_mean.png"]().startswith(b"\x89PNG")
+    svg = downloads["cross_all_heads.svg"]()
+    assert svg.lstrip().startswith("<svg") and "▁bird" in html.unescape(svg)
+
+
+def test_a_hub_id_typed_in_the_sidebar_loads_and_decodes(hf_env, tmp_path, monkeypatch):
+    fake = use_fake_hub(monkeypatch, hf_env / "tiny-marian", tmp_path / "snapshots")
+    name = "studio-tests/tiny-marian-by-name"
+    at = open_app()
+    at.text_input(key="sidebar_hf_name").input(name).run()
+    at.button(key="sidebar_hf_load").click().run()
+    assert_no_exception(at)
+    assert len(fake.asked) == 1 and f"Loaded {name}." in texts(at.sidebar.success)
+    assert at.selectbox(key=MODEL_KEY).value == f"hf:{name}"
+    at.switch_page("pages/decode.py").run()
+    at.text_input(key="decode_text").input(TEXT).run()
+    assert_no_exception(at)
+    expected = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
+    assert at.subheader[0].value.startswith(f"Step 1 of {len(expected.steps)}: ")
+
+
+def test_compare_puts_an_hf_model_beside_our_checkpoint(hf_env):
+    at = _open("compare", hf_env, "compare_text")
+    at.selectbox(key="compare_model").set_value("shipped:reverse").run()
+    at.text_input(key="compare_text").input("the bird").run()  # short enough for the character-level model B
+    assert_no_exception(at)
+    captions = texts(at.markdown)
+    assert any(c.startswith("**A** · tiny-marian") and "imported, not trained here" in c for c in captions)
+    assert any(c.startswith("**B** · reverse") for c in captions)
+    assert len(charts(at)) >= 2  # a map of each model
+
+
+def test_the_home_page_opens_with_an_hf_model_picked(hf_env):
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value(f"hf:{hf_env / 'tiny-marian'}").run()
+    at.switch_page("pages/home.py").run()
+    assert_no_exception(at)
+    assert any("imported, not trained here" in t for t in texts(at.sidebar.markdown))

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import pytest
-from app_session import APP, assert_no_exception, charts, open_app, texts
+from app_session import APP, assert_no_exception, charts, open_app, poll, texts
 from streamlit.testing.v1 import AppTest
+from tiny_runs import start_tiny_run
 
 from transformer.decode import MAX_INPUT_CHARS
+from transformer.train import registry
 from ui.gallery import READY_VIEWS
+from ui.widgets import md_token
 
-TEXT = "hello"
+TEXT = "stressed"  # the tiny model says 4 tokens and the end for it: room for the steps below
 
 
 def open_link(page: str, params: dict[str, str]) -> AppTest:
@@ -57,17 +60,49 @@ def test_decode_round_trip_keeps_text_step_layer_head_and_view(studio_env):
     assert fresh.subheader[0].value.startswith("Step 3 of")
 
 
+def test_decode_round_trip_keeps_a_forced_token(studio_env):
+    at = open_app("decode")
+    at.text_input(key="decode_text").input(TEXT).run()
+    at.button(key="decode_next").click().run()
+    choice = at.selectbox(key="decode_force_token").options[0]
+    at.selectbox(key="decode_force_token").set_value(choice).run()
+    at.button(key="decode_force").click().run()
+    at.run()  # the step-through fragment asked for a full rerun: the outputs above change too
+    assert_no_exception(at)
+    params = dict(at.query_params)
+    assert params["view"] == "forced" and params["force"] == f"2:{choice}" and params["step"] == "2"
+    forced_caption = [m.value for m in at.caption if "forced at step 2" in m.value]
+    assert forced_caption
+    fresh = assert_same_view(at, "decode", ["decode_text", "decode_step", "decode_layer", "decode_head",
+                                            "decode_view", "decode_top_k"])
+    assert [m.value for m in fresh.caption if "forced at step 2" in m.value] == forced_caption
+    assert fresh.subheader[0].value.startswith("Step 2 of") and f"output ‹{md_token(choice)}›" in fresh.subheader[0].value
+
+
+@pytest.mark.parametrize("force, note", [
+    ("2", "force='2' ignored (expected STEP:TOKEN"),
+    ("99:a", "force=99:'a' ignored (the output has"),
+    ("2:no-such-token", "force=2:'no-such-token' ignored ('no-such-token' is not in this model's output vocabulary"),
+])
+def test_a_bad_forced_token_falls_back_to_the_plain_output_with_a_note(studio_env, force, note):
+    at = open_link("decode", {"text": TEXT, "view": "forced", "force": force, "step": "2"})
+    notes = [t for t in texts(at.info) if t.startswith("Parts of this link were ignored")]
+    assert len(notes) == 1 and note in notes[0], notes
+    assert at.session_state["decode_view"] == "greedy" and not [m for m in at.caption if "forced at step" in m.value]
+    assert "force" not in at.query_params and at.subheader[0].value.startswith("Step 2 of")
+
+
 def test_attention_round_trip_keeps_mode_kind_layer_head_and_scale(studio_env):
     at = open_app("attention")
     at.text_input(key="attention_text").input(TEXT).run()
     at.radio(key="attention_mode").set_value("teacher").run()
-    at.text_input(key="attention_reference").input("olleh").run()
+    at.text_input(key="attention_reference").input("desserts").run()
     at.radio(key="attention_kind").set_value("decoder_self").run()
     at.selectbox(key="attention_layer").set_value(0).run()
     at.selectbox(key="attention_head").set_value(1).run()
     at.toggle(key="attention_fixed_scale").set_value(False).run()
     assert_no_exception(at)
-    assert dict(at.query_params)["fixed"] == "0" and dict(at.query_params)["ref"] == "olleh"
+    assert dict(at.query_params)["fixed"] == "0" and dict(at.query_params)["ref"] == "desserts"
     assert_same_view(at, "attention", ["attention_text", "attention_mode", "attention_reference", "attention_kind",
                                        "attention_layer", "attention_head", "attention_fixed_scale"])
 
@@ -80,10 +115,21 @@ def test_home_and_compare_round_trips(studio_env):
     assert_same_view(at, "home", ["home_text", "home_layer"])
     at = open_app("compare")
     at.text_input(key="compare_text").input(TEXT).run()
-    at.radio(key="compare_kind").set_value("encoder_self").run()
+    at.slider(key="compare_step").set_value(3).run()
     at.selectbox(key="compare_head").set_value(0).run()
-    assert dict(at.query_params)["compare"] == "shipped:reverse"
-    assert_same_view(at, "compare", ["compare_text", "compare_model", "compare_kind", "compare_layer", "compare_head"])
+    assert dict(at.query_params)["compare"] == "shipped:reverse" and dict(at.query_params)["step"] == "3"
+    maps = [c for c in charts(at) if c["title"].startswith(("A · ", "B · "))]
+    assert len(maps) == 2 and all(c["title"].endswith("· step 3") for c in maps)  # both columns follow the step
+    for c in maps:
+        rows = max(c["frames"].values(), key=len)["query_index"]
+        assert rows.max() == 2  # rows up to step 3 drawn, the later ones not yet
+    fresh = assert_same_view(at, "compare", ["compare_text", "compare_model", "compare_step", "compare_kind",
+                                             "compare_layer", "compare_head"])
+    at.radio(key="compare_kind").set_value("encoder_self").run()  # the encoder's map does not depend on the step
+    assert not [c for c in charts(at) if c["title"].endswith("· step 3")]
+    stale = open_link("compare", {**dict(fresh.query_params), "step": "999"})
+    assert any(t.startswith("Step 999 is past both outputs") for t in texts(stale.info))
+    assert stale.session_state["compare_step"] == stale.slider(key="compare_step").max
 
 
 def test_a_model_compared_with_itself_shows_no_divergence_and_a_zero_difference(studio_env):
@@ -93,6 +139,30 @@ def test_a_model_compared_with_itself_shows_no_divergence_and_a_zero_difference(
     assert len(diff) == 1
     frame = max(diff[0]["frames"].values(), key=len)
     assert len(frame) > 0 and (frame["difference"] == 0).all()
+
+
+def test_compare_the_live_training_weights_with_a_saved_checkpoint_from_a_link(studio_env):
+    trainer_tab = open_app("train")
+    run = start_tiny_run(trainer_tab, train_max_steps=50_000, train_max_seconds=120.0)
+    try:
+        assert poll(trainer_tab, lambda a: run.trainer.step >= 2), "the run never trained"
+        link = {"model": "shipped:reverse", "compare": f"live:{run.id}", "text": TEXT, "step": "2"}
+        other_browser = open_link("compare", link)  # a colleague's browser: the run belongs to the server
+        assert other_browser.selectbox(key="compare_model").value == f"live:{run.id}"
+        assert not [t for t in texts(other_browser.info) if t.startswith("Parts of this link were ignored")]
+        said = [m.value for m in other_browser.markdown if m.value.startswith("**B** · ")]
+        assert said and "Live training" in said[0] and " steps" in said[0]  # which weights B is
+        maps = [c for c in charts(other_browser) if c["title"].startswith(("A · reverse", f"B · {run.name}"))]
+        assert len(maps) == 2 and all(c["title"].endswith("· step 2") for c in maps)
+        assert dict(other_browser.query_params)["compare"] == f"live:{run.id}"
+    finally:
+        run.job.stop()
+        run.job.join(20)
+    registry.clear()  # the server forgot the run (e.g. restarted): the same link opens with a note, no error
+    later = open_link("compare", link)
+    notes = [t for t in texts(later.info) if t.startswith("Parts of this link were ignored")]
+    assert len(notes) == 1 and "no longer on this server" in notes[0]
+    assert charts(later)
 
 
 @pytest.mark.parametrize("page, params, note", [

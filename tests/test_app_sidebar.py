@@ -6,7 +6,10 @@ import zipfile
 
 from app_session import assert_no_exception, open_app, texts
 
+from transformer.charts import text_width
 from transformer.store import bundle_bytes
+from ui.models import PICKER_FONT_PX, PICKER_LABEL_PX
+from ui.widgets import md
 
 
 def _upload(at, name: str, data: bytes):
@@ -42,3 +45,15 @@ def test_the_current_model_can_be_downloaded_as_a_bundle(studio_env):
     at = open_app()
     button = at.get("download_button")
     assert [b.key for b in button if b.key == "sidebar_download"] == ["sidebar_download"]
+
+
+def test_a_long_model_name_is_shortened_in_the_picker_but_keeps_its_source(studio_env, tiny_checkpoint_dir):
+    long_name = "reverse-longer-experiment-name-2026-11-23"
+    at = _upload(open_app(), f"{long_name}.zip", bundle_bytes(tiny_checkpoint_dir / "reverse"))
+    picker = at.sidebar.selectbox(key="sidebar_model")
+    shown = picker.format_func(picker.value)
+    assert shown.endswith("  ·  Uploaded") and "…" in shown  # the source whole, the name cut in its middle
+    assert shown.startswith("reverse") and shown.split("  ·  ")[0].endswith("11-23")
+    assert text_width(shown, PICKER_FONT_PX) <= PICKER_LABEL_PX
+    assert "reverse  ·  Shipped" in picker.options  # a short name stays whole
+    assert any(f"**Model** {md(long_name)}" in m for m in texts(at.sidebar.markdown))  # the whole name in the card

@@ -136,7 +136,8 @@ def test_a_full_server_makes_new_runs_wait(studio_env):
         at.button(key="train_start").click().run()
         run = _run(at)
         assert run.job.snapshot().status == "waiting"
-        assert any(w.startswith("Waiting:") for w in texts(at.warning))
+        assert any(w.startswith("Waiting:") and "This run needs 1 process and starts as soon as" in w
+                   for w in texts(at.warning)), texts(at.warning)
         assert any("waiting for a free training slot" in w for w in texts(at.sidebar.warning))
     finally:
         _stop_all(run, *blockers)

@@ -117,6 +117,12 @@ def test_long_word_tokens_rotate_and_are_drawn_whole_while_characters_stay_level
     words = random_trace(GERMAN, ENGLISH)
     _, enc = _heat(attention_heatmap(words, "cross", 0, size=360))
     assert enc["x"]["axis"]["labelAngle"] == -45
+    level = random_trace(["sometimes", "an", "old", "wolf", "writes", "</s>"], ["<s>", "manchmal"])
+    _, enc = _heat(attention_heatmap(level, "cross", 0, size=420))
+    assert enc["x"]["axis"]["labelAngle"] == 0
+    # every label centred on its column: Streamlit's chart theme would left-align the first ("sometimes" then ran
+    # into "an") unless the axis says otherwise
+    assert enc["x"]["axis"]["labelFlush"] is False and enc["y"]["axis"]["labelFlush"] is False
     svg = chart_to_svg(attention_heatmap(words, "cross", 0, size=360))
     drawn = set(re.findall(r">([^<>]+)</text>", svg))
     assert {"interessantes", "freunden", "manchmal", "gelesen"} <= drawn  # no label cut short with "…"

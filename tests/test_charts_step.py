@@ -1,6 +1,7 @@
 """Charts of one decoding step: token strips sized to their words and wrapped, and the top-k bars."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -68,10 +69,20 @@ def test_strips_draw_every_word_whole():
 
 
 def test_topk_bars_highlight_the_chosen_token_and_show_percentages():
-    fig = topk_bars([("</s>", 0.6), ("<s>", 0.3), ("7", 0.1)], chosen="<s>")
-    bar = fig.data[0]
-    assert list(bar.x) == pytest.approx([60.0, 30.0, 10.0])
-    assert list(bar.text) == ["60.0%", "30.0%", "10.0%"]
-    colors = list(bar.marker.color)
-    assert colors[1] == CHOSEN_COLOR and colors[0] == colors[2] != CHOSEN_COLOR
-    assert list(fig.layout.yaxis.ticktext) == ["&lt;/s&gt;", "<b>&lt;s&gt;</b>", "7"]  # shown literally
+    chart = topk_bars([("</s>", 0.6), ("<s>", 0.3), ("7", 0.1), (" ", 0.0)], chosen="<s>")
+    data = layer_data(chart)
+    assert data["percent"].tolist() == pytest.approx([60.0, 30.0, 10.0, 0.0])
+    assert data["percent_text"].tolist() == ["60.0%", "30.0%", "10.0%", "0.0%"]
+    assert data["chosen"].tolist() == [False, True, False, False]
+    assert data["token"].tolist() == ["</s>", "<s>", "7", "␣"]  # visible, and each its own bar
+    spec = chart.to_dict()
+    assert spec["layer"][0]["encoding"]["color"]["condition"]["value"] == CHOSEN_COLOR
+    drawn = re.findall(r">([^<>]+)</text>", chart_to_svg(chart))
+    assert ["&lt;/s&gt;", "&lt;s&gt;", "7", "␣"] == [t for t in drawn if t in {"&lt;/s&gt;", "&lt;s&gt;", "7", "␣"}]
+    assert {"60.0%", "30.0%", "10.0%"} <= set(drawn)  # most likely on top, tokens shown literally
+    same = topk_bars([("a", 0.5), ("a", 0.5)])  # alike once visible: still two bars
+    assert layer_data(same)["token"].tolist() == ["a", "a (2)"]
+    spec_step_1 = json.dumps(chart.to_dict()["layer"])
+    spec_step_2 = json.dumps(topk_bars([("x", 0.9), ("y", 0.05), ("z", 0.03), ("w", 0.02)], chosen="x")
+                             .to_dict()["layer"])
+    assert re.sub(r"data-[0-9a-f]+", "", spec_step_1) == re.sub(r"data-[0-9a-f]+", "", spec_step_2)  # data only

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 TINY = ["--task", "reverse", "--n-train", "200", "--n-valid", "10", "--eval-examples", "10", "--d-model", "32",
         "--heads", "2", "--enc-layers", "1", "--dec-layers", "1", "--d-ff", "32", "--dropout", "0",
-        "--label-smoothing", "0.1", "--eval-every", "1000", "--seed", "3"]
+        "--label-smoothing", "0.1", "--eval-every", "1000", "--seed", "3", "--device", "cpu"]  # gloo, as the tests say
 STEPS, PER_RANK = 6, 8
 
 
@@ -82,10 +82,25 @@ def test_a_two_process_checkpoint_resumes_in_one_process_with_its_step_and_optim
     cfg = replace(two.train_config, batch_size=2 * PER_RANK, max_steps=STEPS + 3)
     resumed = [trainer_from_checkpoint(c, train_config=cfg) for c in (two, one)]
     assert [t.step for t in resumed] == [STEPS, STEPS]
+    loaded = resumed[0].optimizer.state_dict()["state"]  # the 2-process moments themselves, not fresh ones
+    assert loaded.keys() == two.optimizer_state["state"].keys()
+    for index, saved in two.optimizer_state["state"].items():
+        for key in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(torch.as_tensor(saved[key]), torch.as_tensor(loaded[index][key])), (index, key)
     for trainer in resumed:
         trainer.run()
     assert [t.step for t in resumed] == [STEPS + 3] * 2
     assert_same_weights(resumed[0].model, resumed[1].model)
+
+
+def test_train_resume_continues_a_two_process_checkpoint_in_one_process(runs, tmp_path: Path) -> None:
+    out = tmp_path / "resumed"
+    result = run([sys.executable, "-m", "transformer", "train", "--resume", str(runs["two"]), "--steps",
+                  str(STEPS + 2), "--batch-size", str(2 * PER_RANK), "--out", str(out), "--device", "cpu"])
+    assert result.returncode == 0, result.stderr
+    assert f"from step {STEPS} to {STEPS + 2}, batch {2 * PER_RANK} on cpu" in result.stderr
+    ckpt = load_checkpoint(out)
+    assert ckpt.step == STEPS + 2 and [r["step"] for r in ckpt.history] == list(range(1, STEPS + 3))
 
 
 def test_shards_are_disjoint_and_cover_every_epoch() -> None:

@@ -146,3 +146,61 @@ def test_sharded_safetensors_load_and_decode_the_same(tmp_path):
     a, b = decode_greedy(whole, TEXT, max_steps=6), decode_greedy(sharded, TEXT, max_steps=6)
     assert [s.token_id for s in a.steps] == [s.token_id for s in b.steps]
     torch.testing.assert_close(a.trace.cross, b.trace.cross, atol=0, rtol=0)
+
+
+def test_step_probabilities_equal_generate_and_the_model_is_left_as_loaded(lm):
+    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    batch = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ref = lm.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS, output_scores=True,
+                                return_dict_in_generate=True)
+    want = [float(s[0].softmax(-1)[t]) for s, t in zip(ref.scores, ref.sequences[0, 1:])]
+    assert [s.prob for s in result.steps] == pytest.approx(want, abs=1e-5)
+    assert "forward" not in vars(lm.model.get_output_embeddings())  # the faster head was only borrowed
+
+
+def test_while_the_faster_head_is_borrowed_others_read_the_model_as_loaded(lm):
+    from transformer.model.hf_head import fast_output_head
+    head = lm.model.get_output_embeddings()
+    weight, n = head.weight, sum(p.numel() for p in lm.model.parameters())
+    x = torch.randn(1, 1, head.in_features)
+    with torch.no_grad(), fast_output_head(lm.model):
+        assert lm.model.get_output_embeddings() is head and head.weight is weight  # what HFSeq2Seq() reads
+        assert sum(p.numel() for p in lm.model.parameters()) == n  # the card's parameter count
+        torch.testing.assert_close(head(x), torch.nn.functional.linear(x, weight, head.bias), atol=1e-5, rtol=0)
+    assert "forward" not in vars(head)
+
+
+def test_the_faster_output_head_follows_weights_changed_in_place(lm):
+    model = copy.deepcopy(lm.model)
+    changed = HFSeq2Seq(model, lm.tokenizer, "changed")
+    before = decode_greedy(changed, TEXT, max_steps=STEPS)
+    chosen = next(s for s in before.steps if not s.forced).token_id
+    with torch.no_grad():
+        model.get_output_embeddings().weight[chosen] *= -1.0
+    after = decode_greedy(changed, TEXT, max_steps=STEPS)
+    batch = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
+    assert [s.prob for s in after.steps] != [s.prob for s in before.steps]  # not a stale copy of the weights
+    assert [s.token_id for s in after.steps] == ref[0, 1:].tolist()
+
+
+def test_a_banned_multi_token_sequence_is_never_output_and_cannot_be_forced(lm):
+    free = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False)
+    t = next(i for i, s in enumerate(free.steps[:-1]) if not s.forced)
+    pair = [free.steps[t].token_id, free.steps[t + 1].token_id]  # what greedy says at steps t, t + 1
+    model = copy.deepcopy(lm.model)
+    model.generation_config.bad_words_ids = [*(model.generation_config.bad_words_ids or []), pair]
+    banned = HFSeq2Seq(model, lm.tokenizer, "banned pair")
+    result = decode_greedy(banned, TEXT, max_steps=STEPS)
+    batch = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
+    ids = [s.token_id for s in result.steps]
+    assert ids == ref[0, 1:].tolist() and ids[t] == pair[0] and ids[t + 1] != pair[1]
+    assert lm.id_to_token(pair[1]) not in dict(result.steps[t + 1].top_k)
+    prefix = [s.token for s in free.steps[: t + 2]]
+    with pytest.raises(InputError, match="cannot be forced after .*bad_words_ids"):
+        decode_greedy(banned, TEXT, forced=prefix)
+    assert decode_greedy(banned, TEXT, forced=prefix[:-1]).steps[t].token_id == pair[0]  # the first alone is fine

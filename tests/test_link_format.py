@@ -13,8 +13,9 @@ def test_a_view_survives_the_round_trip_through_its_parameters():
     view = {"model": "shipped:toy-en-de", "compare": "run:my run-2", "text": "the man sees the dog & co?",
             "ref": "der mann", "mode": "teacher", "view": "teacher", "kind": "encoder_self", "layer": 2, "head": MEAN,
             "step": 7, "topk": 9, "fixed": False, "words": True, "present": True,
-            "ablate": (("cross", 0, 1), ("encoder_self", 2, 3))}
+            "ablate": (("cross", 0, 1), ("encoder_self", 2, 3)), "force": (3, "a:b c")}
     params = to_params(view)
+    assert params["force"] == "3:a:b c"  # STEP:TOKEN, the token may hold a colon
     assert params["layer"] == "3" and params["head"] == "mean" and params["ablate"] == "cross.L1H2,enc.L3H4"
     values, notes = parse_params(params)
     assert notes == [] and values == view
@@ -26,6 +27,7 @@ def test_a_view_survives_the_round_trip_through_its_parameters():
     ("model", "../../etc/passwd"), ("model", "/work/main/checkpoints/reverse"), ("model", "shipped:../reverse"),
     ("compare", "run:a/../b"), ("compare", "run:a\\b"), ("model", "shipped:a//b"),
     ("ablate", "cross.L0H1"), ("ablate", "attn.L1H1"), ("ablate", "cross.L1H1;rm"),
+    ("force", "3"), ("force", "0:x"), ("force", "x:y"), ("force", "2:"), ("force", "2:" + "x" * 201),
     ("text", "x" * (MAX_INPUT_CHARS + 1)),
 ])
 def test_a_bad_parameter_is_dropped_with_a_note_naming_it(name, value):

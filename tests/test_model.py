@@ -9,6 +9,7 @@ from transformer.model import (
     Seq2SeqTransformer,
     attention,
     attention_weights,
+    dropout,
 )
 
 PAD = 0
@@ -145,6 +146,21 @@ def test_eval_mode_is_deterministic_and_train_mode_uses_dropout():
         assert torch.equal(model(src, tgt), model(src, tgt))
         model.train()
         assert not torch.equal(model(src, tgt), model(src, tgt))
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_dropout_keeps_the_right_share_unbiased_and_independent(p):
+    torch.manual_seed(0)
+    x = torch.rand(257, 129) + 0.5  # odd sizes: the mask is cut from 64-bit words four slices at a time
+    y = dropout(x, p, training=True)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - (1 - p)) < 0.01
+    assert abs(y.mean().item() / x.mean().item() - 1) < 0.02  # inverted dropout keeps the expectation
+    a, b = kept.flatten()[:-1].float(), kept.flatten()[1:].float()  # neighbours share a 64-bit word
+    assert abs(torch.corrcoef(torch.stack([a, b]))[0, 1].item()) < 0.02
+    torch.manual_seed(0)
+    assert torch.equal(dropout(torch.rand(257, 129) + 0.5, p, training=True), y)  # seeded like the rest
+    assert dropout(x, p, training=False) is x
 
 
 def test_too_long_input_is_refused():

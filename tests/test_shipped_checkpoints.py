@@ -46,7 +46,7 @@ M30K = ROOT / "multi30k-en-de"
 M30K_DATA = next((p for p in (ROOT.parents[1] / "shared" / "data" / "multi30k", Path("/work/shared/data/multi30k"))
                   if p.is_dir()), ROOT / "absent")
 M30K_MAX_BYTES = 25 * 2**20
-M30K_MIN_BLEU = 25.0  # measured 28.0 on these 200 sentences (greedy); the target, 33, is not reached yet
+M30K_MIN_BLEU = 33.0  # the target for the shipped model (greedy, first 200 validation sentences)
 
 
 @cache

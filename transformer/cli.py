@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
+import torch
+
 from .analysis import HeadError, corpus_scores, head_mask
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
 from .cli_heads import parse_ablate
@@ -33,6 +35,7 @@ from .store import (
 )
 from .train import (
     CheckpointEvery,
+    DeviceError,
     DistEnv,
     DistributedTrainer,
     KeepBest,
@@ -42,6 +45,7 @@ from .train import (
     Trainer,
     checkpoint_from_trainer,
     evaluate_model,
+    resolve_device,
     start_process_group,
     stop_process_group,
     torchrun_env,
@@ -49,7 +53,7 @@ from .train import (
 )
 
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError)
+               HFModelError, PeerLostError, HeadError, DeviceError)
 
 
 class ProgressLine:
@@ -144,7 +148,7 @@ def _budget_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return train
 
 
-def _new_trainer(args: argparse.Namespace) -> Trainer:
+def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
     if args.task is None:
         raise UsageError("train needs --task (or --resume DIR)")
     corpus = args.task == "corpus"
@@ -178,10 +182,10 @@ def _new_trainer(args: argparse.Namespace) -> Trainer:
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
                                            {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
-    return Trainer(task, model_cfg, train_cfg)
+    return Trainer(task, model_cfg, train_cfg, device=device)
 
 
-def _resumed_trainer(args: argparse.Namespace) -> Trainer:
+def _resumed_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
     fixed = [f"--{f.replace('_', '-')}" for f in (*MODEL_FLAGS, "preset", *TASK_FLAGS) if getattr(args, f) is not None]
     fixed += ["--no-tie"] if args.no_tie else []
     if fixed:
@@ -189,7 +193,7 @@ def _resumed_trainer(args: argparse.Namespace) -> Trainer:
     ckpt = load_checkpoint(args.resume)
     changes = {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)}
     train_cfg = TrainConfig.from_dict({**ckpt.train_config.to_dict(), **changes})
-    return trainer_from_checkpoint(ckpt, train_config=train_cfg)
+    return trainer_from_checkpoint(ckpt, train_config=train_cfg, device=device)
 
 
 def _check_out(out: Path, replace_ok: bool) -> None:
@@ -222,14 +226,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
+    device = resolve_device(args.device, env.local_rank if env is not None else 0)
     out = Path(args.out)
     same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
     if leader:
         _check_out(out, args.force or same_dir)
-    trainer = _resumed_trainer(args) if args.resume else _new_trainer(args)
-    batch = f"batch {trainer.cfg.batch_size}"
+    trainer = _resumed_trainer(args, device) if args.resume else _new_trainer(args, device)
+    batch = f"batch {trainer.cfg.batch_size} on {device}"
     if env is not None:
-        layout = start_process_group(env)
+        layout = start_process_group(env, device=device)
         trainer = DistributedTrainer.from_trainer(trainer, env)
         batch = (f"global batch {trainer.global_batch_size} = {trainer.cfg.batch_size} per process x {env.world}; "
                  f"{layout}")

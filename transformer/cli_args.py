@@ -8,6 +8,7 @@ from .cli_heads import add_heads_parser
 from .data import TASK_NAMES
 from .model import DEFAULT_MAX_PARAMS, PRESETS
 from .train import (
+    DEVICES,
     KEEP_BEST,
     PRECISIONS,
 )
@@ -84,6 +85,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
         opt.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
                          help=f"TrainConfig.{TRAIN_FLAGS[flag.replace('-', '_')]}")
     opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))
+    opt.add_argument("--device", choices=DEVICES, default="auto",
+                     help="where to train: cuda (each torchrun process on cuda:LOCAL_RANK, nccl), cpu (gloo), or "
+                          "auto, cuda when there is a GPU (default auto); checkpoints are saved for the CPU either way")
     opt.add_argument("--precision", choices=PRECISIONS,
                      help="bf16 autocast with fp32 master weights (auto: bf16 where the CPU/GPU supports it)")
     opt.add_argument("--keep-best", choices=KEEP_BEST, default="loss",

@@ -6,11 +6,13 @@ import streamlit as st
 
 from transformer.analysis import first_divergence
 from transformer.decode import DecodeResult
+from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 from ui.widgets import md_token, visible
 
 MODEL_B_KEY = "compare_model"
+STEP_KEY = "compare_step"
 
 
 def pick_model_b(active: ActiveModel) -> ActiveModel | None:
@@ -27,13 +29,15 @@ def pick_model_b(active: ActiveModel) -> ActiveModel | None:
     option: ModelOption = by_id[chosen]
     try:
         return resolve(option)
-    except CheckpointError as exc:
+    except (CheckpointError, HFModelError) as exc:
         st.error(f"Cannot load {option.name}: {exc}", icon=":material/error:")
         return None
 
 
 def model_caption(tag: str, active: ActiveModel) -> str:
-    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps'."""
+    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps' ('imported' for Hugging Face)."""
+    if active.card.get("source") == "huggingface":
+        return f"**{tag}** · {active.option.label} · imported, not trained here"
     return f"**{tag}** · {active.option.label} · {int(active.card.get('steps', 0)):,} steps"
 
 
@@ -60,3 +64,29 @@ def divergence_message(a: DecodeResult, b: DecodeResult) -> int | None:
     st.warning(f"First divergence at step {split + 1}: A ‹{token_a}› vs B ‹{token_b}›.",
                icon=":material/call_split:")
     return split
+
+
+def step_picker(a: DecodeResult, b: DecodeResult) -> int:
+    """The "Step" slider both maps follow (1-based in the widget, 0-based returned); a step past both outputs (a stale
+    link) falls back to the last one with a note."""
+    n_steps = max(len(a.steps), len(b.steps))
+    state = st.session_state
+    asked = int(state.get(STEP_KEY, 1))
+    if asked > n_steps:
+        st.info(f"Step {asked} is past both outputs ({n_steps} steps): showing step {n_steps}.",
+                icon=":material/link_off:")
+    state[STEP_KEY] = min(max(asked, 1), n_steps)
+    if n_steps > 1:
+        st.slider("Step", min_value=1, max_value=n_steps, key=STEP_KEY,
+                  help="Which output step both maps show: the rows up to it, the current one outlined.")
+    return state[STEP_KEY] - 1
+
+
+def step_caption(a: DecodeResult, b: DecodeResult, t: int) -> str:
+    """What each model chose at step t: 'Step 3 · A ‹x› 91.0% · B ‹y› 55.2%' (or that its output has ended)."""
+    def chose(tag: str, result: DecodeResult) -> str:
+        if t >= len(result.steps):
+            return f"{tag} (ended after {len(result.steps)} steps)"
+        step = result.steps[t]
+        return f"{tag} ‹{md_token(step.token)}› {step.prob:.1%}"
+    return f"**Step {t + 1}** · {chose('A', a)} · {chose('B', b)}"

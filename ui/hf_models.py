@@ -18,11 +18,21 @@ MESSAGE_KEY = "sidebar_hf_message"
 EXAMPLE_TEXT = "The house is small."
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading the Hugging Face model…")
-def load_shared_hf(name: str) -> tuple[Any, Any]:
-    """(model, tokenizer) of a folder or hub id, shared read-only by all sessions; raises HFModelError."""
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _load_shared_hf(name: str) -> tuple[Any, Any]:
     model, tokenizer, _ = load_pretrained(name, DEFAULT_MAX_PARAMS)
     return model, tokenizer
+
+
+def loading_message(name: str) -> str:
+    """What the spinner says while a Hugging Face model loads (shown after half a second, so not when cached)."""
+    return f"Loading the Hugging Face model {name}…"
+
+
+def load_shared_hf(name: str) -> tuple[Any, Any]:
+    """(model, tokenizer) of a folder or hub id, shared read-only by all sessions; raises HFModelError."""
+    with st.spinner(loading_message(name), show_time=True):
+        return _load_shared_hf(name)
 
 
 def hf_options() -> list[ModelOption]:

@@ -29,14 +29,21 @@ def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, to
     return decode_teacher_forced(_active.decoder, text, reference, top_k=top_k)
 
 
+def decoding_message(active: ActiveModel) -> str:
+    """What the spinner says while a decode that is not cached yet runs (shown after half a second)."""
+    return f"Decoding with {active.option.name}…"
+
+
 def greedy(active: ActiveModel, text: str, *, top_k: int = 5, forced: Sequence[str] = ()) -> DecodeResult:
     """Greedy decoding (eval mode, KV cache); raises InputError for text the model cannot read."""
-    return _greedy(active.cache_key, active, text, int(top_k), tuple(forced))
+    with st.spinner(decoding_message(active), show_time=True):
+        return _greedy(active.cache_key, active, text, int(top_k), tuple(forced))
 
 
 def teacher(active: ActiveModel, text: str, reference: str, *, top_k: int = 5) -> DecodeResult:
     """Teacher-forced pass on `reference`; raises InputError for text the model cannot read."""
-    return _teacher(active.cache_key, active, text, reference, int(top_k))
+    with st.spinner(decoding_message(active), show_time=True):
+        return _teacher(active.cache_key, active, text, reference, int(top_k))
 
 
 def greedy_or_message(active: ActiveModel, text: str, **options) -> DecodeResult | None:

@@ -14,7 +14,8 @@ from transformer.decode import KINDS, MAX_INPUT_CHARS, MEAN_HEAD
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
-VIEWS = ("greedy", "teacher")  # the Decode page's step-through views a link can name (not a forced token)
+VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
+MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
 MAX_STEP = 10_000
 ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
@@ -76,6 +77,16 @@ def _model(value: str) -> str:
     return value
 
 
+def _force(value: str) -> tuple[int, str]:
+    """`3:Frau` -> (3, "Frau"): at output step 3 (1-based) the token "Frau" is forced."""
+    step, sep, token = value.partition(":")
+    if not sep or not token:
+        raise ValueError("expected STEP:TOKEN, e.g. 3:Frau")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise ValueError(f"a token of at most {MAX_TOKEN_CHARS} characters")
+    return _int(step, 1, MAX_STEP), token
+
+
 def _head(value: str) -> int:
     return MEAN if value.strip().lower() == "mean" else _int(value, 1, 999) - 1
 
@@ -110,6 +121,7 @@ PARSERS: dict[str, Any] = {
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),
+    "force": _force,
     "kind": lambda v: _choice(v, KINDS),
     "layer": lambda v: _int(v, 1, 999) - 1,
     "head": _head,
@@ -132,6 +144,8 @@ def format_value(name: str, value: Any) -> str:
         return "1" if value else "0"
     if name == "ablate":
         return format_ablated(tuple(value))
+    if name == "force":
+        return f"{int(value[0])}:{value[1]}"
     return str(value)
 
 

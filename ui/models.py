@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.charts import text_width
 from transformer.data import Tokenizer
 from transformer.decode import NativeSeq2Seq
 from transformer.model import HFModelError, InspectableSeq2Seq, Seq2SeqTransformer
@@ -24,6 +25,10 @@ MODEL_KEY = "sidebar_model"
 UPLOADS_KEY = "sidebar_uploads"
 LOAD_ERROR_KEY = "sidebar_load_error"
 MAX_UPLOADS = 5  # per session; the oldest upload is forgotten first
+SIDEBAR_PX = 360  # the sidebar's least width (ui.theme; Streamlit's 300 cut "autosave-reverse-…  ·  Saved run")
+# what text_width may give a picker label: its box holds ~250 pixels of 14-pixel Source Sans, which runs ~13%
+# narrower than text_width's estimate (measured in Chromium)
+PICKER_LABEL_PX, PICKER_FONT_PX = 280, 14
 _SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training", HF: "Hugging Face"}
 
 
@@ -40,6 +45,19 @@ class ModelOption:
     def label(self) -> str:
         """What the picker shows: name and where the model comes from."""
         return f"{self.name}  ·  {_SOURCE_LABELS[self.source]}"
+
+    @property
+    def short_label(self) -> str:
+        """`label` fitted to the sidebar's picker: a long name loses its middle ("reverse-lo…-11-23  ·  Saved run"),
+        never the source (the picker used to cut "Uploaded" to "Uploadec")."""
+        source = f"  ·  {_SOURCE_LABELS[self.source]}"
+        budget = PICKER_LABEL_PX - text_width(source, PICKER_FONT_PX)
+        name = self.name
+        keep = len(name)
+        while keep > 4 and text_width(name, PICKER_FONT_PX) > budget:
+            keep -= 1
+            name = self.name[: (keep + 1) // 2] + "…" + self.name[len(self.name) - keep // 2:]
+        return name + source
 
 
 @dataclass(frozen=True)

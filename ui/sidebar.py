@@ -28,6 +28,7 @@ from ui.models import (
     uploaded_bundle,
 )
 from ui.train_actions import live_checkpoint
+from ui.widgets import md
 
 UPLOAD_KEY = "sidebar_upload"
 UPLOAD_MESSAGE_KEY = "sidebar_upload_message"
@@ -77,7 +78,9 @@ def bundle_source(active: ActiveModel) -> Callable[[], bytes] | bytes | None:
 
 def _model_card(active: ActiveModel) -> None:
     with st.container(border=True):
-        st.markdown("  \n".join(card_lines(active.card)))
+        option = active.option
+        named = [f"**Model** {md(option.name)}"] if option.short_label != option.label else []  # the picker cut it
+        st.markdown("  \n".join(named + card_lines(active.card)))
         data = bundle_source(active)
         if data is not None:
             name = active.option.name.replace(" ", "_")
@@ -109,7 +112,7 @@ def _picker() -> None:
     selected = selected_option()
     if selected is not None and st.session_state.get(MODEL_KEY) != selected.id:
         st.session_state[MODEL_KEY] = selected.id  # the stored pick is gone (or there was none): the default
-    labels = {o.id: o.label for o in options}
+    labels = {o.id: o.short_label for o in options}
     st.selectbox("Model", list(labels), format_func=labels.__getitem__, key=MODEL_KEY,
                  help="Shipped checkpoints, saved and autosaved runs, your uploads, the runs training on this "
                  "server and Hugging Face models (folders in the models directory, or loaded by name below).")

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -41,6 +43,17 @@ def _say(kind: str, text: str) -> None:
     st.session_state[MESSAGE_KEY] = (kind, text)
 
 
+def _report(failure: str, action: Callable[[], Any], success: Callable[[Any], str] | None = None) -> None:
+    """Run a button's action; a user error shows as "<failure>: <why>", else `success(result)` if given."""
+    try:
+        result = action()
+    except USER_ERRORS as exc:
+        _say("error", f"{failure}: {exc}")
+    else:
+        if success is not None:
+            _say("success", success(result))
+
+
 def show_message() -> None:
     """The outcome of the last button press, once."""
     message = st.session_state.pop(MESSAGE_KEY, None)
@@ -53,7 +66,8 @@ def start() -> None:
     """Train callback: build the task and configs from the form and start a background job."""
     remember_form()
     state = st.session_state
-    try:
+
+    def action() -> Any:
         task = build_task()
         model_cfg, train_cfg = build_configs(task)
         start_run(task, model_cfg, train_cfg, max_seconds=float(state["train_max_seconds"]),
@@ -61,11 +75,11 @@ def start() -> None:
                   probe_every=int(state["train_probe_every"]),
                   n_train=int(state["train_n_train"]) if task.name != "corpus" else None,
                   processes=int(state["train_processes"]))
-    except USER_ERRORS as exc:
-        _say("error", f"Training did not start: {exc}")
-    else:
-        _say("success", f"Training started on {task.name} ({len(task.train):,} training examples). The sidebar now "
-                        "shows the live model; the other pages use its newest weights.")
+        return task
+
+    _report("Training did not start", action,
+            lambda task: f"Training started on {task.name} ({len(task.train):,} training examples). The sidebar now "
+                         "shows the live model; the other pages use its newest weights.")
 
 
 def stop() -> None:
@@ -81,11 +95,8 @@ def resume() -> None:
     run = live_run()
     if run is None:
         return
-    try:
-        resume_run(run, int(st.session_state.get("train_more_steps", 500)),
-                   float(st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds))
-    except USER_ERRORS as exc:
-        _say("error", f"Cannot resume: {exc}")
+    _report("Cannot resume", lambda: resume_run(run, int(st.session_state.get("train_more_steps", 500)),
+                                                 float(st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds)))
 
 
 def save() -> None:
@@ -94,12 +105,8 @@ def save() -> None:
     name = st.session_state.get("train_save_name", "")
     if run is None:
         return
-    try:
-        path = save_run(run, name, overwrite=bool(st.session_state.get("train_save_overwrite")))
-    except USER_ERRORS as exc:
-        _say("error", f"Not saved: {exc}")
-    else:
-        _say("success", f"Saved as “{path.name}”. Pick it in the sidebar under Saved run, or download it there.")
+    _report("Not saved", lambda: save_run(run, name, overwrite=bool(st.session_state.get("train_save_overwrite"))),
+            lambda path: f"Saved as “{path.name}”. Pick it in the sidebar under Saved run, or download it there.")
 
 
 def apply_probe() -> None:
@@ -107,12 +114,8 @@ def apply_probe() -> None:
     run = live_run()
     if run is None:
         return
-    try:
-        change_probe(run, st.session_state.get("train_probe_live", ""))
-    except USER_ERRORS as exc:
-        _say("error", f"Probe not changed: {exc}")
-    else:
-        _say("success", f"Recording the probe “{run.probe}” from now on.")
+    _report("Probe not changed", lambda: change_probe(run, st.session_state.get("train_probe_live", "")),
+            lambda _: f"Recording the probe “{run.probe}” from now on.")
 
 
 def probe_editor() -> None:
@@ -139,7 +142,8 @@ def _checkpoint_for(option: ModelOption) -> Checkpoint:
 def continue_training(option: ModelOption) -> None:
     """Continue callback: resume training the checkpoint picked in the sidebar."""
     state = st.session_state
-    try:
+
+    def action() -> Checkpoint:
         ckpt = _checkpoint_for(option)
         task_name = ckpt.task_spec.get("name", "")
         probe = state.get("train_probe", "").strip() if state.get("train_task") == task_name else ""
@@ -148,10 +152,9 @@ def continue_training(option: ModelOption) -> None:
         continue_checkpoint(ckpt, more_steps=int(state.get("train_more_steps", 500)),
                             max_seconds=float(state["train_max_seconds"]), probe=probe,
                             probe_every=int(state["train_probe_every"]), uploaded=option.source == UPLOAD)
-    except USER_ERRORS as exc:
-        _say("error", f"Cannot continue {option.name}: {exc}")
-    else:
-        _say("success", f"Continuing {option.name} from step {ckpt.step:,}.")
+        return ckpt
+
+    _report(f"Cannot continue {option.name}", action, lambda ckpt: f"Continuing {option.name} from step {ckpt.step:,}.")
 
 
 def run_controls() -> None:

@@ -75,7 +75,8 @@ FIELDS = (
     Field("probe_every", "Record the probe every (steps)", "run", L.min_probe_every, L.max_steps, 5),
     Field("processes", "Processes", "run", 1, max_training_processes(), 1,
           help="Train on this many processes at once (DistributedDataParallel); the batch size is per process, "
-               "so each step sees batch size × processes examples."),
+               "so each step sees batch size × processes examples. The training threads are split between them, "
+               "and each process takes one of the server's cores: a run waits until that many are free."),
 )
 
 

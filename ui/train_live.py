@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from transformer.charts import attention_heatmap, training_curves
-from transformer.train import MAX_CONCURRENT_JOBS, JobSnapshot, running_jobs
+from transformer.train import JobSnapshot
+from ui.job_layout import job_layout, waiting_reason
 from ui.live_run import LiveRun, live_run, run_just_ended
 from ui.widgets import chart_spec, head_picker, layer_picker
 
@@ -32,9 +33,9 @@ def _status_line(run: LiveRun, snap: JobSnapshot) -> None:
     budget = f" · {_duration(snap.run_seconds)} of {_duration(snap.max_seconds)}" if snap.max_seconds else ""
     st.progress(fraction, text=f"{_STATUS[snap.status]} · {run.name} · step {snap.step:,} of "
                                f"{snap.target_steps:,}{budget}")
+    st.caption(job_layout(run.job))
     if snap.status == "waiting":
-        st.warning(f"Waiting: {running_jobs()} training runs are on this server and at most {MAX_CONCURRENT_JOBS} "
-                   "train at once. Yours starts as soon as one of them ends.", icon=":material/hourglass_top:")
+        st.warning(waiting_reason(run.job), icon=":material/hourglass_top:")
     elif snap.status == "failed":
         st.error(snap.message, icon=":material/error:")
     elif snap.status == "finished" and snap.message:

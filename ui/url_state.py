@@ -26,7 +26,7 @@ from ui.inference import (
     teacher,
 )
 from ui.link_format import ModelSizes, check_sizes, parse_params, to_params
-from ui.models import MODEL_KEY, ActiveModel, current_model, model_options
+from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 
 PRESENT_KEY = "studio_present"
 ABLATE_KEY = "studio_ablated_heads"  # (kind, layer, head) triples a link asks to ablate; read by ablated_heads()
@@ -41,8 +41,8 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale"},
-    "compare": {"compare": "compare_model", "text": "compare_text", "kind": "compare_kind", "layer": "compare_layer",
-                "head": "compare_head"},
+    "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
+                "layer": "compare_layer", "head": "compare_head"},
     "train": {},
 }
 _SESSION_PARAMS = {"ablate": ABLATE_KEY, "words": WORDS_KEY}  # not widgets: kept for the pages that use them
@@ -81,20 +81,53 @@ def _restore_model(values: dict[str, Any], notes: list[str]) -> None:
             continue
         if values[name] in ids:
             st.session_state[key] = values[name]
+        elif values[name].startswith(f"{UPLOAD}:"):
+            notes.append(f"{name} {values[name]!r} is not available here (an upload stays in the browser session "
+                         "that made it)")
+        elif values[name].startswith(f"{LIVE}:"):
+            notes.append(f"{name} {values[name]!r} is not available here (that training run is no longer on this "
+                         "server; its autosave is listed under Saved run)")
         else:
-            notes.append(f"{name} {values[name]!r} is not available here (uploads and live runs stay in the "
-                         "session that made them)")
+            notes.append(f"{name} {values[name]!r} is not available here")
         values.pop(name)
 
 
 def _n_steps(active: ActiveModel, values: dict[str, Any], text: str) -> int | None:
     """Steps of the output a restored Decode view shows; None when the text cannot be decoded."""
+    top_k = values.get("topk", 5)
     try:
         if values.get("view") == "teacher" and values.get("ref", "").strip():
-            return len(teacher(active, text, values["ref"], top_k=values.get("topk", 5)).steps)
-        return len(greedy(active, text, top_k=values.get("topk", 5)).steps)
+            return len(teacher(active, text, values["ref"], top_k=top_k).steps)
+        forced = ds.forced_prefix(active.task_name, text)
+        if values.get("view") == "forced" and forced is not None:
+            return len(greedy(active, text, top_k=top_k, forced=forced.tokens).steps)
+        return len(greedy(active, text, top_k=top_k).steps)
     except InputError:  # an input the model cannot read: the page says why
         return None
+
+
+def _restore_forced(active: ActiveModel, values: dict[str, Any], notes: list[str], text: str) -> None:
+    """A link's forced token (`force=STEP:TOKEN`): the greedy output up to that step, then the token; a token the
+    model cannot output, or a step past the output, gets a note."""
+    if "force" not in values:
+        if values.get("view") == "forced":
+            notes.append("view='forced' ignored (the link names no forced token)")
+            values.pop("view")
+        return
+    step, token = values.pop("force")
+    top_k = values.get("topk", 5)
+    try:
+        free = greedy(active, text, top_k=top_k)
+        if step > len(free.steps):
+            raise InputError(f"the output has {len(free.steps)} steps")
+        tokens = (*free.trace.decoder_input_tokens[1:step], token)
+        greedy(active, text, top_k=top_k, forced=tokens)  # raises for a token the model cannot output
+    except InputError as exc:
+        notes.append(f"force={step}:{token[:40]!r} ignored ({str(exc).rstrip('.')})")
+        if values.get("view") == "forced":
+            values.pop("view")
+        return
+    st.session_state[ds.FORCED_KEY] = ds.ForcedPrefix(active.task_name, text, tokens)
 
 
 def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], notes: list[str]) -> None:
@@ -109,6 +142,8 @@ def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], not
     text = text if text is not None else state.get(TEXT_KEY, default_text(active))
     if "ref" in values:
         state[REFERENCE_FOR_KEY], state[REFERENCE_KEY] = (active.task_name, text), values["ref"]
+    if page == "decode":
+        _restore_forced(active, values, notes, text)
     if "step" in values and page == "decode":
         n_steps = _n_steps(active, values, text)
         if n_steps is not None and values["step"] > n_steps:
@@ -156,8 +191,12 @@ def view_values(page: str) -> dict[str, Any]:
         values[name] = state.get(key)
     if page == "attention" and values.get("mode") != "teacher":
         values.pop("ref", None)
-    if page == "decode" and values.get("view") not in ("greedy", "teacher"):
-        values.pop("view", None)  # the forced-token view is not part of a link
+    if page == "decode":
+        forced = state.get(ds.FORCED_KEY)
+        if isinstance(forced, ds.ForcedPrefix) and forced.text == state.get("decode_text"):
+            values["force"] = (forced.step + 1, forced.tokens[-1])
+        elif values.get("view") == ds.FORCED:
+            values.pop("view")
     if not values.get("ref"):
         values.pop("ref", None)
     for name, key in _SESSION_PARAMS.items():

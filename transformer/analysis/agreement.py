@@ -15,8 +15,9 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import MEAN_HEAD, head_label
+from ..decode import MEAN_HEAD
 from .attribution import Attribution
+from .heads import per_head_frame
 
 
 def _ranks(x: Tensor) -> Tensor:
@@ -48,14 +49,7 @@ def agreement_frame(cross: Tensor, attributions: Sequence[Attribution]) -> pd.Da
     maps = torch.cat([cross, cross.mean(1, keepdim=True)], dim=1)[:, :, steps].double()  # (L, H+1, N, S)
     rho = spearman(maps, attr.expand_as(maps)).mean(-1)  # (L, H+1)
     top1 = (maps.argmax(-1) == attr.argmax(-1)).double().mean(-1)  # (L, H+1)
-    n_layers, n_cols = rho.shape
-    records = []
-    for layer in range(n_layers):
-        for col in range(n_cols):
-            head = MEAN_HEAD if col == n_cols - 1 else col
-            records.append({"layer": layer, "head": head, "label": head_label(head, layer, sep=""),
-                            "spearman": float(rho[layer, col]), "top1": float(top1[layer, col])})
-    return pd.DataFrame.from_records(records).astype({"layer": int, "head": int})
+    return per_head_frame(spearman=rho, top1=top1)
 
 
 def agreement_summary(frame: pd.DataFrame) -> dict[str, Any]:

@@ -16,8 +16,9 @@ import torch
 from torch import Tensor
 
 from ..data import GoldSource, make_batch
-from ..decode import MEAN_HEAD, AttentionTrace, head_label
+from ..decode import MEAN_HEAD, AttentionTrace
 from ..model import Seq2SeqTransformer
+from .heads import per_head_frame
 
 
 def accepted(entry: GoldSource) -> tuple[int, ...]:
@@ -44,14 +45,7 @@ def alignment_hits(cross: Tensor, gold: Sequence[GoldSource]) -> tuple[Tensor, i
 
 def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
     """Tidy frame (layer, head, label, score) from summed hits; head -1 (MEAN_HEAD) is the mean over heads."""
-    n_layers, n_cols = hits.shape
-    records = []
-    for layer in range(n_layers):
-        for col in range(n_cols):
-            head = MEAN_HEAD if col == n_cols - 1 else col
-            records.append({"layer": layer, "head": head, "label": head_label(head, layer, sep=""),
-                            "score": float(hits[layer, col]) / max(total, 1)})
-    return pd.DataFrame.from_records(records).astype({"layer": int, "head": int, "score": float})
+    return per_head_frame(score=hits.double() / max(total, 1))
 
 
 def alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource]) -> pd.DataFrame:
@@ -84,14 +78,15 @@ def evaluate_alignment(model: Seq2SeqTransformer, examples: Sequence, src_tokeni
     if not aligned:
         return None
     limit = model.cfg.max_len - 1
+    device = next(model.parameters()).device
     total_hits, total = None, 0
     with eval_mode(model):
         for i in range(0, len(aligned), batch_size):
             chunk = aligned[i: i + batch_size]
             batch = make_batch([src_tokenizer.encode(e.source)[:limit] for e in chunk],
-                               [tgt_tokenizer.encode(e.target)[:limit] for e in chunk])
+                               [tgt_tokenizer.encode(e.target)[:limit] for e in chunk]).to(device)
             _, maps = model.forward_with_attention(batch.src, batch.tgt_in)
-            cross = torch.stack(maps.cross, dim=1)  # (B, L, H, T, S)
+            cross = torch.stack(maps.cross, dim=1).cpu()  # (B, L, H, T, S)
             for b, example in enumerate(chunk):
                 hits, n = alignment_hits(cross[b], example.alignment)
                 total_hits = hits if total_hits is None else total_hits + hits

@@ -5,7 +5,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..decode import MEAN_HEAD, AttentionTrace
+from ..decode import MEAN_HEAD, AttentionTrace, head_label
+
+
+def per_head_frame(**values: torch.Tensor) -> pd.DataFrame:
+    """One row per (layer, head) with its label and a float column per value, from (layers, heads + 1) tensors
+    whose last column is the mean of each layer's heads (head -1, `MEAN_HEAD`)."""
+    n_layers, n_cols = next(iter(values.values())).shape
+    heads = [*range(n_cols - 1), MEAN_HEAD]
+    records = [{"layer": layer, "head": head, "label": head_label(head, layer, sep=""),
+                **{name: float(v[layer, col]) for name, v in values.items()}}
+               for layer in range(n_layers) for col, head in enumerate(heads)]
+    return pd.DataFrame.from_records(records).astype({"layer": int, "head": int})
 
 
 def head_stats(trace: AttentionTrace, kind: str) -> pd.DataFrame:

@@ -75,8 +75,11 @@ def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizo
     angle = label_angle(tokens, cell, font_size) if horizontal else 0
     limit = 2 * cell if horizontal and angle == 0 else _ROTATED_LABEL_LIMIT
     show = cell >= 9  # below this, labels would overprint each other: the tooltip still names each token
+    # labelFlush off: Streamlit's chart theme turns it on, which left-aligns the first label at its tick (and
+    # right-aligns the last), so a long first token ran into the second one
     return alt.Axis(title=title, labels=show, labelExpr=f"{json.dumps(labels, ensure_ascii=False)}[datum.value]",
-                    labelAngle=angle, labelFontSize=font_size, labelLimit=limit, labelOverlap=False, **PLAIN_AXIS)
+                    labelAngle=angle, labelFontSize=font_size, labelLimit=limit, labelOverlap=False,
+                    labelFlush=False, **PLAIN_AXIS)
 
 
 def _color_scale(fixed_scale: bool, weights: pd.Series) -> alt.Scale:

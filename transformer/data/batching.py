@@ -24,6 +24,12 @@ class Batch:
     def n_target_tokens(self) -> int:
         return int((self.tgt_out != PAD_ID).sum())
 
+    def to(self, device: torch.device) -> "Batch":
+        """The same batch on `device` (itself when it is there already)."""
+        if self.src.device == device:
+            return self
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device))
+
 
 def pad(seqs: Sequence[Sequence[int]], length: int | None = None) -> Tensor:
     """Right-pad id lists with PAD_ID into a (B, T) long tensor."""

@@ -141,6 +141,10 @@ def decode_greedy(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
             probs = logits.softmax(-1)
             user_forced = t < len(forced_ids)
             token = forced_ids[t] if user_forced else int(probs.argmax())
+            if user_forced and token in lm.banned_after(inputs):
+                raise InputError(f"{lm.id_to_token(token)!r} cannot be forced after "
+                                 f"{' '.join(lm.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
+                                 "config bans that sequence (bad_words_ids), so it never outputs it.")
             only_choice = int(torch.isfinite(logits).sum()) == 1
             steps.append(Step(lm.id_to_token(token), token, float(probs[token]), _top_k(probs, top_k, lm),
                               user_forced or only_choice))

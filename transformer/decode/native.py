@@ -9,7 +9,8 @@ from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
-from ..model import AttentionMaps, EncoderOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText, StepOutput
+from ..model import (EncoderOutput, ForwardOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText,
+                     StepOutput)
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
@@ -79,7 +80,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
              ) -> StepOutput:
         return self.model.decode_step(token, cache, encoded.state[1], need_weights=True, head_mask=head_mask)
 
-    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         return self.model.forward_with_attention(src, tgt, head_mask)
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
@@ -125,8 +126,8 @@ def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list
         memory, mask = model.encode(src)
         cache = model.start_cache(memory)
         b = src.size(0)
-        token = torch.full((b, 1), START_ID, dtype=torch.long)
-        done = torch.zeros(b, dtype=torch.bool)
+        token = torch.full((b, 1), START_ID, dtype=torch.long, device=src.device)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
         out = []
         for _ in range(min(max_steps, model.cfg.max_len)):
             logits = ban(model.decode_step(token, cache, mask).logits, UNEMITTABLE)
@@ -144,9 +145,10 @@ def decode_texts(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokeni
     """Greedy translations of many texts, batched (sources longer than the model allows are cut)."""
     outputs: list[str] = []
     limit = model.cfg.max_len - 1
+    device = next(model.parameters()).device
     for i in range(0, len(texts), batch_size):
         ids = [source_ids(src_tokenizer.encode(t)[:limit]) for t in texts[i: i + batch_size]]
         longest = max(len(s) for s in ids)
-        for row in greedy_batch(model, pad(ids), max_steps=2 * longest + 10):
+        for row in greedy_batch(model, pad(ids).to(device), max_steps=2 * longest + 10):
             outputs.append(tgt_tokenizer.decode(row))
     return outputs

@@ -1,22 +1,17 @@
 """The model stage: validated configs, our encoder-decoder (`nn.Module`s only) and the optimizer it trains with."""
 from .config import (MAX_STEPS, PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, check_int,
                      default_configs)
-from .encoder_decoder import (
-                              MultiHeadAttention,
-                              Seq2SeqTransformer,
-                              attention,
-                              attention_weights,
-                              sinusoidal_positions,
-)
+from .encoder_decoder import (MultiHeadAttention, Seq2SeqTransformer, attention, attention_weights, dropout,
+                              sinusoidal_positions)
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
 from .interface import InspectableSeq2Seq, SourceText
 from .optimizer import make_optimizer
-from .outputs import KINDS, AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 __all__ = ["DEFAULT_MAX_PARAMS", "HFModelError", "HFSeq2Seq", "heads_off", "load_pretrained", "model_lock",
-           "AttentionMaps", "EncoderOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",
+           "AttentionMaps", "EncoderOutput", "ForwardOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",
            "ConfigError", "HeadMask", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer",
-           "TASK_DEFAULTS", "TrainConfig", "attention", "check_int", "attention_weights", "default_configs",
+           "TASK_DEFAULTS", "TrainConfig", "attention", "check_int", "attention_weights", "default_configs", "dropout",
            "make_optimizer",
            "sinusoidal_positions"]

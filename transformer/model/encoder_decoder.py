@@ -13,13 +13,31 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+
+_MASK_LEVELS = 1 << 16  # a kept/dropped draw is one 16-bit slice of a random 64-bit word
+
+
+def keep_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor, float]:
+    """A random boolean mask, True with probability 1 - p (p rounded to a multiple of 2^-16), and that exact
+    probability.
+
+    One 64-bit draw of the CPU generator gives four 16-bit slices, so this costs a quarter of the draws of
+    `rand_like` (~3x faster on CPU, where the generator is sequential) and far less than `bernoulli_`.
+    """
+    n = math.prod(shape)
+    words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-(1 << 63), (1 << 63) - 1)
+    dropped = round(p * _MASK_LEVELS)
+    mask = words.view(torch.int16)[:n].view(shape) >= dropped - _MASK_LEVELS // 2
+    return mask, 1.0 - dropped / _MASK_LEVELS
+
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
-    """Inverted dropout; same distribution as F.dropout, but several times faster on CPU (no bernoulli_)."""
+    """Inverted dropout; the distribution of F.dropout (to 2^-16 in p), several times faster on CPU."""
     if not training or p == 0.0:
         return x
-    return torch.where(torch.rand_like(x) >= p, x * (1.0 / (1.0 - p)), 0.0)
+    keep, kept = keep_mask(x.shape, p, x.device)
+    return torch.where(keep, x * (1.0 / kept), 0.0)
 
 
 class Dropout(nn.Module):
@@ -304,11 +322,11 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tgt, memory, mask)
 
     def forward_with_attention(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None
-                               ) -> tuple[Tensor, AttentionMaps]:
+                               ) -> ForwardOutput:
         """Logits plus every layer's and head's attention weights (explicit softmax path)."""
         memory, mask, enc = self._encode(src, True, head_mask)
         logits, dec, cross = self._decode(tgt, memory, mask, True, head_mask)
-        return logits, AttentionMaps(tuple(enc), tuple(dec), tuple(cross))
+        return ForwardOutput(logits, AttentionMaps(tuple(enc), tuple(dec), tuple(cross)))
 
     # -- incremental decoding ---------------------------------------------------------------------------------
     def start_cache(self, memory: Tensor) -> DecoderCache:

@@ -11,9 +11,10 @@ from typing import Any, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableSeq2Seq, SourceText
-from .outputs import KINDS, AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -136,7 +137,9 @@ class HFSeq2Seq(InspectableSeq2Seq):
         self.end_ids = frozenset(eos)
         pad = gen.pad_token_id if gen.pad_token_id is not None else cfg.pad_token_id
         self.pad_id = int(pad) if pad is not None else -1
-        single = [w[0] for w in (gen.bad_words_ids or []) if len(w) == 1]
+        bad = [tuple(int(i) for i in w) for w in (gen.bad_words_ids or []) if w and list(w) not in [[e] for e in eos]]
+        single = [w[0] for w in bad if len(w) == 1]  # as generate: a lone end token is never banned
+        self._banned_sequences = [w for w in bad if len(w) > 1]
         self.unemittable_ids = frozenset(int(i) for i in [*single, *(gen.suppress_tokens or [])])
         positions = getattr(cfg, "max_position_embeddings", None) or NO_POSITION_LIMIT
         self.max_source_len = self.max_target_len = int(positions)
@@ -184,6 +187,11 @@ class HFSeq2Seq(InspectableSeq2Seq):
     def detokenize(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode([int(i) for i in ids if 0 <= int(i) < self._n_tokens], skip_special_tokens=True)
 
+    def banned_after(self, decoder_ids: Sequence[int]) -> frozenset[int]:
+        ids = [int(i) for i in decoder_ids]
+        return frozenset(w[-1] for w in self._banned_sequences
+                         if len(ids) >= len(w) - 1 and tuple(ids[len(ids) - len(w) + 1:]) == w[:-1])
+
     def default_max_steps(self, n_source: int) -> int:
         """As `generate`: the config's max_new_tokens, else its max_length less the start, else 20 new tokens."""
         gen = self.generation_config
@@ -228,21 +236,21 @@ class HFSeq2Seq(InspectableSeq2Seq):
     def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
              ) -> StepOutput:
         enc, mask = encoded.state
-        with self._lock, heads_off(self.model, head_mask):
+        with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             out = self.model(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=token, past_key_values=cache,
                              use_cache=True, output_attentions=True, return_dict=True)
         n = self._decoder_layers()
         return StepOutput(out.logits[:, -1], self._check("decoder self", out.decoder_attentions, n),
                           self._check("cross", out.cross_attentions, n))
 
-    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
-        with self._lock, heads_off(self.model, head_mask):
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
+        with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
                              output_attentions=True, return_dict=True)
         n = self._decoder_layers()
         encoder = self._check("encoder", out.encoder_attentions, _n_layers(self.model.get_encoder()))
-        return out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
-                                         self._check("cross", out.cross_attentions, n))
+        return ForwardOutput(out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
+                                                       self._check("cross", out.cross_attentions, n)))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         processors = self._processors.get(max_length)

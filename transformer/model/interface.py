@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from torch import Tensor, nn
 
-from .outputs import AttentionMaps, EncoderOutput, HeadMask, StepOutput
+from .outputs import EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,11 @@ class InspectableSeq2Seq(ABC):
     def detokenize(self, ids: Sequence[int]) -> str:
         """Target ids to text, specials dropped."""
 
+    def banned_after(self, decoder_ids: Sequence[int]) -> frozenset[int]:
+        """Ids that cannot come right after `decoder_ids` though they can elsewhere (the last token of a banned
+        multi-token sequence); `constrain` already leaves them out, this names them so forcing can refuse them."""
+        return frozenset()
+
     def default_max_steps(self, n_source: int) -> int:
         """How many tokens a decode may produce when the caller does not say."""
         return 2 * n_source + 10
@@ -86,7 +91,7 @@ class InspectableSeq2Seq(ABC):
         """Feed one decoder input (1, 1); the cache grows in place; all attention of the step comes back."""
 
     @abstractmethod
-    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> tuple[Tensor, AttentionMaps]:
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         """Teacher forcing: logits (1, T, V) and every weight for decoder inputs `tgt` (1, T)."""
 
     @abstractmethod

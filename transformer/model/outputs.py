@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import torch
 from torch import Tensor
@@ -45,6 +45,13 @@ class AttentionMaps:
         cross = tuple(torch.cat([s.cross[layer][:, :, -1:] for s in steps], dim=2)
                       for layer in range(len(steps[0].cross)))
         return AttentionMaps(tuple(encoder_self), tuple(dec), cross)
+
+
+class ForwardOutput(NamedTuple):
+    """One teacher-forced forward: logits (B, T, V) and every attention weight; unpacks as (logits, attentions)."""
+
+    logits: Tensor
+    attentions: AttentionMaps
 
 
 @dataclass(frozen=True)

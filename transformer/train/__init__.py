@@ -2,6 +2,7 @@
 the server owns (registry, autosaves)."""
 from .best import KEEP_BEST, KeepBest
 from .autosave import CheckpointEvery
+from .device import DEVICES, DeviceError, backend_for, cuda_devices, resolve_device
 from .distributed import (
     DistEnv,
     DistributedTrainer,
@@ -11,6 +12,7 @@ from .distributed import (
     threads_per_rank,
     torchrun_env,
 )
+from .job_slots import TrainingSlots, training_slots
 from .jobs import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
 from .resume import checkpoint_from_trainer, trainer_from_checkpoint
 from .precision import PRECISIONS, cpu_supports_bf16, resolve_precision
@@ -18,9 +20,10 @@ from .run_autosave import AUTOSAVE_EVERY_S, AUTOSAVE_PREFIX, MAX_AUTOSAVES, auto
 from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
-__all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DistEnv", "DistributedTrainer",
-           "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES", "MAX_CONCURRENT_JOBS",
-           "NonFiniteLossError", "PRECISIONS", "PeerLostError", "RunRegistry", "StepStats", "Trainer", "TrainingJob",
-           "autosave", "autosave_name", "checkpoint_from_trainer", "cpu_supports_bf16", "evaluate_model",
-           "fork_server", "lr_at", "prune_autosaves", "registry", "resolve_precision", "running_jobs",
-           "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint"]
+__all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
+           "DistributedTrainer", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
+           "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PeerLostError", "RunRegistry", "StepStats",
+           "Trainer", "TrainingJob", "TrainingSlots", "autosave", "autosave_name", "backend_for",
+           "checkpoint_from_trainer", "cpu_supports_bf16", "cuda_devices", "evaluate_model", "fork_server", "lr_at",
+           "prune_autosaves", "registry", "resolve_device", "resolve_precision", "running_jobs", "start_process_group",
+           "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots"]

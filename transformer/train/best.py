@@ -5,7 +5,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..store import Checkpoint
-from .resume import _clone_tensors, checkpoint_from_trainer
+from .device import cpu_copy
+from .resume import checkpoint_from_trainer
 from .trainer import StepStats, Trainer
 
 KEEP_BEST = ("loss", "bleu", "none")
@@ -33,7 +34,7 @@ class KeepBest:
         better = self.value is None or (value < self.value if self.by == "loss" else value > self.value)
         if better:
             self.value, self.metrics = float(value), dict(metrics)
-            self.weights = _clone_tensors(trainer.model.state_dict())
+            self.weights = cpu_copy(trainer.model.state_dict())
 
     def checkpoint(self, trainer: Trainer) -> Checkpoint | None:
         """The best weights as a checkpoint (no optimizer), or None when none was kept or the last is the best."""

@@ -1,4 +1,4 @@
-"""Data-parallel training under torchrun: rank discovery, threads per rank, and a DDP Trainer.
+"""Data-parallel training under torchrun: rank discovery, threads per rank, and a DDP Trainer (gloo or nccl).
 
 One optimiser step is one *global* step: every rank takes its share of the same global batch (per-rank batch x
 world size), DistributedDataParallel averages the gradients, and every rank applies the same update. The loss is
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -22,6 +22,8 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from ..data import Batch, ShardedBucketSampler
+from .device import backend_for
+from .precision import autocast
 from .trainer import StepStats, Trainer
 
 REASONS = ("step budget", "time budget", "stopped", "finished")  # why rank 0 ended; sent to the others
@@ -65,18 +67,25 @@ def threads_per_rank(local_world: int, cores: int | None = None) -> int:
 
 
 def start_process_group(env: DistEnv, timeout_s: float = 600.0, *, init_method: str = "env://",
-                        cores: int | None = None) -> str:
-    """Join the job's process group (gloo on CPU) and set intra-op threads by `threads_per_rank`; describes it.
+                        cores: int | None = None, device: torch.device | None = None) -> str:
+    """Join the job's process group (gloo on CPU, nccl on CUDA) and set intra-op threads by `threads_per_rank`;
+    describes it.
 
-    `cores`: how many cores this machine's ranks share (default: this process's CPU affinity).
+    `cores`: how many cores this machine's ranks share (default: this process's CPU affinity). `device`: where this
+    process trains (`resolve_device`: cuda:LOCAL_RANK on a GPU machine).
     """
+    device = device or torch.device("cpu")
+    backend = backend_for(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group("gloo", init_method=init_method, rank=env.rank, world_size=env.world,
+        dist.init_process_group(backend, init_method=init_method, rank=env.rank, world_size=env.world,
                                 timeout=timedelta(seconds=timeout_s))
     cores = cores or available_cores()
     threads = threads_per_rank(env.local_world, cores)
     torch.set_num_threads(threads)
-    return (f"{env.world} processes (gloo), {threads} intra-op thread(s) each "
+    where = "each on the GPU of its local rank (cuda:LOCAL_RANK)" if device.type == "cuda" else "on the CPU"
+    return (f"{env.world} processes ({backend}) {where}, {threads} intra-op thread(s) each "
             f"({cores} cores / {env.local_world} processes on this machine)")
 
 
@@ -92,7 +101,8 @@ class DistributedTrainer(Trainer):
     def __init__(self, *args: Any, env: DistEnv, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.env = env
-        self.ddp = DistributedDataParallel(self.model)  # also copies rank 0's weights to every rank
+        ids = [self.device.index] if self.device.type == "cuda" else None
+        self.ddp = DistributedDataParallel(self.model, device_ids=ids)  # also copies rank 0's weights to every rank
         torch.manual_seed(self.cfg.seed + env.rank)  # dropout differs between ranks, as between examples
 
     @classmethod
@@ -100,21 +110,16 @@ class DistributedTrainer(Trainer):
         """The same training state (weights, optimizer, step, history) as a distributed trainer."""
         return cls(trainer.task, trainer.model_cfg, trainer.cfg, model=trainer.model, step=trainer.step,
                    elapsed=trainer.elapsed, optimizer_state=trainer.optimizer.state_dict(), history=trainer.history,
-                   evals=trainer.evals, callbacks=trainer.callbacks, env=env)
+                   evals=trainer.evals, callbacks=trainer.callbacks, device=trainer.device, env=env)
 
     @property
     def global_batch_size(self) -> int:
         return self.cfg.batch_size * self.env.world
 
-    def _next_batch(self) -> Batch:
-        if self._batches is None:
-            limit = self.model_cfg.max_len - 1
-            train = self.task.train
-            src = [ids[:limit] for ids in self.task.src_tokenizer.encode_many([e.source for e in train])]
-            tgt = [ids[:limit] for ids in self.task.tgt_tokenizer.encode_many([e.target for e in train])]
-            self._batches = iter(ShardedBucketSampler(src, tgt, self.cfg.batch_size, rank=self.env.rank,
-                                                      world=self.env.world, seed=self.cfg.seed + self.step))
-        return next(self._batches)
+    def _sampler(self, src: list[list[int]], tgt: list[list[int]]) -> Iterable[Batch]:
+        """This rank's share of the global batches a single process with the global batch size would draw."""
+        return ShardedBucketSampler(src, tgt, self.cfg.batch_size, rank=self.env.rank, world=self.env.world,
+                                    seed=self.cfg.seed + self.step)
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The global mean loss as value (NaN on every rank if on any) with this rank's share as gradient.
@@ -122,9 +127,10 @@ class DistributedTrainer(Trainer):
         The second result stands in for the global per-token correctness (its length and sum are the global
         token and correct counts), so the step statistics describe the whole global batch.
         """
-        logits = self.ddp(batch.src, batch.tgt_in)
+        with autocast(self.precision, self.device.type):
+            logits = self.ddp(batch.src, batch.tgt_in)  # (B, T, V)
         keep = batch.tgt_out != 0
-        total = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
+        total = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
                                 label_smoothing=self.cfg.label_smoothing, reduction="sum")
         correct = (logits.argmax(-1) == batch.tgt_out)[keep]
         counts = torch.stack([total.detach().double(), keep.sum().double(), correct.sum().double()])
@@ -133,7 +139,7 @@ class DistributedTrainer(Trainer):
         tokens = max(tokens, 1.0)
         # DDP averages gradients over ranks: scaling by world / tokens makes the average the global mean's gradient.
         local = total * (self.env.world / tokens)
-        loss = local + (torch.tensor(loss_sum / tokens, dtype=local.dtype) - local.detach())
+        loss = local + (torch.tensor(loss_sum / tokens, dtype=local.dtype, device=local.device) - local.detach())
         return loss, torch.arange(int(tokens)) < int(n_correct)
 
     def train_step(self) -> StepStats:
@@ -150,7 +156,7 @@ class DistributedTrainer(Trainer):
     def follow(self) -> str:
         """Ranks other than 0: take a step whenever rank 0 takes one, until it releases them; returns its reason."""
         while True:
-            order = torch.zeros(2, dtype=torch.float64)
+            order = torch.zeros(2, dtype=torch.float64, device=self.device)
             self._collective(dist.broadcast, order, src=0)
             code, self.elapsed = int(order[0]), float(order[1])
             if code:
@@ -168,7 +174,8 @@ class DistributedTrainer(Trainer):
         return reason
 
     def _order(self, code: int, elapsed: float) -> None:
-        self._collective(dist.broadcast, torch.tensor([code, elapsed], dtype=torch.float64), src=0)
+        order = torch.tensor([code, elapsed], dtype=torch.float64, device=self.device)
+        self._collective(dist.broadcast, order, src=0)
 
     def _all_reduce(self, tensor: torch.Tensor) -> None:
         self._collective(dist.all_reduce, tensor)

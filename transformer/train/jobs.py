@@ -28,11 +28,11 @@ from typing import Callable, NamedTuple
 
 from ..decode import AttentionTrace
 from ..model import Seq2SeqTransformer
+from .job_slots import MAX_CONCURRENT_JOBS, training_slots
 from .job_worker import Order, receive, send
 from .trainer import Trainer
 
-MAX_CONCURRENT_JOBS = 2
-_slots = threading.BoundedSemaphore(MAX_CONCURRENT_JOBS)
+__all__ = ["MAX_CONCURRENT_JOBS", "JobSnapshot", "TrainingJob", "fork_server", "running_jobs"]
 _registry_lock = threading.Lock()
 _live_jobs: set["TrainingJob"] = set()
 
@@ -242,17 +242,14 @@ class TrainingJob:
 
     def _work(self) -> None:
         try:
-            while not _slots.acquire(timeout=0.2):
-                if self._stop.is_set():
-                    self._set("stopped", "stopped before it started")
-                    return
-                if self._session_gone():
-                    self._set("stopped", "stopped before it started: the browser session went away")
-                    return
+            if not training_slots.wait(self.processes, lambda: self._stop.is_set() or self._session_gone()):
+                gone = "" if self._stop.is_set() else ": the browser session went away"
+                self._set("stopped", f"stopped before it started{gone}")
+                return
             try:
                 self._supervise()
             finally:
-                _slots.release()
+                training_slots.release(self.processes)
         except Exception as exc:  # the supervisor must report, never die silently
             self._set("failed", f"training failed: {type(exc).__name__}: {exc}")
         finally:

@@ -1,18 +1,18 @@
 """Trainer with a step-level API and callbacks; schedule, clipping, budgets, evaluation, non-finite guard."""
 from __future__ import annotations
 
-import copy
 import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from ..data import Batch, BucketSampler, Task, make_batch
 from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
+from .device import cpu_copy
 from .precision import autocast, resolve_precision
 
 
@@ -57,15 +57,19 @@ def lr_at(cfg: TrainConfig, step: int, elapsed: float | None = None) -> float:
 
 
 class Trainer:
-    """Owns a model, its optimiser and data; `train_step` does one step, `run` loops within budgets."""
+    """Owns a model, its optimiser and data; `train_step` does one step, `run` loops within budgets.
+
+    The model trains on `device` (the CPU by default); `state()` and checkpoints are CPU copies whatever it is.
+    """
 
     def __init__(self, task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *,
                  model: Seq2SeqTransformer | None = None, step: int = 0, elapsed: float = 0.0,
                  optimizer_state: dict | None = None, history: Sequence[dict] = (), evals: Sequence[dict] = (),
-                 callbacks: Sequence[Callback] = ()) -> None:
+                 callbacks: Sequence[Callback] = (), device: torch.device | str = "cpu") -> None:
         torch.manual_seed(train_cfg.seed)
         self.task, self.model_cfg, self.cfg = task, model_cfg, train_cfg
-        self.model = model if model is not None else Seq2SeqTransformer(model_cfg)
+        self.device = torch.device(device)
+        self.model = (model if model is not None else Seq2SeqTransformer(model_cfg)).to(self.device)
         self.model.train()
         self.optimizer = make_optimizer(self.model, train_cfg)
         if optimizer_state is not None:
@@ -76,7 +80,7 @@ class Trainer:
         self.callbacks = list(callbacks)
         self._batches: Iterator[Batch] | None = None  # built at the first step (encoding the data takes a while)
         self._last_good = [p.detach().clone() for p in self.model.parameters()]
-        self.precision, self.precision_note = resolve_precision(train_cfg.precision)
+        self.precision, self.precision_note = resolve_precision(train_cfg.precision, self.device.type)
 
     def _next_batch(self) -> Batch:
         if self._batches is None:
@@ -84,13 +88,17 @@ class Trainer:
             train = self.task.train
             src = [ids[:limit] for ids in self.task.src_tokenizer.encode_many([e.source for e in train])]
             tgt = [ids[:limit] for ids in self.task.tgt_tokenizer.encode_many([e.target for e in train])]
-            self._batches = iter(BucketSampler(src, tgt, self.cfg.batch_size, seed=self.cfg.seed + self.step))
+            self._batches = iter(self._sampler(src, tgt))
         return next(self._batches)
 
+    def _sampler(self, src: list[list[int]], tgt: list[list[int]]) -> Iterable[Batch]:
+        """The batches of the encoded training pairs, from seed + step (so a resumed run draws new ones)."""
+        return BucketSampler(src, tgt, self.cfg.batch_size, seed=self.cfg.seed + self.step)
+
     def state(self) -> dict[str, Any]:
-        """What training resumes from: weights, optimizer state, step and training seconds (copies)."""
-        return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
-                "optimizer": copy.deepcopy(self.optimizer.state_dict()), "step": self.step, "elapsed": self.elapsed}
+        """What training resumes from: weights, optimizer state, step and training seconds (CPU copies)."""
+        return {"model": cpu_copy(self.model.state_dict()), "optimizer": cpu_copy(self.optimizer.state_dict()),
+                "step": self.step, "elapsed": self.elapsed}
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from `state()` of a trainer with the same configs; batches restart from seed + step."""
@@ -102,7 +110,7 @@ class Trainer:
 
     def loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean cross-entropy over target tokens (padding ignored) and the per-token correctness."""
-        with autocast(self.precision):
+        with autocast(self.precision, self.device.type):
             logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
         loss = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0,
                                label_smoothing=self.cfg.label_smoothing)
@@ -113,7 +121,7 @@ class Trainer:
     def train_step(self) -> StepStats:
         """One optimiser step; raises NonFiniteLossError (weights rolled back) if the loss is not finite."""
         start = time.perf_counter()
-        batch = self._next_batch()
+        batch = self._next_batch().to(self.device)
         lr = lr_at(self.cfg, self.step, self.elapsed)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -179,12 +187,13 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
     if not examples:
         raise ValueError("the task has no validation examples")
     limit = model.cfg.max_len - 1
+    device = next(model.parameters()).device
     total_loss, total_tokens, total_correct = 0.0, 0, 0
     with eval_mode(model):
         for i in range(0, len(examples), batch_size):
             chunk = examples[i: i + batch_size]
             batch = make_batch([task.src_tokenizer.encode(e.source)[:limit] for e in chunk],
-                               [task.tgt_tokenizer.encode(e.target)[:limit] for e in chunk])
+                               [task.tgt_tokenizer.encode(e.target)[:limit] for e in chunk]).to(device)
             logits = model(batch.src, batch.tgt_in)
             keep = batch.tgt_out != 0
             total_loss += F.cross_entropy(logits[keep], batch.tgt_out[keep], reduction="sum").item()
