@@ -159,7 +159,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
                key="decode_source_strip")
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
-    if view != ds.TEACHER and active.model is not None:  # attribution explains the model's own choices
+    if view != ds.TEACHER:  # attribution explains the model's own choices
         with st.expander("Attribution: what the chosen token depends on", key="decode_attr_open",
                          on_change="rerun", icon=":material/insights:") as attribution:
             if attribution.open:  # computed (Integrated Gradients) and drawn only while the expander is open

@@ -116,6 +116,8 @@ def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
     by_run = probs.pivot(index="step", columns="run", values="prob")
     assert by_run["ablated"].dropna().tolist() == pytest.approx([s.prob for s in ablated.steps], abs=1e-5)
     assert by_run["intact"].dropna().tolist() == pytest.approx([s.prob for s in intact.steps], abs=1e-5)
+    at.session_state["decode_attr_open"] = True  # the user opens the attribution expander
+    at.run()
     expected = attribute_step(lm, TEXT, output_ids(intact), 0)
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 1"))
     assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
