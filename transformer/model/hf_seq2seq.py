@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import weakref
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -201,8 +201,9 @@ class HFSeq2Seq(InspectableSeq2Seq):
 
     # -- compute -----------------------------------------------------------------------------------------------
     @contextmanager
-    def _running(self) -> Iterator[None]:
-        with self._lock, torch.inference_mode():
+    def _locked_eval(self, grad_mode: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
+        """Hold the model's lock in eval mode under `grad_mode` (inference or gradients); give the mode back."""
+        with self._lock, grad_mode():
             was_training = self.model.training
             self.model.eval()
             try:
@@ -211,7 +212,7 @@ class HFSeq2Seq(InspectableSeq2Seq):
                 self.model.train(was_training)
 
     def running(self) -> AbstractContextManager[None]:
-        return self._running()
+        return self._locked_eval(torch.inference_mode)
 
     def _check(self, what: str, maps: Any, layers: int) -> tuple[Tensor, ...]:
         if not maps or len(maps) != layers or any(m is None or m.numel() == 0 for m in maps):
@@ -278,18 +279,8 @@ class HFSeq2Seq(InspectableSeq2Seq):
         return tuple(f"{names[id(stack)]}.embed_tokens"  # type: ignore[return-value]
                      for stack in (self.model.get_encoder(), self.model.get_decoder()))
 
-    @contextmanager
-    def _gradients(self) -> Iterator[None]:
-        with self._lock, torch.enable_grad():
-            was_training = self.model.training
-            self.model.eval()
-            try:
-                yield
-            finally:
-                self.model.train(was_training)
-
     def differentiable(self) -> AbstractContextManager[None]:
-        return self._gradients()
+        return self._locked_eval(torch.enable_grad)
 
     def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
         return network(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt, use_cache=False,
@@ -298,6 +289,6 @@ class HFSeq2Seq(InspectableSeq2Seq):
     def translate(self, texts: Sequence[str]) -> list[str]:
         batch = self.tokenizer([self.prefix + t for t in texts], return_tensors="pt", padding=True, truncation=True,
                                max_length=self.max_source_len)
-        with self._running():
+        with self.running():
             out = self.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=self.default_max_steps(0))
         return self.tokenizer.batch_decode(out, skip_special_tokens=True)
