@@ -186,6 +186,13 @@ def test_a_person_decodes_step_by_step_explores_attention_and_trains(server, pag
     assert "Traceback" not in server.log_text()
 
 
+def _go_to(page, title: str) -> None:
+    """Open a page from the sidebar and wait for its title. Not open_page's "until the page is idle": with a run
+    training, the Train page's fragments and the Decode page's weights label rerun every few seconds."""
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title, exact=True).click()
+    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
+
+
 def _weights_step(page) -> int:
     """The training step the page's weights label names ("Weights of step 378 · 9 s ago · ...")."""
     label = page.get_by_text(re.compile(r"^Weights of step [\d,]+")).first
@@ -195,7 +202,7 @@ def _weights_step(page) -> int:
 
 def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights(server, page):
     page.get_by_role("heading", name="Attention Studio").wait_for(timeout=60_000)
-    open_page(page, "Train")
+    _go_to(page, "Train")
     _choose_tiny_preset(page)
     for key, value in {**TRAIN_FORM, "train_max_steps": 50_000, "train_max_seconds": 90}.items():
         field = page.locator(f".st-key-{key} input")
@@ -219,7 +226,7 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
     _assert_no_errors(page)
     _shot(page, "train_reattached")
 
-    open_page(page, "Decode")
+    _go_to(page, "Decode")
     shown = _weights_step(page)
     page.wait_for_function(  # the view follows the newest weights on its own: no click, no typing
         """shown => [...document.querySelectorAll('p')].some(e => {
@@ -228,7 +235,7 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
     assert "follows its newest weights" in page.get_by_text(re.compile(r"^Weights of step")).first.inner_text()
     _assert_no_errors(page)
     _shot(page, "decode_follows_live_run")
-    open_page(page, "Train")
+    _go_to(page, "Train")
     page.locator(".st-key-train_stop button").click()
     page.get_by_text(re.compile(r"^Stopped · reverse run #\d+")).wait_for(timeout=60_000)
     assert "Traceback" not in server.log_text()
