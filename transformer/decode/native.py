@@ -1,8 +1,8 @@
 """`NativeSeq2Seq`: our `Seq2SeqTransformer` with its tokenizers behind the `InspectableSeq2Seq` interface."""
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -10,21 +10,9 @@ from torch import Tensor, nn
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
 from ..model import (EncoderOutput, ForwardOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText,
-                     StepOutput)
+                     StepOutput, eval_mode)
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
-
-
-@contextmanager
-def eval_mode(model: nn.Module) -> Iterator[None]:
-    """Run with dropout off and no gradients; restores the previous mode."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            yield
-    finally:
-        model.train(was_training)
 
 
 def ban(logits: Tensor, ids: Sequence[int]) -> Tensor:
@@ -102,22 +90,10 @@ class NativeSeq2Seq(InspectableSeq2Seq):
         return "src_embed", "tgt_embed"
 
     def differentiable(self) -> AbstractContextManager[None]:
-        return _gradients(self.model)
+        return eval_mode(self.model, torch.enable_grad)
 
     def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
         return network(src, tgt)
-
-
-@contextmanager
-def _gradients(model: nn.Module) -> Iterator[None]:
-    """Dropout off and gradients on; restores the previous mode."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.enable_grad():
-            yield
-    finally:
-        model.train(was_training)
 
 
 def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list[list[int]]:

@@ -6,12 +6,13 @@ from .encoder_decoder import (MultiHeadAttention, Seq2SeqTransformer, attention,
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
 from .interface import InspectableSeq2Seq, SourceText
+from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 __all__ = ["DEFAULT_MAX_PARAMS", "HFModelError", "HFSeq2Seq", "heads_off", "load_pretrained", "model_lock",
            "AttentionMaps", "EncoderOutput", "ForwardOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",
            "ConfigError", "HeadMask", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer",
-           "TASK_DEFAULTS", "TrainConfig", "attention", "check_int", "attention_weights", "default_configs", "dropout",
+           "TASK_DEFAULTS", "TrainConfig", "attention", "check_int", "attention_weights", "default_configs", "dropout", "eval_mode",
            "make_optimizer",
            "sinusoidal_positions"]

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableSeq2Seq, SourceText
+from .modes import eval_mode
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -203,13 +204,8 @@ class HFSeq2Seq(InspectableSeq2Seq):
     @contextmanager
     def _locked_eval(self, grad_mode: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
         """Hold the model's lock in eval mode under `grad_mode` (inference or gradients); give the mode back."""
-        with self._lock, grad_mode():
-            was_training = self.model.training
-            self.model.eval()
-            try:
-                yield
-            finally:
-                self.model.train(was_training)
+        with self._lock, eval_mode(self.model, grad_mode):
+            yield
 
     def running(self) -> AbstractContextManager[None]:
         return self._locked_eval(torch.inference_mode)
