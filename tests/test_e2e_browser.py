@@ -8,6 +8,7 @@ import pytest
 
 from bench.app_driver import (
     CHROMIUM,
+    IDLE_JS,
     VIEW_JS,
     choose,
     decode_step_condition,
@@ -281,8 +282,10 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
 
 
 def _wait_shown(page, heading: str, piece: str):
-    """Wait until the step heading starts with `heading` and a chart shows `piece`; what the page then shows."""
+    """Wait until the run is over (no stale element left to click), the step heading starts with `heading` and a
+    chart shows `piece`; what the page then shows."""
     page.wait_for_function(f"""([heading, piece]) => {{
+        if (!({IDLE_JS})()) return false;
         const view = ({VIEW_JS})();
         return (view.heading || '').startsWith(heading) && view.charts.some((text) => text.includes(piece));
     }}""", arg=[heading, piece], timeout=120_000, polling="raf")
