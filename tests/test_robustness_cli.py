@@ -6,6 +6,7 @@ where only a real process can show it (a pickle must not execute, no traceback r
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from hostile_inputs import BROKEN_CHECKPOINTS, CORPORA, TEXTS, broken_checkpoint, build_word_checkpoint, write_corpus
+from hostile_inputs import (BROKEN_CHECKPOINTS, CORPORA, TEXTS, WORD_PAIRS, broken_checkpoint, build_word_checkpoint,
+                            write_corpus)
 
 from transformer.cli import main, printable
 from transformer.store import load_checkpoint
@@ -112,6 +114,26 @@ def test_a_missing_checkpoint_directory(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 # -- corpora -------------------------------------------------------------------------------------------------------
+def test_eval_of_a_corpus_model_whose_files_stayed_on_another_machine(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    """A shipped corpus model names the files it was trained on; where they are absent, eval says how to score it."""
+    (tmp_path / "pairs.tsv").write_text(WORD_PAIRS + "\n", encoding="utf-8")
+    out = tmp_path / "model"
+    code, _, err = run_cli(capsys, "train", "--task", "corpus", "--data", str(tmp_path / "pairs.tsv"),
+                           "--tokenizer", "word", "--steps", "1", "--d-model", "16", "--heads", "2", "--enc-layers", "1",
+                           "--dec-layers", "1", "--d-ff", "32", "--out", str(out))
+    assert code == 0, err
+    (tmp_path / "pairs.tsv").rename(tmp_path / "elsewhere.tsv")
+    code, stdout, err = run_cli(capsys, "eval", str(out))
+    assert_refused(code, stdout, err, "was trained on corpus files that are not on this machine")
+    assert "pairs.tsv" in err and "--data SRC TGT" in err
+    (tmp_path / "en.txt").write_text("ich mochte ein bier\n", encoding="utf-8")
+    (tmp_path / "de.txt").write_text("i want a beer\n", encoding="utf-8")
+    code, stdout, err = run_cli(capsys, "eval", str(out), "--data", str(tmp_path / "en.txt"), str(tmp_path / "de.txt"))
+    assert code == 0, err
+    assert "bleu" in json.loads(stdout)
+
+
 @pytest.mark.parametrize("case", list(CORPORA))
 def test_bad_corpus(case: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     paths = write_corpus(case, tmp_path)

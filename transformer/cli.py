@@ -279,6 +279,15 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     return EXIT_INTERRUPTED if reason == "stopped" else 0
 
 
+def _check_corpus_files(spec: dict, folder: str) -> None:
+    """A corpus checkpoint's validation split is rebuilt from the files its spec names (absolute paths on the
+    machine that trained it); where they are not on this machine, say so and how to score it anyway."""
+    missing = [f for f in [*spec.get("data", ()), *spec.get("valid_data", ())] if not Path(f).is_file()]
+    if missing:
+        raise UsageError(f"{folder} was trained on corpus files that are not on this machine ({missing[0]}); "
+                         f"score it on files you have: eval {folder} --data SRC TGT")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
     if args.data:
@@ -292,6 +301,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if Path(args.dir).is_dir() and not is_checkpoint_folder(Path(args.dir)):
         raise UsageError(f"{args.dir} is not one of our checkpoints: give --data SRC TGT to score it")
     ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    _check_corpus_files(ckpt.task_spec, args.dir)
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
     metrics.pop("examples", None)
