@@ -7,7 +7,8 @@ from ui.hf_models import train_page_note
 from ui.limits import LIMITS
 from ui.live_run import live_run
 from ui.run_list import server_runs_panel
-from ui.train_form import CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names
+from ui.train_form import (CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names,
+                           tokenizer_widgets)
 from ui.train_live import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 
 ensure_frame()
@@ -40,6 +41,7 @@ with st.expander("Task, size and hyperparameters", expanded=not active, icon=":m
             c_src, c_tgt = st.columns(2)
             c_src.file_uploader("Source sentences, one per line", type=["txt", "gz"], key="train_corpus_src")
             c_tgt.file_uploader("Target sentences, same order", type=["txt", "gz"], key="train_corpus_tgt")
+        tokenizer_widgets(disabled=active)
 
     with st.form("train_form", border=False):
         groups = st.columns(3, gap="medium")

@@ -176,11 +176,39 @@ def test_typed_sentence_pairs_train_a_word_level_model(studio_env):
     try:
         assert run is not None, texts(at.error)
         assert run.trainer.task.level == "word"
+        assert run.trainer.task.spec["tokenizer"] == "bpe" and run.trainer.task.spec["joint"] is True  # the default
+        assert run.trainer.model_cfg.tie_embeddings  # one joint vocabulary: tied, as in the CLI
         assert poll(at, lambda a: not _run(a).active, seconds=90)
         at.run()
         assert any(m.startswith("**Validation** (step 6") for m in texts(at.markdown)), texts(at.markdown)
     finally:
         _stop_all(run)
+
+
+def test_the_corpus_vocabulary_is_chosen_on_the_page(studio_env):
+    """Unigram pieces, one vocabulary per side: the run's tokenizers are what the page said, and nothing is tied."""
+    at = _train_page()
+    at.selectbox(key="train_task").set_value("corpus").run()
+    for key, value in {**TINY_FORM, "train_max_steps": 2, "train_max_len": 16}.items():
+        at.number_input(key=key).set_value(value)
+    at.selectbox(key="train_tokenizer").set_value("unigram").run()
+    at.number_input(key="train_vocab_size").set_value(80)
+    at.checkbox(key="train_joint_vocab").uncheck().run()
+    assert at.checkbox(key="train_tie").disabled  # tying needs one joint vocabulary
+    at.button(key="train_start").click().run()
+    run = _run(at)
+    try:
+        assert run is not None, texts(at.error)
+        task = run.trainer.task
+        assert (task.spec["tokenizer"], task.spec["vocab_size"], task.spec["joint"]) == ("unigram", 80, False)
+        assert task.src_tokenizer.kind == task.tgt_tokenizer.kind == "unigram"
+        assert task.src_tokenizer is not task.tgt_tokenizer and task.src_tokenizer.split("ich") != task.tgt_tokenizer.split("ich")
+        assert not run.trainer.model_cfg.tie_embeddings
+    finally:
+        _stop_all(run)
+    at.run()
+    at.selectbox(key="train_tokenizer").set_value("word").run()
+    assert at.number_input(key="train_vocab_size").disabled and at.checkbox(key="train_joint_vocab").disabled
 
 
 def test_the_probe_can_be_changed_while_training(studio_env):

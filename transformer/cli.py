@@ -178,7 +178,7 @@ def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
             raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
                             f"at offset {exc.start})") from None
     task = make_task(args.task, seed=args.seed or 0, **kwargs)
-    tie = task.spec.get("joint") is True and task.spec.get("tokenizer") != "word" and not args.no_tie
+    tie = task.shares_vocabulary and not args.no_tie
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
                                            {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})

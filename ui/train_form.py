@@ -8,7 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.data import DataError, Task, make_task, parse_pairs_text, read_aligned_files, read_pairs_tsv
+from transformer.data import (DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB, DataError, Task, make_task, parse_pairs_text,
+                              read_aligned_files, read_pairs_tsv)
 from transformer.model import PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, default_configs
 from ui.limits import LIMITS
 from ui.settings import max_training_processes
@@ -17,6 +18,8 @@ TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort t
          "toy-en-de": "Toy English → German", "corpus": "Your own sentence pairs"}
 PRESET_NAMES = ["task default", "tiny", "small", "reversal case study", "paper base"]
 CORPUS_SOURCES = {"text": "Type pairs", "tsv": "Upload a TSV file", "aligned": "Upload two aligned files"}
+CORPUS_TOKENIZERS = {"bpe": "BPE subwords", "unigram": "Unigram subwords", "word": "Whole words"}
+MAX_APP_VOCAB = 32_000  # the app's cap on a subword vocabulary (the library allows more)
 EXAMPLE_PAIRS = ("ich mochte ein bier -> i want a beer\nich mochte ein cola -> i want a coke\n"
                  "ich mochte ein wasser -> i want a water\ndu mochtest ein bier -> you want a beer\n"
                  "du mochtest ein cola -> you want a coke\nwir mochten ein wasser -> we want a water\n")
@@ -120,6 +123,10 @@ def init_state() -> None:
     st.session_state.setdefault("train_preset", "task default")
     st.session_state.setdefault("train_corpus_source", "text")
     st.session_state.setdefault("train_corpus_text", EXAMPLE_PAIRS)
+    st.session_state.setdefault("train_tokenizer", "bpe")
+    st.session_state.setdefault("train_vocab_size", DEFAULT_SUBWORD_VOCAB)
+    st.session_state.setdefault("train_joint_vocab", True)
+    st.session_state.setdefault("train_tie", True)
     saved = st.session_state.get("train_form_values") or {}
     for key, value in form_defaults(st.session_state["train_task"], st.session_state["train_preset"]).items():
         st.session_state.setdefault(key, saved.get(key, value))
@@ -179,12 +186,39 @@ def corpus_text() -> str:
     return "\n".join(f"{s}\t{t}" for s, t in pairs)
 
 
+def tokenizer_widgets(disabled: bool = False) -> None:
+    """The corpus task's vocabulary: tokenizer kind, subword vocabulary size, joint vocabulary, tied embeddings."""
+    c_kind, c_size, c_joint, c_tie = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
+    kind = c_kind.selectbox("Tokenizer", list(CORPUS_TOKENIZERS), format_func=CORPUS_TOKENIZERS.__getitem__,
+                            key="train_tokenizer", disabled=disabled,
+                            help="Trained on the training pairs only (cased, NFKC).")
+    words = kind == "word" or disabled
+    c_size.number_input("Vocabulary size", min_value=MIN_SUBWORD_VOCAB, max_value=MAX_APP_VOCAB, step=1000,
+                        key="train_vocab_size", disabled=words,
+                        help="Subword pieces to learn; a small corpus yields fewer than asked.")
+    joint = c_joint.checkbox("Joint vocabulary", key="train_joint_vocab", disabled=words,
+                             help="One vocabulary for source and target (whole words always get one per side).")
+    c_tie.checkbox("Tie embeddings", key="train_tie", disabled=words or not joint,
+                   help="Source and target embeddings and the output layer share one matrix (needs one joint "
+                        "vocabulary).")
+
+
+def corpus_tokenizer_options() -> dict[str, Any]:
+    """make_task's tokenizer arguments from the widgets (word vocabularies are always separate)."""
+    state = st.session_state
+    kind = state.get("train_tokenizer", "bpe")
+    if kind == "word":
+        return {"tokenizer": "word", "joint": False}
+    return {"tokenizer": kind, "vocab_size": int(state.get("train_vocab_size", DEFAULT_SUBWORD_VOCAB)),
+            "joint": bool(state.get("train_joint_vocab", True))}
+
+
 def build_task() -> Task:
     """The chosen task with its data; raises DataError or ConfigError for bad data or settings."""
     state = st.session_state
     task, seed = state["train_task"], int(state["train_seed"])
     if task == "corpus":
-        return make_task("corpus", text=corpus_text(), seed=seed)
+        return make_task("corpus", text=corpus_text(), seed=seed, **corpus_tokenizer_options())
     n_train = int(state["train_n_train"])
     if n_train > LIMITS.max_n_train:
         raise ConfigError(f"At most {LIMITS.max_n_train:,} training examples in the app.")
@@ -200,6 +234,7 @@ def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
     train["max_steps"] = int(state["train_max_steps"])
     train["max_seconds"] = float(state["train_max_seconds"])
     train["seed"] = int(state["train_seed"])
+    model["tie_embeddings"] = task.shares_vocabulary and bool(state.get("train_tie", True))
     return default_configs(_task_key(task.name), task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                            model_overrides=model, train_overrides=train)
 

@@ -4,6 +4,7 @@ from .answers import known_alignment, known_output
 from .batching import END_ID, START_ID, Batch, BucketSampler, make_batch, pad, source_ids
 from .examples import Example, GoldSource
 from .sharding import ShardedBucketSampler, rank_share
+from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
 from .tasks import (
                     GENERATED_TASKS,
                     TASK_NAMES,
@@ -29,7 +30,7 @@ from .tokenizers import (
                     build_word_tokenizer,
 )
 
-__all__ = ["Batch", "BucketSampler", "DataError", "END", "END_ID", "Example", "GENERATED_TASKS", "GoldSource",
+__all__ = ["Batch", "BucketSampler", "DataError", "DEFAULT_SUBWORD_VOCAB", "MIN_SUBWORD_VOCAB", "END", "END_ID", "Example", "GENERATED_TASKS", "GoldSource",
            "PAD", "START", "START_ID", "TASK_NAMES", "TOKENIZER_KINDS", "Task", "Tokenizer", "TokenizerError", "UNK",
            "build_char_tokenizer", "build_word_tokenizer", "gold_alignment", "gold_sources", "known_alignment",
            "known_output", "make_batch", "make_task", "pad", "parse_pairs_text", "rank_share", "read_aligned_files",

@@ -56,6 +56,12 @@ class Task:
         examples = self.train + self.valid
         return bool(examples) and all(ex.alignment is not None for ex in examples)
 
+    @property
+    def shares_vocabulary(self) -> bool:
+        """True when source and target use one joint subword vocabulary, so a model may tie its embeddings and
+        generator (the default then, in the CLI and the app)."""
+        return self.spec.get("joint") is True and self.spec.get("tokenizer") in SUBWORD_KINDS
+
 
 def gold_alignment(task_name: str, source: str) -> tuple[int | None, ...] | None:
     """Source position each target character comes from, for reverse/copy/sort; None for other tasks.
