@@ -120,8 +120,8 @@ def test_eval_of_a_corpus_model_whose_files_stayed_on_another_machine(tmp_path: 
     (tmp_path / "pairs.tsv").write_text(WORD_PAIRS + "\n", encoding="utf-8")
     out = tmp_path / "model"
     code, _, err = run_cli(capsys, "train", "--task", "corpus", "--data", str(tmp_path / "pairs.tsv"),
-                           "--tokenizer", "word", "--steps", "1", "--d-model", "16", "--heads", "2", "--enc-layers", "1",
-                           "--dec-layers", "1", "--d-ff", "32", "--out", str(out))
+                           "--tokenizer", "word", "--steps", "1", "--d-model", "16", "--heads", "2",
+                           "--enc-layers", "1", "--dec-layers", "1", "--d-ff", "32", "--out", str(out))
     assert code == 0, err
     (tmp_path / "pairs.tsv").rename(tmp_path / "elsewhere.tsv")
     code, stdout, err = run_cli(capsys, "eval", str(out))

@@ -7,6 +7,7 @@ import types
 from pathlib import Path
 
 import pytest
+import torch
 
 from transformer.analysis import accepted
 from transformer.data import (
@@ -279,3 +280,33 @@ def test_real_multi30k_files_with_max_pairs():
 
 def test_every_task_name_is_known():
     assert TASK_NAMES == ("reverse", "copy", "sort", "toy-en-de", "corpus")
+
+
+def test_encoded_training_pairs_are_packed_compactly_and_batch_as_lists_would():
+    """A corpus's encoded training split is one int32 array (a tenth of the memory of lists of ints), cut to the
+    model's length, and the sampler draws exactly the batches it drew from plain lists."""
+    import tracemalloc
+
+    from transformer.data import BucketSampler, PackedIds
+
+    task = make_task("toy-en-de", n_train=3000, n_valid=10)
+    texts = [e.source for e in task.train]
+    lists = [ids[:7] for ids in task.src_tokenizer.encode_many(texts)]
+    packed = PackedIds.encode(task.src_tokenizer.encode_many, iter(texts), limit=7, chunk=1000)
+    assert len(packed) == len(lists) and [packed[i] for i in range(len(lists))] == lists
+    assert packed[-1] == lists[-1] and max(len(packed[i]) for i in range(len(packed))) == 7
+    with pytest.raises(IndexError):
+        packed[len(lists)]
+    tracemalloc.start()
+    as_lists = [[i + 300 for i in ids] for ids in lists]  # ids above 256, as a real vocabulary's are
+    list_bytes = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert packed.nbytes * 5 < list_bytes, (packed.nbytes, list_bytes)
+    del as_lists
+    tgt = PackedIds.encode(task.tgt_tokenizer.encode_many, (e.target for e in task.train), limit=9)
+    tgt_lists = [ids[:9] for ids in task.tgt_tokenizer.encode_many([e.target for e in task.train])]
+    from_lists = iter(BucketSampler(lists, tgt_lists, 32, seed=3))
+    from_packed = iter(BucketSampler(packed, tgt, 32, seed=3))
+    for _ in range(120):  # over an epoch boundary
+        a, b = next(from_lists), next(from_packed)
+        assert torch.equal(a.src, b.src) and torch.equal(a.tgt_out, b.tgt_out)

@@ -1,7 +1,7 @@
 """The data stage: tokenizers, tasks (generated, toy grammar, parallel corpora), examples and batching."""
 from . import toy_en_de
 from .answers import known_alignment, known_output
-from .batching import END_ID, START_ID, Batch, BucketSampler, make_batch, pad, source_ids
+from .batching import END_ID, START_ID, Batch, BucketSampler, PackedIds, make_batch, pad, source_ids
 from .examples import Example, GoldSource
 from .sharding import ShardedBucketSampler, rank_share
 from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
@@ -30,8 +30,9 @@ from .tokenizers import (
                     build_word_tokenizer,
 )
 
-__all__ = ["Batch", "BucketSampler", "DataError", "DEFAULT_SUBWORD_VOCAB", "MIN_SUBWORD_VOCAB", "END", "END_ID", "Example", "GENERATED_TASKS", "GoldSource",
-           "PAD", "START", "START_ID", "TASK_NAMES", "TOKENIZER_KINDS", "Task", "Tokenizer", "TokenizerError", "UNK",
-           "build_char_tokenizer", "build_word_tokenizer", "gold_alignment", "gold_sources", "known_alignment",
-           "known_output", "make_batch", "make_task", "pad", "parse_pairs_text", "rank_share", "read_aligned_files",
-           "read_pairs_tsv", "ShardedBucketSampler", "source_ids", "task_from_spec", "toy_en_de"]
+__all__ = ["Batch", "BucketSampler", "build_char_tokenizer", "build_word_tokenizer", "DataError",
+           "DEFAULT_SUBWORD_VOCAB", "END", "END_ID", "Example", "GENERATED_TASKS", "gold_alignment", "gold_sources",
+           "GoldSource", "known_alignment", "known_output", "make_batch", "make_task", "MIN_SUBWORD_VOCAB",
+           "PackedIds", "PAD", "pad", "parse_pairs_text", "rank_share", "read_aligned_files", "read_pairs_tsv",
+           "ShardedBucketSampler", "source_ids", "START", "START_ID", "Task", "task_from_spec", "TASK_NAMES",
+           "Tokenizer", "TOKENIZER_KINDS", "TokenizerError", "toy_en_de", "UNK"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -41,6 +41,57 @@ def pad(seqs: Sequence[Sequence[int]], length: int | None = None) -> Tensor:
     return torch.from_numpy(out)
 
 
+class PackedIds(Sequence):
+    """Many token id lists in one flat int32 array plus offsets: about 4 bytes a token, where a list of Python ints
+    takes about 36 (an 8-byte pointer and, above 256, a 28-byte int object). A large corpus's encoded training
+    split fits in memory this way; items come back as lists, so a sampler sees plain sequences."""
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray) -> None:
+        self.flat, self.offsets = flat, offsets
+        self.lengths = np.diff(offsets)
+
+    @classmethod
+    def encode(cls, encode_many: Callable[[list[str]], list[list[int]]], texts: Iterable[str], limit: int,
+               chunk: int = 20_000) -> "PackedIds":
+        """Encode `texts` `chunk` at a time (never every list at once), each cut to `limit` ids."""
+        parts, lengths, batch = [], [], []
+
+        def flush() -> None:
+            for ids in encode_many(batch):
+                ids = ids[:limit]
+                parts.append(np.asarray(ids, dtype=np.int32))
+                lengths.append(len(ids))
+            batch.clear()
+
+        for text in texts:
+            batch.append(text)
+            if len(batch) >= chunk:
+                flush()
+        flush()
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return cls(flat, offsets)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i: int) -> list[int]:  # type: ignore[override]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        return self.flat[self.offsets[i]: self.offsets[i + 1]].tolist()
+
+    @property
+    def nbytes(self) -> int:
+        return self.flat.nbytes + self.offsets.nbytes
+
+
+def sequence_lengths(seqs: Sequence[Sequence[int]]) -> Sequence[int]:
+    """len() of every item (read from a PackedIds without unpacking it)."""
+    return seqs.lengths.tolist() if isinstance(seqs, PackedIds) else [len(s) for s in seqs]
+
+
 def source_ids(ids: Sequence[int]) -> list[int]:
     """What the encoder sees: the tokens followed by </s>."""
     return [*ids, END_ID]
@@ -61,6 +112,7 @@ class BucketSampler:
         if not src:
             raise ValueError("no training examples")
         self.src, self.tgt = src, tgt
+        self.keys = list(zip(sequence_lengths(src), sequence_lengths(tgt)))  # the bucketing order, computed once
         self.batch_size = min(batch_size, len(src))
         self.pool = self.batch_size * pool_batches
         self.rng = random.Random(seed)
@@ -72,7 +124,7 @@ class BucketSampler:
         self.rng.shuffle(order)
         batches = []
         for start in range(0, n, self.pool):
-            chunk = sorted(order[start: start + self.pool], key=lambda i: (len(self.src[i]), len(self.tgt[i])))
+            chunk = sorted(order[start: start + self.pool], key=self.keys.__getitem__)
             batches += [chunk[j: j + self.batch_size] for j in range(0, len(chunk), self.batch_size)]
         self.rng.shuffle(batches)
         return batches

@@ -21,7 +21,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from ..data import Batch, ShardedBucketSampler
+from ..data import Batch, PackedIds, ShardedBucketSampler
 from .device import backend_for
 from .precision import autocast
 from .trainer import StepStats, Trainer
@@ -116,7 +116,7 @@ class DistributedTrainer(Trainer):
     def global_batch_size(self) -> int:
         return self.cfg.batch_size * self.env.world
 
-    def _sampler(self, src: list[list[int]], tgt: list[list[int]]) -> Iterable[Batch]:
+    def _sampler(self, src: PackedIds, tgt: PackedIds) -> Iterable[Batch]:
         """This rank's share of the global batches a single process with the global batch size would draw."""
         return ShardedBucketSampler(src, tgt, self.cfg.batch_size, rank=self.env.rank, world=self.env.world,
                                     seed=self.cfg.seed + self.step)

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..data import Batch, BucketSampler, Task, make_batch
+from ..data import Batch, BucketSampler, PackedIds, Task, make_batch
 from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
 from .device import cpu_copy
 from .precision import autocast, resolve_precision
@@ -86,12 +86,12 @@ class Trainer:
         if self._batches is None:
             limit = self.model_cfg.max_len - 1
             train = self.task.train
-            src = [ids[:limit] for ids in self.task.src_tokenizer.encode_many([e.source for e in train])]
-            tgt = [ids[:limit] for ids in self.task.tgt_tokenizer.encode_many([e.target for e in train])]
+            src = PackedIds.encode(self.task.src_tokenizer.encode_many, (e.source for e in train), limit)
+            tgt = PackedIds.encode(self.task.tgt_tokenizer.encode_many, (e.target for e in train), limit)
             self._batches = iter(self._sampler(src, tgt))
         return next(self._batches)
 
-    def _sampler(self, src: list[list[int]], tgt: list[list[int]]) -> Iterable[Batch]:
+    def _sampler(self, src: PackedIds, tgt: PackedIds) -> Iterable[Batch]:
         """The batches of the encoded training pairs, from seed + step (so a resumed run draws new ones)."""
         return BucketSampler(src, tgt, self.cfg.batch_size, seed=self.cfg.seed + self.step)
 
