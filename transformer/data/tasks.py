@@ -343,7 +343,7 @@ def make_task(name: str, *, data: Sequence[str | Path] = (), text: str | None = 
         pairs = _read_corpus(data, text, max_pairs)
         if valid_data:
             train = [Example(s, t) for s, t in pairs]
-            valid, valid_is_train = [Example(s, t) for s, t in _read_corpus(valid_data, None, None)][:n_valid], False
+            valid, valid_is_train = [Example(s, t) for s, t in _read_corpus(valid_data, None, n_valid)], False
         else:
             train, valid, valid_is_train = _split_corpus(pairs, seed, n_valid, valid_fraction)
         spec = dict(name=name, data=[str(p) for p in data], text=text, seed=seed, n_valid=n_valid,
