@@ -287,11 +287,13 @@ def _corpus_tokenizers(train: list[Example], kind: str, vocab_size: int, joint: 
                 build_word_tokenizer((ex.target for ex in train), min_freq=min_freq))
     if joint:
         texts = (t for ex in train for t in (ex.source, ex.target))
-        tok = train_subword_tokenizer(texts, kind, vocab_size, length=2 * len(train),
-                                      show_progress=len(train) > 50_000)
+        tok = train_subword_tokenizer(texts, kind, vocab_size, length=2 * len(train), show_progress=len(train) > 50_000)
         return tok, tok
-    return (train_subword_tokenizer((ex.source for ex in train), kind, vocab_size, length=len(train)),
-            train_subword_tokenizer((ex.target for ex in train), kind, vocab_size, length=len(train)))
+    big = len(train) > 50_000
+    return (train_subword_tokenizer((ex.source for ex in train), kind, vocab_size, length=len(train),
+                                    show_progress=big),
+            train_subword_tokenizer((ex.target for ex in train), kind, vocab_size, length=len(train),
+                                    show_progress=big))
 
 
 def _check_tokenizer_options(tokenizer: str, vocab_size: int, joint: bool) -> None:
