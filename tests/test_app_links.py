@@ -107,6 +107,21 @@ def test_attention_round_trip_keeps_mode_kind_layer_head_and_scale(studio_env):
                                        "attention_layer", "attention_head", "attention_fixed_scale"])
 
 
+@pytest.mark.parametrize("page", ["decode", "attention"])
+def test_ablated_heads_round_trip_with_the_same_ablated_run(studio_env, page):
+    at = open_app(page)
+    at.text_input(key=f"{page}_text").input(TEXT).run()
+    at.multiselect(key=f"{page}_ablate").set_value(["cross:L2H1", "enc:L1H2"]).run()
+    assert_no_exception(at)
+    assert at.query_params["ablate"] == "cross.L2H1,enc.L1H2"  # what the user chose is in the link at once
+    ablated = [m for m in texts(at.markdown) if m.startswith("**Without ")]
+    assert ablated == ["**Without Cross L2 H1, Enc\\. self L1 H2**"]
+    fresh = assert_same_view(at, page, [f"{page}_text", f"{page}_ablate"])  # the same ablated run's charts
+    assert [m for m in texts(fresh.markdown) if m.startswith("**Without ")] == ablated
+    at.multiselect(key=f"{page}_ablate").set_value([]).run()
+    assert "ablate" not in at.query_params  # cleared: the link no longer switches heads off
+
+
 def test_home_and_compare_round_trips(studio_env):
     at = open_app()
     at.text_input(key="home_text").input(TEXT).run()
