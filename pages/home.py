@@ -34,7 +34,7 @@ with st.container(border=True):
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:
-            show_chart(attention_heatmap(result.trace, "cross", layer, None, size=360),
+            show_chart(attention_heatmap(result.trace, "cross", layer, None, size=315),
                             width="content")
 
 show_gallery()

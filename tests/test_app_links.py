@@ -216,6 +216,15 @@ def test_presenter_mode_from_the_link_hides_the_sidebar_and_keys_switch_heads(st
     assert not [h for h in at.get("html") if "presenter mode" in str(h.proto.body)]
 
 
+def test_presenter_decode_keeps_the_projector_frame_for_the_step(studio_env):
+    at = open_link("decode", {"text": TEXT, "present": "1"})
+    css = " ".join(str(h.proto.body) for h in at.get("html") if "presenter mode" in str(h.proto.body))
+    assert ".st-key-decode_view" in css and ".st-key-attention_downloads" in css  # expert controls hidden
+    assert not [e for e in at.expander if e.label.startswith("Switch heads off")]  # no empty ablation panel
+    with_heads = open_link("decode", {"text": TEXT, "present": "1", "ablate": "cross.L1H1"})
+    assert [e for e in with_heads.expander if e.label.startswith("Switch heads off")]  # a link's ablation still shows
+
+
 def test_the_copy_link_names_the_view(studio_env):
     at = open_app("attention")
     at.context = {"url": "http://studio.example:8501/attention"}
