@@ -14,6 +14,7 @@ from ui import decode_state as ds
 from ui.ablation_view import ablated_run, head_selection, show_ablated_step, show_comparison
 from ui.alignment_view import show_alignment_scores
 from ui.attribution_view import show_step_attribution
+from ui.chart_cache import cached_chart
 from ui.frame import ensure_frame
 from ui.inference import (
     bind_reference,
@@ -141,11 +142,12 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
                    caption="predictions so far" if view == ds.TEACHER else "output so far")
         self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
         chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
-        show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
-                                     all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
+        show_chart(cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
+                                all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
     with right:
         chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
-        show_chart(topk_bars(step.top_k, chosen=step.token, width=240), key="decode_topk", width="content")
+        show_chart(cached_chart(topk_bars, step.top_k, chosen=step.token, width=240), key="decode_topk",
+                   width="content")
         alternatives = [tok for tok, _ in step.top_k if tok != step.token]
         if alternatives:
             if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
@@ -158,7 +160,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     cross_row = trace.matrix("cross", layer, head)[t].tolist()
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                   f"{head_label(head).lower()}")
-    show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000), width="content",
+    show_chart(cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000), width="content",
                key="decode_source_strip")
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
@@ -177,9 +179,9 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     map_col, side_col = st.columns([9, 6], gap="large")
     with map_col:
         chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
-        show_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                     gold=gold if st.session_state.get("decode_gold", True) else (), size=330,
-                                     title=""), key="decode_heatmap", width="content")
+        show_chart(cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
+                                gold=gold if st.session_state.get("decode_gold", True) else (), size=330, title=""),
+                   key="decode_heatmap", width="content")
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
@@ -188,7 +190,8 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
                    "shaded grey and the current step's row is outlined in red.")
     try:
-        grid = attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
+        grid = cached_chart(attention_grid, trace, "cross", layers=[layer], max_row=t,
+                            cell=grid_cell(trace.n_heads, 150))
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:
