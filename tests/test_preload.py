@@ -41,9 +41,16 @@ def test_the_chart_code_is_preloaded_and_exists_in_streamlit():
 
 def test_a_page_address_gets_the_preloads_with_a_matching_length():
     headers, body = serve("/decode", PAGE, b"text/html; charset=utf-8", chunks=3)
-    assert body.count(b'rel="modulepreload"') == preload_links().count(b'rel="modulepreload"') > 0
+    assert body.count(b'rel="modulepreload"') == preload_links("decode").count(b'rel="modulepreload"') > 0
     assert body.index(b"modulepreload") < body.index(b"</head>")
     assert int(headers[b"content-length"]) == len(body)
+
+
+def test_a_page_with_a_table_also_gets_the_table_code_and_home_does_not():
+    attention = serve("/attention", PAGE, b"text/html")[1]
+    home = serve("/", PAGE, b"text/html")[1]
+    assert b"/DataFrame." in attention and b"/DataFrame." not in home
+    assert b"/embed." in attention and b"/embed." in home
 
 
 def test_static_files_and_other_content_pass_unchanged():

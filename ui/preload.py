@@ -20,6 +20,12 @@ STEMS = ("embed", "ArrowVegaLiteChart", "vega-interpreter", "serialization", "re
          "withFullScreenWrapper", "CustomTheme", "rehype-raw", "hastscript", "web-namespaces", "Html", "purify.es",
          "Selectbox", "useSyncComboBoxEnterTargetFocus", "useMenuTrigger", "TextInput", "TextField", "Button",
          "DownloadButton", "WidgetLabel", "WidgetLabelHelpIcon", "PageLink")
+# and what only some pages load for theirs (tables, radios, sliders, toggles, the ablation picker)
+PAGE_STEMS = {
+    "decode": ("Radio", "Slider", "moment", "numbro", "NumberInput", "Checkbox", "Multiselect"),
+    "attention": ("DataFrame", "arrowFormatUtils", "Radio", "Checkbox", "Multiselect"),
+    "compare": ("DataFrame", "arrowFormatUtils", "Radio", "Slider", "moment", "numbro"),
+}
 JS_DIR = Path(streamlit.__file__).parent / "static" / "static" / "js"
 _SKIP = ("/_stcore", "/static/", "/media/", "/component/", "/app/static/", "/favicon")
 
@@ -28,21 +34,22 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-@lru_cache(maxsize=1)
-def preload_links() -> bytes:
-    """The <link rel="modulepreload"> tags of the STEMS found once each in Streamlit's static folder."""
+@lru_cache(maxsize=16)
+def preload_links(page: str = "") -> bytes:
+    """The <link rel="modulepreload"> tags of STEMS and the page's PAGE_STEMS, each found once in Streamlit's static
+    folder (`page`: the first part of the address, "" for Home)."""
     files = sorted(p.name for p in JS_DIR.glob("*.js")) if JS_DIR.is_dir() else []
     tags = []
-    for stem in STEMS:
+    for stem in STEMS + PAGE_STEMS.get(page, ()):
         found = [name for name in files if name.startswith(stem + ".") and name.count(".") == stem.count(".") + 2]
         if len(found) == 1:
             tags.append(f'<link rel="modulepreload" crossorigin href="./static/js/{found[0]}">')
     return "".join(tags).encode()
 
 
-def with_preloads(page: bytes) -> bytes:
-    """The page with the preload tags just before </head> (unchanged when it has none)."""
-    links = preload_links()
+def with_preloads(page: bytes, path: str = "/") -> bytes:
+    """The page served at `path` with its preload tags just before </head> (unchanged when it has none)."""
+    links = preload_links(path.strip("/").split("/")[0])
     at = page.find(b"</head>")
     return page if at < 0 or not links else page[:at] + links + page[at:]
 
@@ -72,7 +79,7 @@ class PreloadChunks:
                 body.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
-                page = with_preloads(b"".join(body))
+                page = with_preloads(b"".join(body), path)
                 headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
                 await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
                 await send({"type": "http.response.body", "body": page})
