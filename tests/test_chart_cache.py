@@ -42,3 +42,12 @@ def test_a_caller_changing_its_spec_does_not_change_the_next_one():
 def test_an_argument_it_cannot_read_raises_instead_of_being_cached_by_identity():
     with pytest.raises(TypeError, match="cannot fingerprint"):
         cached_chart(source_strip, SRC, object())
+
+
+def test_the_cache_stays_within_its_row_budget(monkeypatch):
+    import ui.chart_cache as cache
+
+    monkeypatch.setattr(cache, "MAX_ROWS", 30)
+    for i in range(10):
+        cached_chart(source_strip, SRC, [0.1, 0.2, 0.3, i / 10])
+    assert sum(cache._rows.values()) <= 30 and set(cache._rows) == set(cache._specs)

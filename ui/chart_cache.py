@@ -23,7 +23,9 @@ import torch
 from ui.widgets import chart_spec
 
 MAX_SPECS = 256
+MAX_ROWS = 200_000  # data rows held over all specs (a Hugging Face model's head grid has ~10k; a row ~100 bytes)
 _specs: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+_rows: dict[tuple[str, str], int] = {}
 _lock = threading.Lock()
 
 
@@ -73,8 +75,10 @@ def cached_chart(build: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[s
             _specs.move_to_end(key)
     if spec is None:
         spec = chart_spec(build(*args, **kwargs))
+        rows = sum(len(data) for data in spec.get("datasets", {}).values() if isinstance(data, list))
         with _lock:
-            _specs[key] = spec
-            while len(_specs) > MAX_SPECS:
-                _specs.popitem(last=False)
+            _specs[key], _rows[key] = spec, rows
+            while len(_specs) > MAX_SPECS or (len(_specs) > 1 and sum(_rows.values()) > MAX_ROWS):
+                oldest, _ = _specs.popitem(last=False)
+                _rows.pop(oldest, None)
     return copy.deepcopy(spec)  # the caller's copy: Streamlit may add to it
