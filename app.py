@@ -1,15 +1,19 @@
 """Attention Studio: the frame around every page (page config, navigation, shared sidebar).
 
 `streamlit run app.py` first imports this file to look for an ASGI app: it finds `app`, an `st.App` whose start-up
-imports the pages' libraries and loads the default model before the server answers (`ui.serve.warm_up`). Every
-browser session then runs this file as the page script, where `__name__` is "__main__".
+imports the pages' libraries and loads the default model before the server answers (`ui.serve.warm_up`), and whose
+middleware has the browser fetch the chart and widget code every page needs while the page starts (`ui.preload`).
+Every browser session then runs this file as the page script, where `__name__` is "__main__".
 """
 import streamlit as st
 
 if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find the app
+    from starlette.middleware import Middleware
+
+    from ui.preload import PreloadChunks
     from ui.serve import warm_up_lifespan
 
-    app = st.App(__file__, lifespan=warm_up_lifespan)
+    app = st.App(__file__, lifespan=warm_up_lifespan, middleware=[Middleware(PreloadChunks)])
 else:
     from ui.presenter import apply_presenter, presenter_switch
     from ui.settings import configure_charts, configure_torch

@@ -84,9 +84,11 @@ else:
 trace = result.trace
 if (asked := merged_words()) is not None:  # a shared link's choice (issue 12)
     st.session_state.setdefault("attention_merge_words", asked)
-if st.toggle("Merge subword pieces into words", key="attention_merge_words",
-             help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. "
-                  "A piece starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces."):
+subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words
+if subword and st.toggle("Merge subword pieces into words", key="attention_merge_words",
+                         help="Keys are summed within a word and queries averaged within a word, so every row still "
+                              "sums to 1. A piece starting with ▁ or Ġ (or a special token) starts a word. The trace "
+                              "download keeps the pieces."):
     trace = merge_words(trace)
 st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or mode == "teacher"
                                                                else " (stopped at the step limit)"))
@@ -111,17 +113,19 @@ gold = gold_cells(alignment, len(trace.decoder_input_tokens))
 map_col, side_col = st.columns([3, 2], gap="large")
 with map_col:
     show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="attention_gold")
+    # labels and legend take ~160 px beside the map: at 1400 px wide this fills the column without clipping
     heatmap = attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
-                                size=460)
+                                size=336)
     show_chart(heatmap, key="attention_heatmap", width="content")
 with side_col:
-    st.markdown("**Download**")
-    stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
-    chart_downloads(lambda: chart_to_png(heatmap), lambda: chart_to_svg(heatmap), stem,
-                    "attention_heatmap_download")
-    st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
-                       mime="application/json", key="attention_trace_json", icon=":material/data_object:",
-                       on_click="ignore", width="stretch")
+    with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
+        st.markdown("**Download**")
+        stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
+        chart_downloads(lambda: chart_to_png(heatmap), lambda: chart_to_svg(heatmap), stem,
+                        "attention_heatmap_download")
+        st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
+                           mime="application/json", key="attention_trace_json", icon=":material/data_object:",
+                           on_click="ignore", width="stretch")
     st.markdown(f"**Head statistics · {KIND_TITLES[kind].lower()}**")
     stats = head_stats(trace, kind)
     stats.insert(0, "map", [head_label(int(h), int(lay)) for lay, h in zip(stats["layer"], stats["head"])])

@@ -15,7 +15,16 @@ from ui.compare_view import (
 from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy, greedy_or_message, share_text
 from ui.presenter import head_keys
-from ui.widgets import head_label, head_picker, kind_picker, layer_picker, require_model, show_chart, show_chips
+from ui.widgets import (
+    chart_heading,
+    head_label,
+    head_picker,
+    kind_picker,
+    layer_picker,
+    require_model,
+    show_chart,
+    show_chips,
+)
 
 ensure_frame()
 active = require_model()
@@ -74,10 +83,10 @@ stepped = kind != "encoder_self"  # the encoder's map is the same at every step
 map_a, map_b = st.columns(2, gap="large")
 for column, tag, model, trace in ((map_a, "A", active, trace_a), (map_b, "B", other, trace_b)):
     row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None  # an output that ended shows its last row
-    with column:
-        show_chart(attention_heatmap(trace, kind, layer, head, size=380, max_row=row, highlight_row=row,
-                                     title=f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
-                                           f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else "")),
+    with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
+        chart_heading(f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                      f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
+        show_chart(attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title=""),
                    key=f"compare_map_{tag.lower()}", width="content")
 
 st.subheader("Difference B − A", anchor=False)

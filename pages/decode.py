@@ -14,6 +14,7 @@ from ui import decode_state as ds
 from ui.ablation_view import ablated_run, head_selection, show_ablated_step, show_comparison
 from ui.alignment_view import show_alignment_scores
 from ui.attribution_view import show_step_attribution
+from ui.chart_cache import cached_chart
 from ui.frame import ensure_frame
 from ui.inference import (
     bind_reference,
@@ -29,6 +30,7 @@ from ui.inference import (
 )
 from ui.models import ActiveModel
 from ui.presenter import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys
+from ui.url_state import presenting
 from ui.url_state import write as write_link
 from ui.weights_view import show_weights
 from ui.widgets import (
@@ -89,11 +91,13 @@ for column, view in zip(summary, available):
             st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
         elif view == ds.GREEDY and not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
-with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get("decode_ablate"))):
-    ablate_heads = head_selection(active, "decode_ablate")
-    ablated = ablated_run(active, text, ablate_heads, top_k=top_k)
-    if ablated is not None:
-        show_comparison(free, ablated, ablate_heads, key="decode_ablation")
+ablated = None
+if not presenting() or st.session_state.get("decode_ablate"):  # on a projector only when heads are switched off
+    with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get("decode_ablate"))):
+        ablate_heads = head_selection(active, "decode_ablate")
+        ablated = ablated_run(active, text, ablate_heads, top_k=top_k)
+        if ablated is not None:
+            show_comparison(free, ablated, ablate_heads, key="decode_ablation")
 
 
 @st.fragment
@@ -138,11 +142,12 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
                    caption="predictions so far" if view == ds.TEACHER else "output so far")
         self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
         chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
-        show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], self_row, max_width=600,
-                                     all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
+        show_chart(cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
+                                all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
     with right:
         chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
-        show_chart(topk_bars(step.top_k, chosen=step.token), key="decode_topk", width="content")
+        show_chart(cached_chart(topk_bars, step.top_k, chosen=step.token, width=240), key="decode_topk",
+                   width="content")
         alternatives = [tok for tok, _ in step.top_k if tok != step.token]
         if alternatives:
             if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
@@ -155,7 +160,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     cross_row = trace.matrix("cross", layer, head)[t].tolist()
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                   f"{head_label(head).lower()}")
-    show_chart(source_strip(trace.source_tokens, cross_row, max_width=1000), width="content",
+    show_chart(cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000), width="content",
                key="decode_source_strip")
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
@@ -170,12 +175,13 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     if view == ds.TEACHER and reference.strip() != reference_for(active, text):
         alignment = None  # the gold alignment belongs to the correct output, not to an arbitrary reference
     gold = gold_cells(alignment, len(trace.decoder_input_tokens))
-    map_col, side_col = st.columns(2, gap="large")
+    # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend
+    map_col, side_col = st.columns([9, 6], gap="large")
     with map_col:
         chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
-        show_chart(attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                     gold=gold if st.session_state.get("decode_gold", True) else (), size=360,
-                                     title=""), key="decode_heatmap", width="content")
+        show_chart(cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
+                                gold=gold if st.session_state.get("decode_gold", True) else (), size=330, title=""),
+                   key="decode_heatmap", width="content")
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
@@ -184,7 +190,8 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
         st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
                    "shaded grey and the current step's row is outlined in red.")
     try:
-        grid = attention_grid(trace, "cross", layers=[layer], max_row=t, cell=grid_cell(trace.n_heads, 150))
+        grid = cached_chart(attention_grid, trace, "cross", layers=[layer], max_row=t,
+                            cell=grid_cell(trace.n_heads, 150))
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:

@@ -3,6 +3,7 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap
 from transformer.decode import MAX_INPUT_CHARS
+from ui.chart_cache import cached_chart
 from ui.frame import ensure_frame
 from ui.gallery import show_gallery
 from ui.inference import bind_text, greedy_or_message, share_text
@@ -34,7 +35,7 @@ with st.container(border=True):
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:
-            show_chart(attention_heatmap(result.trace, "cross", layer, None, size=360),
+            show_chart(cached_chart(attention_heatmap, result.trace, "cross", layer, None, size=315),
                             width="content")
 
 show_gallery()

@@ -107,6 +107,21 @@ def test_attention_round_trip_keeps_mode_kind_layer_head_and_scale(studio_env):
                                        "attention_layer", "attention_head", "attention_fixed_scale"])
 
 
+@pytest.mark.parametrize("page", ["decode", "attention"])
+def test_ablated_heads_round_trip_with_the_same_ablated_run(studio_env, page):
+    at = open_app(page)
+    at.text_input(key=f"{page}_text").input(TEXT).run()
+    at.multiselect(key=f"{page}_ablate").set_value(["cross:L2H1", "enc:L1H2"]).run()
+    assert_no_exception(at)
+    assert at.query_params["ablate"] == "cross.L2H1,enc.L1H2"  # what the user chose is in the link at once
+    ablated = [m for m in texts(at.markdown) if m.startswith("**Without ")]
+    assert ablated == ["**Without Cross L2 H1, Enc\\. self L1 H2**"]
+    fresh = assert_same_view(at, page, [f"{page}_text", f"{page}_ablate"])  # the same ablated run's charts
+    assert [m for m in texts(fresh.markdown) if m.startswith("**Without ")] == ablated
+    at.multiselect(key=f"{page}_ablate").set_value([]).run()
+    assert "ablate" not in at.query_params  # cleared: the link no longer switches heads off
+
+
 def test_home_and_compare_round_trips(studio_env):
     at = open_app()
     at.text_input(key="home_text").input(TEXT).run()
@@ -199,6 +214,15 @@ def test_presenter_mode_from_the_link_hides_the_sidebar_and_keys_switch_heads(st
     at.button(key="studio_present_leave").click().run()
     assert "present" not in at.query_params
     assert not [h for h in at.get("html") if "presenter mode" in str(h.proto.body)]
+
+
+def test_presenter_decode_keeps_the_projector_frame_for_the_step(studio_env):
+    at = open_link("decode", {"text": TEXT, "present": "1"})
+    css = " ".join(str(h.proto.body) for h in at.get("html") if "presenter mode" in str(h.proto.body))
+    assert ".st-key-decode_view" in css and ".st-key-attention_downloads" in css  # expert controls hidden
+    assert not [e for e in at.expander if e.label.startswith("Switch heads off")]  # no empty ablation panel
+    with_heads = open_link("decode", {"text": TEXT, "present": "1", "ablate": "cross.L1H1"})
+    assert [e for e in with_heads.expander if e.label.startswith("Switch heads off")]  # a link's ablation still shows
 
 
 def test_the_copy_link_names_the_view(studio_env):

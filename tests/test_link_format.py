@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from transformer.decode import MAX_INPUT_CHARS
-from ui.link_format import MEAN, ModelSizes, check_sizes, parse_ablated, parse_params, to_params
+from ui.link_format import (MEAN, ModelSizes, check_sizes, head_labels, labels_to_heads, parse_ablated, parse_params,
+                             to_params)
 
 SIZES = ModelSizes(encoder_layers=3, decoder_layers=2, heads=4)
 
@@ -54,3 +55,10 @@ def test_layers_heads_and_ablated_heads_are_checked_against_the_model():
 def test_ablated_heads_are_deduplicated_and_an_empty_list_is_none():
     assert parse_ablated("") == ()
     assert parse_ablated("cross.L1H2, cross.L1H2,dec.L1H1") == (("cross", 0, 1), ("decoder_self", 0, 0))
+
+
+def test_the_ablation_pickers_labels_read_as_link_heads_and_back():
+    heads = (("cross", 1, 0), ("encoder_self", 0, 1))
+    assert head_labels(heads) == ["cross:L2H1", "enc:L1H2"]  # what the Decode and Attention pickers hold
+    assert labels_to_heads(head_labels(heads)) == heads == parse_ablated("cross:L2H1,enc.L1H2")
+    assert head_labels(()) == [] and labels_to_heads([]) == ()

@@ -26,7 +26,6 @@ from ui.widgets import chart_heading, head_label, md, md_token, show_chart, show
 SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
 SWEEP_CACHE_KEY = "studio_sweeps"
 SWEEP_CACHE_SIZE = 8
-URL_PARAM = "ablate"
 
 
 def head_title(label: str) -> str:
@@ -45,30 +44,9 @@ def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | N
     return decode_teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
 
 
-def bind_url_heads(active: ActiveModel, key: str) -> None:
-    """Heads named in the link (`?ablate=cross:L1H2,enc:L2H1`) become the selection once per model and link; heads
-    the model does not have are named in a warning (shown while the link asks for them) and left out."""
-    raw = st.query_params.get(URL_PARAM)
-    if not raw:
-        return
-    bound = st.session_state.get(f"{key}_url")
-    if bound is None or bound[0] != (active.cache_key, raw):
-        good, bad = [], []
-        for label in raw.split(","):
-            try:
-                good.append(parse_head(label, active.decoder).label)
-            except HeadError as exc:
-                bad.append(str(exc))
-        st.session_state[key] = list(dict.fromkeys(good))
-        bound = ((active.cache_key, raw), tuple(bad))
-        st.session_state[f"{key}_url"] = bound
-    for message in bound[1]:
-        st.warning(f"The link asks to switch off a head this model does not have: {message}", icon=":material/link:")
-
-
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
-    """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped."""
-    bind_url_heads(active, key)
+    """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped. A link's
+    `ablate=` fills it (ui.url_state, which notes heads the model lacks), and a change goes into the link."""
     lm = active.decoder
     options = [h.label for h in all_heads(lm)]
     chosen = st.session_state.get(key)

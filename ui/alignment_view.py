@@ -9,6 +9,7 @@ from transformer.analysis import alignment_scores
 from transformer.charts import alignment_table_chart
 from transformer.data import GoldSource
 from transformer.decode import AttentionTrace
+from ui.chart_cache import cached_chart
 from ui.widgets import show_chart
 
 
@@ -16,4 +17,4 @@ def show_alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource], *, 
     """How often each cross-attention head's strongest weight falls on the gold source token."""
     st.markdown("**Alignment score per head**: share of target tokens whose strongest cross-attention weight is "
                 "on the gold source token")
-    show_chart(alignment_table_chart(alignment_scores(trace, gold)), key=key, width="content")
+    show_chart(cached_chart(alignment_table_chart, alignment_scores(trace, gold)), key=key, width="content")

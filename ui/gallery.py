@@ -48,12 +48,12 @@ def available_views() -> list[ReadyView]:
 
 
 def show_gallery() -> None:
-    """The ready views as page links, up to four to a row."""
+    """The ready views as page links, two to a row (four to a row cut their labels: "The anti-diagonal of reve")."""
     views = available_views()
     if not views:
         return
     st.markdown("#### Start from a ready view")
-    columns = st.columns(min(len(views), 4))
+    columns = st.columns(min(len(views), 2))
     for i, view in enumerate(views):
         with columns[i % len(columns)].container(border=True):
             st.page_link(f"pages/{view.page}.py", label=f"**{view.label}** · {view.checkpoint}",

@@ -23,7 +23,7 @@ ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
 # the picker lists is ever used, so a link cannot name a path: this only turns garbage away with a clear note
 _NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
 _MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
-_HEAD_REF = re.compile(r"^(enc|dec|cross)\.L(\d{1,3})H(\d{1,3})$")
+_HEAD_REF = re.compile(r"^(enc|dec|cross)[.:]L(\d{1,3})H(\d{1,3})$")  # "." in links; ":" as the app labels heads
 MAX_ABLATED = 64
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
@@ -92,7 +92,8 @@ def _head(value: str) -> int:
 
 
 def parse_ablated(value: str) -> tuple[tuple[str, int, int], ...]:
-    """`cross.L1H2,enc.L2H1` -> (("cross", 0, 1), ("encoder_self", 1, 0)); raises ValueError naming the bad item."""
+    """`cross.L1H2,enc.L2H1` -> (("cross", 0, 1), ("encoder_self", 1, 0)); raises ValueError naming the bad item.
+    `cross:L1H2` (the app's and the CLI's head labels) reads the same."""
     if not value.strip():
         return ()
     items = [item.strip() for item in value.split(",")]
@@ -111,6 +112,16 @@ def format_ablated(heads: tuple[tuple[str, int, int], ...]) -> str:
     """The inverse of parse_ablated."""
     short = {kind: name for name, kind in ABLATE_KINDS.items()}
     return ",".join(f"{short[kind]}.L{layer + 1}H{head + 1}" for kind, layer, head in heads)
+
+
+def head_labels(heads: tuple[tuple[str, int, int], ...]) -> list[str]:
+    """Link heads -> the ablation picker's labels: (("cross", 0, 1),) -> ["cross:L1H2"]."""
+    return [label.replace(".", ":", 1) for label in format_ablated(heads).split(",") if label]
+
+
+def labels_to_heads(labels: list[str]) -> tuple[tuple[str, int, int], ...]:
+    """The ablation picker's labels -> link heads (the inverse of head_labels)."""
+    return parse_ablated(",".join(labels))
 
 
 # parameter -> (parser of the link's text, formatter back to text)

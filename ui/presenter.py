@@ -19,15 +19,16 @@ from ui.widgets import md
 NEXT_STEP_KEY, PREV_STEP_KEY = "Right", "Left"
 NEXT_HEAD_KEY, PREV_HEAD_KEY = "H", "Shift+H"
 SWITCH_KEY = "P"
-HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce",
-               "attention_trace_json", "attention_heatmap_download_png", "attention_heatmap_download_svg",
-               "attention_grid_download_png", "attention_grid_download_svg", "attention_fixed_scale", "studio_share")
+HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce", "decode_view",
+               "attention_downloads", "attention_grid_download_png", "attention_grid_download_svg",
+               "attention_fixed_scale", "studio_share")
 _CSS = """
 <style>
 /* presenter mode */
 html { font-size: 19px; }
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"],
-[data-testid="stCaptionContainer"], %s { display: none !important; }
+[data-testid="stElementContainer"]:has([data-testid="stCaptionContainer"]), [data-testid="stCaptionContainer"],
+%s { display: none !important; }
 [data-testid="stMainBlockContainer"] { max-width: 100%%; padding: 0.6rem 1.6rem 1rem 1.6rem; }
 h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
 .st-key-studio_present_bar { margin-bottom: -1.2rem; }

@@ -25,11 +25,10 @@ from ui.inference import (
     greedy,
     teacher,
 )
-from ui.link_format import ModelSizes, check_sizes, parse_params, to_params
+from ui.link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 
 PRESENT_KEY = "studio_present"
-ABLATE_KEY = "studio_ablated_heads"  # (kind, layer, head) triples a link asks to ablate; read by ablated_heads()
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
 NOTES_KEY = "studio_url_notes"
@@ -37,15 +36,18 @@ NOTES_KEY = "studio_url_notes"
 PAGE_WIDGETS: dict[str, dict[str, str]] = {
     "home": {"text": "home_text", "layer": "home_layer"},
     "decode": {"text": "decode_text", "ref": "decode_reference", "topk": "decode_top_k", "view": ds.VIEW_KEY,
-               "step": ds.STEP_KEY, "layer": "decode_layer", "head": "decode_head"},
+               "step": ds.STEP_KEY, "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate"},
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
-                  "fixed": "attention_fixed_scale"},
+                  "fixed": "attention_fixed_scale", "ablate": "attention_ablate"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head"},
     "train": {},
 }
-_SESSION_PARAMS = {"ablate": ABLATE_KEY, "words": WORDS_KEY}  # not widgets: kept for the pages that use them
+_SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
+# link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples
+_TO_WIDGET = {"ablate": head_labels}
+_FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None}
 
 
 def page_name(title: str) -> str:
@@ -56,11 +58,6 @@ def page_name(title: str) -> str:
 def presenting() -> bool:
     """Whether presenter mode is on in this session."""
     return bool(st.session_state.get(PRESENT_KEY, False))
-
-
-def ablated_heads() -> tuple[tuple[str, int, int], ...]:
-    """Heads the link asked to ablate, as (kind, 0-based layer, 0-based head); () when none."""
-    return tuple(st.session_state.get(ABLATE_KEY, ()))
 
 
 def merged_words() -> bool | None:
@@ -152,7 +149,7 @@ def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], not
             state[ds.STEP_FOR_KEY] = (active.task_name, text)  # keeps prepare_step from resetting it to 1
     for name, key in widgets.items():
         if name in values:
-            state[key] = values[name]
+            state[key] = _TO_WIDGET.get(name, lambda v: v)(values[name])
     for name, key in _SESSION_PARAMS.items():
         if name in values:
             state[key] = values[name]
@@ -188,7 +185,8 @@ def view_values(page: str) -> dict[str, Any]:
     state = st.session_state
     values: dict[str, Any] = {"model": state.get(MODEL_KEY)}
     for name, key in PAGE_WIDGETS.get(page, {}).items():
-        values[name] = state.get(key)
+        value = state.get(key)
+        values[name] = _FROM_WIDGET[name](value) if name in _FROM_WIDGET and value is not None else value
     if page == "attention" and values.get("mode") != "teacher":
         values.pop("ref", None)
     if page == "decode":

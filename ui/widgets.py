@@ -135,6 +135,7 @@ def chart_heading(text: str) -> None:
     st.markdown(f'<p class="studio-chart-heading">{html.escape(text)}</p>', unsafe_allow_html=True)
 
 
-def show_chart(chart: alt.TopLevelMixin, **kwargs: Any) -> Any:
-    """st.altair_chart without re-validating the spec on every rerun. Same arguments and return value."""
-    return st.vega_lite_chart(spec=chart_spec(chart), **kwargs)
+def show_chart(chart: alt.TopLevelMixin | dict[str, Any], **kwargs: Any) -> Any:
+    """st.altair_chart without re-validating the spec on every rerun (or a spec from ui.chart_cache). Same arguments
+    and return value."""
+    return st.vega_lite_chart(spec=chart if isinstance(chart, dict) else chart_spec(chart), **kwargs)

@@ -41,5 +41,5 @@ def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
     text = base.mark_text(fontSize=12).encode(
         text=alt.Text("score_text:N"),
         color=alt.ColorValue("#222", condition={"test": "datum.score > 0.6", "value": "white"}))
-    return alt.layer(cells, text).properties(width=56 * len(heads), height=34 * len(layers), autosize=AUTOSIZE,
+    return alt.layer(cells, text).properties(width=40 * len(heads), height=34 * len(layers), autosize=AUTOSIZE,
                                              view=alt.ViewBackground(stroke=None))

@@ -1,0 +1,89 @@
+"""Chunks every page needs, fetched while the page starts instead of when its first chart arrives.
+
+Streamlit's frontend loads an element's code only when the element first shows up: the Vega-Lite chart code (~760 KB,
+`embed.*.js`), Arrow's decoder, the HTML and widget code were fetched and compiled after the script's first
+messages, on the critical path to the first chart. `PreloadChunks` (an ASGI middleware of app.py's `st.App`) adds
+`<link rel="modulepreload">` for them to the page Streamlit serves, so the browser fetches and compiles them while it
+waits for the server. The file names are looked up once in Streamlit's own static folder: a chunk a later Streamlit
+does not have (or names twice) is simply not preloaded.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import streamlit
+
+# the stems (file name before the hash) of what Home, Decode, Attention and Compare all load for their first view
+STEMS = ("embed", "ArrowVegaLiteChart", "vega-interpreter", "serialization", "recordbatch", "Quiver",
+         "withFullScreenWrapper", "CustomTheme", "rehype-raw", "hastscript", "web-namespaces", "Html", "purify.es",
+         "Selectbox", "useSyncComboBoxEnterTargetFocus", "useMenuTrigger", "TextInput", "TextField", "Button",
+         "DownloadButton", "WidgetLabel", "WidgetLabelHelpIcon", "PageLink")
+# and what only some pages load for theirs (tables, radios, sliders, toggles, the ablation picker)
+PAGE_STEMS = {
+    "decode": ("Radio", "Slider", "moment", "numbro", "NumberInput", "Checkbox", "Multiselect"),
+    "attention": ("DataFrame", "arrowFormatUtils", "Radio", "Checkbox", "Multiselect"),
+    "compare": ("DataFrame", "arrowFormatUtils", "Radio", "Slider", "moment", "numbro"),
+}
+JS_DIR = Path(streamlit.__file__).parent / "static" / "static" / "js"
+_SKIP = ("/_stcore", "/static/", "/media/", "/component/", "/app/static/", "/favicon")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@lru_cache(maxsize=16)
+def preload_links(page: str = "") -> bytes:
+    """The <link rel="modulepreload"> tags of STEMS and the page's PAGE_STEMS, each found once in Streamlit's static
+    folder (`page`: the first part of the address, "" for Home)."""
+    files = sorted(p.name for p in JS_DIR.glob("*.js")) if JS_DIR.is_dir() else []
+    tags = []
+    for stem in STEMS + PAGE_STEMS.get(page, ()):
+        found = [name for name in files if name.startswith(stem + ".") and name.count(".") == stem.count(".") + 2]
+        if len(found) == 1:
+            tags.append(f'<link rel="modulepreload" crossorigin href="./static/js/{found[0]}">')
+    return "".join(tags).encode()
+
+
+def with_preloads(page: bytes, path: str = "/") -> bytes:
+    """The page served at `path` with its preload tags just before </head> (unchanged when it has none)."""
+    links = preload_links(path.strip("/").split("/")[0])
+    at = page.find(b"</head>")
+    return page if at < 0 or not links else page[:at] + links + page[at:]
+
+
+class PreloadChunks:
+    """ASGI middleware: adds preload_links() to the HTML page Streamlit serves for a page's address."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or scope.get("method") != "GET" or path.startswith(_SKIP):
+            await self.app(scope, receive, send)
+            return
+        start: dict[str, Any] | None = None
+        body: list[bytes] = []
+
+        async def send_page(message: dict[str, Any]) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = {k.lower(): v for k, v in message.get("headers", [])}
+                if b"text/html" in headers.get(b"content-type", b"") and b"content-encoding" not in headers:
+                    start = message  # held back until the body is complete
+                    return
+            elif message["type"] == "http.response.body" and start is not None:
+                body.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                page = with_preloads(b"".join(body), path)
+                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
+                await send({"type": "http.response.body", "body": page})
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_page)
