@@ -56,7 +56,7 @@ def server(tiny_checkpoint_dir, tmp_path):
 
 
 @pytest.fixture
-def page(server):
+def page(server, request):
     """A headless Chromium page on the app's home page."""
     from playwright.sync_api import sync_playwright
 
@@ -68,7 +68,7 @@ def page(server):
             tab.set_default_timeout(30_000)
             tab.goto(server.url)
             yield tab
-            _shot(tab, "last")  # what the page showed when the test ended (passed or failed)
+            _shot(tab, f"last_{request.node.name}")  # what the page showed when the test ended (passed or failed)
         finally:
             browser.close()
 
@@ -157,7 +157,7 @@ def _choose_tiny_preset(page) -> None:
 
 
 def _train_page(page) -> None:
-    open_page(page, "Train")
+    _go_to(page, "Train")
     _choose_tiny_preset(page)
     for key, value in TRAIN_FORM.items():
         field = page.locator(f".st-key-{key} input")
