@@ -202,7 +202,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:
-        st.caption("Click a head's panel to switch that head off (ablation, above); click it again to switch it back on.")
+        st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
         show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
                    on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
     write_link("decode")  # Next / Prev rerun only this fragment: the URL follows the step
