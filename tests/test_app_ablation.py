@@ -89,12 +89,14 @@ def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt
     assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-5)
     at.toggle(key="attention_agreement_on").set_value(True).run()
     assert_no_exception(at)
-    expected = agreement_frame(result.trace.cross, attribute_steps(lm, TEXT, out))
-    shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")
-             if len(only_frame(c)) == len(expected)]
-    ordered = expected.sort_values(["layer", "head"])
-    for column in ("spearman", "top1"):  # one heatmap of each figure
-        assert any(values == pytest.approx(ordered[column].tolist(), abs=1e-5) for values in shown), column
+    attributions = attribute_steps(lm, TEXT, out)
+    shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")]
+    for kind in ("cross", "decoder_self"):  # a heatmap of each figure for each kind
+        weights = result.trace.cross if kind == "cross" else result.trace.decoder_self
+        ordered = agreement_frame(weights, attributions, kind=kind).sort_values(["layer", "head"])
+        for column in ("spearman", "top1"):
+            assert any(values == pytest.approx(ordered[column].tolist(), abs=1e-5) for values in shown), (kind, column)
+    assert any("Decoder self-attention vs attribution to the decoder inputs" in m for m in texts(at.markdown))
 
 
 def _charts_with(at, column: str):
