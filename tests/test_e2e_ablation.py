@@ -75,3 +75,36 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir,
             assert "Traceback" not in app.log_text()
         finally:
             browser.close()
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(tmp_path):
+    """Issue 14's "done when": both features on every shipped model in a real browser. Each model is opened by its
+    link on Decode; a click on its layer-1 grid's head 1 switches that head off, and the attribution strip of step 1
+    is drawn once its expander is opened."""
+    from playwright.sync_api import sync_playwright
+
+    names = sorted(p.name for p in SHIPPED.iterdir() if (p / "config.json").is_file())
+    assert {"reverse", "sort", "toy-en-de", "multi30k-en-de"} <= set(names)
+    with running_app(SHIPPED, tmp_path / "runs") as app, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            for name in names:
+                page = new_page(browser)  # a fresh session per model
+                page.set_default_timeout(120_000)
+                page.goto(f"{app.url}/decode?model=shipped:{name}&layer=1")
+                page.get_by_role("heading", name=re.compile(r"^Step 1 of \d+")).wait_for()
+                _panel(page, "decode_grid", "L1 H1").click()
+                page.get_by_text(re.compile(r"^Without Cross L1 H1$")).wait_for()
+                page.locator(".st-key-decode_attr_open summary").click()
+                wait_charts(page, r"Integrated Gradients attribution to step 1's output", 1, timeout_ms=120_000)
+                assert page_errors(page) == [], name
+                if name == "multi30k-en-de":
+                    ARTIFACTS.mkdir(exist_ok=True)
+                    page.screenshot(path=str(ARTIFACTS / "e2e_shipped_ablation_attribution.png"), full_page=True)
+                page.context.close()
+            assert "Traceback" not in app.log_text()
+        finally:
+            browser.close()
