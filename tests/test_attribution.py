@@ -8,6 +8,7 @@ from transformer.analysis import (
     IG_STEPS,
     Attribution,
     agreement_frame,
+    agreement_frames,
     agreement_summary,
     attribute_step,
     attribute_steps,
@@ -150,3 +151,12 @@ def test_decoder_self_agreement_lines_up_with_the_traced_decoder_inputs(setup):
     row = frame[(frame["layer"] == 1) & (frame["head"] == 0)].iloc[0]
     assert row["spearman"] == pytest.approx(1.0) and row["top1"] == pytest.approx(1.0)
     assert len(frame) == 2 * 5 and frame["spearman"].between(-1, 1).all()
+
+
+def test_both_kinds_are_compared_and_a_single_step_output_has_no_decoder_self_rows(setup):
+    model, st, result = setup
+    out = output_ids(result)
+    frames = agreement_frames(result.trace, attribute_steps(model, TEXT, out, n_steps=8))
+    assert frames.groupby("kind").size().to_dict() == {"cross": 2 * 5, "decoder_self": 2 * 5}
+    first = agreement_frames(result.trace, attribute_steps(model, TEXT, out, steps=[0], n_steps=8))
+    assert set(first["kind"]) == {"cross"}

@@ -40,14 +40,9 @@ def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig
 def agreement_frames(trace: AttentionTrace, attributions: Sequence[Attribution]) -> pd.DataFrame:
     """agreement_frame of cross-attention and of decoder self-attention, one frame with a "kind" column (no decoder
     self-attention rows for an output of a single step: there is nothing to rank)."""
-    frames = []
-    for kind in AGREEMENT_KINDS:
-        try:
-            frames.append(agreement_frame(trace.weights(kind), attributions, kind).assign(kind=kind))
-        except ValueError:
-            if kind == "cross":
-                raise
-    return pd.concat(frames, ignore_index=True)
+    kinds = AGREEMENT_KINDS if any(a.step >= 1 for a in attributions) else ("cross",)
+    return pd.concat([agreement_frame(trace.weights(kind), attributions, kind).assign(kind=kind) for kind in kinds],
+                     ignore_index=True)
 
 
 def average_drops(sweeps: Sequence[Sweep]) -> pd.DataFrame:
