@@ -3,6 +3,7 @@ from functools import partial
 
 import streamlit as st
 
+from transformer.analysis import Head
 from transformer.charts import (
     ChartTooLargeError,
     attention_grid,
@@ -11,7 +12,6 @@ from transformer.charts import (
     source_strip,
     topk_bars,
 )
-from transformer.analysis import Head
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
 from ui import decode_state as ds
 from ui.ablation_view import (

@@ -11,8 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_driver import CHROMIUM, choose, launch_chromium, new_page, open_page, page_errors, running_app, \
-    wait_charts
+from bench.app_driver import (
+    CHROMIUM,
+    choose,
+    launch_chromium,
+    new_page,
+    open_page,
+    page_errors,
+    running_app,
+    wait_charts,
+)
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 
