@@ -1,4 +1,6 @@
 """Attention explorer: any kind, layer and head (or their mean) for one input, the model view and head statistics."""
+from functools import partial
+
 import streamlit as st
 
 from transformer.analysis import head_stats
@@ -11,7 +13,15 @@ from transformer.charts import (
     selected_panel,
 )
 from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label, merge_words
-from ui.ablation_view import attention_ablation, current_output, show_sweep
+from ui.ablation_view import (
+    attention_ablation,
+    clicked_note,
+    current_output,
+    grid_key,
+    off_panels,
+    show_sweep,
+    toggle_clicked_head,
+)
 from ui.alignment_view import show_alignment_scores
 from ui.attribution_view import show_agreement
 from ui.frame import ensure_frame
@@ -40,6 +50,7 @@ from ui.widgets import (
     show_chart,
 )
 
+GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 
 
@@ -143,17 +154,24 @@ with side_col:
         show_alignment_scores(trace, alignment, key="attention_alignment")
 
 st.subheader("Switch heads off", anchor=False)
-attention_ablation(active, text, result, reference if mode == "teacher" else None, kind, layer, head,
-                   fixed_scale=fixed)
+ablated_heads = attention_ablation(active, text, result, reference if mode == "teacher" else None, kind, layer, head,
+                                   fixed_scale=fixed)
 
 st.subheader("Model view: every layer × head", anchor=False)
-st.caption("Click a panel to open it large above; double-click to clear the selection.")
+clicks = st.radio("A click on a panel", list(GRID_CLICKS), format_func=GRID_CLICKS.__getitem__, horizontal=True,
+                  key="attention_grid_click", help="Double-click clears the selection (when a click opens a panel).")
+clicked_note("attention_grid_ablate")
 try:
-    grid = attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130))
+    grid = attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130),
+                          off=off_panels(ablated_heads, kind))
 except ChartTooLargeError as exc:
     st.info(str(exc))
 else:
-    show_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
+    if clicks == "ablate":
+        show_chart(grid, key=grid_key("attention_grid_ablate"), selection_mode="cell", width="content",
+                   on_select=partial(toggle_clicked_head, "attention_grid_ablate", kind, "attention_ablate"))
+    else:
+        show_chart(grid, key="attention_grid", on_select=open_panel, selection_mode="cell", width="content")
     with st.columns([2, 3])[0]:
         chart_downloads(lambda: chart_to_png(grid), lambda: chart_to_svg(grid), f"{kind}_all_heads",
                         "attention_grid_download")

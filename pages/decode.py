@@ -1,6 +1,9 @@
 """Decode: step through greedy decoding one token at a time, force a token, compare with teacher forcing."""
+from functools import partial
+
 import streamlit as st
 
+from transformer.analysis import Head
 from transformer.charts import (
     ChartTooLargeError,
     attention_grid,
@@ -11,7 +14,16 @@ from transformer.charts import (
 )
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
 from ui import decode_state as ds
-from ui.ablation_view import ablated_run, head_selection, show_ablated_step, show_comparison
+from ui.ablation_view import (
+    ablated_run,
+    clicked_note,
+    grid_key,
+    head_selection,
+    off_panels,
+    show_ablated_step,
+    show_comparison,
+    toggle_clicked_head,
+)
 from ui.alignment_view import show_alignment_scores
 from ui.attribution_view import show_step_attribution
 from ui.chart_cache import cached_chart
@@ -102,7 +114,7 @@ if not presenting() or st.session_state.get("decode_ablate"):  # on a projector 
 
 @st.fragment
 def step_through(active: ActiveModel, text: str, reference: str, results: dict[str, DecodeResult | None],
-                 prefix: ds.ForcedPrefix | None, ablated: DecodeResult | None) -> None:
+                 prefix: ds.ForcedPrefix | None, ablated: DecodeResult | None, ablate_heads: list[Head]) -> None:
     """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
     part of the page (the inputs, the decoding and the sidebar stay as they are)."""
     if st.session_state.pop(ds.RERUN_APP_KEY, False):
@@ -189,14 +201,17 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
             show_alignment_scores(trace, alignment, key="decode_alignment")
         st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
                    "shaded grey and the current step's row is outlined in red.")
+    clicked_note("decode_grid")
     try:
         grid = cached_chart(attention_grid, trace, "cross", layers=[layer], max_row=t,
-                            cell=grid_cell(trace.n_heads, 150))
+                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, "cross"))
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:
-        show_chart(grid, width="content", key="decode_grid")
+        st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
+        show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
+                   on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
     write_link("decode")  # Next / Prev rerun only this fragment: the URL follows the step
 
 
-step_through(active, text, reference, results, prefix, ablated)
+step_through(active, text, reference, results, prefix, ablated, ablate_heads)

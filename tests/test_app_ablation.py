@@ -89,12 +89,14 @@ def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt
     assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-5)
     at.toggle(key="attention_agreement_on").set_value(True).run()
     assert_no_exception(at)
-    expected = agreement_frame(result.trace.cross, attribute_steps(lm, TEXT, out))
-    shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")
-             if len(only_frame(c)) == len(expected)]
-    ordered = expected.sort_values(["layer", "head"])
-    for column in ("spearman", "top1"):  # one heatmap of each figure
-        assert any(values == pytest.approx(ordered[column].tolist(), abs=1e-5) for values in shown), column
+    attributions = attribute_steps(lm, TEXT, out)
+    shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")]
+    for kind in ("cross", "decoder_self"):  # a heatmap of each figure for each kind
+        weights = result.trace.cross if kind == "cross" else result.trace.decoder_self
+        ordered = agreement_frame(weights, attributions, kind=kind).sort_values(["layer", "head"])
+        for column in ("spearman", "top1"):
+            assert any(values == pytest.approx(ordered[column].tolist(), abs=1e-5) for values in shown), (kind, column)
+    assert any("Decoder self-attention vs attribution to the decoder inputs" in m for m in texts(at.markdown))
 
 
 def _charts_with(at, column: str):
@@ -126,3 +128,75 @@ def test_heads_named_in_the_link_are_switched_off_and_missing_ones_named(studio_
     assert len(notes) == 1 and "ablate='cross.L7H1' ignored (no such head in the model)" in notes[0]
     assert any("Without Cross L2 H1" in m for m in texts(at.markdown))
     assert at.query_params["ablate"] == "cross.L2H1"  # the link now names what is shown
+
+
+def _clicks_script(events: list, kind: str, target: str) -> None:
+    """Each event is what Streamlit puts in the grid's state when a panel is clicked; the page's on_select runs."""
+    import streamlit as st
+
+    from ui.ablation_view import clicked_note, grid_key, toggle_clicked_head
+
+    keys = []
+    for event in events:
+        keys.append(grid_key("grid"))
+        st.session_state[keys[-1]] = event
+        toggle_clicked_head("grid", kind, target)
+    clicked_note("grid")
+    st.session_state["chart_keys"] = keys
+
+
+def _click(layer: int, head: int) -> dict:
+    return {"selection": {"cell": [{"layer": layer, "head": head}]}}
+
+
+def _run_clicks(events: list, kind: str = "cross", before: list | None = None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_clicks_script, args=(events, kind, "page_ablate"), default_timeout=60)
+    if before is not None:
+        at.session_state["page_ablate"] = before
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def test_a_click_on_a_head_panel_switches_it_off_and_a_second_click_on_again():
+    at = _run_clicks([_click(0, 1)])
+    assert at.session_state["page_ablate"] == ["cross:L1H2"]
+    at = _run_clicks([_click(0, 1), _click(1, 0), _click(0, 1)])
+    assert at.session_state["page_ablate"] == ["cross:L2H1"]
+    keys = at.session_state["chart_keys"]
+    assert len(set(keys)) == 3, "the chart is not renewed after a click, so clicking the same panel again is lost"
+    at = _run_clicks([_click(0, 0)], kind="decoder_self", before=["cross:L2H1"])  # the multiselect's heads stay
+    assert at.session_state["page_ablate"] == ["cross:L2H1", "dec:L1H1"]
+
+
+def test_a_click_on_the_mean_panel_or_a_cleared_selection_switches_nothing_off():
+    at = _run_clicks([_click(1, -1)], before=["cross:L1H1"])
+    assert at.session_state["page_ablate"] == ["cross:L1H1"]
+    assert any("not one head" in m for m in texts(at.info))
+    at = _run_clicks([{"selection": {"cell": []}}], before=["cross:L1H1"])  # a double-click clears the selection
+    assert at.session_state["page_ablate"] == ["cross:L1H1"]
+    assert not at.info
+
+
+def test_heads_switched_off_are_marked_in_the_grid_and_written_into_the_link(studio_env):
+    at = _page("attention")
+    at.radio(key="attention_grid_click").set_value("ablate").run()
+    at.multiselect(key="attention_ablate").set_value(["cross:L1H2", "enc:L1H1"]).run()
+    assert_no_exception(at)
+    grid = only_frame(next(c for c in charts(at) if "heads and mean" in c["title"]))
+    assert sorted(set(grid.loc[grid["panel"].str.endswith("· off"), "panel"])) == ["L1 H2 · off"]
+    assert set(grid["panel"]) >= {"L1 H1", "L1 mean", "L2 H2"}
+    assert _link_param(at, "ablate") == "cross.L1H2,enc.L1H1"
+    at.multiselect(key="attention_ablate").set_value(["enc:L1H1"]).run()  # a change on the page replaces the link's
+    assert at.multiselect(key="attention_ablate").value == ["enc:L1H1"]
+    assert "L1 H2 · off" not in set(only_frame(next(c for c in charts(at) if "heads and mean" in c["title"]))["panel"])
+    assert _link_param(at, "ablate") == "enc.L1H1"
+    at.multiselect(key="attention_ablate").set_value([]).run()
+    assert _link_param(at, "ablate") is None
+
+
+def _link_param(at, name: str) -> str | None:
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value

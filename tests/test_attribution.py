@@ -6,7 +6,9 @@ from tiny_models import tiny_reverse_model
 
 from transformer.analysis import (
     IG_STEPS,
+    Attribution,
     agreement_frame,
+    agreement_frames,
     agreement_summary,
     attribute_step,
     attribute_steps,
@@ -112,3 +114,49 @@ def test_agreement_is_one_for_a_head_that_attends_where_attribution_points(setup
     assert row["spearman"] == pytest.approx(1.0) and row["top1"] == pytest.approx(1.0)
     assert agreement_summary(frame)["best_head"] == "L1H2"
     assert len(frame) == 2 * 5 and frame["spearman"].between(-1, 1).all()
+
+
+def _attr(step: int, target: list[float]) -> Attribution:
+    return Attribution("integrated_gradients", step, torch.tensor([1.0, 0.0]), torch.tensor(target), 0.0)
+
+
+def test_decoder_self_agreement_of_constructed_heads_is_known():
+    """Head 1 ranks the decoder inputs as attribution does, head 2 in the opposite order: Spearman 1 and -1."""
+    attrs = [_attr(0, [0.3]), _attr(1, [-0.2, 0.8]), _attr(2, [0.5, 0.1, -0.9])]  # |.| ranks what matters
+    weights = torch.zeros(1, 2, 3, 3)  # (layers, heads, T, T), causal
+    weights[0, 0] = torch.tensor([[1.0, 0, 0], [0.3, 0.7, 0], [0.35, 0.05, 0.6]])  # same order as |attribution|
+    weights[0, 1] = torch.tensor([[1.0, 0, 0], [0.9, 0.1, 0], [0.3, 0.6, 0.1]])  # the opposite order
+    frame = agreement_frame(weights, attrs, kind="decoder_self").set_index("label")
+    assert frame.loc["L1H1", "spearman"] == pytest.approx(1.0) and frame.loc["L1H1", "top1"] == pytest.approx(1.0)
+    assert frame.loc["L1H2", "spearman"] == pytest.approx(-1.0) and frame.loc["L1H2", "top1"] == pytest.approx(0.0)
+    assert agreement_summary(frame.reset_index())["best_head"] == "L1H1"
+    # step 1 has only the start token to look at: it is left out (with it, head 2 would score top-1 1/3, not 0)
+    with pytest.raises(ValueError, match="at least two steps"):
+        agreement_frame(weights, attrs[:1], kind="decoder_self")
+    with pytest.raises(ValueError, match="'encoder_self'"):
+        agreement_frame(weights, attrs, kind="encoder_self")
+
+
+def test_decoder_self_agreement_lines_up_with_the_traced_decoder_inputs(setup):
+    """A head of the real trace set to the |decoder-input attribution| of each step agrees perfectly: the trace's
+    decoder axis and the attribution's decoder inputs are the same tokens in the same order."""
+    model, st, result = setup
+    attrs = attribute_steps(model, TEXT, output_ids(result), n_steps=IG_STEPS)
+    weights = result.trace.decoder_self.clone()
+    for a in attrs:
+        row = torch.zeros(weights.shape[-1])
+        row[: a.step + 1] = a.target.abs() / a.target.abs().sum()
+        weights[1, 0, a.step] = row
+    frame = agreement_frame(weights, attrs, kind="decoder_self")
+    row = frame[(frame["layer"] == 1) & (frame["head"] == 0)].iloc[0]
+    assert row["spearman"] == pytest.approx(1.0) and row["top1"] == pytest.approx(1.0)
+    assert len(frame) == 2 * 5 and frame["spearman"].between(-1, 1).all()
+
+
+def test_both_kinds_are_compared_and_a_single_step_output_has_no_decoder_self_rows(setup):
+    model, st, result = setup
+    out = output_ids(result)
+    frames = agreement_frames(result.trace, attribute_steps(model, TEXT, out, n_steps=8))
+    assert frames.groupby("kind").size().to_dict() == {"cross": 2 * 5, "decoder_self": 2 * 5}
+    first = agreement_frames(result.trace, attribute_steps(model, TEXT, out, steps=[0], n_steps=8))
+    assert set(first["kind"]) == {"cross"}

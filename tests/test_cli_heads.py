@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from transformer.analysis import agreement_frame, attribute_steps, output_ids
 from transformer.cli import main
+from transformer.decode import decode_greedy
+from transformer.store import open_model
 
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE = str(ROOT / "checkpoints" / "reverse")
@@ -31,6 +34,22 @@ def test_heads_json_ranks_every_head_and_reports_agreement(capsys):
     assert [h["label"] for h in agreement["heads"]] == [f"cross:L1H{h}" for h in range(1, 5)]
     assert all(-1 <= h["spearman"] <= 1 and 0 <= h["top1"] <= 1 for h in agreement["heads"])
     assert agreement["best"]["best_head"] in {h["label"] for h in agreement["heads"]}
+
+
+def test_heads_json_reports_decoder_self_attention_agreement_as_the_library_computes_it(capsys):
+    code, out, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--ig-steps", "16")
+    assert code == 0
+    block = json.loads(out)["agreement"]["decoder_self"]
+    lm = open_model(REVERSE)
+    result = decode_greedy(lm, "attention")
+    expected = agreement_frame(result.trace.decoder_self,
+                               attribute_steps(lm, "attention", output_ids(result), n_steps=16), kind="decoder_self")
+    expected = expected[expected["head"] >= 0]
+    assert [h["label"] for h in block["heads"]] == [f"dec:{label}" for label in expected["label"]] == \
+        [f"dec:L1H{h}" for h in range(1, 5)]
+    assert [h["spearman"] for h in block["heads"]] == pytest.approx(expected["spearman"].tolist(), abs=1e-4)
+    assert [h["top1"] for h in block["heads"]] == pytest.approx(expected["top1"].tolist(), abs=1e-4)
+    assert block["best"]["best_head"] == f"dec:{expected.loc[expected['spearman'].idxmax(), 'label']}"
 
 
 def test_heads_averages_validation_inputs_and_names_the_best_aligned_head(capsys):

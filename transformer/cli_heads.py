@@ -92,6 +92,10 @@ def cmd_heads(args: argparse.Namespace) -> int:
         best = out["agreement"]["best"]
         print(f"attention agrees best with Integrated Gradients at {best['best_head']}: "
               f"Spearman {best['spearman']:.3f}, top-1 match {best['top1']:.3f}")
+        if "decoder_self" in out["agreement"]:
+            best = out["agreement"]["decoder_self"]["best"]
+            print(f"decoder self-attention agrees best with the attribution to the decoder inputs at "
+                  f"{best['best_head']}: Spearman {best['spearman']:.3f}, top-1 match {best['top1']:.3f}")
     if skipped:
         print(f"warning: {len(skipped)} input(s) skipped (cannot be decoded)", file=sys.stderr)
     return 0

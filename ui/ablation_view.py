@@ -18,8 +18,15 @@ from transformer.analysis import (
     parse_head,
     sweep_heads,
 )
-from transformer.charts import attention_heatmap, importance_chart, source_strip, step_probability_chart
+from transformer.charts import (
+    attention_heatmap,
+    importance_chart,
+    selected_panel,
+    source_strip,
+    step_probability_chart,
+)
 from transformer.decode import KIND_TITLES, DecodeResult, InputError, decode_greedy, decode_teacher_forced
+from ui.decode_state import RERUN_APP_KEY
 from ui.models import ActiveModel
 from ui.widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
 
@@ -64,6 +71,48 @@ def add_head(key: str, label: str) -> None:
     chosen = list(st.session_state.get(key) or [])
     if label not in chosen:
         st.session_state[key] = [*chosen, label]
+
+
+def toggle_head(key: str, label: str) -> None:
+    """Switch one head (a 'cross:L1H2' label) off if it is on in a page's selection, else back on."""
+    chosen = list(st.session_state.get(key) or [])
+    st.session_state[key] = [x for x in chosen if x != label] if label in chosen else [*chosen, label]
+
+
+def grid_key(base: str) -> str:
+    """The widget key of an all-heads grid whose clicks switch heads. It changes after every handled click: Vega keeps
+    the clicked panel selected and Streamlit reports only changes, so a second click on the same panel (to switch the
+    head back on) needs a fresh chart."""
+    return f"{base}_{st.session_state.get(f'{base}_clicks', 0)}"
+
+
+def toggle_clicked_head(base: str, kind: str, target: str, *, rerun_app: bool = False) -> None:
+    """on_select of an all-heads grid: the clicked head goes into the selection `target` (or out, if it was in).
+    The mean panel is no single head: it switches nothing off, and `clicked_note` says so once."""
+    panel = selected_panel(st.session_state.get(grid_key(base)))
+    if panel is None:  # a double-click cleared the selection
+        return
+    st.session_state[f"{base}_clicks"] = st.session_state.get(f"{base}_clicks", 0) + 1
+    layer, head = panel
+    if head is None:
+        st.session_state[f"{base}_note"] = ("The mean panel is the average of the heads, not one head: click a "
+                                            "head's panel to switch that head off.")
+    else:
+        toggle_head(target, Head(kind, layer, head).label)
+    if rerun_app:  # a grid inside a fragment: the ablated run is computed by the page around it
+        st.session_state[RERUN_APP_KEY] = True
+
+
+def clicked_note(base: str) -> None:
+    """The note left by a click on the mean panel, shown once."""
+    note = st.session_state.pop(f"{base}_note", None)
+    if note:
+        st.info(note, icon=":material/info:")
+
+
+def off_panels(heads: Sequence[Head], kind: str) -> list[tuple[int, int]]:
+    """(layer, head) of the heads of `kind` switched off, to mark them in an all-heads grid."""
+    return [(h.layer, h.head) for h in heads if h.kind == kind]
 
 
 def ablated_run(active: ActiveModel, text: str, heads: Sequence[Head], *, reference: str | None = None,
@@ -185,8 +234,9 @@ def current_output(active: ActiveModel, result: DecodeResult, reference: str | N
 
 
 def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, reference: str | None, kind: str,
-                       layer: int, head: int | None, *, fixed_scale: bool) -> None:
-    """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off."""
+                       layer: int, head: int | None, *, fixed_scale: bool) -> list[Head]:
+    """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off.
+    Returns the heads switched off."""
     if head is not None:
         label = Head(kind, layer, head).label
         st.button(f"Switch {head_title(label)} off", key="attention_ablate_open", icon=":material/block:",
@@ -195,8 +245,9 @@ def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, ref
     heads = head_selection(active, "attention_ablate")
     ablated = ablated_run(active, text, heads, reference=reference)
     if ablated is None:
-        return
+        return heads
     show_comparison(intact, ablated, heads, key="attention_ablation")
     chart_heading(f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
     show_chart(attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title=""),
                key="attention_ablated_heatmap", width="content")
+    return heads

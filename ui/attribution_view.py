@@ -11,7 +11,7 @@ from transformer.analysis import (
     METHOD_TITLES,
     METHODS,
     Attribution,
-    agreement_frame,
+    agreement_frames,
     agreement_summary,
     attribute_step,
     attribute_steps,
@@ -35,7 +35,10 @@ EXPLAIN_AGREEMENT = (
     "attribution shows what the output *depends on*. They differ when a head reads a token whose value carries "
     "little (attention to `</s>` is a common 'no-op'), when other heads or layers supply the information, or "
     "when the encoder has already moved a token's content to another position, so the attended position is not "
-    "the source of the information.")
+    "the source of the information. Decoder self-attention is compared the same way with the attribution to the "
+    "decoder inputs (the start token and the earlier outputs), from step 2 on (step 1 sees only the start token).")
+AGREEMENT_TITLES = {"cross": "Cross-attention vs attribution to the source tokens",
+                    "decoder_self": "Decoder self-attention vs attribution to the decoder inputs"}
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the attribution…")
@@ -45,10 +48,10 @@ def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[
 
 
 @st.cache_data(max_entries=64, show_spinner="Attributing every step with Integrated Gradients…")
-def _agreement(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], _cross) -> pd.DataFrame:
-    """`_cross` is the trace of this output (its decoder inputs follow from `output`), so it needs no key."""
-    attributions = attribute_steps(_active.decoder, text, list(output))
-    return agreement_frame(_cross, attributions)
+def _agreement(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], _trace: AttentionTrace
+               ) -> pd.DataFrame:
+    """`_trace` is the trace of this output (its decoder inputs follow from `output`), so it needs no key."""
+    return agreement_frames(_trace, attribute_steps(_active.decoder, text, list(output)))
 
 
 def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, t: int,
@@ -78,21 +81,29 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
 
 def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, *, key: str
                    ) -> None:
-    """Per cross-attention head: Spearman and top-1 agreement of its rows with the attribution rows."""
+    """Per cross-attention and decoder self-attention head: Spearman and top-1 agreement of its rows with the
+    attribution rows (source tokens; decoder inputs)."""
     st.caption(EXPLAIN_AGREEMENT)
     if not st.toggle("Compute (Integrated Gradients for every output step)", key=f"{key}_on"):
         return
     try:
-        frame = _agreement(active.cache_key, active, text, tuple(output), trace.cross)
+        frames = _agreement(active.cache_key, active, text, tuple(output), trace)
     except (InputError, ValueError) as exc:
         st.warning(f"Cannot compare for this input: {exc}", icon=":material/block:")
         return
-    left, right = st.columns(2, gap="large")
-    with left:
-        st.markdown("**Spearman rank correlation** (mean over steps)")
-        show_chart(agreement_chart(frame, "spearman"), key=f"{key}_spearman", width="content")
-    with right:
-        st.markdown("**Top-1 match** (share of steps)")
-        show_chart(agreement_chart(frame, "top1"), key=f"{key}_top1", width="content")
-    best = agreement_summary(frame)
-    st.caption(f"Best agreement: {best['best_head']} (Spearman {best['spearman']:.3f}, top-1 {best['top1']:.0%}).")
+    for kind, title in AGREEMENT_TITLES.items():
+        frame = frames[frames["kind"] == kind].drop(columns="kind")
+        st.markdown(f"**{title}**")
+        if frame.empty:
+            st.caption("The output has a single step: no earlier decoder input to compare with.")
+            continue
+        left, right = st.columns(2, gap="large")
+        with left:
+            st.caption("Spearman rank correlation (mean over steps)")
+            show_chart(agreement_chart(frame, "spearman"), key=f"{key}_{kind}_spearman", width="content")
+        with right:
+            st.caption("Top-1 match (share of steps)")
+            show_chart(agreement_chart(frame, "top1"), key=f"{key}_{kind}_top1", width="content")
+        best = agreement_summary(frame)
+        st.caption(f"Best agreement: {best['best_head']} (Spearman {best['spearman']:.3f}, "
+                   f"top-1 {best['top1']:.0%}).")

@@ -25,12 +25,13 @@ from .attribution import (
     substituted,
 )
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
-from .head_report import HeadReport, head_report
+from .head_report import HeadReport, agreement_frames, head_report
 from .heads import head_stats
 from .scores import corpus_scores
 
 __all__ = ["AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
-           "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_summary",
+           "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_frames",
+           "agreement_summary",
            "alignment_scores", "all_heads", "attention_difference", "attribute_step", "attribute_steps",
            "baseline_score", "common_prefix", "comparison_frame", "corpus_scores",
            "evaluate_alignment", "first_divergence", "gold_cells", "head_mask", "head_report", "head_stats",

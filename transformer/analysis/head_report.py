@@ -6,20 +6,23 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..decode import DecodeResult, decode_greedy
+from ..decode import AttentionTrace, DecodeResult, decode_greedy
 from ..model import InspectableSeq2Seq
 from .ablation import Sweep, output_ids, sweep_heads
 from .agreement import agreement_frame, agreement_summary
-from .attribution import IG_STEPS, attribute_steps
+from .attribution import IG_STEPS, Attribution, attribute_steps
+
+AGREEMENT_KINDS = ("cross", "decoder_self")
 
 
 @dataclass(frozen=True)
 class HeadReport:
-    """The greedy output of one input, the drop per head when ablated, and per cross head the agreement."""
+    """The greedy output of one input, the drop per head when ablated, and per cross and decoder self-attention head
+    the agreement of its attention with attribution."""
 
     result: DecodeResult
     sweep: Sweep
-    agreement: pd.DataFrame | None  # agreement_frame columns; None when not asked for
+    agreement: pd.DataFrame | None  # agreement_frame columns and "kind"; None when not asked for
 
 
 def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
@@ -30,8 +33,16 @@ def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig
     sweep = sweep_heads(lm, text, out, time_cap=time_cap)
     frame = None
     if agreement:
-        frame = agreement_frame(result.trace.cross, attribute_steps(lm, text, out, n_steps=ig_steps))
+        frame = agreement_frames(result.trace, attribute_steps(lm, text, out, n_steps=ig_steps))
     return HeadReport(result, sweep, frame)
+
+
+def agreement_frames(trace: AttentionTrace, attributions: Sequence[Attribution]) -> pd.DataFrame:
+    """agreement_frame of cross-attention and of decoder self-attention, one frame with a "kind" column (no decoder
+    self-attention rows for an output of a single step: there is nothing to rank)."""
+    kinds = AGREEMENT_KINDS if any(a.step >= 1 for a in attributions) else ("cross",)
+    return pd.concat([agreement_frame(trace.weights(kind), attributions, kind).assign(kind=kind) for kind in kinds],
+                     ignore_index=True)
 
 
 def average_drops(sweeps: Sequence[Sweep]) -> pd.DataFrame:
@@ -42,23 +53,31 @@ def average_drops(sweeps: Sequence[Sweep]) -> pd.DataFrame:
 
 
 def average_agreement(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Mean Spearman and top-1 match per cross head over several inputs."""
+    """Mean Spearman and top-1 match per head (cross and decoder self) over several inputs."""
     frame = pd.concat(frames, ignore_index=True)
-    return frame.groupby(["layer", "head", "label"], as_index=False)[["spearman", "top1"]].mean()
+    return frame.groupby(["kind", "layer", "head", "label"], as_index=False)[["spearman", "top1"]].mean()
+
+
+def _agreement_block(frame: pd.DataFrame, code: str) -> dict[str, Any]:
+    per_head = frame[frame["head"] >= 0]
+    best = agreement_summary(frame)
+    return {"heads": [{"label": f"{code}:{r.label}", "spearman": round(float(r.spearman), 4),
+                       "top1": round(float(r.top1), 4)} for r in per_head.itertuples()],
+            "best": {**best, "best_head": f"{code}:{best['best_head']}"}}
 
 
 def report_dict(drops: pd.DataFrame, agreement: pd.DataFrame | None) -> dict[str, Any]:
-    """The JSON block of `heads`: heads ranked by drop (1-based layer and head) and the agreement per cross head."""
+    """The JSON block of `heads`: heads ranked by drop (1-based layer and head) and the agreement per head."""
     heads = [{"label": r.label, "kind": r.kind, "layer": int(r.layer) + 1, "head": int(r.head) + 1,
               "drop": round(float(r.drop), 6)} for r in drops.itertuples()]
     out: dict[str, Any] = {"heads": heads, "most_important": heads[0]["label"] if heads else None}
     if agreement is not None:
-        per_head = agreement[agreement["head"] >= 0]
-        out["agreement"] = {
-            "method": "integrated_gradients", "baseline": "zero token embeddings, positions kept",
-            "heads": [{"label": f"cross:{r.label}", "spearman": round(float(r.spearman), 4),
-                       "top1": round(float(r.top1), 4)} for r in per_head.itertuples()],
-            "best": {**agreement_summary(agreement),
-                     "best_head": f"cross:{agreement_summary(agreement)['best_head']}"},
-        }
+        # "heads" and "best": cross-attention against the source attribution; "decoder_self": decoder
+        # self-attention against the attribution to the decoder inputs (steps 2 on), when any output had two steps
+        out["agreement"] = {"method": "integrated_gradients", "baseline": "zero token embeddings, positions kept",
+                            **_agreement_block(agreement[agreement["kind"] == "cross"], "cross")}
+        decoder_self = agreement[agreement["kind"] == "decoder_self"]
+        if not decoder_self.empty:
+            out["agreement"]["decoder_self"] = {**_agreement_block(decoder_self, "dec"),
+                                                "compared_with": "attribution to the decoder inputs, steps 2 on"}
     return out

@@ -6,7 +6,7 @@ repeated tokens keep their own row or column. See `chart_style` for the shared c
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import altair as alt
 import numpy as np
@@ -165,8 +165,11 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
 
 
 def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
-                   max_row: int | None = None, cell: int = 140, fixed_scale: bool = True) -> alt.FacetChart:
+                   max_row: int | None = None, cell: int = 140, fixed_scale: bool = True,
+                   off: Collection[tuple[int, int]] = ()) -> alt.FacetChart:
     """All layers x heads (plus a "mean" column) as small multiples; click a panel to select it.
+
+    `off`: (layer, head) pairs switched off (ablated) on the page; their panel headers say "off".
 
     The chart carries a point selection named "cell" over the fields layer and head (head -1 = mean); read it
     back with `selected_panel(st.altair_chart(chart, on_select="rerun", key=...))`.
@@ -185,13 +188,18 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     if len(layer_list) * len(heads) * rows * k > MAX_GRID_CELLS:
         raise ChartTooLargeError(f"{len(layer_list)} layer(s) x {len(heads)} panels of {rows}x{k} cells is too "
                                  "many to draw; choose fewer layers or a shorter input")
+    off = {(int(layer), int(head)) for layer, head in off}
+
+    def panel(layer: int, head: int | None) -> str:
+        return head_label(head, layer) + (" · off" if head is not None and (layer, head) in off else "")
+
     frames = []
     for layer in layer_list:
         for head in heads:
             frame = matrix_frame(trace, kind, layer, head, max_row)
             frame.insert(0, "layer", layer)
             frame.insert(1, "head", MEAN_HEAD if head is None else head)
-            frame.insert(2, "panel", head_label(head, layer))
+            frame.insert(2, "panel", panel(layer, head))
             frames.append(frame)
     data = pd.concat(frames, ignore_index=True)
     step = cell / max(q, k)
@@ -201,7 +209,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     enc["tooltip"] = [alt.Tooltip("panel:N", title="panel"), *enc["tooltip"]]
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
-    panels = [head_label(head, layer) for layer in layer_list for head in heads]
+    panels = [panel(layer, head) for layer in layer_list for head in heads]
     base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.OpacityValue(
         0.3, condition={"param": selection.name, "value": 1.0}))
             .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))
