@@ -103,7 +103,7 @@ for column, view in zip(summary, available):
             st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
         elif view == ds.GREEDY and not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
-ablated = None
+ablated, ablate_heads = None, []
 if not presenting() or st.session_state.get("decode_ablate"):  # on a projector only when heads are switched off
     with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get("decode_ablate"))):
         ablate_heads = head_selection(active, "decode_ablate")
