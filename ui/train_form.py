@@ -8,9 +8,24 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.data import (DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB, DataError, Task, make_task, parse_pairs_text,
-                              read_aligned_files, read_pairs_tsv)
-from transformer.model import PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, default_configs
+from transformer.data import (
+    DEFAULT_SUBWORD_VOCAB,
+    MIN_SUBWORD_VOCAB,
+    DataError,
+    Task,
+    make_task,
+    parse_pairs_text,
+    read_aligned_files,
+    read_pairs_tsv,
+)
+from transformer.model import (
+    PRESETS,
+    TASK_DEFAULTS,
+    ConfigError,
+    ModelConfig,
+    TrainConfig,
+    default_configs,
+)
 from ui.limits import LIMITS
 from ui.settings import max_training_processes
 
@@ -20,6 +35,9 @@ PRESET_NAMES = ["task default", "tiny", "small", "reversal case study", "paper b
 CORPUS_SOURCES = {"text": "Type pairs", "tsv": "Upload a TSV file", "aligned": "Upload two aligned files"}
 CORPUS_TOKENIZERS = {"bpe": "BPE subwords", "unigram": "Unigram subwords", "word": "Whole words"}
 MAX_APP_VOCAB = 32_000  # the app's cap on a subword vocabulary (the library allows more)
+# the corpus task's vocabulary widgets and their defaults (the CLI's: joint BPE 8k, tied)
+VOCAB_DEFAULTS = {"train_tokenizer": "bpe", "train_vocab_size": DEFAULT_SUBWORD_VOCAB, "train_joint_vocab": True,
+                  "train_tie": True}
 EXAMPLE_PAIRS = ("ich mochte ein bier -> i want a beer\nich mochte ein cola -> i want a coke\n"
                  "ich mochte ein wasser -> i want a water\ndu mochtest ein bier -> you want a beer\n"
                  "du mochtest ein cola -> you want a coke\nwir mochten ein wasser -> we want a water\n")
@@ -123,10 +141,8 @@ def init_state() -> None:
     st.session_state.setdefault("train_preset", "task default")
     st.session_state.setdefault("train_corpus_source", "text")
     st.session_state.setdefault("train_corpus_text", EXAMPLE_PAIRS)
-    st.session_state.setdefault("train_tokenizer", "bpe")
-    st.session_state.setdefault("train_vocab_size", DEFAULT_SUBWORD_VOCAB)
-    st.session_state.setdefault("train_joint_vocab", True)
-    st.session_state.setdefault("train_tie", True)
+    for key, value in VOCAB_DEFAULTS.items():
+        st.session_state.setdefault(key, value)
     saved = st.session_state.get("train_form_values") or {}
     for key, value in form_defaults(st.session_state["train_task"], st.session_state["train_preset"]).items():
         st.session_state.setdefault(key, saved.get(key, value))
@@ -205,12 +221,11 @@ def tokenizer_widgets(disabled: bool = False) -> None:
 
 def corpus_tokenizer_options() -> dict[str, Any]:
     """make_task's tokenizer arguments from the widgets (word vocabularies are always separate)."""
-    state = st.session_state
-    kind = state.get("train_tokenizer", "bpe")
+    state = VOCAB_DEFAULTS | {k: st.session_state[k] for k in VOCAB_DEFAULTS if k in st.session_state}
+    kind = state["train_tokenizer"]
     if kind == "word":
         return {"tokenizer": "word", "joint": False}
-    return {"tokenizer": kind, "vocab_size": int(state.get("train_vocab_size", DEFAULT_SUBWORD_VOCAB)),
-            "joint": bool(state.get("train_joint_vocab", True))}
+    return {"tokenizer": kind, "vocab_size": int(state["train_vocab_size"]), "joint": bool(state["train_joint_vocab"])}
 
 
 def build_task() -> Task:
@@ -234,7 +249,7 @@ def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
     train["max_steps"] = int(state["train_max_steps"])
     train["max_seconds"] = float(state["train_max_seconds"])
     train["seed"] = int(state["train_seed"])
-    model["tie_embeddings"] = task.shares_vocabulary and bool(state.get("train_tie", True))
+    model["tie_embeddings"] = task.shares_vocabulary and bool(state.get("train_tie", VOCAB_DEFAULTS["train_tie"]))
     return default_configs(_task_key(task.name), task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                            model_overrides=model, train_overrides=train)
 
