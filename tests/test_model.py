@@ -156,6 +156,12 @@ def test_dropout_keeps_the_right_share_unbiased_and_independent(p):
     kept = y != 0
     assert abs(kept.float().mean().item() - (1 - p)) < 0.01
     assert abs(y.mean().item() / x.mean().item() - 1) < 0.02  # inverted dropout keeps the expectation
+    scale = y[kept] / x[kept]  # one exact 1 / (1 - p) for every kept element (p to 2^-16), in bf16 too
+    assert torch.allclose(scale, torch.full_like(scale, 1 / (1 - p)), rtol=1e-4)
+    half = dropout(x.bfloat16(), p, training=True)
+    assert half.dtype == torch.bfloat16
+    half_kept = half != 0
+    assert abs((half.float()[half_kept] / x.bfloat16().float()[half_kept]).mean().item() * (1 - p) - 1) < 1e-3
     a, b = kept.flatten()[:-1].float(), kept.flatten()[1:].float()  # neighbours share a 64-bit word
     assert abs(torch.corrcoef(torch.stack([a, b]))[0, 1].item()) < 0.02
     torch.manual_seed(0)
