@@ -75,3 +75,19 @@ def test_head_stats_scales_the_cross_diagonal_and_ignores_the_causal_mask():
     dec_stats = head_stats(trace, "decoder_self")
     assert dec_stats["entropy"][0] == pytest.approx(math.log(2) / 2)  # row 0 has one allowed key: entropy 0
     assert dec_stats["max_weight"][0] == pytest.approx(0.75)
+
+
+def test_a_negative_correlation_is_drawn_apart_from_zero():
+    """Spearman agreement runs from -1 to 1: red below 0, white at 0, blue above, so a head that ranks the tokens
+    backwards does not look like a head with no relation at all."""
+    from transformer.charts import agreement_chart
+
+    frame = pd.DataFrame({"layer": [0, 0, 0], "head": [0, 1, MEAN_HEAD], "spearman": [-0.8, 0.0, 0.9],
+                          "top1": [0.0, 0.5, 1.0]})
+    cells = agreement_chart(frame, "spearman").to_dict()["layer"][0]["encoding"]["color"]["scale"]
+    assert cells["domain"] == [-1.0, 1.0] and cells["domainMid"] == 0.0
+    assert cells["range"][0] != cells["range"][-1] and cells["range"][len(cells["range"]) // 2] == "#f7f7f7"
+    top1 = agreement_chart(frame, "top1").to_dict()["layer"][0]["encoding"]["color"]["scale"]
+    assert top1["domain"] == [0.0, 1.0] and "domainMid" not in top1  # a share stays on the 0-1 blues
+    text = agreement_chart(frame, "spearman").to_dict()["layer"][1]["encoding"]["color"]["condition"]["test"]
+    assert text.startswith("abs(datum.score)")  # a dark red cell gets white text as a dark blue one does

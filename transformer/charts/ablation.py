@@ -20,7 +20,7 @@ def importance_chart(sweep: pd.DataFrame) -> alt.HConcatChart:
     panels = []
     for kind in [k for k in KIND_TITLES if k in set(sweep["kind"])]:
         part = sweep[sweep["kind"] == kind].rename(columns={"drop": "score"})
-        panel = alignment_table_chart(part[["layer", "head", "score"]].astype({"layer": int, "head": int}))
+        panel = alignment_table_chart(part[["layer", "head", "score"]].astype({"layer": int, "head": int}), signed=True)
         panel.autosize = alt.Undefined  # a concatenated view may not size itself: the whole chart does
         panels.append(panel.properties(title=alt.TitleParams(KIND_TITLES[kind], anchor="start", fontSize=13)))
     return alt.hconcat(*panels, spacing=28).resolve_scale(color="independent").properties(autosize=AUTOSIZE)
@@ -30,7 +30,7 @@ def agreement_chart(agreement: pd.DataFrame, column: str = "spearman") -> alt.La
     """Layers x heads (and the mean of heads) heatmap of one agreement figure: "spearman" or "top1"."""
     if column not in ("spearman", "top1"):
         raise ValueError(f"column must be 'spearman' or 'top1', not {column!r}")
-    return alignment_table_chart(agreement.rename(columns={column: "score"}))
+    return alignment_table_chart(agreement.rename(columns={column: "score"}), signed=column == "spearman")
 
 
 def step_probability_chart(comparison: pd.DataFrame) -> alt.LayerChart:

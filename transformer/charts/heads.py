@@ -8,11 +8,16 @@ import altair as alt
 import pandas as pd
 
 from ..decode import MEAN_HEAD, head_label
-from .style import AUTOSIZE, BLUES, PLAIN_AXIS
+from .style import AUTOSIZE, BLUES, DIVERGING, PLAIN_AXIS
 
 
-def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
-    """Layer x head heatmap of scores (columns layer, head, score; head -1 = mean) with the values printed."""
+def alignment_table_chart(scores: pd.DataFrame, signed: bool = False) -> alt.LayerChart:
+    """Layer x head heatmap of scores (columns layer, head, score; head -1 = mean) with the values printed.
+
+    `signed`: scores whose sign matters (a correlation, a loss change): a diverging scale, red below 0, white at 0 and
+    blue above, over [-1, 1] when every score is in it, else over [-m, m] for the largest magnitude m, so that a
+    negative score does not look like "nothing".
+    """
     missing = {"layer", "head", "score"} - set(scores.columns)
     if missing:
         raise ValueError(f"scores needs columns layer, head and score; missing {', '.join(sorted(missing))}")
@@ -27,8 +32,15 @@ def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
     head_ids = sorted(set(frame["head"]) - {MEAN_HEAD}) + ([MEAN_HEAD] if MEAN_HEAD in set(frame["head"]) else [])
     heads = [head_label(h) for h in head_ids]
     layers = [f"L{i + 1}" for i in sorted(set(frame["layer"]))]
-    fixed = frame["score"].between(0, 1).all()  # scores outside 0-1 (a custom metric) get a fitted scale
-    scale = alt.Scale(range=list(BLUES), domain=[0.0, 1.0]) if fixed else alt.Scale(range=list(BLUES))
+    dark = 0.6  # cells this dark get white text
+    if signed:
+        bound = max(1.0, float(frame["score"].abs().max()))
+        scale = alt.Scale(range=list(DIVERGING), domain=[-bound, bound], domainMid=0.0)
+        dark_test = f"abs(datum.score) > {dark * bound}"
+    elif frame["score"].between(0, 1).all():
+        scale, dark_test = alt.Scale(range=list(BLUES), domain=[0.0, 1.0]), f"datum.score > {dark}"
+    else:  # scores outside 0-1 (a custom metric) get a fitted scale
+        scale, dark_test = alt.Scale(range=list(BLUES)), f"datum.score > {dark}"
     base = alt.Chart(frame).encode(x=alt.X("head_label:N", sort=heads, title="head",
                                            axis=alt.Axis(labelAngle=0, orient="top", **PLAIN_AXIS)),
                                    y=alt.Y("layer_label:N", sort=layers, title="layer",
@@ -40,6 +52,6 @@ def alignment_table_chart(scores: pd.DataFrame) -> alt.LayerChart:
                  alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=12).encode(
         text=alt.Text("score_text:N"),
-        color=alt.ColorValue("#222", condition={"test": "datum.score > 0.6", "value": "white"}))
+        color=alt.ColorValue("#222", condition={"test": dark_test, "value": "white"}))
     return alt.layer(cells, text).properties(width=40 * len(heads), height=34 * len(layers), autosize=AUTOSIZE,
                                              view=alt.ViewBackground(stroke=None))

@@ -11,6 +11,8 @@ import unicodedata
 
 # ColorBrewer Blues: white at 0, so a weight of 0 reads as "nothing" (Vega's "blues" scheme starts light blue).
 BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+# ColorBrewer RdBu, reversed: red below 0, white at 0, blue above (a correlation's sign stays visible).
+DIVERGING = ("#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7", "#d1e5f0", "#92c5de", "#4393c3", "#2166ac")
 MASKED_COLOR = "#d4d4d4"
 NOT_REACHED_COLOR = "#eef1f6"  # rows a step-through has not reached yet
 GOLD_COLOR = "#f28e2b"
