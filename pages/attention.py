@@ -92,7 +92,7 @@ else:
     result = greedy_or_message(active, text)
     if result is None:
         st.stop()
-trace = result.trace
+trace = pieces = result.trace  # `pieces` stays per token: attribution (and so agreement) is per piece
 if (asked := merged_words()) is not None:  # a shared link's choice (issue 12)
     st.session_state.setdefault("attention_merge_words", asked)
 subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words
@@ -180,4 +180,4 @@ output = current_output(active, result, reference if mode == "teacher" else None
 st.subheader("Which heads matter? Ablate each head in turn", anchor=False)
 show_sweep(active, text, output, result.output_text if mode != "teacher" else reference, key="attention_sweep")
 st.subheader("Does attention agree with attribution?", anchor=False)
-show_agreement(active, text, output, trace, key="attention_agreement")
+show_agreement(active, text, output, pieces, key="attention_agreement", merged=pieces is not trace)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_session import assert_no_exception, chart_titled, charts, open_app, texts
+from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "config.json").is_file())
@@ -57,3 +57,26 @@ def test_ablation_and_attribution_render_for_each_shipped_model(shipped_env, nam
     agreement = [c for c in charts(at) if "layer_label" in str(c["spec"])]
     assert len(agreement) >= 4, "expected Spearman and top-1 heatmaps for cross and decoder self-attention"
     assert not texts(at.warning), texts(at.warning)
+
+
+def test_agreement_stays_per_piece_when_the_maps_merge_words(shipped_env):
+    """Attribution is per subword piece, so the agreement figures are too: with words merged on the maps above, they
+    are the figures of the pieces (not of merged maps against per-piece attribution), and the page says so."""
+    import streamlit as st
+
+    st.cache_data.clear()  # nothing computed by an earlier test for this input
+    at = _open("multi30k-en-de", "attention")
+    at.text_input(key="attention_text").input("A man rides a bicycle through the mountains.").run()
+    at.toggle(key="attention_merge_words").set_value(True).run()
+    at.toggle(key="attention_agreement_on").set_value(True).run()
+    assert_no_exception(at)
+    assert not texts(at.warning), texts(at.warning)
+    assert any("per subword piece" in t for t in texts(at.caption))
+    shown = [only_frame(c) for c in charts(at) if "layer_label" in str(c["spec"])]
+    assert len(shown) >= 4, "expected Spearman and top-1 heatmaps for cross and decoder self-attention"
+
+    st.cache_data.clear()
+    at.toggle(key="attention_merge_words").set_value(False).run()
+    assert not any("per subword piece" in t for t in texts(at.caption))
+    per_piece = [only_frame(c) for c in charts(at) if "layer_label" in str(c["spec"])]
+    assert [f.to_dict("records") for f in shown] == [f.to_dict("records") for f in per_piece]

@@ -79,11 +79,14 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
                f"{float(attr.source[top]):+.3f}).")
 
 
-def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, *, key: str
-                   ) -> None:
+def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, *, key: str,
+                   merged: bool = False) -> None:
     """Per cross-attention and decoder self-attention head: Spearman and top-1 agreement of its rows with the
-    attribution rows (source tokens; decoder inputs)."""
+    attribution rows (source tokens; decoder inputs). `trace` is per token (the attribution's pieces); `merged`
+    says the page above shows words, so the figures are said to be per piece."""
     st.caption(EXPLAIN_AGREEMENT)
+    if merged:
+        st.caption("Computed per subword piece, as the attribution is, while the maps above show merged words.")
     if not st.toggle("Compute (Integrated Gradients for every output step)", key=f"{key}_on"):
         return
     try:
