@@ -188,3 +188,20 @@ def test_streamlit_accepts_the_grid_as_a_selectable_chart():
     at = AppTest.from_function(page).run(timeout=30)
     assert not at.exception
     assert at.session_state["grid"]["selection"] == {"cell": {}}
+
+
+def test_presenter_labels_grow_with_the_cells_and_still_fit_level():
+    """Presenter mode's maps (large_labels) draw a short input's tokens larger than the page's usual 11 px; a label
+    that would no longer fit level is drawn a size smaller rather than rotated; the usual map keeps 11 px."""
+    short = random_trace(["ein", "hund", "</s>"], ["<s>", "a", "dog"])
+    _, big = _heat(attention_heatmap(short, "cross", 0, size=420, large_labels=True))
+    _, usual = _heat(attention_heatmap(short, "cross", 0, size=420))
+    letters = list("abcdefghijklmnopqrstuvwxyz") + ["</s>"]
+    _, small = _heat(attention_heatmap(random_trace(letters, ["<s>", *letters[:-1]]), "cross", 0, size=336,
+                                       large_labels=True))
+    assert big["x"]["axis"]["labelFontSize"] > usual["x"]["axis"]["labelFontSize"] == 11
+    assert big["y"]["axis"]["labelFontSize"] == big["x"]["axis"]["labelFontSize"]
+    assert small["x"]["axis"]["labelFontSize"] <= 11  # small cells: no larger than the usual map's
+    level = random_trace(["sometimes", "an", "old", "wolf", "writes", "</s>"], ["<s>", "manchmal"])
+    _, enc = _heat(attention_heatmap(level, "cross", 0, size=420, large_labels=True))
+    assert enc["x"]["axis"]["labelAngle"] == 0 and enc["x"]["axis"]["labelFontSize"] >= 11

@@ -68,18 +68,29 @@ def label_angle(tokens: Sequence[str], cell: float, font_size: float) -> int:
     return -45 if cell >= 14 else -90
 
 
-def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizontal: bool) -> alt.Axis:
+def token_font_size(cell: float, large: bool = False) -> int:
+    """The token labels' font size for cells `cell` pixels wide: 11 px at most, smaller for small cells; with `large`
+    (presenter mode, for a projector) up to 15 px as the cells grow."""
+    size = 15 if cell >= 32 else 13 if cell >= 24 else 11 if cell >= 14 else 9 if cell >= 11 else 8
+    return size if large else min(size, 11)
+
+
+def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizontal: bool,
+                large: bool = False) -> alt.Axis:
     """An ordinal position axis whose labels are the tokens (so repeated tokens keep their own column)."""
     labels = [visible_token(t) for t in tokens]
-    font_size = 11 if cell >= 14 else 9 if cell >= 11 else 8
+    font_size = token_font_size(cell, large)
     angle = label_angle(tokens, cell, font_size) if horizontal else 0
+    while angle and font_size > 11:  # a smaller label that fits level reads better than a large rotated one
+        font_size -= 2
+        angle = label_angle(tokens, cell, font_size)
     limit = 2 * cell if horizontal and angle == 0 else _ROTATED_LABEL_LIMIT
     show = cell >= 9  # below this, labels would overprint each other: the tooltip still names each token
     # labelFlush off: Streamlit's chart theme turns it on, which left-aligns the first label at its tick (and
     # right-aligns the last), so a long first token ran into the second one
     return alt.Axis(title=title, labels=show, labelExpr=f"{json.dumps(labels, ensure_ascii=False)}[datum.value]",
                     labelAngle=angle, labelFontSize=font_size, labelLimit=limit, labelOverlap=False,
-                    labelFlush=False, **PLAIN_AXIS)
+                    labelFlush=False, titleFontSize=max(11, font_size), **PLAIN_AXIS)
 
 
 def _color_scale(fixed_scale: bool, weights: pd.Series) -> alt.Scale:
@@ -89,7 +100,7 @@ def _color_scale(fixed_scale: bool, weights: pd.Series) -> alt.Scale:
     return alt.Scale(range=list(BLUES), domain=[low, high if high > low else low + 1e-6])
 
 
-def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scale, *,
+def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scale, *, large: bool = False,
                   titled: bool = True) -> dict[str, Any]:
     """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid."""
     q_tokens, k_tokens = trace.labels(kind)
@@ -100,9 +111,9 @@ def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scal
                       legend=alt.Legend(gradientLength=min(160, max(80, cell * len(q_tokens))), format=".1f"))
     return dict(
         x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(len(k_tokens)))),
-                axis=_token_axis(k_tokens, cell, x_title, horizontal=True)),
+                axis=_token_axis(k_tokens, cell, x_title, horizontal=True, large=large)),
         y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(len(q_tokens)))),
-                axis=_token_axis(q_tokens, cell, y_title, horizontal=False)),
+                axis=_token_axis(q_tokens, cell, y_title, horizontal=False, large=large)),
         color=color,
         tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
                  alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_index:Q", title="query #"),
@@ -129,7 +140,7 @@ def _map_title(trace: AttentionTrace, kind: str, layer: int, head: int | None) -
 def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | None = None, *,
                       fixed_scale: bool = True, gold: Sequence[tuple[int, int]] = (),
                       highlight_row: int | None = None, max_row: int | None = None, size: int = 420,
-                      title: str | None = None) -> alt.LayerChart:
+                      title: str | None = None, large_labels: bool = False) -> alt.LayerChart:
     """One map, queries down and keys across, with tooltips; masked cells grey; gold cells and a row outlined.
 
     Always a layered chart: layer 0 is the heatmap (its data is the tidy map), then the outlines if any.
@@ -138,12 +149,13 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     `max_row` draws rows 0..max_row only, on the full fixed axes over a neutral background, so step-through
     does not move the chart and the rows still to come read as "not yet".
     `title`: None for "<kind> · layer · head", "" for none (a page that shows it beside the chart).
+    `large_labels`: token labels and title that grow with the cells (presenter mode).
     """
     frame = matrix_frame(trace, kind, layer, head, max_row)
     q, k = trace.axis_sizes(kind)
     cell = _cell_size(q, k, size)
     scale = _color_scale(fixed_scale, frame.loc[~frame["masked"], "weight"])
-    enc = _map_encoding(trace, kind, cell, scale)
+    enc = _map_encoding(trace, kind, cell, scale, large=large_labels)
     heat = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(**enc)
     layers: list[alt.Chart] = [heat]
     last_row = q - 1 if max_row is None else min(max_row, q - 1)
@@ -161,7 +173,7 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     return alt.layer(*layers).properties(
         width=cell * k, height=cell * q, view=_view(max_row), autosize=AUTOSIZE,
         title=alt.TitleParams(_map_title(trace, kind, layer, head) if title is None else title, anchor="start",
-                              fontSize=14))
+                              fontSize=max(14, token_font_size(cell, large_labels) + 3)))
 
 
 def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
