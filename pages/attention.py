@@ -37,7 +37,7 @@ from ui.inference import (
     teacher,
 )
 from ui.presenter import head_keys
-from ui.url_state import merged_words
+from ui.url_state import merged_words, presenting
 from ui.weights_view import show_weights
 from ui.widgets import (
     chart_downloads,
@@ -126,7 +126,7 @@ with map_col:
     show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="attention_gold")
     # labels and legend take ~160 px beside the map: at 1400 px wide this fills the column without clipping
     heatmap = attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
-                                size=336)
+                                size=460 if presenting() else 336, large_labels=presenting())
     show_chart(heatmap, key="attention_heatmap", width="content")
 with side_col:
     with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
@@ -163,7 +163,7 @@ clicks = st.radio("A click on a panel", list(GRID_CLICKS), format_func=GRID_CLIC
 clicked_note("attention_grid_ablate")
 try:
     grid = attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130),
-                          off=off_panels(ablated_heads, kind))
+                          off=off_panels(ablated_heads, kind), clicks="switch" if clicks == "ablate" else "select")
 except ChartTooLargeError as exc:
     st.info(str(exc))
 else:

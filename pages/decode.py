@@ -90,6 +90,8 @@ if reference.strip():
 
 results = {ds.GREEDY: free, ds.FORCED: forced, ds.TEACHER: taught}
 available = [view for view, result in results.items() if result is not None]
+if presenting():  # on a projector, the teacher-forced card only while it is the output being stepped through
+    available = [v for v in available if v != ds.TEACHER or st.session_state.get(ds.VIEW_KEY) == ds.TEACHER]
 summary = st.columns(len(available))
 for column, view in zip(summary, available):
     result = results[view]
@@ -192,7 +194,8 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     with map_col:
         chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
         show_chart(cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                gold=gold if st.session_state.get("decode_gold", True) else (), size=330, title=""),
+                                gold=gold if st.session_state.get("decode_gold", True) else (),
+                                size=440 if presenting() else 330, title="", large_labels=presenting()),
                    key="decode_heatmap", width="content")
     with side_col:
         if gold:
@@ -204,7 +207,7 @@ def step_through(active: ActiveModel, text: str, reference: str, results: dict[s
     clicked_note("decode_grid")
     try:
         grid = cached_chart(attention_grid, trace, "cross", layers=[layer], max_row=t,
-                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, "cross"))
+                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, "cross"), clicks="switch")
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:

@@ -223,6 +223,25 @@ def test_presenter_decode_keeps_the_projector_frame_for_the_step(studio_env):
     assert not [e for e in at.expander if e.label.startswith("Switch heads off")]  # no empty ablation panel
     with_heads = open_link("decode", {"text": TEXT, "present": "1", "ablate": "cross.L1H1"})
     assert [e for e in with_heads.expander if e.label.startswith("Switch heads off")]  # a link's ablation still shows
+    # one output card on a projector: the greedy output stepped through, no teacher-forced card beside it
+    cards = [m.value for m in at.markdown if m.value in ("**Free-running (greedy)**", "**Teacher-forced**")]
+    assert cards == ["**Free-running (greedy)**"], cards
+    taught = open_link("decode", {"text": TEXT, "present": "1", "ref": "desserts", "view": "teacher"})
+    assert "**Teacher-forced**" in [m.value for m in taught.markdown]  # unless the link steps through it
+    plain = open_link("decode", {"text": TEXT, "ref": "desserts"})
+    assert {"**Free-running (greedy)**", "**Teacher-forced**"} <= {m.value for m in plain.markdown}
+
+
+def test_presenter_maps_are_larger_with_larger_token_labels(studio_env):
+    def map_axis(at: AppTest, title: str) -> tuple[float, int]:
+        spec = next(c["spec"] for c in charts(at) if c["title"].startswith(title))
+        return spec["width"], spec["layer"][0]["encoding"]["x"]["axis"]["labelFontSize"]
+
+    for page, title in (("attention", "Cross-attention · layer"), ("decode", "Cross-attention rows up to step")):
+        params = {"text": TEXT, "kind": "cross"} if page == "attention" else {"text": TEXT}
+        usual, presented = open_link(page, params), open_link(page, {**params, "present": "1"})
+        (width, font), (big_width, big_font) = map_axis(usual, title), map_axis(presented, title)
+        assert big_width > width and big_font > font, (page, width, font, big_width, big_font)
 
 
 def test_the_copy_link_names_the_view(studio_env):

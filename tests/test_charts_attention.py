@@ -149,6 +149,11 @@ def test_grid_shows_every_layer_and_head_plus_the_mean(trace):
     assert param["select"]["type"] == "point" and param["select"]["fields"] == ["layer", "head"]
     mean = data[(data["layer"] == 1) & (data["head"] == MEAN_HEAD)]["weight"].to_numpy()
     assert torch.allclose(torch.tensor(mean), trace.decoder_self[1].mean(0).flatten(), atol=1e-6)
+    assert "click a panel to select it" in spec["title"]["subtitle"]
+    switching = attention_grid(trace, "decoder_self", clicks="switch").to_dict()["title"]["subtitle"]
+    assert "switch it off" in switching and "select" not in switching  # says what a click does on that page
+    with pytest.raises(ValueError, match="clicks"):
+        attention_grid(trace, "decoder_self", clicks="drag")
 
 
 def test_grid_layer_subset_step_limit_and_refusals(trace):

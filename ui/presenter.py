@@ -34,7 +34,7 @@ h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
 .st-key-studio_present_bar { margin-bottom: -1.2rem; }
 /* the head keys' buttons stay mounted (their shortcuts work) but take no room */
 [class*="_head_keys"] { position: absolute !important; left: -10000px; }
-.studio-chart-heading { font-size: 20px; }
+.studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */
 </style>
 """
 

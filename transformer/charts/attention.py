@@ -70,9 +70,10 @@ def label_angle(tokens: Sequence[str], cell: float, font_size: float) -> int:
 
 def token_font_size(cell: float, large: bool = False) -> int:
     """The token labels' font size for cells `cell` pixels wide: 11 px at most, smaller for small cells; with `large`
-    (presenter mode, for a projector) up to 15 px as the cells grow."""
-    size = 15 if cell >= 32 else 13 if cell >= 24 else 11 if cell >= 14 else 9 if cell >= 11 else 8
-    return size if large else min(size, 11)
+    (presenter mode, for a projector) half the cell, up to 18 px."""
+    if large and cell >= 22:
+        return min(18, round(cell / 2))
+    return 11 if cell >= 14 else 9 if cell >= 11 else 8
 
 
 def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizontal: bool,
@@ -176,12 +177,17 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
                               fontSize=max(14, token_font_size(cell, large_labels) + 3)))
 
 
+_CLICK_HINTS = {"select": "click a panel to select it, double-click to clear",
+                "switch": "click a head's panel to switch it off, click again to switch it back on"}
+
+
 def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
                    max_row: int | None = None, cell: int = 140, fixed_scale: bool = True,
-                   off: Collection[tuple[int, int]] = ()) -> alt.FacetChart:
+                   off: Collection[tuple[int, int]] = (), clicks: str = "select") -> alt.FacetChart:
     """All layers x heads (plus a "mean" column) as small multiples; click a panel to select it.
 
     `off`: (layer, head) pairs switched off (ablated) on the page; their panel headers say "off".
+    `clicks`: what the page does with a click, for the subtitle: "select" (open the panel) or "switch" (the head off).
 
     The chart carries a point selection named "cell" over the fields layer and head (head -1 = mean); read it
     back with `selected_panel(st.altair_chart(chart, on_select="rerun", key=...))`.
@@ -194,6 +200,8 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
             raise IndexError(f"{kind} has {n_layers} layer(s); layer {layer} does not exist")
     if not layer_list:
         raise ValueError("attention_grid needs at least one layer")
+    if clicks not in _CLICK_HINTS:
+        raise ValueError(f"clicks must be one of {', '.join(_CLICK_HINTS)}, not {clicks!r}")
     q, k = trace.axis_sizes(kind)
     heads: list[int | None] = [*range(trace.n_heads), None]
     rows = min(q, max_row + 1 if max_row is not None else q)
@@ -230,8 +238,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
                         header=alt.Header(labelFontSize=12, labelFontWeight="bold", labelPadding=4)),
         columns=len(heads), spacing=10, autosize=AUTOSIZE,
         title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads and mean",
-                              subtitle=f"rows = {y_title} · columns = {x_title} · click a panel to select it, "
-                                       "double-click to clear",
+                              subtitle=f"rows = {y_title} · columns = {x_title} · {_CLICK_HINTS[clicks]}",
                               anchor="start", fontSize=14, subtitleColor="#555"),
     )
 
