@@ -40,6 +40,7 @@ from ui.presenter import head_keys
 from ui.url_state import merged_words, presenting
 from ui.weights_view import show_weights
 from ui.widgets import (
+    Column,
     chart_downloads,
     grid_cell,
     head_picker,
@@ -48,9 +49,15 @@ from ui.widgets import (
     md,
     require_model,
     show_chart,
+    show_small_table,
 )
 
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
+STATS_COLUMNS = {"map": Column("layer · head"),
+                 "entropy": Column("entropy", "%.3f", "In nats, mean over query rows; 0 = one-hot."),
+                 "max_weight": Column("max weight", "%.3f", "Mean of the row maxima."),
+                 "diag_distance": Column("diag. dist.", "%.2f", "Mean distance of the weight from the (scaled) "
+                                                                "diagonal, in positions.")}
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 
 
@@ -140,16 +147,7 @@ with side_col:
     st.markdown(f"**Head statistics · {KIND_TITLES[kind].lower()}**")
     stats = head_stats(trace, kind)
     stats.insert(0, "map", [head_label(int(h), int(lay)) for lay, h in zip(stats["layer"], stats["head"])])
-    st.dataframe(stats.drop(columns=["layer", "head"]), hide_index=True, key="attention_stats",
-                 column_config={
-                     "map": st.column_config.TextColumn("layer · head"),
-                     "entropy": st.column_config.NumberColumn("entropy", format="%.3f",
-                                                              help="In nats, mean over query rows; 0 = one-hot."),
-                     "max_weight": st.column_config.NumberColumn("max weight", format="%.3f",
-                                                                 help="Mean of the row maxima."),
-                     "diag_distance": st.column_config.NumberColumn("diag. dist.", format="%.2f",
-                                                                    help="Mean distance of the weight from the "
-                                                                         "(scaled) diagonal, in positions.")})
+    show_small_table(stats, STATS_COLUMNS, key="attention_stats")
     if gold:
         show_alignment_scores(trace, alignment, key="attention_alignment")
 

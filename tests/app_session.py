@@ -72,6 +72,24 @@ def chart_titled(at: AppTest, start: str) -> dict[str, Any]:
     return found[0]
 
 
+def small_tables(at: AppTest) -> list[dict[str, Any]]:
+    """The small HTML tables on the page (ui.widgets.small_table), in order: headings, column tooltips and rows of
+    cell text, as a user reads them."""
+    def cells(row: str, tag: str) -> list[str]:
+        return [html.unescape(c) for c in re.findall(rf"<{tag}(?: [^>]*)?>(.*?)</{tag}>", row)]
+
+    found = []
+    for element in at.markdown:
+        body = str(element.value)
+        if 'class="studio-table"' not in body:
+            continue
+        head, rows = body.split("</thead>")
+        found.append({"columns": cells(head, "th"),
+                      "help": [html.unescape(t) for t in re.findall(r'<th[^>]*?title="([^"]*)"', head)],
+                      "rows": [cells(row, "td") for row in re.findall(r"<tr>(.*?)</tr>", rows)]})
+    return found
+
+
 def only_frame(chart: dict[str, Any]) -> pd.DataFrame:
     """The single (largest) dataset behind a chart."""
     return max(chart["frames"].values(), key=len)

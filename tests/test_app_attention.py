@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
+from app_session import assert_no_exception, chart_titled, only_frame, open_app, small_tables, texts
 
+from transformer.analysis import head_stats
 from transformer.decode import KIND_TITLES, greedy_decode
 from transformer.store import load_checkpoint
 
@@ -69,9 +70,14 @@ def test_model_view_and_statistics_cover_every_layer_and_head(studio_env, trace)
     assert len(grid) == n_layers * (n_heads + 1) * len(queries) * len(keys)
     assert sorted(set(zip(grid["layer"], grid["head"]))) == [(layer, head) for layer in range(n_layers)
                                                              for head in (-1, *range(n_heads))]
-    stats = at.dataframe[0].value
-    assert len(stats) == n_layers * (n_heads + 1)
-    assert {"entropy", "max_weight", "diag_distance"} <= set(stats.columns)
+    [stats] = small_tables(at)  # the per-head statistics: a plain table, every layer × head and the mean
+    assert stats["columns"] == ["layer · head", "entropy", "max weight", "diag. dist."]
+    assert len(stats["help"]) == 3 and "nats" in stats["help"][0]
+    assert [row[0] for row in stats["rows"]] == [f"L{layer + 1} {head}" for layer in range(n_layers)
+                                                 for head in (*(f"H{h + 1}" for h in range(n_heads)), "mean")]
+    expected = head_stats(trace, "cross")
+    assert [float(row[1]) for row in stats["rows"]] == pytest.approx(expected["entropy"].tolist(), abs=6e-4)
+    assert [float(row[3]) for row in stats["rows"]] == pytest.approx(expected["diag_distance"].tolist(), abs=6e-3)
     keys_present = {b.key for b in at.get("download_button")}
     assert {"attention_heatmap_download_png", "attention_heatmap_download_svg", "attention_trace_json",
             "attention_grid_download_png", "attention_grid_download_svg"} <= keys_present

@@ -28,7 +28,7 @@ PAGES = [
     ("compare", {"compare": "shipped:toy-en-de", "text": TEXT}, charts_condition("B − A", 1)),
 ]
 # per chart: its heading, the widths of its drawing and of its column; horizontal axis labels that overprint; per
-# data table: scroll width and visible width
+# data table (st.dataframe or a small HTML table): scroll width and visible width
 LAYOUT_JS = r"""() => {
   const out = {wider: [], overprinted: [], tables: []};
   for (const chart of document.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
@@ -47,7 +47,7 @@ LAYOUT_JS = r"""() => {
       }
     }));
   }
-  for (const table of document.querySelectorAll('[data-testid="stDataFrame"]')) {
+  for (const table of document.querySelectorAll('[data-testid="stDataFrame"], .studio-table')) {
     const scroller = table.querySelector('.dvn-scroller') || table;
     out.tables.push([scroller.scrollWidth, scroller.clientWidth]);
   }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import re
 
 from ui.preload import JS_DIR, PreloadChunks, preload_links
@@ -9,11 +10,12 @@ from ui.preload import JS_DIR, PreloadChunks, preload_links
 PAGE = b"<html><head><title>Streamlit</title></head><body><div id=root></div></body></html>"
 
 
-def serve(path: str, body: bytes, content_type: bytes, chunks: int = 1) -> tuple[dict, bytes]:
-    """GET `path` through the middleware in front of an app that answers `body` (in `chunks` parts)."""
+def serve(path: str, body: bytes, content_type: bytes, chunks: int = 1, encoding: bytes = b"") -> tuple[dict, bytes]:
+    """GET `path` through the middleware in front of an app that answers `body` (in `chunks` parts, in `encoding`)."""
     async def inner(scope, receive, send):
+        extra = [(b"content-encoding", encoding)] if encoding else []
         await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})
+                    "headers": [(b"content-type", content_type), *extra, (b"content-length", str(len(body)).encode())]})
         step = -(-len(body) // chunks)
         for i in range(0, len(body), step):
             await send({"type": "http.response.body", "body": body[i:i + step], "more_body": i + step < len(body)})
@@ -46,11 +48,22 @@ def test_a_page_address_gets_the_preloads_with_a_matching_length():
     assert int(headers[b"content-length"]) == len(body)
 
 
-def test_a_page_with_a_table_also_gets_the_table_code_and_home_does_not():
-    attention = serve("/attention", PAGE, b"text/html")[1]
+def test_the_gzipped_page_a_browser_gets_has_the_preloads_too():
+    # Streamlit gzips the page for any client that accepts gzip, as every browser does
+    headers, body = serve("/decode", gzip.compress(PAGE), b"text/html; charset=utf-8", chunks=2, encoding=b"gzip")
+    page = gzip.decompress(body)
+    assert page.count(b'rel="modulepreload"') == preload_links("decode").count(b'rel="modulepreload"') > 0
+    assert page.endswith(PAGE[PAGE.index(b"</head>"):]) and headers[b"content-encoding"] == b"gzip"
+    assert int(headers[b"content-length"]) == len(body)
+    assert serve("/decode", b"not gzip", b"text/html", encoding=b"br")[1] == b"not gzip"  # another encoding: as is
+
+
+def test_a_page_with_a_data_table_also_gets_the_table_code_and_home_does_not():
+    compare = serve("/compare", PAGE, b"text/html")[1]
     home = serve("/", PAGE, b"text/html")[1]
-    assert b"/DataFrame." in attention and b"/DataFrame." not in home
-    assert b"/embed." in attention and b"/embed." in home
+    assert b"/DataFrame." in compare and b"/DataFrame." not in home
+    assert b"/embed." in compare and b"/embed." in home
+    assert b"/DataFrame." not in serve("/attention", PAGE, b"text/html")[1]  # its statistics are a plain table
 
 
 def test_static_files_and_other_content_pass_unchanged():

@@ -5,10 +5,13 @@ Streamlit's frontend loads an element's code only when the element first shows u
 messages, on the critical path to the first chart. `PreloadChunks` (an ASGI middleware of app.py's `st.App`) adds
 `<link rel="modulepreload">` for them to the page Streamlit serves, so the browser fetches and compiles them while it
 waits for the server. The file names are looked up once in Streamlit's own static folder: a chunk a later Streamlit
-does not have (or names twice) is simply not preloaded.
+does not have (or names twice) is simply not preloaded. Streamlit gzips the page for a browser (any client that sends
+`Accept-Encoding: gzip`), so a gzip'd page is unpacked, given its tags and packed again; a page in another encoding
+passes unchanged.
 """
 from __future__ import annotations
 
+import gzip
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -23,7 +26,7 @@ STEMS = ("embed", "ArrowVegaLiteChart", "vega-interpreter", "serialization", "re
 # and what only some pages load for theirs (tables, radios, sliders, toggles, the ablation picker)
 PAGE_STEMS = {
     "decode": ("Radio", "Slider", "moment", "numbro", "NumberInput", "Checkbox", "Multiselect"),
-    "attention": ("DataFrame", "arrowFormatUtils", "Radio", "Checkbox", "Multiselect"),
+    "attention": ("Radio", "Checkbox", "Multiselect"),
     "compare": ("DataFrame", "arrowFormatUtils", "Radio", "Slider", "moment", "numbro"),
 }
 JS_DIR = Path(streamlit.__file__).parent / "static" / "static" / "js"
@@ -54,6 +57,13 @@ def with_preloads(page: bytes, path: str = "/") -> bytes:
     return page if at < 0 or not links else page[:at] + links + page[at:]
 
 
+def with_preloads_encoded(page: bytes, path: str, encoding: bytes) -> bytes:
+    """with_preloads for a page sent in `encoding` (b"" for none, or b"gzip")."""
+    if encoding == b"gzip":
+        return gzip.compress(with_preloads(gzip.decompress(page), path), compresslevel=6)
+    return with_preloads(page, path)
+
+
 class PreloadChunks:
     """ASGI middleware: adds preload_links() to the HTML page Streamlit serves for a page's address."""
 
@@ -66,20 +76,22 @@ class PreloadChunks:
             await self.app(scope, receive, send)
             return
         start: dict[str, Any] | None = None
+        encoding = b""
         body: list[bytes] = []
 
         async def send_page(message: dict[str, Any]) -> None:
-            nonlocal start
+            nonlocal start, encoding
             if message["type"] == "http.response.start":
                 headers = {k.lower(): v for k, v in message.get("headers", [])}
-                if b"text/html" in headers.get(b"content-type", b"") and b"content-encoding" not in headers:
+                encoding = headers.get(b"content-encoding", b"").strip().lower()
+                if b"text/html" in headers.get(b"content-type", b"") and encoding in (b"", b"gzip"):
                     start = message  # held back until the body is complete
                     return
             elif message["type"] == "http.response.body" and start is not None:
                 body.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
-                page = with_preloads(b"".join(body), path)
+                page = with_preloads_encoded(b"".join(body), path, encoding)
                 headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
                 await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
                 await send({"type": "http.response.body", "body": page})

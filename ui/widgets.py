@@ -1,12 +1,13 @@
-"""Small widgets the pages share: token chips, layer/head pickers, downloads and the no-model message."""
+"""Small widgets the pages share: token chips, a small table, layer/head pickers, downloads and the no-model message."""
 from __future__ import annotations
 
 import html
 import json
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import altair as alt
+import pandas as pd
 import streamlit as st
 
 from transformer.charts import visible_token as visible
@@ -63,6 +64,39 @@ def token_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, *
     head = (f'<div style="font-size:0.8rem;color:#6b7280;margin-bottom:2px">{html.escape(caption)}</div>'
             if caption else "")
     return f'{head}<div style="line-height:2.1">{"".join(chips)}</div>'
+
+
+class Column(NamedTuple):
+    """How small_table shows a column: its heading, a format for its numbers ("" for text) and a tooltip."""
+
+    label: str
+    fmt: str = ""
+    help: str = ""
+
+
+def small_table(frame: pd.DataFrame, columns: dict[str, Column]) -> str:
+    """HTML for the `columns` of `frame` as a plain table, numbers right-aligned; everything is escaped."""
+    def heading(column: Column) -> str:
+        classes = " ".join(name for name, on in (("studio-help", column.help), ("studio-number", column.fmt)) if on)
+        attributes = (f' class="{classes}"' if classes else "") + (f' title="{html.escape(column.help)}"'
+                                                                   if column.help else "")
+        return f"<th{attributes}>{html.escape(column.label)}</th>"
+
+    def cell(value: Any, column: Column) -> str:
+        return (f'<td class="studio-number">{column.fmt % value}</td>' if column.fmt
+                else f"<td>{html.escape(str(value))}</td>")
+
+    head = "".join(heading(column) for column in columns.values())
+    rows = "".join("<tr>" + "".join(cell(value, column) for value, column in zip(row, columns.values())) + "</tr>"
+                   for row in frame[list(columns)].itertuples(index=False))
+    return f'<div class="studio-table"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+
+
+def show_small_table(frame: pd.DataFrame, columns: dict[str, Column], key: str) -> None:
+    """A few rows of numbers as a plain HTML table: it draws with the page's Markdown, where st.dataframe first loads
+    ~1.2 MB of data-grid code (no sorting or search here; at most ~10 rows show, the rest scroll)."""
+    with st.container(key=key):
+        st.markdown(small_table(frame, columns), unsafe_allow_html=True)
 
 
 def show_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, **options) -> None:
