@@ -16,6 +16,7 @@ from ui.frame import ensure_frame
 from ui.inference import bind_text, greedy, greedy_or_message, share_text
 from ui.presenter import head_keys
 from ui.widgets import (
+    Column,
     chart_heading,
     head_label,
     head_picker,
@@ -24,7 +25,13 @@ from ui.widgets import (
     require_model,
     show_chart,
     show_chips,
+    show_small_table,
 )
+
+STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
+                "A prob": Column("A prob", "%.3f", "Model A's probability of its token at this step."),
+                "B": Column("B token"), "B prob": Column("B prob", "%.3f", "Model B's probability of its token."),
+                "same": Column("tokens")}
 
 ensure_frame()
 active = require_model()
@@ -57,9 +64,9 @@ for column, tag, model, result in ((out_a, "A", active, result_a), (out_b, "B", 
         st.markdown(model_caption(tag, model))
         show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
 with st.expander("Step by step", icon=":material/table_rows:"):
-    st.dataframe(step_table(result_a, result_b), hide_index=True, key="compare_steps",
-                 column_config={"A prob": st.column_config.NumberColumn(format="%.3f"),
-                                "B prob": st.column_config.NumberColumn(format="%.3f")})
+    steps = step_table(result_a, result_b)
+    steps["same"] = steps["same"].map({True: "same", False: "differs"})
+    show_small_table(steps, STEP_COLUMNS, key="compare_steps")
 
 trace_a, trace_b = result_a.trace, result_b.trace
 c_kind, c_step, c_layer, c_head = st.columns([4, 3, 2, 2], vertical_alignment="bottom")

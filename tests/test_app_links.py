@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from app_session import APP, assert_no_exception, charts, open_app, poll, texts
+from app_session import APP, assert_no_exception, charts, open_app, poll, small_tables, texts
 from streamlit.testing.v1 import AppTest
 from tiny_runs import start_tiny_run
 
@@ -154,6 +154,10 @@ def test_a_model_compared_with_itself_shows_no_divergence_and_a_zero_difference(
     assert len(diff) == 1
     frame = max(diff[0]["frames"].values(), key=len)
     assert len(frame) > 0 and (frame["difference"] == 0).all()
+    (steps,) = small_tables(at)  # the step-by-step table: the same token and probability on both sides
+    assert steps["columns"] == ["step", "A token", "A prob", "B token", "B prob", "tokens"]
+    assert steps["rows"] and all(r[1] == r[3] and r[2] == r[4] and r[5] == "same" for r in steps["rows"])
+    assert [r[0] for r in steps["rows"]] == [str(i + 1) for i in range(len(steps["rows"]))]
 
 
 def test_compare_the_live_training_weights_with_a_saved_checkpoint_from_a_link(studio_env):

@@ -27,7 +27,7 @@ STEMS = ("embed", "ArrowVegaLiteChart", "vega-interpreter", "serialization", "re
 PAGE_STEMS = {
     "decode": ("Radio", "Slider", "moment", "numbro", "NumberInput", "Checkbox", "Multiselect"),
     "attention": ("Radio", "Checkbox", "Multiselect"),
-    "compare": ("DataFrame", "arrowFormatUtils", "Radio", "Slider", "moment", "numbro"),
+    "compare": ("Radio", "Slider", "moment", "numbro"),
 }
 JS_DIR = Path(streamlit.__file__).parent / "static" / "static" / "js"
 _SKIP = ("/_stcore", "/static/", "/media/", "/component/", "/app/static/", "/favicon")

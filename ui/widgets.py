@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -83,6 +84,8 @@ def small_table(frame: pd.DataFrame, columns: dict[str, Column]) -> str:
         return f"<th{attributes}>{html.escape(column.label)}</th>"
 
     def cell(value: Any, column: Column) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "<td></td>"  # no value (a step one output does not have)
         return (f'<td class="studio-number">{column.fmt % value}</td>' if column.fmt
                 else f"<td>{html.escape(str(value))}</td>")
 
