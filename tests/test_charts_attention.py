@@ -210,3 +210,6 @@ def test_presenter_labels_grow_with_the_cells_and_still_fit_level():
     level = random_trace(["sometimes", "an", "old", "wolf", "writes", "</s>"], ["<s>", "manchmal"])
     _, enc = _heat(attention_heatmap(level, "cross", 0, size=420, large_labels=True))
     assert enc["x"]["axis"]["labelAngle"] == 0 and enc["x"]["axis"]["labelFontSize"] >= 11
+    long = random_trace(["sometimes", "wonderfully", "interesting", "</s>"], ["<s>", "manchmal"])
+    _, enc = _heat(attention_heatmap(long, "cross", 0, size=420, large_labels=True))
+    assert enc["x"]["axis"]["labelAngle"] != 0 and enc["x"]["axis"]["labelFontSize"] == 11  # rotated, never below 11

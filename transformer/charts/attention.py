@@ -83,7 +83,7 @@ def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizo
     font_size = token_font_size(cell, large)
     angle = label_angle(tokens, cell, font_size) if horizontal else 0
     while angle and font_size > 11:  # a smaller label that fits level reads better than a large rotated one
-        font_size -= 2
+        font_size = max(11, font_size - 2)
         angle = label_angle(tokens, cell, font_size)
     limit = 2 * cell if horizontal and angle == 0 else _ROTATED_LABEL_LIMIT
     show = cell >= 9  # below this, labels would overprint each other: the tooltip still names each token
