@@ -11,7 +11,7 @@ _CSS = """
 [data-testid="stSidebarHeader"] { margin-bottom: 0.5rem; }
 [data-testid="stElementToolbar"] button[aria-label="Download as PNG"] { display: none; }
 section[data-testid="stSidebar"][data-collapsed="false"] { min-width: %dpx; }
-.studio-chart-heading { font-weight: 600; font-size: 14px; color: #1f2937; margin: 0.2rem 0 -0.4rem 0; }
+.studio-chart-heading { font-weight: 600; font-size: 14px; color: #1f2937; margin: 0.2rem 0 -0.1rem 0; }
 .studio-table { max-height: 23rem; overflow-y: auto; border: 1px solid #e5e7eb; border-radius: 0.5rem; }
 .studio-table table { width: 100%%; border-collapse: collapse; margin: 0; font-size: 14px; }
 .studio-table th, .studio-table td { border: none; border-bottom: 1px solid #eef0f3; padding: 0.3rem 0.6rem; }
