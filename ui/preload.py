@@ -23,7 +23,8 @@ STEMS = ("embed", "ArrowVegaLiteChart", "vega-interpreter", "serialization", "re
          "withFullScreenWrapper", "CustomTheme", "rehype-raw", "hastscript", "web-namespaces", "Html", "purify.es",
          "Selectbox", "useSyncComboBoxEnterTargetFocus", "useMenuTrigger", "TextInput", "TextField", "Button",
          "DownloadButton", "WidgetLabel", "WidgetLabelHelpIcon", "PageLink")
-# and what only some pages load for theirs (tables, radios, sliders, toggles, the ablation picker)
+# and what only some pages load for theirs (radios, sliders, toggles, the ablation picker; no page shows a data grid
+# in its first view)
 PAGE_STEMS = {
     "decode": ("Radio", "Slider", "moment", "numbro", "NumberInput", "Checkbox", "Multiselect"),
     "attention": ("Radio", "Checkbox", "Multiselect"),
