@@ -1,8 +1,10 @@
 """Attention Studio: the frame around every page (page config, navigation, shared sidebar).
 
 `streamlit run app.py` first imports this file to look for an ASGI app: it finds `app`, an `st.App` whose start-up
-imports the pages' libraries and loads the default model before the server answers (`ui.serve.warm_up`), and whose
-middleware has the browser fetch the chart and widget code every page needs while the page starts (`ui.preload`).
+turns Nagle's algorithm off on the server's connections and imports the pages' libraries and loads the default model
+before the server answers (`ui.serve`), and whose middleware has the browser fetch the chart and widget code every
+page needs while the page starts (`ui.preload`) and serves Streamlit's own static files from memory, gzip'd
+(`ui.static_cache`).
 Every browser session then runs this file as the page script, where `__name__` is "__main__".
 """
 import streamlit as st
@@ -12,8 +14,10 @@ if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find t
 
     from ui.preload import PreloadChunks
     from ui.serve import warm_up_lifespan
+    from ui.static_cache import StaticFromMemory
 
-    app = st.App(__file__, lifespan=warm_up_lifespan, middleware=[Middleware(PreloadChunks)])
+    app = st.App(__file__, lifespan=warm_up_lifespan,
+                 middleware=[Middleware(PreloadChunks), Middleware(StaticFromMemory)])
 else:
     from ui.presenter import apply_presenter, presenter_switch
     from ui.settings import configure_charts, configure_torch

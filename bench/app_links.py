@@ -2,11 +2,16 @@
 
     PYTHONPATH=. .venv/bin/python -m bench.app_links [--checkpoints DIR] [--n 5]
 
-Each sample opens a new browser context (its own session, an empty browser cache) on a warm server and times
-navigation start to the first frame at which the view the link names is drawn on an idle page: the Decode page's
+Each sample opens a new browser context (its own session, an empty browser cache: a first visit) on a warm server and
+times navigation start to the first frame at which the view the link names is drawn on an idle page: the Decode page's
 "Step 3 of" heading and its step charts headed "step 3 · layer 2 · head 2", or the Attention map of the gallery's
 reversal view. The baselines are the home page and the Decode page without parameters (its default model, input
 and step 1), opened the same way in the same run: the Decode link against the Decode page is the cost of the link.
+
+The new context's window is open on about:blank for SETTLE_MS before the link is opened, as a person's browser
+window is open before they paste a link: in headless Chromium each new window starts its own renderer for the address
+bar's popup (~0.6 s of CPU), which otherwise ran beside the page on the same 2 cores (measured in session 7: the cold
+rows were ~0.1–0.2 s slower with it; bench/README.md has both).
 
 A second set of rows, labelled "visited browser", opens the same addresses in a new tab of one browser context that
 has opened every page before: its HTTP cache is warm (Streamlit's code is served as immutable files), but each tab
@@ -32,6 +37,7 @@ from bench.app_driver import (
 from bench.measures import Measure, table
 
 LINK_MS = 2000
+SETTLE_MS = 1200  # a new window's own start-up, before the link is opened
 DECODE_LINK = ("decode", {"model": "shipped:toy-en-de", "text": "the clever woman reads a book", "step": "3",
                           "layer": "2", "head": "2"}, charts_condition(r"step 3 · layer 2 · head 2\b", 2,
                                                                        heading="Step 3 of"))
@@ -41,10 +47,17 @@ HOME = ("", {}, charts_condition("", 1))
 DECODE_PLAIN = ("decode", {}, charts_condition(r"step 1 · layer \d+", 2, heading="Step 1 of"))
 
 
-def open_ms(browser, url: str, condition: tuple[str, list], errors: list[str], visited=None) -> float:
-    """Navigation start to the condition holding, in a new session: a new browser context (an empty cache), or given
-    `visited` (a browser context that opened the app before), a new tab of it."""
-    page = new_page(browser) if visited is None else visited.new_page()
+def open_ms(browser, url: str, condition: tuple[str, list], errors: list[str], visited=None,
+            settle_ms: int = SETTLE_MS) -> float:
+    """Navigation start to the condition holding, in a new session: a new browser context (an empty cache) whose
+    window has been open `settle_ms`, or given `visited` (a browser context that opened the app before), a new tab."""
+    if visited is None:
+        page = new_page(browser)
+        if settle_ms:
+            page.goto("about:blank")
+            page.wait_for_timeout(settle_ms)
+    else:
+        page = visited.new_page()
     try:
         page.goto(url)
         drawn = wait_for(page, condition, timeout_ms=120_000).drawn_at
@@ -57,7 +70,7 @@ def open_ms(browser, url: str, condition: tuple[str, list], errors: list[str], v
             page.close()
 
 
-def run(checkpoints: Path, n: int) -> tuple[list[Measure], list[str]]:
+def run(checkpoints: Path, n: int, settle_ms: int = SETTLE_MS) -> tuple[list[Measure], list[str]]:
     """Home page, Decode page, a Decode link and an Attention link, n new sessions each, interleaved, on one warm
     server: each in a new browser context (the cold rows, first) and in a new tab of a visited browser (the rest)."""
     from playwright.sync_api import sync_playwright
@@ -78,7 +91,7 @@ def run(checkpoints: Path, n: int) -> tuple[list[Measure], list[str]]:
             open_ms(browser, urls[name], targets[name][2], errors, visited)
         for _ in range(n):
             for name in targets:
-                samples[name].append(open_ms(browser, urls[name], targets[name][2], errors))
+                samples[name].append(open_ms(browser, urls[name], targets[name][2], errors, settle_ms=settle_ms))
                 warm[name].append(open_ms(browser, urls[name], targets[name][2], errors, visited))
         visited.close()
         browser.close()
@@ -99,10 +112,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/)")
     parser.add_argument("--n", type=int, default=5, help="new sessions per link")
+    parser.add_argument("--settle-ms", type=int, default=SETTLE_MS,
+                        help="how long a new window is open before the link is opened (0: open it at once)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    measures, errors = run(args.checkpoints or shipped_or_dev_checkpoints(), args.n)
-    print(f"1-min load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+    measures, errors = run(args.checkpoints or shipped_or_dev_checkpoints(), args.n, args.settle_ms)
+    print(f"1-min load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; new windows settled "
+          f"{args.settle_ms} ms")
     print(table(measures))
     home, decode = measures[0].p50, measures[1].p50
     print(f"Decode link / Decode page without parameters (p50): {measures[2].p50 / decode:.2f}")

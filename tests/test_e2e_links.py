@@ -59,6 +59,10 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
             fresh.goto(link)
             view = wait_for(fresh, charts_condition(r"step 3 · layer 1 · head 2\b", 2, heading="Step 3 of"), 60_000)
             assert view.step[0] == 3
+            chart_code = fresh.evaluate("() => performance.getEntriesByType('resource').filter((r) => "
+                                        "/\\/static\\/js\\/embed\\./.test(r.name)).map((r) => [r.encodedBodySize, "
+                                        "r.decodedBodySize])")
+            assert chart_code and all(sent < size / 2 for sent, size in chart_code)  # gzip'd (ui.static_cache)
             assert fresh.locator(".st-key-decode_text input").input_value() == TEXT
             assert fresh.locator('.st-key-decode_step [data-testid="stSliderThumbValue"]').inner_text() == "3"
             assert page_errors(fresh) == []

@@ -12,6 +12,7 @@ passes unchanged.
 from __future__ import annotations
 
 import gzip
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -49,6 +50,14 @@ def preload_links(page: str = "") -> bytes:
         if len(found) == 1:
             tags.append(f'<link rel="modulepreload" crossorigin href="./static/js/{found[0]}">')
     return "".join(tags).encode()
+
+
+def first_view_chunks() -> list[str]:
+    """Every JavaScript file a first visit fetches at start: those Streamlit's page names, and the preloads of every
+    page (file names in Streamlit's static/js folder)."""
+    page = (JS_DIR.parent.parent / "index.html").read_text(errors="replace") if JS_DIR.is_dir() else ""
+    links = b"".join(preload_links(name) for name in ("", *PAGE_STEMS)).decode()
+    return list(dict.fromkeys(re.findall(r'\./static/js/([^"/]+\.js)"', page + links)))
 
 
 def with_preloads(page: bytes, path: str = "/") -> bytes:
