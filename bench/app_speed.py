@@ -53,10 +53,13 @@ def default_model(checkpoints: Path) -> str:
     return name
 
 
-def topk_texts(result: DecodeResult, t: int) -> tuple[str, str]:
-    """What the top-k bars of step t (1-based) write: the percentages, then the candidate tokens."""
+def topk_texts(result: DecodeResult, t: int) -> tuple[str, ...]:
+    """What the top-k bars of step t (1-based) write: the percentages beside the bars, in order, then each candidate
+    token. The tokens are checked one by one: when the data is swapped in place, Vega keeps the SVG nodes of the
+    token axis's labels and moves them, so after Prev their document order need not be the bars' order (found in
+    session 7: the bench stopped at "prev did not show step 7" while the page showed step 7 correctly)."""
     top_k = result.steps[t - 1].top_k
-    return " | ".join(f"{100 * p:.1f}%" for _, p in top_k), " | ".join(visible_token(tok) for tok, _ in top_k)
+    return " | ".join(f"{100 * p:.1f}%" for _, p in top_k), *(visible_token(tok) for tok, _ in top_k)
 
 
 def first_page_ms(browser: Any, url: str) -> float:
