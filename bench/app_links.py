@@ -11,7 +11,7 @@ and step 1), opened the same way in the same run: the Decode link against the De
 The new context's window is open on about:blank for SETTLE_MS before the link is opened, as a person's browser
 window is open before they paste a link: in headless Chromium each new window starts its own renderer for the address
 bar's popup (~0.6 s of CPU), which otherwise ran beside the page on the same 2 cores (measured in session 7: the cold
-rows were ~0.1–0.2 s slower with it; bench/README.md has both).
+link rows were ~0.4–0.5 s slower with it, `--settle-ms 0`; bench/README.md has both).
 
 A second set of rows, labelled "visited browser", opens the same addresses in a new tab of one browser context that
 has opened every page before: its HTTP cache is warm (Streamlit's code is served as immutable files), but each tab
