@@ -121,7 +121,7 @@ with c_head:
     head_keys("attention_head", trace.n_heads)
 with c_opts:
     st.session_state.setdefault("attention_fixed_scale", True)
-    fixed = st.toggle("Fixed 0–1 scale", key="attention_fixed_scale",
+    fixed = st.toggle("Fixed scale", key="attention_fixed_scale",
                       help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
 alignment = gold_alignment_for(active, text) if kind == "cross" else None
 if mode == "teacher" and reference.strip() != reference_for(active, text):

@@ -1,6 +1,6 @@
 """In a real browser at 1400x1000 (what a newcomer tried, issue 12): every chart fits its column, the per-head
-statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, and a chart's
-toolbar offers no PNG of its own beside the page's PNG / SVG buttons."""
+statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
+text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -28,9 +28,13 @@ PAGES = [
     ("compare", {"compare": "shipped:toy-en-de", "text": TEXT}, charts_condition("B − A", 1)),
 ]
 # per chart: its heading, the widths of its drawing and of its column; horizontal axis labels that overprint; per
-# data table (st.dataframe or a small HTML table): scroll width and visible width
+# data table (st.dataframe or a small HTML table): scroll width and visible width; texts the browser cuts with "…"
 LAYOUT_JS = r"""() => {
-  const out = {wider: [], overprinted: [], tables: []};
+  const out = {wider: [], overprinted: [], tables: [], cut: []};
+  for (const e of document.querySelectorAll('[data-testid="stMain"] *, [data-testid="stSidebar"] *')) {
+    if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth && e.textContent.trim()
+        && getComputedStyle(e).textOverflow === 'ellipsis') out.cut.push(e.textContent.trim().slice(0, 40));
+  }
   for (const chart of document.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
     const svg = chart.querySelector('svg');
     const column = chart.closest('[data-testid="stColumn"]') || chart.closest('[data-testid="stMainBlockContainer"]');
@@ -84,6 +88,7 @@ def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(tmp_p
                 layout = page.evaluate(LAYOUT_JS)
                 assert layout["wider"] == [], f"/{path}: charts wider than their column: {layout['wider']}"
                 assert layout["overprinted"] == [], f"/{path}: overprinted axis labels in {layout['overprinted']}"
+                assert layout["cut"] == [], f"/{path}: texts cut short: {layout['cut']}"
                 if path == "attention":  # its one table here: the per-head statistics
                     assert len(layout["tables"]) == 1 and layout["tables"][0][0] <= layout["tables"][0][1], layout
                 assert set(_visible_pngs_on_hover(page)) <= {0}, f"/{path}: a chart toolbar offers a PNG"
