@@ -65,6 +65,9 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
             assert chart_code and all(sent < size / 2 for sent, size in chart_code)  # gzip'd (ui.static_cache)
             assert fresh.locator(".st-key-decode_text input").input_value() == TEXT
             assert fresh.locator('.st-key-decode_step [data-testid="stSliderThumbValue"]').inner_text() == "3"
+            fresh.locator(".st-key-studio_share button").first.click()  # "Copy link": opened, it shows this view
+            fresh.get_by_text(link.split("?", 1)[1]).first.wait_for(timeout=30_000)
+            fresh.keyboard.press("Escape")
             assert page_errors(fresh) == []
             fresh.goto(f"{server.url}/attention?head=99&layer=abc")  # a stale link: defaults and a note
             wait_charts(fresh, r"Cross-attention · layer \d+", 1, timeout_ms=60_000)

@@ -232,7 +232,10 @@ def current_link() -> str:
 
 @st.fragment
 def share_control() -> None:
-    """"Copy link": opening it shows the link of the view as it is now, with a copy button."""
-    with st.popover("Copy link", icon=":material/link:", on_change="rerun", key="studio_share", width="stretch"):
-        st.code(current_link(), language=None, wrap_lines=True)
-        st.caption("Opening this link shows this page with the same model, input, step, layer and head.")
+    """"Copy link": opening it shows the link of the view as it is now, with a copy button. Closed, it draws nothing
+    inside (two elements less on every page's first view)."""
+    with st.popover("Copy link", icon=":material/link:", on_change="rerun", key="studio_share",
+                    width="stretch") as box:
+        if box.open:  # drawn when opened (a rerun of this fragment), so it is the link of the view as it is now
+            st.code(current_link(), language=None, wrap_lines=True)
+            st.caption("Opening this link shows this page with the same model, input, step, layer and head.")
