@@ -26,6 +26,7 @@ import streamlit
 
 STATIC_ROOT = Path(streamlit.__file__).parent / "static"  # what Streamlit serves at "/"
 ASSETS = STATIC_ROOT / "static"  # its hashed bundles: js/, css/, media/
+_ASSETS_REAL = ASSETS.resolve()
 MAX_AGE = 365 * 24 * 60 * 60  # Streamlit's own for its hashed files
 _COMPRESSIBLE = {".js", ".css", ".svg", ".json", ".map", ".txt"}
 _RELATIVE = re.compile(r"^static/(?:[A-Za-z0-9_@~+-][A-Za-z0-9_.@~+-]*/)*[A-Za-z0-9_@~+-][A-Za-z0-9_.@~+-]*$")
@@ -49,11 +50,11 @@ class Asset:
 def asset(relative: str) -> Asset | None:
     """The file at `relative` ("static/js/index.abc.js") under Streamlit's static folder, or None when that is not
     a plain file inside its `static/` folder."""
-    if not _RELATIVE.match(relative) or ".." in relative.split("/"):
+    if not _RELATIVE.match(relative):  # no segment may start with "." (so no ".."), no backslash, no empty segment
         return None
     path = STATIC_ROOT / relative
     try:
-        if not path.resolve().is_relative_to(ASSETS.resolve()) or not path.is_file():
+        if not path.resolve().is_relative_to(_ASSETS_REAL) or not path.is_file():
             return None
         return _load(str(path))
     except OSError:
