@@ -13,6 +13,7 @@ FAMILIES = ("marian", "bart", "t5")
 WORDS = ("the a dog cat runs sleeps red blue house tree man woman sees big small green walks under over "
          "near bird fish eats").split()
 SIZE = dict(d_model=16, layers=2, heads=2, ffn=32, positions=64)
+OPUS_MT_SHAPE = dict(d_model=512, layers=6, heads=8, ffn=2048, positions=512)  # Helsinki-NLP/opus-mt-en-de
 
 
 def corpus(n: int = 300, seed: int = 0) -> list[str]:
@@ -64,10 +65,9 @@ def _fast_tokenizer(family: str, lines: list[str]):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
 
 
-def _model(family: str, vocab: int):
+def _model(family: str, vocab: int, s: dict[str, int]):
     from transformers import (BartConfig, BartForConditionalGeneration, MarianConfig, MarianMTModel, T5Config,
                               T5ForConditionalGeneration)
-    s = SIZE
     if family == "t5":
         cfg = T5Config(vocab_size=vocab, d_model=s["d_model"], d_kv=s["d_model"] // s["heads"], d_ff=s["ffn"],
                        num_layers=s["layers"], num_decoder_layers=s["layers"], num_heads=s["heads"],
@@ -86,13 +86,14 @@ def _model(family: str, vocab: int):
     return model
 
 
-def build(family: str, folder: Path, seed: int = 0) -> Path:
-    """Save a tiny random `family` model and its trained tokenizer into `folder` (created)."""
+def build(family: str, folder: Path, seed: int = 0, size: dict[str, int] | None = None) -> Path:
+    """Save a random `family` model (tiny, or of `size`, e.g. OPUS_MT_SHAPE) and its trained tokenizer into
+    `folder` (created)."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = corpus()
     tokenizer = _marian_tokenizer(folder, lines) if family == "marian" else _fast_tokenizer(family, lines)
     torch.manual_seed(seed)
-    model = _model(family, len(tokenizer))
+    model = _model(family, len(tokenizer), size or SIZE)
     with torch.no_grad():  # a random model stops at once if the end token wins: make its end logit lose
         eos = model.config.eos_token_id
         if hasattr(model, "final_logits_bias"):

@@ -1,4 +1,11 @@
 """The charts stage: pure functions from traces and frames to Altair / Plotly figures (no Streamlit)."""
+import altair as alt
+
+# Altair refuses to serialise more than 5,000 rows by default; a 20-word caption's head grid has ~10^4-10^5.
+# Our builders cap what they draw themselves (attention.MAX_GRID_CELLS raises ChartTooLargeError, which pages
+# show as a message), so that limit only turned ordinary inputs into exceptions.
+alt.data_transformers.disable_max_rows()
+
 from .ablation import agreement_chart, importance_chart, step_probability_chart
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
