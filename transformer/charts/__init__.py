@@ -11,12 +11,13 @@ from .attention import ChartTooLargeError, attention_grid, attention_heatmap, la
 from .difference import difference_frame, difference_heatmap
 from .export import chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
+from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, replay_html
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
 __all__ = ["CHOSEN_COLOR", "ChartTooLargeError", "MASKED_COLOR", "NOT_REACHED_COLOR", "STRIP_FONT_SIZE",
-           "agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap", "chart_to_png",
+           "agreement_chart", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "ReplayTooLargeError", "alignment_table_chart", "attention_grid", "attention_heatmap", "chart_to_png",
            "chart_to_svg", "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart",
-           "label_angle", "selected_panel", "source_strip", "step_probability_chart", "text_width",
+           "label_angle", "replay_html", "selected_panel", "source_strip", "step_probability_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token"]
