@@ -71,7 +71,7 @@ def _check_size(result: DecodeResult, kinds: Sequence[str]) -> None:
 
 def _too_big(size: int) -> ReplayTooLargeError:
     return ReplayTooLargeError(f"This replay would take at least {size / 1e6:.1f} MB; a replay file holds at most "
-                               f"{MAX_REPLAY_BYTES / 1e6:.0f} MB. Use a shorter sentence or fewer steps.")
+                               f"{MAX_REPLAY_BYTES / 1e6:g} MB. Use a shorter sentence or fewer steps.")
 
 
 def _thousandths(weights: torch.Tensor, causal: bool) -> list[list[list[int]]]:
@@ -167,7 +167,7 @@ def replay_html(result: DecodeResult, model_name: str, weights: str = "") -> str
     """
     data = replay_data(result, model_name, weights)
     title = f"Replay · {model_name} · {result.source_text}"
-    parts = {"title": html.escape(title[:200]), "data": script_json(data), "vega": vega_bundle()}
+    parts = {"title": html.escape(visible_token(title[:200])), "data": script_json(data), "vega": vega_bundle()}
     page = re.sub(r"\{\{(title|data|vega)\}\}", lambda m: parts[m.group(1)], _PAGE.read_text(encoding="utf-8"))
     size = len(page.encode("utf-8"))
     if size > MAX_REPLAY_BYTES:
