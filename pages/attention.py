@@ -22,6 +22,7 @@ from ui.views import (
     show_model_view,
     show_sweep,
     show_weights,
+    slide_title,
 )
 
 ensure_frame()
@@ -71,7 +72,7 @@ st.subheader("Switch heads off", anchor=False)
 ablated_heads = attention_ablation(active, text, result, reference, kind, layer, head, fixed_scale=fixed)
 
 st.subheader("Model view: every layer × head", anchor=False)
-show_model_view(trace, kind, fixed, ablated_heads)
+show_model_view(trace, kind, fixed, ablated_heads, slide_title(active, text, reference))
 
 output = current_output(active, result, reference)
 st.subheader("Which heads matter? Ablate each head in turn", anchor=False)

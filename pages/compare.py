@@ -65,7 +65,7 @@ if (trace_a.n_layers(kind), trace_a.n_heads) != (trace_b.n_layers(kind), trace_b
                "offered.")
 
 st.markdown(step_caption(result_a, result_b, t))
-show_both_maps((active, other), (trace_a, trace_b), kind, layer, head, t)
+show_both_maps((active, other), (trace_a, trace_b), kind, layer, head, t, text)
 
 st.subheader("Difference B − A", anchor=False)
-show_difference(trace_a, trace_b, kind, layer, head)
+show_difference((active, other), trace_a, trace_b, kind, layer, head, text)

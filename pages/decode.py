@@ -4,7 +4,7 @@ from functools import partial
 import streamlit as st
 
 from transformer.decode import MAX_INPUT_CHARS
-from ui.links import write as write_link
+from ui.links import write_view
 from ui.shell import ensure_frame
 from ui.views import (
     bind_reference,
@@ -44,4 +44,4 @@ if free is None:
 results, prefix = decode_results(active, text, reference, free, top_k)
 show_output_cards(results, prefix)
 ablated, ablate_heads = show_ablation_panel(active, text, free, top_k)
-show_step_through(active, text, reference, results, ablated, ablate_heads, after=partial(write_link, "decode"))
+show_step_through(active, text, reference, results, ablated, ablate_heads, after=partial(write_view, "decode"))

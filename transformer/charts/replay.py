@@ -69,6 +69,12 @@ def _check_size(result: DecodeResult, kinds: Sequence[str]) -> None:
         raise _too_big(estimate)
 
 
+def check_replay_size(result: DecodeResult) -> None:
+    """Raise ReplayTooLargeError, naming the limit, when `result` is too long or too big for one replay file (cheap:
+    no page is built)."""
+    _check_size(result, replay_kinds(result))
+
+
 def _too_big(size: int) -> ReplayTooLargeError:
     return ReplayTooLargeError(f"This replay would take at least {size / 1e6:.1f} MB; a replay file holds at most "
                                f"{MAX_REPLAY_BYTES / 1e6:g} MB. Use a shorter sentence or fewer steps.")

@@ -12,8 +12,20 @@ from .link_format import (
     to_params,
 )
 from .presenter import apply_presenter, presenter_switch
-from .url_state import merged_words, page_name, restore, run_page, share_control, show_notes, write
+from .url_state import (
+    current_link,
+    merged_words,
+    page_name,
+    restore,
+    run_page,
+    share_control,
+    show_link_qr,
+    show_notes,
+    write,
+    write_view,
+)
 
-__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "apply_presenter", "check_sizes", "head_labels", "labels_to_heads",
+__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "apply_presenter", "check_sizes", "current_link", "head_labels", "labels_to_heads",
            "merged_words", "page_name", "parse_ablated", "parse_params", "presenter_switch", "restore",
-           "run_page", "share_control", "show_gallery", "show_notes", "to_params", "write"]
+           "run_page", "share_control", "show_gallery", "show_link_qr", "show_notes", "to_params",
+           "write", "write_view"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.models import current_model
-from ui.views import PRESENT_KEY, SWITCH_KEY, md, presenting
+from ui.views import PRESENT_KEY, SLIDES_SUFFIX, SWITCH_KEY, md, presenting
 
 HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce", "decode_view",
                "attention_downloads", "attention_grid_download_png", "attention_grid_download_svg",
-               "attention_fixed_scale", "studio_share")
+               "attention_fixed_scale", "studio_share", "decode_replay")
 _CSS = """
 <style>
 /* presenter mode */
@@ -28,6 +28,11 @@ h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
 /* the head keys' buttons stay mounted (their shortcuts work) but take no room */
 [class*="_head_keys"] { position: absolute !important; left: -10000px; }
 .studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */
+/* the QR code of the view's link, in the bottom right corner over the page */
+.st-key-studio_present_qr { position: fixed; right: 0.8rem; bottom: 0.8rem; z-index: 1000; width: auto !important;
+  background: #fff; padding: 8px 8px 2px 8px; border-radius: 8px; box-shadow: 0 1px 6px rgba(0,0,0,0.25); }
+.st-key-studio_present_qr img { image-rendering: pixelated; }
+.st-key-studio_present_qr [data-testid="stImageCaption"] { font-size: 0.7rem; color: #374151; text-align: center; }
 </style>
 """
 
@@ -35,7 +40,8 @@ h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
 def apply_presenter() -> None:
     """Inject presenter mode's CSS when it is on (no visible element)."""
     if presenting():
-        hidden = ", ".join(f".st-key-{key}" for key in HIDDEN_KEYS)
+        hidden = ", ".join([*(f".st-key-{key}" for key in HIDDEN_KEYS), f'[class*="{SLIDES_SUFFIX} "]',
+                            f'[class$="{SLIDES_SUFFIX}"]'])
         st.html(_CSS % hidden)
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
+from transformer.charts import qr_svg
 from transformer.decode import InputError
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 from ui.views import (
@@ -33,6 +34,8 @@ from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, 
 
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
+QR_KEY = "studio_present_qr"  # presenter mode's QR code of the view's link (its corner is in presenter.py's CSS)
+QR_SHOWN_KEY = "studio_present_qr_shown"
 NOTES_KEY = "studio_url_notes"
 # page -> link parameter -> the session-state key of the widget it restores
 PAGE_WIDGETS: dict[str, dict[str, str]] = {
@@ -209,17 +212,48 @@ def write(page: str) -> None:
     st.session_state[WRITTEN_KEY] = params
 
 
+def show_link_qr() -> None:
+    """In presenter mode, a QR code of the view's link, exactly what "Copy link" shows, so an audience can open the
+    same view on their phones (drawn in a corner by presenter mode's CSS). Not when the browser did not say the
+    page's address: a link without it opens nothing on a phone."""
+    st.session_state[QR_SHOWN_KEY] = True
+    if not presenting() or not st.context.url:
+        return
+    link = current_link()
+    try:
+        code = qr_svg(link)
+    except ValueError:  # a link too long for a code a phone reads well
+        return
+    with st.container(key=QR_KEY):
+        st.image(code, caption="Scan to open this view", width=150)
+
+
+def write_view(page: str) -> None:
+    """Put the page's view into the URL, then (presenter mode) show its QR code; for a fragment that changes what
+    the link names (the Decode page's step)."""
+    write(page)
+    show_link_qr()
+
+
 def run_page(page: StreamlitPage, view: str) -> None:
-    """Run the page, then write its view into the URL, also when it stopped early. Not when it asked for a rerun:
-    st.rerun has already taken the URL along, and writing now would make the rerun see a URL it did not write."""
+    """Run the page, then write its view into the URL (and show its QR code in presenter mode, unless the page did),
+    also when it stopped early. Not when it asked for a rerun: st.rerun has already taken the URL along, and writing
+    now would make the rerun see a URL it did not write."""
+    st.session_state[QR_SHOWN_KEY] = False
     try:
         page.run()
     except RerunException:
         raise
     except StopException:
-        write(view)
+        _finish(view)
         raise
+    _finish(view)
+
+
+def _finish(view: str) -> None:
     write(view)
+    if not st.session_state.get(QR_SHOWN_KEY):
+        show_link_qr()
 
 
 def current_link() -> str:

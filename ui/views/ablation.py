@@ -29,7 +29,8 @@ from transformer.decode import KIND_TITLES, DecodeResult, InputError, decode_gre
 from ui.models import ActiveModel
 
 from .decode_state import RERUN_APP_KEY
-from .widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
+from .weights import slide_title
+from .widgets import SlideTitle, chart_heading, head_label, md, md_token, show_chart, show_chips, slide_downloads
 
 SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
 SWEEP_CACHE_KEY = "studio_sweeps"
@@ -205,7 +206,11 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
     st.caption(f"log p(output) intact: {sweep.base_log_prob:.3f} · swept in {sweep.seconds:.2f} s")
     if sweep.frame.empty:
         return
-    show_chart(importance_chart(sweep.frame), key=f"{key}_heatmap", width="content")
+    importance = importance_chart(sweep.frame)
+    slide_downloads(importance, slide_title(active, text).lines(f"Drop in log p(output) with each head switched off · "
+                                                                f"output: {output_text}"),
+                    "ablation_sweep", f"{key}_heatmap")
+    show_chart(importance, key=f"{key}_heatmap", width="content")
     table = pd.DataFrame({"head": [head_title(label) for label in sweep.frame["label"]],
                           "kind": [KIND_TITLES[k] for k in sweep.frame["kind"]],
                           "drop": sweep.frame["drop"], "log p ablated": sweep.frame["log_prob"]})
@@ -214,7 +219,8 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
         "log p ablated": st.column_config.NumberColumn(format="%.3f")})
 
 
-def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | None, *, key: str) -> None:
+def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | None, title: SlideTitle, *,
+                      key: str) -> None:
     """The ablated run's cross-attention at step t (same layer and head as the intact strip above it)."""
     if t >= len(ablated.steps):
         st.caption(f"The ablated run ended before step {t + 1}.")
@@ -222,8 +228,11 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
     step = ablated.steps[t]
     chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
                   f"attention · layer {layer + 1} · {head_label(head).lower()}")
-    show_chart(source_strip(ablated.trace.source_tokens, ablated.trace.matrix("cross", layer, head)[t].tolist(),
-                            max_width=1000), width="content", key=key)
+    strip = source_strip(ablated.trace.source_tokens, ablated.trace.matrix("cross", layer, head)[t].tolist(),
+                         max_width=1000)
+    slide_downloads(strip, title.lines(f"Cross-attention with heads switched off · layer {layer + 1} · "
+                                       f"{head_label(head).lower()} · step {t + 1}"), f"ablated_source_step{t + 1}", key)
+    show_chart(strip, width="content", key=key)
 
 
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
@@ -249,6 +258,10 @@ def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, ref
         return heads
     show_comparison(intact, ablated, heads, key="attention_ablation")
     chart_heading(f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
-    show_chart(attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title=""),
-               key="attention_ablated_heatmap", width="content")
+    heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title="")
+    names = ", ".join(head_title(h.label) for h in heads)
+    slide_downloads(heatmap, slide_title(active, text, reference).lines(
+        f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} · without {names}"),
+        f"{kind}_layer{layer + 1}_ablated", "attention_ablated_heatmap")
+    show_chart(heatmap, key="attention_ablated_heatmap", width="content")
     return heads

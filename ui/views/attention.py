@@ -30,7 +30,8 @@ from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
 from .inference import bind_reference, gold_for, greedy_or_message, share_reference, teacher
 from .presenting import presenting
-from .widgets import Column, chart_downloads, grid_cell, show_chart, show_small_table
+from .weights import slide_title
+from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
@@ -78,6 +79,9 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
             stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
             chart_downloads(lambda: chart_to_png(heatmap), lambda: chart_to_svg(heatmap), stem,
                             "attention_heatmap_download")
+            slide_downloads(heatmap, slide_title(active, text, reference).lines(
+                f"{KIND_TITLES[kind]} · layer {layer + 1} · {'mean of heads' if head is None else f'head {head + 1}'}"),
+                stem, "attention_heatmap")
             st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
                                mime="application/json", key="attention_trace_json", icon=":material/data_object:",
                                on_click="ignore", width="stretch")
@@ -97,9 +101,10 @@ def _open_panel() -> None:
         st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN_HEAD if head is None else head
 
 
-def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads: list[Head]) -> None:
+def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads: list[Head], title: SlideTitle
+                    ) -> None:
     """Every layer x head of one kind as small multiples; a click opens a panel or switches its head off. A grid
-    too big to draw says so."""
+    too big to draw says so. `title` names model and input on its slide (ui.views.slide_title)."""
     clicks = st.radio("A click on a panel", list(GRID_CLICKS), format_func=GRID_CLICKS.__getitem__, horizontal=True,
                       key="attention_grid_click", help="Double-click clears the selection (when a click opens a panel).")
     clicked_note("attention_grid_ablate")
@@ -117,3 +122,5 @@ def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads
     with st.columns([2, 3])[0]:
         chart_downloads(lambda: chart_to_png(grid), lambda: chart_to_svg(grid), f"{kind}_all_heads",
                         "attention_grid_download")
+    slide_downloads(grid, title.lines(f"{KIND_TITLES[kind]} · every layer × head"), f"{kind}_all_heads",
+                    "attention_grid")

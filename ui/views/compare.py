@@ -12,7 +12,18 @@ from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
-from .widgets import Column, chart_heading, head_label, md_token, show_chart, show_chips, show_small_table, visible
+from .weights import slide_title
+from .widgets import (
+    Column,
+    chart_heading,
+    head_label,
+    md_token,
+    show_chart,
+    show_chips,
+    show_small_table,
+    slide_downloads,
+    visible,
+)
 
 MODEL_B_KEY = "compare_model"
 STEP_KEY = "compare_step"
@@ -112,22 +123,31 @@ def show_outputs(active: ActiveModel, other: ActiveModel, result_a: DecodeResult
         show_small_table(steps, STEP_COLUMNS, key="compare_steps")
 
 
+def _stem(kind: str, layer: int, head: int | None) -> str:
+    return f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
+
+
 def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[AttentionTrace, AttentionTrace], kind: str,
-                   layer: int, head: int | None, t: int) -> None:
+                   layer: int, head: int | None, t: int, text: str) -> None:
     """The same kind, layer and head of both models, rows up to step t (the encoder's map is the same at every
-    step); an output that ended shows its last row."""
+    step); an output that ended shows its last row. `text` is the input (named on the maps' slides)."""
     stepped = kind != "encoder_self"
     for column, tag, model, trace in zip(st.columns(2, gap="large"), "AB", models, traces):
         row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None
         with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
-            chart_heading(f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
-                          f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
-            show_chart(attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title=""),
-                       key=f"compare_map_{tag.lower()}", width="content")
+            heading = (f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                       f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
+            chart_heading(heading)
+            heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="")
+            slide_downloads(heatmap, slide_title(model, text).lines(f"Model {heading}"),
+                            f"compare_{tag.lower()}_{_stem(kind, layer, head)}", f"compare_map_{tag.lower()}")
+            show_chart(heatmap, key=f"compare_map_{tag.lower()}", width="content")
 
 
-def show_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str, layer: int, head: int | None) -> None:
-    """B − A over the rows and columns whose tokens agree in both, or why there is no such map."""
+def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str,
+                    layer: int, head: int | None, text: str) -> None:
+    """B − A over the rows and columns whose tokens agree in both, or why there is no such map. `models` (A, B) and
+    the input `text` are named on its slide."""
     try:
         diff = attention_difference(trace_a, trace_b, kind, layer, head)
     except ValueError as exc:
@@ -140,6 +160,9 @@ def show_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str,
     left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
     st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
                "Blue: B attends more; red: A attends more.")
-    show_chart(difference_heatmap(diff, size=420, title=f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · "
-                                                        f"{head_label(head).lower()}"),
-               key="compare_difference", width="content")
+    view = f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
+    chart = difference_heatmap(diff, size=420, title=view)
+    a, b = (slide_title(model, text).model for model in models)
+    slide_downloads(chart, [view, f"Input: {text}", f"A: {a}", f"B: {b}"], f"compare_difference_{_stem(kind, layer, head)}",
+                    "compare_difference")
+    show_chart(chart, key="compare_difference", width="content")

@@ -2,6 +2,7 @@
 and the step-through itself (step, layer and head; the prefix, the top-k, the source shading, the maps)."""
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import Callable
 
@@ -10,9 +11,12 @@ import streamlit as st
 from transformer.analysis import Head
 from transformer.charts import (
     ChartTooLargeError,
+    ReplayTooLargeError,
     attention_grid,
     attention_heatmap,
+    check_replay_size,
     decoder_row_chart,
+    replay_html,
     source_strip,
     topk_bars,
 )
@@ -35,7 +39,9 @@ from .attribution import show_step_attribution
 from .chart_cache import cached_chart
 from .inference import gold_for, greedy, teacher
 from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
+from .weights import slide_title, weights_of
 from .widgets import (
+    SlideTitle,
     chart_heading,
     grid_cell,
     head_label,
@@ -44,6 +50,7 @@ from .widgets import (
     md_token,
     show_chart,
     show_chips,
+    slide_downloads,
     visible,
 )
 
@@ -103,9 +110,10 @@ def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
 
 
 def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str, t: int, layer: int,
-                 head: int | None) -> None:
+                 head: int | None, title: SlideTitle) -> None:
     """The prefix so far and its self-attention, the top-k with "force another token", the source shading."""
     trace, step = result.trace, result.steps[t]
+    at = f"layer {layer + 1} · {head_label(head).lower()} · step {t + 1} of {len(result.steps)}"
     left, right = st.columns([3, 2], gap="large")
     with left:
         if view == ds.TEACHER:
@@ -114,12 +122,17 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
                    caption="predictions so far" if view == ds.TEACHER else "output so far")
         self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
         chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
-        show_chart(cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
-                                all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
+        prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
+                                    all_tokens=trace.decoder_input_tokens)
+        slide_downloads(prefix_strip, title.lines(f"Decoder self-attention over the prefix · {at}"),
+                        f"decoder_self_prefix_step{t + 1}", "decode_prefix_strip")
+        show_chart(prefix_strip, width="content", key="decode_prefix_strip")
     with right:
         chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
-        show_chart(cached_chart(topk_bars, step.top_k, chosen=step.token, width=240), key="decode_topk",
-                   width="content")
+        top = cached_chart(topk_bars, step.top_k, chosen=step.token, width=240)
+        slide_downloads(top, title.lines(f"Top-{len(step.top_k)} candidates · step {t + 1} of {len(result.steps)}"),
+                        f"topk_step{t + 1}", "decode_topk")
+        show_chart(top, key="decode_topk", width="content")
         alternatives = [tok for tok, _ in step.top_k if tok != step.token]
         if alternatives:
             if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
@@ -132,12 +145,14 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
     cross_row = trace.matrix("cross", layer, head)[t].tolist()
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                   f"{head_label(head).lower()}")
-    show_chart(cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000), width="content",
-               key="decode_source_strip")
+    strip = cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000)
+    slide_downloads(strip, title.lines(f"Source tokens shaded by cross-attention · {at}"),
+                    f"cross_source_step{t + 1}", "decode_source_strip")
+    show_chart(strip, width="content", key="decode_source_strip")
 
 
 def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, view: str, t: int, layer: int,
-          head: int | None, ablate_heads: list[Head]) -> None:
+          head: int | None, ablate_heads: list[Head], title: SlideTitle) -> None:
     """The cross-attention map up to the step (gold alignment outlined where known) and the layer's heads grid."""
     trace = result.trace
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens),
@@ -146,10 +161,13 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
     map_col, side_col = st.columns([9, 6], gap="large")
     with map_col:
         chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
-        show_chart(cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
-                                gold=gold if st.session_state.get("decode_gold", True) else (),
-                                size=440 if presenting() else 330, title="", large_labels=presenting()),
-                   key="decode_heatmap", width="content")
+        heatmap = cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
+                               gold=gold if st.session_state.get("decode_gold", True) else (),
+                               size=440 if presenting() else 330, title="", large_labels=presenting())
+        slide_downloads(heatmap, title.lines(f"Cross-attention · layer {layer + 1} · {head_label(head).lower()} · "
+                                             f"rows up to step {t + 1} of {len(result.steps)}"),
+                        f"cross_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
+        show_chart(heatmap, key="decode_heatmap", width="content")
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
@@ -165,8 +183,31 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
         st.info(str(exc))
     else:
         st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
+        slide_downloads(grid, title.lines(f"Cross-attention · layer {layer + 1} · every head · rows up to step "
+                                          f"{t + 1} of {len(result.steps)}"),
+                        f"cross_layer{layer + 1}_heads_step{t + 1}", "decode_grid")
         show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
                    on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
+
+
+def _head_stem(head: int | None) -> str:
+    return "mean" if head is None else f"head{head + 1}"
+
+
+def replay_download(active: ActiveModel, result: DecodeResult, view: str) -> None:
+    """"Download replay": one HTML file that replays this decode step by step offline, made only when clicked; a
+    decode too long or too big for one file gets a caption naming the limit instead."""
+    try:
+        check_replay_size(result)
+    except ReplayTooLargeError as exc:
+        st.caption(f"No replay file for this decode: {exc}")
+        return
+    name = active.option.label.replace("  ·  ", " · ")
+    st.download_button("Download replay", data=partial(replay_html, result, name, weights_of(active)),
+                       file_name=f"replay_{re.sub(r'[^A-Za-z0-9._-]+', '-', active.option.name)}_{view}.html", mime="text/html", key="decode_replay",
+                       icon=":material/play_circle:", on_click="ignore",
+                       help="One HTML file that replays this decode step by step, offline: Next / Prev or the arrow "
+                            "keys, every attention kind, layer and head, the top-k of each step.")
 
 
 @st.fragment
@@ -182,15 +223,17 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
     view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
                     horizontal=True) if len(available) > 1 else ds.GREEDY
     result = results[view]
+    replay_download(active, result, view)
     n_steps = len(result.steps)
     t = ds.prepare_step(n_steps, (active.task_name, text))
     layer, head = _navigation(n_steps, t, result.trace)
     step = result.steps[t]
     st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(result.trace.decoder_input_tokens[t])}› → "
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
-    _step_panels(active, text, result, view, t, layer, head)
+    title = slide_title(active, text, reference if view == ds.TEACHER else None)
+    _step_panels(active, text, result, view, t, layer, head, title)
     if ablated is not None and view == ds.GREEDY:
-        show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
+        show_ablated_step(ablated, t, layer, head, title, key="decode_ablated_strip")
     if view != ds.TEACHER:  # attribution explains the model's own choices
         with st.expander("Attribution: what the chosen token depends on", key="decode_attr_open",
                          on_change="rerun", icon=":material/insights:") as attribution:
@@ -198,7 +241,7 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
                 show_step_attribution(active, text, [s.token_id for s in result.steps], result.trace, t,
                                       key="decode_attr")
     st.divider()
-    _maps(active, text, reference, result, view, t, layer, head, ablate_heads)
+    _maps(active, text, reference, result, view, t, layer, head, ablate_heads, title)
     after()
 
 

@@ -7,6 +7,8 @@ import streamlit as st
 
 from ui.models import LIVE, ActiveModel, live_cache_key, run_of
 
+from .widgets import SlideTitle
+
 FOLLOW_EVERY_S = 3.0  # while a picked run trains, its views check this often for newer weights
 DRAWN_AT_KEY = "weights_drawn_at"
 
@@ -31,6 +33,19 @@ def weights_label(active: ActiveModel, now: float | None = None) -> str:
     run = run_of(active.option)
     state = "training: this view follows its newest weights" if run is not None and run.active else "not training"
     return f"Weights of {step}{ago} · {active.option.name} ({state})"
+
+
+def weights_of(active: ActiveModel) -> str:
+    """The weights in a few words for a file made from the view ("Weights of step 6,684"; "" for a model not
+    trained here)."""
+    return "" if active.weights_step is None else f"Weights of step {active.weights_step:,}"
+
+
+def slide_title(active: ActiveModel, text: str, reference: str | None = None) -> SlideTitle:
+    """What a slide of this view names: the model and its weights, the input (and the reference fed, if any)."""
+    weights = weights_of(active)
+    label = active.option.label.replace("  ·  ", " · ")
+    return SlideTitle(label + (f" · {weights.lower()}" if weights else ""), text, reference)
 
 
 def _newest_key(active: ActiveModel) -> str | None:

@@ -1,16 +1,19 @@
 """Small widgets the pages share: token chips, a small table, layer/head pickers, downloads and the no-model message."""
 from __future__ import annotations
 
+import copy
 import html
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
+from transformer.charts import slide_pdf, slide_png, slide_svg
 from transformer.charts import visible_token as visible
 from transformer.decode import KIND_TITLES, MEAN_HEAD
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
@@ -148,6 +151,49 @@ def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], 
                          icon=":material/image:", on_click="ignore", width="stretch")
     right.download_button("SVG", data=make_svg, file_name=f"{stem}.svg", mime="image/svg+xml", key=f"{key}_svg",
                           icon=":material/draw:", on_click="ignore", width="stretch")
+
+
+SLIDES_SUFFIX = "_slides"  # the key of every "Download for slides" ends so: presenter mode hides them by it
+Chart = alt.TopLevelMixin | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SlideTitle:
+    """What a slide's title says besides the view: the model with its weights, and the input."""
+
+    model: str
+    text: str
+    reference: str | None = None
+
+    def lines(self, view: str) -> list[str]:
+        """The title lines of a slide of `view` (e.g. 'Cross-attention · layer 2 · head 1 · step 3 of 7')."""
+        lines = [view, f"Input: {self.text}"]
+        if self.reference:
+            lines.append(f"Decoder fed the reference: {self.reference}")
+        return [*lines, self.model]
+
+
+def slide_downloads(chart: Chart | Callable[[], Chart], title_lines: Sequence[str], stem: str, key: str) -> None:
+    """"Download for slides": the chart as on screen on a 16:9 slide under `title_lines`, as SVG, PDF or PNG
+    (1920x1080), each file made only when clicked. `chart` may be a builder called then (a spec of
+    ui.views.chart_cache). Hidden in presenter mode (its key ends in SLIDES_SUFFIX)."""
+    if isinstance(chart, dict):
+        chart = copy.deepcopy(chart)  # st.vega_lite_chart takes the datasets out of the spec it is given
+    lines = list(title_lines)
+
+    def make(render: Callable[[Chart, Sequence[str]], Any]) -> Callable[[], Any]:
+        return lambda: render(chart() if callable(chart) and not isinstance(chart, alt.TopLevelMixin) else chart,
+                              lines)
+
+    with st.popover("Download for slides", icon=":material/slideshow:", type="tertiary", key=f"{key}{SLIDES_SUFFIX}",
+                    help="This figure on a 16:9 slide with a title naming the model, input and view; text at least "
+                         "14 px at 1920×1080."):
+        for label, render, ext, mime, icon in (("PNG 1920×1080", slide_png, "png", "image/png", ":material/image:"),
+                                               ("SVG", slide_svg, "svg", "image/svg+xml", ":material/draw:"),
+                                               ("PDF", slide_pdf, "pdf", "application/pdf",
+                                                ":material/picture_as_pdf:")):
+            st.download_button(label, data=make(render), file_name=f"{stem}_slide.{ext}", mime=mime,
+                               key=f"{key}{SLIDES_SUFFIX}_{ext}", icon=icon, on_click="ignore", width="stretch")
 
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
