@@ -41,3 +41,91 @@ def assert_slides(downloads: dict, stem: str, *title_words: str) -> None:
     for word in title_words:
         assert word in svg, (stem, word)
     assert pdf.startswith(b"%PDF")
+
+
+def test_decode_replay_download_is_one_html_file_naming_the_model_and_the_sentence(studio_env, monkeypatch):
+    downloads = capture_downloads(monkeypatch)
+    at = open_link("decode", {"text": TEXT})
+    page = downloads["replay_reverse_greedy.html"]()
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert "reverse · Shipped" in page and TEXT in page and "Weights of step" in page
+    assert not re.search(r"<script[^>]+src=", page)  # nothing fetched when it opens
+
+    import transformer.charts.replay as replay
+    monkeypatch.setattr(replay, "MAX_REPLAY_STEPS", 2)
+    downloads.clear()
+    at.run()
+    assert_no_exception(at)
+    assert not [name for name in downloads if name.startswith("replay_")]
+    assert any("No replay file for this decode" in c and "at most 2 steps" in c for c in texts(at.caption))
+
+
+def test_decode_figures_download_as_slides_naming_model_sentence_and_step(studio_env, monkeypatch):
+    downloads = capture_downloads(monkeypatch)
+    at = open_link("decode", {"text": TEXT, "step": "2", "layer": "1", "head": "mean"})
+    assert at.session_state["decode_step"] == 2
+    assert_slides(downloads, "cross_layer1_mean_step2", "Cross-attention · layer 1 · mean of heads",
+                  "rows up to step 2 of", f"Input: {TEXT}", "reverse · Shipped · weights of step")
+    for stem in ("cross_layer1_heads_step2", "cross_source_step2", "topk_step2", "decoder_self_prefix_step2"):
+        assert downloads[f"{stem}_slide.svg"]().lstrip().startswith("<svg"), stem
+
+
+def test_attention_head_map_mean_and_grid_download_as_slides(studio_env, monkeypatch):
+    downloads = capture_downloads(monkeypatch)
+    open_link("attention", {"text": TEXT, "kind": "cross", "layer": "1", "head": "2"})
+    assert_slides(downloads, "cross_layer1_head2", "Cross-attention · layer 1 · head 2", f"Input: {TEXT}")
+    assert_slides(downloads, "cross_all_heads", "Cross-attention · every layer × head")
+    open_link("attention", {"text": TEXT, "kind": "encoder_self", "layer": "1", "head": "mean"})
+    assert png_size(downloads["encoder_self_layer1_mean_slide.png"]()) == (SLIDE_WIDTH, SLIDE_HEIGHT)
+
+
+def test_compare_maps_and_difference_download_as_slides(studio_env, monkeypatch):
+    downloads = capture_downloads(monkeypatch)
+    open_link("compare", {"text": TEXT, "kind": "cross", "layer": "1", "head": "1"})
+    assert_slides(downloads, "compare_difference_cross_layer1_head1", "B − A · Cross-attention · layer 1 · head 1",
+                  "A: reverse · Shipped", "B: reverse · Shipped")
+    for tag in "ab":
+        assert png_size(downloads[f"compare_{tag}_cross_layer1_head1_slide.png"]()) == (SLIDE_WIDTH, SLIDE_HEIGHT)
+
+
+def qr_text(at: AppTest) -> str | None:
+    """What a phone reads from the QR code the page shows (None: no code)."""
+    import vl_convert
+    import zxingcpp
+    from PIL import Image
+
+    images = [i for i in at.get("image") if i.proto.imgs and i.proto.imgs[0].caption == "Scan to open this view"]
+    if not images:
+        return None
+    assert len(images) == 1
+    svg = base64.b64decode(images[0].proto.imgs[0].url.split(",", 1)[1]).decode()
+    found = zxingcpp.read_barcodes(Image.open(io.BytesIO(vl_convert.svg_to_png(svg, scale=2.0))))
+    assert len(found) == 1 and found[0].format == zxingcpp.BarcodeFormat.QRCode
+    return found[0].text
+
+
+def copied_link(at: AppTest) -> str:
+    """The link "Copy link" shows."""
+    at.session_state["studio_share"] = True
+    at.run()
+    assert_no_exception(at)
+    links = [c.value for c in at.code if c.value.startswith(URL)]
+    assert len(links) == 1
+    at.session_state["studio_share"] = False
+    return links[0]
+
+
+@pytest.mark.parametrize("page", ["decode", "attention"])
+def test_presenter_mode_shows_a_qr_code_of_exactly_the_copied_link(studio_env, page):
+    at = open_link(page, {"text": TEXT, "present": "1", "head": "1"}, url=URL)
+    shown = qr_text(at)
+    link = copied_link(at)
+    assert shown == link and "present=1" in link and "text=stressed" in link
+    css = " ".join(str(h.proto.body) for h in at.get("html") if "presenter mode" in str(h.proto.body))
+    assert '[class$="_slides"]' in css and ".st-key-studio_present_qr" in css  # slide downloads hidden, QR cornered
+    if page == "decode":
+        at.button(key="decode_next").click().run()
+        assert_no_exception(at)
+        stepped = qr_text(at)
+        assert stepped != shown and "step=2" in stepped and stepped == copied_link(at)
+    assert qr_text(open_link(page, {"text": TEXT}, url=URL)) is None  # only on a projector
