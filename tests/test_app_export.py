@@ -7,10 +7,10 @@ import io
 import re
 
 import pytest
-from app_session import APP, assert_no_exception, capture_downloads, open_app, texts
+from app_session import APP, assert_no_exception, capture_downloads, texts
 from streamlit.testing.v1 import AppTest
 
-from transformer.charts import MAX_REPLAY_STEPS, SLIDE_HEIGHT, SLIDE_WIDTH
+from transformer.charts import SLIDE_HEIGHT, SLIDE_WIDTH
 
 TEXT = "stressed"
 URL = "http://studio.example:8501/"
@@ -51,8 +51,7 @@ def test_decode_replay_download_is_one_html_file_naming_the_model_and_the_senten
     assert "reverse · Shipped" in page and TEXT in page and "Weights of step" in page
     assert not re.search(r"<script[^>]+src=", page)  # nothing fetched when it opens
 
-    import transformer.charts.replay as replay
-    monkeypatch.setattr(replay, "MAX_REPLAY_STEPS", 2)
+    monkeypatch.setattr("transformer.charts.replay.MAX_REPLAY_STEPS", 2)
     downloads.clear()
     at.run()
     assert_no_exception(at)
