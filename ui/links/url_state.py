@@ -235,7 +235,7 @@ def show_link_qr() -> None:
     except ValueError:  # a link too long for a code a phone reads well
         return
     with st.container(key=QR_KEY):
-        st.image(code, caption="Scan to open this view", width=150)
+        st.image(code, caption="Scan to open this view", width=120)
 
 
 def write_view(page: str) -> None:
