@@ -71,9 +71,10 @@ def test_decode_figures_download_as_slides_naming_model_sentence_and_step(studio
 
 def test_attention_head_map_mean_and_grid_download_as_slides(studio_env, monkeypatch):
     downloads = capture_downloads(monkeypatch)
-    open_link("attention", {"text": TEXT, "kind": "cross", "layer": "1", "head": "2"})
+    open_link("attention", {"text": TEXT, "kind": "cross", "layer": "1", "head": "2", "ablate": "cross.L1H1"})
     assert_slides(downloads, "cross_layer1_head2", "Cross-attention · layer 1 · head 2", f"Input: {TEXT}")
     assert_slides(downloads, "cross_all_heads", "Cross-attention · every layer × head")
+    assert "without Cross L1 H1" in downloads["cross_layer1_ablated_slide.svg"]()  # the map with the head off
     open_link("attention", {"text": TEXT, "kind": "encoder_self", "layer": "1", "head": "mean"})
     assert png_size(downloads["encoder_self_layer1_mean_slide.png"]()) == (SLIDE_WIDTH, SLIDE_HEIGHT)
 

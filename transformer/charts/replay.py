@@ -25,6 +25,7 @@ from .style import visible_token
 
 MAX_REPLAY_STEPS = 512
 MAX_REPLAY_BYTES = 20_000_000  # 20 MB
+_BUNDLE_BYTES = 900_000  # about what vega_bundle() holds (Vega, Vega-Lite and vega-embed)
 WEIGHT_SCALE = 1000  # weights stored as integer thousandths (3 decimals)
 _PAGE = Path(__file__).with_name("replay_page.html")
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
@@ -57,22 +58,23 @@ def replay_kinds(result: DecodeResult) -> list[str]:
     return [k for k in KINDS if trace.n_layers(k) > 0 and min(trace.axis_sizes(k)) > 0]
 
 
-def _check_size(result: DecodeResult, kinds: Sequence[str]) -> None:
+def _check_size(result: DecodeResult, kinds: Sequence[str], bundle_bytes: int | None = None) -> None:
     n_steps = len(result.steps)
     if n_steps > MAX_REPLAY_STEPS:
         raise ReplayTooLargeError(f"This decode has {n_steps:,} steps; a replay file holds at most "
                                   f"{MAX_REPLAY_STEPS} steps. Decode fewer tokens (e.g. --max-steps "
                                   f"{MAX_REPLAY_STEPS}).")
     values = sum(result.trace.weights(k).numel() // (2 if k == "decoder_self" else 1) for k in kinds)
-    estimate = len(vega_bundle()) + 3 * values  # a stored weight takes at least "0," (most take more)
+    bundle = len(vega_bundle()) if bundle_bytes is None else bundle_bytes
+    estimate = bundle + 3 * values  # a stored weight takes at least "0," (most take more)
     if estimate > MAX_REPLAY_BYTES:
         raise _too_big(estimate)
 
 
 def check_replay_size(result: DecodeResult) -> None:
     """Raise ReplayTooLargeError, naming the limit, when `result` is too long or too big for one replay file (cheap:
-    no page is built)."""
-    _check_size(result, replay_kinds(result))
+    no page is built, and the Vega code, ~5 s to load cold, is counted by its usual size)."""
+    _check_size(result, replay_kinds(result), bundle_bytes=_BUNDLE_BYTES)
 
 
 def _too_big(size: int) -> ReplayTooLargeError:
