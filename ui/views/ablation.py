@@ -222,10 +222,10 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
     if sweep.frame.empty:
         return
     importance = importance_chart(sweep.frame)
+    show_chart(importance, key=f"{key}_heatmap", width="content")
     slide_downloads(importance, slide_title(active, text).lines(f"Drop in log p(output) with each head switched off · "
                                                                 f"output: {output_text}"),
                     "ablation_sweep", f"{key}_heatmap")
-    show_chart(importance, key=f"{key}_heatmap", width="content")
     table = pd.DataFrame({"head": [head_title(label) for label in sweep.frame["label"]],
                           "kind": [KIND_TITLES[k] for k in sweep.frame["kind"]],
                           "drop": sweep.frame["drop"], "log p ablated": sweep.frame["log_prob"]})
@@ -245,9 +245,9 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
                   f"attention · layer {layer + 1} · {head_label(head).lower()}")
     strip = source_strip(ablated.trace.source_tokens, ablated.trace.matrix("cross", layer, head)[t].tolist(),
                          max_width=1000)
+    show_chart(strip, width="content", key=key)
     slide_downloads(strip, title.lines(f"Cross-attention with heads switched off · layer {layer + 1} · "
                                        f"{head_label(head).lower()} · step {t + 1}"), f"ablated_source_step{t + 1}", key)
-    show_chart(strip, width="content", key=key)
 
 
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
@@ -275,8 +275,8 @@ def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, ref
     chart_heading(f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
     heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title="")
     names = ", ".join(head_title(h.label) for h in heads)
+    show_chart(heatmap, key="attention_ablated_heatmap", width="content")
     slide_downloads(heatmap, slide_title(active, text, reference).lines(
         f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} · without {names}"),
         f"{kind}_layer{layer + 1}_ablated", "attention_ablated_heatmap")
-    show_chart(heatmap, key="attention_ablated_heatmap", width="content")
     return heads

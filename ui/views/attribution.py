@@ -68,10 +68,10 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
         return
     chart_heading(f"Source tokens shaded by their {METHOD_TITLES[method]} attribution to step {t + 1}'s output")
     strip = source_strip(trace.source_tokens, attr.source_share(), max_width=1000)
+    show_chart(strip, width="content", key=f"{key}_source")
     slide_downloads(strip, slide_title(active, text).lines(f"Source tokens shaded by their {METHOD_TITLES[method]} "
                                                            f"attribution · step {t + 1}"),
                     f"attribution_source_step{t + 1}", f"{key}_source")
-    show_chart(strip, width="content", key=f"{key}_source")
     chart_heading(f"Decoder inputs up to step {t + 1}, same scale")
     show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], attr.target_share(), max_width=1000,
                                  all_tokens=trace.decoder_input_tokens), width="content", key=f"{key}_target")
@@ -109,15 +109,15 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
         with left:
             st.caption("Spearman rank correlation (mean over steps)")
             chart = agreement_chart(frame, "spearman")
+            show_chart(chart, key=f"{key}_{kind}_spearman", width="content")
             slide_downloads(chart, slide_title(active, text).lines(f"{title} · Spearman rank correlation"),
                             f"agreement_{kind}_spearman", f"{key}_{kind}_spearman")
-            show_chart(chart, key=f"{key}_{kind}_spearman", width="content")
         with right:
             st.caption("Top-1 match (share of steps)")
             chart = agreement_chart(frame, "top1")
+            show_chart(chart, key=f"{key}_{kind}_top1", width="content")
             slide_downloads(chart, slide_title(active, text).lines(f"{title} · top-1 match"),
                             f"agreement_{kind}_top1", f"{key}_{kind}_top1")
-            show_chart(chart, key=f"{key}_{kind}_top1", width="content")
         best = agreement_summary(frame)
         st.caption(f"Best agreement: {best['best_head']} (Spearman {best['spearman']:.3f}, "
                    f"top-1 {best['top1']:.0%}).")

@@ -139,9 +139,9 @@ def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[Attent
                        f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
             chart_heading(heading)
             heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="")
+            show_chart(heatmap, key=f"compare_map_{tag.lower()}", width="content")
             slide_downloads(heatmap, slide_title(model, text).lines(f"Model {heading}"),
                             f"compare_{tag.lower()}_{_stem(kind, layer, head)}", f"compare_map_{tag.lower()}")
-            show_chart(heatmap, key=f"compare_map_{tag.lower()}", width="content")
 
 
 def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str,
@@ -163,6 +163,6 @@ def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionT
     view = f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
     chart = difference_heatmap(diff, size=420, title=view)
     a, b = (slide_title(model, text).model for model in models)
+    show_chart(chart, key="compare_difference", width="content")
     slide_downloads(chart, [view, f"Input: {text}", f"A: {a}", f"B: {b}"], f"compare_difference_{_stem(kind, layer, head)}",
                     "compare_difference")
-    show_chart(chart, key="compare_difference", width="content")

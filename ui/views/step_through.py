@@ -124,15 +124,15 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
         chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
         prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
                                     all_tokens=trace.decoder_input_tokens)
+        show_chart(prefix_strip, width="content", key="decode_prefix_strip")
         slide_downloads(prefix_strip, title.lines(f"Decoder self-attention over the prefix · {at}"),
                         f"decoder_self_prefix_step{t + 1}", "decode_prefix_strip")
-        show_chart(prefix_strip, width="content", key="decode_prefix_strip")
     with right:
         chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
         top = cached_chart(topk_bars, step.top_k, chosen=step.token, width=240)
+        show_chart(top, key="decode_topk", width="content")
         slide_downloads(top, title.lines(f"Top-{len(step.top_k)} candidates · step {t + 1} of {len(result.steps)}"),
                         f"topk_step{t + 1}", "decode_topk")
-        show_chart(top, key="decode_topk", width="content")
         alternatives = [tok for tok, _ in step.top_k if tok != step.token]
         if alternatives:
             if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
@@ -146,9 +146,9 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                   f"{head_label(head).lower()}")
     strip = cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000)
+    show_chart(strip, width="content", key="decode_source_strip")
     slide_downloads(strip, title.lines(f"Source tokens shaded by cross-attention · {at}"),
                     f"cross_source_step{t + 1}", "decode_source_strip")
-    show_chart(strip, width="content", key="decode_source_strip")
 
 
 def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, view: str, t: int, layer: int,
@@ -164,10 +164,10 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
         heatmap = cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
                                gold=gold if st.session_state.get("decode_gold", True) else (),
                                size=440 if presenting() else 330, title="", large_labels=presenting())
+        show_chart(heatmap, key="decode_heatmap", width="content")
         slide_downloads(heatmap, title.lines(f"Cross-attention · layer {layer + 1} · {head_label(head).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"cross_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
-        show_chart(heatmap, key="decode_heatmap", width="content")
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
@@ -183,11 +183,11 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
         st.info(str(exc))
     else:
         st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
+        show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
+                   on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
         slide_downloads(grid, title.lines(f"Cross-attention · layer {layer + 1} · every head · rows up to step "
                                           f"{t + 1} of {len(result.steps)}"),
                         f"cross_layer{layer + 1}_heads_step{t + 1}", "decode_grid")
-        show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
-                   on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
 
 
 def _head_stem(head: int | None) -> str:

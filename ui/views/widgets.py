@@ -178,7 +178,7 @@ def slide_downloads(chart: Chart | Callable[[], Chart], title_lines: Sequence[st
     (1920x1080), each file made only when clicked. `chart` may be a builder called then (a spec of
     ui.views.chart_cache). Hidden in presenter mode (its key ends in SLIDES_SUFFIX)."""
     if isinstance(chart, dict):
-        chart = copy.deepcopy(chart)  # st.vega_lite_chart takes the datasets out of the spec it is given
+        chart = copy.deepcopy(chart)  # the file is made later, from the spec as it is now
     lines = list(title_lines)
 
     def make(render: Callable[[Chart, Sequence[str]], Any]) -> Callable[[], Any]:
@@ -219,6 +219,6 @@ def chart_heading(text: str) -> None:
 
 
 def show_chart(chart: alt.TopLevelMixin | dict[str, Any], **kwargs: Any) -> Any:
-    """st.altair_chart without re-validating the spec on every rerun (or a spec from ui.chart_cache). Same arguments
-    and return value."""
-    return st.vega_lite_chart(spec=chart if isinstance(chart, dict) else chart_spec(chart), **kwargs)
+    """st.altair_chart without re-validating the spec on every rerun (or a spec from ui.chart_cache, left as it was:
+    Streamlit takes the datasets out of the spec it gets). Same arguments and return value."""
+    return st.vega_lite_chart(spec=dict(chart) if isinstance(chart, dict) else chart_spec(chart), **kwargs)
