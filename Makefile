@@ -1,10 +1,11 @@
 # The two commands: `make run` (the app on a shipped demo model) and `make test` (the whole test suite).
+# `make test-fast`: everything but the browser tests and the ones that train or start servers (the edit loop).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench checkpoints clean
+.PHONY: run test test-fast bench checkpoints clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +17,9 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" -q
 
 bench: $(STAMP)
 	$(PY) -m bench
