@@ -12,11 +12,13 @@ from .difference import difference_frame, difference_heatmap
 from .export import chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
+from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
 __all__ = ["CHOSEN_COLOR", "ChartTooLargeError", "MASKED_COLOR", "NOT_REACHED_COLOR", "STRIP_FONT_SIZE",
            "agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap", "chart_to_png",
            "chart_to_svg", "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart",
-           "label_angle", "selected_panel", "source_strip", "step_probability_chart", "text_width",
+           "label_angle", "selected_panel", "source_strip", "STEP_PARAM", "step_probability_chart",
+           "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token"]
