@@ -13,7 +13,7 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-desktop.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m ui.serve --server.port 8501
+	$(PY) -m ui.shell.serve --server.port 8501
 
 # The studio in a native window (pywebview + Qt); Qt's Debian libraries are installed first where a display exists
 # (without one, desktop.py says so in one line and exits 1).
