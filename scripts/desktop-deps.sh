@@ -27,4 +27,9 @@ else
 fi
 export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if ! "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+  for package in "${missing[@]}"; do  # one name this release lacks must not keep the others out
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "$package" >/dev/null \
+      || echo "desktop-deps: $package could not be installed" >&2
+  done
+fi
