@@ -158,3 +158,29 @@ def test_the_tour_notebook_runs_and_draws_its_charts():
     tables = [o for cell in code for o in cell.outputs if "text/html" in o.get("data", {})
               and "<table" in o["data"]["text/html"]]
     assert len(tables) == 2  # df.head() and the groupby
+
+
+@pytest.mark.browser
+def test_the_step_slider_moves_the_step_view_in_a_browser(reversal, tmp_path: Path):
+    from bench.app_driver import CHROMIUM, launch_chromium
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)")
+    import vl_convert
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "step.html"  # what `chart.save("step.html")` writes, with the JavaScript inlined
+    page_file.write_text(vl_convert.vegalite_to_html(show(reversal).to_dict(), bundle=True, renderer="svg"))
+    n = len(reversal.steps)
+    heading = "s => [...document.querySelectorAll('svg text')].some(t => t.textContent.startsWith(s))"
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_page()
+            page.goto(page_file.as_uri())
+            page.wait_for_function(heading, arg=f"Step 1 of {n}:", timeout=30_000)
+            page.fill("input[type=range]", str(n))
+            page.dispatch_event("input[type=range]", "input")
+            page.wait_for_function(heading, arg=f"Step {n} of {n}:", timeout=10_000)
+            assert not page.evaluate(heading, f"Step 1 of {n}:")
+        finally:
+            browser.close()

@@ -85,6 +85,9 @@ def step_slider_chart(result: DecodeResult, layer: int, head: int | None = None,
                                               max_width=min(470, max_width), all_tokens=tokens))
     k = max(len(step.top_k) for step in steps)
     top = each(lambda t: topk_bars(steps[t].top_k, chosen=steps[t].token, width=240)).properties(height=30 * k)
+    for part in top.layer:  # the candidates' axis as wide at every step: the chart keeps its size while sliding
+        axis = part.encoding.y["axis"]  # (`.axis` is Altair's setter method, not the value)
+        axis["minExtent"] = axis["maxExtent"] = 170
     strip = each(lambda t: source_strip(trace.source_tokens, cross[t].tolist(), max_width=max_width))
     heat = each(lambda t: attention_heatmap(trace, "cross", layer, head, max_row=t, highlight_row=t, size=330,
                                             title=""))
