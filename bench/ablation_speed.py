@@ -20,7 +20,7 @@ from pathlib import Path
 
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
 from transformer.data import make_task
-from transformer.decode import NativeSeq2Seq, decode_greedy
+from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.model import HFSeq2Seq, InspectableSeq2Seq, Seq2SeqTransformer, default_configs
 
 TEXT = "thequickbrownfoxjump"  # 20 characters: 21 source tokens with </s>, 20 output steps
@@ -43,7 +43,7 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
 
 def measure(lm: InspectableSeq2Seq, text: str, repeats: int = 3, all_steps: bool = True) -> dict:
     """Seconds (and ratios to one greedy decode) of the sweep and the attributions for one model."""
-    decode = lambda: decode_greedy(lm, text, max_steps=20, stop_at_end=False)  # noqa: E731
+    decode = lambda: greedy_decode(lm, text, max_steps=20, stop_at_end=False)  # noqa: E731
     out = output_ids(decode())
     step = len(out) // 2
     figures = {

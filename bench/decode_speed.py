@@ -6,7 +6,7 @@ import time
 import torch
 
 from transformer.data import make_task
-from transformer.decode import UNEMITTABLE, ban, eval_mode, greedy_decode
+from transformer.decode import NativeSeq2Seq, UNEMITTABLE, ban, eval_mode, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 
 STEPS = 100
@@ -30,12 +30,13 @@ def run(repeats: int = 5) -> dict:
     model = Seq2SeqTransformer(cfg).eval()
     text = "thequickbrownfoxjumps"
     src = torch.tensor([task.src_tokenizer.encode(text) + [2]])
-    greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, text, max_steps=STEPS, stop_at_end=False)
+    lm = NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer)
+    greedy_decode(lm, text, max_steps=STEPS, stop_at_end=False)
     recompute_prefix(model, src, 5)
     cached, uncached = [], []
     for _ in range(repeats):
         start = time.perf_counter()
-        result = greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, text, max_steps=STEPS,
+        result = greedy_decode(NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer), text, max_steps=STEPS,
                                stop_at_end=False)
         cached.append(time.perf_counter() - start)
         start = time.perf_counter()

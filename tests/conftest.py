@@ -64,7 +64,7 @@ def _forked_process() -> jobs.Launched:
             process.kill()
             process.join()
 
-    return jobs.Launched(conn, process.pid, reap)
+    return jobs.Launched(conn=conn, pid=process.pid, reap=reap)
 
 
 @pytest.fixture

@@ -127,8 +127,8 @@ def test_a_full_server_makes_new_runs_wait(studio_env):
     task = make_task("reverse", n_train=200, n_valid=10, min_len=4, max_len=8)
     model_cfg, train_cfg = default_configs("reverse", 30, 30, preset="tiny",
                                            model_overrides=dict(d_model=8, n_heads=2, d_ff=16))
-    blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000, max_seconds=60,
-                            idle_timeout_s=None).start() for _ in range(MAX_CONCURRENT_JOBS)]
+    blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000, max_seconds=60).start()
+                for _ in range(MAX_CONCURRENT_JOBS)]
     at = run = None
     try:
         assert poll(open_app(), lambda a: all(j.snapshot().status == "running" for j in blockers), seconds=30)

@@ -14,7 +14,7 @@ import torch
 from tests.hf_tiny_models import _fast_tokenizer, _model, build, corpus
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.model import HFSeq2Seq
 
 TEXT = "the cat walks under the big tree"
@@ -36,7 +36,7 @@ def test_decode_prints_the_output_and_writes_the_trace_of_an_hf_folder(folders, 
     trace = tmp_path / "trace.json"
     code, out, err = run(capsys, "decode", str(folders["marian"]), TEXT, "--max-steps", "10", "--trace-json", str(trace))
     assert code == 0, err
-    expected = decode_greedy(HFSeq2Seq.load(str(folders["marian"])), TEXT, max_steps=10)
+    expected = greedy_decode(HFSeq2Seq.load(str(folders["marian"])), TEXT, max_steps=10)
     assert out.strip() == expected.output_text.strip()
     data = json.loads(trace.read_text())
     assert data["source_tokens"] == list(expected.trace.source_tokens) and data["source_tokens"][0].startswith("▁")
@@ -52,7 +52,7 @@ def test_eval_scores_any_model_on_parallel_files_like_sacrebleu(folders, capsys,
     assert code == 0, err
     scores = json.loads(out)
     lm = HFSeq2Seq.load(str(folders["bart"]))
-    hyps = [decode_greedy(lm, line).output_text for line in lines]  # batched eval = one sentence at a time
+    hyps = [greedy_decode(lm, line).output_text for line in lines]  # batched eval = one sentence at a time
     assert scores["n"] == 12
     assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [list(reversed(lines))]).score)
 

@@ -46,8 +46,7 @@ def test_two_jobs_at_once_both_progress_and_neither_corrupts_the_other(task) -> 
     solo = tiny_trainer(task)
     solo.run(max_steps=40)
     pair = [tiny_trainer(task), tiny_trainer(task)]
-    running = [TrainingJob(t, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0,
-                           idle_timeout_s=None).start() for t in pair]
+    running = [TrainingJob(t, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0).start() for t in pair]
     assert all(job.join(timeout=120) for job in running)
     expected = solo.model.state_dict()
     for job, trainer in zip(running, pair):

@@ -289,6 +289,6 @@ def test_no_code_path_unpickles_a_file() -> None:
                         r"trust_remote_code\s*=\s*True|use_safetensors\s*=\s*False")
     found = {str(p.relative_to(ROOT)): unsafe.findall(p.read_text()) for p in sources}
     # The one exception: the training process and the server talk over a pipe between themselves, never a file.
-    ipc = (ROOT / "transformer" / "train" / "job_worker.py").read_text()
+    ipc = (ROOT / "transformer" / "train" / "job_messages.py").read_text()
     assert re.findall(r"pickle\.loads?\((.*)\)", ipc) == ["conn.recv_bytes()"]
-    assert {path: hits for path, hits in found.items() if hits and path != "transformer/train/job_worker.py"} == {}
+    assert {path: hits for path, hits in found.items() if hits and path != "transformer/train/job_messages.py"} == {}

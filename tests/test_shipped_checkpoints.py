@@ -66,10 +66,10 @@ def test_the_multi30k_model_is_listed_small_and_upcast_on_load():
 @pytest.mark.parametrize("text, words", [("A man is riding a bicycle.", {"Mann", "Fahrrad"}),
                                           ("Two dogs are playing in the snow.", {"Hunde", "Schnee"})])
 def test_the_multi30k_model_translates_a_new_simple_sentence(text, words):
-    from transformer.decode import greedy_decode
+    from transformer.decode import NativeSeq2Seq, greedy_decode
 
     ckpt = multi30k()
-    out = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text).output_text
+    out = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).output_text
     assert out[0].isupper() and words <= set(out.replace(".", " ").split()), out
 
 

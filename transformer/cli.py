@@ -21,7 +21,7 @@ from .analysis import HeadError, corpus_scores, head_mask
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
 from .cli_heads import parse_ablate
 from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
-from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
+from .decode import InputError, beam_search, beam_texts, greedy_decode, teacher_forced, score_parallel
 from .model import ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
@@ -321,9 +321,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if args.reference is not None:
-        result = decode_teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
+        result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
     else:
-        result = decode_greedy(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask)
+        result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
