@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from transformer.data import make_task, pad, source_ids
-from transformer.decode import (UNEMITTABLE, AttentionTrace, InputError, NativeSeq2Seq, ban, greedy_batch, greedy_decode,
-                                teacher_forced)
+from transformer.decode import (MEAN_HEAD, UNEMITTABLE, AttentionTrace, InputError, NativeSeq2Seq, ban, greedy_batch,
+                                greedy_decode, head_label, teacher_forced)
 
 from transformer.model import Seq2SeqTransformer, default_configs
 
@@ -159,3 +159,10 @@ def test_pad_and_start_are_never_chosen_in_top_k_or_forceable_and_probs_renormal
     for special in ("<pad>", "<s>"):
         with pytest.raises(InputError, match="cannot be forced"):
             greedy_decode(NativeSeq2Seq(model, st, tt), "abcdef", forced=[special])
+
+
+def test_one_head_label_names_heads_short_for_charts_and_spelled_out_for_prose():
+    assert [head_label(1), head_label(None), head_label(MEAN_HEAD, 0), head_label(2, 1, sep="")] == \
+        ["H2", "mean", "L1 mean", "L2H3"]
+    assert [head_label(1, spelled=True), head_label(MEAN_HEAD, spelled=True), head_label(0, 2, spelled=True)] == \
+        ["Head 2", "Mean of heads", "Layer 3 Head 1"]
