@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.model import HFSeq2Seq, InspectableSeq2Seq, Seq2SeqTransformer, default_configs
 
@@ -64,7 +64,7 @@ def measure(lm: InspectableSeq2Seq, text: str, repeats: int = 3, all_steps: bool
 
 def run_size(overrides: dict, repeats: int = 3, all_steps: bool = True) -> dict:
     """`measure` on one of our models of the given size (random weights)."""
-    task = make_task("reverse", n_train=10, n_valid=2)
+    task = make_task(TaskSpec(name="reverse", n_train=10, n_valid=2))
     cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                              model_overrides=dict(max_len=64, **overrides))
     torch.manual_seed(0)

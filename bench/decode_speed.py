@@ -5,7 +5,7 @@ import time
 
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.decode import NativeSeq2Seq, UNEMITTABLE, ban, eval_mode, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 
@@ -23,7 +23,7 @@ def recompute_prefix(model: Seq2SeqTransformer, src: torch.Tensor, steps: int) -
 
 
 def run(repeats: int = 5) -> dict:
-    task = make_task("reverse", n_train=10, n_valid=2)
+    task = make_task(TaskSpec(name="reverse", n_train=10, n_valid=2))
     cfg, _ = default_configs("reverse", 30, 30, model_overrides=dict(
         d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, max_len=128))
     torch.manual_seed(0)

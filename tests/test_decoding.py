@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from transformer.data import make_task, pad, source_ids
+from transformer.data import TaskSpec, make_task, pad, source_ids
 from transformer.decode import (MEAN_HEAD, UNEMITTABLE, AttentionTrace, InputError, NativeSeq2Seq, ban, greedy_batch,
                                 greedy_decode, head_label, teacher_forced)
 
@@ -13,7 +13,7 @@ from transformer.model import Seq2SeqTransformer, default_configs
 
 @pytest.fixture(scope="module")
 def setup():
-    task = make_task("reverse", n_train=50, n_valid=10, min_len=4, max_len=8)
+    task = make_task(TaskSpec(name="reverse", n_train=50, n_valid=10, min_len=4, max_len=8))
     cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                              model_overrides=dict(n_encoder_layers=2, n_decoder_layers=2, max_len=128))
     torch.manual_seed(0)

@@ -23,7 +23,7 @@ from app_session import assert_no_exception, open_app, poll, texts
 from tiny_runs import start_tiny_run
 
 from transformer.cli import main
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
@@ -221,7 +221,7 @@ def test_a_run_whose_tab_closes_trains_to_its_budget_is_autosaved_and_then_freed
 
 
 def test_a_waiting_job_that_is_stopped_never_takes_a_slot() -> None:
-    task = make_task("reverse", n_train=100, n_valid=5, min_len=3, max_len=6)
+    task = make_task(TaskSpec(name="reverse", n_train=100, n_valid=5, min_len=3, max_len=6))
     model_cfg, train_cfg = default_configs("reverse", 30, 30, preset="tiny",
                                            model_overrides=dict(d_model=8, n_heads=2, d_ff=16))
     blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000).start()

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.model import default_configs
 from transformer.train import Trainer, TrainingJob, job_messages, jobs
@@ -16,7 +16,7 @@ from transformer.train import Trainer, TrainingJob, job_messages, jobs
 
 @pytest.fixture(scope="module")
 def task():
-    return make_task("reverse", n_train=500, n_valid=10)
+    return make_task(TaskSpec(name="reverse", n_train=500, n_valid=10))
 
 
 def trainer(task, **train):

@@ -13,7 +13,7 @@ import torch
 from app_session import assert_no_exception, open_app, poll, texts
 from same_weights import assert_same_weights
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.train import Trainer, TrainingJob, TrainingSlots
 from ui.live_run import LIVE_RUN_KEY
@@ -28,7 +28,7 @@ def _trainer(task, batch_size: int) -> Trainer:
 
 
 def test_a_two_process_job_trains_the_model_a_one_process_job_trains_with_the_global_batch() -> None:
-    task = make_task("reverse", n_train=300, n_valid=10)
+    task = make_task(TaskSpec(name="reverse", n_train=300, n_valid=10))
     two = TrainingJob(_trainer(task, 8), max_steps=8, processes=2, probe=task.probe, probe_every=4,
                       publish_every_s=0.0).start()
     assert two.join(timeout=180)
@@ -126,7 +126,7 @@ def test_a_job_takes_one_slot_per_process_and_waiting_jobs_start_in_order() -> N
 
 
 def test_stop_ends_every_process_of_the_job_and_resume_continues_on_two() -> None:
-    task = make_task("reverse", n_train=300, n_valid=10)
+    task = make_task(TaskSpec(name="reverse", n_train=300, n_valid=10))
     trainer = _trainer(task, 8)
     job = TrainingJob(trainer, max_steps=100_000, processes=2).start()
     deadline = time.monotonic() + 120

@@ -11,7 +11,7 @@ import torch
 from app_session import assert_no_exception, open_app, texts
 from tiny_runs import live_run_of, start_tiny_run
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import Seq2SeqTransformer, default_configs
 from transformer.store import bundle_bytes, load_checkpoint
 from transformer.train import (
@@ -30,7 +30,7 @@ from ui.run_jobs import attach_callbacks, new_job
 
 @pytest.fixture(scope="module")
 def task():
-    return make_task("reverse", n_train=300, n_valid=10, min_len=4, max_len=8)
+    return make_task(TaskSpec(name="reverse", n_train=300, n_valid=10, min_len=4, max_len=8))
 
 
 def tiny_trainer(task) -> Trainer:

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import load_checkpoint
 from transformer.train import (
@@ -25,7 +25,7 @@ from transformer.train import (
 
 @pytest.fixture(scope="module")
 def task():
-    return make_task("reverse", n_train=300, n_valid=10, min_len=4, max_len=8)
+    return make_task(TaskSpec(name="reverse", n_train=300, n_valid=10, min_len=4, max_len=8))
 
 
 def tiny(task) -> Trainer:

@@ -20,7 +20,7 @@ import torch
 from .analysis import HeadError, corpus_scores, head_mask
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
 from .cli_heads import parse_ablate
-from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
+from .data import GENERATED_TASKS, DataError, TaskSpec, TokenizerError, make_task, read_aligned_files
 from .decode import InputError, beam_search, beam_texts, greedy_decode, teacher_forced, score_parallel
 from .model import ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
@@ -177,7 +177,7 @@ def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
         except UnicodeDecodeError as exc:
             raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
                             f"at offset {exc.start})") from None
-    task = make_task(args.task, seed=args.seed or 0, **kwargs)
+    task = make_task(TaskSpec(name=args.task, seed=args.seed or 0, **kwargs))
     tie = task.shares_vocabulary and not args.no_tie
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
