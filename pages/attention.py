@@ -100,7 +100,7 @@ else:
     if result is None:
         st.stop()
 trace = pieces = result.trace  # `pieces` stays per token: attribution (and so agreement) is per piece
-if (asked := merged_words()) is not None:  # a shared link's choice (issue 12)
+if (asked := merged_words()) is not None:  # a shared link's choice
     st.session_state.setdefault("attention_merge_words", asked)
 subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words
 if subword and st.toggle("Merge subword pieces into words", key="attention_merge_words",

@@ -243,7 +243,7 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
 
 
 def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoint_dir, tmp_path):
-    """Issue 10: pick a tiny Marian folder of the models directory, walk two steps of its greedy decode. Every wait
+    """Pick a tiny Marian folder of the models directory, walk two steps of its greedy decode. Every wait
     is for what the page shows (the card, the step heading, a chart with the typed text's pieces), never for idle."""
     from playwright.sync_api import sync_playwright
 
