@@ -324,7 +324,7 @@ def test_a_task_spec_stores_data_beside_the_repository_relative_to_it_and_finds_
 
 def test_a_task_spec_is_built_by_keyword_and_refuses_unknown_stored_fields():
     with pytest.raises(TypeError):
-        TaskSpec("reverse")  # noqa: the spec has 15 fields: each is named
+        TaskSpec("reverse")  # the spec has 15 fields: each is named
     with pytest.raises(ConfigError, match="unknown task spec field"):
         TaskSpec.from_dict({"name": "reverse", "n_trian": 5})
     with pytest.raises(TypeError, match="TaskSpec"):
