@@ -63,3 +63,20 @@ def test_cli_decode_and_eval_take_a_beam(capsys):
     assert '"decoding": "beam 2, length penalty 0.6"' in out and "tok:13a" in out
     assert main(["decode", str(ROOT / "toy-en-de"), "the dog", "--beam", "99"]) == 2
     assert capsys.readouterr().err.startswith("error: The beam width")
+
+
+def test_decode_with_a_beam_reads_the_checkpoint_once(tiny_checkpoint_dir, monkeypatch, capsys):
+    from transformer import cli
+    from transformer.store import checkpoint, models
+
+    loads = []
+    real = checkpoint.load_checkpoint
+
+    def counted(*args, **kwargs):
+        loads.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(models, "load_checkpoint", counted)
+    monkeypatch.setattr(cli, "load_checkpoint", counted)
+    assert cli.main(["decode", str(tiny_checkpoint_dir / "reverse"), "abc", "--beam", "3", "--max-steps", "6"]) == 0
+    assert len(loads) == 1 and capsys.readouterr().out.endswith("\n")
