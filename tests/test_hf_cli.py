@@ -125,3 +125,16 @@ def test_a_hub_id_that_is_not_cached_while_offline_gets_one_line(capsys, tmp_pat
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     code, _, err = run(capsys, "decode", "nobody-here/no-such-model", TEXT)
     assert code == 2 and err.count("\n") == 1 and "offline" in err and "cache" in err
+
+
+@pytest.mark.slow  # a fresh Python process imports torch and transformers: seconds
+def test_a_marian_folder_refuses_an_over_long_input_in_one_line_without_library_noise(folders):
+    """Only our own line reaches the terminal: no "Recommended: pip install sacremoses" when the Marian tokenizer
+    loads, no tokenizer log line about a sequence longer than the model's maximum (we measure it and refuse)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-m", "transformer", "decode", str(folders["marian"]), " ".join([TEXT] * 100)]
+    long = subprocess.run(argv, capture_output=True, text=True, cwd=root, timeout=120)
+    assert long.returncode == 2 and long.stderr.startswith("error: The input has ") and long.stderr.count("\n") == 1
