@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Sequence
 
 from .analysis import HeadError, corpus_scores, head_mask
+from .charts import ReplayTooLargeError
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parser
 from .cli_heads import parse_ablate
+from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
 from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
 from .decode import InputError, NativeSeq2Seq, beam_search, beam_texts, greedy_decode, score_parallel, teacher_forced
@@ -29,7 +31,7 @@ from .store import (
 from .train import DeviceError, NonFiniteLossError, PeerLostError, evaluate_model
 
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError, DeviceError)
+               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError)
 
 
 def _check_corpus_files(spec: dict, folder: str) -> None:
@@ -92,6 +94,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
             write_file_atomic(args.trace_json, result.to_json())
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+    if args.html:
+        write_replay(args.html, result, lm.name, weights_line(args.dir))
     if args.beam > 1 and args.reference is None:
         if not isinstance(lm, NativeSeq2Seq):
             raise UsageError("--beam works with Attention Studio checkpoints only")
