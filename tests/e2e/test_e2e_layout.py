@@ -1,14 +1,11 @@
-"""In a real browser at 1400x1000 (what a newcomer tried, issue 12): every chart fits its column, the per-head
+"""In a real browser at 1400x1000 (the window a newcomer first tried): every chart fits its column, the per-head
 statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
 text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import pytest
-
-from bench.app_driver import (
-    CHROMIUM,
+from studio_browser import (
     charts_condition,
     launch_chromium,
     new_page,
@@ -19,7 +16,6 @@ from bench.app_driver import (
     wait_idle,
 )
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 TEXT = "the old man sees a small dog"
 PAGES = [
     ("", {}, charts_condition("", 1)),
