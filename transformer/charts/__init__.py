@@ -20,7 +20,8 @@ from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, vi
 from .training import timeline_frame, training_curves
 
 __all__ = ["agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap",
-           "chart_to_png", "chart_to_svg", "ChartExportError", "check_replay_size", "ChartTooLargeError", "CHOSEN_COLOR",
+           "chart_to_png", "chart_to_svg", "ChartExportError", "check_replay_size", "ChartTooLargeError",
+           "CHOSEN_COLOR",
            "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart", "label_angle",
            "MASKED_COLOR", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR",
            "qr_matrix", "qr_png", "qr_svg", "replay_html", "ReplayTooLargeError", "selected_panel",

@@ -241,7 +241,8 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
                          max_width=1000)
     show_chart(strip, width="content", key=key)
     slide_downloads(strip, title.lines(f"Cross-attention with heads switched off · layer {layer + 1} · "
-                                       f"{head_label(head).lower()} · step {t + 1}"), f"ablated_source_step{t + 1}", key)
+                                       f"{head_label(head).lower()} · step {t + 1}"),
+                    f"ablated_source_step{t + 1}", key)
 
 
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:

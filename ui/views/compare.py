@@ -144,8 +144,8 @@ def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[Attent
                             f"compare_{tag.lower()}_{_stem(kind, layer, head)}", f"compare_map_{tag.lower()}")
 
 
-def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str,
-                    layer: int, head: int | None, text: str) -> None:
+def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionTrace, trace_b: AttentionTrace,
+                    kind: str, layer: int, head: int | None, text: str) -> None:
     """B − A over the rows and columns whose tokens agree in both, or why there is no such map. `models` (A, B) and
     the input `text` are named on its slide."""
     try:
@@ -164,5 +164,5 @@ def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionT
     chart = difference_heatmap(diff, size=420, title=view)
     a, b = (slide_title(model, text).model for model in models)
     show_chart(chart, key="compare_difference", width="content")
-    slide_downloads(chart, [view, f"Input: {text}", f"A: {a}", f"B: {b}"], f"compare_difference_{_stem(kind, layer, head)}",
-                    "compare_difference")
+    slide_downloads(chart, [view, f"Input: {text}", f"A: {a}", f"B: {b}"],
+                    f"compare_difference_{_stem(kind, layer, head)}", "compare_difference")

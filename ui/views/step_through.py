@@ -203,8 +203,9 @@ def replay_download(active: ActiveModel, result: DecodeResult, view: str) -> Non
         st.caption(f"No replay file for this decode: {exc}")
         return
     name = active.option.label.replace("  ·  ", " · ")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", active.option.name)  # a Hugging Face name holds a slash
     st.download_button("Download replay", data=partial(replay_html, result, name, weights_of(active)),
-                       file_name=f"replay_{re.sub(r'[^A-Za-z0-9._-]+', '-', active.option.name)}_{view}.html", mime="text/html", key="decode_replay",
+                       file_name=f"replay_{stem}_{view}.html", mime="text/html", key="decode_replay",
                        icon=":material/play_circle:", on_click="ignore",
                        help="One HTML file that replays this decode step by step, offline: Next / Prev or the arrow "
                             "keys, every attention kind, layer and head, the top-k of each step.")
