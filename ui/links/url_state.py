@@ -12,10 +12,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
-from streamlit.runtime.scriptrunner_utils.exceptions import (
-    RerunException,
-    StopException,
-)
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
 from transformer.charts import qr_svg
 from transformer.decode import InputError
@@ -33,14 +30,7 @@ from ui.views import (
 )
 from ui.views import decode_state as ds
 
-from .link_format import (
-    ModelSizes,
-    check_sizes,
-    head_labels,
-    labels_to_heads,
-    parse_params,
-    to_params,
-)
+from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
 
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"

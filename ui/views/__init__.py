@@ -56,13 +56,7 @@ from .presenting import (
     head_keys,
     presenting,
 )
-from .step_through import (
-    decode_results,
-    replay_download,
-    show_ablation_panel,
-    show_output_cards,
-    show_step_through,
-)
+from .step_through import decode_results, replay_download, show_ablation_panel, show_output_cards, show_step_through
 from .weights import show_weights, slide_title, weights_of
 from .widgets import (
     SLIDES_SUFFIX,

@@ -30,16 +30,7 @@ from ui.models import ActiveModel
 
 from .decode_state import RERUN_APP_KEY
 from .weights import slide_title
-from .widgets import (
-    SlideTitle,
-    chart_heading,
-    head_label,
-    md,
-    md_token,
-    show_chart,
-    show_chips,
-    slide_downloads,
-)
+from .widgets import SlideTitle, chart_heading, head_label, md, md_token, show_chart, show_chips, slide_downloads
 
 SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
 SWEEP_CACHE_KEY = "studio_sweeps"

@@ -28,24 +28,10 @@ from ui.models import ActiveModel
 
 from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
-from .inference import (
-    bind_reference,
-    gold_for,
-    greedy_or_message,
-    share_reference,
-    teacher,
-)
+from .inference import bind_reference, gold_for, greedy_or_message, share_reference, teacher
 from .presenting import presenting
 from .weights import slide_title
-from .widgets import (
-    Column,
-    SlideTitle,
-    chart_downloads,
-    grid_cell,
-    show_chart,
-    show_small_table,
-    slide_downloads,
-)
+from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}

@@ -174,17 +174,16 @@ class SlideTitle:
         return [*lines, self.model]
 
 
-def slide_downloads(chart: Chart | Callable[[], Chart], title_lines: Sequence[str], stem: str, key: str) -> None:
-    """"Download for slides": the chart as on screen on a 16:9 slide under `title_lines`, as SVG, PDF or PNG
-    (1920x1080), each file made only when clicked. `chart` may be a builder called then (a spec of
-    ui.views.chart_cache). Hidden in presenter mode (its key ends in SLIDES_SUFFIX)."""
+def slide_downloads(chart: Chart, title_lines: Sequence[str], stem: str, key: str) -> None:
+    """"Download for slides": the chart as on screen (an Altair chart or a spec of ui.views.chart_cache) on a 16:9
+    slide under `title_lines`, as SVG, PDF or PNG (1920x1080), each file made only when clicked. Hidden in presenter
+    mode (its key ends in SLIDES_SUFFIX)."""
     if isinstance(chart, dict):
         chart = copy.deepcopy(chart)  # the file is made later, from the spec as it is now
     lines = list(title_lines)
 
     def make(render: Callable[[Chart, Sequence[str]], Any]) -> Callable[[], Any]:
-        return lambda: render(chart() if callable(chart) and not isinstance(chart, alt.TopLevelMixin) else chart,
-                              lines)
+        return lambda: render(chart, lines)
 
     with st.popover("Download for slides", icon=":material/slideshow:", type="tertiary", key=f"{key}{SLIDES_SUFFIX}",
                     help="This figure on a 16:9 slide with a title naming the model, input and view; text at least "
