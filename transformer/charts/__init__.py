@@ -11,7 +11,7 @@ from .attention import ChartTooLargeError, attention_grid, attention_heatmap, la
 from .difference import difference_frame, difference_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
-from .panels import attention_panels
+from .panels import attention_panels, layers_that_fit
 from .qr import qr_matrix, qr_png, qr_svg
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, replay_html
 from .slides import MIN_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, slide_pdf, slide_png, slide_svg
@@ -20,7 +20,7 @@ from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
-__all__ = ["agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap", "attention_panels",
+__all__ = ["agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap", "attention_panels", "layers_that_fit",
            "chart_to_png", "chart_to_svg", "ChartExportError", "ChartTooLargeError", "CHOSEN_COLOR",
            "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart", "label_angle",
            "MASKED_COLOR", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR",

@@ -26,6 +26,19 @@ PANEL_GAP = 10  # pixels between panels, across and down
 HEADER = 16  # pixels above each panel for its "L1 H1" label
 RENDERERS = ("canvas", "svg")
 DRAWS = ("images", "rects")
+MAX_IMAGE_CELLS = 2_000_000  # panels drawn as images: past this the PNGs alone weigh megabytes
+
+
+def max_grid_cells(draw: str = "images") -> int:
+    """The most cells (layers x panels x rows x keys) `attention_panels` draws with `draw`."""
+    return MAX_IMAGE_CELLS if draw == "images" else MAX_GRID_CELLS
+
+
+def layers_that_fit(trace: AttentionTrace, kind: str, max_row: int | None = None, draw: str = "images") -> int:
+    """How many layers of `kind` one `attention_panels` chart can draw (0: not even one at this input length)."""
+    q, k = trace.axis_sizes(kind)
+    rows = q if max_row is None else min(q, max_row + 1)
+    return min(trace.n_layers(kind), max_grid_cells(draw) // max(1, (trace.n_heads + 1) * rows * k))
 
 
 def panels_frame(trace: AttentionTrace, kind: str, layers: Sequence[int], max_row: int | None = None
@@ -110,13 +123,15 @@ def _tokens_expr(tokens: Sequence[str], field: str) -> str:
 def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
                      max_row: int | None = None, cell: int = 140, fixed_scale: bool = True,
                      off: Collection[tuple[int, int]] = (), clicks: str = "select", draw: str = "images",
-                     renderer: str = "canvas") -> alt.LayerChart:
+                     renderer: str | None = None) -> alt.LayerChart:
     """All chosen layers x heads (plus a "mean" column) as panels of one chart; click a panel to select it.
 
-    Same arguments, selection and limits as `attention_grid` (a point selection named "cell" over layer and head,
-    read back with `selected_panel`; ChartTooLargeError rather than a dropped layer), without per-panel axes: the
-    tooltip names each cell's tokens and positions. `renderer`: what the browser draws with ("canvas": the fast
-    one; Streamlit reads it from usermeta.embedOptions).
+    Same arguments and selection as `attention_grid` (a point selection named "cell" over layer and head, read back
+    with `selected_panel`; ChartTooLargeError past `max_grid_cells(draw)` rather than a dropped layer), without
+    per-panel axes. `draw`: "images" (one PNG per panel, 204 marks at 12 x 16 heads; the tooltip names the panel)
+    or "rects" (one mark per cell; the tooltip names each cell's tokens, positions and weight).
+    `renderer`: what the browser draws with, written where Streamlit reads it (usermeta.embedOptions); by default
+    SVG for images (each panel keeps its aria-label) and canvas for rects (SVG with 10^5 cells takes seconds).
     """
     n_layers = trace.n_layers(kind)
     layer_list = list(range(n_layers)) if layers is None else [int(x) for x in layers]
@@ -129,12 +144,13 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         raise ValueError(f"clicks must be one of {', '.join(_CLICK_HINTS)}, not {clicks!r}")
     if draw not in DRAWS:
         raise ValueError(f"draw must be one of {', '.join(DRAWS)}, not {draw!r}")
+    renderer = renderer or ("svg" if draw == "images" else "canvas")
     if renderer not in RENDERERS:
         raise ValueError(f"renderer must be one of {', '.join(RENDERERS)}, not {renderer!r}")
     q, k = trace.axis_sizes(kind)
     n_panels = trace.n_heads + 1
     rows = q if max_row is None else min(q, max_row + 1)
-    if len(layer_list) * n_panels * rows * k > MAX_GRID_CELLS:
+    if len(layer_list) * n_panels * rows * k > max_grid_cells(draw):
         raise ChartTooLargeError(f"{len(layer_list)} layer(s) x {n_panels} panels of {rows}x{k} cells is too "
                                  "many to draw; choose fewer layers or a shorter input")
     step = cell / max(q, k)
@@ -148,8 +164,11 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     colour = alt.Color("w:Q", scale=alt.Scale(range=list(BLUES), domain=domain), title="weight",
                        condition={"test": "datum.masked", "value": MASKED_COLOR},
                        legend=alt.Legend(gradientLength=160, format=".1f"))
+    off = {(int(layer), int(head)) for layer, head in off}
     if draw == "images":
         images = panel_images(trace, kind, layer_list, rows, domain, step)
+        images["panel"] = [head_label(h, layer) + (" · off" if (layer, h) in off else "")
+                           for layer, h in zip(images["layer"], images["head"])]
         images["x"] = np.where(images["head"] == MEAN_HEAD, trace.n_heads, images["head"]) * across
         images["y"] = images["layer"].map(row_of) * down + HEADER
         cells = alt.Chart(images).mark_image(width=step * k, height=step * rows, align="left", baseline="top",
@@ -177,7 +196,6 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
                      alt.Tooltip("q:Q", title="query #"), alt.Tooltip("k:Q", title="key #")],
         ).add_params(selection)
         drawn = [cells]
-    off = {(int(layer), int(head)) for layer, head in off}
     labels = pd.DataFrame([{"x": (n_panels - 1 if h is None else h) * across, "y": row_of[layer] * down,
                             "text": head_label(h, layer) + (" · off" if h is not None and (layer, h) in off else "")}
                            for layer in layer_list for h in [*range(trace.n_heads), None]])
