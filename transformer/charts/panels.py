@@ -174,7 +174,8 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         cells = alt.Chart(images).mark_image(width=step * k, height=step * rows, align="left", baseline="top",
                                              aspect=False).encode(
             x=alt.X("x:Q", scale=None, axis=None), y=alt.Y("y:Q", scale=None, axis=None), url="url:N",
-            opacity=opacity, tooltip=[alt.Tooltip("panel:N", title="panel")]).add_params(selection)
+            opacity=opacity, tooltip=[alt.Tooltip("panel:N", title="panel")],
+            description=alt.Description("panel:N")).add_params(selection)  # its aria-label: "L1 H2", not the URL
         # the colour legend: two invisible cells carry the scale the images were coloured with
         legend = alt.Chart(pd.DataFrame({"w": domain, "masked": [0, 0]})).mark_rect(opacity=0).encode(color=colour)
         drawn: list[alt.Chart] = [cells, legend]
