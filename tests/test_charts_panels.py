@@ -46,7 +46,7 @@ def test_bart_large_grid_is_one_chart_of_204_panel_images(bart_large_trace):
     assert spec["usermeta"] == {"embedOptions": {"renderer": "svg"}}
     (selection,) = spec["params"]  # a click selects a panel: read back by selected_panel, as the facet grid's
     assert selection["name"] == "cell" and selection["select"]["fields"] == ["layer", "head"]
-    assert "12 layers × 16 heads and mean" in spec["title"]["text"]
+    assert spec["title"]["text"] == "Cross-attention · 12 layer(s) × 16 heads and mean"
 
 
 def test_a_panel_image_shows_its_weights(bart_large_trace):
@@ -73,6 +73,7 @@ def test_a_range_of_layers_switched_off_heads_and_an_export(bart_large_trace):
     chart = attention_panels(bart_large_trace, "decoder_self", layers=[4, 5, 6, 7], off=[(5, 2)], max_row=3,
                              clicks="switch")
     images = _data(chart.to_dict(), "image")
+    assert chart.to_dict()["title"]["text"].startswith("Decoder self-attention · layers 5–8 of 12 ×")
     assert sorted({row["layer"] for row in images}) == [4, 5, 6, 7]
     assert "L6 H3 · off" in {row["panel"] for row in images}
     assert "L5 H1" in chart_to_svg(chart)

@@ -211,7 +211,11 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
             x=alt.X("x:Q", scale=None, axis=None), x2="x2:Q", y=alt.Y("y:Q", scale=None, axis=None), y2="y2:Q"))
     y_title, x_title = axis_titles(kind)
     hover = "open a panel for its tokens" if draw == "images" else "hover a cell for its tokens"
-    layer_text = f"layer {layer_list[0] + 1}" if len(layer_list) == 1 else f"{len(layer_list)} layers"
+    first, last = layer_list[0] + 1, layer_list[-1] + 1
+    layer_text = (f"{n_layers} layer(s)" if layer_list == list(range(n_layers))
+                  else f"layer {first} of {n_layers}" if len(layer_list) == 1
+                  else f"layers {first}–{last} of {n_layers}" if layer_list == list(range(first - 1, last))
+                  else f"{len(layer_list)} of {n_layers} layers")
     chart = alt.layer(*layers_drawn).properties(
         width=n_panels * across - PANEL_GAP, height=len(layer_list) * down - PANEL_GAP, autosize=AUTOSIZE,
         view=alt.ViewBackground(stroke=None),
