@@ -165,14 +165,14 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
                        condition={"test": "datum.masked", "value": MASKED_COLOR},
                        legend=alt.Legend(gradientLength=160, format=".1f"))
     off = {(int(layer), int(head)) for layer, head in off}
+    labels = pd.DataFrame([{"layer": layer, "head": MEAN_HEAD if h is None else h,
+                            "panel": head_label(h, layer) + (" · off" if (layer, h) in off else ""),
+                            "x": (n_panels - 1 if h is None else h) * across, "y": row_of[layer] * down}
+                           for layer in layer_list for h in [*range(trace.n_heads), None]])
     if draw == "images":
-        images = panel_images(trace, kind, layer_list, rows, domain, step)
-        images["panel"] = [head_label(h, layer) + (" · off" if (layer, h) in off else "")
-                           for layer, h in zip(images["layer"], images["head"])]
-        images["x"] = np.where(images["head"] == MEAN_HEAD, trace.n_heads, images["head"]) * across
-        images["y"] = images["layer"].map(row_of) * down + HEADER
-        cells = alt.Chart(images).mark_image(width=step * k, height=step * rows, align="left", baseline="top",
-                                             aspect=False).encode(
+        labels["url"] = panel_images(trace, kind, layer_list, rows, domain, step)["url"].to_numpy()  # same order
+        cells = alt.Chart(labels).mark_image(width=step * k, height=step * rows, align="left", baseline="top",
+                                             aspect=False, yOffset=HEADER).encode(
             x=alt.X("x:Q", scale=None, axis=None), y=alt.Y("y:Q", scale=None, axis=None), url="url:N",
             opacity=opacity, tooltip=[alt.Tooltip("panel:N", title="panel")],
             description=alt.Description("panel:N")).add_params(selection)  # its aria-label: "L1 H2", not the URL
@@ -197,11 +197,9 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
                      alt.Tooltip("q:Q", title="query #"), alt.Tooltip("k:Q", title="key #")],
         ).add_params(selection)
         drawn = [cells]
-    labels = pd.DataFrame([{"x": (n_panels - 1 if h is None else h) * across, "y": row_of[layer] * down,
-                            "text": head_label(h, layer) + (" · off" if h is not None and (layer, h) in off else "")}
-                           for layer in layer_list for h in [*range(trace.n_heads), None]])
-    headers = alt.Chart(labels).mark_text(align="left", baseline="top", fontSize=11, fontWeight="bold").encode(
-        x=alt.X("x:Q", scale=None, axis=None), y=alt.Y("y:Q", scale=None, axis=None), text="text:N")
+    headers = alt.Chart(labels).mark_text(align="left", baseline="top", fontSize=11, fontWeight="bold",
+                                          aria=False).encode(
+        x=alt.X("x:Q", scale=None, axis=None), y=alt.Y("y:Q", scale=None, axis=None), text="panel:N")
     layers_drawn = [*drawn, headers]
     if max_row is not None and rows < q:  # the rows a step-through has not reached, as a neutral band
         band = pd.DataFrame([{"x": col * across, "x2": col * across + width,
