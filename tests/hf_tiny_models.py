@@ -13,6 +13,8 @@ FAMILIES = ("marian", "bart", "t5")
 WORDS = ("the a dog cat runs sleeps red blue house tree man woman sees big small green walks under over "
          "near bird fish eats").split()
 SIZE = dict(d_model=16, layers=2, heads=2, ffn=32, positions=64)
+# facebook/bart-large's 12 + 12 layers x 16 heads (what the grid draws), narrow (d_model 1024 would only add weight)
+BART_LARGE_HEADS = dict(d_model=64, layers=12, heads=16, ffn=128, positions=1024)
 OPUS_MT_SHAPE = dict(d_model=512, layers=6, heads=8, ffn=2048, positions=512)  # Helsinki-NLP/opus-mt-en-de
 
 

@@ -25,8 +25,10 @@ WITHOUT = re.compile(r"^Without Cross L1 H2$")
 
 
 def _panel(page, key_prefix: str, panel: str):
-    """A cell of the grid's panel `panel` ('L1 H2'): Vega's SVG marks carry their tooltip fields as aria-label."""
-    return page.locator(f"[class*='st-key-{key_prefix}_'] path[aria-label*='panel: {panel};']").first
+    """A cell of the grid's panel `panel` ('L1 H2'): Vega's SVG marks carry their tooltip fields as aria-label (a
+    facet grid's cells), or the panel's name (a panel drawn as an image)."""
+    grid = f"[class*='st-key-{key_prefix}_']"
+    return page.locator(f"{grid} path[aria-label*='panel: {panel};'], {grid} image[aria-label='{panel}']").first
 
 
 def _selection(page, key: str) -> list[str]:

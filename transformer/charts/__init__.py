@@ -11,6 +11,7 @@ from .attention import ChartTooLargeError, attention_grid, attention_heatmap, la
 from .difference import difference_frame, difference_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
+from .panels import attention_panels, layers_that_fit
 from .qr import qr_matrix, qr_png, qr_svg
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
 from .slides import MIN_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, slide_pdf, slide_png, slide_svg
@@ -19,12 +20,12 @@ from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
-__all__ = ["agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap",
-           "chart_to_png", "chart_to_svg", "ChartExportError", "check_replay_size", "ChartTooLargeError",
-           "CHOSEN_COLOR",
-           "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart", "label_angle",
-           "MASKED_COLOR", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR",
-           "qr_matrix", "qr_png", "qr_svg", "replay_html", "ReplayTooLargeError", "selected_panel",
-           "SLIDE_HEIGHT", "slide_pdf", "slide_png", "slide_svg", "SLIDE_WIDTH", "source_strip",
-           "STEP_PARAM", "step_probability_chart", "step_slider_chart", "STRIP_FONT_SIZE", "text_width",
-           "timeline_frame", "topk_bars", "training_curves", "visible_token"]
+__all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "MASKED_COLOR", "MAX_REPLAY_BYTES",
+           "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR", "ReplayTooLargeError", "SLIDE_HEIGHT",
+           "SLIDE_WIDTH", "STEP_PARAM", "STRIP_FONT_SIZE", "agreement_chart", "alignment_table_chart",
+           "attention_grid", "attention_heatmap", "attention_panels", "chart_to_png", "chart_to_svg",
+           "check_replay_size", "decoder_row_chart", "difference_frame", "difference_heatmap",
+           "importance_chart", "label_angle", "layers_that_fit", "qr_matrix", "qr_png", "qr_svg",
+           "replay_html", "selected_panel", "slide_pdf", "slide_png", "slide_svg", "source_strip",
+           "step_probability_chart", "step_slider_chart", "text_width", "timeline_frame", "topk_bars",
+           "training_curves", "visible_token"]

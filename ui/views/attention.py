@@ -9,10 +9,11 @@ import streamlit as st
 from transformer.analysis import Head, head_stats
 from transformer.charts import (
     ChartTooLargeError,
-    attention_grid,
     attention_heatmap,
+    attention_panels,
     chart_to_png,
     chart_to_svg,
+    layers_that_fit,
     selected_panel,
 )
 from transformer.decode import (
@@ -34,6 +35,7 @@ from .weights import slide_title
 from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
+GRID_PAGE_FROM, GRID_PAGE = 8, 4  # models deeper than GRID_PAGE_FROM layers show GRID_PAGE layers at first
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
 STATS_COLUMNS = {"map": Column("layer · head"),
                  "entropy": Column("entropy", "%.3f", "In nats, mean over query rows; 0 = one-hot."),
@@ -101,16 +103,54 @@ def _open_panel() -> None:
         st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN_HEAD if head is None else head
 
 
+def _set_grid_layers(key: str, first: int, last: int) -> None:
+    """Callback of the model view's buttons: show layers first..last (1-based)."""
+    st.session_state[key] = (first, last)
+
+
+def grid_layers(trace: AttentionTrace, kind: str) -> list[int] | None:
+    """The layers the model view draws (0-based): all of them for a model of up to GRID_PAGE_FROM layers, else a
+    range the user picks, GRID_PAGE layers at first, all one click away; None (after a message) when not even one
+    layer fits at this input length."""
+    n_layers, fit = trace.n_layers(kind), layers_that_fit(trace, kind)
+    if fit == 0:
+        st.info("This input is too long to draw every head of a layer side by side. Pick a layer and head above to "
+                "see one map large.", icon=":material/grid_off:")
+        return None
+    if n_layers <= GRID_PAGE_FROM and fit >= n_layers:
+        return list(range(n_layers))
+    key = f"attention_grid_layers_{kind}_{n_layers}"  # its own range per kind and depth: kinds can differ in depth
+    st.session_state.setdefault(key, (1, min(GRID_PAGE, fit)))
+    pick, every = st.columns([4, 1], vertical_alignment="bottom")
+    first, last = pick.slider(f"Layers (of {n_layers})", 1, n_layers, key=key,
+                              help=f"The grid draws {GRID_PAGE} layers at a time at first; widen the range for more.")
+    every.button(f"All {n_layers} layers", key=f"attention_grid_all_{kind}", width="stretch",
+                 on_click=_set_grid_layers, args=(key, 1, n_layers), disabled=(first, last) == (1, n_layers))
+    if last - first + 1 > fit:
+        st.info(f"Layers {first}–{last} are too many to draw at this input length: {fit} layer(s) at a time fit.",
+                icon=":material/grid_view:")
+        st.button(f"Show layers {first}–{first + fit - 1}", key=f"attention_grid_fewer_{kind}",
+                  on_click=_set_grid_layers, args=(key, first, first + fit - 1))
+        return None
+    return list(range(first - 1, last))
+
+
 def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads: list[Head], title: SlideTitle
                     ) -> None:
-    """Every layer x head of one kind as small multiples; a click opens a panel or switches its head off. A grid
-    too big to draw says so. `title` names model and input on its slide (ui.views.slide_title)."""
+    """Every layer x head of one kind as panels of one chart (a range of layers at a time for deep models); a click
+    opens a panel or switches its head off. What is too big to draw says so and offers fewer layers. `title` names
+    model and input on its slide (ui.views.slide_title)."""
     clicks = st.radio("A click on a panel", list(GRID_CLICKS), format_func=GRID_CLICKS.__getitem__, horizontal=True,
                       key="attention_grid_click", help="Double-click clears the selection (when a click opens a panel).")
     clicked_note("attention_grid_ablate")
+    layers = grid_layers(trace, kind)
+    if layers is None:
+        return
+    st.caption("Each panel is drawn as an image, so hundreds of heads draw in a blink: hovering names the panel; "
+               "open a panel (click it, or pick its layer and head above) for its tokens and weights.")
     try:
-        grid = attention_grid(trace, kind, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130),
-                              off=off_panels(ablated_heads, kind), clicks="switch" if clicks == "ablate" else "select")
+        grid = attention_panels(trace, kind, layers=layers, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130),
+                                off=off_panels(ablated_heads, kind), clicks="switch" if clicks == "ablate" else "select")
     except ChartTooLargeError as exc:
         st.info(str(exc))
         return

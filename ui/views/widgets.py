@@ -13,9 +13,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from transformer import decode
 from transformer.charts import slide_pdf, slide_png, slide_svg
 from transformer.charts import visible_token as visible
-from transformer import decode
 from transformer.decode import KIND_TITLES, MEAN_HEAD
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 

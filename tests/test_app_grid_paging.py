@@ -1,0 +1,89 @@
+"""AppTest: on a model with bart-large's 12 layers x 16 heads the Attention page draws its all-heads grid a few
+layers at a time, every layer one click away, and never raises."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_session import assert_no_exception, charts, open_app
+
+from tests.hf_tiny_models import BART_LARGE_HEADS, build
+from transformer.charts import panels
+from ui.models import MODEL_KEY
+
+pytestmark = pytest.mark.slow  # builds a 12 + 12 layer model and drives AppTest page runs
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
+           "parents watch.")
+
+
+@pytest.fixture(scope="module")
+def bart_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("hf_grid")
+    build("bart", root / "bart-large-heads", size=BART_LARGE_HEADS)
+    return root
+
+
+def _grid(at) -> dict:
+    (grid,) = [c for c in charts(at) if "heads and mean" in c["title"]]
+    return grid
+
+
+def _panels(grid: dict) -> set[tuple[int, int]]:
+    frame = max(grid["frames"].values(), key=len)
+    return set(zip(frame["layer"], frame["head"]))
+
+
+def test_the_grid_pages_through_layers_of_a_bart_large_shape_model(monkeypatch, tmp_path, bart_root):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input(CAPTION).run()
+    assert_no_exception(at)
+    kind = at.radio(key="attention_kind").value
+    picker = at.slider(key=f"attention_grid_layers_{kind}_12")
+    assert picker.value == (1, 4)
+    assert {layer for layer, _ in _panels(_grid(at))} == {0, 1, 2, 3}
+    assert len(_panels(_grid(at))) == 4 * 17
+
+    at.button(key=f"attention_grid_all_{kind}").click().run()  # every layer: one click
+    assert_no_exception(at)
+    assert at.slider(key=f"attention_grid_layers_{kind}_12").value == (1, 12)
+    assert len(_panels(_grid(at))) == 12 * 17
+
+    at.slider(key=f"attention_grid_layers_{kind}_12").set_range(9, 12).run()
+    assert_no_exception(at)
+    assert {layer for layer, _ in _panels(_grid(at))} == {8, 9, 10, 11}
+
+
+def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_root):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input(CAPTION).run()
+    kind = at.radio(key="attention_kind").value
+    large = next(c for c in charts(at) if "mean of 16 heads" in c["title"])
+    heatmap = max(large["frames"].values(), key=len)
+    per_layer = 17 * heatmap["query_index"].nunique() * heatmap["key_index"].nunique()
+    monkeypatch.setattr(panels, "MAX_IMAGE_CELLS", 3 * per_layer)  # as if the input were much longer
+    at.button(key=f"attention_grid_all_{kind}").click().run()
+    assert_no_exception(at)
+    assert not [c for c in charts(at) if "heads and mean" in c["title"]]
+    assert any("3 layer(s) at a time fit" in str(m.value) for m in at.info)
+    at.button(key=f"attention_grid_fewer_{kind}").click().run()
+    assert_no_exception(at)
+    assert at.slider(key=f"attention_grid_layers_{kind}_12").value == (1, 3)
+    assert len(_panels(_grid(at))) == 3 * 17
+
+    monkeypatch.setattr(panels, "MAX_IMAGE_CELLS", 1)  # not even one layer: the page points to the large map
+    at.run()
+    assert_no_exception(at)
+    assert not [c for c in charts(at) if "heads and mean" in c["title"]]
+    assert any("too long to draw every head" in str(m.value) for m in at.info)
