@@ -27,9 +27,11 @@ from .attribution import (
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .head_report import HeadReport, agreement_frames, head_report
 from .heads import head_stats
+from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
+__all__ = ["OVERVIEW_COLUMNS", "SIGNED_STATISTICS", "STATISTICS", "available_statistics", "head_overview_frame",
+           "AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
            "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_frames",
            "agreement_summary",
            "alignment_scores", "all_heads", "attention_difference", "attribute_step", "attribute_steps",

@@ -11,11 +11,12 @@ from .attention import ChartTooLargeError, attention_grid, attention_heatmap, la
 from .difference import difference_frame, difference_heatmap
 from .export import chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
+from .overview import head_overview, overview_cell
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
-__all__ = ["CHOSEN_COLOR", "ChartTooLargeError", "MASKED_COLOR", "NOT_REACHED_COLOR", "STRIP_FONT_SIZE",
+__all__ = ["head_overview", "overview_cell", "CHOSEN_COLOR", "ChartTooLargeError", "MASKED_COLOR", "NOT_REACHED_COLOR", "STRIP_FONT_SIZE",
            "agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap", "chart_to_png",
            "chart_to_svg", "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart",
            "label_angle", "selected_panel", "source_strip", "step_probability_chart", "text_width",
