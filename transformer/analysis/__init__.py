@@ -12,6 +12,15 @@ from .ablation import (
     parse_head,
     sweep_heads,
 )
+from .aggregates import (
+    AGGREGATES,
+    aggregate_dict,
+    aggregate_frame,
+    aggregate_trace,
+    cross_through_encoder,
+    max_over_heads,
+    rollout,
+)
 from .agreement import agreement_frame, agreement_summary, spearman
 from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
 from .attribution import (
@@ -30,7 +39,8 @@ from .heads import head_stats
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["OVERVIEW_COLUMNS", "SIGNED_STATISTICS", "STATISTICS", "available_statistics", "head_overview_frame",
+__all__ = ["AGGREGATES", "aggregate_dict", "aggregate_frame", "aggregate_trace", "cross_through_encoder",
+           "max_over_heads", "rollout", "OVERVIEW_COLUMNS", "SIGNED_STATISTICS", "STATISTICS", "available_statistics", "head_overview_frame",
            "AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
            "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_frames",
            "agreement_summary",
