@@ -8,7 +8,8 @@ import pandas as pd
 
 from ..decode import AttentionTrace, DecodeResult, decode_greedy
 from ..model import InspectableSeq2Seq
-from .ablation import Sweep, output_ids, sweep_heads
+from .ablation import Sweep, output_ids
+from .head_effects import sweep_heads
 from .agreement import agreement_frame, agreement_summary
 from .attribution import IG_STEPS, Attribution, attribute_steps
 

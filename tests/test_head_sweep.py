@@ -1,0 +1,89 @@
+"""The batched sweep equals ablating one head at a time, bf16 stays within its stated tolerance, the one-pass
+estimate is the derivative it claims, and progress can be followed and cancelled."""
+from __future__ import annotations
+
+import pytest
+import torch
+from tiny_models import tiny_reverse_model
+
+from tests.hf_tiny_models import build
+from transformer.analysis import (BF16_TOLERANCE, Cancelled, all_heads, checked_estimate, estimate_agreement,
+                                  estimate_head_effects, head_mask, output_ids, sweep_heads)
+from transformer.analysis.ablation import output_log_prob, teacher_inputs
+from transformer.analysis.head_sweep import masked_log_probs
+from transformer.decode import NativeSeq2Seq, decode_greedy
+from transformer.model import HFSeq2Seq
+
+TEXT = "the dog sees a red house near the tree"
+
+
+@pytest.fixture(scope="module", params=["native", "bart", "t5"])
+def case(request, tmp_path_factory):
+    if request.param == "native":
+        lm, text = NativeSeq2Seq(*tiny_reverse_model(seed=0)), "abcdefg"
+    else:
+        lm, text = HFSeq2Seq.load(str(build(request.param, tmp_path_factory.mktemp(request.param)))), TEXT
+    return lm, text, output_ids(decode_greedy(lm, text, max_steps=6, stop_at_end=False))
+
+
+def test_batched_sweep_equals_one_head_at_a_time(case):
+    lm, text, out = case
+    sweep = sweep_heads(lm, text, out, batch=5)
+    src, tgt_in = teacher_inputs(lm, text, out)
+    targets = torch.tensor(out)
+    assert sweep.complete and len(sweep.frame) == len(all_heads(lm))
+    assert sweep.base_log_prob == pytest.approx(output_log_prob(lm, src, tgt_in, targets), abs=1e-4)
+    for row in sweep.frame.itertuples():
+        one = output_log_prob(lm, src, tgt_in, targets, head_mask(lm, [next(h for h in all_heads(lm)
+                                                                          if h.label == row.label)]))
+        assert row.log_prob == pytest.approx(one, abs=1e-4), row.label
+
+
+def test_bf16_sweep_stays_within_the_stated_tolerance(case):
+    lm, text, out = case
+    exact = sweep_heads(lm, text, out).frame.set_index("label")["drop"]
+    fast = sweep_heads(lm, text, out, dtype=torch.bfloat16).frame.set_index("label")["drop"]
+    error = (fast - exact[fast.index]).abs()
+    assert (error <= BF16_TOLERANCE + BF16_TOLERANCE * exact[fast.index].abs()).all(), error.max()
+
+
+def test_estimate_is_the_derivative_of_log_p_in_each_heads_scale(case):
+    lm, text, out = case
+    estimate = estimate_head_effects(lm, text, out)
+    assert len(estimate) == len(all_heads(lm))
+    src, tgt_in = teacher_inputs(lm, text, out)
+    targets, counts, eps = torch.tensor(out), lm.head_counts(), 1e-3
+    for row in (estimate.iloc[0], estimate.iloc[-1]):
+        scale = torch.ones(2, *counts[row["kind"]])
+        scale[1, row["layer"], row["head"]] = 1 - eps
+        with lm.running():
+            lp = masked_log_probs(lm, src, tgt_in, targets, {row["kind"]: scale.double().float()})
+        assert float(lp[0] - lp[1]) / eps == pytest.approx(row["estimate"], rel=0.05, abs=2e-3)
+    assert all(p.grad is None for p in lm.network.parameters())
+
+
+def test_checked_estimate_measures_the_top_heads_exactly(case):
+    lm, text, out = case
+    checked = checked_estimate(lm, text, out, top_k=3)
+    assert checked["drop"].notna().sum() == 3
+    exact = sweep_heads(lm, text, out).frame
+    for row in checked.dropna().itertuples():
+        assert row.drop == pytest.approx(float(exact[exact.label == row.label]["drop"].iloc[0]), abs=1e-4)
+    assert -1.0 <= estimate_agreement(checked.drop(columns="drop"), exact) <= 1.0
+
+
+def test_progress_reaches_one_and_a_cancel_stops_the_sweep():
+    lm = NativeSeq2Seq(*tiny_reverse_model(seed=0))
+    out = output_ids(decode_greedy(lm, "abcdefg", max_steps=4, stop_at_end=False))
+    seen: list[float] = []
+    sweep_heads(lm, "abcdefg", out, batch=4, on_fraction=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) == -(-len(all_heads(lm)) // 4)
+
+    def cancel(fraction: float) -> None:
+        if fraction > 0.3:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        sweep_heads(lm, "abcdefg", out, batch=4, on_fraction=cancel)
+    with pytest.raises(Cancelled):
+        checked_estimate(lm, "abcdefg", out, progress=cancel)
