@@ -87,3 +87,19 @@ def test_progress_reaches_one_and_a_cancel_stops_the_sweep():
         sweep_heads(lm, "abcdefg", out, batch=4, on_fraction=cancel)
     with pytest.raises(Cancelled):
         checked_estimate(lm, "abcdefg", out, progress=cancel)
+
+
+def test_attribution_in_chunks_equals_all_at_once_and_reports_progress():
+    from transformer.analysis import attribute_in_chunks, attribute_steps, head_report
+
+    lm = NativeSeq2Seq(*tiny_reverse_model(seed=0))
+    out = output_ids(decode_greedy(lm, "abcdefg", max_steps=5, stop_at_end=False))
+    whole = attribute_steps(lm, "abcdefg", out, n_steps=8)
+    seen: list[float] = []
+    chunked = attribute_in_chunks(lm, "abcdefg", out, n_steps=8, max_rows=16, progress=seen.append)
+    assert len(seen) == 3 and seen[-1] == 1.0
+    for a, b in zip(whole, chunked):
+        assert torch.allclose(a.source, b.source, atol=1e-5) and a.step == b.step
+    fractions: list[float] = []
+    head_report(lm, "abcdefg", ig_steps=4, progress=fractions.append)
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and any(f == 0.5 for f in fractions)

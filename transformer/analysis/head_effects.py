@@ -14,11 +14,13 @@ import torch
 from ..decode import KINDS
 from ..model import InspectableSeq2Seq
 from .ablation import Head, Sweep, all_heads, check_output, teacher_inputs
+from .attribution import IG_STEPS, Attribution, attribute_steps
 from .agreement import spearman
 from .head_sweep import DEFAULT_BATCH, Progress, head_gradients, sweep_log_probs
 
 SWEEP_COLUMNS = ["kind", "layer", "head", "label", "log_prob", "drop"]
 LegacyProgress = Callable[[int, int], None]
+ATTRIBUTION_ROWS = 64  # interpolated inputs per pass of attribution: bounds memory (logits are rows x T x V)
 
 
 def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] = KINDS,
@@ -91,3 +93,19 @@ def estimate_agreement(estimate: pd.DataFrame, sweep: pd.DataFrame) -> float:
     if len(both) < 2:
         return float("nan")
     return float(spearman(torch.tensor(both["estimate"].to_numpy()), torch.tensor(both["drop"].to_numpy())))
+
+
+def attribute_in_chunks(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, n_steps: int = IG_STEPS,
+                        method: str = "integrated_gradients", max_rows: int = ATTRIBUTION_ROWS,
+                        progress: Progress | None = None) -> list[Attribution]:
+    """`attribute_steps` for every output step, a few steps at a time so at most `max_rows` interpolated inputs
+    are in memory at once; `progress` (may raise `Cancelled`) after each chunk."""
+    points = n_steps if method == "integrated_gradients" else 1
+    per_chunk = max(1, max_rows // points)
+    out: list[Attribution] = []
+    for first in range(0, len(output), per_chunk):
+        steps = list(range(first, min(len(output), first + per_chunk)))
+        out += attribute_steps(lm, text, output, steps, method, n_steps, max_batch=max_rows)
+        if progress is not None:
+            progress(len(out) / len(output))
+    return out
