@@ -93,7 +93,7 @@ def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) ->
 def _top_k(probs: Tensor, k: int, lm: InspectableSeq2Seq) -> tuple[tuple[str, float], ...]:
     n = min(k, int((probs > 0).sum()))  # only what can be emitted
     p, i = probs.topk(n)
-    return tuple((lm.id_to_token(int(t)), float(v)) for v, t in zip(p, i))
+    return tuple((lm.id_to_token(t), v) for v, t in zip(p.tolist(), i.tolist()))
 
 
 def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int]:
