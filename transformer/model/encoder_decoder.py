@@ -109,10 +109,10 @@ class KVBuffer:
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store new (B, H, t, Dh) keys/values; return views of everything stored so far."""
         end = self.length + k.size(2)
-        self.k[:, :, self.length: end] = k
-        self.v[:, :, self.length: end] = v
+        self.k.narrow(2, self.length, k.size(2)).copy_(k)  # narrow: one view op where indexing makes several
+        self.v.narrow(2, self.length, v.size(2)).copy_(v)
         self.length = end
-        return self.k[:, :, :end], self.v[:, :, :end]
+        return self.k.narrow(2, 0, end), self.v.narrow(2, 0, end)
 
 
 class MultiHeadAttention(nn.Module):
