@@ -17,7 +17,7 @@ from transformer.model import HFSeq2Seq
 TEXT = "the dog sees a red house near the tree"
 
 
-@pytest.fixture(scope="module", params=["native", "bart", "t5"])
+@pytest.fixture(scope="module", params=["native", "bart", "marian", "t5"])
 def case(request, tmp_path_factory):
     if request.param == "native":
         lm, text = NativeSeq2Seq(*tiny_reverse_model(seed=0)), "abcdefg"

@@ -4,7 +4,8 @@ Both work on a *view* of the model (`substituted`): each attention's output proj
 `ScaledProjection` that multiplies its input, the concatenated head outputs, by a per-example scale before the
 projection's own weights — the same rule as the head mask, one mask per row of the batch. Nothing is put on the
 shared model. Heads of the decoder (self and cross) leave the encoder untouched, so its output is computed once and
-reused for all of them. `dtype=torch.bfloat16` runs the ablations under CPU autocast (see `BF16_TOLERANCE`).
+reused for all of them; the layers before an ablated head are not run again either: on the view they `Replay` the
+output recorded on the intact run (ours, BART, Marian; not T5, whose blocks hand a position bias along). `dtype=torch.bfloat16` runs the ablations under CPU autocast (see `BF16_TOLERANCE`).
 
 The estimate is attribution patching (Nanda 2023; Syed et al. 2023): with a scale alpha = 1 on every head,
 d log p(output) / d alpha_h is gradient x activation at the head's output, and the drop when the head is switched
@@ -55,10 +56,70 @@ def projection_paths(lm: InspectableSeq2Seq) -> dict[str, list[str]]:
             "cross": [f"decoder.{i}.cross_attn.out_proj" for i in range(len(network.decoder))]}
 
 
-def scaled_view(lm: InspectableSeq2Seq, scales: dict[str, Tensor]) -> nn.Module:
-    """A view of the network whose heads of each kind are scaled by scales[kind] (N, layers, heads)."""
+def layer_paths(lm: InspectableSeq2Seq) -> dict[str, list[str]] | None:
+    """Dotted paths of the encoder's and the decoder's layers, or None where a layer's output is not all the next
+    layer reads (T5's blocks hand a position bias along), so layers cannot be replayed."""
+    network = lm.network
+    if not hasattr(network, "get_encoder"):
+        return {side: [f"{side}.{i}" for i in range(len(getattr(network, side)))] for side in ("encoder", "decoder")}
+    stacks = {"encoder": network.get_encoder(), "decoder": network.get_decoder()}
+    if not all(isinstance(getattr(stack, "layers", None), nn.ModuleList) for stack in stacks.values()):
+        return None
+    names = {id(m): n for n, m in network.named_modules()}
+    return {side: [names[id(layer)] for layer in stack.layers] for side, stack in stacks.items()}
+
+
+class _LayerStandIn(nn.Module):
+    """Base of the layer stand-ins on a view: keeps the layer's cross-attention reachable (our decoder asks each
+    layer for its cross-attention keys and values before calling it)."""
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        if hasattr(layer, "cross_attn"):
+            self.cross_attn = layer.cross_attn
+
+
+class Recorder(_LayerStandIn):
+    """Runs the layer and keeps its output in `store[key]`."""
+
+    def __init__(self, layer: nn.Module, store: dict[str, object], key: str) -> None:
+        super().__init__(layer)
+        self.layer, self.store, self.key = layer, store, key
+
+    def forward(self, *args: object, **kwargs: object) -> object:
+        out = self.layer(*args, **kwargs)
+        self.store[self.key] = out
+        return out
+
+
+def _expand(output: object, n: int) -> object:
+    """A recorded layer output (a hidden state (1, T, D), or a tuple starting with one) for a batch of n."""
+    if isinstance(output, Tensor):
+        return output.expand(n, *output.shape[1:])
+    if isinstance(output, tuple) and output and isinstance(output[0], Tensor):
+        return (_expand(output[0], n), *output[1:])
+    raise TypeError(f"cannot replay a layer output of type {type(output).__name__}")
+
+
+class Replay(_LayerStandIn):
+    """Stands in for a layer whose input does not change: returns the output recorded on the intact run."""
+
+    def __init__(self, layer: nn.Module, output: object, n: int) -> None:
+        super().__init__(layer)
+        self.output = _expand(output, n)
+
+    def forward(self, *args: object, **kwargs: object) -> object:
+        return self.output
+
+
+def scaled_view(lm: InspectableSeq2Seq, scales: dict[str, Tensor], replay: dict[str, object] | None = None
+                ) -> nn.Module:
+    """A view of the network whose heads of each kind are scaled by scales[kind] (N, layers, heads), and whose
+    layers named in `replay` (path -> recorded output) return that output without running."""
     paths = projection_paths(lm)
-    replacements = {}
+    n = next(iter(scales.values())).shape[0]
+    replacements: dict[str, nn.Module] = {path: Replay(lm.network.get_submodule(path), out, n)
+                                          for path, out in (replay or {}).items()}
     for kind, scale in scales.items():
         for layer, path in enumerate(paths[kind]):
             proj = lm.network.get_submodule(path)
@@ -95,11 +156,13 @@ class _Encoded:
 
 
 def masked_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
-                     masks: dict[str, Tensor], encoded: _Encoded | None = None) -> Tensor:
+                     masks: dict[str, Tensor], encoded: _Encoded | None = None,
+                     replay: dict[str, object] | None = None) -> Tensor:
     """log p(targets) (N,) for N head masks at once (kind -> (N, layers, heads)); with `encoded`, only decoder
-    kinds may be masked and the encoder's output is reused. Call inside `lm.running()`."""
+    kinds may be masked and the encoder's output is reused; layers in `replay` return their recorded output
+    (only layers before every masked head may be replayed). Call inside `lm.running()`."""
     n = next(iter(masks.values())).shape[0]
-    view = scaled_view(lm, masks)
+    view = scaled_view(lm, masks, replay)
     if encoded is not None:
         if "encoder_self" in masks:
             raise ValueError("encoder heads change the encoder's output: it cannot be reused")
@@ -118,10 +181,17 @@ def sweep_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets
     start = time.perf_counter()
     autocast = torch.autocast("cpu", dtype=dtype) if dtype is not None else nullcontext()
     results: dict[int, float] = {}
+    layers = layer_paths(lm)
+    recorded: dict[str, object] = {}
     with lm.running(), autocast:
-        base = float(_log_probs(lm, lm.teacher_logits(lm.network, src, tgt_in), targets)[0])
+        recording = lm.network if layers is None else substituted(lm.network, {
+            path: Recorder(lm.network.get_submodule(path), recorded, path) for side in layers.values()
+            for path in side})
+        base = float(_log_probs(lm, lm.teacher_logits(recording, src, tgt_in), targets)[0])
         encoded = _Encoded(lm, src)
-        order = sorted(range(len(heads)), key=lambda i: heads[i][0] == "encoder_self")  # decoder heads first
+        # decoder heads first (the encoder's output is reused), layer by layer (the layers before are replayed)
+        order = sorted(range(len(heads)), key=lambda i: (heads[i][0] == "encoder_self", heads[i][1], heads[i][0],
+                                                         heads[i][2]))
         for first in range(0, len(order), batch):
             if time_cap is not None and time.perf_counter() - start > time_cap:
                 break
@@ -135,7 +205,12 @@ def sweep_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets
                 for row, i in enumerate(members):
                     kind, layer, head = heads[i]
                     masks[kind][row, layer, head] = 0.0
-                lp = masked_log_probs(lm, src, tgt_in, targets, masks, None if on_encoder else encoded)
+                replay = None
+                if layers is not None:
+                    lowest = min(heads[i][1] for i in members)
+                    side = layers["encoder" if on_encoder else "decoder"]
+                    replay = {path: recorded[path] for path in side[:lowest]}
+                lp = masked_log_probs(lm, src, tgt_in, targets, masks, None if on_encoder else encoded, replay)
                 results.update(zip(members, lp.float().tolist()))
             if progress is not None:
                 progress(min(1.0, (first + len(chunk)) / len(order)))
