@@ -7,7 +7,7 @@ import torch
 from tiny_models import tiny_reverse_model
 
 from tests.hf_tiny_models import build
-from transformer.analysis import (BF16_TOLERANCE, Cancelled, all_heads, checked_estimate, estimate_agreement,
+from transformer.analysis import (BF16_TOLERANCE, Cancelled, bf16_bound, all_heads, checked_estimate, estimate_agreement,
                                   estimate_head_effects, head_mask, output_ids, sweep_heads)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs
 from transformer.analysis.head_sweep import masked_log_probs
@@ -44,7 +44,9 @@ def test_bf16_sweep_stays_within_the_stated_tolerance(case):
     exact = sweep_heads(lm, text, out).frame.set_index("label")["drop"]
     fast = sweep_heads(lm, text, out, dtype=torch.bfloat16).frame.set_index("label")["drop"]
     error = (fast - exact[fast.index]).abs()
-    assert (error <= BF16_TOLERANCE + BF16_TOLERANCE * exact[fast.index].abs()).all(), error.max()
+    bound = exact[fast.index].map(lambda drop: bf16_bound(drop, len(out)))
+    assert (error <= bound).all(), (error - bound).max()
+    assert BF16_TOLERANCE == 0.05
 
 
 def test_estimate_is_the_derivative_of_log_p_in_each_heads_scale(case):

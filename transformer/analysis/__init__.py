@@ -35,12 +35,12 @@ from .attribution import (
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .head_report import HeadReport, agreement_frames, head_report
 from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
-from .head_sweep import BF16_TOLERANCE, Cancelled, Progress
+from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .heads import head_stats
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["BF16_TOLERANCE", "Cancelled", "Progress", "attribute_in_chunks", "checked_estimate", "estimate_agreement",
+__all__ = ["BF16_TOLERANCE", "Cancelled", "bf16_bound", "Progress", "attribute_in_chunks", "checked_estimate", "estimate_agreement",
            "estimate_head_effects", "AGGREGATES", "aggregate_dict", "aggregate_frame", "aggregate_trace", "cross_through_encoder",
            "max_over_heads", "rollout", "OVERVIEW_COLUMNS", "SIGNED_STATISTICS", "STATISTICS", "available_statistics", "head_overview_frame",
            "AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",

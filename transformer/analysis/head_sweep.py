@@ -25,8 +25,14 @@ from ..model import InspectableSeq2Seq
 from .attribution import substituted
 
 Progress = Callable[[float], None]  # fraction done, 0..1; may raise `Cancelled` to stop the work
-BF16_TOLERANCE = 0.05  # bf16 drops stay within 0.05 nats + 5% of the fp32 drop (tests/test_head_sweep.py)
+BF16_TOLERANCE = 0.05  # bf16 drops stay within 0.05 nats per output token + 5% of the fp32 drop (see `bf16_bound`)
 DEFAULT_BATCH = 16  # ablations per forward pass
+
+
+def bf16_bound(drop: float, n_tokens: int) -> float:
+    """How far a bf16 drop may be from the fp32 one: `BF16_TOLERANCE` nats per output token + that share of |drop|
+    (bf16 keeps ~3 significant digits of each logit, so the error grows with the output and the effect)."""
+    return BF16_TOLERANCE * (n_tokens + abs(drop))
 
 
 class Cancelled(Exception):
