@@ -13,6 +13,7 @@ from .difference import difference_frame, difference_heatmap
 from .export import chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
 from .overview import head_overview, overview_cell
+from .window import MIN_MAP_CELL, keys_per_window
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
