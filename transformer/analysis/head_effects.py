@@ -20,7 +20,7 @@ from .head_sweep import DEFAULT_BATCH, Progress, head_gradients, sweep_log_probs
 
 SWEEP_COLUMNS = ["kind", "layer", "head", "label", "log_prob", "drop"]
 LegacyProgress = Callable[[int, int], None]
-ATTRIBUTION_ROWS = 64  # interpolated inputs per pass of attribution: bounds memory (logits are rows x T x V)
+ATTRIBUTION_ROWS = 32  # interpolated inputs per pass of attribution: bounds memory (logits are rows x T x V)
 
 
 def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] = KINDS,

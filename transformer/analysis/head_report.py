@@ -30,12 +30,12 @@ class HeadReport:
 
 def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
                 time_cap: float | None = None, progress: Progress | None = None,
-                dtype: torch.dtype | None = None) -> HeadReport:
+                dtype: torch.dtype | None = None, max_steps: int | None = None) -> HeadReport:
     """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with IG.
 
     `progress` gets the fraction done (the sweep is the first half when agreement is asked for) and may raise
-    `Cancelled`; `dtype=torch.bfloat16` runs the sweep in bf16 (`BF16_TOLERANCE`)."""
-    result = decode_greedy(lm, text, top_k=1)
+    `Cancelled`; `dtype=torch.bfloat16` runs the sweep in bf16 (`bf16_bound`); `max_steps` caps the output."""
+    result = decode_greedy(lm, text, top_k=1, max_steps=max_steps)
     out = output_ids(result)
     share = 0.5 if agreement else 1.0
     sweep = sweep_heads(lm, text, out, time_cap=time_cap, dtype=dtype,
