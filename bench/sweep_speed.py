@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from transformer.analysis import (all_heads, estimate_agreement, estimate_head_effects, head_mask,  # noqa: E402
                                   head_report, output_ids, sweep_heads)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs  # noqa: E402
-from transformer.decode import decode_greedy  # noqa: E402
+from transformer.decode import greedy_decode  # noqa: E402
 from transformer.model import HFSeq2Seq  # noqa: E402
 
 BASELINE_SAMPLE = 12  # heads ablated one at a time to estimate the old sweep's time
@@ -101,7 +101,7 @@ def part_multi30k() -> dict:
     from transformer.store import open_model
     lm = open_model(str(ROOT / "checkpoints" / "multi30k-en-de"))
     text = "Two young children in blue shirts are playing soccer on a green field."
-    out = output_ids(decode_greedy(lm, text))
+    out = output_ids(greedy_decode(lm, text))
     return sweep_figures(lm, text, out, bf16=False)
 
 

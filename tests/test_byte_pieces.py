@@ -7,7 +7,7 @@ from chart_traces import layer_data
 from tests.hf_tiny_models import build
 from transformer.charts import attention_heatmap, visible_token
 from transformer.charts.style import readable_piece
-from transformer.decode import decode_greedy, merge_words
+from transformer.decode import greedy_decode, merge_words
 from transformer.model import HFSeq2Seq
 
 
@@ -30,7 +30,7 @@ def bart(tmp_path_factory) -> HFSeq2Seq:
 
 
 def test_tiny_bart_trace_keeps_raw_pieces_and_charts_show_readable_ones(bart):
-    result = decode_greedy(bart, "the red dog sees a big cat", max_steps=4)
+    result = greedy_decode(bart, "the red dog sees a big cat", max_steps=4)
     raw = result.trace.source_tokens
     assert any(t.startswith("Ġ") for t in raw)  # the trace (and its JSON) keeps the tokenizer's own pieces
     assert '"Ġ' in result.to_json() or "\\u0120" in result.to_json()

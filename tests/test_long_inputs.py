@@ -9,9 +9,8 @@ from chart_traces import layer_data, random_trace
 
 from transformer.charts import attention_grid, attention_heatmap
 from transformer.charts.window import MIN_MAP_CELL
-from transformer.data import make_task
-from transformer.decode import greedy_decode, hidden_note, hide_tokens
-from transformer.model import Seq2SeqTransformer, default_configs
+from tiny_models import tiny_reverse_model
+from transformer.decode import NativeSeq2Seq, greedy_decode, hidden_note, hide_tokens
 
 LONG_SRC = [f"w{i}" for i in range(499)] + ["</s>"]
 TGT = ["<s>", "a", "b", "c"]
@@ -69,10 +68,7 @@ def test_grid_draws_a_window_of_keys(long_trace):
 
 
 def test_hiding_sinks_renormalises_rows_and_is_said_and_exported():
-    torch.manual_seed(0)
-    task = make_task("reverse", n_train=50, n_valid=5)
-    cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size)
-    result = greedy_decode(Seq2SeqTransformer(cfg), task.src_tokenizer, task.tgt_tokenizer, "abcdef", max_steps=5)
+    result = greedy_decode(NativeSeq2Seq(*tiny_reverse_model(seed=0)), "abcdef", max_steps=5)
     trace = hide_tokens(result.trace)
     assert trace.hidden_source == (0, len(trace.source_tokens) - 1)  # the first letter and </s>
     assert trace.hidden_target == (0,)  # <s>

@@ -16,9 +16,8 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .analysis import (HeadError, estimate_agreement, estimate_head_effects, evaluate_alignment, head_report,
-                       output_ids, parse_head, summarize)
-from .analysis.head_report import average_agreement, average_drops, report_dict
+from .analysis import (HeadError, average_agreement, average_drops, estimate_agreement, estimate_head_effects,
+                       evaluate_alignment, head_report, output_ids, parse_head, report_dict, summarize)
 from .decode import InputError, NativeSeq2Seq
 from .model import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint

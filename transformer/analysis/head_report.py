@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import pandas as pd
 import torch
 
-from ..decode import AttentionTrace, DecodeResult, decode_greedy
+from ..decode import AttentionTrace, DecodeResult, greedy_decode
 from ..model import InspectableSeq2Seq
 from .ablation import Sweep, output_ids
 from .agreement import agreement_frame, agreement_summary
@@ -35,7 +35,7 @@ def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig
 
     `progress` gets the fraction done (the sweep is the first half when agreement is asked for) and may raise
     `Cancelled`; `dtype=torch.bfloat16` runs the sweep in bf16 (`bf16_bound`); `max_steps` caps the output."""
-    result = decode_greedy(lm, text, top_k=1, max_steps=max_steps)
+    result = greedy_decode(lm, text, top_k=1, max_steps=max_steps)
     out = output_ids(result)
     share = 0.5 if agreement else 1.0
     sweep = sweep_heads(lm, text, out, time_cap=time_cap, dtype=dtype,
