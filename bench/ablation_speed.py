@@ -83,8 +83,11 @@ def opus_size_marian(folder: Path) -> HFSeq2Seq:
     lm = HFSeq2Seq.load(str(build("marian", folder)))
     vocab = 58101
     torch.manual_seed(0)
+    # opus-mt-en-de's shape; MarianConfig's own defaults are twice as deep and wide (12+12 layers, d_model 1024)
     model = MarianMTModel(MarianConfig(vocab_size=vocab, pad_token_id=vocab - 1, decoder_start_token_id=vocab - 1,
                                        eos_token_id=1, forced_eos_token_id=1, max_position_embeddings=512,
+                                       d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                                       decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
                                        attn_implementation="eager")).eval()
     model.generation_config.bad_words_ids = [[vocab - 1]]
     return HFSeq2Seq(model, lm.tokenizer, "random Marian, opus-mt size")

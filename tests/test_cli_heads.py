@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.analysis import agreement_frame, attribute_steps, output_ids
+from transformer.analysis import agreement_frame, attribute_steps, bf16_bound, output_ids
 from transformer.cli import main
 from transformer.decode import greedy_decode
 from transformer.store import open_model
@@ -80,3 +80,16 @@ def test_bad_heads_and_inputs_are_one_error_line(capsys, args, message):
     code, out, err = run(capsys, *args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_heads_bf16_and_estimate(capsys):
+    code, out, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--no-agreement", "--bf16", "--estimate")
+    assert code == 0
+    report = json.loads(out)
+    estimate = report["estimate"]
+    assert len(estimate["heads"]) == len(report["heads"]) == 12
+    assert -1 <= estimate["spearman_vs_exact"] <= 1
+    _, plain, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--no-agreement")
+    exact = {h["label"]: h["drop"] for h in json.loads(plain)["heads"]}
+    n_tokens = len(report["output"]) + 1  # the letters and </s>
+    assert all(abs(h["drop"] - exact[h["label"]]) <= bf16_bound(exact[h["label"]], n_tokens) for h in report["heads"])

@@ -13,8 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis import (HeadError, average_agreement, average_drops, evaluate_alignment, head_report, parse_head,
-                       report_dict, summarize)
+import pandas as pd
+import torch
+
+from .analysis import (HeadError, average_agreement, average_drops, estimate_agreement, estimate_head_effects,
+                       evaluate_alignment, head_report, output_ids, parse_head, report_dict, summarize)
 from .decode import InputError, NativeSeq2Seq
 from .model import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
@@ -32,6 +35,10 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-agreement", action="store_true", help="skip attribution (only the ablation sweep)")
     p.add_argument("--ig-steps", type=positive_int, default=32, metavar="N", help="Integrated Gradients points")
+    p.add_argument("--bf16", action="store_true", help="run the sweep in bfloat16 (faster where the CPU has it; "
+                   "drops within 0.05 nats per output token + 5%% of float32's)")
+    p.add_argument("--estimate", action="store_true", help="also the one-pass first-order estimate of every head's "
+                   "drop (attribution patching) and its Spearman correlation with the exact drops")
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help="refuse Hugging Face models with more parameters")
@@ -62,9 +69,11 @@ def cmd_heads(args: argparse.Namespace) -> int:
     texts, source = _inputs(args, lm)
     start = time.perf_counter()
     reports, skipped = [], []
+    dtype = torch.bfloat16 if args.bf16 else None
     for i, text in enumerate(texts):
         try:
-            reports.append(head_report(lm, text, agreement=not args.no_agreement, ig_steps=args.ig_steps))
+            reports.append(head_report(lm, text, agreement=not args.no_agreement, ig_steps=args.ig_steps,
+                                       dtype=dtype))
         except InputError as exc:
             if len(texts) == 1:
                 raise
@@ -77,6 +86,8 @@ def cmd_heads(args: argparse.Namespace) -> int:
                            **({"text": texts[0], "output": reports[0].result.output_text,
                                "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
                            **report_dict(drops, agreement), "seconds": round(time.perf_counter() - start, 3)}
+    if args.estimate:
+        out["estimate"] = _estimates(lm, reports)
     if source == "valid":
         task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
         aligned = evaluate_alignment(lm.model, task.valid[: args.valid], lm.src_tokenizer, lm.tgt_tokenizer)
@@ -99,6 +110,21 @@ def cmd_heads(args: argparse.Namespace) -> int:
     if skipped:
         print(f"warning: {len(skipped)} input(s) skipped (cannot be decoded)", file=sys.stderr)
     return 0
+
+
+def _estimates(lm: Any, reports: list) -> dict[str, Any]:
+    """The "estimate" block: per head the mean estimated drop, and the mean Spearman vs the exact sweep."""
+    frames, rhos = [], []
+    for report in reports:
+        frame = estimate_head_effects(lm, report.result.source_text, output_ids(report.result))
+        frames.append(frame)
+        rhos.append(estimate_agreement(frame, report.sweep.frame))
+    mean = (frames[0] if len(frames) == 1 else
+            pd.concat(frames).groupby(["kind", "layer", "head", "label"], as_index=False)["estimate"]
+            .mean().sort_values("estimate", ascending=False))
+    return {"method": "attribution patching (gradient x activation at each head's output)",
+            "spearman_vs_exact": round(sum(rhos) / len(rhos), 4),
+            "heads": [{"label": r.label, "estimate": round(float(r.estimate), 6)} for r in mean.itertuples()]}
 
 
 def parse_ablate(values: list[str] | None, lm: Any) -> list:

@@ -10,7 +10,15 @@ from .ablation import (
     head_mask,
     output_ids,
     parse_head,
-    sweep_heads,
+)
+from .aggregates import (
+    AGGREGATES,
+    aggregate_dict,
+    aggregate_frame,
+    aggregate_trace,
+    cross_through_encoder,
+    max_over_heads,
+    rollout,
 )
 from .agreement import agreement_frame, agreement_summary, spearman
 from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
@@ -26,10 +34,16 @@ from .attribution import (
 )
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
+from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
+from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .heads import head_stats
+from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
+__all__ = ["BF16_TOLERANCE", "Cancelled", "bf16_bound", "Progress", "attribute_in_chunks", "checked_estimate", "estimate_agreement",
+           "estimate_head_effects", "AGGREGATES", "aggregate_dict", "aggregate_frame", "aggregate_trace", "cross_through_encoder",
+           "max_over_heads", "rollout", "OVERVIEW_COLUMNS", "SIGNED_STATISTICS", "STATISTICS", "available_statistics", "head_overview_frame",
+           "AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
            "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_frames",
            "agreement_summary", "alignment_scores", "all_heads", "attention_difference", "attribute_step",
            "attribute_steps", "average_agreement", "average_drops", "baseline_score", "common_prefix",

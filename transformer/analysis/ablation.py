@@ -10,9 +10,8 @@ runs the model while they are on. Everything here takes any `InspectableSeq2Seq`
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import pandas as pd
 import torch
@@ -143,29 +142,3 @@ class Sweep:
     base_log_prob: float
     complete: bool  # False when the time cap stopped the sweep early
     seconds: float
-
-
-ProgressFn = Callable[[int, int], None]
-
-
-def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] = KINDS,
-                time_cap: float | None = None, progress: ProgressFn | None = None) -> Sweep:
-    """Ablate each head in turn; per head the drop in log p(output | text) teacher-forced on `output` (ids)."""
-    src_t, tgt_in = teacher_inputs(lm, text, output)
-    check_output(lm, output)
-    targets = torch.tensor(list(output))
-    start = time.perf_counter()
-    base = output_log_prob(lm, src_t, tgt_in, targets)
-    heads = all_heads(lm, kinds)
-    rows = []
-    for i, h in enumerate(heads):
-        if time_cap is not None and time.perf_counter() - start > time_cap:
-            break
-        lp = output_log_prob(lm, src_t, tgt_in, targets, head_mask(lm, [h]))
-        rows.append({"kind": h.kind, "layer": h.layer, "head": h.head, "label": h.label, "log_prob": lp,
-                     "drop": base - lp})
-        if progress is not None:
-            progress(i + 1, len(heads))
-    frame = pd.DataFrame(rows, columns=["kind", "layer", "head", "label", "log_prob", "drop"])
-    frame = frame.sort_values("drop", ascending=False, kind="stable").reset_index(drop=True)
-    return Sweep(frame, base, len(rows) == len(heads), time.perf_counter() - start)

@@ -5,12 +5,15 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pandas as pd
+import torch
 
 from ..decode import AttentionTrace, DecodeResult, greedy_decode
 from ..model import InspectableSeq2Seq
-from .ablation import Sweep, output_ids, sweep_heads
+from .ablation import Sweep, output_ids
 from .agreement import agreement_frame, agreement_summary
-from .attribution import IG_STEPS, Attribution, attribute_steps
+from .attribution import IG_STEPS, Attribution
+from .head_effects import attribute_in_chunks, sweep_heads
+from .head_sweep import Progress
 
 AGREEMENT_KINDS = ("cross", "decoder_self")
 
@@ -26,14 +29,22 @@ class HeadReport:
 
 
 def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
-                time_cap: float | None = None) -> HeadReport:
-    """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with IG."""
-    result = greedy_decode(lm, text, top_k=1)
+                time_cap: float | None = None, progress: Progress | None = None,
+                dtype: torch.dtype | None = None, max_steps: int | None = None) -> HeadReport:
+    """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with IG.
+
+    `progress` gets the fraction done (the sweep is the first half when agreement is asked for) and may raise
+    `Cancelled`; `dtype=torch.bfloat16` runs the sweep in bf16 (`bf16_bound`); `max_steps` caps the output."""
+    result = greedy_decode(lm, text, top_k=1, max_steps=max_steps)
     out = output_ids(result)
-    sweep = sweep_heads(lm, text, out, time_cap=time_cap)
+    share = 0.5 if agreement else 1.0
+    sweep = sweep_heads(lm, text, out, time_cap=time_cap, dtype=dtype,
+                        on_fraction=None if progress is None else (lambda f: progress(share * f)))
     frame = None
     if agreement:
-        frame = agreement_frames(result.trace, attribute_steps(lm, text, out, n_steps=ig_steps))
+        attributions = attribute_in_chunks(lm, text, out, n_steps=ig_steps, progress=None if progress is None
+                                           else (lambda f: progress(0.5 + 0.5 * f)))
+        frame = agreement_frames(result.trace, attributions)
     return HeadReport(result, sweep, frame)
 
 

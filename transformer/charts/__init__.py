@@ -7,10 +7,12 @@ import altair as alt
 alt.data_transformers.disable_max_rows()
 
 from .ablation import agreement_chart, importance_chart, step_probability_chart
+from .aggregates import aggregate_heatmap, aggregate_title
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
+from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
 from .qr import qr_matrix, qr_png, qr_svg
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
@@ -19,13 +21,15 @@ from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
 from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
+from .window import MIN_MAP_CELL, keys_per_window
 
 __all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "MASKED_COLOR", "MAX_REPLAY_BYTES",
-           "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR", "ReplayTooLargeError", "SLIDE_HEIGHT",
-           "SLIDE_WIDTH", "STEP_PARAM", "STRIP_FONT_SIZE", "agreement_chart", "alignment_table_chart",
-           "attention_grid", "attention_heatmap", "attention_panels", "chart_to_png", "chart_to_svg",
-           "check_replay_size", "decoder_row_chart", "difference_frame", "difference_heatmap",
-           "importance_chart", "label_angle", "layers_that_fit", "qr_matrix", "qr_png", "qr_svg",
-           "replay_html", "selected_panel", "slide_pdf", "slide_png", "slide_svg", "source_strip",
-           "step_probability_chart", "step_slider_chart", "text_width", "timeline_frame", "topk_bars",
-           "training_curves", "visible_token"]
+           "MAX_REPLAY_STEPS", "MIN_FONT_PX", "MIN_MAP_CELL", "NOT_REACHED_COLOR", "ReplayTooLargeError",
+           "SLIDE_HEIGHT", "SLIDE_WIDTH", "STEP_PARAM", "STRIP_FONT_SIZE", "aggregate_heatmap",
+           "aggregate_title", "agreement_chart", "alignment_table_chart", "attention_grid",
+           "attention_heatmap", "attention_panels", "chart_to_png", "chart_to_svg", "check_replay_size",
+           "decoder_row_chart", "difference_frame", "difference_heatmap", "head_overview",
+           "importance_chart", "keys_per_window", "label_angle", "layers_that_fit", "overview_cell",
+           "qr_matrix", "qr_png", "qr_svg", "replay_html", "selected_panel", "slide_pdf", "slide_png",
+           "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
+           "timeline_frame", "topk_bars", "training_curves", "visible_token"]

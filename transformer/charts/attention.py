@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label
+from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label, hidden_note
 from .style import (
     AUTOSIZE,
     BLUES,
@@ -21,9 +21,11 @@ from .style import (
     MASKED_COLOR,
     NOT_REACHED_COLOR,
     PLAIN_AXIS,
+    readable_piece,
     text_width,
     visible_token,
 )
+from .window import check_window, fit_keys, window_title
 
 MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
 _AXIS_NAMES = {"encoder_self": ("source token", "source token"),
@@ -42,20 +44,36 @@ def axis_titles(kind: str) -> tuple[str, str]:
     return f"query: {query}", f"key: {key}"
 
 
+def shows_pieces(trace: AttentionTrace, kind: str) -> bool:
+    """True when some token of the kind is drawn differently from its raw piece (byte-level BPE decoded), so the
+    tooltips name the raw piece too."""
+    return any(readable_piece(t) != t for tokens in trace.labels(kind) for t in tokens)
+
+
 def matrix_frame(trace: AttentionTrace, kind: str, layer: int, head: int | None, max_row: int | None = None,
-                 visible: bool = True) -> pd.DataFrame:
+                 visible: bool = True, keys: tuple[int, int] | None = None) -> pd.DataFrame:
     """`AttentionTrace.matrix_frame` ready to draw: tokens made visible, a weight text for tooltips, rows past
-    max_row left out."""
+    max_row and keys outside the `keys` window (start, stop) left out; hidden keys drawn as masked."""
     if max_row is not None and max_row < 0:
         raise ValueError(f"max_row must be >= 0, got {max_row}")
     frame = trace.matrix_frame(kind, layer, head)
+    hidden = trace.hidden(kind).numpy().ravel()
+    if hidden.any():
+        frame["masked"] = frame["masked"].to_numpy() | hidden
     if visible:
+        raw = shows_pieces(trace, kind)
         for axis, tokens in zip(("query", "key"), trace.labels(kind)):
+            if raw:
+                frame[f"{axis}_piece"] = frame[f"{axis}_token"]
             shown = np.asarray([visible_token(t) for t in tokens], dtype=object)
             frame[f"{axis}_token"] = shown[frame[f"{axis}_index"].to_numpy()]
-    frame["weight_text"] = np.where(frame["masked"], "masked", frame["weight"].map("{:.3f}".format))
+    frame["weight_text"] = np.where(hidden, "hidden", np.where(frame["masked"], "masked",
+                                                               frame["weight"].map("{:.3f}".format)))
     if max_row is not None:
         frame = frame[frame["query_index"] <= max_row].reset_index(drop=True)
+    if keys is not None:
+        start, stop = check_window(keys, trace.axis_sizes(kind)[1])
+        frame = frame[frame["key_index"].between(start, stop - 1)].reset_index(drop=True)
     return frame
 
 
@@ -102,23 +120,27 @@ def _color_scale(fixed_scale: bool, weights: pd.Series) -> alt.Scale:
 
 
 def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scale, *, large: bool = False,
-                  titled: bool = True) -> dict[str, Any]:
-    """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid."""
+                  titled: bool = True, keys: tuple[int, int] | None = None) -> dict[str, Any]:
+    """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid, or to the
+    window of keys (start, stop)."""
     q_tokens, k_tokens = trace.labels(kind)
+    k_start, k_stop = check_window(keys, len(k_tokens))
     y_title, x_title = axis_titles(kind) if titled else (None, None)
     # Conditions and channels are built as Altair objects, not shorthand strings or `alt.when` chains: Altair turns
     # those into objects with `from_dict`, which re-hashes its ~600 schema classes each time (~6 ms a channel).
     color = alt.Color("weight:Q", scale=scale, title="weight", condition={"test": "datum.masked", "value": MASKED_COLOR},
                       legend=alt.Legend(gradientLength=min(160, max(80, cell * len(q_tokens))), format=".1f"))
     return dict(
-        x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(len(k_tokens)))),
+        x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(k_start, k_stop))),
                 axis=_token_axis(k_tokens, cell, x_title, horizontal=True, large=large)),
         y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(len(q_tokens)))),
                 axis=_token_axis(q_tokens, cell, y_title, horizontal=False, large=large)),
         color=color,
         tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
                  alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_index:Q", title="query #"),
-                 alt.Tooltip("key_index:Q", title="key #")],
+                 alt.Tooltip("key_index:Q", title="key #"),
+                 *([alt.Tooltip("query_piece:N", title="query piece"), alt.Tooltip("key_piece:N", title="key piece")]
+                   if shows_pieces(trace, kind) else [])],
     )
 
 
@@ -141,7 +163,8 @@ def _map_title(trace: AttentionTrace, kind: str, layer: int, head: int | None) -
 def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | None = None, *,
                       fixed_scale: bool = True, gold: Sequence[tuple[int, int]] = (),
                       highlight_row: int | None = None, max_row: int | None = None, size: int = 420,
-                      title: str | None = None, large_labels: bool = False) -> alt.LayerChart:
+                      title: str | None = None, large_labels: bool = False, keys: tuple[int, int] | None = None,
+                      max_width: int | None = None) -> alt.LayerChart:
     """One map, queries down and keys across, with tooltips; masked cells grey; gold cells and a row outlined.
 
     Always a layered chart: layer 0 is the heatmap (its data is the tidy map), then the outlines if any.
@@ -151,16 +174,22 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     does not move the chart and the rows still to come read as "not yet".
     `title`: None for "<kind> · layer · head", "" for none (a page that shows it beside the chart).
     `large_labels`: token labels and title that grow with the cells (presenter mode).
+    `keys`: a window of key positions (start, stop), 0-based, stop exclusive; `max_width`: the widest the plotting
+    area may be, in pixels: cells shrink down to `MIN_MAP_CELL`, then only the keys that fit from the window's
+    start are drawn (the title says "keys 101–200 of 500"). Hidden keys (`hide_tokens`) are said in the subtitle.
     """
-    frame = matrix_frame(trace, kind, layer, head, max_row)
-    q, k = trace.axis_sizes(kind)
-    cell = _cell_size(q, k, size)
+    q, n_keys = trace.axis_sizes(kind)
+    k_start, k_stop = check_window(keys, n_keys)
+    cell, k_start, k_stop = fit_keys(n_keys, _cell_size(q, k_stop - k_start, size), max_width, (k_start, k_stop))
+    window = (k_start, k_stop)
+    frame = matrix_frame(trace, kind, layer, head, max_row, keys=window)
+    k = k_stop - k_start
     scale = _color_scale(fixed_scale, frame.loc[~frame["masked"], "weight"])
-    enc = _map_encoding(trace, kind, cell, scale, large=large_labels)
+    enc = _map_encoding(trace, kind, cell, scale, large=large_labels, keys=window)
     heat = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(**enc)
     layers: list[alt.Chart] = [heat]
     last_row = q - 1 if max_row is None else min(max_row, q - 1)
-    cells = [(int(r), int(c)) for r, c in gold if 0 <= r <= last_row and 0 <= c < k]
+    cells = [(int(r), int(c)) for r, c in gold if 0 <= r <= last_row and k_start <= c < k_stop]
     if cells:
         gold_frame = pd.DataFrame(cells, columns=["query_index", "key_index"])
         layers.append(alt.Chart(gold_frame).mark_rect(filled=False, stroke=GOLD_COLOR, strokeWidth=2.5)
@@ -171,10 +200,13 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
         row = pd.DataFrame({"query_index": [highlight_row]})
         layers.append(alt.Chart(row).mark_rect(filled=False, stroke=HIGHLIGHT_COLOR, strokeWidth=2.5)
                       .encode(y=enc["y"]))
+    heading = (_map_title(trace, kind, layer, head) if title is None else title)
+    heading += window_title(k_start, k_stop, n_keys) if heading else ""
+    note = hidden_note(trace, kind)
     return alt.layer(*layers).properties(
         width=cell * k, height=cell * q, view=_view(max_row), autosize=AUTOSIZE,
-        title=alt.TitleParams(_map_title(trace, kind, layer, head) if title is None else title, anchor="start",
-                              fontSize=max(14, token_font_size(cell, large_labels) + 3)))
+        title=alt.TitleParams(heading, anchor="start", fontSize=max(14, token_font_size(cell, large_labels) + 3),
+                              **({"subtitle": note, "subtitleColor": "#555"} if note else {})))
 
 
 _CLICK_HINTS = {"select": "click a panel to select it, double-click to clear",
@@ -183,11 +215,13 @@ _CLICK_HINTS = {"select": "click a panel to select it, double-click to clear",
 
 def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
                    max_row: int | None = None, cell: int = 140, fixed_scale: bool = True,
-                   off: Collection[tuple[int, int]] = (), clicks: str = "select") -> alt.FacetChart:
+                   off: Collection[tuple[int, int]] = (), clicks: str = "select",
+                   keys: tuple[int, int] | None = None) -> alt.FacetChart:
     """All layers x heads (plus a "mean" column) as small multiples; click a panel to select it.
 
     `off`: (layer, head) pairs switched off (ablated) on the page; their panel headers say "off".
     `clicks`: what the page does with a click, for the subtitle: "select" (open the panel) or "switch" (the head off).
+    `keys`: a window of key positions (start, stop) for long inputs; the title says which keys are drawn.
 
     The chart carries a point selection named "cell" over the fields layer and head (head -1 = mean); read it
     back with `selected_panel(st.altair_chart(chart, on_select="rerun", key=...))`.
@@ -202,12 +236,14 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
         raise ValueError("attention_grid needs at least one layer")
     if clicks not in _CLICK_HINTS:
         raise ValueError(f"clicks must be one of {', '.join(_CLICK_HINTS)}, not {clicks!r}")
-    q, k = trace.axis_sizes(kind)
+    q, n_keys = trace.axis_sizes(kind)
+    k_start, k_stop = check_window(keys, n_keys)
+    k = k_stop - k_start
     heads: list[int | None] = [*range(trace.n_heads), None]
     rows = min(q, max_row + 1 if max_row is not None else q)
     if len(layer_list) * len(heads) * rows * k > MAX_GRID_CELLS:
         raise ChartTooLargeError(f"{len(layer_list)} layer(s) x {len(heads)} panels of {rows}x{k} cells is too "
-                                 "many to draw; choose fewer layers or a shorter input")
+                                 "many to draw; choose fewer layers, a window of keys or a shorter input")
     off = {(int(layer), int(head)) for layer, head in off}
 
     def panel(layer: int, head: int | None) -> str:
@@ -216,7 +252,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     frames = []
     for layer in layer_list:
         for head in heads:
-            frame = matrix_frame(trace, kind, layer, head, max_row)
+            frame = matrix_frame(trace, kind, layer, head, max_row, keys=(k_start, k_stop))
             frame.insert(0, "layer", layer)
             frame.insert(1, "head", MEAN_HEAD if head is None else head)
             frame.insert(2, "panel", panel(layer, head))
@@ -225,7 +261,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     step = cell / max(q, k)
     y_title, x_title = axis_titles(kind)
     enc = _map_encoding(trace, kind, step, _color_scale(fixed_scale, data.loc[~data["masked"], "weight"]),
-                        titled=False)
+                        titled=False, keys=(k_start, k_stop))
     enc["tooltip"] = [alt.Tooltip("panel:N", title="panel"), *enc["tooltip"]]
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
@@ -237,8 +273,10 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
         facet=alt.Facet("panel:N", sort=panels, title=None,
                         header=alt.Header(labelFontSize=12, labelFontWeight="bold", labelPadding=4)),
         columns=len(heads), spacing=10, autosize=AUTOSIZE,
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads and mean",
-                              subtitle=f"rows = {y_title} · columns = {x_title} · {_CLICK_HINTS[clicks]}",
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads and mean"
+                              + window_title(k_start, k_stop, n_keys),
+                              subtitle=" · ".join(filter(None, [f"rows = {y_title}", f"columns = {x_title}",
+                                                                _CLICK_HINTS[clicks], hidden_note(trace, kind)])),
                               anchor="start", fontSize=14, subtitleColor="#555"),
     )
 

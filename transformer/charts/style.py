@@ -31,9 +31,43 @@ _NARROW = dict.fromkeys("ijl'!|.,:;`", 0.26) | dict.fromkeys("ftrI/()[]- ", 0.34
 _WIDE = dict.fromkeys("mw", 0.84) | dict.fromkeys("MW", 0.9) | dict.fromkeys("<>=+~#%&@", 0.6)
 
 
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet (used by BART, RoBERTa, GPT-2): character -> the byte it stands for.
+    Printable Latin-1 bytes stand for themselves; the others are shifted to U+0100.. (space is "Ġ", newline "Ċ")."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + i): b for i, b in enumerate(shifted)}
+
+
+_BYTE_OF = _byte_alphabet()
+WORD_START = "▁"  # how a word-initial byte-level piece is shown ("Ġthe" -> "▁the"), as SentencePiece writes it
+
+
+def readable_piece(token: str) -> str:
+    """A byte-level BPE piece as the text it spells ("ĠwÃ¤hrend" -> " während"); any other token unchanged.
+
+    A token is read as byte-level only when every character is in the byte alphabet, the bytes are valid UTF-8
+    and the text differs, so SentencePiece pieces ("▁während") and plain words pass through. A piece that holds
+    part of a character (its bytes cut mid-character) is left as it is."""
+    if not token or token.isascii() or any(ch not in _BYTE_OF for ch in token):
+        return token
+    try:
+        text = bytes(_BYTE_OF[ch] for ch in token).decode("utf-8")
+    except UnicodeDecodeError:
+        return token
+    return text
+
+
 def visible_token(token: str) -> str:
-    """A token as shown to people (axes, chips, captions): whitespace and the empty string made visible, control and
+    """A token as shown to people (axes, chips, captions): byte-level BPE pieces decoded to their text with a
+    leading space as "▁" (`readable_piece`), whitespace and the empty string made visible, control and
     direction-changing characters written as their code point (U+202E), never interpreted."""
+    readable = readable_piece(token)
+    if readable != token and readable.strip():
+        stripped = readable.lstrip(" ")
+        token = WORD_START * (len(readable) - len(stripped)) + stripped
+    elif readable != token:  # a piece of spaces only
+        token = readable if readable in _VISIBLE else readable.replace(" ", _VISIBLE[" "])
     if token in _VISIBLE:
         return _VISIBLE[token]
     return "".join("⏎" if ch == "\n" else f"U+{ord(ch):04X}" if unicodedata.category(ch) in _INVISIBLE else ch

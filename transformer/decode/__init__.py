@@ -13,10 +13,12 @@ from .greedy import (
 )
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, eval_mode, greedy_batch
 from .scoring import score_parallel
+from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
 from .words import merge_words, word_groups
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
 __all__ = ["AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
            "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts",
            "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
-           "head_label", "read_source", "score_parallel", "teacher_forced", "merge_words", "word_groups"]
+           "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
+           "score_parallel", "teacher_forced", "merge_words", "word_groups"]

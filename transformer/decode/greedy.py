@@ -11,6 +11,7 @@ from torch import Tensor
 from ..data import Tokenizer
 from ..model import AttentionMaps, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText
 from .native import NativeSeq2Seq
+from .sinks import hidden_dict
 from .trace import AttentionTrace
 
 MAX_INPUT_CHARS = 10_000
@@ -55,6 +56,8 @@ class DecodeResult:
             "output_tokens": list(self.output_tokens),
             "steps": [{"token": s.token, "prob": s.prob, "top_k": [[t, p] for t, p in s.top_k]} for s in self.steps],
             "attention": self.trace.attention_dict(),
+            **({"hidden_keys": hidden_dict(self.trace)} if self.trace.hidden_source or self.trace.hidden_target
+               else {}),
         }
 
     def to_json(self) -> str:
@@ -90,7 +93,7 @@ def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) ->
 def _top_k(probs: Tensor, k: int, lm: InspectableSeq2Seq) -> tuple[tuple[str, float], ...]:
     n = min(k, int((probs > 0).sum()))  # only what can be emitted
     p, i = probs.topk(n)
-    return tuple((lm.id_to_token(int(t)), float(v)) for v, t in zip(p, i))
+    return tuple((lm.id_to_token(t), v) for v, t in zip(p.tolist(), i.tolist()))
 
 
 def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int]:

@@ -41,6 +41,9 @@ class AttentionTrace:
     encoder_self: Tensor  # (L_enc, H, S, S)
     decoder_self: Tensor  # (L_dec, H, T, T)
     cross: Tensor  # (L_dec, H, T, S)
+    # key positions zeroed out with each row renormalised (`hide_tokens`): shown greyed, said beside the chart
+    hidden_source: tuple[int, ...] = ()
+    hidden_target: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         s, t = len(self.source_tokens), len(self.decoder_input_tokens)
@@ -101,6 +104,13 @@ class AttentionTrace:
         if not 0 <= head < w.shape[1]:
             raise IndexError(f"{kind} has {w.shape[1]} head(s); head {head} does not exist")
         return w[layer, head]
+
+    def hidden(self, kind: str) -> Tensor:
+        """(queries, keys) bool: True in the key columns `hide_tokens` took out of this kind."""
+        q, k = self.axis_sizes(kind)
+        out = torch.zeros(q, k, dtype=torch.bool)
+        out[:, list(self.hidden_target if kind == "decoder_self" else self.hidden_source)] = True
+        return out
 
     def masked(self, kind: str) -> Tensor:
         """(queries, keys) bool: True where the mask forbids attention (causal future in decoder self)."""

@@ -38,11 +38,15 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weig
 
     The output always comes from the same kernel (`F.scaled_dot_product_attention`, or the explicit product
     when attention dropout is on), so asking for the weights never changes the computation: they are
-    computed beside it with the explicit softmax.
+    computed beside it with the explicit softmax. Exception: a single query with the weights asked for (a cached
+    decoder step) takes its output from those weights (agrees with SDPA to ~1e-7), which saves a kernel a step.
     """
     if dropout_p > 0.0:  # training with attention dropout: explicit path with the fast dropout mask
         weights = attention_weights(q, k, mask, is_causal)
         return dropout(weights, dropout_p, True) @ v, (weights if need_weights else None)
+    if need_weights and q.size(-2) == 1:  # one decoder step: the weights are computed anyway, reuse them
+        weights = attention_weights(q, k, mask, is_causal)
+        return weights @ v, weights
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, Tq, Dh)
     return out, (attention_weights(q, k, mask, is_causal) if need_weights else None)
 
@@ -58,10 +62,10 @@ class KVBuffer:
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store new (B, H, t, Dh) keys/values; return views of everything stored so far."""
         end = self.length + k.size(2)
-        self.k[:, :, self.length: end] = k
-        self.v[:, :, self.length: end] = v
+        self.k.narrow(2, self.length, k.size(2)).copy_(k)  # narrow: one view op where indexing makes several
+        self.v.narrow(2, self.length, v.size(2)).copy_(v)
         self.length = end
-        return self.k[:, :, :end], self.v[:, :, :end]
+        return self.k.narrow(2, 0, end), self.v.narrow(2, 0, end)
 
 
 class MultiHeadAttention(nn.Module):
@@ -77,6 +81,8 @@ class MultiHeadAttention(nn.Module):
 
     def _heads(self, x: Tensor) -> Tensor:
         b, t, _ = x.shape
+        if t == 1:  # a decoder step: the same layout without the transpose (one op less, dozens a step)
+            return x.view(b, self.n_heads, 1, -1)  # (B, H, 1, Dh)
         return x.view(b, t, self.n_heads, -1).transpose(1, 2)  # (B, H, T, Dh)
 
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -106,5 +112,5 @@ class MultiHeadAttention(nn.Module):
         out, weights = attention(q, k, v, mask, need_weights=need_weights, dropout_p=p, is_causal=is_causal)
         if head_mask is not None:
             out = out * head_mask.view(1, -1, 1, 1).to(out.dtype)  # (B, H, Tq, Dh)
-        out = out.transpose(1, 2).reshape(b, t, d)  # (B, Tq, D)
+        out = out.reshape(b, t, d) if t == 1 else out.transpose(1, 2).reshape(b, t, d)  # (B, Tq, D)
         return self.out_proj(out), weights

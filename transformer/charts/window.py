@@ -1,0 +1,39 @@
+"""Key windows: how a long input's map fits a page width (cells shrink to a floor, then a window of keys)."""
+from __future__ import annotations
+
+MIN_MAP_CELL = 8.0  # pixels; below this a cell cannot be pointed at, so a window of keys is drawn instead
+
+
+def check_window(keys: tuple[int, int] | None, n_keys: int) -> tuple[int, int]:
+    """(start, stop) of a key window, 0-based and stop exclusive; None is every key. ValueError if outside."""
+    if keys is None:
+        return 0, n_keys
+    start, stop = int(keys[0]), int(keys[1])
+    if not 0 <= start < stop <= n_keys:
+        raise ValueError(f"key window {start}..{stop} is not inside the {n_keys} keys (0 <= start < stop <= {n_keys})")
+    return start, stop
+
+
+def fit_keys(n_keys: int, cell: float, max_width: float | None, keys: tuple[int, int] | None = None
+             ) -> tuple[float, int, int]:
+    """(cell, start, stop) so the drawn keys fit `max_width` pixels: the window asked for (or every key) with cells
+    shrunk as far as `MIN_MAP_CELL`; past that the window is cut to what fits from its start."""
+    start, stop = check_window(keys, n_keys)
+    if max_width is None:
+        return cell, start, stop
+    fitting = max_width / (stop - start)
+    if fitting >= cell:
+        return cell, start, stop
+    if fitting >= MIN_MAP_CELL:
+        return fitting, start, stop
+    return MIN_MAP_CELL, start, min(stop, start + max(1, int(max_width // MIN_MAP_CELL)))
+
+
+def keys_per_window(max_width: float) -> int:
+    """How many keys a window of `max_width` pixels holds at the smallest cell (the step of a key-window slider)."""
+    return max(1, int(max_width // MIN_MAP_CELL))
+
+
+def window_title(start: int, stop: int, n_keys: int) -> str:
+    """" · keys 101–200 of 500" (1-based) for a window, "" when every key is drawn."""
+    return "" if (start, stop) == (0, n_keys) else f" · keys {start + 1}–{stop} of {n_keys}"
