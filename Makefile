@@ -12,7 +12,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m ui.serve --server.port 8501
+	$(PY) -m ui.shell.serve --server.port 8501
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -130,7 +130,7 @@ def _healthy(url: str) -> bool:
 @contextmanager
 def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, extra_env: dict[str, str] | None = None,
                 start_timeout: float = 60.0, launcher: str = "make run") -> Iterator[AppServer]:
-    """The app as `make run` (`python -m ui.serve`) or a user's plain `streamlit run app.py` starts it, on a free
+    """The app as `make run` (`python -m ui.shell.serve`) or a user's plain `streamlit run app.py` starts it, on a free
     local port; yields once /_stcore/health answers; always stops the server."""
     port = free_port()
     env = {**os.environ, "ATTENTION_STUDIO_CHECKPOINTS": str(checkpoints), "ATTENTION_STUDIO_RUNS": str(runs),
@@ -139,7 +139,7 @@ def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, ex
     env.pop("ATTENTION_STUDIO_DEFAULT", None)
     if default is not None:
         env["ATTENTION_STUDIO_DEFAULT"] = default
-    start = {"make run": ["-m", "ui.serve"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}[launcher]
+    start = {"make run": ["-m", "ui.shell.serve"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}[launcher]
     command = [sys.executable, *start, "--server.headless", "true", "--server.port",
                str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     with tempfile.TemporaryDirectory(prefix="attention-studio-server-") as folder:

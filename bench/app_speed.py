@@ -38,7 +38,7 @@ from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from transformer.charts import visible_token
 from transformer.decode import DecodeResult, greedy_decode
 from transformer.store import list_checkpoints, load_checkpoint
-from ui.settings import preferred_default
+from ui.server import preferred_default
 
 FIRST_PAGE_MS = 3000
 CLICK_MS = 300

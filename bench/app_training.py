@@ -33,8 +33,8 @@ from typing import Any
 from bench.app_driver import ROOT, choose, launch_chromium, new_page, open_page, running_app, runs_finished, wait_rerun
 from bench.measures import browser_cpu_seconds, cpu_seconds
 from transformer.store import load_checkpoint
-from ui.settings import training_threads
-from ui.train_form import TASKS
+from ui.server import training_threads
+from ui.train import TASKS
 
 TARGET_RATIO = 0.85
 SAVE_NAME = "bench-app"

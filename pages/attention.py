@@ -13,43 +13,38 @@ from transformer.charts import (
     selected_panel,
 )
 from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, InputError, head_label, merge_words
-from ui.ablation_view import (
+from ui.links import head_keys, merged_words, presenting
+from ui.shell import ensure_frame
+from ui.views import (
+    Column,
     attention_ablation,
-    clicked_note,
-    current_output,
-    grid_key,
-    off_panels,
-    show_sweep,
-    toggle_clicked_head,
-)
-from ui.alignment_view import show_alignment_scores
-from ui.attribution_view import show_agreement
-from ui.frame import ensure_frame
-from ui.inference import (
     bind_reference,
     bind_text,
+    chart_downloads,
+    clicked_note,
+    current_output,
     gold_alignment_for,
     gold_cells,
     greedy_or_message,
-    reference_for,
-    share_reference,
-    share_text,
-    teacher,
-)
-from ui.presenter import head_keys
-from ui.url_state import merged_words, presenting
-from ui.weights_view import show_weights
-from ui.widgets import (
-    Column,
-    chart_downloads,
     grid_cell,
+    grid_key,
     head_picker,
     kind_picker,
     layer_picker,
     md,
+    off_panels,
+    reference_for,
     require_model,
+    share_reference,
+    share_text,
+    show_agreement,
+    show_alignment_scores,
     show_chart,
     show_small_table,
+    show_sweep,
+    show_weights,
+    teacher,
+    toggle_clicked_head,
 )
 
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}

@@ -4,28 +4,29 @@ import streamlit as st
 from transformer.analysis import attention_difference
 from transformer.charts import attention_heatmap, difference_heatmap
 from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, InputError
-from ui.compare_view import (
-    divergence_message,
-    model_caption,
-    pick_model_b,
-    step_caption,
-    step_picker,
-    step_table,
-)
-from ui.frame import ensure_frame
-from ui.inference import bind_text, greedy, greedy_or_message, share_text
-from ui.presenter import head_keys
-from ui.widgets import (
+from ui.links import head_keys
+from ui.shell import ensure_frame
+from ui.views import (
     Column,
+    bind_text,
     chart_heading,
+    divergence_message,
+    greedy,
+    greedy_or_message,
     head_label,
     head_picker,
     kind_picker,
     layer_picker,
+    model_caption,
+    pick_model_b,
     require_model,
+    share_text,
     show_chart,
     show_chips,
     show_small_table,
+    step_caption,
+    step_picker,
+    step_table,
 )
 
 STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),

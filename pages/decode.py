@@ -13,50 +13,45 @@ from transformer.charts import (
     topk_bars,
 )
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
-from ui import decode_state as ds
-from ui.ablation_view import (
+from ui.links import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
+from ui.links import write as write_link
+from ui.models import ActiveModel
+from ui.shell import ensure_frame
+from ui.views import (
     ablated_run,
-    clicked_note,
-    grid_key,
-    head_selection,
-    off_panels,
-    show_ablated_step,
-    show_comparison,
-    toggle_clicked_head,
-)
-from ui.alignment_view import show_alignment_scores
-from ui.attribution_view import show_step_attribution
-from ui.chart_cache import cached_chart
-from ui.frame import ensure_frame
-from ui.inference import (
     bind_reference,
     bind_text,
+    cached_chart,
+    chart_heading,
+    clicked_note,
     gold_alignment_for,
     gold_cells,
     greedy,
     greedy_or_message,
-    reference_for,
-    share_reference,
-    share_text,
-    teacher,
-)
-from ui.models import ActiveModel
-from ui.presenter import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys
-from ui.url_state import presenting
-from ui.url_state import write as write_link
-from ui.weights_view import show_weights
-from ui.widgets import (
-    chart_heading,
     grid_cell,
+    grid_key,
     head_label,
     head_picker,
+    head_selection,
     layer_picker,
     md_token,
+    off_panels,
+    reference_for,
     require_model,
+    share_reference,
+    share_text,
+    show_ablated_step,
+    show_alignment_scores,
     show_chart,
     show_chips,
+    show_comparison,
+    show_step_attribution,
+    show_weights,
+    teacher,
+    toggle_clicked_head,
     visible,
 )
+from ui.views import decode_state as ds
 
 ensure_frame()
 active = require_model()

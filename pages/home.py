@@ -3,11 +3,19 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap
 from transformer.decode import MAX_INPUT_CHARS
-from ui.chart_cache import cached_chart
-from ui.frame import ensure_frame
-from ui.gallery import show_gallery
-from ui.inference import bind_text, greedy_or_message, share_text
-from ui.widgets import layer_picker, md, require_model, show_chart, show_chips
+from ui.links import show_gallery
+from ui.shell import ensure_frame
+from ui.views import (
+    bind_text,
+    cached_chart,
+    greedy_or_message,
+    layer_picker,
+    md,
+    require_model,
+    share_text,
+    show_chart,
+    show_chips,
+)
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)

@@ -65,7 +65,7 @@ def _fast_tokenizer(family: str, lines: list[str]):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
 
 
-def _model(family: str, vocab: int, s: dict[str, int]):
+def _model(family: str, vocab: int, s: dict[str, int] = SIZE):
     from transformers import (BartConfig, BartForConditionalGeneration, MarianConfig, MarianMTModel, T5Config,
                               T5ForConditionalGeneration)
     if family == "t5":

@@ -134,7 +134,7 @@ def _clicks_script(events: list, kind: str, target: str) -> None:
     """Each event is what Streamlit puts in the grid's state when a panel is clicked; the page's on_select runs."""
     import streamlit as st
 
-    from ui.ablation_view import clicked_note, grid_key, toggle_clicked_head
+    from ui.views import clicked_note, grid_key, toggle_clicked_head
 
     keys = []
     for event in events:

@@ -8,8 +8,7 @@ from app_session import assert_no_exception, chart_titled, charts, only_frame, o
 
 from transformer.decode import greedy_decode, teacher_forced
 from transformer.store import load_checkpoint
-from ui.inference import gold_alignment_for, gold_cells
-from ui.widgets import md_token, visible
+from ui.views import gold_alignment_for, gold_cells, md_token, visible
 
 
 @pytest.fixture(scope="module")

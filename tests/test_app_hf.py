@@ -8,8 +8,16 @@ import json
 
 import pytest
 import torch
-from app_session import (assert_no_exception, capture_downloads, capture_spinners, chart_titled, charts, only_frame,
-                         open_app, texts)
+from app_session import (
+    assert_no_exception,
+    capture_downloads,
+    capture_spinners,
+    chart_titled,
+    charts,
+    only_frame,
+    open_app,
+    texts,
+)
 
 from tests.fake_hub import use_fake_hub
 from tests.hf_tiny_models import build
@@ -17,7 +25,7 @@ from transformer.analysis import ablated_decode, attribute_step, output_ids, par
 from transformer.decode import KIND_TITLES, decode_greedy
 from transformer.model import HFSeq2Seq
 from ui.models import MODEL_KEY
-from ui.widgets import md_token
+from ui.views import md_token
 
 TEXT = "the red bird eats the fish"
 
@@ -131,7 +139,7 @@ def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
 
 
 def test_loading_and_decoding_an_hf_model_show_a_spinner_naming_it(hf_env, monkeypatch):
-    from ui.hf_models import loading_message
+    from ui.models import loading_message
     spinners = capture_spinners(monkeypatch)
     at = _open("decode", hf_env, "decode_text")
     at.text_input(key="decode_text").input("the small cat walks under the tree").run()  # not decoded before

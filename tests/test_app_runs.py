@@ -10,7 +10,7 @@ from tiny_runs import live_run_of, start_tiny_run
 
 from transformer.store import load_checkpoint
 from transformer.train import AUTOSAVE_PREFIX, registry
-from ui.train_actions import BusyError, resume_run
+from ui.train import BusyError, resume_run
 
 
 def _step_metric(at) -> int:

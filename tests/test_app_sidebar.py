@@ -9,7 +9,7 @@ from app_session import assert_no_exception, open_app, texts
 from transformer.charts import text_width
 from transformer.store import bundle_bytes
 from ui.models import PICKER_FONT_PX, PICKER_LABEL_PX
-from ui.widgets import md
+from ui.views import md
 
 
 def _upload(at, name: str, data: bytes):

@@ -8,11 +8,9 @@ from transformer.data import make_task
 from transformer.model import ConfigError, default_configs
 from transformer.store import load_bundle
 from transformer.train import MAX_CONCURRENT_JOBS, Trainer, TrainingJob
-from ui.limits import LIMITS, check_limits
-from ui.live_run import LIVE_RUN_KEY
-from ui.settings import training_threads
-from ui.sidebar import checkpoint_zip
-from ui.train_actions import live_checkpoint, start_run
+from ui.server import LIMITS, check_limits, training_threads
+from ui.shell import checkpoint_zip
+from ui.train import LIVE_RUN_KEY, live_checkpoint, start_run
 
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
                  train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=50_000, train_eval_every=20,

@@ -16,8 +16,8 @@ from same_weights import assert_same_weights
 from transformer.data import make_task
 from transformer.model import default_configs
 from transformer.train import Trainer, TrainingJob, TrainingSlots
-from ui.live_run import LIVE_RUN_KEY
-from ui.settings import max_training_processes
+from ui.server import max_training_processes
+from ui.train import LIVE_RUN_KEY
 
 
 def _trainer(task, batch_size: int) -> Trainer:

@@ -24,8 +24,7 @@ from transformer.train import (
     jobs,
     registry,
 )
-from ui.live_run import LIVE_RUN_KEY
-from ui.run_jobs import attach_callbacks, new_job
+from ui.train import LIVE_RUN_KEY, attach_callbacks, new_job
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,8 @@ from transformer.data import make_task
 from transformer.model import default_configs
 from transformer.store import MAX_BUNDLE_BYTES, bundle_bytes, save_checkpoint
 from transformer.train import AUTOSAVE_PREFIX, Trainer, checkpoint_from_trainer
-from ui.limits import LIMITS, limit_violations
-from ui.widgets import md_token
+from ui.server import LIMITS, limit_violations
+from ui.views import md_token
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT_KEYS = {"home": "home_text", "decode": "decode_text", "attention": "attention_text"}

@@ -6,9 +6,8 @@ import asyncio
 import gzip
 import socket
 
-from ui.preload import JS_DIR, first_view_chunks
-from ui.serve import nodelay_listeners
-from ui.static_cache import MAX_AGE, StaticFromMemory
+from ui.server import JS_DIR, MAX_AGE, StaticFromMemory, first_view_chunks
+from ui.shell import nodelay_listeners
 
 PASSED = b"streamlit answered"
 

@@ -3,7 +3,7 @@ tables (`ui.widgets.small_table`), no "Download as PNG" in the chart toolbar (th
 charts; two PNGs confused users), a sidebar wide enough for the model picker's labels (a user can still widen it)."""
 import streamlit as st
 
-from ui.models import SIDEBAR_PX
+SIDEBAR_PX = 360  # the sidebar's least width (Streamlit's 300 cut "autosave-reverse-…  ·  Saved run")
 
 _CSS = """
 <style>

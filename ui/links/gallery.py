@@ -6,8 +6,9 @@ from typing import Any
 
 import streamlit as st
 
-from ui.link_format import to_params
 from ui.models import SHIPPED, model_options
+
+from .link_format import to_params
 
 
 @dataclass(frozen=True)

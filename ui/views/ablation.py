@@ -26,9 +26,10 @@ from transformer.charts import (
     step_probability_chart,
 )
 from transformer.decode import KIND_TITLES, DecodeResult, InputError, decode_greedy, decode_teacher_forced
-from ui.decode_state import RERUN_APP_KEY
 from ui.models import ActiveModel
-from ui.widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
+
+from .decode_state import RERUN_APP_KEY
+from .widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
 
 SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
 SWEEP_CACHE_KEY = "studio_sweeps"

@@ -6,9 +6,10 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap, training_curves
 from transformer.train import JobSnapshot
-from ui.job_layout import job_layout, waiting_reason
-from ui.live_run import LiveRun, live_run, run_just_ended
-from ui.widgets import chart_spec, head_picker, layer_picker
+from ui.views import chart_spec, head_picker, layer_picker
+
+from .job_layout import job_layout, waiting_reason
+from .live_run import LiveRun, live_run, run_just_ended
 
 TIMELINE_STEP_KEY = "train_timeline_step"
 PLAYING_KEY = "train_timeline_playing"

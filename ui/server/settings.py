@@ -6,7 +6,7 @@ from pathlib import Path
 
 import transformer  # noqa: F401  (sets OMP_WAIT_POLICY before torch is first loaded)
 
-APP_ROOT = Path(__file__).resolve().parent.parent
+APP_ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS_ENV = "ATTENTION_STUDIO_CHECKPOINTS"
 RUNS_ENV = "ATTENTION_STUDIO_RUNS"
 DEFAULT_ENV = "ATTENTION_STUDIO_DEFAULT"

@@ -9,8 +9,6 @@ from typing import Callable
 import streamlit as st
 
 from transformer.store import MAX_BUNDLE_BYTES, Checkpoint, CheckpointError, bundle_bytes, save_checkpoint
-from ui.hf_models import hf_loader
-from ui.live_run import live_run, run_just_ended
 from ui.models import (
     LOAD_ERROR_KEY,
     MODEL_KEY,
@@ -21,14 +19,15 @@ from ui.models import (
     add_upload,
     card_lines,
     current_model,
+    hf_loader,
     model_options,
     run_of,
     select_model,
     selected_option,
     uploaded_bundle,
 )
-from ui.train_actions import live_checkpoint
-from ui.widgets import md
+from ui.train import live_checkpoint, live_run, run_just_ended
+from ui.views import md
 
 UPLOAD_KEY = "sidebar_upload"
 UPLOAD_MESSAGE_KEY = "sidebar_upload_message"

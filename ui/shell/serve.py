@@ -2,7 +2,7 @@
 
 Streamlit imports a script's modules only when the first browser session arrives, so that visitor would wait for
 torch, Altair and Plotly to import and the checkpoint to load (about 3 s of a 5–6 s first page). `app.py` declares
-an `st.App` whose lifespan runs `warm_up` at start, so `streamlit run app.py` and `make run` (`python -m ui.serve`,
+an `st.App` whose lifespan runs `warm_up` at start, so `streamlit run app.py` and `make run` (`python -m ui.shell.serve`,
 which is `streamlit run app.py` with the arguments given, e.g. `--server.port 8501`) both start warm.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 def warm_up() -> float:
@@ -29,13 +29,16 @@ def warm_up() -> float:
 
     from transformer import charts, decode  # noqa: F401
     from transformer.store import list_checkpoints
-    from ui import models, preload, sidebar, static_cache, widgets  # noqa: F401
-    from ui.settings import checkpoints_root, configure_charts, configure_torch, preferred_default
+    from ui import links, models, train, views  # noqa: F401 - what the pages import
+    from ui.server import (checkpoints_root, configure_charts, configure_torch, first_view_chunks, precompress,
+                           preferred_default)
+
+    from . import sidebar  # noqa: F401
 
     configure_torch()
     configure_charts()
     try:
-        static_cache.precompress(preload.first_view_chunks())  # a first visit's files, gzip'd before it comes
+        precompress(first_view_chunks())  # a first visit's files, gzip'd before it comes
     except Exception as exc:  # noqa: BLE001 - the files are then read and gzip'd when first asked for
         print(f"static files not read ahead: {type(exc).__name__}: {exc}", file=sys.stderr)
     try:

@@ -11,10 +11,11 @@ from typing import Sequence
 
 import streamlit as st
 
-from ui.link_format import MEAN
 from ui.models import current_model
-from ui.url_state import PRESENT_KEY, presenting
-from ui.widgets import md
+from ui.views import md
+
+from .link_format import MEAN
+from .url_state import PRESENT_KEY, presenting
 
 NEXT_STEP_KEY, PREV_STEP_KEY = "Right", "Left"
 NEXT_HEAD_KEY, PREV_HEAD_KEY = "H", "Shift+H"

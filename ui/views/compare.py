@@ -9,7 +9,8 @@ from transformer.decode import DecodeResult
 from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
-from ui.widgets import md_token, visible
+
+from .widgets import md_token, visible
 
 MODEL_B_KEY = "compare_model"
 STEP_KEY = "compare_step"

@@ -9,8 +9,9 @@ from transformer.analysis import alignment_scores
 from transformer.charts import alignment_table_chart
 from transformer.data import GoldSource
 from transformer.decode import AttentionTrace
-from ui.chart_cache import cached_chart
-from ui.widgets import show_chart
+
+from .chart_cache import cached_chart
+from .widgets import show_chart
 
 
 def show_alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource], *, key: str) -> None:

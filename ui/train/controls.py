@@ -12,19 +12,12 @@ from transformer.decode import InputError
 from transformer.model import ConfigError
 from transformer.store import Checkpoint, CheckpointError, load_checkpoint
 from transformer.train import fork_server
-from ui.limits import LIMITS
-from ui.live_run import live_run
 from ui.models import HF, LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
-from ui.train_actions import (
-    BusyError,
-    change_probe,
-    continue_checkpoint,
-    resume_run,
-    resume_target,
-    save_run,
-    start_run,
-)
-from ui.train_form import PROBES, build_configs, build_task, remember_form
+from ui.server import LIMITS
+
+from .actions import BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run, start_run
+from .form import PROBES, build_configs, build_task, remember_form
+from .live_run import live_run
 
 MESSAGE_KEY = "train_message"
 RESUME_SECONDS_KEY = "train_resume_seconds"

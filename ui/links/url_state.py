@@ -15,18 +15,11 @@ from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
 from transformer.decode import InputError
-from ui import decode_state as ds
-from ui.inference import (
-    REFERENCE_FOR_KEY,
-    REFERENCE_KEY,
-    TEXT_KEY,
-    TEXT_TASK_KEY,
-    default_text,
-    greedy,
-    teacher,
-)
-from ui.link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
+from ui.views import REFERENCE_FOR_KEY, REFERENCE_KEY, TEXT_KEY, TEXT_TASK_KEY, default_text, greedy, teacher
+from ui.views import decode_state as ds
+
+from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
 
 PRESENT_KEY = "studio_present"
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()

@@ -8,8 +8,9 @@ import streamlit as st
 
 from transformer.model import DEFAULT_MAX_PARAMS, HFModelError, HFSeq2Seq, load_pretrained
 from transformer.store import list_hf_folders
-from ui.models import HF, ActiveModel, ModelOption, select_model, selected_option
-from ui.settings import hf_models_root
+from ui.server import hf_models_root
+
+from .options import HF, ActiveModel, ModelOption, select_model
 
 ADDED_KEY = "sidebar_hf_added"  # hub ids / folders this session loaded from the sidebar field
 NAME_KEY = "sidebar_hf_name"
@@ -85,11 +86,3 @@ def hf_loader() -> None:
         message = st.session_state.pop(MESSAGE_KEY, None)
         if message is not None:
             (st.error if message[0] == "error" else st.success)(message[1])
-
-
-def train_page_note() -> None:
-    """On the Train page: imported models are looked at, never trained here."""
-    option = selected_option()
-    if option is not None and option.source == HF:
-        st.info(f"{option.name} is an imported Hugging Face model: it is not trained here. Training starts a new "
-                "model of our own.", icon=":material/info:")

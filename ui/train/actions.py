@@ -9,11 +9,11 @@ from transformer.decode import encode_source
 from transformer.model import ConfigError, ModelConfig, TrainConfig
 from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer, trainer_from_checkpoint
-from ui.limits import LIMITS, check_limits
-from ui.live_run import LiveRun, live_run, set_live_run
 from ui.models import live_option_id, select_model
-from ui.run_jobs import attach_callbacks, new_job
-from ui.settings import max_training_processes, runs_root
+from ui.server import LIMITS, check_limits, max_training_processes, runs_root
+
+from .jobs import attach_callbacks, new_job
+from .live_run import LiveRun, live_run, set_live_run
 
 
 class BusyError(ValueError):

@@ -19,7 +19,8 @@ from transformer.analysis import (
 from transformer.charts import agreement_chart, decoder_row_chart, source_strip
 from transformer.decode import AttentionTrace, InputError
 from ui.models import ActiveModel
-from ui.widgets import chart_heading, md_token, show_chart
+
+from .widgets import chart_heading, md_token, show_chart
 
 EXPLAIN_METHODS = (
     f"The score explained is the log-probability of the chosen token. **Integrated Gradients**: the gradient "

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ui.widgets import chart_spec
+from .widgets import chart_spec
 
 MAX_SPECS = 256
 MAX_ROWS = 200_000  # data rows held over all specs (a Hugging Face model's head grid has ~10k; a row ~100 bytes)

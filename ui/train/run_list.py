@@ -6,8 +6,9 @@ import time
 import streamlit as st
 
 from transformer.train import LiveRun
-from ui.live_run import live_run, server_runs, set_live_run
 from ui.models import live_option_id, select_model
+
+from .live_run import live_run, server_runs, set_live_run
 
 WATCH_KEY_PREFIX = "train_watch_"
 _STATES = {"waiting": "waiting for a slot", "running": "training", "finished": "finished", "stopped": "stopped",

@@ -4,7 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.models import ActiveModel
-from ui.widgets import md, visible
+
+from .widgets import md, visible
 
 MAX_EXAMPLES = 4
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from transformer.train import AUTOSAVE_EVERY_S, LiveRun, Trainer, TrainingJob, autosave, registry
-from ui.settings import runs_root, training_threads
+from ui.server import runs_root, training_threads
 
 TIMELINE_FRAMES = 20  # probe recordings aimed for over a job's budget, however short
 

@@ -9,8 +9,9 @@ from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
 from transformer.decode import DecodeResult, InputError, decode_greedy, decode_teacher_forced
 from ui.models import ActiveModel
-from ui.vocabulary_hint import show_vocabulary_hint
-from ui.widgets import md_token
+
+from .vocabulary_hint import show_vocabulary_hint
+from .widgets import md_token
 
 TEXT_KEY = "studio_text"
 TEXT_TASK_KEY = "studio_text_task"

@@ -26,8 +26,7 @@ from transformer.model import (
     TrainConfig,
     default_configs,
 )
-from ui.limits import LIMITS
-from ui.settings import max_training_processes
+from ui.server import LIMITS, max_training_processes
 
 TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",
          "toy-en-de": "Toy English → German", "corpus": "Your own sentence pairs"}
