@@ -4,7 +4,6 @@ import streamlit as st
 from transformer.analysis import attention_difference
 from transformer.charts import attention_heatmap, difference_heatmap
 from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, InputError
-from ui.links import head_keys
 from ui.shell import ensure_frame
 from ui.views import (
     Column,
@@ -13,6 +12,7 @@ from ui.views import (
     divergence_message,
     greedy,
     greedy_or_message,
+    head_keys,
     head_label,
     head_picker,
     kind_picker,

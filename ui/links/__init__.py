@@ -11,10 +11,9 @@ from .link_format import (
     parse_params,
     to_params,
 )
-from .presenter import NEXT_STEP_KEY, PREV_STEP_KEY, apply_presenter, head_keys, presenter_switch
-from .url_state import merged_words, page_name, presenting, restore, run_page, share_control, show_notes, write
+from .presenter import apply_presenter, presenter_switch
+from .url_state import merged_words, page_name, restore, run_page, share_control, show_notes, write
 
-__all__ = ["MEAN", "ModelSizes", "NEXT_STEP_KEY", "PREV_STEP_KEY", "READY_VIEWS", "apply_presenter", "check_sizes",
-           "head_keys", "head_labels", "labels_to_heads", "merged_words", "page_name", "parse_ablated",
-           "parse_params", "presenter_switch", "presenting", "restore", "run_page", "share_control",
-           "show_gallery", "show_notes", "to_params", "write"]
+__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "apply_presenter", "check_sizes", "head_labels", "labels_to_heads",
+           "merged_words", "page_name", "parse_ablated", "parse_params", "presenter_switch", "restore",
+           "run_page", "share_control", "show_gallery", "show_notes", "to_params", "write"]

@@ -7,19 +7,11 @@ clipped their axis titles).
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import streamlit as st
 
 from ui.models import current_model
-from ui.views import md
+from ui.views import PRESENT_KEY, SWITCH_KEY, md, presenting
 
-from .link_format import MEAN
-from .url_state import PRESENT_KEY, presenting
-
-NEXT_STEP_KEY, PREV_STEP_KEY = "Right", "Left"
-NEXT_HEAD_KEY, PREV_HEAD_KEY = "H", "Shift+H"
-SWITCH_KEY = "P"
 HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce", "decode_view",
                "attention_downloads", "attention_grid_download_png", "attention_grid_download_svg",
                "attention_fixed_scale", "studio_share")
@@ -66,21 +58,3 @@ def presenter_switch() -> None:
         st.sidebar.button("Presenter mode", key="studio_present_enter", on_click=_toggle, width="stretch",
                           icon=":material/co_present:", shortcut=SWITCH_KEY,
                           help="Large fonts, no sidebar, keys: ←/→ steps, H / Shift+H heads, P leaves.")
-
-
-def _cycle(key: str, options: Sequence[int], delta: int) -> None:
-    current = st.session_state.get(key)
-    i = list(options).index(current) if current in options else 0
-    st.session_state[key] = options[(i + delta) % len(options)]
-
-
-def head_keys(key: str, n_heads: int) -> None:
-    """In presenter mode, Next / Prev head buttons (keys H and Shift+H) that cycle the head picker `key`."""
-    if not presenting() or n_heads < 2:
-        return
-    options = [MEAN, *range(n_heads)]
-    prev_col, next_col = st.container(key=f"{key}_keys").columns(2)
-    prev_col.button("Head", key=f"{key}_prev", icon=":material/chevron_left:", on_click=_cycle,
-                    args=(key, list(options), -1), shortcut=PREV_HEAD_KEY, type="tertiary")
-    next_col.button("Head", key=f"{key}_next", icon=":material/chevron_right:", on_click=_cycle,
-                    args=(key, list(options), 1), shortcut=NEXT_HEAD_KEY, type="tertiary")

@@ -16,12 +16,21 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, Stop
 
 from transformer.decode import InputError
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
-from ui.views import REFERENCE_FOR_KEY, REFERENCE_KEY, TEXT_KEY, TEXT_TASK_KEY, default_text, greedy, teacher
+from ui.views import (
+    PRESENT_KEY,
+    REFERENCE_FOR_KEY,
+    REFERENCE_KEY,
+    TEXT_KEY,
+    TEXT_TASK_KEY,
+    default_text,
+    greedy,
+    presenting,
+    teacher,
+)
 from ui.views import decode_state as ds
 
 from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
 
-PRESENT_KEY = "studio_present"
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
 NOTES_KEY = "studio_url_notes"
@@ -46,11 +55,6 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None}
 def page_name(title: str) -> str:
     """The PAGE_WIDGETS name of a page from its navigation title."""
     return title.strip().lower()
-
-
-def presenting() -> bool:
-    """Whether presenter mode is on in this session."""
-    return bool(st.session_state.get(PRESENT_KEY, False))
 
 
 def merged_words() -> bool | None:

@@ -18,4 +18,4 @@ from .static_cache import MAX_AGE, StaticFromMemory, precompress
 __all__ = ["JS_DIR", "LIMITS", "MAX_AGE", "PreloadChunks", "StaticFromMemory", "THREADS_ENV", "check_limits",
            "checkpoints_root", "configure_charts", "configure_torch", "first_view_chunks", "hf_models_root",
            "limit_violations", "max_training_processes", "precompress", "preferred_default",
-           "preload_links", "runs_root", "training_threads", "warm_up_lifespan"]
+           "preload_links", "runs_root", "training_threads"]

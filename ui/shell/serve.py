@@ -30,8 +30,14 @@ def warm_up() -> float:
     from transformer import charts, decode  # noqa: F401
     from transformer.store import list_checkpoints
     from ui import links, models, train, views  # noqa: F401 - what the pages import
-    from ui.server import (checkpoints_root, configure_charts, configure_torch, first_view_chunks, precompress,
-                           preferred_default)
+    from ui.server import (
+        checkpoints_root,
+        configure_charts,
+        configure_torch,
+        first_view_chunks,
+        precompress,
+        preferred_default,
+    )
 
     from . import sidebar  # noqa: F401
 

@@ -14,6 +14,7 @@ from .ablation import (
     toggle_clicked_head,
 )
 from .alignment import show_alignment_scores
+from .attention import MODES, attention_result, show_large_map, show_model_view
 from .attribution import show_agreement, show_step_attribution
 from .chart_cache import cached_chart
 from .compare import divergence_message, model_caption, pick_model_b, step_caption, step_picker, step_table
@@ -27,6 +28,7 @@ from .inference import (
     default_text,
     gold_alignment_for,
     gold_cells,
+    gold_for,
     greedy,
     greedy_or_message,
     reference_for,
@@ -34,6 +36,17 @@ from .inference import (
     share_text,
     teacher,
 )
+from .presenting import (
+    NEXT_HEAD_KEY,
+    NEXT_STEP_KEY,
+    PRESENT_KEY,
+    PREV_HEAD_KEY,
+    PREV_STEP_KEY,
+    SWITCH_KEY,
+    head_keys,
+    presenting,
+)
+from .step_through import decode_results, show_ablation_panel, show_output_cards, show_step_through
 from .weights import show_weights
 from .widgets import (
     Column,
@@ -54,13 +67,16 @@ from .widgets import (
     visible,
 )
 
-__all__ = ["Column", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "TEXT_KEY", "TEXT_TASK_KEY", "ablated_run",
-           "attention_ablation", "bind_reference", "bind_text", "cached_chart", "chart_downloads",
-           "chart_heading", "chart_spec", "clicked_note", "current_output", "default_text",
-           "divergence_message", "gold_alignment_for", "gold_cells", "greedy", "greedy_or_message",
-           "grid_cell", "grid_key", "head_label", "head_picker", "head_selection", "kind_picker",
-           "layer_picker", "md", "md_token", "model_caption", "off_panels", "pick_model_b", "reference_for",
-           "require_model", "share_reference", "share_text", "show_ablated_step", "show_agreement",
-           "show_alignment_scores", "show_chart", "show_chips", "show_comparison", "show_small_table",
-           "show_step_attribution", "show_sweep", "show_weights", "step_caption", "step_picker",
-           "step_table", "teacher", "toggle_clicked_head", "visible"]
+__all__ = ["Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY",
+           "REFERENCE_FOR_KEY", "REFERENCE_KEY", "SWITCH_KEY", "TEXT_KEY", "TEXT_TASK_KEY", "ablated_run",
+           "attention_ablation", "attention_result", "bind_reference", "bind_text", "cached_chart",
+           "chart_downloads", "chart_heading", "chart_spec", "clicked_note", "current_output",
+           "decode_results", "default_text", "divergence_message", "gold_alignment_for", "gold_cells",
+           "gold_for", "greedy", "greedy_or_message", "grid_cell", "grid_key", "head_keys", "head_label",
+           "head_picker", "head_selection", "kind_picker", "layer_picker", "md", "md_token",
+           "model_caption", "off_panels", "pick_model_b", "presenting", "reference_for", "require_model",
+           "share_reference", "share_text", "show_ablated_step", "show_ablation_panel", "show_agreement",
+           "show_alignment_scores", "show_chart", "show_chips", "show_comparison", "show_large_map",
+           "show_model_view", "show_output_cards", "show_small_table", "show_step_attribution",
+           "show_step_through", "show_sweep", "show_weights", "step_caption", "step_picker", "step_table",
+           "teacher", "toggle_clicked_head", "visible"]

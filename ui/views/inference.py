@@ -117,3 +117,14 @@ def gold_alignment_for(active: ActiveModel, text: str) -> tuple[GoldSource, ...]
 def gold_cells(alignment: Sequence[GoldSource] | None, n_rows: int) -> list[tuple[int, int]]:
     """(decoder row, source column) cells to outline, every acceptable one: row j predicts target token j."""
     return [(row, col) for row, col in alignment_gold_cells(alignment or ()) if row < n_rows]
+
+
+def gold_for(active: ActiveModel, text: str, n_rows: int, reference: str | None = None
+             ) -> tuple[tuple[GoldSource, ...] | None, list[tuple[int, int]]]:
+    """The gold alignment of `text` and the cells to outline on a map of `n_rows` decoder rows. `reference`: what a
+    teacher-forced decoder was fed (None: free-running); a reference other than the correct output has no gold
+    alignment, since the gold alignment belongs to the correct output."""
+    alignment = gold_alignment_for(active, text)
+    if reference is not None and reference.strip() != reference_for(active, text):
+        alignment = None
+    return alignment, gold_cells(alignment, n_rows)
