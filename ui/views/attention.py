@@ -15,8 +15,15 @@ from transformer.charts import (
     chart_to_svg,
     selected_panel,
 )
-from transformer.decode import (KIND_TITLES, MAX_INPUT_CHARS, MEAN_HEAD, AttentionTrace, DecodeResult, InputError,
-                                head_label)
+from transformer.decode import (
+    KIND_TITLES,
+    MAX_INPUT_CHARS,
+    MEAN_HEAD,
+    AttentionTrace,
+    DecodeResult,
+    InputError,
+    head_label,
+)
 from ui.models import ActiveModel
 
 from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head

@@ -1,19 +1,25 @@
-"""Pieces of the Compare page: the second model's picker, the step-by-step table, the divergence message."""
+"""The Compare page's views: the second model's picker, both outputs with their first divergence and the step table,
+the same map of both models at one step, and their difference."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import first_divergence
-from transformer.decode import DecodeResult
+from transformer.analysis import attention_difference, first_divergence
+from transformer.charts import attention_heatmap, difference_heatmap
+from transformer.decode import KIND_TITLES, AttentionTrace, DecodeResult
 from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
-from .widgets import md_token, visible
+from .widgets import Column, chart_heading, head_label, md_token, show_chart, show_chips, show_small_table, visible
 
 MODEL_B_KEY = "compare_model"
 STEP_KEY = "compare_step"
+STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
+                "A prob": Column("A prob", "%.3f", "Model A's probability of its token at this step."),
+                "B": Column("B token"), "B prob": Column("B prob", "%.3f", "Model B's probability of its token."),
+                "same": Column("tokens")}
 
 
 def pick_model_b(active: ActiveModel) -> ActiveModel | None:
@@ -91,3 +97,49 @@ def step_caption(a: DecodeResult, b: DecodeResult, t: int) -> str:
         step = result.steps[t]
         return f"{tag} ‹{md_token(step.token)}› {step.prob:.1%}"
     return f"**Step {t + 1}** · {chose('A', a)} · {chose('B', b)}"
+
+
+def show_outputs(active: ActiveModel, other: ActiveModel, result_a: DecodeResult, result_b: DecodeResult) -> None:
+    """Both outputs side by side, the first divergence outlined, and the step-by-step table."""
+    split = divergence_message(result_a, result_b)
+    for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (active, other), (result_a, result_b)):
+        with column:
+            st.markdown(model_caption(tag, model))
+            show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
+    with st.expander("Step by step", icon=":material/table_rows:"):
+        steps = step_table(result_a, result_b)
+        steps["same"] = steps["same"].map({True: "same", False: "differs"})
+        show_small_table(steps, STEP_COLUMNS, key="compare_steps")
+
+
+def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[AttentionTrace, AttentionTrace], kind: str,
+                   layer: int, head: int | None, t: int) -> None:
+    """The same kind, layer and head of both models, rows up to step t (the encoder's map is the same at every
+    step); an output that ended shows its last row."""
+    stepped = kind != "encoder_self"
+    for column, tag, model, trace in zip(st.columns(2, gap="large"), "AB", models, traces):
+        row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None
+        with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
+            chart_heading(f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                          f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
+            show_chart(attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title=""),
+                       key=f"compare_map_{tag.lower()}", width="content")
+
+
+def show_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str, layer: int, head: int | None) -> None:
+    """B − A over the rows and columns whose tokens agree in both, or why there is no such map."""
+    try:
+        diff = attention_difference(trace_a, trace_b, kind, layer, head)
+    except ValueError as exc:
+        st.info(f"No difference map: {exc}.", icon=":material/info:")
+        return
+    if diff.difference.size == 0:
+        st.info("No difference map: the outputs part at the first step, so no decoder row is shared.",
+                icon=":material/info:")
+        return
+    left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
+    st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
+               "Blue: B attends more; red: A attends more.")
+    show_chart(difference_heatmap(diff, size=420, title=f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                                                        f"{head_label(head).lower()}"),
+               key="compare_difference", width="content")
