@@ -19,7 +19,9 @@ import torch
 
 from .analysis import HeadError, corpus_scores, head_mask
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
+from .charts import ReplayTooLargeError
 from .cli_heads import parse_ablate
+from .cli_replay import weights_line, write_replay
 from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
 from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
 from .model import ConfigError, HFModelError, TrainConfig, default_configs
@@ -53,7 +55,7 @@ from .train import (
 )
 
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError, DeviceError)
+               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError)
 
 
 class ProgressLine:
@@ -338,6 +340,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
             write_file_atomic(args.trace_json, result.to_json())
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+    if args.html:
+        write_replay(args.html, result, lm.name, weights_line(args.dir))
     if args.beam > 1 and args.reference is None:
         if not is_checkpoint_folder(Path(args.dir)):
             raise UsageError("--beam works with Attention Studio checkpoints only")

@@ -17,7 +17,17 @@ from .alignment import show_alignment_scores
 from .attention import MODES, attention_result, show_large_map, show_model_view
 from .attribution import show_agreement, show_step_attribution
 from .chart_cache import cached_chart
-from .compare import divergence_message, model_caption, pick_model_b, step_caption, step_picker, step_table
+from .compare import (
+    divergence_message,
+    model_caption,
+    pick_model_b,
+    show_both_maps,
+    show_difference,
+    show_outputs,
+    step_caption,
+    step_picker,
+    step_table,
+)
 from .inference import (
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
@@ -76,7 +86,7 @@ __all__ = ["Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "
            "head_picker", "head_selection", "kind_picker", "layer_picker", "md", "md_token",
            "model_caption", "off_panels", "pick_model_b", "presenting", "reference_for", "require_model",
            "share_reference", "share_text", "show_ablated_step", "show_ablation_panel", "show_agreement",
-           "show_alignment_scores", "show_chart", "show_chips", "show_comparison", "show_large_map",
-           "show_model_view", "show_output_cards", "show_small_table", "show_step_attribution",
-           "show_step_through", "show_sweep", "show_weights", "step_caption", "step_picker", "step_table",
-           "teacher", "toggle_clicked_head", "visible"]
+           "show_alignment_scores", "show_both_maps", "show_chart", "show_chips", "show_comparison",
+           "show_difference", "show_large_map", "show_model_view", "show_output_cards", "show_outputs",
+           "show_small_table", "show_step_attribution", "show_step_through", "show_sweep", "show_weights",
+           "step_caption", "step_picker", "step_table", "teacher", "toggle_clicked_head", "visible"]
