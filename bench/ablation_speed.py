@@ -9,14 +9,13 @@ sentencepiece tokenizer trained on generated text (tests/hf_tiny_models.py), on 
 from __future__ import annotations
 
 import json
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
-
-import sys
-import tempfile
-from pathlib import Path
 
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
 from transformer.data import make_task
@@ -78,8 +77,9 @@ HF_TEXT = "the big dog sees a red house near the small tree and the green bird e
 def opus_size_marian(folder: Path) -> HFSeq2Seq:
     """A random Marian of opus-mt size with the tiny test tokenizer (ids past it show as <id N>)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.hf_tiny_models import build
     from transformers import MarianConfig, MarianMTModel
+
+    from tests.hf_tiny_models import build
     lm = HFSeq2Seq.load(str(build("marian", folder)))
     vocab = 58101
     torch.manual_seed(0)

@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (
+from bench.app_speed import TOP_K, default_model, topk_texts
+from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
+from studio_browser import (
     EXCEPTION,
     PAGE_SETUP_JS,
     VIEWPORT,
@@ -29,8 +31,6 @@ from bench.app_driver import (
     running_app,
     shipped_or_dev_checkpoints,
 )
-from bench.app_speed import TOP_K, default_model, topk_texts
-from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from transformer.decode import DecodeResult, greedy_decode
 from transformer.store import load_checkpoint
 

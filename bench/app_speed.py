@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (
+from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
+from studio_browser import (
     IDLE_JS,
     VIEW_JS,
     charts_condition,
@@ -34,7 +35,6 @@ from bench.app_driver import (
     shipped_or_dev_checkpoints,
     wait_for,
 )
-from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from transformer.charts import visible_token
 from transformer.decode import DecodeResult, greedy_decode
 from transformer.store import list_checkpoints, load_checkpoint

@@ -4,6 +4,7 @@ import streamlit as st
 from transformer.charts import attention_heatmap
 from transformer.decode import MAX_INPUT_CHARS
 from ui.links import show_gallery
+from ui.models import SHIPPED, model_options, select_model
 from ui.shell import ensure_frame
 from ui.views import (
     bind_text,
@@ -16,6 +17,8 @@ from ui.views import (
     show_chart,
     show_chips,
 )
+
+TOY_OPTION = f"{SHIPPED}:toy-en-de"  # the model whose gold alignment is perfect
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)
@@ -46,6 +49,10 @@ with st.container(border=True):
             show_chart(cached_chart(attention_heatmap, result.trace, "cross", layer, None, size=315),
                             width="content")
 
+if active.option.id != TOY_OPTION and TOY_OPTION in {o.id for o in model_options()}:
+    st.button("Open the toy English → German model: its word alignment is known, so attention can be checked "
+              "against it", key="home_toy", icon=":material/school:", on_click=select_model, args=(TOY_OPTION,),
+              type="tertiary")
 show_gallery()
 st.markdown("#### Explore")
 decode_col, attention_col, train_col = st.columns(3)

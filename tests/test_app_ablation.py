@@ -17,6 +17,7 @@ from transformer.analysis import (
 from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.store import load_checkpoint
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 TEXT = "abcdefg"
 ALL_CROSS = ["cross:L1H1", "cross:L1H2", "cross:L2H1", "cross:L2H2"]
 

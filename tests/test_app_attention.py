@@ -10,6 +10,8 @@ from transformer.analysis import head_stats
 from transformer.decode import KIND_TITLES, greedy_decode
 from transformer.store import load_checkpoint
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
 TEXT = "hello"
 
 

@@ -10,7 +10,7 @@ from transformer.decode import greedy_decode, teacher_forced
 from transformer.store import load_checkpoint
 from ui.views import gold_alignment_for, gold_cells, md_token, visible
 
-
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 @pytest.fixture(scope="module")
 def ckpt(tiny_checkpoint_dir):
     return load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)

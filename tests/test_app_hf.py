@@ -27,6 +27,8 @@ from transformer.model import HFSeq2Seq
 from ui.models import MODEL_KEY
 from ui.views import md_token
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
 TEXT = "the red bird eats the fish"
 
 
@@ -45,7 +47,7 @@ def hf_env(studio_env, hf_root, monkeypatch):
 
 def _open(page: str, hf_root, text_key: str):
     at = open_app()
-    option = f"hf:{hf_root / 'tiny-marian'}"
+    option = "hf:tiny-marian"
     assert "tiny-marian  ·  Hugging Face" in at.selectbox(key=MODEL_KEY).options  # listed from the models directory
     at.selectbox(key=MODEL_KEY).set_value(option).run()
     at.switch_page(f"pages/{page}.py").run()
@@ -73,8 +75,6 @@ def test_attention_page_shows_the_cross_attention_of_an_hf_model(hf_env):
     assert set(frame["key_token"]) <= set(trace.source_tokens) and "▁bird" in set(frame["key_token"])
     assert frame.sort_values(["query_index", "key_index"])["weight"].tolist() == pytest.approx(
         trace.matrix("cross", 1).flatten().tolist(), abs=1e-6)
-
-
 def test_a_bad_name_is_a_message_and_the_current_model_stays(hf_env, tmp_path):
     at = open_app()
     before = at.selectbox(key=MODEL_KEY).value
@@ -89,7 +89,7 @@ def test_a_bad_name_is_a_message_and_the_current_model_stays(hf_env, tmp_path):
 
 def test_train_page_says_an_imported_model_is_not_trained_here(hf_env):
     at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value(f"hf:{hf_env / 'tiny-marian'}").run()
+    at.selectbox(key=MODEL_KEY).set_value("hf:tiny-marian").run()
     at.switch_page("pages/train.py").run()
     assert_no_exception(at)
     assert any("not trained here" in t for t in texts(at.info))
@@ -192,7 +192,18 @@ def test_compare_puts_an_hf_model_beside_our_checkpoint(hf_env):
 
 def test_the_home_page_opens_with_an_hf_model_picked(hf_env):
     at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value(f"hf:{hf_env / 'tiny-marian'}").run()
+    at.selectbox(key=MODEL_KEY).set_value("hf:tiny-marian").run()
     at.switch_page("pages/home.py").run()
     assert_no_exception(at)
     assert any("imported, not trained here" in t for t in texts(at.sidebar.markdown))
+
+
+def test_a_link_to_a_folder_of_the_models_directory_names_it_not_its_path_and_restores_it(hf_env):
+    from test_app_links import open_link
+    at = _open("attention", hf_env, "attention_text")
+    link = dict(at.query_params)
+    assert link["model"] == "hf:tiny-marian" and str(hf_env) not in str(link)
+    again = open_link("attention", link)  # a fresh session opens the link
+    assert again.session_state[MODEL_KEY] == "hf:tiny-marian"
+    assert not [t for t in texts(again.info) if t.startswith("Parts of this link")]
+    assert chart_titled(again, "Cross-attention · layer")

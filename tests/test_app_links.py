@@ -11,6 +11,8 @@ from transformer.train import registry
 from ui.links import READY_VIEWS
 from ui.views import md_token
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
 TEXT = "stressed"  # the tiny model says 4 tokens and the end for it: room for the steps below
 
 

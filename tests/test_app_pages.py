@@ -5,10 +5,12 @@ import shutil
 
 import pytest
 from app_session import assert_no_exception, chart_titled, open_app, texts
-from conftest import TINY_STEPS
+from tests.conftest import TINY_STEPS
 
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 
 PAGES = {"home": "Attention Studio", "decode": "Decode", "attention": "Attention explorer", "train": "Train"}
 

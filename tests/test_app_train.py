@@ -12,11 +12,11 @@ from ui.server import LIMITS, check_limits, training_threads
 from ui.shell import checkpoint_zip
 from ui.train import LIVE_RUN_KEY, live_checkpoint, start_run
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
                  train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=50_000, train_eval_every=20,
                  train_eval_examples=10, train_probe_every=5, train_max_seconds=120.0, train_warmup_steps=0)
-
-
 def _train_page(**overrides):
     at = open_app("train")
     at.selectbox(key="train_preset").set_value("tiny").run()

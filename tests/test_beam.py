@@ -55,6 +55,7 @@ def test_bad_beam_settings_get_a_clear_message(toy, width, alpha):
         beam_search(toy.model, toy.src_tokenizer, toy.tgt_tokenizer, "the dog", width=width, alpha=alpha)
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_cli_decode_and_eval_take_a_beam(capsys):
     assert main(["decode", str(ROOT / "toy-en-de"), "the man sees the dog", "--beam", "3"]) == 0
     assert capsys.readouterr().out.strip() == "der mann sieht den hund"

@@ -9,6 +9,8 @@ from transformer.model import ConfigError, TrainConfig, default_configs
 from transformer.store import load_checkpoint, save_checkpoint
 from transformer.train import KeepBest, Trainer, cpu_supports_bf16, resolve_precision
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 def _trainer(**train) -> Trainer:
     task = make_task("reverse", n_train=200, n_valid=8, min_len=3, max_len=6)

@@ -5,8 +5,7 @@ import pytest
 import torch
 
 from transformer.data import make_task, pad, source_ids
-from transformer.decode import UNEMITTABLE, AttentionTrace, ban, InputError, greedy_batch, greedy_decode, teacher_forced
-
+from transformer.decode import UNEMITTABLE, AttentionTrace, InputError, ban, greedy_batch, greedy_decode, teacher_forced
 from transformer.model import Seq2SeqTransformer, default_configs
 
 

@@ -33,6 +33,8 @@ from transformer.train import (
     trainer_from_checkpoint,
 )
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 TINY = ["--task", "reverse", "--n-train", "200", "--n-valid", "10", "--eval-examples", "10", "--d-model", "32",

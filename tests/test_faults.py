@@ -29,6 +29,8 @@ from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
 from transformer.train import AUTOSAVE_PREFIX, Trainer, TrainingJob, jobs, registry
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 # Runs `python -m transformer` with save_checkpoint's writers wrapped: at the file named by argv[1] (or just

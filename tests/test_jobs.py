@@ -11,6 +11,8 @@ from transformer.decode import greedy_decode
 from transformer.model import default_configs
 from transformer.train import Trainer, TrainingJob, jobs
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 @pytest.fixture(scope="module")
 def task():

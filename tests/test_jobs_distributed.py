@@ -19,6 +19,8 @@ from transformer.train import Trainer, TrainingJob, TrainingSlots
 from ui.server import max_training_processes
 from ui.train import LIVE_RUN_KEY
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 def _trainer(task, batch_size: int) -> Trainer:
     model_cfg, train_cfg = default_configs("reverse", 30, 30, model_overrides=dict(d_model=32, d_ff=64, dropout=0.0),

@@ -26,6 +26,8 @@ from transformer.train import (
 )
 from ui.train import LIVE_RUN_KEY, attach_callbacks, new_job
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 @pytest.fixture(scope="module")
 def task():

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from chart_traces import ENGLISH, GERMAN, random_trace
+
 from transformer.charts import MAX_REPLAY_STEPS, ReplayTooLargeError, replay_html
 from transformer.charts import replay as replay_module
 from transformer.cli import main

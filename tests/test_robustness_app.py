@@ -31,6 +31,7 @@ from transformer.train import AUTOSAVE_PREFIX, Trainer, checkpoint_from_trainer
 from ui.server import LIMITS, limit_violations
 from ui.views import md_token
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 ROOT = Path(__file__).resolve().parents[1]
 TEXT_KEYS = {"home": "home_text", "decode": "decode_text", "attention": "attention_text"}
 

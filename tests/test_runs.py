@@ -22,6 +22,8 @@ from transformer.train import (
     prune_autosaves,
 )
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 @pytest.fixture(scope="module")
 def task():

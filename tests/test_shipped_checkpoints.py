@@ -31,6 +31,7 @@ def test_all_three_demo_checkpoints_are_shipped_and_small():
         assert size <= MAX_BYTES, f"{name} is {size / 2**20:.1f} MiB"
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_a_shipped_checkpoint_reaches_its_exact_match_on_held_out_data(name):
     assert held_out_metrics(name)["exact_match"] >= TARGETS[name]
@@ -73,6 +74,7 @@ def test_the_multi30k_model_translates_a_new_simple_sentence(text, words):
     assert out[0].isupper() and words <= set(out.replace(".", " ").split()), out
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 @pytest.mark.skipif(not M30K_DATA.is_dir(), reason="the Multi30k corpus is not at ../shared/data/multi30k")
 def test_the_multi30k_model_reaches_its_validation_bleu():
     from transformer.analysis import corpus_scores

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 import pytest
-
 from chart_traces import ENGLISH, GERMAN, random_trace
+
 from transformer.analysis import attention_difference
 from transformer.charts import (
     MIN_FONT_PX,
@@ -110,6 +110,7 @@ def test_a_title_from_user_text_stays_text():
     assert "<script" not in svg
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_a_chart_too_big_for_its_fonts_gets_larger_fonts_not_smaller_text():
     """6 layers x 8 heads: scaled down to fit, its 10 px labels would be 9 px; the slide raises them instead."""
     chart = attention_grid(random_trace(GERMAN[:6], ENGLISH[:5], layers=6, heads=8), "cross")

@@ -128,7 +128,6 @@ def test_spec_rebuilds_the_same_task():
 
 
 def test_toy_en_de_task_is_word_level_with_alignments():
-    pytest.importorskip("transformer.data.toy_en_de")
     task = make_task("toy-en-de", n_train=200, n_valid=20, seed=1)
     assert task.level == "word" and (len(task.train), len(task.valid)) == (200, 20)
     assert task.has_alignment and task.spec["name"] == "toy-en-de"

@@ -8,6 +8,8 @@ from transformer.data import make_task
 from transformer.model import TrainConfig, default_configs
 from transformer.train import NonFiniteLossError, Trainer, evaluate_model, lr_at
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 def tiny(task, **train):
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,

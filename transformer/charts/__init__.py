@@ -15,6 +15,7 @@ from .qr import qr_matrix, qr_png, qr_svg
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, replay_html
 from .slides import MIN_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, slide_pdf, slide_png, slide_svg
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
+from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
@@ -24,5 +25,5 @@ __all__ = ["agreement_chart", "alignment_table_chart", "attention_grid", "attent
            "MASKED_COLOR", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR",
            "qr_matrix", "qr_png", "qr_svg", "replay_html", "ReplayTooLargeError", "selected_panel",
            "SLIDE_HEIGHT", "slide_pdf", "slide_png", "slide_svg", "SLIDE_WIDTH", "source_strip",
-           "step_probability_chart", "STRIP_FONT_SIZE", "text_width", "timeline_frame", "topk_bars",
-           "training_curves", "visible_token"]
+           "STEP_PARAM", "step_probability_chart", "step_slider_chart", "STRIP_FONT_SIZE", "text_width",
+           "timeline_frame", "topk_bars", "training_curves", "visible_token"]

@@ -38,8 +38,8 @@ def load_shared_hf(name: str) -> tuple[Any, Any]:
 
 def hf_options() -> list[ModelOption]:
     """Folders of the models directory, then what this session loaded by name."""
-    folders = list_hf_folders(hf_models_root())
-    options = [ModelOption(f"{HF}:{p}", p.name, HF, p) for p in folders]
+    # a folder's id is its path inside the models directory, so a link names it and never a path of this machine
+    options = [ModelOption(f"{HF}:{p.name}", p.name, HF, p) for p in list_hf_folders(hf_models_root())]
     known = {o.id for o in options}
     for name in st.session_state.get(ADDED_KEY, []):
         if f"{HF}:{name}" not in known:
@@ -50,7 +50,7 @@ def hf_options() -> list[ModelOption]:
 def resolve_hf(option: ModelOption) -> ActiveModel:
     """The ActiveModel of a Hugging Face option; raises HFModelError."""
     name = option.id.split(":", 1)[1]
-    model, tokenizer = load_shared_hf(name)
+    model, tokenizer = load_shared_hf(str(option.path) if option.path is not None else name)
     prefix = st.session_state.get(PREFIX_KEY, "") or ""
     lm = HFSeq2Seq(model, tokenizer, option.name, prefix)
     return ActiveModel(option, f"{HF}:{name}:{prefix}", None, None, None, {"name": "huggingface"},

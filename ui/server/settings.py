@@ -10,7 +10,7 @@ APP_ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS_ENV = "ATTENTION_STUDIO_CHECKPOINTS"
 RUNS_ENV = "ATTENTION_STUDIO_RUNS"
 DEFAULT_ENV = "ATTENTION_STUDIO_DEFAULT"
-DEFAULT_ORDER = ("toy-en-de", "reverse", "sort")
+DEFAULT_ORDER = ("multi30k-en-de", "toy-en-de", "reverse", "sort")  # a newcomer types English: the real corpus first
 THREADS_ENV = "ATTENTION_STUDIO_TORCH_THREADS"
 HF_MODELS_ENV = "ATTENTION_STUDIO_HF_MODELS"
 

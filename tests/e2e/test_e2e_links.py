@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
-from bench.app_driver import (
-    CHROMIUM,
+from studio_browser import (
     charts_condition,
     choose,
     launch_chromium,
@@ -20,7 +17,6 @@ from bench.app_driver import (
     wait_rerun,
 )
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 TEXT = "abcdefg"
 
 

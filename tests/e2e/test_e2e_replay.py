@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_driver import CHROMIUM, launch_chromium
+from studio_browser import launch_chromium
 from transformer.charts import replay_html
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
-
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")]
 
 PAYLOAD = "abc</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 DRAWN = "n => document.body.dataset.drawnStep === String(n)"

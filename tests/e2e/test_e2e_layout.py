@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import pytest
-
-from bench.app_driver import (
-    CHROMIUM,
+from studio_browser import (
     charts_condition,
     launch_chromium,
     new_page,
@@ -19,7 +16,6 @@ from bench.app_driver import (
     wait_idle,
 )
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
 TEXT = "the old man sees a small dog"
 PAGES = [
     ("", {}, charts_condition("", 1)),

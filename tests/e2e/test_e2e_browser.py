@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_driver import (
-    CHROMIUM,
+from studio_browser import (
     IDLE_JS,
     VIEW_JS,
     choose,
@@ -18,19 +17,17 @@ from bench.app_driver import (
     page_errors,
     running_app,
     runs_finished,
+    view_from,
     wait_charts,
     wait_decode_step,
     wait_for,
     wait_idle,
     wait_rerun,
-    view_from,
 )
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
-
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CANDIDATES = ("abcdefg", "qwertyu", "hello", "mnopqrs", "zyxwv")
 STEPS_WALKED = 4
 TRAIN_FORM = {"train_max_steps": 40, "train_max_seconds": 120, "train_batch_size": 16, "train_n_train": 300,
@@ -46,31 +43,6 @@ def decoded(tiny_checkpoint_dir):
         if len(result.steps) > STEPS_WALKED:
             return result
     pytest.fail("the tiny checkpoint stops early on every candidate input")
-
-
-@pytest.fixture
-def server(tiny_checkpoint_dir, tmp_path):
-    """The app served by Streamlit on the tiny checkpoint with an empty runs directory; stopped after the test."""
-    with running_app(tiny_checkpoint_dir, tmp_path / "runs") as app:
-        yield app
-
-
-@pytest.fixture
-def page(server, request):
-    """A headless Chromium page on the app's home page."""
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            tab = new_page(browser)
-            tab.set_default_timeout(30_000)
-            tab.goto(server.url)
-            yield tab
-            _shot(tab, f"last_{request.node.name}")  # what the page showed when the test ended (passed or failed)
-        finally:
-            browser.close()
 
 
 def _shot(page, name: str) -> None:
