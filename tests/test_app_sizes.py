@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ONE_WORD = "dog"
 CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
            "parents watch.")
-PAGES = {"home": "home_text", "decode": "decode_text", "attention": "attention_text", "compare": "compare_text"}
+PAGES = {"home": "home_text", "decode": "decode_text", "attention": "attention_text", "compare": "compare_text",
+         "train": "train_probe"}  # the Train page reads text only as its probe sentence
 CHARTED = {"decode", "attention", "compare"}  # pages that draw attention for any input
 SHIPPED = ("multi30k-en-de", "toy-en-de", "reverse")
 
