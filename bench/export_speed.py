@@ -23,7 +23,7 @@ from transformer.charts import (
     source_strip,
     topk_bars,
 )
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.store import open_model
 
 TEXT = ("A man in a blue shirt and a woman in a red dress are riding their bikes down a busy street next to a large "
@@ -43,10 +43,10 @@ def median_time(fn: Callable[[], object], repeats: int = 3) -> float:
 
 def run() -> dict:
     lm = open_model("checkpoints/multi30k-en-de")
-    result = decode_greedy(lm, TEXT, max_steps=20)
+    result = greedy_decode(lm, TEXT, max_steps=20)
     trace, t = result.trace, 5
     page = replay_html(result, lm.name, "Weights of step 6,684 (last)")
-    decode_s = median_time(lambda: decode_greedy(lm, TEXT, max_steps=20))
+    decode_s = median_time(lambda: greedy_decode(lm, TEXT, max_steps=20))
     replay_s = median_time(lambda: replay_html(result, lm.name, "Weights of step 6,684 (last)"))
     out = {"steps": len(result.steps), "source_tokens": len(trace.source_tokens),
            "replay_bytes": len(page.encode("utf-8")), "replay_s": round(replay_s, 3),

@@ -36,7 +36,7 @@ def _page(name: str):
 
 def test_decode_compares_the_ablated_run_with_the_intact_one(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    intact = greedy_decode(model, st, tt, TEXT)
+    intact = greedy_decode(NativeSeq2Seq(model, st, tt), TEXT)
     lm = NativeSeq2Seq(model, st, tt)
     ablated = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in ALL_CROSS])
     at = _page("decode")
@@ -60,7 +60,7 @@ def _probability_chart(at):
 
 def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    out = output_ids(greedy_decode(model, st, tt, TEXT))
+    out = output_ids(greedy_decode(NativeSeq2Seq(model, st, tt), TEXT))
     at = _page("decode")
     assert not [c for c in charts(at) if c["title"].startswith("Source tokens shaded by their")], \
         "attribution drawn before its expander was opened"
@@ -78,7 +78,7 @@ def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_
 
 def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    result = greedy_decode(model, st, tt, TEXT)
+    result = greedy_decode(NativeSeq2Seq(model, st, tt), TEXT)
     out = output_ids(result)
     at = _page("attention")
     at.button(key="attention_sweep_run").click().run()

@@ -22,7 +22,7 @@ from app_session import (
 from tests.fake_hub import use_fake_hub
 from tests.hf_tiny_models import build
 from transformer.analysis import ablated_decode, attribute_step, output_ids, parse_head, sweep_heads
-from transformer.decode import KIND_TITLES, decode_greedy
+from transformer.decode import KIND_TITLES, greedy_decode
 from transformer.model import HFSeq2Seq
 from ui.models import MODEL_KEY
 from ui.views import md_token
@@ -57,7 +57,7 @@ def _open(page: str, hf_root, text_key: str):
 
 
 def test_decode_page_steps_through_an_hf_model(hf_env):
-    expected = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
+    expected = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
     at = _open("decode", hf_env, "decode_text")
     n = len(expected.steps)
     start = md_token(expected.trace.decoder_input_tokens[0])
@@ -67,7 +67,7 @@ def test_decode_page_steps_through_an_hf_model(hf_env):
 
 
 def test_attention_page_shows_the_cross_attention_of_an_hf_model(hf_env):
-    trace = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
+    trace = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
     at = _open("attention", hf_env, "attention_text")
     at.radio(key="attention_kind").set_value("cross").run()
     chart = chart_titled(at, f"{KIND_TITLES['cross']} · layer 2 · mean of {trace.n_heads} heads")
@@ -115,7 +115,7 @@ def test_unknown_pieces_of_an_hf_model_are_named_without_a_word_list(hf_env):
 
 def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
     lm = HFSeq2Seq.load(str(hf_env / "tiny-marian"))
-    intact = decode_greedy(lm, TEXT)
+    intact = greedy_decode(lm, TEXT)
     ablated = ablated_decode(lm, TEXT, [parse_head("cross:L2H1", lm), parse_head("enc:L1H2", lm)])
     at = _open("decode", hf_env, "decode_text")
     at.multiselect(key="decode_ablate").set_value(["cross:L2H1", "enc:L1H2"]).run()
@@ -150,7 +150,7 @@ def test_loading_and_decoding_an_hf_model_show_a_spinner_naming_it(hf_env, monke
 
 def test_chart_and_trace_downloads_of_an_hf_model_hold_its_own_tokens(hf_env, monkeypatch):
     downloads = capture_downloads(monkeypatch)
-    trace = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
+    trace = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
     at = _open("attention", hf_env, "attention_text")
     at.radio(key="attention_kind").set_value("cross").run()
     assert_no_exception(at)
@@ -175,7 +175,7 @@ def test_a_hub_id_typed_in_the_sidebar_loads_and_decodes(hf_env, tmp_path, monke
     at.switch_page("pages/decode.py").run()
     at.text_input(key="decode_text").input(TEXT).run()
     assert_no_exception(at)
-    expected = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
+    expected = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
     assert at.subheader[0].value.startswith(f"Step 1 of {len(expected.steps)}: ")
 
 

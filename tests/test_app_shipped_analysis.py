@@ -1,4 +1,4 @@
-"""AppTest on every shipped checkpoint: head ablation and attribution render on Decode and Attention (issue 14).
+"""AppTest on every shipped checkpoint: head ablation and attribution render on Decode and Attention.
 
 Each shipped model (checkpoints/*) is opened by its link, one head is switched off on Decode (the ablated run beside
 the intact one) and the attribution strip of the first step is drawn; on Attention a head is switched off and the

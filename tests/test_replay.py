@@ -108,11 +108,11 @@ def test_cli_refuses_a_replay_over_the_step_limit(tiny_checkpoint_dir, tmp_path,
 @pytest.mark.slow
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason="the shipped Multi30k checkpoint is not here")
 def test_a_20_token_multi30k_replay_fits_in_2_mb():
-    from transformer.decode import decode_greedy
+    from transformer.decode import greedy_decode
     from transformer.store import open_model
 
     lm = open_model(str(MULTI30K))
-    result = decode_greedy(lm, "A man in a blue shirt and a woman in a red dress are riding their bikes down a "
+    result = greedy_decode(lm, "A man in a blue shirt and a woman in a red dress are riding their bikes down a "
                                "busy street next to a large old building.", max_steps=20)
     assert len(result.steps) == 20
     page = replay_html(result, lm.name, "Weights of step 6,684 (last)")

@@ -1,4 +1,4 @@
-"""End to end in a real browser: a click on a head's panel in the all-heads grid switches that head off (issue 14).
+"""End to end in a real browser: a click on a head's panel in the all-heads grid switches that head off.
 
 AppTest cannot click inside a Vega chart, so this is the one test of the click itself: headless Chromium clicks a
 panel of the Attention page's model view and of the Decode page's grid, and the ablated run appears beside the intact
@@ -84,7 +84,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
 def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(tmp_path):
-    """Issue 14's "done when": both features on every shipped model in a real browser. Each model is opened by its
+    """Head ablation and attribution on every shipped model in a real browser. Each model is opened by its
     link on Decode; a click on its layer-1 grid's head 1 switches that head off, and the attribution strip of step 1
     is drawn once its expander is opened."""
     from playwright.sync_api import sync_playwright

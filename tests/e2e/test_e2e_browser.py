@@ -24,7 +24,7 @@ from studio_browser import (
     wait_idle,
     wait_rerun,
 )
-from transformer.decode import greedy_decode
+from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.store import load_checkpoint
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -39,7 +39,7 @@ def decoded(tiny_checkpoint_dir):
     """An input whose greedy output has enough steps to walk through, with what the model says at each step."""
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     for text in CANDIDATES:
-        result = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text)
+        result = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
         if len(result.steps) > STEPS_WALKED:
             return result
     pytest.fail("the tiny checkpoint stops early on every candidate input")
@@ -215,17 +215,17 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
 
 
 def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoint_dir, tmp_path):
-    """Issue 10: pick a tiny Marian folder of the models directory, walk two steps of its greedy decode. Every wait
+    """Pick a tiny Marian folder of the models directory, walk two steps of its greedy decode. Every wait
     is for what the page shows (the card, the step heading, a chart with the typed text's pieces), never for idle."""
     from playwright.sync_api import sync_playwright
 
     from tests.hf_tiny_models import build
-    from transformer.decode import decode_greedy
+    from transformer.decode import greedy_decode
     from transformer.model import HFSeq2Seq
 
     folder = build("marian", tmp_path / "hf" / "tiny-marian")
     text = "the red bird eats the fish"
-    expected = decode_greedy(HFSeq2Seq.load(str(folder)), text)
+    expected = greedy_decode(HFSeq2Seq.load(str(folder)), text)
     n = len(expected.steps)
     env = {"ATTENTION_STUDIO_HF_MODELS": str(folder.parent)}
     with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app, sync_playwright() as pw:

@@ -1,4 +1,4 @@
-"""In a real browser at 1400x1000 (what a newcomer tried, issue 12): every chart fits its column, the per-head
+"""In a real browser at 1400x1000 (the window a newcomer first tried): every chart fits its column, the per-head
 statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
 text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons."""
 from __future__ import annotations

@@ -6,8 +6,6 @@ from .greedy import (
                      DecodeResult,
                      InputError,
                      Step,
-                     decode_greedy,
-                     decode_teacher_forced,
                      encode_source,
                      greedy_decode,
                      read_source,
@@ -19,6 +17,6 @@ from .words import merge_words, word_groups
 from .trace import KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
 __all__ = ["AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
-           "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts", "decode_greedy",
-           "decode_teacher_forced", "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
+           "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts",
+           "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
            "head_label", "read_source", "score_parallel", "teacher_forced", "merge_words", "word_groups"]

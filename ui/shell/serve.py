@@ -54,7 +54,7 @@ def warm_up() -> float:
             path = shipped[name]
             ckpt = models.load_shared_checkpoint(str(path), models.checkpoint_stamp(path))
             source = next((e["source"] for e in ckpt.metrics.get("examples") or [] if isinstance(e, dict)), "abc")
-            decode.greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, str(source))
+            decode.greedy_decode(decode.NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), str(source))
     except Exception as exc:  # noqa: BLE001 - the app shows what is wrong with a checkpoint; this is only a head start
         print(f"warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     return time.perf_counter() - began

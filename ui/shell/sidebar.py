@@ -88,13 +88,12 @@ def _model_card(active: ActiveModel) -> None:
 
 
 def _training_status() -> None:
-    """'Training: step N' on every page; keeps the job alive with heartbeats while the session is open."""
+    """'Training: step N' on every page."""
     run = live_run()
     if run is None:
         return
     snap = run.job.snapshot(history_tail=1)
     if snap.active:
-        run.job.heartbeat()
         if snap.status == "waiting":
             st.warning("Training: waiting for a free training slot…", icon=":material/hourglass_top:")
         else:

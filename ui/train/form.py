@@ -13,6 +13,7 @@ from transformer.data import (
     MIN_SUBWORD_VOCAB,
     DataError,
     Task,
+    TaskSpec,
     make_task,
     parse_pairs_text,
     read_aligned_files,
@@ -219,7 +220,7 @@ def tokenizer_widgets(disabled: bool = False) -> None:
 
 
 def corpus_tokenizer_options() -> dict[str, Any]:
-    """make_task's tokenizer arguments from the widgets (word vocabularies are always separate)."""
+    """TaskSpec's tokenizer fields from the widgets (word vocabularies are always separate)."""
     state = VOCAB_DEFAULTS | {k: st.session_state[k] for k in VOCAB_DEFAULTS if k in st.session_state}
     kind = state["train_tokenizer"]
     if kind == "word":
@@ -232,11 +233,11 @@ def build_task() -> Task:
     state = st.session_state
     task, seed = state["train_task"], int(state["train_seed"])
     if task == "corpus":
-        return make_task("corpus", text=corpus_text(), seed=seed, **corpus_tokenizer_options())
+        return make_task(TaskSpec(name="corpus", text=corpus_text(), seed=seed, **corpus_tokenizer_options()))
     n_train = int(state["train_n_train"])
     if n_train > LIMITS.max_n_train:
         raise ConfigError(f"At most {LIMITS.max_n_train:,} training examples in the app.")
-    return make_task(task, seed=seed, n_train=n_train, n_valid=200)
+    return make_task(TaskSpec(name=task, seed=seed, n_train=n_train, n_valid=200))
 
 
 def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:

@@ -1,4 +1,4 @@
-"""Training jobs of the app's runs: server-owned (no heartbeat needed), ~20 probe frames, autosaved as they go."""
+"""Training jobs of the app's runs: server-owned, ~20 probe frames, autosaved as they go."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +13,7 @@ def new_job(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
             processes: int = 1) -> TrainingJob:
     """A job that trains to its budget whether or not any browser session still watches it."""
     return TrainingJob(trainer, max_steps=target_steps, max_seconds=max_seconds, probe=probe or None,
-                       probe_every=probe_every, idle_timeout_s=None, threads=training_threads(), processes=processes,
+                       probe_every=probe_every, threads=training_threads(), processes=processes,
                        probe_frames=TIMELINE_FRAMES, autosave_every_s=AUTOSAVE_EVERY_S)
 
 

@@ -87,8 +87,6 @@ def live_panel() -> None:
     if run is None:
         return
     snap = run.job.snapshot()
-    if snap.active:
-        run.job.heartbeat()
     if run_just_ended(snap.active):
         st.rerun(scope="app")  # the run ended: the form, the buttons and the sidebar change
     _status_line(run, snap)

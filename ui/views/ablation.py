@@ -25,7 +25,7 @@ from transformer.charts import (
     source_strip,
     step_probability_chart,
 )
-from transformer.decode import KIND_TITLES, DecodeResult, InputError, decode_greedy, decode_teacher_forced
+from transformer.decode import KIND_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
 from .decode_state import RERUN_APP_KEY
@@ -48,8 +48,8 @@ def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | N
     lm = _active.decoder
     mask = head_mask(lm, [parse_head(label, lm) for label in labels])
     if reference is None:
-        return decode_greedy(lm, text, top_k=top_k, head_mask=mask)
-    return decode_teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
+        return greedy_decode(lm, text, top_k=top_k, head_mask=mask)
+    return teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
 
 
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:

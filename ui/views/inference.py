@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
-from transformer.decode import DecodeResult, InputError, decode_greedy, decode_teacher_forced
+from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
 from .vocabulary_hint import show_vocabulary_hint
@@ -22,12 +22,12 @@ FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
-    return decode_greedy(_active.decoder, text, top_k=top_k, forced=forced)
+    return greedy_decode(_active.decoder, text, top_k=top_k, forced=forced)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
-    return decode_teacher_forced(_active.decoder, text, reference, top_k=top_k)
+    return teacher_forced(_active.decoder, text, reference, top_k=top_k)
 
 
 def decoding_message(active: ActiveModel) -> str:

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.charts import visible_token as visible
+from transformer import decode
 from transformer.decode import KIND_TITLES, MEAN_HEAD
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
@@ -110,8 +111,8 @@ def show_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, **
 
 
 def head_label(head: int | None) -> str:
-    """'Mean of heads' or 'Head k' (1-based); None or -1 is the mean."""
-    return "Mean of heads" if head is None or head == MEAN_HEAD else f"Head {head + 1}"
+    """The library's head label spelled out: 'Mean of heads' or 'Head k' (1-based); None or -1 is the mean."""
+    return decode.head_label(head, spelled=True)
 
 
 def layer_picker(label: str, n_layers: int, key: str) -> int:
