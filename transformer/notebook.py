@@ -25,7 +25,7 @@ import altair as alt
 import pandas as pd
 
 from .charts import ChartTooLargeError, attention_grid, attention_heatmap, step_slider_chart
-from .decode import KINDS, AttentionTrace, DecodeResult, InputError, decode_greedy
+from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
 from .model import DEFAULT_MAX_PARAMS, HFModelError, InspectableSeq2Seq
 from .store import CheckpointError, open_model
 
@@ -73,7 +73,7 @@ def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = N
 
     Raises CheckpointError, HFModelError or InputError.
     """
-    return decode_greedy(load(model), text, top_k=top_k, max_steps=max_steps)
+    return greedy_decode(load(model), text, top_k=top_k, max_steps=max_steps)
 
 
 @_one_line_errors
