@@ -3,14 +3,20 @@ from .config import (MAX_STEPS, PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig
                      default_configs)
 from .encoder_decoder import (MultiHeadAttention, Seq2SeqTransformer, attention, attention_weights, dropout,
                               sinusoidal_positions)
+from .hf_auto import HF_ADAPTERS, load_hf_model
+from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
+from .families import (ALL_KINDS, ALL_TITLES, DECODER_ONLY, ENCODER_DECODER, FAMILIES, SOURCE, TARGET, ModelFamily,
+                       family_of, family_with_kinds)
 from .interface import InspectableSeq2Seq, SourceText
 from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
-__all__ = ["DEFAULT_MAX_PARAMS", "HFModelError", "HFSeq2Seq", "heads_off", "load_pretrained", "model_lock",
+__all__ = ["ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE", "TARGET", "ModelFamily",
+           "family_of", "family_with_kinds", "HF_ADAPTERS", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
+           "causal_attention_outputs", "DEFAULT_MAX_PARAMS", "HFModelError", "HFSeq2Seq", "heads_off", "load_pretrained", "model_lock",
            "AttentionMaps", "EncoderOutput", "ForwardOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",
            "ConfigError", "HeadMask", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer",
            "TASK_DEFAULTS", "TrainConfig", "attention", "check_int", "attention_weights", "default_configs", "dropout", "eval_mode",
