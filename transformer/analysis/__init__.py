@@ -26,10 +26,13 @@ from .attribution import (
 )
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .head_report import HeadReport, agreement_frames, head_report
+from .detectors import INDUCTION_LENGTH, Detection, detect_heads, induction_scores, previous_token_scores
+from .groups import group_head_label, group_mean, group_members, group_of, grouped, n_groups
 from .heads import head_stats
 from .scores import corpus_scores
 
-__all__ = ["AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
+__all__ = ["Detection", "INDUCTION_LENGTH", "detect_heads", "induction_scores", "previous_token_scores",
+           "group_head_label", "group_mean", "group_members", "group_of", "grouped", "n_groups", "AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
            "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_frames",
            "agreement_summary",
            "alignment_scores", "all_heads", "attention_difference", "attribute_step", "attribute_steps",

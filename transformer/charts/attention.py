@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label
+from ..decode import ALL_TITLES as KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label  # every family's kinds
 from .style import (
     AUTOSIZE,
     BLUES,

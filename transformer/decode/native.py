@@ -35,6 +35,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
                  name: str = "checkpoint") -> None:
         self.model, self.src_tokenizer, self.tgt_tokenizer, self.name = model, src_tokenizer, tgt_tokenizer, name
         self.max_source_len = self.max_target_len = model.cfg.max_len
+        self.vocab_size = tgt_tokenizer.vocab_size
 
     def tokenize_source(self, text: str) -> SourceText:
         ids = self.src_tokenizer.encode(text)

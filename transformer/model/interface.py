@@ -42,6 +42,7 @@ class InspectableSeq2Seq(ABC):
     unemittable_ids: frozenset[int]  # never chosen, never in top-k, cannot be forced
     max_source_len: int  # source ids, specials included
     max_target_len: int  # decoder positions, start included
+    vocab_size: int  # output ids
 
     # -- tokens ----------------------------------------------------------------------------------------------
     @abstractmethod
