@@ -21,7 +21,8 @@ from .analysis import HeadError, corpus_scores, head_mask
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
 from .cli_heads import parse_ablate
 from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
-from .decode import InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, score_parallel
+from .decode import (InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, perplexity,
+                     score_parallel)
 from .model import ConfigError, HFModelError, TrainConfig, default_configs
 from .store import (
     CheckpointError,
@@ -290,11 +291,16 @@ def _check_corpus_files(spec: dict, folder: str) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
+    if args.text_file:
+        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+        lines = read_text_lines(args.text_file, args.n)
+        print(json.dumps(finite_json({"model": args.dir, "text_file": args.text_file, **perplexity(lm, lines)})))
+        return 0
     if args.data:
         pairs = read_aligned_files(*args.data, max_pairs=args.n)
         if not pairs:
             raise UsageError(f"{args.data[0]} and {args.data[1]} hold no sentence pairs")
-        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
         scores = score_parallel(lm, [s for s, _ in pairs], [t for _, t in pairs])
         print(json.dumps(finite_json({"model": args.dir, "data": list(args.data), **scores})))
         return 0
@@ -318,7 +324,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if args.reference is not None:
         result = decode_teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
@@ -348,6 +354,20 @@ def cmd_decode(args: argparse.Namespace) -> int:
         return 0
     print(result.output_text)
     return 0
+
+
+def read_text_lines(path: str, n: int | None) -> list[str]:
+    """The non-empty lines of a text file (.gz read as gzip), at most `n`."""
+    import gzip
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+        raise UsageError(f"{path} is not UTF-8 text ({exc})") from None
+    if not lines:
+        raise UsageError(f"{path} has no text")
+    return lines[:n] if n else lines
 
 
 def printable(token: str) -> str:

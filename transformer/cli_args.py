@@ -99,6 +99,8 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    "'translate English to German: ')")
     p.add_argument("--max-params", type=_positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help=f"refuse Hugging Face models above N parameters (default {DEFAULT_MAX_PARAMS:,})")
+    p.add_argument("--chat", action="store_true",
+                   help="decoder-only models: format each input with the tokenizer's chat template")
 
 
 def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
@@ -116,6 +118,8 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     ev.add_argument("--beam", type=_positive_int, default=1, metavar="N", help="beam width for BLEU/chrF (1: greedy)")
     ev.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
     ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
+    ev.add_argument("--text-file", metavar="PATH", help="decoder-only models: perplexity on this text, one "
+                    "line at a time (.gz ok)")
     _add_model_arguments(ev)
     ev.set_defaults(func=runners["eval"])
     dec = commands.add_parser("decode", help="greedy-decode one input and print the output")

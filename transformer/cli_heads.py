@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis import HeadError, evaluate_alignment, head_report, parse_head, summarize
+from .analysis import Detection, HeadError, detect_heads, evaluate_alignment, head_report, parse_head, summarize
 from .analysis.head_report import average_agreement, average_drops, report_dict
 from .decode import InputError, NativeSeq2Seq
 from .model import DEFAULT_MAX_PARAMS
@@ -35,6 +35,8 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help="refuse Hugging Face models with more parameters")
+    p.add_argument("--chat", action="store_true",
+                   help="decoder-only models: format each input with the tokenizer's chat template")
     p.set_defaults(func=cmd_heads)
 
 
@@ -58,7 +60,7 @@ def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
 
 def cmd_heads(args: argparse.Namespace) -> int:
     """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     texts, source = _inputs(args, lm)
     start = time.perf_counter()
     reports, skipped = [], []
@@ -76,7 +78,8 @@ def cmd_heads(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"checkpoint": str(args.dir), "model": lm.name, "inputs": len(reports), "skipped": skipped,
                            **({"text": texts[0], "output": reports[0].result.output_text,
                                "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
-                           **report_dict(drops, agreement), "seconds": round(time.perf_counter() - start, 3)}
+                           **report_dict(drops, agreement), "detectors": detectors_dict(detect_heads(lm)),
+                           "seconds": round(time.perf_counter() - start, 3)}
     if source == "valid":
         task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
         aligned = evaluate_alignment(lm.model, task.valid[: args.valid], lm.src_tokenizer, lm.tgt_tokenizer)
@@ -96,9 +99,24 @@ def cmd_heads(args: argparse.Namespace) -> int:
             best = out["agreement"]["decoder_self"]["best"]
             print(f"decoder self-attention agrees best with the attribution to the decoder inputs at "
                   f"{best['best_head']}: Spearman {best['spearman']:.3f}, top-1 match {best['top1']:.3f}")
+    for name in ("previous_token", "induction"):
+        best = out["detectors"]["best"][name]
+        print(f"strongest {name.replace('_', '-')} head: {best['label']} (score {best['score']:.3f})")
     if skipped:
         print(f"warning: {len(skipped)} input(s) skipped (cannot be decoded)", file=sys.stderr)
     return 0
+
+
+def detectors_dict(found: Detection) -> dict[str, Any]:
+    """The `detectors` block of `heads`: previous-token and induction score per head of the causal self-attention."""
+    code = "self" if found.kind == "self" else "dec"
+    heads = found.frame[found.frame["head"] >= 0]
+    rows = [{"label": f"{code}:{r.label}", "previous_token": round(float(r.previous_token), 4),
+             "induction": round(float(r.induction), 4)} for r in heads.itertuples()]
+    best = {name: {"label": f"{code}:{heads.loc[heads[name].idxmax(), 'label']}",
+                   "score": round(float(heads[name].max()), 4)} for name in ("previous_token", "induction")}
+    return {"kind": found.kind, "induction_sequence": "random tokens repeated twice, "
+            f"{(len(found.tokens) - 1) // 2} per copy", "heads": rows, "best": best}
 
 
 def parse_ablate(values: list[str] | None, lm: Any) -> list:

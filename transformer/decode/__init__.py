@@ -14,6 +14,7 @@ from .greedy import (
                      teacher_forced,
 )
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, eval_mode, greedy_batch
+from .perplexity import perplexity
 from .scoring import score_parallel
 from .words import merge_words, word_groups
 from .trace_json import TraceFormatError, load_trace_json, result_from_dict
@@ -22,4 +23,4 @@ from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, he
 __all__ = ["ALL_TITLES", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
            "MEAN_HEAD", "NativeSeq2Seq", "TraceFormatError", "load_trace_json", "result_from_dict", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts", "decode_greedy",
            "decode_teacher_forced", "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
-           "head_label", "read_source", "score_parallel", "teacher_forced", "merge_words", "word_groups"]
+           "head_label", "read_source", "perplexity", "score_parallel", "teacher_forced", "merge_words", "word_groups"]
