@@ -6,7 +6,8 @@ from typing import Callable, Mapping
 
 from .cli_heads import add_heads_parser
 from .data import TASK_NAMES
-from .model import DEFAULT_MAX_PARAMS, PRESETS
+from .model import ARCHITECTURE_NAMES, DEFAULT_MAX_PARAMS, PRESETS
+
 from .train import (
     DEVICES,
     KEEP_BEST,
@@ -15,7 +16,7 @@ from .train import (
 
 MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
                "dec_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "norm": "norm",
-               "max_len": "max_len"}
+               "max_len": "max_len", "architecture": "architecture"}
 TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
                "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
                "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision"}
@@ -79,6 +80,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
         sizes.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
                            help=f"ModelConfig.{MODEL_FLAGS[flag.replace('-', '_')]}")
     sizes.add_argument("--norm", choices=("pre", "post"))
+    sizes.add_argument("--architecture", choices=ARCHITECTURE_NAMES,
+                       help="encoder-decoder (default) or decoder-only: one causal stack of --dec-layers blocks "
+                       "over source, separator and target (a prefix LM; loss on the target part)")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int)):

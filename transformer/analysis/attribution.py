@@ -114,8 +114,7 @@ def _scorer(lm: InspectableSeq2Seq) -> Scorer:
 def _embeddings(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, ...]:
     """The token embeddings the model's own modules give the ids (no gradient): source and target, or target only."""
     with torch.no_grad():
-        return tuple(lm.network.get_submodule(path)(ids).detach()
-                     for path, ids in zip(lm.embedding_paths(), (src, tgt_in)) if path)
+        return tuple(e.detach() for e in lm.token_embeddings(src, tgt_in))
 
 
 def _batch(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequence[int]

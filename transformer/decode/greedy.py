@@ -160,7 +160,8 @@ def decode_greedy(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
             if t + 1 < n_max:
                 inputs.append(token)
     first = len(start) - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the trace's first row
-    dec_tokens = lm.ids_to_tokens(inputs[first: len(start) - 1 + len(steps)])
+    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(inputs[len(start):])]
+    dec_tokens = labels[first: len(start) - 1 + len(steps)]
     maps = AttentionMaps.from_steps(encoded.encoder_self, outputs, lm.family)
     trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, lm.family, lm.head_groups(),
                                      len(start) - 1 - first)
@@ -190,7 +191,8 @@ def decode_teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, 
     # model's at the prompt's first token
     first = 0 if lm.family.prompt_in_decoder else offset
     maps = maps.rows_from(first, lm.family)
-    trace = AttentionTrace.from_maps(source.tokens, lm.ids_to_tokens(inputs[first:]), maps, lm.family,
+    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(ref)]
+    trace = AttentionTrace.from_maps(source.tokens, labels[first:], maps, lm.family,
                                      lm.head_groups(), offset - first)
     finished = bool(steps) and steps[-1].token_id in lm.end_ids
     text_out = lm.detokenize([s.token_id for s in steps])

@@ -23,7 +23,14 @@ def ban(logits: Tensor, ids: Sequence[int]) -> Tensor:
 
 
 class NativeSeq2Seq(InspectableSeq2Seq):
-    """A model trained here, with its source and target tokenizers."""
+    """A model trained here, with its source and target tokenizers (a decoder-only one comes back as
+    `NativeDecoderOnly`, as an Auto class picks the class for a config)."""
+
+    def __new__(cls, model: nn.Module, *args: Any, **kwargs: Any) -> "NativeSeq2Seq":
+        if cls is NativeSeq2Seq and getattr(model.cfg, "architecture", "encoder-decoder") == "decoder-only":
+            from .native_causal import NativeDecoderOnly
+            cls = NativeDecoderOnly
+        return super().__new__(cls)
 
     source = "checkpoint"
     start_ids = (START_ID,)
@@ -106,7 +113,7 @@ def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list
         token = torch.full((b, 1), START_ID, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         out = []
-        for _ in range(min(max_steps, model.cfg.max_len)):
+        for _ in range(min(max_steps, model.max_new_tokens(src.size(1)))):
             logits = ban(model.decode_step(token, cache, mask).logits, UNEMITTABLE)
             token = logits.argmax(-1, keepdim=True)  # (B, 1)
             out.append(token[:, 0])

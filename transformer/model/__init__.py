@@ -1,6 +1,8 @@
 """The model stage: validated configs, our encoder-decoder (`nn.Module`s only) and the optimizer it trains with."""
-from .config import (MAX_STEPS, PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, check_int,
+from .config import (ARCHITECTURE_NAMES, MAX_STEPS, PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, check_int,
                      default_configs)
+from .architectures import ARCHITECTURES, build_model, family_of_model
+from .decoder_only import DecoderOnlyTransformer, PrefixCache
 from .encoder_decoder import (MultiHeadAttention, Seq2SeqTransformer, attention, attention_weights, dropout,
                               sinusoidal_positions)
 from .hf_auto import HF_ADAPTERS, load_hf_model
@@ -14,7 +16,8 @@ from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
-__all__ = ["ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE", "TARGET", "ModelFamily",
+__all__ = ["ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer", "PrefixCache",
+           "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE", "TARGET", "ModelFamily",
            "family_of", "family_with_kinds", "HF_ADAPTERS", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
            "causal_attention_outputs", "DEFAULT_MAX_PARAMS", "HFModelError", "HFSeq2Seq", "heads_off", "load_pretrained", "model_lock",
            "AttentionMaps", "EncoderOutput", "ForwardOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",

@@ -82,6 +82,10 @@ class InspectableSeq2Seq(ABC):
         """The decoder inputs before the first output: the start ids (the prompt's ids for a decoder-only model)."""
         return list(self.start_ids)
 
+    def prefix_tokens(self, source: SourceText) -> list[str]:
+        """The pieces of `decoder_prefix(source)` (a prompt's own pieces, whichever vocabulary they come from)."""
+        return self.ids_to_tokens(self.decoder_prefix(source))
+
     def head_groups(self) -> dict[str, tuple[int, ...]]:
         """Per kind, the key/value group of each query head (grouped-query attention); by default each head its own."""
         return {kind: tuple(range(heads)) for kind, (_, heads) in self.head_counts().items()}
@@ -138,6 +142,12 @@ class InspectableSeq2Seq(ABC):
     def embedding_paths(self) -> tuple[str, str]:
         """Dotted paths in `network` of the source and the target token-embedding modules (the ids -> vectors
         lookups before positions are added), where attribution substitutes its own embeddings on a view."""
+
+    def token_embeddings(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, ...]:
+        """What the modules at `embedding_paths` return for these ids: (source, target), or one tensor for a model
+        whose source path is "" (its one embedding reads the whole sequence `tgt`)."""
+        return tuple(self.network.get_submodule(path)(ids) for path, ids in zip(self.embedding_paths(), (src, tgt))
+                     if path)
 
     @abstractmethod
     def differentiable(self) -> AbstractContextManager[None]:

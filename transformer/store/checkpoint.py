@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..data import Task, Tokenizer, task_from_spec
-from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig
+from ..model import ARCHITECTURES, ModelConfig, Seq2SeqTransformer, TrainConfig, build_model
 from .atomic import fsync_path, replace_directory, write_durably
 from .checkpoint_format import (
     CONFIG,
@@ -106,7 +106,8 @@ def _write_checkpoint_files(ckpt: Checkpoint, folder: Path, half: bool = False) 
               "weights": ckpt.weights}
     weights = ckpt.model.state_dict()
     if ckpt.model_config.tie_embeddings:  # one copy of the shared matrix on disk
-        weights = {k: v for k, v in weights.items() if k not in Seq2SeqTransformer.TIED_WEIGHTS}
+        tied = ARCHITECTURES[ckpt.model_config.architecture].TIED_WEIGHTS
+        weights = {k: v for k, v in weights.items() if k not in tied}
     if half:
         weights = {k: v.half() for k, v in weights.items()}
     write_tensors(folder / MODEL, weights)
@@ -177,14 +178,15 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpo
     src_tok = read_tokenizer(folder / SRC_TOKENIZER, kinds.get("src"), model_cfg.src_vocab_size)
     tgt_tok = read_tokenizer(folder / TGT_TOKENIZER, kinds.get("tgt"), model_cfg.tgt_vocab_size)
     history, evals = read_history(folder / HISTORY)
+    architecture = ARCHITECTURES[model_cfg.architecture]  # a config without the field: an encoder-decoder
     with torch.device("meta"):  # shapes only: a huge config costs nothing until the file backs it up
-        expected = {k: tuple(v.shape) for k, v in Seq2SeqTransformer(model_cfg).state_dict().items()}
+        expected = {k: tuple(v.shape) for k, v in architecture(model_cfg).state_dict().items()}
     if model_cfg.tie_embeddings:
-        expected = {k: v for k, v in expected.items() if k not in Seq2SeqTransformer.TIED_WEIGHTS}
+        expected = {k: v for k, v in expected.items() if k not in architecture.TIED_WEIGHTS}
     weights = read_tensors(folder / MODEL, expected, "the model in config.json")
     if model_cfg.tie_embeddings:
-        weights.update({k: weights["src_embed.weight"] for k in Seq2SeqTransformer.TIED_WEIGHTS})
-    model = Seq2SeqTransformer(model_cfg)
+        weights.update({k: weights[architecture.TIED_SOURCE] for k in architecture.TIED_WEIGHTS})
+    model = build_model(model_cfg)
     model.load_state_dict(weights)  # copies into the fp32 parameters (fp16 files are upcast)
     model.eval()
     optimizer_state = read_optimizer(folder, model, config["train_config"]) if load_optimizer else None

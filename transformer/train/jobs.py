@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from ..decode import AttentionTrace
-from ..model import Seq2SeqTransformer
+from ..model import Seq2SeqTransformer, build_model
 from .job_slots import MAX_CONCURRENT_JOBS, training_slots
 from .job_worker import Order, receive, send
 from .trainer import Trainer
@@ -236,7 +236,7 @@ class TrainingJob:
             self._published.step, self._published.at = step, time.time()
 
     def _publish_weights(self, state_dict: dict, step: int) -> None:
-        model = Seq2SeqTransformer(self.trainer.model_cfg)
+        model = build_model(self.trainer.model_cfg)
         model.load_state_dict(state_dict)
         self._publish_model(model, step)
 
