@@ -1,21 +1,32 @@
 # The two commands: `make run` (the app on a shipped demo model) and `make test` (the whole test suite).
+# `make test-fast`: everything but the browser tests and the ones that train or start servers (the edit loop);
+# `make desktop` opens the same app in its own window.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench checkpoints clean
+.PHONY: run desktop test test-fast bench checkpoints clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-desktop.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m ui.serve --server.port 8501
+	$(PY) -m ui.shell.serve --server.port 8501
+
+# The studio in a native window (pywebview + Qt); Qt's Debian libraries are installed first where a display exists
+# (without one, desktop.py says so in one line and exits 1).
+desktop: $(STAMP)
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then bash scripts/desktop-deps.sh; fi
+	@$(PY) desktop.py
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" -q
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -2,9 +2,9 @@
 
 `streamlit run app.py` first imports this file to look for an ASGI app: it finds `app`, an `st.App` whose start-up
 turns Nagle's algorithm off on the server's connections and imports the pages' libraries and loads the default model
-before the server answers (`ui.serve`), and whose middleware has the browser fetch the chart and widget code every
-page needs while the page starts (`ui.preload`) and serves Streamlit's own static files from memory, gzip'd
-(`ui.static_cache`).
+before the server answers (`ui.shell.serve`), and whose middleware has the browser fetch the chart and widget code every
+page needs while the page starts (`ui.server.preload`) and serves Streamlit's own static files from memory, gzip'd
+(`ui.server.static_cache`).
 Every browser session then runs this file as the page script, where `__name__` is "__main__".
 """
 import streamlit as st
@@ -12,18 +12,15 @@ import streamlit as st
 if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find the app
     from starlette.middleware import Middleware
 
-    from ui.preload import PreloadChunks
-    from ui.serve import warm_up_lifespan
-    from ui.static_cache import StaticFromMemory
+    from ui.server import PreloadChunks, StaticFromMemory
+    from ui.shell import warm_up_lifespan
 
     app = st.App(__file__, lifespan=warm_up_lifespan,
                  middleware=[Middleware(PreloadChunks), Middleware(StaticFromMemory)])
 else:
-    from ui.presenter import apply_presenter, presenter_switch
-    from ui.settings import configure_charts, configure_torch
-    from ui.sidebar import render_sidebar
-    from ui.theme import apply_theme
-    from ui.url_state import page_name, restore, run_page, share_control, show_notes
+    from ui.links import apply_presenter, page_name, presenter_switch, restore, run_page, share_control, show_notes
+    from ui.server import configure_charts, configure_torch
+    from ui.shell import apply_theme, render_sidebar
 
     st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
     configure_torch()

@@ -9,18 +9,17 @@ sentencepiece tokenizer trained on generated text (tests/hf_tiny_models.py), on 
 from __future__ import annotations
 
 import json
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
 
-import sys
-import tempfile
-from pathlib import Path
-
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
-from transformer.data import make_task
-from transformer.decode import NativeSeq2Seq, decode_greedy
+from transformer.data import TaskSpec, make_task
+from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.model import HFSeq2Seq, InspectableSeq2Seq, Seq2SeqTransformer, default_configs
 
 TEXT = "thequickbrownfoxjump"  # 20 characters: 21 source tokens with </s>, 20 output steps
@@ -43,7 +42,7 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
 
 def measure(lm: InspectableSeq2Seq, text: str, repeats: int = 3, all_steps: bool = True) -> dict:
     """Seconds (and ratios to one greedy decode) of the sweep and the attributions for one model."""
-    decode = lambda: decode_greedy(lm, text, max_steps=20, stop_at_end=False)  # noqa: E731
+    decode = lambda: greedy_decode(lm, text, max_steps=20, stop_at_end=False)  # noqa: E731
     out = output_ids(decode())
     step = len(out) // 2
     figures = {
@@ -64,7 +63,7 @@ def measure(lm: InspectableSeq2Seq, text: str, repeats: int = 3, all_steps: bool
 
 def run_size(overrides: dict, repeats: int = 3, all_steps: bool = True) -> dict:
     """`measure` on one of our models of the given size (random weights)."""
-    task = make_task("reverse", n_train=10, n_valid=2)
+    task = make_task(TaskSpec(name="reverse", n_train=10, n_valid=2))
     cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                              model_overrides=dict(max_len=64, **overrides))
     torch.manual_seed(0)
@@ -78,8 +77,9 @@ HF_TEXT = "the big dog sees a red house near the small tree and the green bird e
 def opus_size_marian(folder: Path) -> HFSeq2Seq:
     """A random Marian of opus-mt size with the tiny test tokenizer (ids past it show as <id N>)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.hf_tiny_models import build
     from transformers import MarianConfig, MarianMTModel
+
+    from tests.hf_tiny_models import build
     lm = HFSeq2Seq.load(str(build("marian", folder)))
     vocab = 58101
     torch.manual_seed(0)

@@ -25,7 +25,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
-from bench.app_driver import (
+from bench.measures import Measure, table
+from studio_browser import (
     charts_condition,
     launch_chromium,
     new_page,
@@ -34,7 +35,6 @@ from bench.app_driver import (
     shipped_or_dev_checkpoints,
     wait_for,
 )
-from bench.measures import Measure, table
 
 LINK_MS = 2000
 SETTLE_MS = 1200  # a new window's own start-up, before the link is opened

@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (
+from bench.app_speed import TOP_K, default_model, topk_texts
+from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
+from studio_browser import (
     EXCEPTION,
     PAGE_SETUP_JS,
     VIEWPORT,
@@ -29,9 +31,7 @@ from bench.app_driver import (
     running_app,
     shipped_or_dev_checkpoints,
 )
-from bench.app_speed import TOP_K, default_model, topk_texts
-from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
-from transformer.decode import DecodeResult, greedy_decode
+from transformer.decode import DecodeResult, NativeSeq2Seq, greedy_decode
 from transformer.store import load_checkpoint
 
 CLICK_TIMEOUT_MS = 60_000
@@ -122,7 +122,8 @@ def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Me
     with tempfile.TemporaryDirectory(prefix="attention-studio-bench-") as runs:
         with running_app(checkpoints, Path(runs), default=default) as server:
             text = asyncio.run(_default_text(server.url))
-            expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
+            lm = NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+            expected = greedy_decode(lm, text, top_k=TOP_K)
             latencies, errors, cpu = asyncio.run(run_sessions(server.url, server.pid, expected, sessions, clicks))
             if "Traceback" in server.log_text():
                 errors.append("server log: Traceback")

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (
+from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
+from studio_browser import (
     IDLE_JS,
     VIEW_JS,
     charts_condition,
@@ -34,11 +35,10 @@ from bench.app_driver import (
     shipped_or_dev_checkpoints,
     wait_for,
 )
-from bench.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from transformer.charts import visible_token
-from transformer.decode import DecodeResult, greedy_decode
+from transformer.decode import DecodeResult, NativeSeq2Seq, greedy_decode
 from transformer.store import list_checkpoints, load_checkpoint
-from ui.settings import preferred_default
+from ui.server import preferred_default
 
 FIRST_PAGE_MS = 3000
 CLICK_MS = 300
@@ -185,7 +185,8 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
             wait_for(page, charts_condition("", 1), timeout_ms=60_000)
             open_page(page, "Decode")
             text = page.locator(".st-key-decode_text input").input_value()
-            expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, top_k=TOP_K)
+            lm = NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+            expected = greedy_decode(lm, text, top_k=TOP_K)
             wait_for(page, decode_step_condition(1, texts=topk_texts(expected, 1)))
             cpu_before = cpu_seconds(server.pid), browser_cpu_seconds(server.pid)
             nexts, prevs = step_clicks(page, expected, clicks)

@@ -11,8 +11,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench.app_driver import launch_chromium, running_app, shipped_or_dev_checkpoints
 from bench.app_speed import default_model, first_page_ms
+from studio_browser import launch_chromium, running_app, shipped_or_dev_checkpoints
 
 LAUNCHERS = ("make run", "streamlit run")
 

@@ -30,11 +30,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import ROOT, choose, launch_chromium, new_page, open_page, running_app, runs_finished, wait_rerun
 from bench.measures import browser_cpu_seconds, cpu_seconds
+from studio_browser import ROOT, choose, launch_chromium, new_page, open_page, running_app, runs_finished, wait_rerun
 from transformer.store import load_checkpoint
-from ui.settings import training_threads
-from ui.train_form import TASKS
+from ui.server import training_threads
+from ui.train import TASKS
 
 TARGET_RATIO = 0.85
 SAVE_NAME = "bench-app"

@@ -5,8 +5,8 @@ import time
 
 import torch
 
-from transformer.data import make_task
-from transformer.decode import UNEMITTABLE, ban, eval_mode, greedy_decode
+from transformer.data import TaskSpec, make_task
+from transformer.decode import NativeSeq2Seq, UNEMITTABLE, ban, eval_mode, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 
 STEPS = 100
@@ -23,19 +23,20 @@ def recompute_prefix(model: Seq2SeqTransformer, src: torch.Tensor, steps: int) -
 
 
 def run(repeats: int = 5) -> dict:
-    task = make_task("reverse", n_train=10, n_valid=2)
+    task = make_task(TaskSpec(name="reverse", n_train=10, n_valid=2))
     cfg, _ = default_configs("reverse", 30, 30, model_overrides=dict(
         d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, max_len=128))
     torch.manual_seed(0)
     model = Seq2SeqTransformer(cfg).eval()
     text = "thequickbrownfoxjumps"
     src = torch.tensor([task.src_tokenizer.encode(text) + [2]])
-    greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, text, max_steps=STEPS, stop_at_end=False)
+    lm = NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer)
+    greedy_decode(lm, text, max_steps=STEPS, stop_at_end=False)
     recompute_prefix(model, src, 5)
     cached, uncached = [], []
     for _ in range(repeats):
         start = time.perf_counter()
-        result = greedy_decode(model, task.src_tokenizer, task.tgt_tokenizer, text, max_steps=STEPS,
+        result = greedy_decode(NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer), text, max_steps=STEPS,
                                stop_at_end=False)
         cached.append(time.perf_counter() - start)
         start = time.perf_counter()

@@ -1,7 +1,7 @@
 """Greedy decoding of 64 new tokens after a 32-token prompt, with the full trace, on randomly initialised causal
 language models of two real shapes (built from the config, nothing downloaded): GPT-2 small (124M parameters,
 12 layers x 12 heads) and SmolLM2-135M (Llama, 30 layers, 9 query heads over 3 key/value heads). Ours
-(`decode_greedy` on `HFCausalLM`) vs Hugging Face `generate(output_attentions=True)`, eager, in the same run.
+(`greedy_decode` on `HFCausalLM`) vs Hugging Face `generate(output_attentions=True)`, eager, in the same run.
 
 Wall time is what a user waits; CPU time (process_time, all threads) is steadier on a shared machine."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 
 from bench.hf_decode_speed import time_pair
 from tests.hf_causal_models import lines, tokenizer
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.model import HFCausalLM
 
 PROMPT_TOKENS, NEW_TOKENS = 32, 64
@@ -25,7 +25,7 @@ def gpt2_small():
     """GPT2LMHeadModel with gpt2's configuration (vocabulary 50,257, 1,024 positions), random weights."""
     from transformers import GPT2Config, GPT2LMHeadModel
     return GPT2LMHeadModel(GPT2Config(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
-                                      bos_token_id=0, eos_token_id=0))
+                                      bos_token_id=0, eos_token_id=0, attn_implementation="eager"))
 
 
 def smollm2_135m():
@@ -35,7 +35,7 @@ def smollm2_135m():
     return LlamaForCausalLM(LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536,
                                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
                                         max_position_embeddings=8192, rope_theta=100000.0, tie_word_embeddings=True,
-                                        bos_token_id=0, eos_token_id=0))
+                                        bos_token_id=0, eos_token_id=0, attn_implementation="eager"))
 
 
 def run(shape: str, repeats: int = 3) -> dict:
@@ -56,7 +56,7 @@ def run(shape: str, repeats: int = 3) -> dict:
                                   max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, output_attentions=True,
                                   return_dict_in_generate=True, pad_token_id=0)
 
-    ours = lambda: decode_greedy(lm, prompt, max_steps=NEW_TOKENS)  # noqa: E731
+    ours = lambda: greedy_decode(lm, prompt, max_steps=NEW_TOKENS)  # noqa: E731
     result, ref = ours(), theirs()  # warm-up, and the two must agree
     assert [s.token_id for s in result.steps] == ref.sequences[0, ids.shape[1]:].tolist(), "ours and generate disagree"
     figures = time_pair(ours, theirs, repeats)

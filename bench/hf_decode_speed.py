@@ -1,6 +1,6 @@
 """Greedy decoding of 30 tokens with the full trace on a randomly initialised model of opus-mt-en-de's shape
 (d_model 512, 6+6 layers, 8 heads, vocabulary 58,101; built from the config, nothing downloaded): ours
-(`decode_greedy` on `HFSeq2Seq`) vs Hugging Face `generate(output_attentions=True)`, eager, in the same run.
+(`greedy_decode` on `HFSeq2Seq`) vs Hugging Face `generate(output_attentions=True)`, eager, in the same run.
 
 Wall time is what a user waits; CPU time (process_time, all threads) is steadier on a shared machine."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from tests.hf_tiny_models import _marian_tokenizer, corpus
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.model import HFSeq2Seq
 
 STEPS = 30
@@ -49,7 +49,7 @@ def run(repeats: int = 5) -> dict:
             return model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS, output_attentions=True,
                                   return_dict_in_generate=True)
 
-    ours = lambda: decode_greedy(lm, TEXT, max_steps=STEPS)  # noqa: E731
+    ours = lambda: greedy_decode(lm, TEXT, max_steps=STEPS)  # noqa: E731
     result, ref = ours(), theirs()  # warm-up, and the two must agree
     assert [s.token_id for s in result.steps] == ref.sequences[0, 1:].tolist(), "ours and generate disagree"
     assert "forward" not in vars(model.get_output_embeddings()), "generate must run the model as loaded"

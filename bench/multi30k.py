@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from bench.throughput import TorchTransformerBaseline
 from transformer.analysis import corpus_scores
-from transformer.data import END_ID, START_ID, BucketSampler, make_task, source_ids
+from transformer.data import END_ID, START_ID, BucketSampler, TaskSpec, make_task, source_ids
 from transformer.decode import beam_texts, decode_texts
 from transformer.model import TASK_DEFAULTS, default_configs
 from transformer.train import Trainer
@@ -31,7 +31,7 @@ def _files(data: Path) -> dict:
 
 def baseline(data: Path, seconds: float, n_valid: int) -> dict:
     """The seeds' recipe: word-level vocabularies, an nn.Transformer of our default size, Adam, greedy decoding."""
-    task = make_task("corpus", tokenizer="word", n_valid=n_valid, **_files(data))
+    task = make_task(TaskSpec(name="corpus", tokenizer="word", n_valid=n_valid, **_files(data)))
     src_tok, tgt_tok = task.src_tokenizer, task.tgt_tokenizer
     torch.manual_seed(0)
     size = TASK_DEFAULTS["corpus"]["model"]  # the same size as ours
@@ -66,7 +66,7 @@ def baseline(data: Path, seconds: float, n_valid: int) -> dict:
 def ours(data: Path, seconds: float, n_valid: int) -> dict:
     """The CLI defaults for a corpus task (joint BPE 8k, tied embeddings, d_model 256, 2+2 layers, bf16 where the
     CPU has it); scored greedy (the headline) and with beam 4."""
-    task = make_task("corpus", n_valid=n_valid, **_files(data))
+    task = make_task(TaskSpec(name="corpus", n_valid=n_valid, **_files(data)))
     model_cfg, train_cfg = default_configs("corpus", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            None, {"tie_embeddings": True}, {"max_seconds": seconds,
                                                                             "eval_every": 10**6})

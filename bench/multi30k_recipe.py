@@ -13,7 +13,7 @@ import torch
 
 from bench.multi30k import DATA, _files
 from transformer.analysis import corpus_scores
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.decode import decode_texts
 from transformer.model import default_configs
 from transformer.train import Trainer
@@ -23,7 +23,7 @@ def main() -> None:
     """Train one recipe and print its steps, BLEU and chrF as one JSON line."""
     name, steps, model_o, train_o = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
     torch.set_num_threads(1)
-    task = make_task("corpus", n_valid=1014, **_files(DATA))
+    task = make_task(TaskSpec(name="corpus", n_valid=1014, **_files(DATA)))
     m, t = default_configs("corpus", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size, None,
                            {"tie_embeddings": True, **model_o}, {"max_steps": steps, "eval_every": 10**6, **train_o})
     began = time.time()

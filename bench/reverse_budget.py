@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.train import Trainer, evaluate_model
 
@@ -12,7 +12,7 @@ BUDGET_S = 15.0
 
 
 def run(seed: int = 0) -> dict:
-    task = make_task("reverse", seed=seed)
+    task = make_task(TaskSpec(name="reverse", seed=seed))
     model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            train_overrides=dict(seed=seed, max_seconds=BUDGET_S,
                                                                 eval_every=10**6))

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.app_driver import (
+from studio_browser import (
     ROOT,
     launch_chromium,
     new_page,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from bench.app_driver import PAGE_SETUP_JS, charts_condition, wait_for, wait_idle
 from bench.screenshots import full_page, screenshot_app
+from studio_browser import PAGE_SETUP_JS, charts_condition, wait_for, wait_idle
 
 PROJECTOR = {"width": 1280, "height": 720}
 VIEWS = (

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from transformer.data import BucketSampler, make_task
+from transformer.data import BucketSampler, TaskSpec, make_task
 from transformer.model import PRESETS, ModelConfig, Seq2SeqTransformer, sinusoidal_positions
 
 
@@ -98,7 +98,7 @@ def _replay(calls: list[tuple]) -> None:
 def run(blocks: int = 20, steps_per_block: int = 3, precision: str = "fp32") -> dict:
     """Tokens/s of both models (and, in fp32, of our step's matrix products alone) over the same batches."""
     torch.manual_seed(0)
-    task = make_task("reverse", n_train=20_000, n_valid=10)
+    task = make_task(TaskSpec(name="reverse", n_train=20_000, n_valid=10))
     src = task.src_tokenizer.encode_many([e.source for e in task.train])
     tgt = task.tgt_tokenizer.encode_many([e.target for e in task.train])
     batches = iter(BucketSampler(src, tgt, 256, seed=0))

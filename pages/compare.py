@@ -1,37 +1,25 @@
 """Compare: one input through two models, outputs aligned step by step, the same map of both and their difference."""
 import streamlit as st
 
-from transformer.analysis import attention_difference
-from transformer.charts import attention_heatmap, difference_heatmap
-from transformer.decode import KIND_TITLES, MAX_INPUT_CHARS, InputError
-from ui.compare_view import (
-    divergence_message,
-    model_caption,
-    pick_model_b,
-    step_caption,
-    step_picker,
-    step_table,
-)
-from ui.frame import ensure_frame
-from ui.inference import bind_text, greedy, greedy_or_message, share_text
-from ui.presenter import head_keys
-from ui.widgets import (
-    Column,
-    chart_heading,
-    head_label,
+from transformer.decode import MAX_INPUT_CHARS, InputError
+from ui.shell import ensure_frame
+from ui.views import (
+    bind_text,
+    greedy,
+    greedy_or_message,
+    head_keys,
     head_picker,
     kind_picker,
     layer_picker,
+    pick_model_b,
     require_model,
-    show_chart,
-    show_chips,
-    show_small_table,
+    share_text,
+    show_both_maps,
+    show_difference,
+    show_outputs,
+    step_caption,
+    step_picker,
 )
-
-STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
-                "A prob": Column("A prob", "%.3f", "Model A's probability of its token at this step."),
-                "B": Column("B token"), "B prob": Column("B prob", "%.3f", "Model B's probability of its token."),
-                "same": Column("tokens")}
 
 ensure_frame()
 active = require_model()
@@ -57,16 +45,7 @@ except InputError as exc:
     st.warning(f"Model B: {exc}", icon=":material/edit_note:")
     st.stop()
 
-split = divergence_message(result_a, result_b)
-out_a, out_b = st.columns(2, gap="large")
-for column, tag, model, result in ((out_a, "A", active, result_a), (out_b, "B", other, result_b)):
-    with column:
-        st.markdown(model_caption(tag, model))
-        show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
-with st.expander("Step by step", icon=":material/table_rows:"):
-    steps = step_table(result_a, result_b)
-    steps["same"] = steps["same"].map({True: "same", False: "differs"})
-    show_small_table(steps, STEP_COLUMNS, key="compare_steps")
+show_outputs(active, other, result_a, result_b)
 
 trace_a, trace_b = result_a.trace, result_b.trace
 c_kind, c_step, c_layer, c_head = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
@@ -86,29 +65,7 @@ if (trace_a.n_layers(kind), trace_a.n_heads) != (trace_b.n_layers(kind), trace_b
                "offered.")
 
 st.markdown(step_caption(result_a, result_b, t))
-stepped = kind != "encoder_self"  # the encoder's map is the same at every step
-map_a, map_b = st.columns(2, gap="large")
-for column, tag, model, trace in ((map_a, "A", active, trace_a), (map_b, "B", other, trace_b)):
-    row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None  # an output that ended shows its last row
-    with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
-        chart_heading(f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
-                      f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
-        show_chart(attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title=""),
-                   key=f"compare_map_{tag.lower()}", width="content")
+show_both_maps((active, other), (trace_a, trace_b), kind, layer, head, t)
 
 st.subheader("Difference B − A", anchor=False)
-try:
-    diff = attention_difference(trace_a, trace_b, kind, layer, head)
-except ValueError as exc:
-    st.info(f"No difference map: {exc}.", icon=":material/info:")
-else:
-    if diff.difference.size == 0:
-        st.info("No difference map: the outputs part at the first step, so no decoder row is shared.",
-                icon=":material/info:")
-    else:
-        left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
-        st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
-                   "Blue: B attends more; red: A attends more.")
-        show_chart(difference_heatmap(diff, size=420, title=f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · "
-                                                            f"{head_label(head).lower()}"),
-                   key="compare_difference", width="content")
+show_difference(trace_a, trace_b, kind, layer, head)

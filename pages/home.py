@@ -3,11 +3,22 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap
 from transformer.decode import MAX_INPUT_CHARS
-from ui.chart_cache import cached_chart
-from ui.frame import ensure_frame
-from ui.gallery import show_gallery
-from ui.inference import bind_text, greedy_or_message, share_text
-from ui.widgets import layer_picker, md, require_model, show_chart, show_chips
+from ui.links import show_gallery
+from ui.models import SHIPPED, model_options, select_model
+from ui.shell import ensure_frame
+from ui.views import (
+    bind_text,
+    cached_chart,
+    greedy_or_message,
+    layer_picker,
+    md,
+    require_model,
+    share_text,
+    show_chart,
+    show_chips,
+)
+
+TOY_OPTION = f"{SHIPPED}:toy-en-de"  # the model whose gold alignment is perfect
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)
@@ -38,6 +49,10 @@ with st.container(border=True):
             show_chart(cached_chart(attention_heatmap, result.trace, "cross", layer, None, size=315),
                             width="content")
 
+if active.option.id != TOY_OPTION and TOY_OPTION in {o.id for o in model_options()}:
+    st.button("Open the toy English → German model: its word alignment is known, so attention can be checked "
+              "against it", key="home_toy", icon=":material/school:", on_click=select_model, args=(TOY_OPTION,),
+              type="tertiary")
 show_gallery()
 st.markdown("#### Explore")
 decode_col, attention_col, train_col = st.columns(3)

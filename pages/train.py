@@ -1,15 +1,26 @@
 """Train: pick a task and sizes, train live off the script thread, watch curves and attention form, save."""
 import streamlit as st
 
-from ui import train_controls as tc
-from ui.frame import ensure_frame
-from ui.hf_models import train_page_note
-from ui.limits import LIMITS
-from ui.live_run import live_run
-from ui.run_list import server_runs_panel
-from ui.train_form import (CORPUS_SOURCES, FIELDS, TASKS, apply_defaults, field_widget, init_state, preset_names,
-                           tokenizer_widgets)
-from ui.train_live import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
+from ui.models import train_page_note
+from ui.server import LIMITS
+from ui.shell import ensure_frame
+from ui.train import (
+    CORPUS_SOURCES,
+    FIELDS,
+    PLAYING_KEY,
+    TASKS,
+    apply_defaults,
+    evaluation_panel,
+    field_widget,
+    init_state,
+    live_panel,
+    live_run,
+    preset_names,
+    server_runs_panel,
+    timeline_panel,
+    tokenizer_widgets,
+)
+from ui.train import controls as tc
 
 ensure_frame()
 st.title("Train", anchor=False)

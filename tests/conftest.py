@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pytest
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer, job_worker, jobs, registry
@@ -22,7 +22,7 @@ TINY_STEPS = 5  # barely trained: outputs stay long and varied, which the step-t
 
 def build_tiny_checkpoint(path: Path, task_name: str = "reverse", steps: int = TINY_STEPS) -> Path:
     """Train a tiny model for a few steps on a generated task and save it as a checkpoint directory."""
-    task = make_task(task_name, n_train=300, n_valid=10, min_len=4, max_len=8)
+    task = make_task(TaskSpec(name=task_name, n_train=300, n_valid=10, min_len=4, max_len=8))
     model_cfg, train_cfg = default_configs(task_name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=TINY_MODEL, train_overrides=TINY_TRAIN)
     trainer = Trainer(task, model_cfg, train_cfg)
@@ -64,7 +64,7 @@ def _forked_process() -> jobs.Launched:
             process.kill()
             process.join()
 
-    return jobs.Launched(conn, process.pid, reap)
+    return jobs.Launched(conn=conn, pid=process.pid, reap=reap)
 
 
 @pytest.fixture

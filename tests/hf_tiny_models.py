@@ -65,9 +65,15 @@ def _fast_tokenizer(family: str, lines: list[str]):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
 
 
-def _model(family: str, vocab: int, s: dict[str, int]):
-    from transformers import (BartConfig, BartForConditionalGeneration, MarianConfig, MarianMTModel, T5Config,
-                              T5ForConditionalGeneration)
+def _model(family: str, vocab: int, s: dict[str, int] = SIZE):
+    from transformers import (
+        BartConfig,
+        BartForConditionalGeneration,
+        MarianConfig,
+        MarianMTModel,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
     if family == "t5":
         cfg = T5Config(vocab_size=vocab, d_model=s["d_model"], d_kv=s["d_model"] // s["heads"], d_ff=s["ffn"],
                        num_layers=s["layers"], num_decoder_layers=s["layers"], num_heads=s["heads"],

@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import bundle_bytes, save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer
@@ -198,7 +198,7 @@ WORD_PAIRS = "\n".join(f"{de}\t{en}" for de, en in [("ich mochte ein bier", "i w
 
 def build_word_checkpoint(path: Path) -> Path:
     """A tiny word-level checkpoint (typed German -> English pairs), trained for two steps."""
-    task = make_task("corpus", text=WORD_PAIRS, tokenizer="word")
+    task = make_task(TaskSpec(name="corpus", text=WORD_PAIRS, tokenizer="word"))
     model_cfg, train_cfg = default_configs("corpus", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=dict(d_model=16, n_heads=2, n_encoder_layers=1,
                                                                 n_decoder_layers=1, d_ff=32, max_len=16),

@@ -7,7 +7,7 @@ import torch
 
 from transformer.analysis import alignment_scores, evaluate_alignment, gold_cells, summarize
 from transformer.cli import main
-from transformer.data import gold_sources, make_task
+from transformer.data import TaskSpec, gold_sources, make_task
 from transformer.decode import MEAN_HEAD, AttentionTrace
 from transformer.model import Seq2SeqTransformer, default_configs
 
@@ -73,7 +73,7 @@ def test_unaligned_target_tokens_are_not_counted():
 
 
 def test_evaluate_alignment_covers_every_layer_and_head():
-    task = make_task("reverse", n_train=20, n_valid=8)
+    task = make_task(TaskSpec(name="reverse", n_train=20, n_valid=8))
     cfg, _ = default_configs("reverse", 30, 30, model_overrides=dict(n_decoder_layers=2))
     frame, summary = evaluate_alignment(Seq2SeqTransformer(cfg), task.valid, task.src_tokenizer, task.tgt_tokenizer)
     assert len(frame) == 2 * (4 + 1)

@@ -17,6 +17,7 @@ from transformer.analysis import (
 from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.store import load_checkpoint
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 TEXT = "abcdefg"
 ALL_CROSS = ["cross:L1H1", "cross:L1H2", "cross:L2H1", "cross:L2H2"]
 
@@ -35,7 +36,7 @@ def _page(name: str):
 
 def test_decode_compares_the_ablated_run_with_the_intact_one(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    intact = greedy_decode(model, st, tt, TEXT)
+    intact = greedy_decode(NativeSeq2Seq(model, st, tt), TEXT)
     lm = NativeSeq2Seq(model, st, tt)
     ablated = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in ALL_CROSS])
     at = _page("decode")
@@ -59,7 +60,7 @@ def _probability_chart(at):
 
 def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    out = output_ids(greedy_decode(model, st, tt, TEXT))
+    out = output_ids(greedy_decode(NativeSeq2Seq(model, st, tt), TEXT))
     at = _page("decode")
     assert not [c for c in charts(at) if c["title"].startswith("Source tokens shaded by their")], \
         "attribution drawn before its expander was opened"
@@ -77,7 +78,7 @@ def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_
 
 def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    result = greedy_decode(model, st, tt, TEXT)
+    result = greedy_decode(NativeSeq2Seq(model, st, tt), TEXT)
     out = output_ids(result)
     at = _page("attention")
     at.button(key="attention_sweep_run").click().run()
@@ -134,7 +135,7 @@ def _clicks_script(events: list, kind: str, target: str) -> None:
     """Each event is what Streamlit puts in the grid's state when a panel is clicked; the page's on_select runs."""
     import streamlit as st
 
-    from ui.ablation_view import clicked_note, grid_key, toggle_clicked_head
+    from ui.views import clicked_note, grid_key, toggle_clicked_head
 
     keys = []
     for event in events:

@@ -8,16 +8,26 @@ import json
 
 import pytest
 import torch
-from app_session import (assert_no_exception, capture_downloads, capture_spinners, chart_titled, charts, only_frame,
-                         open_app, texts)
+from app_session import (
+    assert_no_exception,
+    capture_downloads,
+    capture_spinners,
+    chart_titled,
+    charts,
+    only_frame,
+    open_app,
+    texts,
+)
 
 from tests.fake_hub import use_fake_hub
 from tests.hf_tiny_models import build
 from transformer.analysis import ablated_decode, attribute_step, output_ids, parse_head, sweep_heads
-from transformer.decode import KIND_TITLES, decode_greedy
+from transformer.decode import KIND_TITLES, greedy_decode
 from transformer.model import HFSeq2Seq
 from ui.models import MODEL_KEY
-from ui.widgets import md_token
+from ui.views import md_token
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 
 TEXT = "the red bird eats the fish"
 
@@ -37,7 +47,7 @@ def hf_env(studio_env, hf_root, monkeypatch):
 
 def _open(page: str, hf_root, text_key: str):
     at = open_app()
-    option = f"hf:{hf_root / 'tiny-marian'}"
+    option = "hf:tiny-marian"
     assert "tiny-marian  ·  Hugging Face" in at.selectbox(key=MODEL_KEY).options  # listed from the models directory
     at.selectbox(key=MODEL_KEY).set_value(option).run()
     at.switch_page(f"pages/{page}.py").run()
@@ -47,7 +57,7 @@ def _open(page: str, hf_root, text_key: str):
 
 
 def test_decode_page_steps_through_an_hf_model(hf_env):
-    expected = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
+    expected = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
     at = _open("decode", hf_env, "decode_text")
     n = len(expected.steps)
     start = md_token(expected.trace.decoder_input_tokens[0])
@@ -57,7 +67,7 @@ def test_decode_page_steps_through_an_hf_model(hf_env):
 
 
 def test_attention_page_shows_the_cross_attention_of_an_hf_model(hf_env):
-    trace = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
+    trace = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
     at = _open("attention", hf_env, "attention_text")
     at.radio(key="attention_kind").set_value("cross").run()
     chart = chart_titled(at, f"{KIND_TITLES['cross']} · layer 2 · mean of {trace.n_heads} heads")
@@ -65,8 +75,6 @@ def test_attention_page_shows_the_cross_attention_of_an_hf_model(hf_env):
     assert set(frame["key_token"]) <= set(trace.source_tokens) and "▁bird" in set(frame["key_token"])
     assert frame.sort_values(["query_index", "key_index"])["weight"].tolist() == pytest.approx(
         trace.matrix("cross", 1).flatten().tolist(), abs=1e-6)
-
-
 def test_a_bad_name_is_a_message_and_the_current_model_stays(hf_env, tmp_path):
     at = open_app()
     before = at.selectbox(key=MODEL_KEY).value
@@ -81,7 +89,7 @@ def test_a_bad_name_is_a_message_and_the_current_model_stays(hf_env, tmp_path):
 
 def test_train_page_says_an_imported_model_is_not_trained_here(hf_env):
     at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value(f"hf:{hf_env / 'tiny-marian'}").run()
+    at.selectbox(key=MODEL_KEY).set_value("hf:tiny-marian").run()
     at.switch_page("pages/train.py").run()
     assert_no_exception(at)
     assert any("not trained here" in t for t in texts(at.info))
@@ -107,7 +115,7 @@ def test_unknown_pieces_of_an_hf_model_are_named_without_a_word_list(hf_env):
 
 def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
     lm = HFSeq2Seq.load(str(hf_env / "tiny-marian"))
-    intact = decode_greedy(lm, TEXT)
+    intact = greedy_decode(lm, TEXT)
     ablated = ablated_decode(lm, TEXT, [parse_head("cross:L2H1", lm), parse_head("enc:L1H2", lm)])
     at = _open("decode", hf_env, "decode_text")
     at.multiselect(key="decode_ablate").set_value(["cross:L2H1", "enc:L1H2"]).run()
@@ -131,7 +139,7 @@ def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
 
 
 def test_loading_and_decoding_an_hf_model_show_a_spinner_naming_it(hf_env, monkeypatch):
-    from ui.hf_models import loading_message
+    from ui.models import loading_message
     spinners = capture_spinners(monkeypatch)
     at = _open("decode", hf_env, "decode_text")
     at.text_input(key="decode_text").input("the small cat walks under the tree").run()  # not decoded before
@@ -142,7 +150,7 @@ def test_loading_and_decoding_an_hf_model_show_a_spinner_naming_it(hf_env, monke
 
 def test_chart_and_trace_downloads_of_an_hf_model_hold_its_own_tokens(hf_env, monkeypatch):
     downloads = capture_downloads(monkeypatch)
-    trace = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
+    trace = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT).trace
     at = _open("attention", hf_env, "attention_text")
     at.radio(key="attention_kind").set_value("cross").run()
     assert_no_exception(at)
@@ -167,7 +175,7 @@ def test_a_hub_id_typed_in_the_sidebar_loads_and_decodes(hf_env, tmp_path, monke
     at.switch_page("pages/decode.py").run()
     at.text_input(key="decode_text").input(TEXT).run()
     assert_no_exception(at)
-    expected = decode_greedy(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
+    expected = greedy_decode(HFSeq2Seq.load(str(hf_env / "tiny-marian")), TEXT)
     assert at.subheader[0].value.startswith(f"Step 1 of {len(expected.steps)}: ")
 
 
@@ -184,7 +192,18 @@ def test_compare_puts_an_hf_model_beside_our_checkpoint(hf_env):
 
 def test_the_home_page_opens_with_an_hf_model_picked(hf_env):
     at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value(f"hf:{hf_env / 'tiny-marian'}").run()
+    at.selectbox(key=MODEL_KEY).set_value("hf:tiny-marian").run()
     at.switch_page("pages/home.py").run()
     assert_no_exception(at)
     assert any("imported, not trained here" in t for t in texts(at.sidebar.markdown))
+
+
+def test_a_link_to_a_folder_of_the_models_directory_names_it_not_its_path_and_restores_it(hf_env):
+    from test_app_links import open_link
+    at = _open("attention", hf_env, "attention_text")
+    link = dict(at.query_params)
+    assert link["model"] == "hf:tiny-marian" and str(hf_env) not in str(link)
+    again = open_link("attention", link)  # a fresh session opens the link
+    assert again.session_state[MODEL_KEY] == "hf:tiny-marian"
+    assert not [t for t in texts(again.info) if t.startswith("Parts of this link")]
+    assert chart_titled(again, "Cross-attention · layer")

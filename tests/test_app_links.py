@@ -8,8 +8,10 @@ from tiny_runs import start_tiny_run
 
 from transformer.decode import MAX_INPUT_CHARS
 from transformer.train import registry
-from ui.gallery import READY_VIEWS
-from ui.widgets import md_token
+from ui.links import READY_VIEWS
+from ui.views import md_token
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 
 TEXT = "stressed"  # the tiny model says 4 tokens and the end for it: room for the steps below
 

@@ -10,9 +10,9 @@ from tiny_runs import live_run_of, start_tiny_run
 
 from transformer.store import load_checkpoint
 from transformer.train import AUTOSAVE_PREFIX, registry
-from ui.train_actions import BusyError, resume_run
+from ui.train import BusyError, resume_run
 
-
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 def _step_metric(at) -> int:
     metric = next(m for m in at.metric if m.label == "Step")
     return int(metric.value.replace(",", ""))

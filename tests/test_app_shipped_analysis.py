@@ -1,4 +1,4 @@
-"""AppTest on every shipped checkpoint: head ablation and attribution render on Decode and Attention (issue 14).
+"""AppTest on every shipped checkpoint: head ablation and attribution render on Decode and Attention.
 
 Each shipped model (checkpoints/*) is opened by its link, one head is switched off on Decode (the ablated run beside
 the intact one) and the attribution strip of the first step is drawn; on Attention a head is switched off and the
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "config.json").is_file())
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 import io
 import zipfile
 
+import pytest
 from app_session import assert_no_exception, open_app, texts
 
 from transformer.charts import text_width
 from transformer.store import bundle_bytes
 from ui.models import PICKER_FONT_PX, PICKER_LABEL_PX
-from ui.widgets import md
+from ui.views import md
 
-
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 def _upload(at, name: str, data: bytes):
     at.sidebar.file_uploader[0].set_value((name, data, "application/zip"))
     at.run()

@@ -15,11 +15,14 @@ from tests.hf_tiny_models import OPUS_MT_SHAPE, build
 from transformer.store import open_model
 from ui.models import MODEL_KEY
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
 ROOT = Path(__file__).resolve().parent.parent
 ONE_WORD = "dog"
 CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
            "parents watch.")
-PAGES = {"home": "home_text", "decode": "decode_text", "attention": "attention_text", "compare": "compare_text"}
+PAGES = {"home": "home_text", "decode": "decode_text", "attention": "attention_text", "compare": "compare_text",
+         "train": "train_probe"}  # the Train page reads text only as its probe sentence
 CHARTED = {"decode", "attention", "compare"}  # pages that draw attention for any input
 SHIPPED = ("multi30k-en-de", "toy-en-de", "reverse")
 
@@ -57,8 +60,6 @@ def _inputs(model) -> dict[str, str]:
     return {"one word": "abc" if reversal else ONE_WORD,
             "20-word caption": "".join(CAPTION.lower().split())[:19] if reversal else CAPTION,
             "maximum length": longest_input(model, "b" if reversal else ONE_WORD)}
-
-
 def _check_page(option: str, page: str, text: str) -> None:
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(option).run()
@@ -84,4 +85,4 @@ def test_every_page_holds_on_an_opus_mt_shape_model_at_every_length(sizes_env, p
     model = open_model(str(folder))
     assert model.head_counts()["cross"] == (6, 8)
     for label, text in _inputs(model).items():
-        _check_page(f"hf:{folder}", page, text)
+        _check_page(f"hf:{folder.name}", page, text)

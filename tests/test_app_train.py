@@ -4,21 +4,19 @@ from __future__ import annotations
 import pytest
 from app_session import assert_no_exception, open_app, poll, texts
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import ConfigError, default_configs
 from transformer.store import load_bundle
 from transformer.train import MAX_CONCURRENT_JOBS, Trainer, TrainingJob
-from ui.limits import LIMITS, check_limits
-from ui.live_run import LIVE_RUN_KEY
-from ui.settings import training_threads
-from ui.sidebar import checkpoint_zip
-from ui.train_actions import live_checkpoint, start_run
+from ui.server import LIMITS, check_limits, training_threads
+from ui.shell import checkpoint_zip
+from ui.train import LIVE_RUN_KEY, live_checkpoint, start_run
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
                  train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=50_000, train_eval_every=20,
                  train_eval_examples=10, train_probe_every=5, train_max_seconds=120.0, train_warmup_steps=0)
-
-
 def _train_page(**overrides):
     at = open_app("train")
     at.selectbox(key="train_preset").set_value("tiny").run()
@@ -124,11 +122,11 @@ def test_bad_settings_and_data_become_messages(studio_env):
 
 
 def test_a_full_server_makes_new_runs_wait(studio_env):
-    task = make_task("reverse", n_train=200, n_valid=10, min_len=4, max_len=8)
+    task = make_task(TaskSpec(name="reverse", n_train=200, n_valid=10, min_len=4, max_len=8))
     model_cfg, train_cfg = default_configs("reverse", 30, 30, preset="tiny",
                                            model_overrides=dict(d_model=8, n_heads=2, d_ff=16))
-    blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000, max_seconds=60,
-                            idle_timeout_s=None).start() for _ in range(MAX_CONCURRENT_JOBS)]
+    blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000, max_seconds=60).start()
+                for _ in range(MAX_CONCURRENT_JOBS)]
     at = run = None
     try:
         assert poll(open_app(), lambda a: all(j.snapshot().status == "running" for j in blockers), seconds=30)
@@ -144,7 +142,7 @@ def test_a_full_server_makes_new_runs_wait(studio_env):
 
 
 def test_server_side_caps_refuse_runs_the_widgets_would_not_allow(studio_env):
-    task = make_task("reverse", n_train=100, n_valid=10, min_len=4, max_len=8)
+    task = make_task(TaskSpec(name="reverse", n_train=100, n_valid=10, min_len=4, max_len=8))
     model_cfg, train_cfg = default_configs("reverse", 30, 30, model_overrides=dict(d_model=1024, n_heads=8))
     with pytest.raises(ConfigError, match="d_model is 1,024; this app allows at most 512"):
         check_limits(model_cfg, train_cfg, max_seconds=10)

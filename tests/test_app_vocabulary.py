@@ -1,11 +1,12 @@
 """AppTest: an input with unknown tokens is answered with inputs the model knows and the whole vocabulary."""
 from __future__ import annotations
 
+import pytest
 from app_session import assert_no_exception, open_app, texts
 
 from transformer.store import load_checkpoint
 
-
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 def test_unknown_tokens_offer_examples_and_the_vocabulary(studio_env, tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     known = ckpt.src_tokenizer.tokens[ckpt.src_tokenizer.unk_id + 1:]

@@ -24,7 +24,7 @@ TEXT = "abcdefgh"
 @pytest.fixture(scope="module")
 def setup():
     model, src_tok, tgt_tok = tiny_reverse_model(seed=1)
-    result = greedy_decode(model, src_tok, tgt_tok, TEXT, max_steps=8, stop_at_end=False)
+    result = greedy_decode(NativeSeq2Seq(model, src_tok, tgt_tok), TEXT, max_steps=8, stop_at_end=False)
     return NativeSeq2Seq(model, src_tok, tgt_tok), src_tok, result
 
 

@@ -4,14 +4,16 @@ import torch
 
 from transformer.analysis import corpus_scores
 from transformer.cli import main
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import ConfigError, TrainConfig, default_configs
 from transformer.store import load_checkpoint, save_checkpoint
 from transformer.train import KeepBest, Trainer, cpu_supports_bf16, resolve_precision
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 def _trainer(**train) -> Trainer:
-    task = make_task("reverse", n_train=200, n_valid=8, min_len=3, max_len=6)
+    task = make_task(TaskSpec(name="reverse", n_train=200, n_valid=8, min_len=3, max_len=6))
     model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            "tiny", {"max_len": 16}, {"max_steps": 4, "eval_examples": 8, **train})
     return Trainer(task, model_cfg, train_cfg)

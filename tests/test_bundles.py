@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, bundle_bytes, bundles, load_bundle, load_checkpoint, save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer
@@ -18,7 +18,7 @@ from transformer.train import Trainer, checkpoint_from_trainer
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    task = make_task("copy", n_train=32, n_valid=4, min_len=3, max_len=5)
+    task = make_task(TaskSpec(name="copy", n_train=32, n_valid=4, min_len=3, max_len=5))
     vocab = task.src_tokenizer.vocab_size
     model_cfg, train_cfg = default_configs("copy", vocab, vocab, model_overrides=dict(d_model=8, n_heads=2, d_ff=16),
                                            train_overrides=dict(batch_size=4, eval_examples=4))

@@ -7,8 +7,7 @@ import pytest
 from chart_traces import random_trace
 
 from transformer.charts import attention_heatmap, source_strip
-from ui.chart_cache import cached_chart
-from ui.widgets import chart_spec
+from ui.views import cached_chart, chart_spec
 
 SRC, TGT = ["the", "cat", "sat", "</s>"], ["<s>", "die", "katze"]
 
@@ -45,7 +44,7 @@ def test_an_argument_it_cannot_read_raises_instead_of_being_cached_by_identity()
 
 
 def test_the_cache_stays_within_its_row_budget(monkeypatch):
-    import ui.chart_cache as cache
+    import ui.views.chart_cache as cache
 
     monkeypatch.setattr(cache, "MAX_ROWS", 30)
     for i in range(10):

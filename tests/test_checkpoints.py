@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from transformer.data import build_char_tokenizer, build_word_tokenizer, make_task
+from transformer.data import TaskSpec, build_char_tokenizer, build_word_tokenizer, make_task
 from transformer.model import default_configs
 from transformer.store import (
     FORMAT_VERSION,
@@ -32,7 +32,7 @@ TGT = torch.tensor([[1, 7, 6, 5, 4], [1, 9, 8, 0, 0]])
 
 
 def make_trainer(max_steps: int = 6) -> Trainer:
-    task = make_task("reverse", n_train=64, n_valid=8, min_len=3, max_len=6)
+    task = make_task(TaskSpec(name="reverse", n_train=64, n_valid=8, min_len=3, max_len=6))
     vocab = task.src_tokenizer.vocab_size
     model_cfg, train_cfg = default_configs(
         "reverse", vocab, vocab, model_overrides=dict(d_model=16, n_heads=2, d_ff=32, max_len=16),
@@ -123,7 +123,7 @@ def test_resume_continues_steps_learning_rate_schedule_and_optimizer(tmp_path: P
 
 def test_resumed_trainer_reads_data_with_the_checkpoint_tokenizers(saved: Path) -> None:
     ckpt = load_checkpoint(saved)
-    other = make_task("reverse", n_train=64, n_valid=8, min_len=3, max_len=6)
+    other = make_task(TaskSpec(name="reverse", n_train=64, n_valid=8, min_len=3, max_len=6))
     trainer = trainer_from_checkpoint(ckpt, other)
     assert trainer.task.src_tokenizer is ckpt.src_tokenizer and trainer.task.tgt_tokenizer is ckpt.tgt_tokenizer
     assert other.src_tokenizer is not ckpt.src_tokenizer  # the caller's task is left alone

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from transformer.cli import main
-from transformer.decode import greedy_decode
+from transformer.decode import NativeSeq2Seq, greedy_decode
 from transformer.store import load_checkpoint
 from transformer.train import NonFiniteLossError, Trainer
 
@@ -35,6 +35,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.
     return out, result
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_train_shows_progress_saves_and_prints_a_summary(trained) -> None:
     out, result = trained
     assert result.stdout.count("\n") == 1 and result.stdout.startswith(f"saved {out}: reverse, step 30")
@@ -44,6 +45,7 @@ def test_train_shows_progress_saves_and_prints_a_summary(trained) -> None:
     assert {"loss", "token_accuracy", "exact_match"} <= set(ckpt.metrics)
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_eval_prints_one_json_object_with_the_metrics(trained) -> None:
     out, _ = trained
     result = cli("eval", str(out), "--n", "10")
@@ -54,13 +56,14 @@ def test_eval_prints_one_json_object_with_the_metrics(trained) -> None:
     assert 0.0 <= metrics["token_accuracy"] <= 1.0
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_decode_prints_the_greedy_output_and_writes_the_trace(trained, tmp_path: Path) -> None:
     out, _ = trained
     trace_path = tmp_path / "trace.json"
     result = cli("decode", str(out), "abcdef", "--top-k", "3", "--trace-json", str(trace_path), "--verbose")
     assert result.returncode == 0, result.stderr
     ckpt = load_checkpoint(out)
-    expected = greedy_decode(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, "abcdef", top_k=3)
+    expected = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "abcdef", top_k=3)
     assert result.stdout == expected.output_text + "\n"
     trace = json.loads(trace_path.read_text())
     assert {"source_tokens", "target_tokens", "output_tokens", "steps", "attention"} <= set(trace)
@@ -77,6 +80,7 @@ def test_decode_prints_the_greedy_output_and_writes_the_trace(trained, tmp_path:
     assert sum("top:" in line for line in result.stderr.splitlines()) == t
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_decode_with_a_reference_shows_the_reference_on_the_decoder_axis(trained, tmp_path: Path) -> None:
     out, _ = trained
     trace_path = tmp_path / "trace.json"
@@ -85,6 +89,7 @@ def test_decode_with_a_reference_shows_the_reference_on_the_decoder_axis(trained
     assert json.loads(trace_path.read_text())["target_tokens"] == ["<s>", *"fedcba"]
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_resume_continues_the_step_count_and_the_learning_rate_schedule(trained, tmp_path: Path) -> None:
     out, _ = trained
     first = cli("train", *TINY, "--steps", "12", "--out", str(tmp_path / "half"))
@@ -98,6 +103,7 @@ def test_resume_continues_the_step_count_and_the_learning_rate_schedule(trained,
     assert all(float(s["step"]) == 30 for s in ckpt.optimizer_state["state"].values())
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_ctrl_c_stops_training_and_saves_what_was_trained(tmp_path: Path) -> None:
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "transformer", "train", *TINY, "--steps", "100000",
@@ -186,6 +192,7 @@ def test_user_errors_exit_2_with_one_line(case: str, trained, broken: Path, tmp_
     assert captured.out == ""
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 @pytest.mark.parametrize("argv", [["decode", "{broken}", "abc"], ["train", "--task", "sort", "--out", "{broken}"]])
 def test_user_errors_from_the_real_process_have_no_traceback(argv: list[str], broken: Path) -> None:
     result = cli(*(a.format(broken=broken) for a in argv))

@@ -8,7 +8,7 @@ import pytest
 
 from transformer.analysis import agreement_frame, attribute_steps, output_ids
 from transformer.cli import main
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.store import open_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def test_heads_json_reports_decoder_self_attention_agreement_as_the_library_comp
     assert code == 0
     block = json.loads(out)["agreement"]["decoder_self"]
     lm = open_model(REVERSE)
-    result = decode_greedy(lm, "attention")
+    result = greedy_decode(lm, "attention")
     expected = agreement_frame(result.trace.decoder_self,
                                attribute_steps(lm, "attention", output_ids(result), n_steps=16), kind="decoder_self")
     expected = expected[expected["head"] >= 0]

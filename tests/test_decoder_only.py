@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from transformer.data import build_char_tokenizer, make_task
-from transformer.decode import NativeSeq2Seq, decode_greedy, decode_teacher_forced, greedy_batch
+from transformer.decode import NativeSeq2Seq, greedy_decode, teacher_forced, greedy_batch
 from transformer.model import ModelConfig, build_model, default_configs
 from transformer.store import load_checkpoint, open_model, save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer, evaluate_model, trainer_from_checkpoint
@@ -27,7 +27,7 @@ def _model(seed: int = 0):
 
 def test_the_trace_is_one_causal_matrix_over_source_separator_and_output():
     lm = NativeSeq2Seq(_model(), TOK, TOK)
-    result = decode_greedy(lm, "abcde", max_steps=5)
+    result = greedy_decode(lm, "abcde", max_steps=5)
     trace = result.trace
     assert lm.family.name == "decoder-only" and trace.kinds == ("self",)
     assert trace.decoder_input_tokens[:7] == ("a", "b", "c", "d", "e", "</s>", "<s>")
@@ -37,7 +37,7 @@ def test_the_trace_is_one_causal_matrix_over_source_separator_and_output():
     full = lm.model.forward_with_attention(src, tgt).attentions["self"]
     for layer, w in enumerate(full):  # cached steps equal the full forward
         torch.testing.assert_close(w[0], trace.weights("self")[layer], atol=1e-5, rtol=0)
-    teacher = decode_teacher_forced(lm, "abcde", "edcba")
+    teacher = teacher_forced(lm, "abcde", "edcba")
     assert teacher.trace.decoder_input_tokens[-5:] == tuple("edcba") and teacher.trace.step_offset == 6
 
 
@@ -85,7 +85,7 @@ def test_a_decoder_only_model_learns_reversal_with_a_causal_trace():
     metrics = evaluate_model(trainer.model, trainer.task, n=50)
     assert metrics["exact_match"] >= 0.8, metrics
     lm = NativeSeq2Seq(trainer.model, trainer.task.src_tokenizer, trainer.task.tgt_tokenizer)
-    result = decode_greedy(lm, "abcde")
+    result = greedy_decode(lm, "abcde")
     assert result.output_text == "edcba"
     w = result.trace.weights("self")
     assert float((w * result.trace.masked("self")).abs().max()) == 0.0  # no weight on a future position

@@ -19,7 +19,7 @@ import pytest
 import torch
 from same_weights import assert_same_weights
 
-from transformer.data import BucketSampler, ShardedBucketSampler, make_task
+from transformer.data import BucketSampler, ShardedBucketSampler, TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import load_checkpoint
 from transformer.train import (
@@ -32,6 +32,8 @@ from transformer.train import (
     torchrun_env,
     trainer_from_checkpoint,
 )
+
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -180,7 +182,7 @@ def _nan_worker(rank: int, port: int, results: multiprocessing.Queue) -> None:
     env = DistEnv(rank, 2, rank, 2)
     start_process_group(env, timeout_s=60)
     try:
-        task = make_task("reverse", n_train=64, n_valid=4, min_len=3, max_len=6)
+        task = make_task(TaskSpec(name="reverse", n_train=64, n_valid=4, min_len=3, max_len=6))
         model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                                model_overrides=dict(d_model=16, n_heads=2, n_encoder_layers=1,
                                                                     n_decoder_layers=1, d_ff=16, dropout=0.0),

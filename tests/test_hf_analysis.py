@@ -19,7 +19,7 @@ from transformer.analysis import (
     output_ids,
     sweep_heads,
 )
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.model import HFSeq2Seq
 from transformer.model.hf_seq2seq import attention_outputs
 
@@ -51,7 +51,7 @@ def by_hand_log_prob(lm: HFSeq2Seq, out: list[int], head: Head) -> float:
 
 
 def test_the_sweep_equals_zeroing_each_heads_slice_by_hand(lm):
-    out = output_ids(decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False))
+    out = output_ids(greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False))
     sweep = sweep_heads(lm, TEXT, out)
     assert sweep.complete and len(sweep.frame) == len(all_heads(lm)) == 12
     for row in (sweep.frame.iloc[0], sweep.frame.iloc[-1]):
@@ -62,7 +62,7 @@ def test_the_sweep_equals_zeroing_each_heads_slice_by_hand(lm):
 
 def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(lm):
     heads = [Head("cross", layer, h) for layer in range(2) for h in range(2)]
-    plain = decode_greedy(lm, TEXT, max_steps=STEPS)
+    plain = greedy_decode(lm, TEXT, max_steps=STEPS)
     alone = ablated_decode(lm, TEXT, heads)
     assert [s.prob for s in alone.steps] != [s.prob for s in plain.steps]
     before = hooks(lm.model)
@@ -74,7 +74,7 @@ def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(lm):
             barrier.wait()
             for _ in range(6):
                 results[name].append(ablated_decode(lm, TEXT, heads) if name == "ablated"
-                                     else decode_greedy(lm, TEXT, max_steps=STEPS))
+                                     else greedy_decode(lm, TEXT, max_steps=STEPS))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -96,7 +96,7 @@ def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(lm):
 # relative positions: at the all-zero baseline its first RMSNorm sees a zero vector, the path's integrand has a
 # spike near it that 32 (or 512) points miss, and the sum falls short (README, "Reading ablation and attribution").
 def test_integrated_gradients_is_complete_and_leaves_nothing_behind(lm):
-    out = output_ids(decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False))
+    out = output_ids(greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False))
     gaps = [abs(lm_score - baseline_score(lm, TEXT, out, t)) for t, lm_score in
             enumerate(float(a.score) for a in [attribute_step(lm, TEXT, out, t, "gradient_x_input")
                                                 for t in range(len(out))])]

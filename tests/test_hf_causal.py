@@ -15,7 +15,7 @@ from transformer.analysis import (alignment_scores, attention_difference, attrib
                                   detect_heads, group_head_label, group_mean, head_mask, head_stats, parse_head,
                                   sweep_heads)
 from transformer.cli import main
-from transformer.decode import (InputError, decode_greedy, decode_teacher_forced, load_trace_json,
+from transformer.decode import (InputError, greedy_decode, teacher_forced, load_trace_json,
                                 result_from_dict)
 from transformer.model import MAX_PROMPT_TOKENS, HFCausalLM
 from transformer.store import open_model
@@ -45,7 +45,7 @@ def _generate(lm: HFCausalLM, prompt: str, **kwargs):
 @pytest.mark.parametrize("family", CAUSAL)
 def test_greedy_tokens_and_every_attention_weight_equal_generate(models, family):
     lm = models[family]
-    result = decode_greedy(lm, PROMPT, max_steps=7, stop_at_end=True)
+    result = greedy_decode(lm, PROMPT, max_steps=7, stop_at_end=True)
     n_prompt, out = _generate(lm, PROMPT, max_new_tokens=7)
     assert [s.token_id for s in result.steps] == out.sequences[0, n_prompt:].tolist()
     trace = result.trace
@@ -66,14 +66,14 @@ def test_greedy_tokens_and_every_attention_weight_equal_generate(models, family)
 @pytest.mark.parametrize("family", CAUSAL)
 def test_the_generation_config_decides_length_and_end_tokens(models, family):
     lm = models[family]
-    free = decode_greedy(lm, PROMPT, max_steps=6)
+    free = greedy_decode(lm, PROMPT, max_steps=6)
     end = free.steps[3].token_id
     gen = lm.generation_config
     saved = (gen.eos_token_id, gen.max_new_tokens)
     try:
         gen.eos_token_id, gen.max_new_tokens = [12345 % lm.vocab_size, end], 9  # an EOS list
         lm.end_ids = frozenset(gen.eos_token_id)
-        ours = decode_greedy(lm, PROMPT)
+        ours = greedy_decode(lm, PROMPT)
         n_prompt, out = _generate(lm, PROMPT)
     finally:
         gen.eos_token_id, gen.max_new_tokens = saved
@@ -83,18 +83,18 @@ def test_the_generation_config_decides_length_and_end_tokens(models, family):
 
 
 def test_grouped_query_heads_carry_their_key_value_group(models):
-    trace = decode_greedy(models["llama"], PROMPT, max_steps=3).trace
+    trace = greedy_decode(models["llama"], PROMPT, max_steps=3).trace
     assert trace.head_groups["self"] == (0, 0, 1, 1)
     assert group_head_label(trace, "self", 2) == "H3 · kv2"
     means = group_mean(trace, "self")
     assert means.shape[1] == 2
     torch.testing.assert_close(means[:, 1], trace.weights("self")[:, 2:4].mean(1))
-    assert group_head_label(decode_greedy(models["gpt2"], PROMPT, max_steps=2).trace, "self", 2) == "H3"
+    assert group_head_label(greedy_decode(models["gpt2"], PROMPT, max_steps=2).trace, "self", 2) == "H3"
 
 
 def test_chat_formatting_shows_the_templates_tokens(folders):
     chat = open_model(str(folders["qwen2"]), chat=True)
-    tokens = decode_greedy(chat, "Hello there", max_steps=2).trace.source_tokens
+    tokens = greedy_decode(chat, "Hello there", max_steps=2).trace.source_tokens
     assert tokens[0] == "<|im_start|>" and "<|im_end|>" in tokens and tokens.count("<|im_start|>") == 2
     assert tokens[-1] == "Ċ"  # the assistant turn opened, its newline a token of its own
     with pytest.raises(Exception, match="no chat template"):
@@ -107,34 +107,34 @@ def test_a_long_prompt_decodes_and_one_over_the_cap_is_refused(models):
     words = "a dog runs on the grass " * 400
     ids = lm.tokenizer(words).input_ids
     prompt = lm.tokenizer.decode(ids[:1024])
-    result = decode_greedy(lm, prompt, max_steps=2)
+    result = greedy_decode(lm, prompt, max_steps=2)
     assert result.trace.step_offset == len(lm.tokenize_source(prompt).ids) - 1 >= 1000
     with pytest.raises(InputError, match="reads at most 1100"):
-        decode_greedy(lm, words)
+        greedy_decode(lm, words)
     with pytest.raises(InputError, match="empty"):
-        decode_greedy(lm, "  ")
+        greedy_decode(lm, "  ")
 
 
 def test_teacher_forcing_puts_prompt_and_reference_on_one_axis(models):
     lm = models["llama"]
-    result = decode_teacher_forced(lm, PROMPT, "on a bike")
+    result = teacher_forced(lm, PROMPT, "on a bike")
     n_prompt = len(lm.tokenize_source(PROMPT).ids)
     ref = lm.target_ids("on a bike")
     assert len(result.trace.decoder_input_tokens) == n_prompt + len(ref)
     assert len(result.steps) == len(ref) + 1 and result.trace.step_offset == n_prompt - 1
-    greedy = decode_greedy(lm, PROMPT, max_steps=1)
+    greedy = greedy_decode(lm, PROMPT, max_steps=1)
     torch.testing.assert_close(result.trace.weights("self")[:, :, :n_prompt, :n_prompt],
                                greedy.trace.weights("self")[:, :, :n_prompt, :n_prompt], atol=1e-5, rtol=0)
 
 
 def test_switching_query_heads_off_changes_the_output_and_leaves_no_hook(models):
     lm = models["llama"]
-    intact = decode_greedy(lm, PROMPT, max_steps=4)
+    intact = greedy_decode(lm, PROMPT, max_steps=4)
     heads = [parse_head(f"self:L{layer}H{h}", lm) for layer in (1, 2) for h in (1, 2, 3)]
-    ablated = decode_greedy(lm, PROMPT, max_steps=4, head_mask=head_mask(lm, heads))
+    ablated = greedy_decode(lm, PROMPT, max_steps=4, head_mask=head_mask(lm, heads))
     assert not torch.equal(intact.trace.weights("self")[1], ablated.trace.weights("self")[1])
     assert all(not m._forward_pre_hooks for m in lm.model.modules())
-    again = decode_greedy(lm, PROMPT, max_steps=4)
+    again = greedy_decode(lm, PROMPT, max_steps=4)
     assert torch.equal(again.trace.weights("self"), intact.trace.weights("self"))
     sweep = sweep_heads(lm, PROMPT, [s.token_id for s in intact.steps])
     assert set(sweep.frame["kind"]) == {"self"} and len(sweep.frame) == 2 * 4
@@ -144,7 +144,7 @@ def test_switching_query_heads_off_changes_the_output_and_leaves_no_hook(models)
 
 def test_integrated_gradients_over_the_prompt_is_complete(models):
     lm = models["gpt2"]
-    out = [s.token_id for s in decode_greedy(lm, PROMPT, max_steps=3).steps]
+    out = [s.token_id for s in greedy_decode(lm, PROMPT, max_steps=3).steps]
     attr = attribute_step(lm, PROMPT, out, 2, n_steps=64)
     n_prompt = len(lm.tokenize_source(PROMPT).ids)
     assert attr.source.shape == (n_prompt,) and attr.target.shape == (2,)
@@ -153,12 +153,12 @@ def test_integrated_gradients_over_the_prompt_is_complete(models):
 
 
 def test_head_views_work_on_the_one_causal_kind(models):
-    trace = decode_greedy(models["qwen2"], PROMPT, max_steps=3).trace
+    trace = greedy_decode(models["qwen2"], PROMPT, max_steps=3).trace
     stats = head_stats(trace, "self")
     assert len(stats) == 2 * 5
     with pytest.raises(ValueError, match="no cross-attention"):
         alignment_scores(trace, [0, 1])
-    other = decode_greedy(models["qwen2"], PROMPT, max_steps=3, head_mask={"self": torch.tensor([[0., 1, 1, 1],
+    other = greedy_decode(models["qwen2"], PROMPT, max_steps=3, head_mask={"self": torch.tensor([[0., 1, 1, 1],
                                                                                                  [1, 1, 1, 1]])})
     diff = attention_difference(trace, other.trace, "self", 1, None)
     assert diff.a.shape == diff.b.shape and diff.max_abs > 0
@@ -167,7 +167,7 @@ def test_head_views_work_on_the_one_causal_kind(models):
 
 
 def test_trace_json_names_the_family_and_reads_back(models, tmp_path):
-    result = decode_greedy(models["gpt2"], PROMPT, max_steps=3)
+    result = greedy_decode(models["gpt2"], PROMPT, max_steps=3)
     data = json.loads(result.to_json())
     assert data["family"] == "decoder-only" and data["kinds"] == ["self"] and "cross" not in data["attention"]
     back = result_from_dict(data)

@@ -14,7 +14,7 @@ import torch
 from tests.hf_tiny_models import SIZE, _fast_tokenizer, _model, build, corpus
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.model import HFSeq2Seq
 
 TEXT = "the cat walks under the big tree"
@@ -36,7 +36,7 @@ def test_decode_prints_the_output_and_writes_the_trace_of_an_hf_folder(folders, 
     trace = tmp_path / "trace.json"
     code, out, err = run(capsys, "decode", str(folders["marian"]), TEXT, "--max-steps", "10", "--trace-json", str(trace))
     assert code == 0, err
-    expected = decode_greedy(HFSeq2Seq.load(str(folders["marian"])), TEXT, max_steps=10)
+    expected = greedy_decode(HFSeq2Seq.load(str(folders["marian"])), TEXT, max_steps=10)
     assert out.strip() == expected.output_text.strip()
     data = json.loads(trace.read_text())
     assert data["source_tokens"] == list(expected.trace.source_tokens) and data["source_tokens"][0].startswith("▁")
@@ -52,7 +52,7 @@ def test_eval_scores_any_model_on_parallel_files_like_sacrebleu(folders, capsys,
     assert code == 0, err
     scores = json.loads(out)
     lm = HFSeq2Seq.load(str(folders["bart"]))
-    hyps = [decode_greedy(lm, line).output_text for line in lines]  # batched eval = one sentence at a time
+    hyps = [greedy_decode(lm, line).output_text for line in lines]  # batched eval = one sentence at a time
     assert scores["n"] == 12
     assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [list(reversed(lines))]).score)
 
@@ -125,3 +125,16 @@ def test_a_hub_id_that_is_not_cached_while_offline_gets_one_line(capsys, tmp_pat
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     code, _, err = run(capsys, "decode", "nobody-here/no-such-model", TEXT)
     assert code == 2 and err.count("\n") == 1 and "offline" in err and "cache" in err
+
+
+@pytest.mark.slow  # a fresh Python process imports torch and transformers: seconds
+def test_a_marian_folder_refuses_an_over_long_input_in_one_line_without_library_noise(folders):
+    """Only our own line reaches the terminal: no "Recommended: pip install sacremoses" when the Marian tokenizer
+    loads, no tokenizer log line about a sequence longer than the model's maximum (we measure it and refuse)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-m", "transformer", "decode", str(folders["marian"]), " ".join([TEXT] * 100)]
+    long = subprocess.run(argv, capture_output=True, text=True, cwd=root, timeout=120)
+    assert long.returncode == 2 and long.stderr.startswith("error: The input has ") and long.stderr.count("\n") == 1

@@ -16,7 +16,7 @@ from tests.fake_hub import FakeHub, use_fake_hub
 from tests.hf_tiny_models import build
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
-from transformer.decode import decode_greedy
+from transformer.decode import greedy_decode
 from transformer.model import HFModelError, HFSeq2Seq, load_pretrained
 
 TEXT = "the dog sees the bird"
@@ -44,8 +44,8 @@ def test_a_hub_id_downloads_only_safe_files_and_decodes_like_its_folder(marian, 
     fake = _hub(monkeypatch, tmp_path, repo)
     lm = HFSeq2Seq.load(REPO)
     assert fake.asked and not {"pytorch_model.bin", "modeling_evil.py"} & {p.name for p in fake.cached.iterdir()}
-    assert [s.token_id for s in decode_greedy(lm, TEXT).steps] == \
-        [s.token_id for s in decode_greedy(HFSeq2Seq.load(str(marian)), TEXT).steps]
+    assert [s.token_id for s in greedy_decode(lm, TEXT).steps] == \
+        [s.token_id for s in greedy_decode(HFSeq2Seq.load(str(marian)), TEXT).steps]
     HFSeq2Seq.load(REPO)  # now cached: no second download
     assert len(fake.asked) == 1 and not (tmp_path / "PWNED").exists()
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.hf_tiny_models import FAMILIES, build
-from transformer.decode import InputError, decode_greedy, decode_teacher_forced
+from transformer.decode import InputError, greedy_decode, teacher_forced
 from transformer.model import AttentionMaps, HFSeq2Seq, StepOutput
 
 TEXT = "the dog sees a red house near the tree"
@@ -29,7 +29,7 @@ def generate(lm: HFSeq2Seq, text: str, steps: int):
 
 
 def test_greedy_tokens_and_every_attention_weight_equal_generate(lm):
-    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    result = greedy_decode(lm, TEXT, max_steps=STEPS)
     ref = generate(lm, TEXT, STEPS)
     assert [s.token_id for s in result.steps] == ref.sequences[0, 1:].tolist()
     assert len(result.steps) >= 4  # long enough to mean something
@@ -42,7 +42,7 @@ def test_greedy_tokens_and_every_attention_weight_equal_generate(lm):
 
 
 def test_trace_keeps_the_tokenizers_own_pieces_specials_included(lm):
-    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    result = greedy_decode(lm, TEXT, max_steps=STEPS)
     ids = lm.tokenizer(TEXT).input_ids
     assert result.trace.source_tokens == tuple(lm.tokenizer.convert_ids_to_tokens(ids))
     assert result.trace.decoder_input_tokens[0] == lm.tokenizer.convert_ids_to_tokens(lm.start_ids[0])
@@ -50,7 +50,7 @@ def test_trace_keeps_the_tokenizers_own_pieces_specials_included(lm):
 
 
 def test_forced_bos_of_the_generation_config_is_shown_as_forced(lm):
-    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    result = greedy_decode(lm, TEXT, max_steps=STEPS)
     bos = lm.generation_config.forced_bos_token_id
     assert result.steps[0].forced == (bos is not None)
     if bos is not None:
@@ -58,31 +58,31 @@ def test_forced_bos_of_the_generation_config_is_shown_as_forced(lm):
 
 
 def test_banned_pad_is_never_chosen_nor_in_top_k_nor_forceable(lm):
-    result = decode_greedy(lm, TEXT, max_steps=STEPS, top_k=len(lm.tokenizer))
+    result = greedy_decode(lm, TEXT, max_steps=STEPS, top_k=len(lm.tokenizer))
     for banned in lm.unemittable_ids:
         assert all(banned != tid for s in result.steps for tid in [s.token_id])
         assert all(lm.id_to_token(banned) not in dict(s.top_k) for s in result.steps)
         with pytest.raises(InputError, match="cannot be forced"):
-            decode_greedy(lm, TEXT, forced=[lm.id_to_token(banned)])
+            greedy_decode(lm, TEXT, forced=[lm.id_to_token(banned)])
     for s in result.steps:
         if not s.forced:
             assert sum(p for _, p in s.top_k) == pytest.approx(1.0, abs=1e-4)  # renormalised over what can be emitted
 
 
 def test_forcing_a_token_continues_greedily_from_it(lm):
-    free = decode_greedy(lm, TEXT, max_steps=8)
+    free = greedy_decode(lm, TEXT, max_steps=8)
     position = 1 if free.steps[0].forced else 0
     other = next(t for t, _ in free.steps[position].top_k[1:] if lm.token_to_id(t) not in lm.unemittable_ids)
     prefix = [s.token for s in free.steps[:position]] + [other]
-    forced = decode_greedy(lm, TEXT, max_steps=8, forced=prefix)
+    forced = greedy_decode(lm, TEXT, max_steps=8, forced=prefix)
     assert forced.steps[position].token == other and forced.steps[position].forced
     assert forced.trace.decoder_input_tokens[position + 1] == other
 
 
 def test_teacher_forcing_matches_the_greedy_trace_on_the_greedy_output(lm):
-    free = decode_greedy(lm, TEXT, max_steps=6, stop_at_end=False)
+    free = greedy_decode(lm, TEXT, max_steps=6, stop_at_end=False)
     ids = [s.token_id for s in free.steps[:-1]]
-    taught = decode_teacher_forced(lm, TEXT, lm.tokenizer.decode(ids, skip_special_tokens=False))
+    taught = teacher_forced(lm, TEXT, lm.tokenizer.decode(ids, skip_special_tokens=False))
     if list(lm.target_ids(lm.tokenizer.decode(ids, skip_special_tokens=False))) != ids:
         pytest.skip("the tokenizer does not round-trip this output")
     for kind in ("decoder_self", "cross"):
@@ -94,7 +94,7 @@ def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
     mask = {"cross": torch.ones(2, heads), "encoder_self": torch.ones(2, heads)}
     mask["cross"][1, 0] = 0.0
     mask["encoder_self"][0, 1] = 0.0
-    ablated = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False, head_mask=mask)
+    ablated = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False, head_mask=mask)
     by_hand = copy.deepcopy(lm.model)
     from transformer.model.hf_seq2seq import attention_outputs
     with torch.no_grad():
@@ -102,8 +102,8 @@ def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
             proj = attention_outputs(by_hand)[kind][layer]
             width = proj.in_features // heads
             proj.weight[:, head * width:(head + 1) * width] = 0.0
-    manual = decode_greedy(HFSeq2Seq(by_hand, lm.tokenizer, "by hand"), TEXT, max_steps=STEPS, stop_at_end=False)
-    plain = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False)
+    manual = greedy_decode(HFSeq2Seq(by_hand, lm.tokenizer, "by hand"), TEXT, max_steps=STEPS, stop_at_end=False)
+    plain = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False)
     assert [s.token_id for s in ablated.steps] == [s.token_id for s in manual.steps]
     torch.testing.assert_close(ablated.trace.cross, manual.trace.cross, atol=1e-5, rtol=0)
     assert [s.prob for s in ablated.steps] != [s.prob for s in plain.steps]  # the switch did something
@@ -112,7 +112,7 @@ def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
 
 def test_merging_pieces_into_words_sums_keys_averages_queries_and_keeps_rows_summing_to_one(lm):
     from transformer.decode import merge_words, word_groups
-    trace = decode_greedy(lm, "the bird eats the green fish", max_steps=8).trace
+    trace = greedy_decode(lm, "the bird eats the green fish", max_steps=8).trace
     merged = merge_words(trace)
     groups = word_groups(trace.source_tokens)
     assert len(merged.source_tokens) == len(groups) <= len(trace.source_tokens)
@@ -131,7 +131,7 @@ def test_merging_pieces_into_words_sums_keys_averages_queries_and_keeps_rows_sum
 def test_a_prefix_is_read_before_the_text_as_t5_task_prefixes_are(tmp_path):
     folder = build("t5", tmp_path / "t5")
     plain, prefixed = HFSeq2Seq.load(str(folder)), HFSeq2Seq.load(str(folder), prefix="the cat sees: ")
-    tokens = decode_greedy(prefixed, TEXT, max_steps=4).trace.source_tokens
+    tokens = greedy_decode(prefixed, TEXT, max_steps=4).trace.source_tokens
     assert tokens == tuple(plain.tokenize_source("the cat sees: " + TEXT).tokens)
     assert len(tokens) > len(plain.tokenize_source(TEXT).tokens)
 
@@ -143,13 +143,13 @@ def test_sharded_safetensors_load_and_decode_the_same(tmp_path):
     whole.tokenizer.save_pretrained(tmp_path / "sharded")
     assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
     sharded = HFSeq2Seq.load(str(tmp_path / "sharded"))
-    a, b = decode_greedy(whole, TEXT, max_steps=6), decode_greedy(sharded, TEXT, max_steps=6)
+    a, b = greedy_decode(whole, TEXT, max_steps=6), greedy_decode(sharded, TEXT, max_steps=6)
     assert [s.token_id for s in a.steps] == [s.token_id for s in b.steps]
     torch.testing.assert_close(a.trace.cross, b.trace.cross, atol=0, rtol=0)
 
 
 def test_step_probabilities_equal_generate_and_the_model_is_left_as_loaded(lm):
-    result = decode_greedy(lm, TEXT, max_steps=STEPS)
+    result = greedy_decode(lm, TEXT, max_steps=STEPS)
     batch = lm.tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
         ref = lm.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS, output_scores=True,
@@ -174,11 +174,11 @@ def test_while_the_faster_head_is_borrowed_others_read_the_model_as_loaded(lm):
 def test_the_faster_output_head_follows_weights_changed_in_place(lm):
     model = copy.deepcopy(lm.model)
     changed = HFSeq2Seq(model, lm.tokenizer, "changed")
-    before = decode_greedy(changed, TEXT, max_steps=STEPS)
+    before = greedy_decode(changed, TEXT, max_steps=STEPS)
     chosen = next(s for s in before.steps if not s.forced).token_id
     with torch.no_grad():
         model.get_output_embeddings().weight[chosen] *= -1.0
-    after = decode_greedy(changed, TEXT, max_steps=STEPS)
+    after = greedy_decode(changed, TEXT, max_steps=STEPS)
     batch = lm.tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
         ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
@@ -187,13 +187,13 @@ def test_the_faster_output_head_follows_weights_changed_in_place(lm):
 
 
 def test_a_banned_multi_token_sequence_is_never_output_and_cannot_be_forced(lm):
-    free = decode_greedy(lm, TEXT, max_steps=STEPS, stop_at_end=False)
+    free = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False)
     t = next(i for i, s in enumerate(free.steps[:-1]) if not s.forced)
     pair = [free.steps[t].token_id, free.steps[t + 1].token_id]  # what greedy says at steps t, t + 1
     model = copy.deepcopy(lm.model)
     model.generation_config.bad_words_ids = [*(model.generation_config.bad_words_ids or []), pair]
     banned = HFSeq2Seq(model, lm.tokenizer, "banned pair")
-    result = decode_greedy(banned, TEXT, max_steps=STEPS)
+    result = greedy_decode(banned, TEXT, max_steps=STEPS)
     batch = lm.tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
         ref = model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS)
@@ -202,5 +202,5 @@ def test_a_banned_multi_token_sequence_is_never_output_and_cannot_be_forced(lm):
     assert lm.id_to_token(pair[1]) not in dict(result.steps[t + 1].top_k)
     prefix = [s.token for s in free.steps[: t + 2]]
     with pytest.raises(InputError, match="cannot be forced after .*bad_words_ids"):
-        decode_greedy(banned, TEXT, forced=prefix)
-    assert decode_greedy(banned, TEXT, forced=prefix[:-1]).steps[t].token_id == pair[0]  # the first alone is fine
+        greedy_decode(banned, TEXT, forced=prefix)
+    assert greedy_decode(banned, TEXT, forced=prefix[:-1]).steps[t].token_id == pair[0]  # the first alone is fine

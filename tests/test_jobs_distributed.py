@@ -13,11 +13,13 @@ import torch
 from app_session import assert_no_exception, open_app, poll, texts
 from same_weights import assert_same_weights
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.train import Trainer, TrainingJob, TrainingSlots
-from ui.live_run import LIVE_RUN_KEY
-from ui.settings import max_training_processes
+from ui.server import max_training_processes
+from ui.train import LIVE_RUN_KEY
+
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
 
 
 def _trainer(task, batch_size: int) -> Trainer:
@@ -28,11 +30,11 @@ def _trainer(task, batch_size: int) -> Trainer:
 
 
 def test_a_two_process_job_trains_the_model_a_one_process_job_trains_with_the_global_batch() -> None:
-    task = make_task("reverse", n_train=300, n_valid=10)
+    task = make_task(TaskSpec(name="reverse", n_train=300, n_valid=10))
     two = TrainingJob(_trainer(task, 8), max_steps=8, processes=2, probe=task.probe, probe_every=4,
-                      publish_every_s=0.0, idle_timeout_s=None).start()  # no browser here to send heartbeats
+                      publish_every_s=0.0).start()
     assert two.join(timeout=180)
-    one = TrainingJob(_trainer(task, 16), max_steps=8, idle_timeout_s=None).start()
+    one = TrainingJob(_trainer(task, 16), max_steps=8).start()
     assert one.join(timeout=180)
     snap = two.snapshot()
     assert snap.status == "finished" and snap.step == 8, snap.message
@@ -126,9 +128,9 @@ def test_a_job_takes_one_slot_per_process_and_waiting_jobs_start_in_order() -> N
 
 
 def test_stop_ends_every_process_of_the_job_and_resume_continues_on_two() -> None:
-    task = make_task("reverse", n_train=300, n_valid=10)
+    task = make_task(TaskSpec(name="reverse", n_train=300, n_valid=10))
     trainer = _trainer(task, 8)
-    job = TrainingJob(trainer, max_steps=100_000, processes=2, idle_timeout_s=None).start()
+    job = TrainingJob(trainer, max_steps=100_000, processes=2).start()
     deadline = time.monotonic() + 120
     while job.snapshot().step < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -136,6 +138,6 @@ def test_stop_ends_every_process_of_the_job_and_resume_continues_on_two() -> Non
     assert job.join(timeout=60)
     stopped = job.snapshot()
     assert stopped.status == "stopped" and 3 <= stopped.step < 100_000, stopped.message
-    again = TrainingJob(trainer, max_steps=stopped.step + 3, processes=2, idle_timeout_s=None).start()
+    again = TrainingJob(trainer, max_steps=stopped.step + 3, processes=2).start()
     assert again.join(timeout=120)
     assert again.snapshot().status == "finished" and trainer.step == stopped.step + 3, again.snapshot().message

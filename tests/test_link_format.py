@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from transformer.decode import MAX_INPUT_CHARS
-from ui.link_format import (MEAN, ModelSizes, check_sizes, head_labels, labels_to_heads, parse_ablated, parse_params,
-                             to_params)
+from ui.links import MEAN, ModelSizes, check_sizes, head_labels, labels_to_heads, parse_ablated, parse_params, to_params
 
 SIZES = ModelSizes(encoder_layers=3, decoder_layers=2, heads=4)
 

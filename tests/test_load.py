@@ -11,7 +11,7 @@ import torch
 from app_session import assert_no_exception, open_app, texts
 from tiny_runs import live_run_of, start_tiny_run
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import Seq2SeqTransformer, default_configs
 from transformer.store import bundle_bytes, load_checkpoint
 from transformer.train import (
@@ -24,13 +24,14 @@ from transformer.train import (
     jobs,
     registry,
 )
-from ui.live_run import LIVE_RUN_KEY
-from ui.run_jobs import attach_callbacks, new_job
+from ui.train import LIVE_RUN_KEY, attach_callbacks, new_job
+
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
 
 
 @pytest.fixture(scope="module")
 def task():
-    return make_task("reverse", n_train=300, n_valid=10, min_len=4, max_len=8)
+    return make_task(TaskSpec(name="reverse", n_train=300, n_valid=10, min_len=4, max_len=8))
 
 
 def tiny_trainer(task) -> Trainer:
@@ -46,8 +47,7 @@ def test_two_jobs_at_once_both_progress_and_neither_corrupts_the_other(task) -> 
     solo = tiny_trainer(task)
     solo.run(max_steps=40)
     pair = [tiny_trainer(task), tiny_trainer(task)]
-    running = [TrainingJob(t, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0,
-                           idle_timeout_s=None).start() for t in pair]
+    running = [TrainingJob(t, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0).start() for t in pair]
     assert all(job.join(timeout=120) for job in running)
     expected = solo.model.state_dict()
     for job, trainer in zip(running, pair):

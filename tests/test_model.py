@@ -80,7 +80,7 @@ def test_sdpa_and_explicit_paths_agree():
 def test_attention_module_matches_torch_multihead_attention():
     torch.manual_seed(3)
     ref = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
-    mine = MultiHeadAttention(32, 4, dropout=0.0).eval()
+    mine = MultiHeadAttention(d_model=32, n_heads=4, dropout=0.0).eval()
     with torch.no_grad():
         mine.in_proj.weight.copy_(ref.in_proj_weight)
         mine.in_proj.bias.copy_(ref.in_proj_bias)
@@ -90,7 +90,7 @@ def test_attention_module_matches_torch_multihead_attention():
     key_padding[1, 4:] = True
     with torch.no_grad():
         ref_out, ref_w = ref(x, memory, memory, key_padding_mask=key_padding, average_attn_weights=False)
-        out, w = mine(x, mine.project_kv(memory), (~key_padding)[:, None, None, :], need_weights=True)
+        out, w = mine(x, kv=mine.project_kv(memory), mask=(~key_padding)[:, None, None, :], need_weights=True)
         self_ref, self_ref_w = ref(x, x, x, average_attn_weights=False)
         self_out, self_w = mine(x, need_weights=True)
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)

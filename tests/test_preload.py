@@ -5,7 +5,7 @@ import asyncio
 import gzip
 import re
 
-from ui.preload import JS_DIR, PreloadChunks, preload_links
+from ui.server import JS_DIR, PreloadChunks, preload_links
 
 PAGE = b"<html><head><title>Streamlit</title></head><body><div id=root></div></body></html>"
 

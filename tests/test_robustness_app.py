@@ -24,13 +24,14 @@ from hostile_inputs import (
 )
 from tiny_runs import live_run_of, start_tiny_run
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import MAX_BUNDLE_BYTES, bundle_bytes, save_checkpoint
 from transformer.train import AUTOSAVE_PREFIX, Trainer, checkpoint_from_trainer
-from ui.limits import LIMITS, limit_violations
-from ui.widgets import md_token
+from ui.server import LIMITS, limit_violations
+from ui.views import md_token
 
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 ROOT = Path(__file__).resolve().parents[1]
 TEXT_KEYS = {"home": "home_text", "decode": "decode_text", "attention": "attention_text"}
 
@@ -180,7 +181,7 @@ def test_impossible_hyperparameters_are_refused(studio_env) -> None:
 
 
 def _checkpoint_over_the_caps(root: Path, *, layers: int = 1, step: int = 1) -> Path:
-    task = make_task("reverse", n_train=50, n_valid=5, min_len=3, max_len=5)
+    task = make_task(TaskSpec(name="reverse", n_train=50, n_valid=5, min_len=3, max_len=5))
     model_cfg, train_cfg = default_configs("reverse", 30, 30, model_overrides=dict(
         d_model=8, n_heads=2, d_ff=8, n_encoder_layers=layers, n_decoder_layers=1), train_overrides=dict(batch_size=4))
     trainer = Trainer(task, model_cfg, train_cfg)
@@ -289,6 +290,6 @@ def test_no_code_path_unpickles_a_file() -> None:
                         r"trust_remote_code\s*=\s*True|use_safetensors\s*=\s*False")
     found = {str(p.relative_to(ROOT)): unsafe.findall(p.read_text()) for p in sources}
     # The one exception: the training process and the server talk over a pipe between themselves, never a file.
-    ipc = (ROOT / "transformer" / "train" / "job_worker.py").read_text()
+    ipc = (ROOT / "transformer" / "train" / "job_messages.py").read_text()
     assert re.findall(r"pickle\.loads?\((.*)\)", ipc) == ["conn.recv_bytes()"]
-    assert {path: hits for path, hits in found.items() if hits and path != "transformer/train/job_worker.py"} == {}
+    assert {path: hits for path, hits in found.items() if hits and path != "transformer/train/job_messages.py"} == {}

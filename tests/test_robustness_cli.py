@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from hostile_inputs import (BROKEN_CHECKPOINTS, CORPORA, TEXTS, WORD_PAIRS, broken_checkpoint, build_word_checkpoint,
-                            write_corpus)
+from hostile_inputs import (
+    BROKEN_CHECKPOINTS,
+    CORPORA,
+    TEXTS,
+    WORD_PAIRS,
+    broken_checkpoint,
+    build_word_checkpoint,
+    write_corpus,
+)
 
 from transformer.cli import main, printable
 from transformer.store import load_checkpoint
@@ -75,6 +82,7 @@ def test_words_outside_the_vocabulary_are_named(tmp_path: Path, capsys: pytest.C
     assert "warning: not in the vocabulary (read as <unk>): zebra" in err
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_very_long_text_in_a_real_process(good: Path) -> None:
     result = run_process("decode", str(good), "y" * 120_000)  # one argument holds at most 128 KiB on Linux
     assert result.returncode == 2 and result.stdout == ""
@@ -100,6 +108,7 @@ def test_broken_checkpoint(case: str, command: str, good: Path, tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_a_pickle_disguised_as_weights_never_runs_in_a_real_process(good: Path, tmp_path: Path) -> None:
     folder = broken_checkpoint(good, "pickle disguised as model.safetensors", tmp_path)
     result = run_process("decode", str(folder), "abc")
@@ -157,6 +166,7 @@ def test_bad_typed_pairs_file(content: bytes, message: str, tmp_path: Path, caps
     assert_refused(code, out, err, message)
 
 
+@pytest.mark.slow  # a real process or a full evaluation
 def test_a_corpus_that_is_not_utf8_in_a_real_process(tmp_path: Path) -> None:
     paths = write_corpus("not UTF-8", tmp_path)
     result = run_process("train", "--task", "corpus", "--data", str(paths[0]), "--out", str(tmp_path / "out"))

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import load_checkpoint
 from transformer.train import (
@@ -22,10 +22,12 @@ from transformer.train import (
     prune_autosaves,
 )
 
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
+
 
 @pytest.fixture(scope="module")
 def task():
-    return make_task("reverse", n_train=300, n_valid=10, min_len=4, max_len=8)
+    return make_task(TaskSpec(name="reverse", n_train=300, n_valid=10, min_len=4, max_len=8))
 
 
 def tiny(task) -> Trainer:
@@ -38,7 +40,7 @@ def tiny(task) -> Trainer:
 
 def test_a_short_time_budget_still_records_about_twenty_frames_and_says_it_ended_the_run(task):
     job = TrainingJob(tiny(task), max_steps=1_000_000, max_seconds=2.0, probe=task.probe, probe_every=10_000,
-                      probe_frames=20, idle_timeout_s=None).start()
+                      probe_frames=20).start()
     assert job.join(timeout=60)
     snap = job.snapshot()
     frames = [step for step, _ in job.timeline()]
@@ -50,8 +52,7 @@ def test_a_short_time_budget_still_records_about_twenty_frames_and_says_it_ended
 
 
 def test_a_step_budget_spreads_the_frames_over_its_steps(task):
-    job = TrainingJob(tiny(task), max_steps=60, probe=task.probe, probe_every=1_000, probe_frames=20,
-                      idle_timeout_s=None).start()
+    job = TrainingJob(tiny(task), max_steps=60, probe=task.probe, probe_every=1_000, probe_frames=20).start()
     assert job.join(timeout=60)
     assert [step for step, _ in job.timeline()] == list(range(0, 61, 3))
     assert job.snapshot().message == "reached its target of 60 steps"
@@ -60,7 +61,7 @@ def test_a_step_budget_spreads_the_frames_over_its_steps(task):
 def test_a_run_is_autosaved_while_it_trains_and_when_it_ends(task, tmp_path):
     trainer = tiny(task)
     saved: list[int] = []
-    job = TrainingJob(trainer, max_steps=40, idle_timeout_s=None, autosave_every_s=0.0)
+    job = TrainingJob(trainer, max_steps=40, autosave_every_s=0.0)
     run = LiveRun(trainer, job, task.probe, 5, 60.0)
 
     def on_state(_job, state):

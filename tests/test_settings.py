@@ -1,7 +1,7 @@
 """The app's CPU settings: how many threads a training process gets."""
 import os
 
-from ui.settings import THREADS_ENV, training_threads
+from ui.server import THREADS_ENV, training_threads
 
 
 def test_a_training_process_leaves_one_core_to_the_pages_and_the_browser(monkeypatch):

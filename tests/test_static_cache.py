@@ -6,9 +6,12 @@ import asyncio
 import gzip
 import socket
 
-from ui.preload import JS_DIR, first_view_chunks
-from ui.serve import nodelay_listeners
-from ui.static_cache import MAX_AGE, StaticFromMemory
+import pytest
+
+from ui.server import JS_DIR, MAX_AGE, StaticFromMemory, first_view_chunks
+from ui.shell import nodelay_listeners
+
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
 
 PASSED = b"streamlit answered"
 
@@ -59,8 +62,6 @@ def test_anything_else_reaches_streamlit_unchanged():
         assert get(path)[2] == PASSED, path
     assert get(f"/static/js/{name}", headers={b"range": b"bytes=0-10"})[2] == PASSED  # ranges: Streamlit's own
     assert get(f"/static/js/{name}", method="POST")[2] == PASSED
-
-
 def test_the_servers_connections_send_small_writes_at_once():
     # Streamlit binds its socket with protocol number 0, so asyncio leaves Nagle's algorithm on and every second
     # response on a kept-alive connection waited ~40 ms for the browser's delayed ACK

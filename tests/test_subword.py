@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.data import Tokenizer, TokenizerError, make_task, task_from_spec
+from transformer.data import TaskSpec, Tokenizer, TokenizerError, make_task, task_from_spec
 from transformer.data.subword import train_subword_tokenizer
 from transformer.model import ConfigError, ModelConfig, default_configs
 from transformer.store import load_checkpoint, save_checkpoint, task_for_checkpoint
@@ -43,19 +43,19 @@ def test_unknown_characters_are_reported_with_their_own_text():
 @pytest.mark.parametrize("size", [0, 10, 10**9, True, "8k"])
 def test_an_absurd_vocabulary_size_is_refused_naming_the_option(size):
     with pytest.raises(TokenizerError, match="vocab_size"):
-        make_task("corpus", text=TEXT, vocab_size=size)
+        make_task(TaskSpec(name="corpus", text=TEXT, vocab_size=size))
 
 
 def test_a_joint_vocabulary_is_one_tokenizer_and_separate_ones_differ():
-    joint = make_task("corpus", text=TEXT, vocab_size=120)
+    joint = make_task(TaskSpec(name="corpus", text=TEXT, vocab_size=120))
     assert joint.src_tokenizer is joint.tgt_tokenizer
-    separate = make_task("corpus", text=TEXT, vocab_size=120, joint=False)
+    separate = make_task(TaskSpec(name="corpus", text=TEXT, vocab_size=120, joint=False))
     assert separate.src_tokenizer.tokens != separate.tgt_tokenizer.tokens
     assert "▁Hund" not in separate.src_tokenizer.tokens and "▁Hund" in separate.tgt_tokenizer.tokens
 
 
 def test_tied_embeddings_share_one_matrix_and_need_a_joint_vocabulary(tmp_path):
-    task = make_task("corpus", text=TEXT, vocab_size=120)
+    task = make_task(TaskSpec(name="corpus", text=TEXT, vocab_size=120))
     model_cfg, train_cfg = default_configs("corpus", 120, 120, "tiny", {"tie_embeddings": True, "max_len": 32},
                                            {"max_steps": 3, "eval_examples": 4})
     trainer = Trainer(task, model_cfg, train_cfg)
@@ -71,7 +71,7 @@ def test_tied_embeddings_share_one_matrix_and_need_a_joint_vocabulary(tmp_path):
 
 
 def test_a_subword_checkpoint_round_trips_and_its_task_reuses_the_saved_tokenizers(tmp_path):
-    task = make_task("corpus", text=TEXT, tokenizer="unigram", vocab_size=90)
+    task = make_task(TaskSpec(name="corpus", text=TEXT, tokenizer="unigram", vocab_size=90))
     model_cfg, train_cfg = default_configs("corpus", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            "tiny", {"max_len": 32}, {"max_steps": 2, "eval_examples": 4})
     trainer = Trainer(task, model_cfg, train_cfg)
@@ -83,7 +83,7 @@ def test_a_subword_checkpoint_round_trips_and_its_task_reuses_the_saved_tokenize
 
 
 def test_an_old_corpus_spec_without_a_tokenizer_key_is_rebuilt_word_level():
-    spec = make_task("corpus", text=TEXT, tokenizer="word").spec
+    spec = make_task(TaskSpec(name="corpus", text=TEXT, tokenizer="word")).spec
     old = {k: v for k, v in spec.items() if k not in ("tokenizer", "vocab_size", "joint", "valid_data")}
     assert task_from_spec(old).src_tokenizer.kind == "word"
 
@@ -96,8 +96,8 @@ def test_a_tokenizer_json_with_the_wrong_model_type_is_refused():
 
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason="the Multi30k corpus is not at ../shared/data/multi30k")
 def test_multi30k_validation_lines_decode_back_exactly_with_a_bpe_trained_on_a_training_slice():
-    task = make_task("corpus", data=[MULTI30K / "train.en.gz", MULTI30K / "train.de.gz"], max_pairs=2000,
-                     valid_data=[MULTI30K / "val.en.gz", MULTI30K / "val.de.gz"], n_valid=200, vocab_size=2000)
+    task = make_task(TaskSpec(name="corpus", data=[MULTI30K / "train.en.gz", MULTI30K / "train.de.gz"], max_pairs=2000,
+                     valid_data=[MULTI30K / "val.en.gz", MULTI30K / "val.de.gz"], n_valid=200, vocab_size=2000))
     with gzip.open(MULTI30K / "val.de.gz", "rt", encoding="utf-8") as fh:
         first = fh.readline().strip()
     assert task.valid[0].target == first  # the validation split is the val files, not a slice of train

@@ -15,6 +15,7 @@ from transformer.data import (
     DataError,
     Example,
     Task,
+    TaskSpec,
     gold_alignment,
     gold_sources,
     make_task,
@@ -58,7 +59,7 @@ def test_gold_alignment_is_none_for_translation_tasks():
 
 @pytest.mark.parametrize("name", ["reverse", "copy", "sort"])
 def test_generated_tasks_have_correct_targets_and_alignments(name):
-    task = make_task(name, n_train=300, n_valid=50, seed=3)
+    task = make_task(TaskSpec(name=name, n_train=300, n_valid=50, seed=3))
     expected = {"reverse": lambda s: s[::-1], "copy": lambda s: s, "sort": lambda s: "".join(sorted(s))}[name]
     assert (len(task.train), len(task.valid)) == (300, 50)
     for ex in task.train + task.valid:
@@ -73,7 +74,7 @@ def test_generated_tasks_have_correct_targets_and_alignments(name):
 
 
 def test_sort_alignment_matches_duplicates_stably():
-    task = make_task("sort", n_train=200, n_valid=10, min_len=30, max_len=40)
+    task = make_task(TaskSpec(name="sort", n_train=200, n_valid=10, min_len=30, max_len=40))
     ex = next(ex for ex in task.train if len(set(ex.source)) < len(ex.source))
     stable = gold_alignment("sort", ex.source)
     for letter in set(ex.source):
@@ -91,16 +92,16 @@ def test_sort_scores_accept_every_copy_of_a_repeated_character():
 
 
 def test_generated_tasks_are_deterministic_by_seed_and_valid_is_held_out():
-    a, b = make_task("reverse", n_train=2000, seed=7), make_task("reverse", n_train=2000, seed=7)
+    a, b = make_task(TaskSpec(name="reverse", n_train=2000, seed=7)), make_task(TaskSpec(name="reverse", n_train=2000, seed=7))
     assert a.train == b.train and a.valid == b.valid and a.probe == b.probe
-    assert make_task("reverse", n_train=2000, seed=8).train != a.train
+    assert make_task(TaskSpec(name="reverse", n_train=2000, seed=8)).train != a.train
     valid_sources = [ex.source for ex in a.valid]
     assert len(set(valid_sources)) == len(valid_sources) == 500
     assert not set(valid_sources) & {ex.source for ex in a.train}
 
 
 def test_reverse_default_size_is_the_case_studys():
-    task = make_task("reverse")
+    task = make_task(TaskSpec(name="reverse"))
     assert len(task.train) == 50_000
 
 
@@ -113,23 +114,22 @@ def test_reverse_default_size_is_the_case_studys():
 ])
 def test_generated_tasks_validate_lengths_and_sizes(kwargs, message):
     with pytest.raises(ConfigError, match=message):
-        make_task("copy", **kwargs)
+        make_task(TaskSpec(name="copy", **kwargs))
 
 
 def test_unknown_task_name_is_refused():
     with pytest.raises(ConfigError, match="unknown task"):
-        make_task("translate-everything")
+        make_task(TaskSpec(name="translate-everything"))
 
 
 def test_spec_rebuilds_the_same_task():
-    task = make_task("sort", n_train=100, n_valid=20, seed=5, min_len=3, max_len=6)
+    task = make_task(TaskSpec(name="sort", n_train=100, n_valid=20, seed=5, min_len=3, max_len=6))
     again = task_from_spec(task.spec)
     assert again.train == task.train and again.valid == task.valid and again.spec == task.spec
 
 
 def test_toy_en_de_task_is_word_level_with_alignments():
-    pytest.importorskip("transformer.data.toy_en_de")
-    task = make_task("toy-en-de", n_train=200, n_valid=20, seed=1)
+    task = make_task(TaskSpec(name="toy-en-de", n_train=200, n_valid=20, seed=1))
     assert task.level == "word" and (len(task.train), len(task.valid)) == (200, 20)
     assert task.has_alignment and task.spec["name"] == "toy-en-de"
     for ex in task.train[:50]:
@@ -145,7 +145,7 @@ def test_toy_en_de_builds_word_tokenizers_from_the_train_split(monkeypatch):
         return train, [Example("die katze", "the cat", (0, 1))] * n_valid
 
     monkeypatch.setitem(sys.modules, "transformer.data.toy_en_de", types.SimpleNamespace(make_splits=make_splits))
-    task = make_task("toy-en-de", n_train=5, n_valid=2, seed=4)
+    task = make_task(TaskSpec(name="toy-en-de", n_train=5, n_valid=2, seed=4))
     assert (len(task.train), len(task.valid), task.probe) == (5, 2, "die katze")
     assert task.src_tokenizer.tokens[4:] == ["der", "hund"] and task.has_alignment
     assert task.spec == {"name": "toy-en-de", "seed": 4, "n_train": 5, "n_valid": 2, "min_freq": 1}
@@ -153,13 +153,13 @@ def test_toy_en_de_builds_word_tokenizers_from_the_train_split(monkeypatch):
 
 def test_corpus_tsv_happy_path(tmp_path):
     path = _tsv(tmp_path, 100)
-    task = make_task("corpus", data=[path], seed=2, valid_fraction=0.1, tokenizer="word")
+    task = make_task(TaskSpec(name="corpus", data=[path], seed=2, valid_fraction=0.1, tokenizer="word"))
     assert (len(task.train), len(task.valid)) == (90, 10) and task.level == "word"
     assert {ex.source for ex in task.train}.isdisjoint(ex.source for ex in task.valid)
     assert not task.has_alignment and task.spec["data"] == [str(path)] and not task.spec["valid_is_train"]
-    assert make_task("corpus", data=[path], seed=2, valid_fraction=0.1).valid == task.valid
-    assert make_task("corpus", data=[path], seed=3, valid_fraction=0.1).valid != task.valid
-    assert len(make_task("corpus", data=[path], valid_fraction=0.5, n_valid=7).valid) == 7
+    assert make_task(TaskSpec(name="corpus", data=[path], seed=2, valid_fraction=0.1)).valid == task.valid
+    assert make_task(TaskSpec(name="corpus", data=[path], seed=3, valid_fraction=0.1)).valid != task.valid
+    assert len(make_task(TaskSpec(name="corpus", data=[path], valid_fraction=0.5, n_valid=7)).valid) == 7
     assert task.src_tokenizer.token_to_id("source") is not None
     assert task.tgt_tokenizer.token_to_id("source") is None  # separate vocabularies
     train_numbers = {ex.source.split()[1] for ex in task.train}
@@ -174,7 +174,7 @@ def test_corpus_reads_gzip_tsv_skips_blank_lines_and_caps_pairs(tmp_path):
 
 
 def test_two_pair_text_corpus_trains_and_validates_on_both():
-    task = make_task("corpus", text=TWO_PAIRS, tokenizer="word")
+    task = make_task(TaskSpec(name="corpus", text=TWO_PAIRS, tokenizer="word"))
     assert task.train == task.valid and len(task.train) == 2 and task.spec["valid_is_train"]
     assert task.train[1].target == "i want a coke" and task.spec["text"] == TWO_PAIRS
     assert task.src_tokenizer.tokens[4:] == ["ein", "ich", "mochte", "bier", "cola"]
@@ -207,16 +207,16 @@ def test_bad_typed_text_names_the_line(text, line):
 def test_bad_tsv_file_error_names_file_and_line(tmp_path, content, line, message):
     path = _write(tmp_path / "bad.tsv", content)
     with pytest.raises(DataError, match=f"bad.tsv, line {line}: .*{message}"):
-        make_task("corpus", data=[path])
+        make_task(TaskSpec(name="corpus", data=[path]))
 
 
 def test_empty_and_missing_files_raise_data_error(tmp_path):
     with pytest.raises(DataError, match="empty.tsv: no sentence pairs"):
-        make_task("corpus", data=[_write(tmp_path / "empty.tsv", "\n \n")])
+        make_task(TaskSpec(name="corpus", data=[_write(tmp_path / "empty.tsv", "\n \n")]))
     with pytest.raises(DataError, match="missing.tsv: cannot open"):
-        make_task("corpus", data=[tmp_path / "missing.tsv"])
+        make_task(TaskSpec(name="corpus", data=[tmp_path / "missing.tsv"]))
     with pytest.raises(DataError, match="<text>: no sentence pairs"):
-        make_task("corpus", text="  \n")
+        make_task(TaskSpec(name="corpus", text="  \n"))
 
 
 def test_corrupt_gzip_raises_data_error(tmp_path):
@@ -242,7 +242,7 @@ def test_aligned_files_with_different_line_counts_name_both(tmp_path):
     src = _write(tmp_path / "x.en", "a\nb\nc\n")
     tgt = _write(tmp_path / "x.de", "a\nb\n")
     with pytest.raises(DataError, match=r"x.en has 3 lines, .*x.de has 2 lines \(first unmatched line 3\)"):
-        make_task("corpus", data=[src, tgt])
+        make_task(TaskSpec(name="corpus", data=[src, tgt]))
     with pytest.raises(DataError, match=r"x.de has 2 lines, .*x.en has 3 lines"):
         read_aligned_files(tgt, src)
 
@@ -258,19 +258,19 @@ def test_aligned_files_blank_on_one_side_and_bad_utf8_name_file_and_line(tmp_pat
 def test_corpus_argument_errors_are_config_errors(tmp_path):
     path = _tsv(tmp_path, 30)
     with pytest.raises(ConfigError, match="not both"):
-        make_task("corpus", data=[path], text=TWO_PAIRS)
+        make_task(TaskSpec(name="corpus", data=[path], text=TWO_PAIRS))
     with pytest.raises(ConfigError, match="one TSV file or two"):
-        make_task("corpus", data=[path, path, path])
+        make_task(TaskSpec(name="corpus", data=[path, path, path]))
     with pytest.raises(ConfigError, match="valid_fraction"):
-        make_task("corpus", data=[path], valid_fraction=1.5)
+        make_task(TaskSpec(name="corpus", data=[path], valid_fraction=1.5))
     with pytest.raises(ConfigError, match="max_pairs"):
-        make_task("corpus", data=[path], max_pairs=0)
+        make_task(TaskSpec(name="corpus", data=[path], max_pairs=0))
 
 
 @pytest.mark.skipif(not (MULTI30K / "train.en.gz").exists(), reason="Multi30k data not present")
 def test_real_multi30k_files_with_max_pairs():
     files = [MULTI30K / "train.en.gz", MULTI30K / "train.de.gz"]
-    task = make_task("corpus", data=files, max_pairs=2000, min_freq=2, tokenizer="word")
+    task = make_task(TaskSpec(name="corpus", data=files, max_pairs=2000, min_freq=2, tokenizer="word"))
     assert len(task.train) + len(task.valid) == 2000 and len(task.valid) == 100
     assert task.train[0].source[0].isupper()  # text kept as written; the tokenizer lowercases
     assert task.src_tokenizer.token_to_id("a") is not None and task.tgt_tokenizer.token_to_id("ein") is not None
@@ -289,7 +289,7 @@ def test_encoded_training_pairs_are_packed_compactly_and_batch_as_lists_would():
 
     from transformer.data import BucketSampler, PackedIds
 
-    task = make_task("toy-en-de", n_train=3000, n_valid=10)
+    task = make_task(TaskSpec(name="toy-en-de", n_train=3000, n_valid=10))
     texts = [e.source for e in task.train]
     lists = [ids[:7] for ids in task.src_tokenizer.encode_many(texts)]
     packed = PackedIds.encode(task.src_tokenizer.encode_many, iter(texts), limit=7, chunk=1000)
@@ -310,3 +310,22 @@ def test_encoded_training_pairs_are_packed_compactly_and_batch_as_lists_would():
     for _ in range(120):  # over an epoch boundary
         a, b = next(from_lists), next(from_packed)
         assert torch.equal(a.src, b.src) and torch.equal(a.tgt_out, b.tgt_out)
+
+
+def test_a_task_spec_stores_data_beside_the_repository_relative_to_it_and_finds_it_again(tmp_path):
+    beside = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k" / "train.en.gz"
+    stored = TaskSpec(name="corpus", data=[beside, tmp_path / "b.txt"], tokenizer="word").to_dict(valid_is_train=True)
+    assert stored["data"] == ["../shared/data/multi30k/train.en.gz", str(tmp_path.resolve() / "b.txt")]
+    assert stored["valid_is_train"] is True and "n_train" not in stored  # corpus fields only, plus what was derived
+    again = TaskSpec.from_dict(stored)
+    assert [Path(p).resolve() for p in again.data] == [beside.resolve(), tmp_path.resolve() / "b.txt"]
+    assert again.to_dict(valid_is_train=True) == stored
+
+
+def test_a_task_spec_is_built_by_keyword_and_refuses_unknown_stored_fields():
+    with pytest.raises(TypeError):
+        TaskSpec("reverse")  # the spec has 15 fields: each is named
+    with pytest.raises(ConfigError, match="unknown task spec field"):
+        TaskSpec.from_dict({"name": "reverse", "n_trian": 5})
+    with pytest.raises(TypeError, match="TaskSpec"):
+        make_task("reverse")

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from transformer.data import Example
-from transformer.data.toy_en_de import EXAMPLES, MAX_WORDS, MIN_WORDS, generate, make_splits, translate
 from transformer.data import toy_en_de_lexicon as lex
+from transformer.data.toy_en_de import EXAMPLES, MAX_WORDS, MIN_WORDS, generate, make_splits, translate
 
 # Grammar-book tables, written out independently of the generator. Columns: masculine, feminine, neuter, plural.
 GENDERS = ("m", "f", "n", "pl")

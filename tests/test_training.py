@@ -4,9 +4,11 @@ import threading
 import pytest
 import torch
 
-from transformer.data import make_task
+from transformer.data import TaskSpec, make_task
 from transformer.model import TrainConfig, default_configs
 from transformer.train import NonFiniteLossError, Trainer, evaluate_model, lr_at
+
+pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
 
 
 def tiny(task, **train):
@@ -17,7 +19,7 @@ def tiny(task, **train):
 
 
 def test_a_tiny_model_overfits_a_tiny_batch():
-    task = make_task("reverse", n_train=16, n_valid=4, min_len=3, max_len=5)
+    task = make_task(TaskSpec(name="reverse", n_train=16, n_valid=4, min_len=3, max_len=5))
     task.valid = task.train[:16]
     trainer = tiny(task, batch_size=16, lr=1e-2, warmup_steps=10, max_steps=300)
     first = trainer.train_step().loss
@@ -28,7 +30,7 @@ def test_a_tiny_model_overfits_a_tiny_batch():
 
 
 def test_word_level_evaluation_reports_bleu_and_chrf():
-    task = make_task("corpus", text="ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke")
+    task = make_task(TaskSpec(name="corpus", text="ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke"))
     trainer = tiny(task, batch_size=2, lr=1e-2, warmup_steps=5, max_steps=150)
     trainer.run()
     metrics = evaluate_model(trainer.model, task)
@@ -53,7 +55,7 @@ def test_with_a_time_budget_the_decay_follows_whichever_runs_out_first():
 
 
 def test_budgets_and_stop_event_end_a_run():
-    task = make_task("copy", n_train=200, n_valid=10)
+    task = make_task(TaskSpec(name="copy", n_train=200, n_valid=10))
     trainer = tiny(task, max_steps=1000)
     assert trainer.run(max_steps=5) == "step budget" and trainer.step == 5
     stop = threading.Event()
@@ -63,7 +65,7 @@ def test_budgets_and_stop_event_end_a_run():
 
 
 def test_non_finite_loss_stops_with_a_message_and_keeps_the_last_good_weights():
-    task = make_task("reverse", n_train=200, n_valid=10)
+    task = make_task(TaskSpec(name="reverse", n_train=200, n_valid=10))
     trainer = tiny(task, max_steps=50)
     trainer.run(max_steps=2)
     last_good = [p.detach().clone() for p in trainer.model.parameters()]
@@ -80,7 +82,7 @@ def test_non_finite_loss_stops_with_a_message_and_keeps_the_last_good_weights():
 
 
 def test_same_seed_same_run():
-    task = make_task("sort", n_train=300, n_valid=10)
+    task = make_task(TaskSpec(name="sort", n_train=300, n_valid=10))
     a, b = tiny(task, max_steps=5), tiny(task, max_steps=5)
     a.run()
     b.run()

@@ -6,284 +6,40 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import tempfile
-import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence, TextIO
-
-import torch
+from typing import Sequence
 
 from .analysis import HeadError, corpus_scores, head_mask
-from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError, build_parser
+from .charts import ReplayTooLargeError
+from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parser
 from .cli_heads import parse_ablate
-from .data import GENERATED_TASKS, DataError, TokenizerError, make_task, read_aligned_files
-from .decode import (InputError, beam_search, beam_texts, decode_greedy, decode_teacher_forced, perplexity,
-                     score_parallel)
-from .model import ConfigError, HFModelError, TrainConfig, default_configs
+from .cli_replay import weights_line, write_replay
+from .cli_train import cmd_train
+from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
+from .decode import (InputError, NativeSeq2Seq, beam_search, beam_texts, greedy_decode, perplexity, score_parallel,
+                     teacher_forced)
+from .model import ConfigError, HFModelError
 from .store import (
     CheckpointError,
     finite_json,
     is_checkpoint_folder,
     load_checkpoint,
     open_model,
-    save_checkpoint,
     task_for_checkpoint,
     write_file_atomic,
 )
-from .train import (
-    CheckpointEvery,
-    DeviceError,
-    DistEnv,
-    DistributedTrainer,
-    KeepBest,
-    NonFiniteLossError,
-    PeerLostError,
-    StepStats,
-    Trainer,
-    checkpoint_from_trainer,
-    evaluate_model,
-    resolve_device,
-    start_process_group,
-    stop_process_group,
-    torchrun_env,
-    trainer_from_checkpoint,
-)
+from .train import DeviceError, NonFiniteLossError, PeerLostError, evaluate_model
 
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError, DeviceError)
-
-
-class ProgressLine:
-    """Training callback writing `step n/N  loss  acc  steps/s  time`: one updating line on a terminal."""
-
-    def __init__(self, total: int, first_step: int, stream: TextIO) -> None:
-        self.total, self.first_step, self.stream = total, first_step, stream
-        self.tty = stream.isatty()
-        self.began = self.last = time.perf_counter()
-        self.pending = False
-        self.signed = False
-
-    def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
-        now = time.perf_counter()
-        due = now - self.last >= 0.2 if self.tty else stats.step % max(self.total // 10, 1) == 0
-        if not due and stats.step < self.total:
-            return
-        self.last = now
-        rate = (stats.step - self.first_step) / max(now - self.began, 1e-9)
-        line = (f"step {stats.step}/{self.total}  loss {stats.loss:.4f}  acc {stats.accuracy:.3f}  "
-                f"{rate:.1f} steps/s  {now - self.began:.1f}s")
-        self.stream.write(f"\r{line:<78}" if self.tty else line + "\n")
-        self.stream.flush()
-        self.pending = self.tty
-
-    def on_eval(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
-        self.finish()
-        self.stream.write(f"eval at step {metrics['step']}: {_metrics_text(metrics)}\n")
-        if "bleu_signature" in metrics and not self.signed:
-            self.stream.write(f"  ({metrics['bleu_signature']}, {metrics['chrf_signature']})\n")
-            self.signed = True
-
-    def finish(self) -> None:
-        """End the updating line so the next output starts on its own line."""
-        if self.pending:
-            self.stream.write("\n")
-            self.pending = False
-
-
-def _metrics_text(metrics: dict[str, Any]) -> str:
-    keys = ("loss", "token_accuracy", "exact_match", "bleu", "chrf")
-    return ", ".join(f"{k} {metrics[k]:.4g}" for k in keys if isinstance(metrics.get(k), (int, float)))
-
-
-@contextmanager
-def _stop_on_ctrl_c(stop: threading.Event) -> Iterator[None]:
-    """First Ctrl-C asks training to stop after the current step (then it is saved); a second one aborts."""
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        sys.stderr.write("\nstopping after this step and saving (Ctrl-C again to abort)\n")
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Under torchrun: SIGINT and SIGTERM (what torchrun sends its workers on Ctrl-C) stop after the current step.
-
-    torchrun forwards a Ctrl-C as SIGINT then SIGTERM and kills what is still running 30 s later, so every signal
-    only asks for the agreed stop; rank 0 then saves.
-    """
-    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _overrides(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
-    return {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag) is not None}
-
-
-def _budget_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """--steps alone means exactly that many steps (no default time budget); --max-seconds sets one."""
-    train = {}
-    if args.steps is not None:
-        train.update(max_steps=args.steps, max_seconds=args.max_seconds)
-    elif args.max_seconds is not None:
-        train["max_seconds"] = args.max_seconds
-    if args.seed is not None:
-        train["seed"] = args.seed
-    return train
-
-
-def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
-    if args.task is None:
-        raise UsageError("train needs --task (or --resume DIR)")
-    corpus = args.task == "corpus"
-    if not corpus and (args.data or args.text_file or args.max_pairs):
-        raise UsageError(f"--data, --text-file and --max-pairs are for --task corpus, not {args.task}")
-    corpus_only = [f"--{f.replace('_', '-')}" for f in ("valid_data", "tokenizer", "vocab_size", "separate_vocab")
-                   if getattr(args, f) is not None]
-    if not corpus and corpus_only:
-        raise UsageError(f"{', '.join(corpus_only)} are for --task corpus, not {args.task}")
-    if corpus and args.n_train is not None:
-        raise UsageError("--n-train is for generated tasks and toy-en-de; use --max-pairs for a corpus")
-    if args.min_freq is not None and args.task in GENERATED_TASKS:
-        raise UsageError("--min-freq is for word-level tasks (toy-en-de, corpus)")
-    kwargs: dict[str, Any] = {k: getattr(args, k) for k in ("n_train", "n_valid", "max_pairs", "min_freq")
-                              if getattr(args, k) is not None}
-    if args.data:
-        kwargs["data"] = [str(Path(p).resolve()) for p in args.data]  # absolute, so eval/resume work anywhere
-    if args.valid_data:
-        kwargs["valid_data"] = [str(Path(p).resolve()) for p in args.valid_data]
-    kwargs.update({k: getattr(args, k) for k in ("tokenizer", "vocab_size") if getattr(args, k) is not None})
-    if args.separate_vocab:
-        kwargs["joint"] = False
-    if args.text_file:
-        try:
-            kwargs["text"] = Path(args.text_file).read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
-                            f"at offset {exc.start})") from None
-    task = make_task(args.task, seed=args.seed or 0, **kwargs)
-    tie = task.shares_vocabulary and not args.no_tie
-    model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
-                                           args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
-                                           {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
-    return Trainer(task, model_cfg, train_cfg, device=device)
-
-
-def _resumed_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
-    fixed = [f"--{f.replace('_', '-')}" for f in (*MODEL_FLAGS, "preset", *TASK_FLAGS) if getattr(args, f) is not None]
-    fixed += ["--no-tie"] if args.no_tie else []
-    if fixed:
-        raise UsageError(f"--resume keeps the checkpoint's task and model; drop {', '.join(fixed)}")
-    ckpt = load_checkpoint(args.resume)
-    changes = {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)}
-    train_cfg = TrainConfig.from_dict({**ckpt.train_config.to_dict(), **changes})
-    return trainer_from_checkpoint(ckpt, train_config=train_cfg, device=device)
-
-
-def _check_out(out: Path, replace_ok: bool) -> None:
-    """Fail before training, not after, when --out cannot be written."""
-    if (out.exists() or out.is_symlink()) and not replace_ok:
-        raise UsageError(f"{out} already exists; use --force to replace it, or choose another --out")
-    if out.exists() and not ((out / "config.json").is_file() or (out.is_dir() and not any(out.iterdir()))):
-        raise UsageError(f"{out} exists and is not a checkpoint directory; refusing to replace it")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryDirectory(dir=out.parent).cleanup()
-    except OSError as exc:
-        raise UsageError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary.
-
-    Under torchrun with several processes it trains one model with DistributedDataParallel; rank 0 alone prints,
-    validates and saves (see `transformer.train.distributed`).
-    """
-    env = torchrun_env()
-    if env is None:
-        return _train(args, None)
-    try:
-        return _train(args, env)
-    finally:
-        stop_process_group()
-
-
-def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
-    leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
-    device = resolve_device(args.device, env.local_rank if env is not None else 0)
-    out = Path(args.out)
-    same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
-    if leader:
-        _check_out(out, args.force or same_dir)
-    trainer = _resumed_trainer(args, device) if args.resume else _new_trainer(args, device)
-    batch = f"batch {trainer.cfg.batch_size} on {device}"
-    if env is not None:
-        layout = start_process_group(env, device=device)
-        trainer = DistributedTrainer.from_trainer(trainer, env)
-        batch = (f"global batch {trainer.global_batch_size} = {trainer.cfg.batch_size} per process x {env.world}; "
-                 f"{layout}")
-    progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
-    best = KeepBest(args.keep_best)
-    if leader:
-        trainer.callbacks += [progress, best]
-        if args.save_every:
-            trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
-        if trainer.precision_note:
-            print(f"note: {trainer.precision_note}", file=sys.stderr)
-    stop = threading.Event()
-    with _stop_on_ctrl_c(stop) if env is None else _stop_on_signals(stop):
-        budget = f" or {trainer.cfg.max_seconds:g}s" if trainer.cfg.max_seconds else ""
-        if leader:
-            print(f"training {trainer.task.name} ({trainer.model.num_parameters():,} parameters) from step "
-                  f"{trainer.step} to {trainer.cfg.max_steps}{budget}, {batch}; Ctrl-C stops and saves",
-                  file=sys.stderr)
-        try:
-            reason, diverged = trainer.run(stop=stop), None
-        except NonFiniteLossError as exc:  # the weights were rolled back: save them, then report
-            reason, diverged = "loss not finite", exc
-    progress.finish()
-    if not leader:
-        return EXIT_USER_ERROR if diverged is not None else EXIT_INTERRUPTED if reason == "stopped" else 0
-    metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
-    trainer.callbacks.remove(progress)
-    trainer.callbacks.remove(best)
-    ckpt = checkpoint_from_trainer(trainer)
-    if args.no_optimizer:
-        ckpt.optimizer_state = None
-    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every),
-                           half=args.fp16_weights)
-    print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
-          f"{_metrics_text(metrics)}")
-    best_ckpt = best.checkpoint(trainer)
-    if best_ckpt is not None:
-        save_checkpoint(best_ckpt, path / "best", half=args.fp16_weights)
-        print(f"saved {path / 'best'}: {best_ckpt.weights}, {_metrics_text(best_ckpt.metrics)}")
-    if diverged is not None:
-        raise diverged
-    return EXIT_INTERRUPTED if reason == "stopped" else 0
+               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError)
 
 
 def _check_corpus_files(spec: dict, folder: str) -> None:
-    """A corpus checkpoint's validation split is rebuilt from the files its spec names (absolute paths on the
-    machine that trained it); where they are not on this machine, say so and how to score it anyway."""
-    missing = [f for f in [*spec.get("data", ()), *spec.get("valid_data", ())] if not Path(f).is_file()]
+    """A corpus checkpoint's validation split is rebuilt from the files its spec names (relative to the repository
+    when they were beside it); where they are not on this machine, say so and how to score it anyway."""
+    task = TaskSpec.from_dict(spec)
+    missing = [f for f in [*task.data, *task.valid_data] if not Path(f).is_file()]
     if missing:
         raise UsageError(f"{folder} was trained on corpus files that are not on this machine ({missing[0]}); "
                          f"score it on files you have: eval {folder} --data SRC TGT")
@@ -327,9 +83,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if args.reference is not None:
-        result = decode_teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
+        result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
     else:
-        result = decode_greedy(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask)
+        result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
@@ -344,11 +100,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
             write_file_atomic(args.trace_json, result.to_json())
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+    if args.html:
+        write_replay(args.html, result, lm.name, weights_line(args.dir))
     if args.beam > 1 and args.reference is None:
-        if not is_checkpoint_folder(Path(args.dir)):
-            raise UsageError("--beam works with Attention Studio checkpoints only")
-        ckpt = load_checkpoint(args.dir, load_optimizer=False)
-        best = beam_search(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, args.text, args.beam,
+        if not isinstance(lm, NativeSeq2Seq) or lm.family.prompt_in_decoder:
+            raise UsageError("--beam works with Attention Studio encoder-decoder checkpoints only")
+        best = beam_search(lm.model, lm.src_tokenizer, lm.tgt_tokenizer, args.text, args.beam,
                            args.length_penalty, args.max_steps)[0]
         print(best.text)
         return 0

@@ -133,6 +133,8 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     dec.add_argument("--max-steps", type=_positive_int, help="stop after this many output tokens")
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
+    dec.add_argument("--html", metavar="PATH", help="write one self-contained HTML page that replays the decode "
+                     "step by step, offline")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
     dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
                      help="beam width: print the best beam hypothesis (the trace stays greedy)")

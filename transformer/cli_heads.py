@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis import Detection, HeadError, detect_heads, evaluate_alignment, head_report, parse_head, summarize
-from .analysis.head_report import average_agreement, average_drops, report_dict
+from .analysis import (Detection, HeadError, average_agreement, average_drops, detect_heads, evaluate_alignment,
+                       head_report, parse_head, report_dict, summarize)
 from .decode import InputError, NativeSeq2Seq
 from .model import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint

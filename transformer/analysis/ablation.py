@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import DecodeResult, InputError, ban, decode_greedy, read_source
+from ..decode import DecodeResult, InputError, ban, greedy_decode, read_source
 from ..model import HeadMask, InspectableSeq2Seq
 
 KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}
@@ -92,7 +92,7 @@ def ablated_decode(lm: InspectableSeq2Seq, text: str, heads: Sequence[Head], *, 
     """Greedy decoding with `heads` switched off (raises HeadError for an empty selection or a missing head)."""
     if not heads:
         raise HeadError("no head selected: choose at least one head to switch off")
-    return decode_greedy(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
+    return greedy_decode(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
 
 
 def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..decode import AttentionTrace, DecodeResult, decode_greedy
+from ..decode import AttentionTrace, DecodeResult, greedy_decode
 from ..model import InspectableSeq2Seq
 from .ablation import Sweep, output_ids, sweep_heads
 from .agreement import agreement_frame, agreement_summary
@@ -28,7 +28,7 @@ class HeadReport:
 def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
                 time_cap: float | None = None) -> HeadReport:
     """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with IG."""
-    result = decode_greedy(lm, text, top_k=1)
+    result = greedy_decode(lm, text, top_k=1)
     out = output_ids(result)
     sweep = sweep_heads(lm, text, out, time_cap=time_cap)
     frame = None

@@ -9,14 +9,21 @@ alt.data_transformers.disable_max_rows()
 from .ablation import agreement_chart, importance_chart, step_probability_chart
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
-from .export import chart_to_png, chart_to_svg
+from .export import ChartExportError, chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
+from .qr import qr_matrix, qr_png, qr_svg
+from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, replay_html
+from .slides import MIN_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, slide_pdf, slide_png, slide_svg
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
+from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 
-__all__ = ["CHOSEN_COLOR", "ChartTooLargeError", "MASKED_COLOR", "NOT_REACHED_COLOR", "STRIP_FONT_SIZE",
-           "agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap", "chart_to_png",
-           "chart_to_svg", "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart",
-           "label_angle", "selected_panel", "source_strip", "step_probability_chart", "text_width",
+__all__ = ["agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap",
+           "chart_to_png", "chart_to_svg", "ChartExportError", "ChartTooLargeError", "CHOSEN_COLOR",
+           "decoder_row_chart", "difference_frame", "difference_heatmap", "importance_chart", "label_angle",
+           "MASKED_COLOR", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "NOT_REACHED_COLOR",
+           "qr_matrix", "qr_png", "qr_svg", "replay_html", "ReplayTooLargeError", "selected_panel",
+           "SLIDE_HEIGHT", "slide_pdf", "slide_png", "slide_svg", "SLIDE_WIDTH", "source_strip",
+           "STEP_PARAM", "step_probability_chart", "step_slider_chart", "STRIP_FONT_SIZE", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token"]

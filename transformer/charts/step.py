@@ -91,7 +91,7 @@ def _unique(labels: Sequence[str]) -> list[str]:
     return out
 
 
-def _topk_frame(top_k: Sequence[tuple[str, float]], chosen: str | None = None) -> pd.DataFrame:
+def topk_frame(top_k: Sequence[tuple[str, float]], chosen: str | None = None) -> pd.DataFrame:
     """One row per candidate, most likely first: its visible token, probability in % and whether it was chosen."""
     percent = [100.0 * float(p) for _, p in top_k]
     return pd.DataFrame({"rank": range(1, len(top_k) + 1),
@@ -106,7 +106,7 @@ def topk_bars(top_k: Sequence[tuple[str, float]], chosen: str | None = None, *, 
     The spec does not depend on the candidates (they are data), so stepping through only swaps the chart's data.
     A Vega-Lite chart, not Plotly: the Decode page then loads no Plotly code (~1.2 s of a link's browser time).
     """
-    frame = _topk_frame(top_k, chosen)
+    frame = topk_frame(top_k, chosen)
     y = alt.Y("token:N", sort=alt.SortField("rank"), title=None,
               axis=alt.Axis(labelFontSize=14, labelLimit=160, **PLAIN_AXIS))
     x = alt.X("percent:Q", scale=alt.Scale(domain=[0, 118]), title=None,

@@ -5,17 +5,15 @@ from .batching import END_ID, START_ID, Batch, BucketSampler, PackedIds, make_ba
 from .examples import Example, GoldSource
 from .sharding import ShardedBucketSampler, rank_share
 from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
+from .corpus_files import DataError, parse_pairs_text, read_aligned_files, read_pairs_tsv
+from .task_spec import TaskSpec
 from .tasks import (
                     GENERATED_TASKS,
                     TASK_NAMES,
-                    DataError,
                     Task,
                     gold_alignment,
                     gold_sources,
                     make_task,
-                    parse_pairs_text,
-                    read_aligned_files,
-                    read_pairs_tsv,
                     task_from_spec,
 )
 from .tokenizers import (
@@ -34,5 +32,5 @@ __all__ = ["Batch", "BucketSampler", "build_char_tokenizer", "build_word_tokeniz
            "DEFAULT_SUBWORD_VOCAB", "END", "END_ID", "Example", "GENERATED_TASKS", "gold_alignment", "gold_sources",
            "GoldSource", "known_alignment", "known_output", "make_batch", "make_task", "MIN_SUBWORD_VOCAB",
            "PackedIds", "PAD", "pad", "parse_pairs_text", "rank_share", "read_aligned_files", "read_pairs_tsv",
-           "ShardedBucketSampler", "source_ids", "START", "START_ID", "Task", "task_from_spec", "TASK_NAMES",
+           "ShardedBucketSampler", "source_ids", "START", "START_ID", "Task", "task_from_spec", "TASK_NAMES", "TaskSpec",
            "Tokenizer", "TOKENIZER_KINDS", "TokenizerError", "toy_en_de", "UNK"]

@@ -6,8 +6,6 @@ from .greedy import (
                      DecodeResult,
                      InputError,
                      Step,
-                     decode_greedy,
-                     decode_teacher_forced,
                      encode_source,
                      greedy_decode,
                      read_source,
@@ -20,7 +18,7 @@ from .words import merge_words, word_groups
 from .trace_json import TraceFormatError, load_trace_json, result_from_dict
 from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
 
-__all__ = ["ALL_TITLES", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
-           "MEAN_HEAD", "NativeSeq2Seq", "TraceFormatError", "load_trace_json", "result_from_dict", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts", "decode_greedy",
-           "decode_teacher_forced", "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
-           "head_label", "read_source", "perplexity", "score_parallel", "teacher_forced", "merge_words", "word_groups"]
+__all__ = ["ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
+           "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts",
+           "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
+           "head_label", "read_source", "score_parallel", "teacher_forced", "merge_words", "word_groups"]

@@ -118,7 +118,7 @@ def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int
     return ids
 
 
-def decode_greedy(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_steps: int | None = None,
+def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_steps: int | None = None,
                   forced: Sequence[str] | str = (), stop_at_end: bool = True,
                   head_mask: HeadMask | None = None) -> DecodeResult:
     """Greedy decoding of any `InspectableSeq2Seq` with its cache and a full trace; `forced` tokens come first.
@@ -169,8 +169,8 @@ def decode_greedy(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
     return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown)
 
 
-def decode_teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, top_k: int = 5,
-                          head_mask: HeadMask | None = None) -> DecodeResult:
+def teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, top_k: int = 5,
+                   head_mask: HeadMask | None = None) -> DecodeResult:
     """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions."""
     source = read_source(lm, text)
     ref = lm.target_ids(reference) if reference else []
@@ -197,19 +197,3 @@ def decode_teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, 
     finished = bool(steps) and steps[-1].token_id in lm.end_ids
     text_out = lm.detokenize([s.token_id for s in steps])
     return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, source.unknown)
-
-
-def greedy_decode(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str, *,
-                  top_k: int = 5, max_steps: int | None = None, forced: Sequence[str] | str = (),
-                  stop_at_end: bool = True, head_mask: HeadMask | None = None) -> DecodeResult:
-    """`decode_greedy` on one of our models: at a forced position the step records the forced token (its
-    probability under the model and the model's own top-k); decoding then continues greedily from there."""
-    return decode_greedy(NativeSeq2Seq(model, src_tokenizer, tgt_tokenizer), text, top_k=top_k,
-                         max_steps=max_steps, forced=forced, stop_at_end=stop_at_end, head_mask=head_mask)
-
-
-def teacher_forced(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, text: str,
-                   reference: str, *, top_k: int = 5, head_mask: HeadMask | None = None) -> DecodeResult:
-    """`decode_teacher_forced` on one of our models."""
-    return decode_teacher_forced(NativeSeq2Seq(model, src_tokenizer, tgt_tokenizer), text, reference,
-                                 top_k=top_k, head_mask=head_mask)

@@ -18,10 +18,14 @@ from ..model import ALL_TITLES, ENCODER_DECODER, KINDS, SOURCE, TARGET, Attentio
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 
 
-def head_label(head: int | None, layer: int | None = None, *, sep: str = " ") -> str:
+def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", spelled: bool = False) -> str:
     """'H2' for 0-based head 1 and 'mean' for the mean of heads (None or MEAN_HEAD); with a 0-based layer,
-    'L1 H2' (or 'L1H2' with sep="")."""
-    name = "mean" if head is None or head == MEAN_HEAD else f"H{head + 1}"
+    'L1 H2' (or 'L1H2' with sep=""). Spelled out for prose and pickers: 'Head 2', 'Mean of heads', 'Layer 1 Head 2'."""
+    mean = head is None or head == MEAN_HEAD
+    if spelled:
+        name = "Mean of heads" if mean else f"Head {head + 1}"
+        return name if layer is None else f"Layer {layer + 1}{sep}{name}"
+    name = "mean" if mean else f"H{head + 1}"
     return name if layer is None else f"L{layer + 1}{sep}{name}"
 
 

@@ -1,10 +1,11 @@
 """The model stage: validated configs, our encoder-decoder (`nn.Module`s only) and the optimizer it trains with."""
+from .attention import MultiHeadAttention, attention, attention_weights
 from .config import (ARCHITECTURE_NAMES, MAX_STEPS, PRESETS, TASK_DEFAULTS, ConfigError, ModelConfig, TrainConfig, check_int,
                      default_configs)
+from .dropout import Dropout, dropout
+from .encoder_decoder import Seq2SeqTransformer, sinusoidal_positions
 from .architectures import ARCHITECTURES, build_model, family_of_model
 from .decoder_only import DecoderOnlyTransformer, PrefixCache
-from .encoder_decoder import (MultiHeadAttention, Seq2SeqTransformer, attention, attention_weights, dropout,
-                              sinusoidal_positions)
 from .hf_auto import HF_ADAPTERS, load_hf_model
 from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
@@ -12,16 +13,17 @@ from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
 from .families import (ALL_KINDS, ALL_TITLES, DECODER_ONLY, ENCODER_DECODER, FAMILIES, SOURCE, TARGET, ModelFamily,
                        family_of, family_with_kinds)
 from .interface import InspectableSeq2Seq, SourceText
+from .layers import DecoderLayer, EncoderLayer, FeedForward
 from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
-__all__ = ["ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer", "PrefixCache",
-           "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE", "TARGET", "ModelFamily",
-           "family_of", "family_with_kinds", "HF_ADAPTERS", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
-           "causal_attention_outputs", "DEFAULT_MAX_PARAMS", "HFModelError", "HFSeq2Seq", "heads_off", "load_pretrained", "model_lock",
-           "AttentionMaps", "EncoderOutput", "ForwardOutput", "InspectableSeq2Seq", "KINDS", "SourceText", "StepOutput",
-           "ConfigError", "HeadMask", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer",
-           "TASK_DEFAULTS", "TrainConfig", "attention", "check_int", "attention_weights", "default_configs", "dropout", "eval_mode",
-           "make_optimizer",
+__all__ = ["ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
+           "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE", "TARGET",
+           "ModelFamily", "family_of", "family_with_kinds", "HF_ADAPTERS", "load_hf_model", "MAX_PROMPT_TOKENS",
+           "HFCausalLM", "causal_attention_outputs", "AttentionMaps", "ConfigError", "DEFAULT_MAX_PARAMS", "DecoderLayer", "Dropout", "EncoderLayer",
+           "EncoderOutput", "FeedForward", "ForwardOutput", "HFModelError", "HFSeq2Seq", "HeadMask", "InspectableSeq2Seq",
+           "KINDS", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer", "SourceText",
+           "StepOutput", "TASK_DEFAULTS", "TrainConfig", "attention", "attention_weights", "check_int",
+           "default_configs", "dropout", "eval_mode", "heads_off", "load_pretrained", "make_optimizer", "model_lock",
            "sinusoidal_positions"]

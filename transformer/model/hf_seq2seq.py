@@ -173,14 +173,16 @@ class HFSeq2Seq(InspectableSeq2Seq):
 
     # -- tokens ------------------------------------------------------------------------------------------------
     def tokenize_source(self, text: str) -> SourceText:
-        ids = self.tokenizer(self.prefix + text).input_ids
+        # verbose=False: an over-long input is measured here and refused with a clear InputError by the caller, so
+        # the tokenizer's own "sequence length is longer than ..." log line would only be noise on the terminal
+        ids = self.tokenizer(self.prefix + text, verbose=False).input_ids
         tokens = self.tokenizer.convert_ids_to_tokens(ids)
         unk = self.tokenizer.unk_token_id
         unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk)
         return SourceText(tuple(ids), tuple(tokens), unknown, self.tokenizer.num_special_tokens_to_add())
 
     def target_ids(self, text: str) -> list[int]:
-        return list(self.tokenizer(text_target=text, add_special_tokens=False).input_ids)
+        return list(self.tokenizer(text_target=text, add_special_tokens=False, verbose=False).input_ids)
 
     def token_to_id(self, token: str) -> int | None:
         i = self.tokenizer.convert_tokens_to_ids(token)

@@ -15,9 +15,9 @@ import signal
 import tempfile
 import time
 from multiprocessing.connection import Connection
-from typing import Any
 
 from .distributed import DistEnv, DistributedTrainer, start_process_group, stop_process_group
+from .job_messages import Order
 from .trainer import Trainer
 
 
@@ -29,7 +29,7 @@ class Ranks:
         self.pids: list[int] = []
         self.folder: str | None = None
 
-    def start(self, order: Any, conn: Connection) -> DistEnv | None:
+    def start(self, order: Order, conn: Connection) -> DistEnv | None:
         """Fork ranks 1..N-1 (each trains as a follower, then exits) and join their group as rank 0."""
         if self.processes <= 1:
             return None
@@ -42,13 +42,13 @@ class Ranks:
                 _die_with_parent()
                 os._exit(self._follow(order, rank, init))
             self.pids.append(pid)
-        env = DistEnv(0, self.processes, 0, self.processes)
+        env = DistEnv(rank=0, world=self.processes, local_rank=0, local_world=self.processes)
         start_process_group(env, init_method=init, cores=self.threads)
         return env
 
-    def _follow(self, order: Any, rank: int, init: str) -> int:
+    def _follow(self, order: Order, rank: int, init: str) -> int:
         try:
-            env = DistEnv(rank, self.processes, rank, self.processes)
+            env = DistEnv(rank=rank, world=self.processes, local_rank=rank, local_world=self.processes)
             start_process_group(env, init_method=init, cores=self.threads)
             trainer = make_trainer(order, env)
             trainer.follow()
@@ -86,7 +86,7 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def make_trainer(order: Any, env: DistEnv | None) -> Trainer:
+def make_trainer(order: Order, env: DistEnv | None) -> Trainer:
     """The order's trainer, restored to its state: plain, or one rank of a distributed job."""
     if env is None:
         trainer = Trainer(order.task, order.model_cfg, order.train_cfg)

@@ -1,6 +1,6 @@
 """A fork server for training processes: imports torch and the library once, then forks one child per job.
 
-Run as `python -m transformer.train.job_server SOCKET` by `jobs.JobLauncher`. It listens on a Unix socket in a
+Run as `python -m transformer.train.job_server SOCKET` by `jobs.ForkServer`. It listens on a Unix socket in a
 directory only its user can enter; every connection gets a forked child that runs `job_worker.main` on it.
 The server itself never runs a torch op (so no thread pool exists when it forks) and exits when its parent
 closes its standard input.
@@ -31,11 +31,12 @@ def _preload() -> None:
 
 def _child(sock: socket.socket) -> None:
     from . import job_worker
+    from .job_messages import Started, send
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     conn = Connection(sock.detach())
     try:
-        job_worker.send(conn, "pid", os.getpid())
+        send(conn, Started(pid=os.getpid()))
         job_worker.main(conn)
     finally:
         os._exit(0)

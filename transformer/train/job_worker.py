@@ -1,64 +1,27 @@
 """The training process behind a `TrainingJob`: trains, and reports progress, weights and probe traces.
 
 It runs in a child process (forked from a server that has already imported torch), so the trainer never
-competes with the app's page scripts for the GIL. Parent and child talk over one pipe, in pickled tuples
-(our own objects between our own processes; no file is ever unpickled):
-
-    parent -> child: an `Order` first, then ("stop",) or ("probe", text) at any time
-    child -> parent: ("pid", pid) first (from `job_server`), then ("progress", step, elapsed, run_seconds,
-                     steps/s, tokens/s, new history rows) · ("eval", metrics) · ("weights", state_dict, step)
-                     · ("probe", step, trace) · ("state", trainer state) every `autosave_every_s`
-                     · ("end", reason, message, trainer state or None)
+competes with the app's page scripts for the GIL. It talks to the server over one pipe in the messages of
+`job_messages`.
 
 The probe is recorded every `probe_every` steps and, when `probe_frames` is set, often enough that the run's
 budget (steps or seconds, whichever is nearer) yields about that many recordings: a 15-s run gets a timeline too.
 """
 from __future__ import annotations
 
-import pickle
 import time
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
 
 import torch
 
-from ..data import Task
-from ..decode import InputError, eval_mode, greedy_decode
-from ..model import ModelConfig, TrainConfig
+from ..decode import InputError, NativeSeq2Seq, eval_mode, greedy_decode
 from .distributed import DistEnv
+from .job_messages import (Ended, EvalDone, Order, ProbeChange, ProbeTrace, Progress, Stop, TrainingState,
+                           Weights, receive, send)
 from .job_ranks import Ranks, make_trainer
 from .trainer import NonFiniteLossError
 
 PROGRESS_EVERY_S = 0.2
-
-
-@dataclass(frozen=True)
-class Order:
-    """Everything the child needs to train: the task, configs, where training stands, and the budgets."""
-
-    task: Task
-    model_cfg: ModelConfig
-    train_cfg: TrainConfig
-    state: dict[str, Any]
-    max_steps: int
-    max_seconds: float | None
-    probe: str | None
-    probe_every: int
-    publish_every_s: float
-    last_probe_step: int | None  # the newest step the timeline has a probe trace for
-    threads: int
-    processes: int = 1  # data-parallel processes on this machine (see job_ranks)
-    probe_frames: int = 0  # aim for about this many probe recordings over the budget (0: only probe_every)
-    autosave_every_s: float | None = None  # send the full training state this often (the server autosaves it)
-
-
-def send(conn: Connection, *message: Any) -> None:
-    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def receive(conn: Connection) -> tuple:
-    return pickle.loads(conn.recv_bytes())
 
 
 class _Worker:
@@ -84,20 +47,21 @@ class _Worker:
                 message = receive(self.conn)
             except EOFError:
                 return True
-            if message[0] == "stop":
+            if isinstance(message, Stop):
                 return True
-            if message[0] == "probe":
-                self.probe = message[1]
+            if isinstance(message, ProbeChange):
+                self.probe = message.text
         return False
 
     def progress(self) -> None:
         tr = self.trainer
         rows = tr.history[self.sent_rows:]
         self.sent_rows = len(tr.history)
-        send(self.conn, "progress", tr.step, tr.elapsed, time.perf_counter() - self.began, *self.rate, rows)
+        send(self.conn, Progress(step=tr.step, elapsed=tr.elapsed, run_seconds=time.perf_counter() - self.began,
+                                 steps_per_s=self.rate[0], tokens_per_s=self.rate[1], rows=rows))
 
     def publish(self) -> None:
-        send(self.conn, "weights", self.trainer.model.state_dict(), self.trainer.step)
+        send(self.conn, Weights(state_dict=self.trainer.model.state_dict(), step=self.trainer.step))
 
     def record_probe(self) -> None:
         if not self.probe:
@@ -105,10 +69,11 @@ class _Worker:
         task = self.trainer.task
         try:
             with eval_mode(self.trainer.model):
-                result = greedy_decode(self.trainer.model, task.src_tokenizer, task.tgt_tokenizer, self.probe)
+                lm = NativeSeq2Seq(self.trainer.model, task.src_tokenizer, task.tgt_tokenizer)
+                result = greedy_decode(lm, self.probe)
         except InputError:
             return
-        send(self.conn, "probe", self.trainer.step, result.trace)
+        send(self.conn, ProbeTrace(step=self.trainer.step, trace=result.trace))
         self.last_probe_step = self.trainer.step
         self.last_probe_at = time.perf_counter()
 
@@ -119,7 +84,7 @@ class _Worker:
         return self.probe_every_s is not None and now - self.last_probe_at >= self.probe_every_s
 
     def evaluate(self) -> None:
-        send(self.conn, "eval", self.trainer.evaluate())
+        send(self.conn, EvalDone(metrics=self.trainer.evaluate()))
 
     def step(self) -> None:
         stats = self.trainer.train_step()
@@ -159,7 +124,7 @@ class _Worker:
             if probe_due:
                 self.record_probe()
             if order.autosave_every_s is not None and now - last_state >= order.autosave_every_s:
-                send(self.conn, "state", tr.state())
+                send(self.conn, TrainingState(state=tr.state()))
                 last_state = now
         if not tr.evals or tr.evals[-1].get("step") != tr.step:
             self.evaluate()
@@ -170,13 +135,15 @@ class _Worker:
         self.publish()
         if self.last_probe_step != self.trainer.step:
             self.record_probe()
-        send(self.conn, "end", reason, message, self.trainer.state())
+        send(self.conn, Ended(reason=reason, message=message, state=self.trainer.state()))
 
 
 def main(conn: Connection) -> None:
     """Entry point of the training process: read the order, train, report; never raises."""
     try:
-        order: Order = receive(conn)[0]
+        order = receive(conn)
+        if not isinstance(order, Order):
+            raise TypeError(f"expected an Order first, got {type(order).__name__}")
         if order.threads > 0:
             torch.set_num_threads(order.threads)
         ranks = Ranks(order.processes, torch.get_num_threads())
@@ -200,6 +167,6 @@ def main(conn: Connection) -> None:
 
 def _report_failure(conn: Connection, exc: BaseException) -> None:
     try:
-        send(conn, "end", "failed", f"training failed: {type(exc).__name__}: {exc}", None)
+        send(conn, Ended(reason="failed", message=f"training failed: {type(exc).__name__}: {exc}", state=None))
     except (OSError, EOFError):
         pass  # the parent is gone

@@ -10,29 +10,23 @@ training state (weights, optimizer, step), so Resume and Save continue exactly w
 """
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
 import queue
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from ..decode import AttentionTrace
 from ..model import Seq2SeqTransformer, build_model
+from .job_launch import Launched, fork_server, launch_process
+from .job_messages import (Ended, EvalDone, FromWorker, Order, ProbeChange, ProbeTrace, Progress, Stop, ToWorker,
+                           TrainingState, Weights, receive, send)
 from .job_slots import MAX_CONCURRENT_JOBS, training_slots
-from .job_worker import Order, receive, send
 from .trainer import Trainer
 
-__all__ = ["MAX_CONCURRENT_JOBS", "JobSnapshot", "TrainingJob", "fork_server", "running_jobs"]
+__all__ = ["MAX_CONCURRENT_JOBS", "JobSnapshot", "Launched", "TrainingJob", "fork_server", "launch_process",
+           "running_jobs"]
 _registry_lock = threading.Lock()
 _live_jobs: set["TrainingJob"] = set()
 
@@ -43,71 +37,7 @@ def running_jobs() -> int:
         return len(_live_jobs)
 
 
-class Launched(NamedTuple):
-    """A training process: its pipe, its pid, and `reap()`, which waits for it to end (killing it if it hangs)."""
-
-    conn: Connection
-    pid: int
-    reap: Callable[[], None]
-
-
-class ForkServer:
-    """Starts `job_server` once and asks it for one forked training process per job (~0.1 s each)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen | None = None
-        self._address = ""
-
-    def _ensure_running(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            return
-        folder = tempfile.mkdtemp(prefix="attention-studio-jobs-")  # mode 0700: only this user can connect
-        self._address = os.path.join(folder, "jobs.sock")
-        root = str(Path(__file__).resolve().parents[2])  # the folder holding the `transformer` package
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-        self._process = subprocess.Popen([sys.executable, "-m", "transformer.train.job_server", self._address],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=root)
-        if self._process.stdout.readline().strip() != b"ready":
-            raise RuntimeError(f"the training server did not start (exit code {self._process.wait()})")
-
-    def warm_up(self) -> None:
-        """Start the server now (it imports torch: seconds), so the first Train click starts at once."""
-        with self._lock:
-            self._ensure_running()
-
-    def launch(self) -> Launched:
-        with self._lock:
-            self._ensure_running()
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(self._address)
-        conn = Connection(sock.detach())
-        _, pid = receive(conn)
-        return Launched(conn, pid, lambda: _reap(pid))
-
-
-def _reap(pid: int, timeout: float = 10.0) -> None:
-    """Wait for a fork server's child to be gone (the server reaps it); kill it if it outlives the timeout."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-fork_server = ForkServer()
-
-
-def launch_process() -> Launched:
-    """A new training process running `job_worker.main` (tests swap this for a plain fork)."""
-    return fork_server.launch()
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobSnapshot:
     """What the UI shows about a job at one moment."""
 
@@ -146,29 +76,28 @@ class _Published:
 
 
 class TrainingJob:
-    """Trains `trainer` in a child process until a budget is spent, `stop()` is called or heartbeats stop."""
+    """Trains `trainer` in a child process until a budget is spent or `stop()` is called."""
 
     def __init__(self, trainer: Trainer, *, max_steps: int, max_seconds: float | None = None,
                  probe: str | None = None, probe_every: int = 50, publish_every_s: float = 1.0,
-                 idle_timeout_s: float | None = 60.0, threads: int = 0, processes: int = 1,
+                 threads: int = 0, processes: int = 1,
                  on_end: Callable[["TrainingJob"], None] | None = None, probe_frames: int = 0,
                  autosave_every_s: float | None = None,
                  on_state: Callable[["TrainingJob", dict], None] | None = None) -> None:
         self.trainer = trainer
         self.max_steps, self.max_seconds = max_steps, max_seconds
         self._probe, self.probe_every = probe, max(1, probe_every)
-        self.publish_every_s, self.idle_timeout_s, self.threads = publish_every_s, idle_timeout_s, threads
+        self.publish_every_s, self.threads = publish_every_s, threads
         self.on_end, self.on_state = on_end, on_state
         self.processes = processes  # data-parallel processes (torch.distributed, gloo); `threads` is split among them
         self.probe_frames, self.autosave_every_s = probe_frames, autosave_every_s
         self._stop = threading.Event()
-        self._commands: queue.SimpleQueue[tuple] = queue.SimpleQueue()
+        self._commands: queue.SimpleQueue[ToWorker] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._status, self._message = "waiting", ""
         self._published = _Published()
         self._rate = (0.0, 0.0)
         self._run_seconds = 0.0
-        self._heartbeat = time.monotonic()
         self._thread = threading.Thread(target=self._work, name="attention-studio-training", daemon=True)
         self.pid: int | None = None  # of the training process, once started
         self._restored = False  # the training process handed its final state back
@@ -185,10 +114,6 @@ class TrainingJob:
         """Ask the training process to stop after the current step."""
         self._stop.set()
 
-    def heartbeat(self) -> None:
-        """The UI is still there; without heartbeats for idle_timeout_s the job stops itself."""
-        self._heartbeat = time.monotonic()
-
     def join(self, timeout: float | None = None) -> bool:
         self._thread.join(timeout)
         return not self._thread.is_alive()
@@ -201,16 +126,18 @@ class TrainingJob:
     @probe.setter
     def probe(self, text: str | None) -> None:
         self._probe = text
-        self._commands.put(("probe", text))
+        self._commands.put(ProbeChange(text=text))
 
     # -- reading (UI thread) ----------------------------------------------------------------------------------
     def snapshot(self, history_tail: int | None = None) -> JobSnapshot:
         with self._lock:
             tr = self.trainer
             hist = tr.history if history_tail is None else tr.history[-history_tail:]
-            return JobSnapshot(self._status, self._message, tr.step, self.max_steps, tr.elapsed, self.max_seconds,
-                               self._rate[0], self._rate[1], tuple(hist), tuple(tr.evals), self._published.version,
-                               self._run_seconds, self._published.step, self._published.at)
+            return JobSnapshot(status=self._status, message=self._message, step=tr.step, target_steps=self.max_steps,
+                               elapsed=tr.elapsed, max_seconds=self.max_seconds, steps_per_s=self._rate[0],
+                               tokens_per_s=self._rate[1], history=tuple(hist), evals=tuple(tr.evals),
+                               weights_version=self._published.version, run_seconds=self._run_seconds,
+                               weights_step=self._published.step, weights_time=self._published.at)
 
     def latest_model(self) -> tuple[int, Seq2SeqTransformer]:
         """(version, an eval-mode copy of the newest published weights); never the training model itself."""
@@ -242,9 +169,8 @@ class TrainingJob:
 
     def _work(self) -> None:
         try:
-            if not training_slots.wait(self.processes, lambda: self._stop.is_set() or self._session_gone()):
-                gone = "" if self._stop.is_set() else ": the browser session went away"
-                self._set("stopped", f"stopped before it started{gone}")
+            if not training_slots.wait(self.processes, self._stop.is_set):
+                self._set("stopped", "stopped before it started")
                 return
             try:
                 self._supervise()
@@ -258,17 +184,15 @@ class TrainingJob:
             if self.on_end is not None:
                 self.on_end(self)
 
-    def _session_gone(self) -> bool:
-        """No heartbeat for idle_timeout_s: the browser session that started the job went away."""
-        return self.idle_timeout_s is not None and time.monotonic() - self._heartbeat > self.idle_timeout_s
-
     def _order(self) -> Order:
         tr = self.trainer
         with self._lock:
             last_probe = self._published.timeline[-1][0] if self._published.timeline else None
-        return Order(tr.task, tr.model_cfg, tr.cfg, tr.state(), self.max_steps, self.max_seconds, self._probe,
-                     self.probe_every, self.publish_every_s, last_probe, self.threads, self.processes,
-                     self.probe_frames, self.autosave_every_s)
+        return Order(task=tr.task, model_cfg=tr.model_cfg, train_cfg=tr.cfg, state=tr.state(),
+                     max_steps=self.max_steps, max_seconds=self.max_seconds, probe=self._probe,
+                     probe_every=self.probe_every, publish_every_s=self.publish_every_s, last_probe_step=last_probe,
+                     threads=self.threads, processes=self.processes, probe_frames=self.probe_frames,
+                     autosave_every_s=self.autosave_every_s)
 
     def _supervise(self) -> None:
         tr = self.trainer
@@ -276,20 +200,18 @@ class TrainingJob:
         self._set("running")
         launched = launch_process()
         conn, self.pid = launched.conn, launched.pid
-        stop_message, ended = "", False
+        ended = False
         try:
             send(conn, self._order())
             stop_sent = False
             while not ended:
                 while not self._commands.empty():
-                    send(conn, *self._commands.get())
-                if not stop_sent and (self._stop.is_set() or self._session_gone()):
-                    if not self._stop.is_set():
-                        stop_message = "stopped: the browser session went away"
-                    send(conn, "stop")
+                    send(conn, self._commands.get())
+                if not stop_sent and self._stop.is_set():
+                    send(conn, Stop())
                     stop_sent = True
                 if conn.poll(0.05):
-                    ended = self._handle(receive(conn), stop_message)
+                    ended = self._handle(receive(conn))
         except (EOFError, OSError):
             pass  # the process died; reported below
         finally:
@@ -303,35 +225,31 @@ class TrainingJob:
                 del tr.history[at_start[2]:], tr.evals[at_start[3]:]
                 self._message += f"; the run is back at step {tr.step:,}"
 
-    def _handle(self, message: tuple, stop_message: str) -> bool:
+    def _handle(self, message: FromWorker) -> bool:
         """Apply one report of the training process; True at its last one."""
-        kind, *rest = message
         tr = self.trainer
-        if kind == "progress":
-            step, elapsed, run_seconds, steps_per_s, tokens_per_s, rows = rest
+        if isinstance(message, Progress):
             with self._lock:
-                tr.history.extend(rows)
-                tr.step, tr.elapsed, self._run_seconds = step, elapsed, run_seconds
-                self._rate = (steps_per_s, tokens_per_s)
-        elif kind == "eval":
+                tr.history.extend(message.rows)
+                tr.step, tr.elapsed, self._run_seconds = message.step, message.elapsed, message.run_seconds
+                self._rate = (message.steps_per_s, message.tokens_per_s)
+        elif isinstance(message, EvalDone):
             with self._lock:
-                tr.evals.append(rest[0])
-        elif kind == "weights":
-            self._publish_weights(rest[0], rest[1])
-        elif kind == "state":
+                tr.evals.append(message.metrics)
+        elif isinstance(message, Weights):
+            self._publish_weights(message.state_dict, message.step)
+        elif isinstance(message, TrainingState):
             if self.on_state is not None:
-                self.on_state(self, rest[0])
-        elif kind == "probe":
+                self.on_state(self, message.state)
+        elif isinstance(message, ProbeTrace):
             with self._lock:
-                self._published.timeline.append((rest[0], rest[1]))
-        elif kind == "end":
-            reason, message, state = rest
+                self._published.timeline.append((message.step, message.trace))
+        elif isinstance(message, Ended):
             with self._lock:
-                if state is not None:
-                    tr.restore(state)
+                if message.state is not None:
+                    tr.restore(message.state)
                     self._restored = True
                 self._rate = (0.0, 0.0)
-                self._status = reason
-                self._message = message or (stop_message if reason == "stopped" else "")
+                self._status, self._message = message.reason, message.message
             return True
         return False

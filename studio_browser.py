@@ -1,0 +1,286 @@
+"""Drive the real app: a Streamlit server subprocess, headless Chromium, and waits for what a user sees.
+
+Shared by the browser end-to-end test (tests/test_e2e_browser.py) and the app benchmarks (bench/app_*.py).
+Waits look at the page, never at the clock: a rerun is over when Streamlit's script state is "notRunning", no
+element is left stale from the previous run, the "Running..." widget is gone and every Vega chart is drawn.
+The wait conditions are JavaScript (see `charts_condition`), so the async load benchmark uses the same ones.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1400, "height": 1000}
+DEV_CHECKPOINTS = Path("/tmp/dev_ckpt")
+EXCEPTION = '[data-testid="stException"]'
+
+# Installed in every page before the app loads: counts finished script runs (stApp's data-test-script-state
+# turning "notRunning"), so a wait can tell the rerun an action caused from the idle page before it, and
+# remembers when the user last pressed a pointer (the start of a latency measurement).
+PAGE_SETUP_JS = """
+window.__studioRuns = 0;
+window.__studioPress = null;
+new MutationObserver((changes) => {
+  for (const change of changes) {
+    if (change.target.dataset && change.target.dataset.testScriptState === 'notRunning') window.__studioRuns += 1;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+document.addEventListener('pointerdown', () => { window.__studioPress = performance.now(); }, true);
+"""
+
+# True when the last run is over and drawn (see the module docstring).
+IDLE_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning' || app.dataset.testConnectionState !== 'CONNECTED') {
+    return false;
+  }
+  if (document.querySelector('[data-stale="true"], [data-testid="stStatusWidget"], [data-testid="stSkeleton"]')) {
+    return false;
+  }
+  return [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(
+    (c) => c.querySelector('svg, canvas'));
+}"""
+
+# What a page shows: the Decode page's "Step t of n" heading and the text drawn in each Vega and Plotly chart. A
+# Vega chart's text starts with the chart heading the page drew right above it, if any ("heading ⟫ a | b | c").
+VIEW_JS = """() => {
+  const heading = [...document.querySelectorAll('[data-testid="stHeading"]')]
+    .map((h) => h.textContent).find((t) => /^Step \\d+ of \\d+/.test(t)) || null;
+  const above = (svg) => {
+    const box = svg.closest('[data-testid="stElementContainer"]');
+    const before = box && box.previousElementSibling;
+    const label = before && before.querySelector('.studio-chart-heading');
+    return label ? label.textContent + ' ⟫ ' : '';
+  };
+  const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg')]
+    .map((s) => above(s) + [...s.querySelectorAll('text')].map((t) => t.textContent).join(' | '));
+  const plotly = [...document.querySelectorAll('.js-plotly-plot')].map((p) => p.textContent);
+  return {heading, charts, plotly};
+}"""
+
+# performance.now() once the page is idle and shows what was asked for, else false.
+_CHARTS_JS = f"""([pattern, count, heading, texts, after, exact]) => {{
+  if (after !== null && window.__studioRuns <= after) return false;
+  if (!({IDLE_JS})()) return false;
+  const view = ({VIEW_JS})();
+  if (heading && !(view.heading || '').startsWith(heading)) return false;
+  if (texts.length && ![...view.plotly, ...view.charts].some((text) => texts.every((part) => text.includes(part)))) return false;
+  if (exact && !view.charts.some((text) => new RegExp(exact).test(text))) return false;
+  const re = new RegExp(pattern);
+  return view.charts.filter((text) => re.test(text)).length >= count && performance.now();
+}}"""
+
+
+class AppStartError(RuntimeError):
+    """The Streamlit server did not come up (its log tail is in the message)."""
+
+
+@dataclass(frozen=True)
+class AppServer:
+    """A running app: its URL, the file its server writes stdout and stderr to, and the server's process id."""
+
+    url: str
+    log: Path
+    pid: int
+
+    def log_text(self) -> str:
+        """Everything the server has printed so far."""
+        return self.log.read_text(errors="replace")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def shipped_or_dev_checkpoints() -> Path:
+    """checkpoints/ when it holds checkpoints, else the developers' /tmp/dev_ckpt (until the demos ship)."""
+    shipped = ROOT / "checkpoints"
+    if any((p / "config.json").is_file() for p in shipped.iterdir() if p.is_dir()):
+        return shipped
+    if DEV_CHECKPOINTS.is_dir():
+        return DEV_CHECKPOINTS
+    raise FileNotFoundError("no checkpoints: run `make checkpoints` (or pass --checkpoints DIR)")
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def running_app(checkpoints: Path, runs: Path, *, default: str | None = None, extra_env: dict[str, str] | None = None,
+                start_timeout: float = 60.0, launcher: str = "make run") -> Iterator[AppServer]:
+    """The app as `make run` (`python -m ui.shell.serve`) or a user's plain `streamlit run app.py` starts it, on a free
+    local port; yields once /_stcore/health answers; always stops the server."""
+    port = free_port()
+    env = {**os.environ, "ATTENTION_STUDIO_CHECKPOINTS": str(checkpoints), "ATTENTION_STUDIO_RUNS": str(runs),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           **(extra_env or {})}
+    env.pop("ATTENTION_STUDIO_DEFAULT", None)
+    if default is not None:
+        env["ATTENTION_STUDIO_DEFAULT"] = default
+    start = {"make run": ["-m", "ui.shell.serve"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}[launcher]
+    command = [sys.executable, *start, "--server.headless", "true", "--server.port",
+               str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    with tempfile.TemporaryDirectory(prefix="attention-studio-server-") as folder:
+        log_path = Path(folder) / "server.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        server = AppServer(f"http://127.0.0.1:{port}", log_path, process.pid)
+        try:
+            deadline = time.monotonic() + start_timeout
+            while not _healthy(server.url):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AppStartError(f"the app did not start on {server.url} (exit status {process.poll()}):\n"
+                                        f"{server.log_text()[-3000:]}")
+                time.sleep(0.1)
+            yield server
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """Debian's Chromium, headless (Playwright cannot download its own browsers here); sync or async API."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+
+def new_page(browser: Any) -> Any:
+    """A page in a fresh browser context (so its own Streamlit session), set up with PAGE_SETUP_JS."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.add_init_script(PAGE_SETUP_JS)
+    return context.new_page()
+
+
+@dataclass(frozen=True)
+class PageView:
+    """What a page shows: its 'Step t of n' heading (Decode), the text drawn in its charts, and when (ms)."""
+
+    heading: str | None
+    charts: tuple[str, ...]
+    plotly: tuple[str, ...]
+    drawn_at: float | None = None  # the page's performance.now() when a wait saw it
+
+    @property
+    def step(self) -> tuple[int, int] | None:
+        """(t, n) of the Decode page's 'Step t of n' heading."""
+        if self.heading is None:
+            return None
+        t, _, n = self.heading.split(":", 1)[0].removeprefix("Step ").partition(" of ")
+        return int(t), int(n)
+
+    def charts_matching(self, pattern: str) -> int:
+        """How many Vega charts draw text matching the regular expression `pattern`."""
+        return sum(re.search(pattern, chart) is not None for chart in self.charts)
+
+
+def charts_condition(pattern: str, count: int = 1, *, heading: str = "", texts: tuple[str, ...] = (),
+                     after_runs: int | None = None, exact: str = "") -> tuple[str, list]:
+    """(JavaScript, argument) for page.wait_for_function: idle, the step heading starts with `heading`, one chart
+    (Vega or Plotly) contains every string of `texts`, `count` Vega charts match `pattern`, and (given `after_runs`) a
+    script run finished since runs_finished() returned it, and (given `exact`) one Vega chart's text matches that
+    regular expression. The function's value is performance.now()."""
+    return _CHARTS_JS, [pattern, count, heading, list(texts), after_runs, exact]
+
+
+def decode_step_condition(step: int, texts: tuple[str, ...] = ()) -> tuple[str, list]:
+    """charts_condition for the Decode page at step `step` (1-based): the heading and the three step charts say so,
+    and the prefix chart draws the `step` decoder inputs of that step (its data, not only its heading, changed)."""
+    prefix = rf"^Decoder self-attention of step {step} over the prefix ⟫ (?:[^|]* \| ){{{step - 1}}}[^|]*$"
+    return charts_condition(rf"\bstep {step}\b", 3, heading=f"Step {step} of", texts=texts, exact=prefix)
+
+
+def view_from(raw: dict, drawn_at: float | None = None) -> PageView:
+    """A PageView from what VIEW_JS returned."""
+    return PageView(raw["heading"], tuple(raw["charts"]), tuple(raw["plotly"]), drawn_at)
+
+
+def wait_for(page: Any, condition: tuple[str, list], timeout_ms: float = 30_000) -> PageView:
+    """Wait until `condition` (from charts_condition) holds; the view carries the time it first held."""
+    drawn_at = page.wait_for_function(condition[0], arg=condition[1], timeout=timeout_ms, polling="raf").json_value()
+    return view_from(page.evaluate(VIEW_JS), drawn_at)
+
+
+def wait_charts(page: Any, pattern: str, count: int = 1, heading: str = "", timeout_ms: float = 30_000) -> PageView:
+    """Wait until the page is idle, its step heading starts with `heading` and `count` Vega charts match `pattern`."""
+    return wait_for(page, charts_condition(pattern, count, heading=heading), timeout_ms)
+
+
+def wait_decode_step(page: Any, step: int, timeout_ms: float = 30_000) -> PageView:
+    """Wait until the Decode page shows step `step` (1-based) in its heading and in at least three step charts."""
+    return wait_for(page, decode_step_condition(step), timeout_ms)
+
+
+def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
+    """Wait until the current run has finished and its charts are drawn."""
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling="raf")
+
+
+def runs_finished(page: Any) -> int:
+    """How many script runs this page has seen finish."""
+    return int(page.evaluate("() => window.__studioRuns"))
+
+
+def wait_rerun(page: Any, after: int, timeout_ms: float = 30_000) -> None:
+    """Wait for a script run that finished after runs_finished() returned `after`, and for the page to be idle."""
+    wait_for(page, charts_condition("", 0, after_runs=after), timeout_ms)
+
+
+def last_press(page: Any) -> float:
+    """performance.now() of the last pointer press on the page."""
+    return float(page.evaluate("() => window.__studioPress"))
+
+
+def page_errors(page: Any) -> list[str]:
+    """What a user would see of a crash: Streamlit exception boxes and any 'Traceback' text."""
+    errors = [e.inner_text()[:500] for e in page.locator(EXCEPTION).all()]
+    if "Traceback" in page.locator("body").inner_text():
+        errors.append("'Traceback' appears on the page")
+    return errors
+
+
+def open_page(page: Any, title: str, timeout_ms: float = 60_000) -> None:
+    """Open a page through the sidebar navigation and wait for its first run to finish."""
+    before = runs_finished(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title, exact=True).click()
+    wait_rerun(page, before, timeout_ms)
+
+
+def open_select(page: Any, key: str) -> None:
+    """Open the drop-down of the selectbox with widget key `key`."""
+    page.locator(f".st-key-{key} [role='combobox']").click()
+
+
+def pick_option(page: Any, option: str) -> None:
+    """Click `option` in the open drop-down (the rerun it causes is not awaited)."""
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def choose(page: Any, key: str, option: str) -> None:
+    """Pick `option` in the selectbox with widget key `key` (the rerun it causes is not awaited)."""
+    open_select(page, key)
+    pick_option(page, option)

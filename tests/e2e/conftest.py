@@ -1,0 +1,47 @@
+"""The browser tests' shared pieces: every test here is marked `browser` (left out of `make test-fast`) and skips
+with a reason when Chromium is missing; `server` is the app on the tiny checkpoint, `page` a headless Chromium tab on
+it. The driving code itself (servers, Chromium, waits) is `studio_browser`, which bench/ uses too."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from studio_browser import CHROMIUM, launch_chromium, new_page, running_app
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    missing = pytest.mark.skip(reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.browser)
+            if not CHROMIUM.exists():
+                item.add_marker(missing)
+
+
+@pytest.fixture
+def server(tiny_checkpoint_dir, tmp_path):
+    """The app served by Streamlit on the tiny checkpoint with an empty runs directory; stopped after the test."""
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs") as app:
+        yield app
+
+
+@pytest.fixture
+def page(server, request):
+    """A headless Chromium page on the app's home page."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            tab = new_page(browser)
+            tab.set_default_timeout(30_000)
+            tab.goto(server.url)
+            yield tab
+            tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))  # what the page showed when the test ended (passed or failed)
+        finally:
+            browser.close()

@@ -1,0 +1,113 @@
+"""End to end in a real browser: a click on a head's panel in the all-heads grid switches that head off.
+
+AppTest cannot click inside a Vega chart, so this is the one test of the click itself: headless Chromium clicks a
+panel of the Attention page's model view and of the Decode page's grid, and the ablated run appears beside the intact
+one; a second click on the same panel switches the head back on.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from studio_browser import (
+    choose,
+    launch_chromium,
+    new_page,
+    open_page,
+    page_errors,
+    running_app,
+    wait_charts,
+)
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+TEXT = "abcdefg"
+WITHOUT = re.compile(r"^Without Cross L1 H2$")
+
+
+def _panel(page, key_prefix: str, panel: str):
+    """A cell of the grid's panel `panel` ('L1 H2'): Vega's SVG marks carry their tooltip fields as aria-label."""
+    return page.locator(f"[class*='st-key-{key_prefix}_'] path[aria-label*='panel: {panel};']").first
+
+
+def _selection(page, key: str) -> list[str]:
+    """The chips of a multiselect, as the page shows them."""
+    return [t.strip() for t in page.locator(f".st-key-{key} [data-tag] span[title]").all_inner_texts()]
+
+
+def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs") as app, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = new_page(browser)
+            page.set_default_timeout(60_000)
+            page.goto(app.url)
+            page.get_by_role("heading", name="Attention Studio").wait_for()
+            open_page(page, "Attention")
+            box = page.locator(".st-key-attention_text input")
+            box.fill(TEXT)
+            box.press("Enter")
+            wait_charts(page, r"heads and mean", 1, timeout_ms=60_000)
+            page.locator(".st-key-attention_grid_click").get_by_text("switches its head off").click()
+            _panel(page, "attention_grid_ablate", "L1 H2").click()
+            page.get_by_text(WITHOUT).wait_for()  # the ablated run beside the intact one
+            page.get_by_text(re.compile(r"^(The outputs first differ at step \d+|Same output with these heads "
+                                        r"switched off)")).wait_for()
+            assert _selection(page, "attention_ablate") == ["Cross L1 H2"]  # the multiselect shows the click
+            wait_charts(page, r"L1 H2 · off", 1)
+            assert "ablate=cross.L1H2" in page.url
+            assert page_errors(page) == []
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.locator("[class*='st-key-attention_grid_ablate_']").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "e2e_grid_click_ablation.png"))
+            _panel(page, "attention_grid_ablate", "L1 H2 · off").click()  # again: back on
+            page.get_by_text(WITHOUT).wait_for(state="detached")
+            assert _selection(page, "attention_ablate") == []
+            _panel(page, "attention_grid_ablate", "L1 mean").click()  # the mean is no head
+            page.get_by_text(re.compile("not one head")).wait_for()
+            assert _selection(page, "attention_ablate") == []
+
+            open_page(page, "Decode")  # the Decode page's grid of the current layer's cross-attention heads
+            choose(page, "decode_layer", "Layer 1")
+            wait_charts(page, r"L1 H2", 1)
+            _panel(page, "decode_grid", "L1 H2").click()
+            page.get_by_text(WITHOUT).wait_for()
+            assert _selection(page, "decode_ablate") == ["Cross L1 H2"]
+            assert page_errors(page) == []
+            assert "Traceback" not in app.log_text()
+        finally:
+            browser.close()
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(tmp_path):
+    """Head ablation and attribution on every shipped model in a real browser. Each model is opened by its
+    link on Decode; a click on its layer-1 grid's head 1 switches that head off, and the attribution strip of step 1
+    is drawn once its expander is opened."""
+    from playwright.sync_api import sync_playwright
+
+    names = sorted(p.name for p in SHIPPED.iterdir() if (p / "config.json").is_file())
+    assert {"reverse", "sort", "toy-en-de", "multi30k-en-de"} <= set(names)
+    with running_app(SHIPPED, tmp_path / "runs") as app, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            for name in names:
+                page = new_page(browser)  # a fresh session per model
+                page.set_default_timeout(120_000)
+                page.goto(f"{app.url}/decode?model=shipped:{name}&layer=1")
+                page.get_by_role("heading", name=re.compile(r"^Step 1 of \d+")).wait_for()
+                _panel(page, "decode_grid", "L1 H1").click()
+                page.get_by_text(re.compile(r"^Without Cross L1 H1$")).wait_for()
+                page.locator(".st-key-decode_attr_open summary").click()
+                wait_charts(page, r"Integrated Gradients attribution to step 1's output", 1, timeout_ms=120_000)
+                assert page_errors(page) == [], name
+                if name == "multi30k-en-de":
+                    ARTIFACTS.mkdir(exist_ok=True)
+                    page.screenshot(path=str(ARTIFACTS / "e2e_shipped_ablation_attribution.png"), full_page=True)
+                page.context.close()
+            assert "Traceback" not in app.log_text()
+        finally:
+            browser.close()

@@ -1,0 +1,94 @@
+"""In a real browser at 1400x1000 (the window a newcomer first tried): every chart fits its column, the per-head
+statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
+text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons."""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from studio_browser import (
+    charts_condition,
+    launch_chromium,
+    new_page,
+    page_errors,
+    running_app,
+    shipped_or_dev_checkpoints,
+    wait_for,
+    wait_idle,
+)
+
+TEXT = "the old man sees a small dog"
+PAGES = [
+    ("", {}, charts_condition("", 1)),
+    ("decode", {"text": TEXT, "step": "7"}, charts_condition(r"step 7 · layer \d+", 2, heading="Step 7 of")),
+    ("attention", {"text": TEXT}, charts_condition("Cross-attention · layer", 1)),
+    ("compare", {"compare": "shipped:toy-en-de", "text": TEXT}, charts_condition("B − A", 1)),
+]
+# per chart: its heading, the widths of its drawing and of its column; horizontal axis labels that overprint; per
+# data table (st.dataframe or a small HTML table): scroll width and visible width; texts the browser cuts with "…"
+LAYOUT_JS = r"""() => {
+  const out = {wider: [], overprinted: [], tables: [], cut: []};
+  for (const e of document.querySelectorAll('[data-testid="stMain"] *, [data-testid="stSidebar"] *')) {
+    if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth && e.textContent.trim()
+        && getComputedStyle(e).textOverflow === 'ellipsis') out.cut.push(e.textContent.trim().slice(0, 40));
+  }
+  for (const chart of document.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
+    const svg = chart.querySelector('svg');
+    const column = chart.closest('[data-testid="stColumn"]') || chart.closest('[data-testid="stMainBlockContainer"]');
+    const box = chart.closest('[data-testid="stElementContainer"]');
+    const name = (box.previousElementSibling?.textContent || '').slice(0, 60);
+    const drawn = svg.getBoundingClientRect(), room = column.getBoundingClientRect();
+    if (drawn.right > room.right + 1) out.wider.push([name, Math.round(drawn.width), Math.round(room.width)]);
+    const labels = [...svg.querySelectorAll('.role-axis-label text')]
+      .filter((t) => !/rotate\(-?[1-9]/.test(t.getAttribute('transform') || ''))
+      .map((t) => t.getBoundingClientRect()).filter((r) => r.width > 0);
+    labels.forEach((a, i) => labels.slice(i + 1).forEach((b) => {
+      if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) {
+        out.overprinted.push(name);
+      }
+    }));
+  }
+  for (const table of document.querySelectorAll('[data-testid="stDataFrame"], .studio-table')) {
+    const scroller = table.querySelector('.dvn-scroller') || table;
+    out.tables.push([scroller.scrollWidth, scroller.clientWidth]);
+  }
+  return out;
+}"""
+
+
+def _visible_pngs_on_hover(page) -> list[int]:
+    """For each chart: how many visible controls named PNG its own element shows while the pointer is over it."""
+    counts = []
+    for chart in page.locator('[data-testid="stVegaLiteChart"]').all():
+        chart.scroll_into_view_if_needed()
+        chart.hover()
+        page.wait_for_timeout(150)
+        box = chart.locator('xpath=ancestor::*[@data-testid="stElementContainer"][1]')
+        counts.append(sum(1 for control in box.locator("button, a").all()
+                          if control.is_visible() and "png" in ((control.get_attribute("aria-label") or "")
+                                                                + control.inner_text()).lower()))
+    return counts
+
+
+def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with running_app(shipped_or_dev_checkpoints(), tmp_path / "runs", default="toy-en-de") as server, \
+            sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            for path, params, drawn in PAGES:
+                page = new_page(browser)  # new_page sets the 1400x1000 viewport
+                page.goto(f"{server.url}/{path}?{urlencode({'model': 'shipped:toy-en-de', **params})}")
+                wait_for(page, drawn, 90_000)
+                wait_idle(page)
+                layout = page.evaluate(LAYOUT_JS)
+                assert layout["wider"] == [], f"/{path}: charts wider than their column: {layout['wider']}"
+                assert layout["overprinted"] == [], f"/{path}: overprinted axis labels in {layout['overprinted']}"
+                assert layout["cut"] == [], f"/{path}: texts cut short: {layout['cut']}"
+                if path == "attention":  # its one table here: the per-head statistics
+                    assert len(layout["tables"]) == 1 and layout["tables"][0][0] <= layout["tables"][0][1], layout
+                assert set(_visible_pngs_on_hover(page)) <= {0}, f"/{path}: a chart toolbar offers a PNG"
+                assert page_errors(page) == []
+                page.context.close()
+        finally:
+            browser.close()

@@ -1,0 +1,175 @@
+"""One self-contained HTML file that replays a decode step by step, offline: Vega inlined, no request anywhere.
+
+The page holds the app's own chart specs (`attention_heatmap`, `topk_bars`, `source_strip`, `decoder_row_chart`)
+with their data left out, and the weights once, as integers in thousandths; its script builds each view's rows
+from those and swaps them into the drawn charts, so stepping never re-renders a spec. Everything that came from
+the user (model name, sentence, tokens) travels inside a `type="application/json"` block with `<`, `>`, `&` and
+U+2028/9 escaped, and is put on the page as text, never as markup.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import altair as alt
+import torch
+
+from ..decode import KIND_TITLES, KINDS, DecodeResult
+from .attention import attention_heatmap
+from .step import decoder_row_chart, source_strip, topk_bars, topk_frame
+from .style import visible_token
+
+MAX_REPLAY_STEPS = 512
+MAX_REPLAY_BYTES = 20_000_000  # 20 MB
+WEIGHT_SCALE = 1000  # weights stored as integer thousandths (3 decimals)
+_PAGE = Path(__file__).with_name("replay_page.html")
+_VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_STEPPED = ("decoder_self", "cross")  # kinds whose queries are the decoder inputs: rows appear step by step
+
+
+class ReplayTooLargeError(ValueError):
+    """A decode too long (steps) or too big (bytes) for one replay file."""
+
+
+@lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script (from vl-convert, so no CDN), safe inside a <script> element."""
+    import vl_convert
+
+    bundle = vl_convert.javascript_bundle(vl_version=_VL_VERSION)
+    return re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE)
+
+
+def script_json(data: Any) -> str:
+    """JSON that can sit inside a <script> element: no `</script>`, no `<!--`, no line separators a parser trips on."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+def replay_kinds(result: DecodeResult) -> list[str]:
+    """The attention kinds the trace holds (a model without an encoder has no encoder self-attention)."""
+    trace = result.trace
+    return [k for k in KINDS if trace.n_layers(k) > 0 and min(trace.axis_sizes(k)) > 0]
+
+
+def _check_size(result: DecodeResult, kinds: Sequence[str]) -> None:
+    n_steps = len(result.steps)
+    if n_steps > MAX_REPLAY_STEPS:
+        raise ReplayTooLargeError(f"This decode has {n_steps:,} steps; a replay file holds at most "
+                                  f"{MAX_REPLAY_STEPS} steps. Decode fewer tokens (e.g. --max-steps "
+                                  f"{MAX_REPLAY_STEPS}).")
+    values = sum(result.trace.weights(k).numel() // (2 if k == "decoder_self" else 1) for k in kinds)
+    estimate = len(vega_bundle()) + 3 * values  # a stored weight takes at least "0," (most take more)
+    if estimate > MAX_REPLAY_BYTES:
+        raise _too_big(estimate)
+
+
+def _too_big(size: int) -> ReplayTooLargeError:
+    return ReplayTooLargeError(f"This replay would take at least {size / 1e6:.1f} MB; a replay file holds at most "
+                               f"{MAX_REPLAY_BYTES / 1e6:g} MB. Use a shorter sentence or fewer steps.")
+
+
+def _thousandths(weights: torch.Tensor, causal: bool) -> list[list[list[int]]]:
+    """(layers, heads, Q, K) weights as [layer][head] flat row-major integer thousandths; causal: the lower
+    triangle only (row q holds keys 0..q; the rest is masked)."""
+    ints = (weights.detach().float().cpu() * WEIGHT_SCALE).round().to(torch.int32)  # (L, H, Q, K)
+    if causal:
+        q = ints.shape[-1]
+        rows, cols = torch.tril_indices(q, q)
+        ints = ints[..., rows, cols]  # (L, H, Q(Q+1)/2)
+    return ints.flatten(2).tolist()
+
+
+def _named_data(spec: dict, names: Sequence[str]) -> dict:
+    """`spec` with its datasets renamed, in order of appearance (top level, then each layer), and emptied: the
+    page's script fills them."""
+    found: list[str] = []
+    for part in [spec, *spec.get("layer", [])]:
+        name = (part.get("data") or {}).get("name")
+        if name and name not in found:
+            found.append(name)
+    if len(found) != len(names):
+        raise ValueError(f"the chart has {len(found)} dataset(s), expected {len(names)}")
+    renamed = dict(zip(found, names))
+    for part in [spec, *spec.get("layer", [])]:
+        if "data" in part:
+            part["data"] = {"name": renamed[part["data"]["name"]]}
+    spec["datasets"] = {name: [] for name in names}
+    return spec
+
+
+def _template(chart: alt.TopLevelMixin) -> list[dict]:
+    """The rows a strip chart drew (its layout: pixel boxes per token), for the page to reweight."""
+    spec = chart.to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    return [{k: v for k, v in row.items() if k not in ("weight", "weight_text")} for row in rows]
+
+
+def _kind_block(result: DecodeResult, kind: str) -> dict[str, Any]:
+    trace = result.trace
+    q_tokens, k_tokens = trace.labels(kind)
+    stepped = kind in _STEPPED
+    chart = attention_heatmap(trace, kind, 0, None, title="", size=420,
+                              max_row=0 if stepped else None, highlight_row=0 if stepped else None)
+    return {"kind": kind, "title": KIND_TITLES[kind], "layers": trace.n_layers(kind), "heads": trace.n_heads,
+            "stepped": stepped, "causal": kind == "decoder_self",
+            "queries": [visible_token(t) for t in q_tokens], "keys": [visible_token(t) for t in k_tokens],
+            "weights": _thousandths(trace.weights(kind), kind == "decoder_self"),
+            "spec": _named_data(chart.to_dict(), ["heat", "row"] if stepped else ["heat"])}
+
+
+def _steps(result: DecodeResult) -> list[dict[str, Any]]:
+    inputs = result.trace.decoder_input_tokens
+    return [{"input": visible_token(inputs[t]) if t < len(inputs) else "", "token": visible_token(s.token),
+             "prob": round(float(s.prob), 4), "forced": bool(s.forced),
+             "topk": topk_frame(s.top_k, s.token).round({"percent": 2}).to_dict("records")}
+            for t, s in enumerate(result.steps)]
+
+
+def replay_data(result: DecodeResult, model_name: str, weights: str = "") -> dict[str, Any]:
+    """Everything the replay page draws, as plain JSON-ready data (see `replay_html`)."""
+    kinds = replay_kinds(result)
+    if not kinds:
+        raise ValueError("the trace holds no attention to replay")
+    if not result.steps:
+        raise ValueError("the decode has no step to replay")
+    _check_size(result, kinds)
+    trace = result.trace
+    widest = max(result.steps, key=lambda s: len(s.top_k))
+    data: dict[str, Any] = {
+        "model": model_name, "weights": weights, "source": result.source_text, "output": result.output_text,
+        "mode": result.mode, "finished": result.finished, "steps": _steps(result),
+        "output_tokens": [visible_token(t) for t in result.output_tokens],
+        "kinds": [_kind_block(result, k) for k in kinds],
+        "topk_spec": _named_data(topk_bars(widest.top_k, widest.token, width=260).to_dict(), ["topk"]),
+    }
+    if "cross" in kinds:
+        strip = source_strip(trace.source_tokens, [0.0] * len(trace.source_tokens), max_width=900)
+        data["source_strip"] = {"spec": _named_data(strip.to_dict(), ["strip"]), "rows": _template(strip)}
+    if "decoder_self" in kinds:
+        tokens = trace.decoder_input_tokens
+        strip = decoder_row_chart(tokens, [0.0] * len(tokens), max_width=560)
+        data["prefix_strip"] = {"spec": _named_data(strip.to_dict(), ["strip"]), "rows": _template(strip)}
+    return data
+
+
+def replay_html(result: DecodeResult, model_name: str, weights: str = "") -> str:
+    """One self-contained HTML page replaying `result` step by step (Next/Prev and the arrow keys, every attention
+    kind the trace has, layer and head pickers and the mean of heads, the top-k of each step), offline.
+
+    `model_name` and `weights` (which weights these are, e.g. "Weights of step 6,684") are shown in its header.
+    Raises ReplayTooLargeError over MAX_REPLAY_STEPS steps or MAX_REPLAY_BYTES bytes.
+    """
+    data = replay_data(result, model_name, weights)
+    title = f"Replay · {model_name} · {result.source_text}"
+    parts = {"title": html.escape(visible_token(title[:200])), "data": script_json(data), "vega": vega_bundle()}
+    page = re.sub(r"\{\{(title|data|vega)\}\}", lambda m: parts[m.group(1)], _PAGE.read_text(encoding="utf-8"))
+    size = len(page.encode("utf-8"))
+    if size > MAX_REPLAY_BYTES:
+        raise _too_big(size)
+    return page

@@ -1,0 +1,110 @@
+"""Scaled dot-product attention that can also return its weights, and the multi-head module built on it.
+
+Attention weights are computed only when asked for and are returned, never stored on a module: models are
+shared across sessions and threads by the app.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .dropout import dropout
+
+def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None, is_causal: bool = False) -> Tensor:
+    """The explicit softmax(q k^T / sqrt(d)) with masked entries exactly 0; (B, H, Tq, Tk).
+
+    Masks are applied as an additive 0 / -inf bias in the same pass as the scaling (a boolean `masked_fill` over
+    the scores costs several float passes on CPU).
+    """
+    scores = q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
+    tq, tk = scores.shape[-2:]
+    bias = None
+    if mask is not None:
+        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
+    if is_causal:
+        causal = torch.full((tq, tk), float("-inf"), dtype=scores.dtype, device=q.device).triu_(tk - tq + 1)
+        bias = causal if bias is None else bias + causal
+    scale = 1.0 / math.sqrt(q.size(-1))
+    scores = scores * scale if bias is None else torch.add(bias, scores, alpha=scale)
+    return scores.softmax(dim=-1)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weights: bool,
+              dropout_p: float = 0.0, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Scaled dot-product attention; `mask` is boolean, True where a query may attend to a key.
+
+    The output always comes from the same kernel (`F.scaled_dot_product_attention`, or the explicit product
+    when attention dropout is on), so asking for the weights never changes the computation: they are
+    computed beside it with the explicit softmax.
+    """
+    if dropout_p > 0.0:  # training with attention dropout: explicit path with the fast dropout mask
+        weights = attention_weights(q, k, mask, is_causal)
+        return dropout(weights, dropout_p, True) @ v, (weights if need_weights else None)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, Tq, Dh)
+    return out, (attention_weights(q, k, mask, is_causal) if need_weights else None)
+
+
+class KVBuffer:
+    """Preallocated keys/values of one self-attention layer during incremental decoding."""
+
+    def __init__(self, batch: int, heads: int, max_len: int, head_dim: int, like: Tensor) -> None:
+        self.k = like.new_empty(batch, heads, max_len, head_dim)
+        self.v = like.new_empty(batch, heads, max_len, head_dim)
+        self.length = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store new (B, H, t, Dh) keys/values; return views of everything stored so far."""
+        end = self.length + k.size(2)
+        self.k[:, :, self.length: end] = k
+        self.v[:, :, self.length: end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with the parameter layout of `nn.MultiheadAttention` (packed in_proj)."""
+
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_model = d_model
+        self.dropout = dropout
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, -1).transpose(1, 2)  # (B, H, T, Dh)
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values for `x`, split into heads (used to fill a decoding cache)."""
+        w, b = self.in_proj.weight[self.d_model:], self.in_proj.bias[self.d_model:]
+        k, v = F.linear(x, w, b).chunk(2, dim=-1)  # (B, T, D) each
+        return self._heads(k), self._heads(v)
+
+    def project_q(self, x: Tensor) -> Tensor:
+        w, b = self.in_proj.weight[: self.d_model], self.in_proj.bias[: self.d_model]
+        return self._heads(F.linear(x, w, b))
+
+    def forward(self, x: Tensor, *, kv: tuple[Tensor, Tensor] | None = None, mask: Tensor | None = None,
+                is_causal: bool = False, need_weights: bool = False, head_mask: Tensor | None = None,
+                cache: KVBuffer | None = None) -> tuple[Tensor, Tensor | None]:
+        """Self-attention over `x` (after earlier positions held in `cache`, if given), or attention from `x`
+        to precomputed per-head keys/values `kv`."""
+        b, t, d = x.shape
+        if kv is None:
+            q, k, v = self.in_proj(x).chunk(3, dim=-1)  # (B, T, D) each
+            q, k, v = self._heads(q), self._heads(k), self._heads(v)  # (B, H, T, Dh)
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, H, past + T, Dh)
+        else:
+            q, (k, v) = self.project_q(x), kv
+        p = self.dropout if self.training else 0.0
+        out, weights = attention(q, k, v, mask, need_weights=need_weights, dropout_p=p, is_causal=is_causal)
+        if head_mask is not None:
+            out = out * head_mask.view(1, -1, 1, 1).to(out.dtype)  # (B, H, Tq, Dh)
+        out = out.transpose(1, 2).reshape(b, t, d)  # (B, Tq, D)
+        return self.out_proj(out), weights

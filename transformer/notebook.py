@@ -1,0 +1,144 @@
+"""The studio in a Jupyter notebook: the app's charts for a model and a sentence, and the trace as data.
+
+    from transformer.notebook import show, trace
+    show("checkpoints/multi30k-en-de", "A man rides a bike.")          # the step view, with a step slider
+    show("checkpoints/multi30k-en-de", "A man rides a bike.", view="grid", kind="encoder_self")
+    trace("checkpoints/multi30k-en-de", "A man rides a bike.").to_frame()  # one row per weight
+
+`model` is one of our checkpoint folders, a Hugging Face folder (what `save_pretrained` writes, safetensors only)
+or a cached hub id, as the app and the command line open them, or a model `load` returned (opened once, reused).
+Charts are Altair charts: a notebook draws the one a cell returns, and `.save("x.html")` writes it to a file.
+
+Errors a user can cause raise the command line's errors, with its one-line messages and a short traceback:
+`CheckpointError` or `HFModelError` (a missing path, a damaged checkpoint, a folder with pickled weights only),
+`InputError` (an empty sentence, one too long for the model), `ValueError` (an unknown view or kind, a layer or
+head that the model does not have); all of them are ValueErrors.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import altair as alt
+import pandas as pd
+
+from .charts import ChartTooLargeError, attention_grid, attention_heatmap, step_slider_chart
+from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
+from .model import DEFAULT_MAX_PARAMS, HFModelError, InspectableSeq2Seq
+from .store import CheckpointError, open_model
+
+# tqdm (imported by Hugging Face's libraries) asks for ipywidgets in every notebook without them; its bars are off
+warnings.filterwarnings("ignore", message="IProgress not found")
+
+__all__ = ["VIEWS", "decode", "frame", "load", "show", "trace"]
+
+VIEWS = ("step", "grid", "head")
+Model = str | Path | InspectableSeq2Seq
+_USER_ERRORS = (CheckpointError, HFModelError, InputError, ChartTooLargeError)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _one_line_errors(fn: _F) -> _F:
+    """A user's error leaves `fn` with its message and no frames from deep inside the library."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _USER_ERRORS as exc:
+            raise exc.with_traceback(None) from None
+        except (IndexError, KeyError) as exc:  # a layer, head or kind the model does not have
+            raise ValueError(str(exc).strip("'\"")) from None
+    return wrapper  # type: ignore[return-value]
+
+
+@_one_line_errors
+def load(model: Model, *, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> InspectableSeq2Seq:
+    """The model behind a checkpoint folder, a Hugging Face folder or a cached hub id (an opened model as it is).
+
+    `prefix` is put before every source text (T5's "translate English to German: "); `max_params` caps the size of
+    a Hugging Face model. Raises CheckpointError or HFModelError.
+    """
+    if isinstance(model, InspectableSeq2Seq):
+        return model
+    if not isinstance(model, (str, Path)):
+        raise TypeError(f"model must be a folder, a hub id or a loaded model, not {type(model).__name__}")
+    return open_model(str(model), prefix=prefix, max_params=max_params)
+
+
+@_one_line_errors
+def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = None) -> DecodeResult:
+    """Greedy decoding of `text`: the output, each step's top-k candidates and the attention trace (`.trace`).
+
+    Raises CheckpointError, HFModelError or InputError.
+    """
+    return greedy_decode(load(model), text, top_k=top_k, max_steps=max_steps)
+
+
+@_one_line_errors
+def trace(model: Model, text: str, *, max_steps: int | None = None) -> AttentionTrace:
+    """The attention trace of the greedy decode of `text`: tokens and (layers, heads, queries, keys) weights per
+    kind; `.to_frame()` gives the tidy DataFrame. Raises CheckpointError, HFModelError or InputError."""
+    return decode(model, text, max_steps=max_steps).trace
+
+
+@_one_line_errors
+def frame(source: Model | AttentionTrace | DecodeResult, text: str | None = None, *, kind: str | None = None,
+          layer: int | None = None, head: int | None = None) -> pd.DataFrame:
+    """The tidy DataFrame of a trace (or of a model's trace of `text`): one row per weight, columns kind, layer, head,
+    query_index, query_token, key_index, key_token, weight, masked; narrowed to a kind, layer or head if given."""
+    if isinstance(source, DecodeResult):
+        source = source.trace
+    if not isinstance(source, AttentionTrace):
+        if text is None:
+            raise InputError("frame(model, text) needs the text to decode")
+        source = trace(source, text)
+    elif text is not None:
+        raise ValueError("a trace is already decoded: frame(trace) takes no text")
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return source.to_frame(kind, layer, head)
+
+
+def _pick_layer(result: DecodeResult, kind: str, layer: int | None) -> int:
+    """The layer asked for (0-based; negative counts from the last), the last one by default."""
+    n = result.trace.n_layers(kind)
+    chosen = n - 1 if layer is None else layer + n if layer < 0 else layer
+    if not 0 <= chosen < n:
+        raise ValueError(f"{kind} has {n} layer(s) (0 to {n - 1}); layer {layer} does not exist")
+    return chosen
+
+
+@_one_line_errors
+def show(model: Model | DecodeResult, text: str | None = None, *, view: str = "step", kind: str = "cross",
+         layer: int | None = None, head: int | None = None, step: int = 1) -> alt.TopLevelMixin:
+    """The app's chart of the greedy decode of `text`, for a notebook to draw.
+
+    view "step": the Decode page's step view (prefix, top-k, source strip, cross-attention rows) with a step
+    slider starting at `step` (1-based); "grid": every layer x head of `kind` plus the mean; "head": one map of
+    `kind` (`layer`, `head`; head None is the mean of heads). `layer` is 0-based (negative from the last; the last
+    by default). `model` may also be a `decode` result, then without text. Raises CheckpointError, HFModelError,
+    InputError or ValueError.
+    """
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    if kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if isinstance(model, DecodeResult):
+        if text is not None:
+            raise ValueError("a decode result is already decoded: show(result) takes no text")
+        result = model
+    else:
+        if text is None:
+            raise InputError("show(model, text) needs the text to decode")
+        result = decode(model, text)
+    if view == "grid":
+        return attention_grid(result.trace, kind)
+    chosen = _pick_layer(result, "cross" if view == "step" else kind, layer)
+    if head is not None and not 0 <= head < result.trace.n_heads:
+        raise ValueError(f"the model has {result.trace.n_heads} heads (0 to {result.trace.n_heads - 1}); "
+                         f"head {head} does not exist")
+    if view == "head":
+        return attention_heatmap(result.trace, kind, chosen, head)
+    return step_slider_chart(result, chosen, head, first_step=max(1, min(step, len(result.steps))))

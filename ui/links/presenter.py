@@ -1,0 +1,60 @@
+"""Presenter mode: large tokens and labels for a projector (1280x720), no sidebar, fewer controls, keyboard keys.
+
+The switch is `present=1` in the link, the "Presenter mode" button in the sidebar, or the P key. Controls a speaker
+does not need are hidden by their widget keys (Streamlit gives every keyed element the class `st-key-<key>`).
+The charts keep their pixel size: with the sidebar gone they fill a 1280-pixel-wide screen (CSS zoom on them
+clipped their axis titles).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.models import current_model
+from ui.views import PRESENT_KEY, SWITCH_KEY, md, presenting
+
+HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce", "decode_view",
+               "attention_downloads", "attention_grid_download_png", "attention_grid_download_svg",
+               "attention_fixed_scale", "studio_share")
+_CSS = """
+<style>
+/* presenter mode */
+html { font-size: 19px; }
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"],
+[data-testid="stElementContainer"]:has([data-testid="stCaptionContainer"]), [data-testid="stCaptionContainer"],
+%s { display: none !important; }
+[data-testid="stMainBlockContainer"] { max-width: 100%%; padding: 0.6rem 1.6rem 1rem 1.6rem; }
+h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
+.st-key-studio_present_bar { margin-bottom: -1.2rem; }
+/* the head keys' buttons stay mounted (their shortcuts work) but take no room */
+[class*="_head_keys"] { position: absolute !important; left: -10000px; }
+.studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */
+</style>
+"""
+
+
+def apply_presenter() -> None:
+    """Inject presenter mode's CSS when it is on (no visible element)."""
+    if presenting():
+        hidden = ", ".join(f".st-key-{key}" for key in HIDDEN_KEYS)
+        st.html(_CSS % hidden)
+
+
+def _toggle() -> None:
+    st.session_state[PRESENT_KEY] = not presenting()
+
+
+def presenter_switch() -> None:
+    """The switch: a button in the sidebar, or (presenting, the sidebar hidden) a small one above the page."""
+    if presenting():  # the sidebar's model card is hidden: the bar still says which model and weights are shown
+        with st.container(key="studio_present_bar", horizontal=True, horizontal_alignment="right",
+                          vertical_alignment="center"):
+            active = current_model()
+            if active is not None:
+                st.markdown(f"**{md(active.option.label)}** · {int(active.card.get('steps', 0)):,} steps",
+                            width="content")
+            st.button("Leave presenter mode", key="studio_present_leave", on_click=_toggle,
+                      icon=":material/close:", type="tertiary", shortcut=SWITCH_KEY)
+    else:
+        st.sidebar.button("Presenter mode", key="studio_present_enter", on_click=_toggle, width="stretch",
+                          icon=":material/co_present:", shortcut=SWITCH_KEY,
+                          help="Large fonts, no sidebar, keys: ←/→ steps, H / Shift+H heads, P leaves.")

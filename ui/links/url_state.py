@@ -1,0 +1,238 @@
+"""The URL is the view: a page's widgets restored from st.query_params, and written back after every run.
+
+app.py calls `restore(page)` before the sidebar and the page are drawn, and `write(page)` after the page ran; a
+fragment that changes what the link names (the Decode page's step) calls `write` too. Parameters are restored only
+when the URL differs from what this session last wrote (a shared link, a reload, a hand-edited URL), so widgets
+stay the truth while the user clicks. The format itself is in ui.link_format.
+"""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
+
+from transformer.decode import InputError
+from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
+from ui.views import (
+    PRESENT_KEY,
+    REFERENCE_FOR_KEY,
+    REFERENCE_KEY,
+    TEXT_KEY,
+    TEXT_TASK_KEY,
+    default_text,
+    greedy,
+    presenting,
+    teacher,
+)
+from ui.views import decode_state as ds
+
+from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
+
+WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
+WRITTEN_KEY = "studio_url_written"
+NOTES_KEY = "studio_url_notes"
+# page -> link parameter -> the session-state key of the widget it restores
+PAGE_WIDGETS: dict[str, dict[str, str]] = {
+    "home": {"text": "home_text", "layer": "home_layer"},
+    "decode": {"text": "decode_text", "ref": "decode_reference", "topk": "decode_top_k", "view": ds.VIEW_KEY,
+               "step": ds.STEP_KEY, "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate"},
+    "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
+                  "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
+                  "fixed": "attention_fixed_scale", "ablate": "attention_ablate"},
+    "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
+                "layer": "compare_layer", "head": "compare_head"},
+    "train": {},
+}
+_SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
+# link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples
+_TO_WIDGET = {"ablate": head_labels}
+_FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None}
+
+
+def page_name(title: str) -> str:
+    """The PAGE_WIDGETS name of a page from its navigation title."""
+    return title.strip().lower()
+
+
+def merged_words() -> bool | None:
+    """The merged-words switch the link asked for (None when it did not say)."""
+    return st.session_state.get(WORDS_KEY)
+
+
+def _sizes(active: ActiveModel) -> ModelSizes:
+    card = active.card
+    return ModelSizes(int(card.get("n_encoder_layers", 0)), int(card.get("n_decoder_layers", 0)),
+                      int(card.get("n_heads", 0)))
+
+
+def _restore_model(values: dict[str, Any], notes: list[str]) -> None:
+    ids = {o.id for o in model_options()}
+    for name, key in (("model", MODEL_KEY), ("compare", PAGE_WIDGETS["compare"]["compare"])):
+        if name not in values:
+            continue
+        if values[name] in ids:
+            st.session_state[key] = values[name]
+        elif values[name].startswith(f"{UPLOAD}:"):
+            notes.append(f"{name} {values[name]!r} is not available here (an upload stays in the browser session "
+                         "that made it)")
+        elif values[name].startswith(f"{LIVE}:"):
+            notes.append(f"{name} {values[name]!r} is not available here (that training run is no longer on this "
+                         "server; its autosave is listed under Saved run)")
+        else:
+            notes.append(f"{name} {values[name]!r} is not available here")
+        values.pop(name)
+
+
+def _n_steps(active: ActiveModel, values: dict[str, Any], text: str) -> int | None:
+    """Steps of the output a restored Decode view shows; None when the text cannot be decoded."""
+    top_k = values.get("topk", 5)
+    try:
+        if values.get("view") == "teacher" and values.get("ref", "").strip():
+            return len(teacher(active, text, values["ref"], top_k=top_k).steps)
+        forced = ds.forced_prefix(active.task_name, text)
+        if values.get("view") == "forced" and forced is not None:
+            return len(greedy(active, text, top_k=top_k, forced=forced.tokens).steps)
+        return len(greedy(active, text, top_k=top_k).steps)
+    except InputError:  # an input the model cannot read: the page says why
+        return None
+
+
+def _restore_forced(active: ActiveModel, values: dict[str, Any], notes: list[str], text: str) -> None:
+    """A link's forced token (`force=STEP:TOKEN`): the greedy output up to that step, then the token; a token the
+    model cannot output, or a step past the output, gets a note."""
+    if "force" not in values:
+        if values.get("view") == "forced":
+            notes.append("view='forced' ignored (the link names no forced token)")
+            values.pop("view")
+        return
+    step, token = values.pop("force")
+    top_k = values.get("topk", 5)
+    try:
+        free = greedy(active, text, top_k=top_k)
+        if step > len(free.steps):
+            raise InputError(f"the output has {len(free.steps)} steps")
+        tokens = (*free.trace.decoder_input_tokens[1:step], token)
+        greedy(active, text, top_k=top_k, forced=tokens)  # raises for a token the model cannot output
+    except InputError as exc:
+        notes.append(f"force={step}:{token[:40]!r} ignored ({str(exc).rstrip('.')})")
+        if values.get("view") == "forced":
+            values.pop("view")
+        return
+    st.session_state[ds.FORCED_KEY] = ds.ForcedPrefix(active.task_name, text, tokens)
+
+
+def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], notes: list[str]) -> None:
+    state = st.session_state
+    widgets = PAGE_WIDGETS.get(page, {})
+    kind = values.get("kind") or (state.get(widgets["kind"]) if "kind" in widgets else None) or "cross"
+    values, size_notes = check_sizes(values, _sizes(active), kind)
+    notes += size_notes
+    text = values.get("text")
+    if text is not None:
+        state[TEXT_KEY], state[TEXT_TASK_KEY] = text, active.task_name
+    text = text if text is not None else state.get(TEXT_KEY, default_text(active))
+    if "ref" in values:
+        state[REFERENCE_FOR_KEY], state[REFERENCE_KEY] = (active.task_name, text), values["ref"]
+    if page == "decode":
+        _restore_forced(active, values, notes, text)
+    if "step" in values and page == "decode":
+        n_steps = _n_steps(active, values, text)
+        if n_steps is not None and values["step"] > n_steps:
+            notes.append(f"step {values.pop('step')} ignored (the output has {n_steps})")
+        else:
+            state[ds.STEP_FOR_KEY] = (active.task_name, text)  # keeps prepare_step from resetting it to 1
+    for name, key in widgets.items():
+        if name in values:
+            state[key] = _TO_WIDGET.get(name, lambda v: v)(values[name])
+    for name, key in _SESSION_PARAMS.items():
+        if name in values:
+            state[key] = values[name]
+
+
+def restore(page: str) -> None:
+    """Apply a URL this session did not write (a shared link, a reload) to the session's widgets, with notes."""
+    params = st.query_params.to_dict()
+    if params == st.session_state.get(WRITTEN_KEY):
+        st.session_state[NOTES_KEY] = []
+        return
+    values, notes = parse_params(params)
+    if "present" in values:
+        st.session_state[PRESENT_KEY] = values.pop("present")
+    _restore_model(values, notes)
+    active = current_model() if values else None
+    if active is not None:
+        _restore_widgets(page, active, values, notes)
+    st.session_state[NOTES_KEY] = notes
+    st.session_state[WRITTEN_KEY] = params
+
+
+def show_notes() -> None:
+    """The parameters of the opened link that did not fit, in one short note."""
+    notes = st.session_state.get(NOTES_KEY) or []
+    if notes:
+        st.info("Parts of this link were ignored: " + "; ".join(notes) + ". Showing the defaults instead.",
+                icon=":material/link_off:")
+
+
+def view_values(page: str) -> dict[str, Any]:
+    """What the page shows now, as link values (from the widgets' session state)."""
+    state = st.session_state
+    values: dict[str, Any] = {"model": state.get(MODEL_KEY)}
+    for name, key in PAGE_WIDGETS.get(page, {}).items():
+        value = state.get(key)
+        values[name] = _FROM_WIDGET[name](value) if name in _FROM_WIDGET and value is not None else value
+    if page == "attention" and values.get("mode") != "teacher":
+        values.pop("ref", None)
+    if page == "decode":
+        forced = state.get(ds.FORCED_KEY)
+        if isinstance(forced, ds.ForcedPrefix) and forced.text == state.get("decode_text"):
+            values["force"] = (forced.step + 1, forced.tokens[-1])
+        elif values.get("view") == ds.FORCED:
+            values.pop("view")
+    if not values.get("ref"):
+        values.pop("ref", None)
+    for name, key in _SESSION_PARAMS.items():
+        if state.get(key):
+            values[name] = state[key]
+    values["present"] = True if presenting() else None
+    return values
+
+
+def write(page: str) -> None:
+    """Put the page's view into the URL (only when it changed)."""
+    params = to_params(view_values(page))
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    st.session_state[WRITTEN_KEY] = params
+
+
+def run_page(page: StreamlitPage, view: str) -> None:
+    """Run the page, then write its view into the URL, also when it stopped early. Not when it asked for a rerun:
+    st.rerun has already taken the URL along, and writing now would make the rerun see a URL it did not write."""
+    try:
+        page.run()
+    except RerunException:
+        raise
+    except StopException:
+        write(view)
+        raise
+    write(view)
+
+
+def current_link() -> str:
+    """The link of the view as it is now: the page's address (when the browser told it) and its parameters."""
+    return f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
+
+
+@st.fragment
+def share_control() -> None:
+    """"Copy link": opening it shows the link of the view as it is now, with a copy button. Closed, it draws nothing
+    inside (two elements less on every page's first view)."""
+    with st.popover("Copy link", icon=":material/link:", on_change="rerun", key="studio_share",
+                    width="stretch") as box:
+        if box.open:  # drawn when opened (a rerun of this fragment), so it is the link of the view as it is now
+            st.code(current_link(), language=None, wrap_lines=True)
+            st.caption("Opening this link shows this page with the same model, input, step, layer and head.")

@@ -1,0 +1,135 @@
+"""What the model picker holds: an option's id and label, the model a page decodes with, the session's choice.
+
+Both the registry (every option, loading) and the Hugging Face loader build on this module; neither imports the
+other's internals, so there is no import circle.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from transformer.charts import text_width
+from transformer.data import Tokenizer
+from transformer.decode import NativeSeq2Seq
+from transformer.model import InspectableSeq2Seq, Seq2SeqTransformer
+from transformer.store import Checkpoint
+
+SHIPPED, RUN, UPLOAD, LIVE, HF = "shipped", "run", "upload", "live", "hf"
+MODEL_KEY = "sidebar_model"
+UPLOADS_KEY = "sidebar_uploads"
+LOAD_ERROR_KEY = "sidebar_load_error"
+MAX_UPLOADS = 5  # per session; the oldest upload is forgotten first
+# what text_width may give a picker label: its box holds ~250 pixels of 14-pixel Source Sans, which runs ~13%
+# narrower than text_width's estimate (measured in Chromium)
+PICKER_LABEL_PX, PICKER_FONT_PX = 280, 14
+_SOURCE_LABELS = {SHIPPED: "Shipped", RUN: "Saved run", UPLOAD: "Uploaded", LIVE: "Live training", HF: "Hugging Face"}
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """One entry of the sidebar's model picker."""
+
+    id: str
+    name: str
+    source: str
+    path: Path | None = None
+
+    @property
+    def label(self) -> str:
+        """What the picker shows: name and where the model comes from."""
+        return f"{self.name}  ·  {_SOURCE_LABELS[self.source]}"
+
+    @property
+    def short_label(self) -> str:
+        """`label` fitted to the sidebar's picker: a long name loses its middle ("reverse-lo…-11-23  ·  Saved run"),
+        never the source (the picker used to cut "Uploaded" to "Uploadec")."""
+        source = f"  ·  {_SOURCE_LABELS[self.source]}"
+        budget = PICKER_LABEL_PX - text_width(source, PICKER_FONT_PX)
+        name = self.name
+        keep = len(name)
+        while keep > 4 and text_width(name, PICKER_FONT_PX) > budget:
+            keep -= 1
+            name = self.name[: (keep + 1) // 2] + "…" + self.name[len(self.name) - keep // 2:]
+        return name + source
+
+
+@dataclass(frozen=True)
+class ActiveModel:
+    """The model pages decode with, plus what the sidebar shows about it."""
+
+    option: ModelOption
+    cache_key: str  # unique per weights: decoding results are cached under it
+    model: Seq2SeqTransformer | None  # None for a Hugging Face model (see `lm`)
+    src_tokenizer: Tokenizer | None
+    tgt_tokenizer: Tokenizer | None
+    task_spec: dict
+    card: dict
+    examples: tuple[tuple[str, str], ...] = ()  # (source, reference) pairs known to the model's task
+    checkpoint: Checkpoint | None = field(default=None, repr=False)
+    weights_step: int | None = None  # the training step the weights are from
+    weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
+    lm: InspectableSeq2Seq | None = field(default=None, repr=False)  # set for Hugging Face models
+
+    @property
+    def decoder(self) -> InspectableSeq2Seq:
+        """The model behind the interface decoding, traces and export use."""
+        if self.lm is not None:
+            return self.lm
+        return NativeSeq2Seq(self.model, self.src_tokenizer, self.tgt_tokenizer, self.option.name)
+
+    @property
+    def task_name(self) -> str:
+        """Name of the task the model was trained on."""
+        return str(self.task_spec.get("name", "?"))
+
+    @property
+    def level(self) -> str:
+        """"char", "word" or (Hugging Face models) "subword": how the model's tokenizers split text."""
+        return "subword" if self.src_tokenizer is None else self.src_tokenizer.kind
+
+
+@dataclass
+class UploadedModel:
+    """A checkpoint bundle the user uploaded; lives in this session only."""
+
+    name: str
+    checkpoint: Checkpoint
+    bundle: bytes
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+def select_model(option_id: str) -> None:
+    """Make `option_id` the current model (before the sidebar's picker is drawn, or from a callback)."""
+    st.session_state[MODEL_KEY] = option_id
+
+
+def card_lines(card: dict[str, Any]) -> list[str]:
+    """The model card as short Markdown lines."""
+    if card.get("source") == "huggingface":
+        prefix = f" · prefix {card['prefix']!r}" if card.get("prefix") else ""
+        return [f"**Hugging Face** {card.get('model_type')} (imported, not trained here){prefix}",
+                f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "
+                f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers · "
+                f"vocabulary {card.get('tgt_vocab_size'):,}",
+                f"**Parameters** {card.get('parameters', 0):,}"]
+    metrics = card.get("metrics") or {}
+    lines = [f"**Task** {card.get('task')} ({card.get('level')}-level)",
+             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "
+             f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers · d_ff {card.get('d_ff')}",
+             f"**Parameters** {card.get('parameters', 0):,}",
+             f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]
+    shown = [(label, metrics[key], fmt) for key, label, fmt in (
+        ("exact_match", "exact match", "{:.0%}"), ("token_accuracy", "token acc.", "{:.1%}"),
+        ("loss", "val. loss", "{:.3f}"), ("bleu", "BLEU", "{:.1f}"), ("chrf", "chrF", "{:.1f}"))
+        if isinstance(metrics.get(key), (int, float))]
+    if shown:
+        lines.append("**Metrics** " + " · ".join(f"{label} {fmt.format(value)}" for label, value, fmt in shown))
+    if isinstance(metrics.get("bleu_signature"), str):
+        lines.append(f"**BLEU signature** `{metrics['bleu_signature']}`")
+    if card.get("weights", "last") != "last":
+        lines.append(f"**Weights** {card['weights']}")
+    return lines

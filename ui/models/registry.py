@@ -1,0 +1,191 @@
+"""Every model a session can pick (shipped, saved runs, uploads, live runs, Hugging Face) and the one it uses now."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from transformer.model import HFModelError, Seq2SeqTransformer
+from transformer.store import Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint, model_card
+from transformer.train import LiveRun, registry
+from ui.server import checkpoints_root, preferred_default, runs_root
+
+from .hf import hf_options, resolve_hf
+from .options import (
+    HF,
+    LIVE,
+    LOAD_ERROR_KEY,
+    MAX_UPLOADS,
+    MODEL_KEY,
+    RUN,
+    SHIPPED,
+    UPLOAD,
+    UPLOADS_KEY,
+    ActiveModel,
+    ModelOption,
+    UploadedModel,
+)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading model…")
+def load_shared_checkpoint(path: str, stamp: int) -> Checkpoint:
+    """A checkpoint from disk, shared read-only by all sessions (eval mode, no optimizer state)."""
+    return load_checkpoint(path, load_optimizer=False)
+
+
+def _uploads() -> dict[str, UploadedModel]:
+    return st.session_state.setdefault(UPLOADS_KEY, {})
+
+
+def model_options() -> list[ModelOption]:
+    """Every model this session can pick: shipped, saved runs, its uploads and its live run."""
+    options = [ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in list_checkpoints(checkpoints_root())]
+    options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in list_checkpoints(runs_root())]
+    options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
+    options += [ModelOption(live_option_id(run), run.name, LIVE) for run in registry.runs()]
+    return options + hf_options()
+
+
+def live_option_id(run: LiveRun) -> str:
+    """The picker's id of a live run of this server."""
+    return f"{LIVE}:{run.id}"
+
+
+def run_of(option: ModelOption) -> LiveRun | None:
+    """The server's run behind a LIVE option (None once the server has forgotten it)."""
+    return registry.get(option.id.split(":", 1)[1]) if option.source == LIVE else None
+
+
+def default_option_id(options: list[ModelOption]) -> str | None:
+    """The shipped model the app opens on (see settings.preferred_default), else the first option."""
+    shipped = [o.name for o in options if o.source == SHIPPED]
+    name = preferred_default(shipped)
+    if name is not None:
+        return f"{SHIPPED}:{name}"
+    return options[0].id if options else None
+
+
+def selected_option() -> ModelOption | None:
+    """The picked option; the default one when nothing (still existing) was picked."""
+    options = model_options()
+    by_id = {o.id: o for o in options}
+    chosen = st.session_state.get(MODEL_KEY)
+    if chosen not in by_id:
+        chosen = default_option_id(options)
+    return by_id.get(chosen) if chosen is not None else None
+
+
+def _examples(metrics: dict, evals: list[dict]) -> tuple[tuple[str, str], ...]:
+    rows = metrics.get("examples") or next((e.get("examples") for e in reversed(evals) if e.get("examples")), [])
+    return tuple((r["source"], r["reference"]) for r in rows
+                 if isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("reference"), str))
+
+
+def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> ActiveModel:
+    card = ckpt.card()
+    card["name"] = option.name
+    return ActiveModel(option, cache_key, ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, ckpt.task_spec,
+                       card, _examples(ckpt.metrics, ckpt.evals), ckpt, weights_step=ckpt.step)
+
+
+def checkpoint_stamp(path: Path) -> int:
+    """Changes whenever a checkpoint directory is replaced (saving renames a new directory into place)."""
+    try:
+        return (path / "config.json").stat().st_mtime_ns + path.stat().st_ino
+    except OSError:
+        return 0
+
+
+def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
+    """The sidebar card of the live run, with the keys of Checkpoint.card()."""
+    task = run.trainer.task
+    return model_card(run.name, task.name, task.level, run.trainer.model_cfg, model.num_parameters(), step,
+                      elapsed, evals[-1] if evals else {})
+
+
+def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
+    with run.lock:
+        job, number = run.job, run.job_number
+    version, model = job.latest_model()
+    snap = job.snapshot(history_tail=1)
+    task = run.trainer.task
+    examples = tuple((e.source, e.target) for e in task.valid[:5])
+    card = live_card(run, model, snap.step, snap.elapsed, snap.evals)
+    return ActiveModel(option, live_cache_key(run, number, version), model, task.src_tokenizer, task.tgt_tokenizer,
+                       dict(task.spec), card, ((run.probe, ""), *examples), weights_step=snap.weights_step,
+                       weights_time=snap.weights_time)
+
+
+def live_cache_key(run: LiveRun, job_number: int, version: int) -> str:
+    """Decoding results of a live run are cached per weights version (a new job restarts the versions)."""
+    return f"{LIVE}:{run.id}:{job_number}:{version}"
+
+
+def resolve(option: ModelOption) -> ActiveModel:
+    """Load the model behind an option; raises CheckpointError for a broken checkpoint."""
+    if option.source in (SHIPPED, RUN):
+        stamp = checkpoint_stamp(option.path)
+        ckpt = load_shared_checkpoint(str(option.path), stamp)
+        return _from_checkpoint(option, ckpt, f"{option.source}:{option.path}:{stamp}")
+    if option.source == UPLOAD:
+        upload = _uploads()[option.id.split(":", 1)[1]]
+        return _from_checkpoint(option, upload.checkpoint, f"{UPLOAD}:{upload.id}")
+    if option.source == HF:
+        return resolve_hf(option)
+    run = run_of(option)
+    if run is None:
+        raise CheckpointError("the server no longer holds this run; its autosave is listed under Saved run")
+    return _from_live(option, run)
+
+
+def current_model() -> ActiveModel | None:
+    """The model the pages use now, or None (no checkpoint at all, or it failed to load: see LOAD_ERROR_KEY)."""
+    option = selected_option()
+    st.session_state[LOAD_ERROR_KEY] = None
+    if option is None:
+        return None
+    try:
+        return resolve(option)
+    except (CheckpointError, HFModelError) as exc:
+        st.session_state[LOAD_ERROR_KEY] = f"Cannot load {option.name}: {exc}"
+        return None
+
+
+def add_upload(name: str, data: bytes) -> UploadedModel:
+    """Validate and load an uploaded bundle into this session; raises CheckpointError."""
+    workdir = Path(tempfile.mkdtemp(prefix="attention-studio-upload-"))
+    try:
+        ckpt = load_bundle(data, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    ckpt.path = None
+    upload = UploadedModel(Path(name).stem[:64] or "upload", ckpt, data)
+    uploads = _uploads()
+    while len(uploads) >= MAX_UPLOADS:
+        uploads.pop(next(iter(uploads)))
+    uploads[upload.id] = upload
+    return upload
+
+
+def uploaded_bundle(option: ModelOption) -> bytes | None:
+    """The bytes the user uploaded for an UPLOAD option."""
+    upload = _uploads().get(option.id.split(":", 1)[1])
+    return upload.bundle if upload is not None else None
+
+
+def uploaded_checkpoint(option: ModelOption) -> Checkpoint:
+    """The checkpoint behind an UPLOAD option (with optimizer state, if the bundle had it)."""
+    upload = _uploads().get(option.id.split(":", 1)[1])
+    if upload is None:
+        raise CheckpointError("the uploaded model is no longer in this session")
+    return upload.checkpoint
+
+
+def train_page_note() -> None:
+    """On the Train page: imported models are looked at, never trained here."""
+    option = selected_option()
+    if option is not None and option.source == HF:
+        st.info(f"{option.name} is an imported Hugging Face model: it is not trained here. Training starts a new "
+                "model of our own.", icon=":material/info:")

@@ -1,0 +1,259 @@
+"""The Train page's settings: task and data, every hyperparameter in a form, and turning them into a run."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from transformer.data import (
+    DEFAULT_SUBWORD_VOCAB,
+    MIN_SUBWORD_VOCAB,
+    DataError,
+    Task,
+    TaskSpec,
+    make_task,
+    parse_pairs_text,
+    read_aligned_files,
+    read_pairs_tsv,
+)
+from transformer.model import (
+    PRESETS,
+    TASK_DEFAULTS,
+    ConfigError,
+    ModelConfig,
+    TrainConfig,
+    default_configs,
+)
+from ui.server import LIMITS, max_training_processes
+
+TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",
+         "toy-en-de": "Toy English → German", "corpus": "Your own sentence pairs"}
+PRESET_NAMES = ["task default", "tiny", "small", "reversal case study", "paper base"]
+CORPUS_SOURCES = {"text": "Type pairs", "tsv": "Upload a TSV file", "aligned": "Upload two aligned files"}
+CORPUS_TOKENIZERS = {"bpe": "BPE subwords", "unigram": "Unigram subwords", "word": "Whole words"}
+MAX_APP_VOCAB = 32_000  # the app's cap on a subword vocabulary (the library allows more)
+# the corpus task's vocabulary widgets and their defaults (the CLI's: joint BPE 8k, tied)
+VOCAB_DEFAULTS = {"train_tokenizer": "bpe", "train_vocab_size": DEFAULT_SUBWORD_VOCAB, "train_joint_vocab": True,
+                  "train_tie": True}
+EXAMPLE_PAIRS = ("ich mochte ein bier -> i want a beer\nich mochte ein cola -> i want a coke\n"
+                 "ich mochte ein wasser -> i want a water\ndu mochtest ein bier -> you want a beer\n"
+                 "du mochtest ein cola -> you want a coke\nwir mochten ein wasser -> we want a water\n")
+PROBES = {"reverse": "transformers", "copy": "transformers", "sort": "transformers",
+          "toy-en-de": "today the man sees the dog", "corpus": ""}
+DEFAULT_SECONDS = {"char": 30.0, "word": 120.0}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One hyperparameter widget: session key `train_<name>`, bounds, and where the value goes."""
+
+    name: str
+    label: str
+    group: str  # "model", "train" or "run"
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    fmt: str | None = None
+    options: tuple = ()
+    help: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Session-state key of the widget."""
+        return f"train_{self.name}"
+
+
+L = LIMITS
+FIELDS = (
+    Field("d_model", "d_model", "model", 8, L.max_d_model, 8, help="Width of every token vector."),
+    Field("n_heads", "Heads", "model", 1, L.max_heads, 1, help="d_model must be divisible by it."),
+    Field("n_encoder_layers", "Encoder layers", "model", 1, L.max_layers, 1),
+    Field("n_decoder_layers", "Decoder layers", "model", 1, L.max_layers, 1),
+    Field("d_ff", "Feed-forward size", "model", 8, L.max_d_ff, 8),
+    Field("dropout", "Dropout", "model", 0.0, 0.9, 0.05, "%.2f"),
+    Field("norm", "Normalisation", "model", options=("pre", "post"), help="pre-LN (Annotated Transformer) or post-LN "
+                                                                            "(the paper)."),
+    Field("max_len", "Max tokens per sentence", "model", 8, L.max_len, 8),
+    Field("batch_size", "Batch size", "train", 1, L.max_batch_size, 8),
+    Field("lr", "Learning rate", "train", 1e-6, 1.0, 1e-4, "%.5f"),
+    Field("beta1", "Adam β1", "train", 0.0, 0.999, 0.01, "%.3f"),
+    Field("beta2", "Adam β2", "train", 0.0, 0.9999, 0.001, "%.4f"),
+    Field("weight_decay", "Weight decay", "train", 0.0, 1.0, 0.01, "%.3f"),
+    Field("warmup_steps", "Warm-up steps", "train", 0, L.max_steps, 10),
+    Field("schedule", "LR schedule", "train", options=("cosine", "constant", "inverse_sqrt")),
+    Field("min_lr_ratio", "Final LR ratio (cosine)", "train", 0.0, 1.0, 0.05, "%.2f"),
+    Field("label_smoothing", "Label smoothing", "train", 0.0, 0.5, 0.05, "%.2f"),
+    Field("grad_clip", "Gradient clipping (0 = off)", "train", 0.0, 100.0, 0.5, "%.1f"),
+    Field("eval_every", "Evaluate every (steps)", "train", 1, L.max_steps, 50),
+    Field("eval_examples", "Evaluation examples", "train", 1, L.max_eval_examples, 50),
+    Field("max_steps", "Step budget", "run", 1, L.max_steps, 100),
+    Field("max_seconds", "Time budget (s)", "run", 1.0, L.max_seconds, 5.0, "%.0f"),
+    Field("seed", "Seed", "run", 0, 2**31 - 1, 1),
+    Field("n_train", "Training examples (generated tasks)", "run", 100, L.max_n_train, 1000),
+    Field("probe_every", "Record the probe every (steps)", "run", L.min_probe_every, L.max_steps, 5),
+    Field("processes", "Processes", "run", 1, max_training_processes(), 1,
+          help="Train on this many processes at once (DistributedDataParallel); the batch size is per process, "
+               "so each step sees batch size × processes examples. The training threads are split between them, "
+               "and each process takes one of the server's cores: a run waits until that many are free."),
+)
+
+
+def _task_key(task: str) -> str:
+    return task if task in TASK_DEFAULTS else "corpus"
+
+
+def form_defaults(task: str, preset: str) -> dict[str, Any]:
+    """Widget values for a task and preset (task defaults, then the preset), within the app's caps."""
+    model_cfg, train_cfg = default_configs(_task_key(task), 100, 100,
+                                           preset=None if preset == "task default" else preset)
+    values: dict[str, Any] = {**model_cfg.to_dict(), **train_cfg.to_dict()}
+    values["beta1"], values["beta2"] = train_cfg.betas
+    level = "char" if task in ("reverse", "copy", "sort") else "word"
+    seconds = train_cfg.max_seconds or DEFAULT_SECONDS[level]
+    values["max_seconds"] = float(min(seconds, LIMITS.max_seconds))
+    values["max_steps"] = min(train_cfg.max_steps, LIMITS.max_steps)
+    values["n_train"] = 50_000 if level == "char" else 20_000
+    values["probe_every"] = max(10, values["max_steps"] // 60)
+    values["probe"] = PROBES.get(task, "")
+    values["processes"] = 1
+    out = {}
+    for f in FIELDS:
+        value = values[f.name]
+        if f.high is not None and f.low is not None and not f.options:
+            value = type(f.low)(min(max(value, f.low), f.high))
+        out[f.key] = value
+    out["train_probe"] = values["probe"]
+    return out
+
+
+def apply_defaults() -> None:
+    """Callback of the task and preset pickers: refill the form."""
+    st.session_state.update(form_defaults(st.session_state["train_task"], st.session_state["train_preset"]))
+    remember_form()
+
+
+def init_state() -> None:
+    """First visit (or the widgets were cleared by another page): the defaults of the task and preset."""
+    st.session_state.setdefault("train_task", "reverse")
+    st.session_state.setdefault("train_preset", "task default")
+    st.session_state.setdefault("train_corpus_source", "text")
+    st.session_state.setdefault("train_corpus_text", EXAMPLE_PAIRS)
+    for key, value in VOCAB_DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+    saved = st.session_state.get("train_form_values") or {}
+    for key, value in form_defaults(st.session_state["train_task"], st.session_state["train_preset"]).items():
+        st.session_state.setdefault(key, saved.get(key, value))
+
+
+def remember_form() -> None:
+    """Keep the submitted values, so they survive a visit to another page."""
+    st.session_state["train_form_values"] = {f.key: st.session_state[f.key] for f in FIELDS} | {
+        "train_probe": st.session_state.get("train_probe", "")}
+
+
+def field_widget(f: Field) -> None:
+    """The widget of one hyperparameter (its value lives in session state under f.key)."""
+    if f.options:
+        st.selectbox(f.label, f.options, key=f.key, help=f.help)
+    else:
+        st.number_input(f.label, min_value=f.low, max_value=f.high, step=f.step, format=f.fmt, key=f.key,
+                        help=f.help)
+
+
+def _read_uploads(files: list, reader) -> list[tuple[str, str]]:
+    """Run a file reader on uploaded files copied into a private temp directory; messages name the user's files.
+
+    The copies get fixed names (the browser's file name is only shown, never used as a path).
+    """
+    with tempfile.TemporaryDirectory(prefix="attention-studio-corpus-") as folder:
+        paths = []
+        for i, uploaded in enumerate(files):
+            path = Path(folder) / (f"upload-{i}.gz" if uploaded.name.endswith(".gz") else f"upload-{i}.txt")
+            path.write_bytes(uploaded.getvalue())
+            paths.append(path)
+        try:
+            return reader(*paths, max_pairs=LIMITS.max_corpus_pairs)
+        except DataError as exc:
+            message = str(exc)
+            for path, uploaded in zip(paths, files):
+                message = message.replace(str(path), uploaded.name)
+            raise DataError(message) from None
+
+
+def corpus_text() -> str:
+    """The user's sentence pairs as TAB-separated text (typed, one TSV file or two aligned files)."""
+    source = st.session_state.get("train_corpus_source", "text")
+    if source == "text":
+        pairs = parse_pairs_text(st.session_state.get("train_corpus_text", ""), "the typed pairs",
+                                 max_pairs=LIMITS.max_corpus_pairs)
+    elif source == "tsv":
+        uploaded = st.session_state.get("train_corpus_tsv")
+        if uploaded is None:
+            raise DataError("Upload a TSV file of sentence pairs first.")
+        pairs = _read_uploads([uploaded], read_pairs_tsv)
+    else:
+        src, tgt = st.session_state.get("train_corpus_src"), st.session_state.get("train_corpus_tgt")
+        if src is None or tgt is None:
+            raise DataError("Upload both files: the source sentences and their translations, one per line.")
+        pairs = _read_uploads([src, tgt], read_aligned_files)
+    return "\n".join(f"{s}\t{t}" for s, t in pairs)
+
+
+def tokenizer_widgets(disabled: bool = False) -> None:
+    """The corpus task's vocabulary: tokenizer kind, subword vocabulary size, joint vocabulary, tied embeddings."""
+    c_kind, c_size, c_joint, c_tie = st.columns([2, 2, 2, 2], vertical_alignment="bottom")
+    kind = c_kind.selectbox("Tokenizer", list(CORPUS_TOKENIZERS), format_func=CORPUS_TOKENIZERS.__getitem__,
+                            key="train_tokenizer", disabled=disabled,
+                            help="Trained on the training pairs only (cased, NFKC).")
+    words = kind == "word" or disabled
+    c_size.number_input("Vocabulary size", min_value=MIN_SUBWORD_VOCAB, max_value=MAX_APP_VOCAB, step=1000,
+                        key="train_vocab_size", disabled=words,
+                        help="Subword pieces to learn; a small corpus yields fewer than asked.")
+    joint = c_joint.checkbox("Joint vocabulary", key="train_joint_vocab", disabled=words,
+                             help="One vocabulary for source and target (whole words always get one per side).")
+    c_tie.checkbox("Tie embeddings", key="train_tie", disabled=words or not joint,
+                   help="Source and target embeddings and the output layer share one matrix (needs one joint "
+                        "vocabulary).")
+
+
+def corpus_tokenizer_options() -> dict[str, Any]:
+    """TaskSpec's tokenizer fields from the widgets (word vocabularies are always separate)."""
+    state = VOCAB_DEFAULTS | {k: st.session_state[k] for k in VOCAB_DEFAULTS if k in st.session_state}
+    kind = state["train_tokenizer"]
+    if kind == "word":
+        return {"tokenizer": "word", "joint": False}
+    return {"tokenizer": kind, "vocab_size": int(state["train_vocab_size"]), "joint": bool(state["train_joint_vocab"])}
+
+
+def build_task() -> Task:
+    """The chosen task with its data; raises DataError or ConfigError for bad data or settings."""
+    state = st.session_state
+    task, seed = state["train_task"], int(state["train_seed"])
+    if task == "corpus":
+        return make_task(TaskSpec(name="corpus", text=corpus_text(), seed=seed, **corpus_tokenizer_options()))
+    n_train = int(state["train_n_train"])
+    if n_train > LIMITS.max_n_train:
+        raise ConfigError(f"At most {LIMITS.max_n_train:,} training examples in the app.")
+    return make_task(TaskSpec(name=task, seed=seed, n_train=n_train, n_valid=200))
+
+
+def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
+    """Configs from the form (every field given); raises ConfigError for invalid combinations."""
+    state = st.session_state
+    model = {f.name: state[f.key] for f in FIELDS if f.group == "model"}
+    train = {f.name: state[f.key] for f in FIELDS if f.group == "train" and f.name not in ("beta1", "beta2")}
+    train["betas"] = (float(state["train_beta1"]), float(state["train_beta2"]))
+    train["max_steps"] = int(state["train_max_steps"])
+    train["max_seconds"] = float(state["train_max_seconds"])
+    train["seed"] = int(state["train_seed"])
+    model["tie_embeddings"] = task.shares_vocabulary and bool(state.get("train_tie", VOCAB_DEFAULTS["train_tie"]))
+    return default_configs(_task_key(task.name), task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                           model_overrides=model, train_overrides=train)
+
+
+def preset_names() -> list[str]:
+    """Size presets offered (PRESETS, "base" shown as "paper base")."""
+    return [p for p in PRESET_NAMES if p == "task default" or p in PRESETS]

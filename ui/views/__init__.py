@@ -1,0 +1,92 @@
+"""What the pages draw: widgets, cached chart specs, cached decodes, the Decode page's step-through state, weights,
+ablation, alignment, attribution and Compare views."""
+from .ablation import (
+    ablated_run,
+    attention_ablation,
+    clicked_note,
+    current_output,
+    grid_key,
+    head_selection,
+    off_panels,
+    show_ablated_step,
+    show_comparison,
+    show_sweep,
+    toggle_clicked_head,
+)
+from .alignment import show_alignment_scores
+from .attention import MODES, attention_result, show_large_map, show_model_view
+from .attribution import show_agreement, show_step_attribution
+from .chart_cache import cached_chart
+from .compare import (
+    divergence_message,
+    model_caption,
+    pick_model_b,
+    show_both_maps,
+    show_difference,
+    show_outputs,
+    step_caption,
+    step_picker,
+    step_table,
+)
+from .inference import (
+    REFERENCE_FOR_KEY,
+    REFERENCE_KEY,
+    TEXT_KEY,
+    TEXT_TASK_KEY,
+    bind_reference,
+    bind_text,
+    default_text,
+    gold_alignment_for,
+    gold_cells,
+    gold_for,
+    greedy,
+    greedy_or_message,
+    reference_for,
+    share_reference,
+    share_text,
+    teacher,
+)
+from .presenting import (
+    NEXT_HEAD_KEY,
+    NEXT_STEP_KEY,
+    PRESENT_KEY,
+    PREV_HEAD_KEY,
+    PREV_STEP_KEY,
+    SWITCH_KEY,
+    head_keys,
+    presenting,
+)
+from .step_through import decode_results, show_ablation_panel, show_output_cards, show_step_through
+from .weights import show_weights
+from .widgets import (
+    Column,
+    chart_downloads,
+    chart_heading,
+    chart_spec,
+    grid_cell,
+    head_label,
+    head_picker,
+    kind_picker,
+    layer_picker,
+    md,
+    md_token,
+    require_model,
+    show_chart,
+    show_chips,
+    show_small_table,
+    visible,
+)
+
+__all__ = ["Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY",
+           "REFERENCE_FOR_KEY", "REFERENCE_KEY", "SWITCH_KEY", "TEXT_KEY", "TEXT_TASK_KEY", "ablated_run",
+           "attention_ablation", "attention_result", "bind_reference", "bind_text", "cached_chart",
+           "chart_downloads", "chart_heading", "chart_spec", "clicked_note", "current_output",
+           "decode_results", "default_text", "divergence_message", "gold_alignment_for", "gold_cells",
+           "gold_for", "greedy", "greedy_or_message", "grid_cell", "grid_key", "head_keys", "head_label",
+           "head_picker", "head_selection", "kind_picker", "layer_picker", "md", "md_token",
+           "model_caption", "off_panels", "pick_model_b", "presenting", "reference_for", "require_model",
+           "share_reference", "share_text", "show_ablated_step", "show_ablation_panel", "show_agreement",
+           "show_alignment_scores", "show_both_maps", "show_chart", "show_chips", "show_comparison",
+           "show_difference", "show_large_map", "show_model_view", "show_output_cards", "show_outputs",
+           "show_small_table", "show_step_attribution", "show_step_through", "show_sweep", "show_weights",
+           "step_caption", "step_picker", "step_table", "teacher", "toggle_clicked_head", "visible"]

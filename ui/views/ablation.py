@@ -1,0 +1,254 @@
+"""Head ablation on the Decode and Attention pages: pick heads to switch off, the ablated run beside the intact one,
+and the "ablate each head in turn" sweep (progress bar, time cap, cached per model and input in the session)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import (
+    Head,
+    HeadError,
+    Sweep,
+    all_heads,
+    comparison_frame,
+    first_divergence,
+    head_mask,
+    parse_head,
+    sweep_heads,
+)
+from transformer.charts import (
+    attention_heatmap,
+    importance_chart,
+    selected_panel,
+    source_strip,
+    step_probability_chart,
+)
+from transformer.decode import KIND_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
+from ui.models import ActiveModel
+
+from .decode_state import RERUN_APP_KEY
+from .widgets import chart_heading, head_label, md, md_token, show_chart, show_chips
+
+SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
+SWEEP_CACHE_KEY = "studio_sweeps"
+SWEEP_CACHE_SIZE = 8
+
+
+def head_title(label: str) -> str:
+    """'cross:L1H2' -> 'Cross L1 H2' for pickers and tables."""
+    kind, rest = label.split(":")
+    return f"{ {'enc': 'Enc. self', 'dec': 'Dec. self', 'cross': 'Cross'}[kind]} {rest.replace('H', ' H')}"
+
+
+@st.cache_data(max_entries=128, show_spinner="Decoding with the heads switched off…")
+def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | None, labels: tuple[str, ...],
+             top_k: int) -> DecodeResult:
+    lm = _active.decoder
+    mask = head_mask(lm, [parse_head(label, lm) for label in labels])
+    if reference is None:
+        return greedy_decode(lm, text, top_k=top_k, head_mask=mask)
+    return teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
+
+
+def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
+    """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped. A link's
+    `ablate=` fills it (ui.url_state, which notes heads the model lacks), and a change goes into the link."""
+    lm = active.decoder
+    options = [h.label for h in all_heads(lm)]
+    chosen = st.session_state.get(key)
+    if isinstance(chosen, list) and any(label not in options for label in chosen):
+        st.session_state[key] = [label for label in chosen if label in options]
+    labels = st.multiselect("Switch heads off", options, key=key, format_func=head_title,
+                            placeholder="Choose heads to ablate", help=help_text or
+                            "An ablated head contributes nothing to its attention output: its slice of the "
+                            "concatenated heads is zeroed before the output projection.")
+    return [parse_head(label, lm) for label in labels]
+
+
+def add_head(key: str, label: str) -> None:
+    """on_click: add one head (a 'cross:L1H2' label) to a page's selection."""
+    chosen = list(st.session_state.get(key) or [])
+    if label not in chosen:
+        st.session_state[key] = [*chosen, label]
+
+
+def toggle_head(key: str, label: str) -> None:
+    """Switch one head (a 'cross:L1H2' label) off if it is on in a page's selection, else back on."""
+    chosen = list(st.session_state.get(key) or [])
+    st.session_state[key] = [x for x in chosen if x != label] if label in chosen else [*chosen, label]
+
+
+def grid_key(base: str) -> str:
+    """The widget key of an all-heads grid whose clicks switch heads. It changes after every handled click: Vega keeps
+    the clicked panel selected and Streamlit reports only changes, so a second click on the same panel (to switch the
+    head back on) needs a fresh chart."""
+    return f"{base}_{st.session_state.get(f'{base}_clicks', 0)}"
+
+
+def toggle_clicked_head(base: str, kind: str, target: str, *, rerun_app: bool = False) -> None:
+    """on_select of an all-heads grid: the clicked head goes into the selection `target` (or out, if it was in).
+    The mean panel is no single head: it switches nothing off, and `clicked_note` says so once."""
+    panel = selected_panel(st.session_state.get(grid_key(base)))
+    if panel is None:  # a double-click cleared the selection
+        return
+    st.session_state[f"{base}_clicks"] = st.session_state.get(f"{base}_clicks", 0) + 1
+    layer, head = panel
+    if head is None:
+        st.session_state[f"{base}_note"] = ("The mean panel is the average of the heads, not one head: click a "
+                                            "head's panel to switch that head off.")
+    else:
+        toggle_head(target, Head(kind, layer, head).label)
+    if rerun_app:  # a grid inside a fragment: the ablated run is computed by the page around it
+        st.session_state[RERUN_APP_KEY] = True
+
+
+def clicked_note(base: str) -> None:
+    """The note left by a click on the mean panel, shown once."""
+    note = st.session_state.pop(f"{base}_note", None)
+    if note:
+        st.info(note, icon=":material/info:")
+
+
+def off_panels(heads: Sequence[Head], kind: str) -> list[tuple[int, int]]:
+    """(layer, head) of the heads of `kind` switched off, to mark them in an all-heads grid."""
+    return [(h.layer, h.head) for h in heads if h.kind == kind]
+
+
+def ablated_run(active: ActiveModel, text: str, heads: Sequence[Head], *, reference: str | None = None,
+                top_k: int = 5) -> DecodeResult | None:
+    """The run with `heads` switched off, or None (with a message) when nothing is selected or it cannot run."""
+    if not heads:
+        return None
+    try:
+        return _ablated(active.cache_key, active, text, reference, tuple(sorted(h.label for h in heads)), int(top_k))
+    except (HeadError, InputError) as exc:
+        st.warning(str(exc), icon=":material/block:")
+        return None
+
+
+def show_comparison(intact: DecodeResult, ablated: DecodeResult, heads: Sequence[Head], *, key: str) -> None:
+    """Output of both runs, where they first diverge, and per step the chosen token and its probability."""
+    names = ", ".join(head_title(h.label) for h in heads)
+    diverge = first_divergence([s.token_id for s in intact.steps], [s.token_id for s in ablated.steps])
+    left, right = st.columns(2)
+    with left.container(border=True):
+        st.markdown("**Intact model**")
+        show_chips(intact.output_tokens, highlight=diverge, caption="output")
+    with right.container(border=True):
+        st.markdown(f"**Without {md(names)}**")
+        show_chips(ablated.output_tokens, highlight=diverge, caption="output")
+    if diverge is None:
+        st.success("Same output with these heads switched off.", icon=":material/check:")
+    else:
+        a = intact.steps[diverge].token if diverge < len(intact.steps) else "(ended)"
+        b = ablated.steps[diverge].token if diverge < len(ablated.steps) else "(ended)"
+        st.info(f"The outputs first differ at step {diverge + 1}: ‹{md_token(a)}› intact, ‹{md_token(b)}› ablated.",
+                icon=":material/call_split:")
+    frame = comparison_frame(intact, ablated)
+    show_chart(step_probability_chart(frame), key=f"{key}_probs", width="content")
+    st.dataframe(frame, hide_index=True, key=f"{key}_table", column_config={
+        "intact_prob": st.column_config.NumberColumn("intact p", format="%.3f"),
+        "ablated_prob": st.column_config.NumberColumn("ablated p", format="%.3f")})
+
+
+def sweep_output(result: DecodeResult) -> list[int]:
+    """The ids a sweep scores: the steps' tokens (a teacher-forced result's steps are the reference and the end)."""
+    return [s.token_id for s in result.steps]
+
+
+def _request(flag: str, identity: tuple) -> None:
+    """on_click of the sweep button: remember which model and input the sweep was asked for."""
+    st.session_state[flag] = identity
+
+
+def _cached_sweep(identity: tuple) -> Sweep | None:
+    return st.session_state.get(SWEEP_CACHE_KEY, {}).get(identity)
+
+
+def _store_sweep(identity: tuple, sweep: Sweep) -> None:
+    cache = st.session_state.setdefault(SWEEP_CACHE_KEY, {})
+    cache[identity] = sweep
+    while len(cache) > SWEEP_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+
+
+def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
+    """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
+    identity = (active.cache_key, text, tuple(output))
+    sweep = _cached_sweep(identity)
+    lm = active.decoder
+    n_heads = len(all_heads(lm))
+    st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
+               f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
+               f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
+    if sweep is None:
+        st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
+                  args=(f"{key}_requested", identity))
+        if st.session_state.get(f"{key}_requested") != identity:
+            return
+        bar = st.progress(0.0, text="Ablating heads…")
+        try:
+            sweep = sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
+                                progress=lambda done, total: bar.progress(done / total,
+                                                                          text=f"Ablated {done} of {total} heads"))
+        except InputError as exc:
+            bar.empty()
+            st.warning(f"Cannot sweep this input: {exc}", icon=":material/block:")
+            return
+        bar.empty()
+        _store_sweep(identity, sweep)
+    if not sweep.complete:
+        st.warning(f"The sweep stopped at the {SWEEP_TIME_CAP:.0f} s cap after {len(sweep.frame)} of {n_heads} "
+                   "heads; the others are not shown.", icon=":material/timer:")
+    st.caption(f"log p(output) intact: {sweep.base_log_prob:.3f} · swept in {sweep.seconds:.2f} s")
+    if sweep.frame.empty:
+        return
+    show_chart(importance_chart(sweep.frame), key=f"{key}_heatmap", width="content")
+    table = pd.DataFrame({"head": [head_title(label) for label in sweep.frame["label"]],
+                          "kind": [KIND_TITLES[k] for k in sweep.frame["kind"]],
+                          "drop": sweep.frame["drop"], "log p ablated": sweep.frame["log_prob"]})
+    st.dataframe(table, hide_index=True, key=f"{key}_table", height=240, column_config={
+        "drop": st.column_config.NumberColumn("drop in log p", format="%.4f"),
+        "log p ablated": st.column_config.NumberColumn(format="%.3f")})
+
+
+def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | None, *, key: str) -> None:
+    """The ablated run's cross-attention at step t (same layer and head as the intact strip above it)."""
+    if t >= len(ablated.steps):
+        st.caption(f"The ablated run ended before step {t + 1}.")
+        return
+    step = ablated.steps[t]
+    chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
+                  f"attention · layer {layer + 1} · {head_label(head).lower()}")
+    show_chart(source_strip(ablated.trace.source_tokens, ablated.trace.matrix("cross", layer, head)[t].tolist(),
+                            max_width=1000), width="content", key=key)
+
+
+def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
+    """The output the page shows, as ids: the reference and </s> when teacher-forced, else the decode's own."""
+    if reference:
+        lm = active.decoder
+        return [*lm.target_ids(reference), min(lm.end_ids)]
+    return sweep_output(result)
+
+
+def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, reference: str | None, kind: str,
+                       layer: int, head: int | None, *, fixed_scale: bool) -> list[Head]:
+    """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off.
+    Returns the heads switched off."""
+    if head is not None:
+        label = Head(kind, layer, head).label
+        st.button(f"Switch {head_title(label)} off", key="attention_ablate_open", icon=":material/block:",
+                  on_click=add_head, args=("attention_ablate", label),
+                  help="Add the head shown large above (or clicked in the model view) to the heads switched off.")
+    heads = head_selection(active, "attention_ablate")
+    ablated = ablated_run(active, text, heads, reference=reference)
+    if ablated is None:
+        return heads
+    show_comparison(intact, ablated, heads, key="attention_ablation")
+    chart_heading(f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
+    show_chart(attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title=""),
+               key="attention_ablated_heatmap", width="content")
+    return heads

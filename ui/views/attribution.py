@@ -1,0 +1,113 @@
+"""Attribution beside attention: the strip of one step (Decode) and the attention/attribution agreement (Attention)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import (
+    IG_STEPS,
+    METHOD_TITLES,
+    METHODS,
+    Attribution,
+    agreement_frames,
+    agreement_summary,
+    attribute_step,
+    attribute_steps,
+)
+from transformer.charts import agreement_chart, decoder_row_chart, source_strip
+from transformer.decode import AttentionTrace, InputError
+from ui.models import ActiveModel
+
+from .widgets import chart_heading, md_token, show_chart
+
+EXPLAIN_METHODS = (
+    f"The score explained is the log-probability of the chosen token. **Integrated Gradients**: the gradient "
+    f"averaged along the straight path from a baseline where every token embedding is zero (positions kept) to the "
+    f"real embeddings, {IG_STEPS} points, times the difference; the attributions add up to the score minus the "
+    "baseline's score. **Gradient × input**: one gradient, a local first-order estimate. Shown is each token's "
+    "share of the total |attribution|, so the strip reads like an attention row.")
+EXPLAIN_AGREEMENT = (
+    "For each output step, a head's cross-attention row is compared with the source tokens' |Integrated Gradients| "
+    "attribution of the token chosen there: **Spearman** rank correlation (1: the head ranks the source tokens "
+    "exactly as attribution does, 0: unrelated, negative: opposite) and **top-1 match** (the token the head looks "
+    "at most is the one the output depends on most), averaged over steps. Attention shows where a head *reads*; "
+    "attribution shows what the output *depends on*. They differ when a head reads a token whose value carries "
+    "little (attention to `</s>` is a common 'no-op'), when other heads or layers supply the information, or "
+    "when the encoder has already moved a token's content to another position, so the attended position is not "
+    "the source of the information. Decoder self-attention is compared the same way with the attribution to the "
+    "decoder inputs (the start token and the earlier outputs), from step 2 on (step 1 sees only the start token).")
+AGREEMENT_TITLES = {"cross": "Cross-attention vs attribution to the source tokens",
+                    "decoder_self": "Decoder self-attention vs attribution to the decoder inputs"}
+
+
+@st.cache_data(max_entries=256, show_spinner="Computing the attribution…")
+def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], step: int,
+                 method: str) -> Attribution:
+    return attribute_step(_active.decoder, text, list(output), step, method)
+
+
+@st.cache_data(max_entries=64, show_spinner="Attributing every step with Integrated Gradients…")
+def _agreement(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], _trace: AttentionTrace
+               ) -> pd.DataFrame:
+    """`_trace` is the trace of this output (its decoder inputs follow from `output`), so it needs no key."""
+    return agreement_frames(_trace, attribute_steps(_active.decoder, text, list(output)))
+
+
+def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, t: int,
+                          *, key: str) -> None:
+    """How much each source token and each earlier decoder input contributed to the token chosen at step t."""
+    method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
+                      horizontal=True, help=EXPLAIN_METHODS)
+    try:
+        attr = _attribution(active.cache_key, active, text, tuple(output), t, method)
+    except InputError as exc:
+        st.warning(f"No attribution for this step: {exc}", icon=":material/block:")
+        return
+    chart_heading(f"Source tokens shaded by their {METHOD_TITLES[method]} attribution to step {t + 1}'s output")
+    show_chart(source_strip(trace.source_tokens, attr.source_share(), max_width=1000), width="content",
+               key=f"{key}_source")
+    chart_heading(f"Decoder inputs up to step {t + 1}, same scale")
+    show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], attr.target_share(), max_width=1000,
+                                 all_tokens=trace.decoder_input_tokens), width="content", key=f"{key}_target")
+    top = int(attr.source.abs().argmax())
+    total = float(attr.source.sum() + attr.target.sum())
+    st.caption(f"log p = {attr.score:.3f}; attributions sum to {total:.3f}"
+               + (" (= log p minus the zero-embedding baseline's log p, up to the integral's error)"
+                  if method == "integrated_gradients" else "")
+               + f"; strongest source token ‹{md_token(trace.source_tokens[top])}› (signed "
+               f"{float(attr.source[top]):+.3f}).")
+
+
+def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, *, key: str,
+                   merged: bool = False) -> None:
+    """Per cross-attention and decoder self-attention head: Spearman and top-1 agreement of its rows with the
+    attribution rows (source tokens; decoder inputs). `trace` is per token (the attribution's pieces); `merged`
+    says the page above shows words, so the figures are said to be per piece."""
+    st.caption(EXPLAIN_AGREEMENT)
+    if merged:
+        st.caption("Computed per subword piece, as the attribution is, while the maps above show merged words.")
+    if not st.toggle("Compute (Integrated Gradients for every output step)", key=f"{key}_on"):
+        return
+    try:
+        frames = _agreement(active.cache_key, active, text, tuple(output), trace)
+    except (InputError, ValueError) as exc:
+        st.warning(f"Cannot compare for this input: {exc}", icon=":material/block:")
+        return
+    for kind, title in AGREEMENT_TITLES.items():
+        frame = frames[frames["kind"] == kind].drop(columns="kind")
+        st.markdown(f"**{title}**")
+        if frame.empty:
+            st.caption("The output has a single step: no earlier decoder input to compare with.")
+            continue
+        left, right = st.columns(2, gap="large")
+        with left:
+            st.caption("Spearman rank correlation (mean over steps)")
+            show_chart(agreement_chart(frame, "spearman"), key=f"{key}_{kind}_spearman", width="content")
+        with right:
+            st.caption("Top-1 match (share of steps)")
+            show_chart(agreement_chart(frame, "top1"), key=f"{key}_{kind}_top1", width="content")
+        best = agreement_summary(frame)
+        st.caption(f"Best agreement: {best['best_head']} (Spearman {best['spearman']:.3f}, "
+                   f"top-1 {best['top1']:.0%}).")

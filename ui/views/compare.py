@@ -1,0 +1,145 @@
+"""The Compare page's views: the second model's picker, both outputs with their first divergence and the step table,
+the same map of both models at one step, and their difference."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import attention_difference, first_divergence
+from transformer.charts import attention_heatmap, difference_heatmap
+from transformer.decode import KIND_TITLES, AttentionTrace, DecodeResult
+from transformer.model import HFModelError
+from transformer.store import CheckpointError
+from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
+
+from .widgets import Column, chart_heading, head_label, md_token, show_chart, show_chips, show_small_table, visible
+
+MODEL_B_KEY = "compare_model"
+STEP_KEY = "compare_step"
+STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
+                "A prob": Column("A prob", "%.3f", "Model A's probability of its token at this step."),
+                "B": Column("B token"), "B prob": Column("B prob", "%.3f", "Model B's probability of its token."),
+                "same": Column("tokens")}
+
+
+def pick_model_b(active: ActiveModel) -> ActiveModel | None:
+    """The "Model B" picker (another model than A by default); None after saying why B cannot be loaded."""
+    options = model_options()
+    by_id = {o.id: o for o in options}
+    if st.session_state.get(MODEL_B_KEY) not in by_id:
+        # the live run or a saved run against A (the training case), else A against itself
+        others = [o.id for o in options if o.id != active.option.id and o.source in (LIVE, RUN)]
+        st.session_state[MODEL_B_KEY] = others[0] if others else active.option.id
+    chosen = st.selectbox("Model B", list(by_id), format_func=lambda i: by_id[i].label, key=MODEL_B_KEY,
+                          help="Model A is the one picked in the sidebar. The live training run compares its "
+                               "newest weights with any saved checkpoint.")
+    option: ModelOption = by_id[chosen]
+    try:
+        return resolve(option)
+    except (CheckpointError, HFModelError) as exc:
+        st.error(f"Cannot load {option.name}: {exc}", icon=":material/error:")
+        return None
+
+
+def model_caption(tag: str, active: ActiveModel) -> str:
+    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps' ('imported' for Hugging Face)."""
+    if active.card.get("source") == "huggingface":
+        return f"**{tag}** · {active.option.label} · imported, not trained here"
+    return f"**{tag}** · {active.option.label} · {int(active.card.get('steps', 0)):,} steps"
+
+
+def step_table(a: DecodeResult, b: DecodeResult) -> pd.DataFrame:
+    """One row per output step: each model's token and probability, and whether they agree."""
+    rows = []
+    for t in range(max(len(a.steps), len(b.steps))):
+        sa = a.steps[t] if t < len(a.steps) else None
+        sb = b.steps[t] if t < len(b.steps) else None
+        rows.append({"step": t + 1, "A": visible(sa.token) if sa else "", "A prob": sa.prob if sa else None,
+                     "B": visible(sb.token) if sb else "", "B prob": sb.prob if sb else None,
+                     "same": sa is not None and sb is not None and sa.token == sb.token})
+    return pd.DataFrame(rows)
+
+
+def divergence_message(a: DecodeResult, b: DecodeResult) -> int | None:
+    """Say where the outputs first part (or that they never do); returns that 0-based step."""
+    split = first_divergence(a.output_tokens, b.output_tokens)
+    if split is None:
+        st.success(f"No divergence: both models produce the same {len(a.steps)} tokens.", icon=":material/check:")
+        return None
+    token_a = md_token(a.output_tokens[split]) if split < len(a.steps) else "(ended)"
+    token_b = md_token(b.output_tokens[split]) if split < len(b.steps) else "(ended)"
+    st.warning(f"First divergence at step {split + 1}: A ‹{token_a}› vs B ‹{token_b}›.",
+               icon=":material/call_split:")
+    return split
+
+
+def step_picker(a: DecodeResult, b: DecodeResult) -> int:
+    """The "Step" slider both maps follow (1-based in the widget, 0-based returned); a step past both outputs (a stale
+    link) falls back to the last one with a note."""
+    n_steps = max(len(a.steps), len(b.steps))
+    state = st.session_state
+    asked = int(state.get(STEP_KEY, 1))
+    if asked > n_steps:
+        st.info(f"Step {asked} is past both outputs ({n_steps} steps): showing step {n_steps}.",
+                icon=":material/link_off:")
+    state[STEP_KEY] = min(max(asked, 1), n_steps)
+    if n_steps > 1:
+        st.slider("Step", min_value=1, max_value=n_steps, key=STEP_KEY,
+                  help="Which output step both maps show: the rows up to it, the current one outlined.")
+    return state[STEP_KEY] - 1
+
+
+def step_caption(a: DecodeResult, b: DecodeResult, t: int) -> str:
+    """What each model chose at step t: 'Step 3 · A ‹x› 91.0% · B ‹y› 55.2%' (or that its output has ended)."""
+    def chose(tag: str, result: DecodeResult) -> str:
+        if t >= len(result.steps):
+            return f"{tag} (ended after {len(result.steps)} steps)"
+        step = result.steps[t]
+        return f"{tag} ‹{md_token(step.token)}› {step.prob:.1%}"
+    return f"**Step {t + 1}** · {chose('A', a)} · {chose('B', b)}"
+
+
+def show_outputs(active: ActiveModel, other: ActiveModel, result_a: DecodeResult, result_b: DecodeResult) -> None:
+    """Both outputs side by side, the first divergence outlined, and the step-by-step table."""
+    split = divergence_message(result_a, result_b)
+    for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (active, other), (result_a, result_b)):
+        with column:
+            st.markdown(model_caption(tag, model))
+            show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
+    with st.expander("Step by step", icon=":material/table_rows:"):
+        steps = step_table(result_a, result_b)
+        steps["same"] = steps["same"].map({True: "same", False: "differs"})
+        show_small_table(steps, STEP_COLUMNS, key="compare_steps")
+
+
+def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[AttentionTrace, AttentionTrace], kind: str,
+                   layer: int, head: int | None, t: int) -> None:
+    """The same kind, layer and head of both models, rows up to step t (the encoder's map is the same at every
+    step); an output that ended shows its last row."""
+    stepped = kind != "encoder_self"
+    for column, tag, model, trace in zip(st.columns(2, gap="large"), "AB", models, traces):
+        row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None
+        with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
+            chart_heading(f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                          f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
+            show_chart(attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title=""),
+                       key=f"compare_map_{tag.lower()}", width="content")
+
+
+def show_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str, layer: int, head: int | None) -> None:
+    """B − A over the rows and columns whose tokens agree in both, or why there is no such map."""
+    try:
+        diff = attention_difference(trace_a, trace_b, kind, layer, head)
+    except ValueError as exc:
+        st.info(f"No difference map: {exc}.", icon=":material/info:")
+        return
+    if diff.difference.size == 0:
+        st.info("No difference map: the outputs part at the first step, so no decoder row is shared.",
+                icon=":material/info:")
+        return
+    left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
+    st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
+               "Blue: B attends more; red: A attends more.")
+    show_chart(difference_heatmap(diff, size=420, title=f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · "
+                                                        f"{head_label(head).lower()}"),
+               key="compare_difference", width="content")

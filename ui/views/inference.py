@@ -1,0 +1,130 @@
+"""Decoding for the pages: cached per (model weights, text, options); user mistakes become messages."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import streamlit as st
+
+from transformer.analysis import gold_cells as alignment_gold_cells
+from transformer.data import GoldSource, known_alignment, known_output
+from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
+from ui.models import ActiveModel
+
+from .vocabulary_hint import show_vocabulary_hint
+from .widgets import md_token
+
+TEXT_KEY = "studio_text"
+TEXT_TASK_KEY = "studio_text_task"
+REFERENCE_KEY = "studio_reference"
+REFERENCE_FOR_KEY = "studio_reference_for"
+FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
+    return greedy_decode(_active.decoder, text, top_k=top_k, forced=forced)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
+    return teacher_forced(_active.decoder, text, reference, top_k=top_k)
+
+
+def decoding_message(active: ActiveModel) -> str:
+    """What the spinner says while a decode that is not cached yet runs (shown after half a second)."""
+    return f"Decoding with {active.option.name}…"
+
+
+def greedy(active: ActiveModel, text: str, *, top_k: int = 5, forced: Sequence[str] = ()) -> DecodeResult:
+    """Greedy decoding (eval mode, KV cache); raises InputError for text the model cannot read."""
+    with st.spinner(decoding_message(active), show_time=True):
+        return _greedy(active.cache_key, active, text, int(top_k), tuple(forced))
+
+
+def teacher(active: ActiveModel, text: str, reference: str, *, top_k: int = 5) -> DecodeResult:
+    """Teacher-forced pass on `reference`; raises InputError for text the model cannot read."""
+    with st.spinner(decoding_message(active), show_time=True):
+        return _teacher(active.cache_key, active, text, reference, int(top_k))
+
+
+def greedy_or_message(active: ActiveModel, text: str, **options) -> DecodeResult | None:
+    """Greedy decoding, or None after showing why the text cannot be decoded; unknown tokens are named."""
+    try:
+        result = greedy(active, text, **options)
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        return None
+    if result.unknown_tokens:
+        unknown = ", ".join(md_token(tok) for tok in sorted(set(result.unknown_tokens)))
+        st.warning(f"Not in the model's vocabulary (read as unknown): {unknown}", icon=":material/help:")
+        show_vocabulary_hint(active)
+    return result
+
+
+def default_text(active: ActiveModel) -> str:
+    """An input the model's task knows: a validation example (or the probe), else a generic one."""
+    for source, _ in active.examples:
+        if source.strip():
+            return source
+    return FALLBACK_TEXT.get(active.level, "hello")
+
+
+def bind_text(widget_key: str, active: ActiveModel) -> None:
+    """Initialise a page's text widget from the input shared by all pages (reset when the task changes)."""
+    state = st.session_state
+    if state.get(TEXT_TASK_KEY) != active.task_name:
+        state[TEXT_TASK_KEY] = active.task_name
+        state[TEXT_KEY] = default_text(active)
+        state.pop(widget_key, None)
+    if widget_key not in state:
+        state[widget_key] = state.get(TEXT_KEY, default_text(active))
+
+
+def share_text(widget_key: str) -> None:
+    """on_change callback: a page's text widget becomes the input all pages show."""
+    st.session_state[TEXT_KEY] = st.session_state[widget_key]
+
+
+def reference_for(active: ActiveModel, text: str) -> str:
+    """The correct output for `text` when the task knows it (generated tasks, the toy grammar), else an example's."""
+    known = known_output(active.task_name, text)
+    if known is not None:
+        return known
+    return next((ref for src, ref in active.examples if src == text and ref), "")
+
+
+def bind_reference(widget_key: str, active: ActiveModel, text: str) -> None:
+    """Initialise a page's reference widget: the known correct output of a newly typed text."""
+    state = st.session_state
+    if state.get(REFERENCE_FOR_KEY) != (active.task_name, text):
+        state[REFERENCE_FOR_KEY] = (active.task_name, text)
+        state[REFERENCE_KEY] = reference_for(active, text)
+        state.pop(widget_key, None)
+    if widget_key not in state:
+        state[widget_key] = state.get(REFERENCE_KEY, "")
+
+
+def share_reference(widget_key: str) -> None:
+    """on_change callback: a page's reference widget becomes the reference all pages show."""
+    st.session_state[REFERENCE_KEY] = st.session_state[widget_key]
+
+
+def gold_alignment_for(active: ActiveModel, text: str) -> tuple[GoldSource, ...] | None:
+    """The gold alignment of the correct output of `text`, when the task knows it (what `eval` scores heads on)."""
+    return known_alignment(active.task_name, text, active.src_tokenizer)
+
+
+def gold_cells(alignment: Sequence[GoldSource] | None, n_rows: int) -> list[tuple[int, int]]:
+    """(decoder row, source column) cells to outline, every acceptable one: row j predicts target token j."""
+    return [(row, col) for row, col in alignment_gold_cells(alignment or ()) if row < n_rows]
+
+
+def gold_for(active: ActiveModel, text: str, n_rows: int, reference: str | None = None
+             ) -> tuple[tuple[GoldSource, ...] | None, list[tuple[int, int]]]:
+    """The gold alignment of `text` and the cells to outline on a map of `n_rows` decoder rows. `reference`: what a
+    teacher-forced decoder was fed (None: free-running); a reference other than the correct output has no gold
+    alignment, since the gold alignment belongs to the correct output."""
+    alignment = gold_alignment_for(active, text)
+    if reference is not None and reference.strip() != reference_for(active, text):
+        alignment = None
+    return alignment, gold_cells(alignment, n_rows)

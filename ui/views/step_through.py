@@ -1,0 +1,216 @@
+"""The Decode page's views: the outputs to step through (greedy, with a forced token, teacher-forced), their cards,
+and the step-through itself (step, layer and head; the prefix, the top-k, the source shading, the maps)."""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+import streamlit as st
+
+from transformer.analysis import Head
+from transformer.charts import (
+    ChartTooLargeError,
+    attention_grid,
+    attention_heatmap,
+    decoder_row_chart,
+    source_strip,
+    topk_bars,
+)
+from transformer.decode import DecodeResult, InputError
+from ui.models import ActiveModel
+
+from . import decode_state as ds
+from .ablation import (
+    ablated_run,
+    clicked_note,
+    grid_key,
+    head_selection,
+    off_panels,
+    show_ablated_step,
+    show_comparison,
+    toggle_clicked_head,
+)
+from .alignment import show_alignment_scores
+from .attribution import show_step_attribution
+from .chart_cache import cached_chart
+from .inference import gold_for, greedy, teacher
+from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
+from .widgets import (
+    chart_heading,
+    grid_cell,
+    head_label,
+    head_picker,
+    layer_picker,
+    md_token,
+    show_chart,
+    show_chips,
+    visible,
+)
+
+Results = dict[str, DecodeResult | None]
+
+
+def decode_results(active: ActiveModel, text: str, reference: str, free: DecodeResult, top_k: int
+                   ) -> tuple[Results, ds.ForcedPrefix | None]:
+    """The outputs a user can step through: the free-running one, the one with the forced token (if any) and the
+    teacher-forced one (if a reference is given; a reference the model cannot read gets a warning)."""
+    prefix = ds.forced_prefix(active.task_name, text)
+    forced = greedy(active, text, top_k=top_k, forced=prefix.tokens) if prefix is not None else None
+    taught = None
+    if reference.strip():
+        try:
+            taught = teacher(active, text, reference, top_k=top_k)
+        except InputError as exc:
+            st.warning(f"Teacher forcing: {exc}", icon=":material/edit_note:")
+    return {ds.GREEDY: free, ds.FORCED: forced, ds.TEACHER: taught}, prefix
+
+
+def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
+    """One card per output (on a projector, the teacher-forced one only while it is being stepped through)."""
+    available = [view for view, result in results.items() if result is not None]
+    if presenting():
+        available = [v for v in available if v != ds.TEACHER or st.session_state.get(ds.VIEW_KEY) == ds.TEACHER]
+    for column, view in zip(st.columns(len(available)), available):
+        result = results[view]
+        with column.container(border=True):
+            st.markdown(f"**{ds.VIEW_LABELS[view]}**")
+            show_chips(result.output_tokens, highlight=prefix.step if view == ds.FORCED else None,
+                       caption="predictions at each reference position" if view == ds.TEACHER else "output")
+            if view == ds.FORCED:
+                st.caption(f"‹{md_token(prefix.tokens[-1])}› forced at step {prefix.step + 1}, then greedy again.")
+                st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
+            elif view == ds.GREEDY and not result.finished:
+                st.caption("Stopped at the step limit without producing </s>.")
+
+
+def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
+    """Prev / Next, the step slider, the layer and head pickers; returns (layer, head)."""
+    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.8, 1.8, 4.6, 2, 2], vertical_alignment="bottom")
+    nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
+                    args=(-1, n_steps), disabled=t == 0, width="stretch", shortcut=PREV_STEP_KEY)
+    nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
+                    args=(1, n_steps), disabled=t == n_steps - 1, width="stretch", shortcut=NEXT_STEP_KEY)
+    if n_steps > 1:
+        nav_slider.slider("Step", min_value=1, max_value=n_steps, key=ds.STEP_KEY)
+    else:
+        nav_slider.caption("The output has a single step.")
+    with nav_layer:
+        layer = layer_picker("Decoder layer", trace.n_layers("cross"), "decode_layer")
+    with nav_head:
+        head = head_picker("Head", trace.n_heads, "decode_head")
+        head_keys("decode_head", trace.n_heads)
+    return layer, head
+
+
+def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str, t: int, layer: int,
+                 head: int | None) -> None:
+    """The prefix so far and its self-attention, the top-k with "force another token", the source shading."""
+    trace, step = result.trace, result.steps[t]
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        if view == ds.TEACHER:
+            show_chips(trace.decoder_input_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
+        show_chips(result.output_tokens[: t + 1], highlight=t,
+                   caption="predictions so far" if view == ds.TEACHER else "output so far")
+        self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
+        chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
+        show_chart(cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
+                                all_tokens=trace.decoder_input_tokens), width="content", key="decode_prefix_strip")
+    with right:
+        chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
+        show_chart(cached_chart(topk_bars, step.top_k, chosen=step.token, width=240), key="decode_topk",
+                   width="content")
+        alternatives = [tok for tok, _ in step.top_k if tok != step.token]
+        if alternatives:
+            if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
+                st.session_state[ds.FORCE_CHOICE_KEY] = alternatives[0]
+            pick, go = st.columns([3, 2], vertical_alignment="bottom")
+            pick.selectbox("Force another token here", alternatives, format_func=visible, key=ds.FORCE_CHOICE_KEY)
+            go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
+                      args=(active.task_name, text, result, t), width="stretch",
+                      help="Feed this token at this step and let the model decode greedily from there.")
+    cross_row = trace.matrix("cross", layer, head)[t].tolist()
+    chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
+                  f"{head_label(head).lower()}")
+    show_chart(cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000), width="content",
+               key="decode_source_strip")
+
+
+def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, view: str, t: int, layer: int,
+          head: int | None, ablate_heads: list[Head]) -> None:
+    """The cross-attention map up to the step (gold alignment outlined where known) and the layer's heads grid."""
+    trace = result.trace
+    alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens),
+                               reference if view == ds.TEACHER else None)
+    # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend
+    map_col, side_col = st.columns([9, 6], gap="large")
+    with map_col:
+        chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
+        show_chart(cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
+                                gold=gold if st.session_state.get("decode_gold", True) else (),
+                                size=440 if presenting() else 330, title="", large_labels=presenting()),
+                   key="decode_heatmap", width="content")
+    with side_col:
+        if gold:
+            st.toggle("Outline the gold alignment", value=True, key="decode_gold",
+                      help="The source token each correct output token comes from.")
+            show_alignment_scores(trace, alignment, key="decode_alignment")
+        st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
+                   "shaded grey and the current step's row is outlined in red.")
+    clicked_note("decode_grid")
+    try:
+        grid = cached_chart(attention_grid, trace, "cross", layers=[layer], max_row=t,
+                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, "cross"), clicks="switch")
+    except ChartTooLargeError as exc:
+        st.info(str(exc))
+    else:
+        st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
+        show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
+                   on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
+
+
+@st.fragment
+def show_step_through(active: ActiveModel, text: str, reference: str, results: Results,
+                      ablated: DecodeResult | None, ablate_heads: list[Head], *, after: Callable[[], None]) -> None:
+    """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
+    part of the page (the inputs, the decoding and the sidebar stay as they are). `after` runs last (the page writes
+    its link there, so the URL follows the step)."""
+    if st.session_state.pop(ds.RERUN_APP_KEY, False):
+        st.rerun(scope="app")  # a forced token: the outputs above change too
+    available = [view for view, result in results.items() if result is not None]
+    ds.prepare_view(available)
+    view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
+                    horizontal=True) if len(available) > 1 else ds.GREEDY
+    result = results[view]
+    n_steps = len(result.steps)
+    t = ds.prepare_step(n_steps, (active.task_name, text))
+    layer, head = _navigation(n_steps, t, result.trace)
+    step = result.steps[t]
+    st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(result.trace.decoder_input_tokens[t])}› → "
+                 f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
+    _step_panels(active, text, result, view, t, layer, head)
+    if ablated is not None and view == ds.GREEDY:
+        show_ablated_step(ablated, t, layer, head, key="decode_ablated_strip")
+    if view != ds.TEACHER:  # attribution explains the model's own choices
+        with st.expander("Attribution: what the chosen token depends on", key="decode_attr_open",
+                         on_change="rerun", icon=":material/insights:") as attribution:
+            if attribution.open:  # computed (Integrated Gradients) and drawn only while the expander is open
+                show_step_attribution(active, text, [s.token_id for s in result.steps], result.trace, t,
+                                      key="decode_attr")
+    st.divider()
+    _maps(active, text, reference, result, view, t, layer, head, ablate_heads)
+    after()
+
+
+def show_ablation_panel(active: ActiveModel, text: str, free: DecodeResult, top_k: int
+                        ) -> tuple[DecodeResult | None, list[Head]]:
+    """"Switch heads off": the picker, and the ablated output beside the intact one; returns (the ablated result or
+    None, the heads switched off). On a projector only while heads are switched off."""
+    if presenting() and not st.session_state.get("decode_ablate"):
+        return None, []
+    with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get("decode_ablate"))):
+        heads = head_selection(active, "decode_ablate")
+        ablated = ablated_run(active, text, heads, top_k=top_k)
+        if ablated is not None:
+            show_comparison(free, ablated, heads, key="decode_ablation")
+    return ablated, heads
