@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from transformer.data import build_char_tokenizer, make_task
+from transformer.data import TaskSpec, build_char_tokenizer, make_task
 from transformer.decode import NativeSeq2Seq, greedy_decode, teacher_forced, greedy_batch
 from transformer.model import ModelConfig, build_model, default_configs
 from transformer.store import load_checkpoint, open_model, save_checkpoint
@@ -49,7 +49,7 @@ def test_padding_in_a_batch_changes_nothing():
 
 
 def _tiny_trainer(steps: int, **train) -> Trainer:
-    task = make_task("reverse", n_train=2000, n_valid=50, min_len=3, max_len=6)
+    task = make_task(TaskSpec(name="reverse", n_train=2000, n_valid=50, min_len=3, max_len=6))
     model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=dict(architecture="decoder-only", n_decoder_layers=2),
                                            train_overrides=dict(max_seconds=None, eval_every=10_000,

@@ -17,7 +17,10 @@ import torch
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .encoder_decoder import Dropout, EncoderLayer, KVBuffer, sinusoidal_positions
+from .attention import KVBuffer
+from .dropout import Dropout
+from .encoder_decoder import sinusoidal_positions
+from .layers import EncoderLayer
 from .outputs import AttentionMaps, ForwardOutput, HeadMask, StepOutput
 
 KIND = "self"
@@ -63,7 +66,7 @@ class DecoderOnlyTransformer(nn.Module):
         self.embed = JointEmbedding(cfg)
         self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = Dropout(cfg.dropout)
-        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        self.layers = nn.ModuleList(EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         self.scale = math.sqrt(cfg.d_model)
@@ -108,7 +111,7 @@ class DecoderOnlyTransformer(nn.Module):
             hm = None if head_mask is None or KIND not in head_mask else head_mask[KIND][i]
             kv = cache.self_kv[i] if cache is not None else None
             x, w = layer.residual(0, x, lambda h, layer=layer, kv=kv, hm=hm: layer.self_attn(
-                h, None, mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv))
+                h, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv))
             x, _ = layer.residual(1, x, layer.ff)
             maps.append(w)
         if cache is not None:
