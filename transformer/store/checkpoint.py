@@ -12,6 +12,8 @@ Nothing is ever unpickled: only safetensors and JSON are read.
 """
 from __future__ import annotations
 
+import json
+
 import errno
 import os
 import re
@@ -214,6 +216,17 @@ def list_checkpoints(root: str | Path) -> list[Path]:
         return []
     return sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_dir()
                   and (p / CONFIG).is_file() and (p / MODEL).is_file())
+
+
+def checkpoint_family(path: str | Path) -> str:
+    """The model family of a checkpoint folder from its config.json alone ("encoder-decoder" when the config has no
+    architecture, as every checkpoint written before decoder-only models); nothing else is read or checked."""
+    try:
+        config = json.loads((Path(path) / CONFIG).read_text(encoding="utf-8"))
+        architecture = config["model_config"].get("architecture", "encoder-decoder")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "encoder-decoder"  # loading it says what is wrong
+    return architecture if isinstance(architecture, str) else "encoder-decoder"
 
 
 def is_valid_run_name(name: str) -> str | None:
