@@ -224,3 +224,14 @@ def test_bad_prompts_are_one_clear_line(folders, capsys, prompt, message):
     code = main(["decode", str(folders["gpt2"]), prompt])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_forced_tokens_come_first_and_top_k_lists_what_can_be_emitted(models):
+    lm = models["qwen2"]
+    free = greedy_decode(lm, PROMPT, max_steps=4, top_k=3)
+    other = next(tok for tok, _ in free.steps[0].top_k if tok != free.steps[0].token)
+    forced = greedy_decode(lm, PROMPT, max_steps=4, forced=[other])
+    assert forced.steps[0].token == other and forced.steps[0].forced and not forced.steps[1].forced
+    row = forced.trace.step_offset + 1
+    assert forced.trace.decoder_input_tokens[row] == other  # the model read the forced token next
+    assert all(len(s.top_k) == 3 and s.top_k[0][1] >= s.top_k[-1][1] for s in free.steps)
