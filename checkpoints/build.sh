@@ -8,7 +8,10 @@ train --task reverse --out checkpoints/reverse --steps 3000 --batch-size 64 --wa
 # sort: one cross-attention head in one decoder layer, so that head does the lookup (alignment >= 0.9)
 train --task sort --out checkpoints/sort --steps 4000 --batch-size 64 --warmup 50 --enc-layers 3 --dec-layers 1 --heads 1 --d-model 128 --d-ff 512 --eval-every 1000
 train --task toy-en-de --out checkpoints/toy-en-de --steps 4000 --eval-every 1000
-for c in reverse sort toy-en-de; do
+# reverse-decoder-only: the same task as one causal stack (a prefix LM: source, </s>, <s>, target; loss on the
+# target part), 2 layers of the reverse model's width, for the Compare page (cross- vs self-attention on reversal)
+train --task reverse --architecture decoder-only --dec-layers 2 --out checkpoints/reverse-decoder-only --steps 3000 --batch-size 64 --warmup 50 --eval-every 1000
+for c in reverse reverse-decoder-only sort toy-en-de; do
   "$PY" -m transformer eval "checkpoints/$c" --n 500
 done
 

@@ -160,7 +160,8 @@ def test_sweep_time_cap_stops_early_and_says_so(setup, lm):
     ("cross:L3H1", "2 cross layer"),
     ("cross:L1H5", r"4 head\(s\) per layer"),
     ("enc:L0H1", "numbered 1 to 2"),
-    ("self:L1H1", "cannot read head"),
+    ("self:L1H1", "have no self attention"),
+    ("mid:L1H1", "cannot read head"),
     ("", "cannot read head"),
 ])
 def test_a_head_the_model_does_not_have_is_named(setup, lm, label, message):

@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from transformer.store import checkpoint_family
+from ui.models.registry import PAGE_FAMILIES
+
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
-SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "config.json").is_file())
+SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir()  # those of the families the pages draw (PAGE_FAMILIES)
+                 if (p / "config.json").is_file() and checkpoint_family(p) in PAGE_FAMILIES)
 
 
 @pytest.fixture

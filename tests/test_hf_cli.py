@@ -11,7 +11,7 @@ import pytest
 import sacrebleu
 import torch
 
-from tests.hf_tiny_models import _fast_tokenizer, _model, build, corpus
+from tests.hf_tiny_models import SIZE, _fast_tokenizer, _model, build, corpus
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
 from transformer.decode import greedy_decode
@@ -87,14 +87,14 @@ def _no_tokenizer(folder: Path) -> None:
 def _small_vocab_model(folder: Path) -> None:
     for p in folder.iterdir():
         p.unlink()
-    _model("bart", 10).save_pretrained(folder)
+    _model("bart", 10, SIZE).save_pretrained(folder)
     _fast_tokenizer("bart", corpus()).save_pretrained(folder)
 
 
 REFUSED = {
     "pickle weights only": (_pickled_weights, "safetensors"),
     "remote code": (_edit_config(lambda c: c.update(auto_map={"AutoModel": "x.Y"})), "custom code"),
-    "decoder-only gpt2": (_edit_config(lambda c: c.update(model_type="gpt2")), "'gpt2' is a decoder-only"),
+    "gpt2 config over other weights": (_edit_config(lambda c: c.update(model_type="gpt2")), "do not match"),
     "encoder-only bert": (_edit_config(lambda c: c.update(model_type="bert")), "'bert' is an encoder-only"),
     "corrupt config": (lambda f: (f / "config.json").write_text("{ not json"), "not valid JSON"),
     "missing tokenizer": (_no_tokenizer, "no usable tokenizer"),

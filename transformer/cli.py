@@ -17,7 +17,16 @@ from .cli_heads import parse_ablate
 from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
 from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
-from .decode import InputError, NativeSeq2Seq, beam_search, beam_texts, greedy_decode, score_parallel, teacher_forced
+from .decode import (
+    InputError,
+    NativeSeq2Seq,
+    beam_search,
+    beam_texts,
+    greedy_decode,
+    perplexity,
+    score_parallel,
+    teacher_forced,
+)
 from .model import ConfigError, HFModelError
 from .store import (
     CheckpointError,
@@ -46,11 +55,16 @@ def _check_corpus_files(spec: dict, folder: str) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
+    if args.text_file:
+        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+        lines = read_text_lines(args.text_file, args.n)
+        print(json.dumps(finite_json({"model": args.dir, "text_file": args.text_file, **perplexity(lm, lines)})))
+        return 0
     if args.data:
         pairs = read_aligned_files(*args.data, max_pairs=args.n)
         if not pairs:
             raise UsageError(f"{args.data[0]} and {args.data[1]} hold no sentence pairs")
-        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
         scores = score_parallel(lm, [s for s, _ in pairs], [t for _, t in pairs])
         print(json.dumps(finite_json({"model": args.dir, "data": list(args.data), **scores})))
         return 0
@@ -74,7 +88,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if args.reference is not None:
         result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
@@ -97,14 +111,28 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if args.html:
         write_replay(args.html, result, lm.name, weights_line(args.dir))
     if args.beam > 1 and args.reference is None:
-        if not isinstance(lm, NativeSeq2Seq):
-            raise UsageError("--beam works with Attention Studio checkpoints only")
+        if not isinstance(lm, NativeSeq2Seq) or lm.family.prompt_in_decoder:
+            raise UsageError("--beam works with Attention Studio encoder-decoder checkpoints only")
         best = beam_search(lm.model, lm.src_tokenizer, lm.tgt_tokenizer, args.text, args.beam,
                            args.length_penalty, args.max_steps)[0]
         print(best.text)
         return 0
     print(result.output_text)
     return 0
+
+
+def read_text_lines(path: str, n: int | None) -> list[str]:
+    """The non-empty lines of a text file (.gz read as gzip), at most `n`."""
+    import gzip
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+        raise UsageError(f"{path} is not UTF-8 text ({exc})") from None
+    if not lines:
+        raise UsageError(f"{path} has no text")
+    return lines[:n] if n else lines
 
 
 def printable(token: str) -> str:

@@ -6,7 +6,7 @@ from typing import Callable, Mapping
 
 from .cli_heads import add_heads_parser
 from .data import TASK_NAMES
-from .model import DEFAULT_MAX_PARAMS, PRESETS
+from .model import ARCHITECTURE_NAMES, DEFAULT_MAX_PARAMS, PRESETS
 from .train import (
     DEVICES,
     KEEP_BEST,
@@ -15,7 +15,7 @@ from .train import (
 
 MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
                "dec_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "norm": "norm",
-               "max_len": "max_len"}
+               "max_len": "max_len", "architecture": "architecture"}
 TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
                "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
                "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision"}
@@ -79,6 +79,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
         sizes.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
                            help=f"ModelConfig.{MODEL_FLAGS[flag.replace('-', '_')]}")
     sizes.add_argument("--norm", choices=("pre", "post"))
+    sizes.add_argument("--architecture", choices=ARCHITECTURE_NAMES,
+                       help="encoder-decoder (default) or decoder-only: one causal stack of --dec-layers blocks "
+                       "over source, separator and target (a prefix LM; loss on the target part)")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int)):
@@ -99,6 +102,8 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    "'translate English to German: ')")
     p.add_argument("--max-params", type=_positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help=f"refuse Hugging Face models above N parameters (default {DEFAULT_MAX_PARAMS:,})")
+    p.add_argument("--chat", action="store_true",
+                   help="decoder-only models: format each input with the tokenizer's chat template")
 
 
 def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
@@ -116,6 +121,8 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     ev.add_argument("--beam", type=_positive_int, default=1, metavar="N", help="beam width for BLEU/chrF (1: greedy)")
     ev.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
     ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
+    ev.add_argument("--text-file", metavar="PATH", help="decoder-only models: perplexity on this text, one "
+                    "line at a time (.gz ok)")
     _add_model_arguments(ev)
     ev.set_defaults(func=runners["eval"])
     dec = commands.add_parser("decode", help="greedy-decode one input and print the output")

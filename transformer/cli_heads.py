@@ -16,8 +16,21 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .analysis import (HeadError, average_agreement, average_drops, estimate_agreement, estimate_head_effects,
-                       evaluate_alignment, head_report, output_ids, parse_head, report_dict, summarize)
+from .analysis import (
+    Detection,
+    HeadError,
+    average_agreement,
+    average_drops,
+    detect_heads,
+    estimate_agreement,
+    estimate_head_effects,
+    evaluate_alignment,
+    head_report,
+    output_ids,
+    parse_head,
+    report_dict,
+    summarize,
+)
 from .decode import InputError, NativeSeq2Seq
 from .model import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
@@ -42,6 +55,8 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help="refuse Hugging Face models with more parameters")
+    p.add_argument("--chat", action="store_true",
+                   help="decoder-only models: format each input with the tokenizer's chat template")
     p.set_defaults(func=cmd_heads)
 
 
@@ -65,7 +80,7 @@ def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
 
 def cmd_heads(args: argparse.Namespace) -> int:
     """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     texts, source = _inputs(args, lm)
     start = time.perf_counter()
     reports, skipped = [], []
@@ -85,7 +100,8 @@ def cmd_heads(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"checkpoint": str(args.dir), "model": lm.name, "inputs": len(reports), "skipped": skipped,
                            **({"text": texts[0], "output": reports[0].result.output_text,
                                "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
-                           **report_dict(drops, agreement), "seconds": round(time.perf_counter() - start, 3)}
+                           **report_dict(drops, agreement), "detectors": detectors_dict(detect_heads(lm)),
+                           "seconds": round(time.perf_counter() - start, 3)}
     if args.estimate:
         out["estimate"] = _estimates(lm, reports)
     if source == "valid":
@@ -107,6 +123,9 @@ def cmd_heads(args: argparse.Namespace) -> int:
             best = out["agreement"]["decoder_self"]["best"]
             print(f"decoder self-attention agrees best with the attribution to the decoder inputs at "
                   f"{best['best_head']}: Spearman {best['spearman']:.3f}, top-1 match {best['top1']:.3f}")
+    for name in ("previous_token", "induction"):
+        best = out["detectors"]["best"][name]
+        print(f"strongest {name.replace('_', '-')} head: {best['label']} (score {best['score']:.3f})")
     if skipped:
         print(f"warning: {len(skipped)} input(s) skipped (cannot be decoded)", file=sys.stderr)
     return 0
@@ -125,6 +144,18 @@ def _estimates(lm: Any, reports: list) -> dict[str, Any]:
     return {"method": "attribution patching (gradient x activation at each head's output)",
             "spearman_vs_exact": round(sum(rhos) / len(rhos), 4),
             "heads": [{"label": r.label, "estimate": round(float(r.estimate), 6)} for r in mean.itertuples()]}
+
+
+def detectors_dict(found: Detection) -> dict[str, Any]:
+    """The `detectors` block of `heads`: previous-token and induction score per head of the causal self-attention."""
+    code = "self" if found.kind == "self" else "dec"
+    heads = found.frame[found.frame["head"] >= 0]
+    rows = [{"label": f"{code}:{r.label}", "previous_token": round(float(r.previous_token), 4),
+             "induction": round(float(r.induction), 4)} for r in heads.itertuples()]
+    best = {name: {"label": f"{code}:{heads.loc[heads[name].idxmax(), 'label']}",
+                   "score": round(float(heads[name].max()), 4)} for name in ("previous_token", "induction")}
+    return {"kind": found.kind, "induction_sequence": "random tokens repeated twice, "
+            f"{(len(found.tokens) - 1) // 2} per copy", "heads": rows, "best": best}
 
 
 def parse_ablate(values: list[str] | None, lm: Any) -> list:

@@ -33,20 +33,25 @@ from .attribution import (
     substituted,
 )
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
-from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
+from .detectors import INDUCTION_LENGTH, Detection, detect_heads, induction_scores, previous_token_scores
+from .groups import group_head_label, group_mean, group_members, group_of, grouped, n_groups
 from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
+from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .heads import head_stats
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["BF16_TOLERANCE", "Cancelled", "bf16_bound", "Progress", "attribute_in_chunks", "checked_estimate", "estimate_agreement",
-           "estimate_head_effects", "AGGREGATES", "aggregate_dict", "aggregate_frame", "aggregate_trace", "cross_through_encoder",
-           "max_over_heads", "rollout", "OVERVIEW_COLUMNS", "SIGNED_STATISTICS", "STATISTICS", "available_statistics", "head_overview_frame",
-           "AttentionDifference", "Attribution", "Head", "HeadError", "HeadReport", "IG_STEPS", "METHODS",
-           "METHOD_TITLES", "Sweep", "ablated_decode", "accepted", "agreement_frame", "agreement_frames",
-           "agreement_summary", "alignment_scores", "all_heads", "attention_difference", "attribute_step",
-           "attribute_steps", "average_agreement", "average_drops", "baseline_score", "common_prefix",
-           "comparison_frame", "corpus_scores", "evaluate_alignment", "first_divergence", "gold_cells",
-           "head_mask", "head_report", "head_stats", "output_ids", "parse_head", "report_dict", "spearman",
-           "substituted", "summarize", "sweep_heads"]
+__all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE", "Cancelled", "Detection", "Head",
+           "HeadError", "HeadReport", "IG_STEPS", "INDUCTION_LENGTH", "METHODS", "METHOD_TITLES",
+           "OVERVIEW_COLUMNS", "Progress", "SIGNED_STATISTICS", "STATISTICS", "Sweep", "ablated_decode",
+           "accepted", "aggregate_dict", "aggregate_frame", "aggregate_trace", "agreement_frame",
+           "agreement_frames", "agreement_summary", "alignment_scores", "all_heads", "attention_difference",
+           "attribute_in_chunks", "attribute_step", "attribute_steps", "available_statistics",
+           "average_agreement", "average_drops", "baseline_score", "bf16_bound", "checked_estimate",
+           "common_prefix", "comparison_frame", "corpus_scores", "cross_through_encoder", "detect_heads",
+           "estimate_agreement", "estimate_head_effects", "evaluate_alignment", "first_divergence",
+           "gold_cells", "group_head_label", "group_mean", "group_members", "group_of", "grouped",
+           "head_mask", "head_overview_frame", "head_report", "head_stats", "induction_scores",
+           "max_over_heads", "n_groups", "output_ids", "parse_head", "previous_token_scores", "report_dict",
+           "rollout", "spearman", "substituted", "summarize", "sweep_heads"]

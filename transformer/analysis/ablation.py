@@ -17,11 +17,11 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import KINDS, DecodeResult, InputError, ban, greedy_decode, read_source
+from ..decode import DecodeResult, InputError, ban, greedy_decode, read_source
 from ..model import HeadMask, InspectableSeq2Seq
 
-KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
-_LABEL = re.compile(r"^\s*(enc|dec|cross)\s*[:.\s]\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
+KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}
+_LABEL = re.compile(r"^\s*(enc|dec|cross|self)\s*[:.\s]\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
 
 
 class HeadError(ValueError):
@@ -43,17 +43,19 @@ class Head:
         return f"{code}:L{self.layer + 1}H{self.head + 1}"
 
 
-def all_heads(lm: InspectableSeq2Seq, kinds: Sequence[str] = KINDS) -> list[Head]:
-    """Every head of the given kinds, in (kind, layer, head) order."""
+def all_heads(lm: InspectableSeq2Seq, kinds: Sequence[str] | None = None) -> list[Head]:
+    """Every head of the given kinds (the model's own by default), in (kind, layer, head) order."""
     counts = lm.head_counts()
+    kinds = lm.family.kinds if kinds is None else kinds
     return [Head(kind, layer, head) for kind in kinds for layer in range(counts[kind][0])
             for head in range(counts[kind][1])]
 
 
 def check_head(lm: InspectableSeq2Seq, head: Head) -> Head:
     """The head itself, or HeadError naming what the model has."""
-    if head.kind not in KINDS:
-        raise HeadError(f"unknown attention kind {head.kind!r}; expected one of {', '.join(KINDS)}")
+    if head.kind not in lm.family.kinds:
+        raise HeadError(f"{head.label}: {lm.family.name} models have no {head.kind.replace('_', ' ')} attention; "
+                        f"their kinds are {', '.join(lm.family.kinds)}")
     layers, heads = lm.head_counts()[head.kind]
     if not 0 <= head.layer < layers:
         raise HeadError(f"{head.label}: the model has {layers} {head.kind.replace('_', ' ')} layer(s), "
@@ -67,7 +69,8 @@ def parse_head(text: str, lm: InspectableSeq2Seq) -> Head:
     """A head from its label ('cross:L1H2', 'enc.L2H1', 'dec L1H4'; 1-based), checked against the model."""
     match = _LABEL.match(text or "")
     if match is None:
-        raise HeadError(f"cannot read head {text!r}: write KIND:LnHm with KIND enc, dec or cross (e.g. cross:L1H2)")
+        raise HeadError(f"cannot read head {text!r}: write KIND:LnHm with KIND enc, dec, cross or self "
+                        "(e.g. cross:L1H2; self for a decoder-only model)")
     code, layer, head = match.groups()
     return check_head(lm, Head(KIND_CODES[code.lower()], int(layer) - 1, int(head) - 1))
 
@@ -110,7 +113,7 @@ def output_log_prob(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets
     Scored as decoding sees the model: tokens it never emits (<pad>, <s>) excluded, before any generation rule."""
     with lm.running():
         logits, _ = lm.forward(src, tgt_in, mask)  # (1, positions, V)
-    rows = logits[0, len(lm.start_ids) - 1:].float()
+    rows = logits[0, tgt_in.shape[1] - targets.shape[0]:].float()  # the rows that predict `targets`
     return float(ban(rows, sorted(lm.unemittable_ids)).log_softmax(-1).gather(-1, targets[:, None]).sum())
 
 
@@ -124,9 +127,14 @@ def check_output(lm: InspectableSeq2Seq, output: Sequence[int], what: str = "sco
 
 
 def teacher_inputs(lm: InspectableSeq2Seq, text: str, output: Sequence[int]) -> tuple[Tensor, Tensor]:
-    """Source ids (1, S) of `text` and decoder inputs (1, T) that teacher-force `output`: start ids + output[:-1]."""
-    src = torch.tensor([read_source(lm, text).ids])
-    return src, torch.tensor([[*lm.start_ids, *output[:-1]]])
+    """Source ids (1, S) of `text` and decoder inputs (1, T) that teacher-force `output`: the decoder prefix (start
+    ids, or a decoder-only model's prompt) + output[:-1]."""
+    source = read_source(lm, text)
+    inputs = [*lm.decoder_prefix(source), *output[:-1]]
+    if len(inputs) > lm.max_target_len:
+        raise InputError(f"The input and output have {len(inputs)} tokens; this model reads at most "
+                         f"{lm.max_target_len}.")
+    return torch.tensor([source.ids]), torch.tensor([inputs])
 
 
 def output_ids(result: DecodeResult) -> list[int]:

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import KINDS, AttentionTrace
+from ..decode import AttentionTrace
 
 AGGREGATES = {"mean": "mean over heads", "max": "max over heads", "rollout": "attention rollout"}
 
@@ -54,15 +54,19 @@ def aggregate_trace(trace: AttentionTrace, how: str) -> AttentionTrace:
     layer l is the aggregate at layer l (for rollout: through layer l; cross: layer l through the encoder)."""
     if how not in AGGREGATES:
         raise ValueError(f"unknown aggregate {how!r}; expected one of {', '.join(AGGREGATES)}")
+    spec = trace.family_spec
     if how == "mean":
-        maps = {k: trace.weights(k).float().mean(1) for k in KINDS}
+        maps = {k: trace.weights(k).float().mean(1) for k in trace.kinds}
     elif how == "max":
-        maps = {k: max_over_heads(trace.weights(k).float()) for k in KINDS}
+        maps = {k: max_over_heads(trace.weights(k).float()) for k in trace.kinds}
     else:
-        maps = {"encoder_self": rollout(trace.encoder_self), "decoder_self": rollout(trace.decoder_self),
-                "cross": cross_through_encoder(trace.cross, trace.encoder_self)}
-        maps["decoder_self"] = maps["decoder_self"] * ~trace.masked("decoder_self")  # exact 0 above the diagonal
-    return replace(trace, **{k: m.unsqueeze(1) for k, m in maps.items()})
+        maps = {k: rollout(trace.weights(k)) for k in trace.kinds if k != spec.cross_kind}
+        if spec.cross_kind is not None:
+            maps[spec.cross_kind] = cross_through_encoder(trace.weights(spec.cross_kind),
+                                                          trace.weights(spec.encoder_kind))
+        maps[spec.decoder_kind] = maps[spec.decoder_kind] * ~trace.masked(spec.decoder_kind)  # exact 0 above the diagonal
+    maps = {k: m.unsqueeze(1) for k, m in maps.items()}
+    return replace(trace, maps=maps, head_groups={k: (0,) for k in maps})
 
 
 def aggregate_frame(trace: AttentionTrace, how: str, kind: str | None = None) -> pd.DataFrame:
@@ -76,4 +80,4 @@ def aggregate_frame(trace: AttentionTrace, how: str, kind: str | None = None) ->
 def aggregate_dict(trace: AttentionTrace, how: str) -> dict[str, Any]:
     """An aggregate for the trace JSON: {"aggregate": how, kind: [L][Q][K] nested lists}."""
     agg = aggregate_trace(trace, how)
-    return {"aggregate": how, **{k: agg.weights(k)[:, 0].tolist() for k in KINDS}}
+    return {"aggregate": how, **{k: agg.weights(k)[:, 0].tolist() for k in agg.kinds}}

@@ -36,7 +36,8 @@ def spearman(a: Tensor, b: Tensor) -> Tensor:
     return torch.where(denom > 0, (ra * rb).sum(-1) / denom.clamp(min=1e-12), torch.zeros_like(denom))
 
 
-def agreement_frame(attention: Tensor, attributions: Sequence[Attribution], kind: str = "cross") -> pd.DataFrame:
+def agreement_frame(attention: Tensor, attributions: Sequence[Attribution], kind: str = "cross",
+                    step_offset: int = 0) -> pd.DataFrame:
     """Per head of `kind` (and head -1, the mean of each layer's heads): mean Spearman and top-1 match.
 
     `attention` is the trace's (layers, heads, T, K) attention of that kind for the output the attributions explain
@@ -49,7 +50,25 @@ def agreement_frame(attention: Tensor, attributions: Sequence[Attribution], kind
         return _cross_frame(attention, attributions)
     if kind == "decoder_self":
         return _self_frame(attention, attributions)
-    raise ValueError(f"no attribution to compare {kind!r} attention with; expected 'cross' or 'decoder_self'")
+    if kind == "self":
+        return _causal_frame(attention, attributions, step_offset)
+    raise ValueError(f"no attribution to compare {kind!r} attention with; expected 'cross', 'decoder_self' or 'self'")
+
+
+def _causal_frame(attention: Tensor, attributions: Sequence[Attribution], offset: int) -> pd.DataFrame:
+    """A decoder-only model's self-attention: row `offset + t` (keys: the prompt and the tokens generated before
+    step t) against the attribution to those same tokens."""
+    maps = torch.cat([attention, attention.mean(1, keepdim=True)], dim=1).double()  # (L, H+1, T, T)
+    rho, top1 = [], []
+    for a in attributions:
+        attr = torch.cat([a.source, a.target]).abs().double()  # (P + t,)
+        row = maps[:, :, offset + a.step, : attr.numel()]
+        if offset + a.step >= maps.shape[2] or row.shape[-1] != attr.numel() or attr.numel() != offset + a.step + 1:
+            raise ValueError(f"step {a.step + 1}: attribution over {attr.numel()} tokens does not match "
+                             f"self-attention of shape {tuple(attention.shape)} from row {offset}")
+        rho.append(spearman(row, attr.expand_as(row)))
+        top1.append((row.argmax(-1) == attr.argmax()).double())
+    return per_head_frame(spearman=torch.stack(rho).mean(0), top1=torch.stack(top1).mean(0))
 
 
 def _cross_frame(cross: Tensor, attributions: Sequence[Attribution]) -> pd.DataFrame:

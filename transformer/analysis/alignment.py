@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..data import GoldSource, make_batch
 from ..decode import MEAN_HEAD, AttentionTrace
-from ..model import Seq2SeqTransformer
+from ..model import Seq2SeqTransformer, family_of_model
 from .heads import per_head_frame
 
 
@@ -49,7 +49,10 @@ def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
 
 
 def alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource]) -> pd.DataFrame:
-    """Per-head and head-mean alignment scores of one trace's cross-attention against a gold alignment."""
+    """Per-head and head-mean alignment scores of one trace's cross-attention against a gold alignment; ValueError
+    for a model without cross-attention (a decoder-only model: nothing aligns a target token to a source token)."""
+    if not trace.family_spec.has_cross:
+        raise ValueError(f"{trace.family} models have no cross-attention: alignment scores need it")
     hits, total = alignment_hits(trace.cross, gold)
     return scores_frame(hits, total)
 
@@ -71,9 +74,11 @@ def summarize(frame: pd.DataFrame) -> dict[str, Any]:
 
 def evaluate_alignment(model: Seq2SeqTransformer, examples: Sequence, src_tokenizer, tgt_tokenizer,
                        batch_size: int = 128) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-    """Teacher-forced alignment scores over examples with gold alignments; None when none has one."""
+    """Teacher-forced alignment scores over examples with gold alignments; None when none has one, or when the
+    model has no cross-attention (a decoder-only model)."""
     from ..decode import eval_mode
-
+    if not family_of_model(model).has_cross:
+        return None
     aligned = [e for e in examples if e.alignment is not None]
     if not aligned:
         return None

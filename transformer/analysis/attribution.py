@@ -15,6 +15,9 @@ modules on the way to the two embedding modules, which are replaced by modules r
 every other module and every weight is the model's own. Captum differentiates with respect to those tensors
 (`torch.autograd.grad`), so it registers no hook and no parameter's `.grad` changes. `lm.differentiable()` keeps
 other callers off a Hugging Face model meanwhile (its lock) and turns dropout off.
+
+A decoder-only model has one token embedding for the prompt and the output (`embedding_paths` gives "" for the
+source): its prompt tokens are the "source" of an attribution, the tokens it generated before the step the "target".
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ class Attribution:
     step: int  # 0-based output step
     source: Tensor  # (S,)
     target: Tensor  # (step + 1,) the decoder inputs the step saw: the start token and the earlier outputs
+    #               (a decoder-only model's: (step,) the tokens it generated before the step; its prompt is `source`)
     score: float  # log p(chosen token) at the input
 
     def source_share(self) -> list[float]:
@@ -92,25 +96,25 @@ Scorer = Callable[..., Tensor]
 
 
 def _scorer(lm: InspectableSeq2Seq) -> Scorer:
-    """forward(src_emb (N, S, E), tgt_emb (N, T, E), src (N, S), tgt_in (N, T), positions (N,), tokens (N,))
-    -> log p(tokens[n]) at decoder position positions[n], (N,)."""
-    src_path, tgt_path = lm.embedding_paths()
+    """forward(*embeddings, src (N, S), tgt_in (N, T), positions (N,), tokens (N,)) -> log p(tokens[n]) at decoder
+    position positions[n], (N,); the embeddings are (src_emb (N, S, E), tgt_emb (N, T, E)), or tgt_emb alone for a
+    model without a source embedding."""
+    paths = [p for p in lm.embedding_paths() if p]
     banned = sorted(lm.unemittable_ids)
 
-    def forward(src_emb: Tensor, tgt_emb: Tensor, src: Tensor, tgt_in: Tensor, positions: Tensor,
-                tokens: Tensor) -> Tensor:
-        view = substituted(lm.network, {src_path: Given(src_emb), tgt_path: Given(tgt_emb)})
+    def forward(*args: Tensor) -> Tensor:
+        embeds, (src, tgt_in, positions, tokens) = args[: len(paths)], args[len(paths):]
+        view = substituted(lm.network, {path: Given(e) for path, e in zip(paths, embeds)})
         logits = lm.teacher_logits(view, src, tgt_in)  # (N, T, V)
         rows = ban(logits[torch.arange(logits.size(0)), positions].float(), banned)
         return rows.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
     return forward
 
 
-def _embeddings(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
-    """The token embeddings the model's own modules give the ids (no gradient)."""
-    src_path, tgt_path = lm.embedding_paths()
+def _embeddings(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, ...]:
+    """The token embeddings the model's own modules give the ids (no gradient): source and target, or target only."""
     with torch.no_grad():
-        return (lm.network.get_submodule(src_path)(src).detach(), lm.network.get_submodule(tgt_path)(tgt_in).detach())
+        return tuple(e.detach() for e in lm.token_embeddings(src, tgt_in))
 
 
 def _batch(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequence[int]
@@ -121,7 +125,7 @@ def _batch(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequ
     for step in steps:
         if not 0 <= step < len(output):
             raise InputError(f"step {step + 1} does not exist: the output has {len(output)} step(s)")
-    first = len(lm.start_ids) - 1
+    first = tgt_in.shape[1] - len(output)  # the decoder position that chooses output[0]
     n = len(steps)
     return (src.expand(n, -1), tgt_in.expand(n, -1), torch.tensor([first + s for s in steps]),
             torch.tensor([int(output[s]) for s in steps]))
@@ -152,9 +156,14 @@ def attribute_steps(lm: InspectableSeq2Seq, text: str, output: Sequence[int], st
                                                       additional_forward_args=args)
         with torch.no_grad():
             scores = forward(*embeds, *args)
-    src_attr, tgt_attr = (a.detach().float().sum(-1) for a in attrs)  # (n, S), (n, T)
-    first = len(lm.start_ids) - 1
-    return [Attribution(method, s, src_attr[i], tgt_attr[i, first: first + s + 1], float(scores[i]))
+    attrs = [a.detach().float().sum(-1) for a in attrs]  # (n, S) and (n, T), or (n, T) alone
+    first = tgt_in.shape[1] - len(output)
+    if len(attrs) == 2:
+        src_attr, tgt_attr = attrs
+        return [Attribution(method, s, src_attr[i], tgt_attr[i, first: first + s + 1], float(scores[i]))
+                for i, s in enumerate(steps)]
+    prompt = first + 1  # decoder-only: the prompt is the source, the tokens generated before the step the target
+    return [Attribution(method, s, attrs[0][i, :prompt], attrs[0][i, prompt: prompt + s], float(scores[i]))
             for i, s in enumerate(steps)]
 
 
@@ -168,6 +177,5 @@ def baseline_score(lm: InspectableSeq2Seq, text: str, output: Sequence[int], ste
     """The step's score with every token embedding zero (the Integrated Gradients baseline), masks unchanged."""
     src, tgt_in, positions, tokens = _batch(lm, text, output, [step])
     with lm.differentiable(), torch.no_grad():
-        src_emb, tgt_emb = _embeddings(lm, src, tgt_in)
-        return float(_scorer(lm)(torch.zeros_like(src_emb), torch.zeros_like(tgt_emb), src, tgt_in, positions,
-                                 tokens)[0])
+        zeros = [torch.zeros_like(e) for e in _embeddings(lm, src, tgt_in)]
+        return float(_scorer(lm)(*zeros, src, tgt_in, positions, tokens)[0])

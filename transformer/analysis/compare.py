@@ -58,10 +58,14 @@ def attention_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind:
     """
     if trace_a.source_tokens != trace_b.source_tokens:
         raise ValueError("the two models split the input into different source tokens")
+    if trace_a.family != trace_b.family:
+        raise ValueError(f"an {trace_a.family} and a {trace_b.family} model have different attention kinds: compare "
+                         "each on its own")
+    family = trace_a.family_spec
     q_a, keys = trace_a.labels(kind)
     q_b, _ = trace_b.labels(kind)
-    rows = len(q_a) if kind == "encoder_self" else common_prefix(q_a, q_b)
-    cols = rows if kind == "decoder_self" else len(keys)
+    rows = len(q_a) if kind == family.encoder_kind else common_prefix(q_a, q_b)
+    cols = rows if family.causal(kind) else len(keys)
     a = trace_a.matrix(kind, layer, head).detach().float().cpu().numpy()[:rows, :cols]
     b = trace_b.matrix(kind, layer, head).detach().float().cpu().numpy()[:rows, :cols]
     return AttentionDifference(kind, tuple(q_a[:rows]), tuple(keys[:cols]), a, b,

@@ -14,8 +14,8 @@ import torch
 from ..decode import KINDS
 from ..model import InspectableSeq2Seq
 from .ablation import Head, Sweep, all_heads, check_output, teacher_inputs
-from .attribution import IG_STEPS, Attribution, attribute_steps
 from .agreement import spearman
+from .attribution import IG_STEPS, Attribution, attribute_steps
 from .head_sweep import DEFAULT_BATCH, Progress, head_gradients, sweep_log_probs
 
 SWEEP_COLUMNS = ["kind", "layer", "head", "label", "log_prob", "drop"]

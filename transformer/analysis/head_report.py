@@ -51,9 +51,13 @@ def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig
 def agreement_frames(trace: AttentionTrace, attributions: Sequence[Attribution]) -> pd.DataFrame:
     """agreement_frame of cross-attention and of decoder self-attention, one frame with a "kind" column (no decoder
     self-attention rows for an output of a single step: there is nothing to rank)."""
-    kinds = AGREEMENT_KINDS if any(a.step >= 1 for a in attributions) else ("cross",)
-    return pd.concat([agreement_frame(trace.weights(kind), attributions, kind).assign(kind=kind) for kind in kinds],
-                     ignore_index=True)
+    family = trace.family_spec
+    if not family.has_cross:  # a decoder-only model: its one kind against the prompt and earlier outputs
+        kinds: tuple[str, ...] = (family.decoder_kind,)
+    else:
+        kinds = AGREEMENT_KINDS if any(a.step >= 1 for a in attributions) else ("cross",)
+    return pd.concat([agreement_frame(trace.weights(kind), attributions, kind, trace.step_offset).assign(kind=kind)
+                      for kind in kinds], ignore_index=True)
 
 
 def average_drops(sweeps: Sequence[Sweep]) -> pd.DataFrame:
@@ -85,8 +89,9 @@ def report_dict(drops: pd.DataFrame, agreement: pd.DataFrame | None) -> dict[str
     if agreement is not None:
         # "heads" and "best": cross-attention against the source attribution; "decoder_self": decoder
         # self-attention against the attribution to the decoder inputs (steps 2 on), when any output had two steps
+        primary = "cross" if (agreement["kind"] == "cross").any() else "self"
         out["agreement"] = {"method": "integrated_gradients", "baseline": "zero token embeddings, positions kept",
-                            **_agreement_block(agreement[agreement["kind"] == "cross"], "cross")}
+                            **_agreement_block(agreement[agreement["kind"] == primary], primary)}
         decoder_self = agreement[agreement["kind"] == "decoder_self"]
         if not decoder_self.empty:
             out["agreement"]["decoder_self"] = {**_agreement_block(decoder_self, "dec"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ..decode import KIND_TITLES
+from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from .heads import alignment_table_chart
 from .style import AUTOSIZE, BAR_COLOR, CHOSEN_COLOR
 

@@ -12,7 +12,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label, hidden_note
+from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
+from ..decode import MEAN_HEAD, AttentionTrace, head_label, hidden_note
 from .style import (
     AUTOSIZE,
     BLUES,

@@ -2,10 +2,10 @@
 from . import toy_en_de
 from .answers import known_alignment, known_output
 from .batching import END_ID, START_ID, Batch, BucketSampler, PackedIds, make_batch, pad, source_ids
+from .corpus_files import DataError, parse_pairs_text, read_aligned_files, read_pairs_tsv
 from .examples import Example, GoldSource
 from .sharding import ShardedBucketSampler, rank_share
 from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
-from .corpus_files import DataError, parse_pairs_text, read_aligned_files, read_pairs_tsv
 from .task_spec import TaskSpec
 from .tasks import (
                     GENERATED_TASKS,

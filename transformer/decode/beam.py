@@ -11,7 +11,7 @@ from typing import Sequence
 
 import torch
 
-from ..data import START_ID, END_ID, Tokenizer, source_ids
+from ..data import END_ID, START_ID, Tokenizer, source_ids
 from ..model import Seq2SeqTransformer
 from .greedy import InputError, encode_source
 from .native import eval_mode

@@ -49,12 +49,20 @@ class DecodeResult:
         return tuple(s.token for s in self.steps)
 
     def to_dict(self) -> dict:
-        """The documented trace JSON (see README, "Trace format")."""
+        """The documented trace JSON (see README, "Trace format"); read back by `result_from_dict`."""
         return {
+            "family": self.trace.family,
+            "kinds": list(self.trace.kinds),
+            "step_offset": self.trace.step_offset,
+            "head_groups": {k: list(v) for k, v in self.trace.head_groups.items()},
+            "source_text": self.source_text,
+            "mode": self.mode,
+            "finished": self.finished,
             "source_tokens": list(self.trace.source_tokens),
             "target_tokens": list(self.trace.decoder_input_tokens),
             "output_tokens": list(self.output_tokens),
-            "steps": [{"token": s.token, "prob": s.prob, "top_k": [[t, p] for t, p in s.top_k]} for s in self.steps],
+            "steps": [{"token": s.token, "token_id": s.token_id, "prob": s.prob, "forced": s.forced,
+                       "top_k": [[t, p] for t, p in s.top_k]} for s in self.steps],
             "attention": self.trace.attention_dict(),
             **({"hidden_keys": hidden_dict(self.trace)} if self.trace.hidden_source or self.trace.hidden_target
                else {}),
@@ -123,7 +131,7 @@ def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
     """
     source = read_source(lm, text)
     forced_ids = _forced_ids(lm, forced)
-    start = list(lm.start_ids)
+    start = lm.decoder_prefix(source)
     limit = lm.max_target_len - len(start) + 1
     n_max = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
     n_max = max(n_max, min(limit, len(forced_ids) + 1))
@@ -133,12 +141,10 @@ def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
     with lm.running():
         encoded = lm.encode(torch.tensor([source.ids]), head_mask)
         cache = lm.start_cache(encoded)
-        for token in start[:-1]:
-            lm.step(torch.tensor([[token]]), encoded, cache, head_mask)
-        token = start[-1]
         finished = False
         for t in range(n_max):
-            out = lm.step(torch.tensor([[token]]), encoded, cache, head_mask)
+            out = (lm.prefill(start, encoded, cache, head_mask) if t == 0 else
+                   lm.step(torch.tensor([[token]]), encoded, cache, head_mask))
             outputs.append(out)
             logits = lm.constrain(inputs, out.logits[0].float(), n_max + len(start))
             probs = logits.softmax(-1)
@@ -156,9 +162,12 @@ def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
                 break
             if t + 1 < n_max:
                 inputs.append(token)
-    dec_tokens = lm.ids_to_tokens(inputs[len(start) - 1: len(start) - 1 + len(steps)])
-    maps = AttentionMaps.from_steps(encoded.encoder_self, outputs)
-    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps)
+    first = len(start) - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the trace's first row
+    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(inputs[len(start):])]
+    dec_tokens = labels[first: len(start) - 1 + len(steps)]
+    maps = AttentionMaps.from_steps(encoded.encoder_self, outputs, lm.family)
+    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, lm.family, lm.head_groups(),
+                                     len(start) - 1 - first)
     text_out = lm.detokenize([s.token_id for s in steps])
     return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown)
 
@@ -168,7 +177,7 @@ def teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, top_k: 
     """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions."""
     source = read_source(lm, text)
     ref = lm.target_ids(reference) if reference else []
-    start = list(lm.start_ids)
+    start = lm.decoder_prefix(source)
     if len(ref) + len(start) > lm.max_target_len:
         raise InputError(f"The reference has {len(ref):,} tokens; this model reads at most "
                          f"{lm.max_target_len - len(start)}.")
@@ -176,14 +185,18 @@ def teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, top_k: 
     with lm.running():
         logits, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
     steps = []
-    first = len(start) - 1  # the decoder axis starts at the last start token, as in greedy decoding
-    for pos in range(first, len(inputs)):
+    offset = len(start) - 1  # the row of the first prediction
+    for pos in range(offset, len(inputs)):
         row = lm.constrain(inputs[: pos + 1], logits[0, pos].float(), 1 << 30).softmax(-1)
         token = int(row.argmax())
         steps.append(Step(lm.id_to_token(token), token, float(row[token]), _top_k(row, top_k, lm)))
-    maps = AttentionMaps(tuple(maps.encoder_self), tuple(w[:, :, first:, first:] for w in maps.decoder_self),
-                         tuple(w[:, :, first:] for w in maps.cross))
-    trace = AttentionTrace.from_maps(source.tokens, lm.ids_to_tokens(inputs[first:]), maps)
+    # an encoder-decoder's decoder axis starts at its last start token, as in greedy decoding; a decoder-only
+    # model's at the prompt's first token
+    first = 0 if lm.family.prompt_in_decoder else offset
+    maps = maps.rows_from(first, lm.family)
+    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(ref)]
+    trace = AttentionTrace.from_maps(source.tokens, labels[first:], maps, lm.family,
+                                     lm.head_groups(), offset - first)
     finished = bool(steps) and steps[-1].token_id in lm.end_ids
     text_out = lm.detokenize([s.token_id for s in steps])
     return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, source.unknown)

@@ -9,8 +9,16 @@ from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
-from ..model import (EncoderOutput, ForwardOutput, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText,
-                     StepOutput, eval_mode)
+from ..model import (
+    EncoderOutput,
+    ForwardOutput,
+    HeadMask,
+    InspectableSeq2Seq,
+    Seq2SeqTransformer,
+    SourceText,
+    StepOutput,
+    eval_mode,
+)
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
@@ -23,7 +31,14 @@ def ban(logits: Tensor, ids: Sequence[int]) -> Tensor:
 
 
 class NativeSeq2Seq(InspectableSeq2Seq):
-    """A model trained here, with its source and target tokenizers."""
+    """A model trained here, with its source and target tokenizers (a decoder-only one comes back as
+    `NativeDecoderOnly`, as an Auto class picks the class for a config)."""
+
+    def __new__(cls, model: nn.Module, *args: Any, **kwargs: Any) -> "NativeSeq2Seq":
+        if cls is NativeSeq2Seq and getattr(model.cfg, "architecture", "encoder-decoder") == "decoder-only":
+            from .native_causal import NativeDecoderOnly
+            cls = NativeDecoderOnly
+        return super().__new__(cls)
 
     source = "checkpoint"
     start_ids = (START_ID,)
@@ -35,6 +50,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
                  name: str = "checkpoint") -> None:
         self.model, self.src_tokenizer, self.tgt_tokenizer, self.name = model, src_tokenizer, tgt_tokenizer, name
         self.max_source_len = self.max_target_len = model.cfg.max_len
+        self.vocab_size = tgt_tokenizer.vocab_size
 
     def tokenize_source(self, text: str) -> SourceText:
         ids = self.src_tokenizer.encode(text)
@@ -105,7 +121,7 @@ def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list
         token = torch.full((b, 1), START_ID, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         out = []
-        for _ in range(min(max_steps, model.cfg.max_len)):
+        for _ in range(min(max_steps, model.max_new_tokens(src.size(1)))):
             logits = ban(model.decode_step(token, cache, mask).logits, UNEMITTABLE)
             token = logits.argmax(-1, keepdim=True)  # (B, 1)
             out.append(token[:, 0])

@@ -5,14 +5,15 @@ Rows are queries and columns keys, always. A trace is built with its labels and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
 
-from ..model import KINDS, AttentionMaps
+from ..model import ALL_TITLES, ENCODER_DECODER, KINDS, SOURCE, TARGET, AttentionMaps, ModelFamily, family_of
 
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 
@@ -28,45 +29,101 @@ def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", sp
     return name if layer is None else f"L{layer + 1}{sep}{name}"
 
 
-KIND_TITLES = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
-               "cross": "Cross-attention"}
+KIND_TITLES = dict(ENCODER_DECODER.titles)  # the encoder-decoder's kinds; any family's: `ALL_TITLES`
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, eq=False)
 class AttentionTrace:
-    """Source tokens (S), decoder input tokens (T) and weights (layers, heads, queries, keys) per kind."""
+    """Source tokens (S; the prompt of a decoder-only model), decoder input tokens (T) and weights
+    (layers, heads, queries, keys) per attention kind of the model's family.
+
+    An encoder-decoder's trace is built as `AttentionTrace(source, decoder_inputs, encoder_self, decoder_self,
+    cross)`; any family's as `AttentionTrace(source, decoder_inputs, maps={kind: weights}, family=...)`.
+    `step_offset` is the query row of the first output step (the prompt's last token in a decoder-only trace).
+    """
 
     source_tokens: tuple[str, ...]
     decoder_input_tokens: tuple[str, ...]
-    encoder_self: Tensor  # (L_enc, H, S, S)
-    decoder_self: Tensor  # (L_dec, H, T, T)
-    cross: Tensor  # (L_dec, H, T, S)
+    maps: dict[str, Tensor]  # kind -> (L, H, Q, K)
+    family: str
+    head_groups: dict[str, tuple[int, ...]]  # kind -> key/value group of each query head
+    step_offset: int
     # key positions zeroed out with each row renormalised (`hide_tokens`): shown greyed, said beside the chart
-    hidden_source: tuple[int, ...] = ()
-    hidden_target: tuple[int, ...] = ()
+    hidden_source: tuple[int, ...]
+    hidden_target: tuple[int, ...]
 
-    def __post_init__(self) -> None:
+    def __init__(self, source_tokens: Sequence[str], decoder_input_tokens: Sequence[str],
+                 encoder_self: Tensor | None = None, decoder_self: Tensor | None = None, cross: Tensor | None = None,
+                 *, maps: Mapping[str, Tensor] | None = None, family: str = ENCODER_DECODER.name,
+                 head_groups: Mapping[str, Sequence[int]] | None = None, step_offset: int = 0,
+                 hidden_source: Sequence[int] = (), hidden_target: Sequence[int] = ()) -> None:
+        spec = family_of(family)
+        given = {k: w for k, w in (("encoder_self", encoder_self), ("decoder_self", decoder_self), ("cross", cross))
+                 if w is not None}
+        maps = {**(maps or {}), **given}  # a kind's own tensor wins (dataclasses.replace(trace, cross=...))
+        if set(maps) != set(spec.kinds):
+            raise ValueError(f"a {spec.name} trace needs the kinds {', '.join(spec.kinds)}, got {', '.join(maps)}")
+        put = partial(object.__setattr__, self)
+        put("source_tokens", tuple(source_tokens))
+        put("decoder_input_tokens", tuple(decoder_input_tokens))
+        put("maps", {k: maps[k] for k in spec.kinds})
+        put("family", spec.name)
+        put("step_offset", int(step_offset))
+        put("hidden_source", tuple(int(i) for i in hidden_source))
+        put("hidden_target", tuple(int(i) for i in hidden_target))
         s, t = len(self.source_tokens), len(self.decoder_input_tokens)
-        for kind in KINDS:
-            w = getattr(self, kind)
+        for kind, w in self.maps.items():
             if not isinstance(w, Tensor) or w.dim() != 4:
                 raise ValueError(f"{kind} must be a 4-d tensor (layers, heads, queries, keys)")
             q, k = self.axis_sizes(kind)
             if tuple(w.shape[2:]) != (q, k):
                 raise ValueError(f"{kind} has shape {tuple(w.shape)} but the labels need (*, *, {q}, {k}) "
                                  f"for {s} source and {t} target tokens")
-        if self.decoder_self.shape[:2] != self.cross.shape[:2]:
+        heads = {w.shape[1] for w in self.maps.values()}
+        layers = {w.shape[0] for kind, w in self.maps.items() if kind != spec.encoder_kind}
+        if len(layers) > 1:
             raise ValueError("decoder_self and cross must have the same number of layers and heads")
-        if self.encoder_self.shape[1] != self.cross.shape[1]:
+        if len(heads) > 1:
             raise ValueError("encoder and decoder attention must have the same number of heads")
+        groups = {k: tuple(int(g) for g in v) for k, v in (head_groups or {}).items() if k in self.maps}
+        for kind, w in self.maps.items():
+            groups.setdefault(kind, tuple(range(w.shape[1])))
+            if len(groups[kind]) != w.shape[1]:
+                raise ValueError(f"{kind} has {w.shape[1]} heads but {len(groups[kind])} head groups")
+        put("head_groups", groups)
+        if not 0 <= self.step_offset <= max(t - 1, 0):
+            raise ValueError(f"step_offset {self.step_offset} is outside the {t} decoder rows")
 
     @staticmethod
-    def from_maps(source_tokens: Sequence[str], decoder_input_tokens: Sequence[str], maps: AttentionMaps
-                  ) -> "AttentionTrace":
+    def from_maps(source_tokens: Sequence[str], decoder_input_tokens: Sequence[str], maps: AttentionMaps,
+                  family: ModelFamily = ENCODER_DECODER, head_groups: Mapping[str, Sequence[int]] | None = None,
+                  step_offset: int = 0) -> "AttentionTrace":
         """The trace of the first sequence of captured `maps` (the one conversion from model output)."""
         w = maps.item(0)
-        return AttentionTrace(tuple(source_tokens), tuple(decoder_input_tokens), w["encoder_self"].float(),
-                              w["decoder_self"].float(), w["cross"].float())
+        return AttentionTrace(source_tokens, decoder_input_tokens, maps={k: v.float() for k, v in w.items()},
+                              family=family.name, head_groups=head_groups, step_offset=step_offset)
+
+    @property
+    def family_spec(self) -> ModelFamily:
+        """The model family: its kinds, their titles and axes, what the input is called."""
+        return family_of(self.family)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The attention kinds this trace has, in display order."""
+        return tuple(self.maps)
+
+    @property
+    def encoder_self(self) -> Tensor:
+        return self.weights("encoder_self")
+
+    @property
+    def decoder_self(self) -> Tensor:
+        return self.weights("decoder_self")
+
+    @property
+    def cross(self) -> Tensor:
+        return self.weights("cross")
 
     def axis_sizes(self, kind: str) -> tuple[int, int]:
         q, k = self.labels(kind)
@@ -74,25 +131,24 @@ class AttentionTrace:
 
     def labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(query tokens, key tokens) for a kind: rows and columns of its matrices."""
-        if kind == "encoder_self":
-            return self.source_tokens, self.source_tokens
-        if kind == "decoder_self":
-            return self.decoder_input_tokens, self.decoder_input_tokens
-        if kind == "cross":
-            return self.decoder_input_tokens, self.source_tokens
-        raise KeyError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
+        spec = self.family_spec
+        if kind not in spec.kinds:
+            raise KeyError(f"unknown attention kind {kind!r}; expected one of {spec.kinds}")
+        axes = {SOURCE: self.source_tokens, TARGET: self.decoder_input_tokens}
+        q, k = spec.axes[kind]
+        return axes[q], axes[k]
 
     def weights(self, kind: str) -> Tensor:
         """All weights of a kind, (layers, heads, queries, keys)."""
         self.labels(kind)
-        return getattr(self, kind)
+        return self.maps[kind]
 
     def n_layers(self, kind: str) -> int:
         return self.weights(kind).shape[0]
 
     @property
     def n_heads(self) -> int:
-        return self.cross.shape[1]
+        return next(iter(self.maps.values())).shape[1]
 
     def matrix(self, kind: str, layer: int, head: int | None = None) -> Tensor:
         """One (queries, keys) matrix; head None gives the mean over heads."""
@@ -115,7 +171,7 @@ class AttentionTrace:
     def masked(self, kind: str) -> Tensor:
         """(queries, keys) bool: True where the mask forbids attention (causal future in decoder self)."""
         q, k = self.axis_sizes(kind)
-        if kind == "decoder_self":
+        if self.family_spec.causal(kind):
             return torch.ones(q, k, dtype=torch.bool).triu(1)
         return torch.zeros(q, k, dtype=torch.bool)
 
@@ -135,7 +191,7 @@ class AttentionTrace:
     def to_frame(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> pd.DataFrame:
         """Tidy frame of every (or the chosen) kind, layer and head: kind, layer, head, then `matrix_frame`'s columns."""
         frames = []
-        for k in (KINDS if kind is None else (kind,)):
+        for k in (self.kinds if kind is None else (kind,)):
             n_layers, n_heads = self.weights(k).shape[:2]
             for li in range(n_layers) if layer is None else (layer,):
                 for hi in range(n_heads) if head is None else (head,):
@@ -148,4 +204,4 @@ class AttentionTrace:
 
     def attention_dict(self) -> dict[str, Any]:
         """The "attention" block of the trace JSON: [L][H][Q][K] nested lists per kind."""
-        return {k: getattr(self, k).float().tolist() for k in KINDS}
+        return {k: w.float().tolist() for k, w in self.maps.items()}

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from .dropout import dropout
 
+
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None, is_causal: bool = False) -> Tensor:
     """The explicit softmax(q k^T / sqrt(d)) with masked entries exactly 0; (B, H, Tq, Tk).
 

@@ -17,6 +17,9 @@ MAX_STEPS = 1_000_000
 MAX_SECONDS = 24 * 3600.0
 
 
+ARCHITECTURE_NAMES = ("encoder-decoder", "decoder-only")
+
+
 class ConfigError(ValueError):
     """A configuration value a user supplied is invalid."""
 
@@ -66,6 +69,7 @@ class ModelConfig:
     norm: str = "pre"  # "pre" (Annotated Transformer) or "post" (the paper)
     pad_id: int = 0
     tie_embeddings: bool = False  # source, target embeddings and generator share one matrix (joint vocabulary)
+    architecture: str = "encoder-decoder"  # or "decoder-only": one causal stack of n_decoder_layers (a prefix LM)
 
     def __post_init__(self) -> None:
         check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
@@ -80,6 +84,8 @@ class ModelConfig:
         check_int("pad_id", self.pad_id, 0, 0)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.architecture not in ARCHITECTURE_NAMES:
+            raise ConfigError(f"architecture must be one of {', '.join(ARCHITECTURE_NAMES)}, got {self.architecture!r}")
         if self.norm not in ("pre", "post"):
             raise ConfigError(f"norm must be 'pre' or 'post', got {self.norm!r}")
         if not isinstance(self.tie_embeddings, bool):

@@ -40,6 +40,7 @@ class DecoderCache:
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder transformer; `forward` returns logits, `forward_with_attention` also the weights."""
 
+    TIED_SOURCE = "src_embed.weight"  # the matrix the tied weights share
     TIED_WEIGHTS = ("tgt_embed.weight", "generator.weight")  # the same tensor as src_embed.weight when tied
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -142,6 +143,10 @@ class Seq2SeqTransformer(nn.Module):
         memory, mask, enc = self._encode(src, True, head_mask)
         logits, dec, cross = self._decode(tgt, memory, mask, True, head_mask)
         return ForwardOutput(logits, AttentionMaps(tuple(enc), tuple(dec), tuple(cross)))
+
+    def max_new_tokens(self, n_source: int) -> int:
+        """How many decoder positions there are, whatever the source."""
+        return self.cfg.max_len
 
     # -- incremental decoding ---------------------------------------------------------------------------------
     def start_cache(self, memory: Tensor) -> DecoderCache:

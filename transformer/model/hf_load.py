@@ -1,4 +1,4 @@
-"""Loading a Hugging Face encoder-decoder safely: safetensors only, no remote code, a size cap checked before
+"""Loading a Hugging Face encoder-decoder or causal language model safely: safetensors only, no remote code, a size cap checked before
 any allocation, and one clear line for each thing that can be wrong with a folder or hub id."""
 from __future__ import annotations
 
@@ -18,8 +18,12 @@ class HFModelError(ValueError):
     """A Hugging Face model that cannot or must not be loaded; the message is one line for the user."""
 
 
+SUPPORTED = "encoder-decoders (Marian, BART/mBART, T5/mT5) and decoder-only language models (GPT-2, Llama, Qwen2)"
+LOADABLE = ("seq2seq", "causal")
+
+
 def _family(model_type: str) -> str:
-    """What kind of model a `model_type` is, for refusing non encoder-decoders by name."""
+    """What kind of model a `model_type` is: "seq2seq", "causal", or words saying what it is (refused by name)."""
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -30,8 +34,8 @@ def _family(model_type: str) -> str:
     if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # before causal: BERT has a causal head too
         return "an encoder-only model"
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "a decoder-only language model"
-    return "not a text encoder-decoder"
+        return "causal"
+    return "not a text encoder-decoder or language model"
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -52,10 +56,19 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(model_type, str):
         raise HFModelError(f"{path} has no model_type")
     family = _family(model_type)
-    if family != "seq2seq":
-        raise HFModelError(f"{model_type!r} is {family}; the studio shows encoder-decoder models "
-                           "(Marian, BART/mBART, T5/mT5)")
+    if family not in LOADABLE:
+        raise HFModelError(f"{model_type!r} is {family}; the studio shows {SUPPORTED}")
     return config
+
+
+def hf_kind(config: dict[str, Any]) -> str:
+    """"seq2seq" or "causal" for a config `read_config` accepted."""
+    return _family(config["model_type"])
+
+
+def _auto_class(kind: str) -> Any:
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    return AutoModelForCausalLM if kind == "causal" else AutoModelForSeq2SeqLM
 
 
 def check_weights(folder: Path) -> None:
@@ -69,11 +82,10 @@ def check_weights(folder: Path) -> None:
     raise HFModelError(f"{folder} has no model.safetensors (or model.safetensors.index.json)")
 
 
-def count_parameters(config: Any) -> int:
+def count_parameters(config: Any, kind: str = "seq2seq") -> int:
     """Parameters of the model `config` describes, counted on the meta device (nothing allocated)."""
-    from transformers import AutoModelForSeq2SeqLM
     with torch.device("meta"):
-        model = AutoModelForSeq2SeqLM.from_config(config)
+        model = _auto_class(kind).from_config(config)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -99,19 +111,24 @@ def resolve(name: str) -> Path:
                            f"give it ({type(exc).__name__}): offline, or no such model") from None
 
 
-def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS) -> tuple[Any, Any, Path]:
-    """(model in eval mode with eager attention, tokenizer, folder) after every check above."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS, kinds: tuple[str, ...] = ("seq2seq",)
+                    ) -> tuple[Any, Any, Path]:
+    """(model in eval mode with eager attention, tokenizer, folder) after every check above; `kinds` are the
+    model kinds ("seq2seq", "causal") the caller takes."""
+    from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()  # no "Loading weights" bars on the CLI's stderr or the server's log
     folder = resolve(name)
-    read_config(folder)
+    kind = hf_kind(read_config(folder))
+    if kind not in kinds:
+        raise HFModelError(f"{name} is a {'decoder-only language model' if kind == 'causal' else 'encoder-decoder'}; "
+                           f"open it with open_model (this loader takes {', '.join(kinds)} models)")
     check_weights(folder)
     try:
         config = AutoConfig.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - a corrupt or inconsistent config
         raise HFModelError(f"{folder}/config.json cannot be read as a model configuration: {exc}") from None
-    n = count_parameters(config)
+    n = count_parameters(config, kind)
     if n > max_params:
         raise HFModelError(f"{name} has about {n / 1e6:,.0f}M parameters (~{n * 4 / 2**30:.1f} GiB in float32), "
                            f"above the cap of {max_params / 1e6:,.0f}M; raise the cap to load it")
@@ -121,13 +138,23 @@ def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS) -> tuple[An
         raise HFModelError(f"{folder} has no usable tokenizer ({type(exc).__name__}: {str(exc)[:120]})") from None
     if isinstance(tokenizer, bool) or not hasattr(tokenizer, "convert_ids_to_tokens"):
         raise HFModelError(f"{folder} has no usable tokenizer")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # a mismatch is refused below in one line, not reported as a table
     try:
-        model = AutoModelForSeq2SeqLM.from_pretrained(folder, attn_implementation="eager", use_safetensors=True,
-                                                      trust_remote_code=False, local_files_only=True)
+        model, info = _auto_class(kind).from_pretrained(
+            folder, attn_implementation="eager", use_safetensors=True, trust_remote_code=False, local_files_only=True,
+            output_loading_info=True)
     except Exception as exc:  # noqa: BLE001 - truncated weights, shape mismatches
         raise HFModelError(f"{folder}: the weights cannot be loaded ({type(exc).__name__}: {str(exc)[:160]})") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    missing = [k for k in info.get("missing_keys", ()) if kind == "causal"]  # seq2seq: as before
+    if missing:
+        raise HFModelError(f"{folder}: the weights do not match the model's configuration ({len(missing)} weights "
+                           f"missing, e.g. {sorted(missing)[0]}): they would be random")
     rows = model.get_output_embeddings().weight.shape[0]
-    if len(tokenizer) > rows:
-        raise HFModelError(f"the tokenizer has {len(tokenizer):,} tokens but the model only {rows:,} output rows: "
-                           "they do not belong together")
+    inputs = model.get_input_embeddings().weight.shape[0]
+    if len(tokenizer) > min(rows, inputs):
+        raise HFModelError(f"the tokenizer has {len(tokenizer):,} tokens but the model only {min(rows, inputs):,} "
+                           "embedding rows: they do not belong together")
     return model.eval(), tokenizer, folder

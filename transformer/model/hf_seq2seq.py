@@ -54,19 +54,26 @@ def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
     return found
 
 
+def _in_width(proj: nn.Module) -> int:
+    """The input width of an output projection: nn.Linear's in_features, or GPT-2's Conv1D (weight (in, out))."""
+    return proj.in_features if isinstance(proj, nn.Linear) else proj.weight.shape[0]
+
+
 @contextmanager
-def heads_off(model: nn.Module, head_mask: HeadMask | None) -> Iterator[None]:
+def heads_off(model: nn.Module, head_mask: HeadMask | None,
+              outputs: Callable[[nn.Module], dict[str, list[nn.Module]]] = None) -> Iterator[None]:
     """Multiply each head's slice of every attention's output-projection input by `head_mask` (kind ->
-    (layers, heads)) while inside; the hooks are removed in `finally`. Hold `model_lock(model)` around it."""
+    (layers, heads)) while inside; the hooks are removed in `finally`. Hold `model_lock(model)` around it.
+    `outputs` finds the projections per kind and layer (an encoder-decoder's by default)."""
     if not head_mask:
         yield
         return
     handles = []
     try:
-        projections = attention_outputs(model)
+        projections = (outputs or attention_outputs)(model)
         for kind, mask in head_mask.items():
             for layer, proj in enumerate(projections[kind]):
-                scale = mask[layer].to(torch.float32).repeat_interleave(proj.in_features // mask.shape[1])
+                scale = mask[layer].to(torch.float32).repeat_interleave(_in_width(proj) // mask.shape[1])
 
                 def hook(module: nn.Module, args: tuple, scale: Tensor = scale) -> tuple:
                     return (args[0] * scale.to(args[0].dtype), *args[1:])
@@ -78,7 +85,7 @@ def heads_off(model: nn.Module, head_mask: HeadMask | None) -> Iterator[None]:
             handle.remove()
 
 
-def _logits_processors(gen: Any, eos: list[int], max_length: int) -> Any:
+def _logits_processors(gen: Any, eos: list[int], max_length: int, begin_index: int = 1) -> Any:
     """The generation config's rules that shape greedy output, as `generate` applies them."""
     from transformers.generation import (
         ForcedBOSTokenLogitsProcessor,
@@ -107,7 +114,7 @@ def _logits_processors(gen: Any, eos: list[int], max_length: int) -> Any:
     if gen.suppress_tokens:
         out.append(SuppressTokensLogitsProcessor(gen.suppress_tokens))
     if gen.begin_suppress_tokens:
-        out.append(SuppressTokensAtBeginLogitsProcessor(gen.begin_suppress_tokens, 1))
+        out.append(SuppressTokensAtBeginLogitsProcessor(gen.begin_suppress_tokens, begin_index))
     return out
 
 

@@ -7,8 +7,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import torch
 from torch import Tensor, nn
 
+from .families import ENCODER_DECODER, ModelFamily
 from .outputs import EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 
@@ -23,13 +25,16 @@ class SourceText:
 
 
 class InspectableSeq2Seq(ABC):
-    """An encoder-decoder with tokenizers whose every attention weight can be read, one decoder step at a time.
+    """A model with tokenizers whose every attention weight can be read, one decoder step at a time: an
+    encoder-decoder, or a decoder-only language model (`family`; its "source" is the prompt, which is also the
+    first decoder inputs, and it has no encoder or cross-attention).
 
     Heads to switch off travel with each call (`head_mask`, kind -> (layers, heads) of 0/1); nothing per-call
     is ever left on the shared model.
     """
 
     name: str  # what the views show as "which model"
+    family: ModelFamily = ENCODER_DECODER  # its attention kinds, what its input is called
     source: str  # "checkpoint" or "huggingface"
     start_ids: tuple[int, ...]  # the decoder's first input(s)
     end_ids: frozenset[int]
@@ -37,6 +42,7 @@ class InspectableSeq2Seq(ABC):
     unemittable_ids: frozenset[int]  # never chosen, never in top-k, cannot be forced
     max_source_len: int  # source ids, specials included
     max_target_len: int  # decoder positions, start included
+    vocab_size: int  # output ids
 
     # -- tokens ----------------------------------------------------------------------------------------------
     @abstractmethod
@@ -72,6 +78,18 @@ class InspectableSeq2Seq(ABC):
         """How many tokens a decode may produce when the caller does not say."""
         return 2 * n_source + 10
 
+    def decoder_prefix(self, source: SourceText) -> list[int]:
+        """The decoder inputs before the first output: the start ids (the prompt's ids for a decoder-only model)."""
+        return list(self.start_ids)
+
+    def prefix_tokens(self, source: SourceText) -> list[str]:
+        """The pieces of `decoder_prefix(source)` (a prompt's own pieces, whichever vocabulary they come from)."""
+        return self.ids_to_tokens(self.decoder_prefix(source))
+
+    def head_groups(self) -> dict[str, tuple[int, ...]]:
+        """Per kind, the key/value group of each query head (grouped-query attention); by default each head its own."""
+        return {kind: tuple(range(heads)) for kind, (_, heads) in self.head_counts().items()}
+
     # -- compute -----------------------------------------------------------------------------------------------
     @abstractmethod
     def running(self) -> AbstractContextManager[None]:
@@ -89,6 +107,14 @@ class InspectableSeq2Seq(ABC):
     def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
              ) -> StepOutput:
         """Feed one decoder input (1, 1); the cache grows in place; all attention of the step comes back."""
+
+    def prefill(self, ids: Sequence[int], encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+                ) -> StepOutput:
+        """Feed the decoder prefix `ids`; the logits are those after its last token. The weights cover the rows
+        a trace keeps: the last token's only, unless the family keeps the prompt's rows (`prompt_in_decoder`)."""
+        for token in ids[:-1]:
+            self.step(torch.tensor([[token]]), encoded, cache, head_mask)
+        return self.step(torch.tensor([[ids[-1]]]), encoded, cache, head_mask)
 
     @abstractmethod
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
@@ -116,6 +142,12 @@ class InspectableSeq2Seq(ABC):
     def embedding_paths(self) -> tuple[str, str]:
         """Dotted paths in `network` of the source and the target token-embedding modules (the ids -> vectors
         lookups before positions are added), where attribution substitutes its own embeddings on a view."""
+
+    def token_embeddings(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, ...]:
+        """What the modules at `embedding_paths` return for these ids: (source, target), or one tensor for a model
+        whose source path is "" (its one embedding reads the whole sequence `tgt`)."""
+        return tuple(self.network.get_submodule(path)(ids) for path, ids in zip(self.embedding_paths(), (src, tgt))
+                     if path)
 
     @abstractmethod
     def differentiable(self) -> AbstractContextManager[None]:

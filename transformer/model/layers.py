@@ -8,6 +8,7 @@ from .attention import KVBuffer, MultiHeadAttention
 from .config import ModelConfig
 from .dropout import Dropout, add_dropout
 
+
 class FeedForward(nn.Module):
     """Position-wise feed-forward: Linear, ReLU, dropout, Linear."""
 

@@ -5,6 +5,7 @@ from .checkpoint import (
                          FORMAT_VERSION,
                          Checkpoint,
                          CheckpointError,
+                         checkpoint_family,
                          is_valid_run_name,
                          list_checkpoints,
                          load_checkpoint,
@@ -15,7 +16,7 @@ from .checkpoint import (
 from .checkpoint_format import finite_json
 from .models import is_checkpoint_folder, list_hf_folders, open_model
 
-__all__ = ["Checkpoint", "CheckpointError", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "bundle_bytes", "finite_json",
+__all__ = ["Checkpoint", "CheckpointError", "checkpoint_family", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "bundle_bytes", "finite_json",
            "is_checkpoint_folder", "is_valid_run_name", "list_checkpoints", "list_hf_folders", "load_bundle",
            "load_checkpoint", "model_card", "open_model", "save_checkpoint",
            "task_for_checkpoint", "write_file_atomic"]

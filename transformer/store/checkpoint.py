@@ -13,6 +13,7 @@ Nothing is ever unpickled: only safetensors and JSON are read.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from typing import Any
 import torch
 
 from ..data import Task, Tokenizer, task_from_spec
-from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig
+from ..model import ARCHITECTURES, ModelConfig, Seq2SeqTransformer, TrainConfig, build_model
 from .atomic import fsync_path, replace_directory, write_durably
 from .checkpoint_format import (
     CONFIG,
@@ -106,7 +107,8 @@ def _write_checkpoint_files(ckpt: Checkpoint, folder: Path, half: bool = False) 
               "weights": ckpt.weights}
     weights = ckpt.model.state_dict()
     if ckpt.model_config.tie_embeddings:  # one copy of the shared matrix on disk
-        weights = {k: v for k, v in weights.items() if k not in Seq2SeqTransformer.TIED_WEIGHTS}
+        tied = ARCHITECTURES[ckpt.model_config.architecture].TIED_WEIGHTS
+        weights = {k: v for k, v in weights.items() if k not in tied}
     if half:
         weights = {k: v.half() for k, v in weights.items()}
     write_tensors(folder / MODEL, weights)
@@ -177,14 +179,15 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpo
     src_tok = read_tokenizer(folder / SRC_TOKENIZER, kinds.get("src"), model_cfg.src_vocab_size)
     tgt_tok = read_tokenizer(folder / TGT_TOKENIZER, kinds.get("tgt"), model_cfg.tgt_vocab_size)
     history, evals = read_history(folder / HISTORY)
+    architecture = ARCHITECTURES[model_cfg.architecture]  # a config without the field: an encoder-decoder
     with torch.device("meta"):  # shapes only: a huge config costs nothing until the file backs it up
-        expected = {k: tuple(v.shape) for k, v in Seq2SeqTransformer(model_cfg).state_dict().items()}
+        expected = {k: tuple(v.shape) for k, v in architecture(model_cfg).state_dict().items()}
     if model_cfg.tie_embeddings:
-        expected = {k: v for k, v in expected.items() if k not in Seq2SeqTransformer.TIED_WEIGHTS}
+        expected = {k: v for k, v in expected.items() if k not in architecture.TIED_WEIGHTS}
     weights = read_tensors(folder / MODEL, expected, "the model in config.json")
     if model_cfg.tie_embeddings:
-        weights.update({k: weights["src_embed.weight"] for k in Seq2SeqTransformer.TIED_WEIGHTS})
-    model = Seq2SeqTransformer(model_cfg)
+        weights.update({k: weights[architecture.TIED_SOURCE] for k in architecture.TIED_WEIGHTS})
+    model = build_model(model_cfg)
     model.load_state_dict(weights)  # copies into the fp32 parameters (fp16 files are upcast)
     model.eval()
     optimizer_state = read_optimizer(folder, model, config["train_config"]) if load_optimizer else None
@@ -212,6 +215,17 @@ def list_checkpoints(root: str | Path) -> list[Path]:
         return []
     return sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_dir()
                   and (p / CONFIG).is_file() and (p / MODEL).is_file())
+
+
+def checkpoint_family(path: str | Path) -> str:
+    """The model family of a checkpoint folder from its config.json alone ("encoder-decoder" when the config has no
+    architecture, as every checkpoint written before decoder-only models); nothing else is read or checked."""
+    try:
+        config = json.loads((Path(path) / CONFIG).read_text(encoding="utf-8"))
+        architecture = config["model_config"].get("architecture", "encoder-decoder")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "encoder-decoder"  # loading it says what is wrong
+    return architecture if isinstance(architecture, str) else "encoder-decoder"
 
 
 def is_valid_run_name(name: str) -> str | None:

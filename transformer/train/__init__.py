@@ -1,7 +1,7 @@
 """The train stage: the Trainer, resuming from checkpoints, the app's training processes (jobs), and the runs
 the server owns (registry, autosaves)."""
-from .best import KEEP_BEST, KeepBest
 from .autosave import CheckpointEvery
+from .best import KEEP_BEST, KeepBest
 from .device import DEVICES, DeviceError, backend_for, cuda_devices, resolve_device
 from .distributed import (
     DistEnv,
@@ -14,8 +14,8 @@ from .distributed import (
 )
 from .job_slots import TrainingSlots, training_slots
 from .jobs import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
-from .resume import checkpoint_from_trainer, trainer_from_checkpoint
 from .precision import PRECISIONS, cpu_supports_bf16, resolve_precision
+from .resume import checkpoint_from_trainer, trainer_from_checkpoint
 from .run_autosave import AUTOSAVE_EVERY_S, AUTOSAVE_PREFIX, MAX_AUTOSAVES, autosave, autosave_name, prune_autosaves
 from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at

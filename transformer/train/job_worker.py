@@ -16,8 +16,19 @@ import torch
 
 from ..decode import InputError, NativeSeq2Seq, eval_mode, greedy_decode
 from .distributed import DistEnv
-from .job_messages import (Ended, EvalDone, Order, ProbeChange, ProbeTrace, Progress, Stop, TrainingState,
-                           Weights, receive, send)
+from .job_messages import (
+    Ended,
+    EvalDone,
+    Order,
+    ProbeChange,
+    ProbeTrace,
+    Progress,
+    Stop,
+    TrainingState,
+    Weights,
+    receive,
+    send,
+)
 from .job_ranks import Ranks, make_trainer
 from .trainer import NonFiniteLossError
 

@@ -18,10 +18,23 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..decode import AttentionTrace
-from ..model import Seq2SeqTransformer
+from ..model import Seq2SeqTransformer, build_model
 from .job_launch import Launched, fork_server, launch_process
-from .job_messages import (Ended, EvalDone, FromWorker, Order, ProbeChange, ProbeTrace, Progress, Stop, ToWorker,
-                           TrainingState, Weights, receive, send)
+from .job_messages import (
+    Ended,
+    EvalDone,
+    FromWorker,
+    Order,
+    ProbeChange,
+    ProbeTrace,
+    Progress,
+    Stop,
+    ToWorker,
+    TrainingState,
+    Weights,
+    receive,
+    send,
+)
 from .job_slots import MAX_CONCURRENT_JOBS, training_slots
 from .trainer import Trainer
 
@@ -163,7 +176,7 @@ class TrainingJob:
             self._published.step, self._published.at = step, time.time()
 
     def _publish_weights(self, state_dict: dict, step: int) -> None:
-        model = Seq2SeqTransformer(self.trainer.model_cfg)
+        model = build_model(self.trainer.model_cfg)
         model.load_state_dict(state_dict)
         self._publish_model(model, step)
 

@@ -7,7 +7,7 @@ from typing import Sequence
 import torch
 
 from ..data import Task
-from ..model import Seq2SeqTransformer, TrainConfig, make_optimizer
+from ..model import TrainConfig, build_model, make_optimizer
 from ..store import Checkpoint, task_for_checkpoint
 from .device import cpu_copy
 from .trainer import Callback, Trainer
@@ -16,7 +16,7 @@ from .trainer import Callback, Trainer
 def checkpoint_from_trainer(trainer: Trainer) -> Checkpoint:
     """Snapshot a trainer (weights and optimizer copied to the CPU), unaffected by later training; call between
     steps."""
-    model = Seq2SeqTransformer(trainer.model_cfg)
+    model = build_model(trainer.model_cfg)
     model.load_state_dict(cpu_copy(trainer.model.state_dict()))
     model.eval()
     task = trainer.task
@@ -35,7 +35,7 @@ def trainer_from_checkpoint(ckpt: Checkpoint, task: Task | None = None, *, train
     else:
         task = replace(task, src_tokenizer=ckpt.src_tokenizer, tgt_tokenizer=ckpt.tgt_tokenizer)
     cfg = train_config or ckpt.train_config
-    model = Seq2SeqTransformer(ckpt.model_config)
+    model = build_model(ckpt.model_config)
     model.load_state_dict(cpu_copy(ckpt.model.state_dict()))
     optimizer_state = None
     if ckpt.optimizer_state is not None:

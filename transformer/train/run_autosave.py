@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..model import Seq2SeqTransformer
+from ..model import build_model
 from ..store import Checkpoint, CheckpointError, list_checkpoints, save_checkpoint
 from .resume import checkpoint_from_trainer
 from .runs import LiveRun
@@ -29,7 +29,7 @@ def autosave_name(run: LiveRun) -> str:
 def checkpoint_from_state(run: LiveRun, state: dict[str, Any]) -> Checkpoint:
     """A checkpoint from a training process's `Trainer.state()`, with the history the server has so far."""
     trainer, task = run.trainer, run.trainer.task
-    model = Seq2SeqTransformer(trainer.model_cfg)
+    model = build_model(trainer.model_cfg)
     model.load_state_dict(state["model"])
     model.eval()
     snap = run.job.snapshot()

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data import Batch, BucketSampler, PackedIds, Task, make_batch
-from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
+from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, build_model, make_optimizer
 from .device import cpu_copy
 from .precision import autocast, resolve_precision
 
@@ -69,7 +69,7 @@ class Trainer:
         torch.manual_seed(train_cfg.seed)
         self.task, self.model_cfg, self.cfg = task, model_cfg, train_cfg
         self.device = torch.device(device)
-        self.model = (model if model is not None else Seq2SeqTransformer(model_cfg)).to(self.device)
+        self.model = (model if model is not None else build_model(model_cfg)).to(self.device)
         self.model.train()
         self.optimizer = make_optimizer(self.model, train_cfg)
         if optimizer_state is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from transformer.model import HFModelError, Seq2SeqTransformer
-from transformer.store import Checkpoint, CheckpointError, list_checkpoints, load_bundle, load_checkpoint, model_card
+from transformer.store import Checkpoint, CheckpointError, checkpoint_family, list_checkpoints, load_bundle, load_checkpoint, model_card
 from transformer.train import LiveRun, registry
 from ui.server import checkpoints_root, preferred_default, runs_root
 
@@ -39,10 +39,18 @@ def _uploads() -> dict[str, UploadedModel]:
     return st.session_state.setdefault(UPLOADS_KEY, {})
 
 
+PAGE_FAMILIES = ("encoder-decoder",)  # the model families the pages draw today (the views still name kinds)
+
+
+def _listed(root: Path) -> list[Path]:
+    """Checkpoint folders under `root` whose family the pages can draw."""
+    return [p for p in list_checkpoints(root) if checkpoint_family(p) in PAGE_FAMILIES]
+
+
 def model_options() -> list[ModelOption]:
     """Every model this session can pick: shipped, saved runs, its uploads and its live run."""
-    options = [ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in list_checkpoints(checkpoints_root())]
-    options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in list_checkpoints(runs_root())]
+    options = [ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in _listed(checkpoints_root())]
+    options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in _listed(runs_root())]
     options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
     options += [ModelOption(live_option_id(run), run.name, LIVE) for run in registry.runs()]
     return options + hf_options()

@@ -1,0 +1,83 @@
+"""The two standard head detectors of decoder self-attention (TransformerLens, Olsson et al. 2022):
+
+- **previous-token score**: the mean weight a query puts on the token right before it (rows 1.. of a causal map);
+- **induction score**: on a sequence of random tokens repeated twice, r r, the mean weight each token of the second
+  copy puts on the token that followed its earlier occurrence (query at n + j, key at j + 1): the head that
+  completes "... A B ... A" with B.
+
+Both are per (layer, head) of the model's causal self-attention kind (a decoder-only model's "self", an
+encoder-decoder's "decoder_self"), with head -1 (`MEAN_HEAD`) for the mean-over-heads map.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from ..decode import InputError
+from ..model import InspectableSeq2Seq
+from .heads import per_head_frame
+
+INDUCTION_LENGTH = 24  # random tokens per copy
+
+
+def _with_mean(weights: Tensor) -> Tensor:
+    """(L, H, Q, K) -> (L, H + 1, Q, K), the mean of each layer's heads last."""
+    w = weights.detach().float().cpu()
+    return torch.cat([w, w.mean(1, keepdim=True)], dim=1)
+
+
+def previous_token_scores(weights: Tensor, first_row: int = 1) -> Tensor:
+    """(L, H + 1) mean weight of rows q >= max(first_row, 1) on key q - 1, for causal maps (L, H, T, T)."""
+    w = _with_mean(weights)
+    rows = torch.arange(max(first_row, 1), w.shape[2])
+    if rows.numel() == 0:
+        raise InputError("a previous-token score needs at least two tokens")
+    return w[:, :, rows, rows - 1].mean(-1)
+
+
+def induction_scores(weights: Tensor, start: int, n: int) -> Tensor:
+    """(L, H + 1) mean weight of query start + n + j on key start + j + 1, j = 0..n-2, for a causal map (L, H, T, T)
+    over a sequence whose random part r r begins at `start` (each copy `n` tokens)."""
+    w = _with_mean(weights)
+    j = torch.arange(n - 1)
+    return w[:, :, start + n + j, start + j + 1].mean(-1)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Per head: previous-token and induction scores, and the repeated random tokens they were measured on."""
+
+    frame: pd.DataFrame  # layer, head, label, previous_token, induction; head -1 = mean of the layer's heads
+    kind: str
+    tokens: tuple[str, ...]  # the sequence the model read (its prefix, then r r)
+
+
+def _random_ids(lm: InspectableSeq2Seq, n: int, seed: int) -> list[int]:
+    """n ids of ordinary tokens (no specials, nothing the model cannot emit), drawn without replacement."""
+    banned = set(lm.unemittable_ids) | set(lm.end_ids) | {lm.pad_id, *lm.start_ids}
+    pool = torch.tensor([i for i in range(lm.vocab_size)
+                         if i not in banned and not lm.id_to_token(i).startswith(("<", "["))])  # no specials
+    if pool.numel() < 4:
+        raise InputError(f"the model has only {pool.numel()} ordinary tokens: too few for the induction test")
+    gen = torch.Generator().manual_seed(seed)
+    return pool[torch.randperm(pool.numel(), generator=gen)[:n]].tolist()  # at most the pool: no repeats in r
+
+
+def detect_heads(lm: InspectableSeq2Seq, n: int = INDUCTION_LENGTH, seed: int = 0) -> Detection:
+    """Previous-token and induction scores of every head of `lm`'s causal self-attention, on r r (teacher-forced
+    after the model's decoder prefix: its start token, or a decoder-only model's first prompt token)."""
+    r = _random_ids(lm, min(n, (lm.max_target_len - 2) // 2), seed)
+    n = len(r)
+    prefix = lm.decoder_prefix(lm.tokenize_source(""))  # start ids; a decoder-only model's BOS, if it adds one
+    inputs = [*prefix, *r, *r]
+    src = torch.tensor([lm.tokenize_source("a").ids])  # an encoder-decoder's encoder reads something short
+    with lm.running():
+        _, maps = lm.forward(src, torch.tensor([inputs]))
+    kind = lm.family.decoder_kind
+    weights = torch.stack([w[0] for w in maps[kind]])  # (L, H, T, T)
+    frame = per_head_frame(previous_token=previous_token_scores(weights, len(prefix) + 1),
+                           induction=induction_scores(weights, len(prefix), n))
+    return Detection(frame, kind, tuple(lm.ids_to_tokens(inputs)))

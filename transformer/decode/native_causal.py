@@ -1,0 +1,71 @@
+"""`NativeDecoderOnly`: our decoder-only transformer (a prefix LM) behind the interface, as a decoder-only model.
+
+Its prompt is the source as the encoder-decoder's encoder would read it (tokens, then </s> as the separator),
+followed by <s>: the decoder prefix. The trace holds one causal self-attention matrix over source, separator,
+<s> and the output, labelled with the source tokenizer's pieces for the source part.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..data import START_ID
+from ..model import DECODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, SourceText, StepOutput
+from .native import NativeSeq2Seq
+
+
+def _with_source_rows(logits: Tensor, n_source: int) -> Tensor:
+    """Target logits (B, T, V) preceded by zero rows for the source positions (they predict nothing)."""
+    return torch.cat([logits.new_zeros(logits.size(0), n_source, logits.size(2)), logits], dim=1)
+
+
+class NativeDecoderOnly(NativeSeq2Seq):
+    """A decoder-only model trained here, with its source and target tokenizers."""
+
+    family = DECODER_ONLY
+
+    def __init__(self, model: nn.Module, src_tokenizer: Any, tgt_tokenizer: Any, name: str = "checkpoint") -> None:
+        super().__init__(model, src_tokenizer, tgt_tokenizer, name)
+        self.max_source_len = model.cfg.max_len - 2  # room for <s> and one output
+
+    def decoder_prefix(self, source: SourceText) -> list[int]:
+        return [*source.ids, START_ID]
+
+    def prefix_tokens(self, source: SourceText) -> list[str]:
+        return [*source.tokens, self.id_to_token(START_ID)]
+
+    def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
+        return EncoderOutput((src, None), ())  # no encoder: the source is read by `prefill`
+
+    def start_cache(self, encoded: EncoderOutput) -> Any:
+        return self.model.empty_cache(1)
+
+    def prefill(self, ids: Sequence[int], encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+                ) -> StepOutput:
+        return self.model.feed(torch.tensor([list(ids)]), cache, encoded.state[0].size(1), need_weights=True,
+                               head_mask=head_mask)
+
+    def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+             ) -> StepOutput:
+        return self.model.decode_step(token, cache, need_weights=True, head_mask=head_mask)
+
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
+        """`tgt` is the whole sequence (source, <s>, continuation), as for every decoder-only model."""
+        n = src.size(1)
+        logits, maps = self.model.forward_with_attention(src, tgt[:, n:], head_mask)
+        return ForwardOutput(_with_source_rows(logits, n), maps)
+
+    def head_counts(self) -> dict[str, tuple[int, int]]:
+        return {"self": (self.model.cfg.n_decoder_layers, self.model.cfg.n_heads)}
+
+    def embedding_paths(self) -> tuple[str, str]:
+        return "", "embed"
+
+    def token_embeddings(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, ...]:
+        return (self.model.embed(tgt, src.size(1)),)
+
+    def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
+        n = src.size(1)
+        return _with_source_rows(network.full(src, tgt[:, n:])[0][:, n:], n)

@@ -1,0 +1,168 @@
+"""Our decoder-only transformer: the same blocks as the encoder-decoder (multi-head attention, feed-forward,
+pre/post-LN, sinusoidal positions), one causal stack over the source, a separator and the target.
+
+It trains as a prefix language model with the encoder-decoder's calling convention, so the trainer, evaluation and
+batched greedy decoding drive it unchanged: `forward(src, tgt)` reads source ids (B, S) (ending in </s>, the
+separator) and decoder inputs (B, T) (starting with <s>) as one sequence and returns the logits of the target
+positions only (B, T, V), so the loss covers the target part. Source tokens go through `src_embed`, target tokens
+through `tgt_embed` (one matrix when tied), both inside `embed`. Padding inside a batch is skipped: pad keys are
+masked and positions count real tokens only, so a padded sequence reads exactly as it would alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .attention import KVBuffer
+from .config import ModelConfig
+from .dropout import Dropout
+from .encoder_decoder import sinusoidal_positions
+from .layers import EncoderLayer
+from .outputs import AttentionMaps, ForwardOutput, HeadMask, StepOutput
+
+KIND = "self"
+
+
+class JointEmbedding(nn.Module):
+    """Source tokens through `src_embed`, target tokens through `tgt_embed`: (B, S + T) ids -> (B, S + T, D)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+
+    def forward(self, ids: Tensor, n_source: int) -> Tensor:
+        parts = [self.src_embed(ids[:, :n_source])] if n_source else []
+        if n_source < ids.size(1):
+            parts.append(self.tgt_embed(ids[:, n_source:]))
+        return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+
+
+@dataclass
+class PrefixCache:
+    """Keys/values of every layer, which positions are real tokens, and how many real tokens each row has read."""
+
+    self_kv: list[KVBuffer]
+    keep: Tensor  # (B, positions so far) True at real tokens
+    seen: Tensor  # (B,) real tokens so far (the next position)
+
+    @property
+    def length(self) -> int:
+        return self.keep.size(1)
+
+
+class DecoderOnlyTransformer(nn.Module):
+    """Decoder-only transformer (`cfg.n_decoder_layers` causal self-attention blocks); a prefix LM."""
+
+    TIED_SOURCE = "embed.src_embed.weight"  # the matrix the tied weights share
+    TIED_WEIGHTS = ("embed.tgt_embed.weight", "generator.weight")  # the same tensor as embed.src_embed.weight
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = JointEmbedding(cfg)
+        self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
+        self.drop = Dropout(cfg.dropout)
+        self.layers = nn.ModuleList(EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
+        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
+        self.scale = math.sqrt(cfg.d_model)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        for emb in (self.embed.src_embed, self.embed.tgt_embed):
+            nn.init.normal_(emb.weight, std=cfg.d_model ** -0.5)
+            with torch.no_grad():
+                emb.weight[cfg.pad_id].zero_()
+        if cfg.tie_embeddings:
+            self.embed.tgt_embed.weight = self.embed.src_embed.weight
+            self.generator.weight = self.embed.src_embed.weight
+
+    def max_new_tokens(self, n_source: int) -> int:
+        """How many target positions fit after `n_source` source tokens."""
+        return max(self.cfg.max_len - n_source, 0)
+
+    def _run(self, ids: Tensor, n_source: int, cache: PrefixCache | None, need_weights: bool,
+             head_mask: HeadMask | None) -> tuple[Tensor, list[Tensor]]:
+        """Hidden states -> logits (B, t, V) of `ids` (B, t) after what `cache` holds, and each layer's weights."""
+        b, t = ids.shape
+        keep = ids != self.cfg.pad_id  # (B, t)
+        seen = cache.seen if cache is not None else torch.zeros(b, dtype=torch.long, device=ids.device)
+        pos = seen[:, None] + keep.long().cumsum(1) - 1  # positions of real tokens; a pad repeats its neighbour's
+        if pos.numel() and int(pos.max()) >= self.cfg.max_len:
+            raise ValueError(f"sequence longer than max_len {self.cfg.max_len}")
+        x = self.drop(self.embed(ids, n_source) * self.scale + self.positions[pos.clamp(min=0)])  # (B, t, D)
+        past = cache.keep if cache is not None else keep[:, :0]
+        keys = torch.cat([past, keep], dim=1)  # (B, K)
+        mask, causal = None, False
+        if t > 1 or not bool(keys.all()):
+            k = keys.size(1)
+            allowed = torch.ones(t, k, dtype=torch.bool, device=ids.device).tril(k - t)  # (t, K) causal
+            if bool(keys.all()) and k == t:
+                causal = True
+            else:
+                mask = allowed & keys[:, None, None, :]  # (B, 1, t, K)
+                mask = mask | ~mask.any(-1, keepdim=True)  # a row of pads only: let it read anything (ignored)
+        maps = []
+        for i, layer in enumerate(self.layers):
+            hm = None if head_mask is None or KIND not in head_mask else head_mask[KIND][i]
+            kv = cache.self_kv[i] if cache is not None else None
+            x, w = layer.residual(0, x, lambda h, layer=layer, kv=kv, hm=hm: layer.self_attn(
+                h, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv))
+            x, _ = layer.residual(1, x, layer.ff)
+            maps.append(w)
+        if cache is not None:
+            cache.keep = keys
+            cache.seen = seen + keep.long().sum(1)
+        return self.generator(self.norm(x)), maps
+
+    def full(self, src: Tensor, tgt: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None
+             ) -> tuple[Tensor, list[Tensor]]:
+        """Logits of every position (B, S + T, V) of the sequence src + tgt, and each layer's (B, H, S+T, S+T)."""
+        return self._run(torch.cat([src, tgt], dim=1), src.size(1), None, need_weights, head_mask)
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Logits (B, T, V) of the target positions for source ids (B, S) and decoder inputs (B, T)."""
+        return self.full(src, tgt)[0][:, src.size(1):]
+
+    def forward_with_attention(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None
+                               ) -> ForwardOutput:
+        """Target logits (B, T, V) and every layer's causal self-attention over source + target ("self")."""
+        logits, maps = self.full(src, tgt, True, head_mask)
+        return ForwardOutput(logits[:, src.size(1):], AttentionMaps(by_kind={KIND: tuple(maps)}))
+
+    # -- incremental decoding (the encoder-decoder's names, so batched greedy decoding runs unchanged) ----------
+    def encode(self, src: Tensor) -> tuple[Tensor, None]:
+        """No encoder: the source ids themselves are what `start_cache` reads."""
+        return src, None
+
+    def empty_cache(self, batch: int) -> PrefixCache:
+        """A cache that has read nothing yet (for `feed`)."""
+        cfg = self.cfg
+        like = self.generator.weight
+        return PrefixCache([KVBuffer(batch, cfg.n_heads, cfg.max_len, cfg.head_dim, like) for _ in self.layers],
+                           torch.ones(batch, 0, dtype=torch.bool, device=self.positions.device),
+                           torch.zeros(batch, dtype=torch.long, device=self.positions.device))
+
+    def start_cache(self, src: Tensor) -> PrefixCache:
+        """A cache that has read the source ids (B, S) (fast path, no weights)."""
+        cache = self.empty_cache(src.size(0))
+        self._run(src, src.size(1), cache, False, None)
+        return cache
+
+    def feed(self, ids: Tensor, cache: PrefixCache, n_source: int = 0, *, need_weights: bool = False,
+             head_mask: HeadMask | None = None) -> StepOutput:
+        """Feed ids (B, t) (the first `n_source` of them source tokens); logits after the last, this chunk's weights."""
+        logits, maps = self._run(ids, n_source, cache, need_weights, head_mask)
+        return StepOutput(logits[:, -1], tuple(maps), ())
+
+    def decode_step(self, token: Tensor, cache: PrefixCache, src_mask: Tensor | None = None, *,
+                    need_weights: bool = False, head_mask: HeadMask | None = None) -> StepOutput:
+        """Feed one target token per sequence (B, 1); logits (B, V) and this step's weights (if asked)."""
+        return self.feed(token, cache, 0, need_weights=need_weights, head_mask=head_mask)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

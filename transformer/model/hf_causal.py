@@ -1,0 +1,202 @@
+"""`HFCausalLM`: a Hugging Face decoder-only language model (GPT-2, Llama, Qwen2...) behind the same interface as
+the encoder-decoders, with eager attention so every weight is really there, and greedy decoding that follows the
+model's generation config so it equals `generate(do_sample=False, num_beams=1)`.
+
+The prompt is the model's "source" and also its first decoder inputs: a decode runs the prompt through the model
+once (`prefill`, one matrix of prompt x prompt weights), then feeds each chosen token (one row per step), so the
+trace holds one causal self-attention matrix over the prompt and the generated tokens.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .families import DECODER_ONLY
+from .hf_head import fast_output_head
+from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
+from .hf_seq2seq import HFSeq2Seq, _ids, _logits_processors, heads_off, model_lock
+from .interface import SourceText
+from .outputs import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+
+MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
+NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say
+
+
+def _layers(model: nn.Module) -> list[nn.Module]:
+    """The decoder blocks: GPT-2's `transformer.h`, Llama/Qwen2/Mistral's `model.layers`."""
+    base = getattr(model, model.base_model_prefix, model)
+    for name in ("layers", "h", "blocks"):
+        found = getattr(base, name, None)
+        if isinstance(found, nn.ModuleList):
+            return list(found)
+    raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
+
+
+def causal_attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+    """Each layer's attention output projection (GPT-2's `attn.c_proj`, Llama's `self_attn.o_proj`) as "self"."""
+    found = []
+    for layer in _layers(model):
+        attn = getattr(layer, "self_attn", None) or getattr(layer, "attn", None) or getattr(layer, "attention", None)
+        proj = next((getattr(attn, n) for n in ("o_proj", "c_proj", "out_proj", "dense") if hasattr(attn, n)), None)
+        if proj is None:
+            raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be "
+                               "switched off")
+        found.append(proj)
+    return {"self": found}
+
+
+def _config_int(cfg: Any, *names: str) -> int | None:
+    for name in names:
+        value = getattr(cfg, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class HFCausalLM(HFSeq2Seq):
+    """A pretrained Hugging Face causal language model and its tokenizer; with `chat`, the prompt is formatted by
+    the tokenizer's chat template (one user turn and the assistant's opening), its tokens shown as tokens."""
+
+    family = DECODER_ONLY
+    start_ids: tuple[int, ...] = ()
+
+    def __init__(self, model: nn.Module, tokenizer: Any, name: str, chat: bool = False) -> None:
+        self.model, self.tokenizer, self.name, self.prefix, self.chat = model, tokenizer, name, "", chat
+        cfg, gen = model.config, model.generation_config
+        self.generation_config = gen
+        if chat and not self.has_chat_template(tokenizer):
+            raise HFModelError(f"{name}'s tokenizer has no chat template: it cannot format the prompt as chat")
+        eos = _ids(gen.eos_token_id) or _ids(cfg.eos_token_id)
+        self.end_ids = frozenset(eos)
+        pad = gen.pad_token_id if gen.pad_token_id is not None else cfg.pad_token_id
+        self.pad_id = int(pad) if pad is not None else -1
+        bad = [tuple(int(i) for i in w) for w in (gen.bad_words_ids or []) if w and list(w) not in [[e] for e in eos]]
+        self._banned_sequences = [w for w in bad if len(w) > 1]
+        self.unemittable_ids = frozenset(int(i) for i in [*(w[0] for w in bad if len(w) == 1),
+                                                          *(gen.suppress_tokens or [])])
+        self.context = _config_int(cfg, "max_position_embeddings", "n_positions", "n_ctx") or NO_CONTEXT_LIMIT
+        self.max_source_len = self.max_target_len = min(self.context, MAX_PROMPT_TOKENS)
+        self.n_heads = _config_int(cfg, "num_attention_heads", "n_head")
+        self.n_kv_heads = _config_int(cfg, "num_key_value_heads") or self.n_heads
+        self.n_layers = len(_layers(model))
+        self.vocab_size = model.get_output_embeddings().weight.shape[0]
+        self._lock = model_lock(model)
+        self._n_tokens = len(tokenizer)
+        self._processors: dict[tuple[int, int], Any] = {}
+
+    @staticmethod
+    def has_chat_template(tokenizer: Any) -> bool:
+        """Whether the tokenizer can format a prompt as chat (the app's "format as chat" switch)."""
+        return bool(getattr(tokenizer, "chat_template", None))
+
+    @classmethod
+    def load(cls, name: str, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS, chat: bool = False
+             ) -> "HFCausalLM":
+        """Load a folder or hub id with every safety check of `hf_load` (`prefix` is for encoder-decoders only)."""
+        model, tokenizer, _ = load_pretrained(name, max_params, kinds=("causal",))
+        return cls(model, tokenizer, name, chat)
+
+    def describe(self) -> dict[str, Any]:
+        cfg = self.model.config
+        return {"source": "huggingface", "name": self.name, "model_type": cfg.model_type, "family": self.family.name,
+                "d_model": _config_int(cfg, "hidden_size", "n_embd", "d_model"), "n_heads": self.n_heads,
+                "n_kv_heads": self.n_kv_heads, "n_layers": self.n_layers, "context": self.context,
+                "tgt_vocab_size": self.vocab_size, "parameters": sum(p.numel() for p in self.model.parameters()),
+                "chat": self.chat}
+
+    # -- tokens ------------------------------------------------------------------------------------------------
+    def tokenize_source(self, text: str) -> SourceText:
+        if self.chat:
+            ids = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                     tokenize=True, return_dict=False)
+            ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        else:
+            ids = list(self.tokenizer(text).input_ids)
+        tokens = self.tokenizer.convert_ids_to_tokens(ids)
+        unk = self.tokenizer.unk_token_id
+        unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk)
+        special = set(self.tokenizer.all_special_ids)
+        return SourceText(tuple(int(i) for i in ids), tuple(tokens), unknown, sum(i in special for i in ids))
+
+    def target_ids(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def decoder_prefix(self, source: SourceText) -> list[int]:
+        return list(source.ids)
+
+    def default_max_steps(self, n_source: int) -> int:
+        """As `generate`: the config's max_new_tokens, else its max_length less the prompt, at least 1."""
+        gen = self.generation_config
+        if gen.max_new_tokens:
+            return int(gen.max_new_tokens)
+        return max(1, int(gen.max_length or 20) - n_source)
+
+    # -- compute -----------------------------------------------------------------------------------------------
+    def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
+        return EncoderOutput(None, ())  # no encoder: the prompt goes through the decoder (`prefill`)
+
+    def start_cache(self, encoded: EncoderOutput) -> Any:
+        from transformers.cache_utils import DynamicCache
+        return DynamicCache()
+
+    def _run(self, ids: Tensor, cache: Any, head_mask: HeadMask | None) -> Any:
+        with self._lock, heads_off(self.model, head_mask, causal_attention_outputs), fast_output_head(self.model):
+            return self.model(input_ids=ids, past_key_values=cache, use_cache=cache is not None,
+                              output_attentions=True, return_dict=True)
+
+    def prefill(self, ids: Sequence[int], encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+                ) -> StepOutput:
+        out = self._run(torch.tensor([list(ids)]), cache, head_mask)
+        return StepOutput(out.logits[:, -1], self._check("self", out.attentions, self.n_layers), ())
+
+    def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
+             ) -> StepOutput:
+        out = self._run(token, cache, head_mask)
+        return StepOutput(out.logits[:, -1], self._check("self", out.attentions, self.n_layers), ())
+
+    def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
+        """Teacher forcing: `tgt` is the whole sequence (prompt and continuation); `src` is not read."""
+        out = self._run(tgt, None, head_mask)
+        return ForwardOutput(out.logits, AttentionMaps(by_kind={"self": self._check("self", out.attentions,
+                                                                                    self.n_layers)}))
+
+    def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
+        key = (max_length, len(decoder_ids) if self.generation_config.begin_suppress_tokens else 0)
+        processors = self._processors.get(key)
+        if processors is None:
+            processors = self._processors[key] = _logits_processors(self.generation_config, sorted(self.end_ids),
+                                                                    max_length, begin_index=max(key[1], 1))
+        if not processors:
+            return logits
+        return processors(torch.tensor([list(decoder_ids)], dtype=torch.long), logits[None].clone())[0]
+
+    # -- heads and gradients -------------------------------------------------------------------------------------
+    def head_counts(self) -> dict[str, tuple[int, int]]:
+        return {"self": (self.n_layers, int(self.n_heads))}
+
+    def head_groups(self) -> dict[str, tuple[int, ...]]:
+        per_group = self.n_heads // self.n_kv_heads
+        return {"self": tuple(h // per_group for h in range(self.n_heads))}
+
+    def embedding_paths(self) -> tuple[str, str]:
+        """No separate source embedding (""), and the token embedding every input goes through."""
+        names = {id(m): name for name, m in self.model.named_modules()}
+        return "", names[id(self.model.get_input_embeddings())]
+
+    def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
+        return network(input_ids=tgt, use_cache=False, return_dict=True).logits
+
+    def translate(self, texts: Sequence[str]) -> list[str]:
+        """Greedy continuations, one prompt at a time (no padding: positions stay those of one prompt)."""
+        out = []
+        with self.running():
+            for text in texts:
+                ids = torch.tensor([self.tokenize_source(text).ids[: self.max_source_len - 1]])
+                gen = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                          max_new_tokens=min(self.default_max_steps(ids.shape[1]),
+                                                             self.max_target_len - ids.shape[1]))
+                out.append(self.tokenizer.decode(gen[0, ids.shape[1]:], skip_special_tokens=True))
+        return out
