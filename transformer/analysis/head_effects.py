@@ -10,10 +10,10 @@ from typing import Callable, Sequence
 
 import pandas as pd
 import torch
+from torch import Tensor
 
-from ..decode import KINDS
 from ..model import InspectableSeq2Seq
-from .ablation import Head, Sweep, all_heads, check_output, teacher_inputs
+from .ablation import Head, Sweep, all_heads, check_output, head_mask, output_log_prob, teacher_inputs
 from .agreement import spearman
 from .attribution import IG_STEPS, Attribution, attribute_steps
 from .head_sweep import DEFAULT_BATCH, Progress, head_gradients, sweep_log_probs
@@ -23,7 +23,21 @@ LegacyProgress = Callable[[int, int], None]
 ATTRIBUTION_ROWS = 32  # interpolated inputs per pass of attribution: bounds memory (logits are rows x T x V)
 
 
-def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] = KINDS,
+def _one_at_a_time(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor, heads: list[Head],
+                   report: Progress, time_cap: float | None) -> tuple[float, dict[int, float]]:
+    """(log p(output), head index -> log p with that head off), one teacher-forced forward per head."""
+    start = time.perf_counter()
+    base = output_log_prob(lm, src, tgt_in, targets)
+    done: dict[int, float] = {}
+    for i, h in enumerate(heads):
+        if time_cap is not None and time.perf_counter() - start > time_cap:
+            break
+        done[i] = output_log_prob(lm, src, tgt_in, targets, head_mask(lm, [h]))
+        report((i + 1) / len(heads))
+    return base, done
+
+
+def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] | None = None,
                 heads: Sequence[Head] | None = None, time_cap: float | None = None,
                 progress: LegacyProgress | None = None, on_fraction: Progress | None = None,
                 batch: int = DEFAULT_BATCH, dtype: torch.dtype | None = None) -> Sweep:
@@ -42,8 +56,11 @@ def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kin
         if progress is not None:
             progress(round(fraction * len(heads)), len(heads))
 
-    base, done = sweep_log_probs(lm, src, tgt_in, targets, [(h.kind, h.layer, h.head) for h in heads], batch=batch,
-                                 dtype=dtype, progress=report, time_cap=time_cap)
+    if lm.family.encoder_kind is None:  # the batched sweep reuses an encoder; a decoder-only model runs head by head
+        base, done = _one_at_a_time(lm, src, tgt_in, targets, heads, report, time_cap)
+    else:
+        base, done = sweep_log_probs(lm, src, tgt_in, targets, [(h.kind, h.layer, h.head) for h in heads],
+                                     batch=batch, dtype=dtype, progress=report, time_cap=time_cap)
     rows = [{"kind": h.kind, "layer": h.layer, "head": h.head, "label": h.label, "log_prob": done[i],
              "drop": base - done[i]} for i, h in enumerate(heads) if i in done]
     frame = pd.DataFrame(rows, columns=SWEEP_COLUMNS)
@@ -52,7 +69,7 @@ def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kin
 
 
 def estimate_head_effects(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *,
-                          kinds: Sequence[str] = KINDS, progress: Progress | None = None) -> pd.DataFrame:
+                          kinds: Sequence[str] | None = None, progress: Progress | None = None) -> pd.DataFrame:
     """First-order estimate of every head's drop (attribution patching: one forward, one backward).
 
     Columns kind, layer, head, label, estimate; largest estimate first."""
@@ -71,7 +88,7 @@ def estimate_head_effects(lm: InspectableSeq2Seq, text: str, output: Sequence[in
 
 
 def checked_estimate(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, top_k: int = 10,
-                     kinds: Sequence[str] = KINDS, progress: Progress | None = None,
+                     kinds: Sequence[str] | None = None, progress: Progress | None = None,
                      dtype: torch.dtype | None = None) -> pd.DataFrame:
     """The estimate for every head, with the exact drop re-measured for the `top_k` heads of largest |estimate|
     (column "drop", NaN for the others); sorted by the exact drop where known, then by the estimate."""

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..decode import KINDS, ban
+from ..decode import ban
 from ..model import InspectableSeq2Seq
 from .attribution import substituted
 
@@ -224,11 +224,12 @@ def sweep_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets
 
 
 def head_gradients(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
-                   kinds: Sequence[str] = KINDS) -> tuple[float, dict[str, Tensor]]:
+                   kinds: Sequence[str] | None = None) -> tuple[float, dict[str, Tensor]]:
     """(log p(targets), kind -> (layers, heads) d log p / d head scale at 1): one forward and one backward.
 
     Only the head scales get gradients (`torch.autograd.grad`), so no parameter's `.grad` changes."""
     counts = lm.head_counts()
+    kinds = tuple(lm.family.kinds if kinds is None else kinds)
     with lm.differentiable():
         alphas = {k: torch.ones(1, *counts[k], requires_grad=True) for k in kinds}
         view = scaled_view(lm, alphas)
