@@ -1,10 +1,13 @@
 """Attention explorer: any kind, layer and head (or their mean) for one input, the model view and head statistics."""
+from dataclasses import replace
+
 import streamlit as st
 
-from transformer.decode import MAX_INPUT_CHARS, merge_words
+from transformer.decode import MAX_INPUT_CHARS, hide_tokens, merge_words
 from ui.links import merged_words
 from ui.shell import ensure_frame
 from ui.views import (
+    COMBINE,
     MODES,
     attention_ablation,
     attention_result,
@@ -51,10 +54,18 @@ if subword and st.toggle("Merge subword pieces into words", key="attention_merge
                               "sums to 1. A piece starting with ▁ or Ġ (or a special token) starts a word. The trace "
                               "download keeps the pieces."):
     trace = merge_words(trace)
+st.session_state.setdefault("attention_hide_sinks", False)
+hide = st.toggle("Hide the first token and special tokens", key="attention_hide_sinks",
+                 help="Long inputs and large models pour most attention onto the first token and specials (attention "
+                      "sinks). Hidden, they are taken off the key axis and each row is renormalised to sum to 1; "
+                      "the map says so, and the trace download records it.")
+if hide:
+    trace = hide_tokens(trace)
+export = replace(result, trace=hide_tokens(result.trace)) if hide else result
 st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or reference is not None
                                                                else " (stopped at the step limit)"))
 
-c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
+c_kind, c_layer, c_head, c_combine, c_opts = st.columns([5, 2, 2, 3, 2], vertical_alignment="bottom")
 with c_kind:
     kind = kind_picker("Attention", "attention_kind")
 with c_layer:
@@ -62,11 +73,17 @@ with c_layer:
 with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head")
     head_keys("attention_head", trace.n_heads)
+with c_combine:
+    st.session_state.setdefault("attention_combine", "pick")
+    combine = st.selectbox("Combine heads", list(COMBINE), format_func=COMBINE.__getitem__, key="attention_combine",
+                           help="Max over heads: each cell's largest weight. Rollout (Abnar & Zuidema 2020): "
+                                "attention composed across layers up to this one, with the residual added; for "
+                                "cross-attention, the output's attention to the source through the encoder.")
 with c_opts:
     st.session_state.setdefault("attention_fixed_scale", True)
     fixed = st.toggle("Fixed scale", key="attention_fixed_scale",
                       help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
-show_large_map(active, text, result, trace, reference, kind, layer, head, fixed)
+show_large_map(active, text, export, trace, reference, kind, layer, head, fixed, combine)
 
 st.subheader("Switch heads off", anchor=False)
 ablated_heads = attention_ablation(active, text, result, reference, kind, layer, head, fixed_scale=fixed)

@@ -159,8 +159,9 @@ def test_chart_and_trace_downloads_of_an_hf_model_hold_its_own_tokens(hf_env, mo
     assert saved["target_tokens"] == list(trace.decoder_input_tokens)
     torch.testing.assert_close(torch.tensor(saved["attention"]["cross"]), trace.cross, atol=1e-6, rtol=0)
     assert downloads["cross_layer2_mean.png"]().startswith(b"\x89PNG")
-    svg = downloads["cross_all_heads.svg"]()
-    assert svg.lstrip().startswith("<svg") and "▁bird" in html.unescape(svg)
+    assert "▁bird" in html.unescape(downloads["cross_layer2_mean.svg"]())  # the map names its tokens
+    svg = downloads["cross_all_heads.svg"]()  # the grid's panels are images: it names its panels
+    assert svg.lstrip().startswith("<svg") and "L1 H1" in html.unescape(svg)
 
 
 def test_a_hub_id_typed_in_the_sidebar_loads_and_decodes(hf_env, tmp_path, monkeypatch):

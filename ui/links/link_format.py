@@ -14,6 +14,7 @@ from transformer.decode import KINDS, MAX_INPUT_CHARS, MEAN_HEAD
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
+COMBINE = ("pick", "max", "rollout")  # the Attention page's "Combine heads": as picked, max, rollout
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
@@ -139,6 +140,8 @@ PARSERS: dict[str, Any] = {
     "step": lambda v: _int(v, 1, MAX_STEP),
     "topk": lambda v: _int(v, 2, MAX_TOP_K),
     "fixed": _flag,
+    "hide": _flag,
+    "combine": lambda v: _choice(v, COMBINE),
     "words": _flag,
     "present": _flag,
     "ablate": parse_ablated,
@@ -151,7 +154,7 @@ def format_value(name: str, value: Any) -> str:
         return str(int(value) + 1)
     if name == "head":
         return "mean" if value is None or int(value) == MEAN else str(int(value) + 1)
-    if name in ("fixed", "words", "present"):
+    if name in ("fixed", "hide", "words", "present"):
         return "1" if value else "0"
     if name == "ablate":
         return format_ablated(tuple(value))

@@ -8,7 +8,15 @@ from pathlib import Path
 import streamlit as st
 
 from transformer.model import HFModelError, Seq2SeqTransformer
-from transformer.store import Checkpoint, CheckpointError, checkpoint_family, list_checkpoints, load_bundle, load_checkpoint, model_card
+from transformer.store import (
+    Checkpoint,
+    CheckpointError,
+    checkpoint_family,
+    list_checkpoints,
+    load_bundle,
+    load_checkpoint,
+    model_card,
+)
 from transformer.train import LiveRun, registry
 from ui.server import checkpoints_root, preferred_default, runs_root
 

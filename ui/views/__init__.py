@@ -56,6 +56,7 @@ from .presenting import (
     head_keys,
     presenting,
 )
+from .real_size import COMBINE
 from .step_through import decode_results, replay_download, show_ablation_panel, show_output_cards, show_step_through
 from .weights import show_weights, slide_title, weights_of
 from .widgets import (
@@ -80,7 +81,7 @@ from .widgets import (
     visible,
 )
 
-__all__ = ["Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY",
+__all__ = ["COMBINE", "Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY",
            "REFERENCE_FOR_KEY", "REFERENCE_KEY", "SLIDES_SUFFIX", "SWITCH_KEY", "SlideTitle", "TEXT_KEY",
            "TEXT_TASK_KEY", "ablated_run", "attention_ablation", "attention_result", "bind_reference", "bind_text",
            "cached_chart", "chart_downloads", "chart_heading", "chart_spec", "clicked_note", "current_output",

@@ -9,7 +9,6 @@ import streamlit as st
 from transformer.analysis import Head, head_stats
 from transformer.charts import (
     ChartTooLargeError,
-    attention_heatmap,
     attention_panels,
     chart_to_png,
     chart_to_svg,
@@ -24,6 +23,7 @@ from transformer.decode import (
     DecodeResult,
     InputError,
     head_label,
+    hidden_note,
 )
 from ui.models import ActiveModel
 
@@ -31,6 +31,7 @@ from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
 from .inference import bind_reference, gold_for, greedy_or_message, share_reference, teacher
 from .presenting import presenting
+from .real_size import key_window, large_map, overview_first, show_head_overview
 from .weights import slide_title
 from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
@@ -64,17 +65,26 @@ def attention_result(active: ActiveModel, text: str, mode: str) -> tuple[DecodeR
 
 
 def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: AttentionTrace,
-                   reference: str | None, kind: str, layer: int, head: int | None, fixed: bool) -> None:
-    """One map large (gold alignment outlined where known), its downloads, the kind's head statistics."""
+                   reference: str | None, kind: str, layer: int, head: int | None, fixed: bool,
+                   combine: str = "pick") -> None:
+    """One map large (gold alignment outlined where known; heads combined if asked; a window of keys for a long
+    input), its downloads, the kind's head statistics and, for a model with many heads, the head overview first.
+    `result` is what the trace download holds (its hidden keys included)."""
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), reference) if kind == "cross" \
         else (None, [])
+    if overview_first(trace, kind):
+        show_head_overview(trace, kind, alignment)
     map_col, side_col = st.columns([3, 2], gap="large")
     with map_col:
-        show_gold = bool(gold) and st.toggle("Outline the gold alignment", value=True, key="attention_gold")
+        show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
+                                                                    key="attention_gold")
+        keys = key_window(trace, kind)
         # labels and legend take ~160 px beside the map: at 1400 px wide this fills the column without clipping
-        heatmap = attention_heatmap(trace, kind, layer, head, fixed_scale=fixed, gold=gold if show_gold else (),
-                                    size=460 if presenting() else 336, large_labels=presenting())
+        heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=fixed, gold=gold if show_gold else (),
+                            size=460 if presenting() else 336, large_labels=presenting(), keys=keys)
         show_chart(heatmap, key="attention_heatmap", width="content")
+        if note := hidden_note(trace, kind):
+            st.caption(f"Attention sinks: {note}.")
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
             st.markdown("**Download**")
@@ -93,6 +103,9 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
         show_small_table(stats, STATS_COLUMNS, key="attention_stats")
         if gold:
             show_alignment_scores(trace, alignment, key="attention_alignment")
+    if not overview_first(trace, kind):
+        with st.expander("Head overview: every head of this kind in one map", icon=":material/apps:"):
+            show_head_overview(trace, kind, alignment)
 
 
 def _open_panel() -> None:

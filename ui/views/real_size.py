@@ -1,0 +1,71 @@
+"""Views for real sizes and long inputs: the head overview map, the window of keys a long map shows, and the
+choice of how heads combine (as picked, max over heads, rollout across layers)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import altair as alt
+import streamlit as st
+
+from transformer.analysis import STATISTICS, available_statistics, head_overview_frame
+from transformer.charts import aggregate_heatmap, attention_heatmap, head_overview, keys_per_window, selected_panel
+from transformer.data import GoldSource
+from transformer.decode import MEAN_HEAD, AttentionTrace
+
+from .widgets import show_chart
+
+MAP_WIDTH = 760  # pixels the large map's plotting area may take in its column at 1280 px
+OVERVIEW_FIRST = 16  # more heads per kind than this: the overview is the first view
+COMBINE = {"pick": "As picked (a head or the mean)", "max": "Max over heads", "rollout": "Rollout across layers"}
+
+
+def _open_overview_head() -> None:
+    """Callback of the overview map: the clicked head becomes the large map."""
+    panel = selected_panel(st.session_state.get("attention_overview"))
+    if panel is not None:
+        layer, head = panel
+        st.session_state["attention_layer"] = layer
+        st.session_state["attention_head"] = MEAN_HEAD if head is None else head
+
+
+def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSource] | None) -> None:
+    """Layers x heads of one kind, one cell per head coloured by a statistic the user picks; a click opens it."""
+    frame = head_overview_frame(trace, [kind], gold=gold or None)
+    stats = available_statistics(frame, kind)
+    if st.session_state.get("attention_overview_stat") not in stats:
+        st.session_state["attention_overview_stat"] = stats[0]
+    st.selectbox("Colour each head by", stats, format_func=lambda s: STATISTICS.get(s, s),
+                 key="attention_overview_stat")
+    show_chart(head_overview(frame, st.session_state["attention_overview_stat"], kind), key="attention_overview",
+               on_select=_open_overview_head, selection_mode="cell", width="content")
+    st.caption(f"{trace.n_layers(kind)} layers × {trace.n_heads} heads; a click on a cell opens that head large "
+               "below.")
+
+
+def overview_first(trace: AttentionTrace, kind: str) -> bool:
+    """Whether the overview leads the page (a kind with many heads) rather than waiting in an expander."""
+    return trace.n_heads > OVERVIEW_FIRST
+
+
+def key_window(trace: AttentionTrace, kind: str) -> tuple[int, int] | None:
+    """A "Keys" range slider when the map's keys cannot all fit the page at a pointable cell size; the window
+    (start, stop), 0-based, stop exclusive, or None when every key fits."""
+    n_keys = trace.axis_sizes(kind)[1]
+    fit = keys_per_window(MAP_WIDTH)
+    if n_keys <= fit:
+        return None
+    key = f"attention_keys_{kind}_{n_keys}"
+    st.session_state.setdefault(key, (1, fit))
+    first, last = st.slider(f"Keys shown (of {n_keys})", 1, n_keys, key=key,
+                            help=f"A long input's map shows up to {fit} keys at a time; move the window, or drag its "
+                                 "ends. Every key's weight is in the trace download.")
+    return first - 1, min(last, first - 1 + fit)
+
+
+def large_map(trace: AttentionTrace, kind: str, layer: int, head: int | None, combine: str,
+              **options: Any) -> alt.LayerChart:
+    """The large map: one head (or the mean), or the heads combined (max, rollout), within the key window."""
+    if combine == "pick":
+        return attention_heatmap(trace, kind, layer, head, max_width=MAP_WIDTH, **options)
+    options.pop("gold", None)  # a combined map is no head's: the gold outline belongs to heads
+    return aggregate_heatmap(trace, kind, combine, layer, max_width=MAP_WIDTH, **options)
