@@ -67,11 +67,11 @@ st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.
 
 c_kind, c_layer, c_head, c_combine, c_opts = st.columns([5, 2, 2, 3, 2], vertical_alignment="bottom")
 with c_kind:
-    kind = kind_picker("Attention", "attention_kind")
+    kind = kind_picker("Attention", "attention_kind", trace)
 with c_layer:
     layer = layer_picker("Layer", trace.n_layers(kind), "attention_layer")
 with c_head:
-    head = head_picker("Head", trace.n_heads, "attention_head")
+    head = head_picker("Head", trace.n_heads, "attention_head", trace=trace, kind=kind)
     head_keys("attention_head", trace.n_heads)
 with c_combine:
     st.session_state.setdefault("attention_combine", "pick")

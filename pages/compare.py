@@ -5,6 +5,7 @@ from transformer.decode import MAX_INPUT_CHARS, InputError
 from ui.shell import ensure_frame
 from ui.views import (
     bind_text,
+    compare_kinds,
     greedy,
     greedy_or_message,
     head_keys,
@@ -49,23 +50,27 @@ show_outputs(active, other, result_a, result_b)
 
 trace_a, trace_b = result_a.trace, result_b.trace
 c_kind, c_step, c_layer, c_head = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
+kinds = compare_kinds((trace_a, trace_b))  # each model's own kind when the families differ
 with c_kind:
-    kind = kind_picker("Attention", "compare_kind")
+    if kinds is None:
+        kind = kind_picker("Attention", "compare_kind", trace_a)
+        kinds = (kind, kind)
 with c_step:
     t = step_picker(result_a, result_b)
-n_layers = min(trace_a.n_layers(kind), trace_b.n_layers(kind))
+n_layers = min(trace_a.n_layers(kinds[0]), trace_b.n_layers(kinds[1]))
 n_heads = min(trace_a.n_heads, trace_b.n_heads)
 with c_layer:
     layer = layer_picker("Layer", n_layers, "compare_layer")
 with c_head:
-    head = head_picker("Head", n_heads, "compare_head")
+    head = head_picker("Head", n_heads, "compare_head", trace=trace_a, kind=kinds[0])
     head_keys("compare_head", n_heads)
-if (trace_a.n_layers(kind), trace_a.n_heads) != (trace_b.n_layers(kind), trace_b.n_heads):
+if (trace_a.n_layers(kinds[0]), trace_a.n_heads) != (trace_b.n_layers(kinds[1]), trace_b.n_heads):
     st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are "
                "offered.")
 
 st.markdown(step_caption(result_a, result_b, t))
-show_both_maps((active, other), (trace_a, trace_b), kind, layer, head, t, text)
+show_both_maps((active, other), (trace_a, trace_b), kinds, layer, head, t, text)
 
-st.subheader("Difference B − A", anchor=False)
-show_difference((active, other), trace_a, trace_b, kind, layer, head, text)
+if kinds[0] == kinds[1]:
+    st.subheader("Difference B − A", anchor=False)
+    show_difference((active, other), trace_a, trace_b, kinds[0], layer, head, text)

@@ -3,6 +3,7 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap
 from transformer.decode import MAX_INPUT_CHARS
+from transformer.model import SOURCE
 from ui.links import show_gallery
 from ui.models import SHIPPED, model_options, select_model
 from ui.shell import ensure_frame
@@ -11,6 +12,7 @@ from ui.views import (
     cached_chart,
     greedy_or_message,
     layer_picker,
+    map_kind,
     md,
     require_model,
     share_text,
@@ -31,22 +33,23 @@ with st.container(border=True):
     st.markdown(f"#### Try it · {md(active.option.name)}")
     bind_text("home_text", active)
     col_in, col_layer = st.columns([4, 1], vertical_alignment="bottom")
-    text = col_in.text_input("Type a sentence", key="home_text", on_change=share_text, args=("home_text",),
+    text = col_in.text_input(f"Type a {active.family.input_role}", key="home_text", on_change=share_text, args=("home_text",),
                              max_chars=MAX_INPUT_CHARS,
                              help="The current model (see the sidebar) decodes it greedily.")
     result = greedy_or_message(active, text)
     if result is not None:
         with col_layer:
-            layer = layer_picker("Decoder layer", result.trace.n_layers("cross"), "home_layer")
+            kind = map_kind(result.trace)
+            layer = layer_picker("Decoder layer", result.trace.n_layers(kind), "home_layer")
         out_col, map_col = st.columns([2, 3], gap="large")
         with out_col:
-            show_chips(result.trace.source_tokens, caption="source tokens")
+            show_chips(result.trace.source_tokens, caption=active.family.axis_titles[SOURCE])
             show_chips(result.output_tokens, caption="output tokens")
             st.markdown(f"**Output:** {md(result.output_text) or '(empty)'}")
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:
-            show_chart(cached_chart(attention_heatmap, result.trace, "cross", layer, None, size=315),
+            show_chart(cached_chart(attention_heatmap, result.trace, kind, layer, None, size=315),
                             width="content")
 
 if active.option.id != TOY_OPTION and TOY_OPTION in {o.id for o in model_options()}:

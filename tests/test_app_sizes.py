@@ -24,7 +24,7 @@ CAPTION = ("Two young children in blue shirts are playing soccer on a green fiel
 PAGES = {"home": "home_text", "decode": "decode_text", "attention": "attention_text", "compare": "compare_text",
          "train": "train_probe"}  # the Train page reads text only as its probe sentence
 CHARTED = {"decode", "attention", "compare"}  # pages that draw attention for any input
-SHIPPED = ("multi30k-en-de", "toy-en-de", "reverse")
+SHIPPED = ("multi30k-en-de", "toy-en-de", "reverse", "reverse-decoder-only")
 
 
 def longest_input(model, word: str = "dog") -> str:
@@ -56,7 +56,7 @@ def sizes_env(monkeypatch, tmp_path, opus_root):
 
 
 def _inputs(model) -> dict[str, str]:
-    reversal = model.name in ("reverse",)  # letters, not words
+    reversal = model.name in ("reverse", "reverse-decoder-only")  # letters, not words
     return {"one word": "abc" if reversal else ONE_WORD,
             "20-word caption": "".join(CAPTION.lower().split())[:19] if reversal else CAPTION,
             "maximum length": longest_input(model, "b" if reversal else ONE_WORD)}

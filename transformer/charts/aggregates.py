@@ -6,7 +6,8 @@ from typing import Any
 import altair as alt
 
 from ..analysis import AGGREGATES, aggregate_trace
-from ..decode import KIND_TITLES, AttentionTrace
+from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
+from ..decode import AttentionTrace
 from .attention import attention_heatmap
 
 

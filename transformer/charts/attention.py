@@ -31,7 +31,8 @@ from .window import check_window, fit_keys, window_title
 MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
 _AXIS_NAMES = {"encoder_self": ("source token", "source token"),
                "decoder_self": ("decoder input (target)", "decoder input (target)"),
-               "cross": ("decoder input (target)", "source token")}
+               "cross": ("decoder input (target)", "source token"),
+               "self": ("prompt or generated token", "prompt or generated token")}
 _ROTATED_LABEL_LIMIT = 120  # pixels; a longer token is cut with "…" (the tooltip shows it whole)
 
 

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from ..analysis import SIGNED_STATISTICS, STATISTICS
-from ..decode import KIND_TITLES
+from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from .style import AUTOSIZE, BLUES, DIVERGING, PLAIN_AXIS
 
 OVERVIEW_SIZE = 360  # pixels the longer side of the map aims for

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..decode import KIND_TITLES, MEAN_HEAD, AttentionTrace, head_label
+from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
+from ..decode import MEAN_HEAD, AttentionTrace, head_label
 from .attention import _CLICK_HINTS, MAX_GRID_CELLS, ChartTooLargeError, axis_titles
 from .style import AUTOSIZE, BLUES, MASKED_COLOR, NOT_REACHED_COLOR, visible_token
 

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import altair as alt
 import torch
 
-from ..decode import KIND_TITLES, KINDS, DecodeResult
+from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
+from ..decode import KINDS, DecodeResult
 from .attention import attention_heatmap
 from .step import decoder_row_chart, source_strip, topk_bars, topk_frame
 from .style import visible_token
@@ -55,7 +56,7 @@ def script_json(data: Any) -> str:
 def replay_kinds(result: DecodeResult) -> list[str]:
     """The attention kinds the trace holds (a model without an encoder has no encoder self-attention)."""
     trace = result.trace
-    return [k for k in KINDS if trace.n_layers(k) > 0 and min(trace.axis_sizes(k)) > 0]
+    return [k for k in trace.kinds if trace.n_layers(k) > 0 and min(trace.axis_sizes(k)) > 0]
 
 
 def _check_size(result: DecodeResult, kinds: Sequence[str], bundle_bytes: int | None = None) -> None:

@@ -7,10 +7,11 @@ short note; nothing here raises on user input. Layers and heads are 1-based in a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from transformer.decode import KINDS, MAX_INPUT_CHARS, MEAN_HEAD
+from transformer.decode import MAX_INPUT_CHARS, MEAN_HEAD
+from transformer.model import ALL_KINDS
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
@@ -19,27 +20,41 @@ VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views 
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
 MAX_STEP = 10_000
-ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross"}
+ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}  # every family's
 # "source:name" as in the model picker (a run's name may hold spaces; a hub-style "org/name" one slash); only an id
 # the picker lists is ever used, so a link cannot name a path: this only turns garbage away with a clear note
 _NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
 _MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
-_HEAD_REF = re.compile(r"^(enc|dec|cross)[.:]L(\d{1,3})H(\d{1,3})$")  # "." in links; ":" as the app labels heads
+_HEAD_REF = re.compile(r"^(enc|dec|cross|self)[.:]L(\d{1,3})H(\d{1,3})$")  # "." in links; ":" as the app labels heads
 MAX_ABLATED = 64
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
 
 @dataclass(frozen=True)
 class ModelSizes:
-    """What layer and head numbers a model has."""
+    """What layer and head numbers a model has (`by_kind`: the layers of each of its kinds, where known)."""
 
     encoder_layers: int
     decoder_layers: int
     heads: int
+    by_kind: dict[str, int] | None = field(default=None, hash=False)
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, tuple[int, int]]) -> "ModelSizes":
+        """From a model's head_counts(): kind -> (layers, heads)."""
+        layers = {kind: n for kind, (n, _) in counts.items()}
+        heads = max((h for _, h in counts.values()), default=0)
+        return cls(layers.get("encoder_self", 0), max(layers.values(), default=0), heads, layers)
 
     def layers(self, kind: str) -> int:
-        """Number of layers of an attention kind."""
+        """Number of layers of an attention kind (0 for a kind the model does not have)."""
+        if self.by_kind is not None:
+            return self.by_kind.get(kind, 0)
         return self.encoder_layers if kind == "encoder_self" else self.decoder_layers
+
+    def has(self, kind: str) -> bool:
+        """True when the model has this attention kind."""
+        return self.by_kind is None or kind in self.by_kind
 
 
 def _flag(value: str) -> bool:
@@ -104,7 +119,7 @@ def parse_ablated(value: str) -> tuple[tuple[str, int, int], ...]:
     for item in items:
         match = _HEAD_REF.fullmatch(item)
         if match is None or int(match[2]) < 1 or int(match[3]) < 1:
-            raise ValueError(f"{item[:40]!r} is not KIND.LnHm with KIND enc, dec or cross")
+            raise ValueError(f"{item[:40]!r} is not KIND.LnHm with KIND enc, dec, cross or self")
         heads.append((ABLATE_KINDS[match[1]], int(match[2]) - 1, int(match[3]) - 1))
     return tuple(dict.fromkeys(heads))
 
@@ -134,7 +149,7 @@ PARSERS: dict[str, Any] = {
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),
     "force": _force,
-    "kind": lambda v: _choice(v, KINDS),
+    "kind": lambda v: _choice(v, ALL_KINDS),
     "layer": lambda v: _int(v, 1, 999) - 1,
     "head": _head,
     "step": lambda v: _int(v, 1, MAX_STEP),
@@ -181,7 +196,9 @@ def parse_params(params: Mapping[str, str | list[str]]) -> tuple[dict[str, Any],
 def check_sizes(values: dict[str, Any], sizes: ModelSizes, kind: str) -> tuple[dict[str, Any], list[str]]:
     """Drop a layer, head or ablated head the model does not have (layers counted in `kind`), with notes."""
     values, notes = dict(values), []
-    n_layers = sizes.layers(kind)
+    if "kind" in values and not sizes.has(values["kind"]):
+        notes.append(f"kind={values.pop('kind')!r} ignored (the model has {', '.join(sizes.by_kind or ())})")
+    n_layers = sizes.layers(values.get("kind", kind))
     if "layer" in values and not 0 <= values["layer"] < n_layers:
         notes.append(f"layer {values.pop('layer') + 1} ignored (the model has {n_layers})")
     if "head" in values and values["head"] != MEAN and not 0 <= values["head"] < sizes.heads:

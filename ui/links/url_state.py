@@ -25,6 +25,7 @@ from ui.views import (
     TEXT_TASK_KEY,
     default_text,
     greedy,
+    map_kind,
     presenting,
     teacher,
 )
@@ -67,9 +68,7 @@ def merged_words() -> bool | None:
 
 
 def _sizes(active: ActiveModel) -> ModelSizes:
-    card = active.card
-    return ModelSizes(int(card.get("n_encoder_layers", 0)), int(card.get("n_decoder_layers", 0)),
-                      int(card.get("n_heads", 0)))
+    return ModelSizes.from_counts(active.decoder.head_counts())
 
 
 def _restore_model(values: dict[str, Any], notes: list[str]) -> None:
@@ -118,7 +117,7 @@ def _restore_forced(active: ActiveModel, values: dict[str, Any], notes: list[str
         free = greedy(active, text, top_k=top_k)
         if step > len(free.steps):
             raise InputError(f"the output has {len(free.steps)} steps")
-        tokens = (*free.trace.decoder_input_tokens[1:step], token)
+        tokens = (*ds.fed_before(free.trace, step - 1), token)
         greedy(active, text, top_k=top_k, forced=tokens)  # raises for a token the model cannot output
     except InputError as exc:
         notes.append(f"force={step}:{token[:40]!r} ignored ({str(exc).rstrip('.')})")
@@ -131,8 +130,11 @@ def _restore_forced(active: ActiveModel, values: dict[str, Any], notes: list[str
 def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], notes: list[str]) -> None:
     state = st.session_state
     widgets = PAGE_WIDGETS.get(page, {})
-    kind = values.get("kind") or (state.get(widgets["kind"]) if "kind" in widgets else None) or "cross"
-    values, size_notes = check_sizes(values, _sizes(active), kind)
+    sizes = _sizes(active)
+    kind = values.get("kind") or (state.get(widgets["kind"]) if "kind" in widgets else None)
+    if kind is None or not sizes.has(kind):
+        kind = map_kind(active.family)
+    values, size_notes = check_sizes(values, sizes, kind)
     notes += size_notes
     text = values.get("text")
     if text is not None:

@@ -15,7 +15,7 @@ import streamlit as st
 from transformer.charts import text_width
 from transformer.data import Tokenizer
 from transformer.decode import NativeSeq2Seq
-from transformer.model import InspectableSeq2Seq, Seq2SeqTransformer
+from transformer.model import InspectableSeq2Seq, ModelFamily, Seq2SeqTransformer
 from transformer.store import Checkpoint
 
 SHIPPED, RUN, UPLOAD, LIVE, HF = "shipped", "run", "upload", "live", "hf"
@@ -80,6 +80,11 @@ class ActiveModel:
         if self.lm is not None:
             return self.lm
         return NativeSeq2Seq(self.model, self.src_tokenizer, self.tgt_tokenizer, self.option.name)
+
+    @property
+    def family(self) -> ModelFamily:
+        """The model's family: its attention kinds, what its input is called (ask it, never its name)."""
+        return self.decoder.family
 
     @property
     def task_name(self) -> str:

@@ -47,7 +47,7 @@ def _uploads() -> dict[str, UploadedModel]:
     return st.session_state.setdefault(UPLOADS_KEY, {})
 
 
-PAGE_FAMILIES = ("encoder-decoder",)  # the model families the pages draw today (the views still name kinds)
+PAGE_FAMILIES = ("encoder-decoder", "decoder-only")  # every family the pages draw (they ask the trace for its kinds)
 
 
 def _listed(root: Path) -> list[Path]:

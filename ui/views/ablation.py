@@ -25,22 +25,25 @@ from transformer.charts import (
     source_strip,
     step_probability_chart,
 )
-from transformer.decode import KIND_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
 from .decode_state import RERUN_APP_KEY
 from .weights import slide_title
-from .widgets import SlideTitle, chart_heading, head_label, md, md_token, show_chart, show_chips, slide_downloads
+from .widgets import SlideTitle, chart_heading, head_label, map_kind, md, md_token, show_chart, show_chips, slide_downloads
 
 SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
 SWEEP_CACHE_KEY = "studio_sweeps"
 SWEEP_CACHE_SIZE = 8
 
 
+HEAD_KIND_NAMES = {"enc": "Enc. self", "dec": "Dec. self", "cross": "Cross", "self": "Self"}  # every family's codes
+
+
 def head_title(label: str) -> str:
     """'cross:L1H2' -> 'Cross L1 H2' for pickers and tables."""
     kind, rest = label.split(":")
-    return f"{ {'enc': 'Enc. self', 'dec': 'Dec. self', 'cross': 'Cross'}[kind]} {rest.replace('H', ' H')}"
+    return f"{HEAD_KIND_NAMES.get(kind, kind)} {rest.replace('H', ' H')}"
 
 
 @st.cache_data(max_entries=128, show_spinner="Decoding with the heads switched off…")
@@ -212,7 +215,7 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
                                                                 f"output: {output_text}"),
                     "ablation_sweep", f"{key}_heatmap")
     table = pd.DataFrame({"head": [head_title(label) for label in sweep.frame["label"]],
-                          "kind": [KIND_TITLES[k] for k in sweep.frame["kind"]],
+                          "kind": [ALL_TITLES[k] for k in sweep.frame["kind"]],
                           "drop": sweep.frame["drop"], "log p ablated": sweep.frame["log_prob"]})
     st.dataframe(table, hide_index=True, key=f"{key}_table", height=240, column_config={
         "drop": st.column_config.NumberColumn("drop in log p", format="%.4f"),
@@ -221,17 +224,21 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
 
 def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | None, title: SlideTitle, *,
                       key: str) -> None:
-    """The ablated run's cross-attention at step t (same layer and head as the intact strip above it)."""
+    """The ablated run's attention at step t (cross-attention where the model has it, else its causal
+    self-attention over the prefix; same layer and head as the intact strip above it)."""
     if t >= len(ablated.steps):
         st.caption(f"The ablated run ended before step {t + 1}.")
         return
-    step = ablated.steps[t]
+    step, trace = ablated.steps[t], ablated.trace
+    kind, row = map_kind(trace), trace.step_offset + t
+    keys = trace.labels(kind)[1]
+    if trace.family_spec.causal(kind):
+        keys = keys[: row + 1]
     chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
                   f"attention · layer {layer + 1} · {head_label(head).lower()}")
-    strip = source_strip(ablated.trace.source_tokens, ablated.trace.matrix("cross", layer, head)[t].tolist(),
-                         max_width=1000)
+    strip = source_strip(keys, trace.matrix(kind, layer, head)[row, : len(keys)].tolist(), max_width=1000)
     show_chart(strip, width="content", key=key)
-    slide_downloads(strip, title.lines(f"Cross-attention with heads switched off · layer {layer + 1} · "
+    slide_downloads(strip, title.lines(f"{ALL_TITLES[kind]} with heads switched off · layer {layer + 1} · "
                                        f"{head_label(head).lower()} · step {t + 1}"),
                     f"ablated_source_step{t + 1}", key)
 
@@ -258,11 +265,11 @@ def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, ref
     if ablated is None:
         return heads
     show_comparison(intact, ablated, heads, key="attention_ablation")
-    chart_heading(f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
+    chart_heading(f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
     heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title="")
     names = ", ".join(head_title(h.label) for h in heads)
     show_chart(heatmap, key="attention_ablated_heatmap", width="content")
     slide_downloads(heatmap, slide_title(active, text, reference).lines(
-        f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} · without {names}"),
+        f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} · without {names}"),
         f"{kind}_layer{layer + 1}_ablated", "attention_ablated_heatmap")
     return heads

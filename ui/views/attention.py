@@ -16,7 +16,7 @@ from transformer.charts import (
     selected_panel,
 )
 from transformer.decode import (
-    KIND_TITLES,
+    ALL_TITLES,
     MAX_INPUT_CHARS,
     MEAN_HEAD,
     AttentionTrace,
@@ -70,8 +70,8 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
     """One map large (gold alignment outlined where known; heads combined if asked; a window of keys for a long
     input), its downloads, the kind's head statistics and, for a model with many heads, the head overview first.
     `result` is what the trace download holds (its hidden keys included)."""
-    alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), reference) if kind == "cross" \
-        else (None, [])
+    alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), reference) \
+        if kind == trace.family_spec.cross_kind else (None, [])
     if overview_first(trace, kind):
         show_head_overview(trace, kind, alignment)
     map_col, side_col = st.columns([3, 2], gap="large")
@@ -92,12 +92,12 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
             chart_downloads(lambda: chart_to_png(heatmap), lambda: chart_to_svg(heatmap), stem,
                             "attention_heatmap_download")
             slide_downloads(heatmap, slide_title(active, text, reference).lines(
-                f"{KIND_TITLES[kind]} · layer {layer + 1} · {'mean of heads' if head is None else f'head {head + 1}'}"),
+                f"{ALL_TITLES[kind]} · layer {layer + 1} · {'mean of heads' if head is None else f'head {head + 1}'}"),
                 stem, "attention_heatmap")
             st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
                                mime="application/json", key="attention_trace_json", icon=":material/data_object:",
                                on_click="ignore", width="stretch")
-        st.markdown(f"**Head statistics · {KIND_TITLES[kind].lower()}**")
+        st.markdown(f"**Head statistics · {ALL_TITLES[kind].lower()}**")
         stats = head_stats(trace, kind)
         stats.insert(0, "map", [head_label(int(h), int(lay)) for lay, h in zip(stats["layer"], stats["head"])])
         show_small_table(stats, STATS_COLUMNS, key="attention_stats")
@@ -175,5 +175,5 @@ def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads
     with st.columns([2, 3])[0]:
         chart_downloads(lambda: chart_to_png(grid), lambda: chart_to_svg(grid), f"{kind}_all_heads",
                         "attention_grid_download")
-    slide_downloads(grid, title.lines(f"{KIND_TITLES[kind]} · every layer × head"), f"{kind}_all_heads",
+    slide_downloads(grid, title.lines(f"{ALL_TITLES[kind]} · every layer × head"), f"{kind}_all_heads",
                     "attention_grid")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import attention_heatmap, difference_heatmap
-from transformer.decode import KIND_TITLES, AttentionTrace, DecodeResult
+from transformer.decode import ALL_TITLES, AttentionTrace, DecodeResult
 from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
@@ -17,6 +17,7 @@ from .widgets import (
     Column,
     chart_heading,
     head_label,
+    map_kind,
     md_token,
     show_chart,
     show_chips,
@@ -127,15 +128,29 @@ def _stem(kind: str, layer: int, head: int | None) -> str:
     return f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
 
 
-def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[AttentionTrace, AttentionTrace], kind: str,
-                   layer: int, head: int | None, t: int, text: str) -> None:
-    """The same kind, layer and head of both models, rows up to step t (the encoder's map is the same at every
-    step); an output that ended shows its last row. `text` is the input (named on the maps' slides)."""
-    stepped = kind != "encoder_self"
-    for column, tag, model, trace in zip(st.columns(2, gap="large"), "AB", models, traces):
-        row = min(t, trace.axis_sizes(kind)[0] - 1) if stepped else None
+def compare_kinds(traces: tuple[AttentionTrace, AttentionTrace]) -> tuple[str, str] | None:
+    """Each model's own map kind when the two are of different families (cross-attention beside a decoder-only
+    model's self-attention); None when they share a family, so one kind picker drives both."""
+    a, b = traces
+    if a.family == b.family:
+        return None
+    st.info(f"A is {a.family_spec.name} and B {b.family_spec.name}: each map shows the attention its model reads the "
+            f"input with (A: {ALL_TITLES[map_kind(a)].lower()}, B: {ALL_TITLES[map_kind(b)].lower()}), at the same "
+            "output step. The models have different attention kinds, so there is no difference map.",
+            icon=":material/compare:")
+    return map_kind(a), map_kind(b)
+
+
+def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[AttentionTrace, AttentionTrace],
+                   kinds: tuple[str, str], layer: int, head: int | None, t: int, text: str) -> None:
+    """The same layer and head of both models (of kinds[0] in A, kinds[1] in B), rows up to step t (the encoder's
+    map is the same at every step); an output that ended shows its last row. `text` is the input (named on the maps'
+    slides)."""
+    for column, tag, model, trace, kind in zip(st.columns(2, gap="large"), "AB", models, traces, kinds):
+        stepped = kind != trace.family_spec.encoder_kind
+        row = min(trace.step_offset + t, trace.axis_sizes(kind)[0] - 1) if stepped else None
         with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
-            heading = (f"{tag} · {model.option.name} · {KIND_TITLES[kind]} · layer {layer + 1} · "
+            heading = (f"{tag} · {model.option.name} · {ALL_TITLES[kind]} · layer {layer + 1} · "
                        f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
             chart_heading(heading)
             heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="")
@@ -160,7 +175,7 @@ def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionT
     left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
     st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
                "Blue: B attends more; red: A attends more.")
-    view = f"B − A · {KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
+    view = f"B − A · {ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
     chart = difference_heatmap(diff, size=420, title=view)
     a, b = (slide_title(model, text).model for model in models)
     show_chart(chart, key="compare_difference", width="content")

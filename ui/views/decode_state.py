@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.decode import DecodeResult
+from transformer.decode import AttentionTrace, DecodeResult
 
 STEP_KEY = "decode_step"
 VIEW_KEY = "decode_view"
@@ -39,12 +39,18 @@ def forced_prefix(task: str, text: str) -> ForcedPrefix | None:
     return None
 
 
+def fed_before(trace: AttentionTrace, t: int) -> tuple[str, ...]:
+    """The tokens the decoder was fed after its prefix and before step t (<s>, or a decoder-only prompt, left out)."""
+    start = trace.step_offset + 1  # the row of step 0 holds the prefix's last token
+    return tuple(trace.decoder_input_tokens[start: start + t])
+
+
 def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
     """Callback: feed the decoder inputs up to step t, then the chosen candidate, and view that output."""
     choice = st.session_state.get(FORCE_CHOICE_KEY)
     if not choice:
         return
-    prefix = tuple(result.trace.decoder_input_tokens[1: t + 1])  # what the decoder saw before step t (without <s>)
+    prefix = fed_before(result.trace, t)  # what the decoder saw before step t
     st.session_state[FORCED_KEY] = ForcedPrefix(task, text, (*prefix, choice))
     st.session_state[VIEW_KEY] = FORCED
     st.session_state[STEP_KEY] = t + 1

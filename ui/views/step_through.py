@@ -46,7 +46,9 @@ from .widgets import (
     grid_cell,
     head_label,
     head_picker,
+    kind_title,
     layer_picker,
+    map_kind,
     md_token,
     show_chart,
     show_chips,
@@ -102,9 +104,9 @@ def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
     else:
         nav_slider.caption("The output has a single step.")
     with nav_layer:
-        layer = layer_picker("Decoder layer", trace.n_layers("cross"), "decode_layer")
+        layer = layer_picker("Decoder layer", trace.n_layers(map_kind(trace)), "decode_layer")
     with nav_head:
-        head = head_picker("Head", trace.n_heads, "decode_head")
+        head = head_picker("Head", trace.n_heads, "decode_head", trace=trace, kind=map_kind(trace))
         head_keys("decode_head", trace.n_heads)
     return layer, head
 
@@ -113,20 +115,23 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
                  head: int | None, title: SlideTitle) -> None:
     """The prefix so far and its self-attention, the top-k with "force another token", the source shading."""
     trace, step = result.trace, result.steps[t]
+    spec, row = trace.family_spec, trace.step_offset + t  # the query row of step t
     at = f"layer {layer + 1} · {head_label(head).lower()} · step {t + 1} of {len(result.steps)}"
     left, right = st.columns([3, 2], gap="large")
     with left:
         if view == ds.TEACHER:
-            show_chips(trace.decoder_input_tokens, highlight=t, dim_from=t + 1, caption="decoder input: the reference")
+            show_chips(trace.decoder_input_tokens, highlight=row, dim_from=row + 1,
+                       caption="decoder input: the reference")
         show_chips(result.output_tokens[: t + 1], highlight=t,
                    caption="predictions so far" if view == ds.TEACHER else "output so far")
-        self_row = trace.matrix("decoder_self", layer, head)[t, : t + 1].tolist()
-        chart_heading(f"Decoder self-attention of step {t + 1} over the prefix")
-        prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: t + 1], self_row, max_width=470,
-                                    all_tokens=trace.decoder_input_tokens)
+        self_title = kind_title(spec.decoder_kind)
+        self_row = trace.matrix(spec.decoder_kind, layer, head)[row, : row + 1].tolist()
+        chart_heading(f"{self_title} of step {t + 1} over the prefix")
+        prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: row + 1], self_row,
+                                    max_width=470 if spec.has_cross else 1000, all_tokens=trace.decoder_input_tokens)
         show_chart(prefix_strip, width="content", key="decode_prefix_strip")
-        slide_downloads(prefix_strip, title.lines(f"Decoder self-attention over the prefix · {at}"),
-                        f"decoder_self_prefix_step{t + 1}", "decode_prefix_strip")
+        slide_downloads(prefix_strip, title.lines(f"{self_title} over the prefix · {at}"),
+                        f"{spec.decoder_kind}_prefix_step{t + 1}", "decode_prefix_strip")
     with right:
         chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
         top = cached_chart(topk_bars, step.top_k, chosen=step.token, width=240)
@@ -142,52 +147,57 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
             go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
                       args=(active.task_name, text, result, t), width="stretch",
                       help="Feed this token at this step and let the model decode greedily from there.")
-    cross_row = trace.matrix("cross", layer, head)[t].tolist()
+    if spec.cross_kind is None:
+        return  # no separate source: the prefix strip above is the step's whole row, the prompt included
+    cross_row = trace.matrix(spec.cross_kind, layer, head)[row].tolist()
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                   f"{head_label(head).lower()}")
     strip = cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000)
     show_chart(strip, width="content", key="decode_source_strip")
-    slide_downloads(strip, title.lines(f"Source tokens shaded by cross-attention · {at}"),
-                    f"cross_source_step{t + 1}", "decode_source_strip")
+    slide_downloads(strip, title.lines(f"Source tokens shaded by {kind_title(spec.cross_kind).lower()} · {at}"),
+                    f"{spec.cross_kind}_source_step{t + 1}", "decode_source_strip")
 
 
 def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, view: str, t: int, layer: int,
           head: int | None, ablate_heads: list[Head], title: SlideTitle) -> None:
     """The cross-attention map up to the step (gold alignment outlined where known) and the layer's heads grid."""
     trace = result.trace
+    spec, kind, row = trace.family_spec, map_kind(trace), trace.step_offset + t
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens),
-                               reference if view == ds.TEACHER else None)
+                               reference if view == ds.TEACHER else None) if spec.has_cross else (None, [])
+    kind_name = kind_title(kind)
     # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend
     map_col, side_col = st.columns([9, 6], gap="large")
     with map_col:
-        chart_heading(f"Cross-attention rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
-        heatmap = cached_chart(attention_heatmap, trace, "cross", layer, head, max_row=t, highlight_row=t,
+        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
+        heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
                                gold=gold if st.session_state.get("decode_gold", True) else (),
                                size=440 if presenting() else 330, title="", large_labels=presenting())
         show_chart(heatmap, key="decode_heatmap", width="content")
-        slide_downloads(heatmap, title.lines(f"Cross-attention · layer {layer + 1} · {head_label(head).lower()} · "
+        slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
-                        f"cross_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
+                        f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
                       help="The source token each correct output token comes from.")
             show_alignment_scores(trace, alignment, key="decode_alignment")
-        st.caption("Rows are decoder inputs (queries), columns source tokens (keys); rows after the current step are "
+        query_axis, key_axis = (spec.axis_titles[axis] for axis in spec.axes[kind])
+        st.caption(f"Rows are {query_axis} (queries), columns {key_axis} (keys); rows after the current step are "
                    "shaded grey and the current step's row is outlined in red.")
     clicked_note("decode_grid")
     try:
-        grid = cached_chart(attention_grid, trace, "cross", layers=[layer], max_row=t,
-                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, "cross"), clicks="switch")
+        grid = cached_chart(attention_grid, trace, kind, layers=[layer], max_row=row,
+                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, kind), clicks="switch")
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:
         st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
         show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
-                   on_select=partial(toggle_clicked_head, "decode_grid", "cross", "decode_ablate", rerun_app=True))
-        slide_downloads(grid, title.lines(f"Cross-attention · layer {layer + 1} · every head · rows up to step "
+                   on_select=partial(toggle_clicked_head, "decode_grid", kind, "decode_ablate", rerun_app=True))
+        slide_downloads(grid, title.lines(f"{kind_name} · layer {layer + 1} · every head · rows up to step "
                                           f"{t + 1} of {len(result.steps)}"),
-                        f"cross_layer{layer + 1}_heads_step{t + 1}", "decode_grid")
+                        f"{kind}_layer{layer + 1}_heads_step{t + 1}", "decode_grid")
 
 
 def _head_stem(head: int | None) -> str:
@@ -229,7 +239,8 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
     t = ds.prepare_step(n_steps, (active.task_name, text))
     layer, head = _navigation(n_steps, t, result.trace)
     step = result.steps[t]
-    st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(result.trace.decoder_input_tokens[t])}› → "
+    fed = result.trace.decoder_input_tokens[result.trace.step_offset + t]
+    st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(fed)}› → "
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
     title = slide_title(active, text, reference if view == ds.TEACHER else None)
     _step_panels(active, text, result, view, t, layer, head, title)

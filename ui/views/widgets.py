@@ -7,6 +7,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, NamedTuple, Sequence
 
 import altair as alt
@@ -16,7 +17,9 @@ import streamlit as st
 from transformer import decode
 from transformer.charts import slide_pdf, slide_png, slide_svg
 from transformer.charts import visible_token as visible
-from transformer.decode import KIND_TITLES, MEAN_HEAD
+from transformer.analysis import group_of, grouped
+from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
+from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
 _CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
@@ -125,19 +128,40 @@ def layer_picker(label: str, n_layers: int, key: str) -> int:
     return st.selectbox(label, list(range(n_layers)), format_func=lambda i: f"Layer {i + 1}", key=key)
 
 
-def head_picker(label: str, n_heads: int, key: str) -> int | None:
-    """Select one head or the mean of heads (returned as None; stored as -1 in session state)."""
+def group_head_name(trace: AttentionTrace | None, kind: str | None, head: int | None) -> str:
+    """'Head 3 · kv2' for a query head of a grouped-query model, else head_label's 'Head 3' / 'Mean of heads'."""
+    if head is None or head == MEAN_HEAD or trace is None or kind is None or not grouped(trace, kind):
+        return head_label(head)
+    return f"{head_label(head)} · kv{group_of(trace, kind, head) + 1}"
+
+
+def head_picker(label: str, n_heads: int, key: str, *, trace: AttentionTrace | None = None,
+                kind: str | None = None) -> int | None:
+    """Select one head or the mean of heads (returned as None; stored as -1 in session state); given the trace and
+    kind, a grouped-query model's heads are labelled with their key/value group."""
     options = [MEAN_HEAD, *range(n_heads)]
     if st.session_state.get(key) not in options:
         st.session_state[key] = MEAN_HEAD
-    head = st.selectbox(label, options, format_func=head_label, key=key)
+    head = st.selectbox(label, options, format_func=partial(group_head_name, trace, kind), key=key)
     return None if head == MEAN_HEAD else head
 
 
-def kind_picker(label: str, key: str, *, horizontal: bool = True) -> str:
-    """Choose encoder self-, decoder self- or cross-attention."""
-    st.session_state.setdefault(key, "cross")
-    return st.radio(label, list(KIND_TITLES), format_func=KIND_TITLES.__getitem__, key=key, horizontal=horizontal)
+def map_kind(of: AttentionTrace | ModelFamily) -> str:
+    """The kind a step's source shading and map show: cross-attention where there is one, else the decoder's own."""
+    spec = of if isinstance(of, ModelFamily) else of.family_spec
+    return spec.cross_kind or spec.decoder_kind
+
+
+def kind_title(kind: str) -> str:
+    """The title of any family's kind ("Cross-attention", "Self-attention (causal)")."""
+    return ALL_TITLES[kind]
+
+
+def kind_picker(label: str, key: str, trace: AttentionTrace, *, horizontal: bool = True) -> str:
+    """Choose one of the trace's attention kinds; a stored kind the model does not have falls back to its map kind."""
+    if st.session_state.get(key) not in trace.kinds:
+        st.session_state[key] = map_kind(trace)
+    return st.radio(label, list(trace.kinds), format_func=kind_title, key=key, horizontal=horizontal)
 
 
 def grid_cell(n_heads: int, largest: int, width: int = 940) -> int:
