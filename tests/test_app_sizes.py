@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from app_session import assert_no_exception, charts, open_app
 
+from tests.hf_causal_models import build as build_causal
 from tests.hf_tiny_models import OPUS_MT_SHAPE, build
 from transformer.store import open_model
 from ui.models import MODEL_KEY
@@ -43,6 +44,7 @@ def longest_input(model, word: str = "dog") -> str:
 def opus_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hf_sizes")
     build("marian", root / "opus-mt-shape", size=OPUS_MT_SHAPE)
+    build_causal("gpt2", root / "tiny-gpt2")  # a decoder-only model: one causal self-attention over prompt and output
     return root
 
 
@@ -84,5 +86,15 @@ def test_every_page_holds_on_an_opus_mt_shape_model_at_every_length(sizes_env, p
     folder = sizes_env / "opus-mt-shape"
     model = open_model(str(folder))
     assert model.head_counts()["cross"] == (6, 8)
+    for label, text in _inputs(model).items():
+        _check_page(f"hf:{folder.name}", page, text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_every_page_holds_on_a_gpt2_model_at_every_length(sizes_env, page):
+    folder = sizes_env / "tiny-gpt2"
+    model = open_model(str(folder))
+    assert model.family.kinds == ("self",)
     for label, text in _inputs(model).items():
         _check_page(f"hf:{folder.name}", page, text)

@@ -1,12 +1,13 @@
-"""Hugging Face encoder-decoders in the app: folders of a models directory and hub ids typed in the sidebar,
-loaded once per server (shared, read-only), decoded through the same interface as our checkpoints."""
+"""Hugging Face models in the app (encoder-decoders and causal language models): folders of a models directory and
+hub ids typed in the sidebar, loaded once per server (shared, read-only), decoded through the same interface as our
+checkpoints. Each session gets its own adapter over the shared weights (its source prefix, its chat switch)."""
 from __future__ import annotations
 
 from typing import Any
 
 import streamlit as st
 
-from transformer.model import DEFAULT_MAX_PARAMS, HFModelError, HFSeq2Seq, load_pretrained
+from transformer.model import DEFAULT_MAX_PARAMS, HFCausalLM, HFModelError, HFSeq2Seq, InspectableSeq2Seq, load_hf_model
 from transformer.store import list_hf_folders
 from ui.server import hf_models_root
 
@@ -15,14 +16,14 @@ from .options import HF, ActiveModel, ModelOption, select_model
 ADDED_KEY = "sidebar_hf_added"  # hub ids / folders this session loaded from the sidebar field
 NAME_KEY = "sidebar_hf_name"
 PREFIX_KEY = "sidebar_hf_prefix"
+CHAT_KEY = "sidebar_hf_chat"  # "Format as chat": a causal model's prompt through its tokenizer's chat template
 MESSAGE_KEY = "sidebar_hf_message"
 EXAMPLE_TEXT = "The house is small."
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _load_shared_hf(name: str) -> tuple[Any, Any]:
-    model, tokenizer, _ = load_pretrained(name, DEFAULT_MAX_PARAMS)
-    return model, tokenizer
+def _load_shared_hf(name: str) -> InspectableSeq2Seq:
+    return load_hf_model(name, max_params=DEFAULT_MAX_PARAMS)  # the adapter its config asks for, every safety check
 
 
 def loading_message(name: str) -> str:
@@ -30,8 +31,9 @@ def loading_message(name: str) -> str:
     return f"Loading the Hugging Face model {name}…"
 
 
-def load_shared_hf(name: str) -> tuple[Any, Any]:
-    """(model, tokenizer) of a folder or hub id, shared read-only by all sessions; raises HFModelError."""
+def load_shared_hf(name: str) -> InspectableSeq2Seq:
+    """The adapter of a folder or hub id (its model and tokenizer shared read-only by all sessions); raises
+    HFModelError."""
     with st.spinner(loading_message(name), show_time=True):
         return _load_shared_hf(name)
 
@@ -50,11 +52,25 @@ def hf_options() -> list[ModelOption]:
 def resolve_hf(option: ModelOption) -> ActiveModel:
     """The ActiveModel of a Hugging Face option; raises HFModelError."""
     name = option.id.split(":", 1)[1]
-    model, tokenizer = load_shared_hf(str(option.path) if option.path is not None else name)
-    prefix = st.session_state.get(PREFIX_KEY, "") or ""
-    lm = HFSeq2Seq(model, tokenizer, option.name, prefix)
-    return ActiveModel(option, f"{HF}:{name}:{prefix}", None, None, None, {"name": "huggingface"},
+    shared = load_shared_hf(str(option.path) if option.path is not None else name)
+    lm = session_adapter(shared, option.name)
+    options = f"{getattr(lm, 'prefix', '')}:{int(getattr(lm, 'chat', False))}"
+    return ActiveModel(option, f"{HF}:{name}:{options}", None, None, None, {"name": "huggingface"},
                        lm.describe(), ((EXAMPLE_TEXT, ""),), lm=lm)
+
+
+def chat_available(lm: InspectableSeq2Seq | None) -> bool:
+    """Whether the model is a causal language model whose tokenizer has a chat template."""
+    return isinstance(lm, HFCausalLM) and HFCausalLM.has_chat_template(lm.tokenizer)
+
+
+def session_adapter(shared: Any, name: str) -> InspectableSeq2Seq:
+    """This session's adapter over the shared weights: an encoder-decoder with the sidebar's source prefix, a causal
+    language model with or without its chat template."""
+    if isinstance(shared, HFCausalLM):
+        chat = bool(st.session_state.get(CHAT_KEY)) and chat_available(shared)
+        return HFCausalLM(shared.model, shared.tokenizer, name, chat)
+    return HFSeq2Seq(shared.model, shared.tokenizer, name, st.session_state.get(PREFIX_KEY, "") or "")
 
 
 def _on_load() -> None:
@@ -74,14 +90,19 @@ def _on_load() -> None:
     st.session_state[MESSAGE_KEY] = ("success", f"Loaded {name}.")
 
 
-def hf_loader() -> None:
-    """The sidebar's "Hugging Face model" field: a local folder or a hub id, and an optional source prefix."""
+def hf_loader(active: ActiveModel | None = None) -> None:
+    """The sidebar's "Hugging Face model" field: a local folder or a hub id, an optional source prefix, and "Format
+    as chat" when the current model (`active`) is a causal language model with a chat template."""
     with st.expander("Hugging Face model", icon=":material/hub:"):
         st.text_input("Folder or hub id", key=NAME_KEY, placeholder="Helsinki-NLP/opus-mt-en-de",
                       help=f"A save_pretrained folder or a hub id (safetensors only, no custom code). Folders in "
                            f"{hf_models_root()} are listed in the picker.")
         st.text_input("Source prefix", key=PREFIX_KEY, placeholder="translate English to German: ",
-                      help="Prepended to every input (T5 task prefixes).")
+                      help="Prepended to every input of an encoder-decoder (T5 task prefixes).")
+        if active is not None and chat_available(active.lm):
+            st.toggle("Format as chat", key=CHAT_KEY,
+                      help="The prompt goes through the tokenizer's chat template (one user turn, then the "
+                           "assistant's opening); the template's tokens are shown as tokens.")
         st.button("Load", key="sidebar_hf_load", on_click=_on_load, icon=":material/download:")
         message = st.session_state.pop(MESSAGE_KEY, None)
         if message is not None:

@@ -116,9 +116,14 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     """The model card as short Markdown lines."""
     if card.get("source") == "huggingface":
         prefix = f" · prefix {card['prefix']!r}" if card.get("prefix") else ""
+        prefix += " · formatted as chat" if card.get("chat") else ""
+        layers = (f"{card['n_layers']} layers" if "n_layers" in card  # a decoder-only model: one stack
+                  else f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers")
+        kv = card.get("n_kv_heads")
+        heads = f"{card.get('n_heads')} heads" + (f" over {kv} key/value groups" if kv and kv != card.get("n_heads")
+                                                   else "")
         return [f"**Hugging Face** {card.get('model_type')} (imported, not trained here){prefix}",
-                f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "
-                f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers · "
+                f"**Size** d_model {card.get('d_model')} · {heads} · {layers} · "
                 f"vocabulary {card.get('tgt_vocab_size'):,}",
                 f"**Parameters** {card.get('parameters', 0):,}"]
     metrics = card.get("metrics") or {}

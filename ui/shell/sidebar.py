@@ -139,7 +139,7 @@ def render_sidebar(refresh_every: float = 1.0) -> None:
         _picker()
         training = (run := live_run()) is not None and run.active
         st.fragment(run_every=refresh_every if training else None)(_card_and_status)()
-        hf_loader()
+        hf_loader(current_model())  # its chat switch shows for a causal model with a chat template
         with st.expander("Upload a checkpoint bundle", icon=":material/upload:"):
             st.file_uploader("Checkpoint bundle (.zip)", type=["zip"], key=UPLOAD_KEY, on_change=_on_upload,
                              help="A .zip of a checkpoint directory (safetensors weights, JSON config).")
