@@ -18,6 +18,7 @@ from transformer.analysis import (
 )
 from transformer.charts import agreement_chart, decoder_row_chart, source_strip
 from transformer.decode import AttentionTrace, InputError
+from transformer.model import SOURCE
 from ui.models import ActiveModel
 
 from .weights import slide_title
@@ -40,7 +41,18 @@ EXPLAIN_AGREEMENT = (
     "the source of the information. Decoder self-attention is compared the same way with the attribution to the "
     "decoder inputs (the start token and the earlier outputs), from step 2 on (step 1 sees only the start token).")
 AGREEMENT_TITLES = {"cross": "Cross-attention vs attribution to the source tokens",
-                    "decoder_self": "Decoder self-attention vs attribution to the decoder inputs"}
+                    "decoder_self": "Decoder self-attention vs attribution to the decoder inputs",
+                    "self": "Self-attention vs attribution to the prompt and the earlier outputs"}
+
+
+def attributed_tokens(trace: AttentionTrace, attr: Attribution, t: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The tokens of `attr.source` and `attr.target` at step t: the source sentence and the decoder inputs up to the
+    step, or (a model whose prompt is the decoder's first input) the prompt and the outputs generated before it."""
+    row = trace.step_offset + t
+    source = (trace.decoder_input_tokens[: len(attr.source)] if trace.family_spec.prompt_in_decoder
+              else trace.source_tokens)
+    target = trace.decoder_input_tokens[row + 1 - len(attr.target): row + 1]
+    return tuple(source), tuple(target)
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the attribution…")
@@ -66,21 +78,25 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
     except InputError as exc:
         st.warning(f"No attribution for this step: {exc}", icon=":material/block:")
         return
-    chart_heading(f"Source tokens shaded by their {METHOD_TITLES[method]} attribution to step {t + 1}'s output")
-    strip = source_strip(trace.source_tokens, attr.source_share(), max_width=1000)
+    source, target = attributed_tokens(trace, attr, t)
+    input_name = trace.family_spec.axis_titles[SOURCE].capitalize()
+    chart_heading(f"{input_name} shaded by their {METHOD_TITLES[method]} attribution to step {t + 1}'s output")
+    strip = source_strip(source, attr.source_share(), max_width=1000)
     show_chart(strip, width="content", key=f"{key}_source")
-    slide_downloads(strip, slide_title(active, text).lines(f"Source tokens shaded by their {METHOD_TITLES[method]} "
+    slide_downloads(strip, slide_title(active, text).lines(f"{input_name} shaded by their {METHOD_TITLES[method]} "
                                                            f"attribution · step {t + 1}"),
                     f"attribution_source_step{t + 1}", f"{key}_source")
-    chart_heading(f"Decoder inputs up to step {t + 1}, same scale")
-    show_chart(decoder_row_chart(trace.decoder_input_tokens[: t + 1], attr.target_share(), max_width=1000,
-                                 all_tokens=trace.decoder_input_tokens), width="content", key=f"{key}_target")
+    if target:
+        chart_heading(f"Decoder inputs up to step {t + 1}, same scale" if not trace.family_spec.prompt_in_decoder
+                      else f"Outputs before step {t + 1}, same scale")
+        show_chart(decoder_row_chart(target, attr.target_share(), max_width=1000,
+                                     all_tokens=trace.decoder_input_tokens), width="content", key=f"{key}_target")
     top = int(attr.source.abs().argmax())
     total = float(attr.source.sum() + attr.target.sum())
     st.caption(f"log p = {attr.score:.3f}; attributions sum to {total:.3f}"
                + (" (= log p minus the zero-embedding baseline's log p, up to the integral's error)"
                   if method == "integrated_gradients" else "")
-               + f"; strongest source token ‹{md_token(trace.source_tokens[top])}› (signed "
+               + f"; strongest input token ‹{md_token(source[top])}› (signed "
                f"{float(attr.source[top]):+.3f}).")
 
 
@@ -99,7 +115,10 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
     except (InputError, ValueError) as exc:
         st.warning(f"Cannot compare for this input: {exc}", icon=":material/block:")
         return
-    for kind, title in AGREEMENT_TITLES.items():
+    for kind in trace.kinds:
+        if kind not in AGREEMENT_TITLES:
+            continue  # an encoder's self-attention explains no output step
+        title = AGREEMENT_TITLES[kind]
         frame = frames[frames["kind"] == kind].drop(columns="kind")
         st.markdown(f"**{title}**")
         if frame.empty:

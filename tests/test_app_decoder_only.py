@@ -1,0 +1,121 @@
+"""AppTest: the pages on a decoder-only model (the shipped `reverse-decoder-only`): the step-through's rows follow the
+prompt, links name its kind and heads, and Compare shows it beside the shipped encoder-decoder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_session import APP, assert_no_exception, chart_titled, charts, only_frame, open_app, texts
+from streamlit.testing.v1 import AppTest
+
+from transformer.decode import greedy_decode
+from transformer.store import open_model
+from ui.models import MODEL_KEY
+from ui.views import md_token
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
+ROOT = Path(__file__).resolve().parent.parent
+DECODER_ONLY = "shipped:reverse-decoder-only"
+TEXT = "abcdef"
+
+
+@pytest.fixture
+def shipped_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return greedy_decode(open_model(str(ROOT / "checkpoints" / "reverse-decoder-only")), TEXT)
+
+
+def _page(page: str, key: str, text: str = TEXT) -> AppTest:
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value(DECODER_ONLY).run()
+    at.switch_page(f"pages/{page}.py").run()
+    at.text_input(key=key).input(text).run()
+    assert_no_exception(at)
+    return at
+
+
+def test_decode_steps_from_the_prompts_last_token_and_next_moves_the_row(shipped_env, expected):
+    trace, offset = expected.trace, expected.trace.step_offset
+    at = _page("decode", "decode_text")
+    # step 1 reads the prompt's last token; its output is the model's greedy first token
+    assert at.subheader[0].value.startswith(f"Step 1 of {len(expected.steps)}: input "
+                                            f"‹{md_token(trace.decoder_input_tokens[offset])}› → "
+                                            f"output ‹{md_token(expected.steps[0].token)}›")
+    heatmap = only_frame(chart_titled(at, "Self-attention (causal) rows up to step 1"))
+    assert heatmap["query_index"].max() == offset  # rows up to the prompt's last token, none of the outputs'
+    at.button(key="decode_next").click().run()
+    assert at.subheader[0].value.startswith(f"Step 2 of {len(expected.steps)}: input "
+                                            f"‹{md_token(expected.steps[0].token)}›")
+    at.selectbox(key="decode_layer").set_value(0).run()
+    at.selectbox(key="decode_head").set_value(0).run()
+    prefix = only_frame(chart_titled(at, "Self-attention (causal) of step 2 over the prefix"))
+    assert prefix["weight"].tolist() == pytest.approx(trace.matrix("self", 0, 0)[offset + 1, : offset + 2].tolist(),
+                                                      abs=1e-6)
+    assert only_frame(chart_titled(at, "Self-attention (causal) rows up to step 2"))["query_index"].max() == offset + 1
+    output = "".join(expected.output_tokens[:-1])  # without </s>
+    assert any(output in t for t in texts(at.markdown)), "the output card shows greedy_decode's output"
+    assert not [c for c in charts(at) if c["title"].startswith("Source tokens shaded")]  # no separate source
+    assert_no_exception(at)
+
+
+def test_forcing_a_token_and_attribution_work_on_the_decoder_only_model(shipped_env, expected):
+    at = _page("decode", "decode_text")
+    at.button(key="decode_next").click().run()
+    at.button(key="decode_force").click().run()
+    assert_no_exception(at)
+    assert at.session_state["decode_view"] == "forced"
+    at.session_state["decode_attr_open"] = True  # the attribution expander, open
+    at.run()
+    assert_no_exception(at)
+
+
+def test_link_with_kind_self_and_an_ablated_self_head_round_trips(shipped_env):
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.switch_page("pages/attention.py")
+    at.query_params = {"model": DECODER_ONLY, "text": TEXT, "kind": "self", "layer": "2", "head": "1",
+                       "ablate": "self:L1H1"}
+    at.run()
+    assert_no_exception(at)
+    assert at.radio(key="attention_kind").value == "self"
+    assert at.radio(key="attention_kind").options == ["Self-attention (causal)"]
+    assert at.session_state["attention_ablate"] == ["self:L1H1"]
+    assert (at.session_state["attention_layer"], at.session_state["attention_head"]) == (1, 0)
+    params = dict(at.query_params)
+    assert params["kind"] == "self" and params["ablate"] == "self.L1H1"
+    fresh = AppTest.from_file(str(APP), default_timeout=90)
+    fresh.switch_page("pages/attention.py")
+    fresh.query_params = params
+    fresh.run()
+    assert_no_exception(fresh)
+    assert fresh.session_state["attention_ablate"] == ["self:L1H1"]
+    assert dict(fresh.query_params) == params
+
+
+def test_a_stored_cross_kind_falls_back_to_the_decoder_only_models_kind(shipped_env):
+    at = open_app("attention")
+    at.radio(key="attention_kind").set_value("cross").run()
+    at.selectbox(key=MODEL_KEY).set_value(DECODER_ONLY).run()
+    assert_no_exception(at)
+    assert at.radio(key="attention_kind").value == "self"
+
+
+def test_compare_shows_the_encoder_decoder_and_the_decoder_only_model_side_by_side(shipped_env):
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("shipped:reverse").run()
+    at.switch_page("pages/compare.py").run()
+    at.selectbox(key="compare_model").set_value(DECODER_ONLY).run()
+    at.text_input(key="compare_text").input(TEXT).run()
+    assert_no_exception(at)
+    assert any("different attention kinds" in t for t in texts(at.info))
+    a = only_frame(chart_titled(at, "A · reverse · Cross-attention"))
+    b = only_frame(chart_titled(at, "B · reverse-decoder-only · Self-attention (causal)"))
+    assert a["key_index"].nunique() == len(TEXT) + 1  # the source and </s>
+    assert b["key_index"].nunique() > len(TEXT) + 1  # the prompt and the outputs
