@@ -89,8 +89,10 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
     if target:
         chart_heading(f"Decoder inputs up to step {t + 1}, same scale" if not trace.family_spec.prompt_in_decoder
                       else f"Outputs before step {t + 1}, same scale")
+        start = trace.step_offset + t + 1 - len(target)  # the strip's layout: the decoder inputs from its first token
         show_chart(decoder_row_chart(target, attr.target_share(), max_width=1000,
-                                     all_tokens=trace.decoder_input_tokens), width="content", key=f"{key}_target")
+                                     all_tokens=trace.decoder_input_tokens[start:]), width="content",
+                   key=f"{key}_target")
     top = int(attr.source.abs().argmax())
     total = float(attr.source.sum() + attr.target.sum())
     st.caption(f"log p = {attr.score:.3f}; attributions sum to {total:.3f}"
