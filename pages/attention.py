@@ -37,7 +37,8 @@ show_weights(active)
 
 bind_text("attention_text", active)
 col_text, col_mode = st.columns([3, 2])
-text = col_text.text_input("Input", key="attention_text", on_change=share_text, args=("attention_text",),
+text = col_text.text_input(active.family.input_role.capitalize(), key="attention_text", on_change=share_text,
+                           args=("attention_text",),
                            max_chars=MAX_INPUT_CHARS)
 st.session_state.setdefault("attention_mode", "greedy")
 mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key="attention_mode")

@@ -30,7 +30,8 @@ show_weights(active)
 bind_text("decode_text", active)
 st.session_state.setdefault("decode_top_k", 5)
 col_text, col_ref, col_k = st.columns([5, 4, 1])
-text = col_text.text_input("Input", key="decode_text", on_change=share_text, args=("decode_text",),
+text = col_text.text_input(active.family.input_role.capitalize(), key="decode_text", on_change=share_text,
+                           args=("decode_text",),
                            max_chars=MAX_INPUT_CHARS)
 bind_reference("decode_reference", active, text)
 reference = col_ref.text_input("Reference output (for teacher forcing)", key="decode_reference",

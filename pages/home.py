@@ -33,7 +33,8 @@ with st.container(border=True):
     st.markdown(f"#### Try it · {md(active.option.name)}")
     bind_text("home_text", active)
     col_in, col_layer = st.columns([4, 1], vertical_alignment="bottom")
-    text = col_in.text_input(f"Type a {active.family.input_role}", key="home_text", on_change=share_text, args=("home_text",),
+    text = col_in.text_input(f"Type a {active.family.input_role}", key="home_text", on_change=share_text,
+                             args=("home_text",),
                              max_chars=MAX_INPUT_CHARS,
                              help="The current model (see the sidebar) decodes it greedily.")
     result = greedy_or_message(active, text)

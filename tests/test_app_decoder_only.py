@@ -121,3 +121,32 @@ def test_compare_shows_the_encoder_decoder_and_the_decoder_only_model_side_by_si
     b = only_frame(chart_titled(at, "B · reverse-decoder-only · Self-attention (causal)"))
     assert a["key_index"].nunique() == len(TEXT) + 1  # the source and </s>
     assert b["key_index"].nunique() > len(TEXT) + 1  # the prompt and the outputs
+
+
+def test_the_train_page_trains_a_decoder_only_model_and_shows_its_probe(studio_env):
+    from app_session import poll
+
+    from ui.train import LIVE_RUN_KEY
+    at = open_app("train")
+    at.selectbox(key="train_preset").set_value("tiny").run()
+    at.selectbox(key="train_architecture").set_value("decoder-only")
+    for key, value in dict(train_d_model=16, train_n_heads=2, train_n_decoder_layers=1, train_d_ff=32,
+                           train_batch_size=16, train_n_train=300, train_max_steps=40, train_eval_every=20,
+                           train_eval_examples=10, train_probe_every=5, train_warmup_steps=0).items():
+        at.number_input(key=key).set_value(value)
+    at.button(key="train_start").click().run()
+    run = at.session_state[LIVE_RUN_KEY]
+    try:
+        assert_no_exception(at)
+        assert run.trainer.model_cfg.architecture == "decoder-only"
+        assert poll(at, lambda a: not run.active, seconds=90), "the 40 steps did not finish"
+        at.run()
+        assert_no_exception(at)
+        probe = [c for c in charts(at) if c["title"].startswith("Step ")]
+        assert probe, "the probe's attention map is drawn"
+        at.switch_page("pages/decode.py").run()  # the live decoder-only weights on the Decode page
+        assert_no_exception(at)
+        assert at.subheader[0].value.startswith("Step 1 of")
+    finally:
+        run.job.stop()
+        run.job.join(20)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.model import ConfigError, ModelConfig, Seq2SeqTransformer, TrainConfig
+from transformer.model import ConfigError, ModelConfig, TrainConfig, build_model
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ LIMITS = AppLimits()
 def parameter_count(model_cfg: ModelConfig) -> int:
     """Parameters of the model a config describes, counted without allocating its weights."""
     with torch.device("meta"):
-        return Seq2SeqTransformer(model_cfg).num_parameters()
+        return build_model(model_cfg).num_parameters()  # the architecture the config names
 
 
 def limit_violations(model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float | None,

@@ -20,6 +20,7 @@ from transformer.data import (
     read_pairs_tsv,
 )
 from transformer.model import (
+    ARCHITECTURE_NAMES,
     PRESETS,
     TASK_DEFAULTS,
     ConfigError,
@@ -68,6 +69,10 @@ class Field:
 
 L = LIMITS
 FIELDS = (
+    Field("architecture", "Architecture", "model", options=ARCHITECTURE_NAMES,
+          help="Encoder-decoder: an encoder reads the source, the decoder writes with cross-attention to it. "
+               "Decoder-only: one causal stack of the decoder layers reads the source, a separator and the output as "
+               "one sequence (a prefix language model, loss on the output part); the encoder layers are unused."),
     Field("d_model", "d_model", "model", 8, L.max_d_model, 8, help="Width of every token vector."),
     Field("n_heads", "Heads", "model", 1, L.max_heads, 1, help="d_model must be divisible by it."),
     Field("n_encoder_layers", "Encoder layers", "model", 1, L.max_layers, 1),

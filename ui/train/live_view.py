@@ -6,7 +6,7 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap, training_curves
 from transformer.train import JobSnapshot
-from ui.views import chart_spec, head_picker, layer_picker
+from ui.views import chart_spec, head_picker, layer_picker, map_kind
 
 from .job_layout import job_layout, waiting_reason
 from .live_run import LiveRun, live_run, run_just_ended
@@ -151,7 +151,7 @@ def timeline_panel() -> None:
     else:
         c_step.caption(f"Recorded at step {steps[0]:,}.")
     with c_layer:
-        layer = layer_picker("Decoder layer", trace.n_layers("cross"), "train_timeline_layer")
+        layer = layer_picker("Decoder layer", trace.n_layers(map_kind(trace)), "train_timeline_layer")
     with c_head:
         head = head_picker("Head", trace.n_heads, "train_timeline_head")
     c_play.button("Pause" if playing else "Play", key="train_timeline_play", width="stretch",
@@ -160,7 +160,7 @@ def timeline_panel() -> None:
     shown = (run.id, state[TIMELINE_STEP_KEY], layer, head)
     cached = state.get(TIMELINE_CHART_KEY)
     if cached is None or cached[0] != shown:  # the fragment reruns every second; rebuild only what changed
-        chart = attention_heatmap(trace, "cross", layer, head, size=380,
+        chart = attention_heatmap(trace, map_kind(trace), layer, head, size=380,
                                   title=f"Step {state[TIMELINE_STEP_KEY]:,} · layer {layer + 1} · "
                                         f"{'mean of heads' if head is None else f'head {head + 1}'}")
         cached = state[TIMELINE_CHART_KEY] = (shown, chart_spec(chart))
