@@ -8,6 +8,7 @@ import pytest
 from app_session import APP, assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from streamlit.testing.v1 import AppTest
 
+from tests.hf_causal_models import build
 from transformer.decode import greedy_decode
 from transformer.store import open_model
 from ui.models import MODEL_KEY
@@ -26,6 +27,13 @@ def shipped_env(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
     monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
     monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+
+
+@pytest.fixture(scope="module")
+def llama_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("hf_causal")
+    build("llama", root / "tiny-llama")  # 4 query heads over 2 key/value heads, a chat template
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +158,25 @@ def test_the_train_page_trains_a_decoder_only_model_and_shows_its_probe(studio_e
     finally:
         run.job.stop()
         run.job.join(20)
+
+
+def test_grouped_query_heads_are_labelled_with_their_group_and_chat_formats_the_prompt(monkeypatch, tmp_path,
+                                                                                       llama_root):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tmp_path / "none"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(llama_root))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:tiny-llama").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input("A dog runs.").run()
+    assert_no_exception(at)
+    head = at.selectbox(key="attention_head")
+    assert head.options[1:5] == ["Head 1 · kv1", "Head 2 · kv1", "Head 3 · kv2", "Head 4 · kv2"]
+    plain = at.session_state["attention_text"]
+    at.sidebar.toggle(key="sidebar_hf_chat").set_value(True).run()  # the tokenizer has a chat template
+    assert_no_exception(at)
+    assert plain == "A dog runs."
+    assert any("formatted as chat" in t for t in texts(at.sidebar.markdown))
+    drawn = [str(frame.to_dict()) for chart in charts(at) for frame in chart["frames"].values()]
+    assert any("im_start" in d for d in drawn), "the template's tokens are drawn as tokens"
