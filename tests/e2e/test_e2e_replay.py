@@ -109,3 +109,32 @@ def test_a_sentence_that_tries_to_run_script_is_shown_as_text(offline_page):
     page.wait_for_function(DRAWN, arg=2)
     assert page.seen["dialogs"] == [] and page.evaluate("document.querySelectorAll('img').length") == 0
     assert PAYLOAD in page.evaluate("replay.views.source.data('strip').map(d => d.token)")  # drawn as a label
+
+
+def test_a_decoder_only_replay_steps_from_the_prompts_last_token(tmp_path):
+    """The shipped decoder-only model: step 1's row is the prompt's last token, Next adds the next row."""
+    from studio_browser import launch_chromium as launch
+    from playwright.sync_api import sync_playwright
+
+    from transformer.store import open_model
+    result = greedy_decode(open_model(str(Path(__file__).resolve().parents[2] / "checkpoints" /
+                                          "reverse-decoder-only")), "abcdef")
+    offset = result.trace.step_offset
+    path = tmp_path / "replay.html"
+    path.write_text(replay_html(result, "reverse-decoder-only"), encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(path.as_uri())
+            page.wait_for_function(DRAWN, arg=1, timeout=30_000)
+            first = _drawn(page)
+            assert max(first["rows"]) == offset and not errors
+            assert first["title"].startswith(f"Step 1 of {len(result.steps)}")
+            page.click("#next")
+            page.wait_for_function(DRAWN, arg=2, timeout=10_000)
+            assert max(_drawn(page)["rows"]) == offset + 1 and not errors
+        finally:
+            browser.close()

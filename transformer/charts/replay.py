@@ -31,7 +31,6 @@ WEIGHT_SCALE = 1000  # weights stored as integer thousandths (3 decimals)
 _PAGE = Path(__file__).with_name("replay_page.html")
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_STEPPED = ("decoder_self", "cross")  # kinds whose queries are the decoder inputs: rows appear step by step
 
 
 class ReplayTooLargeError(ValueError):
@@ -65,7 +64,8 @@ def _check_size(result: DecodeResult, kinds: Sequence[str], bundle_bytes: int | 
         raise ReplayTooLargeError(f"This decode has {n_steps:,} steps; a replay file holds at most "
                                   f"{MAX_REPLAY_STEPS} steps. Decode fewer tokens (e.g. --max-steps "
                                   f"{MAX_REPLAY_STEPS}).")
-    values = sum(result.trace.weights(k).numel() // (2 if k == "decoder_self" else 1) for k in kinds)
+    causal = result.trace.family_spec.causal
+    values = sum(result.trace.weights(k).numel() // (2 if causal(k) else 1) for k in kinds)
     bundle = len(vega_bundle()) if bundle_bytes is None else bundle_bytes
     estimate = bundle + 3 * values  # a stored weight takes at least "0," (most take more)
     if estimate > MAX_REPLAY_BYTES:
@@ -122,19 +122,21 @@ def _template(chart: alt.TopLevelMixin) -> list[dict]:
 def _kind_block(result: DecodeResult, kind: str) -> dict[str, Any]:
     trace = result.trace
     q_tokens, k_tokens = trace.labels(kind)
-    stepped = kind in _STEPPED
+    spec = trace.family_spec
+    stepped = kind != spec.encoder_kind  # queries are the decoder inputs: rows appear step by step
+    offset = trace.step_offset if stepped else 0  # the row of step 1 (a decoder-only prompt's last token)
     chart = attention_heatmap(trace, kind, 0, None, title="", size=420,
-                              max_row=0 if stepped else None, highlight_row=0 if stepped else None)
+                              max_row=offset if stepped else None, highlight_row=offset if stepped else None)
     return {"kind": kind, "title": KIND_TITLES[kind], "layers": trace.n_layers(kind), "heads": trace.n_heads,
-            "stepped": stepped, "causal": kind == "decoder_self",
+            "stepped": stepped, "causal": spec.causal(kind), "offset": offset,
             "queries": [visible_token(t) for t in q_tokens], "keys": [visible_token(t) for t in k_tokens],
-            "weights": _thousandths(trace.weights(kind), kind == "decoder_self"),
+            "weights": _thousandths(trace.weights(kind), spec.causal(kind)),
             "spec": _named_data(chart.to_dict(), ["heat", "row"] if stepped else ["heat"])}
 
 
 def _steps(result: DecodeResult) -> list[dict[str, Any]]:
-    inputs = result.trace.decoder_input_tokens
-    return [{"input": visible_token(inputs[t]) if t < len(inputs) else "", "token": visible_token(s.token),
+    inputs, offset = result.trace.decoder_input_tokens, result.trace.step_offset
+    return [{"input": visible_token(inputs[offset + t]) if offset + t < len(inputs) else "", "token": visible_token(s.token),
              "prob": round(float(s.prob), 4), "forced": bool(s.forced),
              "topk": topk_frame(s.top_k, s.token).round({"percent": 2}).to_dict("records")}
             for t, s in enumerate(result.steps)]
@@ -157,10 +159,11 @@ def replay_data(result: DecodeResult, model_name: str, weights: str = "") -> dic
         "kinds": [_kind_block(result, k) for k in kinds],
         "topk_spec": _named_data(topk_bars(widest.top_k, widest.token, width=260).to_dict(), ["topk"]),
     }
-    if "cross" in kinds:
+    spec = trace.family_spec
+    if spec.cross_kind in kinds:
         strip = source_strip(trace.source_tokens, [0.0] * len(trace.source_tokens), max_width=900)
         data["source_strip"] = {"spec": _named_data(strip.to_dict(), ["strip"]), "rows": _template(strip)}
-    if "decoder_self" in kinds:
+    if spec.decoder_kind in kinds:
         tokens = trace.decoder_input_tokens
         strip = decoder_row_chart(tokens, [0.0] * len(tokens), max_width=560)
         data["prefix_strip"] = {"spec": _named_data(strip.to_dict(), ["strip"]), "rows": _template(strip)}
