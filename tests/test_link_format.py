@@ -61,3 +61,22 @@ def test_the_ablation_pickers_labels_read_as_link_heads_and_back():
     assert head_labels(heads) == ["cross:L2H1", "enc:L1H2"]  # what the Decode and Attention pickers hold
     assert labels_to_heads(head_labels(heads)) == heads == parse_ablated("cross:L2H1,enc.L1H2")
     assert head_labels(()) == [] and labels_to_heads([]) == ()
+
+
+def test_a_decoder_only_models_kind_and_heads_go_through_a_link_and_others_are_dropped():
+    decoder_only = ModelSizes.from_counts({"self": (3, 4)})
+    values, notes = parse_params({"kind": "self", "layer": "3", "ablate": "self.L1H2,self:L3H4"})
+    assert notes == [] and values["ablate"] == (("self", 0, 1), ("self", 2, 3))
+    kept, notes = check_sizes(values, decoder_only, "self")
+    assert notes == [] and kept == values
+    assert to_params(kept)["ablate"] == "self.L1H2,self.L3H4"
+    # a link of an encoder-decoder opened on the decoder-only model: its kind and cross heads are dropped, with notes
+    values, _ = parse_params({"kind": "cross", "layer": "2", "ablate": "cross.L1H1"})
+    kept, notes = check_sizes(values, decoder_only, "self")
+    assert "kind" not in kept and kept["layer"] == 1 and kept["ablate"] == ()
+    assert any("kind='cross' ignored" in n for n in notes) and any("ablate=" in n for n in notes)
+    # and the other way round
+    values, _ = parse_params({"kind": "self"})
+    kept, notes = check_sizes(values, ModelSizes.from_counts({"encoder_self": (2, 4), "decoder_self": (2, 4),
+                                                              "cross": (2, 4)}), "cross")
+    assert "kind" not in kept and notes
