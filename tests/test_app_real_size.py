@@ -77,6 +77,7 @@ def test_a_long_input_shows_a_window_of_keys_that_fits_the_page(shipped_env):
 
 
 def test_many_heads_open_on_the_overview_and_a_click_opens_that_head(monkeypatch, tmp_path):
+    downloads = capture_downloads(monkeypatch)
     build("bart", tmp_path / "hf" / "many-heads", size=MANY_HEADS)
     monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
@@ -91,6 +92,8 @@ def test_many_heads_open_on_the_overview_and_a_click_opens_that_head(monkeypatch
     assert overview < large  # the overview comes first
     spec = charts(at)[overview]["spec"]
     assert any(p.get("name") == "cell" for p in spec.get("params", []))  # a click selects a head
+    png = downloads["cross_head_overview_slide.png"]()  # the overview goes on a slide too
+    assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") == 1920
     import ui.views.real_size as real_size
     state = {"attention_overview": {"selection": {"cell": [{"layer": 0, "head": 7}]}}}  # what a click leaves
     with monkeypatch.context() as patch:

@@ -136,7 +136,8 @@ def _kind_block(result: DecodeResult, kind: str) -> dict[str, Any]:
 
 def _steps(result: DecodeResult) -> list[dict[str, Any]]:
     inputs, offset = result.trace.decoder_input_tokens, result.trace.step_offset
-    return [{"input": visible_token(inputs[offset + t]) if offset + t < len(inputs) else "", "token": visible_token(s.token),
+    return [{"input": visible_token(inputs[offset + t]) if offset + t < len(inputs) else "",
+             "token": visible_token(s.token),
              "prob": round(float(s.prob), 4), "forced": bool(s.forced),
              "topk": topk_frame(s.top_k, s.token).round({"percent": 2}).to_dict("records")}
             for t, s in enumerate(result.steps)]

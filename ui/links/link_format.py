@@ -20,7 +20,7 @@ VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views 
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
 MAX_STEP = 10_000
-ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}  # every family's
+ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}  # any family
 # "source:name" as in the model picker (a run's name may hold spaces; a hub-style "org/name" one slash); only an id
 # the picker lists is ever used, so a link cannot name a path: this only turns garbage away with a clear note
 _NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"

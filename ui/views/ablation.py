@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.analysis import (
+    Cancelled,
     Head,
     HeadError,
     Sweep,
@@ -28,16 +29,29 @@ from transformer.charts import (
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
+from .background import collect, current_job, show_job_progress, start_job
 from .decode_state import RERUN_APP_KEY
 from .weights import slide_title
-from .widgets import SlideTitle, chart_heading, head_label, map_kind, md, md_token, show_chart, show_chips, slide_downloads
+from .widgets import (
+    SlideTitle,
+    chart_heading,
+    head_label,
+    map_kind,
+    md,
+    md_token,
+    show_chart,
+    show_chips,
+    slide_downloads,
+)
 
-SWEEP_TIME_CAP = 20.0  # seconds; a sweep that runs out shows the heads it reached and says so
+SWEEP_TIME_CAP = 300.0  # seconds; a sweep that runs out shows the heads it reached and says so (Cancel stops it)
+WAIT_S = 2.0  # a sweep that ends within this is drawn at once; a longer one gets a progress bar and Cancel
 SWEEP_CACHE_KEY = "studio_sweeps"
 SWEEP_CACHE_SIZE = 8
 
 
-HEAD_KIND_NAMES = {"enc": "Enc. self", "dec": "Dec. self", "cross": "Cross", "self": "Self"}  # every family's codes
+# the head codes of every family (a decoder-only model has "self")
+HEAD_KIND_NAMES = {"enc": "Enc. self", "dec": "Dec. self", "cross": "Cross", "self": "Self"}
 
 
 def head_title(label: str) -> str:
@@ -162,11 +176,6 @@ def sweep_output(result: DecodeResult) -> list[int]:
     return [s.token_id for s in result.steps]
 
 
-def _request(flag: str, identity: tuple) -> None:
-    """on_click of the sweep button: remember which model and input the sweep was asked for."""
-    st.session_state[flag] = identity
-
-
 def _cached_sweep(identity: tuple) -> Sweep | None:
     return st.session_state.get(SWEEP_CACHE_KEY, {}).get(identity)
 
@@ -176,6 +185,43 @@ def _store_sweep(identity: tuple, sweep: Sweep) -> None:
     cache[identity] = sweep
     while len(cache) > SWEEP_CACHE_SIZE:
         cache.pop(next(iter(cache)))
+
+
+def _request(flag: str, identity: tuple) -> None:
+    """on_click of the sweep button: remember which model and input the sweep was asked for."""
+    st.session_state[flag] = identity
+
+
+def _run_sweep(lm, text: str, output: Sequence[int], identity: tuple, n_heads: int, *, key: str) -> Sweep | None:
+    """The sweep of this identity: collected from the session's background job, or started by the button (shown at
+    once when it ends within WAIT_S, else with a progress bar, the time left and Cancel); None while there is none."""
+    ended = collect(identity)
+    if ended is not None:
+        sweep, error = ended
+        if isinstance(error, Cancelled):
+            st.info("Sweep cancelled: nothing was kept.", icon=":material/stop_circle:")
+        elif isinstance(error, InputError):
+            st.warning(f"Cannot sweep this input: {error}", icon=":material/block:")
+        elif error is not None:
+            raise error
+        else:
+            _store_sweep(identity, sweep)
+            return sweep
+    job = current_job()
+    if job is None or job.identity != identity or job.done.is_set():
+        st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
+                  args=(f"{key}_requested", identity))
+        # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
+        if st.session_state.pop(f"{key}_requested", None) != identity:
+            return None
+        job = start_job(f"Ablating {n_heads} heads", identity,
+                        lambda progress: sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP, on_fraction=progress))
+        if job is None:
+            return None
+        if job.done.wait(WAIT_S):  # a small model is done at once: no bar
+            return _run_sweep(lm, text, output, identity, n_heads, key=key)
+    show_job_progress(identity, key)
+    return None
 
 
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
@@ -188,21 +234,9 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
                f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
                f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
     if sweep is None:
-        st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
-                  args=(f"{key}_requested", identity))
-        if st.session_state.get(f"{key}_requested") != identity:
+        sweep = _run_sweep(lm, text, output, identity, n_heads, key=key)
+        if sweep is None:
             return
-        bar = st.progress(0.0, text="Ablating heads…")
-        try:
-            sweep = sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
-                                progress=lambda done, total: bar.progress(done / total,
-                                                                          text=f"Ablated {done} of {total} heads"))
-        except InputError as exc:
-            bar.empty()
-            st.warning(f"Cannot sweep this input: {exc}", icon=":material/block:")
-            return
-        bar.empty()
-        _store_sweep(identity, sweep)
     if not sweep.complete:
         st.warning(f"The sweep stopped at the {SWEEP_TIME_CAP:.0f} s cap after {len(sweep.frame)} of {n_heads} "
                    "heads; the others are not shown.", icon=":material/timer:")

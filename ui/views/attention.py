@@ -31,7 +31,7 @@ from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
 from .inference import bind_reference, gold_for, greedy_or_message, share_reference, teacher
 from .presenting import presenting
-from .real_size import key_window, large_map, overview_first, show_head_overview
+from .real_size import combined_title, key_window, large_map, overview_first, show_head_overview
 from .weights import slide_title
 from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
@@ -72,8 +72,9 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
     `result` is what the trace download holds (its hidden keys included)."""
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), reference) \
         if kind == trace.family_spec.cross_kind else (None, [])
+    title = slide_title(active, text, reference)
     if overview_first(trace, kind):
-        show_head_overview(trace, kind, alignment)
+        show_head_overview(trace, kind, alignment, title)
     map_col, side_col = st.columns([3, 2], gap="large")
     with map_col:
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
@@ -88,12 +89,12 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
             st.markdown("**Download**")
-            stem = f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}"
+            stem = (f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}" if combine == "pick"
+                    else f"{kind}_layer{layer + 1}_{combine}")
             chart_downloads(lambda: chart_to_png(heatmap), lambda: chart_to_svg(heatmap), stem,
                             "attention_heatmap_download")
-            slide_downloads(heatmap, slide_title(active, text, reference).lines(
-                f"{ALL_TITLES[kind]} · layer {layer + 1} · {'mean of heads' if head is None else f'head {head + 1}'}"),
-                stem, "attention_heatmap")
+            slide_downloads(heatmap, title.lines(combined_title(kind, layer, head, combine)), stem,
+                            "attention_heatmap")
             st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
                                mime="application/json", key="attention_trace_json", icon=":material/data_object:",
                                on_click="ignore", width="stretch")
@@ -105,7 +106,7 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
             show_alignment_scores(trace, alignment, key="attention_alignment")
     if not overview_first(trace, kind):
         with st.expander("Head overview: every head of this kind in one map", icon=":material/apps:"):
-            show_head_overview(trace, kind, alignment)
+            show_head_overview(trace, kind, alignment, title)
 
 
 def _open_panel() -> None:

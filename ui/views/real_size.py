@@ -10,9 +10,9 @@ import streamlit as st
 from transformer.analysis import STATISTICS, available_statistics, head_overview_frame
 from transformer.charts import aggregate_heatmap, attention_heatmap, head_overview, keys_per_window, selected_panel
 from transformer.data import GoldSource
-from transformer.decode import MEAN_HEAD, AttentionTrace
+from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 
-from .widgets import show_chart
+from .widgets import SlideTitle, show_chart, slide_downloads
 
 MAP_WIDTH = 760  # pixels the large map's plotting area may take in its column at 1280 px
 OVERVIEW_FIRST = 16  # more heads per kind than this: the overview is the first view
@@ -28,16 +28,22 @@ def _open_overview_head() -> None:
         st.session_state["attention_head"] = MEAN_HEAD if head is None else head
 
 
-def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSource] | None) -> None:
-    """Layers x heads of one kind, one cell per head coloured by a statistic the user picks; a click opens it."""
+def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSource] | None,
+                       title: SlideTitle | None = None) -> None:
+    """Layers x heads of one kind, one cell per head coloured by a statistic the user picks; a click opens it.
+    `title` names model and input on its slide download."""
     frame = head_overview_frame(trace, [kind], gold=gold or None)
     stats = available_statistics(frame, kind)
     if st.session_state.get("attention_overview_stat") not in stats:
         st.session_state["attention_overview_stat"] = stats[0]
     st.selectbox("Colour each head by", stats, format_func=lambda s: STATISTICS.get(s, s),
                  key="attention_overview_stat")
-    show_chart(head_overview(frame, st.session_state["attention_overview_stat"], kind), key="attention_overview",
-               on_select=_open_overview_head, selection_mode="cell", width="content")
+    statistic = st.session_state["attention_overview_stat"]
+    chart = head_overview(frame, statistic, kind)
+    show_chart(chart, key="attention_overview", on_select=_open_overview_head, selection_mode="cell", width="content")
+    if title is not None:
+        slide_downloads(chart, title.lines(f"{ALL_TITLES[kind]} · every head by {STATISTICS.get(statistic, statistic)}"),
+                        f"{kind}_head_overview", "attention_overview")
     st.caption(f"{trace.n_layers(kind)} layers × {trace.n_heads} heads; a click on a cell opens that head large "
                "below.")
 
@@ -60,6 +66,12 @@ def key_window(trace: AttentionTrace, kind: str) -> tuple[int, int] | None:
                             help=f"A long input's map shows up to {fit} keys at a time; move the window, or drag its "
                                  "ends. Every key's weight is in the trace download.")
     return first - 1, min(last, first - 1 + fit)
+
+
+def combined_title(kind: str, layer: int, head: int | None, combine: str) -> str:
+    """What the large map shows, for its slide: 'Cross-attention · layer 2 · head 3' or '… · max over heads'."""
+    what = ("mean of heads" if head is None else f"head {head + 1}") if combine == "pick" else COMBINE[combine].lower()
+    return f"{ALL_TITLES[kind]} · layer {layer + 1} · {what}"
 
 
 def large_map(trace: AttentionTrace, kind: str, layer: int, head: int | None, combine: str,

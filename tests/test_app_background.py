@@ -1,0 +1,56 @@
+"""A long analysis runs off the script thread: the page shows a progress bar with the time left and a Cancel button,
+one job per session; Cancel stops it and says so; the job's progress callback never touches Streamlit."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from app_session import assert_no_exception, open_app, texts
+
+import ui.views.ablation as ablation
+from transformer.analysis import Cancelled
+from ui.views.background import BackgroundJob
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
+
+
+def test_a_job_reports_its_fraction_and_time_left_and_stops_when_cancelled():
+    job = BackgroundJob("Ablating 4 heads", ("id",))
+    assert job.time_left() is None
+    job.started -= 10  # ten seconds in
+    job.progress(0.25)
+    assert job.fraction == 0.25 and job.time_left() == pytest.approx(30, rel=0.01)
+    job.cancel.set()
+    with pytest.raises(Cancelled):
+        job.progress(0.5)
+
+
+def test_a_slow_sweep_shows_a_bar_with_cancel_and_cancelling_says_so(studio_env, monkeypatch):
+    started = threading.Event()
+
+    def slow_sweep(lm, text, output, *, on_fraction, **_):
+        started.set()
+        for i in range(1, 10_000):
+            on_fraction(i / 10_000)  # raises Cancelled once Cancel was pressed
+            time.sleep(0.01)
+        raise AssertionError("never cancelled")
+
+    monkeypatch.setattr(ablation, "sweep_heads", slow_sweep)
+    monkeypatch.setattr(ablation, "WAIT_S", 0.0)
+    at = open_app("attention")
+    at.button(key="attention_sweep_run").click().run()
+    assert_no_exception(at)
+    assert started.wait(10)
+    bars = [p for p in at.get("progress")]
+    assert bars and "Ablating" in str(bars[0].proto.text)
+    cancel = at.button(key="attention_sweep_cancel")
+    cancel.click().run()
+    said = texts(at.info)
+    if not any("Sweep cancelled" in t for t in said):  # the worker had not seen the click yet: the next run says it
+        time.sleep(0.5)
+        at.run()
+        said = texts(at.info)
+    assert_no_exception(at)
+    assert any("Sweep cancelled" in t for t in said), said
+    assert at.button(key="attention_sweep_run")  # and the sweep can be asked for again

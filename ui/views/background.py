@@ -1,0 +1,103 @@
+"""Long analyses (a head sweep, attribution over every step) off the script thread: a progress bar with the time
+left and a Cancel button, one such job per session at a time.
+
+The worker thread never calls Streamlit: it runs the analysis with a progress callback that records the fraction
+done and raises `Cancelled` once the user pressed Cancel. A fragment polls the job twice a second and reruns the
+page when it ends, so the result is drawn by the page like any other.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import streamlit as st
+
+from transformer.analysis import Cancelled
+
+JOB_KEY = "studio_background_job"
+
+
+@dataclass
+class BackgroundJob:
+    """One analysis running for a session: what it is, how far it got, its result or error."""
+
+    name: str  # what the bar says, e.g. "Ablating 576 heads"
+    identity: tuple  # which model, input and analysis it is for (the page asks by this)
+    fraction: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+    def progress(self, fraction: float) -> None:
+        """The analysis' progress callback (worker thread): record, and stop if cancelled."""
+        self.fraction = min(max(float(fraction), 0.0), 1.0)
+        if self.cancel.is_set():
+            raise Cancelled("cancelled")
+
+    def time_left(self) -> float | None:
+        """Seconds left at the pace so far (None before any progress)."""
+        if self.fraction <= 0:
+            return None
+        elapsed = time.perf_counter() - self.started
+        return elapsed * (1 - self.fraction) / self.fraction
+
+
+def current_job() -> BackgroundJob | None:
+    """The session's job, running or ended and not yet collected."""
+    return st.session_state.get(JOB_KEY)
+
+
+def start_job(name: str, identity: tuple, run: Callable[[Callable[[float], None]], Any]) -> BackgroundJob | None:
+    """Start `run(progress)` in a thread for this session; None (and a message) while another job runs."""
+    job = current_job()
+    if job is not None and not job.done.is_set():
+        st.info(f"{job.name} is still running in this session: wait for it or cancel it first.",
+                icon=":material/hourglass_top:")
+        return None
+    job = BackgroundJob(name, identity)
+
+    def work() -> None:
+        try:
+            job.result = run(job.progress)
+        except BaseException as exc:  # noqa: BLE001 - handed to the page, which says what went wrong
+            job.error = exc
+        finally:
+            job.done.set()
+
+    st.session_state[JOB_KEY] = job
+    threading.Thread(target=work, name=f"studio-{name}", daemon=True).start()
+    return job
+
+
+def collect(identity: tuple) -> tuple[Any, BaseException | None] | None:
+    """(result, error) of the session's ended job for `identity`, taken out of the session; None otherwise."""
+    job = current_job()
+    if job is None or job.identity != identity or not job.done.is_set():
+        return None
+    st.session_state.pop(JOB_KEY, None)
+    return job.result, job.error
+
+
+def _cancel() -> None:
+    job = current_job()
+    if job is not None:
+        job.cancel.set()
+
+
+@st.fragment(run_every=0.5)
+def show_job_progress(identity: tuple, key: str) -> None:
+    """The running job's bar (fraction, time left) and its Cancel button; reruns the page once the job ends."""
+    job = current_job()
+    if job is None or job.identity != identity:
+        return
+    if job.done.is_set():
+        st.rerun(scope="app")
+    left = job.time_left()
+    when = "estimating the time left…" if left is None else f"about {left:,.0f} s left"
+    bar, stop = st.columns([5, 1], vertical_alignment="center")
+    bar.progress(job.fraction, text=f"{job.name}: {job.fraction:.0%} · {when}")
+    stop.button("Cancel", key=f"{key}_cancel", on_click=_cancel, icon=":material/stop:", width="stretch")
