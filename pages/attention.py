@@ -12,6 +12,7 @@ from ui.views import (
     attention_ablation,
     attention_result,
     bind_text,
+    combine_options,
     current_output,
     head_keys,
     head_picker,
@@ -75,11 +76,15 @@ with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head", trace=trace, kind=kind)
     head_keys("attention_head", trace.n_heads)
 with c_combine:
-    st.session_state.setdefault("attention_combine", "pick")
-    combine = st.selectbox("Combine heads", list(COMBINE), format_func=COMBINE.__getitem__, key="attention_combine",
+    combines = combine_options(trace, kind)
+    if st.session_state.get("attention_combine") not in combines:
+        st.session_state["attention_combine"] = "pick"
+    combine = st.selectbox("Combine heads", combines, format_func=COMBINE.__getitem__, key="attention_combine",
                            help="Max over heads: each cell's largest weight. Rollout (Abnar & Zuidema 2020): "
                                 "attention composed across layers up to this one, with the residual added; for "
-                                "cross-attention, the output's attention to the source through the encoder.")
+                                "cross-attention, the output's attention to the source through the encoder. Mean "
+                                "within the key/value group (grouped-query models): the mean of the query heads "
+                                "sharing the picked head's keys and values.")
 with c_opts:
     st.session_state.setdefault("attention_fixed_scale", True)
     fixed = st.toggle("Fixed scale", key="attention_fixed_scale",

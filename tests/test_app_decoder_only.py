@@ -173,6 +173,18 @@ def test_grouped_query_heads_are_labelled_with_their_group_and_chat_formats_the_
     assert_no_exception(at)
     head = at.selectbox(key="attention_head")
     assert head.options[1:5] == ["Head 1 · kv1", "Head 2 · kv1", "Head 3 · kv2", "Head 4 · kv2"]
+    assert "Mean within the key/value group" in at.selectbox(key="attention_combine").options
+    at.selectbox(key="attention_head").set_value(2).run()
+    at.selectbox(key="attention_layer").set_value(0).run()
+    at.selectbox(key="attention_combine").set_value("group").run()
+    assert_no_exception(at)
+    lm = open_model(str(llama_root / "tiny-llama"))
+    w = greedy_decode(lm, "A dog runs.").trace.weights("self")[0]  # (heads, queries, keys) of layer 1
+    group = (w[2] + w[3]) / 2  # heads 3 and 4 share key/value group 2
+    drawn = only_frame(charts(at)[0])
+    assert drawn["weight"].tolist() == pytest.approx(group[drawn["query_index"], drawn["key_index"]].tolist(),
+                                                     abs=1e-6)
+    at.selectbox(key="attention_combine").set_value("pick").run()
     plain = at.session_state["attention_text"]
     at.sidebar.toggle(key="sidebar_hf_chat").set_value(True).run()  # the tokenizer has a chat template
     assert_no_exception(at)

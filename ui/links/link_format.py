@@ -15,7 +15,7 @@ from transformer.model import ALL_KINDS
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
-COMBINE = ("pick", "max", "rollout")  # the Attention page's "Combine heads": as picked, max, rollout
+COMBINE = ("pick", "max", "rollout", "group")  # the Attention page's "Combine heads" (group: key/value group mean)
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20

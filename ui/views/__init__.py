@@ -57,7 +57,7 @@ from .presenting import (
     head_keys,
     presenting,
 )
-from .real_size import COMBINE
+from .real_size import COMBINE, combine_options
 from .step_through import decode_results, replay_download, show_ablation_panel, show_output_cards, show_step_through
 from .weights import show_weights, slide_title, weights_of
 from .widgets import (
@@ -89,13 +89,13 @@ __all__ = ["COMBINE", "Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRES
            "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "SLIDES_SUFFIX", "SWITCH_KEY", "SlideTitle",
            "TEXT_KEY", "TEXT_TASK_KEY", "ablated_run", "attention_ablation", "attention_result", "bind_reference",
            "bind_text", "cached_chart", "chart_downloads", "chart_heading", "chart_spec", "clicked_note",
-           "compare_kinds", "current_output", "decode_results", "default_text", "divergence_message",
-           "gold_alignment_for", "gold_cells", "gold_for", "greedy", "greedy_or_message", "grid_cell", "grid_key",
-           "group_head_name", "head_keys", "head_label", "head_picker", "head_selection", "kind_picker",
-           "kind_title", "layer_picker", "map_kind", "md", "md_token", "model_caption", "off_panels", "pick_model_b",
-           "presenting", "reference_for", "replay_download", "require_model", "share_reference", "share_text",
-           "show_ablated_step", "show_ablation_panel", "show_agreement", "show_alignment_scores", "show_both_maps",
-           "show_chart", "show_chips", "show_comparison", "show_difference", "show_large_map", "show_model_view",
-           "show_output_cards", "show_outputs", "show_small_table", "show_step_attribution", "show_step_through",
-           "show_sweep", "show_weights", "slide_downloads", "slide_title", "step_caption", "step_picker",
-           "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of"]
+           "combine_options", "compare_kinds", "current_output", "decode_results", "default_text",
+           "divergence_message", "gold_alignment_for", "gold_cells", "gold_for", "greedy", "greedy_or_message",
+           "grid_cell", "grid_key", "group_head_name", "head_keys", "head_label", "head_picker", "head_selection",
+           "kind_picker", "kind_title", "layer_picker", "map_kind", "md", "md_token", "model_caption", "off_panels",
+           "pick_model_b", "presenting", "reference_for", "replay_download", "require_model", "share_reference",
+           "share_text", "show_ablated_step", "show_ablation_panel", "show_agreement", "show_alignment_scores",
+           "show_both_maps", "show_chart", "show_chips", "show_comparison", "show_difference", "show_large_map",
+           "show_model_view", "show_output_cards", "show_outputs", "show_small_table", "show_step_attribution",
+           "show_step_through", "show_sweep", "show_weights", "slide_downloads", "slide_title", "step_caption",
+           "step_picker", "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of"]

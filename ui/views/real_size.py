@@ -2,12 +2,14 @@
 choice of how heads combine (as picked, max over heads, rollout across layers)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 import altair as alt
 import streamlit as st
+import torch
 
-from transformer.analysis import STATISTICS, available_statistics, head_overview_frame
+from transformer.analysis import STATISTICS, available_statistics, group_mean, grouped, head_overview_frame
 from transformer.charts import aggregate_heatmap, attention_heatmap, head_overview, keys_per_window, selected_panel
 from transformer.data import GoldSource
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
@@ -16,7 +18,19 @@ from .widgets import SlideTitle, show_chart, slide_downloads
 
 MAP_WIDTH = 760  # pixels the large map's plotting area may take in its column at 1280 px
 OVERVIEW_FIRST = 16  # more heads per kind than this: the overview is the first view
-COMBINE = {"pick": "As picked (a head or the mean)", "max": "Max over heads", "rollout": "Rollout across layers"}
+COMBINE = {"pick": "As picked (a head or the mean)", "max": "Max over heads", "rollout": "Rollout across layers",
+           "group": "Mean within the key/value group"}  # "group": offered only for a grouped-query kind
+
+
+def combine_options(trace: AttentionTrace, kind: str) -> list[str]:
+    """The ways heads combine for this kind: the group mean only where query heads share key/value groups."""
+    return [c for c in COMBINE if c != "group" or grouped(trace, kind)]
+
+
+def group_mean_trace(trace: AttentionTrace, kind: str) -> AttentionTrace:
+    """The trace with each query head of `kind` replaced by the mean map of its key/value group."""
+    groups = torch.tensor(trace.head_groups[kind])
+    return replace(trace, maps={**trace.maps, kind: group_mean(trace, kind)[:, groups]})  # (L, H, Q, K)
 
 
 def _open_overview_head() -> None:
@@ -70,7 +84,11 @@ def key_window(trace: AttentionTrace, kind: str) -> tuple[int, int] | None:
 
 def combined_title(kind: str, layer: int, head: int | None, combine: str) -> str:
     """What the large map shows, for its slide: 'Cross-attention · layer 2 · head 3' or '… · max over heads'."""
-    what = ("mean of heads" if head is None else f"head {head + 1}") if combine == "pick" else COMBINE[combine].lower()
+    if combine == "group" and head is not None:
+        what = f"mean of head {head + 1}'s key/value group"
+    else:
+        what = ("mean of heads" if head is None else f"head {head + 1}") if combine in ("pick", "group") \
+            else COMBINE[combine].lower()
     return f"{ALL_TITLES[kind]} · layer {layer + 1} · {what}"
 
 
@@ -79,5 +97,8 @@ def large_map(trace: AttentionTrace, kind: str, layer: int, head: int | None, co
     """The large map: one head (or the mean), or the heads combined (max, rollout), within the key window."""
     if combine == "pick":
         return attention_heatmap(trace, kind, layer, head, max_width=MAP_WIDTH, **options)
+    if combine == "group":
+        options.pop("gold", None)
+        return attention_heatmap(group_mean_trace(trace, kind), kind, layer, head, max_width=MAP_WIDTH, **options)
     options.pop("gold", None)  # a combined map is no head's: the gold outline belongs to heads
     return aggregate_heatmap(trace, kind, combine, layer, max_width=MAP_WIDTH, **options)
