@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from transformer.model import SOURCE, family_of
 from transformer.store import checkpoint_family
 from ui.models.registry import PAGE_FAMILIES
 
@@ -41,26 +42,34 @@ def test_every_model_of_the_checkpoints_folder_is_covered():
     assert {"reverse", "sort", "toy-en-de", "multi30k-en-de"} <= set(SHIPPED)
 
 
+CODES = {"cross": ("cross", "Cross"), "decoder_self": ("dec", "Dec. self"), "self": ("self", "Self")}  # link, title
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_ablation_and_attribution_render_for_each_shipped_model(shipped_env, name):
+    family = family_of(checkpoint_family(CHECKPOINTS / name))
+    step_kind = family.cross_kind or family.decoder_kind  # what Decode shades at a step
+    code, title = CODES[step_kind]
     at = _open(name, "decode")
-    at.multiselect(key="decode_ablate").set_value(["cross:L1H1"]).run()
+    at.multiselect(key="decode_ablate").set_value([f"{code}:L1H1"]).run()
     at.session_state["decode_attr_open"] = True  # the user opens the attribution expander
     at.run()
     assert_no_exception(at)
-    assert any("Without Cross L1 H1" in m for m in texts(at.markdown))
+    assert any(f"Without {title} L1 H1" in m for m in texts(at.markdown))
     assert chart_titled(at, "With the heads switched off: step 1")
-    assert chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 1")
+    input_tokens = family.axis_titles[SOURCE].capitalize()  # "Source tokens" or "Prompt tokens"
+    assert chart_titled(at, f"{input_tokens} shaded by their Integrated Gradients attribution to step 1")
 
     at.switch_page("pages/attention.py")
     at.run()
     at.radio(key="attention_grid_click").set_value("ablate").run()
-    at.multiselect(key="attention_ablate").set_value(["dec:L1H1"]).run()
+    at.multiselect(key="attention_ablate").set_value([f"{CODES[family.decoder_kind][0]}:L1H1"]).run()
     at.toggle(key="attention_agreement_on").set_value(True).run()
     assert_no_exception(at)
     assert any(c["title"].endswith("with the heads switched off") for c in charts(at))
     agreement = [c for c in charts(at) if "layer_label" in str(c["spec"])]
-    assert len(agreement) >= 4, "expected Spearman and top-1 heatmaps for cross and decoder self-attention"
+    stepped = [k for k in family.kinds if k != family.encoder_kind]  # kinds whose rows are output steps
+    assert len(agreement) >= 2 * len(stepped), "expected Spearman and top-1 heatmaps for each kind of the steps"
     assert not texts(at.warning), texts(at.warning)
 
 
