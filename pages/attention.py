@@ -56,18 +56,19 @@ if subword and st.toggle("Merge subword pieces into words", key="attention_merge
                               "sums to 1. A piece starting with ▁ or Ġ (or a special token) starts a word. The trace "
                               "download keeps the pieces."):
     trace = merge_words(trace)
+c_hide, c_combine = st.columns([3, 2], vertical_alignment="center")
 st.session_state.setdefault("attention_hide_sinks", False)
-hide = st.toggle("Hide the first token and special tokens", key="attention_hide_sinks",
-                 help="Long inputs and large models pour most attention onto the first token and specials (attention "
-                      "sinks). Hidden, they are taken off the key axis and each row is renormalised to sum to 1; "
-                      "the map says so, and the trace download records it.")
+hide = c_hide.toggle("Hide the first token and special tokens", key="attention_hide_sinks",
+                   help="Long inputs and large models pour most attention onto the first token and specials (attention "
+                        "sinks). Hidden, they are taken off the key axis and each row is renormalised to sum to 1; "
+                        "the map says so, and the trace download records it.")
 if hide:
     trace = hide_tokens(trace)
 export = replace(result, trace=hide_tokens(result.trace)) if hide else result
 st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or reference is not None
                                                                else " (stopped at the step limit)"))
 
-c_kind, c_layer, c_head, c_combine, c_opts = st.columns([5, 2, 2, 3, 2], vertical_alignment="bottom")
+c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
 with c_kind:
     kind = kind_picker("Attention", "attention_kind", trace)
 with c_layer:
@@ -75,7 +76,7 @@ with c_layer:
 with c_head:
     head = head_picker("Head", trace.n_heads, "attention_head", trace=trace, kind=kind)
     head_keys("attention_head", trace.n_heads)
-with c_combine:
+with c_combine:  # beside the sinks switch: the picker row keeps its width at 1400 px
     combines = combine_options(trace, kind)
     if st.session_state.get("attention_combine") not in combines:
         st.session_state["attention_combine"] = "pick"

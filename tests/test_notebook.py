@@ -162,7 +162,7 @@ def test_the_tour_notebook_runs_and_draws_its_charts():
 
 @pytest.mark.browser
 def test_the_step_slider_moves_the_step_view_in_a_browser(reversal, tmp_path: Path):
-    from bench.app_driver import CHROMIUM, launch_chromium
+    from studio_browser import CHROMIUM, launch_chromium
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)")
     import vl_convert

@@ -82,7 +82,7 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir,
             browser.close()
 
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 
 
 def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(tmp_path):
