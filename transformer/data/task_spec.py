@@ -90,7 +90,7 @@ class TaskSpec:
 
 def portable_path(path: str | Path) -> str:
     """`path` relative to the repository when it lies in the repository or beside it, else absolute."""
-    absolute = Path(path).expanduser().resolve()
+    absolute = Path(os.path.abspath(Path(path).expanduser()))  # symlinks kept: `../shared` may be a link
     if absolute.is_relative_to(REPO_ROOT.parent):
         return Path(os.path.relpath(absolute, REPO_ROOT)).as_posix()
     return str(absolute)
