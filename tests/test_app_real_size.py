@@ -41,7 +41,8 @@ def test_hiding_sinks_renormalises_says_so_and_travels_in_link_and_download(ship
     assert json.loads(downloads["attention_trace.json"]()).get("hidden_keys") is None
     at.toggle(key="attention_hide_sinks").set_value(True).run()
     assert_no_exception(at)
-    assert any(c.value.startswith("Attention sinks: keys hidden:") for c in at.caption)
+    subtitle = str(chart_titled(at, "Cross-attention · layer")["spec"]["title"].get("subtitle"))
+    assert "keys hidden:" in subtitle and "rows renormalised" in subtitle  # said right on the map
     saved = json.loads(downloads["attention_trace.json"]())
     assert saved["hidden_keys"]["source"]  # the first source token and </s> at least
     rows = saved["attention"]["cross"][0][0]

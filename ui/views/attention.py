@@ -23,7 +23,6 @@ from transformer.decode import (
     DecodeResult,
     InputError,
     head_label,
-    hidden_note,
 )
 from ui.models import ActiveModel
 
@@ -84,8 +83,6 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=fixed, gold=gold if show_gold else (),
                             size=460 if presenting() else 336, large_labels=presenting(), keys=keys)
         show_chart(heatmap, key="attention_heatmap", width="content")
-        if note := hidden_note(trace, kind):
-            st.caption(f"Attention sinks: {note}.")
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
             st.markdown("**Download**")
