@@ -90,3 +90,20 @@ def test_a_decoder_only_model_learns_reversal_with_a_causal_trace():
     w = result.trace.weights("self")
     assert float((w * result.trace.masked("self")).abs().max()) == 0.0  # no weight on a future position
     torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)))
+
+
+def test_perplexity_scores_every_token_with_the_models_own_next_token_probabilities():
+    """Each token after the first is scored by the row of the token before it, the prompt's rows included (they were
+    zero rows once, which gave every text the perplexity of a uniform guess: the vocabulary size)."""
+    from transformer.decode import perplexity
+    from transformer.decode.native_causal import NativeDecoderOnly
+    lm = NativeDecoderOnly(_model(), TOK, TOK, "tiny decoder-only")
+    line = "attention"
+    ids = torch.tensor([lm.tokenize_source(line).ids])
+    with torch.no_grad():  # the text is read as the prompt; the explicit-softmax path, not the fast one perplexity runs
+        logits = lm.model.full(ids, ids[:, :0], need_weights=True)[0][0, :-1]
+    nll = -float(logits.log_softmax(-1).gather(-1, ids[0, 1:, None]).mean())
+    scored = perplexity(lm, [line])
+    assert scored["tokens"] == ids.shape[1] - 1
+    assert scored["nll_per_token"] == pytest.approx(nll, abs=1e-5)
+    assert abs(scored["perplexity"] - TOK.vocab_size) > 1.0

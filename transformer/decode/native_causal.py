@@ -67,5 +67,6 @@ class NativeDecoderOnly(NativeSeq2Seq):
         return (self.model.embed(tgt, src.size(1)),)
 
     def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
-        n = src.size(1)
-        return _with_source_rows(network.full(src, tgt[:, n:])[0][:, n:], n)
+        # every position of the sequence, the prompt's included: a prompt token's row predicts the next prompt token
+        # (perplexity scores them), and a view's output head may keep only the rows it scores
+        return network.full(src, tgt[:, src.size(1):])[0]
