@@ -73,6 +73,18 @@ class Given(nn.Module):
         return self.value
 
 
+class RowsAt(nn.Module):
+    """Stands in for the output projection on a view: projects only row `positions[n]` of batch row n, so the
+    logits are (N, 1, V) instead of (N, T, V) (attribution scores one position per row)."""
+
+    def __init__(self, head: nn.Module, positions: Tensor) -> None:
+        super().__init__()
+        self.head, self.positions = head, positions
+
+    def forward(self, hidden: Tensor) -> Tensor:  # (N, T, D) -> (N, 1, V)
+        return self.head(hidden[torch.arange(hidden.size(0)), self.positions][:, None])
+
+
 def substituted(root: nn.Module, replacements: Mapping[str, nn.Module]) -> nn.Module:
     """A view of `root`: the modules on the way to each dotted path are shallow copies with their own module
     tables, the module at the path is replaced; everything else (weights, other modules, hooks) is root's own."""
@@ -104,9 +116,11 @@ def _scorer(lm: InspectableSeq2Seq) -> Scorer:
 
     def forward(*args: Tensor) -> Tensor:
         embeds, (src, tgt_in, positions, tokens) = args[: len(paths)], args[len(paths):]
-        view = substituted(lm.network, {path: Given(e) for path, e in zip(paths, embeds)})
-        logits = lm.teacher_logits(view, src, tgt_in)  # (N, T, V)
-        rows = ban(logits[torch.arange(logits.size(0)), positions].float(), banned)
+        head = lm.output_path()
+        view = substituted(lm.network, {**{path: Given(e) for path, e in zip(paths, embeds)},
+                                        head: RowsAt(lm.network.get_submodule(head), positions)})
+        logits = lm.teacher_logits(view, src, tgt_in)  # (N, 1, V): the scored position's row only
+        rows = ban(logits[:, 0].float(), banned)
         return rows.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
     return forward
 

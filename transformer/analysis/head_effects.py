@@ -20,7 +20,7 @@ from .head_sweep import DEFAULT_BATCH, Progress, head_gradients, sweep_log_probs
 
 SWEEP_COLUMNS = ["kind", "layer", "head", "label", "log_prob", "drop"]
 LegacyProgress = Callable[[int, int], None]
-ATTRIBUTION_ROWS = 32  # interpolated inputs per pass of attribution: bounds memory (logits are rows x T x V)
+ATTRIBUTION_ROWS = 32  # interpolated inputs per pass of attribution: bounds memory (activations are rows x T x D)
 
 
 def _one_at_a_time(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor, heads: list[Head],

@@ -105,6 +105,9 @@ class NativeSeq2Seq(InspectableSeq2Seq):
     def embedding_paths(self) -> tuple[str, str]:
         return "src_embed", "tgt_embed"
 
+    def output_path(self) -> str:
+        return "generator"
+
     def differentiable(self) -> AbstractContextManager[None]:
         return eval_mode(self.model, torch.enable_grad)
 

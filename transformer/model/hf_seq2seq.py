@@ -284,6 +284,10 @@ class HFSeq2Seq(InspectableSeq2Seq):
         return tuple(f"{names[id(stack)]}.embed_tokens"  # type: ignore[return-value]
                      for stack in (self.model.get_encoder(), self.model.get_decoder()))
 
+    def output_path(self) -> str:
+        names = {id(m): name for name, m in self.model.named_modules()}
+        return names[id(self.model.get_output_embeddings())]
+
     def differentiable(self) -> AbstractContextManager[None]:
         return self._locked_eval(torch.enable_grad)
 

@@ -150,10 +150,16 @@ class InspectableSeq2Seq(ABC):
                      if path)
 
     @abstractmethod
+    def output_path(self) -> str:
+        """Dotted path in `network` of the output projection (hidden states -> logits), where attribution puts a
+        module that projects only the rows it scores."""
+
+    @abstractmethod
     def differentiable(self) -> AbstractContextManager[None]:
         """Context for gradient work: eval mode, gradients on, exclusive use of the model where that is needed."""
 
     @abstractmethod
     def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
         """Logits (N, T, V) of `network` (this model or a view of it) for sources (N, S) and decoder inputs
-        (N, T), no weights captured; differentiable inside `differentiable()`."""
+        (N, T), no weights captured; differentiable inside `differentiable()`. Whatever the module at `output_path`
+        returns is returned unsliced: on a view whose output projection keeps a few rows, those rows."""
