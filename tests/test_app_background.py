@@ -9,6 +9,7 @@ import pytest
 from app_session import assert_no_exception, open_app, texts
 
 import ui.views.ablation as ablation
+import ui.views.background as background
 from transformer.analysis import Cancelled
 from ui.views.background import BackgroundJob
 
@@ -37,7 +38,7 @@ def test_a_slow_sweep_shows_a_bar_with_cancel_and_cancelling_says_so(studio_env,
         raise AssertionError("never cancelled")
 
     monkeypatch.setattr(ablation, "sweep_heads", slow_sweep)
-    monkeypatch.setattr(ablation, "WAIT_S", 0.0)
+    monkeypatch.setattr(background, "WAIT_S", 0.0)
     at = open_app("attention")
     at.button(key="attention_sweep_run").click().run()
     assert_no_exception(at)
@@ -54,3 +55,44 @@ def test_a_slow_sweep_shows_a_bar_with_cancel_and_cancelling_says_so(studio_env,
     assert_no_exception(at)
     assert any("Sweep cancelled" in t for t in said), said
     assert at.button(key="attention_sweep_run")  # and the sweep can be asked for again
+
+
+def test_a_slow_agreement_shows_a_bar_cancel_stops_it_and_a_faster_method_draws_it(studio_env, monkeypatch):
+    import ui.views.attribution as attribution
+    real = attribution.attribute_in_chunks
+    started = threading.Event()
+
+    def slow_attribution(lm, text, output, *, method, progress, **_):
+        started.set()
+        for i in range(1, 10_000):
+            progress(i / 10_000)  # raises Cancelled once Cancel was pressed
+            time.sleep(0.01)
+        raise AssertionError("never cancelled")
+
+    monkeypatch.setattr(attribution, "attribute_in_chunks", slow_attribution)
+    monkeypatch.setattr(background, "WAIT_S", 0.0)
+    at = open_app("attention")
+    at.toggle(key="attention_agreement_on").set_value(True).run()
+    assert_no_exception(at)
+    assert started.wait(10)
+    bars = [p for p in at.get("progress")]
+    assert bars and "Attributing" in str(bars[0].proto.text) and "Integrated Gradients" in str(bars[0].proto.text)
+    at.button(key="attention_agreement_cancel").click().run()
+    for _ in range(20):  # the worker may not have seen the click yet: a later run says it
+        if any("Attribution cancelled" in t for t in texts(at.info)):
+            break
+        time.sleep(0.25)
+        at.run()
+    assert_no_exception(at)
+    assert any("Attribution cancelled" in t for t in texts(at.info))
+    assert not list(at.get("progress")), "a cancelled attribution must not start again by itself"
+    monkeypatch.setattr(attribution, "attribute_in_chunks", real)
+    at.radio(key="attention_agreement_method").set_value("gradient_x_input").run()
+    for _ in range(40):
+        if any("Gradient × input" in t for t in texts(at.caption)):
+            break
+        time.sleep(0.25)
+        at.run()
+    assert_no_exception(at)
+    assert any("Attribution: Gradient × input" in t for t in texts(at.caption))
+    assert any("Best agreement" in t for t in texts(at.caption))

@@ -29,7 +29,7 @@ from transformer.charts import (
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
-from .background import collect, current_job, show_job_progress, start_job
+from .background import background_result, job_running, keep_result, kept_result
 from .decode_state import RERUN_APP_KEY
 from .weights import slide_title
 from .widgets import (
@@ -45,9 +45,6 @@ from .widgets import (
 )
 
 SWEEP_TIME_CAP = 300.0  # seconds; a sweep that runs out shows the heads it reached and says so (Cancel stops it)
-WAIT_S = 2.0  # a sweep that ends within this is drawn at once; a longer one gets a progress bar and Cancel
-SWEEP_CACHE_KEY = "studio_sweeps"
-SWEEP_CACHE_SIZE = 8
 
 
 # the head codes of every family (a decoder-only model has "self")
@@ -176,17 +173,6 @@ def sweep_output(result: DecodeResult) -> list[int]:
     return [s.token_id for s in result.steps]
 
 
-def _cached_sweep(identity: tuple) -> Sweep | None:
-    return st.session_state.get(SWEEP_CACHE_KEY, {}).get(identity)
-
-
-def _store_sweep(identity: tuple, sweep: Sweep) -> None:
-    cache = st.session_state.setdefault(SWEEP_CACHE_KEY, {})
-    cache[identity] = sweep
-    while len(cache) > SWEEP_CACHE_SIZE:
-        cache.pop(next(iter(cache)))
-
-
 def _request(flag: str, identity: tuple) -> None:
     """on_click of the sweep button: remember which model and input the sweep was asked for."""
     st.session_state[flag] = identity
@@ -195,7 +181,11 @@ def _request(flag: str, identity: tuple) -> None:
 def _run_sweep(lm, text: str, output: Sequence[int], identity: tuple, n_heads: int, *, key: str) -> Sweep | None:
     """The sweep of this identity: collected from the session's background job, or started by the button (shown at
     once when it ends within WAIT_S, else with a progress bar, the time left and Cancel); None while there is none."""
-    ended = collect(identity)
+    # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
+    requested = st.session_state.pop(f"{key}_requested", None) == identity
+    ended = background_result(identity, f"Ablating {n_heads} heads",
+                              lambda progress: sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
+                                                           on_fraction=progress), key=key, start=requested)
     if ended is not None:
         sweep, error = ended
         if isinstance(error, Cancelled):
@@ -205,29 +195,18 @@ def _run_sweep(lm, text: str, output: Sequence[int], identity: tuple, n_heads: i
         elif error is not None:
             raise error
         else:
-            _store_sweep(identity, sweep)
+            keep_result(identity, sweep)
             return sweep
-    job = current_job()
-    if job is None or job.identity != identity or job.done.is_set():
+    if not job_running(identity):
         st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
                   args=(f"{key}_requested", identity))
-        # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
-        if st.session_state.pop(f"{key}_requested", None) != identity:
-            return None
-        job = start_job(f"Ablating {n_heads} heads", identity,
-                        lambda progress: sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP, on_fraction=progress))
-        if job is None:
-            return None
-        if job.done.wait(WAIT_S):  # a small model is done at once: no bar
-            return _run_sweep(lm, text, output, identity, n_heads, key=key)
-    show_job_progress(identity, key)
     return None
 
 
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
     """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
-    identity = (active.cache_key, text, tuple(output))
-    sweep = _cached_sweep(identity)
+    identity = ("sweep", active.cache_key, text, tuple(output))
+    sweep = kept_result(identity)
     lm = active.decoder
     n_heads = len(all_heads(lm))
     st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "

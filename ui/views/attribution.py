@@ -12,15 +12,18 @@ from transformer.analysis import (
     METHODS,
     Attribution,
     agreement_frames,
+    Cancelled,
+    Progress,
     agreement_summary,
+    attribute_in_chunks,
     attribute_step,
-    attribute_steps,
 )
 from transformer.charts import agreement_chart, decoder_row_chart, source_strip
 from transformer.decode import AttentionTrace, InputError
-from transformer.model import SOURCE
+from transformer.model import SOURCE, InspectableSeq2Seq
 from ui.models import ActiveModel
 
+from .background import background_result, keep_result, kept_result
 from .weights import slide_title
 from .widgets import chart_heading, md_token, show_chart, slide_downloads
 
@@ -31,8 +34,8 @@ EXPLAIN_METHODS = (
     "baseline's score. **Gradient × input**: one gradient, a local first-order estimate. Shown is each token's "
     "share of the total |attribution|, so the strip reads like an attention row.")
 EXPLAIN_AGREEMENT = (
-    "For each output step, a head's cross-attention row is compared with the source tokens' |Integrated Gradients| "
-    "attribution of the token chosen there: **Spearman** rank correlation (1: the head ranks the source tokens "
+    "For each output step, a head's cross-attention row is compared with the source tokens' |attribution| "
+    "(Integrated Gradients or gradient × input) of the token chosen there: **Spearman** rank correlation (1: the head ranks the source tokens "
     "exactly as attribution does, 0: unrelated, negative: opposite) and **top-1 match** (the token the head looks "
     "at most is the one the output depends on most), averaged over steps. Attention shows where a head *reads*; "
     "attribution shows what the output *depends on*. They differ when a head reads a token whose value carries "
@@ -61,11 +64,19 @@ def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[
     return attribute_step(_active.decoder, text, list(output), step, method)
 
 
-@st.cache_data(max_entries=64, show_spinner="Attributing every step with Integrated Gradients…")
-def _agreement(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], _trace: AttentionTrace
-               ) -> pd.DataFrame:
-    """`_trace` is the trace of this output (its decoder inputs follow from `output`), so it needs no key."""
-    return agreement_frames(_trace, attribute_steps(_active.decoder, text, list(output)))
+AGREEMENT_METHOD_HELP = (
+    "Integrated Gradients is the thorough one (its attributions add up to the score); gradient × input takes one "
+    f"gradient per step instead of {IG_STEPS}, so it is about {IG_STEPS}× faster on a large model.")
+
+
+def _agreement(lm: InspectableSeq2Seq, text: str, output: Sequence[int], trace: AttentionTrace, method: str,
+               progress: Progress) -> pd.DataFrame:
+    """`trace` is the trace of this output (its decoder inputs follow from `output`)."""
+    return agreement_frames(trace, attribute_in_chunks(lm, text, output, method=method, progress=progress))
+
+
+def _cancelled_again(flag: str) -> None:
+    st.session_state.pop(flag, None)
 
 
 def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, t: int,
@@ -110,13 +121,38 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
     st.caption(EXPLAIN_AGREEMENT)
     if merged:
         st.caption("Computed per subword piece, as the attribution is, while the maps above show merged words.")
-    if not st.toggle("Compute (Integrated Gradients for every output step)", key=f"{key}_on"):
+    flag = f"{key}_cancelled"
+    if not st.toggle("Compute (attribution of every output step)", key=f"{key}_on",
+                     on_change=_cancelled_again, args=(flag,)):
         return
-    try:
-        frames = _agreement(active.cache_key, active, text, tuple(output), trace)
-    except (InputError, ValueError) as exc:
-        st.warning(f"Cannot compare for this input: {exc}", icon=":material/block:")
-        return
+    method = st.radio("Attribution method", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
+                      horizontal=True, help=AGREEMENT_METHOD_HELP, on_change=_cancelled_again, args=(flag,))
+    identity = ("agreement", active.cache_key, text, tuple(output), method)
+    cancelled = st.session_state.get(flag) == identity
+    frames = kept_result(identity)
+    if frames is None:
+        steps = len(output)
+        ended = background_result(
+            identity, f"Attributing {steps} output step{'s' * (steps != 1)} ({METHOD_TITLES[method]})",
+            lambda progress: _agreement(active.decoder, text, output, trace, method, progress), key=key,
+            start=not cancelled)
+        if ended is not None:
+            frames, error = ended
+            if isinstance(error, Cancelled):
+                st.session_state[flag], cancelled, frames = identity, True, None
+            elif isinstance(error, (InputError, ValueError)):
+                st.warning(f"Cannot compare for this input: {error}", icon=":material/block:")
+                return
+            elif error is not None:
+                raise error
+            else:
+                keep_result(identity, frames)
+        if frames is None:
+            if cancelled:
+                st.info("Attribution cancelled: nothing was kept. Switch the method, or the toggle off and on, to "
+                        "compute it again.", icon=":material/stop_circle:")
+            return
+    st.caption(f"Attribution: {METHOD_TITLES[method]}.")
     for kind in trace.kinds:
         if kind not in AGREEMENT_TITLES:
             continue  # an encoder's self-attention explains no output step

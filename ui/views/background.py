@@ -73,6 +73,52 @@ def start_job(name: str, identity: tuple, run: Callable[[Callable[[float], None]
     return job
 
 
+RESULTS_KEY = "studio_analyses"
+RESULTS_KEPT = 8  # finished analyses a session keeps (sweeps, agreement), oldest dropped first
+
+
+def kept_result(identity: tuple) -> Any:
+    """A finished analysis this session kept, or None."""
+    return st.session_state.get(RESULTS_KEY, {}).get(identity)
+
+
+def keep_result(identity: tuple, result: Any) -> None:
+    """Keep a finished analysis for the session, so reruns draw it without computing it again."""
+    kept = st.session_state.setdefault(RESULTS_KEY, {})
+    kept[identity] = result
+    while len(kept) > RESULTS_KEPT:
+        kept.pop(next(iter(kept)))
+
+
+WAIT_S = 2.0  # an analysis that ends within this is drawn at once; a longer one gets a progress bar and Cancel
+
+
+def job_running(identity: tuple) -> bool:
+    """Whether the session's job for `identity` is still running."""
+    job = current_job()
+    return job is not None and job.identity == identity and not job.done.is_set()
+
+
+def background_result(identity: tuple, name: str, run: Callable[[Callable[[float], None]], Any], *, key: str,
+                      start: bool) -> tuple[Any, BaseException | None] | None:
+    """(result, error) of the analysis `identity`: collected from the session's ended job, or, when `start` and no
+    job of this identity runs, started now (returned at once if it ends within WAIT_S, else drawn as a progress bar
+    with the time left and Cancel). None while there is no result."""
+    ended = collect(identity)
+    if ended is not None:
+        return ended
+    if not job_running(identity):
+        if not start:
+            return None
+        job = start_job(name, identity, run)
+        if job is None:
+            return None
+        if job.done.wait(WAIT_S):  # a small model is done at once: no bar
+            return collect(identity)
+    show_job_progress(identity, key)
+    return None
+
+
 def collect(identity: tuple) -> tuple[Any, BaseException | None] | None:
     """(result, error) of the session's ended job for `identity`, taken out of the session; None otherwise."""
     job = current_job()
