@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.analysis import agreement_frame, attribute_steps, bf16_bound, output_ids
+from transformer.analysis import agreement_frame, agreement_frames, attribute_steps, bf16_bound, output_ids
 from transformer.cli import main
 from transformer.decode import greedy_decode
 from transformer.store import open_model
@@ -93,3 +93,15 @@ def test_heads_bf16_and_estimate(capsys):
     exact = {h["label"]: h["drop"] for h in json.loads(plain)["heads"]}
     n_tokens = len(report["output"]) + 1  # the letters and </s>
     assert all(abs(h["drop"] - exact[h["label"]]) <= bf16_bound(exact[h["label"]], n_tokens) for h in report["heads"])
+
+
+def test_heads_compares_attention_with_gradient_x_input_when_asked(capsys):
+    code, out, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--attribution", "gradient_x_input")
+    agreement = json.loads(out)["agreement"]
+    assert code == 0 and agreement["method"] == "gradient_x_input" and "baseline" not in agreement
+    lm = open_model(str(REVERSE))
+    result = greedy_decode(lm, "attention", top_k=1)
+    attributions = attribute_steps(lm, "attention", output_ids(result), method="gradient_x_input")
+    frame = agreement_frames(result.trace, attributions)
+    cross = frame[(frame["kind"] == "cross") & (frame["head"] >= 0)].sort_values("head")
+    assert [h["spearman"] for h in agreement["heads"]] == pytest.approx(cross["spearman"].round(4).tolist(), abs=1e-4)

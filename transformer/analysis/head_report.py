@@ -29,9 +29,10 @@ class HeadReport:
 
 
 def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
-                time_cap: float | None = None, progress: Progress | None = None,
+                method: str = "integrated_gradients", time_cap: float | None = None, progress: Progress | None = None,
                 dtype: torch.dtype | None = None, max_steps: int | None = None) -> HeadReport:
-    """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with IG.
+    """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with attribution
+    (`method`: Integrated Gradients with `ig_steps` points, or gradient x input).
 
     `progress` gets the fraction done (the sweep is the first half when agreement is asked for) and may raise
     `Cancelled`; `dtype=torch.bfloat16` runs the sweep in bf16 (`bf16_bound`); `max_steps` caps the output."""
@@ -42,8 +43,8 @@ def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig
                         on_fraction=None if progress is None else (lambda f: progress(share * f)))
     frame = None
     if agreement:
-        attributions = attribute_in_chunks(lm, text, out, n_steps=ig_steps, progress=None if progress is None
-                                           else (lambda f: progress(0.5 + 0.5 * f)))
+        attributions = attribute_in_chunks(lm, text, out, n_steps=ig_steps, method=method,
+                                           progress=None if progress is None else (lambda f: progress(0.5 + 0.5 * f)))
         frame = agreement_frames(result.trace, attributions)
     return HeadReport(result, sweep, frame)
 
@@ -81,7 +82,8 @@ def _agreement_block(frame: pd.DataFrame, code: str) -> dict[str, Any]:
             "best": {**best, "best_head": f"{code}:{best['best_head']}"}}
 
 
-def report_dict(drops: pd.DataFrame, agreement: pd.DataFrame | None) -> dict[str, Any]:
+def report_dict(drops: pd.DataFrame, agreement: pd.DataFrame | None,
+                method: str = "integrated_gradients") -> dict[str, Any]:
     """The JSON block of `heads`: heads ranked by drop (1-based layer and head) and the agreement per head."""
     heads = [{"label": r.label, "kind": r.kind, "layer": int(r.layer) + 1, "head": int(r.head) + 1,
               "drop": round(float(r.drop), 6)} for r in drops.itertuples()]
@@ -90,7 +92,8 @@ def report_dict(drops: pd.DataFrame, agreement: pd.DataFrame | None) -> dict[str
         # "heads" and "best": cross-attention against the source attribution; "decoder_self": decoder
         # self-attention against the attribution to the decoder inputs (steps 2 on), when any output had two steps
         primary = "cross" if (agreement["kind"] == "cross").any() else "self"
-        out["agreement"] = {"method": "integrated_gradients", "baseline": "zero token embeddings, positions kept",
+        out["agreement"] = {"method": method, **({"baseline": "zero token embeddings, positions kept"}
+                                                 if method == "integrated_gradients" else {}),
                             **_agreement_block(agreement[agreement["kind"] == primary], primary)}
         decoder_self = agreement[agreement["kind"] == "decoder_self"]
         if not decoder_self.empty:
