@@ -4,7 +4,8 @@ ranks heads (Spearman vs exact). Each part runs in its own process so its peak R
 
 Parts: `bart` (a random BART of bart-large's shape: 12+12 layers, 16 heads, d_model 1024, 50,265-token vocabulary;
 576 heads, 20 output tokens), `opus` (a random Marian of opus-mt's shape: the CLI `heads` report, sweep + agreement
-with gradient x input, then with Integrated Gradients), `multi30k` (the shipped model: estimate vs exact). `python -m bench.sweep_speed` runs all three.
+with gradient x input, then with Integrated Gradients), `multi30k` (the shipped model: estimate vs exact).
+`python -m bench.sweep_speed` runs all three.
 """
 from __future__ import annotations
 
