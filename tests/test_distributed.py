@@ -21,7 +21,7 @@ from same_weights import assert_same_weights
 
 from transformer.data import BucketSampler, ShardedBucketSampler, TaskSpec, make_task
 from transformer.model import default_configs
-from transformer.store import load_checkpoint
+from transformer.store import load_checkpoint, open_model
 from transformer.train import (
     DistEnv,
     DistributedTrainer,
@@ -103,6 +103,21 @@ def test_train_resume_continues_a_two_process_checkpoint_in_one_process(runs, tm
     assert f"from step {STEPS} to {STEPS + 2}, batch {2 * PER_RANK} on cpu" in result.stderr
     ckpt = load_checkpoint(out)
     assert ckpt.step == STEPS + 2 and [r["step"] for r in ckpt.history] == list(range(1, STEPS + 3))
+
+
+def test_a_decoder_only_model_trains_on_two_processes_as_on_one(tmp_path: Path) -> None:
+    """torchrun trains our decoder-only architecture too: the same weights as one process with the global batch, and
+    the checkpoint reopens as a decoder-only model."""
+    args = [*TINY, "--architecture", "decoder-only", "--steps", str(STEPS)]
+    two = run(torchrun("train", *args, "--batch-size", str(PER_RANK), "--out", str(tmp_path / "two")))
+    assert two.returncode == 0, two.stderr
+    one = run([sys.executable, "-m", "transformer", "train", *args, "--batch-size", str(2 * PER_RANK), "--out",
+               str(tmp_path / "one")])
+    assert one.returncode == 0, one.stderr
+    a, b = load_checkpoint(tmp_path / "two"), load_checkpoint(tmp_path / "one")
+    assert a.model_config.architecture == b.model_config.architecture == "decoder-only" and a.step == STEPS
+    assert_same_weights(a.model, b.model)
+    assert open_model(str(tmp_path / "two")).family.kinds == ("self",)
 
 
 def test_shards_are_disjoint_and_cover_every_epoch() -> None:
