@@ -30,14 +30,14 @@ from studio_browser import (
 WIDTH = 1440
 
 
-def full_page(page: Any, path: Path) -> None:
+def full_page(page: Any, path: Path, width: int = WIDTH) -> None:
     """Screenshot of the whole page: the viewport grows to the height of Streamlit's scrolling main area."""
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": WIDTH, "height": max(int(height), 900)})
+    page.set_viewport_size({"width": width, "height": max(int(height), 900)})
     page.wait_for_timeout(600)
     wait_idle(page)
     page.screenshot(path=str(path))
-    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    page.set_viewport_size({"width": width, "height": 1000})
 
 
 @contextmanager

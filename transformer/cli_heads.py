@@ -106,7 +106,8 @@ def cmd_heads(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"checkpoint": str(args.dir), "model": lm.name, "inputs": len(reports), "skipped": skipped,
                            **({"text": texts[0], "output": reports[0].result.output_text,
                                "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
-                           **report_dict(drops, agreement, args.attribution), "detectors": detectors_dict(detect_heads(lm)),
+                           **report_dict(drops, agreement, args.attribution),
+                           "detectors": detectors_dict(detect_heads(lm)),
                            "seconds": round(time.perf_counter() - start, 3)}
     if args.estimate:
         out["estimate"] = _estimates(lm, reports)

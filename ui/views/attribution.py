@@ -11,9 +11,9 @@ from transformer.analysis import (
     METHOD_TITLES,
     METHODS,
     Attribution,
-    agreement_frames,
     Cancelled,
     Progress,
+    agreement_frames,
     agreement_summary,
     attribute_in_chunks,
     attribute_step,
@@ -34,15 +34,15 @@ EXPLAIN_METHODS = (
     "baseline's score. **Gradient × input**: one gradient, a local first-order estimate. Shown is each token's "
     "share of the total |attribution|, so the strip reads like an attention row.")
 EXPLAIN_AGREEMENT = (
-    "For each output step, a head's cross-attention row is compared with the source tokens' |attribution| "
-    "(Integrated Gradients or gradient × input) of the token chosen there: **Spearman** rank correlation (1: the head ranks the source tokens "
-    "exactly as attribution does, 0: unrelated, negative: opposite) and **top-1 match** (the token the head looks "
-    "at most is the one the output depends on most), averaged over steps. Attention shows where a head *reads*; "
-    "attribution shows what the output *depends on*. They differ when a head reads a token whose value carries "
-    "little (attention to `</s>` is a common 'no-op'), when other heads or layers supply the information, or "
-    "when the encoder has already moved a token's content to another position, so the attended position is not "
-    "the source of the information. Decoder self-attention is compared the same way with the attribution to the "
-    "decoder inputs (the start token and the earlier outputs), from step 2 on (step 1 sees only the start token).")
+    "For each output step, a head's cross-attention row is compared with the source tokens' |attribution| (Integrated"
+    " Gradients or gradient × input) of the token chosen there: **Spearman** rank correlation (1: the head ranks the "
+    "source tokens exactly as attribution does, 0: unrelated, negative: opposite) and **top-1 match** (the token the "
+    "head looks at most is the one the output depends on most), averaged over steps. Attention shows where a head "
+    "*reads*; attribution shows what the output *depends on*. They differ when a head reads a token whose value "
+    "carries little (attention to `</s>` is a common 'no-op'), when other heads or layers supply the information, or "
+    "when the encoder has already moved a token's content to another position, so the attended position is not the "
+    "source of the information. Decoder self-attention is compared the same way with the attribution to the decoder "
+    "inputs (the start token and the earlier outputs), from step 2 on (step 1 sees only the start token).")
 AGREEMENT_TITLES = {"cross": "Cross-attention vs attribution to the source tokens",
                     "decoder_self": "Decoder self-attention vs attribution to the decoder inputs",
                     "self": "Self-attention vs attribution to the prompt and the earlier outputs"}

@@ -17,6 +17,9 @@ import streamlit as st
 from transformer.analysis import Cancelled
 
 JOB_KEY = "studio_background_job"
+RESULTS_KEY = "studio_analyses"
+RESULTS_KEPT = 8  # finished analyses a session keeps (sweeps, agreement), oldest dropped first
+WAIT_S = 2.0  # an analysis that ends within this is drawn at once; a longer one gets a progress bar and Cancel
 
 
 @dataclass
@@ -73,10 +76,6 @@ def start_job(name: str, identity: tuple, run: Callable[[Callable[[float], None]
     return job
 
 
-RESULTS_KEY = "studio_analyses"
-RESULTS_KEPT = 8  # finished analyses a session keeps (sweeps, agreement), oldest dropped first
-
-
 def kept_result(identity: tuple) -> Any:
     """A finished analysis this session kept, or None."""
     return st.session_state.get(RESULTS_KEY, {}).get(identity)
@@ -88,9 +87,6 @@ def keep_result(identity: tuple, result: Any) -> None:
     kept[identity] = result
     while len(kept) > RESULTS_KEPT:
         kept.pop(next(iter(kept)))
-
-
-WAIT_S = 2.0  # an analysis that ends within this is drawn at once; a longer one gets a progress bar and Cancel
 
 
 def job_running(identity: tuple) -> bool:
