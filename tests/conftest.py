@@ -39,6 +39,14 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def analyses_drawn_in_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An AppTest run draws a sweep or an agreement it starts, however loaded the machine: the page waits for the
+    analysis instead of handing over to the progress bar after 2 s (test_app_background tests the bar)."""
+    from ui.views import background
+    monkeypatch.setattr(background, "WAIT_S", 300.0)
+
+
 @pytest.fixture
 def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point the app at the tiny checkpoint and a fresh, empty runs directory (returned)."""

@@ -10,7 +10,7 @@ import pytest
 from app_session import assert_no_exception, capture_downloads, chart_titled, charts, open_app
 from test_app_links import open_link
 
-from tests.hf_tiny_models import build
+from tests.hf_tiny_models import BART_LARGE_HEADS, build
 from ui.models import MODEL_KEY
 
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
@@ -104,3 +104,27 @@ def test_many_heads_open_on_the_overview_and_a_click_opens_that_head(monkeypatch
         state["attention_head"]
     at.run()
     assert chart_titled(at, "Cross-attention · layer 1 · head 8")
+
+
+def _overview_and_large_map(at) -> tuple[int, int]:
+    titles = [c["title"] for c in charts(at)]
+    overview = next(i for i, t in enumerate(titles) if " layers × " in t and " heads · " in t)
+    return overview, next(i for i, t in enumerate(titles) if t.startswith("Cross-attention · layer"))
+
+
+def test_the_overview_leads_for_many_heads_of_a_kind_and_waits_below_for_a_few(monkeypatch, tmp_path, shipped_env):
+    """bart-large's 12 layers x 16 heads (192 cross-attention heads) open on the overview; the shipped model's 2 x 4
+    keep the large map first and the overview in its expander below."""
+    at = _attention()
+    overview, large = _overview_and_large_map(at)
+    assert large < overview
+    build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input(CAPTION).run()
+    assert_no_exception(at)
+    overview, large = _overview_and_large_map(at)
+    assert overview < large
+    assert "12 layers × 16 heads" in charts(at)[overview]["title"]

@@ -17,7 +17,7 @@ from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 from .widgets import SlideTitle, show_chart, slide_downloads
 
 MAP_WIDTH = 760  # pixels the large map's plotting area may take in its column at 1280 px
-OVERVIEW_FIRST = 16  # more heads per kind than this: the overview is the first view
+OVERVIEW_FIRST = 16  # more heads of one kind than this (layers x heads): the overview is the first view
 COMBINE = {"pick": "As picked (a head or the mean)", "max": "Max over heads", "rollout": "Rollout across layers",
            "group": "Mean within the key/value group"}  # "group": offered only for a grouped-query kind
 
@@ -64,7 +64,7 @@ def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSour
 
 def overview_first(trace: AttentionTrace, kind: str) -> bool:
     """Whether the overview leads the page (a kind with many heads) rather than waiting in an expander."""
-    return trace.n_heads > OVERVIEW_FIRST
+    return trace.n_layers(kind) * trace.n_heads > OVERVIEW_FIRST
 
 
 def key_window(trace: AttentionTrace, kind: str) -> tuple[int, int] | None:
