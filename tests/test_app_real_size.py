@@ -128,3 +128,25 @@ def test_the_overview_leads_for_many_heads_of_a_kind_and_waits_below_for_a_few(m
     overview, large = _overview_and_large_map(at)
     assert overview < large
     assert "12 layers × 16 heads" in charts(at)[overview]["title"]
+
+
+def test_a_long_input_on_decode_draws_its_map_and_grid_through_a_window_of_keys(shipped_env):
+    """Past the keys a column holds, Decode's rows map takes the page's width and shows a window of keys (moved with
+    a slider, said in its heading), and the layer's grid shows the same window."""
+    at = open_app("decode")
+    at.text_input(key="decode_text").input(" ".join([CAPTION] * 5)).run()
+    assert_no_exception(at)
+    slider = [s for s in at.slider if str(s.key).startswith("decode_keys_cross_")]
+    assert slider, "no key window on Decode for a long input"
+    first, last = slider[0].value
+    n_keys = int(str(slider[0].key).rsplit("_", 1)[1])
+    assert first == 1 and last < n_keys
+    assert any(f"keys 1–{last} of {n_keys}" in m.value for m in at.markdown)
+    keyed = [c for c in charts(at) if any("key_index" in f.columns for f in c["frames"].values())]
+    assert len(keyed) >= 2  # the rows map and the grid
+    for chart in keyed:
+        shown = set().union(*(set(f["key_index"]) for f in chart["frames"].values() if "key_index" in f.columns))
+        assert shown and max(shown) < last, chart["title"]
+    slider[0].set_value((30, last + 29)).run()
+    assert_no_exception(at)
+    assert any(f"keys 30–{last + 29} of {n_keys}" in m.value for m in at.markdown)

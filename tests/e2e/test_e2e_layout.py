@@ -94,3 +94,47 @@ def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(tmp_p
                 page.context.close()
         finally:
             browser.close()
+
+
+# per chart: its name, how far its drawing reaches past its room (its column, else the page's main block) and whether
+# the chart's own box scrolls sideways
+FIT_JS = r"""() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map((chart) => {
+  const drawing = chart.querySelector('svg, canvas');
+  const column = chart.closest('[data-testid="stColumn"]');
+  const room = (column || chart.closest('[data-testid="stMainBlockContainer"]')).getBoundingClientRect();
+  const box = chart.closest('[data-testid="stElementContainer"]');
+  const name = (box.previousElementSibling?.textContent || '').slice(0, 60);
+  return [name, Math.round(drawing.getBoundingClientRect().right - room.right), !!column,
+          getComputedStyle(box).overflowX === 'auto' && box.scrollWidth > box.clientWidth];
+})"""
+GAP_PX = 48  # a chart in a column may reach into the gap beside it, not over its neighbour
+
+
+def test_a_long_input_fits_a_1280_px_window_on_decode_and_attention(tmp_path):
+    """About 130 source tokens on the shipped Multi30k model: the maps show a window of keys across the page, token
+    strips wrap within it, and what is still wider (the head grid of a long row) scrolls inside its own box."""
+    from playwright.sync_api import sync_playwright
+
+    text = " ".join(["Two young children in blue shirts are playing soccer on a green field near the old church."] * 6)
+    views = [("decode", charts_condition(r"step 1\b", 3, heading="Step 1 of")),
+             ("attention", charts_condition("Cross-attention · layer", 1))]
+    with running_app(shipped_or_dev_checkpoints(), tmp_path / "runs") as server, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            for path, drawn in views:
+                page = new_page(browser)
+                page.set_viewport_size({"width": 1280, "height": 800})
+                page.goto(f"{server.url}/{path}?{urlencode({'model': 'shipped:multi30k-en-de', 'text': text})}")
+                wait_for(page, drawn, 90_000)
+                wait_idle(page)
+                assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+                assert page.get_by_text("Keys shown (of").count() >= 1, f"/{path}: no window of keys"
+                for name, past, in_column, scrolls in page.evaluate(FIT_JS):
+                    if in_column:
+                        assert past <= GAP_PX, f"/{path}: {name!r} reaches {past} px past its column"
+                    else:
+                        assert past <= 1 or scrolls, f"/{path}: {name!r} is cut {past} px past the page"
+                assert page_errors(page) == []
+                page.context.close()
+        finally:
+            browser.close()

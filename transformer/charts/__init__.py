@@ -21,7 +21,7 @@ from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
 from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
-from .window import MIN_MAP_CELL, keys_per_window
+from .window import MIN_MAP_CELL, keys_per_window, window_title
 
 __all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "MASKED_COLOR", "MAX_REPLAY_BYTES",
            "MAX_REPLAY_STEPS", "MIN_FONT_PX", "MIN_MAP_CELL", "NOT_REACHED_COLOR", "ReplayTooLargeError",
@@ -29,7 +29,7 @@ __all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "MASKED_COL
            "aggregate_title", "agreement_chart", "alignment_table_chart", "attention_grid",
            "attention_heatmap", "attention_panels", "chart_to_png", "chart_to_svg", "check_replay_size",
            "decoder_row_chart", "difference_frame", "difference_heatmap", "head_overview",
-           "importance_chart", "keys_per_window", "label_angle", "layers_that_fit", "overview_cell",
+           "importance_chart", "keys_per_window", "window_title", "label_angle", "layers_that_fit", "overview_cell",
            "qr_matrix", "qr_png", "qr_svg", "replay_html", "selected_panel", "slide_pdf", "slide_png",
            "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token"]

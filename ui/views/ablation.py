@@ -33,6 +33,7 @@ from .background import background_result, job_running, keep_result, kept_result
 from .decode_state import RERUN_APP_KEY
 from .weights import slide_title
 from .widgets import (
+    PAGE_PX,
     SlideTitle,
     chart_heading,
     head_label,
@@ -249,7 +250,7 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
         keys = keys[: row + 1]
     chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
                   f"attention · layer {layer + 1} · {head_label(head).lower()}")
-    strip = source_strip(keys, trace.matrix(kind, layer, head)[row, : len(keys)].tolist(), max_width=1000)
+    strip = source_strip(keys, trace.matrix(kind, layer, head)[row, : len(keys)].tolist(), max_width=PAGE_PX)
     show_chart(strip, width="content", key=key)
     slide_downloads(strip, title.lines(f"{ALL_TITLES[kind]} with heads switched off · layer {layer + 1} · "
                                        f"{head_label(head).lower()} · step {t + 1}"),

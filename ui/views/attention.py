@@ -30,7 +30,14 @@ from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
 from .inference import bind_reference, gold_for, greedy_or_message, share_reference, teacher
 from .presenting import presenting
-from .real_size import combined_title, key_window, large_map, overview_first, show_head_overview
+from .real_size import (
+    combined_title,
+    key_window,
+    large_map,
+    map_columns,
+    overview_first,
+    show_head_overview,
+)
 from .weights import slide_title
 from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
@@ -74,12 +81,12 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
     title = slide_title(active, text, reference)
     if overview_first(trace, kind):
         show_head_overview(trace, kind, alignment, title)
-    map_col, side_col = st.columns([3, 2], gap="large")
+    map_col, side_col = map_columns(trace, kind, [3, 2])
     with map_col:
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
                                                                     key="attention_gold")
-        keys = key_window(trace, kind)
-        # labels and legend take ~160 px beside the map: at 1400 px wide this fills the column without clipping
+        keys = key_window(trace, kind, "attention")
+        # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=fixed, gold=gold if show_gold else (),
                             size=460 if presenting() else 336, large_labels=presenting(), keys=keys)
         show_chart(heatmap, key="attention_heatmap", width="content")

@@ -25,7 +25,7 @@ from ui.models import ActiveModel
 
 from .background import background_result, keep_result, kept_result
 from .weights import slide_title
-from .widgets import chart_heading, md_token, show_chart, slide_downloads
+from .widgets import PAGE_PX, chart_heading, md_token, show_chart, slide_downloads
 
 EXPLAIN_METHODS = (
     f"The score explained is the log-probability of the chosen token. **Integrated Gradients**: the gradient "
@@ -92,7 +92,7 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
     source, target = attributed_tokens(trace, attr, t)
     input_name = trace.family_spec.axis_titles[SOURCE].capitalize()
     chart_heading(f"{input_name} shaded by their {METHOD_TITLES[method]} attribution to step {t + 1}'s output")
-    strip = source_strip(source, attr.source_share(), max_width=1000)
+    strip = source_strip(source, attr.source_share(), max_width=PAGE_PX)
     show_chart(strip, width="content", key=f"{key}_source")
     slide_downloads(strip, slide_title(active, text).lines(f"{input_name} shaded by their {METHOD_TITLES[method]} "
                                                            f"attribution · step {t + 1}"),
@@ -101,7 +101,7 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
         chart_heading(f"Decoder inputs up to step {t + 1}, same scale" if not trace.family_spec.prompt_in_decoder
                       else f"Outputs before step {t + 1}, same scale")
         start = trace.step_offset + t + 1 - len(target)  # the strip's layout: the decoder inputs from its first token
-        show_chart(decoder_row_chart(target, attr.target_share(), max_width=1000,
+        show_chart(decoder_row_chart(target, attr.target_share(), max_width=PAGE_PX,
                                      all_tokens=trace.decoder_input_tokens[start:]), width="content",
                    key=f"{key}_target")
     top = int(attr.source.abs().argmax())

@@ -14,9 +14,10 @@ from transformer.charts import aggregate_heatmap, attention_heatmap, head_overvi
 from transformer.data import GoldSource
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 
-from .widgets import SlideTitle, show_chart, slide_downloads
+from .widgets import MAP_LABELS_PX, PAGE_PX, SlideTitle, show_chart, slide_downloads
 
-MAP_WIDTH = 760  # pixels the large map's plotting area may take in its column at 1280 px
+MAP_WIDTH = PAGE_PX - MAP_LABELS_PX  # pixels a map's plotting area may take when it has the page's width
+COLUMN_MAP_WIDTH = 336  # ... and beside the side column: a map of more keys than fit here takes the page's width
 OVERVIEW_FIRST = 16  # more heads of one kind than this (layers x heads): the overview is the first view
 COMBINE = {"pick": "As picked (a head or the mean)", "max": "Max over heads", "rollout": "Rollout across layers",
            "group": "Mean within the key/value group"}  # "group": offered only for a grouped-query kind
@@ -67,14 +68,28 @@ def overview_first(trace: AttentionTrace, kind: str) -> bool:
     return trace.n_layers(kind) * trace.n_heads > OVERVIEW_FIRST
 
 
-def key_window(trace: AttentionTrace, kind: str) -> tuple[int, int] | None:
-    """A "Keys" range slider when the map's keys cannot all fit the page at a pointable cell size; the window
-    (start, stop), 0-based, stop exclusive, or None when every key fits."""
+def needs_page_width(trace: AttentionTrace, kind: str) -> bool:
+    """Whether a map of this kind needs the page's whole width: its keys do not fit beside the side column."""
+    return trace.axis_sizes(kind)[1] > keys_per_window(COLUMN_MAP_WIDTH)
+
+
+def map_columns(trace: AttentionTrace, kind: str, spec: list[int]) -> tuple[Any, Any]:
+    """(map, side) containers: side by side in columns of `spec`, or, for a map that needs the page's width (a long
+    input), the map above and the side below it."""
+    if needs_page_width(trace, kind):
+        return st.container(), st.container()
+    map_col, side_col = st.columns(spec, gap="large")
+    return map_col, side_col
+
+
+def key_window(trace: AttentionTrace, kind: str, page: str) -> tuple[int, int] | None:
+    """A "Keys" range slider (widget key prefixed by `page`) when the map's keys cannot all fit the page at a
+    pointable cell size; the window (start, stop), 0-based, stop exclusive, or None when every key fits."""
     n_keys = trace.axis_sizes(kind)[1]
     fit = keys_per_window(MAP_WIDTH)
     if n_keys <= fit:
         return None
-    key = f"attention_keys_{kind}_{n_keys}"
+    key = f"{page}_keys_{kind}_{n_keys}"
     st.session_state.setdefault(key, (1, fit))
     first, last = st.slider(f"Keys shown (of {n_keys})", 1, n_keys, key=key,
                             help=f"A long input's map shows up to {fit} keys at a time; move the window, or drag its "

@@ -19,6 +19,7 @@ from transformer.charts import (
     replay_html,
     source_strip,
     topk_bars,
+    window_title,
 )
 from transformer.decode import DecodeResult, InputError
 from ui.models import ActiveModel
@@ -39,8 +40,10 @@ from .attribution import show_step_attribution
 from .chart_cache import cached_chart
 from .inference import gold_for, greedy, teacher
 from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
+from .real_size import MAP_WIDTH, key_window, map_columns
 from .weights import slide_title, weights_of
 from .widgets import (
+    PAGE_PX,
     SlideTitle,
     chart_heading,
     grid_cell,
@@ -128,7 +131,7 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
         self_row = trace.matrix(spec.decoder_kind, layer, head)[row, : row + 1].tolist()
         chart_heading(f"{self_title} of step {t + 1} over the prefix")
         prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: row + 1], self_row,
-                                    max_width=470 if spec.has_cross else 1000, all_tokens=trace.decoder_input_tokens)
+                                    max_width=420 if spec.has_cross else PAGE_PX, all_tokens=trace.decoder_input_tokens)
         show_chart(prefix_strip, width="content", key="decode_prefix_strip")
         slide_downloads(prefix_strip, title.lines(f"{self_title} over the prefix · {at}"),
                         f"{spec.decoder_kind}_prefix_step{t + 1}", "decode_prefix_strip")
@@ -152,7 +155,7 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
     cross_row = trace.matrix(spec.cross_kind, layer, head)[row].tolist()
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
                   f"{head_label(head).lower()}")
-    strip = cached_chart(source_strip, trace.source_tokens, cross_row, max_width=1000)
+    strip = cached_chart(source_strip, trace.source_tokens, cross_row, max_width=PAGE_PX)
     show_chart(strip, width="content", key="decode_source_strip")
     slide_downloads(strip, title.lines(f"Source tokens shaded by {kind_title(spec.cross_kind).lower()} · {at}"),
                     f"{spec.cross_kind}_source_step{t + 1}", "decode_source_strip")
@@ -166,13 +169,17 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens),
                                reference if view == ds.TEACHER else None) if spec.has_cross else (None, [])
     kind_name = kind_title(kind)
-    # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend
-    map_col, side_col = st.columns([9, 6], gap="large")
+    # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend;
+    # a long input's map takes the page's width (the side column goes below) and shows a window of keys
+    map_col, side_col = map_columns(trace, kind, [9, 6])
     with map_col:
-        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}")
+        keys = key_window(trace, kind, "decode")
+        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}"
+                      + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
         heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
                                gold=gold if st.session_state.get("decode_gold", True) else (),
-                               size=440 if presenting() else 330, title="", large_labels=presenting())
+                               size=440 if presenting() else 330, title="", large_labels=presenting(), keys=keys,
+                               max_width=MAP_WIDTH)
         show_chart(heatmap, key="decode_heatmap", width="content")
         slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
@@ -187,7 +194,7 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
                    "shaded grey and the current step's row is outlined in red.")
     clicked_note("decode_grid")
     try:
-        grid = cached_chart(attention_grid, trace, kind, layers=[layer], max_row=row,
+        grid = cached_chart(attention_grid, trace, kind, layers=[layer], max_row=row, keys=keys,
                             cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, kind), clicks="switch")
     except ChartTooLargeError as exc:
         st.info(str(exc))

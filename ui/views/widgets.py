@@ -164,9 +164,14 @@ def kind_picker(label: str, key: str, trace: AttentionTrace, *, horizontal: bool
     return st.radio(label, list(trace.kinds), format_func=kind_title, key=key, horizontal=horizontal)
 
 
-def grid_cell(n_heads: int, largest: int, width: int = 940) -> int:
-    """Panel size of a heads-plus-mean grid so that one row of panels fits `width` pixels."""
-    return int(max(60, min(largest, width / (n_heads + 1) - 12)))
+PAGE_PX = 760  # the main column at a 1280-px window with the sidebar open: the most a full-width chart may take
+MAP_LABELS_PX = 160  # a map's token labels and colour legend beside its plotting area
+
+
+def grid_cell(n_heads: int, largest: int, width: int = PAGE_PX) -> int:
+    """Panel size of a heads-plus-mean grid so that one row of panels fits `width` pixels (down to 28 px a panel:
+    bart-large's 16 heads and the mean fit a 1280-px window; more heads scroll inside the chart)."""
+    return int(max(28, min(largest, (width - 30) / (n_heads + 1) - 12)))  # 30 px: the row's label and margins
 
 
 def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], stem: str, key: str) -> None:
