@@ -65,7 +65,7 @@ hide = c_hide.toggle("Hide the first token and special tokens", key="attention_h
 if hide:
     trace = hide_tokens(trace)
 export = replace(result, trace=hide_tokens(result.trace)) if hide else result
-st.caption(f"Output: **{md(result.output_text) or '(empty)'}**" + ("" if result.finished or reference is not None
+st.caption(f"Output: **{md(result.output_text.strip()) or '(empty)'}**" + ("" if result.finished or reference is not None
                                                                else " (stopped at the step limit)"))
 
 c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
