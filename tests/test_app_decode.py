@@ -81,8 +81,10 @@ def test_layer_and_head_choice_drive_the_step_charts(studio_env, ckpt, text):
                                                       abs=1e-6)
     heatmap = only_frame(chart_titled(at, "Cross-attention rows up to step 2 · layer 1 · head 2"))
     assert heatmap["query_index"].max() == 1 and heatmap["key_index"].nunique() == len(expected.source_tokens)
-    grid = only_frame(chart_titled(at, "Cross-attention · 1 layer(s)"))
-    assert sorted(grid["head"].unique()) == [-1, 0, 1]  # every head plus the mean, none dropped
+    grid = chart_titled(at, f"Cross-attention · layer 1 of {expected.n_layers('cross')} ×")
+    panels = next(f for f in grid["frames"].values() if "url" in f.columns)  # one image per panel
+    assert sorted(panels["head"].unique()) == [-1, 0, 1]  # every head plus the mean, none dropped
+    assert set(panels["layer"]) == {0}
 
 
 def test_forcing_a_token_decodes_on_and_keeps_both_outputs(studio_env, ckpt, text):

@@ -92,3 +92,21 @@ def test_too_many_cells_raise_and_say_how_many_layers_fit():
 
 def test_selected_panel_reads_the_panels_selection():
     assert selected_panel({"selection": {"cell": [{"layer": 3, "head": MEAN_HEAD}]}}) == (3, None)
+
+
+def test_a_window_of_keys_is_what_every_panel_draws():
+    """A long input's grid shows the keys of the window: each image as wide as those keys, the rects' keys within it
+    (tooltips still name the real positions), and the title says which."""
+    trace = random_trace([f"s{i}" for i in range(10)], ["<s>", "x", "y"], layers=1, heads=2)
+    trace.cross[0, 0, :, 4] = 1.0  # head 1: every row on key 5 (index 4)
+    spec = attention_panels(trace, "cross", cell=40, keys=(3, 6)).to_dict()
+    assert spec["title"]["text"].endswith("heads and mean · keys 4–6 of 10")
+    head = next(row for row in _data(spec, "image") if row["head"] == 0)
+    image = np.asarray(Image.open(io.BytesIO(base64.b64decode(head["url"].split(",", 1)[1]))).convert("RGB"))
+    scale = image.shape[1] // 3
+    assert image.shape[:2] == (3 * scale, 3 * scale)  # 3 rows x the 3 keys of the window
+    column = image[:, scale + scale // 2]  # the window's second key: key 5, where every row looks
+    assert (column.astype(int).sum(-1) < 300).all()  # dark
+    rects = attention_panels(trace, "cross", cell=40, keys=(3, 6), draw="rects").to_dict()
+    (data,) = (d for d in rects["datasets"].values() if d and "k" in d[0])
+    assert {row["k"] for row in data} == {3, 4, 5}

@@ -22,6 +22,7 @@ from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from ..decode import MEAN_HEAD, AttentionTrace, head_label
 from .attention import _CLICK_HINTS, MAX_GRID_CELLS, ChartTooLargeError, axis_titles
 from .style import AUTOSIZE, BLUES, MASKED_COLOR, NOT_REACHED_COLOR, visible_token
+from .window import check_window, window_title
 
 PANEL_GAP = 10  # pixels between panels, across and down
 HEADER = 16  # pixels above each panel for its "L1 H1" label
@@ -42,19 +43,20 @@ def layers_that_fit(trace: AttentionTrace, kind: str, max_row: int | None = None
     return min(trace.n_layers(kind), max_grid_cells(draw) // max(1, (trace.n_heads + 1) * rows * k))
 
 
-def panels_frame(trace: AttentionTrace, kind: str, layers: Sequence[int], max_row: int | None = None
-                 ) -> pd.DataFrame:
+def panels_frame(trace: AttentionTrace, kind: str, layers: Sequence[int], max_row: int | None = None,
+                 keys: tuple[int, int] | None = None) -> pd.DataFrame:
     """One row per drawn cell of every panel: layer, head (MEAN_HEAD for the mean), q, k, w (weight, 4 decimals)
-    and masked (0/1); rows past max_row left out."""
-    w = trace.weights(kind).detach().float().cpu()[list(layers)]  # (L, H, Q, K)
+    and masked (0/1); rows past max_row and keys outside the window `keys` (start, stop) left out."""
+    start, stop = check_window(keys, trace.axis_sizes(kind)[1])
+    w = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]  # (L, H, Q, K)
     w = np.concatenate([w.numpy(), w.mean(1, keepdim=True).numpy()], axis=1)  # (L, H + 1, Q, K)
     n_layers, n_panels, q, k = w.shape
     rows = q if max_row is None else min(q, max_row + 1)
     w = w[:, :, :rows]
-    li, hi, qi, ki = np.meshgrid(np.asarray(layers), np.arange(n_panels), np.arange(rows), np.arange(k),
+    li, hi, qi, ki = np.meshgrid(np.asarray(layers), np.arange(n_panels), np.arange(rows), np.arange(start, stop),
                                  indexing="ij")
     hi = np.where(hi == n_panels - 1, MEAN_HEAD, hi)
-    masked = np.broadcast_to(trace.masked(kind).numpy()[:rows], w.shape)
+    masked = np.broadcast_to(trace.masked(kind).numpy()[:rows, start:stop], w.shape)
     return pd.DataFrame({"layer": li.ravel().astype(np.int16), "head": hi.ravel().astype(np.int16),
                          "q": qi.ravel().astype(np.int16), "k": ki.ravel().astype(np.int16),
                          "w": np.round(w.ravel().astype(np.float64), 4), "masked": masked.ravel().astype(np.int8)})
@@ -86,13 +88,15 @@ def blues_rgb(weights: np.ndarray, domain: Sequence[float], masked: np.ndarray |
     return rgb
 
 
-def _domain(trace: AttentionTrace, kind: str, layers: Sequence[int], rows: int, fixed_scale: bool) -> list[float]:
+def _domain(trace: AttentionTrace, kind: str, layers: Sequence[int], rows: int, fixed_scale: bool,
+            window: tuple[int, int]) -> list[float]:
     """The colour scale's domain: 0-1, or the drawn weights' lowest to highest (masked cells left out)."""
     if fixed_scale:
         return [0.0, 1.0]
-    w = trace.weights(kind).detach().float().cpu()[list(layers)]
+    start, stop = window
+    w = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]
     w = torch.cat([w, w.mean(1, keepdim=True)], 1)[:, :, :rows]
-    shown = w[:, :, ~trace.masked(kind)[:rows]]
+    shown = w[:, :, ~trace.masked(kind)[:rows, start:stop]]
     if shown.numel() == 0:
         return [0.0, 1.0]
     low, high = float(shown.min()), float(shown.max())
@@ -100,12 +104,13 @@ def _domain(trace: AttentionTrace, kind: str, layers: Sequence[int], rows: int, 
 
 
 def panel_images(trace: AttentionTrace, kind: str, layers: Sequence[int], rows: int, domain: Sequence[float],
-                 step: float) -> pd.DataFrame:
-    """One PNG per panel (rows 0..rows-1, each cell `step` pixels or a little more), as data URLs: layer, head,
-    panel, url."""
-    w = trace.weights(kind).detach().float().cpu()[list(layers)]
+                 step: float, window: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One PNG per panel (rows 0..rows-1, the keys of `window` (start, stop) or all, each cell `step` pixels or a
+    little more), as data URLs: layer, head, panel, url."""
+    start, stop = check_window(window, trace.axis_sizes(kind)[1])
+    w = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]
     w = torch.cat([w, w.mean(1, keepdim=True)], 1)[:, :, :rows].numpy()  # (L, H + 1, rows, K)
-    rgb = blues_rgb(w, domain, trace.masked(kind).numpy()[:rows])
+    rgb = blues_rgb(w, domain, trace.masked(kind).numpy()[:rows, start:stop])
     scale = max(1, int(np.ceil(step)))  # whole pixels per cell, so the browser only shrinks the image a little
     found = []
     for i, layer in enumerate(layers):
@@ -124,7 +129,7 @@ def _tokens_expr(tokens: Sequence[str], field: str) -> str:
 def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
                      max_row: int | None = None, cell: int = 140, fixed_scale: bool = True,
                      off: Collection[tuple[int, int]] = (), clicks: str = "select", draw: str = "images",
-                     renderer: str | None = None) -> alt.LayerChart:
+                     renderer: str | None = None, keys: tuple[int, int] | None = None) -> alt.LayerChart:
     """All chosen layers x heads (plus a "mean" column) as panels of one chart; click a panel to select it.
 
     Same arguments and selection as `attention_grid` (a point selection named "cell" over layer and head, read back
@@ -133,6 +138,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     or "rects" (one mark per cell; the tooltip names each cell's tokens, positions and weight).
     `renderer`: what the browser draws with, written where Streamlit reads it (usermeta.embedOptions); by default
     SVG for images (each panel keeps its aria-label) and canvas for rects (SVG with 10^5 cells takes seconds).
+    `keys`: a window of key positions (start, stop), 0-based, stop exclusive, drawn in every panel.
     """
     n_layers = trace.n_layers(kind)
     layer_list = list(range(n_layers)) if layers is None else [int(x) for x in layers]
@@ -148,7 +154,9 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     renderer = renderer or ("svg" if draw == "images" else "canvas")
     if renderer not in RENDERERS:
         raise ValueError(f"renderer must be one of {', '.join(RENDERERS)}, not {renderer!r}")
-    q, k = trace.axis_sizes(kind)
+    q, n_keys = trace.axis_sizes(kind)
+    window = check_window(keys, n_keys)
+    k = window[1] - window[0]
     n_panels = trace.n_heads + 1
     rows = q if max_row is None else min(q, max_row + 1)
     if len(layer_list) * n_panels * rows * k > max_grid_cells(draw):
@@ -161,7 +169,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
     opacity = alt.OpacityValue(0.3, condition={"param": selection.name, "value": 1.0})
-    domain = _domain(trace, kind, layer_list, rows, fixed_scale)
+    domain = _domain(trace, kind, layer_list, rows, fixed_scale, window)
     colour = alt.Color("w:Q", scale=alt.Scale(range=list(BLUES), domain=domain), title="weight",
                        condition={"test": "datum.masked", "value": MASKED_COLOR},
                        legend=alt.Legend(gradientLength=160, format=".1f"))
@@ -171,7 +179,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
                             "x": (n_panels - 1 if h is None else h) * across, "y": row_of[layer] * down}
                            for layer in layer_list for h in [*range(trace.n_heads), None]])
     if draw == "images":
-        labels["url"] = panel_images(trace, kind, layer_list, rows, domain, step)["url"].to_numpy()  # same order
+        labels["url"] = panel_images(trace, kind, layer_list, rows, domain, step, window)["url"].to_numpy()
         cells = alt.Chart(labels).mark_image(width=step * k, height=step * rows, align="left", baseline="top",
                                              aspect=False, yOffset=HEADER).encode(
             x=alt.X("x:Q", scale=None, axis=None), y=alt.Y("y:Q", scale=None, axis=None), url="url:N",
@@ -181,13 +189,13 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         legend = alt.Chart(pd.DataFrame({"w": domain, "masked": [0, 0]})).mark_rect(opacity=0).encode(color=colour)
         drawn: list[alt.Chart] = [cells, legend]
     else:
-        data = panels_frame(trace, kind, layer_list, max_row)
+        data = panels_frame(trace, kind, layer_list, max_row, window)
         # the panel's row on the page: layers may be any subset, so look it up rather than subtract the first
         row_expr = f"{json.dumps({str(a): b for a, b in row_of.items()})}[datum.layer]"
         col_expr = f"datum.head < 0 ? {trace.n_heads} : datum.head"
         q_tokens, k_tokens = trace.labels(kind)
         cells = alt.Chart(data).transform_calculate(
-            x=f"({col_expr}) * {across} + datum.k * {step}", y=f"({row_expr}) * {down} + {HEADER} + datum.q * {step}",
+            x=f"({col_expr}) * {across} + (datum.k - {window[0]}) * {step}", y=f"({row_expr}) * {down} + {HEADER} + datum.q * {step}",
             query_token=_tokens_expr(q_tokens, "q"), key_token=_tokens_expr(k_tokens, "k"),
             panel=f"'L' + (datum.layer + 1) + ' ' + (datum.head < 0 ? 'mean' : 'H' + (datum.head + 1))",
         ).transform_calculate(x2=f"datum.x + {step}", y2=f"datum.y + {step}").mark_rect().encode(
@@ -218,7 +226,8 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     chart = alt.layer(*layers_drawn).properties(
         width=n_panels * across - PANEL_GAP, height=len(layer_list) * down - PANEL_GAP, autosize=AUTOSIZE,
         view=alt.ViewBackground(stroke=None),
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {layer_text} × {trace.n_heads} heads and mean",
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {layer_text} × {trace.n_heads} heads and mean"
+                              + window_title(*window, n_keys),
                               subtitle=f"rows = {y_title} · columns = {x_title} · {hover} · "
                                        f"{_CLICK_HINTS[clicks]}", anchor="start", fontSize=14, subtitleColor="#555"))
     chart.usermeta = {"embedOptions": {"renderer": renderer}}

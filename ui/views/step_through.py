@@ -12,8 +12,8 @@ from transformer.analysis import Head
 from transformer.charts import (
     ChartTooLargeError,
     ReplayTooLargeError,
-    attention_grid,
     attention_heatmap,
+    attention_panels,
     check_replay_size,
     decoder_row_chart,
     replay_html,
@@ -194,12 +194,13 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
                    "shaded grey and the current step's row is outlined in red.")
     clicked_note("decode_grid")
     try:
-        grid = cached_chart(attention_grid, trace, kind, layers=[layer], max_row=row, keys=keys,
+        grid = cached_chart(attention_panels, trace, kind, layers=[layer], max_row=row, keys=keys,
                             cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, kind), clicks="switch")
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:
-        st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again.")
+        st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again. "
+                   "Pick a head above to see its map large, with its tokens.")
         show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
                    on_select=partial(toggle_clicked_head, "decode_grid", kind, "decode_ablate", rerun_app=True))
         slide_downloads(grid, title.lines(f"{kind_name} · layer {layer + 1} · every head · rows up to step "
