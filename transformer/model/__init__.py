@@ -29,7 +29,7 @@ from .families import (
 )
 from .hf_auto import HF_ADAPTERS, load_hf_model
 from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
-from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
+from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, import_model_code, load_pretrained
 from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
 from .interface import InspectableSeq2Seq, SourceText
 from .layers import DecoderLayer, EncoderLayer, FeedForward
@@ -41,7 +41,7 @@ __all__ = ["ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_mode
            "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE", "TARGET",
            "ModelFamily", "family_of", "family_with_kinds", "HF_ADAPTERS", "load_hf_model", "MAX_PROMPT_TOKENS",
            "HFCausalLM", "causal_attention_outputs", "AttentionMaps", "ConfigError", "DEFAULT_MAX_PARAMS", "DecoderLayer", "Dropout", "EncoderLayer",
-           "EncoderOutput", "FeedForward", "ForwardOutput", "HFModelError", "HFSeq2Seq", "HeadMask", "InspectableSeq2Seq",
+           "EncoderOutput", "FeedForward", "ForwardOutput", "HFModelError", "import_model_code", "HFSeq2Seq", "HeadMask", "InspectableSeq2Seq",
            "KINDS", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS", "Seq2SeqTransformer", "SourceText",
            "StepOutput", "TASK_DEFAULTS", "TrainConfig", "attention", "attention_weights", "check_int",
            "default_configs", "dropout", "eval_mode", "heads_off", "load_pretrained", "make_optimizer", "model_lock",

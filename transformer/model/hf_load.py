@@ -71,6 +71,15 @@ def _auto_class(kind: str) -> Any:
     return AutoModelForCausalLM if kind == "causal" else AutoModelForSeq2SeqLM
 
 
+def import_model_code(folder: Path) -> None:
+    """Import the transformers code the folder's model class needs (~1 s on a 2-core CPU for a first model), so that
+    opening it later only reads its weights. Refuses what `read_config` refuses; loads no weights."""
+    from transformers import AutoConfig
+    config = read_config(folder)
+    auto_config = AutoConfig.for_model(config["model_type"])
+    _auto_class(hf_kind(config))._model_mapping[type(auto_config)]  # the lookup imports the modeling module
+
+
 def check_weights(folder: Path) -> None:
     """Refuses a folder whose weights are not safetensors (nothing is ever unpickled)."""
     if (folder / "model.safetensors").is_file() or (folder / "model.safetensors.index.json").is_file():
