@@ -1,7 +1,8 @@
 """A little CSS on top of the theme in .streamlit/config.toml: less empty space above each page, chart headings, small
 tables (`ui.widgets.small_table`), no "Download as PNG" in the chart toolbar (the pages' own PNG / SVG buttons export
-charts; two PNGs confused users), a full-width chart wider than the page scrolling inside itself (never cut off; a chart in
-a column keeps the few pixels it may take of the gap beside it), a sidebar wide enough for the model picker's labels (a user can still widen it)."""
+charts; two PNGs confused users), a full-width chart wider than the page scrolling inside itself (never cut off; a
+chart in a column keeps the few pixels it may take of the gap beside it), a sidebar wide enough for the model
+picker's labels (a user can still widen it)."""
 import streamlit as st
 
 SIDEBAR_PX = 360  # the sidebar's least width (Streamlit's 300 cut "autosave-reverse-…  ·  Saved run")

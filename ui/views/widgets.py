@@ -22,6 +22,8 @@ from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
+PAGE_PX = 760  # the main column at a 1280-px window with the sidebar open: the most a full-width chart may take
+MAP_LABELS_PX = 160  # a map's token labels and colour legend beside its plotting area
 _CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
          "SFMono-Regular,Menlo,monospace;font-size:0.92rem;line-height:1.6;border:1px solid #d0d7e2;")
 
@@ -162,10 +164,6 @@ def kind_picker(label: str, key: str, trace: AttentionTrace, *, horizontal: bool
     if st.session_state.get(key) not in trace.kinds:
         st.session_state[key] = map_kind(trace)
     return st.radio(label, list(trace.kinds), format_func=kind_title, key=key, horizontal=horizontal)
-
-
-PAGE_PX = 760  # the main column at a 1280-px window with the sidebar open: the most a full-width chart may take
-MAP_LABELS_PX = 160  # a map's token labels and colour legend beside its plotting area
 
 
 def grid_cell(n_heads: int, largest: int, width: int = PAGE_PX) -> int:
