@@ -16,6 +16,15 @@ from ui.views.background import BackgroundJob
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 
 
+def _crawl(started: threading.Event, progress) -> None:
+    """A slow analysis: says it started, then reports progress until the progress callback raises Cancelled."""
+    started.set()
+    for i in range(1, 10_000):
+        progress(i / 10_000)  # raises Cancelled once Cancel was pressed
+        time.sleep(0.01)
+    raise AssertionError("never cancelled")
+
+
 def test_a_job_reports_its_fraction_and_time_left_and_stops_when_cancelled():
     job = BackgroundJob("Ablating 4 heads", ("id",))
     assert job.time_left() is None
@@ -29,15 +38,7 @@ def test_a_job_reports_its_fraction_and_time_left_and_stops_when_cancelled():
 
 def test_a_slow_sweep_shows_a_bar_with_cancel_and_cancelling_says_so(studio_env, monkeypatch):
     started = threading.Event()
-
-    def slow_sweep(lm, text, output, *, on_fraction, **_):
-        started.set()
-        for i in range(1, 10_000):
-            on_fraction(i / 10_000)  # raises Cancelled once Cancel was pressed
-            time.sleep(0.01)
-        raise AssertionError("never cancelled")
-
-    monkeypatch.setattr(ablation, "sweep_heads", slow_sweep)
+    monkeypatch.setattr(ablation, "sweep_heads", lambda *_, on_fraction, **__: _crawl(started, on_fraction))
     monkeypatch.setattr(background, "WAIT_S", 0.0)
     at = open_app("attention")
     at.button(key="attention_sweep_run").click().run()
@@ -61,15 +62,7 @@ def test_a_slow_agreement_shows_a_bar_cancel_stops_it_and_a_faster_method_draws_
     import ui.views.attribution as attribution
     real = attribution.attribute_in_chunks
     started = threading.Event()
-
-    def slow_attribution(lm, text, output, *, method, progress, **_):
-        started.set()
-        for i in range(1, 10_000):
-            progress(i / 10_000)  # raises Cancelled once Cancel was pressed
-            time.sleep(0.01)
-        raise AssertionError("never cancelled")
-
-    monkeypatch.setattr(attribution, "attribute_in_chunks", slow_attribution)
+    monkeypatch.setattr(attribution, "attribute_in_chunks", lambda *_, progress, **__: _crawl(started, progress))
     monkeypatch.setattr(background, "WAIT_S", 0.0)
     at = open_app("attention")
     at.toggle(key="attention_agreement_on").set_value(True).run()
