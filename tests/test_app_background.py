@@ -25,6 +25,15 @@ def _crawl(started: threading.Event, progress) -> None:
     raise AssertionError("never cancelled")
 
 
+def _rerun_until(at, shown, tries: int = 40) -> None:
+    """Rerun the page a quarter second apart until `shown()` (a background job's end is drawn by a later run)."""
+    for _ in range(tries):
+        if shown():
+            return
+        time.sleep(0.25)
+        at.run()
+
+
 def test_a_job_reports_its_fraction_and_time_left_and_stops_when_cancelled():
     job = BackgroundJob("Ablating 4 heads", ("id",))
     assert job.time_left() is None
@@ -71,21 +80,13 @@ def test_a_slow_agreement_shows_a_bar_cancel_stops_it_and_a_faster_method_draws_
     bars = [p for p in at.get("progress")]
     assert bars and "Attributing" in str(bars[0].proto.text) and "Integrated Gradients" in str(bars[0].proto.text)
     at.button(key="attention_agreement_cancel").click().run()
-    for _ in range(20):  # the worker may not have seen the click yet: a later run says it
-        if any("Attribution cancelled" in t for t in texts(at.info)):
-            break
-        time.sleep(0.25)
-        at.run()
+    _rerun_until(at, lambda: any("Attribution cancelled" in t for t in texts(at.info)))  # the worker may lag
     assert_no_exception(at)
     assert any("Attribution cancelled" in t for t in texts(at.info))
     assert not list(at.get("progress")), "a cancelled attribution must not start again by itself"
     monkeypatch.setattr(attribution, "attribute_in_chunks", real)
     at.radio(key="attention_agreement_method").set_value("gradient_x_input").run()
-    for _ in range(40):
-        if any("Gradient × input" in t for t in texts(at.caption)):
-            break
-        time.sleep(0.25)
-        at.run()
+    _rerun_until(at, lambda: any("Gradient × input" in t for t in texts(at.caption)))
     assert_no_exception(at)
     assert any("Attribution: Gradient × input" in t for t in texts(at.caption))
     assert any("Best agreement" in t for t in texts(at.caption))
