@@ -8,10 +8,12 @@ from ui.links import show_gallery
 from ui.models import SHIPPED, model_options, select_model
 from ui.shell import ensure_frame
 from ui.views import (
+    MAP_WIDTH,
     bind_text,
     cached_chart,
     greedy_or_message,
     layer_picker,
+    map_columns,
     map_kind,
     md,
     require_model,
@@ -42,7 +44,8 @@ with st.container(border=True):
         with col_layer:
             kind = map_kind(result.trace)
             layer = layer_picker("Decoder layer", result.trace.n_layers(kind), "home_layer")
-        out_col, map_col = st.columns([2, 3], gap="large")
+        # a long input's map goes below the tokens at the page's width, its first keys (the title says which)
+        out_col, map_col = map_columns(result.trace, kind, [2, 3])
         with out_col:
             show_chips(result.trace.source_tokens, caption=active.family.axis_titles[SOURCE])
             show_chips(result.output_tokens, caption="output tokens")
@@ -50,8 +53,8 @@ with st.container(border=True):
             if not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
         with map_col:
-            show_chart(cached_chart(attention_heatmap, result.trace, kind, layer, None, size=315),
-                            width="content")
+            show_chart(cached_chart(attention_heatmap, result.trace, kind, layer, None, size=315, max_width=MAP_WIDTH),
+                       width="content")
 
 if active.option.id != TOY_OPTION and TOY_OPTION in {o.id for o in model_options()}:
     st.button("Open the toy English → German model: its word alignment is known, so attention can be checked "

@@ -57,7 +57,7 @@ from .presenting import (
     head_keys,
     presenting,
 )
-from .real_size import COMBINE, combine_options
+from .real_size import COMBINE, MAP_WIDTH, combine_options, map_columns
 from .step_through import decode_results, replay_download, show_ablation_panel, show_output_cards, show_step_through
 from .weights import show_weights, slide_title, weights_of
 from .widgets import (
@@ -85,11 +85,11 @@ from .widgets import (
     visible,
 )
 
-__all__ = ["COMBINE", "Column", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "PREV_HEAD_KEY",
+__all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY", "PREV_HEAD_KEY",
            "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "SLIDES_SUFFIX", "SWITCH_KEY", "SlideTitle",
            "TEXT_KEY", "TEXT_TASK_KEY", "ablated_run", "attention_ablation", "attention_result", "bind_reference",
            "bind_text", "cached_chart", "chart_downloads", "chart_heading", "chart_spec", "clicked_note",
-           "combine_options", "compare_kinds", "current_output", "decode_results", "default_text",
+           "combine_options", "map_columns", "compare_kinds", "current_output", "decode_results", "default_text",
            "divergence_message", "gold_alignment_for", "gold_cells", "gold_for", "greedy", "greedy_or_message",
            "grid_cell", "grid_key", "group_head_name", "head_keys", "head_label", "head_picker", "head_selection",
            "kind_picker", "kind_title", "layer_picker", "map_kind", "md", "md_token", "model_caption", "off_panels",

@@ -6,12 +6,13 @@ import pandas as pd
 import streamlit as st
 
 from transformer.analysis import attention_difference, first_divergence
-from transformer.charts import attention_heatmap, difference_heatmap
+from transformer.charts import attention_heatmap, difference_heatmap, window_title
 from transformer.decode import ALL_TITLES, AttentionTrace, DecodeResult
 from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
+from .real_size import MAP_WIDTH, key_window, needs_page_width
 from .weights import slide_title
 from .widgets import (
     Column,
@@ -146,17 +147,31 @@ def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[Attent
     """The same layer and head of both models (of kinds[0] in A, kinds[1] in B), rows up to step t (the encoder's
     map is the same at every step); an output that ended shows its last row. `text` is the input (named on the maps'
     slides)."""
-    for column, tag, model, trace, kind in zip(st.columns(2, gap="large"), "AB", models, traces, kinds):
+    # a long input's maps go one above the other at the page's width, through one window of keys for both
+    longest = max(range(2), key=lambda i: traces[i].axis_sizes(kinds[i])[1])
+    wide = needs_page_width(traces[longest], kinds[longest])
+    window = key_window(traces[longest], kinds[longest], "compare") if wide else None
+    columns = (st.container(), st.container()) if wide else st.columns(2, gap="large")
+    for column, tag, model, trace, kind in zip(columns, "AB", models, traces, kinds):
         stepped = kind != trace.family_spec.encoder_kind
         row = min(trace.step_offset + t, trace.axis_sizes(kind)[0] - 1) if stepped else None
+        keys = None if window is None else _within(window, trace.axis_sizes(kind)[1])
         with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
             heading = (f"{tag} · {model.option.name} · {ALL_TITLES[kind]} · layer {layer + 1} · "
-                       f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else ""))
+                       f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else "")
+                       + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
             chart_heading(heading)
-            heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="")
+            heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="",
+                                        keys=keys, max_width=MAP_WIDTH if wide else None)
             show_chart(heatmap, key=f"compare_map_{tag.lower()}", width="content")
             slide_downloads(heatmap, slide_title(model, text).lines(f"Model {heading}"),
                             f"compare_{tag.lower()}_{_stem(kind, layer, head)}", f"compare_map_{tag.lower()}")
+
+
+def _within(window: tuple[int, int], n_keys: int) -> tuple[int, int]:
+    """The shared key window cut to a map of `n_keys` keys (the other model's tokens may be fewer)."""
+    start = min(window[0], n_keys - 1)
+    return start, max(start + 1, min(window[1], n_keys))
 
 
 def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionTrace, trace_b: AttentionTrace,
