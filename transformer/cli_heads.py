@@ -52,7 +52,7 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
     p.add_argument("--no-agreement", action="store_true", help="skip attribution (only the ablation sweep)")
     p.add_argument("--attribution", choices=METHODS, default="integrated_gradients",
                    help="what attention is compared with: integrated_gradients (thorough; --ig-steps passes per output "
-                   "step) or gradient_x_input (one pass per step, ~30x faster on a large model)")
+                   "step) or gradient_x_input (one pass per step)")
     p.add_argument("--ig-steps", type=positive_int, default=IG_STEPS, metavar="N", help="Integrated Gradients points")
     p.add_argument("--bf16", action="store_true", help="run the sweep in bfloat16 (faster where the CPU has it; "
                    "drops within 0.05 nats per output token + 5%% of float32's)")

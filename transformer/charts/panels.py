@@ -195,7 +195,8 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         col_expr = f"datum.head < 0 ? {trace.n_heads} : datum.head"
         q_tokens, k_tokens = trace.labels(kind)
         cells = alt.Chart(data).transform_calculate(
-            x=f"({col_expr}) * {across} + (datum.k - {window[0]}) * {step}", y=f"({row_expr}) * {down} + {HEADER} + datum.q * {step}",
+            x=f"({col_expr}) * {across} + (datum.k - {window[0]}) * {step}",
+            y=f"({row_expr}) * {down} + {HEADER} + datum.q * {step}",
             query_token=_tokens_expr(q_tokens, "q"), key_token=_tokens_expr(k_tokens, "k"),
             panel=f"'L' + (datum.layer + 1) + ' ' + (datum.head < 0 ? 'mean' : 'H' + (datum.head + 1))",
         ).transform_calculate(x2=f"datum.x + {step}", y2=f"datum.y + {step}").mark_rect().encode(

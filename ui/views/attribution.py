@@ -66,7 +66,7 @@ def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[
 
 AGREEMENT_METHOD_HELP = (
     "Integrated Gradients is the thorough one (its attributions add up to the score); gradient × input takes one "
-    f"gradient per step instead of {IG_STEPS}, so it is about {IG_STEPS}× faster on a large model.")
+    f"gradient per output step instead of {IG_STEPS}, so it is much faster on a large model.")
 
 
 def _agreement(lm: InspectableSeq2Seq, text: str, output: Sequence[int], trace: AttentionTrace, method: str,
