@@ -113,12 +113,13 @@ def _scorer(lm: InspectableSeq2Seq) -> Scorer:
     model without a source embedding."""
     paths = [p for p in lm.embedding_paths() if p]
     banned = sorted(lm.unemittable_ids)
+    head_path = lm.output_path()  # looked up once: a Hugging Face model names it by walking its modules
+    head = lm.network.get_submodule(head_path)
 
     def forward(*args: Tensor) -> Tensor:
         embeds, (src, tgt_in, positions, tokens) = args[: len(paths)], args[len(paths):]
-        head = lm.output_path()
         view = substituted(lm.network, {**{path: Given(e) for path, e in zip(paths, embeds)},
-                                        head: RowsAt(lm.network.get_submodule(head), positions)})
+                                        head_path: RowsAt(head, positions)})
         logits = lm.teacher_logits(view, src, tgt_in)  # (N, 1, V): the scored position's row only
         rows = ban(logits[:, 0].float(), banned)
         return rows.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]

@@ -75,9 +75,13 @@ def import_model_code(folder: Path) -> None:
     """Import the transformers code the folder's model class needs (~1 s on a 2-core CPU for a first model), so that
     opening it later only reads its weights. Refuses what `read_config` refuses; loads no weights."""
     from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING,
+        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING,
+    )
     config = read_config(folder)
-    auto_config = AutoConfig.for_model(config["model_type"])
-    _auto_class(hf_kind(config))._model_mapping[type(auto_config)]  # the lookup imports the modeling module
+    mapping = MODEL_FOR_CAUSAL_LM_MAPPING if hf_kind(config) == "causal" else MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
+    mapping[type(AutoConfig.for_model(config["model_type"]))]  # the lookup imports the modeling module
 
 
 def check_weights(folder: Path) -> None:

@@ -75,7 +75,8 @@ def _agreement(lm: InspectableSeq2Seq, text: str, output: Sequence[int], trace: 
     return agreement_frames(trace, attribute_in_chunks(lm, text, output, method=method, progress=progress))
 
 
-def _cancelled_again(flag: str) -> None:
+def _clear_cancelled(flag: str) -> None:
+    """on_change of the toggle and the method: a cancelled agreement may be asked for again."""
     st.session_state.pop(flag, None)
 
 
@@ -123,10 +124,10 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
         st.caption("Computed per subword piece, as the attribution is, while the maps above show merged words.")
     flag = f"{key}_cancelled"
     if not st.toggle("Compute (attribution of every output step)", key=f"{key}_on",
-                     on_change=_cancelled_again, args=(flag,)):
+                     on_change=_clear_cancelled, args=(flag,)):
         return
     method = st.radio("Attribution method", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
-                      horizontal=True, help=AGREEMENT_METHOD_HELP, on_change=_cancelled_again, args=(flag,))
+                      horizontal=True, help=AGREEMENT_METHOD_HELP, on_change=_clear_cancelled, args=(flag,))
     identity = ("agreement", active.cache_key, text, tuple(output), method)
     cancelled = st.session_state.get(flag) == identity
     frames = kept_result(identity)

@@ -12,7 +12,7 @@ from transformer.model import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
-from .real_size import MAP_WIDTH, key_window, needs_page_width
+from .real_size import MAP_WIDTH, key_window, map_columns, needs_page_width
 from .weights import slide_title
 from .widgets import (
     Column,
@@ -151,7 +151,7 @@ def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[Attent
     longest = max(range(2), key=lambda i: traces[i].axis_sizes(kinds[i])[1])
     wide = needs_page_width(traces[longest], kinds[longest])
     window = key_window(traces[longest], kinds[longest], "compare") if wide else None
-    columns = (st.container(), st.container()) if wide else st.columns(2, gap="large")
+    columns = map_columns(traces[longest], kinds[longest], [1, 1])
     for column, tag, model, trace, kind in zip(columns, "AB", models, traces, kinds):
         stepped = kind != trace.family_spec.encoder_kind
         row = min(trace.step_offset + t, trace.axis_sizes(kind)[0] - 1) if stepped else None
