@@ -99,9 +99,30 @@ def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) ->
 
 
 def _top_k(probs: Tensor, k: int, lm: InspectableSeq2Seq) -> tuple[tuple[str, float], ...]:
-    n = min(k, int((probs > 0).sum()))  # only what can be emitted
-    p, i = probs.topk(n)
-    return tuple((lm.id_to_token(t), v) for v, t in zip(p.tolist(), i.tolist()))
+    return tuple((lm.id_to_token(t), v) for t, v in _candidates(probs, k))
+
+
+def _candidates(probs: Tensor, k: int) -> list[tuple[int, float]]:
+    """The k most probable (id, probability), best first; only what can be emitted (probability > 0)."""
+    p, i = probs.topk(min(k, probs.numel()))
+    return [(t, v) for t, v in zip(i.tolist(), p.tolist()) if v > 0]
+
+
+def _choose(lm: InspectableSeq2Seq, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
+    """The Step for the forced token or the most probable one (the first of equals, as argmax), with the top k;
+    read off one top-k, so a decoder step costs few tensor ops."""
+    top = _candidates(probs, max(k, 2))
+    if forced is not None:
+        token = forced
+    elif len(top) > 1 and top[0][1] == top[1][1]:
+        token = int(probs.argmax())  # a tie: topk's order among equals is unspecified
+    else:
+        token = top[0][0] if top else int(probs.argmax())
+    prob = top[0][1] if top and top[0][0] == token else float(probs[token])
+    # one choice left by the model's rules: exactly one finite logit (its probability is then exactly 1)
+    only_choice = bool(top) and top[0][1] == 1.0 and int(torch.isfinite(logits).sum()) == 1
+    return Step(lm.id_to_token(token), token, prob, tuple((lm.id_to_token(t), v) for t, v in top[:k]),
+                forced is not None or only_choice)
 
 
 def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int]:
@@ -148,15 +169,13 @@ def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
             outputs.append(out)
             logits = lm.constrain(inputs, out.logits[0].float(), n_max + len(start))
             probs = logits.softmax(-1)
-            user_forced = t < len(forced_ids)
-            token = forced_ids[t] if user_forced else int(probs.argmax())
-            if user_forced and token in lm.banned_after(inputs):
-                raise InputError(f"{lm.id_to_token(token)!r} cannot be forced after "
+            forced = forced_ids[t] if t < len(forced_ids) else None
+            if forced is not None and forced in lm.banned_after(inputs):
+                raise InputError(f"{lm.id_to_token(forced)!r} cannot be forced after "
                                  f"{' '.join(lm.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
                                  "config bans that sequence (bad_words_ids), so it never outputs it.")
-            only_choice = int(torch.isfinite(logits).sum()) == 1
-            steps.append(Step(lm.id_to_token(token), token, float(probs[token]), _top_k(probs, top_k, lm),
-                              user_forced or only_choice))
+            steps.append(_choose(lm, logits, probs, top_k, forced))
+            token = steps[-1].token_id
             if token in lm.end_ids and stop_at_end:
                 finished = True
                 break

@@ -23,11 +23,14 @@ from ..model import (
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
 
-def ban(logits: Tensor, ids: Sequence[int]) -> Tensor:
-    """A copy of `logits` (..., V) with the given ids set to -inf."""
-    out = logits.clone()
-    out[..., list(ids)] = float("-inf")
-    return out
+def ban(logits: Tensor, ids: Sequence[int] | Tensor) -> Tensor:
+    """A copy of `logits` (..., V) with the given ids set to -inf (one op with a tensor of ids)."""
+    if not isinstance(ids, Tensor):
+        ids = torch.tensor(list(ids), dtype=torch.long, device=logits.device)
+    return logits.index_fill(-1, ids, float("-inf"))
+
+
+_UNEMITTABLE_IDS = torch.tensor(UNEMITTABLE)  # `ban`'s index, built once: constrain runs at every decoder step
 
 
 class NativeSeq2Seq(InspectableSeq2Seq):
@@ -88,7 +91,7 @@ class NativeSeq2Seq(InspectableSeq2Seq):
         return self.model.forward_with_attention(src, tgt, head_mask)
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
-        return ban(logits, UNEMITTABLE)
+        return ban(logits, _UNEMITTABLE_IDS.to(logits.device))
 
     def translate(self, texts: Sequence[str]) -> list[str]:
         return decode_texts(self.model, self.src_tokenizer, self.tgt_tokenizer, texts)

@@ -16,6 +16,7 @@ from .config import ModelConfig
 from .dropout import Dropout
 from .layers import DecoderLayer, EncoderLayer
 from .outputs import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from .step_plan import StepPlan, step_plan
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
@@ -35,6 +36,8 @@ class DecoderCache:
     cross_kv: list[tuple[Tensor, Tensor]]
     self_kv: list[KVBuffer]
     length: int = 0
+    plan: StepPlan | None = None  # the module-free step, made at the first step (None: the module path)
+    planned: bool = False
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -160,8 +163,16 @@ class Seq2SeqTransformer(nn.Module):
                     need_weights: bool = False, head_mask: HeadMask | None = None) -> StepOutput:
         """Feed one token per sequence (B, 1); logits (B, V) and this step's self/cross weights (if asked).
 
-        The cache is extended in place; a step sees all earlier positions, so no causal mask is needed.
+        The cache is extended in place; a step sees all earlier positions, so no causal mask is needed. In eval
+        mode with plain modules the step runs as a `StepPlan` (same ops, no module dispatch).
         """
+        if not cache.planned:
+            cache.plan, cache.planned = step_plan(self, cache.cross_kv, src_mask), True
+        plan = cache.plan
+        if plan is not None and plan.src_mask is src_mask and not self.training:
+            logits, self_maps, cross_maps = plan.step(token, cache.self_kv, cache.length, head_mask)
+            cache.length += 1
+            return StepOutput(logits, self_maps, cross_maps)
         x = self._embed(self.tgt_embed, token, offset=cache.length)  # (B, 1, D)
         self_maps, cross_maps = [], []
         for i, layer in enumerate(self.decoder):

@@ -2,10 +2,12 @@
 `Seq2SeqLMOutput`): the one container for captured attention, whichever model (and family) produced it."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from .families import ALL_KINDS, ENCODER_DECODER, ModelFamily
@@ -77,17 +79,13 @@ class AttentionMaps:
         if len(steps) == 0:
             raise ValueError("no decoder steps to assemble")
         n = sum(s.decoder_self[0].shape[2] for s in steps)
+        ends = list(itertools.accumulate(s.decoder_self[0].shape[2] for s in steps))  # keys of each step's rows
         dec = []
         for layer in range(len(steps[0].decoder_self)):
-            w = steps[0].decoder_self[layer]
-            full = w.new_zeros(1, w.shape[1], n, n)
-            row = 0
-            for step in steps:
-                part = step.decoder_self[layer]  # (1, H, q, keys so far)
-                q = part.shape[2]
-                full[0, :, row: row + q, : row + q] = part[0, :, :, -(row + q):]
-                row += q
-            dec.append(full)
+            # each step's rows (1, H, q, keys so far): its last `end` keys, padded with zeros to n (one op a step)
+            rows = [F.pad(s.decoder_self[layer], (end - s.decoder_self[layer].shape[3], n - end))
+                    for s, end in zip(steps, ends)]
+            dec.append(torch.cat(rows, dim=2))
         maps = {family.decoder_kind: tuple(dec)}
         if family.cross_kind is not None:
             maps[family.cross_kind] = tuple(torch.cat([s.cross[layer] for s in steps], dim=2)
