@@ -3,8 +3,8 @@
 `streamlit run app.py` first imports this file to look for an ASGI app: it finds `app`, an `st.App` whose start-up
 turns Nagle's algorithm off on the server's connections and imports the pages' libraries and loads the default model
 before the server answers (`ui.shell.serve`), and whose middleware has the browser fetch the chart and widget code every
-page needs while the page starts (`ui.server.preload`) and serves Streamlit's own static files from memory, gzip'd
-(`ui.server.static_cache`).
+page needs while the page starts (`ui.server.preload`), serves Streamlit's own static files from memory, gzip'd
+(`ui.server.static_cache`), and starts a link's decode as soon as its page is asked for (`ui.links.read_ahead`).
 Every browser session then runs this file as the page script, where `__name__` is "__main__".
 """
 import streamlit as st
@@ -12,11 +12,12 @@ import streamlit as st
 if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find the app
     from starlette.middleware import Middleware
 
+    from ui.links import ReadAheadLinks
     from ui.server import PreloadChunks, StaticFromMemory
     from ui.shell import warm_up_lifespan
 
     app = st.App(__file__, lifespan=warm_up_lifespan,
-                 middleware=[Middleware(PreloadChunks), Middleware(StaticFromMemory)])
+                 middleware=[Middleware(ReadAheadLinks), Middleware(PreloadChunks), Middleware(StaticFromMemory)])
 else:
     from ui.links import apply_presenter, page_name, presenter_switch, restore, run_page, share_control, show_notes
     from ui.server import configure_charts, configure_torch

@@ -1,7 +1,9 @@
-"""AppTest: on a model with bart-large's 12 layers x 16 heads the Attention page draws its all-heads grid a few
-layers at a time, every layer one click away, and never raises."""
+"""AppTest: on a model with bart-large's 12 layers x 16 heads the Attention page draws every layer of its all-heads
+grid at once, a range of layers on request (every layer one click away), fewer when the input is too long for
+all, and never raises."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +37,7 @@ def _panels(grid: dict) -> set[tuple[int, int]]:
     return set(zip(frame["layer"], frame["head"]))
 
 
-def test_the_grid_pages_through_layers_of_a_bart_large_shape_model(monkeypatch, tmp_path, bart_root):
+def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_request(monkeypatch, tmp_path, bart_root):
     monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
     monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
@@ -46,18 +48,18 @@ def test_the_grid_pages_through_layers_of_a_bart_large_shape_model(monkeypatch, 
     assert_no_exception(at)
     kind = at.radio(key="attention_kind").value
     picker = at.slider(key=f"attention_grid_layers_{kind}_12")
-    assert picker.value == (1, 4)
-    assert {layer for layer, _ in _panels(_grid(at))} == {0, 1, 2, 3}
-    assert len(_panels(_grid(at))) == 4 * 17
-
-    at.button(key=f"attention_grid_all_{kind}").click().run()  # every layer: one click
-    assert_no_exception(at)
-    assert at.slider(key=f"attention_grid_layers_{kind}_12").value == (1, 12)
-    assert len(_panels(_grid(at))) == 12 * 17
+    assert picker.value == (1, 12)
+    assert len(_panels(_grid(at))) == 12 * 17  # every layer's heads and mean
+    assert at.button(key=f"attention_grid_all_{kind}").disabled
 
     at.slider(key=f"attention_grid_layers_{kind}_12").set_range(9, 12).run()
     assert_no_exception(at)
     assert {layer for layer, _ in _panels(_grid(at))} == {8, 9, 10, 11}
+
+    at.button(key=f"attention_grid_all_{kind}").click().run()  # every layer again: one click
+    assert_no_exception(at)
+    assert at.slider(key=f"attention_grid_layers_{kind}_12").value == (1, 12)
+    assert len(_panels(_grid(at))) == 12 * 17
 
 
 def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_root):
@@ -77,7 +79,7 @@ def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_r
         keys = int(str(window[0].key).rsplit("_", 1)[1])
     per_layer = 17 * heatmap["query_index"].nunique() * keys
     monkeypatch.setattr(panels, "MAX_IMAGE_CELLS", 3 * per_layer)  # as if the input were much longer
-    at.button(key=f"attention_grid_all_{kind}").click().run()
+    at.run()  # the range drawn so far (every layer) no longer fits
     assert_no_exception(at)
     assert not [c for c in charts(at) if "heads and mean" in c["title"]]
     assert any("3 layer(s) at a time fit" in str(m.value) for m in at.info)
@@ -91,3 +93,26 @@ def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_r
     assert_no_exception(at)
     assert not [c for c in charts(at) if "heads and mean" in c["title"]]
     assert any("too long to draw every head" in str(m.value) for m in at.info)
+
+
+def test_the_head_statistics_of_many_heads_list_the_layer_picked(monkeypatch, tmp_path, bart_root):
+    """192 heads a kind: every head is in the overview map; the statistics table holds the large map's layer."""
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input(CAPTION).run()
+    assert_no_exception(at)
+
+    def rows() -> list[str]:
+        (table,) = [m for m in at.markdown if "studio-table" in str(m.value)]
+        return re.findall(r"<tr><td>([^<]*)</td>", str(table.value))
+
+    assert at.selectbox(key="attention_layer").value == 11  # the last layer at first
+    assert any("Head statistics" in str(m.value) and "layer 12" in str(m.value) for m in at.markdown)
+    assert rows() == [*(f"L12 H{h}" for h in range(1, 17)), "L12 mean"]
+    at.selectbox(key="attention_layer").set_value(2).run()
+    assert_no_exception(at)
+    assert rows() == [*(f"L3 H{h}" for h in range(1, 17)), "L3 mean"]

@@ -1,5 +1,5 @@
 """The URL is the view: the link format (no Streamlit), restoring and writing a page's widgets from and to the URL,
-presenter mode and Home's ready views."""
+presenter mode, Home's ready views, and a link's decode started as its page is asked for."""
 from .gallery import READY_VIEWS, show_gallery
 from .link_format import (
     MEAN,
@@ -12,6 +12,7 @@ from .link_format import (
     to_params,
 )
 from .presenter import apply_presenter, presenter_switch
+from .read_ahead import ReadAhead, ReadAheadLinks, link_decodes
 from .url_state import (
     current_link,
     merged_words,
@@ -25,7 +26,7 @@ from .url_state import (
     write_view,
 )
 
-__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "apply_presenter", "check_sizes", "current_link", "head_labels",
-           "labels_to_heads", "merged_words", "page_name", "parse_ablated", "parse_params", "presenter_switch",
+__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes", "current_link", "head_labels",
+           "labels_to_heads", "link_decodes", "merged_words", "page_name", "parse_ablated", "parse_params", "presenter_switch",
            "restore", "run_page", "share_control", "show_gallery", "show_link_qr", "show_notes", "to_params", "write",
            "write_view"]

@@ -27,6 +27,7 @@ from .registry import (
     resolve,
     run_of,
     selected_option,
+    shared_model,
     train_page_note,
     uploaded_bundle,
     uploaded_checkpoint,
@@ -35,5 +36,5 @@ from .registry import (
 __all__ = ["ActiveModel", "HF", "LIVE", "LOAD_ERROR_KEY", "MODEL_KEY", "ModelOption", "PICKER_FONT_PX",
            "PICKER_LABEL_PX", "RUN", "SHIPPED", "UPLOAD", "add_upload", "card_lines", "checkpoint_stamp",
            "current_model", "hf_loader", "live_cache_key", "live_option_id", "load_shared_checkpoint",
-           "loading_message", "model_options", "resolve", "run_of", "select_model", "selected_option",
+           "loading_message", "model_options", "resolve", "run_of", "select_model", "selected_option", "shared_model",
            "train_page_note", "uploaded_bundle", "uploaded_checkpoint"]

@@ -49,11 +49,14 @@ def hf_options() -> list[ModelOption]:
     return options
 
 
-def resolve_hf(option: ModelOption) -> ActiveModel:
-    """The ActiveModel of a Hugging Face option; raises HFModelError."""
+def resolve_hf(option: ModelOption, *, new_session: bool = False) -> ActiveModel:
+    """The ActiveModel of a Hugging Face option with this session's sidebar settings (`new_session`: with a new
+    session's, no source prefix and no chat template, and no spinner: for the server, outside any session);
+    raises HFModelError."""
     name = option.id.split(":", 1)[1]
-    shared = load_shared_hf(str(option.path) if option.path is not None else name)
-    lm = session_adapter(shared, option.name)
+    path = str(option.path) if option.path is not None else name
+    shared = _load_shared_hf(path) if new_session else load_shared_hf(path)
+    lm = session_adapter(shared, option.name, *(("", False) if new_session else (None, None)))
     options = f"{getattr(lm, 'prefix', '')}:{int(getattr(lm, 'chat', False))}"
     return ActiveModel(option, f"{HF}:{name}:{options}", None, None, None, {"name": "huggingface"},
                        lm.describe(), ((EXAMPLE_TEXT, ""),), lm=lm)
@@ -64,13 +67,15 @@ def chat_available(lm: InspectableSeq2Seq | None) -> bool:
     return isinstance(lm, HFCausalLM) and HFCausalLM.has_chat_template(lm.tokenizer)
 
 
-def session_adapter(shared: Any, name: str) -> InspectableSeq2Seq:
+def session_adapter(shared: Any, name: str, prefix: str | None = None, chat: bool | None = None
+                    ) -> InspectableSeq2Seq:
     """This session's adapter over the shared weights: an encoder-decoder with the sidebar's source prefix, a causal
-    language model with or without its chat template."""
+    language model with or without its chat template (`prefix`, `chat`: these instead of the sidebar's)."""
     if isinstance(shared, HFCausalLM):
-        chat = bool(st.session_state.get(CHAT_KEY)) and chat_available(shared)
-        return HFCausalLM(shared.model, shared.tokenizer, name, chat)
-    return HFSeq2Seq(shared.model, shared.tokenizer, name, st.session_state.get(PREFIX_KEY, "") or "")
+        chat = bool(st.session_state.get(CHAT_KEY)) if chat is None else chat
+        return HFCausalLM(shared.model, shared.tokenizer, name, chat and chat_available(shared))
+    prefix = (st.session_state.get(PREFIX_KEY, "") or "") if prefix is None else prefix
+    return HFSeq2Seq(shared.model, shared.tokenizer, name, prefix)
 
 
 def _on_load() -> None:

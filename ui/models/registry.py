@@ -55,13 +55,32 @@ def _listed(root: Path) -> list[Path]:
     return [p for p in list_checkpoints(root) if checkpoint_family(p) in PAGE_FAMILIES]
 
 
+def _on_disk() -> list[ModelOption]:
+    return ([ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in _listed(checkpoints_root())]
+            + [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in _listed(runs_root())])
+
+
 def model_options() -> list[ModelOption]:
-    """Every model this session can pick: shipped, saved runs, its uploads and its live run."""
-    options = [ModelOption(f"{SHIPPED}:{p.name}", p.name, SHIPPED, p) for p in _listed(checkpoints_root())]
-    options += [ModelOption(f"{RUN}:{p.name}", p.name, RUN, p) for p in _listed(runs_root())]
+    """Every model this session can pick: shipped, saved runs, its uploads, live runs and Hugging Face models."""
+    options = _on_disk()
     options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
     options += [ModelOption(live_option_id(run), run.name, LIVE) for run in registry.runs()]
     return options + hf_options()
+
+
+def shared_model(option_id: str | None) -> ActiveModel | None:
+    """The model behind an option every session sees (shipped, saved run, Hugging Face folder; None: the default),
+    loaded into the shared cache; None for any other id or a model that does not load. Needs no session: the
+    server calls it for a link before the link's session exists."""
+    options = [*_on_disk(), *hf_options()]
+    option_id = option_id if option_id is not None else default_option_id(options)
+    option = next((o for o in options if o.id == option_id), None)
+    if option is None:
+        return None
+    try:
+        return resolve_hf(option, new_session=True) if option.source == HF else _from_disk(option)
+    except (CheckpointError, HFModelError):
+        return None
 
 
 def live_option_id(run: LiveRun) -> str:
@@ -134,6 +153,12 @@ def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
                        weights_time=snap.weights_time)
 
 
+def _from_disk(option: ModelOption) -> ActiveModel:
+    stamp = checkpoint_stamp(option.path)
+    return _from_checkpoint(option, load_shared_checkpoint(str(option.path), stamp),
+                            f"{option.source}:{option.path}:{stamp}")
+
+
 def live_cache_key(run: LiveRun, job_number: int, version: int) -> str:
     """Decoding results of a live run are cached per weights version (a new job restarts the versions)."""
     return f"{LIVE}:{run.id}:{job_number}:{version}"
@@ -142,9 +167,7 @@ def live_cache_key(run: LiveRun, job_number: int, version: int) -> str:
 def resolve(option: ModelOption) -> ActiveModel:
     """Load the model behind an option; raises CheckpointError for a broken checkpoint."""
     if option.source in (SHIPPED, RUN):
-        stamp = checkpoint_stamp(option.path)
-        ckpt = load_shared_checkpoint(str(option.path), stamp)
-        return _from_checkpoint(option, ckpt, f"{option.source}:{option.path}:{stamp}")
+        return _from_disk(option)
     if option.source == UPLOAD:
         upload = _uploads()[option.id.split(":", 1)[1]]
         return _from_checkpoint(option, upload.checkpoint, f"{UPLOAD}:{upload.id}")

@@ -42,7 +42,7 @@ from .weights import slide_title
 from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
 
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
-GRID_PAGE_FROM, GRID_PAGE = 8, 4  # models deeper than GRID_PAGE_FROM layers show GRID_PAGE layers at first
+GRID_PAGE_FROM = 8  # models deeper than this get a range of layers to draw (every layer that fits, at first)
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
 STATS_COLUMNS = {"map": Column("layer · head"),
                  "entropy": Column("entropy", "%.3f", "In nats, mean over query rows; 0 = one-hot."),
@@ -102,8 +102,15 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
             st.download_button("Trace (JSON)", data=result.to_json, file_name="attention_trace.json",
                                mime="application/json", key="attention_trace_json", icon=":material/data_object:",
                                on_click="ignore", width="stretch")
-        st.markdown(f"**Head statistics · {ALL_TITLES[kind].lower()}**")
         stats = head_stats(trace, kind)
+        if overview_first(trace, kind):  # every head is in the overview above; the table has the layer picked
+            # (hundreds of table rows took a quarter of a second to draw, bart-large: bench/README.md)
+            stats = stats[stats["layer"] == layer].reset_index(drop=True)
+            st.markdown(f"**Head statistics · {ALL_TITLES[kind].lower()} · layer {layer + 1}**",
+                        help="Every head's statistics are in the head overview above (pick one to colour it by); "
+                             "the table lists the layer picked for the large map.")
+        else:
+            st.markdown(f"**Head statistics · {ALL_TITLES[kind].lower()}**")
         stats.insert(0, "map", [head_label(int(h), int(lay)) for lay, h in zip(stats["layer"], stats["head"])])
         show_small_table(stats, STATS_COLUMNS, key="attention_stats")
         if gold:
@@ -128,8 +135,8 @@ def _set_grid_layers(key: str, first: int, last: int) -> None:
 
 def grid_layers(trace: AttentionTrace, kind: str) -> list[int] | None:
     """The layers the model view draws (0-based): all of them for a model of up to GRID_PAGE_FROM layers, else a
-    range the user picks, GRID_PAGE layers at first, all one click away; None (after a message) when not even one
-    layer fits at this input length."""
+    range the user picks, every layer that fits at first (panels are images: bart-large's 204 draw in a blink),
+    all one click away; None (after a message) when not even one layer fits at this input length."""
     n_layers, fit = trace.n_layers(kind), layers_that_fit(trace, kind)
     if fit == 0:
         st.info("This input is too long to draw every head of a layer side by side. Pick a layer and head above to "
@@ -138,10 +145,11 @@ def grid_layers(trace: AttentionTrace, kind: str) -> list[int] | None:
     if n_layers <= GRID_PAGE_FROM and fit >= n_layers:
         return list(range(n_layers))
     key = f"attention_grid_layers_{kind}_{n_layers}"  # its own range per kind and depth: kinds can differ in depth
-    st.session_state.setdefault(key, (1, min(GRID_PAGE, fit)))
+    st.session_state.setdefault(key, (1, fit))  # a long input: the first layers that fit
     pick, every = st.columns([4, 1], vertical_alignment="bottom")
     first, last = pick.slider(f"Layers (of {n_layers})", 1, n_layers, key=key,
-                              help=f"The grid draws {GRID_PAGE} layers at a time at first; widen the range for more.")
+                              help="The grid draws every layer that fits at this input length; narrow the range to "
+                                   "look at fewer.")
     every.button(f"All {n_layers} layers", key=f"attention_grid_all_{kind}", width="stretch",
                  on_click=_set_grid_layers, args=(key, 1, n_layers), disabled=(first, last) == (1, n_layers))
     if last - first + 1 > fit:

@@ -41,6 +41,16 @@ def greedy(active: ActiveModel, text: str, *, top_k: int = 5, forced: Sequence[s
         return _greedy(active.cache_key, active, text, int(top_k), tuple(forced))
 
 
+def read_ahead_greedy(active: ActiveModel, text: str, top_k: int = 5) -> bool:
+    """Decode into the cache `greedy` reads, outside any session (the server, for a link whose page is on its way);
+    False when the model cannot read the text (the page will say why)."""
+    try:
+        _greedy(active.cache_key, active, text, int(top_k), ())
+    except InputError:
+        return False
+    return True
+
+
 def teacher(active: ActiveModel, text: str, reference: str, *, top_k: int = 5) -> DecodeResult:
     """Teacher-forced pass on `reference`; raises InputError for text the model cannot read."""
     with st.spinner(decoding_message(active), show_time=True):
