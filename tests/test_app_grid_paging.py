@@ -27,6 +27,18 @@ def bart_root(tmp_path_factory) -> Path:
     return root
 
 
+def _attention(monkeypatch, tmp_path: Path, bart_root: Path):
+    """The Attention page on the bart-large-shaped model with the caption."""
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input(CAPTION).run()
+    return at
+
+
 def _grid(at) -> dict:
     (grid,) = [c for c in charts(at) if "heads and mean" in c["title"]]
     return grid
@@ -37,14 +49,9 @@ def _panels(grid: dict) -> set[tuple[int, int]]:
     return set(zip(frame["layer"], frame["head"]))
 
 
-def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_request(monkeypatch, tmp_path, bart_root):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
-    at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
-    at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(CAPTION).run()
+def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_request(monkeypatch, tmp_path,
+                                                                                        bart_root):
+    at = _attention(monkeypatch, tmp_path, bart_root)
     assert_no_exception(at)
     kind = at.radio(key="attention_kind").value
     picker = at.slider(key=f"attention_grid_layers_{kind}_12")
@@ -63,13 +70,7 @@ def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_r
 
 
 def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_root):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
-    at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
-    at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(CAPTION).run()
+    at = _attention(monkeypatch, tmp_path, bart_root)
     kind = at.radio(key="attention_kind").value
     large = next(c for c in charts(at) if "mean of 16 heads" in c["title"])
     heatmap = max(large["frames"].values(), key=len)
@@ -97,13 +98,7 @@ def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_r
 
 def test_the_head_statistics_of_many_heads_list_the_layer_picked(monkeypatch, tmp_path, bart_root):
     """192 heads a kind: every head is in the overview map; the statistics table holds the large map's layer."""
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
-    at = open_app()
-    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
-    at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(CAPTION).run()
+    at = _attention(monkeypatch, tmp_path, bart_root)
     assert_no_exception(at)
 
     def rows() -> list[str]:
