@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +111,26 @@ def test_a_window_of_keys_is_what_every_panel_draws():
     rects = attention_panels(trace, "cross", cell=40, keys=(3, 6), draw="rects").to_dict()
     (data,) = (d for d in rects["datasets"].values() if d and "k" in d[0])
     assert {row["k"] for row in data} == {3, 4, 5}
+
+
+def test_panel_labels_fit_beside_each_other(bart_large_trace):
+    """'L10 H10' above a 30-px panel: the header font shrinks so that a label never runs into the next one."""
+    font_file = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")  # the widest of the usual sans fonts
+    if not font_file.is_file():
+        pytest.skip("DejaVu Sans Bold is not installed")
+    from PIL import ImageFont
+    sizes = []
+    for cell in (30, 60, 130):
+        spec = attention_panels(bart_large_trace, "cross", cell=cell).to_dict()
+        header = next(part for part in spec["layer"] if part["mark"]["type"] == "text")
+        size = header["mark"]["fontSize"]
+        font = ImageFont.truetype(str(font_file), size)
+        rows: dict[float, list[tuple[float, str]]] = {}
+        for label in spec["datasets"][header["data"]["name"]]:
+            rows.setdefault(label["y"], []).append((label["x"], label["panel"]))
+        for row in rows.values():
+            row.sort()
+            for (x, text), (next_x, _) in zip(row, row[1:]):
+                assert font.getlength(text) <= next_x - x, (cell, size, text)
+        sizes.append(size)
+    assert sizes[0] < sizes[-1] == 11  # small panels get a smaller font; roomy ones the usual 11 px

@@ -25,6 +25,7 @@ from .style import AUTOSIZE, BLUES, MASKED_COLOR, NOT_REACHED_COLOR, visible_tok
 from .window import check_window, window_title
 
 PANEL_GAP = 10  # pixels between panels, across and down
+LABEL_EM = 0.7  # a bold label character's width, in font sizes (the header font is picked to fit the panel)
 HEADER = 16  # pixels above each panel for its "L1 H1" label
 RENDERERS = ("canvas", "svg")
 DRAWS = ("images", "rects")
@@ -207,7 +208,10 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
                      alt.Tooltip("q:Q", title="query #"), alt.Tooltip("k:Q", title="key #")],
         ).add_params(selection)
         drawn = [cells]
-    headers = alt.Chart(labels).mark_text(align="left", baseline="top", fontSize=11, fontWeight="bold",
+    # "L10 H10" in 11-px bold is ~48 px: narrower panels get a smaller font, so labels never run into each other
+    longest = int(labels["panel"].str.len().max())
+    font = max(7, min(11, int(across / (LABEL_EM * longest))))
+    headers = alt.Chart(labels).mark_text(align="left", baseline="top", fontSize=font, fontWeight="bold",
                                           aria=False).encode(
         x=alt.X("x:Q", scale=None, axis=None), y=alt.Y("y:Q", scale=None, axis=None), text="panel:N")
     layers_drawn = [*drawn, headers]
