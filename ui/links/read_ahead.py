@@ -16,6 +16,7 @@ run, an unknown model, text the model cannot read) is left to the page, which sa
 """
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +28,7 @@ from ui.views import read_ahead_greedy
 
 from .link_format import parse_params
 
+THREAD = "studio-read-ahead"
 PAGES = ("", "decode", "attention", "compare")  # the pages whose first view is a link's greedy decode ("": Home)
 MAX_WAITING = 2
 DEFAULT_TOP_K = 5  # what every page but Decode (which reads `topk`) decodes with
@@ -62,12 +64,21 @@ def read_ahead(decodes: list[tuple[str | None, str, int]]) -> int:
     return done
 
 
+class _NoSessionHere(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning for the read-ahead's thread, which has no session by
+    design (the cached functions it calls look for one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.threadName.startswith(THREAD) and "missing ScriptRunContext" in record.getMessage())
+
+
 class ReadAhead:
     """One worker thread and a bounded number of links waiting for it."""
 
     def __init__(self, max_waiting: int = MAX_WAITING) -> None:
         self.max_waiting = max_waiting
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-read-ahead")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD)
+        logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NO_SESSION_HERE)
         self._lock = threading.Lock()
         self._waiting = 0
 
@@ -88,6 +99,9 @@ class ReadAhead:
         finally:
             with self._lock:
                 self._waiting -= 1
+
+
+_NO_SESSION_HERE = _NoSessionHere()  # one instance: adding it again is then a no-op
 
 
 class ReadAheadLinks:
