@@ -26,7 +26,7 @@ from .url_state import (
     write_view,
 )
 
-__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes", "current_link", "head_labels",
-           "labels_to_heads", "link_decodes", "merged_words", "page_name", "parse_ablated", "parse_params", "presenter_switch",
-           "restore", "run_page", "share_control", "show_gallery", "show_link_qr", "show_notes", "to_params", "write",
-           "write_view"]
+__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes",
+           "current_link", "head_labels", "labels_to_heads", "link_decodes", "merged_words", "page_name",
+           "parse_ablated", "parse_params", "presenter_switch", "restore", "run_page", "share_control",
+           "show_gallery", "show_link_qr", "show_notes", "to_params", "write", "write_view"]

@@ -38,10 +38,15 @@ def load_shared_hf(name: str) -> InspectableSeq2Seq:
         return _load_shared_hf(name)
 
 
+def hf_folder_options() -> list[ModelOption]:
+    """Folders of the models directory (every session sees them)."""
+    # a folder's id is its path inside the models directory, so a link names it and never a path of this machine
+    return [ModelOption(f"{HF}:{p.name}", p.name, HF, p) for p in list_hf_folders(hf_models_root())]
+
+
 def hf_options() -> list[ModelOption]:
     """Folders of the models directory, then what this session loaded by name."""
-    # a folder's id is its path inside the models directory, so a link names it and never a path of this machine
-    options = [ModelOption(f"{HF}:{p.name}", p.name, HF, p) for p in list_hf_folders(hf_models_root())]
+    options = hf_folder_options()
     known = {o.id for o in options}
     for name in st.session_state.get(ADDED_KEY, []):
         if f"{HF}:{name}" not in known:

@@ -20,7 +20,7 @@ from transformer.store import (
 from transformer.train import LiveRun, registry
 from ui.server import checkpoints_root, preferred_default, runs_root
 
-from .hf import hf_options, resolve_hf
+from .hf import hf_folder_options, hf_options, resolve_hf
 from .options import (
     HF,
     LIVE,
@@ -72,7 +72,7 @@ def shared_model(option_id: str | None) -> ActiveModel | None:
     """The model behind an option every session sees (shipped, saved run, Hugging Face folder; None: the default),
     loaded into the shared cache; None for any other id or a model that does not load. Needs no session: the
     server calls it for a link before the link's session exists."""
-    options = [*_on_disk(), *hf_options()]
+    options = [*_on_disk(), *hf_folder_options()]
     option_id = option_id if option_id is not None else default_option_id(options)
     option = next((o for o in options if o.id == option_id), None)
     if option is None:
