@@ -78,14 +78,13 @@ class AttentionMaps:
         stay exactly 0. The first step's rows are the first rows of the maps."""
         if len(steps) == 0:
             raise ValueError("no decoder steps to assemble")
-        n = sum(s.decoder_self[0].shape[2] for s in steps)
         ends = list(itertools.accumulate(s.decoder_self[0].shape[2] for s in steps))  # keys of each step's rows
+        n = ends[-1]
         dec = []
         for layer in range(len(steps[0].decoder_self)):
-            # each step's rows (1, H, q, keys so far): its last `end` keys, padded with zeros to n (one op a step)
-            rows = [F.pad(s.decoder_self[layer], (end - s.decoder_self[layer].shape[3], n - end))
-                    for s, end in zip(steps, ends)]
-            dec.append(torch.cat(rows, dim=2))
+            parts = [s.decoder_self[layer] for s in steps]  # (1, H, q, keys so far) each
+            # each step's rows: its last `end` keys, padded with zeros to n (one op a step)
+            dec.append(torch.cat([F.pad(w, (end - w.shape[3], n - end)) for w, end in zip(parts, ends)], dim=2))
         maps = {family.decoder_kind: tuple(dec)}
         if family.cross_kind is not None:
             maps[family.cross_kind] = tuple(torch.cat([s.cross[layer] for s in steps], dim=2)
