@@ -17,10 +17,10 @@ run: $(STAMP)
 	$(PY) -m ui.shell.serve --server.port 8501
 
 # The studio in a native window (pywebview + Qt); Qt's Debian libraries are installed first where a display exists
-# (without one, desktop.py says so in one line and exits 1).
+# (without one, the launcher says so in one line and exits 1).
 desktop: $(STAMP)
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then bash scripts/desktop-deps.sh; fi
-	@$(PY) desktop.py
+	@$(PY) -m ui.shell.desktop
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -1,9 +1,10 @@
-"""Attention Studio in its own window: `make desktop` (or `.venv/bin/python desktop.py`).
+"""Attention Studio in its own window: `make desktop` (or `.venv/bin/python -m ui.shell.desktop`).
 
 The launcher starts the app's Streamlit server as a child process on a free local port (in its own process group),
 waits until it answers, and shows it in a native window (pywebview with its Qt backend: no browser tab, no address
 bar). When the window closes, on Ctrl-C or SIGTERM, or on an error, the server and everything it started are
-stopped. Without a display it says so in one line and exits 1.
+stopped. Without a display it says so in one line and exits 1. It imports neither torch nor Streamlit itself: the
+server, in its own process, does.
 """
 from __future__ import annotations
 
@@ -16,15 +17,17 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
 
-ROOT = Path(__file__).resolve().parent
+from .local_server import HOST, ServerNotServing, free_port, wait_until_serving
+
+ROOT = Path(__file__).resolve().parents[2]
 TITLE = "Attention Studio"
 ICON = ROOT / "assets" / "icon.png"
 START_TIMEOUT_S = 180.0  # the server answers after its warm-up (imports, default model): seconds, more on a busy CPU
 STOP_TIMEOUT_S = 10.0
+X11_SOCKETS = Path("/tmp/.X11-unix")
 EXIT_NO_DISPLAY, EXIT_INTERRUPTED = 1, 130
 NO_DISPLAY = "no display: {why}; use `make run` to open the studio in your browser"
 NO_QT = "cannot open a window: {why}; or use `make run` to open the studio in your browser"
@@ -36,15 +39,56 @@ PAGE_PROBE = """(() => {
 })()"""
 
 
-class LaunchError(RuntimeError):
-    """The desktop window cannot be opened here (no display, no Qt, the server did not start); one line."""
+def _listens(family: int, address: str | bytes | tuple[str, int]) -> bool:
+    """True when something accepts a connection at `address`."""
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.settimeout(2.0)
+        try:
+            sock.connect(address)
+        except OSError:
+            return False
+    return True
+
+
+def _x11_answers(display: str) -> bool | None:
+    """Whether an X server listens at DISPLAY `display` (":1", "unix:1.0", "host:10"); None for forms not read here."""
+    host, colon, rest = display.rpartition(":")
+    number = rest.split(".", 1)[0]
+    if not colon or not number.isdigit() or host.endswith(":") or "/" in host:
+        return None  # DECnet, launchd paths and the like: Qt decides
+    if host in ("", "unix"):
+        path = str(X11_SOCKETS / f"X{number}")
+        return _listens(socket.AF_UNIX, path) or _listens(socket.AF_UNIX, b"\0" + path.encode())  # file or abstract
+    return _listens(socket.AF_INET, (host, 6000 + int(number)))
+
+
+def display_problem(env: dict[str, str]) -> str | None:
+    """One line saying why no display can be reached through `env` (DISPLAY, WAYLAND_DISPLAY), else None.
+
+    Asked before Qt is: a display that is not there is "no display" whether or not Qt's system libraries are
+    installed (without them Qt cannot even try to open it)."""
+    x11, wayland = env.get("DISPLAY"), env.get("WAYLAND_DISPLAY")
+    if not x11 and not wayland:
+        return NO_DISPLAY.format(why="neither DISPLAY nor WAYLAND_DISPLAY is set")
+    tried = []
+    if wayland:
+        path = wayland if wayland.startswith("/") else os.path.join(env.get("XDG_RUNTIME_DIR", ""), wayland)
+        if _listens(socket.AF_UNIX, path):
+            return None
+        tried.append(f"WAYLAND_DISPLAY={wayland}")
+    if x11:
+        if _x11_answers(x11) is not False:
+            return None
+        tried.append(f"DISPLAY={x11}")
+    return NO_DISPLAY.format(why=f"nothing answers at {' or '.join(tried)}")
 
 
 def window_problem(env: dict[str, str] | None = None) -> str | None:
     """One line saying why no window can be opened here (no display, Qt missing or unable to open it), else None."""
     env = dict(os.environ if env is None else env)
-    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
-        return NO_DISPLAY.format(why="neither DISPLAY nor WAYLAND_DISPLAY is set")
+    problem = display_problem(env)
+    if problem is not None:
+        return problem
     # Qt aborts the whole process when it cannot open the display, so ask a throwaway one first.
     probe = "import sys, webview; from PyQt6.QtWidgets import QApplication; QApplication(sys.argv)"
     try:
@@ -68,13 +112,6 @@ def window_problem(env: dict[str, str] | None = None) -> str | None:
     return NO_DISPLAY.format(why=f"Qt cannot open the display {where} ({why})")
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _die_with_parent() -> None:
     """In the server process before it runs: SIGTERM it if the launcher dies, even by SIGKILL (Linux only)."""
     try:
@@ -87,26 +124,9 @@ def _die_with_parent() -> None:
 def start_server(port: int) -> subprocess.Popen:
     """The app's Streamlit server on 127.0.0.1:port as `make run` starts it, in a process group of its own."""
     command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+               "--server.address", HOST, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             start_new_session=True, preexec_fn=_die_with_parent)
-
-
-def wait_until_up(url: str, server: subprocess.Popen, timeout: float = START_TIMEOUT_S) -> None:
-    """Return once `url`/_stcore/health answers ok; raise LaunchError if the server exits or takes too long."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise LaunchError(f"the studio's server stopped with status {server.returncode} before it answered "
-                              "(its messages are above)")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise LaunchError(f"the studio's server did not answer within {timeout:.0f} s")
 
 
 def stop_server(server: subprocess.Popen) -> None:
@@ -202,12 +222,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NO_DISPLAY
     port = free_port()
     server = start_server(port)
+    url = f"http://{HOST}:{port}"
     try:
-        wait_until_up(f"http://127.0.0.1:{port}", server)
-        interrupted = open_window(f"http://127.0.0.1:{port}/", server_pid=server.pid, report=args.report,
-                                  close=args.close)
+        wait_until_serving(url, server, START_TIMEOUT_S, poll_s=0.25)
+        interrupted = open_window(f"{url}/", server_pid=server.pid, report=args.report, close=args.close)
         return EXIT_INTERRUPTED if interrupted else 0
-    except LaunchError as exc:
+    except ServerNotServing as exc:  # the server's own messages, if any, are above
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C while waiting for the server
