@@ -19,8 +19,10 @@ import torch
 
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
 from transformer.data import TaskSpec, make_task
-from transformer.decode import NativeSeq2Seq, greedy_decode
-from transformer.model import HFSeq2Seq, InspectableSeq2Seq, Seq2SeqTransformer, default_configs
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
+from transformer.adapters import HFSeq2Seq, InspectableModel
+from transformer.model import Seq2SeqTransformer, default_configs
 
 TEXT = "thequickbrownfoxjump"  # 20 characters: 21 source tokens with </s>, 20 output steps
 SIZES = {"2+2 layers, 4 heads, d_model 128": dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
@@ -40,7 +42,7 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
     return sorted(times)[repeats // 2]
 
 
-def measure(lm: InspectableSeq2Seq, text: str, repeats: int = 3, all_steps: bool = True) -> dict:
+def measure(lm: InspectableModel, text: str, repeats: int = 3, all_steps: bool = True) -> dict:
     """Seconds (and ratios to one greedy decode) of the sweep and the attributions for one model."""
     decode = lambda: greedy_decode(lm, text, max_steps=20, stop_at_end=False)  # noqa: E731
     out = output_ids(decode())
@@ -68,7 +70,7 @@ def run_size(overrides: dict, repeats: int = 3, all_steps: bool = True) -> dict:
                              model_overrides=dict(max_len=64, **overrides))
     torch.manual_seed(0)
     model = Seq2SeqTransformer(cfg).eval()
-    return measure(NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer), TEXT, repeats, all_steps)
+    return measure(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), TEXT, repeats, all_steps)
 
 
 HF_TEXT = "the big dog sees a red house near the small tree and the green bird eats"  # 20 source pieces with </s>
@@ -90,7 +92,7 @@ def opus_size_marian(folder: Path) -> HFSeq2Seq:
                                        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
                                        attn_implementation="eager")).eval()
     model.generation_config.bad_words_ids = [[vocab - 1]]
-    return HFSeq2Seq(model, lm.tokenizer, "random Marian, opus-mt size")
+    return adapter_for(model, lm.tokenizer, name="random Marian, opus-mt size")
 
 
 def run_hf(repeats: int = 1) -> dict:

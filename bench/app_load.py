@@ -31,7 +31,8 @@ from studio_browser import (
     running_app,
     shipped_or_dev_checkpoints,
 )
-from transformer.decode import DecodeResult, NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import DecodeResult, greedy_decode
 from transformer.store import load_checkpoint
 
 CLICK_TIMEOUT_MS = 60_000
@@ -122,7 +123,7 @@ def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Me
     with tempfile.TemporaryDirectory(prefix="attention-studio-bench-") as runs:
         with running_app(checkpoints, Path(runs), default=default) as server:
             text = asyncio.run(_default_text(server.url))
-            lm = NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+            lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
             expected = greedy_decode(lm, text, top_k=TOP_K)
             latencies, errors, cpu = asyncio.run(run_sessions(server.url, server.pid, expected, sessions, clicks))
             if "Traceback" in server.log_text():

@@ -36,7 +36,8 @@ from studio_browser import (
     wait_for,
 )
 from transformer.charts import visible_token
-from transformer.decode import DecodeResult, NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import DecodeResult, greedy_decode
 from transformer.store import list_checkpoints, load_checkpoint
 from ui.server import preferred_default
 
@@ -185,7 +186,7 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
             wait_for(page, charts_condition("", 1), timeout_ms=60_000)
             open_page(page, "Decode")
             text = page.locator(".st-key-decode_text input").input_value()
-            lm = NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+            lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
             expected = greedy_decode(lm, text, top_k=TOP_K)
             wait_for(page, decode_step_condition(1, texts=topk_texts(expected, 1)))
             cpu_before = cpu_seconds(server.pid), browser_cpu_seconds(server.pid)

@@ -6,7 +6,9 @@ import time
 import torch
 
 from transformer.data import TaskSpec, make_task
-from transformer.decode import NativeSeq2Seq, UNEMITTABLE, ban, eval_mode, greedy_decode
+from transformer.adapters import adapter_for, UNEMITTABLE, ban
+from transformer.decode import greedy_decode
+from transformer.model import eval_mode
 from transformer.model import Seq2SeqTransformer, default_configs
 
 STEPS = 100
@@ -30,7 +32,7 @@ def run(repeats: int = 5) -> dict:
     model = Seq2SeqTransformer(cfg).eval()
     text = "thequickbrownfoxjumps"
     src = torch.tensor([task.src_tokenizer.encode(text) + [2]])
-    lm = NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer)
+    lm = adapter_for(model, task.src_tokenizer, task.tgt_tokenizer)
     greedy_decode(lm, text, max_steps=STEPS, stop_at_end=False)
     recompute_prefix(model, src, 5)
     cached, uncached, cached_cpu, uncached_cpu = [], [], [], []

@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from pathlib import Path
 
 import torch
 
 from bench.hf_decode_speed import time_pair
 from tests.hf_causal_models import lines, tokenizer
 from transformer.decode import greedy_decode
-from transformer.model import HFCausalLM
+from transformer.adapters import adapter_for
 
 PROMPT_TOKENS, NEW_TOKENS = 32, 64
 
@@ -44,7 +43,7 @@ def run(shape: str, repeats: int = 3) -> dict:
     model.generation_config.eos_token_id = None  # 64 new tokens every time
     with tempfile.TemporaryDirectory():
         tok = tokenizer("gpt2", lines())
-    lm = HFCausalLM(model, tok, shape)
+    lm = adapter_for(model, tok, name=shape)
     lm.end_ids = frozenset()
     text = " ".join(lines(200))
     prompt = tok.decode(tok(text).input_ids[:PROMPT_TOKENS])

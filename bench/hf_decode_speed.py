@@ -14,7 +14,7 @@ import torch
 
 from tests.hf_tiny_models import _marian_tokenizer, corpus
 from transformer.decode import greedy_decode
-from transformer.model import HFSeq2Seq
+from transformer.adapters import adapter_for
 
 STEPS = 30
 TEXT = "the man sees the big dog near the red house"
@@ -41,7 +41,7 @@ def run(repeats: int = 5) -> dict:
     model = opus_mt_shape()
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer = _marian_tokenizer(Path(tmp), corpus())
-    lm = HFSeq2Seq(model, tokenizer, "opus-mt-en-de shape")
+    lm = adapter_for(model, tokenizer, name="opus-mt-en-de shape")
     batch = tokenizer(TEXT, return_tensors="pt")
 
     def theirs():

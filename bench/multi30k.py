@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from bench.throughput import TorchTransformerBaseline
 from transformer.analysis import corpus_scores
 from transformer.data import END_ID, START_ID, BucketSampler, TaskSpec, make_task, source_ids
-from transformer.decode import beam_texts, decode_texts
+from transformer.adapters import decode_texts
+from transformer.decode import beam_texts
 from transformer.model import TASK_DEFAULTS, default_configs
 from transformer.train import Trainer
 

@@ -14,7 +14,7 @@ import torch
 from bench.multi30k import DATA, _files
 from transformer.analysis import corpus_scores
 from transformer.data import TaskSpec, make_task
-from transformer.decode import decode_texts
+from transformer.adapters import decode_texts
 from transformer.model import default_configs
 from transformer.train import Trainer
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from transformer.analysis import corpus_scores
 from transformer.data import read_aligned_files
-from transformer.decode import decode_texts
+from transformer.adapters import decode_texts
 from transformer.store import load_checkpoint
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"

@@ -26,7 +26,7 @@ from transformer.analysis import (all_heads, estimate_agreement, estimate_head_e
                                   head_report, output_ids, sweep_heads)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs  # noqa: E402
 from transformer.decode import greedy_decode  # noqa: E402
-from transformer.model import HFSeq2Seq  # noqa: E402
+from transformer.adapters import adapter_for, HFSeq2Seq
 
 BASELINE_SAMPLE = 12  # heads ablated one at a time to estimate the old sweep's time
 TEXT = "the big dog sees a red house near the small tree and the green bird eats"
@@ -46,7 +46,7 @@ def bart_large_shape(folder: Path) -> HFSeq2Seq:
         vocab_size=50265, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
         decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
         attn_implementation="eager")).eval()
-    return HFSeq2Seq(model, tiny.tokenizer, "random BART, bart-large shape")
+    return adapter_for(model, tiny.tokenizer, name="random BART, bart-large shape")
 
 
 def timed(fn):

@@ -18,7 +18,8 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.data import source_ids
-from transformer.decode import UNEMITTABLE, InputError, NativeSeq2Seq, ban, greedy_decode
+from transformer.adapters import adapter_for, UNEMITTABLE, ban
+from transformer.decode import InputError, greedy_decode
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def setup():
 
 @pytest.fixture(scope="module")
 def lm(setup):
-    return NativeSeq2Seq(*setup)
+    return adapter_for(*setup)
 
 
 def logits(model, src, tgt, mask=None):
@@ -50,8 +51,8 @@ def attention_module(model, kind, layer):
 def test_ablating_no_head_is_the_plain_model(setup, lm):
     model, st, tt = setup
     assert head_mask(lm, []) is None
-    plain = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdefg")
-    none = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdefg", head_mask=head_mask(lm, []))
+    plain = greedy_decode(adapter_for(model, st, tt), "abcdefg")
+    none = greedy_decode(adapter_for(model, st, tt), "abcdefg", head_mask=head_mask(lm, []))
     assert [s.prob for s in none.steps] == [s.prob for s in plain.steps]
     assert torch.equal(none.trace.cross, plain.trace.cross)
     ones = {kind: torch.ones(2, 4) for kind in ("encoder_self", "decoder_self", "cross")}
@@ -101,7 +102,7 @@ def test_one_head_equals_zeroing_its_slice_by_hand(setup, lm):
 def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup, lm):
     model, st, tt = setup
     text = "gfedcba"
-    plain = greedy_decode(NativeSeq2Seq(model, st, tt), text)
+    plain = greedy_decode(adapter_for(model, st, tt), text)
     heads = [Head("cross", layer, h) for layer in range(2) for h in range(4)]
     alone = ablated_decode(lm, text, heads)
     assert first_divergence(plain.output_tokens, alone.output_tokens) is not None  # the ablation is visible...
@@ -113,7 +114,7 @@ def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup, lm):
             barrier.wait()
             for _ in range(15):
                 r = (ablated_decode(lm, text, mask_heads) if mask_heads
-                     else greedy_decode(NativeSeq2Seq(model, st, tt), text))
+                     else greedy_decode(adapter_for(model, st, tt), text))
                 results[name].append(r)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -134,7 +135,7 @@ def test_an_ablated_decode_in_one_thread_leaves_the_other_intact(setup, lm):
 
 def test_sweep_measures_the_drop_of_each_head(setup, lm):
     model, st, tt = setup
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdefg")
+    result = greedy_decode(adapter_for(model, st, tt), "abcdefg")
     sweep = sweep_heads(lm, "abcdefg", output_ids(result))
     assert sweep.complete and len(sweep.frame) == len(all_heads(lm)) == 24
     assert list(sweep.frame["drop"]) == sorted(sweep.frame["drop"], reverse=True)
@@ -151,7 +152,7 @@ def test_sweep_measures_the_drop_of_each_head(setup, lm):
 
 def test_sweep_time_cap_stops_early_and_says_so(setup, lm):
     model, st, tt = setup
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdefg")
+    result = greedy_decode(adapter_for(model, st, tt), "abcdefg")
     sweep = sweep_heads(lm, "abcdefg", output_ids(result), time_cap=0.0)
     assert not sweep.complete and len(sweep.frame) < 24
 

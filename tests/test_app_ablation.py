@@ -14,7 +14,8 @@ from transformer.analysis import (
     parse_head,
     sweep_heads,
 )
-from transformer.decode import NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
@@ -36,8 +37,8 @@ def _page(name: str):
 
 def test_decode_compares_the_ablated_run_with_the_intact_one(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    intact = greedy_decode(NativeSeq2Seq(model, st, tt), TEXT)
-    lm = NativeSeq2Seq(model, st, tt)
+    intact = greedy_decode(adapter_for(model, st, tt), TEXT)
+    lm = adapter_for(model, st, tt)
     ablated = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in ALL_CROSS])
     at = _page("decode")
     at.multiselect(key="decode_ablate").set_value(ALL_CROSS).run()
@@ -60,17 +61,17 @@ def _probability_chart(at):
 
 def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    out = output_ids(greedy_decode(NativeSeq2Seq(model, st, tt), TEXT))
+    out = output_ids(greedy_decode(adapter_for(model, st, tt), TEXT))
     at = _page("decode")
     assert not [c for c in charts(at) if c["title"].startswith("Source tokens shaded by their")], \
         "attribution drawn before its expander was opened"
     at.session_state["decode_attr_open"] = True  # the user opens the attribution expander
     at.button(key="decode_next").click().run()
-    expected = attribute_step(NativeSeq2Seq(model, st, tt), TEXT, out, 1)
+    expected = attribute_step(adapter_for(model, st, tt), TEXT, out, 1)
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 2"))
     assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
     at.radio(key="decode_attr_method").set_value("gradient_x_input").run()
-    expected = attribute_step(NativeSeq2Seq(model, st, tt), TEXT, out, 1, method="gradient_x_input")
+    expected = attribute_step(adapter_for(model, st, tt), TEXT, out, 1, method="gradient_x_input")
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Gradient × input attribution to step 2"))
     assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
     assert_no_exception(at)
@@ -78,12 +79,12 @@ def test_decode_attribution_strip_is_the_library_attribution_of_the_step(studio_
 
 def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), TEXT)
+    result = greedy_decode(adapter_for(model, st, tt), TEXT)
     out = output_ids(result)
     at = _page("attention")
     at.button(key="attention_sweep_run").click().run()
     assert_no_exception(at)
-    lm = NativeSeq2Seq(model, st, tt)
+    lm = adapter_for(model, st, tt)
     sweep = sweep_heads(lm, TEXT, out).frame
     table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
     assert len(table) == len(sweep) == 3 * 2 * 2

@@ -7,7 +7,8 @@ import pytest
 from app_session import assert_no_exception, chart_titled, only_frame, open_app, small_tables, texts
 
 from transformer.analysis import head_stats
-from transformer.decode import KIND_TITLES, NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import KIND_TITLES, greedy_decode
 from transformer.store import load_checkpoint
 
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
@@ -18,7 +19,7 @@ TEXT = "hello"
 @pytest.fixture(scope="module")
 def trace(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
-    return greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), TEXT).trace
+    return greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), TEXT).trace
 
 
 def _attention_page():

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 from app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
-from transformer.decode import NativeSeq2Seq, greedy_decode, teacher_forced
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode, teacher_forced
 from transformer.store import load_checkpoint
 from ui.views import gold_alignment_for, gold_cells, md_token, visible
 
@@ -20,7 +21,7 @@ def ckpt(tiny_checkpoint_dir):
 def text(ckpt):
     """An input whose greedy output has at least three steps with a real alternative at step 2."""
     for candidate in ("abcdefg", "hello", "qwerty", "zzzzzz", "mnopqrs", "abc"):
-        result = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), candidate)
+        result = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), candidate)
         if len(result.steps) >= 3:
             return candidate
     pytest.fail("the tiny checkpoint stops within two steps on every candidate input")
@@ -38,7 +39,7 @@ def _heading(at) -> str:
 
 
 def test_next_prev_and_slider_walk_through_the_greedy_output(studio_env, ckpt, text):
-    expected = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
+    expected = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
     steps, n = expected.steps, len(expected.steps)
     at = _decode_page(text)
     assert _heading(at).startswith(f"Step 1 of {n}: input ‹{md_token('<s>')}› → "
@@ -57,7 +58,7 @@ def test_next_prev_and_slider_walk_through_the_greedy_output(studio_env, ckpt, t
 
 
 def test_shown_probabilities_come_from_the_model_in_eval_mode(studio_env, ckpt, text):
-    expected = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)  # eval mode
+    expected = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)  # eval mode
     at = _decode_page(text)
     bars = only_frame(chart_titled(at, "Top-5 candidates at step 1"))
     assert bars["percent"].tolist() == pytest.approx([100 * p for _, p in expected.steps[0].top_k], abs=1e-6)
@@ -66,7 +67,7 @@ def test_shown_probabilities_come_from_the_model_in_eval_mode(studio_env, ckpt, 
 
 
 def test_layer_and_head_choice_drive_the_step_charts(studio_env, ckpt, text):
-    expected = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).trace
+    expected = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).trace
     at = _decode_page(text)
     assert len(at.selectbox(key="decode_layer").options) == expected.n_layers("cross")
     assert len(at.selectbox(key="decode_head").options) == expected.n_heads + 1
@@ -88,7 +89,7 @@ def test_layer_and_head_choice_drive_the_step_charts(studio_env, ckpt, text):
 
 
 def test_forcing_a_token_decodes_on_and_keeps_both_outputs(studio_env, ckpt, text):
-    free = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
+    free = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
     at = _decode_page(text)
     at.button(key="decode_next").click().run()
     choice = at.selectbox(key="decode_force_token")
@@ -98,7 +99,7 @@ def test_forcing_a_token_decodes_on_and_keeps_both_outputs(studio_env, ckpt, tex
     choice.set_value(raw).run()
     at.button(key="decode_force").click().run()
     assert_no_exception(at)
-    forced = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text,
+    forced = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text,
                            forced=[free.steps[0].token, raw])
     assert at.radio(key="decode_view").value == "forced"
     assert _heading(at).startswith(f"Step 2 of {len(forced.steps)}: input ‹{md_token(free.steps[0].token)}› → "
@@ -114,7 +115,7 @@ def test_teacher_forcing_feeds_the_reference_beside_the_free_run(studio_env, ckp
     at = _decode_page(text)
     reference = at.text_input(key="decode_reference").value
     assert reference == text[::-1]  # the task knows the correct output of a typed input
-    taught = teacher_forced(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text, reference)
+    taught = teacher_forced(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text, reference)
     assert "Teacher-forced" in at.radio(key="decode_view").options
     at.radio(key="decode_view").set_value("teacher").run()
     at.button(key="decode_next").click().run()

@@ -23,7 +23,7 @@ from tests.fake_hub import use_fake_hub
 from tests.hf_tiny_models import build
 from transformer.analysis import ablated_decode, attribute_step, output_ids, parse_head, sweep_heads
 from transformer.decode import KIND_TITLES, greedy_decode
-from transformer.model import HFSeq2Seq
+from transformer.adapters import HFSeq2Seq
 from ui.models import MODEL_KEY
 from ui.views import md_token
 

@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_graph import find_circle, import_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 # Data and calls flow down this list; a role may import the roles before it, never one after it.
@@ -80,24 +81,11 @@ def test_app_imports_run_one_way_through_faces(path: Path):
     assert app_violations(path, path.read_text()) == []
 
 
-def test_no_module_circle_inside_a_role():
-    for role in ROLES:
-        folder = ROOT / "ui" / role
-        graph = {p.stem: {node.module.split(".")[0] for node in ast.parse(p.read_text()).body
-                          if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
-                 for p in folder.glob("*.py") if p.name != "__init__.py"}
-        done: set[str] = set()
-
-        def visit(module: str, path: tuple[str, ...]) -> None:
-            assert module not in path, f"import circle in ui/{role}: {' -> '.join((*path, module))}"
-            if module in done:
-                return
-            for nxt in graph.get(module, ()):
-                visit(nxt, (*path, module))
-            done.add(module)
-
-        for module in graph:
-            visit(module, ())
+def test_the_app_has_no_import_circle():
+    """No module of the app (ui/, pages/, app.py) or the library imports one that imports it back, lazily or not."""
+    paths = [*_app_files(), *(ROOT / "transformer").rglob("*.py")]
+    circle = find_circle(import_graph(sorted(set(paths))))
+    assert circle is None, "import circle: " + " -> ".join(circle or ())
 
 
 @pytest.mark.parametrize("where, source", [

@@ -7,7 +7,8 @@ import pytest
 from app_session import assert_no_exception, chart_titled, open_app, texts
 from tests.conftest import TINY_STEPS
 
-from transformer.decode import NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
@@ -30,7 +31,7 @@ def test_home_opens_with_an_example_decoded(studio_env, tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     text = at.text_input(key="home_text").value
     assert text == ckpt.metrics["examples"][0]["source"]
-    expected = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).output_text
+    expected = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).output_text
     assert f"**Output:** {expected or '(empty)'}" in texts(at.markdown)
     heatmap = chart_titled(at, "Cross-attention · layer 2 · mean of 2 heads")
     assert heatmap["spec"]["layer"][0]["encoding"]["y"]["field"] == "query_index"

@@ -16,7 +16,8 @@ from transformer.analysis import (
     output_ids,
     spearman,
 )
-from transformer.decode import InputError, NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import InputError, greedy_decode
 
 TEXT = "abcdefgh"
 
@@ -24,8 +25,8 @@ TEXT = "abcdefgh"
 @pytest.fixture(scope="module")
 def setup():
     model, src_tok, tgt_tok = tiny_reverse_model(seed=1)
-    result = greedy_decode(NativeSeq2Seq(model, src_tok, tgt_tok), TEXT, max_steps=8, stop_at_end=False)
-    return NativeSeq2Seq(model, src_tok, tgt_tok), src_tok, result
+    result = greedy_decode(adapter_for(model, src_tok, tgt_tok), TEXT, max_steps=8, stop_at_end=False)
+    return adapter_for(model, src_tok, tgt_tok), src_tok, result
 
 
 # IG's completeness at IG_STEPS Gauss-Legendre points: sum of attributions == score(input) - score(baseline)

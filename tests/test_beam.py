@@ -5,7 +5,8 @@ import pytest
 
 from transformer.cli import main
 from transformer.data import START_ID
-from transformer.decode import InputError, NativeSeq2Seq, beam_search, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import InputError, beam_search, greedy_decode
 from transformer.decode.beam import beam_search_ids
 from transformer.store import load_checkpoint
 
@@ -19,7 +20,7 @@ def toy():
 
 @pytest.mark.parametrize("text", ["the man sees the dog", "a small cat sleeps", "the children read a book"])
 def test_width_one_gives_the_greedy_output(toy, text):
-    greedy = greedy_decode(NativeSeq2Seq(toy.model, toy.src_tokenizer, toy.tgt_tokenizer), text)
+    greedy = greedy_decode(adapter_for(toy.model, toy.src_tokenizer, toy.tgt_tokenizer), text)
     best = beam_search(toy.model, toy.src_tokenizer, toy.tgt_tokenizer, text, width=1)
     assert len(best) == 1 and best[0].text == greedy.output_text and best[0].finished
 
@@ -27,7 +28,7 @@ def test_width_one_gives_the_greedy_output(toy, text):
 def test_a_tiny_untrained_model_beam_stays_consistent_with_greedy(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse")
     for text in ("abcd", "hello", "zzyx"):
-        greedy = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text, max_steps=12)
+        greedy = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text, max_steps=12)
         best = beam_search(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, text, width=1, max_steps=12)[0]
         ids = [s.token_id for s in greedy.steps if s.token_id != 2]
         if not any(i in (0, START_ID) for i in ids):  # beam never emits pad/start; greedy may on a weak model

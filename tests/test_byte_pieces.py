@@ -8,7 +8,7 @@ from tests.hf_tiny_models import build
 from transformer.charts import attention_heatmap, visible_token
 from transformer.charts.style import readable_piece
 from transformer.decode import greedy_decode, merge_words
-from transformer.model import HFSeq2Seq
+from transformer.adapters import HFSeq2Seq
 
 
 @pytest.mark.parametrize("piece, shown", [

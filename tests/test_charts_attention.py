@@ -19,7 +19,8 @@ from transformer.charts import (
     selected_panel,
 )
 from transformer.data import TaskSpec, make_task
-from transformer.decode import AttentionTrace, MEAN_HEAD, NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import MEAN_HEAD, AttentionTrace, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 
 
@@ -30,7 +31,7 @@ def model_trace() -> AttentionTrace:
     task = make_task(TaskSpec(name="reverse", n_train=100, n_valid=10))
     model_cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size)
     model = Seq2SeqTransformer(model_cfg)
-    return greedy_decode(NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer), "abca", max_steps=6).trace
+    return greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), "abca", max_steps=6).trace
 
 
 @pytest.fixture

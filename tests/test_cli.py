@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from transformer.cli import main
-from transformer.decode import NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 from transformer.train import NonFiniteLossError, Trainer
 
@@ -63,7 +64,7 @@ def test_decode_prints_the_greedy_output_and_writes_the_trace(trained, tmp_path:
     result = cli("decode", str(out), "abcdef", "--top-k", "3", "--trace-json", str(trace_path), "--verbose")
     assert result.returncode == 0, result.stderr
     ckpt = load_checkpoint(out)
-    expected = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "abcdef", top_k=3)
+    expected = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "abcdef", top_k=3)
     assert result.stdout == expected.output_text + "\n"
     trace = json.loads(trace_path.read_text())
     assert {"source_tokens", "target_tokens", "output_tokens", "steps", "attention"} <= set(trace)

@@ -6,7 +6,8 @@ import torch
 
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import difference_frame, difference_heatmap
-from transformer.decode import AttentionTrace, NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import AttentionTrace, greedy_decode
 from transformer.store import load_checkpoint
 
 
@@ -41,8 +42,8 @@ def test_different_source_tokens_give_no_difference():
 
 def test_a_model_compared_with_itself_shows_no_divergence_and_an_all_zero_difference(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
-    a = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "hello")
-    b = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "hello")
+    a = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "hello")
+    b = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "hello")
     assert first_divergence(a.output_tokens, b.output_tokens) is None
     for kind in ("encoder_self", "decoder_self", "cross"):
         diff = attention_difference(a.trace, b.trace, kind, 0, None)

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from transformer.data import TaskSpec, build_char_tokenizer, make_task
-from transformer.decode import NativeSeq2Seq, greedy_decode, teacher_forced, greedy_batch
+from transformer.adapters import adapter_for, greedy_batch
+from transformer.decode import greedy_decode, teacher_forced
 from transformer.model import ModelConfig, build_model, default_configs
 from transformer.store import load_checkpoint, open_model, save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer, evaluate_model, trainer_from_checkpoint
@@ -26,7 +27,7 @@ def _model(seed: int = 0):
 
 
 def test_the_trace_is_one_causal_matrix_over_source_separator_and_output():
-    lm = NativeSeq2Seq(_model(), TOK, TOK)
+    lm = adapter_for(_model(), TOK, TOK)
     result = greedy_decode(lm, "abcde", max_steps=5)
     trace = result.trace
     assert lm.family.name == "decoder-only" and trace.kinds == ("self",)
@@ -84,7 +85,7 @@ def test_a_decoder_only_model_learns_reversal_with_a_causal_trace():
     trainer.run()
     metrics = evaluate_model(trainer.model, trainer.task, n=50)
     assert metrics["exact_match"] >= 0.8, metrics
-    lm = NativeSeq2Seq(trainer.model, trainer.task.src_tokenizer, trainer.task.tgt_tokenizer)
+    lm = adapter_for(trainer.model, trainer.task.src_tokenizer, trainer.task.tgt_tokenizer)
     result = greedy_decode(lm, "abcde")
     assert result.output_text == "edcba"
     w = result.trace.weights("self")
@@ -96,8 +97,7 @@ def test_perplexity_scores_every_token_with_the_models_own_next_token_probabilit
     """Each token after the first is scored by the row of the token before it, the prompt's rows included (they were
     zero rows once, which gave every text the perplexity of a uniform guess: the vocabulary size)."""
     from transformer.decode import perplexity
-    from transformer.decode.native_causal import NativeDecoderOnly
-    lm = NativeDecoderOnly(_model(), TOK, TOK, "tiny decoder-only")
+    lm = adapter_for(_model(), TOK, TOK, name="tiny decoder-only")
     line = "attention"
     ids = torch.tensor([lm.tokenize_source(line).ids])
     with torch.no_grad():  # the text is read as the prompt; the explicit-softmax path, not the fast one perplexity runs

@@ -5,18 +5,8 @@ import pytest
 import torch
 
 from transformer.data import TaskSpec, make_task, pad, source_ids
-from transformer.decode import (
-    MEAN_HEAD,
-    UNEMITTABLE,
-    AttentionTrace,
-    InputError,
-    NativeSeq2Seq,
-    ban,
-    greedy_batch,
-    greedy_decode,
-    head_label,
-    teacher_forced,
-)
+from transformer.adapters import adapter_for, UNEMITTABLE, ban, greedy_batch
+from transformer.decode import MEAN_HEAD, AttentionTrace, InputError, greedy_decode, head_label, teacher_forced
 from transformer.model import Seq2SeqTransformer, default_configs
 
 
@@ -44,7 +34,7 @@ def recompute_greedy(model, src_ids, n_steps):
 def test_cached_decoding_matches_recomputing_the_prefix(setup):
     model, st, tt = setup
     text = "abcdefg"
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), text, max_steps=20, stop_at_end=False)
+    result = greedy_decode(adapter_for(model, st, tt), text, max_steps=20, stop_at_end=False)
     with torch.no_grad():
         tokens, last = recompute_greedy(model, source_ids(st.encode(text)), 20)
     assert [s.token_id for s in result.steps] == tokens
@@ -60,14 +50,14 @@ def test_a_sentence_alone_and_inside_a_padded_batch_decode_the_same(setup):
     batch = greedy_batch(model, pad([source_ids(st.encode(t)) for t in texts]), max_steps=30)
     for text, row in zip(texts, batch):
         alone = greedy_batch(model, torch.tensor([source_ids(st.encode(text))]), max_steps=30)[0]
-        single = greedy_decode(NativeSeq2Seq(model, st, tt), text, max_steps=30)
+        single = greedy_decode(adapter_for(model, st, tt), text, max_steps=30)
         assert row == alone
         assert [s.token_id for s in single.steps if s.token_id != 2] == row[: len(single.steps)]
 
 
 def test_trace_labels_are_what_the_model_saw(setup):
     model, st, tt = setup
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), "abca", top_k=3)
+    result = greedy_decode(adapter_for(model, st, tt), "abca", top_k=3)
     trace = result.trace
     assert trace.source_tokens == ("a", "b", "c", "a", "</s>")
     assert trace.decoder_input_tokens[0] == "<s>"
@@ -83,7 +73,7 @@ def test_trace_labels_are_what_the_model_saw(setup):
 
 def test_trace_json_has_the_documented_shape(setup):
     model, st, tt = setup
-    data = json.loads(greedy_decode(NativeSeq2Seq(model, st, tt), "hello", top_k=2).to_json())
+    data = json.loads(greedy_decode(adapter_for(model, st, tt), "hello", top_k=2).to_json())
     assert set(data) == {"family", "kinds", "step_offset", "head_groups", "source_text", "mode", "finished",
                          "source_tokens", "target_tokens", "output_tokens", "steps", "attention"}
     assert data["family"] == "encoder-decoder" and data["kinds"] == ["encoder_self", "decoder_self", "cross"]
@@ -98,9 +88,9 @@ def test_trace_json_has_the_documented_shape(setup):
 
 def test_forced_prefix_continues_greedily_from_the_forced_token(setup):
     model, st, tt = setup
-    free = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdef", max_steps=12)
+    free = greedy_decode(adapter_for(model, st, tt), "abcdef", max_steps=12)
     alternative = next(tok for tok, _ in free.steps[1].top_k if tok != free.steps[1].token)
-    forced = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdef", max_steps=12,
+    forced = greedy_decode(adapter_for(model, st, tt), "abcdef", max_steps=12,
                            forced=[free.steps[0].token, alternative])
     assert forced.output_tokens[:2] == (free.steps[0].token, alternative)
     assert forced.steps[1].forced and not forced.steps[2].forced if len(forced.steps) > 2 else True
@@ -114,7 +104,7 @@ def test_forced_prefix_continues_greedily_from_the_forced_token(setup):
 
 def test_teacher_forced_trace_shows_the_reference_on_the_decoder_axis(setup):
     model, st, tt = setup
-    result = teacher_forced(NativeSeq2Seq(model, st, tt), "abc", "cba")
+    result = teacher_forced(adapter_for(model, st, tt), "abc", "cba")
     assert result.trace.decoder_input_tokens == ("<s>", "c", "b", "a")
     assert len(result.steps) == 4 and result.mode == "teacher-forced"
     assert result.trace.cross.shape[2:] == (4, 4)
@@ -124,16 +114,16 @@ def test_teacher_forced_trace_shows_the_reference_on_the_decoder_axis(setup):
 def test_empty_input_is_refused_with_a_message(setup, text):
     model, st, tt = setup
     with pytest.raises(InputError, match="empty"):
-        greedy_decode(NativeSeq2Seq(model, st, tt), text)
+        greedy_decode(adapter_for(model, st, tt), text)
 
 
 def test_over_long_and_unknown_input(setup):
     model, st, tt = setup
     with pytest.raises(InputError, match="at most"):
-        greedy_decode(NativeSeq2Seq(model, st, tt), "a" * 500)
+        greedy_decode(adapter_for(model, st, tt), "a" * 500)
     with pytest.raises(InputError, match="characters"):
-        greedy_decode(NativeSeq2Seq(model, st, tt), "a" * 200_000)
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), "ab😀\u202eCd")
+        greedy_decode(adapter_for(model, st, tt), "a" * 200_000)
+    result = greedy_decode(adapter_for(model, st, tt), "ab😀\u202eCd")
     assert "😀" in result.unknown_tokens and "C" in result.unknown_tokens
     assert result.trace.source_tokens[2] == "<unk>"
 
@@ -146,7 +136,7 @@ def test_trace_refuses_mismatched_labels():
 
 def test_tidy_frame_has_one_row_per_cell_and_marks_the_causal_mask(setup):
     model, st, tt = setup
-    trace = greedy_decode(NativeSeq2Seq(model, st, tt), "abcd").trace
+    trace = greedy_decode(adapter_for(model, st, tt), "abcd").trace
     s, t = len(trace.source_tokens), len(trace.decoder_input_tokens)
     frame = trace.to_frame()
     assert len(frame) == 2 * 4 * (s * s + t * t + t * s)
@@ -161,7 +151,7 @@ def test_tidy_frame_has_one_row_per_cell_and_marks_the_causal_mask(setup):
 
 def test_pad_and_start_are_never_chosen_in_top_k_or_forceable_and_probs_renormalise(setup):
     model, st, tt = setup
-    result = greedy_decode(NativeSeq2Seq(model, st, tt), "abcdef", top_k=tt.vocab_size, max_steps=8, stop_at_end=False)
+    result = greedy_decode(adapter_for(model, st, tt), "abcdef", top_k=tt.vocab_size, max_steps=8, stop_at_end=False)
     for step in result.steps:
         shown = dict(step.top_k)
         assert "<pad>" not in shown and "<s>" not in shown and step.token not in ("<pad>", "<s>")
@@ -169,7 +159,7 @@ def test_pad_and_start_are_never_chosen_in_top_k_or_forceable_and_probs_renormal
         assert len(shown) == tt.vocab_size - 2
     for special in ("<pad>", "<s>"):
         with pytest.raises(InputError, match="cannot be forced"):
-            greedy_decode(NativeSeq2Seq(model, st, tt), "abcdef", forced=[special])
+            greedy_decode(adapter_for(model, st, tt), "abcdef", forced=[special])
 
 
 def test_one_head_label_names_heads_short_for_charts_and_spelled_out_for_prose():

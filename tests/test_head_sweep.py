@@ -11,8 +11,9 @@ from transformer.analysis import (BF16_TOLERANCE, Cancelled, bf16_bound, all_hea
                                   estimate_head_effects, head_mask, output_ids, sweep_heads)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs
 from transformer.analysis.head_sweep import masked_log_probs
-from transformer.decode import NativeSeq2Seq, greedy_decode
-from transformer.model import HFSeq2Seq
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
+from transformer.adapters import HFSeq2Seq
 
 TEXT = "the dog sees a red house near the tree"
 
@@ -20,7 +21,7 @@ TEXT = "the dog sees a red house near the tree"
 @pytest.fixture(scope="module", params=["native", "bart", "marian", "t5"])
 def case(request, tmp_path_factory):
     if request.param == "native":
-        lm, text = NativeSeq2Seq(*tiny_reverse_model(seed=0)), "abcdefg"
+        lm, text = adapter_for(*tiny_reverse_model(seed=0)), "abcdefg"
     else:
         lm, text = HFSeq2Seq.load(str(build(request.param, tmp_path_factory.mktemp(request.param)))), TEXT
     return lm, text, output_ids(greedy_decode(lm, text, max_steps=6, stop_at_end=False))
@@ -75,7 +76,7 @@ def test_checked_estimate_measures_the_top_heads_exactly(case):
 
 
 def test_progress_reaches_one_and_a_cancel_stops_the_sweep():
-    lm = NativeSeq2Seq(*tiny_reverse_model(seed=0))
+    lm = adapter_for(*tiny_reverse_model(seed=0))
     out = output_ids(greedy_decode(lm, "abcdefg", max_steps=4, stop_at_end=False))
     seen: list[float] = []
     sweep_heads(lm, "abcdefg", out, batch=4, on_fraction=seen.append)
@@ -94,7 +95,7 @@ def test_progress_reaches_one_and_a_cancel_stops_the_sweep():
 def test_attribution_in_chunks_equals_all_at_once_and_reports_progress():
     from transformer.analysis import attribute_in_chunks, attribute_steps, head_report
 
-    lm = NativeSeq2Seq(*tiny_reverse_model(seed=0))
+    lm = adapter_for(*tiny_reverse_model(seed=0))
     out = output_ids(greedy_decode(lm, "abcdefg", max_steps=5, stop_at_end=False))
     whole = attribute_steps(lm, "abcdefg", out, n_steps=8)
     seen: list[float] = []

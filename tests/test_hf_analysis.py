@@ -20,8 +20,8 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.decode import greedy_decode
-from transformer.model import HFSeq2Seq
-from transformer.model.hf_seq2seq import attention_outputs
+from transformer.adapters import HFSeq2Seq
+from transformer.adapters.hf_seq2seq import attention_outputs
 
 TEXT = "the dog sees a red house near the tree"
 STEPS = 8

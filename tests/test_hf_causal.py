@@ -17,7 +17,7 @@ from transformer.analysis import (alignment_scores, attention_difference, attrib
 from transformer.cli import main
 from transformer.decode import (InputError, greedy_decode, teacher_forced, load_trace_json,
                                 result_from_dict)
-from transformer.model import MAX_PROMPT_TOKENS, HFCausalLM
+from transformer.adapters import MAX_PROMPT_TOKENS, HFCausalLM
 from transformer.store import open_model
 
 PROMPT = "A man in a blue shirt"

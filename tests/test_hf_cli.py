@@ -15,7 +15,7 @@ from tests.hf_tiny_models import SIZE, _fast_tokenizer, _model, build, corpus
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
 from transformer.decode import greedy_decode
-from transformer.model import HFSeq2Seq
+from transformer.adapters import HFSeq2Seq
 
 TEXT = "the cat walks under the big tree"
 

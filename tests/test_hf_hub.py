@@ -17,7 +17,7 @@ from tests.hf_tiny_models import build
 from tests.hostile_inputs import PickleBomb
 from transformer.cli import main
 from transformer.decode import greedy_decode
-from transformer.model import HFModelError, HFSeq2Seq, load_pretrained
+from transformer.adapters import HFModelError, HFSeq2Seq, load_pretrained
 
 TEXT = "the dog sees the bird"
 REPO = "someone/tiny-marian"

@@ -9,7 +9,8 @@ import torch
 
 from tests.hf_tiny_models import FAMILIES, build
 from transformer.decode import InputError, greedy_decode, teacher_forced
-from transformer.model import AttentionMaps, HFSeq2Seq, StepOutput
+from transformer.adapters import adapter_for, HFSeq2Seq
+from transformer.model import AttentionMaps, StepOutput
 
 TEXT = "the dog sees a red house near the tree"
 STEPS = 12
@@ -96,13 +97,13 @@ def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
     mask["encoder_self"][0, 1] = 0.0
     ablated = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False, head_mask=mask)
     by_hand = copy.deepcopy(lm.model)
-    from transformer.model.hf_seq2seq import attention_outputs
+    from transformer.adapters.hf_seq2seq import attention_outputs
     with torch.no_grad():
         for kind, layer, head in (("cross", 1, 0), ("encoder_self", 0, 1)):
             proj = attention_outputs(by_hand)[kind][layer]
             width = proj.in_features // heads
             proj.weight[:, head * width:(head + 1) * width] = 0.0
-    manual = greedy_decode(HFSeq2Seq(by_hand, lm.tokenizer, "by hand"), TEXT, max_steps=STEPS, stop_at_end=False)
+    manual = greedy_decode(adapter_for(by_hand, lm.tokenizer, name="by hand"), TEXT, max_steps=STEPS, stop_at_end=False)
     plain = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False)
     assert [s.token_id for s in ablated.steps] == [s.token_id for s in manual.steps]
     torch.testing.assert_close(ablated.trace.cross, manual.trace.cross, atol=1e-5, rtol=0)
@@ -160,7 +161,7 @@ def test_step_probabilities_equal_generate_and_the_model_is_left_as_loaded(lm):
 
 
 def test_while_the_faster_head_is_borrowed_others_read_the_model_as_loaded(lm):
-    from transformer.model.hf_head import fast_output_head
+    from transformer.adapters import fast_output_head
     head = lm.model.get_output_embeddings()
     weight, n = head.weight, sum(p.numel() for p in lm.model.parameters())
     x = torch.randn(1, 1, head.in_features)
@@ -173,7 +174,7 @@ def test_while_the_faster_head_is_borrowed_others_read_the_model_as_loaded(lm):
 
 def test_the_faster_output_head_follows_weights_changed_in_place(lm):
     model = copy.deepcopy(lm.model)
-    changed = HFSeq2Seq(model, lm.tokenizer, "changed")
+    changed = adapter_for(model, lm.tokenizer, name="changed")
     before = greedy_decode(changed, TEXT, max_steps=STEPS)
     chosen = next(s for s in before.steps if not s.forced).token_id
     with torch.no_grad():
@@ -192,7 +193,7 @@ def test_a_banned_multi_token_sequence_is_never_output_and_cannot_be_forced(lm):
     pair = [free.steps[t].token_id, free.steps[t + 1].token_id]  # what greedy says at steps t, t + 1
     model = copy.deepcopy(lm.model)
     model.generation_config.bad_words_ids = [*(model.generation_config.bad_words_ids or []), pair]
-    banned = HFSeq2Seq(model, lm.tokenizer, "banned pair")
+    banned = adapter_for(model, lm.tokenizer, name="banned pair")
     result = greedy_decode(banned, TEXT, max_steps=STEPS)
     batch = lm.tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from transformer.data import TaskSpec, make_task
-from transformer.decode import NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 from transformer.model import default_configs
 from transformer.train import Trainer, TrainingJob, job_messages, jobs
 
@@ -48,8 +49,8 @@ def test_a_job_trains_publishes_weights_and_records_the_probe(task):
     steps = [s for s, _ in job.timeline()]
     assert steps == [0, 10, 20, 30, 40]
     # the last published weights decode the probe exactly like the trained model does
-    a = greedy_decode(NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
-    b = greedy_decode(NativeSeq2Seq(job.trainer.model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
+    a = greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
+    b = greedy_decode(adapter_for(job.trainer.model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
     assert a.output_tokens == b.output_tokens
 
 
@@ -104,7 +105,7 @@ def test_a_killed_training_process_is_reported_and_the_run_goes_back_to_where_th
     assert snap.step == 5 and len(snap.history) == 5  # the run is back where the job began ...
     assert all(torch.equal(weights[k], v) for k, v in tr.model.state_dict().items())  # ... weights included
     _, model = job.latest_model()
-    assert greedy_decode(NativeSeq2Seq(model, task.src_tokenizer, task.tgt_tokenizer), "abc").steps
+    assert greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), "abc").steps
     assert jobs.running_jobs() == 0
 
 

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from import_graph import find_circle, import_graph
+
 PACKAGE = Path(__file__).resolve().parents[1] / "transformer"
 # Data flows down this list; a stage may import the stages before it, never one after it.
-STAGES = ("model", "data", "decode", "analysis", "store", "train", "charts")
+STAGES = ("model", "data", "adapters", "decode", "analysis", "store", "train", "charts")
 
 
 def _imported_modules(path: Path, source: str) -> list[tuple[int, str]]:
@@ -73,3 +75,35 @@ def test_the_check_finds_an_upward_import(stage: str, source: str):
 def test_the_check_allows_downward_and_sibling_imports():
     source = "from ..model import ModelConfig\nfrom .trainer import Trainer\nfrom ..decode import eval_mode\n"
     assert layout_violations(PACKAGE / "train" / "probe.py", source) == []
+
+
+def test_the_library_has_no_import_circle():
+    """No module of the library imports, directly or through others (lazy imports included), one that imports it."""
+    circle = find_circle(import_graph(sorted(PACKAGE.rglob("*.py"))))
+    assert circle is None, "import circle: " + " -> ".join(circle or ())
+
+
+def test_the_circle_check_finds_a_circle():
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+ADAPTER_CLASSES = {"NativeSeq2Seq", "NativeDecoderOnly", "HFSeq2Seq", "HFCausalLM"}
+
+
+def test_only_the_adapter_stage_builds_an_adapter():
+    """Outside `transformer/adapters` (tests aside) an adapter comes from `adapter_for` or `load_hf_model`, never from
+    its class: one place picks the family's adapter."""
+    root = PACKAGE.parent
+    paths = [*PACKAGE.rglob("*.py"), *(root / "ui").rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py",
+             *(root / "bench").glob("*.py")]
+    built = []
+    for path in paths:
+        if path.is_relative_to(PACKAGE / "adapters"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in ADAPTER_CLASSES:
+                    built.append(f"{path.relative_to(root)}:{node.lineno} builds {name}")
+    assert built == []

@@ -10,7 +10,8 @@ from chart_traces import layer_data, random_trace
 from transformer.charts import attention_grid, attention_heatmap
 from transformer.charts.window import MIN_MAP_CELL
 from tiny_models import tiny_reverse_model
-from transformer.decode import NativeSeq2Seq, greedy_decode, hidden_note, hide_tokens
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode, hidden_note, hide_tokens
 
 LONG_SRC = [f"w{i}" for i in range(499)] + ["</s>"]
 TGT = ["<s>", "a", "b", "c"]
@@ -68,7 +69,7 @@ def test_grid_draws_a_window_of_keys(long_trace):
 
 
 def test_hiding_sinks_renormalises_rows_and_is_said_and_exported():
-    result = greedy_decode(NativeSeq2Seq(*tiny_reverse_model(seed=0)), "abcdef", max_steps=5)
+    result = greedy_decode(adapter_for(*tiny_reverse_model(seed=0)), "abcdef", max_steps=5)
     trace = hide_tokens(result.trace)
     assert trace.hidden_source == (0, len(trace.source_tokens) - 1)  # the first letter and </s>
     assert trace.hidden_target == (0,)  # <s>

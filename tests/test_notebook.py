@@ -16,7 +16,7 @@ import pytest
 
 from transformer import cli
 from transformer.decode import InputError
-from transformer.model import HFModelError
+from transformer.adapters import HFModelError
 from transformer.notebook import decode, frame, load, show, trace
 
 ROOT = Path(__file__).resolve().parents[1]

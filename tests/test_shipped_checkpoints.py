@@ -70,10 +70,11 @@ def test_the_multi30k_model_is_listed_small_and_upcast_on_load():
 @pytest.mark.parametrize("text, words", [("A man is riding a bicycle.", {"Mann", "Fahrrad"}),
                                           ("Two dogs are playing in the snow.", {"Hunde", "Schnee"})])
 def test_the_multi30k_model_translates_a_new_simple_sentence(text, words):
-    from transformer.decode import NativeSeq2Seq, greedy_decode
+    from transformer.adapters import adapter_for
+    from transformer.decode import greedy_decode
 
     ckpt = multi30k()
-    out = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).output_text
+    out = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text).output_text
     assert out[0].isupper() and words <= set(out.replace(".", " ").split()), out
 
 
@@ -82,7 +83,7 @@ def test_the_multi30k_model_translates_a_new_simple_sentence(text, words):
 def test_the_multi30k_model_reaches_its_validation_bleu():
     from transformer.analysis import corpus_scores
     from transformer.data import read_aligned_files
-    from transformer.decode import decode_texts
+    from transformer.adapters import decode_texts
 
     ckpt = multi30k()
     pairs = read_aligned_files(M30K_DATA / "val.en.gz", M30K_DATA / "val.de.gz", max_pairs=200)

@@ -17,17 +17,10 @@ from .cli_heads import parse_ablate
 from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
 from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
-from .decode import (
-    InputError,
-    NativeSeq2Seq,
-    beam_search,
-    beam_texts,
-    greedy_decode,
-    perplexity,
-    score_parallel,
-    teacher_forced,
-)
-from .model import ConfigError, HFModelError
+from .adapters import NativeSeq2Seq
+from .decode import InputError, beam_search, beam_texts, greedy_decode, perplexity, score_parallel, teacher_forced
+from .adapters import HFModelError
+from .model import ConfigError
 from .store import (
     CheckpointError,
     finite_json,

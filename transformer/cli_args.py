@@ -6,7 +6,8 @@ from typing import Callable, Mapping
 
 from .cli_heads import add_heads_parser
 from .data import TASK_NAMES
-from .model import ARCHITECTURE_NAMES, DEFAULT_MAX_PARAMS, PRESETS
+from .adapters import DEFAULT_MAX_PARAMS
+from .model import ARCHITECTURE_NAMES, PRESETS
 from .train import (
     DEVICES,
     KEEP_BEST,

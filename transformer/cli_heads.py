@@ -34,8 +34,9 @@ from .analysis import (
     report_dict,
     summarize,
 )
-from .decode import InputError, NativeSeq2Seq
-from .model import DEFAULT_MAX_PARAMS
+from .adapters import NativeSeq2Seq
+from .decode import InputError
+from .adapters import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
 
 MAX_FILE_LINES = 10_000

@@ -26,7 +26,7 @@ import pandas as pd
 
 from .charts import ChartTooLargeError, attention_grid, attention_heatmap, step_slider_chart
 from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
-from .model import DEFAULT_MAX_PARAMS, HFModelError, InspectableSeq2Seq
+from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
 from .store import CheckpointError, open_model
 
 # tqdm (imported by Hugging Face's libraries) asks for ipywidgets in every notebook without them; its bars are off
@@ -35,7 +35,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 __all__ = ["VIEWS", "decode", "frame", "load", "show", "trace"]
 
 VIEWS = ("step", "grid", "head")
-Model = str | Path | InspectableSeq2Seq
+Model = str | Path | InspectableModel
 _USER_ERRORS = (CheckpointError, HFModelError, InputError, ChartTooLargeError)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -54,13 +54,13 @@ def _one_line_errors(fn: _F) -> _F:
 
 
 @_one_line_errors
-def load(model: Model, *, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> InspectableSeq2Seq:
+def load(model: Model, *, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> InspectableModel:
     """The model behind a checkpoint folder, a Hugging Face folder or a cached hub id (an opened model as it is).
 
     `prefix` is put before every source text (T5's "translate English to German: "); `max_params` caps the size of
     a Hugging Face model. Raises CheckpointError or HFModelError.
     """
-    if isinstance(model, InspectableSeq2Seq):
+    if isinstance(model, InspectableModel):
         return model
     if not isinstance(model, (str, Path)):
         raise TypeError(f"model must be a folder, a hub id or a loaded model, not {type(model).__name__}")

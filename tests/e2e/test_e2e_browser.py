@@ -24,7 +24,8 @@ from studio_browser import (
     wait_idle,
     wait_rerun,
 )
-from transformer.decode import NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -39,7 +40,7 @@ def decoded(tiny_checkpoint_dir):
     """An input whose greedy output has enough steps to walk through, with what the model says at each step."""
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     for text in CANDIDATES:
-        result = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
+        result = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), text)
         if len(result.steps) > STEPS_WALKED:
             return result
     pytest.fail("the tiny checkpoint stops early on every candidate input")
@@ -221,7 +222,7 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
 
     from tests.hf_tiny_models import build
     from transformer.decode import greedy_decode
-    from transformer.model import HFSeq2Seq
+    from transformer.adapters import HFSeq2Seq
 
     folder = build("marian", tmp_path / "hf" / "tiny-marian")
     text = "the red bird eats the fish"

@@ -8,7 +8,8 @@ import pytest
 
 from studio_browser import launch_chromium
 from transformer.charts import replay_html
-from transformer.decode import NativeSeq2Seq, greedy_decode
+from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 
 PAYLOAD = "abc</script><script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -19,7 +20,7 @@ DRAWN = "n => document.body.dataset.drawnStep === String(n)"
 def replay_file(tiny_checkpoint_dir, tmp_path_factory) -> Path:
     """A replay of the tiny model's decode of a sentence that tries to run script, written to a file."""
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
-    result = greedy_decode(NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "abcdefg")
+    result = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "abcdefg")
     assert len(result.steps) >= 4, "the tiny model's output is too short to step through"
     trace = replace(result.trace, source_tokens=(PAYLOAD, *result.trace.source_tokens[1:]))  # a token too
     result = replace(result, source_text=PAYLOAD, trace=trace)

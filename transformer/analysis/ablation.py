@@ -5,7 +5,7 @@ head outputs is multiplied by 0 before the output projection (same rule for ever
 each call, so a model shared by many sessions never carries one session's ablation into another's decode.
 Our models apply it inside their attention; Hugging Face models (`HFSeq2Seq`) apply it with forward pre-hooks on
 the attention output projections, registered under the model's lock and removed in `finally`, so no other caller
-runs the model while they are on. Everything here takes any `InspectableSeq2Seq`.
+runs the model while they are on. Everything here takes any `InspectableModel`.
 """
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import DecodeResult, InputError, ban, greedy_decode, read_source
-from ..model import HeadMask, InspectableSeq2Seq
+from ..adapters import ban
+from ..decode import DecodeResult, InputError, greedy_decode, read_source
+from ..adapters import InspectableModel
+from ..model import HeadMask
 
 KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}
 _LABEL = re.compile(r"^\s*(enc|dec|cross|self)\s*[:.\s]\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
@@ -43,7 +45,7 @@ class Head:
         return f"{code}:L{self.layer + 1}H{self.head + 1}"
 
 
-def all_heads(lm: InspectableSeq2Seq, kinds: Sequence[str] | None = None) -> list[Head]:
+def all_heads(lm: InspectableModel, kinds: Sequence[str] | None = None) -> list[Head]:
     """Every head of the given kinds (the model's own by default), in (kind, layer, head) order."""
     counts = lm.head_counts()
     kinds = lm.family.kinds if kinds is None else kinds
@@ -51,7 +53,7 @@ def all_heads(lm: InspectableSeq2Seq, kinds: Sequence[str] | None = None) -> lis
             for head in range(counts[kind][1])]
 
 
-def check_head(lm: InspectableSeq2Seq, head: Head) -> Head:
+def check_head(lm: InspectableModel, head: Head) -> Head:
     """The head itself, or HeadError naming what the model has."""
     if head.kind not in lm.family.kinds:
         raise HeadError(f"{head.label}: {lm.family.name} models have no {head.kind.replace('_', ' ')} attention; "
@@ -65,7 +67,7 @@ def check_head(lm: InspectableSeq2Seq, head: Head) -> Head:
     return head
 
 
-def parse_head(text: str, lm: InspectableSeq2Seq) -> Head:
+def parse_head(text: str, lm: InspectableModel) -> Head:
     """A head from its label ('cross:L1H2', 'enc.L2H1', 'dec L1H4'; 1-based), checked against the model."""
     match = _LABEL.match(text or "")
     if match is None:
@@ -75,7 +77,7 @@ def parse_head(text: str, lm: InspectableSeq2Seq) -> Head:
     return check_head(lm, Head(KIND_CODES[code.lower()], int(layer) - 1, int(head) - 1))
 
 
-def head_mask(lm: InspectableSeq2Seq, heads: Iterable[Head]) -> HeadMask | None:
+def head_mask(lm: InspectableModel, heads: Iterable[Head]) -> HeadMask | None:
     """The head mask switching `heads` off (None when there is none): kind -> (layers, heads) of 0/1."""
     heads = [check_head(lm, h) for h in heads]
     if not heads:
@@ -87,7 +89,7 @@ def head_mask(lm: InspectableSeq2Seq, heads: Iterable[Head]) -> HeadMask | None:
     return mask
 
 
-def ablated_decode(lm: InspectableSeq2Seq, text: str, heads: Sequence[Head], *, top_k: int = 5) -> DecodeResult:
+def ablated_decode(lm: InspectableModel, text: str, heads: Sequence[Head], *, top_k: int = 5) -> DecodeResult:
     """Greedy decoding with `heads` switched off (raises HeadError for an empty selection or a missing head)."""
     if not heads:
         raise HeadError("no head selected: choose at least one head to switch off")
@@ -106,7 +108,7 @@ def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def output_log_prob(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def output_log_prob(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                     mask: HeadMask | None = None) -> float:
     """Sum of log p(targets) teacher-forced on `tgt_in` (1, start + T - 1), optionally with heads switched off.
 
@@ -117,7 +119,7 @@ def output_log_prob(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets
     return float(ban(rows, sorted(lm.unemittable_ids)).log_softmax(-1).gather(-1, targets[:, None]).sum())
 
 
-def check_output(lm: InspectableSeq2Seq, output: Sequence[int], what: str = "score") -> None:
+def check_output(lm: InspectableModel, output: Sequence[int], what: str = "score") -> None:
     """InputError when there is no output or it is longer than the decoder reads."""
     if not output:
         raise InputError(f"The model produced no output for this input, so there is nothing to {what}.")
@@ -126,7 +128,7 @@ def check_output(lm: InspectableSeq2Seq, output: Sequence[int], what: str = "sco
         raise InputError(f"The output has {len(output)} tokens; this model reads at most {limit}.")
 
 
-def teacher_inputs(lm: InspectableSeq2Seq, text: str, output: Sequence[int]) -> tuple[Tensor, Tensor]:
+def teacher_inputs(lm: InspectableModel, text: str, output: Sequence[int]) -> tuple[Tensor, Tensor]:
     """Source ids (1, S) of `text` and decoder inputs (1, T) that teacher-force `output`: the decoder prefix (start
     ids, or a decoder-only model's prompt) + output[:-1]."""
     source = read_source(lm, text)

@@ -76,7 +76,7 @@ def evaluate_alignment(model: Seq2SeqTransformer, examples: Sequence, src_tokeni
                        batch_size: int = 128) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Teacher-forced alignment scores over examples with gold alignments; None when none has one, or when the
     model has no cross-attention (a decoder-only model)."""
-    from ..decode import eval_mode
+    from ..model import eval_mode
     if not family_of_model(model).has_cross:
         return None
     aligned = [e for e in examples if e.alignment is not None]

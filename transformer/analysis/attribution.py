@@ -29,8 +29,9 @@ import torch
 from captum.attr import InputXGradient, IntegratedGradients
 from torch import Tensor, nn
 
-from ..decode import InputError, ban
-from ..model import InspectableSeq2Seq
+from ..adapters import ban
+from ..decode import InputError
+from ..adapters import InspectableModel
 from .ablation import check_output, teacher_inputs
 
 IG_STEPS = 32
@@ -107,7 +108,7 @@ def substituted(root: nn.Module, replacements: Mapping[str, nn.Module]) -> nn.Mo
 Scorer = Callable[..., Tensor]
 
 
-def _scorer(lm: InspectableSeq2Seq) -> Scorer:
+def _scorer(lm: InspectableModel) -> Scorer:
     """forward(*embeddings, src (N, S), tgt_in (N, T), positions (N,), tokens (N,)) -> log p(tokens[n]) at decoder
     position positions[n], (N,); the embeddings are (src_emb (N, S, E), tgt_emb (N, T, E)), or tgt_emb alone for a
     model without a source embedding."""
@@ -126,13 +127,13 @@ def _scorer(lm: InspectableSeq2Seq) -> Scorer:
     return forward
 
 
-def _embeddings(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, ...]:
+def _embeddings(lm: InspectableModel, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, ...]:
     """The token embeddings the model's own modules give the ids (no gradient): source and target, or target only."""
     with torch.no_grad():
         return tuple(e.detach() for e in lm.token_embeddings(src, tgt_in))
 
 
-def _batch(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequence[int]
+def _batch(lm: InspectableModel, text: str, output: Sequence[int], steps: Sequence[int]
            ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """One example per step: sources (n, S), decoder inputs (n, T), decoder positions (n,), chosen tokens (n,)."""
     check_output(lm, output, "attribute")
@@ -146,7 +147,7 @@ def _batch(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequ
             torch.tensor([int(output[s]) for s in steps]))
 
 
-def attribute_steps(lm: InspectableSeq2Seq, text: str, output: Sequence[int], steps: Sequence[int] | None = None,
+def attribute_steps(lm: InspectableModel, text: str, output: Sequence[int], steps: Sequence[int] | None = None,
                     method: str = "integrated_gradients", n_steps: int = IG_STEPS,
                     max_batch: int = 512) -> list[Attribution]:
     """Attribution of each step's chosen token (output[step]) to the source and the decoder inputs before it.
@@ -182,13 +183,13 @@ def attribute_steps(lm: InspectableSeq2Seq, text: str, output: Sequence[int], st
             for i, s in enumerate(steps)]
 
 
-def attribute_step(lm: InspectableSeq2Seq, text: str, output: Sequence[int], step: int,
+def attribute_step(lm: InspectableModel, text: str, output: Sequence[int], step: int,
                    method: str = "integrated_gradients", n_steps: int = IG_STEPS) -> Attribution:
     """Attribution of the log-probability of output[step] to the source tokens and the decoder inputs before it."""
     return attribute_steps(lm, text, output, [step], method, n_steps)[0]
 
 
-def baseline_score(lm: InspectableSeq2Seq, text: str, output: Sequence[int], step: int) -> float:
+def baseline_score(lm: InspectableModel, text: str, output: Sequence[int], step: int) -> float:
     """The step's score with every token embedding zero (the Integrated Gradients baseline), masks unchanged."""
     src, tgt_in, positions, tokens = _batch(lm, text, output, [step])
     with lm.differentiable(), torch.no_grad():

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ..decode import InputError
-from ..model import InspectableSeq2Seq
+from ..adapters import InspectableModel
 from .heads import per_head_frame
 
 INDUCTION_LENGTH = 24  # random tokens per copy
@@ -55,7 +55,7 @@ class Detection:
     tokens: tuple[str, ...]  # the sequence the model read (its prefix, then r r)
 
 
-def _random_ids(lm: InspectableSeq2Seq, n: int, seed: int) -> list[int]:
+def _random_ids(lm: InspectableModel, n: int, seed: int) -> list[int]:
     """n ids of ordinary tokens (no specials, nothing the model cannot emit), drawn without replacement."""
     banned = set(lm.unemittable_ids) | set(lm.end_ids) | {lm.pad_id, *lm.start_ids}
     pool = torch.tensor([i for i in range(lm.vocab_size)
@@ -66,7 +66,7 @@ def _random_ids(lm: InspectableSeq2Seq, n: int, seed: int) -> list[int]:
     return pool[torch.randperm(pool.numel(), generator=gen)[:n]].tolist()  # at most the pool: no repeats in r
 
 
-def detect_heads(lm: InspectableSeq2Seq, n: int = INDUCTION_LENGTH, seed: int = 0) -> Detection:
+def detect_heads(lm: InspectableModel, n: int = INDUCTION_LENGTH, seed: int = 0) -> Detection:
     """Previous-token and induction scores of every head of `lm`'s causal self-attention, on r r (teacher-forced
     after the model's decoder prefix: its start token, or a decoder-only model's first prompt token)."""
     r = _random_ids(lm, min(n, (lm.max_target_len - 2) // 2), seed)

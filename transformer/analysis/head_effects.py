@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..model import InspectableSeq2Seq
+from ..adapters import InspectableModel
 from .ablation import Head, Sweep, all_heads, check_output, head_mask, output_log_prob, teacher_inputs
 from .agreement import spearman
 from .attribution import IG_STEPS, Attribution, attribute_steps
@@ -23,7 +23,7 @@ LegacyProgress = Callable[[int, int], None]
 ATTRIBUTION_ROWS = 32  # interpolated inputs per pass of attribution: bounds memory (activations are rows x T x D)
 
 
-def _one_at_a_time(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor, heads: list[Head],
+def _one_at_a_time(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor, heads: list[Head],
                    report: Progress, time_cap: float | None) -> tuple[float, dict[int, float]]:
     """(log p(output), head index -> log p with that head off), one teacher-forced forward per head."""
     start = time.perf_counter()
@@ -37,7 +37,7 @@ def _one_at_a_time(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets:
     return base, done
 
 
-def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kinds: Sequence[str] | None = None,
+def sweep_heads(lm: InspectableModel, text: str, output: Sequence[int], *, kinds: Sequence[str] | None = None,
                 heads: Sequence[Head] | None = None, time_cap: float | None = None,
                 progress: LegacyProgress | None = None, on_fraction: Progress | None = None,
                 batch: int = DEFAULT_BATCH, dtype: torch.dtype | None = None) -> Sweep:
@@ -68,7 +68,7 @@ def sweep_heads(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, kin
     return Sweep(frame, base, len(rows) == len(heads), time.perf_counter() - start)
 
 
-def estimate_head_effects(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *,
+def estimate_head_effects(lm: InspectableModel, text: str, output: Sequence[int], *,
                           kinds: Sequence[str] | None = None, progress: Progress | None = None) -> pd.DataFrame:
     """First-order estimate of every head's drop (attribution patching: one forward, one backward).
 
@@ -87,7 +87,7 @@ def estimate_head_effects(lm: InspectableSeq2Seq, text: str, output: Sequence[in
     return frame.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def checked_estimate(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, top_k: int = 10,
+def checked_estimate(lm: InspectableModel, text: str, output: Sequence[int], *, top_k: int = 10,
                      kinds: Sequence[str] | None = None, progress: Progress | None = None,
                      dtype: torch.dtype | None = None) -> pd.DataFrame:
     """The estimate for every head, with the exact drop re-measured for the `top_k` heads of largest |estimate|
@@ -112,7 +112,7 @@ def estimate_agreement(estimate: pd.DataFrame, sweep: pd.DataFrame) -> float:
     return float(spearman(torch.tensor(both["estimate"].to_numpy()), torch.tensor(both["drop"].to_numpy())))
 
 
-def attribute_in_chunks(lm: InspectableSeq2Seq, text: str, output: Sequence[int], *, n_steps: int = IG_STEPS,
+def attribute_in_chunks(lm: InspectableModel, text: str, output: Sequence[int], *, n_steps: int = IG_STEPS,
                         method: str = "integrated_gradients", max_rows: int = ATTRIBUTION_ROWS,
                         progress: Progress | None = None) -> list[Attribution]:
     """`attribute_steps` for every output step, a few steps at a time so at most `max_rows` interpolated inputs

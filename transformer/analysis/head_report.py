@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from ..decode import AttentionTrace, DecodeResult, greedy_decode
-from ..model import InspectableSeq2Seq
+from ..adapters import InspectableModel
 from .ablation import Sweep, output_ids
 from .agreement import agreement_frame, agreement_summary
 from .attribution import IG_STEPS, Attribution
@@ -28,7 +28,7 @@ class HeadReport:
     agreement: pd.DataFrame | None  # agreement_frame columns and "kind"; None when not asked for
 
 
-def head_report(lm: InspectableSeq2Seq, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
+def head_report(lm: InspectableModel, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
                 method: str = "integrated_gradients", time_cap: float | None = None, progress: Progress | None = None,
                 dtype: torch.dtype | None = None, max_steps: int | None = None) -> HeadReport:
     """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with attribution

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..decode import ban
-from ..model import InspectableSeq2Seq
+from ..adapters import ban
+from ..adapters import InspectableModel
 from .attribution import substituted
 
 Progress = Callable[[float], None]  # fraction done, 0..1; may raise `Cancelled` to stop the work
@@ -50,19 +50,19 @@ class ScaledProjection(nn.Module):
         return self.projection(x * self.scale.to(x.dtype), *args, **kwargs)
 
 
-def projection_paths(lm: InspectableSeq2Seq) -> dict[str, list[str]]:
+def projection_paths(lm: InspectableModel) -> dict[str, list[str]]:
     """Dotted paths in `lm.network` of every attention's output projection, per kind and layer."""
     network = lm.network
     names = {id(m): n for n, m in network.named_modules()}
     if hasattr(network, "get_encoder"):  # Hugging Face encoder-decoders
-        from ..model.hf_seq2seq import attention_outputs
+        from ..adapters.hf_seq2seq import attention_outputs
         return {k: [names[id(m)] for m in mods] for k, mods in attention_outputs(network).items()}
     return {"encoder_self": [f"encoder.{i}.self_attn.out_proj" for i in range(len(network.encoder))],
             "decoder_self": [f"decoder.{i}.self_attn.out_proj" for i in range(len(network.decoder))],
             "cross": [f"decoder.{i}.cross_attn.out_proj" for i in range(len(network.decoder))]}
 
 
-def layer_paths(lm: InspectableSeq2Seq) -> dict[str, list[str]] | None:
+def layer_paths(lm: InspectableModel) -> dict[str, list[str]] | None:
     """Dotted paths of the encoder's and the decoder's layers, or None where a layer's output is not all the next
     layer reads (T5's blocks hand a position bias along), so layers cannot be replayed."""
     network = lm.network
@@ -118,7 +118,7 @@ class Replay(_LayerStandIn):
         return self.output
 
 
-def scaled_view(lm: InspectableSeq2Seq, scales: dict[str, Tensor], replay: dict[str, object] | None = None
+def scaled_view(lm: InspectableModel, scales: dict[str, Tensor], replay: dict[str, object] | None = None
                 ) -> nn.Module:
     """A view of the network whose heads of each kind are scaled by scales[kind] (N, layers, heads), and whose
     layers named in `replay` (path -> recorded output) return that output without running."""
@@ -135,7 +135,7 @@ def scaled_view(lm: InspectableSeq2Seq, scales: dict[str, Tensor], replay: dict[
     return substituted(lm.network, replacements)
 
 
-def _log_probs(lm: InspectableSeq2Seq, logits: Tensor, targets: Tensor) -> Tensor:
+def _log_probs(lm: InspectableModel, logits: Tensor, targets: Tensor) -> Tensor:
     """(N, positions, V) logits -> (N,) sum of log p(targets) over the output steps, as decoding scores them."""
     rows = ban(logits[:, len(lm.start_ids) - 1:].float(), sorted(lm.unemittable_ids))
     return rows.log_softmax(-1).gather(-1, targets.expand(rows.shape[0], -1)[..., None])[..., 0].sum(-1)
@@ -144,7 +144,7 @@ def _log_probs(lm: InspectableSeq2Seq, logits: Tensor, targets: Tensor) -> Tenso
 class _Encoded:
     """The encoder's output for one source, reused by every decoder-side ablation (ours and Hugging Face's)."""
 
-    def __init__(self, lm: InspectableSeq2Seq, src: Tensor) -> None:
+    def __init__(self, lm: InspectableModel, src: Tensor) -> None:
         self.lm, self.src, net = lm, src, lm.network
         if hasattr(net, "get_encoder"):
             self.mask = torch.ones_like(src)
@@ -161,7 +161,7 @@ class _Encoded:
         return view.decode(tgt, memory, self.mask)
 
 
-def masked_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def masked_log_probs(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                      masks: dict[str, Tensor], encoded: _Encoded | None = None,
                      replay: dict[str, object] | None = None) -> Tensor:
     """log p(targets) (N,) for N head masks at once (kind -> (N, layers, heads)); with `encoded`, only decoder
@@ -176,7 +176,7 @@ def masked_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, target
     return _log_probs(lm, lm.teacher_logits(view, src.expand(n, -1), tgt_in.expand(n, -1)), targets)
 
 
-def sweep_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def sweep_log_probs(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                     heads: Sequence[tuple[str, int, int]], *, batch: int = DEFAULT_BATCH,
                     dtype: torch.dtype | None = None, progress: Progress | None = None,
                     time_cap: float | None = None) -> tuple[float, dict[int, float]]:
@@ -223,7 +223,7 @@ def sweep_log_probs(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets
     return base, results
 
 
-def head_gradients(lm: InspectableSeq2Seq, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def head_gradients(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                    kinds: Sequence[str] | None = None) -> tuple[float, dict[str, Tensor]]:
     """(log p(targets), kind -> (layers, heads) d log p / d head scale at 1): one forward and one backward.
 

@@ -1,5 +1,5 @@
 """The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced), for any
-`InspectableSeq2Seq` (ours via `NativeSeq2Seq`, Hugging Face ones via `transformer.model.HFSeq2Seq`)."""
+`InspectableModel` of the adapter stage (`transformer.adapters`)."""
 from .beam import Hypothesis, beam_search, beam_texts
 from .greedy import (
                      MAX_INPUT_CHARS,
@@ -11,7 +11,6 @@ from .greedy import (
                      read_source,
                      teacher_forced,
 )
-from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, eval_mode, greedy_batch
 from .perplexity import perplexity
 from .scoring import score_parallel
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
@@ -20,7 +19,7 @@ from .trace_json import TraceFormatError, load_trace_json, result_from_dict
 from .words import merge_words, word_groups
 
 __all__ = ["ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
-           "MEAN_HEAD", "NativeSeq2Seq", "Step", "UNEMITTABLE", "ban", "beam_search", "beam_texts",
-           "decode_texts", "encode_source", "eval_mode", "greedy_batch", "greedy_decode",
+           "MEAN_HEAD", "Step", "beam_search", "beam_texts",
+           "encode_source", "greedy_decode",
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
            "score_parallel", "teacher_forced", "merge_words", "word_groups"]

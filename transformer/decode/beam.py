@@ -14,7 +14,7 @@ import torch
 from ..data import END_ID, START_ID, Tokenizer, source_ids
 from ..model import Seq2SeqTransformer
 from .greedy import InputError, encode_source
-from .native import eval_mode
+from ..model import eval_mode
 
 MAX_BEAM = 64
 

@@ -1,4 +1,4 @@
-"""Greedy and teacher-forced decoding of any `InspectableSeq2Seq`, producing a DecodeResult with its trace."""
+"""Greedy and teacher-forced decoding of any `InspectableModel`, producing a DecodeResult with its trace."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,9 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from ..adapters import InspectableModel, SourceText, adapter_for
 from ..data import Tokenizer
-from ..model import AttentionMaps, HeadMask, InspectableSeq2Seq, Seq2SeqTransformer, SourceText
-from .native import NativeSeq2Seq
+from ..model import AttentionMaps, HeadMask, Seq2SeqTransformer
 from .sinks import hidden_dict
 from .trace import AttentionTrace
 
@@ -79,7 +79,7 @@ def _check_text(text: str) -> None:
         raise InputError(f"The input has {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}.")
 
 
-def read_source(lm: InspectableSeq2Seq, text: str) -> SourceText:
+def read_source(lm: InspectableModel, text: str) -> SourceText:
     """The source as `lm` reads it; raises InputError for empty, unreadable or too long text."""
     _check_text(text)
     source = lm.tokenize_source(text)
@@ -94,11 +94,11 @@ def read_source(lm: InspectableSeq2Seq, text: str) -> SourceText:
 
 def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) -> tuple[list[int], list[str]]:
     """Source ids (with </s>) for `text`, and the tokens the vocabulary does not know; raises InputError."""
-    source = read_source(NativeSeq2Seq(model, tokenizer, tokenizer), text)
+    source = read_source(adapter_for(model, tokenizer), text)
     return list(source.ids), list(source.unknown)
 
 
-def _top_k(probs: Tensor, k: int, lm: InspectableSeq2Seq) -> tuple[tuple[str, float], ...]:
+def _top_k(probs: Tensor, k: int, lm: InspectableModel) -> tuple[tuple[str, float], ...]:
     return tuple((lm.id_to_token(t), v) for t, v in _candidates(probs, k))
 
 
@@ -108,7 +108,7 @@ def _candidates(probs: Tensor, k: int) -> list[tuple[int, float]]:
     return [(t, v) for t, v in zip(i.tolist(), p.tolist()) if v > 0]
 
 
-def _choose(lm: InspectableSeq2Seq, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
+def _choose(lm: InspectableModel, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
     """The Step for the forced token or the most probable one (the first of equals, as argmax), with the top k;
     read off one top-k, so a decoder step costs few tensor ops."""
     top = _candidates(probs, max(k, 2))
@@ -125,7 +125,7 @@ def _choose(lm: InspectableSeq2Seq, logits: Tensor, probs: Tensor, k: int, force
                 forced is not None or only_choice)
 
 
-def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int]:
+def _forced_ids(lm: InspectableModel, tokens: Sequence[str] | str) -> list[int]:
     """Target ids of forced tokens; raises InputError for a piece the model cannot output."""
     if isinstance(tokens, str):
         ids = lm.target_ids(tokens) if tokens else []
@@ -142,10 +142,10 @@ def _forced_ids(lm: InspectableSeq2Seq, tokens: Sequence[str] | str) -> list[int
     return ids
 
 
-def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_steps: int | None = None,
+def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None,
                   forced: Sequence[str] | str = (), stop_at_end: bool = True,
                   head_mask: HeadMask | None = None) -> DecodeResult:
-    """Greedy decoding of any `InspectableSeq2Seq` with its cache and a full trace; `forced` tokens come first.
+    """Greedy decoding of any `InspectableModel` with its cache and a full trace; `forced` tokens come first.
 
     Probabilities are renormalised over what the model can emit at that step (`constrain`). A step is marked
     forced when the user forced it or when the model's own rules leave one choice (e.g. a forced BOS/EOS).
@@ -191,7 +191,7 @@ def greedy_decode(lm: InspectableSeq2Seq, text: str, *, top_k: int = 5, max_step
     return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown)
 
 
-def teacher_forced(lm: InspectableSeq2Seq, text: str, reference: str, *, top_k: int = 5,
+def teacher_forced(lm: InspectableModel, text: str, reference: str, *, top_k: int = 5,
                    head_mask: HeadMask | None = None) -> DecodeResult:
     """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions."""
     source = read_source(lm, text)

@@ -6,14 +6,14 @@ from typing import Any, Sequence
 
 import torch
 
-from ..model import InspectableSeq2Seq
+from ..adapters import InspectableModel
 from .greedy import InputError
 
 COUNTED = ("the model's own tokens: each line tokenized on its own as the model's tokenizer does (its BOS "
            "included where it adds one); every token after a line's first is predicted and counted")
 
 
-def perplexity(lm: InspectableSeq2Seq, lines: Sequence[str]) -> dict[str, Any]:
+def perplexity(lm: InspectableModel, lines: Sequence[str]) -> dict[str, Any]:
     """exp(mean negative log-likelihood per predicted token) of `lm` over `lines`, no weights captured; a line
     longer than the model reads is scored in consecutive windows. InputError for a model that does not read its
     input as the start of its own sequence (an encoder-decoder) or text with nothing to predict."""

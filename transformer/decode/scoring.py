@@ -1,14 +1,14 @@
-"""Corpus scores of any `InspectableSeq2Seq` on parallel text: sacrebleu BLEU and chrF of greedy outputs."""
+"""Corpus scores of any `InspectableModel` on parallel text: sacrebleu BLEU and chrF of greedy outputs."""
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..model import InspectableSeq2Seq
+from ..adapters import InspectableModel
 
 EVAL_BATCH = 32
 
 
-def score_parallel(lm: InspectableSeq2Seq, sources: Sequence[str], references: Sequence[str],
+def score_parallel(lm: InspectableModel, sources: Sequence[str], references: Sequence[str],
                    batch_size: int = EVAL_BATCH) -> dict[str, float | int]:
     """{"bleu", "chrf", "n"} of `lm`'s greedy outputs for `sources` against `references` (same length)."""
     import sacrebleu

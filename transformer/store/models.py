@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..decode import NativeSeq2Seq
-from ..model import DEFAULT_MAX_PARAMS, InspectableSeq2Seq, load_hf_model
+from ..adapters import adapter_for
+from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel, load_hf_model
 from .checkpoint import load_checkpoint
 from .checkpoint_format import CONFIG, FORMAT_MARKER, SRC_TOKENIZER
 
@@ -32,11 +32,11 @@ def list_hf_folders(root: str | Path) -> list[Path]:
 
 
 def open_model(name: str, *, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS, chat: bool = False
-               ) -> InspectableSeq2Seq:
+               ) -> InspectableModel:
     """Our checkpoint folder, else a Hugging Face folder or hub id (an encoder-decoder, or a causal language model
     whose prompt `chat` formats as chat); raises CheckpointError or HFModelError."""
     path = Path(name).expanduser()
     if is_checkpoint_folder(path):
         ckpt = load_checkpoint(path, load_optimizer=False)
-        return NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=ckpt.name)
+        return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=ckpt.name)
     return load_hf_model(name, prefix=prefix, chat=chat, max_params=max_params)

@@ -14,7 +14,9 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from ..decode import InputError, NativeSeq2Seq, eval_mode, greedy_decode
+from ..adapters import adapter_for
+from ..decode import InputError, greedy_decode
+from ..model import eval_mode
 from .distributed import DistEnv
 from .job_messages import (
     Ended,
@@ -80,7 +82,7 @@ class _Worker:
         task = self.trainer.task
         try:
             with eval_mode(self.trainer.model):
-                lm = NativeSeq2Seq(self.trainer.model, task.src_tokenizer, task.tgt_tokenizer)
+                lm = adapter_for(self.trainer.model, task.src_tokenizer, task.tgt_tokenizer)
                 result = greedy_decode(lm, self.probe)
         except InputError:
             return

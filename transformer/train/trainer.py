@@ -181,7 +181,8 @@ class Trainer:
 def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words."""
     from ..analysis import corpus_scores, evaluate_alignment
-    from ..decode import decode_texts, eval_mode
+    from ..adapters import decode_texts
+    from ..model import eval_mode
 
     examples = task.valid[:n]
     if not examples:

@@ -7,7 +7,11 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.model import DEFAULT_MAX_PARAMS, HFCausalLM, HFModelError, HFSeq2Seq, InspectableSeq2Seq, load_hf_model
+from transformer.adapters import (
+
+    adapter_for,
+    DEFAULT_MAX_PARAMS, HFCausalLM, HFModelError, InspectableModel, load_hf_model,
+)
 from transformer.store import list_hf_folders
 from ui.server import hf_models_root
 
@@ -22,7 +26,7 @@ EXAMPLE_TEXT = "The house is small."
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _load_shared_hf(name: str) -> InspectableSeq2Seq:
+def _load_shared_hf(name: str) -> InspectableModel:
     return load_hf_model(name, max_params=DEFAULT_MAX_PARAMS)  # the adapter its config asks for, every safety check
 
 
@@ -31,7 +35,7 @@ def loading_message(name: str) -> str:
     return f"Loading the Hugging Face model {name}…"
 
 
-def load_shared_hf(name: str) -> InspectableSeq2Seq:
+def load_shared_hf(name: str) -> InspectableModel:
     """The adapter of a folder or hub id (its model and tokenizer shared read-only by all sessions); raises
     HFModelError."""
     with st.spinner(loading_message(name), show_time=True):
@@ -67,20 +71,20 @@ def resolve_hf(option: ModelOption, *, new_session: bool = False) -> ActiveModel
                        lm.describe(), ((EXAMPLE_TEXT, ""),), lm=lm)
 
 
-def chat_available(lm: InspectableSeq2Seq | None) -> bool:
+def chat_available(lm: InspectableModel | None) -> bool:
     """Whether the model is a causal language model whose tokenizer has a chat template."""
     return isinstance(lm, HFCausalLM) and HFCausalLM.has_chat_template(lm.tokenizer)
 
 
 def session_adapter(shared: Any, name: str, prefix: str | None = None, chat: bool | None = None
-                    ) -> InspectableSeq2Seq:
+                    ) -> InspectableModel:
     """This session's adapter over the shared weights: an encoder-decoder with the sidebar's source prefix, a causal
     language model with or without its chat template (`prefix`, `chat`: these instead of the sidebar's)."""
     if isinstance(shared, HFCausalLM):
         chat = bool(st.session_state.get(CHAT_KEY)) if chat is None else chat
-        return HFCausalLM(shared.model, shared.tokenizer, name, chat and chat_available(shared))
+        return adapter_for(shared.model, shared.tokenizer, name=name, chat=chat and chat_available(shared))
     prefix = (st.session_state.get(PREFIX_KEY, "") or "") if prefix is None else prefix
-    return HFSeq2Seq(shared.model, shared.tokenizer, name, prefix)
+    return adapter_for(shared.model, shared.tokenizer, name=name, prefix=prefix)
 
 
 def _on_load() -> None:

@@ -14,8 +14,9 @@ import streamlit as st
 
 from transformer.charts import text_width
 from transformer.data import Tokenizer
-from transformer.decode import NativeSeq2Seq
-from transformer.model import InspectableSeq2Seq, ModelFamily, Seq2SeqTransformer
+from transformer.adapters import adapter_for
+from transformer.adapters import InspectableModel
+from transformer.model import ModelFamily, Seq2SeqTransformer
 from transformer.store import Checkpoint
 
 SHIPPED, RUN, UPLOAD, LIVE, HF = "shipped", "run", "upload", "live", "hf"
@@ -72,14 +73,14 @@ class ActiveModel:
     checkpoint: Checkpoint | None = field(default=None, repr=False)
     weights_step: int | None = None  # the training step the weights are from
     weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
-    lm: InspectableSeq2Seq | None = field(default=None, repr=False)  # set for Hugging Face models
+    lm: InspectableModel | None = field(default=None, repr=False)  # set for Hugging Face models
 
     @property
-    def decoder(self) -> InspectableSeq2Seq:
+    def decoder(self) -> InspectableModel:
         """The model behind the interface decoding, traces and export use."""
         if self.lm is not None:
             return self.lm
-        return NativeSeq2Seq(self.model, self.src_tokenizer, self.tgt_tokenizer, self.option.name)
+        return adapter_for(self.model, self.src_tokenizer, self.tgt_tokenizer, name=self.option.name)
 
     @property
     def family(self) -> ModelFamily:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer.model import HFModelError, Seq2SeqTransformer
+from transformer.adapters import HFModelError
+from transformer.model import Seq2SeqTransformer
 from transformer.store import (
     Checkpoint,
     CheckpointError,

@@ -28,7 +28,7 @@ def warm_up() -> float:
     import pandas  # noqa: F401
     import plotly.graph_objects  # noqa: F401
 
-    from transformer import charts, decode  # noqa: F401
+    from transformer import adapters, charts, decode  # noqa: F401
     from transformer.store import list_checkpoints
     from ui import links, models, train, views  # noqa: F401 - what the pages import
     from ui.server import (
@@ -55,7 +55,7 @@ def warm_up() -> float:
             path = shipped[name]
             ckpt = models.load_shared_checkpoint(str(path), models.checkpoint_stamp(path))
             source = next((e["source"] for e in ckpt.metrics.get("examples") or [] if isinstance(e, dict)), "abc")
-            decode.greedy_decode(decode.NativeSeq2Seq(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), str(source))
+            decode.greedy_decode(adapters.adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), str(source))
     except Exception as exc:  # noqa: BLE001 - the app shows what is wrong with a checkpoint; this is only a head start
         print(f"warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     threading.Thread(target=read_ahead_hf_code, name="studio-hf-code", daemon=True).start()
@@ -66,7 +66,7 @@ def read_ahead_hf_code() -> list[str]:
     """Import the transformers code of the models directory's Hugging Face folders, after the server is up, so the
     first open of one only reads its weights (a GPT-2 folder: ~1 s less); returns the folders read ahead. A folder
     the app would refuse is left for the app to explain."""
-    from transformer.model import HFModelError, import_model_code
+    from transformer.adapters import HFModelError, import_model_code
     from transformer.store import list_hf_folders
     from ui.server import hf_models_root
 

@@ -20,7 +20,8 @@ from transformer.analysis import (
 )
 from transformer.charts import agreement_chart, decoder_row_chart, source_strip
 from transformer.decode import AttentionTrace, InputError
-from transformer.model import SOURCE, InspectableSeq2Seq
+from transformer.adapters import InspectableModel
+from transformer.model import SOURCE
 from ui.models import ActiveModel
 
 from .background import background_result, keep_result, kept_result
@@ -69,7 +70,7 @@ AGREEMENT_METHOD_HELP = (
     f"gradient per output step instead of {IG_STEPS}, so it is much faster on a large model.")
 
 
-def _agreement(lm: InspectableSeq2Seq, text: str, output: Sequence[int], trace: AttentionTrace, method: str,
+def _agreement(lm: InspectableModel, text: str, output: Sequence[int], trace: AttentionTrace, method: str,
                progress: Progress) -> pd.DataFrame:
     """`trace` is the trace of this output (its decoder inputs follow from `output`)."""
     return agreement_frames(trace, attribute_in_chunks(lm, text, output, method=method, progress=progress))

@@ -8,7 +8,7 @@ import streamlit as st
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import attention_heatmap, difference_heatmap, window_title
 from transformer.decode import ALL_TITLES, AttentionTrace, DecodeResult
-from transformer.model import HFModelError
+from transformer.adapters import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 

@@ -1,4 +1,4 @@
-"""`NativeSeq2Seq`: our `Seq2SeqTransformer` with its tokenizers behind the `InspectableSeq2Seq` interface."""
+"""`NativeSeq2Seq`: our `Seq2SeqTransformer` with its tokenizers behind the `InspectableModel` interface."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
@@ -9,16 +9,8 @@ from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
-from ..model import (
-    EncoderOutput,
-    ForwardOutput,
-    HeadMask,
-    InspectableSeq2Seq,
-    Seq2SeqTransformer,
-    SourceText,
-    StepOutput,
-    eval_mode,
-)
+from ..model import EncoderOutput, ForwardOutput, HeadMask, Seq2SeqTransformer, StepOutput, eval_mode
+from .interface import InspectableModel, SourceText
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
@@ -33,15 +25,9 @@ def ban(logits: Tensor, ids: Sequence[int] | Tensor) -> Tensor:
 _UNEMITTABLE_IDS = torch.tensor(UNEMITTABLE)  # `ban`'s index, built once: constrain runs at every decoder step
 
 
-class NativeSeq2Seq(InspectableSeq2Seq):
-    """A model trained here, with its source and target tokenizers (a decoder-only one comes back as
-    `NativeDecoderOnly`, as an Auto class picks the class for a config)."""
-
-    def __new__(cls, model: nn.Module, *args: Any, **kwargs: Any) -> "NativeSeq2Seq":
-        if cls is NativeSeq2Seq and getattr(model.cfg, "architecture", "encoder-decoder") == "decoder-only":
-            from .native_causal import NativeDecoderOnly
-            cls = NativeDecoderOnly
-        return super().__new__(cls)
+class NativeSeq2Seq(InspectableModel):
+    """An encoder-decoder trained here, with its source and target tokenizers (`adapter_for` picks
+    `NativeDecoderOnly` for a decoder-only one)."""
 
     source = "checkpoint"
     start_ids = (START_ID,)

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor, nn
 
 from ..data import START_ID
-from ..model import DECODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, SourceText, StepOutput
+from ..model import DECODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from .interface import SourceText
 from .native import NativeSeq2Seq
 
 

@@ -1,4 +1,4 @@
-"""`InspectableSeq2Seq`: the one interface decoding, traces, eval and export drive, for our own models and
+"""`InspectableModel`: the one interface decoding, traces, eval and export drive, for our own models and
 for Hugging Face ones alike (see `hf_seq2seq.py`)."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
-from .families import ENCODER_DECODER, ModelFamily
-from .outputs import EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from ..model import ENCODER_DECODER, ModelFamily
+from ..model import EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class SourceText:
     n_specials: int = 0  # how many of `ids` the tokenizer added (</s>, <s>...)
 
 
-class InspectableSeq2Seq(ABC):
+class InspectableModel(ABC):
     """A model with tokenizers whose every attention weight can be read, one decoder step at a time: an
     encoder-decoder, or a decoder-only language model (`family`; its "source" is the prompt, which is also the
     first decoder inputs, and it has no encoder or cross-attention).

@@ -8,18 +8,17 @@ trace holds one causal self-attention matrix over the prompt and the generated t
 """
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from .families import DECODER_ONLY
+from ..model import DECODER_ONLY
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import HFSeq2Seq, _ids, _logits_processors, heads_off, model_lock
 from .interface import SourceText
-from .outputs import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
 NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say

@@ -1,5 +1,5 @@
 """`HFSeq2Seq`: a Hugging Face encoder-decoder (`transformers`, not our package `transformer`) behind the
-`InspectableSeq2Seq` interface, with eager attention so every weight is really there, and greedy decoding that
+`InspectableModel` interface, with eager attention so every weight is really there, and greedy decoding that
 follows the model's generation config so it equals `generate(do_sample=False, num_beams=1)`."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from torch import Tensor, nn
 
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
-from .interface import InspectableSeq2Seq, SourceText
-from .modes import eval_mode
-from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from .interface import InspectableModel, SourceText
+from ..model import eval_mode
+from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -127,7 +127,7 @@ def _ids(value: Any) -> list[int]:
     return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
 
 
-class HFSeq2Seq(InspectableSeq2Seq):
+class HFSeq2Seq(InspectableModel):
     """A pretrained Hugging Face encoder-decoder and its tokenizer; `prefix` is prepended to every source
     (T5 task prefixes such as "translate English to German: ")."""
 
