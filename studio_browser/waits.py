@@ -1,3 +1,17 @@
+"""What a user sees, read from the page: JavaScript installed in every page, the wait conditions and the waits.
+
+Waits look at the page, never at the clock: a rerun is over when Streamlit's script state is "notRunning", no
+element is left stale from the previous run, the "Running..." widget is gone and every Vega chart is drawn.
+The wait conditions are JavaScript (see `charts_condition`), so the async load benchmark uses the same ones.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+EXCEPTION = '[data-testid="stException"]'
+
 # Installed in every page before the app loads: counts finished script runs (stApp's data-test-script-state
 # turning "notRunning"), so a wait can tell the rerun an action caused from the idle page before it, and
 # remembers when the user last pressed a pointer (the start of a latency measurement).
@@ -141,5 +155,3 @@ def page_errors(page: Any) -> list[str]:
     if "Traceback" in page.locator("body").inner_text():
         errors.append("'Traceback' appears on the page")
     return errors
-
-

@@ -3,7 +3,8 @@
 ui/server -> ui/models -> ui/views -> ui/links -> ui/train -> ui/shell -> pages/ and app.py: a subpackage imports only
 the subpackages before it, and only through their faces (`from ui.views import show_chart`); inside a subpackage,
 modules import their siblings relatively. Pages, app.py and the command line import the library's stages through
-their faces too; the library never imports `ui/`.
+their faces too; the library never imports `ui/`. `studio_browser/` (the app driven in Chromium, for the browser tests
+and the benchmarks) imports the app through faces too, and nothing in the app imports it.
 """
 from __future__ import annotations
 
@@ -39,17 +40,22 @@ def _imports(path: Path, source: str) -> list[tuple[int, str, int]]:
 
 
 def app_violations(path: Path, source: str) -> list[str]:
-    """What in `source` (the text of `path`, a file of ui/, pages/, app.py or transformer/cli*.py) breaks the layout."""
+    """What in `source` (the text of `path`, a file of ui/, pages/, app.py, transformer/cli*.py or studio_browser/)
+    breaks the layout."""
     rel = path.relative_to(ROOT)
     role = rel.parts[1] if rel.parts[0] == "ui" and len(rel.parts) == 3 else None
+    driver = rel.parts[0] == "studio_browser"
     problems = []
     for line, module, level in _imports(path, source):
         where = f"{rel}:{line} imports {'.' * level}{module}"
         names = module.split(".")
         if level:
-            if role is None or level > 1:
-                problems.append(f"{where}: only modules of one ui/ role import each other relatively")
+            if (role is None and not driver) or level > 1:
+                problems.append(f"{where}: only modules of one ui/ role (or of studio_browser) import each other "
+                                "relatively")
             continue
+        if names[0] == "studio_browser" and not driver:
+            problems.append(f"{where}: the app never imports the browser driver (the tests' and benchmarks')")
         if names[0] == "ui":
             if rel.parts[0] == "transformer":
                 problems.append(f"{where}: the library never imports the app")
@@ -65,7 +71,7 @@ def app_violations(path: Path, source: str) -> list[str]:
 
 def _app_files() -> list[Path]:
     return sorted([*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py",
-                   *(ROOT / "transformer").glob("cli*.py")])
+                   *(ROOT / "transformer").glob("cli*.py"), *(ROOT / "studio_browser").glob("*.py")])
 
 
 def test_every_role_is_a_folder_with_a_public_face():
@@ -96,6 +102,8 @@ def test_the_app_has_no_import_circle():
     ("transformer/decode/probe.py", "from ui.views import md\n"),
     ("transformer/cli_probe.py", "from transformer.decode.greedy import greedy_decode\n"),
     ("pages/probe.py", "from .home import x\n"),
+    ("ui/shell/probe.py", "from studio_browser import running_app\n"),
+    ("studio_browser/probe.py", "from ui.shell.local_server import free_port\n"),
 ])
 def test_the_check_finds_a_wrong_import(where: str, source: str):
     assert app_violations(ROOT / where, source)

@@ -7,7 +7,6 @@ import multiprocessing
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from transformer.train import (
     torchrun_env,
     trainer_from_checkpoint,
 )
+from ui.shell import free_port
 
 pytestmark = pytest.mark.slow  # trains models or starts processes: `make test` runs it, `make test-fast` does not
 
@@ -222,9 +222,7 @@ def test_a_nan_on_one_rank_stops_every_rank_at_the_same_step(monkeypatch: pytest
     # A spawned child re-runs the parent's __main__ by path; after an AppTest in this process that is a page
     # script, so the children start from a bare __main__ instead (the worker is found by its module name).
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     procs = [ctx.Process(target=_nan_worker, args=(rank, port, results)) for rank in range(2)]

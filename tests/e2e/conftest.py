@@ -1,5 +1,5 @@
 """The browser tests' shared pieces: every test here is marked `browser` (left out of `make test-fast`) and skips
-with a reason when Chromium is missing; `server` is the app on the tiny checkpoint, `page` a headless Chromium tab on
+with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is the app on the tiny checkpoint, `page` a headless Chromium tab on
 it. The driving code itself (servers, Chromium, waits) is `studio_browser`, which bench/ uses too."""
 from __future__ import annotations
 
@@ -7,19 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from studio_browser import CHROMIUM, launch_chromium, new_page, running_app
+from studio_browser import chromium_missing, launch_chromium, new_page, running_app
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    missing = pytest.mark.skip(reason=f"no Chromium at {CHROMIUM} (.ci/run installs it)")
+    here, missing = Path(__file__).parent, chromium_missing()
     for item in items:
         if here in Path(item.fspath).parents:
             item.add_marker(pytest.mark.browser)
-            if not CHROMIUM.exists():
-                item.add_marker(missing)
+            if missing is not None:
+                item.add_marker(pytest.mark.skip(reason=missing))
 
 
 @pytest.fixture

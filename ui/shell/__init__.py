@@ -16,6 +16,7 @@ _HOMES = {
     "display_problem": "desktop",
     "ensure_frame": "frame",
     "free_port": "local_server",
+    "HOST": "local_server",
     "is_serving": "local_server",
     "nodelay_listeners": "serve",
     "render_sidebar": "sidebar",
