@@ -1,4 +1,6 @@
-# The two commands: `make run` (the app on a shipped demo model) and `make test` (the whole test suite).
+# The two commands: `make run` (the app on a shipped demo model) and `make test` (the whole test suite). Each sets up
+# what it needs on a fresh Debian machine: the virtual environment and, as root, the Debian packages (python3-venv;
+# for `make test` Chromium, Xvfb and Qt's libraries: scripts/system-packages.sh, quick when nothing is missing).
 # `make test-fast`: everything but the browser tests and the ones that train or start servers (the edit loop);
 # `make desktop` opens the same app in its own window.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -9,7 +11,8 @@ STAMP := $(VENV)/.installed
 .PHONY: run desktop test test-fast bench checkpoints clean
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-desktop.txt
-	$(PYTHON) -m venv $(VENV)
+	@PYTHON="$(PYTHON)" bash scripts/system-packages.sh venv
+	$(or $(PYTHON),python3) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
@@ -19,10 +22,13 @@ run: $(STAMP)
 # The studio in a native window (pywebview + Qt); Qt's Debian libraries are installed first where a display exists
 # (without one, the launcher says so in one line and exits 1).
 desktop: $(STAMP)
-	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then bash scripts/desktop-deps.sh; fi
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then bash scripts/system-packages.sh qt; fi
 	@$(PY) -m ui.shell.desktop
 
+# Where the Debian packages cannot be installed (not root, no apt-get) the tests that need them skip with a reason;
+# under CI (CI=true) such a skip is a failure.
 test: $(STAMP)
+	@bash scripts/system-packages.sh browser display qt
 	$(PY) -m pytest
 
 test-fast: $(STAMP)

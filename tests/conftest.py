@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny trained checkpoint built once per test session."""
+"""Shared fixtures: a tiny trained checkpoint built once per test session. Under CI a skipped browser or desktop
+test fails (skips_under_ci)."""
 from __future__ import annotations
 
 import multiprocessing
@@ -6,6 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from skips_under_ci import pytest_runtest_makereport  # noqa: F401 - a hook: pytest finds it here
 
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs

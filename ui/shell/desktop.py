@@ -107,7 +107,8 @@ def window_problem(env: dict[str, str] | None = None) -> str | None:
         return NO_DISPLAY.format(why=f"Qt cannot open the display {where} ({lost})")
     if any("is needed to load the Qt xcb platform plugin" in line or "error while loading shared" in line
            for line in lines):
-        return NO_QT.format(why="Qt's system libraries are missing (bash scripts/desktop-deps.sh installs them)")
+        return NO_QT.format(why="Qt's system libraries are missing (as root `make desktop` installs them: "
+                                "scripts/system-packages.sh qt)")
     why = lines[-1] if lines else f"exit status {done.returncode}"
     return NO_DISPLAY.format(why=f"Qt cannot open the display {where} ({why})")
 
