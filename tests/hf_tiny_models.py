@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 FAMILIES = ("marian", "bart", "t5")
+MORE_FAMILIES = ("mbart", "mt5")  # built where every family must be covered (the insides), not in every test
 WORDS = ("the a dog cat runs sleeps red blue house tree man woman sees big small green walks under over "
          "near bird fish eats").split()
 SIZE = dict(d_model=16, layers=2, heads=2, ffn=32, positions=64)
@@ -49,7 +50,7 @@ def _marian_tokenizer(folder: Path, lines: list[str]):
 def _fast_tokenizer(family: str, lines: list[str]):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
-    if family == "bart":
+    if family in ("bart", "mbart"):
         tok = Tokenizer(models.BPE(unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
@@ -73,14 +74,20 @@ def _model(family: str, vocab: int, s: dict[str, int] = SIZE):
         BartForConditionalGeneration,
         MarianConfig,
         MarianMTModel,
+        MBartConfig,
+        MBartForConditionalGeneration,
+        MT5Config,
+        MT5ForConditionalGeneration,
         T5Config,
         T5ForConditionalGeneration,
     )
-    if family == "t5":
-        cfg = T5Config(vocab_size=vocab, d_model=s["d_model"], d_kv=s["d_model"] // s["heads"], d_ff=s["ffn"],
+    if family in ("t5", "mt5"):
+        config, model = (T5Config, T5ForConditionalGeneration) if family == "t5" else (MT5Config,
+                                                                                      MT5ForConditionalGeneration)
+        cfg = config(vocab_size=vocab, d_model=s["d_model"], d_kv=s["d_model"] // s["heads"], d_ff=s["ffn"],
                        num_layers=s["layers"], num_decoder_layers=s["layers"], num_heads=s["heads"],
                        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
-        return T5ForConditionalGeneration(cfg)
+        return model(cfg)
     common = dict(vocab_size=vocab, d_model=s["d_model"], encoder_layers=s["layers"], decoder_layers=s["layers"],
                   encoder_attention_heads=s["heads"], decoder_attention_heads=s["heads"], encoder_ffn_dim=s["ffn"],
                   decoder_ffn_dim=s["ffn"], max_position_embeddings=s["positions"])
@@ -89,6 +96,8 @@ def _model(family: str, vocab: int, s: dict[str, int] = SIZE):
                                            decoder_start_token_id=vocab - 1, forced_eos_token_id=1))
         model.generation_config.bad_words_ids = [[vocab - 1]]  # as opus-mt: <pad> is never an output
         return model
+    if family == "mbart":  # pre-norm, with final layer norms
+        return MBartForConditionalGeneration(MBartConfig(**common, decoder_start_token_id=2))
     model = BartForConditionalGeneration(BartConfig(**common))
     model.generation_config.forced_bos_token_id = 0  # as mBART's target language: a forced first token
     return model

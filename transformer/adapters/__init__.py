@@ -1,6 +1,7 @@
 """The adapter stage: `InspectableModel`, the one interface every model family answers to (tokens, encoder and
 decoder steps with their attention, heads, gradients), one adapter per family, and `adapter_for` /
 `load_hf_model`, the one place that picks an adapter for a loaded model."""
+from . import capture
 from .auto import HF_ADAPTERS, NATIVE_ADAPTERS, adapter_for, load_hf_model
 from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
 from .hf_head import fast_output_head
@@ -10,7 +11,7 @@ from .interface import InspectableModel, SourceText
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
 
-__all__ = ["HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
+__all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
            "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
            "load_pretrained", "HFSeq2Seq", "heads_off", "model_lock", "InspectableModel", "SourceText", "UNEMITTABLE",
            "NativeSeq2Seq", "NativeDecoderOnly", "ban", "decode_texts", "greedy_batch"]

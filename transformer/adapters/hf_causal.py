@@ -16,9 +16,10 @@ from torch import Tensor, nn
 from ..model import DECODER_ONLY
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
+from .capture import complete, recording_eager, recording_residuals
 from .hf_seq2seq import HFSeq2Seq, _ids, _logits_processors, heads_off, model_lock
 from .interface import SourceText
-from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 
 MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
 NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say
@@ -34,11 +35,19 @@ def _layers(model: nn.Module) -> list[nn.Module]:
     raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
 
 
+def _attention(layer: nn.Module) -> nn.Module:
+    """A decoder block's attention module (Llama's `self_attn`, GPT-2's `attn`)."""
+    attn = getattr(layer, "self_attn", None) or getattr(layer, "attn", None) or getattr(layer, "attention", None)
+    if attn is None:
+        raise HFModelError(f"cannot find the attention of {type(layer).__name__}")
+    return attn
+
+
 def causal_attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
     """Each layer's attention output projection (GPT-2's `attn.c_proj`, Llama's `self_attn.o_proj`) as "self"."""
     found = []
     for layer in _layers(model):
-        attn = getattr(layer, "self_attn", None) or getattr(layer, "attn", None) or getattr(layer, "attention", None)
+        attn = _attention(layer)
         proj = next((getattr(attn, n) for n in ("o_proj", "c_proj", "out_proj", "dense") if hasattr(attn, n)), None)
         if proj is None:
             raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be "
@@ -161,6 +170,25 @@ class HFCausalLM(HFSeq2Seq):
         out = self._run(tgt, None, head_mask)
         return ForwardOutput(out.logits, AttentionMaps(by_kind={"self": self._check("self", out.attentions,
                                                                                     self.n_layers)}))
+
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
+        """`tgt` is the whole sequence (prompt and continuation); `src` is not read."""
+        layers = _layers(self.model)
+        with self.running(), heads_off(self.model, head_mask, causal_attention_outputs), \
+                recording_eager({"self": [_attention(layer) for layer in layers]}) as found, \
+                recording_residuals({"decoder": layers}) as residual:
+            out = self.model(input_ids=tgt, output_attentions=True, return_dict=True)
+        maps = AttentionMaps(by_kind={"self": self._check("self", out.attentions, self.n_layers)})
+        return Insides(out.logits, maps, complete(found, self.name), {k: tuple(v) for k, v in residual.items()})
+
+    def output_head(self, residual: Tensor) -> Tensor:
+        """The final norm (GPT-2's `ln_f`, Llama's and Qwen2's RMSNorm `norm`) and the output projection."""
+        base = getattr(self.model, self.model.base_model_prefix, self.model)
+        norm = next((m for m in (getattr(base, n, None) for n in ("norm", "ln_f", "final_layer_norm"))
+                     if isinstance(m, nn.Module)), None)
+        if getattr(self.model.config, "final_logit_softcapping", None):
+            raise HFModelError(f"{self.name} soft-caps its logits: a residual's logits are not shown")
+        return self.model.get_output_embeddings()(norm(residual) if norm is not None else residual)
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         key = (max_length, len(decoder_ids) if self.generation_config.begin_suppress_tokens else 0)

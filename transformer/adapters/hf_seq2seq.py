@@ -11,11 +11,11 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput, eval_mode
+from .capture import complete, recording_eager, recording_residuals
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableModel, SourceText
-from ..model import eval_mode
-from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -35,23 +35,33 @@ def _out_projection(attn: nn.Module) -> nn.Module:
     raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be switched off")
 
 
-def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
-    """Each attention's output projection per kind and layer (BART/Marian/mBART layout or T5 layout)."""
+def attention_modules(model: nn.Module) -> dict[str, list[nn.Module]]:
+    """Each attention module per kind and layer (BART/Marian/mBART layout or T5 layout)."""
     found: dict[str, list[nn.Module]] = {k: [] for k in KINDS}
     for side in ("encoder", "decoder"):
-        stack = model.get_encoder() if side == "encoder" else model.get_decoder()
-        for layer in getattr(stack, "layers", None) or getattr(stack, "block", None) or []:
+        for layer in stack_layers(model.get_encoder() if side == "encoder" else model.get_decoder()):
             if hasattr(layer, "self_attn"):  # BART, Marian, mBART, Pegasus...
-                found[f"{side}_self"].append(_out_projection(layer.self_attn))
+                found[f"{side}_self"].append(layer.self_attn)
                 if side == "decoder":
-                    found["cross"].append(_out_projection(layer.encoder_attn))
+                    found["cross"].append(layer.encoder_attn)
             elif hasattr(layer, "layer"):  # T5, mT5
-                found[f"{side}_self"].append(_out_projection(layer.layer[0].SelfAttention))
+                found[f"{side}_self"].append(layer.layer[0].SelfAttention)
                 if side == "decoder":
-                    found["cross"].append(_out_projection(layer.layer[1].EncDecAttention))
+                    found["cross"].append(layer.layer[1].EncDecAttention)
     if not all(found.values()):
         raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
     return found
+
+
+def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+    """Each attention's output projection per kind and layer."""
+    return {kind: [_out_projection(m) for m in modules] for kind, modules in attention_modules(model).items()}
+
+
+def stack_layers(stack: nn.Module) -> list[nn.Module]:
+    """The layers of an encoder or decoder stack (`layers`, or T5's `block`)."""
+    layers = getattr(stack, "layers", None)
+    return list(layers if layers is not None else getattr(stack, "block", None) or [])
 
 
 def _in_width(proj: nn.Module) -> int:
@@ -119,8 +129,7 @@ def _logits_processors(gen: Any, eos: list[int], max_length: int, begin_index: i
 
 
 def _n_layers(stack: nn.Module) -> int:
-    layers = getattr(stack, "layers", None)
-    return len(layers if layers is not None else stack.block)
+    return len(stack_layers(stack))
 
 
 def _ids(value: Any) -> list[int]:
@@ -253,10 +262,34 @@ class HFSeq2Seq(InspectableModel):
         with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
                              output_attentions=True, return_dict=True)
+        return ForwardOutput(out.logits, self._maps(out))
+
+    def _maps(self, out: Any) -> AttentionMaps:
         n = self._decoder_layers()
         encoder = self._check("encoder", out.encoder_attentions, _n_layers(self.model.get_encoder()))
-        return ForwardOutput(out.logits, AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
-                                                       self._check("cross", out.cross_attentions, n)))
+        return AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
+                             self._check("cross", out.cross_attentions, n))
+
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
+        stacks = {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
+        with self.running(), heads_off(self.model, head_mask), recording_eager(attention_modules(self.model)) as found, \
+                recording_residuals(stacks) as residual:
+            out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
+                             output_attentions=True, return_dict=True)
+        return Insides(out.logits, self._maps(out), complete(found, self.name),
+                       {k: tuple(v) for k, v in residual.items()})
+
+    def output_head(self, residual: Tensor) -> Tensor:
+        """The decoder's final norm where it has one (mBART's `layer_norm`, T5's `final_layer_norm`; BART and Marian
+        are post-norm), T5's rescaling before its tied projection, the projection and BART's `final_logits_bias`."""
+        decoder = self.model.get_decoder()
+        norm = getattr(decoder, "layer_norm", None) or getattr(decoder, "final_layer_norm", None)
+        hidden = norm(residual) if isinstance(norm, nn.Module) else residual
+        if getattr(self.model.config, "scale_decoder_outputs", False):  # T5 with tied embeddings; mT5 never rescales
+            hidden = hidden * self.model.model_dim ** -0.5
+        logits = self.model.get_output_embeddings()(hidden)
+        bias = getattr(self.model, "final_logits_bias", None)
+        return logits if bias is None else logits + bias
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         processors = self._processors.get(max_length)

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from ..model import ENCODER_DECODER, ModelFamily
-from ..model import EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,18 @@ class InspectableModel(ABC):
     @abstractmethod
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         """Teacher forcing: logits (1, T, V) and every weight for decoder inputs `tgt` (1, T)."""
+
+    # -- insides (what each head computes, the residual stream, the output function) ---------------------------
+    @abstractmethod
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
+        """Teacher forcing as `forward` (for a decoder-only model `tgt` is the whole sequence and the logits cover
+        every position), with every attention layer's queries, keys, values and additive score terms as its
+        softmax saw them and the residual stream of each stack (`transformer.model.Insides`); nothing is kept."""
+
+    @abstractmethod
+    def output_head(self, residual: Tensor) -> Tensor:
+        """The model's own output function of a decoder residual (..., D) -> logits (..., V): its final norm, any
+        rescaling, the projection and its bias; applied to the last layer's residual it gives the logits."""
 
     @abstractmethod
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:

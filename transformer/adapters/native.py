@@ -9,7 +9,8 @@ from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
-from ..model import EncoderOutput, ForwardOutput, HeadMask, Seq2SeqTransformer, StepOutput, eval_mode
+from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, Seq2SeqTransformer, StepOutput, eval_mode
+from .capture import complete, recording_native, recording_residuals
 from .interface import InspectableModel, SourceText
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
@@ -75,6 +76,20 @@ class NativeSeq2Seq(InspectableModel):
 
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         return self.model.forward_with_attention(src, tgt, head_mask)
+
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
+        m = self.model
+        attention = {"encoder_self": [layer.self_attn for layer in m.encoder],
+                     "decoder_self": [layer.self_attn for layer in m.decoder],
+                     "cross": [layer.cross_attn for layer in m.decoder]}
+        stacks = {"encoder": list(m.encoder), "decoder": list(m.decoder)}
+        with self.running(), recording_native(attention) as found, recording_residuals(stacks) as residual:
+            logits, maps = m.forward_with_attention(src, tgt, head_mask)
+        return Insides(logits, maps, complete(found, self.name), {k: tuple(v) for k, v in residual.items()})
+
+    def output_head(self, residual: Tensor) -> Tensor:
+        """The final norm (pre-norm models; post-norm ones have none) and the output projection."""
+        return self.model.generator(self.model.decoder_norm(residual))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         return ban(logits, _UNEMITTABLE_IDS.to(logits.device))

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor, nn
 
 from ..data import START_ID
-from ..model import DECODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from ..model import DECODER_ONLY, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from .capture import complete, recording_native, recording_residuals
 from .interface import SourceText
 from .native import NativeSeq2Seq
 
@@ -57,6 +58,17 @@ class NativeDecoderOnly(NativeSeq2Seq):
         n = src.size(1)
         logits, maps = self.model.forward_with_attention(src, tgt[:, n:], head_mask)
         return ForwardOutput(_with_source_rows(logits, n), maps)
+
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
+        n, layers = src.size(1), list(self.model.layers)
+        with self.running(), recording_native({"self": [layer.self_attn for layer in layers]}) as found, \
+                recording_residuals({"decoder": layers}) as residual:
+            logits, maps = self.model.full(src, tgt[:, n:], True, head_mask)
+        return Insides(logits, AttentionMaps(by_kind={"self": tuple(maps)}), complete(found, self.name),
+                       {k: tuple(v) for k, v in residual.items()})
+
+    def output_head(self, residual: Tensor) -> Tensor:
+        return self.model.generator(self.model.norm(residual))
 
     def head_counts(self) -> dict[str, tuple[int, int]]:
         return {"self": (self.model.cfg.n_decoder_layers, self.model.cfg.n_heads)}

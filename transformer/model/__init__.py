@@ -28,12 +28,13 @@ from .families import (
                      family_of,
                      family_with_kinds,
 )
+from .insides import STACKS, AttentionInputs, Insides, additive_mask
 from .layers import DecoderLayer, EncoderLayer, FeedForward
 from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
-__all__ = ["ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
+__all__ = ["STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
            "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE",
            "TARGET", "ModelFamily", "family_of", "family_with_kinds", "AttentionMaps", "ConfigError",
            "DecoderLayer", "Dropout", "EncoderLayer", "EncoderOutput", "FeedForward", "ForwardOutput",

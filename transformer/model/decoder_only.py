@@ -110,9 +110,7 @@ class DecoderOnlyTransformer(nn.Module):
         for i, layer in enumerate(self.layers):
             hm = None if head_mask is None or KIND not in head_mask else head_mask[KIND][i]
             kv = cache.self_kv[i] if cache is not None else None
-            x, w = layer.residual(0, x, lambda h, layer=layer, kv=kv, hm=hm: layer.self_attn(
-                h, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv))
-            x, _ = layer.residual(1, x, layer.ff)
+            x, w = layer(x, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv)
             maps.append(w)
         if cache is not None:
             cache.keep = keys

@@ -48,10 +48,12 @@ class EncoderLayer(_Sublayers):
         self.self_attn = MultiHeadAttention(d_model=cfg.d_model, n_heads=cfg.n_heads, dropout=cfg.dropout)
         self.ff = FeedForward(d_model=cfg.d_model, d_ff=cfg.d_ff, dropout=cfg.dropout)
 
-    def forward(self, x: Tensor, *, mask: Tensor | None, need_weights: bool,
-                head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        x, w = self.residual(0, x, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights,
-                                                            head_mask=head_mask))
+    def forward(self, x: Tensor, *, mask: Tensor | None, need_weights: bool, head_mask: Tensor | None = None,
+                is_causal: bool = False, cache: KVBuffer | None = None) -> tuple[Tensor, Tensor | None]:
+        """`is_causal` and `cache` serve our decoder-only model, whose layers are these with a causal mask."""
+        x, w = self.residual(0, x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal,
+                                                            need_weights=need_weights, head_mask=head_mask,
+                                                            cache=cache))
         x, _ = self.residual(1, x, self.ff)
         return x, w
 

@@ -1,0 +1,139 @@
+"""The insides every family hands over (`InspectableModel.insides`, `output_head`) are the model's own: per family,
+softmax(scale * q.k + the additive terms) equals the captured attention, the output function of the last residual
+equals the logits, and nothing of the capture stays on the shared model."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.hf_causal_models import CAUSAL
+from tests.hf_causal_models import build as build_causal
+from tests.hf_tiny_models import FAMILIES, MORE_FAMILIES
+from tests.hf_tiny_models import build as build_seq2seq
+from transformer.adapters import InspectableModel, adapter_for, capture
+from transformer.data import TaskSpec, make_task
+from transformer.model import build_model, default_configs
+from transformer.store import open_model
+
+TEXT = "a man in a blue shirt sees the dog"
+OURS = ("ours-pre", "ours-post", "ours-decoder-only-pre", "ours-decoder-only-post")
+
+
+def _ours(name: str) -> InspectableModel:
+    task = make_task(TaskSpec(name="reverse", n_train=20, n_valid=5, min_len=4, max_len=8))
+    architecture = "decoder-only" if "decoder-only" in name else "encoder-decoder"
+    cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                             model_overrides=dict(d_model=32, d_ff=64, n_heads=4, n_encoder_layers=2,
+                                                  n_decoder_layers=3, max_len=64, architecture=architecture,
+                                                  norm=name.rsplit("-", 1)[1]))
+    torch.manual_seed(0)
+    model = build_model(cfg).eval()
+    with torch.no_grad():  # LayerNorms away from 1/0, so a norm left out or used twice shows
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.5, 0.5)
+    return adapter_for(model, task.src_tokenizer, task.tgt_tokenizer, name=name)
+
+
+@pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL])
+def lm(request, tmp_path_factory) -> InspectableModel:
+    family = request.param
+    if family in OURS:
+        return _ours(family)
+    build = build_causal if family in CAUSAL else build_seq2seq
+    return open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
+
+
+def _inputs(lm: InspectableModel, text: str = TEXT) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source ids (1, S) and decoder inputs (1, T): the start and a few target pieces, or the prompt and more."""
+    source = lm.tokenize_source(text if lm.source == "huggingface" else "abcdefg")
+    more = lm.target_ids("the dog sees" if lm.source == "huggingface" else "gfed")[:4]
+    return torch.tensor([source.ids]), torch.tensor([[*lm.decoder_prefix(source), *more]])
+
+
+def test_softmax_of_the_captured_scores_is_the_captured_attention(lm: InspectableModel):
+    src, tgt = _inputs(lm)
+    insides = lm.insides(src, tgt)
+    assert set(insides.inputs) == set(lm.family.kinds)
+    for kind, (n_layers, n_heads) in lm.head_counts().items():
+        assert len(insides.inputs[kind]) == n_layers
+        for layer, inputs in enumerate(insides.inputs[kind]):
+            captured = insides.attentions[kind][layer]
+            assert inputs.queries.shape[1] == n_heads
+            torch.testing.assert_close(inputs.pattern(), captured.float(), atol=1e-5, rtol=0)
+            assert inputs.groups == lm.head_groups()[kind]
+
+
+def test_the_output_function_of_the_last_residual_is_the_logits(lm: InspectableModel):
+    src, tgt = _inputs(lm)
+    insides = lm.insides(src, tgt)
+    residual = insides.residual["decoder"]
+    assert len(residual) == lm.head_counts()[lm.family.decoder_kind][0] + 1  # the embeddings, then every layer
+    with torch.no_grad():
+        logits = lm.output_head(residual[-1])
+    torch.testing.assert_close(logits, insides.logits.float(), atol=1e-5, rtol=1e-5)
+    if lm.family.encoder_kind is not None:
+        assert len(insides.residual["encoder"]) == lm.head_counts()[lm.family.encoder_kind][0] + 1
+
+
+def test_the_insides_logits_are_the_teacher_forced_logits(lm: InspectableModel):
+    src, tgt = _inputs(lm)
+    with lm.running():
+        logits = lm.forward(src, tgt).logits
+    rows = slice(src.shape[1], None) if lm.family.prompt_in_decoder and lm.source == "checkpoint" else slice(None)
+    torch.testing.assert_close(lm.insides(src, tgt).logits[:, rows], logits[:, rows], atol=1e-5, rtol=1e-5)
+
+
+def test_each_family_adds_what_it_really_adds(lm: InspectableModel):
+    src, tgt = _inputs(lm)
+    insides = lm.insides(src, tgt)
+    t5 = getattr(getattr(lm, "model", None), "model_dim", None) is not None and lm.source == "huggingface"
+    decoder_self = insides.inputs[lm.family.decoder_kind][0]
+    assert decoder_self.scale == pytest.approx(1.0 if t5 else decoder_self.queries.shape[-1] ** -0.5)
+    assert ("position_bias" in decoder_self.terms) == t5
+    # the causal rule is in the scores: a query's later keys get no weight, and that comes from the terms
+    scores = decoder_self.scores()
+    later = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(scores.shape[-1] - scores.shape[-2] + 1)
+    assert bool((scores[..., later] < -1e4).all())
+    assert bool((decoder_self.dot_products()[..., later] * decoder_self.scale > -1e3).all())
+
+
+def test_grouped_query_heads_read_their_shared_key_head(lm: InspectableModel):
+    (n_layers, n_heads), = [lm.head_counts()[lm.family.decoder_kind]]
+    inputs = lm.insides(*_inputs(lm)).inputs[lm.family.decoder_kind][0]
+    n_kv = inputs.keys.shape[1]
+    assert inputs.groups == tuple(h // (n_heads // n_kv) for h in range(n_heads))
+    torch.testing.assert_close(inputs.head_keys()[:, -1], inputs.keys[:, inputs.groups[-1]])
+
+
+def test_named_points_read_the_captured_tensors(lm: InspectableModel):
+    insides = lm.insides(*_inputs(lm))
+    kind = lm.family.decoder_kind
+    assert insides.point(f"{kind}.0.q") is insides.inputs[kind][0].queries
+    assert insides.point("decoder.1.resid") is insides.residual["decoder"][1]
+    torch.testing.assert_close(insides.point(f"{kind}.0.pattern"), insides.inputs[kind][0].pattern())
+    with pytest.raises(KeyError, match="no captured point"):
+        insides.point(f"{kind}.0.nonsense")
+    assert insides.nbytes() > 0
+
+
+def test_nothing_of_the_capture_stays_on_the_model(lm: InspectableModel):
+    before = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.network.named_modules()}
+    lm.insides(*_inputs(lm))
+    after = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.network.named_modules()}
+    assert after == before
+    assert capture._RECORDERS == {}
+    assert not lm.network.training
+
+
+def test_head_ablation_reaches_the_insides(lm: InspectableModel):
+    """Heads switched off change what later layers read, never the switched-off layer's own softmax inputs."""
+    kind = lm.family.decoder_kind
+    n_layers, n_heads = lm.head_counts()[kind]
+    mask = {kind: torch.ones(n_layers, n_heads)}
+    mask[kind][0] = 0
+    src, tgt = _inputs(lm)
+    plain, ablated = lm.insides(src, tgt), lm.insides(src, tgt, head_mask=mask)
+    torch.testing.assert_close(ablated.inputs[kind][0].queries, plain.inputs[kind][0].queries)
+    assert not torch.allclose(ablated.residual["decoder"][1], plain.residual["decoder"][1])

@@ -1,0 +1,174 @@
+"""Capturing a model's insides for one call: the residual stream after each layer, and what each attention's
+softmax saw. Everything is borrowed for the call and given back in `finally`; nothing per-call stays on the shared
+model (callers hold the model's lock where the adapter has one).
+
+Our attention (`MultiHeadAttention`) is read with forward hooks: its own projections give q, k and v, and its mask
+arguments the additive terms. A Hugging Face attention is read where every family hands its tensors to the eager
+kernel, `eager_attention_forward(module, query, key, value, attention_mask, scaling=..., position_bias=...)`:
+queries and keys after RoPE, T5's position bias, the additive mask, the model's own scale. That function is
+looked up in its modeling module at each call, so `recording_eager` puts a pass-through recorder there once per
+family; it records only for the attention modules a capture registered and calls the original unchanged.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import ExitStack, contextmanager
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..model import AttentionInputs, MultiHeadAttention, additive_mask
+from .hf_load import HFModelError
+
+# kwargs of an eager kernel that put a non-additive step between scores and softmax: such a family is refused
+NOT_ADDITIVE = {"softcap": "logit soft-capping (tanh of the scores)", "s_aux": "attention sinks (an extra logit)"}
+
+
+def _tensor(out: Any) -> Tensor:
+    return out[0] if isinstance(out, tuple) else out
+
+
+@contextmanager
+def recording_residuals(stacks: Mapping[str, Sequence[nn.Module]]) -> Iterator[dict[str, list[Tensor]]]:
+    """Per stack, the residual stream: what its first layer reads (the embeddings), then each layer's output."""
+    found: dict[str, list[Tensor]] = {name: [] for name in stacks}
+    handles = []
+    try:
+        for name, layers in stacks.items():
+            def first(module: nn.Module, args: tuple, kwargs: dict, name: str = name) -> None:
+                found[name][:] = [(args[0] if args else kwargs["hidden_states"]).detach()]
+
+            def after(module: nn.Module, args: tuple, kwargs: dict, out: Any, name: str = name) -> None:
+                found[name].append(_tensor(out).detach())
+
+            handles.append(layers[0].register_forward_pre_hook(first, with_kwargs=True))
+            handles += [layer.register_forward_hook(after, with_kwargs=True) for layer in layers]
+        yield found
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _heads(x: Tensor, n_heads: int) -> Tensor:
+    b, t, _ = x.shape
+    return x.view(b, t, n_heads, -1).transpose(1, 2)  # (B, H, T, Dh)
+
+
+def _native_inputs(module: MultiHeadAttention, args: tuple, kwargs: dict) -> AttentionInputs:
+    """What our attention's softmax saw, from its own projections and mask arguments (see `attention_weights`)."""
+    x, kv, cache = args[0], kwargs.get("kv"), kwargs.get("cache")
+    if kv is None:
+        q, k, v = (_heads(t, module.n_heads) for t in module.in_proj(x).chunk(3, dim=-1))
+        if cache is not None:  # a cached step: the keys and values of every position so far
+            k, v = cache.k.narrow(2, 0, cache.length), cache.v.narrow(2, 0, cache.length)
+    else:
+        q, (k, v) = _heads(torch.nn.functional.linear(x, *_q_weights(module)), module.n_heads), kv
+    term = additive_mask(kwargs.get("mask"), bool(kwargs.get("is_causal")), q.shape[2], k.shape[2], q)
+    return AttentionInputs(q.detach(), k.detach(), v.detach(), q.shape[-1] ** -0.5,
+                           {} if term is None else {"mask": term})
+
+
+def _q_weights(module: MultiHeadAttention) -> tuple[Tensor, Tensor]:
+    return module.in_proj.weight[: module.d_model], module.in_proj.bias[: module.d_model]
+
+
+@contextmanager
+def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
+                     ) -> Iterator[dict[str, list[AttentionInputs | None]]]:
+    """Per kind and layer, what our attention modules' softmax saw during the call."""
+    found: dict[str, list[AttentionInputs | None]] = {kind: [None] * len(mods) for kind, mods in modules.items()}
+    handles = []
+    try:
+        for kind, mods in modules.items():
+            for layer, module in enumerate(mods):
+                def hook(m: nn.Module, args: tuple, kwargs: dict, out: Any, kind: str = kind, layer: int = layer
+                         ) -> None:
+                    found[kind][layer] = _native_inputs(m, args, kwargs)
+
+                handles.append(module.register_forward_hook(hook, with_kwargs=True))
+        yield found
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+# -- Hugging Face: the eager kernel --------------------------------------------------------------------------------
+_RECORDERS: dict[int, Callable[..., None]] = {}  # id(attention module) -> its recorder, while a capture runs
+_GUARD = threading.Lock()
+
+
+def _recording(original: Callable[..., Any]) -> Callable[..., Any]:
+    def eager_attention_forward(module: nn.Module, query: Tensor, key: Tensor, value: Tensor,
+                                attention_mask: Tensor | None, *args: Any, **kwargs: Any) -> Any:
+        recorder = _RECORDERS.get(id(module))
+        if recorder is not None:
+            recorder(module, query, key, value, attention_mask, kwargs)
+        return original(module, query, key, value, attention_mask, *args, **kwargs)
+
+    eager_attention_forward.studio_original = original  # type: ignore[attr-defined]
+    return eager_attention_forward
+
+
+def _install(module: nn.Module) -> None:
+    """Put the pass-through recorder on the eager kernel of `module`'s modeling module (once per family)."""
+    modeling = sys.modules[type(module).__module__]
+    with _GUARD:
+        kernel = getattr(modeling, "eager_attention_forward", None)
+        if kernel is None:
+            raise HFModelError(f"{type(module).__name__} has no eager attention kernel: its insides cannot be read")
+        if not hasattr(kernel, "studio_original"):
+            modeling.eager_attention_forward = _recording(kernel)
+
+
+def _groups(module: nn.Module, n_heads: int, n_kv: int) -> tuple[int, ...]:
+    per_group = max(n_heads // max(n_kv, 1), 1)
+    return tuple(h // per_group for h in range(n_heads))
+
+
+def _hf_inputs(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+               kwargs: dict) -> AttentionInputs:
+    for name, what in NOT_ADDITIVE.items():
+        if kwargs.get(name) is not None:
+            raise HFModelError(f"{type(module).__name__} applies {what} to its scores: they are not a softmax of "
+                               "scaled scores plus additive terms, so its insides are not shown")
+    scale = kwargs.get("scaling")
+    scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
+    terms = {}
+    if kwargs.get("position_bias") is not None:
+        terms["position_bias"] = kwargs["position_bias"].detach()
+    if mask is not None:
+        terms["mask"] = mask[..., : key.shape[-2]].detach()  # as the kernels slice it
+    return AttentionInputs(query.detach(), key.detach(), value.detach(), scale, terms,
+                           _groups(module, query.shape[1], key.shape[1]))
+
+
+@contextmanager
+def recording_eager(modules: Mapping[str, Sequence[nn.Module]]
+                    ) -> Iterator[dict[str, list[AttentionInputs | None]]]:
+    """Per kind and layer, what each Hugging Face attention module's eager softmax saw during the call."""
+    found: dict[str, list[AttentionInputs | None]] = {kind: [None] * len(mods) for kind, mods in modules.items()}
+    with ExitStack() as undo:
+        for kind, mods in modules.items():
+            for layer, module in enumerate(mods):
+                _install(module)
+
+                def record(m: nn.Module, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, kwargs: dict,
+                           kind: str = kind, layer: int = layer) -> None:
+                    found[kind][layer] = _hf_inputs(m, q, k, v, mask, kwargs)
+
+                _RECORDERS[id(module)] = record
+                undo.callback(_RECORDERS.pop, id(module), None)
+        yield found
+
+
+def complete(found: Mapping[str, Sequence[AttentionInputs | None]], model_name: str
+             ) -> dict[str, tuple[AttentionInputs, ...]]:
+    """The recorded inputs, every layer present (a layer that recorded nothing means no eager attention ran)."""
+    for kind, layers in found.items():
+        missing = [i for i, a in enumerate(layers) if a is None]
+        if missing:
+            raise HFModelError(f"{model_name}: no attention inputs were recorded for {kind} layer(s) {missing} "
+                               "(the insides need eager attention)")
+    return {kind: tuple(layers) for kind, layers in found.items()}  # type: ignore[misc]
