@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 import time
@@ -143,3 +144,21 @@ def capture_spinners(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(streamlit, "spinner", spinner)
     return seen
+
+
+def qr_text(at: AppTest) -> str | None:
+    """What a phone reads from the QR code the page shows (None: no code)."""
+    import base64
+
+    import vl_convert
+    import zxingcpp
+    from PIL import Image
+
+    images = [i for i in at.get("image") if i.proto.imgs and i.proto.imgs[0].caption == "Scan to open this view"]
+    if not images:
+        return None
+    assert len(images) == 1
+    svg = base64.b64decode(images[0].proto.imgs[0].url.split(",", 1)[1]).decode()
+    found = zxingcpp.read_barcodes(Image.open(io.BytesIO(vl_convert.svg_to_png(svg, scale=2.0))))
+    assert len(found) == 1 and found[0].format == zxingcpp.BarcodeFormat.QRCode
+    return found[0].text

@@ -2,12 +2,11 @@
 view's link."""
 from __future__ import annotations
 
-import base64
 import io
 import re
 
 import pytest
-from app_session import APP, assert_no_exception, capture_downloads, texts
+from app_session import APP, assert_no_exception, capture_downloads, qr_text, texts
 from streamlit.testing.v1 import AppTest
 
 from transformer.charts import SLIDE_HEIGHT, SLIDE_WIDTH
@@ -88,22 +87,6 @@ def test_compare_maps_and_difference_download_as_slides(studio_env, monkeypatch)
         assert png_size(downloads[f"compare_{tag}_cross_layer1_head1_slide.png"]()) == (SLIDE_WIDTH, SLIDE_HEIGHT)
 
 
-def qr_text(at: AppTest) -> str | None:
-    """What a phone reads from the QR code the page shows (None: no code)."""
-    import vl_convert
-    import zxingcpp
-    from PIL import Image
-
-    images = [i for i in at.get("image") if i.proto.imgs and i.proto.imgs[0].caption == "Scan to open this view"]
-    if not images:
-        return None
-    assert len(images) == 1
-    svg = base64.b64decode(images[0].proto.imgs[0].url.split(",", 1)[1]).decode()
-    found = zxingcpp.read_barcodes(Image.open(io.BytesIO(vl_convert.svg_to_png(svg, scale=2.0))))
-    assert len(found) == 1 and found[0].format == zxingcpp.BarcodeFormat.QRCode
-    return found[0].text
-
-
 def copied_link(at: AppTest) -> str:
     """The link "Copy link" shows."""
     at.session_state["studio_share"] = True
@@ -120,9 +103,9 @@ def test_presenter_mode_shows_a_qr_code_of_exactly_the_copied_link(studio_env, p
     at = open_link(page, {"text": TEXT, "present": "1", "head": "1"}, url=URL)
     shown = qr_text(at)
     link = copied_link(at)
-    assert shown == link and "present=1" in link and "text=stressed" in link
+    assert shown == link and "present" not in link and "text=stressed" in link  # the audience gets the plain view
     css = " ".join(str(h.proto.body) for h in at.get("html") if "presenter mode" in str(h.proto.body))
-    assert '[class$="_slides"]' in css and ".st-key-studio_present_qr" in css  # slide downloads hidden, QR cornered
+    assert '[class$="_slides"]' in css and ".st-key-studio_present_qr" in css  # slide downloads hidden, QR placed
     if page == "decode":
         at.button(key="decode_next").click().run()
         assert_no_exception(at)

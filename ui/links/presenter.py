@@ -28,18 +28,20 @@ h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
 /* the head keys' buttons stay mounted (their shortcuts work) but take no room */
 [class*="_head_keys"] { position: absolute !important; left: -10000px; }
 .studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */
-/* the QR code of the view's link, in the bottom right corner over the page; clicks go through it to what is under it,
-   and the page ends far enough below for its last element to scroll out from under it */
-.st-key-studio_present_qr { position: fixed; right: 0.8rem; bottom: 0.8rem; z-index: 1000; width: 132px !important;
-  background: #fff; padding: 6px 6px 0 6px; border-radius: 8px; box-shadow: 0 1px 6px rgba(0,0,0,0.25);
+/* the QR code of the view's link and the address it holds, in a margin of its own at the right: the page's content
+   ends left of it, so it never covers a chart or a control, and it stays in view as the page scrolls */
+[data-testid="stMainBlockContainer"]:has(.st-key-studio_present_qr) { padding-right: calc(132px + 2.4rem); }
+.st-key-studio_present_qr { position: fixed; right: 0.8rem; top: 0.6rem; z-index: 1000; width: 132px !important;
+  background: #fff; padding: 6px 6px 4px 6px; border-radius: 8px; box-shadow: 0 1px 6px rgba(0,0,0,0.25);
   pointer-events: none; gap: 0; }
 .st-key-studio_present_qr img { image-rendering: pixelated; }
 div.st-key-studio_present_qr [data-testid="stElementContainer"],
-div.st-key-studio_present_qr [data-testid="stCaptionContainer"] { display: block !important; }  /* its caption stays */
+div.st-key-studio_present_qr [data-testid="stCaptionContainer"] { display: block !important; }  /* its captions stay */
 .st-key-studio_present_qr [data-testid="stImageCaption"] { width: auto !important; max-width: none !important;
   text-align: center; white-space: nowrap; }
 .st-key-studio_present_qr [data-testid="stImageCaption"] p { font-size: 11px; color: #374151; }
-[data-testid="stMainBlockContainer"]:has(.st-key-studio_present_qr) { padding-bottom: 12rem; }
+.st-key-studio_present_qr [data-testid="stCaptionContainer"] p { font-size: 11px; color: #374151; text-align: center;
+  overflow-wrap: anywhere; margin: 0; }
 </style>
 """
 

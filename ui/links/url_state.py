@@ -17,6 +17,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, Stop
 from transformer.charts import qr_svg
 from transformer.decode import InputError
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
+from ui.server import PUBLIC_URL_ENV, ShareAddress, share_address
 from ui.views import (
     PRESENT_KEY,
     REFERENCE_FOR_KEY,
@@ -35,7 +36,7 @@ from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, 
 
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
-QR_KEY = "studio_present_qr"  # presenter mode's QR code of the view's link (its corner is in presenter.py's CSS)
+QR_KEY = "studio_present_qr"  # presenter mode's QR code of the view's link (its margin is in presenter.py's CSS)
 QR_SHOWN_KEY = "studio_present_qr_shown"
 NOTES_KEY = "studio_url_notes"
 # page -> link parameter -> the session-state key of the widget it restores
@@ -216,19 +217,22 @@ def write(page: str) -> None:
 
 
 def show_link_qr() -> None:
-    """In presenter mode, a QR code of the view's link, exactly what "Copy link" shows, so an audience can open the
-    same view on their phones (drawn in a corner by presenter mode's CSS). Not when the browser did not say the
-    page's address: a link without it opens nothing on a phone."""
+    """In presenter mode, a QR code of the view's link, exactly what "Copy link" shows (an address the room reaches,
+    without presenter mode), so an audience can open the same view on their phones, and under it the address it holds;
+    presenter mode's CSS gives it a margin of its own. Not when the browser did not say the page's address: a link
+    without it opens nothing on a phone."""
     st.session_state[QR_SHOWN_KEY] = True
     if not presenting() or not st.context.url:
         return
-    link = current_link()
+    address = share_address(st.context.url)
     try:
-        code = qr_svg(link)
+        code = qr_svg(share_link(address))
     except ValueError:  # a link too long for a code a phone reads well
         return
     with st.container(key=QR_KEY):
         st.image(code, caption="Scan to open this view", width=120)
+        st.caption(address.shown if address.reachable else f"{address.shown}: this machine only (no network found; "
+                   f"set {PUBLIC_URL_ENV})")
 
 
 def write_view(page: str) -> None:
@@ -259,9 +263,17 @@ def _finish(view: str) -> None:
         show_link_qr()
 
 
+def share_link(address: ShareAddress | None) -> str:
+    """The view's link as others open it: at `address` (None: no address, the parameters alone), with the view's
+    parameters but not presenter mode (the audience gets the plain view)."""
+    params = {name: value for name, value in st.query_params.to_dict().items() if name != "present"}
+    return f"{address.url if address is not None else ''}?{urlencode(params)}"
+
+
 def current_link() -> str:
-    """The link of the view as it is now: the page's address (when the browser told it) and its parameters."""
-    return f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
+    """The link of the view as it is now, as the room opens it: the page's address (when the browser told it) as
+    other machines reach it, and its parameters without presenter mode."""
+    return share_link(share_address(st.context.url) if st.context.url else None)
 
 
 @st.fragment
@@ -273,3 +285,5 @@ def share_control() -> None:
         if box.open:  # drawn when opened (a rerun of this fragment), so it is the link of the view as it is now
             st.code(current_link(), language=None, wrap_lines=True)
             st.caption("Opening this link shows this page with the same model, input, step, layer and head.")
+            if st.context.url and not share_address(st.context.url).reachable:
+                st.caption(f"Only this machine can open it: no network address was found (set {PUBLIC_URL_ENV}).")

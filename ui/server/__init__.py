@@ -1,21 +1,29 @@
 """The server: settings (paths, environment variables), server-side limits, Streamlit's static files served
-from memory, the page's chart code preloaded."""
+from memory, the page's chart code preloaded, the address the room opens, and who is audience."""
+from .audience import REFUSALS, client_address, is_audience, is_local, refusal, refuse, speaker_only
 from .limits import LIMITS, check_limits, limit_violations
 from .preload import JS_DIR, PreloadChunks, first_view_chunks, preload_links
 from .settings import (
+    AUDIENCE_ENV,
+    PUBLIC_URL_ENV,
     THREADS_ENV,
+    audience_mode,
     checkpoints_root,
     configure_charts,
     configure_torch,
     hf_models_root,
     max_training_processes,
     preferred_default,
+    public_url,
     runs_root,
     training_threads,
 )
+from .share_address import ShareAddress, is_loopback, network_address, share_address
 from .static_cache import MAX_AGE, StaticFromMemory, precompress
 
-__all__ = ["JS_DIR", "LIMITS", "MAX_AGE", "PreloadChunks", "StaticFromMemory", "THREADS_ENV", "check_limits",
-           "checkpoints_root", "configure_charts", "configure_torch", "first_view_chunks", "hf_models_root",
-           "limit_violations", "max_training_processes", "precompress", "preferred_default",
-           "preload_links", "runs_root", "training_threads"]
+__all__ = ["AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PUBLIC_URL_ENV", "PreloadChunks", "REFUSALS",
+           "ShareAddress", "StaticFromMemory", "THREADS_ENV", "audience_mode", "check_limits", "checkpoints_root",
+           "client_address", "configure_charts", "configure_torch", "first_view_chunks", "hf_models_root",
+           "is_audience", "is_local", "is_loopback", "limit_violations", "max_training_processes",
+           "network_address", "precompress", "preferred_default", "preload_links", "public_url", "refusal", "refuse",
+           "runs_root", "share_address", "speaker_only", "training_threads"]

@@ -1,4 +1,5 @@
-"""Where the app finds checkpoints and saved runs (overridable by environment variables)."""
+"""The app's settings from environment variables: where checkpoints and runs are, threads, the address the room
+opens the studio at, and which sessions are audience."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,9 @@ DEFAULT_ENV = "ATTENTION_STUDIO_DEFAULT"
 DEFAULT_ORDER = ("multi30k-en-de", "toy-en-de", "reverse", "sort")  # a newcomer types English: the real corpus first
 THREADS_ENV = "ATTENTION_STUDIO_TORCH_THREADS"
 HF_MODELS_ENV = "ATTENTION_STUDIO_HF_MODELS"
+PUBLIC_URL_ENV = "ATTENTION_STUDIO_PUBLIC_URL"
+AUDIENCE_ENV = "ATTENTION_STUDIO_AUDIENCE"
+AUDIENCE_MODES = ("remote", "none", "all")  # who is audience: sessions from other machines, nobody, everybody
 
 
 def checkpoints_root() -> Path:
@@ -39,6 +43,17 @@ def preferred_default(names: list[str]) -> str | None:
         if name in names:
             return name
     return names[0] if names else None
+
+
+def public_url() -> str | None:
+    """$ATTENTION_STUDIO_PUBLIC_URL: the address the room opens the studio at (share links and QR codes), or None."""
+    return (os.environ.get(PUBLIC_URL_ENV) or "").strip().rstrip("/") or None
+
+
+def audience_mode() -> str:
+    """$ATTENTION_STUDIO_AUDIENCE: which sessions are audience ("remote", the default, for an unknown value too)."""
+    mode = (os.environ.get(AUDIENCE_ENV) or "").strip().lower()
+    return mode if mode in AUDIENCE_MODES else "remote"
 
 
 def _threads_setting() -> int:
