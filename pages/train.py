@@ -2,7 +2,7 @@
 import streamlit as st
 
 from ui.models import train_page_note
-from ui.server import LIMITS
+from ui.server import LIMITS, refuse
 from ui.shell import ensure_frame
 from ui.train import (
     CORPUS_SOURCES,
@@ -31,6 +31,7 @@ tc.warm_up_training()
 run = live_run()
 active = run is not None and run.active
 tc.show_message()
+audience = refuse("train")  # a session from another machine watches runs; the controls below are off for it
 train_page_note()
 server_runs_panel()
 
@@ -47,11 +48,14 @@ with st.expander("Task, size and hyperparameters", expanded=not active, icon=":m
             st.text_area("One pair per line: source -> target (or TAB, |||, =>)", key="train_corpus_text", height=160,
                          max_chars=LIMITS.max_typed_corpus_chars)
         elif source == "tsv":
-            st.file_uploader("TSV file: source<TAB>target per line", type=["tsv", "txt", "gz"], key="train_corpus_tsv")
+            st.file_uploader("TSV file: source<TAB>target per line", type=["tsv", "txt", "gz"], key="train_corpus_tsv",
+                             disabled=audience)
         else:
             c_src, c_tgt = st.columns(2)
-            c_src.file_uploader("Source sentences, one per line", type=["txt", "gz"], key="train_corpus_src")
-            c_tgt.file_uploader("Target sentences, same order", type=["txt", "gz"], key="train_corpus_tgt")
+            c_src.file_uploader("Source sentences, one per line", type=["txt", "gz"], key="train_corpus_src",
+                                disabled=audience)
+            c_tgt.file_uploader("Target sentences, same order", type=["txt", "gz"], key="train_corpus_tgt",
+                                disabled=audience)
         tokenizer_widgets(disabled=active)
 
     with st.form("train_form", border=False):
@@ -68,7 +72,7 @@ with st.expander("Task, size and hyperparameters", expanded=not active, icon=":m
                 if group == "run":
                     st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
         st.form_submit_button("Train", key="train_start", type="primary", icon=":material/play_arrow:",
-                              on_click=tc.start, disabled=active)
+                              on_click=tc.start, disabled=active or audience)
 
 tc.run_controls()
 if run is not None:

@@ -13,7 +13,7 @@ from transformer.adapters import (
     DEFAULT_MAX_PARAMS, HFCausalLM, HFModelError, InspectableModel, load_hf_model,
 )
 from transformer.store import list_hf_folders
-from ui.server import hf_models_root
+from ui.server import hf_models_root, refuse, speaker_only
 
 from .options import HF, ActiveModel, ModelOption, select_model
 
@@ -87,6 +87,7 @@ def session_adapter(shared: Any, name: str, prefix: str | None = None, chat: boo
     return adapter_for(shared.model, shared.tokenizer, name=name, prefix=prefix)
 
 
+@speaker_only
 def _on_load() -> None:
     """Load the typed folder or hub id; on success select it, else say why (the current model stays)."""
     name = (st.session_state.get(NAME_KEY) or "").strip()
@@ -108,16 +109,19 @@ def hf_loader(active: ActiveModel | None = None) -> None:
     """The sidebar's "Hugging Face model" field: a local folder or a hub id, an optional source prefix, and "Format
     as chat" when the current model (`active`) is a causal language model with a chat template."""
     with st.expander("Hugging Face model", icon=":material/hub:"):
-        st.text_input("Folder or hub id", key=NAME_KEY, placeholder="Helsinki-NLP/opus-mt-en-de",
-                      help=f"A save_pretrained folder or a hub id (safetensors only, no custom code). Folders in "
-                           f"{hf_models_root()} are listed in the picker.")
+        by_name = not refuse("load")  # the audience keeps the current model's options, not loading by name
+        if by_name:
+            st.text_input("Folder or hub id", key=NAME_KEY, placeholder="Helsinki-NLP/opus-mt-en-de",
+                          help=f"A save_pretrained folder or a hub id (safetensors only, no custom code). Folders in "
+                               f"{hf_models_root()} are listed in the picker.")
         st.text_input("Source prefix", key=PREFIX_KEY, placeholder="translate English to German: ",
                       help="Prepended to every input of an encoder-decoder (T5 task prefixes).")
         if active is not None and chat_available(active.lm):
             st.toggle("Format as chat", key=CHAT_KEY,
                       help="The prompt goes through the tokenizer's chat template (one user turn, then the "
                            "assistant's opening); the template's tokens are shown as tokens.")
-        st.button("Load", key="sidebar_hf_load", on_click=_on_load, icon=":material/download:")
+        if by_name:
+            st.button("Load", key="sidebar_hf_load", on_click=_on_load, icon=":material/download:")
         message = st.session_state.pop(MESSAGE_KEY, None)
         if message is not None:
             (st.error if message[0] == "error" else st.success)(message[1])

@@ -26,6 +26,7 @@ from ui.models import (
     selected_option,
     uploaded_bundle,
 )
+from ui.server import refuse, speaker_only
 from ui.train import live_checkpoint, live_run, run_just_ended
 from ui.views import md
 
@@ -33,6 +34,7 @@ UPLOAD_KEY = "sidebar_upload"
 UPLOAD_MESSAGE_KEY = "sidebar_upload_message"
 
 
+@speaker_only
 def _on_upload() -> None:
     """Load a newly uploaded bundle into this session and select it; a bad file becomes a message."""
     uploaded = st.session_state.get(UPLOAD_KEY)
@@ -141,8 +143,9 @@ def render_sidebar(refresh_every: float = 1.0) -> None:
         st.fragment(run_every=refresh_every if training else None)(_card_and_status)()
         hf_loader(current_model())  # its chat switch shows for a causal model with a chat template
         with st.expander("Upload a checkpoint bundle", icon=":material/upload:"):
-            st.file_uploader("Checkpoint bundle (.zip)", type=["zip"], key=UPLOAD_KEY, on_change=_on_upload,
-                             help="A .zip of a checkpoint directory (safetensors weights, JSON config).")
+            if not refuse("upload"):
+                st.file_uploader("Checkpoint bundle (.zip)", type=["zip"], key=UPLOAD_KEY, on_change=_on_upload,
+                                 help="A .zip of a checkpoint directory (safetensors weights, JSON config).")
         message = st.session_state.pop(UPLOAD_MESSAGE_KEY, None)
         if message is not None:
             kind, text = message

@@ -13,7 +13,7 @@ from transformer.model import ConfigError
 from transformer.store import Checkpoint, CheckpointError, load_checkpoint
 from transformer.train import fork_server
 from ui.models import HF, LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
-from ui.server import LIMITS
+from ui.server import LIMITS, is_audience, refusal, speaker_only
 
 from .actions import BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run, start_run
 from .form import PROBES, build_configs, build_task, remember_form
@@ -55,6 +55,7 @@ def show_message() -> None:
         {"error": st.error, "success": st.success, "info": st.info}[kind](text)
 
 
+@speaker_only
 def start() -> None:
     """Train callback: build the task and configs from the form and start a background job."""
     remember_form()
@@ -75,6 +76,7 @@ def start() -> None:
                          "shows the live model; the other pages use its newest weights.")
 
 
+@speaker_only
 def stop() -> None:
     """Stop callback: the worker ends after its current step."""
     run = live_run()
@@ -83,6 +85,7 @@ def stop() -> None:
         _say("info", "Stopping… Resume continues from here; Save as… keeps the run.")
 
 
+@speaker_only
 def resume() -> None:
     """Resume callback: the same model, optimizer and schedule, trained further."""
     run = live_run()
@@ -92,6 +95,7 @@ def resume() -> None:
                                                  float(st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds)))
 
 
+@speaker_only
 def save() -> None:
     """Save as… callback."""
     run = live_run()
@@ -102,6 +106,7 @@ def save() -> None:
             lambda path: f"Saved as “{path.name}”. Pick it in the sidebar under Saved run, or download it there.")
 
 
+@speaker_only
 def apply_probe() -> None:
     """Callback: record the edited probe sentence from the next snapshot on."""
     run = live_run()
@@ -122,7 +127,9 @@ def probe_editor() -> None:
     c_text, c_apply = st.columns([5, 1], vertical_alignment="bottom")
     c_text.text_input("Probe sentence", key="train_probe_live",
                       help="Decoded every few steps with the newest weights; its attention is recorded below.")
-    c_apply.button("Use this probe", key="train_probe_apply", on_click=apply_probe, width="stretch")
+    locked = is_audience()
+    c_apply.button("Use this probe", key="train_probe_apply", on_click=apply_probe, width="stretch", disabled=locked,
+                   help=refusal("train") if locked else None)
 
 
 def _checkpoint_for(option: ModelOption) -> Checkpoint:
@@ -132,6 +139,7 @@ def _checkpoint_for(option: ModelOption) -> Checkpoint:
     return load_checkpoint(option.path, load_optimizer=True)
 
 
+@speaker_only
 def continue_training(option: ModelOption) -> None:
     """Continue callback: resume training the checkpoint picked in the sidebar."""
     state = st.session_state
@@ -155,6 +163,8 @@ def run_controls() -> None:
     run = live_run()
     option = selected_option()
     active = run is not None and run.active
+    locked = is_audience()  # an audience session sees the controls, switched off, with the reason as their help
+    why = refusal("train") if locked else None
     st.session_state.setdefault("train_more_steps", 500)
     state = st.session_state  # the box is gone after a visit to another page: back to the run's budget
     if run is not None and (RESUME_SECONDS_KEY not in state or state.get(RESUME_SECONDS_KEY + "_for") != run.id):
@@ -163,14 +173,14 @@ def run_controls() -> None:
     with st.container(border=True):
         c_stop, c_resume, c_more, c_secs, c_name, c_over, c_save = st.columns([1.1, 2.4, 1.3, 1.3, 2, 1.1, 1.1],
                                                                               vertical_alignment="bottom")
-        c_stop.button("Stop", key="train_stop", icon=":material/stop:", on_click=stop, disabled=not active,
-                      width="stretch")
+        c_stop.button("Stop", key="train_stop", icon=":material/stop:", on_click=stop, disabled=not active or locked,
+                      width="stretch", help=why)
         resume_label = "Resume"
         if run is not None and not active:
             resume_label = (f"Resume to {resume_target(run, int(st.session_state['train_more_steps'])):,} · "
                             f"{st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds:,.0f} s")
         c_resume.button(resume_label, key="train_resume", icon=":material/resume:", on_click=resume,
-                        disabled=run is None or active, width="stretch")
+                        disabled=run is None or active or locked, width="stretch", help=why)
         c_more.number_input("More steps", min_value=1, max_value=LIMITS.max_steps, step=100, key="train_more_steps",
                             help="How far Resume and Continue train past a finished budget.")
         c_secs.number_input("Seconds", min_value=1.0, max_value=LIMITS.max_seconds, step=5.0, key=RESUME_SECONDS_KEY,
@@ -178,11 +188,11 @@ def run_controls() -> None:
                             help="Resume's time budget: a new one, counted from the moment Resume is pressed. "
                                  "Whichever budget (steps or seconds) runs out first ends the run.")
         c_name.text_input("Save as…", key="train_save_name", placeholder="run name, e.g. reverse-small",
-                          disabled=run is None)
-        c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None)
+                          disabled=run is None or locked)
+        c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None or locked)
         c_save.button("Save", key="train_save", icon=":material/save:", on_click=save,
-                      disabled=run is None or active, width="stretch")
-        if option is not None and option.source not in (LIVE, HF) and not active:  # imported models: not here
+                      disabled=run is None or active or locked, width="stretch", help=why)
+        if option is not None and option.source not in (LIVE, HF) and not active and not locked:  # imported: not here
             st.button(f"Continue training “{option.name}” (the model picked in the sidebar)", key="train_continue",
                       icon=":material/fast_forward:", on_click=continue_training, args=(option,),
                       help="Resume its optimizer and schedule; its task is rebuilt from the checkpoint.")

@@ -28,6 +28,7 @@ from transformer.charts import (
 )
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
+from ui.server import refuse, speaker_only
 
 from .background import background_result, job_running, keep_result, kept_result
 from .decode_state import RERUN_APP_KEY
@@ -174,6 +175,7 @@ def sweep_output(result: DecodeResult) -> list[int]:
     return [s.token_id for s in result.steps]
 
 
+@speaker_only
 def _request(flag: str, identity: tuple) -> None:
     """on_click of the sweep button: remember which model and input the sweep was asked for."""
     st.session_state[flag] = identity
@@ -198,7 +200,7 @@ def _run_sweep(lm, text: str, output: Sequence[int], identity: tuple, n_heads: i
         else:
             keep_result(identity, sweep)
             return sweep
-    if not job_running(identity):
+    if not job_running(identity) and not refuse("sweep"):  # an audience session is told why instead
         st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
                   args=(f"{key}_requested", identity))
     return None

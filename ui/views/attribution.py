@@ -23,6 +23,7 @@ from transformer.decode import AttentionTrace, InputError
 from transformer.adapters import InspectableModel
 from transformer.model import SOURCE
 from ui.models import ActiveModel
+from ui.server import refuse
 
 from .background import background_result, keep_result, kept_result
 from .weights import slide_title
@@ -124,6 +125,8 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
     if merged:
         st.caption("Computed per subword piece, as the attribution is, while the maps above show merged words.")
     flag = f"{key}_cancelled"
+    if refuse("agreement"):  # an audience session is told why instead of the switch
+        return
     if not st.toggle("Compute (attribution of every output step)", key=f"{key}_on",
                      on_change=_clear_cancelled, args=(flag,)):
         return
