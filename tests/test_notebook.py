@@ -1,5 +1,5 @@
-"""The notebook API (`transformer.notebook`): the app's charts for a model and a sentence, the trace as data, the
-command line's one-line errors, and the tour notebook executed headlessly."""
+"""The notebook API (`transformer.notebook`): the app's charts for a model and a sentence, drawn with no network, the
+trace as data, the command line's one-line errors, and the tour notebook executed headlessly."""
 from __future__ import annotations
 
 import contextlib
@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from transformer import cli
+from transformer.charts import INLINE_RENDERER, enable_inline_renderer, read_inline_chart
 from transformer.decode import InputError
 from transformer.adapters import HFModelError
 from transformer.notebook import decode, frame, load, show, trace
@@ -22,6 +23,11 @@ from transformer.notebook import decode, frame, load, show, trace
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE = ROOT / "checkpoints" / "reverse"
 TOUR = ROOT / "examples" / "tour.ipynb"
+# what fetches a script or a stylesheet from elsewhere: <script src>, <link href>, a CDN, require.js, import()
+REMOTE_LOAD = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//"""
+                         r"""|cdn\.jsdelivr\.net|unpkg\.com|cdnjs\.|\brequire(?:js)?\.config\s*\("""
+                         r"""|["'](?:https?:)?//[^"'\s]+\.js["']|\bimport\s*\(\s*["'](?:https?:)?//""", re.IGNORECASE)
+MAX_TOUR_BYTES = 2_500_000  # the executed tour: three charts of ~0.4 MB of Vega each, their data, two tables
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +124,42 @@ def test_a_layer_or_head_the_model_lacks_is_a_value_error_naming_the_range(rever
         show(reversal, view="table")
 
 
+def _remote_loads(text: str) -> list[str]:
+    return [m.group() for m in REMOTE_LOAD.finditer(text)]
+
+
+def _output_text(output: dict) -> str:
+    """Everything a notebook output shows, as text: each mimetype's data, a stream's text."""
+    data = [v if isinstance(v, str) else "".join(v) if isinstance(v, list) else json.dumps(v)
+            for v in output.get("data", {}).values()]
+    return "\n".join([*data, output.get("text", "")])
+
+
+def test_a_chart_carries_vega_in_its_output_and_names_no_remote_script(reversal):
+    import altair as alt
+    import vl_convert
+    assert alt.renderers.active == INLINE_RENDERER  # importing transformer.notebook chose it
+    output = show(reversal)._repr_mimebundle_()
+    assert list(output) == ["text/html"] and _remote_loads(output["text/html"]) == []
+    spec, options, vega = read_inline_chart(output["text/html"])
+    assert spec["params"][0]["bind"]["input"] == "range" and options["mode"] == "vega-lite"
+    assert "window.attentionStudioVegaEmbed=" in vega and vl_convert.get_vega_version() in vega
+    assert _remote_loads(vega) == []  # nor does the library itself load anything
+
+
+def test_a_renderer_the_user_chose_before_is_kept():
+    import altair as alt
+    with alt.renderers.enable("mimetype"):
+        assert not enable_inline_renderer() and alt.renderers.active == "mimetype"
+    assert alt.renderers.active == INLINE_RENDERER
+
+
+def test_the_remote_script_check_catches_altairs_own_html(reversal):
+    import altair as alt
+    with alt.renderers.enable("html"):  # Altair's default: vega, vega-lite and vega-embed from a CDN
+        assert _remote_loads(show(reversal, view="head")._repr_mimebundle_()["text/html"])
+
+
 def test_load_passes_an_opened_model_through(reversal):
     model = load(str(REVERSE))
     assert load(model) is model
@@ -130,16 +172,10 @@ def test_the_notebook_api_does_not_import_streamlit():
     assert done.stdout.strip() == "False", done.stderr[-2000:]
 
 
-def _charts_in(outputs: list) -> list[str]:
-    """Vega-Lite specs a cell's outputs carry: Altair's mimebundle, or the HTML its html renderer writes."""
-    found = []
-    for output in outputs:
-        data = output.get("data", {})
-        found += [json.dumps(v) for k, v in data.items() if re.fullmatch(r"application/vnd\.vegalite\.v\d+\+json", k)]
-        html = data.get("text/html", "")
-        if "vegaEmbed" in html and "vega-lite" in html:
-            found.append(html)
-    return found
+def _charts_in(outputs: list) -> list[tuple[dict, str]]:
+    """The (spec, inlined JavaScript) of each chart a cell's outputs draw."""
+    return [read_inline_chart(o["data"]["text/html"])[::2] for o in outputs
+            if "attention-studio-chart-" in o.get("data", {}).get("text/html", "")]
 
 
 @pytest.mark.slow
@@ -154,33 +190,61 @@ def test_the_tour_notebook_runs_and_draws_its_charts():
     assert errors == []
     charts = {cell.source.strip(): _charts_in(cell.outputs) for cell in code if cell.source.startswith("show(")}
     assert len(charts) == 3 and all(len(found) == 1 for found in charts.values()), charts.keys()
-    assert '\\"input\\": \\"range\\"' in charts["show(result)"][0] or '"input": "range"' in charts["show(result)"][0]
+    assert charts["show(result)"][0][0]["params"][0]["bind"]["input"] == "range"
+    assert all("window.attentionStudioVegaEmbed=" in vega for ((_, vega),) in charts.values())  # Vega, inlined
+    remote = [(cell.source[:40], hit) for cell in code for o in cell.outputs
+              for hit in _remote_loads(_output_text(o))]
+    assert remote == []  # offline every chart draws: no output loads a script from the network
+    assert len(nbformat.writes(notebook).encode()) < MAX_TOUR_BYTES
     tables = [o for cell in code for o in cell.outputs if "text/html" in o.get("data", {})
               and "<table" in o["data"]["text/html"]]
     assert len(tables) == 2  # df.head() and the groupby
 
 
+# a notebook puts each output's HTML into one page and runs its scripts, as JupyterLab does (a script set as
+# innerHTML does not run; a new script element with the same text does)
+JUPYTER_PAGE = """<!DOCTYPE html><html><body><script>
+for (const html of %s) {
+  const output = document.body.appendChild(document.createElement("div"));
+  output.innerHTML = html;
+  for (const old of output.querySelectorAll("script")) {
+    const script = document.createElement("script");
+    script.textContent = old.textContent;
+    old.replaceWith(script);
+  }
+}
+</script></body></html>"""
+
+
 @pytest.mark.browser
-def test_the_step_slider_moves_the_step_view_in_a_browser(reversal, tmp_path: Path):
+def test_notebook_charts_draw_offline_and_the_step_slider_moves_in_a_browser(reversal, tmp_path: Path):
     from studio_browser import CHROMIUM, launch_chromium
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)")
-    import vl_convert
     from playwright.sync_api import sync_playwright
 
-    page_file = tmp_path / "step.html"  # what `chart.save("step.html")` writes, with the JavaScript inlined
-    page_file.write_text(vl_convert.vegalite_to_html(show(reversal).to_dict(), bundle=True, renderer="svg"))
+    outputs = [show(reversal, view=view)._repr_mimebundle_()["text/html"] for view in ("step", "head", "grid")]
+    page_file = tmp_path / "notebook.html"
+    page_file.write_text(JUPYTER_PAGE % json.dumps(outputs).replace("</", "<\\/"))
     n = len(reversal.steps)
     heading = "s => [...document.querySelectorAll('svg text')].some(t => t.textContent.startsWith(s))"
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = browser.new_page()
+            requests: list[str] = []
+            page.route("**/*", lambda route: (requests.append(route.request.url), route.abort()
+                                              if route.request.url.startswith("http") else route.continue_()))
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
             page.goto(page_file.as_uri())
             page.wait_for_function(heading, arg=f"Step 1 of {n}:", timeout=30_000)
+            page.wait_for_function("() => document.querySelectorAll('.vega-embed svg.marks').length === 3",
+                                   timeout=10_000)  # every chart on the page draws, not only the first
             page.fill("input[type=range]", str(n))
             page.dispatch_event("input[type=range]", "input")
             page.wait_for_function(heading, arg=f"Step {n} of {n}:", timeout=10_000)
             assert not page.evaluate(heading, f"Step 1 of {n}:")
+            assert errors == [] and requests == [page_file.as_uri()]  # nothing asked of the network
         finally:
             browser.close()

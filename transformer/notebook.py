@@ -7,7 +7,9 @@
 
 `model` is one of our checkpoint folders, a Hugging Face folder (what `save_pretrained` writes, safetensors only)
 or a cached hub id, as the app and the command line open them, or a model `load` returned (opened once, reused).
-Charts are Altair charts: a notebook draws the one a cell returns, and `.save("x.html")` writes it to a file.
+Charts are Altair charts: a notebook draws the one a cell returns, with no network (importing this module enables
+`charts.INLINE_RENDERER`, which carries Vega in the output), and `.save("x.html", inline=True)` writes an offline
+page.
 
 Errors a user can cause raise the command line's errors, with its one-line messages and a short traceback:
 `CheckpointError` or `HFModelError` (a missing path, a damaged checkpoint, a folder with pickled weights only),
@@ -24,13 +26,17 @@ from typing import Any, Callable, TypeVar
 import altair as alt
 import pandas as pd
 
-from .charts import ChartTooLargeError, attention_grid, attention_heatmap, step_slider_chart
+from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enable_inline_renderer,
+                     step_slider_chart)
 from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
 from .store import CheckpointError, open_model
 
 # tqdm (imported by Hugging Face's libraries) asks for ipywidgets in every notebook without them; its bars are off
 warnings.filterwarnings("ignore", message="IProgress not found")
+# Altair's default HTML loads Vega from a CDN: offline every chart would be blank. Ours carries it (unless the user
+# picked a renderer of their own before importing this module)
+enable_inline_renderer()
 
 __all__ = ["VIEWS", "decode", "frame", "load", "show", "trace"]
 

@@ -12,6 +12,7 @@ from .attention import ChartTooLargeError, attention_grid, attention_heatmap, la
 from .difference import difference_frame, difference_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .heads import alignment_table_chart
+from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
 from .qr import qr_matrix, qr_png, qr_svg
@@ -23,13 +24,13 @@ from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, vi
 from .training import timeline_frame, training_curves
 from .window import MIN_MAP_CELL, keys_per_window, window_title
 
-__all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "MASKED_COLOR", "MAX_REPLAY_BYTES",
-           "MAX_REPLAY_STEPS", "MIN_FONT_PX", "MIN_MAP_CELL", "NOT_REACHED_COLOR", "ReplayTooLargeError",
-           "SLIDE_HEIGHT", "SLIDE_WIDTH", "STEP_PARAM", "STRIP_FONT_SIZE", "aggregate_heatmap",
-           "aggregate_title", "agreement_chart", "alignment_table_chart", "attention_grid",
-           "attention_heatmap", "attention_panels", "chart_to_png", "chart_to_svg", "check_replay_size",
-           "decoder_row_chart", "difference_frame", "difference_heatmap", "head_overview",
-           "importance_chart", "keys_per_window", "window_title", "label_angle", "layers_that_fit", "overview_cell",
-           "qr_matrix", "qr_png", "qr_svg", "replay_html", "selected_panel", "slide_pdf", "slide_png",
-           "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
+__all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "INLINE_RENDERER", "MASKED_COLOR",
+           "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "MIN_MAP_CELL", "NOT_REACHED_COLOR",
+           "ReplayTooLargeError", "SLIDE_HEIGHT", "SLIDE_WIDTH", "STEP_PARAM", "STRIP_FONT_SIZE", "aggregate_heatmap",
+           "aggregate_title", "agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap",
+           "attention_panels", "chart_to_png", "chart_to_svg", "check_replay_size", "decoder_row_chart",
+           "difference_frame", "difference_heatmap", "enable_inline_renderer", "head_overview", "importance_chart",
+           "inline_chart_html", "keys_per_window", "window_title", "label_angle", "layers_that_fit", "overview_cell",
+           "qr_matrix", "qr_png", "qr_svg", "read_inline_chart", "replay_html", "selected_panel", "slide_pdf",
+           "slide_png", "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token"]
