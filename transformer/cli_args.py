@@ -12,6 +12,7 @@ from .train import (
     DEVICES,
     KEEP_BEST,
     PRECISIONS,
+    PROBE_FRAMES,
 )
 
 MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
@@ -74,6 +75,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-tie", action="store_true",
                    help="do not tie the embeddings and generator (tied by default with a joint vocabulary)")
     p.add_argument("--fp16-weights", action="store_true", help="store the weights in fp16 (half the size)")
+    p.add_argument("--probe", metavar="TEXT", help="the sentence whose attention is recorded while training and "
+                   "saved with the checkpoint, for `animate` (default: the task's probe, its first validation source)")
+    p.add_argument("--probe-frames", type=int, default=PROBE_FRAMES, metavar="N",
+                   help=f"record the probe about N times over the budget (default {PROBE_FRAMES}; 0: no probe)")
     sizes = p.add_argument_group("model (not with --resume)")
     for flag, kind in (("d-model", int), ("heads", int), ("enc-layers", int), ("dec-layers", int), ("d-ff", int),
                        ("dropout", float), ("max-len", int)):

@@ -19,13 +19,14 @@ import torch
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError
 from .data import GENERATED_TASKS, DataError, TaskSpec, make_task
 from .model import TrainConfig, default_configs
-from .store import load_checkpoint, save_checkpoint
+from .store import load_checkpoint, load_probe_frames, save_checkpoint
 from .train import (
     CheckpointEvery,
     DistEnv,
     DistributedTrainer,
     KeepBest,
     NonFiniteLossError,
+    ProbeRecorder,
     StepStats,
     Trainer,
     checkpoint_from_trainer,
@@ -190,6 +191,24 @@ def _check_out(out: Path, replace_ok: bool) -> None:
         raise UsageError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
 
 
+def _probe_recorder(args: argparse.Namespace, trainer: Trainer) -> ProbeRecorder | None:
+    """The probe recorded while training (after the frames a resumed checkpoint saved), or None with
+    --probe-frames 0; its first frame is the model as training starts."""
+    if args.probe_frames < 0:
+        raise UsageError(f"--probe-frames must be 0 or more, got {args.probe_frames}")
+    if args.probe_frames == 0:
+        if args.probe:
+            raise UsageError("--probe needs --probe-frames above 0")
+        return None
+    text = (args.probe or "").strip() or trainer.task.probe
+    earlier = load_probe_frames(args.resume) if args.resume else []
+    recorder = ProbeRecorder(text, frames=args.probe_frames, earlier=earlier)
+    recorder.start(trainer)
+    if args.probe and not recorder.timeline[len(earlier):]:
+        raise UsageError(f"the model cannot read the probe {text!r}")
+    return recorder
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary.
 
@@ -221,8 +240,9 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
                  f"{layout}")
     progress = ProgressLine(trainer.cfg.max_steps, trainer.step, sys.stderr)
     best = KeepBest(args.keep_best)
+    probe = _probe_recorder(args, trainer) if leader else None
     if leader:
-        trainer.callbacks += [progress, best]
+        trainer.callbacks += [progress, best, *([probe] if probe else [])]
         if args.save_every:
             trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
         if trainer.precision_note:
@@ -244,7 +264,10 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     metrics = trainer.evals[-1] if trainer.evals and trainer.evals[-1]["step"] == trainer.step else trainer.evaluate()
     trainer.callbacks.remove(progress)
     trainer.callbacks.remove(best)
-    ckpt = checkpoint_from_trainer(trainer)
+    if probe is not None:
+        trainer.callbacks.remove(probe)
+        probe.finish(trainer)
+    ckpt = checkpoint_from_trainer(trainer, probe.timeline if probe is not None else ())
     if args.no_optimizer:
         ckpt.optimizer_state = None
     path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every),

@@ -9,14 +9,17 @@ from .checkpoint import (
                          is_valid_run_name,
                          list_checkpoints,
                          load_checkpoint,
+                         load_probe_frames,
                          model_card,
                          save_checkpoint,
                          task_for_checkpoint,
 )
-from .checkpoint_format import finite_json
+from .checkpoint_format import PROBE_FRAMES, finite_json
 from .models import is_checkpoint_folder, list_hf_folders, open_model
+from .probe_frames import MAX_PROBE_FRAMES, ProbeFramesError, thin_frames
 
 __all__ = ["Checkpoint", "CheckpointError", "checkpoint_family", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "bundle_bytes", "finite_json",
            "is_checkpoint_folder", "is_valid_run_name", "list_checkpoints", "list_hf_folders", "load_bundle",
-           "load_checkpoint", "model_card", "open_model", "save_checkpoint",
+           "load_checkpoint", "load_probe_frames", "MAX_PROBE_FRAMES", "model_card", "open_model", "PROBE_FRAMES",
+           "ProbeFramesError", "save_checkpoint", "thin_frames",
            "task_for_checkpoint", "write_file_atomic"]

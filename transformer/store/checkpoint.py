@@ -8,6 +8,8 @@ Layout (format version 1):
 - ``history.json``: ``{"history": [per-step dicts], "evals": [metric dicts]}``.
 - ``optimizer.safetensors`` + ``optimizer.json`` (optional, together): AdamW moments as tensors named
   ``state.<param_index>.<name>``; param groups and scalar state (step counts) as JSON.
+- ``probe_frames.safetensors`` (optional): the probe sentence's attention recorded while training, frame by frame
+  (`probe_frames.py`); a checkpoint written before it had none and loads with no frames.
 Nothing is ever unpickled: only safetensors and JSON are read.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .checkpoint_format import (
     MODEL,
     OPTIMIZER_JSON,
     OPTIMIZER_TENSORS,
+    PROBE_FRAMES,
     SRC_TOKENIZER,
     TGT_TOKENIZER,
     CheckpointError,
@@ -47,9 +50,10 @@ from .checkpoint_format import (
     write_json,
     write_tensors,
 )
+from .probe_frames import Frames, read_probe_frames, write_probe_frames
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "save_checkpoint", "load_checkpoint",
-           "task_for_checkpoint", "list_checkpoints",
+           "load_probe_frames", "task_for_checkpoint", "list_checkpoints",
            "is_valid_run_name"]
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 
@@ -72,6 +76,7 @@ class Checkpoint:
     optimizer_state: dict | None = None
     path: Path | None = None
     weights: str = "last"  # "last", or which best weights these are (e.g. "best validation loss (... at step N)")
+    frames: Frames = field(default_factory=list)  # (step, probe trace) recorded while training, oldest first
 
     @property
     def name(self) -> str:
@@ -119,6 +124,8 @@ def _write_checkpoint_files(ckpt: Checkpoint, folder: Path, half: bool = False) 
         tensors, meta = optimizer_files(ckpt.optimizer_state)
         write_tensors(folder / OPTIMIZER_TENSORS, tensors)
         write_json(folder / OPTIMIZER_JSON, meta)
+    if ckpt.frames:
+        write_probe_frames(folder / PROBE_FRAMES, ckpt.frames)
     write_json(folder / CONFIG, config, indent=2)
     fsync_path(folder)
 
@@ -168,8 +175,10 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = Fal
 
 
 # -- loading ------------------------------------------------------------------------------------------------
-def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpoint:
-    """Load and validate a checkpoint directory; the model comes back in eval mode. Raises CheckpointError."""
+def load_checkpoint(path: str | Path, *, load_optimizer: bool = True, load_frames: bool = True) -> Checkpoint:
+    """Load and validate a checkpoint directory; the model comes back in eval mode. Raises CheckpointError.
+
+    The probe frames are read when `load_frames` (none when the checkpoint has no frames file)."""
     folder = Path(path)
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: not a checkpoint directory (it does not exist or is a file)")
@@ -191,9 +200,17 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True) -> Checkpo
     model.load_state_dict(weights)  # copies into the fp32 parameters (fp16 files are upcast)
     model.eval()
     optimizer_state = read_optimizer(folder, model, config["train_config"]) if load_optimizer else None
+    frames = load_probe_frames(folder) if load_frames else []
     return Checkpoint(model, model_cfg, config["train_config"], src_tok, tgt_tok, config["task_spec"],
                       config.get("step", 0), float(config.get("elapsed", 0.0)), config.get("metrics", {}),
-                      history, evals, optimizer_state, folder, _weights_label(config.get("weights", "last")))
+                      history, evals, optimizer_state, folder, _weights_label(config.get("weights", "last")), frames)
+
+
+def load_probe_frames(path: str | Path) -> Frames:
+    """The probe frames saved with a checkpoint directory, oldest first ([] when it has none; a checkpoint from
+    before frames were saved has none). Raises CheckpointError for a frames file that does not validate."""
+    file = Path(path) / PROBE_FRAMES
+    return read_probe_frames(file) if file.is_file() else []
 
 
 def _weights_label(value: Any) -> str:

@@ -24,7 +24,9 @@ FORMAT_MARKER = "attention-studio-checkpoint"
 CONFIG, MODEL, HISTORY = "config.json", "model.safetensors", "history.json"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_tokenizer.json", "tgt_tokenizer.json"
 OPTIMIZER_TENSORS, OPTIMIZER_JSON = "optimizer.safetensors", "optimizer.json"
-CHECKPOINT_FILES = (CONFIG, MODEL, SRC_TOKENIZER, TGT_TOKENIZER, HISTORY, OPTIMIZER_TENSORS, OPTIMIZER_JSON)
+PROBE_FRAMES = "probe_frames.safetensors"  # optional: the probe's attention while training (store/probe_frames.py)
+CHECKPOINT_FILES = (CONFIG, MODEL, SRC_TOKENIZER, TGT_TOKENIZER, HISTORY, OPTIMIZER_TENSORS, OPTIMIZER_JSON,
+                    PROBE_FRAMES)
 _FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
 _OPTIMIZER_STATE_NAMES = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
 # Per-step history and evaluation records: the keys the app reads, and what each must hold.

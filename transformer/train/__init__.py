@@ -15,6 +15,7 @@ from .distributed import (
 from .job_slots import TrainingSlots, training_slots
 from .jobs import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
 from .precision import PRECISIONS, cpu_supports_bf16, resolve_precision
+from .probe import PROBE_FRAMES, ProbeRecorder, probe_trace
 from .resume import checkpoint_from_trainer, trainer_from_checkpoint
 from .run_autosave import AUTOSAVE_EVERY_S, AUTOSAVE_PREFIX, MAX_AUTOSAVES, autosave, autosave_name, prune_autosaves
 from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
@@ -22,8 +23,9 @@ from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_
 
 __all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
            "DistributedTrainer", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
-           "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PeerLostError", "RunRegistry", "StepStats",
+           "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PROBE_FRAMES", "PeerLostError", "ProbeRecorder",
+           "RunRegistry", "StepStats",
            "Trainer", "TrainingJob", "TrainingSlots", "autosave", "autosave_name", "backend_for",
            "checkpoint_from_trainer", "cpu_supports_bf16", "cuda_devices", "evaluate_model", "fork_server", "lr_at",
-           "prune_autosaves", "registry", "resolve_device", "resolve_precision", "running_jobs", "start_process_group",
-           "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots"]
+           "probe_trace", "prune_autosaves", "registry", "resolve_device", "resolve_precision", "running_jobs",
+           "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots"]

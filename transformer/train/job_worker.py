@@ -14,9 +14,6 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from ..adapters import adapter_for
-from ..decode import InputError, greedy_decode
-from ..model import eval_mode
 from .distributed import DistEnv
 from .job_messages import (
     Ended,
@@ -32,6 +29,7 @@ from .job_messages import (
     send,
 )
 from .job_ranks import Ranks, make_trainer
+from .probe import probe_trace
 from .trainer import NonFiniteLossError
 
 PROGRESS_EVERY_S = 0.2
@@ -79,14 +77,10 @@ class _Worker:
     def record_probe(self) -> None:
         if not self.probe:
             return
-        task = self.trainer.task
-        try:
-            with eval_mode(self.trainer.model):
-                lm = adapter_for(self.trainer.model, task.src_tokenizer, task.tgt_tokenizer)
-                result = greedy_decode(lm, self.probe)
-        except InputError:
+        trace = probe_trace(self.trainer, self.probe)
+        if trace is None:
             return
-        send(self.conn, ProbeTrace(step=self.trainer.step, trace=result.trace))
+        send(self.conn, ProbeTrace(step=self.trainer.step, trace=trace))
         self.last_probe_step = self.trainer.step
         self.last_probe_at = time.perf_counter()
 

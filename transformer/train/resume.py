@@ -7,15 +7,16 @@ from typing import Sequence
 import torch
 
 from ..data import Task
+from ..decode import AttentionTrace
 from ..model import TrainConfig, build_model, make_optimizer
 from ..store import Checkpoint, task_for_checkpoint
 from .device import cpu_copy
 from .trainer import Callback, Trainer
 
 
-def checkpoint_from_trainer(trainer: Trainer) -> Checkpoint:
+def checkpoint_from_trainer(trainer: Trainer, frames: Sequence[tuple[int, AttentionTrace]] = ()) -> Checkpoint:
     """Snapshot a trainer (weights and optimizer copied to the CPU), unaffected by later training; call between
-    steps."""
+    steps. `frames`: the probe's (step, trace) recorded while training, saved beside the weights."""
     model = build_model(trainer.model_cfg)
     model.load_state_dict(cpu_copy(trainer.model.state_dict()))
     model.eval()
@@ -23,7 +24,8 @@ def checkpoint_from_trainer(trainer: Trainer) -> Checkpoint:
     return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer,
                       dict(task.spec), trainer.step, trainer.elapsed,
                       dict(trainer.evals[-1]) if trainer.evals else {}, [dict(r) for r in trainer.history],
-                      [dict(r) for r in trainer.evals], cpu_copy(trainer.optimizer.state_dict()))
+                      [dict(r) for r in trainer.evals], cpu_copy(trainer.optimizer.state_dict()),
+                      frames=list(frames))
 
 
 def trainer_from_checkpoint(ckpt: Checkpoint, task: Task | None = None, *, train_config: TrainConfig | None = None,

@@ -36,7 +36,8 @@ def checkpoint_from_state(run: LiveRun, state: dict[str, Any]) -> Checkpoint:
     return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),
                       int(state["step"]), float(state["elapsed"]), dict(snap.evals[-1]) if snap.evals else {},
                       [dict(r) for r in snap.history if r.get("step", 0) <= state["step"]],
-                      [dict(r) for r in snap.evals if r.get("step", 0) <= state["step"]], state["optimizer"])
+                      [dict(r) for r in snap.evals if r.get("step", 0) <= state["step"]], state["optimizer"],
+                      frames=[(step, trace) for step, trace in run.timeline() if step <= state["step"]])
 
 
 def autosave(run: LiveRun, root: Path, state: dict[str, Any] | None = None, *, keep: int = MAX_AUTOSAVES
@@ -48,7 +49,8 @@ def autosave(run: LiveRun, root: Path, state: dict[str, Any] | None = None, *, k
         step = state["step"] if state is not None else run.trainer.step
         if step == 0:
             return None
-        ckpt = checkpoint_from_state(run, state) if state is not None else checkpoint_from_trainer(run.trainer)
+        ckpt = checkpoint_from_state(run, state) if state is not None else \
+            checkpoint_from_trainer(run.trainer, run.timeline())
         try:
             path = save_checkpoint(ckpt, Path(root) / autosave_name(run), overwrite=True)
         except (CheckpointError, OSError):

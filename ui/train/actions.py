@@ -28,7 +28,7 @@ def _check_probe(probe: str, probe_every: int) -> None:
 
 
 def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int,
-            processes: int = 1) -> LiveRun:
+            processes: int = 1, earlier_frames: list | None = None) -> LiveRun:
     current = live_run()
     if current is not None and current.active:
         raise BusyError("A run is still training: stop it before starting another.")
@@ -37,7 +37,7 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
                           f"not {processes}.")
     job = new_job(trainer, target_steps=target_steps, max_seconds=max_seconds, probe=probe, probe_every=probe_every,
                   processes=processes)
-    run = LiveRun(trainer, job, probe, probe_every, max_seconds)
+    run = LiveRun(trainer, job, probe, probe_every, max_seconds, earlier_timeline=list(earlier_frames or []))
     attach_callbacks(run, job)
     set_live_run(run)
     job.start()
@@ -85,7 +85,8 @@ def resume_run(run: LiveRun, more_steps: int, max_seconds: float | None = None) 
 
 def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float, probe: str,
                         probe_every: int, uploaded: bool = False) -> LiveRun:
-    """Resume training a saved or uploaded checkpoint (its task is rebuilt from the stored spec)."""
+    """Resume training a saved or uploaded checkpoint (its task is rebuilt from the stored spec); the probe frames
+    it saved open the run's timeline."""
     if ckpt.optimizer_state is None:
         raise CheckpointError("This checkpoint has no optimizer state, so its training cannot be resumed exactly.")
     if uploaded and ckpt.task_spec.get("data"):
@@ -99,7 +100,8 @@ def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float
                  n_train=n_train if isinstance(n_train, int) else None)
     _check_probe(probe, probe_every)
     trainer = trainer_from_checkpoint(ckpt)
-    return _launch(trainer, target_steps=target, max_seconds=max_seconds, probe=probe, probe_every=probe_every)
+    return _launch(trainer, target_steps=target, max_seconds=max_seconds, probe=probe, probe_every=probe_every,
+                   earlier_frames=ckpt.frames)
 
 
 def change_probe(run: LiveRun, probe: str) -> None:
@@ -114,7 +116,8 @@ def change_probe(run: LiveRun, probe: str) -> None:
 
 
 def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
-    """Save the run under runs/<name>; raises CheckpointError (bad name, exists, write error) or BusyError."""
+    """Save the run under runs/<name> with its probe frames; raises CheckpointError (bad name, exists, write error)
+    or BusyError."""
     problem = is_valid_run_name(name)
     if problem is not None:
         raise CheckpointError(problem)
@@ -122,7 +125,7 @@ def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
     with run.lock:
         if run.active:
             raise BusyError("Stop training before saving: a checkpoint is taken between steps.")
-        ckpt = checkpoint_from_trainer(run.trainer)
+        ckpt = checkpoint_from_trainer(run.trainer, run.timeline())
     try:
         path = save_checkpoint(ckpt, root / name.strip(), overwrite=overwrite)
     except CheckpointError as exc:  # the message names the run, not where the server keeps runs
@@ -132,12 +135,13 @@ def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
 
 
 def live_checkpoint(run: LiveRun) -> Checkpoint:
-    """The run as a checkpoint: exact (with optimizer) when stopped, else the newest weights snapshot."""
+    """The run as a checkpoint with its probe frames: exact (with optimizer) when stopped, else the newest weights
+    snapshot."""
     if not run.active:
-        return checkpoint_from_trainer(run.trainer)
+        return checkpoint_from_trainer(run.trainer, run.timeline())
     _, model = run.job.latest_model()
     snap = run.job.snapshot()
     trainer, task = run.trainer, run.trainer.task
     return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),
                       snap.step, snap.elapsed, dict(snap.evals[-1]) if snap.evals else {},
-                      [dict(r) for r in snap.history], [dict(r) for r in snap.evals])
+                      [dict(r) for r in snap.history], [dict(r) for r in snap.evals], frames=run.timeline())

@@ -1,0 +1,73 @@
+"""The probe: one sentence decoded now and then while training, its attention kept frame by frame (the Train page's
+timeline; the frames a checkpoint saves beside its weights)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from ..adapters import adapter_for
+from ..decode import AttentionTrace, InputError, greedy_decode
+from ..model import eval_mode
+from .trainer import StepStats, Trainer
+
+PROBE_FRAMES = 20  # recordings aimed for over a run's budget, however short
+
+
+def probe_trace(trainer: Trainer, text: str) -> AttentionTrace | None:
+    """The trace of `text` greedily decoded by the trainer's model as it is now (eval mode); None when the model's
+    tokenizer cannot read the text."""
+    task = trainer.task
+    try:
+        with eval_mode(trainer.model):
+            lm = adapter_for(trainer.model, task.src_tokenizer, task.tgt_tokenizer)
+            return greedy_decode(lm, text).trace
+    except InputError:
+        return None
+
+
+class ProbeRecorder:
+    """Training callback that decodes `text` at the start, about `frames` times over the budget (steps or seconds,
+    whichever is nearer) and at the end (`finish`); `timeline` holds (step, trace), oldest first."""
+
+    def __init__(self, text: str, *, frames: int = PROBE_FRAMES, earlier: Sequence[tuple[int, AttentionTrace]] = ()
+                 ) -> None:
+        self.text, self.frames = text, max(frames, 1)
+        self.timeline: list[tuple[int, AttentionTrace]] = list(earlier)
+        self.every: int | None = None
+        self.every_s: float | None = None
+        self.last_at = time.perf_counter()
+
+    def start(self, trainer: Trainer) -> None:
+        """Set the cadence from the trainer's budgets and record where training starts."""
+        span = max(trainer.cfg.max_steps - trainer.step, 1)
+        self.every = max(span // self.frames, 1)
+        self.every_s = trainer.cfg.max_seconds / self.frames if trainer.cfg.max_seconds else None
+        if not self.timeline or self.timeline[-1][0] != trainer.step:
+            self.record(trainer)
+
+    def record(self, trainer: Trainer) -> None:
+        """Decode the probe now and keep its trace (a step recorded again keeps the newer trace)."""
+        trace = probe_trace(trainer, self.text)
+        self.last_at = time.perf_counter()
+        if trace is None:
+            return
+        if self.timeline and self.timeline[-1][0] == trainer.step:
+            self.timeline.pop()
+        self.timeline.append((trainer.step, trace))
+
+    def finish(self, trainer: Trainer) -> None:
+        """Record the last step unless it already is."""
+        if not self.timeline or self.timeline[-1][0] != trainer.step:
+            self.record(trainer)
+
+    def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
+        if self.every is None:
+            self.start(trainer)
+        due = stats.step % self.every == 0
+        if not due and self.every_s is not None:
+            due = time.perf_counter() - self.last_at >= self.every_s
+        if due:
+            self.record(trainer)
+
+    def on_eval(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
+        pass
