@@ -20,22 +20,14 @@ if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find t
                  middleware=[Middleware(ReadAheadLinks), Middleware(PreloadChunks), Middleware(StaticFromMemory)])
 else:
     from ui.links import apply_presenter, page_name, presenter_switch, restore, run_page, share_control, show_notes
-    from ui.server import configure_charts, configure_torch
+    from ui.server import PAGES, configure_charts, configure_torch
     from ui.shell import apply_theme, render_sidebar
 
     st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
     configure_torch()
     configure_charts()
 
-    PAGES = [
-        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-        st.Page("pages/decode.py", title="Decode", icon=":material/skip_next:"),
-        st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
-        st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
-        st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
-    ]
-
-    page = st.navigation(PAGES)
+    page = st.navigation([st.Page(p.path, title=p.title, icon=p.icon, default=p.default) for p in PAGES])
     view = page_name(page.title)
     restore(view)  # a shared link or a reload: the URL's view into the widgets
     apply_theme()

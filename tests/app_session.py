@@ -13,6 +13,8 @@ import pandas as pd
 import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
+from ui.server import page_named
+
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
@@ -22,7 +24,7 @@ def open_app(page: str | None = None, timeout: float = 90) -> AppTest:
     at.run()
     assert_no_exception(at)
     if page is not None:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(page_named(page).path)
         at.run()
         assert_no_exception(at)
     return at

@@ -112,3 +112,12 @@ def test_the_check_finds_a_wrong_import(where: str, source: str):
 def test_the_check_allows_downward_face_and_sibling_imports():
     source = "from ui.models import current_model\nfrom ui.server import LIMITS\nfrom .widgets import md\n"
     assert app_violations(ROOT / "ui/views/probe.py", source) == []
+
+
+def test_every_registered_page_has_its_script_and_its_link_table():
+    """The page registry is the one list: each entry has its script in pages/ and its row in the link table, and
+    pages/ holds no page the registry does not list."""
+    from ui.links.url_state import PAGE_WIDGETS
+    from ui.server import PAGES
+    assert {p.name for p in PAGES} == {p.stem for p in (ROOT / "pages").glob("*.py")} == set(PAGE_WIDGETS)
+    assert sum(p.default for p in PAGES) == 1

@@ -10,16 +10,15 @@ from tests.conftest import TINY_STEPS
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
+from ui.server import PAGES
 
 pytestmark = pytest.mark.slow  # drives AppTest page runs: `make test` runs it, `make test-fast` does not
 
-PAGES = {"home": "Attention Studio", "decode": "Decode", "attention": "Attention explorer", "train": "Train"}
-
-
-@pytest.mark.parametrize("page", list(PAGES))
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_page_loads_on_the_default_checkpoint(studio_env, page):
-    at = open_app(None if page == "home" else page)
-    assert [t.value for t in at.title] == [PAGES[page]]
+    """Every page of the registry (the one list app.py's navigation reads) opens with its heading."""
+    at = open_app(None if page.default else page.name)
+    assert [t.value for t in at.title] == [page.heading]
     assert not at.error
     assert at.sidebar.selectbox(key="sidebar_model").value == "shipped:reverse"
     card = " ".join(texts(at.sidebar.markdown))

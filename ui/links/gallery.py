@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from ui.models import SHIPPED, model_options
+from ui.server import page_named
 
 from .link_format import to_params
 
@@ -57,6 +58,6 @@ def show_gallery() -> None:
     columns = st.columns(min(len(views), 2))
     for i, view in enumerate(views):
         with columns[i % len(columns)].container(border=True):
-            st.page_link(f"pages/{view.page}.py", label=f"**{view.label}** · {view.checkpoint}",
+            st.page_link(page_named(view.page).path, label=f"**{view.label}** · {view.checkpoint}",
                          icon=":material/link:", query_params=view.params())
             st.caption(view.caption)

@@ -1,7 +1,8 @@
 """The server: settings (paths, environment variables), server-side limits, Streamlit's static files served
-from memory, the page's chart code preloaded, the address the room opens, and who is audience."""
+from memory, the page's chart code preloaded, the address the room opens, who is audience, and the one list of pages."""
 from .audience import REFUSALS, client_address, is_audience, is_local, refusal, refuse, speaker_only
 from .limits import LIMITS, check_limits, limit_violations
+from .page_registry import PAGES, PageEntry, page_named, page_titled
 from .preload import JS_DIR, PreloadChunks, first_view_chunks, preload_links
 from .settings import (
     AUDIENCE_ENV,
@@ -21,7 +22,7 @@ from .settings import (
 from .share_address import ShareAddress, is_loopback, network_address, share_address
 from .static_cache import MAX_AGE, StaticFromMemory, precompress
 
-__all__ = ["AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PUBLIC_URL_ENV", "PreloadChunks", "REFUSALS",
+__all__ = ["PAGES", "PageEntry", "page_named", "page_titled", "AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PUBLIC_URL_ENV", "PreloadChunks", "REFUSALS",
            "ShareAddress", "StaticFromMemory", "THREADS_ENV", "audience_mode", "check_limits", "checkpoints_root",
            "client_address", "configure_charts", "configure_torch", "first_view_chunks", "hf_models_root",
            "is_audience", "is_local", "is_loopback", "limit_violations", "max_training_processes",
