@@ -157,4 +157,7 @@ def test_a_public_address_goes_into_the_qr_code_and_no_network_is_said(room, mon
     monkeypatch.setattr("streamlit.net_util.get_internal_ip", lambda: "127.0.0.1")  # no network on this machine
     at = open_link("attention", {"text": TEXT, "present": "1"}, url="http://localhost:8501/")
     assert qr_text(at).startswith("http://localhost:8501/attention?")
-    assert any("this machine only" in c and PUBLIC_URL_ENV in c for c in texts(at.caption))
+    assert "localhost:8501: this machine only (no network found)" in texts(at.caption)
+    at.session_state["studio_share"] = True  # "Copy link" says how to give the room an address
+    at.run()
+    assert any("Only this machine can open it" in c and PUBLIC_URL_ENV in c for c in texts(at.caption))

@@ -17,7 +17,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, Stop
 from transformer.charts import qr_svg
 from transformer.decode import InputError
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
-from ui.server import PUBLIC_URL_ENV, ShareAddress, share_address
+from ui.server import PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
 from ui.views import (
     PRESENT_KEY,
     REFERENCE_FOR_KEY,
@@ -60,7 +60,7 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None}
 
 def page_name(title: str) -> str:
     """The PAGE_WIDGETS name of a page from its navigation title."""
-    return title.strip().lower()
+    return page_titled(title).name
 
 
 def merged_words() -> bool | None:
@@ -231,8 +231,7 @@ def show_link_qr() -> None:
         return
     with st.container(key=QR_KEY):
         st.image(code, caption="Scan to open this view", width=120)
-        st.caption(address.shown if address.reachable else f"{address.shown}: this machine only (no network found; "
-                   f"set {PUBLIC_URL_ENV})")
+        st.caption(address.shown if address.reachable else f"{address.shown}: this machine only (no network found)")
 
 
 def write_view(page: str) -> None:

@@ -1,0 +1,60 @@
+"""In a real browser, presenter mode's QR code has a margin of its own: at a projector's 1280x720 and at 1400x1000,
+on Decode (its Attribution row included) and Attention, no chart or control reaches under it, at any scroll position,
+and the page needs no sideways scrolling for it."""
+from __future__ import annotations
+
+import pytest
+
+from studio_browser import charts_condition, launch_chromium, new_page, page_errors, wait_for, wait_idle
+
+TEXT = "abcdefg"
+# the QR code's box, and every element of the page's content whose box reaches into the QR code's columns (rows do
+# not matter: the code is fixed while the page scrolls under it)
+UNDER_QR_JS = r"""() => {
+  const qr = document.querySelector('.st-key-studio_present_qr');
+  if (!qr) return null;
+  const code = qr.getBoundingClientRect();
+  const under = [];
+  for (const e of document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"],'
+                                            + ' [data-testid="stMainBlockContainer"] [data-testid="stExpander"]')) {
+    if (qr.contains(e)) continue;
+    const box = e.getBoundingClientRect();
+    if (box.width > 0 && box.height > 0 && box.right > code.left) {
+      under.push([(e.getAttribute('class') || '').match(/st-key-\S+/)?.[0] || e.textContent.trim().slice(0, 40),
+                  Math.round(box.right), Math.round(code.left)]);
+    }
+  }
+  return {code: [code.left, code.top, code.right, code.bottom], under: under,
+          width: document.documentElement.scrollWidth, caption: qr.innerText};
+}"""
+VIEWS = [("decode", charts_condition(r"step 1\b", 2, heading="Step 1 of")),
+         ("attention", charts_condition("Cross-attention · layer", 1))]
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1400, 1000)])
+def test_the_qr_code_covers_no_chart_or_control(server, width, height):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            for path, drawn in VIEWS:
+                page = new_page(browser)
+                page.set_viewport_size({"width": width, "height": height})
+                page.goto(f"{server.url}/{path}?text={TEXT}&present=1")
+                wait_for(page, drawn, 90_000)
+                if path == "decode":  # the row the code used to cover: Attribution, opened
+                    page.get_by_text("Attribution: what the chosen token depends on").click()
+                    page.get_by_text("Integrated Gradients").first.wait_for(timeout=60_000)
+                wait_idle(page)
+                page.locator(".st-key-studio_present_qr img").wait_for()
+                found = page.evaluate(UNDER_QR_JS)
+                left, top, right, bottom = found["code"]
+                assert 0 <= left and right <= width and 0 <= top and bottom <= height, found  # in view
+                assert found["under"] == [], f"/{path} at {width}x{height}: under the QR code: {found['under']}"
+                assert found["width"] <= width, f"/{path}: the page scrolls sideways"
+                assert "Scan to open this view" in found["caption"] and ":" in found["caption"]  # and its address
+                assert page_errors(page) == []
+                page.context.close()
+        finally:
+            browser.close()
