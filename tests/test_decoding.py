@@ -74,8 +74,8 @@ def test_trace_labels_are_what_the_model_saw(setup):
 def test_trace_json_has_the_documented_shape(setup):
     model, st, tt = setup
     data = json.loads(greedy_decode(adapter_for(model, st, tt), "hello", top_k=2).to_json())
-    assert set(data) == {"family", "kinds", "step_offset", "head_groups", "source_text", "mode", "finished",
-                         "source_tokens", "target_tokens", "output_tokens", "steps", "attention"}
+    assert set(data) == {"format_version", "family", "kinds", "step_offset", "head_groups", "source_text", "mode",
+                         "finished", "source_tokens", "target_tokens", "output_tokens", "steps", "attention"}
     assert data["family"] == "encoder-decoder" and data["kinds"] == ["encoder_self", "decoder_self", "cross"]
     s, t = len(data["source_tokens"]), len(data["target_tokens"])
     assert len(data["output_tokens"]) == len(data["steps"]) == t

@@ -15,12 +15,13 @@ from transformer.analysis import (alignment_scores, attention_difference, attrib
                                   detect_heads, group_head_label, group_mean, head_mask, head_stats, parse_head,
                                   sweep_heads)
 from transformer.cli import main
-from transformer.decode import (InputError, greedy_decode, teacher_forced, load_trace_json,
-                                result_from_dict)
+from transformer.decode import (TRACE_FORMAT_VERSION, InputError, TraceFormatError, greedy_decode, load_trace_json,
+                                result_from_dict, teacher_forced)
 from transformer.adapters import MAX_PROMPT_TOKENS, HFCausalLM
 from transformer.store import open_model
 
 PROMPT = "A man in a blue shirt"
+OLD_TRACE = Path(__file__).parent / "data" / "trace_v1_reverse.json"  # written before format versions
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +177,41 @@ def test_trace_json_names_the_family_and_reads_back(models, tmp_path):
 
 
 def test_a_trace_json_written_before_families_still_loads():
-    old = load_trace_json(Path(__file__).parent / "data" / "trace_v1_reverse.json")
+    assert "format_version" not in json.loads(OLD_TRACE.read_text())  # version 1: no version, no family
+    old = load_trace_json(OLD_TRACE)
     assert old.trace.family == "encoder-decoder" and old.trace.kinds == ("encoder_self", "decoder_self", "cross")
     assert old.trace.cross.shape[2:] == (len(old.trace.decoder_input_tokens), len(old.trace.source_tokens))
+
+
+def test_a_trace_json_names_its_format_version_and_reads_back_the_same(tmp_path):
+    data = load_trace_json(OLD_TRACE).to_dict()
+    assert data["format_version"] == TRACE_FORMAT_VERSION == 2
+    (tmp_path / "trace.json").write_text(json.dumps(data))
+    again = load_trace_json(tmp_path / "trace.json")
+    assert again.to_dict() == data
+    del data["format_version"]  # a version-1 file of the families era (family, kinds, step ids) reads the same
+    assert result_from_dict(data).to_dict() == {**data, "format_version": TRACE_FORMAT_VERSION}
+
+
+def test_hidden_keys_read_back():
+    data = load_trace_json(OLD_TRACE).to_dict()
+    back = result_from_dict({**data, "hidden_keys": {"source": [0], "target": [0, 1]}}).trace
+    assert back.hidden_source == (0,) and back.hidden_target == (0, 1)
+    with pytest.raises(TraceFormatError, match="hidden_keys.source names a position outside its 5 tokens"):
+        result_from_dict({**data, "hidden_keys": {"source": [5]}})
+
+
+def test_a_trace_json_from_a_newer_version_is_refused_with_a_clear_message(tmp_path):
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps({**json.loads(OLD_TRACE.read_text()), "format_version": TRACE_FORMAT_VERSION + 1,
+                                "residuals": "something this version cannot know"}))
+    with pytest.raises(TraceFormatError) as refused:
+        load_trace_json(path)
+    assert str(refused.value) == (f"{path}: trace format version 3 was written by a newer version of Attention "
+                                  "Studio; this one reads versions 1 to 2: update it to open this file")
+    for bad in ("2", 0, True, None):
+        with pytest.raises(TraceFormatError, match="not a trace JSON .format_version .* is not a positive integer"):
+            result_from_dict({**json.loads(OLD_TRACE.read_text()), "format_version": bad})
 
 
 def _spoil_config(change):

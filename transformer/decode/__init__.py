@@ -14,12 +14,12 @@ from .greedy import (
 from .perplexity import perplexity
 from .scoring import score_parallel
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
-from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, AttentionTrace, head_label
+from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSION, AttentionTrace, head_label
 from .trace_json import TraceFormatError, load_trace_json, result_from_dict
 from .words import merge_words, word_groups
 
 __all__ = ["ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
-           "MEAN_HEAD", "Step", "beam_search", "beam_texts",
+           "MEAN_HEAD", "Step", "TRACE_FORMAT_VERSION", "beam_search", "beam_texts",
            "encode_source", "greedy_decode",
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
            "score_parallel", "teacher_forced", "merge_words", "word_groups"]

@@ -12,7 +12,7 @@ from ..adapters import InspectableModel, SourceText, adapter_for
 from ..data import Tokenizer
 from ..model import AttentionMaps, HeadMask, Seq2SeqTransformer
 from .sinks import hidden_dict
-from .trace import AttentionTrace
+from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
 MAX_INPUT_CHARS = 10_000
 
@@ -49,8 +49,9 @@ class DecodeResult:
         return tuple(s.token for s in self.steps)
 
     def to_dict(self) -> dict:
-        """The documented trace JSON (see README, "Trace format"); read back by `result_from_dict`."""
+        """The trace JSON (docs/formats.md, "Trace JSON"); read back by `result_from_dict`."""
         return {
+            "format_version": TRACE_FORMAT_VERSION,
             "family": self.trace.family,
             "kinds": list(self.trace.kinds),
             "step_offset": self.trace.step_offset,

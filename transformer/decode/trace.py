@@ -16,6 +16,9 @@ from torch import Tensor
 from ..model import ALL_TITLES, ENCODER_DECODER, KINDS, SOURCE, TARGET, AttentionMaps, ModelFamily, family_of
 
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
+# The trace JSON's `format_version` (docs/formats.md): a file without one is version 1. New optional keys keep the
+# version; a change an older reader would misread (a key renamed, removed, reshaped or made necessary) bumps it.
+TRACE_FORMAT_VERSION = 2
 
 
 def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", spelled: bool = False) -> str:

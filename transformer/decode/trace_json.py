@@ -1,5 +1,6 @@
-"""Reading a trace JSON back (`DecodeResult.to_dict`): today's, which names its model family and kinds, and the
-older ones written before families existed (three encoder-decoder kinds, no family)."""
+"""Reading a trace JSON back (`DecodeResult.to_dict`, docs/formats.md): format version 2, which names itself, and
+version 1, the files without a `format_version`, both before families existed (three encoder-decoder kinds, no
+family) and after. A version newer than this reader is refused with a message that says so."""
 from __future__ import annotations
 
 import json
@@ -10,25 +11,48 @@ import torch
 
 from ..model import family_of, family_with_kinds
 from .greedy import DecodeResult, Step
-from .trace import AttentionTrace
+from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
 
 class TraceFormatError(ValueError):
-    """A file that is not a trace JSON; the message is one line for the user."""
+    """A file that is not a trace JSON, or one from a newer version; the message is one line for the user."""
+
+
+def format_version(data: dict[str, Any]) -> int:
+    """The trace JSON's format version (1 when the file has none); TraceFormatError for a newer or invalid one."""
+    version = data.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise TraceFormatError(f"not a trace JSON (format_version {str(version)[:40]!r} is not a positive integer)")
+    if version > TRACE_FORMAT_VERSION:
+        raise TraceFormatError(f"trace format version {version} was written by a newer version of Attention Studio; "
+                               f"this one reads versions 1 to {TRACE_FORMAT_VERSION}: update it to open this file")
+    return version
+
+
+def _hidden(data: dict[str, Any], side: str, n: int) -> list[int]:
+    """The key positions of one side that `"hidden_keys"` names (0-based, within the side's tokens)."""
+    positions = [int(i) for i in data.get("hidden_keys", {}).get(side, [])]
+    if any(not 0 <= i < n for i in positions):
+        raise ValueError(f"hidden_keys.{side} names a position outside its {n} tokens")
+    return positions
 
 
 def result_from_dict(data: dict[str, Any]) -> DecodeResult:
     """The DecodeResult a trace JSON describes; TraceFormatError for anything else."""
+    format_version(data)  # every version so far reads the same way: version 2 only added the field itself
     try:
         attention = data["attention"]
         family = family_of(data["family"]) if "family" in data else family_with_kinds(list(attention))
         maps = {kind: torch.tensor(attention[kind], dtype=torch.float32) for kind in family.kinds}
-        trace = AttentionTrace(data["source_tokens"], data["target_tokens"], maps=maps, family=family.name,
-                               head_groups=data.get("head_groups"), step_offset=int(data.get("step_offset", 0)))
+        source, target = data["source_tokens"], data["target_tokens"]
+        trace = AttentionTrace(source, target, maps=maps, family=family.name, head_groups=data.get("head_groups"),
+                               step_offset=int(data.get("step_offset", 0)),
+                               hidden_source=_hidden(data, "source", len(source)),
+                               hidden_target=_hidden(data, "target", len(target)))
         steps = tuple(Step(s["token"], int(s.get("token_id", -1)), float(s["prob"]),
                            tuple((str(t), float(p)) for t, p in s["top_k"]), bool(s.get("forced", False)))
                       for s in data["steps"])
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TraceFormatError(f"not a trace JSON ({type(exc).__name__}: {str(exc)[:160]})") from None
     output = data.get("output_tokens", [s.token for s in steps])
     return DecodeResult(str(data.get("source_text", "")), steps, trace, str(data.get("mode", "greedy")),
@@ -36,11 +60,14 @@ def result_from_dict(data: dict[str, Any]) -> DecodeResult:
 
 
 def load_trace_json(path: str | Path) -> DecodeResult:
-    """`result_from_dict` of a file; TraceFormatError for a missing, unreadable or foreign file."""
+    """`result_from_dict` of a file; TraceFormatError for a missing, unreadable, foreign or too new file."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceFormatError(f"cannot read {path} as JSON ({exc})") from None
     if not isinstance(data, dict):
         raise TraceFormatError(f"{path} is not a trace JSON (not an object)")
-    return result_from_dict(data)
+    try:
+        return result_from_dict(data)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{path}: {exc}") from None
