@@ -8,9 +8,14 @@ kernel, `eager_attention_forward(module, query, key, value, attention_mask, scal
 queries and keys after RoPE, T5's position bias, the additive mask, the model's own scale. That function is
 looked up in its modeling module at each call, so `recording_eager` puts a pass-through recorder there once per
 family; it records only for the attention modules a capture registered and calls the original unchanged.
+
+Beside the softmax's inputs, each layer's output projection is read with a forward hook (its input: every head's
+output side by side, after any head mask; its output), and an attention handed `position_embeddings` (RoPE) has its
+`q_proj` / `k_proj` outputs kept: the queries and keys before rotation.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from contextlib import ExitStack, contextmanager
@@ -74,11 +79,41 @@ def _q_weights(module: MultiHeadAttention) -> tuple[Tensor, Tensor]:
     return module.in_proj.weight[: module.d_model], module.in_proj.bias[: module.d_model]
 
 
+def projection_weights(proj: nn.Module) -> tuple[Tensor, Tensor | None]:
+    """An output projection's weight as nn.Linear holds it, (out, in), and its bias (None without): GPT-2's Conv1D
+    keeps its weight as (in, out)."""
+    weight = proj.weight if isinstance(proj, nn.Linear) else proj.weight.t()
+    return weight, getattr(proj, "bias", None)
+
+
+def _with_output(found: dict[str, list[AttentionInputs | None]], kind: str, layer: int, merged: Tensor,
+                 output: Tensor) -> None:
+    inputs = found[kind][layer]
+    if inputs is not None:
+        found[kind][layer] = dataclasses.replace(inputs, merged=merged.detach(), output=output.detach())
+
+
+def _projection_hooks(found: dict[str, list[AttentionInputs | None]],
+                      projections: Mapping[str, Sequence[nn.Module]]) -> list[Any]:
+    """Forward hooks that add each output projection's input and output to the layer's record (they run after the
+    attention's softmax was recorded)."""
+    handles = []
+    for kind, projs in projections.items():
+        for layer, proj in enumerate(projs):
+            def hook(m: nn.Module, args: tuple, out: Any, kind: str = kind, layer: int = layer) -> None:
+                _with_output(found, kind, layer, args[0], _tensor(out))
+
+            handles.append(proj.register_forward_hook(hook))
+    return handles
+
+
 @contextmanager
 def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
                      ) -> Iterator[dict[str, list[AttentionInputs | None]]]:
-    """Per kind and layer, what our attention modules' softmax saw during the call."""
+    """Per kind and layer, what our attention modules' softmax saw during the call, and their output projection's
+    input and output."""
     found: dict[str, list[AttentionInputs | None]] = {kind: [None] * len(mods) for kind, mods in modules.items()}
+    projected: dict[tuple[str, int], tuple[Tensor, Tensor]] = {}
     handles = []
     try:
         for kind, mods in modules.items():
@@ -86,7 +121,13 @@ def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
                 def hook(m: nn.Module, args: tuple, kwargs: dict, out: Any, kind: str = kind, layer: int = layer
                          ) -> None:
                     found[kind][layer] = _native_inputs(m, args, kwargs)
+                    if (kind, layer) in projected:
+                        _with_output(found, kind, layer, *projected.pop((kind, layer)))
 
+                def out_hook(m: nn.Module, args: tuple, out: Tensor, kind: str = kind, layer: int = layer) -> None:
+                    projected[(kind, layer)] = (args[0], out)
+
+                handles.append(module.out_proj.register_forward_hook(out_hook))
                 handles.append(module.register_forward_hook(hook, with_kwargs=True))
         yield found
     finally:
@@ -144,22 +185,62 @@ def _hf_inputs(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, mas
                            _groups(module, query.shape[1], key.shape[1]))
 
 
+def _before_rotation(module: nn.Module, undo: ExitStack) -> dict[str, Tensor]:
+    """Hooks that keep an attention's `q_proj` / `k_proj` outputs while it is handed `position_embeddings` (RoPE);
+    what they keep is read (and emptied) when its eager kernel runs."""
+    kept: dict[str, Tensor] = {}
+    q_proj, k_proj = getattr(module, "q_proj", None), getattr(module, "k_proj", None)
+    if not (isinstance(q_proj, nn.Module) and isinstance(k_proj, nn.Module)):
+        return kept
+    rotating = [False]
+
+    def pre(m: nn.Module, args: tuple, kwargs: dict) -> None:
+        rotating[0] = kwargs.get("position_embeddings") is not None
+        kept.clear()
+
+    def keep(name: str) -> Callable[..., None]:
+        def hook(m: nn.Module, args: tuple, out: Tensor) -> None:
+            if rotating[0]:
+                kept[name] = out.detach()
+        return hook
+
+    for handle in (module.register_forward_pre_hook(pre, with_kwargs=True),
+                   q_proj.register_forward_hook(keep("q")), k_proj.register_forward_hook(keep("k"))):
+        undo.callback(handle.remove)
+    return kept
+
+
+def _unrotated(kept: dict[str, Tensor], inputs: AttentionInputs) -> AttentionInputs:
+    if "q" not in kept or "k" not in kept:
+        return inputs
+    b, hq, tq, d = inputs.queries.shape
+    hkv, tk = inputs.keys.shape[1], inputs.keys.shape[2]
+    q = kept["q"].view(b, tq, hq, d).transpose(1, 2)  # (B, H, Tq, Dh)
+    k = kept["k"].view(b, tk, hkv, d).transpose(1, 2)  # (B, Hkv, Tk, Dh)
+    return dataclasses.replace(inputs, unrotated=(q, k))
+
+
 @contextmanager
-def recording_eager(modules: Mapping[str, Sequence[nn.Module]]
+def recording_eager(modules: Mapping[str, Sequence[nn.Module]],
+                    projections: Mapping[str, Sequence[nn.Module]] | None = None
                     ) -> Iterator[dict[str, list[AttentionInputs | None]]]:
-    """Per kind and layer, what each Hugging Face attention module's eager softmax saw during the call."""
+    """Per kind and layer, what each Hugging Face attention module's eager softmax saw during the call; with
+    `projections` (kind -> each layer's output projection), their input and output too."""
     found: dict[str, list[AttentionInputs | None]] = {kind: [None] * len(mods) for kind, mods in modules.items()}
     with ExitStack() as undo:
         for kind, mods in modules.items():
             for layer, module in enumerate(mods):
                 _install(module)
+                kept = _before_rotation(module, undo)
 
                 def record(m: nn.Module, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, kwargs: dict,
-                           kind: str = kind, layer: int = layer) -> None:
-                    found[kind][layer] = _hf_inputs(m, q, k, v, mask, kwargs)
+                           kind: str = kind, layer: int = layer, kept: dict[str, Tensor] = kept) -> None:
+                    found[kind][layer] = _unrotated(kept, _hf_inputs(m, q, k, v, mask, kwargs))
 
                 _RECORDERS[id(module)] = record
                 undo.callback(_RECORDERS.pop, id(module), None)
+        for handle in _projection_hooks(found, projections or {}):
+            undo.callback(handle.remove)
         yield found
 
 

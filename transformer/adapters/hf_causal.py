@@ -175,11 +175,14 @@ class HFCausalLM(HFSeq2Seq):
         """`tgt` is the whole sequence (prompt and continuation); `src` is not read."""
         layers = _layers(self.model)
         with self.running(), heads_off(self.model, head_mask, causal_attention_outputs), \
-                recording_eager({"self": [_attention(layer) for layer in layers]}) as found, \
+                recording_eager({"self": [_attention(layer) for layer in layers]}, self.output_projections()) as found, \
                 recording_residuals({"decoder": layers}) as residual:
             out = self.model(input_ids=tgt, output_attentions=True, return_dict=True)
         maps = AttentionMaps(by_kind={"self": self._check("self", out.attentions, self.n_layers)})
         return Insides(out.logits, maps, complete(found, self.name), {k: tuple(v) for k, v in residual.items()})
+
+    def output_projections(self) -> dict[str, list[nn.Module]]:
+        return causal_attention_outputs(self.model)
 
     def output_head(self, residual: Tensor) -> Tensor:
         """The final norm (GPT-2's `ln_f`, Llama's and Qwen2's RMSNorm `norm`) and the output projection."""

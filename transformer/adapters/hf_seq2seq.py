@@ -272,12 +272,15 @@ class HFSeq2Seq(InspectableModel):
 
     def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
         stacks = {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
-        with self.running(), heads_off(self.model, head_mask), recording_eager(attention_modules(self.model)) as found, \
+        with self.running(), heads_off(self.model, head_mask), recording_eager(attention_modules(self.model), self.output_projections()) as found, \
                 recording_residuals(stacks) as residual:
             out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
                              output_attentions=True, return_dict=True)
         return Insides(out.logits, self._maps(out), complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
+
+    def output_projections(self) -> dict[str, list[nn.Module]]:
+        return attention_outputs(self.model)
 
     def output_head(self, residual: Tensor) -> Tensor:
         """The decoder's final norm where it has one (mBART's `layer_norm`, T5's `final_layer_norm`; BART and Marian

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from ..model import ENCODER_DECODER, ModelFamily
 from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from .capture import projection_weights
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,18 @@ class InspectableModel(ABC):
     def output_head(self, residual: Tensor) -> Tensor:
         """The model's own output function of a decoder residual (..., D) -> logits (..., V): its final norm, any
         rescaling, the projection and its bias; applied to the last layer's residual it gives the logits."""
+
+    def output_projections(self) -> dict[str, list[nn.Module]]:
+        """Per kind, each layer's attention output projection (what `output_projection` reads)."""
+        raise NotImplementedError(f"{self.name}: this model does not say where its attention output projections are")
+
+    def output_projection(self, kind: str, layer: int) -> tuple[Tensor, Tensor | None]:
+        """The output projection of `kind`'s layer `layer`: its weight as nn.Linear holds it, (D, H * Dv), and its
+        bias (None without); head h's share of the attention output is `weight[:, h*Dv:(h+1)*Dv] @ z_h`."""
+        layers = self.output_projections()[self.family.check(kind)]
+        if not 0 <= layer < len(layers):
+            raise ValueError(f"{self.name} has no {kind} layer {layer}: its layers are 0-{len(layers) - 1}")
+        return projection_weights(layers[layer])
 
     @abstractmethod
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:

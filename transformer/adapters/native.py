@@ -87,6 +87,12 @@ class NativeSeq2Seq(InspectableModel):
             logits, maps = m.forward_with_attention(src, tgt, head_mask)
         return Insides(logits, maps, complete(found, self.name), {k: tuple(v) for k, v in residual.items()})
 
+    def output_projections(self) -> dict[str, list[nn.Module]]:
+        m = self.model
+        return {"encoder_self": [layer.self_attn.out_proj for layer in m.encoder],
+                "decoder_self": [layer.self_attn.out_proj for layer in m.decoder],
+                "cross": [layer.cross_attn.out_proj for layer in m.decoder]}
+
     def output_head(self, residual: Tensor) -> Tensor:
         """The final norm (pre-norm models; post-norm ones have none) and the output projection."""
         return self.model.generator(self.model.decoder_norm(residual))

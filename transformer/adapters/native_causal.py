@@ -67,6 +67,9 @@ class NativeDecoderOnly(NativeSeq2Seq):
         return Insides(logits, AttentionMaps(by_kind={"self": tuple(maps)}), complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
 
+    def output_projections(self) -> dict[str, list[nn.Module]]:
+        return {"self": [layer.self_attn.out_proj for layer in self.model.layers]}
+
     def output_head(self, residual: Tensor) -> Tensor:
         return self.model.generator(self.model.norm(residual))
 

@@ -38,6 +38,17 @@ from .groups import group_head_label, group_mean, group_members, group_of, group
 from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
+from .head_computation import (
+    HeadComputation,
+    HeadSelectionError,
+    check_selection,
+    contribution_layers,
+    contribution_maps,
+    head_computation,
+    head_slice,
+    key_vectors,
+    mean_contribution_map,
+)
 from .heads import head_stats
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
@@ -54,4 +65,6 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "gold_cells", "group_head_label", "group_mean", "group_members", "group_of", "grouped",
            "head_mask", "head_overview_frame", "head_report", "head_stats", "induction_scores",
            "max_over_heads", "n_groups", "output_ids", "parse_head", "previous_token_scores", "report_dict",
-           "rollout", "spearman", "substituted", "summarize", "sweep_heads"]
+           "rollout", "spearman", "substituted", "summarize", "sweep_heads",
+           "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
+           "head_computation", "head_slice", "key_vectors", "mean_contribution_map"]

@@ -36,6 +36,9 @@ class AttentionInputs:
     scale: float  # multiplies q . k (1 / sqrt(Dh); 1 for T5)
     terms: dict[str, Tensor] = field(default_factory=dict)
     groups: tuple[int, ...] = ()  # key/value head of each query head; () means head h reads head h
+    merged: Tensor | None = None  # (B, Tq, H * Dv): the output projection's input as the model fed it (head mask in)
+    output: Tensor | None = None  # (B, Tq, D): the output projection's output, its bias included
+    unrotated: tuple[Tensor, Tensor] | None = None  # RoPE only: queries (B, H, Tq, Dh), keys (B, Hkv, Tk, Dh) before
 
     def __post_init__(self) -> None:
         b, h, _, d = self.queries.shape
@@ -87,7 +90,17 @@ class AttentionInputs:
         """One sequence of the batch (B = 1), terms included."""
         pick = slice(index, index + 1)
         return AttentionInputs(self.queries[pick], self.keys[pick], self.values[pick], self.scale,
-                               {k: (t[pick] if t.shape[0] > 1 else t) for k, t in self.terms.items()}, self.groups)
+                               {k: (t[pick] if t.dim() == 4 and t.shape[0] > 1 else t) for k, t in self.terms.items()}, self.groups,
+                               None if self.merged is None else self.merged[pick],
+                               None if self.output is None else self.output[pick],
+                               None if self.unrotated is None else (self.unrotated[0][pick], self.unrotated[1][pick]))
+
+    def model_head_outputs(self) -> Tensor | None:
+        """Each head's output as the model computed it (its slice of `merged`), (B, H, Tq, Dv); None if not captured."""
+        if self.merged is None:
+            return None
+        b, t, _ = self.merged.shape
+        return self.merged.view(b, t, self.n_heads, -1).transpose(1, 2)
 
 
 @dataclass(frozen=True)
@@ -122,7 +135,8 @@ class Insides:
         tensors = [self.logits, *(t for ts in self.residual.values() for t in ts)]
         for layers in self.inputs.values():
             for a in layers:
-                tensors += [a.queries, a.keys, a.values, *a.terms.values()]
+                tensors += [a.queries, a.keys, a.values, *a.terms.values(), *(a.unrotated or ())]
+                tensors += [t for t in (a.merged, a.output) if t is not None]
         return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
 
 
