@@ -78,12 +78,12 @@ def test_attention_page_shows_the_cross_attention_of_an_hf_model(hf_env):
 def test_a_bad_name_is_a_message_and_the_current_model_stays(hf_env, tmp_path):
     at = open_app()
     before = at.selectbox(key=MODEL_KEY).value
-    (tmp_path / "bert").mkdir()  # an encoder-only model: refused by name (causal language models open)
-    (tmp_path / "bert" / "config.json").write_text('{"model_type": "bert"}')
-    at.text_input(key="sidebar_hf_name").input(str(tmp_path / "bert")).run()
+    (tmp_path / "vit").mkdir()  # an image model: refused by name (encoder-only and causal language models open)
+    (tmp_path / "vit" / "config.json").write_text('{"model_type": "vit"}')
+    at.text_input(key="sidebar_hf_name").input(str(tmp_path / "vit")).run()
     at.button(key="sidebar_hf_load").click().run()
     assert_no_exception(at)
-    assert any("encoder-only" in t for t in texts(at.sidebar.error))
+    assert any("not a text" in t for t in texts(at.sidebar.error))
     assert at.selectbox(key=MODEL_KEY).value == before
 
 

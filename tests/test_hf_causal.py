@@ -233,7 +233,8 @@ def _small_embedding(folder: Path) -> None:
 
 
 BAD = {
-    "encoder-only bert": (_spoil_config(lambda c: c.update(model_type="bert")), "'bert' is an encoder-only"),
+    "image model vit": (_spoil_config(lambda c: c.update(model_type="vit")), "'vit' is not a text"),
+    "bert config over other weights": (_spoil_config(lambda c: c.update(model_type="bert")), "do not match"),
     "remote code": (_spoil_config(lambda c: c.update(auto_map={"AutoModelForCausalLM": "x.Y"})), "custom code"),
     "pickled weights only": (_pickled_only, "safetensors"),
     "tokenizer larger than the embedding": (_small_embedding, "do not belong together"),

@@ -8,6 +8,8 @@ import torch
 
 from tests.hf_causal_models import CAUSAL
 from tests.hf_causal_models import build as build_causal
+from tests.hf_masked_models import MASKED
+from tests.hf_masked_models import build as build_masked
 from tests.hf_tiny_models import FAMILIES, MORE_FAMILIES
 from tests.hf_tiny_models import build as build_seq2seq
 from transformer.adapters import InspectableModel, adapter_for, capture
@@ -36,12 +38,12 @@ def _ours(name: str) -> InspectableModel:
     return adapter_for(model, task.src_tokenizer, task.tgt_tokenizer, name=name)
 
 
-@pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL])
+@pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL, *MASKED])
 def lm(request, tmp_path_factory) -> InspectableModel:
     family = request.param
     if family in OURS:
         return _ours(family)
-    build = build_causal if family in CAUSAL else build_seq2seq
+    build = build_causal if family in CAUSAL else build_masked if family in MASKED else build_seq2seq
     return open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
 
 
@@ -68,8 +70,8 @@ def test_softmax_of_the_captured_scores_is_the_captured_attention(lm: Inspectabl
 def test_the_output_function_of_the_last_residual_is_the_logits(lm: InspectableModel):
     src, tgt = _inputs(lm)
     insides = lm.insides(src, tgt)
-    residual = insides.residual["decoder"]
-    assert len(residual) == lm.head_counts()[lm.family.decoder_kind][0] + 1  # the embeddings, then every layer
+    residual = insides.residual[lm.family.output_stack]
+    assert len(residual) == lm.head_counts()[lm.family.output_kind][0] + 1  # the embeddings, then every layer
     with torch.no_grad():
         logits = lm.output_head(residual[-1])
     torch.testing.assert_close(logits, insides.logits.float(), atol=1e-5, rtol=1e-5)
@@ -89,19 +91,22 @@ def test_each_family_adds_what_it_really_adds(lm: InspectableModel):
     src, tgt = _inputs(lm)
     insides = lm.insides(src, tgt)
     t5 = getattr(getattr(lm, "model", None), "model_dim", None) is not None and lm.source == "huggingface"
-    decoder_self = insides.inputs[lm.family.decoder_kind][0]
+    decoder_self = insides.inputs[lm.family.output_kind][0]
     assert decoder_self.scale == pytest.approx(1.0 if t5 else decoder_self.queries.shape[-1] ** -0.5)
     assert ("position_bias" in decoder_self.terms) == t5
-    # the causal rule is in the scores: a query's later keys get no weight, and that comes from the terms
     scores = decoder_self.scores()
+    if not lm.family.causal(lm.family.output_kind):  # encoder-only: every query sees every key (a full layer)
+        assert bool((scores > -1e3).all())
+        return
+    # the causal rule is in the scores: a query's later keys get no weight, and that comes from the terms
     later = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(scores.shape[-1] - scores.shape[-2] + 1)
     assert bool((scores[..., later] < -1e4).all())
     assert bool((decoder_self.dot_products()[..., later] * decoder_self.scale > -1e3).all())
 
 
 def test_grouped_query_heads_read_their_shared_key_head(lm: InspectableModel):
-    (n_layers, n_heads), = [lm.head_counts()[lm.family.decoder_kind]]
-    inputs = lm.insides(*_inputs(lm)).inputs[lm.family.decoder_kind][0]
+    (n_layers, n_heads), = [lm.head_counts()[lm.family.output_kind]]
+    inputs = lm.insides(*_inputs(lm)).inputs[lm.family.output_kind][0]
     n_kv = inputs.keys.shape[1]
     assert inputs.groups == tuple(h // (n_heads // n_kv) for h in range(n_heads))
     torch.testing.assert_close(inputs.head_keys()[:, -1], inputs.keys[:, inputs.groups[-1]])
@@ -109,9 +114,9 @@ def test_grouped_query_heads_read_their_shared_key_head(lm: InspectableModel):
 
 def test_named_points_read_the_captured_tensors(lm: InspectableModel):
     insides = lm.insides(*_inputs(lm))
-    kind = lm.family.decoder_kind
+    kind, stack = lm.family.output_kind, lm.family.output_stack
     assert insides.point(f"{kind}.0.q") is insides.inputs[kind][0].queries
-    assert insides.point("decoder.1.resid") is insides.residual["decoder"][1]
+    assert insides.point(f"{stack}.1.resid") is insides.residual[stack][1]
     torch.testing.assert_close(insides.point(f"{kind}.0.pattern"), insides.inputs[kind][0].pattern())
     with pytest.raises(KeyError, match="no captured point"):
         insides.point(f"{kind}.0.nonsense")
@@ -129,11 +134,12 @@ def test_nothing_of_the_capture_stays_on_the_model(lm: InspectableModel):
 
 def test_head_ablation_reaches_the_insides(lm: InspectableModel):
     """Heads switched off change what later layers read, never the switched-off layer's own softmax inputs."""
-    kind = lm.family.decoder_kind
+    kind = lm.family.output_kind
     n_layers, n_heads = lm.head_counts()[kind]
     mask = {kind: torch.ones(n_layers, n_heads)}
     mask[kind][0] = 0
     src, tgt = _inputs(lm)
     plain, ablated = lm.insides(src, tgt), lm.insides(src, tgt, head_mask=mask)
     torch.testing.assert_close(ablated.inputs[kind][0].queries, plain.inputs[kind][0].queries)
-    assert not torch.allclose(ablated.residual["decoder"][1], plain.residual["decoder"][1])
+    stack = lm.family.output_stack
+    assert not torch.allclose(ablated.residual[stack][1], plain.residual[stack][1])

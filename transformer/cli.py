@@ -14,6 +14,7 @@ from .analysis import HeadError, corpus_scores, head_mask
 from .charts import ReplayTooLargeError
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parser
 from .cli_heads import parse_ablate
+from .cli_lens import lens_conflict, lens_entry
 from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
 from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
@@ -83,10 +84,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
+    if lens_conflict(args):
+        raise UsageError(lens_conflict(args))
     if args.reference is not None:
         result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
     else:
-        result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask)
+        result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
+                               residuals=args.lens, encoder_layer=args.encoder_layer)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
@@ -96,9 +100,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
         for i, step in enumerate(result.steps, start=1):
             top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}   top: {top}", file=sys.stderr)
+    lens = lens_entry(lm, result, args, printable)
     if args.trace_json:
         try:
-            write_file_atomic(args.trace_json, result.to_json())
+            write_file_atomic(args.trace_json, json.dumps({**result.to_dict(), **lens}))
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     if args.html:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Mapping
 
+from .cli_fill import add_fill_parser
 from .cli_heads import add_heads_parser
 from .data import TASK_NAMES
 from .adapters import DEFAULT_MAX_PARAMS
@@ -117,7 +118,7 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     """The `python -m transformer` argument parser."""
     parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
                      "models from the command line.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads,fill}")
     train = commands.add_parser("train", help="train a model and save a checkpoint")
     _add_train_arguments(train)
     train.set_defaults(func=runners["train"])
@@ -149,4 +150,5 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
                      help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")
     dec.set_defaults(func=runners["decode"])
     add_heads_parser(commands, _positive_int)
+    add_fill_parser(commands, _positive_int)
     return parser

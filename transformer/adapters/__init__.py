@@ -6,6 +6,7 @@ from .auto import HF_ADAPTERS, NATIVE_ADAPTERS, adapter_for, load_hf_model
 from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, import_model_code, load_pretrained
+from .hf_masked import HFMaskedLM, masked_attention_outputs, mlm_head
 from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
 from .interface import InspectableModel, SourceText
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, greedy_batch
@@ -13,5 +14,5 @@ from .native_causal import NativeDecoderOnly
 
 __all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
            "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
-           "load_pretrained", "HFSeq2Seq", "heads_off", "model_lock", "InspectableModel", "SourceText", "UNEMITTABLE",
+           "load_pretrained", "HFMaskedLM", "masked_attention_outputs", "mlm_head", "HFSeq2Seq", "heads_off", "model_lock", "InspectableModel", "SourceText", "UNEMITTABLE",
            "NativeSeq2Seq", "NativeDecoderOnly", "ban", "decode_texts", "greedy_batch"]

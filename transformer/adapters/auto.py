@@ -1,7 +1,7 @@
 """Which adapter a loaded model gets (as `AutoModelFor...` picks a class for a config): the one place that names
 the adapter classes. Our encoder-decoder as `NativeSeq2Seq`, our decoder-only model as `NativeDecoderOnly`;
-Hugging Face encoder-decoders as `HFSeq2Seq`, causal language models as `HFCausalLM`; anything else is refused by
-name in `hf_load`."""
+Hugging Face encoder-decoders as `HFSeq2Seq`, causal language models as `HFCausalLM`, encoder-only masked language
+models (BERT, RoBERTa, DistilBERT, ModernBERT) as `HFMaskedLM`; anything else is refused by name in `hf_load`."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,12 +10,13 @@ from torch import nn
 
 from .hf_causal import HFCausalLM
 from .hf_load import DEFAULT_MAX_PARAMS, hf_kind, read_config, resolve
+from .hf_masked import HFMaskedLM
 from .hf_seq2seq import HFSeq2Seq
 from .interface import InspectableModel
 from .native import NativeSeq2Seq
 from .native_causal import NativeDecoderOnly
 
-HF_ADAPTERS = {"seq2seq": HFSeq2Seq, "causal": HFCausalLM}
+HF_ADAPTERS = {"seq2seq": HFSeq2Seq, "causal": HFCausalLM, "masked": HFMaskedLM}
 NATIVE_ADAPTERS = {"encoder-decoder": NativeSeq2Seq, "decoder-only": NativeDecoderOnly}
 
 
@@ -30,6 +31,8 @@ def adapter_for(network: nn.Module, tokenizer: Any, target_tokenizer: Any = None
         return adapter(network, tokenizer, target_tokenizer if target_tokenizer is not None else tokenizer, name)
     if getattr(config, "is_encoder_decoder", False):
         return HFSeq2Seq(network, tokenizer, name, prefix)
+    if hf_kind({"model_type": getattr(config, "model_type", "")}) == "masked":
+        return HFMaskedLM(network, tokenizer, name)
     return HFCausalLM(network, tokenizer, name, chat)
 
 
@@ -40,4 +43,6 @@ def load_hf_model(name: str, *, prefix: str = "", chat: bool = False, max_params
     kind = hf_kind(read_config(resolve(name)))
     if kind == "causal":
         return HFCausalLM.load(name, max_params=max_params, chat=chat)
+    if kind == "masked":
+        return HFMaskedLM.load(name, max_params=max_params)
     return HF_ADAPTERS[kind].load(name, prefix=prefix, max_params=max_params)

@@ -193,6 +193,15 @@ class HFCausalLM(HFSeq2Seq):
             raise HFModelError(f"{self.name} soft-caps its logits: a residual's logits are not shown")
         return self.model.get_output_embeddings()(norm(residual) if norm is not None else residual)
 
+    def residual_layers(self) -> dict[str, list[nn.Module]]:
+        return {"decoder": _layers(self.model)}
+
+    def encoder_final_norm(self, residual: Tensor) -> Tensor:
+        raise ValueError(f"{self.name} has no encoder")
+
+    def encode_at(self, src: Tensor, layer: int, head_mask: HeadMask | None = None) -> EncoderOutput:
+        raise ValueError(f"{self.name} has no encoder")
+
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         key = (max_length, len(decoder_ids) if self.generation_config.begin_suppress_tokens else 0)
         processors = self._processors.get(key)

@@ -1,4 +1,4 @@
-"""Loading a Hugging Face encoder-decoder or causal language model safely: safetensors only, no remote code, a size cap checked before
+"""Loading a Hugging Face encoder-decoder, causal or masked language model safely: safetensors only, no remote code, a size cap checked before
 any allocation, and one clear line for each thing that can be wrong with a folder or hub id."""
 from __future__ import annotations
 
@@ -18,12 +18,15 @@ class HFModelError(ValueError):
     """A Hugging Face model that cannot or must not be loaded; the message is one line for the user."""
 
 
-SUPPORTED = "encoder-decoders (Marian, BART/mBART, T5/mT5) and decoder-only language models (GPT-2, Llama, Qwen2)"
-LOADABLE = ("seq2seq", "causal")
+SUPPORTED = ("encoder-decoders (Marian, BART/mBART, T5/mT5), decoder-only language models (GPT-2, Llama, Qwen2) and "
+             "encoder-only masked language models (BERT, RoBERTa, DistilBERT, ModernBERT)")
+LOADABLE = ("seq2seq", "causal", "masked")
+KIND_NAMES = {"seq2seq": "encoder-decoder", "causal": "decoder-only language model",
+              "masked": "encoder-only masked language model"}
 
 
 def _family(model_type: str) -> str:
-    """What kind of model a `model_type` is: "seq2seq", "causal", or words saying what it is (refused by name)."""
+    """What kind of model a `model_type` is: "seq2seq", "causal", "masked", or words saying what it is (refused)."""
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -32,7 +35,7 @@ def _family(model_type: str) -> str:
     if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
         return "seq2seq"
     if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # before causal: BERT has a causal head too
-        return "an encoder-only model"
+        return "masked"
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return "causal"
     return "not a text encoder-decoder or language model"
@@ -62,13 +65,13 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 
 def hf_kind(config: dict[str, Any]) -> str:
-    """"seq2seq" or "causal" for a config `read_config` accepted."""
+    """"seq2seq", "causal" or "masked" for a config `read_config` accepted."""
     return _family(config["model_type"])
 
 
 def _auto_class(kind: str) -> Any:
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-    return AutoModelForCausalLM if kind == "causal" else AutoModelForSeq2SeqLM
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
+    return {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM}.get(kind, AutoModelForSeq2SeqLM)
 
 
 def import_model_code(folder: Path) -> None:
@@ -77,10 +80,12 @@ def import_model_code(folder: Path) -> None:
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING,
+        MODEL_FOR_MASKED_LM_MAPPING,
         MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING,
     )
     config = read_config(folder)
-    mapping = MODEL_FOR_CAUSAL_LM_MAPPING if hf_kind(config) == "causal" else MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
+    mapping = {"causal": MODEL_FOR_CAUSAL_LM_MAPPING, "masked": MODEL_FOR_MASKED_LM_MAPPING}.get(
+        hf_kind(config), MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING)
     mapping[type(AutoConfig.for_model(config["model_type"]))]  # the lookup imports the modeling module
 
 
@@ -134,7 +139,7 @@ def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS, kinds: tupl
     folder = resolve(name)
     kind = hf_kind(read_config(folder))
     if kind not in kinds:
-        raise HFModelError(f"{name} is a {'decoder-only language model' if kind == 'causal' else 'encoder-decoder'}; "
+        raise HFModelError(f"{name} is a {KIND_NAMES[kind]}; "
                            f"open it with open_model (this loader takes {', '.join(kinds)} models)")
     check_weights(folder)
     try:
@@ -161,7 +166,7 @@ def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS, kinds: tupl
         raise HFModelError(f"{folder}: the weights cannot be loaded ({type(exc).__name__}: {str(exc)[:160]})") from None
     finally:
         hf_logging.set_verbosity(verbosity)
-    missing = [k for k in info.get("missing_keys", ()) if kind == "causal"]  # seq2seq: as before
+    missing = [k for k in info.get("missing_keys", ()) if kind != "seq2seq"]  # seq2seq: as before
     if missing:
         raise HFModelError(f"{folder}: the weights do not match the model's configuration ({len(missing)} weights "
                            f"missing, e.g. {sorted(missing)[0]}): they would be random")

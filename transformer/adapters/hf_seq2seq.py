@@ -16,6 +16,7 @@ from .capture import complete, recording_eager, recording_residuals
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableModel, SourceText
+from .residual_steps import check_encoder_layer, recording_calls
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -293,6 +294,27 @@ class HFSeq2Seq(InspectableModel):
         logits = self.model.get_output_embeddings()(hidden)
         bias = getattr(self.model, "final_logits_bias", None)
         return logits if bias is None else logits + bias
+
+    def residual_layers(self) -> dict[str, list[nn.Module]]:
+        return {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
+
+    def encoder_final_norm(self, residual: Tensor) -> Tensor:
+        """The encoder's final norm where it has one (mBART's `layer_norm`, T5's RMS `final_layer_norm`; BART and
+        Marian are post-norm: as is)."""
+        encoder = self.model.get_encoder()
+        norm = getattr(encoder, "layer_norm", None) or getattr(encoder, "final_layer_norm", None)
+        return norm(residual) if isinstance(norm, nn.Module) else residual
+
+    def encode_at(self, src: Tensor, layer: int, head_mask: HeadMask | None = None) -> EncoderOutput:
+        encoder = self.model.get_encoder()
+        check_encoder_layer(layer, _n_layers(encoder), self.name)
+        mask = torch.ones_like(src)
+        with self._lock, heads_off(self.model, head_mask), \
+                recording_calls({"encoder": stack_layers(encoder)}) as found:
+            out = encoder(input_ids=src, attention_mask=mask, output_attentions=True, return_dict=True)
+            hidden = self.encoder_final_norm(found["encoder"][-1][layer])
+        read = type(out)(last_hidden_state=hidden, attentions=out.attentions)
+        return EncoderOutput((read, mask), self._check("encoder", out.attentions, _n_layers(encoder)))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         processors = self._processors.get(max_length)

@@ -133,6 +133,22 @@ class InspectableModel(ABC):
         """The model's own output function of a decoder residual (..., D) -> logits (..., V): its final norm, any
         rescaling, the projection and its bias; applied to the last layer's residual it gives the logits."""
 
+    # -- the logit lens and the DecoderLens (transformer/adapters/residual_steps.py, docs/lens-and-beams.md) --------
+    def residual_layers(self) -> dict[str, list[nn.Module]]:
+        """Per stack ("encoder", "decoder"), the layers whose inputs and outputs are its residual stream (what
+        `insides` records; a decode records it call by call for the logit lens). Hooks on them are borrowed only."""
+        raise NotImplementedError(f"{type(self).__name__} does not name its residual stream's layers")
+
+    def encoder_final_norm(self, residual: Tensor) -> Tensor:
+        """The encoder's own final norm of an encoder residual (..., D) (pre-norm encoders; post-norm ones have none:
+        as is); applied to the last layer's residual it gives the encoder output the decoder reads."""
+        raise ValueError(f"{self.name} has no encoder")
+
+    def encode_at(self, src: Tensor, layer: int, head_mask: HeadMask | None = None) -> EncoderOutput:
+        """`encode`, but the decoder reads the encoder's residual after `layer` layers (0: the embeddings) through
+        `encoder_final_norm`, not the last layer's output (the DecoderLens, Langedijk et al. 2023)."""
+        raise ValueError(f"{self.name} has no encoder")
+
     def output_projections(self) -> dict[str, list[nn.Module]]:
         """Per kind, each layer's attention output projection (what `output_projection` reads)."""
         raise NotImplementedError(f"{self.name}: this model does not say where its attention output projections are")

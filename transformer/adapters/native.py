@@ -12,6 +12,7 @@ from ..data.batching import PAD_ID
 from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, Seq2SeqTransformer, StepOutput, eval_mode
 from .capture import complete, recording_native, recording_residuals
 from .interface import InspectableModel, SourceText
+from .residual_steps import check_encoder_layer, recording_calls
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
@@ -96,6 +97,19 @@ class NativeSeq2Seq(InspectableModel):
     def output_head(self, residual: Tensor) -> Tensor:
         """The final norm (pre-norm models; post-norm ones have none) and the output projection."""
         return self.model.generator(self.model.decoder_norm(residual))
+
+    def residual_layers(self) -> dict[str, list[nn.Module]]:
+        return {"encoder": list(self.model.encoder), "decoder": list(self.model.decoder)}
+
+    def encoder_final_norm(self, residual: Tensor) -> Tensor:
+        """The encoder's final LayerNorm (pre-norm models; post-norm ones have none)."""
+        return self.model.encoder_norm(residual)
+
+    def encode_at(self, src: Tensor, layer: int, head_mask: HeadMask | None = None) -> EncoderOutput:
+        check_encoder_layer(layer, len(self.model.encoder), self.name)
+        with recording_calls({"encoder": list(self.model.encoder)}) as found:
+            out = self.model.encode_with_attention(src, head_mask)
+        return EncoderOutput((self.encoder_final_norm(found["encoder"][-1][layer]), out.state[1]), out.encoder_self)
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         return ban(logits, _UNEMITTABLE_IDS.to(logits.device))

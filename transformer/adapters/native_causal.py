@@ -73,6 +73,15 @@ class NativeDecoderOnly(NativeSeq2Seq):
     def output_head(self, residual: Tensor) -> Tensor:
         return self.model.generator(self.model.norm(residual))
 
+    def residual_layers(self) -> dict[str, list[nn.Module]]:
+        return {"decoder": list(self.model.layers)}
+
+    def encoder_final_norm(self, residual: Tensor) -> Tensor:
+        raise ValueError(f"{self.name} has no encoder")
+
+    def encode_at(self, src: Tensor, layer: int, head_mask: HeadMask | None = None) -> EncoderOutput:
+        raise ValueError(f"{self.name} has no encoder")
+
     def head_counts(self) -> dict[str, tuple[int, int]]:
         return {"self": (self.model.cfg.n_decoder_layers, self.model.cfg.n_heads)}
 

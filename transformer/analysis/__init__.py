@@ -50,6 +50,21 @@ from .head_computation import (
     mean_contribution_map,
 )
 from .heads import head_stats
+from .lens import (
+    LENS_TOP_K,
+    MAX_LENS_TOP_K,
+    LayerPrediction,
+    LensError,
+    LensGrid,
+    StepLens,
+    every_step_lens,
+    layer_label,
+    lens_dict,
+    lens_grid,
+    lens_log_probs,
+    residuals_of,
+    step_lens,
+)
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
@@ -67,4 +82,6 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "max_over_heads", "n_groups", "output_ids", "parse_head", "previous_token_scores", "report_dict",
            "rollout", "spearman", "substituted", "summarize", "sweep_heads",
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
-           "head_computation", "head_slice", "key_vectors", "mean_contribution_map"]
+           "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
+           "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
+           "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -10,7 +11,8 @@ from torch import Tensor
 
 from ..adapters import InspectableModel, SourceText, adapter_for
 from ..data import Tokenizer
-from ..model import AttentionMaps, HeadMask, Seq2SeqTransformer
+from ..model import AttentionMaps, EncoderOutput, HeadMask, Seq2SeqTransformer
+from .residuals import ResidualRecorder, Residuals
 from .sinks import hidden_dict
 from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
@@ -43,6 +45,8 @@ class DecodeResult:
     finished: bool  # the model produced </s> within the step limit
     output_text: str
     unknown_tokens: tuple[str, ...] = field(default=())
+    residuals: Residuals | None = field(default=None, repr=False)  # the logit lens's input (`residuals=True`)
+    encoder_layer: int | None = None  # the DecoderLens: the encoder layer the decoder read (None: its output)
 
     @property
     def output_tokens(self) -> tuple[str, ...]:
@@ -67,6 +71,7 @@ class DecodeResult:
             "attention": self.trace.attention_dict(),
             **({"hidden_keys": hidden_dict(self.trace)} if self.trace.hidden_source or self.trace.hidden_target
                else {}),
+            **({"encoder_layer": self.encoder_layer} if self.encoder_layer is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -145,11 +150,14 @@ def _forced_ids(lm: InspectableModel, tokens: Sequence[str] | str) -> list[int]:
 
 def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None,
                   forced: Sequence[str] | str = (), stop_at_end: bool = True,
-                  head_mask: HeadMask | None = None) -> DecodeResult:
+                  head_mask: HeadMask | None = None, residuals: bool = False,
+                  encoder_layer: int | None = None) -> DecodeResult:
     """Greedy decoding of any `InspectableModel` with its cache and a full trace; `forced` tokens come first.
 
     Probabilities are renormalised over what the model can emit at that step (`constrain`). A step is marked
     forced when the user forced it or when the model's own rules leave one choice (e.g. a forced BOS/EOS).
+    `residuals` records the decoder's residual stream at each step (the logit lens, `analysis.lens`);
+    `encoder_layer` lets an encoder-decoder's decoder read that encoder layer instead of the last (DecoderLens).
     """
     source = read_source(lm, text)
     forced_ids = _forced_ids(lm, forced)
@@ -160,8 +168,9 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
     steps: list[Step] = []
     outputs = []
     inputs = list(start)
-    with lm.running():
-        encoded = lm.encode(torch.tensor([source.ids]), head_mask)
+    recorder = ResidualRecorder(lm) if residuals else None
+    with lm.running(), recorder.recording() if recorder is not None else nullcontext():
+        encoded = _encode(lm, torch.tensor([source.ids]), head_mask, encoder_layer)
         cache = lm.start_cache(encoded)
         finished = False
         for t in range(n_max):
@@ -170,6 +179,8 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
             outputs.append(out)
             logits = lm.constrain(inputs, out.logits[0].float(), n_max + len(start))
             probs = logits.softmax(-1)
+            if recorder is not None:
+                recorder.note(logits)
             forced = forced_ids[t] if t < len(forced_ids) else None
             if forced is not None and forced in lm.banned_after(inputs):
                 raise InputError(f"{lm.id_to_token(forced)!r} cannot be forced after "
@@ -189,7 +200,22 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
     trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, lm.family, lm.head_groups(),
                                      len(start) - 1 - first)
     text_out = lm.detokenize([s.token_id for s in steps])
-    return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown)
+    return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown,
+                        recorder.result() if recorder is not None else None, encoder_layer)
+
+
+def _encode(lm: InspectableModel, src: torch.Tensor, head_mask: HeadMask | None, encoder_layer: int | None
+            ) -> EncoderOutput:
+    """The encoder's output, or with `encoder_layer` that layer's residual as the decoder reads it (DecoderLens)."""
+    if encoder_layer is None:
+        return lm.encode(src, head_mask)
+    if lm.family.encoder_kind is None or lm.family.decoder_kind is None:
+        raise InputError(f"{lm.name} has no encoder: the decoder cannot read an earlier encoder layer.")
+    n = lm.head_counts()[lm.family.encoder_kind][0]
+    if isinstance(encoder_layer, bool) or not isinstance(encoder_layer, int) or not 0 <= encoder_layer <= n:
+        raise InputError(f"The encoder has layers 1 to {n}: the decoder can read layer 0 (the embeddings) to {n}, "
+                         f"not {encoder_layer!r}.")
+    return lm.encode_at(src, encoder_layer, head_mask)
 
 
 def teacher_forced(lm: InspectableModel, text: str, reference: str, *, top_k: int = 5,

@@ -21,6 +21,7 @@ from .families import (
                      ALL_TITLES,
                      DECODER_ONLY,
                      ENCODER_DECODER,
+                     ENCODER_ONLY,
                      FAMILIES,
                      SOURCE,
                      TARGET,
@@ -35,7 +36,7 @@ from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
 __all__ = ["STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
-           "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "FAMILIES", "SOURCE",
+           "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
            "TARGET", "ModelFamily", "family_of", "family_with_kinds", "AttentionMaps", "ConfigError",
            "DecoderLayer", "Dropout", "EncoderLayer", "EncoderOutput", "FeedForward", "ForwardOutput",
            "HeadMask", "KINDS", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS",

@@ -15,13 +15,13 @@ SOURCE, TARGET = "source", "target"  # the two token axes a trace carries
 class ModelFamily:
     """What a family of models has: its attention kinds, the axes (query, key) of each, what its input is."""
 
-    name: str  # "encoder-decoder" or "decoder-only"
+    name: str  # "encoder-decoder", "decoder-only" or "encoder-only"
     kinds: tuple[str, ...]  # attention kinds, in display order
     titles: dict[str, str] = field(hash=False)  # kind -> "Cross-attention"
     axes: dict[str, tuple[str, str]] = field(hash=False)  # kind -> (query axis, key axis), SOURCE or TARGET
     input_role: str  # what the user types: "source sentence" or "prompt"
     output_role: str  # what comes out: "translation" / "output" or "continuation"
-    decoder_kind: str  # the causal self-attention over the decoder inputs (one row per decoder step)
+    decoder_kind: str | None  # the causal self-attention over the decoder inputs; None: no decoding (encoder-only)
     encoder_kind: str | None = None  # the encoder's self-attention, where there is an encoder
     cross_kind: str | None = None  # attention from decoder steps to the source, where there is one
     prompt_in_decoder: bool = False  # the input's tokens are the decoder's first inputs (kept in the trace)
@@ -47,6 +47,21 @@ class ModelFamily:
     def has_cross(self) -> bool:
         return self.cross_kind is not None
 
+    @property
+    def decodes(self) -> bool:
+        """Whether the model writes an output token by token (False: it predicts at masks, all positions at once)."""
+        return self.decoder_kind is not None
+
+    @property
+    def output_kind(self) -> str:
+        """The kind whose stack feeds the output head: the decoder's, or an encoder-only model's one kind."""
+        return self.decoder_kind if self.decoder_kind is not None else self.encoder_kind  # type: ignore[return-value]
+
+    @property
+    def output_stack(self) -> str:
+        """The residual stream the output head reads: "decoder", or "encoder" for an encoder-only model."""
+        return "decoder" if self.decodes else "encoder"
+
 
 ENCODER_DECODER = ModelFamily(
     name="encoder-decoder", kinds=("encoder_self", "decoder_self", "cross"),
@@ -61,7 +76,12 @@ DECODER_ONLY = ModelFamily(
     axes={"self": (TARGET, TARGET)}, input_role="prompt", output_role="continuation", decoder_kind="self",
     prompt_in_decoder=True, axis_titles={SOURCE: "prompt tokens", TARGET: "prompt and generated tokens"})
 
-FAMILIES: dict[str, ModelFamily] = {f.name: f for f in (ENCODER_DECODER, DECODER_ONLY)}
+ENCODER_ONLY = ModelFamily(  # BERT, RoBERTa, DistilBERT, ModernBERT: one bidirectional stack, predictions at masks
+    name="encoder-only", kinds=("encoder_self",), titles={"encoder_self": "Encoder self-attention"},
+    axes={"encoder_self": (SOURCE, SOURCE)}, input_role="text", output_role="predictions at the masks",
+    decoder_kind=None, encoder_kind="encoder_self", axis_titles={SOURCE: "tokens", TARGET: "tokens"})
+
+FAMILIES: dict[str, ModelFamily] = {f.name: f for f in (ENCODER_DECODER, DECODER_ONLY, ENCODER_ONLY)}
 ALL_KINDS = tuple(dict.fromkeys(k for f in FAMILIES.values() for k in f.kinds))  # every kind of every family
 ALL_TITLES = {k: t for f in FAMILIES.values() for k, t in f.titles.items()}
 

@@ -1,0 +1,168 @@
+"""The logit lens: what each decoder layer would predict at each step, read through the model's own output
+function (`InspectableModel.output_head`: its final norm, T5's rescaling, the projection and its bias), as in
+nostalgebraist's "interpreting GPT: the logit lens" (2020); see docs/lens-and-beams.md.
+
+A layer's prediction at a step is softmax(output_head(residual after that layer)) over the tokens the step could
+emit: the ids the model's rules ban there (`constrain`, recorded by the decode) are left out of every layer's
+distribution, the final one included. The last layer's lens is then the step's own distribution. Per layer and
+step: the top-k tokens, the rank (1 = most probable) and probability of the token the decode chose, the entropy
+and KL(final || layer), both in nats.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from ..adapters import InspectableModel
+from ..decode import DecodeResult, Residuals
+
+LENS_TOP_K = 5
+MAX_LENS_TOP_K = 50
+
+
+class LensError(ValueError):
+    """A lens that cannot be computed for this decode (no residuals recorded, a step it does not have)."""
+
+
+def layer_label(layer: int) -> str:
+    """"embeddings" for the stream's first row, "layer n" after layer n."""
+    return "embeddings" if layer == 0 else f"layer {layer}"
+
+
+@dataclass(frozen=True)
+class LayerPrediction:
+    """One layer's prediction at one step."""
+
+    layer: int  # 0: the embeddings; n: after decoder layer n
+    top_k: tuple[tuple[str, float], ...]  # the k most probable tokens, best first
+    rank: int  # of the chosen token among the emittable ones (1: the most probable); emittable + 1 if banned
+    prob: float  # of the chosen token
+    entropy: float  # nats
+    kl: float  # KL(final || this layer), nats; 0 for the last layer
+
+
+@dataclass(frozen=True)
+class StepLens:
+    """Every layer's prediction at one decode step (0-based), and the token the decode chose there."""
+
+    step: int
+    token: str
+    token_id: int
+    layers: tuple[LayerPrediction, ...]
+    n_emittable: int  # tokens the step could emit (the lens's support)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per layer: layer, label, rank, prob, entropy, kl, top (the most probable token), top_prob."""
+        return pd.DataFrame([{"layer": p.layer, "label": layer_label(p.layer), "rank": p.rank, "prob": p.prob,
+                              "entropy": p.entropy, "kl": p.kl, "top": p.top_k[0][0] if p.top_k else "",
+                              "top_prob": p.top_k[0][1] if p.top_k else 0.0} for p in self.layers])
+
+    def to_dict(self) -> dict:
+        return {"step": self.step, "token": self.token, "token_id": self.token_id, "n_emittable": self.n_emittable,
+                "layers": [{"layer": p.layer, "rank": p.rank, "prob": p.prob, "entropy": p.entropy, "kl": p.kl,
+                            "top_k": [[t, v] for t, v in p.top_k]} for p in self.layers]}
+
+
+def residuals_of(result: DecodeResult) -> Residuals:
+    """The decode's recorded residuals, or LensError saying how to get them."""
+    if result.residuals is None:
+        raise LensError("this decode did not record the residual stream: decode with residuals=True "
+                        "(the command line's --lens) to see what each layer predicts")
+    return result.residuals
+
+
+def lens_log_probs(lm: InspectableModel, residual: Tensor, banned: Tensor) -> Tensor:
+    """Log-probabilities (N, V), float32, of the output function of residual rows (N, D), `banned` ids left out
+    (-inf) and the rest renormalised."""
+    with lm.running():
+        logits = lm.output_head(residual).float()  # (N, V)
+    if banned.numel():
+        logits = logits.index_fill(-1, banned.to(logits.device), float("-inf"))
+    return logits.log_softmax(-1)
+
+
+def _predictions(lm: InspectableModel, logp: Tensor, chosen: int, k: int) -> tuple[LayerPrediction, ...]:
+    """Per row of `logp` (L + 1, V): top-k, the chosen token's rank and probability, entropy, KL(last || row)."""
+    p = logp.exp()
+    finite = torch.isfinite(logp)
+    entropy = -torch.where(finite, p * logp, torch.zeros_like(p)).sum(-1)  # (L + 1,)
+    final_p, final_logp = p[-1], logp[-1]
+    kl = torch.where(final_p > 0, final_p * (final_logp - logp), torch.zeros_like(p)).sum(-1).clamp_min(0.0)
+    chosen_logp = logp[:, chosen]  # (L + 1,)
+    rank = (logp > chosen_logp[:, None]).sum(-1) + 1
+    n_allowed = int(finite[-1].sum())
+    top_p, top_i = logp.topk(min(k, n_allowed, logp.shape[-1]), dim=-1)
+    rows = []
+    for layer in range(logp.shape[0]):
+        top = tuple((lm.id_to_token(int(i)), float(v)) for i, v in zip(top_i[layer].tolist(),
+                                                                       top_p[layer].exp().tolist()))
+        rows.append(LayerPrediction(layer, top, int(rank[layer]) if bool(finite[layer, chosen]) else n_allowed + 1,
+                                    float(chosen_logp[layer].exp()), float(entropy[layer]), float(kl[layer])))
+    return tuple(rows)
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_LENS_TOP_K:
+        raise LensError(f"the lens shows 1 to {MAX_LENS_TOP_K} tokens per layer, not {k!r}")
+    return k
+
+
+def step_lens(lm: InspectableModel, result: DecodeResult, step: int, k: int = LENS_TOP_K) -> StepLens:
+    """Every decoder layer's prediction at `step` (0-based) of a decode that recorded its residuals."""
+    residuals, k = residuals_of(result), _check_k(k)
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < len(result.steps):
+        raise LensError(f"the decode has steps 1 to {len(result.steps)}, not {step + 1 if isinstance(step, int) else step!r}")
+    chosen = result.steps[step]
+    logp = lens_log_probs(lm, residuals.decoder[step], residuals.banned[step])
+    return StepLens(step, chosen.token, chosen.token_id, _predictions(lm, logp, chosen.token_id, k),
+                    int(torch.isfinite(logp[-1]).sum()))
+
+
+def every_step_lens(lm: InspectableModel, result: DecodeResult, k: int = LENS_TOP_K) -> tuple[StepLens, ...]:
+    """`step_lens` of every step (one output-head call per step: the memory of one (layers + 1, V) block)."""
+    return tuple(step_lens(lm, result, t, k) for t in range(len(result.steps)))
+
+
+@dataclass(frozen=True)
+class LensGrid:
+    """The layers x steps view: the chosen token's rank and probability at each layer (rows) and step (columns),
+    and each layer's most probable token."""
+
+    tokens: tuple[str, ...]  # the chosen token of each step
+    ranks: tuple[tuple[int, ...], ...]  # [layer][step]
+    probs: tuple[tuple[float, ...], ...]  # [layer][step]
+    top: tuple[tuple[str, ...], ...]  # [layer][step]: the layer's most probable token
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.ranks) - 1
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (layer, step): layer, label, step (1-based), token, rank, prob, top."""
+        return pd.DataFrame([{"layer": layer, "label": layer_label(layer), "step": t + 1, "token": tok,
+                              "rank": self.ranks[layer][t], "prob": self.probs[layer][t], "top": self.top[layer][t]}
+                             for layer in range(len(self.ranks)) for t, tok in enumerate(self.tokens)])
+
+
+def lens_grid(lenses: tuple[StepLens, ...]) -> LensGrid:
+    """The layers x steps grid of `every_step_lens`."""
+    if not lenses:
+        raise LensError("the decode has no steps")
+    n = len(lenses[0].layers)
+    return LensGrid(tuple(s.token for s in lenses),
+                    tuple(tuple(s.layers[layer].rank for s in lenses) for layer in range(n)),
+                    tuple(tuple(s.layers[layer].prob for s in lenses) for layer in range(n)),
+                    tuple(tuple(s.layers[layer].top_k[0][0] if s.layers[layer].top_k else "" for s in lenses)
+                          for layer in range(n)))
+
+
+def lens_dict(lenses: tuple[StepLens, ...], encoder_layer: int | None = None) -> dict:
+    """The trace JSON's "lens" entry (docs/formats.md): per step, every layer's top-k, rank, probability, entropy
+    and KL; the layer labels; the encoder layer the decoder read (DecoderLens), if not the last."""
+    n = len(lenses[0].layers) if lenses else 0
+    return {"layers": [layer_label(i) for i in range(n)], "units": "nats",
+            **({"encoder_layer": encoder_layer} if encoder_layer is not None else {}),
+            "steps": [s.to_dict() for s in lenses]}
