@@ -9,7 +9,6 @@ runs the model while they are on. Everything here takes any `InspectableModel`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -20,30 +19,7 @@ from torch import Tensor
 from ..adapters import ban
 from ..decode import DecodeResult, InputError, greedy_decode, read_source
 from ..adapters import InspectableModel
-from ..model import HeadMask
-
-KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}
-_LABEL = re.compile(r"^\s*(enc|dec|cross|self)\s*[:.\s]\s*L(\d+)\s*H(\d+)\s*$", re.IGNORECASE)
-
-
-class HeadError(ValueError):
-    """A head that the model does not have, or a head label that cannot be read."""
-
-
-@dataclass(frozen=True, order=True)
-class Head:
-    """One attention head: kind ("encoder_self", "decoder_self", "cross"), 0-based layer and head."""
-
-    kind: str
-    layer: int
-    head: int
-
-    @property
-    def label(self) -> str:
-        """'cross:L1H2' for (cross, layer 0, head 1): 1-based, the form the CLI and the app read back."""
-        code = next(c for c, k in KIND_CODES.items() if k == self.kind)
-        return f"{code}:L{self.layer + 1}H{self.head + 1}"
-
+from ..model import Head, HeadError, HeadMask
 
 def all_heads(lm: InspectableModel, kinds: Sequence[str] | None = None) -> list[Head]:
     """Every head of the given kinds (the model's own by default), in (kind, layer, head) order."""
@@ -69,12 +45,7 @@ def check_head(lm: InspectableModel, head: Head) -> Head:
 
 def parse_head(text: str, lm: InspectableModel) -> Head:
     """A head from its label ('cross:L1H2', 'enc.L2H1', 'dec L1H4'; 1-based), checked against the model."""
-    match = _LABEL.match(text or "")
-    if match is None:
-        raise HeadError(f"cannot read head {text!r}: write KIND:LnHm with KIND enc, dec, cross or self "
-                        "(e.g. cross:L1H2; self for a decoder-only model)")
-    code, layer, head = match.groups()
-    return check_head(lm, Head(KIND_CODES[code.lower()], int(layer) - 1, int(head) - 1))
+    return check_head(lm, Head.parse(text))
 
 
 def head_mask(lm: InspectableModel, heads: Iterable[Head]) -> HeadMask | None:

@@ -29,13 +29,14 @@ from .families import (
                      family_of,
                      family_with_kinds,
 )
+from .head import KIND_CODES, Head, HeadError
 from .insides import STACKS, AttentionInputs, Insides, additive_mask
 from .layers import DecoderLayer, EncoderLayer, FeedForward
 from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 
-__all__ = ["STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
+__all__ = ["KIND_CODES", "Head", "HeadError", "STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
            "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
            "TARGET", "ModelFamily", "family_of", "family_with_kinds", "AttentionMaps", "ConfigError",
            "DecoderLayer", "Dropout", "EncoderLayer", "EncoderOutput", "FeedForward", "ForwardOutput",

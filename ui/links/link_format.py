@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from transformer.decode import MAX_INPUT_CHARS, MEAN_HEAD
-from transformer.model import ALL_KINDS
+from transformer.model import ALL_KINDS, Head
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
@@ -20,12 +20,10 @@ VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views 
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
 MAX_STEP = 10_000
-ABLATE_KINDS = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}  # any family
 # "source:name" as in the model picker (a run's name may hold spaces; a hub-style "org/name" one slash); only an id
 # the picker lists is ever used, so a link cannot name a path: this only turns garbage away with a clear note
 _NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
 _MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
-_HEAD_REF = re.compile(r"^(enc|dec|cross|self)[.:]L(\d{1,3})H(\d{1,3})$")  # "." in links; ":" as the app labels heads
 MAX_ABLATED = 64
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
@@ -107,32 +105,29 @@ def _head(value: str) -> int:
     return MEAN if value.strip().lower() == "mean" else _int(value, 1, 999) - 1
 
 
-def parse_ablated(value: str) -> tuple[tuple[str, int, int], ...]:
-    """`cross.L1H2,enc.L2H1` -> (("cross", 0, 1), ("encoder_self", 1, 0)); raises ValueError naming the bad item.
-    `cross:L1H2` (the app's and the CLI's head labels) reads the same."""
+def parse_ablated(value: str) -> tuple[Head, ...]:
+    """`cross.L1H2,enc.L2H1` -> (Head("cross", 0, 1), Head("encoder_self", 1, 0)); raises ValueError naming the bad
+    item. `cross:L1H2` (the app's and the CLI's head labels) reads the same (`Head.parse`, the one parser)."""
     if not value.strip():
         return ()
     items = [item.strip() for item in value.split(",")]
     if len(items) > MAX_ABLATED:
         raise ValueError(f"at most {MAX_ABLATED} heads")
-    heads = []
-    for item in items:
-        match = _HEAD_REF.fullmatch(item)
-        if match is None or int(match[2]) < 1 or int(match[3]) < 1:
-            raise ValueError(f"{item[:40]!r} is not KIND.LnHm with KIND enc, dec, cross or self")
-        heads.append((ABLATE_KINDS[match[1]], int(match[2]) - 1, int(match[3]) - 1))
-    return tuple(dict.fromkeys(heads))
+    heads = tuple(dict.fromkeys(Head.parse(item) for item in items))
+    for head in heads:
+        if head.layer < 0 or head.head < 0:
+            raise ValueError(f"{head.format('.')!r}: layers and heads are numbered from 1")
+    return heads
 
 
 def format_ablated(heads: tuple[tuple[str, int, int], ...]) -> str:
     """The inverse of parse_ablated."""
-    short = {kind: name for name, kind in ABLATE_KINDS.items()}
-    return ",".join(f"{short[kind]}.L{layer + 1}H{head + 1}" for kind, layer, head in heads)
+    return ",".join(Head(*h).format(".") for h in heads)
 
 
 def head_labels(heads: tuple[tuple[str, int, int], ...]) -> list[str]:
     """Link heads -> the ablation picker's labels: (("cross", 0, 1),) -> ["cross:L1H2"]."""
-    return [label.replace(".", ":", 1) for label in format_ablated(heads).split(",") if label]
+    return [Head(*h).label for h in heads]
 
 
 def labels_to_heads(labels: list[str]) -> tuple[tuple[str, int, int], ...]:
