@@ -6,6 +6,7 @@ from typing import Callable, Mapping
 
 from .cli_fill import add_fill_parser
 from .cli_heads import add_heads_parser
+from .cli_lens import add_lens_arguments
 from .data import TASK_NAMES
 from .adapters import DEFAULT_MAX_PARAMS
 from .model import ARCHITECTURE_NAMES, PRESETS
@@ -148,6 +149,7 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     _add_model_arguments(dec)
     dec.add_argument("--ablate", action="append", metavar="HEADS",
                      help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")
+    add_lens_arguments(dec, _positive_int)
     dec.set_defaults(func=runners["decode"])
     add_heads_parser(commands, _positive_int)
     add_fill_parser(commands, _positive_int)

@@ -38,6 +38,7 @@ from .groups import group_head_label, group_mean, group_members, group_of, group
 from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
+from .head_capture import CapturedDecode, capture_decode, computation_at, contributions, decoder_ids, trace_view
 from .head_computation import (
     HeadComputation,
     HeadSelectionError,
@@ -83,5 +84,6 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "rollout", "spearman", "substituted", "summarize", "sweep_heads",
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
+           "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]

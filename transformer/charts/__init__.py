@@ -11,6 +11,7 @@ from .aggregates import aggregate_heatmap, aggregate_title
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
+from .head_computation import STAGES, contribution_heatmap, stage_charts, top_dimensions
 from .heads import alignment_table_chart
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .overview import head_overview, overview_cell
@@ -33,4 +34,5 @@ __all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "INLINE_REN
            "inline_chart_html", "keys_per_window", "window_title", "label_angle", "layers_that_fit", "overview_cell",
            "qr_matrix", "qr_png", "qr_svg", "read_inline_chart", "replay_html", "selected_panel", "slide_pdf",
            "slide_png", "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
-           "timeline_frame", "topk_bars", "training_curves", "visible_token"]
+           "timeline_frame", "topk_bars", "training_curves", "visible_token",
+           "STAGES", "contribution_heatmap", "stage_charts", "top_dimensions"]

@@ -13,6 +13,7 @@ from .greedy import (
 )
 from .masked import FillResult, MaskPrediction, fill_masks, no_mask_message, read_masked
 from .perplexity import perplexity
+from .residuals import ResidualRecorder, Residuals
 from .scoring import score_parallel
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
 from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSION, AttentionTrace, head_label
@@ -23,4 +24,5 @@ __all__ = ["FillResult", "MaskPrediction", "fill_masks", "no_mask_message", "rea
            "MEAN_HEAD", "Step", "TRACE_FORMAT_VERSION", "beam_search", "beam_texts",
            "encode_source", "greedy_decode",
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
-           "score_parallel", "teacher_forced", "merge_words", "word_groups"]
+           "score_parallel", "teacher_forced", "merge_words", "word_groups",
+           "ResidualRecorder", "Residuals"]

@@ -1,0 +1,98 @@
+"""The insides of one decode: a teacher-forced forward over exactly the tokens a `DecodeResult`'s trace shows, its
+captures kept with the decode so a new head, layer or query is a lookup. Rows and columns line up with the trace:
+the trace's decoder row r is the capture's row r + `first` (an encoder-decoder's trace starts at its last start
+token)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..adapters import InspectableModel
+from ..decode import DecodeResult, read_source
+from ..model import SOURCE, TARGET, Insides
+from .head_computation import (
+    HeadComputation,
+    check_selection,
+    contribution_maps,
+    head_computation,
+)
+from .head_computation import mean_contribution_map as _mean_map
+
+
+@dataclass(frozen=True)
+class CapturedDecode:
+    """A decode's insides with every token's label: `source_tokens` (the encoder's input; a decoder-only model's
+    prompt) and `decoder_tokens` (every decoder input the capture read, start tokens included)."""
+
+    model: str
+    insides: Insides
+    source_tokens: tuple[str, ...]
+    decoder_tokens: tuple[str, ...]
+    first: int  # the capture's decoder row of the trace's first decoder row
+    axes: dict[str, tuple[str, str]]  # kind -> (query axis, key axis), SOURCE or TARGET
+
+    def tokens(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(query tokens, key tokens) of `kind`, as the capture holds them."""
+        q_axis, k_axis = self.axes[kind]
+        pick = {SOURCE: self.source_tokens, TARGET: self.decoder_tokens}
+        return pick[q_axis], pick[k_axis]
+
+    def query_of_row(self, kind: str, row: int) -> int:
+        """The capture's query position of the trace's row `row` of `kind`."""
+        return row + (self.first if self.axes[kind][0] != SOURCE else 0)
+
+    def nbytes(self) -> int:
+        return self.insides.nbytes()
+
+
+def decoder_ids(lm: InspectableModel, result: DecodeResult, reference: str | None = None) -> tuple[list[int],
+                                                                                                    list[int], int]:
+    """(source ids, decoder inputs, first) of the forward that reproduces `result`'s trace: the reference after the
+    start tokens for a teacher-forced decode, else the chosen tokens; `first` as in `CapturedDecode`."""
+    source = read_source(lm, result.source_text)
+    start = lm.decoder_prefix(source)
+    first = 0 if lm.family.prompt_in_decoder else len(start) - 1
+    rows = result.trace.axis_sizes(lm.family.decoder_kind)[0]
+    if result.mode == "teacher-forced" and reference is not None:
+        rest = lm.target_ids(reference) if reference else []
+    else:
+        rest = [s.token_id for s in result.steps]
+    return list(source.ids), [*start, *rest][: first + rows], first
+
+
+def capture_decode(lm: InspectableModel, result: DecodeResult, reference: str | None = None) -> CapturedDecode:
+    """One teacher-forced forward over `result`'s tokens with every insides kept (eval mode, nothing left on the
+    model); `reference` is what a teacher-forced result was fed."""
+    src, tgt, first = decoder_ids(lm, result, reference)
+    source = read_source(lm, result.source_text)
+    insides = lm.insides(torch.tensor([src]), torch.tensor([tgt]))
+    n_start = len(lm.decoder_prefix(source))
+    labels = (*lm.prefix_tokens(source), *lm.ids_to_tokens(tgt[n_start:]))[: len(tgt)]
+    return CapturedDecode(lm.name, insides, tuple(source.tokens), tuple(labels), first, dict(lm.family.axes))
+
+
+def computation_at(lm: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int, row: int
+                   ) -> HeadComputation:
+    """The head computation for the trace's row `row` of `kind` (HeadSelectionError when out of range)."""
+    return head_computation(lm, captured.insides, kind, layer, head, captured.query_of_row(kind, row))
+
+
+def contributions(lm: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int | None
+                  ) -> Tensor:
+    """The contribution map ||alpha_ij W_O^h v_j|| of one head (None: the norm of the mean of the heads' vectors)
+    over the capture's rows and keys, (Tq, Tk)."""
+    inputs = check_selection(captured.insides, kind, layer, 0 if head is None else head)
+    weight, _ = lm.output_projection(kind, layer)
+    if head is None:
+        return _mean_map(inputs, weight)[0]
+    return contribution_maps(inputs, weight)[0, head]
+
+
+def trace_view(captured: CapturedDecode, kind: str, matrix: Tensor) -> Tensor:
+    """A capture-sized (Tq, Tk) matrix cut to the rows and keys the trace shows."""
+    q_axis, k_axis = captured.axes[kind]
+    rows = slice(captured.first, None) if q_axis != SOURCE else slice(None)
+    cols = slice(captured.first, None) if k_axis != SOURCE else slice(None)
+    return matrix[rows, cols]
