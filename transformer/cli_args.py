@@ -6,6 +6,7 @@ from typing import Callable, Mapping
 
 from .cli_fill import add_fill_parser
 from .cli_heads import add_heads_parser
+from .cli_patch import add_patch_parser
 from .cli_lens import add_lens_arguments
 from .data import TASK_NAMES
 from .adapters import DEFAULT_MAX_PARAMS
@@ -119,7 +120,7 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     """The `python -m transformer` argument parser."""
     parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
                      "models from the command line.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads,fill}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads,fill,patch}")
     train = commands.add_parser("train", help="train a model and save a checkpoint")
     _add_train_arguments(train)
     train.set_defaults(func=runners["train"])
@@ -152,5 +153,6 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     add_lens_arguments(dec, _positive_int)
     dec.set_defaults(func=runners["decode"])
     add_heads_parser(commands, _positive_int)
+    add_patch_parser(commands, _positive_int)
     add_fill_parser(commands, _positive_int)
     return parser

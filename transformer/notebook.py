@@ -26,6 +26,7 @@ from typing import Any, Callable, TypeVar
 import altair as alt
 import pandas as pd
 
+from .analysis import SITES, PatchingResult, patch_sites, prepare_patching
 from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enable_inline_renderer,
                      step_slider_chart)
 from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
@@ -38,7 +39,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 # picked a renderer of their own before importing this module)
 enable_inline_renderer()
 
-__all__ = ["VIEWS", "decode", "frame", "load", "show", "trace"]
+__all__ = ["VIEWS", "decode", "frame", "load", "patch", "show", "trace"]
 
 VIEWS = ("step", "grid", "head")
 Model = str | Path | InspectableModel
@@ -105,6 +106,19 @@ def frame(source: Model | AttentionTrace | DecodeResult, text: str | None = None
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
     return source.to_frame(kind, layer, head)
+
+
+@_one_line_errors
+def patch(model: Model, clean: str, corrupted: str, *, step: int | None = None, contrast: str | None = None,
+          sites: tuple[str, ...] = SITES) -> PatchingResult:
+    """Activation patching (docs/patching.md): how much of the clean answer at output token `step` (1-based; by
+    default the first the edit changes) comes back when one activation of `clean`'s run is copied into
+    `corrupted`'s; `.frame` has one row per site (site, where, layer, head, position, token, metric, difference,
+    recovery), `.summary()` the metric and the unaligned positions. `contrast`: the metric is log p(clean token) −
+    log p(contrast). Raises CheckpointError, HFModelError or InputError."""
+    lm = load(model)
+    setup = prepare_patching(lm, clean, corrupted, step=None if step is None else step - 1, contrast=contrast)
+    return patch_sites(lm, setup, [s for s in sites if s != "encoder output" or lm.family.has_cross])
 
 
 def _pick_layer(result: DecodeResult, kind: str, layer: int | None) -> int:

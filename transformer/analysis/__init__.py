@@ -66,6 +66,11 @@ from .lens import (
     residuals_of,
     step_lens,
 )
+from .patching import BARELY, PatchingSetup, metric_of, patched_metrics, prepare_patching
+from .patching_estimate import ESTIMATE_COLUMNS, estimate_patching, preview_patching
+from .patching_estimate import estimate_agreement as patching_agreement
+from .patching_sites import ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM, SITES, PatchingResult, patch_sites, residual_site
+from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
@@ -82,6 +87,10 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "head_mask", "head_overview_frame", "head_report", "head_stats", "induction_scores",
            "max_over_heads", "n_groups", "output_ids", "parse_head", "previous_token_scores", "report_dict",
            "rollout", "spearman", "substituted", "summarize", "sweep_heads",
+           "BARELY", "PatchingSetup", "metric_of", "patched_metrics", "prepare_patching", "ESTIMATE_COLUMNS",
+           "estimate_patching", "preview_patching", "patching_agreement", "ENCODER_OUTPUT", "HEADS",
+           "RESIDUAL_STREAM", "SITES", "PatchingResult", "patch_sites", "residual_site", "TokenAlignment",
+           "align_tokens", "identity_alignment",
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
            "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",
