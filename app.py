@@ -13,11 +13,13 @@ if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find t
     from starlette.middleware import Middleware
 
     from ui.links import ReadAheadLinks
-    from ui.server import PreloadChunks, StaticFromMemory
+    from ui.server import PreloadChunks, StaticFromMemory, server_patches
     from ui.shell import warm_up_lifespan
 
-    app = st.App(__file__, lifespan=warm_up_lifespan,
-                 middleware=[Middleware(ReadAheadLinks), Middleware(PreloadChunks), Middleware(StaticFromMemory)])
+    # Our patches of Streamlit's server, behind one switch (ATTENTION_STUDIO_SERVER_PATCHES=off: Streamlit as it
+    # ships; tests/e2e/test_e2e_browser.py opens the app that way too)
+    patches = [Middleware(ReadAheadLinks), Middleware(PreloadChunks), Middleware(StaticFromMemory)]
+    app = st.App(__file__, lifespan=warm_up_lifespan, middleware=patches if server_patches() else [])
 else:
     from ui.links import apply_presenter, page_name, presenter_switch, restore, run_page, share_control, show_notes
     from ui.server import PAGES, configure_charts, configure_torch

@@ -1,6 +1,8 @@
 """The app's CPU settings: how many threads a training process gets."""
 import os
 
+import pytest
+
 from ui.server import THREADS_ENV, training_threads
 
 
@@ -16,3 +18,13 @@ def test_a_training_process_leaves_one_core_to_the_pages_and_the_browser(monkeyp
     assert training_threads() == 3  # the operator's setting wins
     monkeypatch.setenv(THREADS_ENV, "lots")
     assert training_threads() == 1  # an unreadable setting falls back to the default
+
+
+@pytest.mark.parametrize("value, on", [(None, True), ("on", True), ("off", False), ("0", False), ("False", False)])
+def test_the_server_patches_have_one_switch(monkeypatch, value, on):
+    from ui.server import PATCHES_ENV, server_patches
+    if value is None:
+        monkeypatch.delenv(PATCHES_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PATCHES_ENV, value)
+    assert server_patches() is on

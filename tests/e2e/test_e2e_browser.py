@@ -263,3 +263,21 @@ def _wait_shown(page, heading: str, piece: str):
         return (view.heading || '').startsWith(heading) && view.charts.some((text) => text.includes(piece));
     }}""", arg=[heading, piece], timeout=120_000, polling="raf")
     return view_from(page.evaluate(VIEW_JS))
+
+
+def test_the_app_works_as_streamlit_ships_it_without_our_server_patches(tiny_checkpoint_dir, tmp_path, decoded):
+    """ATTENTION_STUDIO_SERVER_PATCHES=off: no TCP_NODELAY, static files, preloaded chunks or link read-ahead of
+    ours; a shared Decode link still opens on its step with the decode drawn."""
+    from playwright.sync_api import sync_playwright
+
+    env = {"ATTENTION_STUDIO_SERVER_PATCHES": "off"}
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = new_page(browser)
+            page.goto(f"{app.url}/decode?model=shipped:reverse&text={decoded.source_text}&step=2")
+            view = wait_decode_step(page, 2, timeout_ms=60_000)
+            assert f"output ‹{decoded.steps[1].token}›" in view.heading
+            _assert_no_errors(page)
+        finally:
+            browser.close()

@@ -6,6 +6,7 @@ from .page_registry import PAGES, PageEntry, page_named, page_titled
 from .preload import JS_DIR, PreloadChunks, first_view_chunks, preload_links
 from .settings import (
     AUDIENCE_ENV,
+    PATCHES_ENV,
     PUBLIC_URL_ENV,
     THREADS_ENV,
     audience_mode,
@@ -17,14 +18,15 @@ from .settings import (
     preferred_default,
     public_url,
     runs_root,
+    server_patches,
     training_threads,
 )
 from .share_address import ShareAddress, is_loopback, network_address, share_address
 from .static_cache import MAX_AGE, StaticFromMemory, precompress
 
-__all__ = ["PAGES", "PageEntry", "page_named", "page_titled", "AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PUBLIC_URL_ENV", "PreloadChunks", "REFUSALS",
+__all__ = ["PAGES", "PageEntry", "page_named", "page_titled", "AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PATCHES_ENV", "PUBLIC_URL_ENV", "PreloadChunks", "REFUSALS",
            "ShareAddress", "StaticFromMemory", "THREADS_ENV", "audience_mode", "check_limits", "checkpoints_root",
            "client_address", "configure_charts", "configure_torch", "first_view_chunks", "hf_models_root",
            "is_audience", "is_local", "is_loopback", "limit_violations", "max_training_processes",
            "network_address", "precompress", "preferred_default", "preload_links", "public_url", "refusal", "refuse",
-           "runs_root", "share_address", "speaker_only", "training_threads"]
+           "runs_root", "server_patches", "share_address", "speaker_only", "training_threads"]

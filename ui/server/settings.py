@@ -16,6 +16,7 @@ THREADS_ENV = "ATTENTION_STUDIO_TORCH_THREADS"
 HF_MODELS_ENV = "ATTENTION_STUDIO_HF_MODELS"
 PUBLIC_URL_ENV = "ATTENTION_STUDIO_PUBLIC_URL"
 AUDIENCE_ENV = "ATTENTION_STUDIO_AUDIENCE"
+PATCHES_ENV = "ATTENTION_STUDIO_SERVER_PATCHES"  # "off": Streamlit as it ships, none of our patches of its server
 AUDIENCE_MODES = ("remote", "none", "all")  # who is audience: sessions from other machines, nobody, everybody
 
 
@@ -48,6 +49,12 @@ def preferred_default(names: list[str]) -> str | None:
 def public_url() -> str | None:
     """$ATTENTION_STUDIO_PUBLIC_URL: the address the room opens the studio at (share links and QR codes), or None."""
     return (os.environ.get(PUBLIC_URL_ENV) or "").strip().rstrip("/") or None
+
+
+def server_patches() -> bool:
+    """Whether the app patches Streamlit's server (TCP_NODELAY on its listeners, its static files from memory, the
+    page's chunks preloaded, a link's decode read ahead): on unless ATTENTION_STUDIO_SERVER_PATCHES is off/0/false."""
+    return (os.environ.get(PATCHES_ENV) or "on").strip().lower() not in ("off", "0", "false", "no")
 
 
 def audience_mode() -> str:

@@ -111,7 +111,10 @@ def nodelay_listeners() -> int:
 async def warm_up_lifespan(_app: Any) -> AsyncIterator[None]:
     """`st.App` lifespan: small writes sent at once (`nodelay_listeners`), then warm up (in a worker thread, off the
     event loop) before the server takes requests."""
-    nodelay_listeners()
+    from ui.server import server_patches
+
+    if server_patches():
+        nodelay_listeners()
     seconds = await asyncio.to_thread(warm_up)
     print(f"Attention Studio: warmed up in {seconds:.1f} s", file=sys.stderr)
     yield
