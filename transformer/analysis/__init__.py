@@ -71,6 +71,16 @@ from .patching_estimate import ESTIMATE_COLUMNS, estimate_patching, preview_patc
 from .patching_estimate import estimate_agreement as patching_agreement
 from .patching_sites import ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM, SITES, PatchingResult, patch_sites, residual_site
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
+from .edit_compare import (
+    CHANGED,
+    DELETED,
+    INSERTED,
+    SAME,
+    AlignedDifference,
+    EditComparison,
+    aligned_difference,
+    compare_edit,
+)
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
@@ -91,6 +101,8 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "estimate_patching", "preview_patching", "patching_agreement", "ENCODER_OUTPUT", "HEADS",
            "RESIDUAL_STREAM", "SITES", "PatchingResult", "patch_sites", "residual_site", "TokenAlignment",
            "align_tokens", "identity_alignment",
+           "CHANGED", "DELETED", "INSERTED", "SAME", "AlignedDifference", "EditComparison", "aligned_difference",
+           "compare_edit",
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
            "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",

@@ -1,0 +1,176 @@
+"""One model on an input A and its edit B: both decodes, their outputs aligned by edit distance, and every attention
+map's difference B − A on *aligned* rows and columns.
+
+Token axes are aligned by edit distance (`token_alignment`): a kept or swapped token is one row (column) holding A's
+and B's weights; an inserted token is a row of B's alone, a deleted one a row of A's alone, so one inserted word
+does not shift every column after it. Heads are ranked by how much their attention moved: the mean |B − A| over the
+cells whose row and column are both aligned. Per aligned output step: each side's chosen token and probability, how
+the edit moved the probability of A's token (p_B − p_A) and the KL divergence KL(A || B) between the two next-token
+distributions (over what the model can emit, its generation rules applied as in decoding).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..adapters import InspectableModel
+from ..decode import (
+    AttentionTrace,
+    DecodeResult,
+    InputError,
+    greedy_decode,
+    read_source,
+)
+from ..model import SOURCE, TARGET
+from .token_alignment import TokenAlignment, align_tokens
+
+SAME, CHANGED, INSERTED, DELETED = "same", "changed", "inserted", "deleted"
+STEP_COLUMNS = ["step_a", "step_b", "token_a", "token_b", "prob_a", "prob_b", "delta_prob", "kl", "status"]
+RANK_COLUMNS = ["kind", "layer", "head", "mean_abs", "max_abs"]
+
+
+def _status(alignment: TokenAlignment, a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
+    return tuple(INSERTED if i is None else DELETED if j is None else SAME if a[i] == b[j] else CHANGED
+                 for i, j in alignment.pairs)
+
+
+def _label(pair: tuple[int | None, int | None], a: Sequence[str], b: Sequence[str]) -> str:
+    i, j = pair
+    if i is None:
+        return f"+{b[j]}"
+    if j is None:
+        return f"−{a[i]}"
+    return a[i] if a[i] == b[j] else f"{a[i]}→{b[j]}"
+
+
+@dataclass(frozen=True)
+class AlignedDifference:
+    """One kind's weights of A and B on the aligned axes: (layers, heads, rows, columns), NaN where a side lacks the
+    row or column (an inserted or deleted token)."""
+
+    kind: str
+    query_tokens: tuple[str, ...]  # one label per aligned row: "dog", "dog→cat", "+big", "−big"
+    key_tokens: tuple[str, ...]
+    query_status: tuple[str, ...]  # SAME, CHANGED, INSERTED, DELETED per row
+    key_status: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+
+    def difference(self, layer: int, head: int | None = None) -> np.ndarray:
+        """(rows, columns) B − A of one head (None: the mean of heads); a missing side counts as 0."""
+        a, b = (np.nan_to_num(x[layer]) for x in (self.a, self.b))
+        return (b - a).mean(0) if head is None else b[head] - a[head]
+
+    def aligned_cells(self) -> np.ndarray:
+        """(rows, columns) True where both the row and the column exist on both sides."""
+        rows = np.array([s in (SAME, CHANGED) for s in self.query_status])
+        cols = np.array([s in (SAME, CHANGED) for s in self.key_status])
+        return rows[:, None] & cols[None, :]
+
+    def head_movement(self) -> np.ndarray:
+        """(layers, heads) mean |B − A| over the aligned cells."""
+        cells = self.aligned_cells()
+        if not cells.any():
+            return np.zeros(self.a.shape[:2])
+        return np.abs(self.b - self.a)[..., cells].mean(-1)
+
+
+def aligned_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str,
+                       axes: dict[str, TokenAlignment]) -> AlignedDifference:
+    """B and A's weights of `kind` on the rows and columns that `axes` (SOURCE/TARGET axis -> alignment) align."""
+    spec = trace_a.family_spec
+    (qa, ka), (qb, kb) = trace_a.labels(kind), trace_b.labels(kind)
+    q_axis, k_axis = spec.axes[kind]
+    rows, cols = axes[q_axis], axes[k_axis]
+    out = []
+    for trace, side in ((trace_a, 0), (trace_b, 1)):
+        w = trace.weights(kind).detach().float().cpu().numpy()  # (L, H, Q, K)
+        r = np.array([-1 if p[side] is None else p[side] for p in rows.pairs])
+        c = np.array([-1 if p[side] is None else p[side] for p in cols.pairs])
+        grid = w[:, :, np.clip(r, 0, None)][:, :, :, np.clip(c, 0, None)]
+        grid[:, :, r < 0] = np.nan
+        grid[:, :, :, c < 0] = np.nan
+        out.append(grid)
+    return AlignedDifference(kind, tuple(_label(p, qa, qb) for p in rows.pairs),
+                             tuple(_label(p, ka, kb) for p in cols.pairs), _status(rows, qa, qb),
+                             _status(cols, ka, kb), out[0], out[1])
+
+
+@dataclass(frozen=True)
+class EditComparison:
+    """Both decodes, the aligned steps (STEP_COLUMNS), the aligned difference per kind and the heads ranked by how
+    much their attention moved (RANK_COLUMNS, largest first)."""
+
+    a: DecodeResult
+    b: DecodeResult
+    output_alignment: TokenAlignment
+    first_divergence: int | None  # the first row of `steps` whose tokens differ; None when the outputs agree
+    steps: pd.DataFrame
+    differences: dict[str, AlignedDifference]
+    ranking: pd.DataFrame
+
+
+def _distributions(lm: InspectableModel, result: DecodeResult, max_steps: int | None) -> torch.Tensor:
+    """(steps, V) next-token probabilities at each step of a decode, teacher-forced on its own output, under the
+    generation rules `greedy_decode` applied (the same length limit)."""
+    source = read_source(lm, result.source_text)
+    prefix, output = lm.decoder_prefix(source), [s.token_id for s in result.steps]
+    limit = lm.max_target_len - len(prefix) + 1
+    n_max = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
+    max_length = max(n_max, min(limit, 1)) + len(prefix)
+    tgt = torch.tensor([[*prefix, *output[:-1]]])
+    with lm.running():
+        logits = lm.teacher_logits(lm.network, torch.tensor([source.ids]), tgt)[0, len(prefix) - 1:].float()
+    rows = [lm.constrain([*prefix, *output[:t]], logits[t], max_length) for t in range(len(output))]
+    return torch.stack(rows).softmax(-1)
+
+
+def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignment: TokenAlignment,
+                max_steps: int | None) -> pd.DataFrame:
+    pa, pb = _distributions(lm, a, max_steps), _distributions(lm, b, max_steps)
+    rows = []
+    for i, j in alignment.pairs:
+        sa, sb = (a.steps[i] if i is not None else None), (b.steps[j] if j is not None else None)
+        row = {"step_a": None if i is None else i + 1, "step_b": None if j is None else j + 1,
+               "token_a": sa.token if sa else "", "token_b": sb.token if sb else "",
+               "prob_a": float(pa[i, sa.token_id]) if sa else np.nan,
+               "prob_b": float(pb[j, sb.token_id]) if sb else np.nan, "delta_prob": np.nan, "kl": np.nan}
+        if sa and sb:
+            row["delta_prob"] = float(pb[j, sa.token_id] - pa[i, sa.token_id])
+            p, q = pa[i], pb[j]
+            keep = p > 0
+            row["kl"] = max(0.0, float((p[keep] * (p[keep].log() - q[keep].clamp_min(1e-30).log())).sum()))
+        row["status"] = (INSERTED if sa is None else DELETED if sb is None else
+                         SAME if sa.token_id == sb.token_id else CHANGED)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=STEP_COLUMNS).astype({"step_a": "Int64", "step_b": "Int64"})
+
+
+def compare_edit(lm: InspectableModel, text_a: str, text_b: str, *, max_steps: int | None = None) -> EditComparison:
+    """Decode `text_a` and its edit `text_b` with one model and diff everything; InputError for an empty or identical
+    edit or one the model cannot read."""
+    if not isinstance(text_b, str) or not text_b.strip():
+        raise InputError("The edited input is empty: change a word of the input rather than deleting it all.")
+    if text_a.strip() == text_b.strip():
+        raise InputError("The edited input is the same as the input: change at least one word.")
+    a, b = (greedy_decode(lm, t, max_steps=max_steps) for t in (text_a, text_b))
+    alignment = align_tokens([s.token_id for s in a.steps], [s.token_id for s in b.steps])
+    steps = _step_frame(lm, a, b, alignment, max_steps)
+    changed = steps.index[steps["status"] != SAME]
+    axes = {SOURCE: align_tokens(a.trace.source_tokens, b.trace.source_tokens),
+            TARGET: align_tokens(a.trace.decoder_input_tokens, b.trace.decoder_input_tokens)}
+    differences = {kind: aligned_difference(a.trace, b.trace, kind, axes) for kind in a.trace.kinds}
+    rows = []
+    for kind, diff in differences.items():
+        moved = diff.head_movement()
+        peak = np.nan_to_num(np.abs(diff.b - diff.a)).max(axis=(-1, -2)) if diff.a.size else np.zeros(moved.shape)
+        rows += [{"kind": kind, "layer": layer, "head": head, "mean_abs": float(moved[layer, head]),
+                  "max_abs": float(peak[layer, head])}
+                 for layer in range(moved.shape[0]) for head in range(moved.shape[1])]
+    ranking = pd.DataFrame(rows, columns=RANK_COLUMNS).sort_values("mean_abs", ascending=False, kind="stable")
+    return EditComparison(a, b, alignment, int(changed[0]) if len(changed) else None, steps, differences,
+                          ranking.reset_index(drop=True))
