@@ -121,3 +121,11 @@ def test_every_registered_page_has_its_script_and_its_link_table():
     from ui.server import PAGES
     assert {p.name for p in PAGES} == {p.stem for p in (ROOT / "pages").glob("*.py")} == set(PAGE_WIDGETS)
     assert sum(p.default for p in PAGES) == 1
+
+
+def test_every_page_runs_in_the_frame():
+    """Each page script calls `ensure_frame()` before it draws (ui/shell/frame.py says why)."""
+    from ui.server import PAGES
+    for page in PAGES:
+        source = (ROOT / page.path).read_text()
+        assert "ensure_frame()" in source and source.index("ensure_frame()") < source.index("st.title("), page.path

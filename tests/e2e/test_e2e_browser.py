@@ -27,6 +27,7 @@ from studio_browser import (
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
+from ui.server import PAGES
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CANDIDATES = ("abcdefg", "qwertyu", "hello", "mnopqrs", "zyxwv")
@@ -278,6 +279,10 @@ def test_the_app_works_as_streamlit_ships_it_without_our_server_patches(tiny_che
             page.goto(f"{app.url}/decode?model=shipped:reverse&text={decoded.source_text}&step=2")
             view = wait_decode_step(page, 2, timeout_ms=60_000)
             assert f"output ‹{decoded.steps[1].token}›" in view.heading
+            # the first request of a fresh server was a page's own address: the frame's navigation is there, with
+            # the registry's titles (not Streamlit's legacy pages/ folder navigation: ui/shell/frame.py)
+            nav = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+            assert [t.strip().splitlines()[-1] for t in nav] == [p.title for p in PAGES]  # after the icon's name
             _assert_no_errors(page)
         finally:
             browser.close()
