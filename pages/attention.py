@@ -8,6 +8,7 @@ from ui.links import merged_words
 from ui.shell import ensure_frame
 from ui.views import (
     COMBINE,
+    MAP_VALUES,
     MODES,
     attention_ablation,
     attention_result,
@@ -22,6 +23,8 @@ from ui.views import (
     require_model,
     share_text,
     show_agreement,
+    show_attention_inside,
+    show_contribution_map,
     show_large_map,
     show_model_view,
     show_sweep,
@@ -90,7 +93,18 @@ with c_opts:
     st.session_state.setdefault("attention_fixed_scale", True)
     fixed = st.toggle("Fixed scale", key="attention_fixed_scale",
                       help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
-show_large_map(active, text, export, trace, reference, kind, layer, head, fixed, combine)
+st.session_state.setdefault("attention_show", "weight")
+shows = st.segmented_control("Map shows", list(MAP_VALUES), format_func=MAP_VALUES.__getitem__, key="attention_show",
+                             help="Weight: the softmax's α. Contribution: ‖α_ij · W_O^h v_j‖, what each key adds to "
+                                  "the head's output (Kobayashi et al. 2020); for the mean of heads, the norm of the "
+                                  "mean of the heads' vectors. Max, rollout and group means stay weight-only.")
+if shows == "contribution" and combine == "pick":
+    show_contribution_map(active, result, reference, kind, layer, head, page="attention")
+else:
+    if shows == "contribution":
+        st.info(f"{COMBINE[combine]} combines weights only: the map shows weights.", icon=":material/info:")
+    show_large_map(active, text, export, trace, reference, kind, layer, head, fixed, combine)
+show_attention_inside(active, result, reference, kind, layer, head)
 
 st.subheader("Switch heads off", anchor=False)
 ablated_heads = attention_ablation(active, text, result, reference, kind, layer, head, fixed_scale=fixed)

@@ -11,7 +11,9 @@ from .aggregates import aggregate_heatmap, aggregate_title
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
+from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
 from .head_computation import STAGES, contribution_heatmap, stage_charts, top_dimensions
+from .head_computation import key_window as stage_key_window
 from .heads import alignment_table_chart
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .overview import head_overview, overview_cell
@@ -35,4 +37,4 @@ __all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "INLINE_REN
            "qr_matrix", "qr_png", "qr_svg", "read_inline_chart", "replay_html", "selected_panel", "slide_pdf",
            "slide_png", "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token",
-           "STAGES", "contribution_heatmap", "stage_charts", "top_dimensions"]
+           "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions"]

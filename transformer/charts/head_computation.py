@@ -77,12 +77,12 @@ def _bars(values: Sequence[float], keys: list[str], title: str, width: int = WID
     shown = [v if math.isfinite(v) else None for v in values]
     labels = [f"{v:{fmt[1:]}}" if math.isfinite(v) else "−∞" for v in values]
     frame = pd.DataFrame({"key": keys, "value": shown, "label": labels})
-    bars = alt.Chart(frame, title=title, width=width, height=max(14 * len(keys), 40)).mark_bar().encode(
+    bars = alt.Chart(frame, width=width, height=max(14 * len(keys), 40)).mark_bar().encode(
         y=alt.Y("key:N", sort=keys, title=None), x=alt.X("value:Q", title=None),
         tooltip=["key", alt.Tooltip("label:N", title="value")])
     masked = alt.Chart(frame[frame["value"].isna()]).mark_text(align="left", dx=3).encode(
         y=alt.Y("key:N", sort=keys), x=alt.datum(0), text="label:N")
-    return bars + masked
+    return alt.layer(bars, masked, title=title)
 
 
 def stage_charts(c: HeadComputation, key_tokens: Sequence[str], window: tuple[int, int] | None = None,

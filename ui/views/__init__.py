@@ -29,6 +29,14 @@ from .compare import (
     step_picker,
     step_table,
 )
+from .head_computation import (
+    MAP_VALUES,
+    captured_for,
+    show_attention_inside,
+    show_contribution_map,
+    show_head_computation,
+    show_step_inside,
+)
 from .inference import (
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
@@ -100,4 +108,6 @@ __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STE
            "show_chips", "show_comparison", "show_difference", "show_large_map", "show_model_view",
            "show_output_cards", "show_outputs", "show_small_table", "show_step_attribution", "show_step_through",
            "show_sweep", "show_weights", "slide_downloads", "slide_title", "step_caption", "step_picker",
-           "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of"]
+           "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of",
+           "MAP_VALUES", "captured_for", "show_attention_inside", "show_contribution_map", "show_head_computation",
+           "show_step_inside"]

@@ -1,0 +1,80 @@
+"""AppTest: inside one head on the Attention and Decode pages — the contribution switch draws ||α·W_O v|| from the
+model itself, the computation's softmax is the map's row, and a long vector or input stays within the page."""
+from __future__ import annotations
+
+import pytest
+import torch
+from app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
+
+from transformer.adapters import adapter_for
+from transformer.analysis import capture_decode, key_vectors
+from transformer.decode import greedy_decode
+from transformer.store import load_checkpoint
+
+pytestmark = pytest.mark.slow  # drives AppTest page runs
+
+TEXT = "hello"
+
+
+@pytest.fixture(scope="module")
+def decoded(tiny_checkpoint_dir):
+    ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
+    lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+    result = greedy_decode(lm, TEXT)
+    return lm, result, capture_decode(lm, result)
+
+
+def _attention_page():
+    at = open_app("attention")
+    at.text_input(key="attention_text").input(TEXT).run()
+    at.selectbox(key="attention_layer").set_value(0).run()
+    at.selectbox(key="attention_head").set_value(1).run()
+    assert_no_exception(at)
+    return at
+
+
+def test_the_contribution_switch_draws_each_keys_contribution(studio_env, decoded):
+    lm, result, captured = decoded
+    at = _attention_page()
+    at.segmented_control(key="attention_show").set_value("contribution").run()
+    assert_no_exception(at)
+    chart = chart_titled(at, "Cross-attention · layer 1 · head 2 · contribution")
+    frame = only_frame(chart)
+    n_rows = result.trace.axis_sizes("cross")[0]
+    last = frame[frame["query"].str.startswith(f"{n_rows - 1}:")]["contribution"].tolist()
+    expected = key_vectors(lm, captured.insides, "cross", 0, 1, captured.query_of_row("cross", n_rows - 1))
+    assert last == pytest.approx(expected.norm(dim=-1).tolist(), abs=1e-5)
+    at.selectbox(key="attention_combine").set_value("max").run()  # max over heads: weights only, and said so
+    assert any("weights only" in t for t in texts(at.info))
+
+
+def test_the_computation_of_a_head_is_the_maps_row(studio_env, decoded):
+    lm, result, captured = decoded
+    at = _attention_page()
+    at.session_state["attention_inside_open"] = True  # the user opens "Inside this head"
+    at.run()
+    assert_no_exception(at)
+    n_rows = result.trace.axis_sizes("cross")[0]
+    weights = only_frame(chart_titled(at, "Softmax"))
+    row = result.trace.matrix("cross", 0, 1)[n_rows - 1]
+    assert weights["value"].tolist() == pytest.approx(row.tolist(), abs=1e-5)
+    assert any("head 2" in t and "scale" in t for t in texts(at.markdown))
+    at.selectbox(key="attention_inside_query").set_value(0).run()
+    first = only_frame(chart_titled(at, "Softmax"))["value"].tolist()
+    assert first == pytest.approx(result.trace.matrix("cross", 0, 1)[0].tolist(), abs=1e-5)
+
+
+def test_decode_shows_the_steps_query(studio_env, decoded):
+    lm, result, captured = decoded
+    at = open_app("decode")
+    at.text_input(key="decode_text").input(TEXT).run()
+    at.session_state["decode_inside_open"] = True
+    at.run()
+    assert_no_exception(at)
+    if at.selectbox(key="decode_head").value in (None, -1):  # the mean of heads has no one computation, and says so
+        assert any("pick one head" in t for t in texts(at.info))
+        at.selectbox(key="decode_head").set_value(0).run()
+    assert_no_exception(at)
+    assert any("query 1" in t for t in texts(at.markdown))  # step 1: the start token's row
+    weights = only_frame(chart_titled(at, "Softmax"))["value"]
+    assert float(torch.tensor(weights.tolist()).sum()) == pytest.approx(1.0, abs=1e-5)

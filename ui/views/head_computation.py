@@ -1,0 +1,151 @@
+"""Inside one head (Attention and Decode pages): every stage of the picked head's computation for one query, with
+the model's own numbers, and the contribution map ||alpha_ij W_O^h v_j|| beside the weights. The queries, keys and
+values of an input are captured once, with its decode, and kept (a few per server): a new head is a lookup."""
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer.analysis import (
+    CapturedDecode,
+    HeadSelectionError,
+    capture_decode,
+    computation_at,
+    contributions,
+    trace_view,
+)
+from transformer.charts import STAGE_KEY_WINDOW as KEY_WINDOW
+from transformer.charts import (
+    STAGES,
+    contribution_heatmap,
+    stage_charts,
+    stage_key_window,
+    visible_token,
+)
+from transformer.decode import DecodeResult
+from ui.models import ActiveModel
+
+from .widgets import show_chart
+
+MAP_VALUES = {"weight": "Weight α", "contribution": "Contribution ‖α·W_O v‖"}
+CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this bounds)
+
+
+@st.cache_resource(max_entries=CAPTURES_KEPT, show_spinner=False)
+def _capture(decode_key: tuple, _active: ActiveModel, _result: DecodeResult, reference: str | None
+             ) -> CapturedDecode:
+    return capture_decode(_active.decoder, _result, reference)
+
+
+def _decode_key(active: ActiveModel, result: DecodeResult, reference: str | None) -> tuple:
+    """What identifies a decode: the weights, the input, the mode, the reference and the tokens it chose."""
+    reference = reference if result.mode == "teacher-forced" else None
+    return active.cache_key, result.source_text, result.mode, reference, tuple(s.token_id for s in result.steps)
+
+
+def captured_for(active: ActiveModel, result: DecodeResult, reference: str | None) -> CapturedDecode:
+    """The decode's insides, captured on first use and kept with it (keyed by the weights and the decode)."""
+    key = _decode_key(active, result, reference)
+    with st.spinner(f"Reading {active.option.name}'s queries, keys and values…", show_time=True):
+        return _capture(key, active, result, key[3])
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _contribution(decode_key: tuple, _active: ActiveModel, _captured: CapturedDecode, kind: str, layer: int,
+                  head: int | None):
+    return trace_view(_captured, kind, contributions(_active.decoder, _captured, kind, layer, head))
+
+
+def _what(active: ActiveModel) -> str:
+    step = "" if active.weights_step is None else f" · weights at step {active.weights_step:,}"
+    return f"{active.option.name}{step}"
+
+
+def show_contribution_map(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
+                          head: int | None, page: str) -> None:
+    """The contribution map of one head (or of the mean of heads: the norm of their mean vector) over the trace's
+    rows and keys, said to be the contribution, with its formula."""
+    captured = captured_for(active, result, reference)
+    matrix = _contribution(_decode_key(active, result, reference), active, captured, kind, layer, head)
+    trace = result.trace
+    queries, keys = trace.labels(kind)
+    window = stage_key_window(len(keys), None, 60)
+    if len(keys) > 60:
+        first = st.slider("Keys shown", 1, len(keys) - 59, 1, key=f"{page}_contribution_keys",
+                          help="A long input's contribution map shows 60 keys at a time.")
+        window = (first - 1, first + 59)
+    who = "mean of heads (norm of the mean vector)" if head is None else f"head {head + 1}"
+    title = f"{trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution"
+    show_chart(contribution_heatmap(matrix, queries, keys, title, window), key=f"{page}_contribution_map")
+    st.caption(f"{_what(active)}. Each cell is ‖α_ij · W_O^h (W_V x_j + b_V)‖, what key j adds to the head's output "
+               "at query i (Kobayashi et al. 2020): a key with a large weight but a small value vector adds little. "
+               "The map covers every piece; merging words and hiding sinks apply to the weight map only.")
+
+
+def show_head_computation(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
+                          head: int | None, *, page: str, row: int | None = None) -> None:
+    """Every stage of the picked head for one query (picked here unless `row`, the trace's row, is given)."""
+    if head is None or head < 0:
+        st.info("The computation is per head: pick one head (not the mean) to see it.", icon=":material/info:")
+        return
+    captured = captured_for(active, result, reference)
+    q_tokens, k_tokens = captured.tokens(kind)
+    n_rows = result.trace.axis_sizes(kind)[0]
+    if row is None:
+        labels = result.trace.labels(kind)[0]
+        row = st.selectbox("Query", range(n_rows), index=n_rows - 1, key=f"{page}_inside_query",
+                           format_func=lambda r: f"{r + 1}: {visible_token(labels[r])}")
+    try:
+        c = computation_at(active.decoder, captured, kind, layer, head, int(row))
+    except HeadSelectionError as exc:
+        st.warning(str(exc), icon=":material/error:")
+        return
+    group = "" if c.n_kv_heads == c.n_heads else (f" It reads key/value head {c.kv_head + 1} of {c.n_kv_heads}, "
+                                                  "shared with the other query heads of its group (grouped-query "
+                                                  "attention).")
+    st.markdown(f"**{_what(active)} · {result.trace.family_spec.title(kind)} · layer {layer + 1} · head {head + 1} · "
+                f"query {c.query + 1} ({visible_token(q_tokens[c.query])})** · scale {c.scale:.4g}.{group}")
+    window = stage_key_window(c.n_keys, c.query)
+    if c.n_keys > KEY_WINDOW:
+        first = st.slider("Keys shown", 1, c.n_keys - KEY_WINDOW + 1, window[0] + 1, key=f"{page}_inside_keys",
+                          help=f"Long inputs show {KEY_WINDOW} keys at a time; vectors show their 16 largest "
+                               "dimensions.")
+        window = (first - 1, first - 1 + KEY_WINDOW)
+    charts = stage_charts(c, k_tokens, window)
+    order = ["query_unrotated", "keys_unrotated", "query", "keys", "products", "dots",
+             *(n for n in charts if n.startswith("term:")), "scores", "weights", "values", "weighted_values",
+             "head_output", "share", "contributions"]
+    for name in (n for n in order if n in charts):
+        chart_col, formula_col = st.columns([3, 1], vertical_alignment="center")
+        with chart_col:
+            show_chart(charts[name], key=f"{page}_inside_{name}")
+        with formula_col:
+            if name in STAGES:
+                st.latex(STAGES[name][1])
+            elif name.startswith("term:"):
+                st.caption("Added to the score as the model adds it (−∞: a key this query may not see; T5's "
+                           "position bias: a learned number per relative distance).")
+            else:
+                st.caption("RoPE rotates each pair of dimensions by an angle that grows with the position.")
+
+
+def show_step_inside(active: ActiveModel, result: DecodeResult, reference: str | None, t: int, layer: int,
+                     head: int | None) -> None:
+    """Decode: the picked head's computation at step `t` (the step's query; the encoder's query is picked)."""
+    with st.expander("Inside one head at this step: how its weights are computed", key="decode_inside_open",
+                     on_change="rerun", icon=":material/calculate:") as box:
+        if not box.open:  # captured and drawn only while open
+            return
+        family = result.trace.family_spec
+        kind = st.radio("Attention", family.kinds, format_func=family.title, key="decode_inside_kind",
+                        horizontal=True, index=family.kinds.index(family.cross_kind or family.output_kind))
+        row = None if kind == family.encoder_kind else result.trace.step_offset + t
+        show_head_computation(active, result, reference, kind, layer, head, page="decode", row=row)
+
+
+def show_attention_inside(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
+                          head: int | None) -> None:
+    """Attention: the picked head's computation for a query picked here."""
+    with st.expander("Inside this head: how its weights are computed", key="attention_inside_open",
+                     on_change="rerun", icon=":material/calculate:") as box:
+        if box.open:  # captured and drawn only while open
+            show_head_computation(active, result, reference, kind, layer, head, page="attention")
