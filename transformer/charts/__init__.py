@@ -15,6 +15,7 @@ from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
 from .head_computation import STAGES, contribution_heatmap, stage_charts, top_dimensions
 from .head_computation import key_window as stage_key_window
 from .heads import alignment_table_chart
+from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
@@ -37,4 +38,5 @@ __all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "INLINE_REN
            "qr_matrix", "qr_png", "qr_svg", "read_inline_chart", "replay_html", "selected_panel", "slide_pdf",
            "slide_png", "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token",
-           "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions"]
+           "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions",
+           "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame"]

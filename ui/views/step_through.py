@@ -40,6 +40,7 @@ from .attribution import show_step_attribution
 from .chart_cache import cached_chart
 from .head_computation import show_step_inside
 from .inference import gold_for, greedy, teacher
+from .lens import show_step_lens
 from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
 from .real_size import MAP_WIDTH, key_window, map_columns
 from .weights import slide_title, weights_of
@@ -261,6 +262,7 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
             if attribution.open:  # computed (Integrated Gradients) and drawn only while the expander is open
                 show_step_attribution(active, text, [s.token_id for s in result.steps], result.trace, t,
                                       key="decode_attr")
+    show_step_lens(active, text, result, view, t)
     show_step_inside(active, result, reference if view == ds.TEACHER else None, t, layer, head)
     st.divider()
     _maps(active, text, reference, result, view, t, layer, head, ablate_heads, title)

@@ -1,0 +1,111 @@
+"""The logit lens on the Decode page (issue 33): what each decoder layer would predict at the current step, the
+layers x steps grid of the chosen token's rank (a click goes to that step and layer), and the DecoderLens switch
+(an encoder-decoder's decoder reading an earlier encoder layer). docs/lens-and-beams.md explains how to read it."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import streamlit as st
+
+from transformer.analysis import LENS_TOP_K, LensError, StepLens, every_step_lens, lens_grid
+from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
+from transformer.decode import DecodeResult, InputError, greedy_decode
+from ui.models import ActiveModel
+
+from . import decode_state as ds
+from .widgets import chart_heading, md_token, show_chart
+
+LENS_OPEN_KEY = "decode_lens_open"
+ENCODER_LAYER_KEY = "decode_lens_encoder_layer"
+GRID_KEY = "decode_lens_grid"
+LAYER_KEY = "decode_layer"  # the step-through's decoder layer picker (0-based)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...],
+            encoder_layer: int | None) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
+    """Every step's lens of the decode (recording its residuals), its output tokens and text; small, so cached."""
+    lm = _active.decoder
+    result = greedy_decode(lm, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer)
+    return every_step_lens(lm, result), result.output_tokens, result.output_text
+
+
+def lenses(active: ActiveModel, text: str, top_k: int, forced: Sequence[str] = (), encoder_layer: int | None = None
+           ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
+    """`_lenses` with a spinner: every step's lens, the output tokens, the output text."""
+    with st.spinner(f"Reading every layer of {active.option.name}…", show_time=True):
+        return _lenses(active.cache_key, active, text, int(top_k), tuple(forced), encoder_layer)
+
+
+def go_to_cell() -> None:
+    """on_select of the grid: the clicked cell's step becomes the current step, its layer the decoder layer shown
+    (the embeddings row moves the step only)."""
+    cell = clicked_lens_cell(st.session_state.get(GRID_KEY))
+    if cell is None:
+        return
+    layer, step = cell
+    st.session_state[ds.STEP_KEY] = step
+    if layer >= 1:
+        st.session_state[LAYER_KEY] = layer - 1
+
+
+def _encoder_layer(active: ActiveModel) -> int | None:
+    """The DecoderLens picker (encoder-decoders): the encoder layer the decoder reads; None for its own output."""
+    family = active.family
+    if family.encoder_kind is None or family.decoder_kind is None:
+        return None
+    n = active.decoder.head_counts()[family.encoder_kind][0]
+    if st.session_state.get(ENCODER_LAYER_KEY) not in range(n + 1):
+        st.session_state[ENCODER_LAYER_KEY] = n
+    names = {n: f"the encoder's output (layer {n})", 0: "the embeddings (layer 0)"}
+    chosen = st.selectbox("The decoder reads", list(range(n, -1, -1)), key=ENCODER_LAYER_KEY,
+                          format_func=lambda i: names.get(i, f"encoder layer {i}"),
+                          help="DecoderLens (Langedijk et al. 2023): the decoder reads an earlier encoder layer, "
+                               "through the encoder's final norm, instead of the last. Where the output stops "
+                               "changing, the source has been understood.")
+    return None if chosen == n else chosen
+
+
+def show_step_lens(active: ActiveModel, text: str, result: DecodeResult, view: str, t: int) -> None:
+    """The expander "What each layer predicts": the lens at step t and the grid; computed only while open."""
+    with st.expander("What each layer predicts (logit lens)", key=LENS_OPEN_KEY, on_change="rerun",
+                     icon=":material/layers:") as expander:
+        if not expander.open:
+            return
+        if view == ds.TEACHER:
+            st.info("The lens follows the model's own decode: pick the free-running view to see it.",
+                    icon=":material/info:")
+            return
+        forced = ds.forced_prefix(active.task_name, text)
+        encoder_layer = _encoder_layer(active)
+        try:
+            steps, tokens, output = lenses(active, text, LENS_TOP_K, forced.tokens if view == ds.FORCED and forced else (),
+                                           encoder_layer)
+        except (InputError, LensError) as exc:
+            st.warning(str(exc), icon=":material/edit_note:")
+            return
+        if encoder_layer is not None:
+            st.markdown(f"Reading encoder layer {encoder_layer}, the decoder writes: **{md_token(output) or '∅'}** "
+                        f"({len(tokens)} tokens). The lens below is that decode's.")
+        elif tokens != result.output_tokens:  # the same decode, recorded: never expected
+            st.warning("The recorded decode differs from the one shown; the lens below is the recorded one's.")
+        if t >= len(steps):
+            st.caption(f"This decode has {len(steps)} steps: step {t + 1} has no lens.")
+            return
+        lens = steps[t]
+        chart_heading(f"What each layer of {active.option.name} predicts at step {t + 1} of {len(steps)} "
+                      f"(chosen: ‹{md_token(lens.token)}›)")
+        st.dataframe(step_lens_frame(lens), hide_index=True, width="stretch",
+                     column_config={"its probability": st.column_config.NumberColumn(format="%.3f"),
+                                    "entropy (nats)": st.column_config.NumberColumn(format="%.2f"),
+                                    "KL(final ‖ layer) (nats)": st.column_config.NumberColumn(format="%.2f")})
+        st.caption(f"Each layer's residual stream through the model's own final norm and output projection, over "
+                   f"the {lens.n_emittable:,} tokens this step could emit. The last layer's row is the model's own "
+                   "distribution.")
+        first, last = grid_window(len(steps), t)
+        chart_heading("The chosen token's rank at every layer and step" +
+                      ("" if (first, last) == (0, len(steps)) else f" · steps {first + 1}–{last} of {len(steps)}"))
+        grid = lens_grid_chart(lens_grid(steps), current=t, first=first, last=last)
+        show_chart(grid, key=GRID_KEY, width="content", selection_mode=["lens_cell"], on_select=go_to_cell)
+        st.caption("Dark: the layer already ranks the chosen token first. Click a cell to go to that step and "
+                   "layer.")
