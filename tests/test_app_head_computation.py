@@ -78,3 +78,26 @@ def test_decode_shows_the_steps_query(studio_env, decoded):
     assert any("query 1" in t for t in texts(at.markdown))  # step 1: the start token's row
     weights = only_frame(chart_titled(at, "Softmax"))["value"]
     assert float(torch.tensor(weights.tolist()).sum()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_contribution_switch_is_in_the_link(studio_env):
+    from streamlit.testing.v1 import AppTest
+
+    from app_session import APP
+    at = _attention_page()
+    at.segmented_control(key="attention_show").set_value("contribution").run()
+    params = dict(at.query_params)
+    assert params["show"] == "contribution"
+    fresh = AppTest.from_file(str(APP), default_timeout=90)
+    fresh.switch_page("pages/attention.py")
+    fresh.query_params = params
+    fresh.run()
+    assert_no_exception(fresh)
+    assert fresh.session_state["attention_show"] == "contribution"
+    chart_titled(fresh, "Cross-attention · layer 1 · head 2 · contribution")
+    bad = AppTest.from_file(str(APP), default_timeout=90)
+    bad.switch_page("pages/attention.py")
+    bad.query_params = {**params, "show": "nonsense"}
+    bad.run()
+    assert_no_exception(bad)
+    assert bad.session_state["attention_show"] == "weight"

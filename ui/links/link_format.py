@@ -16,6 +16,7 @@ from transformer.model import ALL_KINDS, Head
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
 COMBINE = ("pick", "max", "rollout", "group")  # the Attention page's "Combine heads" (group: key/value group mean)
+MAP_SHOWS = ("weight", "contribution")  # the Attention page's "Map shows": the weight α or ||α·W_O v|| (issue 32)
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
@@ -152,6 +153,7 @@ PARSERS: dict[str, Any] = {
     "fixed": _flag,
     "hide": _flag,
     "combine": lambda v: _choice(v, COMBINE),
+    "show": lambda v: _choice(v, MAP_SHOWS),
     "words": _flag,
     "present": _flag,
     "ablate": parse_ablated,

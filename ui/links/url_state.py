@@ -47,7 +47,7 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
-                  "ablate": "attention_ablate"},
+                  "ablate": "attention_ablate", "show": "attention_show"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head"},
     "train": {},
