@@ -29,6 +29,7 @@ import pandas as pd
 from .analysis import SITES, PatchingResult, patch_sites, prepare_patching
 from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enable_inline_renderer,
                      step_slider_chart)
+from .analysis import every_step_lens, lens_grid, step_lens
 from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
 from .store import CheckpointError, open_model
@@ -39,7 +40,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 # picked a renderer of their own before importing this module)
 enable_inline_renderer()
 
-__all__ = ["VIEWS", "decode", "frame", "load", "patch", "show", "trace"]
+__all__ = ["VIEWS", "decode", "frame", "lens", "load", "patch", "show", "trace"]
 
 VIEWS = ("step", "grid", "head")
 Model = str | Path | InspectableModel
@@ -119,6 +120,21 @@ def patch(model: Model, clean: str, corrupted: str, *, step: int | None = None, 
     lm = load(model)
     setup = prepare_patching(lm, clean, corrupted, step=None if step is None else step - 1, contrast=contrast)
     return patch_sites(lm, setup, [s for s in sites if s != "encoder output" or lm.family.has_cross])
+
+
+@_one_line_errors
+def lens(model: Model, text: str, *, step: int | None = None, k: int = 5, max_steps: int | None = None,
+         encoder_layer: int | None = None) -> pd.DataFrame:
+    """The logit lens of the greedy decode of `text` (docs/lens-and-beams.md): with `step` (1-based), one row per
+    decoder layer (layer, label, rank and prob of the chosen token, entropy and kl in nats, top, top_prob); without,
+    the layers x steps grid (layer, label, step, token, rank, prob, top). `encoder_layer`: an encoder-decoder's
+    decoder reads that encoder layer instead of the last (DecoderLens). Raises CheckpointError, HFModelError,
+    InputError or ValueError (LensError)."""
+    lm = load(model)
+    result = greedy_decode(lm, text, max_steps=max_steps, residuals=True, encoder_layer=encoder_layer)
+    if step is None:
+        return lens_grid(every_step_lens(lm, result, k)).to_frame()
+    return step_lens(lm, result, step - 1, k).to_frame()
 
 
 def _pick_layer(result: DecodeResult, kind: str, layer: int | None) -> int:
