@@ -7,6 +7,16 @@ import altair as alt
 alt.data_transformers.disable_max_rows()
 
 from .ablation import agreement_chart, importance_chart, step_probability_chart
+from .animation import (
+    MAX_ANIMATION_FRAMES,
+    SECONDS_PER_FRAME,
+    AnimationError,
+    Slide,
+    animated_kind,
+    animation_bytes,
+    decode_slides,
+    training_slides,
+)
 from .aggregates import aggregate_heatmap, aggregate_title
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
@@ -26,9 +36,13 @@ from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
 from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
+from .video import MIME_TYPES, VIDEO_FORMATS, VideoError, gif_bytes, mp4_bytes, video_bytes, video_format
 from .window import MIN_MAP_CELL, keys_per_window, window_title
 
-__all__ = ["CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "INLINE_RENDERER", "MASKED_COLOR",
+__all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_FRAME", "Slide", "VIDEO_FORMATS",
+           "VideoError", "animated_kind", "animation_bytes", "decode_slides", "gif_bytes", "mp4_bytes",
+           "training_slides", "video_bytes", "video_format",
+           "CHOSEN_COLOR", "ChartExportError", "ChartTooLargeError", "INLINE_RENDERER", "MASKED_COLOR",
            "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS", "MIN_FONT_PX", "MIN_MAP_CELL", "NOT_REACHED_COLOR",
            "ReplayTooLargeError", "SLIDE_HEIGHT", "SLIDE_WIDTH", "STEP_PARAM", "STRIP_FONT_SIZE", "aggregate_heatmap",
            "aggregate_title", "agreement_chart", "alignment_table_chart", "attention_grid", "attention_heatmap",
