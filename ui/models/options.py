@@ -73,14 +73,17 @@ class ActiveModel:
     checkpoint: Checkpoint | None = field(default=None, repr=False)
     weights_step: int | None = None  # the training step the weights are from
     weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
-    lm: InspectableModel | None = field(default=None, repr=False)  # set for Hugging Face models
+    lm: InspectableModel | None = field(default=None, repr=False)  # the adapter; built from `model` when not given
+
+    def __post_init__(self) -> None:
+        if self.lm is None:  # one shape: every active model carries its adapter, built once
+            object.__setattr__(self, "lm", adapter_for(self.model, self.src_tokenizer, self.tgt_tokenizer,
+                                                        name=self.option.name))
 
     @property
     def decoder(self) -> InspectableModel:
-        """The model behind the interface decoding, traces and export use."""
-        if self.lm is not None:
-            return self.lm
-        return adapter_for(self.model, self.src_tokenizer, self.tgt_tokenizer, name=self.option.name)
+        """The model behind the interface decoding, traces and export use (its adapter)."""
+        return self.lm
 
     @property
     def family(self) -> ModelFamily:

@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from transformer.adapters import HFModelError
 from transformer.model import Seq2SeqTransformer
@@ -48,6 +49,7 @@ def _uploads() -> dict[str, UploadedModel]:
     return st.session_state.setdefault(UPLOADS_KEY, {})
 
 
+RESOLVED_KEY = "studio_resolved_model"  # (this run's cursors, the picker's value, the model it resolved to)
 PAGE_FAMILIES = ("encoder-decoder", "decoder-only")  # every family the pages draw (they ask the trace for its kinds)
 
 
@@ -181,7 +183,23 @@ def resolve(option: ModelOption) -> ActiveModel:
 
 
 def current_model() -> ActiveModel | None:
-    """The model the pages use now, or None (no checkpoint at all, or it failed to load: see LOAD_ERROR_KEY)."""
+    """The model the pages use now, or None (no checkpoint at all, or it failed to load: see LOAD_ERROR_KEY).
+
+    Resolved once per script run (a rerun, or a fragment's run: a live run's newest weights show at the next one)
+    and looked up after that: the model folders are scanned once, not at every caller."""
+    ctx = get_script_run_ctx()
+    run = ctx.cursors if ctx is not None else None  # a new dict at every run; kept in the memo, so never reused
+    chosen = st.session_state.get(MODEL_KEY)
+    memo = st.session_state.get(RESOLVED_KEY)
+    if run is not None and memo is not None and memo[0] is run and memo[1] == chosen:
+        return memo[2]
+    active = _resolve_current()
+    if run is not None:
+        st.session_state[RESOLVED_KEY] = (run, chosen, active)
+    return active
+
+
+def _resolve_current() -> ActiveModel | None:
     option = selected_option()
     st.session_state[LOAD_ERROR_KEY] = None
     if option is None:
