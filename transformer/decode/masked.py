@@ -15,7 +15,7 @@ import torch
 
 from ..adapters import InspectableModel, SourceText
 from ..model import HeadMask
-from .greedy import InputError, _check_text
+from .greedy import DecodeResult, InputError, Step, _check_text
 from .trace import AttentionTrace
 
 MAX_TOP_K = 100
@@ -138,3 +138,13 @@ def fill_masks(lm: InspectableModel, text: str, second: str = "", *, mask_positi
             predictions.append(MaskPrediction(pos, originals.get(pos), top))
     trace = AttentionTrace.from_maps(source.tokens, (), out.attentions, lm.family, lm.head_groups())
     return FillResult(text, second, source, segments, tuple(predictions), trace)
+
+
+def masked_decode(lm: InspectableModel, text: str, second: str = "", *, mask_positions: Sequence[int] = (),
+                  top_k: int = 5, head_mask: HeadMask | None = None) -> DecodeResult:
+    """`fill_masks` as the `DecodeResult` every view of a decode reads: one step per mask (its best prediction and
+    top-k), the trace of the one forward pass, the input with each mask filled as the output; mode "masked"."""
+    fill = fill_masks(lm, text, second, mask_positions=mask_positions, top_k=top_k, head_mask=head_mask)
+    steps = tuple(Step(p.token, p.top_k[0][1], p.prob, tuple((t, v) for t, _, v in p.top_k)) for p in fill.predictions)
+    return DecodeResult(text if not second else f"{text} / {second}", steps, fill.trace, "masked", True,
+                        fill.filled_text, fill.source.unknown)

@@ -1,0 +1,34 @@
+"""Charts of an encoder-only model's predictions at the masks: one mask's top-k as bars, and how far every head's
+attention moved when tokens were masked (layers down, heads across)."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from ..decode import MaskPrediction
+
+
+def prediction_bars(prediction: MaskPrediction, *, width: int = 260) -> alt.Chart:
+    """The top-k at one mask, best first, with each probability as a bar and its tooltip."""
+    frame = pd.DataFrame({"rank": range(1, len(prediction.top_k) + 1),
+                          "token": [t for t, _, _ in prediction.top_k],
+                          "prob": [v for _, _, v in prediction.top_k]})
+    title = f"Mask at token {prediction.position}" + (f" (was {prediction.original})" if prediction.original else "")
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        y=alt.Y("token:N", sort=alt.SortField("rank"), title=None),
+        x=alt.X("prob:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["rank:O", "token:N", alt.Tooltip("prob:Q", format=".4f")],
+    ).properties(width=width, height=max(60, 18 * len(frame)))
+
+
+def head_change_map(frame: pd.DataFrame, kind: str, *, cell: int = 28) -> alt.Chart:
+    """Per head of `kind`, the mean total variation between its attention without and with the masks."""
+    data = frame[frame["kind"] == kind].assign(Layer=lambda f: f["layer"] + 1, Head=lambda f: f["head"] + 1)
+    n_layers, n_heads = int(data["Layer"].max()), int(data["Head"].max())
+    return alt.Chart(data, title="How far each head's attention moved (mean total variation per row)").mark_rect(
+    ).encode(
+        x=alt.X("Head:O"), y=alt.Y("Layer:O"),
+        color=alt.Color("change:Q", scale=alt.Scale(scheme="oranges", domain=[0, max(0.05, float(data["change"].max()))]),
+                        title="change"),
+        tooltip=["Layer:O", "Head:O", alt.Tooltip("change:Q", format=".4f")],
+    ).properties(width=min(cell * n_heads, 900), height=min(cell * n_layers, 600))

@@ -1,0 +1,176 @@
+"""Decode for an encoder-only model (BERT, RoBERTa, DistilBERT, ModernBERT): no decoding to step through, so the
+page predicts at the masks. The user types the model's mask token or clicks tokens to mask them (one or two
+sentences), and sees each mask's top-k, how far every head's attention moved when the tokens were masked, one map
+with a sentence pair's segment filter, the predictions with heads switched off, and which input tokens the best
+prediction leans on (gradient x input)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from transformer.analysis import (
+    SEGMENT_FILTERS,
+    attention_change,
+    head_mask,
+    mask_attribution,
+    parse_head,
+    segment_filter,
+)
+from transformer.charts import attention_heatmap, head_change_map, prediction_bars
+from transformer.decode import MAX_INPUT_CHARS, FillResult, InputError, fill_masks, no_mask_message, read_masked
+from transformer.model import Head
+from ui.models import ActiveModel
+
+from .chart_cache import cached_chart
+from .inference import bind_text, decoding_message, share_text
+from .widgets import head_picker, layer_picker, md, show_chart, show_chips
+
+POSITIONS_KEY = "decode_mask_positions"
+POSITIONS_FOR_KEY = "decode_mask_positions_for"  # the input the clicked positions belong to
+SEGMENT_KEY = "decode_segment"
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _fill(model_key: str, _active: ActiveModel, text: str, second: str, positions: tuple[int, ...], top_k: int,
+          heads: tuple[Head, ...] = ()) -> FillResult:
+    lm = _active.decoder
+    return fill_masks(lm, text, second, mask_positions=positions, top_k=top_k, head_mask=head_mask(lm, heads))
+
+
+def fill(active: ActiveModel, text: str, second: str = "", positions: Sequence[int] = (), top_k: int = 5,
+         heads: Sequence[Head] = ()) -> FillResult:
+    """The predictions at the masks, cached per weights and input; raises InputError for input it cannot read."""
+    with st.spinner(decoding_message(active), show_time=True):
+        return _fill(active.cache_key, active, text, second, tuple(sorted(positions)), int(top_k), tuple(heads))
+
+
+def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...] | None:
+    """The tokens the user clicked to mask (positions among the tokens the model reads); None after a message."""
+    lm = active.decoder
+    try:
+        source, _, _ = read_masked(lm, text, second)
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        return None
+    if st.session_state.get(POSITIONS_FOR_KEY) != (text, second):  # a new input: its own clicks
+        st.session_state[POSITIONS_FOR_KEY] = (text, second)
+        st.session_state[POSITIONS_KEY] = []
+    special = set(lm.tokenizer.all_special_ids)
+    options = [i for i, t in enumerate(source.ids) if t not in special]
+    chosen = st.pills("Click tokens to mask them", options, selection_mode="multi", key=POSITIONS_KEY,
+                      format_func=lambda i: f"{source.tokens[i]}", help="Each clicked token is replaced by "
+                      f"{lm.mask_token} and the model predicts it from the rest; or type {lm.mask_token} in the text.")
+    return tuple(int(i) for i in chosen or ())
+
+
+def _show_predictions(result: FillResult) -> None:
+    st.subheader("Predictions at the masks", anchor=False)
+    st.caption("The softmax of the masked-LM head over the whole vocabulary at each mask, as the model gives it.")
+    columns = st.columns(min(3, len(result.predictions)))
+    for i, prediction in enumerate(result.predictions):
+        with columns[i % len(columns)]:
+            show_chart(cached_chart(prediction_bars, prediction), width="content")
+    st.markdown("**Filled in:** " + md(result.filled_text))
+
+
+def _show_change(active: ActiveModel, text: str, second: str, positions: tuple[int, ...], masked: FillResult,
+                 top_k: int) -> None:
+    st.subheader("How every head's attention changed", anchor=False)
+    if not positions:
+        st.caption("Click tokens above to mask them: this map then shows how far each head's attention moved.")
+        return
+    plain = fill(active, text, second, (), top_k)
+    frame = attention_change(plain.trace, masked.trace)
+    kind = active.family.output_kind
+    st.caption("For each layer and head, the mean over query rows of the total variation distance between the "
+               "attention without and with the masks (0: unchanged, 1: moved entirely).")
+    show_chart(cached_chart(head_change_map, frame, kind), width="content")
+
+
+def _show_map(result: FillResult, kind: str) -> None:
+    st.subheader("Attention map", anchor=False)
+    trace = result.trace
+    pair = 1 in result.segments
+    c_layer, c_head, c_segment = st.columns([1, 1, 2], vertical_alignment="bottom")
+    with c_layer:
+        layer = layer_picker("Layer", trace.n_layers(kind), "decode_masked_layer")
+    with c_head:
+        head = head_picker("Head", trace.n_heads, "decode_masked_head", trace=trace, kind=kind)
+    which = "all"
+    if pair:
+        st.session_state.setdefault(SEGMENT_KEY, "all")
+        which = c_segment.segmented_control("Segments (rows → columns)", list(SEGMENT_FILTERS), key=SEGMENT_KEY,
+                                            help="A is the first sentence (with [CLS] and its [SEP]), B the second: "
+                                                 "A→B keeps attention from A's tokens to B's; the rest shows as 0 "
+                                                 "(weights are not renormalised).") or "all"
+    shown = segment_filter(trace, result.segments, which)
+    show_chart(cached_chart(attention_heatmap, shown, kind, layer, head, size=420, max_width=760), width="content")
+
+
+def _show_ablation(active: ActiveModel, result: FillResult, text: str, second: str, positions: tuple[int, ...],
+                   top_k: int) -> None:
+    st.subheader("Switch heads off", anchor=False)
+    kind = active.family.output_kind
+    n_layers, n_heads = active.decoder.head_counts()[kind]
+    labels = [Head(kind, layer, head).label for layer in range(n_layers) for head in range(n_heads)]
+    chosen = st.multiselect("Heads to switch off", labels, key="decode_masked_ablate",
+                            help="Each head's output is multiplied by 0 inside this call only.")
+    if not chosen:
+        st.caption("Pick heads to see the predictions without them.")
+        return
+    lm = active.decoder
+    ablated = fill(active, text, second, positions, top_k, [parse_head(h, lm) for h in chosen])
+    for before, after in zip(result.predictions, ablated.predictions):
+        old = {i: v for _, i, v in after.top_k}
+        kept = old.get(before.top_k[0][1])
+        st.markdown(f"Token {before.position}: **{md(before.token)}** {before.prob:.3f} → with the heads off "
+                    f"**{md(after.token)}** {after.prob:.3f}" +
+                    (f" ({md(before.token)} now {kept:.3f})" if kept is not None and after.token != before.token
+                     else ""))
+
+
+def _show_attribution(active: ActiveModel, result: FillResult) -> None:
+    st.subheader("Which tokens the prediction leans on", anchor=False)
+    names = [f"token {p.position}: {p.token}" for p in result.predictions]
+    pick = st.selectbox("Prediction", range(len(names)), format_func=names.__getitem__, key="decode_masked_attr")
+    prediction = result.predictions[pick or 0]
+    shares = mask_attribution(active.decoder, result.source.ids, prediction.position, prediction.top_k[0][1])
+    top = max(shares) or 1.0
+    show_chips(result.source.tokens, [s / top for s in shares], highlight=prediction.position,
+               caption=f"Gradient × input of log p({prediction.token}) per input token (darker: larger share)")
+
+
+def show_mask_page(active: ActiveModel) -> None:
+    """The Decode page of an encoder-only model: predictions at the masks."""
+    st.title("Predict at the masks", anchor=False)
+    lm = active.decoder
+    st.caption(f"{md(active.option.name)} reads the whole input at once (no decoding): it predicts the tokens hidden "
+               f"by its mask token {md(lm.mask_token)}. Type it in the text, or click tokens below to mask them.")
+    bind_text("decode_text", active)
+    st.session_state.setdefault("decode_top_k", 5)
+    col_text, col_pair, col_k = st.columns([5, 4, 1])
+    text = col_text.text_input("Text (sentence A)", key="decode_text", on_change=share_text, args=("decode_text",),
+                               max_chars=MAX_INPUT_CHARS)
+    second = col_pair.text_input("Second sentence (B, optional)", key="decode_pair", max_chars=MAX_INPUT_CHARS,
+                                 help="A sentence pair: [CLS] A [SEP] B [SEP]; the map's segment filter shows "
+                                      "A→A, B→B, A→B and B→A.")
+    top_k = int(col_k.number_input("Top-k", min_value=1, max_value=20, step=1, key="decode_top_k"))
+    positions = _mask_picker(active, text, second)
+    if positions is None:
+        return
+    try:
+        result = fill(active, text, second, positions, top_k)
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        return
+    show_chips(result.source.tokens, caption="What the model reads (masks in place)")
+    if result.predictions:
+        _show_predictions(result)
+    else:
+        st.info(no_mask_message(lm), icon=":material/touch_app:")
+    _show_change(active, text, second, positions, result, top_k)
+    _show_map(result, active.family.output_kind)
+    if result.predictions:
+        _show_ablation(active, result, text, second, positions, top_k)
+        _show_attribution(active, result)

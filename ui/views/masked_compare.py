@@ -1,0 +1,89 @@
+"""Compare for an encoder-only model: two masked inputs through the model picked in the sidebar, or one masked input
+through it and a second encoder-only model; each side's predictions at the masks and the same map, and, where both
+read the same number of tokens, how far each head's attention moved from A to B."""
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer.analysis import attention_change
+from transformer.charts import attention_heatmap, head_change_map, prediction_bars
+from transformer.decode import MAX_INPUT_CHARS, FillResult, InputError
+from ui.models import ActiveModel
+
+from .chart_cache import cached_chart
+from .compare import pick_model_b
+from .inference import bind_text, share_text
+from .masked import fill
+from .widgets import head_picker, layer_picker, md, show_chart, show_chips
+
+WAYS = {"inputs": "Two masked inputs, one model", "models": "One masked input, two models"}
+
+
+def _side(tag: str, name: str, result: FillResult, kind: str, layer: int, head: int | None) -> None:
+    st.markdown(f"**{tag}** · {md(name)}")
+    show_chips(result.source.tokens, caption="what the model reads")
+    for prediction in result.predictions:
+        show_chart(cached_chart(prediction_bars, prediction, width=220), width="content")
+    if not result.predictions:
+        st.caption("No mask in this input: nothing predicted.")
+    show_chart(cached_chart(attention_heatmap, result.trace, kind, layer, head, size=300, max_width=560),
+               width="content")
+
+
+def _fill_or_message(active: ActiveModel, text: str, tag: str) -> FillResult | None:
+    try:
+        return fill(active, text)
+    except InputError as exc:
+        st.warning(f"{tag}: {exc}", icon=":material/edit_note:")
+        return None
+
+
+def show_masked_compare(active: ActiveModel) -> None:
+    """The Compare page of an encoder-only model."""
+    st.caption(f"{md(active.option.name)} predicts at its mask token {md(active.decoder.mask_token)}: compare two "
+               "inputs (a word masked here and there, or changed) or the same input through a second encoder-only "
+               "model. Rows are queries and columns keys; one layer / head selector drives both maps.")
+    st.session_state.setdefault("compare_masked_way", "inputs")
+    way = st.radio("Compare", list(WAYS), format_func=WAYS.__getitem__, key="compare_masked_way", horizontal=True)
+    bind_text("compare_text", active)
+    if way == "inputs":
+        col_a, col_b = st.columns(2)
+        text = col_a.text_input("Input A", key="compare_text", on_change=share_text, args=("compare_text",),
+                                max_chars=MAX_INPUT_CHARS)
+        st.session_state.setdefault("compare_text_b", text)
+        text_b = col_b.text_input("Input B", key="compare_text_b", max_chars=MAX_INPUT_CHARS)
+        sides = [("A", active, text), ("B", active, text_b)]
+    else:
+        col_b, col_text = st.columns([2, 3])
+        with col_b:
+            other = pick_model_b(active)
+        text = col_text.text_input("Input", key="compare_text", on_change=share_text, args=("compare_text",),
+                                   max_chars=MAX_INPUT_CHARS)
+        if other is None:
+            return
+        if other.family.decodes:
+            st.info(f"Model B ({md(other.option.name)}) is a {other.family.name} model: it does not predict at "
+                    "masks. Pick another encoder-only model.", icon=":material/info:")
+            return
+        sides = [("A", active, text), ("B", other, text)]
+    results = [_fill_or_message(model, t, tag) for tag, model, t in sides]
+    if any(r is None for r in results):
+        return
+    kind = active.family.output_kind
+    n_layers = min(r.trace.n_layers(kind) for r in results)
+    n_heads = min(r.trace.n_heads for r in results)
+    c_layer, c_head = st.columns(2)
+    with c_layer:
+        layer = layer_picker("Layer", n_layers, "compare_layer")
+    with c_head:
+        head = head_picker("Head", n_heads, "compare_head", trace=results[0].trace, kind=kind)
+    for column, (tag, model, _), result in zip(st.columns(2, gap="large"), sides, results):
+        with column:
+            _side(tag, model.option.name, result, kind, layer, head)
+    a, b = (r.trace for r in results)
+    if a.weights(kind).shape == b.weights(kind).shape:
+        st.subheader("How far each head's attention moved from A to B", anchor=False)
+        show_chart(cached_chart(head_change_map, attention_change(a, b), kind), width="content")
+    else:
+        st.caption(f"A reads {len(a.source_tokens)} tokens and B {len(b.source_tokens)}: the per-head change needs "
+                   "inputs of the same length (mask a token rather than deleting it).")
