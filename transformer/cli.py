@@ -14,6 +14,7 @@ from .analysis import HeadError, corpus_scores, head_mask
 from .charts import ReplayTooLargeError
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parser
 from .cli_heads import parse_ablate
+from .cli_insides import insides_conflict, insides_entry
 from .cli_lens import lens_conflict, lens_entry
 from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
@@ -82,6 +83,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
+    if insides_conflict(args):  # before the model loads
+        raise UsageError(insides_conflict(args))
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if lens_conflict(args):
@@ -101,9 +104,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
             top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}   top: {top}", file=sys.stderr)
     lens = lens_entry(lm, result, args, printable)
+    try:
+        insides = insides_entry(lm, result, args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.trace_json:
         try:
-            write_file_atomic(args.trace_json, json.dumps({**result.to_dict(), **lens}))
+            write_file_atomic(args.trace_json, json.dumps({**result.to_dict(), **lens, **insides}))
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     if args.html:

@@ -39,6 +39,7 @@ from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreem
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .head_capture import CapturedDecode, capture_decode, computation_at, contributions, decoder_ids, trace_view
+from .head_json import contributions_dict, internals_dict
 from .head_computation import (
     HeadComputation,
     HeadSelectionError,
@@ -106,5 +107,6 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
            "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",
+           "contributions_dict", "internals_dict",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]

@@ -1,0 +1,51 @@
+"""`decode --internals HEAD` (one head's whole computation: queries, keys, values, scale, each additive term, dot
+products, scores, weights, the head's output and its share after W_O) and `decode --contributions` (every head's
+||α·W_O v|| map) into the trace JSON (docs/formats.md, docs/insides.md)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .adapters import InspectableModel
+from .analysis import HeadSelectionError, capture_decode, contributions_dict, internals_dict
+from .decode import DecodeResult
+from .model import Head, HeadError
+
+
+def add_insides_arguments(dec: argparse.ArgumentParser) -> None:
+    """The decode command's insides flags."""
+    dec.add_argument("--internals", metavar="HEAD",
+                     help="add one head's computation to --trace-json, e.g. cross:L1H2 (1-based; enc, dec, cross or "
+                          "self): queries, keys, values, scale, masks and biases, scores, weights, output")
+    dec.add_argument("--contributions", action="store_true",
+                     help="add every head's contribution map ||α·W_O v|| (what each key adds) to --trace-json")
+
+
+def insides_conflict(args: argparse.Namespace) -> str | None:
+    """What is wrong with the insides flags beside the rest of the command, or None (checked before the model loads)."""
+    if (args.internals or args.contributions) and not args.trace_json:
+        return "--internals and --contributions are written into the trace JSON: add --trace-json PATH"
+    if args.internals:
+        try:
+            Head.parse(args.internals)
+        except HeadError as exc:
+            return f"--internals: {exc}"
+    return None
+
+
+def insides_entry(lm: InspectableModel, result: DecodeResult, args: argparse.Namespace) -> dict[str, Any]:
+    """The trace JSON's "internals" and "contributions" entries asked for (none: {}); ValueError with the model's
+    ranges for a head it has not got."""
+    if not (args.internals or args.contributions):
+        return {}
+    captured = capture_decode(lm, result, args.reference)
+    entry: dict[str, Any] = {}
+    if args.internals:
+        head = Head.parse(args.internals)
+        try:
+            entry["internals"] = internals_dict(lm, captured, head.kind, head.layer, head.head)
+        except HeadSelectionError as exc:
+            raise ValueError(f"--internals {args.internals}: {exc}") from None
+    if args.contributions:
+        entry["contributions"] = contributions_dict(lm, captured)
+    return entry
