@@ -117,6 +117,12 @@ class InspectableModel(ABC):
             self.step(torch.tensor([[token]]), encoded, cache, head_mask)
         return self.step(torch.tensor([[ids[-1]]]), encoded, cache, head_mask)
 
+    def batch_encoded(self, encoded: Sequence[EncoderOutput]) -> EncoderOutput | None:
+        """Several sources' encoder outputs as one padded batch that `step` reads with one token per row (padded
+        keys masked, so each row sees only its own source); None when this model cannot decode a batch (then
+        decodes take turns). `encoder_self` of the result is empty: each source's own is in its `encoded`."""
+        return None
+
     @abstractmethod
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         """Teacher forcing: logits (1, T, V) and every weight for decoder inputs `tgt` (1, T)."""

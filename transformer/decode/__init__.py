@@ -1,5 +1,6 @@
 """The decode stage: text in, `DecodeResult` with its `AttentionTrace` out (greedy, teacher-forced), for any
 `InspectableModel` of the adapter stage (`transformer.adapters`)."""
+from .batched import can_batch, greedy_decode_many
 from .beam import Hypothesis, beam_search, beam_texts
 from .greedy import (
                      MAX_INPUT_CHARS,
@@ -11,6 +12,7 @@ from .greedy import (
                      read_source,
                      teacher_forced,
 )
+from .decode_queue import DECODES, DecodeQueue, queued_greedy
 from .masked import FillResult, MaskPrediction, fill_masks, no_mask_message, read_masked
 from .perplexity import perplexity
 from .residuals import ResidualRecorder, Residuals
@@ -26,3 +28,4 @@ __all__ = ["FillResult", "MaskPrediction", "fill_masks", "no_mask_message", "rea
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
            "score_parallel", "teacher_forced", "merge_words", "word_groups",
            "ResidualRecorder", "Residuals"]
+__all__ += ["DECODES", "DecodeQueue", "can_batch", "greedy_decode_many", "queued_greedy"]
