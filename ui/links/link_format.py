@@ -15,6 +15,7 @@ from transformer.model import ALL_KINDS, Head
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
+COMPARE_MODES = ("models", "edit")  # Compare: two models on one input, or one model on an input and its edit
 COMBINE = ("pick", "max", "rollout", "group")  # the Attention page's "Combine heads" (group: key/value group mean)
 MAP_SHOWS = ("weight", "contribution")  # the Attention page's "Map shows": the weight α or ||α·W_O v|| (issue 32)
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
@@ -140,6 +141,8 @@ def labels_to_heads(labels: list[str]) -> tuple[tuple[str, int, int], ...]:
 PARSERS: dict[str, Any] = {
     "model": _model,
     "compare": _model,
+    "cmode": lambda v: _choice(v, COMPARE_MODES),
+    "edit": _text,
     "text": _text,
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),

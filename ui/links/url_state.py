@@ -49,7 +49,7 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
                   "ablate": "attention_ablate", "show": "attention_show"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
-                "layer": "compare_layer", "head": "compare_head"},
+                "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit"},
     "train": {},
 }
 _SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
@@ -201,6 +201,9 @@ def view_values(page: str) -> dict[str, Any]:
             values.pop("view")
     if not values.get("ref"):
         values.pop("ref", None)
+    if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
+        values.pop("cmode", None)
+        values.pop("edit", None)
     for name, key in _SESSION_PARAMS.items():
         if state.get(key):
             values[name] = state[key]

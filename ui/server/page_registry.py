@@ -25,7 +25,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("home", "Home", ":material/home:", "Attention Studio", default=True),
     PageEntry("decode", "Decode", ":material/skip_next:", "Decode"),
     PageEntry("attention", "Attention", ":material/grid_on:", "Attention explorer"),
-    PageEntry("compare", "Compare", ":material/compare:", "Compare two models"),
+    PageEntry("compare", "Compare", ":material/compare:", "Compare"),
     PageEntry("train", "Train", ":material/model_training:", "Train"),
 )
 

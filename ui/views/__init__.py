@@ -29,6 +29,9 @@ from .compare import (
     step_picker,
     step_table,
 )
+from .edit_compare import EDIT, EDIT_KEY, MODE_KEY, MODELS, compare_mode, edit_comparison, edited_text
+from .edit_compare import MODES as COMPARE_MODES
+from .edit_compare import show_edit_difference, show_edit_mode, show_edit_outputs
 from .head_computation import (
     MAP_VALUES,
     captured_for,
@@ -111,3 +114,5 @@ __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STE
            "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of",
            "MAP_VALUES", "captured_for", "show_attention_inside", "show_contribution_map", "show_head_computation",
            "show_step_inside"]
+__all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_mode", "edit_comparison", "edited_text",
+            "show_edit_difference", "show_edit_mode", "show_edit_outputs"]

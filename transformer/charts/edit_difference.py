@@ -1,0 +1,75 @@
+"""Edit and compare drawn: B − A on aligned rows and columns, and how far each head's attention moved (no Streamlit).
+
+An inserted token's row or column holds B's weights alone (+), a deleted one A's alone (−); the labels say so
+("+big", "−big", "dog→cat" for a swap) and the tooltip names what each cell compares.
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..analysis import AlignedDifference
+from .attention import _token_axis, axis_titles
+from .difference import DIVERGING
+from .style import AUTOSIZE, visible_token
+
+MAX_MAP_PX = 1100  # a map never grows wider than this (cells shrink, labels go to the tooltip below 9 px)
+
+
+def _cell(n: int, size: float) -> float:
+    return float(min(44.0, max(min(size / max(n, 1), 44.0), min(12.0, MAX_MAP_PX / max(n, 1)))))
+
+
+def aligned_difference_frame(diff: AlignedDifference, layer: int, head: int | None) -> pd.DataFrame:
+    """One row per aligned cell: positions, labels, A's and B's weights (NaN where a side lacks the cell), B − A."""
+    a, b = diff.a[layer], diff.b[layer]
+    a, b = (a.mean(0), b.mean(0)) if head is None else (a[head], b[head])
+    q, k = a.shape
+    qi, ki = np.repeat(np.arange(q), k), np.tile(np.arange(k), q)
+    queries = np.asarray([visible_token(t) for t in diff.query_tokens], dtype=object)
+    keys = np.asarray([visible_token(t) for t in diff.key_tokens], dtype=object)
+    rows, cols = np.asarray(diff.query_status, dtype=object), np.asarray(diff.key_status, dtype=object)
+    frame = pd.DataFrame({"query_index": qi, "query_token": queries[qi], "key_index": ki, "key_token": keys[ki],
+                          "a": a.ravel(), "b": b.ravel(), "difference": diff.difference(layer, head).ravel(),
+                          "row": rows[qi], "column": cols[ki]})
+    frame["difference_text"] = frame["difference"].map("{:+.3f}".format)
+    return frame
+
+
+def aligned_difference_heatmap(diff: AlignedDifference, layer: int, head: int | None = None, *, size: int = 420,
+                               title: str = "") -> alt.Chart:
+    """B − A on a fixed −1..1 scale, queries down and keys across on the aligned axes."""
+    frame = aligned_difference_frame(diff, layer, head)
+    q, k = len(diff.query_tokens), len(diff.key_tokens)
+    cell = min(_cell(q, size), _cell(k, size))
+    y_title, x_title = axis_titles(diff.kind)
+    return alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(
+        x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(k))),
+                axis=_token_axis(diff.key_tokens, cell, x_title, horizontal=True)),
+        y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(q))),
+                axis=_token_axis(diff.query_tokens, cell, y_title, horizontal=False)),
+        color=alt.Color("difference:Q", title="B − A", scale=alt.Scale(range=list(DIVERGING), domain=[-1.0, 1.0]),
+                        legend=alt.Legend(gradientLength=min(160, max(80, cell * q)), format=".1f")),
+        tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
+                 alt.Tooltip("a:Q", title="A", format=".3f"), alt.Tooltip("b:Q", title="B", format=".3f"),
+                 alt.Tooltip("difference_text:N", title="B − A"), alt.Tooltip("row:N", title="row is"),
+                 alt.Tooltip("column:N", title="column is")],
+    ).properties(width=cell * k, height=cell * q, view=alt.ViewBackground(stroke=None), autosize=AUTOSIZE,
+                 title=alt.TitleParams(title, anchor="start", fontSize=14))
+
+
+def head_movement_heatmap(ranking: pd.DataFrame, kind: str, *, title: str = "", width: int = 420) -> alt.Chart:
+    """Layers x heads of one kind, coloured by the mean |B − A| over aligned cells (how far the attention moved)."""
+    frame = ranking[ranking["kind"] == kind].assign(layer_label=lambda f: f["layer"] + 1,
+                                                     head_label=lambda f: f["head"] + 1)
+    n_heads, n_layers = int(frame["head"].max()) + 1, int(frame["layer"].max()) + 1
+    cell = float(min(36.0, max(8.0, width / max(n_heads, 1))))
+    return alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(
+        x=alt.X("head_label:O", title="head"), y=alt.Y("layer_label:O", title="layer"),
+        color=alt.Color("mean_abs:Q", title="mean |B − A|", scale=alt.Scale(scheme="oranges", domainMin=0)),
+        tooltip=[alt.Tooltip("layer_label:O", title="layer"), alt.Tooltip("head_label:O", title="head"),
+                 alt.Tooltip("mean_abs:Q", title="mean |B − A|", format=".4f"),
+                 alt.Tooltip("max_abs:Q", title="largest |B − A|", format=".3f")],
+    ).properties(width=cell * n_heads, height=min(cell, 24.0) * n_layers, autosize=AUTOSIZE,
+                 title=alt.TitleParams(title, anchor="start", fontSize=14))
