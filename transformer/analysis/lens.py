@@ -10,17 +10,19 @@ and KL(final || layer), both in nats.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 import torch
 from torch import Tensor
 
-from ..adapters import InspectableModel
+from ..adapters import InspectableModel, fast_output_head, model_lock
 from ..decode import DecodeResult, Residuals
 
 LENS_TOP_K = 5
 MAX_LENS_TOP_K = 50
+MAX_BLOCK_ROWS = 256  # residual rows through the output head at once (256 x 50k floats: 51 MB a block)
 
 
 class LensError(ValueError):
@@ -74,34 +76,62 @@ def residuals_of(result: DecodeResult) -> Residuals:
     return result.residuals
 
 
+def _output_head(lm: InspectableModel, rows: Tensor) -> Tensor:
+    """lm.output_head of rows (N, D) -> (N, V) float32; a Hugging Face head multiplies by its transposed copy (the
+    decode's own fast head, `fast_output_head`: the same values up to float rounding, about twice as fast)."""
+    network = lm.network
+    if hasattr(network, "get_output_embeddings"):
+        with model_lock(network), fast_output_head(network):
+            return lm.output_head(rows).float()
+    return lm.output_head(rows).float()
+
+
+def _block_log_probs(lm: InspectableModel, rows: Tensor, banned: Sequence[Tensor]) -> Tensor:
+    """Log-probabilities (S, L + 1, V) of residual rows (S, L + 1, D), each step's banned ids left out."""
+    s, n, d = rows.shape
+    with lm.running():
+        logits = _output_head(lm, rows.reshape(s * n, d)).view(s, n, -1)
+        for i, ids in enumerate(banned):
+            if ids.numel():
+                logits[i].index_fill_(-1, ids.to(logits.device), float("-inf"))
+        return logits.log_softmax(-1)
+
+
 def lens_log_probs(lm: InspectableModel, residual: Tensor, banned: Tensor) -> Tensor:
     """Log-probabilities (N, V), float32, of the output function of residual rows (N, D), `banned` ids left out
     (-inf) and the rest renormalised."""
-    with lm.running():
-        logits = lm.output_head(residual).float()  # (N, V)
-    if banned.numel():
-        logits = logits.index_fill(-1, banned.to(logits.device), float("-inf"))
-    return logits.log_softmax(-1)
+    return _block_log_probs(lm, residual[None], [banned])[0]
 
 
-def _predictions(lm: InspectableModel, logp: Tensor, chosen: int, k: int) -> tuple[LayerPrediction, ...]:
-    """Per row of `logp` (L + 1, V): top-k, the chosen token's rank and probability, entropy, KL(last || row)."""
-    p = logp.exp()
-    finite = torch.isfinite(logp)
-    entropy = -torch.where(finite, p * logp, torch.zeros_like(p)).sum(-1)  # (L + 1,)
-    final_p, final_logp = p[-1], logp[-1]
-    kl = torch.where(final_p > 0, final_p * (final_logp - logp), torch.zeros_like(p)).sum(-1).clamp_min(0.0)
-    chosen_logp = logp[:, chosen]  # (L + 1,)
-    rank = (logp > chosen_logp[:, None]).sum(-1) + 1
-    n_allowed = int(finite[-1].sum())
-    top_p, top_i = logp.topk(min(k, n_allowed, logp.shape[-1]), dim=-1)
-    rows = []
-    for layer in range(logp.shape[0]):
-        top = tuple((lm.id_to_token(int(i)), float(v)) for i, v in zip(top_i[layer].tolist(),
-                                                                       top_p[layer].exp().tolist()))
-        rows.append(LayerPrediction(layer, top, int(rank[layer]) if bool(finite[layer, chosen]) else n_allowed + 1,
-                                    float(chosen_logp[layer].exp()), float(entropy[layer]), float(kl[layer])))
-    return tuple(rows)
+def _block_predictions(lm: InspectableModel, logp: Tensor, chosen: Sequence[int], k: int
+                       ) -> list[tuple[tuple[LayerPrediction, ...], int]]:
+    """Per step of `logp` (S, L + 1, V): every layer's prediction (top-k, the chosen token's rank and probability,
+    entropy, KL(last layer || layer)) and how many tokens the step could emit."""
+    with torch.inference_mode():
+        p = logp.exp()
+        zero = torch.zeros((), dtype=p.dtype)
+        entropy = -torch.where(p > 0, p * logp, zero).sum(-1)  # (S, L + 1)
+        final_p, final_logp = p[:, -1:], logp[:, -1:]
+        kl = torch.where(final_p > 0, final_p * (final_logp - logp), zero).sum(-1).clamp_min(0.0)
+        index = torch.tensor(list(chosen))[:, None, None].expand(-1, logp.shape[1], 1)
+        chosen_logp = logp.gather(-1, index)  # (S, L + 1, 1)
+        rank = (logp > chosen_logp).sum(-1) + 1
+        allowed = (final_p[:, 0] > 0).sum(-1) if bool((final_logp == float("-inf")).any()) else \
+            torch.full((logp.shape[0],), logp.shape[-1])
+        top_p, top_i = logp.topk(min(k, logp.shape[-1]), dim=-1)
+        top_p = top_p.exp()
+    out = []
+    for step, token in enumerate(chosen):
+        n_allowed, layers = int(allowed[step]), []
+        banned_token = not bool(torch.isfinite(chosen_logp[step, -1, 0]))
+        for layer in range(logp.shape[1]):
+            top = tuple((lm.id_to_token(int(i)), float(v)) for i, v in zip(top_i[step, layer, :n_allowed].tolist(),
+                                                                           top_p[step, layer, :n_allowed].tolist()))
+            layers.append(LayerPrediction(layer, top, n_allowed + 1 if banned_token else int(rank[step, layer]),
+                                          float(chosen_logp[step, layer, 0].exp()), float(entropy[step, layer]),
+                                          float(kl[step, layer])))
+        out.append((tuple(layers), n_allowed))
+    return out
 
 
 def _check_k(k: int) -> int:
@@ -110,20 +140,34 @@ def _check_k(k: int) -> int:
     return k
 
 
+def _lenses(lm: InspectableModel, result: DecodeResult, steps: range, k: int) -> tuple[StepLens, ...]:
+    residuals, k = residuals_of(result), _check_k(k)
+    rows = residuals.decoder.shape[1]
+    per_block = max(1, MAX_BLOCK_ROWS // rows)
+    out: list[StepLens] = []
+    for first in range(steps.start, steps.stop, per_block):
+        block = range(first, min(first + per_block, steps.stop))
+        logp = _block_log_probs(lm, residuals.decoder[block.start: block.stop],
+                                residuals.banned[block.start: block.stop])
+        chosen = [result.steps[t].token_id for t in block]
+        for t, (layers, n_allowed) in zip(block, _block_predictions(lm, logp, chosen, k)):
+            out.append(StepLens(t, result.steps[t].token, chosen[t - block.start], layers, n_allowed))
+    return tuple(out)
+
+
 def step_lens(lm: InspectableModel, result: DecodeResult, step: int, k: int = LENS_TOP_K) -> StepLens:
     """Every decoder layer's prediction at `step` (0-based) of a decode that recorded its residuals."""
-    residuals, k = residuals_of(result), _check_k(k)
+    residuals_of(result)
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < len(result.steps):
-        raise LensError(f"the decode has steps 1 to {len(result.steps)}, not {step + 1 if isinstance(step, int) else step!r}")
-    chosen = result.steps[step]
-    logp = lens_log_probs(lm, residuals.decoder[step], residuals.banned[step])
-    return StepLens(step, chosen.token, chosen.token_id, _predictions(lm, logp, chosen.token_id, k),
-                    int(torch.isfinite(logp[-1]).sum()))
+        shown = step + 1 if isinstance(step, int) and not isinstance(step, bool) else step
+        raise LensError(f"the decode has steps 1 to {len(result.steps)}, not {shown!r}")
+    return _lenses(lm, result, range(step, step + 1), k)[0]
 
 
 def every_step_lens(lm: InspectableModel, result: DecodeResult, k: int = LENS_TOP_K) -> tuple[StepLens, ...]:
-    """`step_lens` of every step (one output-head call per step: the memory of one (layers + 1, V) block)."""
-    return tuple(step_lens(lm, result, t, k) for t in range(len(result.steps)))
+    """`step_lens` of every step, the output head run on blocks of steps (at most `MAX_BLOCK_ROWS` rows at once:
+    the memory of that many vocabulary-wide rows)."""
+    return _lenses(lm, result, range(len(result.steps)), k)
 
 
 @dataclass(frozen=True)
