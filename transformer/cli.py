@@ -1,4 +1,4 @@
-"""Command line: `python -m transformer train | eval | decode` (the README's "Command line" section).
+"""Command line: `python -m transformer train | eval | decode | heads | animate` (docs/cli.md).
 
 Errors a user can cause print one line, ``error: ...``, on stderr and exit with status 2.
 """
@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .analysis import HeadError, corpus_scores, head_mask
-from .charts import ReplayTooLargeError
+from .charts import ChartExportError, ReplayTooLargeError, VideoError
+from .cli_animate import cmd_animate, parse_head, video_target, write_decode_video
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parser
 from .cli_heads import parse_ablate
 from .cli_insides import insides_conflict, insides_entry
@@ -35,7 +36,7 @@ from .store import (
 from .train import DeviceError, NonFiniteLossError, PeerLostError, evaluate_model
 
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError)
+               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError, VideoError, ChartExportError)
 
 
 def _check_corpus_files(spec: dict, folder: str) -> None:
@@ -82,7 +83,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON."""
+    """`decode`: print the greedy (or teacher-forced) output; optionally write the trace JSON, the replay page and
+    the step-through as a video."""
+    if args.video:  # a bad file name or head fails before the model loads
+        video_target(args.video)
+        parse_head(args.video_head)
     if insides_conflict(args):  # before the model loads
         raise UsageError(insides_conflict(args))
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
@@ -115,6 +120,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     if args.html:
         write_replay(args.html, result, lm.name, weights_line(args.dir))
+    if args.video:
+        write_decode_video(args.video, result, f"{lm.name} · {weights_line(args.dir).lower()}",
+                           layer=args.video_layer, head=args.video_head)
     if args.beam > 1 and args.reference is None:
         if not isinstance(lm, NativeSeq2Seq) or lm.family.prompt_in_decoder:
             raise UsageError("--beam works with Attention Studio encoder-decoder checkpoints only")
@@ -154,7 +162,8 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
-        args = build_parser({"train": cmd_train, "eval": cmd_eval, "decode": cmd_decode}).parse_args(argv)
+        args = build_parser({"train": cmd_train, "eval": cmd_eval, "decode": cmd_decode,
+                             "animate": cmd_animate}).parse_args(argv)
         return args.func(args)
     except (*USER_ERRORS, OSError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)

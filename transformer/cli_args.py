@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Mapping
 
+from .charts import SECONDS_PER_FRAME
 from .cli_fill import add_fill_parser
 from .cli_heads import add_heads_parser
 from .cli_insides import add_insides_arguments
@@ -116,12 +117,31 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help="decoder-only models: format each input with the tokenizer's chat template")
 
 
+def _add_video_view_arguments(p: argparse.ArgumentParser, prefix: str) -> None:
+    """--[prefix]layer and --[prefix]head: the map a video shows."""
+    p.add_argument(f"--{prefix}layer", type=_positive_int, default=1, metavar="N",
+                   help="the decoder layer the video shows, from 1 (default 1)")
+    p.add_argument(f"--{prefix}head", default="mean", metavar="N|mean",
+                   help="the head the video shows, from 1, or mean (default mean)")
+
+
+def _add_animate_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = commands.add_parser("animate", help="a saved run's training evolution (its probe frames) as MP4 or GIF")
+    p.add_argument("dir", metavar="RUN_DIR", help="a checkpoint saved with probe frames (train, or the Train page)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the video to write: FILE.mp4 (H.264) or FILE.gif")
+    _add_video_view_arguments(p, "")
+    p.add_argument("--seconds-per-frame", type=float, default=SECONDS_PER_FRAME, metavar="S",
+                   help=f"how long each frame shows (default {SECONDS_PER_FRAME:g})")
+    return p
+
+
 def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
-    """The parser; `runners` maps train, eval and decode to the functions that run them."""
-    """The `python -m transformer` argument parser."""
+    """The `python -m transformer` argument parser; `runners` maps train, eval, decode and animate to the functions
+    that run them."""
     parser = _Parser(prog="python -m transformer", description="Train, evaluate and decode with Attention Studio "
                      "models from the command line.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,decode,heads,fill,patch}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{train,eval,decode,heads,fill,patch,animate}")
     train = commands.add_parser("train", help="train a model and save a checkpoint")
     _add_train_arguments(train)
     train.set_defaults(func=runners["train"])
@@ -144,6 +164,9 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
     dec.add_argument("--html", metavar="PATH", help="write one self-contained HTML page that replays the decode "
                      "step by step, offline")
+    dec.add_argument("--video", metavar="FILE", help="write the step-through as a video, FILE.mp4 (H.264) or FILE.gif: "
+                     "1920x1080, a second a step, the map of --video-layer and --video-head beside the top-k")
+    _add_video_view_arguments(dec, "video-")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
     dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
                      help="beam width: print the best beam hypothesis (the trace stays greedy)")
@@ -157,4 +180,5 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     add_heads_parser(commands, _positive_int)
     add_patch_parser(commands, _positive_int)
     add_fill_parser(commands, _positive_int)
+    _add_animate_parser(commands).set_defaults(func=runners["animate"])
     return parser

@@ -4,9 +4,19 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from transformer.charts import attention_heatmap, training_curves
+from transformer.charts import attention_heatmap, training_curves, training_slides
+from transformer.store import thin_frames
 from transformer.train import JobSnapshot
-from ui.views import chart_spec, head_picker, layer_picker, map_kind
+from ui.views import (
+    animation_downloads,
+    chart_spec,
+    file_stem,
+    head_label,
+    head_picker,
+    kind_title,
+    layer_picker,
+    map_kind,
+)
 
 from .job_layout import job_layout, waiting_reason
 from .live_run import LiveRun, live_run, run_just_ended
@@ -125,6 +135,20 @@ def _follow_latest(steps: list[int]) -> None:
     st.session_state[FOLLOW_KEY] = st.session_state[TIMELINE_STEP_KEY] == steps[-1]
 
 
+def _animation(run: LiveRun, snapshots: list, layer: int, head: int | None) -> None:
+    """"Download animation" of the timeline: the probe's map of this layer and head, a recording a second (at most
+    the frames a saved run keeps, evenly spread)."""
+    frames = thin_frames(snapshots)
+    if not frames:
+        return
+    kind = map_kind(frames[-1][1])
+    model = f"{run.name} · steps {frames[0][0]:,} to {frames[-1][0]:,}"
+    what = (f"How the probe's {kind_title(kind).lower()} formed while training: layer {layer + 1}, "
+            f"{head_label(head).lower()}")
+    animation_downloads(lambda: training_slides(frames, model=model, layer=layer, head=head), len(frames),
+                        file_stem(f"training_{run.name}", layer, head), "train_animation", what)
+
+
 def timeline_panel() -> None:
     """A slider over training steps showing how the probe's cross-attention formed; Play animates it."""
     run = live_run()
@@ -165,5 +189,6 @@ def timeline_panel() -> None:
                                         f"{'mean of heads' if head is None else f'head {head + 1}'}")
         cached = state[TIMELINE_CHART_KEY] = (shown, chart_spec(chart))
     st.vega_lite_chart(spec=cached[1], key="train_timeline_map", width="content")
+    _animation(run, snapshots, layer, head)
     if playing and state.get(PLAYING_KEY) is False:
         st.rerun(scope="app")  # reached the end: stop the animation timer

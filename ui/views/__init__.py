@@ -14,6 +14,7 @@ from .ablation import (
     toggle_clicked_head,
 )
 from .alignment import show_alignment_scores
+from .animation import animation_downloads, decode_animation, file_stem
 from .attention import MODES, attention_result, show_large_map, show_model_view
 from .attribution import show_agreement, show_step_attribution
 from .chart_cache import cached_chart
@@ -116,3 +117,4 @@ __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STE
            "show_step_inside"]
 __all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_mode", "edit_comparison", "edited_text",
             "show_edit_difference", "show_edit_mode", "show_edit_outputs"]
+__all__ += ["animation_downloads", "decode_animation", "file_stem"]

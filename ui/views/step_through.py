@@ -36,6 +36,7 @@ from .ablation import (
     toggle_clicked_head,
 )
 from .alignment import show_alignment_scores
+from .animation import decode_animation
 from .attribution import show_step_attribution
 from .chart_cache import cached_chart
 from .head_computation import show_step_inside
@@ -244,7 +245,9 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
     view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
                     horizontal=True) if len(available) > 1 else ds.GREEDY
     result = results[view]
-    replay_download(active, result, view)
+    downloads = st.container(horizontal=True, vertical_alignment="center", key="decode_downloads")
+    with downloads:
+        replay_download(active, result, view)
     n_steps = len(result.steps)
     t = ds.prepare_step(n_steps, (active.task_name, text))
     layer, head = _navigation(n_steps, t, result.trace)
@@ -253,6 +256,8 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
     st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(fed)}› → "
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
     title = slide_title(active, text, reference if view == ds.TEACHER else None)
+    with downloads:  # beside "Download replay": it follows the layer and head picked below it
+        decode_animation(result, view, layer, head, title, active.option.name)
     _step_panels(active, text, result, view, t, layer, head, title)
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, title, key="decode_ablated_strip")
