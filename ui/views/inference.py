@@ -8,6 +8,7 @@ import streamlit as st
 from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
 from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.decode import queued_greedy
 from ui.models import ActiveModel
 
 from .vocabulary_hint import show_vocabulary_hint
@@ -22,6 +23,8 @@ FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
+    if not forced:  # a plain decode: stepped in one batch with other sessions' (transformer.decode.DecodeQueue)
+        return queued_greedy(_active.decoder, text, top_k=top_k)
     return greedy_decode(_active.decoder, text, top_k=top_k, forced=forced)
 
 
