@@ -3,6 +3,7 @@ from . import toy_en_de
 from .answers import known_alignment, known_output
 from .batching import END_ID, START_ID, Batch, BucketSampler, PackedIds, make_batch, pad, source_ids
 from .corpus_files import DataError, parse_pairs_text, read_aligned_files, read_pairs_tsv
+from .corpus_text import MAX_CORPUS_BYTES, MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
 from .examples import Example, GoldSource
 from .sharding import ShardedBucketSampler, rank_share
 from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
@@ -34,3 +35,4 @@ __all__ = ["Batch", "BucketSampler", "build_char_tokenizer", "build_word_tokeniz
            "PackedIds", "PAD", "pad", "parse_pairs_text", "rank_share", "read_aligned_files", "read_pairs_tsv",
            "ShardedBucketSampler", "source_ids", "START", "START_ID", "Task", "task_from_spec", "TASK_NAMES", "TaskSpec",
            "Tokenizer", "TOKENIZER_KINDS", "TokenizerError", "toy_en_de", "UNK"]
+__all__ += ["MAX_CORPUS_BYTES", "MAX_CORPUS_LINES", "Corpus", "CorpusError", "read_corpus"]
