@@ -17,9 +17,12 @@ from transformer.analysis import (
     ENCODER_OUTPUT,
     align_tokens,
     estimate_patching,
+    find_site,
     patch_sites,
+    patched_decode,
     patched_metrics,
     prepare_patching,
+    replayable,
     residual_site,
 )
 from transformer.decode import InputError
@@ -150,3 +153,24 @@ def test_the_alignment_pairs_swaps_and_leaves_insertions_alone():
     alignment = align_tokens(["the", "dog", "sees"], ["the", "big", "cat", "sees"])
     assert alignment.pairs == ((0, 0), (None, 1), (1, 2), (2, 3))
     assert alignment.only_b == (1,) and alignment.only_a == ()
+
+
+@pytest.mark.parametrize("model", ["checkpoints/reverse", "checkpoints/reverse-decoder-only"])
+def test_a_patched_decode_replays_the_clean_character(model):
+    lm = open_model(model)
+    setup = prepare_patching(lm, "abcdefghijkl", "abcdefxhijkl")
+    stack = "encoder" if lm.family.has_cross else "decoder"
+    site = find_site(lm, setup, {"site": "residual", "where": stack, "layer": 1, "head": -1, "position": 6})
+    before = {name: dict(m._forward_hooks) for name, m in lm.network.named_modules()}
+    assert patched_decode(lm, setup, site).output_text == "lkjihgfedcba"  # the corrupted input decodes "...x..."
+    assert {name: dict(m._forward_hooks) for name, m in lm.network.named_modules()} == before
+
+
+def test_a_decoder_step_site_is_not_replayed():
+    lm = open_model("checkpoints/reverse")
+    setup = prepare_patching(lm, "abcdefghijkl", "abcdefxhijkl")
+    site = find_site(lm, setup, {"site": "head", "where": "cross", "layer": 0, "head": 0,
+                                 "position": setup.tgt[0].shape[1] - 1})
+    assert not replayable(lm, setup, site)
+    with pytest.raises(InputError, match="one step at a time"):
+        patched_decode(lm, setup, site)

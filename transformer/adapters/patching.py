@@ -135,10 +135,21 @@ def _write(x: Tensor, patches: Sequence[Patch], width: int | None) -> Tensor:
 
 
 @contextmanager
-def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping[str, int] | None = None
-             ) -> Iterator[None]:
+def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping[str, int] | None = None, *,
+             first_call_only: bool = False) -> Iterator[None]:
     """While inside, every forward writes `patches` (`head_counts`: kind -> query heads per layer, for head
-    patches). Positions past a run's length raise IndexError."""
+    patches). Positions past a run's length raise IndexError. `first_call_only`: each place is written on its first
+    call only (a decode: the encoder, or a decoder-only model's prompt, runs once over every position; the steps
+    after it see one position each and are left alone)."""
+    seen: set[int] = set()
+
+    def first_time(hook: object) -> bool:
+        if not first_call_only:
+            return True
+        fresh = id(hook) not in seen
+        seen.add(id(hook))
+        return fresh
+
     residual: dict[tuple[str, int], list[Patch]] = defaultdict(list)
     heads: dict[tuple[str, int], list[Patch]] = defaultdict(list)
     for p in patches:
@@ -150,12 +161,16 @@ def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping
             if not 0 <= i <= len(layers):
                 raise IndexError(f"the {stack} has {len(layers)} layers: no residual {i}")
             if i == 0:
-                def pre(module: nn.Module, args: tuple, kwargs: dict, group: list = group) -> tuple[tuple, dict]:
+                def pre(module: nn.Module, args: tuple, kwargs: dict, group: list = group) -> tuple[tuple, dict] | None:
+                    if not first_time(pre):
+                        return None
                     return _with_hidden(args, kwargs, _write(_hidden(args, kwargs), group, None))
 
                 handles.append(layers[0].register_forward_pre_hook(pre, with_kwargs=True))
             else:
                 def post(module: nn.Module, args: tuple, kwargs: dict, out: Any, group: list = group) -> Any:
+                    if not first_time(post):
+                        return None
                     return _with_first(out, _write(_first(out), group, None))
 
                 handles.append(layers[i - 1].register_forward_hook(post, with_kwargs=True))
@@ -165,7 +180,9 @@ def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping
             if not n_heads:
                 raise ValueError(f"head patches of {kind} need its number of heads")
 
-            def before(module: nn.Module, args: tuple, group: list = group, n_heads: int = n_heads) -> tuple:
+            def before(module: nn.Module, args: tuple, group: list = group, n_heads: int = n_heads) -> tuple | None:
+                if not first_time(before):
+                    return None
                 return (_write(args[0], group, args[0].shape[-1] // n_heads), *args[1:])
 
             handles.append(proj.register_forward_pre_hook(before))

@@ -72,6 +72,7 @@ from .patching_estimate import ESTIMATE_COLUMNS, estimate_patching, preview_patc
 from .patching_estimate import estimate_agreement as patching_agreement
 from .patching_sites import ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM, SITES, PatchingResult, patch_sites, residual_site
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
+from .patching_replay import find_site, patched_decode, replayable
 from .edit_compare import (
     CHANGED,
     DELETED,
@@ -110,3 +111,4 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "contributions_dict", "internals_dict",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
+__all__ += ["find_site", "patched_decode", "replayable"]

@@ -21,6 +21,7 @@ from .aggregates import aggregate_heatmap, aggregate_title
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
 from .edit_difference import aligned_difference_frame, aligned_difference_heatmap, head_movement_heatmap
+from .patching import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
 from .head_computation import STAGES, contribution_heatmap, stage_charts, top_dimensions
@@ -56,3 +57,4 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions",
            "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame"]
 __all__ += ["aligned_difference_frame", "aligned_difference_heatmap", "head_movement_heatmap"]
+__all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]

@@ -13,6 +13,7 @@ from ui.models import ActiveModel
 
 from .compare import model_caption
 from .inference import bind_text, share_text
+from .patching import show_patching
 from .widgets import (
     Column,
     chart_heading,
@@ -151,3 +152,4 @@ def show_edit_mode(active: ActiveModel) -> None:
     with c_head:
         head = head_picker("Head", trace.n_heads, "compare_head", trace=trace, kind=kind)
     show_edit_difference(active, comparison, kind, layer, head)
+    show_patching(active, comparison)

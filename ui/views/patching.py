@@ -1,0 +1,213 @@
+"""Compare's edit mode, part two: activation patching. Which activation of the clean input (A) carries the answer
+its edit (B) lacks: each site copied from A's run into B's, both fed A's output up to the target step, and how much
+of A's answer comes back. A background job (progress, time left, Cancel); the exact run or the one-pass estimate
+with the exact figures of its top ten; a click on a cell replays the patched decode where a decode can."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import (
+    ENCODER_OUTPUT,
+    HEADS,
+    RESIDUAL_STREAM,
+    Cancelled,
+    EditComparison,
+    PatchingSetup,
+    find_site,
+    patch_sites,
+    patched_decode,
+    patching_agreement,
+    prepare_patching,
+    preview_patching,
+)
+from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
+from transformer.decode import ALL_TITLES, InputError
+from ui.models import ActiveModel
+from ui.server import refuse, speaker_only
+
+from .background import background_result, job_running, keep_result, kept_result
+from .compare import model_caption
+from .widgets import Column, chart_heading, md, md_token, show_chart, show_chips, show_small_table
+
+KEY = "compare_patch"
+SITE_TITLES = {ENCODER_OUTPUT: "the encoder output at each source position", HEADS: "each head's output",
+               RESIDUAL_STREAM: "the residual stream by layer and position"}
+EXACT, ESTIMATE = "exact", "estimate"
+TOP_COLUMNS = {"cell": Column("site"), "estimated_recovery": Column("estimated recovery", "%.3f"),
+               "recovery": Column("exact recovery", "%.3f", "Measured by patching this site alone.")}
+TOP_RAW_COLUMNS = {"cell": Column("site"), "estimate": Column("estimated difference", "%+.4f"),
+                   "difference": Column("exact difference", "%+.4f", "metric − B (nats), measured by patching this "
+                                        "site alone.")}
+
+
+@dataclass(frozen=True)
+class PatchingView:
+    """A finished patching run as the page keeps it: the frame, the experiment, which weights, which method."""
+
+    frame: pd.DataFrame
+    setup: PatchingSetup
+    weights: str  # which model and weights the job ran on (a model retrained meanwhile is named as it was)
+    how: str  # EXACT or ESTIMATE
+    seconds: float
+
+
+def _run(active: ActiveModel, c: EditComparison, step: int, contrast: str, sites: tuple[str, ...], how: str,
+         weights: str, progress) -> PatchingView:
+    lm = active.decoder
+    setup = prepare_patching(lm, c.a.source_text, c.b.source_text, step=step, contrast=contrast or None,
+                             output=[s.token_id for s in c.a.steps])
+    if how == ESTIMATE:
+        frame = preview_patching(lm, setup, sites, progress=progress)
+        return PatchingView(frame, setup, weights, how, 0.0)
+    result = patch_sites(lm, setup, sites, progress=progress)
+    return PatchingView(result.frame, setup, weights, how, result.seconds)
+
+
+@speaker_only
+def _request(identity: tuple) -> None:
+    st.session_state[f"{KEY}_requested"] = identity
+
+
+def _inputs(active: ActiveModel, c: EditComparison) -> tuple[int, str, tuple[str, ...]]:
+    """The target step (0-based), the contrast token and the sites, from their widgets."""
+    n = len(c.a.steps)
+    divergence = c.first_divergence
+    row = c.steps.loc[divergence] if divergence is not None else None
+    if st.session_state.get(f"{KEY}_step") not in range(1, n + 1):
+        st.session_state[f"{KEY}_step"] = int(row["step_a"]) if row is not None and not pd.isna(row["step_a"]) else 1
+    if f"{KEY}_contrast" not in st.session_state:
+        st.session_state[f"{KEY}_contrast"] = str(row["token_b"]) if row is not None and row["token_b"] else ""
+    available = [s for s in (ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM) if s != ENCODER_OUTPUT or active.family.has_cross]
+    st.session_state.setdefault(f"{KEY}_sites", available)
+    c_step, c_contrast, c_sites = st.columns([2, 2, 4], vertical_alignment="bottom")
+    with c_step:
+        step = st.selectbox("Target: A's output token", list(range(1, n + 1)), key=f"{KEY}_step",
+                            format_func=lambda t: f"{t} ‹{c.a.steps[t - 1].token}›",
+                            help="The step whose token the metric reads; both inputs are fed A's output up to it.")
+    with c_contrast:
+        contrast = st.text_input("Contrast token", key=f"{KEY}_contrast", max_chars=100,
+                                 help="The metric is log p(A's token) − log p(this token) (a logit difference); "
+                                      "empty: log p(A's token).")
+    with c_sites:
+        sites = st.multiselect("Patch", available, key=f"{KEY}_sites", format_func=SITE_TITLES.get)
+    return step - 1, contrast.strip(), tuple(s for s in available if s in sites)
+
+
+def show_patching(active: ActiveModel, c: EditComparison) -> None:
+    """The patching section under the edit comparison."""
+    st.subheader("Where does A's answer live? Activation patching", anchor=False)
+    st.caption("Each site's activation is copied from A's run into B's (both fed A's output up to the target step), "
+               "and the recovery (metric − B) / (A − B) says how much of A's answer comes back: 1 all of it, 0 none "
+               "(Meng et al. 2022; Heimersheim & Nanda 2024). Positions of inputs of different lengths are matched "
+               "by the alignment above; unmatched ones are left unpatched.")
+    step, contrast, sites = _inputs(active, c)
+    if not sites:
+        st.info("Pick at least one kind of site to patch.", icon=":material/info:")
+        return
+    weights = model_caption("", active).replace("** · ", "", 1).strip("* ")
+    identities = {how: ("patching", how, active.cache_key, c.a.source_text, c.b.source_text, step, contrast, sites)
+                  for how in (EXACT, ESTIMATE)}
+    shown = None
+    for how, identity in identities.items():
+        view = kept_result(identity) or _collect(active, c, identity, step, contrast, sites, how, weights)
+        if view is not None:
+            shown = view
+    if not any(job_running(i) for i in identities.values()) and not refuse("sweep"):
+        left, right = st.columns(2)
+        left.button("Patch every site (exact)", key=f"{KEY}_exact", icon=":material/science:", on_click=_request,
+                    args=(identities[EXACT],), width="stretch")
+        right.button("Estimate in one pass (gradient)", key=f"{KEY}_estimate", icon=":material/bolt:",
+                     on_click=_request, args=(identities[ESTIMATE],), width="stretch",
+                     help="Attribution patching: one forward and one backward estimate every site; the ten largest "
+                          "are then measured exactly, and the Spearman correlation says how well the estimate ranks.")
+    if shown is not None:
+        show_patching_result(active, shown)
+
+
+def _collect(active: ActiveModel, c: EditComparison, identity: tuple, step: int, contrast: str,
+             sites: tuple[str, ...], how: str, weights: str) -> PatchingView | None:
+    requested = st.session_state.get(f"{KEY}_requested") == identity
+    if requested:
+        st.session_state.pop(f"{KEY}_requested")
+    n = "every site" if how == EXACT else "an estimate of every site"
+    ended = background_result(identity, f"Patching {n}",
+                              lambda progress: _run(active, c, step, contrast, sites, how, weights, progress),
+                              key=f"{KEY}_{how}", start=requested)
+    if ended is None:
+        return None
+    view, error = ended
+    if isinstance(error, Cancelled):
+        st.info("Patching cancelled: nothing was kept.", icon=":material/stop_circle:")
+    elif isinstance(error, InputError):
+        st.warning(f"Cannot patch: {error}", icon=":material/block:")
+    elif error is not None:
+        raise error
+    else:
+        keep_result(identity, view)
+        return view
+    return None
+
+
+def _summary(view: PatchingView) -> None:
+    s = view.setup
+    method = ("one-pass estimate; exact figures for its top ten" if view.how == ESTIMATE
+              else f"exact, {len(view.frame)} patched runs in {view.seconds:.1f} s")
+    st.caption(f"Weights: {md(view.weights)} · target step {s.step + 1} · metric {md(s.metric_name)}: A "
+               f"{s.clean_metric:.3f}, B {s.corrupted_metric:.3f} · {method}")
+    if s.barely:
+        st.warning(f"The edit barely moves the target: A and B differ by {abs(s.gap):.3f} nats (under 0.1), so no "
+                   "ratio is meaningful; the maps show the raw differences metric − B instead.",
+                   icon=":material/balance:")
+    for stack, (only_a, only_b) in s.unaligned().items():
+        st.info(f"Left unpatched ({stack}): A's positions {list(only_a) or 'none'} and B's {list(only_b) or 'none'} "
+                "have no partner in the other input.", icon=":material/link_off:")
+
+
+def show_patching_result(active: ActiveModel, view: PatchingView) -> None:
+    """The maps of a finished run (a click replays the patched decode), and for an estimate its check."""
+    _summary(view)
+    frame = view.frame
+    if view.how == ESTIMATE:
+        column = "estimate" if view.setup.barely else "estimated_recovery"
+    else:
+        column = "difference" if view.setup.barely else "recovery"
+    scale = {"estimated_recovery": "recovery"}.get(column, column)
+    for (site, where), part in frame.groupby(["site", "where"], sort=False):
+        kind = ALL_TITLES.get(where, f"{where} stack")
+        chart_heading(f"{'Estimated: ' if view.how == ESTIMATE else ''}{SITE_TITLES[site]} · {kind}")
+        chart = patching_heatmap(part.assign(**{scale: part[column]}), scale)
+        show_chart(chart, key=f"{KEY}_map_{site}_{where}".replace(" ", "_"), on_select="rerun",
+                   selection_mode=[PATCH_CELL], width="content")
+    if view.how == ESTIMATE:
+        rho = patching_agreement(frame, frame)
+        st.caption(f"Spearman correlation of the estimate with the exact figures over its top ten: {rho:.3f}")
+        top = frame.dropna(subset=["difference"]).assign(
+            cell=lambda f: [f"{s} · {w} · L{lay} H{h + 1 if h >= 0 else '–'} · pos {p}"
+                            for s, w, lay, h, p in zip(f["site"], f["where"], f["layer"], f["head"], f["position"])])
+        show_small_table(top, TOP_RAW_COLUMNS if view.setup.barely else TOP_COLUMNS, key=f"{KEY}_top")
+    _replay(active, view)
+
+
+def _replay(active: ActiveModel, view: PatchingView) -> None:
+    """The patched decode of the last clicked cell, or why a decode cannot replay it."""
+    cell = None
+    for key, state in st.session_state.items():
+        if isinstance(key, str) and key.startswith(f"{KEY}_map_"):
+            cell = clicked_patch_cell(state) or cell
+    if cell is None:
+        st.caption("Click a cell to decode B with that activation patched in from A.")
+        return
+    lm = active.decoder
+    try:
+        site = find_site(lm, view.setup, cell)
+        result = patched_decode(lm, view.setup, site)
+    except (KeyError, InputError) as exc:
+        st.info(str(exc).strip("'\""), icon=":material/info:")
+        return
+    st.markdown(f"**B with {md(site.site)} · {md(site.where)} · layer {site.layer} · "
+                f"{'' if site.head < 0 else f'head {site.head + 1} · '}position {site.position} "
+                f"‹{md_token(site.token)}› patched in from A:**")
+    show_chips(result.output_tokens, caption="patched decode of B")
