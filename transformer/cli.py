@@ -17,6 +17,7 @@ from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parse
 from .cli_heads import parse_ablate
 from .cli_insides import insides_conflict, insides_entry
 from .cli_lens import lens_conflict, lens_entry
+from .cli_sampling import print_samples, sampling_from
 from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
 from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
@@ -98,16 +99,17 @@ def cmd_decode(args: argparse.Namespace) -> int:
         result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
     else:
         result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
-                               residuals=args.lens, encoder_layer=args.encoder_layer)
+                               residuals=args.lens, encoder_layer=args.encoder_layer, sampling=sampling_from(args))
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)
-    if result.mode == "greedy" and not result.finished:
+    if result.mode in ("greedy", "sampled") and not result.finished:
         print(f"warning: stopped after {len(result.steps)} steps without producing an end token", file=sys.stderr)
     if args.verbose:
         for i, step in enumerate(result.steps, start=1):
             top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}   top: {top}", file=sys.stderr)
+        print_samples(result)
     lens = lens_entry(lm, result, args, printable)
     try:
         insides = insides_entry(lm, result, args)

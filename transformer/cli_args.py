@@ -10,6 +10,7 @@ from .cli_heads import add_heads_parser
 from .cli_insides import add_insides_arguments
 from .cli_patch import add_patch_parser
 from .cli_lens import add_lens_arguments
+from .cli_sampling import add_sampling_arguments
 from .data import TASK_NAMES
 from .adapters import DEFAULT_MAX_PARAMS
 from .model import ARCHITECTURE_NAMES, PRESETS
@@ -175,6 +176,7 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     dec.add_argument("--ablate", action="append", metavar="HEADS",
                      help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")
     add_lens_arguments(dec, _positive_int)
+    add_sampling_arguments(dec)
     add_insides_arguments(dec)
     dec.set_defaults(func=runners["decode"])
     add_heads_parser(commands, _positive_int)

@@ -30,7 +30,7 @@ from .analysis import SITES, PatchingResult, patch_sites, prepare_patching
 from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enable_inline_renderer,
                      step_slider_chart)
 from .analysis import every_step_lens, lens_grid, step_lens
-from .decode import KINDS, AttentionTrace, DecodeResult, InputError, greedy_decode
+from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
 from .store import CheckpointError, open_model
 
@@ -76,12 +76,15 @@ def load(model: Model, *, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS
 
 
 @_one_line_errors
-def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = None) -> DecodeResult:
+def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = None,
+           sampling: Sampling | None = None) -> DecodeResult:
     """Greedy decoding of `text`: the output, each step's top-k candidates and the attention trace (`.trace`).
+    `sampling` (`transformer.decode.Sampling(temperature, top_k, top_p, seed)`) samples instead: the same seed gives
+    the same tokens as the app and `decode --temperature ... --seed S`.
 
     Raises CheckpointError, HFModelError or InputError.
     """
-    return greedy_decode(load(model), text, top_k=top_k, max_steps=max_steps)
+    return greedy_decode(load(model), text, top_k=top_k, max_steps=max_steps, sampling=sampling)
 
 
 @_one_line_errors

@@ -16,6 +16,7 @@ from .decode_queue import DECODES, DecodeQueue, queued_greedy
 from .masked import FillResult, MaskPrediction, fill_masks, no_mask_message, read_masked
 from .perplexity import perplexity
 from .residuals import ResidualRecorder, Residuals
+from .sampling import MAX_TEMPERATURE, SampledStep, Sampling, SamplingError, check_sampling, warp
 from .scoring import score_parallel
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
 from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSION, AttentionTrace, head_label
@@ -27,5 +28,6 @@ __all__ = ["FillResult", "MaskPrediction", "fill_masks", "no_mask_message", "rea
            "encode_source", "greedy_decode",
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
            "score_parallel", "teacher_forced", "merge_words", "word_groups",
-           "ResidualRecorder", "Residuals"]
+           "ResidualRecorder", "Residuals",
+           "MAX_TEMPERATURE", "SampledStep", "Sampling", "SamplingError", "check_sampling", "warp"]
 __all__ += ["DECODES", "DecodeQueue", "can_batch", "greedy_decode_many", "queued_greedy"]

@@ -13,6 +13,7 @@ from ..adapters import InspectableModel, SourceText, adapter_for
 from ..data import Tokenizer
 from ..model import AttentionMaps, EncoderOutput, HeadMask, Seq2SeqTransformer
 from .residuals import ResidualRecorder, Residuals
+from .sampling import SampledStep, Sampler, Sampling, SamplingError, check_sampling
 from .sinks import hidden_dict
 from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
@@ -47,6 +48,8 @@ class DecodeResult:
     unknown_tokens: tuple[str, ...] = field(default=())
     residuals: Residuals | None = field(default=None, repr=False)  # the logit lens's input (`residuals=True`)
     encoder_layer: int | None = None  # the DecoderLens: the encoder layer the decoder read (None: its output)
+    sampling: Sampling | None = None  # how a "sampled" decode drew its tokens
+    samples: tuple[SampledStep | None, ...] = ()  # per step what it was drawn from (None: a forced step)
 
     @property
     def output_tokens(self) -> tuple[str, ...]:
@@ -72,6 +75,9 @@ class DecodeResult:
             **({"hidden_keys": hidden_dict(self.trace)} if self.trace.hidden_source or self.trace.hidden_target
                else {}),
             **({"encoder_layer": self.encoder_layer} if self.encoder_layer is not None else {}),
+            **({"sampling": {**self.sampling.to_dict(), "steps": [None if s is None else s.to_dict()
+                                                                  for s in self.samples]}}
+               if self.sampling is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -151,14 +157,18 @@ def _forced_ids(lm: InspectableModel, tokens: Sequence[str] | str) -> list[int]:
 def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None,
                   forced: Sequence[str] | str = (), stop_at_end: bool = True,
                   head_mask: HeadMask | None = None, residuals: bool = False,
-                  encoder_layer: int | None = None) -> DecodeResult:
+                  encoder_layer: int | None = None, sampling: Sampling | None = None) -> DecodeResult:
     """Greedy decoding of any `InspectableModel` with its cache and a full trace; `forced` tokens come first.
 
     Probabilities are renormalised over what the model can emit at that step (`constrain`). A step is marked
     forced when the user forced it or when the model's own rules leave one choice (e.g. a forced BOS/EOS).
     `residuals` records the decoder's residual stream at each step (the logit lens, `analysis.lens`);
     `encoder_layer` lets an encoder-decoder's decoder read that encoder layer instead of the last (DecoderLens).
+    `sampling` draws each step with temperature, top-k and top-p from a seeded generator (`sampling.py`; temperature
+    0: greedy); the result's mode is then "sampled" and `samples` says what each step was drawn from.
     """
+    sampler = _sampler(lm, sampling)
+    samples: list[SampledStep | None] = []
     source = read_source(lm, text)
     forced_ids = _forced_ids(lm, forced)
     start = lm.decoder_prefix(source)
@@ -186,7 +196,13 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
                 raise InputError(f"{lm.id_to_token(forced)!r} cannot be forced after "
                                  f"{' '.join(lm.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
                                  "config bans that sequence (bad_words_ids), so it never outputs it.")
-            steps.append(_choose(lm, logits, probs, top_k, forced))
+            if sampler is not None and forced is None:
+                token, sample = sampler.draw(logits, lm.id_to_token)
+                samples.append(sample)
+                steps.append(_drawn(lm, probs, top_k, token))
+            else:
+                samples.append(None)
+                steps.append(_choose(lm, logits, probs, top_k, forced))
             token = steps[-1].token_id
             if token in lm.end_ids and stop_at_end:
                 finished = True
@@ -200,8 +216,26 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
     trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, lm.family, lm.head_groups(),
                                      len(start) - 1 - first)
     text_out = lm.detokenize([s.token_id for s in steps])
-    return DecodeResult(text, tuple(steps), trace, "greedy", finished, text_out, source.unknown,
-                        recorder.result() if recorder is not None else None, encoder_layer)
+    return DecodeResult(text, tuple(steps), trace, "greedy" if sampler is None else "sampled", finished, text_out,
+                        source.unknown, recorder.result() if recorder is not None else None, encoder_layer,
+                        None if sampler is None else sampler.sampling, () if sampler is None else tuple(samples))
+
+
+def _sampler(lm: InspectableModel, sampling: Sampling | None) -> Sampler | None:
+    """A seeded sampler for the settings, None for greedy ones; InputError for settings out of range."""
+    if sampling is None:
+        return None
+    try:
+        check_sampling(sampling, lm.vocab_size)
+    except SamplingError as exc:
+        raise InputError(str(exc)) from None
+    return None if sampling.greedy else Sampler(sampling)
+
+
+def _drawn(lm: InspectableModel, probs: Tensor, k: int, token: int) -> Step:
+    """The Step of a drawn token: its probability and the top k in the model's own (constrained) distribution."""
+    top = _candidates(probs, k)
+    return Step(lm.id_to_token(token), token, float(probs[token]), tuple((lm.id_to_token(t), v) for t, v in top))
 
 
 def _encode(lm: InspectableModel, src: torch.Tensor, head_mask: HeadMask | None, encoder_layer: int | None
