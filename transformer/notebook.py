@@ -30,6 +30,9 @@ from .analysis import SITES, PatchingResult, patch_sites, prepare_patching
 from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enable_inline_renderer,
                      step_slider_chart)
 from .analysis import every_step_lens, lens_grid, step_lens
+from .analysis import HeadComputation, HeadSelectionError, capture_decode, computation_at, trace_view
+from .analysis import contributions as _contributions
+from .charts import contribution_heatmap
 from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
 from .store import CheckpointError, open_model
@@ -40,11 +43,11 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 # picked a renderer of their own before importing this module)
 enable_inline_renderer()
 
-__all__ = ["VIEWS", "decode", "frame", "lens", "load", "patch", "show", "trace"]
+__all__ = ["VIEWS", "contributions", "decode", "frame", "inside", "lens", "load", "patch", "show", "trace"]
 
 VIEWS = ("step", "grid", "head")
 Model = str | Path | InspectableModel
-_USER_ERRORS = (CheckpointError, HFModelError, InputError, ChartTooLargeError)
+_USER_ERRORS = (CheckpointError, HFModelError, InputError, ChartTooLargeError, HeadSelectionError)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -181,3 +184,45 @@ def show(model: Model | DecodeResult, text: str | None = None, *, view: str = "s
     if view == "head":
         return attention_heatmap(result.trace, kind, chosen, head)
     return step_slider_chart(result, chosen, head, first_step=max(1, min(step, len(result.steps))))
+
+
+def _row(result: DecodeResult, kind: str, query: int | None) -> int:
+    """The trace row asked for (0-based; negative from the last), the last one by default."""
+    n = result.trace.axis_sizes(kind)[0]
+    row = n - 1 if query is None else query + n if query < 0 else query
+    if not 0 <= row < n:
+        raise ValueError(f"{kind} has {n} query position(s) (0 to {n - 1}); query {query} does not exist")
+    return row
+
+
+@_one_line_errors
+def inside(model: Model, text: str, *, kind: str = "cross", layer: int | None = None,
+           head: int = 0, query: int | None = None) -> HeadComputation:
+    """Inside one head (docs/insides.md): every stage of head `head` of `kind`, `layer` (0-based; negative from the
+    last; the last by default) for the trace's query row `query` (the last by default) of the greedy decode of
+    `text`: `.query_vector`, `.keys`, `.products`, `.dots`, `.scale`, `.terms`, `.scores`, `.weights` (the map's row),
+    `.values`, `.weighted_values`, `.head_output`, `.share` (after W_O), `.contributions` (||α_j W_O v_j||).
+    Raises CheckpointError, HFModelError, InputError or ValueError (a kind, layer, head or query it has not got)."""
+    lm = load(model)
+    result = decode(lm, text)
+    lm.family.check(kind)
+    chosen = _pick_layer(result, kind, layer)
+    return computation_at(lm, capture_decode(lm, result), kind, chosen, head, _row(result, kind, query))
+
+
+@_one_line_errors
+def contributions(model: Model, text: str, *, kind: str = "cross", layer: int | None = None,
+                  head: int | None = None) -> alt.Chart:
+    """The contribution map ||α_ij W_O^h v_j|| of `kind`, `layer` (the last by default) and `head` (None: the norm
+    of the mean of the heads' vectors) for the greedy decode of `text`, as the Attention page's "Map shows:
+    contribution" draws it. Raises ValueError."""
+    lm = load(model)
+    result = decode(lm, text)
+    lm.family.check(kind)
+    chosen = _pick_layer(result, kind, layer)
+    captured = capture_decode(lm, result)
+    matrix = trace_view(captured, kind, _contributions(lm, captured, kind, chosen, head))
+    queries, keys = result.trace.labels(kind)
+    who = "mean of heads" if head is None else f"head {head + 1}"
+    return contribution_heatmap(matrix, queries, keys, f"{result.trace.family_spec.title(kind)} · layer {chosen + 1}"
+                                f" · {who} · contribution")
