@@ -12,6 +12,8 @@ from ui.views import (
     decode_results,
     greedy_or_message,
     require_model,
+    sampled_or_message,
+    sampling_controls,
     share_reference,
     share_text,
     show_ablation_panel,
@@ -39,7 +41,9 @@ reference = col_ref.text_input("Reference output (for teacher forcing)", key="de
                                help="The decoder is fed this target instead of its own output. Leave empty to skip.")
 top_k = col_k.number_input("Top-k", min_value=2, max_value=20, step=1, key="decode_top_k")
 
-free = greedy_or_message(active, text, top_k=top_k)
+sampling = sampling_controls(active)
+free = (greedy_or_message(active, text, top_k=top_k) if sampling is None else
+        sampled_or_message(active, text, top_k, sampling))
 if free is None:
     st.stop()
 results, prefix = decode_results(active, text, reference, free, top_k)

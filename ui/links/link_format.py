@@ -75,6 +75,16 @@ def _int(value: str, low: int, high: int) -> int:
     return number
 
 
+def _float(value: str, low: float, high: float, open_low: bool = False) -> float:
+    """A number in [low, high] ((low, high] with `open_low`): a sampling setting (issue 33)."""
+    if not re.fullmatch(r"\s*\d{1,6}(\.\d{1,6})?\s*", value):
+        raise ValueError("expected a number")
+    number = float(value)
+    if not (low < number if open_low else low <= number) or number > high:
+        raise ValueError(f"expected {'above ' if open_low else ''}{low:g}–{high:g}")
+    return number
+
+
 def _text(value: str) -> str:
     if len(value) > MAX_INPUT_CHARS:
         raise ValueError(f"{len(value):,} characters; the limit is {MAX_INPUT_CHARS:,}")
@@ -160,6 +170,11 @@ PARSERS: dict[str, Any] = {
     "words": _flag,
     "present": _flag,
     "ablate": parse_ablated,
+    # sampling on the Decode page (issue 33): not `topk`, which is how many candidates each step shows
+    "temperature": lambda v: _float(v, 0.0, 100.0),
+    "sample_topk": lambda v: _int(v, 0, 999_999),
+    "top_p": lambda v: _float(v, 0.0, 1.0, open_low=True),
+    "seed": lambda v: _int(v, 0, 999_999),
 }
 
 

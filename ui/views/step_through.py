@@ -42,6 +42,7 @@ from .chart_cache import cached_chart
 from .head_computation import show_step_inside
 from .inference import gold_for, greedy, teacher
 from .lens import show_step_lens
+from .sampling import show_sampled_step
 from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
 from .real_size import MAP_WIDTH, key_window, map_columns
 from .weights import slide_title, weights_of
@@ -259,6 +260,7 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
     with downloads:  # beside "Download replay": it follows the layer and head picked below it
         decode_animation(result, view, layer, head, title, active.option.name)
     _step_panels(active, text, result, view, t, layer, head, title)
+    show_sampled_step(result, t)
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, title, key="decode_ablated_strip")
     if view != ds.TEACHER:  # attribution explains the model's own choices
