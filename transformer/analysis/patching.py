@@ -23,6 +23,7 @@ from torch import Tensor
 
 from ..adapters import InspectableModel, ban
 from ..adapters.patching import (
+    RESIDUAL,
     Activations,
     Patch,
     patch_points,
@@ -30,7 +31,8 @@ from ..adapters.patching import (
     recording_activations,
 )
 from ..decode import InputError, greedy_decode, read_source
-from .head_sweep import DEFAULT_BATCH, Progress, _Encoded
+from .attribution import substituted
+from .head_sweep import DEFAULT_BATCH, Progress, Recorder, Replay, _Encoded, layer_paths
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 
 BARELY = 0.1  # nats: an edit that moves the metric less than this barely moves the target; no ratio is shown
@@ -167,32 +169,83 @@ def prepare_patching(lm: InspectableModel, clean_text: str, corrupted_text: str,
                          labels, clean, corrupted, metrics[0], metrics[1], metric_name)
 
 
+class _Memory(_Encoded):
+    """A batch of encoder outputs (N, S, D) the decoder reads in place of the corrupted one (encoder-output sites)."""
+
+    def __init__(self, base: _Encoded, memory: Tensor) -> None:
+        self.lm, self.src, self.state = base.lm, base.src, memory
+        self.mask = base.mask.expand(memory.shape[0], -1) if isinstance(base.mask, Tensor) and base.mask.dim() == 2 \
+            else base.mask
+
+
+def _lowest_layer(row: Sequence[Patch]) -> int:
+    """The first layer a row's patches make run differently (the layers before it can be replayed)."""
+    return min((max(p.index - 1, 0) if p.point == RESIDUAL else p.index for p in row), default=0)
+
+
+def _group(lm: InspectableModel, row: Sequence[Patch], n_encoder: int) -> int:
+    """0: only the encoder's output (the decoder reads a built memory), 1: the decoder side only (the corrupted
+    encoder output is reused), 2: the encoder runs."""
+    if not lm.family.has_cross:
+        return 2
+    encoder_side = {"encoder", lm.family.encoder_kind}
+    if row and all(p.point == RESIDUAL and p.where == "encoder" and p.index == n_encoder for p in row):
+        return 0
+    return 2 if any(p.where in encoder_side for p in row) else 1
+
+
+def _recorded_layers(lm: InspectableModel, src: Tensor, tgt: Tensor) -> tuple[dict | None, dict[str, object]]:
+    """The layers' dotted paths per stack (None where they cannot be replayed) and their outputs on the corrupted
+    run; call inside `lm.running()`."""
+    layers = layer_paths(lm) if lm.family.has_cross else None
+    recorded: dict[str, object] = {}
+    if layers is not None:
+        view = substituted(lm.network, {path: Recorder(lm.network.get_submodule(path), recorded, path)
+                                        for side in layers.values() for path in side})
+        lm.teacher_logits(view, src, tgt)
+    return layers, recorded
+
+
 def patched_metrics(lm: InspectableModel, setup: PatchingSetup, rows: Sequence[Sequence[Patch]], *,
                     batch: int = DEFAULT_BATCH, progress: Progress | None = None) -> list[float]:
     """The corrupted run's metric with each row's patches written (one row, one patched run; [] patches nothing);
-    `batch` runs per forward. Rows that touch no encoder activation reuse the corrupted encoder output."""
+    `batch` runs per forward. Rows that touch no encoder activation reuse the corrupted encoder output, rows that
+    write only the encoder's output give the decoder a built memory (the encoder's final norm works position by
+    position), and the layers before a row's first patched one return their recorded output (as the head sweep)."""
     points, counts = patch_points(lm), {k: h for k, (_, h) in lm.head_counts().items()}
     src, tgt = setup.src[1], setup.tgt[1]
-    encoder_side = {"encoder", lm.family.encoder_kind}
-
-    def touches_encoder(row: Sequence[Patch]) -> bool:
-        return any(p.where in encoder_side for p in row)
-
-    order = sorted(range(len(rows)), key=lambda i: touches_encoder(rows[i]))
+    n_encoder = len(setup.clean.residual["encoder"]) - 1 if "encoder" in setup.clean.residual else -1
+    key = {i: (_group(lm, rows[i], n_encoder), _lowest_layer(rows[i])) for i in range(len(rows))}
+    order = sorted(range(len(rows)), key=key.__getitem__)
     out: dict[int, float] = {}
     with lm.running():
         encoded = _Encoded(lm, src) if lm.family.has_cross else None
+        layers, recorded = _recorded_layers(lm, src, tgt)
         for first in range(0, len(order), batch):
             chunk = order[first: first + batch]
-            for on_encoder in sorted({touches_encoder(rows[i]) for i in chunk}):
-                members = [i for i in chunk if touches_encoder(rows[i]) == on_encoder]
-                patches = [replace(p, row=r) for r, i in enumerate(members) for p in rows[i]]
+            for group in sorted({key[i][0] for i in chunk}):
+                members = [i for i in chunk if key[i][0] == group]
                 n = len(members)
-                with patching(points, patches, counts):
-                    if encoded is not None and not on_encoder:
-                        logits = encoded.logits(lm.network, tgt.expand(n, -1))
-                    else:
-                        logits = lm.teacher_logits(lm.network, src.expand(n, -1), tgt.expand(n, -1))
+                if group == 0:  # the encoder's output: its rows written into a batch of corrupted memories
+                    memory = encoded.state.expand(n, *encoded.state.shape[1:]).clone()
+                    for r, i in enumerate(members):
+                        for p in rows[i]:
+                            memory[r, list(p.positions)] = lm.encoder_final_norm(p.value.to(memory.dtype))
+                    logits = _Memory(encoded, memory).logits(lm.network, tgt.expand(n, -1))
+                else:
+                    replay = {}
+                    if layers is not None:
+                        lowest = min(key[i][1] for i in members)
+                        side = layers["encoder" if group == 2 else "decoder"]
+                        replay = {path: Replay(lm.network.get_submodule(path), recorded[path], n)
+                                  for path in side[:lowest]}
+                    view = substituted(lm.network, replay) if replay else lm.network
+                    patches = [replace(p, row=r) for r, i in enumerate(members) for p in rows[i]]
+                    with patching(points, patches, counts):
+                        if group == 1:
+                            logits = encoded.logits(view, tgt.expand(n, -1))
+                        else:
+                            logits = lm.teacher_logits(view, src.expand(n, -1), tgt.expand(n, -1))
                 values = metric_of(lm, logits[:, -1], setup.token, setup.contrast).tolist()
                 out.update(zip(members, values))
             if progress is not None:

@@ -1,0 +1,115 @@
+"""Activation patching and edit-and-compare at real shapes (issue 34's table), each part in its own process so its
+peak RSS is its own, with baselines measured in the same run.
+
+Parts: `bart` (a random BART of bart-large's shape, 576 heads: every head's output patched at one step, exact and
+the one-pass estimate, against patching a sample of heads one run at a time (batch 1); peak RSS against the
+weights), `opus` (a random Marian of opus-mt's shape, 20-word inputs: the encoder output patched at every source
+position, against batch 1; edit and compare of an input and a one-word swap, against the two greedy decodes
+alone). `python -m bench.patching_speed` runs both; `python -m bench.patching_speed bart` one.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from transformer.analysis import (  # noqa: E402
+    HEADS,
+    ENCODER_OUTPUT,
+    compare_edit,
+    estimate_patching,
+    patch_sites,
+    patched_metrics,
+    patching_agreement,
+    prepare_patching,
+)
+from transformer.analysis.patching_sites import sites_of  # noqa: E402
+from transformer.decode import greedy_decode  # noqa: E402
+
+TEXT = "the big dog sees a red house near the small tree and the green bird eats a fish under the blue"
+EDITED = TEXT.replace(" dog ", " cat ")
+BASELINE_SAMPLE = 12  # sites patched one run at a time to estimate the unbatched time
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def weights_gb(lm) -> float:
+    return sum(p.numel() * p.element_size() for p in lm.network.parameters()) / 2**30
+
+
+def _baseline_s(lm, setup, site: str) -> float:
+    """Seconds to patch every site of `site` one forward each (batch 1), from a sample."""
+    sites = sites_of(lm, setup, [site])
+    sample = sites[:: max(1, len(sites) // BASELINE_SAMPLE)][:BASELINE_SAMPLE]
+    _, seconds = timed(lambda: patched_metrics(lm, setup, [s.patches for s in sample], batch=1))
+    return seconds / len(sample) * len(sites)
+
+
+def part_bart() -> dict:
+    from bench.sweep_speed import bart_large_shape
+    with tempfile.TemporaryDirectory() as tmp:
+        lm = bart_large_shape(Path(tmp) / "bart")
+        loaded = peak_rss_gb()
+        g = torch.Generator().manual_seed(0)
+        output = torch.randint(4, len(lm.tokenizer), (20,), generator=g).tolist()  # 20 output tokens
+        setup = prepare_patching(lm, TEXT, EDITED, step=19, output=output)
+        baseline = _baseline_s(lm, setup, HEADS)
+        exact, exact_s = timed(lambda: patch_sites(lm, setup, [HEADS]))
+        estimate, estimate_s = timed(lambda: estimate_patching(lm, setup, [HEADS]))
+        return {"heads": len(exact.frame), "source_tokens": setup.src[1].shape[1], "target_step": 20,
+                "exact_s": round(exact_s, 2), "baseline_batch1_s": round(baseline, 1),
+                "speedup": round(baseline / exact_s, 2), "estimate_s": round(estimate_s, 2),
+                "spearman_estimate_vs_exact": round(patching_agreement(estimate, exact.frame), 3),
+                "weights_gb": round(weights_gb(lm), 2), "rss_after_load_gb": round(loaded, 2),
+                "peak_rss_gb": round(peak_rss_gb(), 2), "peak_over_load_gb": round(peak_rss_gb() - loaded, 2)}
+
+
+def part_opus() -> dict:
+    from bench.ablation_speed import opus_size_marian
+    with tempfile.TemporaryDirectory() as tmp:
+        lm = opus_size_marian(Path(tmp) / "marian")
+        loaded = peak_rss_gb()
+        clean = greedy_decode(lm, TEXT, max_steps=20)
+        output = [s.token_id for s in clean.steps]
+        setup = prepare_patching(lm, TEXT, EDITED, step=len(output) - 1, output=output)
+        baseline = _baseline_s(lm, setup, ENCODER_OUTPUT)
+        encoder, encoder_s = timed(lambda: patch_sites(lm, setup, [ENCODER_OUTPUT]))
+        _, decodes_s = timed(lambda: [greedy_decode(lm, t, max_steps=20) for t in (TEXT, EDITED)])
+        compared, compare_s = timed(lambda: compare_edit(lm, TEXT, EDITED, max_steps=20))
+        maps = sum(d.a.shape[0] * d.a.shape[1] for d in compared.differences.values())
+        return {"source_tokens": setup.src[0].shape[1], "encoder_positions": len(encoder.frame),
+                "encoder_output_s": round(encoder_s, 2), "encoder_baseline_batch1_s": round(baseline, 2),
+                "encoder_speedup": round(baseline / encoder_s, 2), "edit_compare_s": round(compare_s, 2),
+                "two_decodes_s": round(decodes_s, 2), "edit_compare_over_decodes": round(compare_s / decodes_s, 2),
+                "difference_maps": maps, "output_tokens": len(compared.a.steps),
+                "rss_after_load_gb": round(loaded, 2), "peak_rss_gb": round(peak_rss_gb(), 2)}
+
+
+PARTS = {"opus": part_opus, "bart": part_bart}
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    if len(sys.argv) > 1 and sys.argv[1] in PARTS:
+        print(json.dumps(PARTS[sys.argv[1]]()))
+        sys.exit(0)
+    for name in PARTS:
+        done = subprocess.run([sys.executable, "-m", "bench.patching_speed", name], cwd=ROOT, capture_output=True,
+                              text=True)
+        print(f"{name}: {done.stdout.strip() or done.stderr.strip()[-2000:]}", flush=True)
