@@ -120,3 +120,13 @@ def test_a_head_the_model_has_not_got_is_one_clear_message(case, where, message)
     with pytest.raises(HeadSelectionError, match=message):
         head_computation(lm, insides, **chosen)
     assert issubclass(HeadSelectionError, ValueError)
+
+
+def test_one_heads_contribution_map_is_its_slice_of_every_heads(case):
+    from transformer.analysis import head_contribution_map
+    lm, insides = case
+    for kind, layer, head in _every_head(lm):
+        inputs = insides.inputs[kind][layer]
+        weight, _ = lm.output_projection(kind, layer)
+        torch.testing.assert_close(head_contribution_map(inputs, weight, head), contribution_maps(inputs, weight)[:, head],
+                                   atol=1e-5, rtol=1e-4)

@@ -47,6 +47,7 @@ from .head_computation import (
     contribution_layers,
     contribution_maps,
     head_computation,
+    head_contribution_map,
     head_slice,
     key_vectors,
     mean_contribution_map,
@@ -108,7 +109,7 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
            "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",
-           "contributions_dict", "internals_dict",
+           "contributions_dict", "internals_dict", "head_contribution_map",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
 __all__ += ["find_site", "patched_decode", "replayable"]

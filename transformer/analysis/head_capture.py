@@ -15,8 +15,8 @@ from ..model import SOURCE, TARGET, Insides
 from .head_computation import (
     HeadComputation,
     check_selection,
-    contribution_maps,
     head_computation,
+    head_contribution_map,
 )
 from .head_computation import mean_contribution_map as _mean_map
 
@@ -87,7 +87,7 @@ def contributions(lm: InspectableModel, captured: CapturedDecode, kind: str, lay
     weight, _ = lm.output_projection(kind, layer)
     if head is None:
         return _mean_map(inputs, weight)[0]
-    return contribution_maps(inputs, weight)[0, head]
+    return head_contribution_map(inputs, weight, head)[0]
 
 
 def trace_view(captured: CapturedDecode, kind: str, matrix: Tensor) -> Tensor:

@@ -144,6 +144,15 @@ def contribution_maps(inputs: AttentionInputs, weight: Tensor) -> Tensor:
     return inputs.pattern() * norms.unsqueeze(-2)
 
 
+def head_contribution_map(inputs: AttentionInputs, weight: Tensor, head: int) -> Tensor:
+    """`contribution_maps` of one head, (B, Tq, Tk): its keys' ||W_O^h v_j|| alone (no other head's weights read)."""
+    values = inputs.values[:, inputs.groups[head]].float()  # (B, Tk, Dv)
+    w_o = head_slice(weight.detach().float(), head, inputs.n_heads)  # (D, Dv)
+    norms = (values @ w_o.T).norm(dim=-1)  # (B, Tk)
+    pattern = (inputs.scores()[:, head]).softmax(-1)  # (B, Tq, Tk)
+    return pattern * norms.unsqueeze(-2)
+
+
 def mean_contribution_map(inputs: AttentionInputs, weight: Tensor) -> Tensor:
     """||(1/H) sum_h alpha_hij W_O^h v_hj|| for every query and key, (B, Tq, Tk), through each key's Gram matrix of
     the heads' u vectors (H x H per key), never a d_model vector per (query, key)."""
