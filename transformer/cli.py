@@ -14,6 +14,7 @@ from .analysis import HeadError, corpus_scores, head_mask
 from .charts import ChartExportError, ReplayTooLargeError, VideoError
 from .cli_animate import cmd_animate, parse_head, video_target, write_decode_video
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, build_parser
+from .cli_beam import beam_entry
 from .cli_heads import parse_ablate
 from .cli_insides import insides_conflict, insides_entry
 from .cli_lens import lens_conflict, lens_entry
@@ -21,8 +22,7 @@ from .cli_sampling import print_samples, sampling_from
 from .cli_replay import weights_line, write_replay
 from .cli_train import cmd_train
 from .data import DataError, TaskSpec, TokenizerError, read_aligned_files
-from .adapters import NativeSeq2Seq
-from .decode import InputError, beam_search, beam_texts, greedy_decode, perplexity, score_parallel, teacher_forced
+from .decode import InputError, beam_texts, greedy_decode, perplexity, score_parallel, teacher_forced
 from .adapters import HFModelError
 from .model import ConfigError
 from .store import (
@@ -111,13 +111,14 @@ def cmd_decode(args: argparse.Namespace) -> int:
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}   top: {top}", file=sys.stderr)
         print_samples(result)
     lens = lens_entry(lm, result, args, printable)
+    tree, beam = beam_entry(lm, args)
     try:
         insides = insides_entry(lm, result, args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.trace_json:
         try:
-            write_file_atomic(args.trace_json, json.dumps({**result.to_dict(), **lens, **insides}))
+            write_file_atomic(args.trace_json, json.dumps({**result.to_dict(), **lens, **insides, **beam}))
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     if args.html:
@@ -125,12 +126,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if args.video:
         write_decode_video(args.video, result, f"{lm.name} · {weights_line(args.dir).lower()}",
                            layer=args.video_layer, head=args.video_head)
-    if args.beam > 1 and args.reference is None:
-        if not isinstance(lm, NativeSeq2Seq) or lm.family.prompt_in_decoder:
-            raise UsageError("--beam works with Attention Studio encoder-decoder checkpoints only")
-        best = beam_search(lm.model, lm.src_tokenizer, lm.tgt_tokenizer, args.text, args.beam,
-                           args.length_penalty, args.max_steps)[0]
-        print(best.text)
+    if tree is not None:
+        print(tree.hypotheses[0].text)
         return 0
     print(result.output_text)
     return 0

@@ -170,8 +170,10 @@ def build_parser(runners: Mapping[str, Callable[[argparse.Namespace], int]]) -> 
     _add_video_view_arguments(dec, "video-")
     dec.add_argument("--verbose", action="store_true", help="print each step's token, probability and top-k")
     dec.add_argument("--beam", type=_positive_int, default=1, metavar="N",
-                     help="beam width: print the best beam hypothesis (the trace stays greedy)")
-    dec.add_argument("--length-penalty", type=float, default=0.6, metavar="X", help="beam search: GNMT alpha")
+                     help="beam width: print the best beam hypothesis; --trace-json also gets the beam tree (the "
+                          "trace itself stays greedy); every family")
+    dec.add_argument("--length-penalty", type=float, default=0.6, metavar="X",
+                     help="beam search: GNMT alpha (our models; Hugging Face ones use their generation config)")
     _add_model_arguments(dec)
     dec.add_argument("--ablate", action="append", metavar="HEADS",
                      help="switch heads off, e.g. cross:L1H2,enc:L2H1 (1-based; repeatable)")

@@ -2,6 +2,7 @@
 `InspectableModel` of the adapter stage (`transformer.adapters`)."""
 from .batched import can_batch, greedy_decode_many
 from .beam import Hypothesis, beam_search, beam_texts
+from .beam_tree import BeamHypothesis, BeamNode, BeamTree, beam_tree
 from .greedy import (
                      MAX_INPUT_CHARS,
                      DecodeResult,
@@ -29,5 +30,6 @@ __all__ = ["FillResult", "MaskPrediction", "fill_masks", "no_mask_message", "rea
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",
            "score_parallel", "teacher_forced", "merge_words", "word_groups",
            "ResidualRecorder", "Residuals",
-           "MAX_TEMPERATURE", "SampledStep", "Sampling", "SamplingError", "check_sampling", "warp"]
+           "MAX_TEMPERATURE", "SampledStep", "Sampling", "SamplingError", "check_sampling", "warp",
+           "BeamHypothesis", "BeamNode", "BeamTree", "beam_tree"]
 __all__ += ["DECODES", "DecodeQueue", "can_batch", "greedy_decode_many", "queued_greedy"]

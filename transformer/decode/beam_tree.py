@@ -1,0 +1,263 @@
+"""Beam search for every family, kept as a tree: every candidate each step considered (kept, finished or pruned),
+its log-probability, and the attention row that chose it (every kind, layer and head), so a view can draw the tree,
+grey the pruned branches and show any hypothesis's attention at any step.
+
+Two rules, as the issue asks: Hugging Face models search as `generate(num_beams=W)` does in transformers 5 (its
+vectorised `_beam_search`: log-softmax, the generation config's processors on the log-probabilities, the top
+max(2, 1 + #eos) x W continuations, finished hypotheses only from the best W, score = sum of log-probabilities /
+generated length ** length_penalty, its early-stopping heuristic; the generation config's `length_penalty` and
+`early_stopping`), so the final hypotheses equal generate's (tests/test_beam_tree.py, per family). Our own models
+keep `beam.beam_search_ids`'s rule (GNMT length penalty ((5 + n) / 6) ** alpha), so `eval --beam` figures stay
+comparable, and their best hypotheses equal it.
+
+Each step runs the decoder once over every live hypothesis's whole prefix (`InspectableModel.forward`, batched):
+no cache to reorder, and the weights of every hypothesis come with it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ..adapters import InspectableModel
+from .beam import MAX_BEAM, length_penalty
+from .greedy import InputError, read_source
+
+NEG = -1.0e9
+
+
+@dataclass(frozen=True, eq=False)
+class BeamNode:
+    """One prefix in the tree: the root (the decoder's prefix, `step` -1) or a candidate continuation."""
+
+    id: int
+    parent: int | None
+    step: int  # 0-based output step whose token this node adds
+    token_id: int
+    token: str
+    log_prob: float  # the prefix's summed log-probability
+    status: str  # "root", "kept" (continued), "finished" (a final hypothesis), "ended" (ended, not among the best),
+    # "pruned" (considered, not continued)
+    score: float | None = None  # finished: the length-penalised score hypotheses are ranked by
+    attention: dict[str, Tensor] | None = field(default=None, repr=False)  # kind -> (layers, heads, keys): the row
+    # of the step that chose this token (shared by siblings)
+
+    def to_dict(self, with_attention: bool = False) -> dict:
+        out = {"id": self.id, "parent": self.parent, "step": self.step, "token": self.token, "token_id": self.token_id,
+               "log_prob": self.log_prob, "status": self.status, "score": self.score}
+        if with_attention and self.attention is not None:
+            out["attention"] = {k: [[[round(float(x), 6) for x in row] for row in layer] for layer in v.tolist()]
+                                for k, v in self.attention.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class BeamHypothesis:
+    """A final hypothesis: its last node, output ids (the end token included when it ended), text and scores."""
+
+    node: int
+    token_ids: tuple[int, ...]
+    text: str
+    log_prob: float
+    score: float
+    finished: bool
+
+
+@dataclass(frozen=True, eq=False)
+class BeamTree:
+    """The whole search: nodes (index = id), the final hypotheses best first, and how it was run."""
+
+    source_tokens: tuple[str, ...]
+    prefix_tokens: tuple[str, ...]
+    nodes: tuple[BeamNode, ...]
+    hypotheses: tuple[BeamHypothesis, ...]
+    width: int
+    rule: str  # "generate" (Hugging Face) or "gnmt" (ours)
+    length_penalty: float
+
+    def path(self, node: int) -> list[BeamNode]:
+        """The nodes from the root's first child down to `node`."""
+        out = []
+        while node is not None and self.nodes[node].parent is not None:
+            out.append(self.nodes[node])
+            node = self.nodes[node].parent
+        return out[::-1]
+
+    def to_dict(self) -> dict:
+        """The trace JSON's "beam" entry (docs/formats.md): every node; the attention of nodes on final hypotheses."""
+        on_final = {n.id for h in self.hypotheses for n in self.path(h.node)}
+        return {"width": self.width, "rule": self.rule, "length_penalty": self.length_penalty,
+                "source_tokens": list(self.source_tokens), "prefix_tokens": list(self.prefix_tokens),
+                "nodes": [n.to_dict(with_attention=n.id in on_final) for n in self.nodes],
+                "hypotheses": [{"node": h.node, "token_ids": list(h.token_ids), "text": h.text,
+                                "log_prob": h.log_prob, "score": h.score, "finished": h.finished}
+                               for h in self.hypotheses]}
+
+
+class _Builder:
+    def __init__(self, lm: InspectableModel, prefix: list[int]) -> None:
+        self.lm, self.nodes = lm, [BeamNode(0, None, -1, prefix[-1] if prefix else -1, "", 0.0, "root")]
+
+    def add(self, parent: int, step: int, token: int, log_prob: float, status: str,
+            attention: dict[str, Tensor] | None) -> int:
+        self.nodes.append(BeamNode(len(self.nodes), parent, step, token, self.lm.id_to_token(token), log_prob, status,
+                                   attention=attention))
+        return len(self.nodes) - 1
+
+    def mark(self, node: int, status: str, score: float | None = None) -> None:
+        old = self.nodes[node]
+        self.nodes[node] = BeamNode(old.id, old.parent, old.step, old.token_id, old.token, old.log_prob, status, score,
+                                    old.attention)
+
+
+def _check(lm: InspectableModel, width: int) -> None:
+    if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= min(MAX_BEAM, lm.vocab_size):
+        raise InputError(f"The beam width must be a whole number from 1 to {min(MAX_BEAM, lm.vocab_size)} "
+                         f"(this model's vocabulary has {lm.vocab_size:,} tokens), got {width!r}.")
+
+
+def _expand(lm: InspectableModel, src: Tensor, prefixes: list[list[int]], max_length: int
+            ) -> tuple[Tensor, list[dict[str, Tensor]]]:
+    """Log-probabilities (n, V) of the next token of each prefix, the model's rules applied to them as `generate`
+    applies its processors, and each prefix's last attention row per decoder kind."""
+    n = len(prefixes)
+    logits, maps = lm.forward(src.expand(n, -1), torch.tensor(prefixes))
+    logp = logits[:, -1].float().log_softmax(-1)
+    logp = torch.stack([lm.constrain(p, row, max_length) for p, row in zip(prefixes, logp)])
+    family = lm.family
+    kinds = [k for k in (family.decoder_kind, family.cross_kind) if k is not None]
+    rows = [{k: torch.stack([m[b, :, -1] for m in maps[k]]).float() for k in kinds} for b in range(n)]
+    return logp, rows
+
+
+def beam_tree(lm: InspectableModel, text: str, width: int = 4, *, max_steps: int | None = None,
+              length_penalty_alpha: float = 0.6) -> BeamTree:
+    """The beam tree of `text`: Hugging Face models as `generate(num_beams=width)` with their generation config's
+    length penalty and early stopping; ours with the GNMT penalty `length_penalty_alpha` (as `beam_search`)."""
+    _check(lm, width)
+    source = read_source(lm, text)
+    prefix = lm.decoder_prefix(source)
+    limit = lm.max_target_len - len(prefix) + 1
+    steps = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
+    src = torch.tensor([source.ids])
+    with lm.running():
+        if lm.source == "huggingface":
+            return _generate_rule(lm, source, prefix, src, width, steps)
+        return _gnmt_rule(lm, source, prefix, src, width, steps, length_penalty_alpha)
+
+
+def _tree(lm: InspectableModel, source, prefix: list[int], builder: _Builder, finals: list[tuple[int, float, bool]],
+          width: int, rule: str, penalty: float) -> BeamTree:
+    hypotheses = []
+    for node, score, done in finals:
+        path = [n.token_id for n in _path(builder.nodes, node)]
+        builder.mark(node, "finished" if done else builder.nodes[node].status, score)
+        words = lm.detokenize([i for i in path if i not in lm.end_ids])
+        hypotheses.append(BeamHypothesis(node, tuple(path), words, builder.nodes[node].log_prob,
+                                         score, done))
+    return BeamTree(tuple(source.tokens), tuple(lm.prefix_tokens(source)), tuple(builder.nodes), tuple(hypotheses),
+                    width, rule, penalty)
+
+
+def _path(nodes: list[BeamNode], node: int) -> list[BeamNode]:
+    out = []
+    while nodes[node].parent is not None:
+        out.append(nodes[node])
+        node = nodes[node].parent
+    return out[::-1]
+
+
+def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int) -> BeamTree:
+    """transformers 5's `_beam_search`, one sequence, step by step (see the module's docstring)."""
+    gen = lm.generation_config  # type: ignore[attr-defined]
+    penalty = float(gen.length_penalty if gen.length_penalty is not None else 1.0)
+    early = gen.early_stopping if gen.early_stopping is not None else False
+    eos = sorted(lm.end_ids)
+    keep = max(2, 1 + len(eos)) * width
+    prompt_len, max_length = len(prefix), len(prefix) + steps
+    builder = _Builder(lm, prefix)
+    running = [(0, list(prefix), 0.0)]  # (node, ids, summed log-probability)
+    finished: list[tuple[int, float]] = []  # (node, score), best first, at most `width`
+    unsatisfied, cur_len = True, prompt_len
+    while True:
+        logp, rows = _expand(lm, src, [ids for _, ids, _ in running], max_length)
+        total = (logp + torch.tensor([s for _, _, s in running])[:, None]).flatten()
+        top, index = torch.topk(total, k=min(keep, total.numel()))
+        vocab = logp.shape[1]
+        candidates = []
+        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist())):
+            beam, token = divmod(flat, vocab)
+            hits = token in eos or cur_len + 1 >= max_length
+            node = builder.add(running[beam][0], cur_len - prompt_len, token, value, "pruned", rows[beam])
+            candidates.append((node, running[beam][1] + [token], value, hits, rank))
+        order = torch.topk(torch.tensor([v + NEG * h for _, _, v, h, _ in candidates]), k=width)[1].tolist()
+        next_running = [(candidates[i][0], candidates[i][1], candidates[i][2] + NEG * candidates[i][3]) for i in order]
+        all_done = len(finished) >= width and early is True
+        scored = []
+        for node, _, value, hits, rank in candidates:
+            score = value / ((cur_len + 1 - prompt_len) ** penalty)
+            score += NEG * all_done + NEG * (not unsatisfied) + NEG * (not (hits and rank < width))
+            scored.append((node, score))
+        slots = [*finished, *[(None, NEG)] * (width - len(finished)), *scored]  # generate's W slots, then the new
+        best = torch.topk(torch.tensor([s for _, s in slots]), k=width)[1].tolist()
+        finished = [slots[i] for i in best if slots[i][0] is not None and slots[i][1] > NEG / 2]
+        for node, _, _, hits, rank in candidates:
+            if hits:
+                builder.mark(node, "ended")
+        for node, _, value in next_running:
+            if value > NEG / 2:
+                builder.mark(node, "kept")
+        running = next_running
+        cur_len += 1
+        if len(finished) >= width:
+            best_length = (max_length if early == "never" and penalty > 0 else cur_len) - prompt_len
+            best_running = running[0][2] / (best_length ** penalty)
+            unsatisfied = unsatisfied and best_running > min(s for _, s in finished)
+        all_finished = len(finished) >= width and early is True
+        if not (unsatisfied and not all_finished and not all(c[3] for c in candidates)):
+            break
+    return _tree(lm, source, prefix, builder, [(n, s, True) for n, s in finished], width, "generate", penalty)
+
+
+def _gnmt_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int,
+               alpha: float) -> BeamTree:
+    """`beam.beam_search_ids`'s rule over the adapter (ours): the GNMT penalty, an ending counts among the best
+    `width` candidates only, stop when no live hypothesis can beat the worst of the best finished."""
+    from .beam import _done
+    builder = _Builder(lm, prefix)
+    alive: list[tuple[int, list[int], float]] = [(0, list(prefix), 0.0)]
+    finished: list[tuple[int, float, float, bool]] = []  # (node, log_prob, score, ended)
+    eos = lm.end_ids
+    n_prefix = len(prefix)
+    for t in range(steps):
+        logp, rows = _expand(lm, src, [ids for _, ids, _ in alive], 1 << 30)
+        total = (torch.tensor([s for _, _, s in alive])[:, None] + logp).flatten()
+        top, index = total.topk(min(2 * width, total.numel()))
+        vocab = logp.shape[1]
+        next_alive: list[tuple[int, list[int], float]] = []
+        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist())):
+            if value == float("-inf"):
+                break
+            row, token = divmod(flat, vocab)
+            parent, ids, _ = alive[row]
+            node = builder.add(parent, t, token, value, "pruned", rows[row])
+            if token in eos:
+                builder.mark(node, "ended")
+                if rank >= width:
+                    continue
+                length = len(ids) - n_prefix + 1  # output tokens plus the end
+                finished.append((node, value, value / length_penalty(length, alpha), True))
+            elif len(next_alive) < width:
+                builder.mark(node, "kept")
+                next_alive.append((node, [*ids, token], value))
+            if len(next_alive) == width and len(finished) >= width:
+                break
+        alive = next_alive
+        as_ids = [(ids, s) for _, ids, s in alive]
+        if not alive or _done([(None, f[1], f[2], True) for f in finished], as_ids, width, alpha, steps):
+            break
+    finished += [(node, s, s / length_penalty(len(ids) - n_prefix, alpha), False) for node, ids, s in alive]
+    finished.sort(key=lambda h: (not h[3], -h[2]))
+    return _tree(lm, source, prefix, builder, [(n, score, done) for n, _, score, done in finished[:width]], width,
+                 "gnmt", alpha)
