@@ -41,7 +41,7 @@ def patching_heatmap(frame: pd.DataFrame, value: str = "recovery", *, title: str
     data = _labels(frame, site)
     data["shown"] = data[value].map(lambda v: "–" if pd.isna(v) else f"{v:+.3f}")
     columns, rows = list(dict.fromkeys(data["column"])), list(dict.fromkeys(data["row"]))
-    cell = float(max(6.0, min(40.0, max_width / max(len(columns), 1))))
+    cell = float(min(40.0, max_width / max(len(columns), 1)))  # never wider than max_width
     height = float(max(8.0, min(28.0, 520 / max(len(rows), 1))))
     if value == "recovery":
         domain = [-1.0, 1.0]
