@@ -35,6 +35,7 @@ from .analysis import (
     summarize,
 )
 from .adapters import NativeSeq2Seq
+from .cli_corpus import add_corpus_arguments, cmd_corpus
 from .decode import InputError
 from .adapters import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
@@ -59,6 +60,7 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
                    "drops within 0.05 nats per output token + 5%% of float32's)")
     p.add_argument("--estimate", action="store_true", help="also the one-pass first-order estimate of every head's "
                    "drop (attribution patching) and its Spearman correlation with the exact drops")
+    add_corpus_arguments(p, positive_int)
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help="refuse Hugging Face models with more parameters")
@@ -87,6 +89,8 @@ def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
 
 def cmd_heads(args: argparse.Namespace) -> int:
     """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
+    if args.corpus:
+        return cmd_corpus(args)
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     texts, source = _inputs(args, lm)
     start = time.perf_counter()

@@ -84,10 +84,12 @@ from .edit_compare import (
     aligned_difference,
     compare_edit,
 )
+from .corpus_stats import JS_SENTENCES, STATISTICS as CORPUS_STATISTICS, CorpusStats, average_linkage_order, corpus_statistics, is_punctuation
+from .masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE", "Cancelled", "Detection", "Head",
+__all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_filter", "AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE", "Cancelled", "Detection", "Head",
            "HeadError", "HeadReport", "IG_STEPS", "INDUCTION_LENGTH", "METHODS", "METHOD_TITLES",
            "OVERVIEW_COLUMNS", "Progress", "SIGNED_STATISTICS", "STATISTICS", "Sweep", "ablated_decode",
            "accepted", "aggregate_dict", "aggregate_frame", "aggregate_trace", "agreement_frame",
@@ -112,4 +114,5 @@ __all__ = ["AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE",
            "contributions_dict", "internals_dict", "head_contribution_map",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
+__all__ += ["JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "average_linkage_order", "corpus_statistics", "is_punctuation"]
 __all__ += ["find_site", "patched_decode", "replayable"]

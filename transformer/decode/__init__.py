@@ -14,7 +14,7 @@ from .greedy import (
                      teacher_forced,
 )
 from .decode_queue import DECODES, DecodeQueue, queued_greedy
-from .masked import FillResult, MaskPrediction, fill_masks, no_mask_message, read_masked
+from .masked import FillResult, MaskPrediction, fill_masks, masked_decode, no_mask_message, read_masked
 from .perplexity import perplexity
 from .residuals import ResidualRecorder, Residuals
 from .sampling import MAX_TEMPERATURE, SampledStep, Sampling, SamplingError, check_sampling, warp
@@ -24,7 +24,7 @@ from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSI
 from .trace_json import TraceFormatError, load_trace_json, result_from_dict
 from .words import merge_words, word_groups
 
-__all__ = ["FillResult", "MaskPrediction", "fill_masks", "no_mask_message", "read_masked", "ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
+__all__ = ["FillResult", "MaskPrediction", "fill_masks", "masked_decode", "no_mask_message", "read_masked", "ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
            "MEAN_HEAD", "Step", "TRACE_FORMAT_VERSION", "beam_search", "beam_texts",
            "encode_source", "greedy_decode",
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",

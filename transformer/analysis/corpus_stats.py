@@ -1,0 +1,232 @@
+"""Head statistics over a corpus (Clark et al. 2019, "What does BERT look at?"; Voita et al. 2019, "Analyzing
+multi-head self-attention"): per head of every kind, averages over every query row of every sentence, and the heads
+clustered by the Jensen-Shannon divergence of their attention distributions.
+
+Each sentence goes through the model as the pages show it: an encoder-decoder's and a decoder-only model's greedy
+output (or, with references, the reference), an encoder-only model's one forward pass. The greedy outputs are
+decoded in batches without weights (`translate`), then one teacher-forced pass over each output gives its maps
+(teacher-forced maps of the model's own output are the step-by-step decode's maps). Per head only
+running sums are kept (a few numbers, and one row of the divergence matrix), so memory does not grow with the corpus.
+
+Per query row, with p the row's weights over the keys:
+- entropy: -sum p log p (nats; a uniform row over n keys has log n), and max_weight: max p (Voita's confidence);
+- first: p of key 0; special: p on special tokens (<s>, </s>, [CLS], [SEP]...); punctuation: p on punctuation;
+- same, previous, next: p of key i, i-1, i+1 for query i, and distance: sum_k p_k |k - i| (kinds whose queries and
+  keys are the same tokens; NaN for cross-attention).
+JS divergence between heads a and b of one kind: JS(p_a, p_b) per query row, averaged over rows (Clark et al. §6),
+over the first `js_sentences` sentences.
+"""
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+
+from ..adapters import InspectableModel
+from ..decode import AttentionTrace, InputError, masked_decode, sink_positions, teacher_forced
+
+STATISTICS = {
+    "entropy": "mean entropy of a row, nats (uniform over n keys: log n)",
+    "max_weight": "mean largest weight of a row (confidence, Voita et al. 2019)",
+    "first": "mean weight on the first token",
+    "special": "mean weight on special tokens ([CLS], [SEP], <s>, </s>...)",
+    "punctuation": "mean weight on punctuation",
+    "same": "mean weight on the query's own position",
+    "previous": "mean weight on the previous position",
+    "next": "mean weight on the next position",
+    "distance": "mean |key - query| under the row's weights",
+}
+JS_SENTENCES = 100
+BATCH = 64  # sentences decoded at once for their greedy outputs
+PUNCTUATION = set(string.punctuation) | set("«»“”‘’„…–—¿¡")
+_MARKS = "▁Ġ#Ċ "
+
+
+def is_punctuation(token: str) -> bool:
+    """A token of punctuation only (word-start marks such as ▁, Ġ or ## stripped)."""
+    core = token.strip(_MARKS)
+    return bool(core) and all(c in PUNCTUATION for c in core)
+
+
+@dataclass
+class _KindSums:
+    sums: dict[str, torch.Tensor]  # statistic -> (L, H) running sum over rows
+    rows: int = 0
+    js: torch.Tensor | None = None  # (N, N) running sum of per-row JS over rows, N = L * H
+    js_rows: int = 0
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """Per head statistics (`frame`: kind, layer, head, one column per STATISTICS entry, rows), the JS divergence
+    between each kind's heads (`js[kind]`, (N, N) with N = layers x heads, head n = layer n // H, head n % H), and
+    what was read."""
+
+    frame: pd.DataFrame
+    js: dict[str, torch.Tensor] = field(repr=False)
+    sentences: int
+    skipped: tuple[str, ...]  # one line per sentence that could not be read, why
+    js_sentences: int
+    mode: str  # "greedy", "reference" (teacher-forced) or "masked" (encoder-only, one forward pass)
+
+    def ranked(self, statistic: str = "max_weight", ascending: bool = False) -> pd.DataFrame:
+        """The heads sorted by a statistic (Voita et al.: by confidence, most confident first)."""
+        if statistic not in STATISTICS:
+            raise KeyError(f"unknown statistic {statistic!r}; expected one of {', '.join(STATISTICS)}")
+        return self.frame.sort_values(statistic, ascending=ascending, kind="stable").reset_index(drop=True)
+
+    def clusters(self, kind: str) -> list[int]:
+        """The kind's heads (0-based n = layer * H + head) in the leaf order of average-linkage clustering on JS."""
+        return average_linkage_order(self.js[kind])
+
+    def to_dict(self) -> dict:
+        """The corpus statistics JSON (docs/formats.md): per head statistics, JS matrices, what was read."""
+        return {"mode": self.mode, "sentences": self.sentences, "skipped": list(self.skipped),
+                "js_sentences": self.js_sentences, "statistics": STATISTICS,
+                "heads": self.frame.astype(object).where(self.frame.notna(), None).to_dict(orient="records"),
+                "js": {k: [[round(float(v), 6) for v in row] for row in m] for k, m in self.js.items()},
+                "clusters": {k: self.clusters(k) for k in self.js}}
+
+
+def average_linkage_order(distance: torch.Tensor) -> list[int]:
+    """Leaf order of average-linkage agglomerative clustering of a symmetric distance matrix (N, N)."""
+    d = distance.double().clone()
+    clusters: dict[int, list[int]] = {i: [i] for i in range(d.shape[0])}
+    while len(clusters) > 1:
+        ids = list(clusters)
+        best, pair = math.inf, (ids[0], ids[1])
+        for x in range(len(ids)):
+            for y in range(x + 1, len(ids)):
+                a, b = clusters[ids[x]], clusters[ids[y]]
+                mean = float(d[a][:, b].mean())
+                if mean < best:
+                    best, pair = mean, (ids[x], ids[y])
+        a, b = pair
+        clusters[a] = clusters[a] + clusters.pop(b)
+    return next(iter(clusters.values()))
+
+
+def _trace(lm: InspectableModel, text: str, output: str | None) -> AttentionTrace:
+    """The maps of one sentence: an encoder-only model's forward pass, else the teacher-forced pass on `output`."""
+    if not lm.family.decodes:
+        return masked_decode(lm, text, top_k=1).trace
+    return teacher_forced(lm, text, output or "", top_k=1).trace
+
+
+def _outputs(lm: InspectableModel, sources: Sequence[str], start: int) -> list[str | None]:
+    """The greedy outputs of the next batch of sentences (None for an encoder-only model, which has none)."""
+    chunk = list(sources[start:start + BATCH])
+    if not lm.family.decodes:
+        return [None] * len(chunk)
+    try:
+        return list(lm.translate(chunk))
+    except InputError:  # a sentence the batch cannot take: one at a time, each failing on its own
+        return [_one_output(lm, text) for text in chunk]
+
+
+def _one_output(lm: InspectableModel, text: str) -> str | None:
+    try:
+        return lm.translate([text])[0]
+    except InputError:
+        return None
+
+
+def _row_statistics(w: torch.Tensor, q_tokens: Sequence[str], k_tokens: Sequence[str], same_axis: bool
+                    ) -> dict[str, torch.Tensor]:
+    """Per statistic, (L, H) sums over the rows of one sentence's weights w (L, H, Q, K)."""
+    q, k = w.shape[-2:]
+    logs = torch.where(w > 0, w.clamp(min=1e-30).log(), torch.zeros_like(w))
+    out = {"entropy": -(w * logs).sum(-1).sum(-1), "max_weight": w.max(-1).values.sum(-1),
+           "first": w[..., 0].sum(-1)}
+    special = list(sink_positions(k_tokens, first=False))
+    out["special"] = w[..., special].sum(-1).sum(-1) if special else torch.zeros(w.shape[:2])
+    punct = [i for i, t in enumerate(k_tokens) if is_punctuation(t)]
+    out["punctuation"] = w[..., punct].sum(-1).sum(-1) if punct else torch.zeros(w.shape[:2])
+    if same_axis and q == k:
+        eye = torch.arange(q)
+        out["same"] = w[..., eye, eye].sum(-1)
+        out["previous"] = w[..., eye[1:], eye[1:] - 1].sum(-1)
+        out["next"] = w[..., eye[:-1], eye[:-1] + 1].sum(-1)
+        gap = (eye[None, :] - eye[:, None]).abs().float()  # (Q, K)
+        out["distance"] = (w * gap).sum(-1).sum(-1)
+    else:
+        for name in ("same", "previous", "next", "distance"):
+            out[name] = torch.full(w.shape[:2], float("nan"))
+    return out
+
+
+def _js_rows(w: torch.Tensor, chunk: int = 16) -> torch.Tensor:
+    """(N, N) sum over rows of JS(p_a, p_b) for the heads of w (N, Q, K), in nats."""
+    n = w.shape[0]
+    ent = -(w * torch.where(w > 0, w.clamp(min=1e-30).log(), torch.zeros_like(w))).sum(-1)  # (N, Q)
+    out = torch.zeros(n, n, dtype=torch.float64)
+    for start in range(0, n, chunk):
+        a = w[start:start + chunk, None]  # (c, 1, Q, K)
+        m = 0.5 * (a + w[None])  # (c, N, Q, K)
+        h_m = -(m * torch.where(m > 0, m.clamp(min=1e-30).log(), torch.zeros_like(m))).sum(-1)  # (c, N, Q)
+        js = h_m - 0.5 * (ent[start:start + chunk, None] + ent[None])
+        out[start:start + chunk] = js.clamp(min=0).sum(-1).double()
+    return out
+
+
+def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
+                      js_sentences: int = JS_SENTENCES, progress: Callable[[int, int], None] | None = None,
+                      stop: Callable[[], bool] | None = None) -> CorpusStats:
+    """Every head's statistics over the sentences (teacher-forced on `references` when given); a sentence the model
+    cannot read is skipped and said; `progress(done, total)` after each, `stop()` ends early (what was read so far)."""
+    spec = lm.family
+    sums: dict[str, _KindSums] = {}
+    skipped, done = [], 0
+    total = len(sources)
+    outputs: list[str | None] = []
+    for i, text in enumerate(sources):
+        if stop is not None and stop():
+            break
+        if references is None and i % BATCH == 0:
+            outputs = _outputs(lm, sources, i)
+        output = references[i] if references is not None else outputs[i % BATCH]
+        try:
+            if output is None and lm.family.decodes:
+                raise InputError("the model could not decode it")
+            trace = _trace(lm, text, output)
+        except InputError as exc:
+            skipped.append(f"line {i + 1}: {exc}")
+            continue
+        done += 1
+        for kind in trace.kinds:
+            w = trace.weights(kind).float()
+            q_tokens, k_tokens = trace.labels(kind)
+            q_axis, k_axis = spec.axes[kind]
+            stats = _row_statistics(w, q_tokens, k_tokens, q_axis == k_axis)
+            entry = sums.get(kind)
+            if entry is None:
+                entry = sums[kind] = _KindSums({name: torch.zeros(w.shape[:2], dtype=torch.float64)
+                                                for name in STATISTICS})
+            for name, value in stats.items():
+                entry.sums[name] += value.double()
+            entry.rows += w.shape[2]
+            if done <= js_sentences:
+                flat = w.reshape(-1, *w.shape[2:])
+                part = _js_rows(flat)
+                entry.js = part if entry.js is None else entry.js + part
+                entry.js_rows += w.shape[2]
+        if progress is not None:
+            progress(i + 1, total)
+    if done == 0:
+        raise InputError("no sentence of the corpus could be read: " + (skipped[0] if skipped else "it is empty"))
+    rows = []
+    for kind, entry in sums.items():
+        n_layers, n_heads = next(iter(entry.sums.values())).shape
+        for layer in range(n_layers):
+            for head in range(n_heads):
+                row = {"kind": kind, "layer": layer, "head": head}
+                row.update({name: float(entry.sums[name][layer, head]) / entry.rows for name in STATISTICS})
+                row["rows"] = entry.rows
+                rows.append(row)
+    js = {kind: (entry.js / max(entry.js_rows, 1)).float() for kind, entry in sums.items() if entry.js is not None}
+    mode = "masked" if not spec.decodes else "reference" if references is not None else "greedy"
+    return CorpusStats(pd.DataFrame(rows), js, done, tuple(skipped), min(done, js_sentences), mode)

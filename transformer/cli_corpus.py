@@ -1,0 +1,58 @@
+"""`python -m transformer heads MODEL --corpus FILE`: every head's statistics over a corpus (docs/corpus-statistics.md)
+instead of the one-input ablation sweep: attention to the first token, specials and punctuation, to the same, previous
+and next position, entropy, confidence, and the heads clustered by the Jensen-Shannon divergence of their patterns.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .analysis import CORPUS_STATISTICS, corpus_statistics
+from .data import MAX_CORPUS_LINES, CorpusError, read_corpus
+from .decode import InputError
+from .model import Head
+from .store import finite_json, open_model
+
+
+def add_corpus_arguments(p: Any, positive_int: Any) -> None:
+    """The `heads` command's corpus flags."""
+    p.add_argument("--corpus", metavar="FILE", help="per-head statistics over this corpus: one sentence a line "
+                   "(.gz ok; source<TAB>reference lines for a parallel file) instead of the ablation sweep")
+    p.add_argument("--corpus-reference", metavar="FILE", help="the corpus's references, line for line: the maps come "
+                   "from teacher-forcing them (default: the model's own greedy output)")
+    p.add_argument("--corpus-cap", type=positive_int, default=MAX_CORPUS_LINES, metavar="N",
+                   help=f"read at most N sentences (default {MAX_CORPUS_LINES:,})")
+    p.add_argument("--use-reference", action="store_true", help="a parallel corpus: teacher-force its references")
+    p.add_argument("--sort", choices=tuple(CORPUS_STATISTICS), default="max_weight",
+                   help="the table's order (default max_weight: the most confident heads first)")
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    """`heads --corpus`: the statistics table (or the corpus statistics JSON)."""
+    try:
+        corpus = read_corpus(args.corpus, args.corpus_reference, cap=args.corpus_cap)
+    except CorpusError as exc:
+        raise InputError(str(exc)) from None
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    use_ref = corpus.references is not None and (args.use_reference or args.corpus_reference is not None)
+    print(f"reading {corpus.describe()}", file=sys.stderr)
+    start = time.perf_counter()
+    stats = corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None)
+    seconds = time.perf_counter() - start
+    for line in stats.skipped[:5]:
+        print(f"warning: skipped {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(finite_json({"model": args.dir, "corpus": corpus.path, "read": corpus.describe(),
+                                      "capped": corpus.capped, "seconds": round(seconds, 2), **stats.to_dict()})))
+        return 0
+    table = stats.ranked(args.sort)
+    print(f"{stats.sentences:,} sentences ({stats.mode}), {seconds:.1f} s; heads by {args.sort}:")
+    names = list(CORPUS_STATISTICS)
+    print(f"{'head':<14}" + "".join(f"{n[:11]:>12}" for n in names))
+    for row in table.itertuples():
+        label = Head(row.kind, row.layer, row.head).label
+        print(f"{label:<14}" + "".join(f"{getattr(row, n):>12.3f}" for n in names))
+    return 0
