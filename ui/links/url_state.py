@@ -53,6 +53,7 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit"},
     "train": {},
+    "learn": {"text": "learn_text"},
 }
 _SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
 # link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples

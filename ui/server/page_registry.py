@@ -27,6 +27,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("attention", "Attention", ":material/grid_on:", "Attention explorer"),
     PageEntry("compare", "Compare", ":material/compare:", "Compare"),
     PageEntry("train", "Train", ":material/model_training:", "Train"),
+    PageEntry("learn", "Learn", ":material/school:", "Learn: attention step by step"),
 )
 
 

@@ -1,0 +1,142 @@
+"""Learn: a guided tour of attention on the live model and input — a query meets the keys, scaling, the masks,
+softmax, values, several heads, cross-attention, one greedy step — each stage drawn from the model's own numbers
+(the head computation of `ui/views/head_computation.py`), skipping, and saying so, what a family has not got."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import HeadComputation, HeadSelectionError, computation_at
+from transformer.charts import STAGES, stage_charts, visible_token
+from transformer.decode import DecodeResult
+from ui.models import ActiveModel
+
+from .head_computation import captured_for
+from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY
+from .widgets import show_chart
+
+STAGE_KEY = "learn_stage"
+
+
+@dataclass(frozen=True)
+class TourStage:
+    """One stage of the tour: its title, what it says, the charts (stage names of `stage_charts`) it draws."""
+
+    name: str
+    title: str
+    text: str
+    charts: tuple[str, ...] = ()
+
+
+TOUR = (
+    TourStage("meet", "1 · A query meets the keys",
+              "Each token asks a question (its **query** vector) and offers an answer key. How well the query "
+              "matches a key is their dot product: the elementwise products, summed.",
+              ("query", "keys", "products", "dots")),
+    TourStage("scale", "2 · Scaling",
+              "The dot products are multiplied by the model's scale, 1/√d_head in most models (1 in T5), so that "
+              "long vectors do not make the softmax saturate.", ("dots", "scores")),
+    TourStage("masks", "3 · Masks and biases",
+              "Before the softmax the model adds what it must: −∞ where a query may not look (a later token in "
+              "the decoder: the causal mask; padding in a batch), and in T5 a learned bias per relative distance.",
+              ("terms", "scores")),
+    TourStage("softmax", "4 · Softmax",
+              "The softmax turns the scores into weights that are positive and sum to 1: the row of the attention "
+              "map.", ("weights",)),
+    TourStage("values", "5 · Values",
+              "Each key also carries a **value** vector. The head's output is the weighted sum of the values, and "
+              "after the output projection, the head's share of what the layer adds. What a key contributes is "
+              "the size of its weighted, projected value (Kobayashi et al. 2020).",
+              ("values", "weighted_values", "head_output", "share", "contributions")),
+    TourStage("heads", "6 · Several heads",
+              "A layer runs several heads side by side, each with its own queries, keys and values; their outputs "
+              "are concatenated and projected. Here is where each head of this layer looks from the same query."),
+    TourStage("cross", "7 · Cross-attention",
+              "In an encoder-decoder the decoder's queries meet the encoder's keys and values: this is how the "
+              "output reads the input.", ("weights", "contributions")),
+    TourStage("step", "8 · One greedy decoding step",
+              "The last layer's output goes through the output head; the most probable token is chosen, fed back "
+              "in, and the next step asks its questions."),
+)
+
+
+def _move(delta: int) -> None:
+    st.session_state[STAGE_KEY] = min(max(int(st.session_state.get(STAGE_KEY, 0)) + delta, 0), len(TOUR) - 1)
+
+
+def tour_navigation() -> TourStage:
+    """Prev / Next (keys ← and →: in presenter mode one key press reveals the next stage) and the stage picker."""
+    st.session_state.setdefault(STAGE_KEY, 0)
+    prev_col, next_col, pick_col = st.columns([1, 1, 6], vertical_alignment="bottom")
+    stage = int(st.session_state[STAGE_KEY])
+    prev_col.button("Prev", key="learn_prev", icon=":material/chevron_left:", on_click=_move, args=(-1,),
+                    disabled=stage == 0, width="stretch", shortcut=PREV_STEP_KEY)
+    next_col.button("Next", key="learn_next", icon=":material/chevron_right:", on_click=_move, args=(1,),
+                    disabled=stage == len(TOUR) - 1, width="stretch", shortcut=NEXT_STEP_KEY)
+    pick_col.selectbox("Stage", range(len(TOUR)), format_func=lambda i: TOUR[i].title, key=STAGE_KEY)
+    return TOUR[int(st.session_state[STAGE_KEY])]
+
+
+def _computation(active: ActiveModel, result: DecodeResult, kind: str, head: int) -> HeadComputation | None:
+    captured = captured_for(active, result, None)
+    family = result.trace.family_spec
+    row = result.trace.step_offset if kind != family.encoder_kind else result.trace.axis_sizes(kind)[0] - 1
+    try:
+        return computation_at(active.decoder, captured, kind, 0, head, row)
+    except HeadSelectionError as exc:
+        st.warning(str(exc), icon=":material/error:")
+        return None
+
+
+def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> None:
+    """One stage of the tour on the current model and input; what the family has not got is said and skipped."""
+    family = result.trace.family_spec
+    st.subheader(stage.title, anchor=False)
+    st.markdown(stage.text)
+    if stage.name == "cross" and not family.has_cross:
+        st.info(f"{active.option.name} is a {family.name} model: it has no encoder, so no cross-attention. Its "
+                "one self-attention reads the prompt and what it has written so far.", icon=":material/info:")
+        return
+    kind = family.cross_kind if stage.name == "cross" else family.decoder_kind
+    c = _computation(active, result, kind, 0)
+    if c is None:
+        return
+    q_tokens, k_tokens = captured_for(active, result, None).tokens(kind)
+    st.caption(f"{active.option.name} · {family.title(kind)} · layer 1 · head 1 · the query of "
+               f"‹{visible_token(q_tokens[c.query])}› (position {c.query + 1}), as the first greedy step reads it. "
+               f"[Open the full view on the Attention page](/attention)")
+    if stage.name == "heads":
+        rows = []
+        for head in range(c.n_heads):
+            h = computation_at(active.decoder, captured_for(active, result, None), kind, 0, head, c.query)
+            rows += [{"head": f"H{head + 1}", "key": f"{j}: {visible_token(k_tokens[j])}", "weight": float(w)}
+                     for j, w in enumerate(h.weights)]
+        chart = alt.Chart(pd.DataFrame(rows), title="Each head's weights from the same query",
+                          width=min(60 * len(k_tokens), 900), height=24 * c.n_heads).mark_rect().encode(
+            x=alt.X("key:N", sort=None, title=None), y=alt.Y("head:N", title=None),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1])),
+            tooltip=["head", "key", alt.Tooltip("weight:Q", format=".3f")])
+        show_chart(chart, key="learn_heads")
+        return
+    if stage.name == "step":
+        step = result.steps[0]
+        st.markdown(f"Step 1 chose ‹{visible_token(step.token)}› with probability {step.prob:.1%}.")
+        st.dataframe(pd.DataFrame(step.top_k, columns=["token", "probability"]), hide_index=True,
+                     key="learn_topk")
+        st.caption(f"The whole output: {result.output_text or '(empty)'} · [Step through it on the Decode page]"
+                   "(/decode)")
+        return
+    charts = stage_charts(c, k_tokens)
+    names = [n for n in charts if n.startswith("term:")] if "terms" in stage.charts else []
+    if "terms" in stage.charts and not names:
+        st.info("This query's scores get no mask or bias here (every key is visible to it).", icon=":material/info:")
+    for name in [*names, *(n for n in stage.charts if n in charts)]:
+        chart_col, formula_col = st.columns([3, 1], vertical_alignment="center")
+        with chart_col:
+            show_chart(charts[name], key=f"learn_{stage.name}_{name}")
+        with formula_col:
+            if name in STAGES:
+                st.latex(STAGES[name][1])
