@@ -14,6 +14,7 @@ from ui.views import (
     require_model,
     sampled_or_message,
     sampling_controls,
+    show_beam_tree,
     share_reference,
     share_text,
     show_ablation_panel,
@@ -49,4 +50,5 @@ if free is None:
 results, prefix = decode_results(active, text, reference, free, top_k)
 show_output_cards(results, prefix)
 ablated, ablate_heads = show_ablation_panel(active, text, free, top_k)
+show_beam_tree(active, text)
 show_step_through(active, text, reference, results, ablated, ablate_heads, after=partial(write_view, "decode"))

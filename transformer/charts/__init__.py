@@ -27,6 +27,7 @@ from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
 from .head_computation import STAGES, contribution_heatmap, stage_charts, top_dimensions
 from .head_computation import key_window as stage_key_window
 from .heads import alignment_table_chart
+from .beam import BEAM_NODE, beam_frame, beam_tree_chart, clicked_beam_node, node_attention_chart
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .overview import head_overview, overview_cell
@@ -55,6 +56,7 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "slide_png", "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token",
            "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions",
-           "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame"]
+           "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame",
+           "BEAM_NODE", "beam_frame", "beam_tree_chart", "clicked_beam_node", "node_attention_chart"]
 __all__ += ["aligned_difference_frame", "aligned_difference_heatmap", "head_movement_heatmap"]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]

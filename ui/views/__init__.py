@@ -72,6 +72,7 @@ from .presenting import (
     presenting,
 )
 from .real_size import COMBINE, MAP_WIDTH, combine_options, map_columns
+from .beam import show_beam_tree
 from .sampling import sampled_or_message, sampling_controls
 from .step_through import decode_results, replay_download, show_ablation_panel, show_output_cards, show_step_through
 from .weights import show_weights, slide_title, weights_of
@@ -120,4 +121,4 @@ __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STE
 __all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_mode", "edit_comparison", "edited_text",
             "show_edit_difference", "show_edit_mode", "show_edit_outputs"]
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
-__all__ += ["sampled_or_message", "sampling_controls"]
+__all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]

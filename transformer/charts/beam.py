@@ -1,0 +1,88 @@
+"""The beam tree drawn (`decode.BeamTree`): nodes at (step, rank among the step's candidates), edges to their parent,
+coloured by status (pruned greyed), a click selects a node; and one node's attention row, every layer and head."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import altair as alt
+import pandas as pd
+
+from ..decode import BeamTree
+from .style import AUTOSIZE, visible_token
+
+BEAM_NODE = "beam_node"  # the selection's name: a click gives {"id": ...}
+STATUS_COLORS = {"root": "#555555", "kept": "#1f77b4", "finished": "#2ca02c", "ended": "#9ecae1", "pruned": "#cccccc"}
+
+
+def beam_frame(tree: BeamTree) -> pd.DataFrame:
+    """One row per node: id, parent, step (1-based; 0 the prefix), row (its place among the step's candidates, best
+    first), token, log_prob, score, status, and the parent's step and row for its edge."""
+    rows: dict[int, int] = {0: 0}
+    by_step: dict[int, list] = {}
+    for node in tree.nodes[1:]:
+        by_step.setdefault(node.step, []).append(node)
+    for nodes in by_step.values():
+        for i, node in enumerate(sorted(nodes, key=lambda n: -n.log_prob)):
+            rows[node.id] = i
+    records = []
+    for node in tree.nodes:
+        parent = node.parent if node.parent is not None else 0
+        records.append({"id": node.id, "parent": node.parent, "step": node.step + 1, "row": rows[node.id],
+                        "token": "prefix" if node.parent is None else visible_token(node.token),
+                        "log_prob": node.log_prob, "score": node.score, "status": node.status,
+                        "parent_step": tree.nodes[parent].step + 1, "parent_row": rows[parent]})
+    return pd.DataFrame(records)
+
+
+def beam_tree_chart(tree: BeamTree, *, selected: int | None = None, max_width: int = 1200) -> alt.LayerChart:
+    """The tree, steps left to right, each step's candidates top (most probable) to bottom; pruned ones grey."""
+    frame = beam_frame(tree)
+    n_steps = int(frame["step"].max()) + 1
+    n_rows = int(frame["row"].max()) + 1
+    width = min(max_width - 120, max(200, 70 * n_steps))
+    height = min(640, max(120, 26 * n_rows))
+    x = alt.X("step:Q", title="step", scale=alt.Scale(domain=[-0.3, n_steps - 0.7]), axis=alt.Axis(tickMinStep=1))
+    y = alt.Y("row:Q", title=None, scale=alt.Scale(domain=[-0.5, n_rows - 0.5], reverse=True), axis=None)
+    pick = alt.selection_point(name=BEAM_NODE, fields=["id"], on="click", toggle=False)
+    color = alt.Color("status:N", scale=alt.Scale(domain=list(STATUS_COLORS), range=list(STATUS_COLORS.values())),
+                      legend=alt.Legend(title=None, orient="top"))
+    edges = alt.Chart(frame[frame["parent"].notna()]).mark_rule(strokeWidth=1).encode(
+        x=alt.X("parent_step:Q", scale=alt.Scale(domain=[-0.3, n_steps - 0.7])), x2="step:Q",
+        y=alt.Y("parent_row:Q", scale=alt.Scale(domain=[-0.5, n_rows - 0.5], reverse=True), axis=None), y2="row:Q",
+        color=alt.condition("datum.status == 'pruned'", alt.value("#dddddd"), alt.value("#8aa9c9")))
+    tooltip = [alt.Tooltip("token:N"), alt.Tooltip("step:Q"), alt.Tooltip("log_prob:Q", format=".3f", title="log p"),
+               alt.Tooltip("score:Q", format=".3f", title="ranked by"), alt.Tooltip("status:N")]
+    points = alt.Chart(frame).mark_circle(size=90).encode(x=x, y=y, color=color, tooltip=tooltip).add_params(pick)
+    labels = alt.Chart(frame).mark_text(align="left", dx=7, fontSize=11).encode(
+        x=x, y=y, text="token:N", opacity=alt.condition("datum.status == 'pruned'", alt.value(0.45), alt.value(1.0)))
+    layers = [edges, points, labels]
+    if selected is not None:
+        layers.append(alt.Chart(frame[frame["id"] == selected]).mark_circle(size=260, fill=None, stroke="#d62728",
+                                                                            strokeWidth=2).encode(x=x, y=y))
+    return alt.layer(*layers).properties(width=width, height=height, autosize=AUTOSIZE)
+
+
+def clicked_beam_node(event: Mapping[str, Any] | None) -> int | None:
+    """The node id clicked in `beam_tree_chart`, from Streamlit's selection state, or None."""
+    points = ((event or {}).get("selection") or {}).get(BEAM_NODE) or []
+    if not points or not isinstance(points, list) or not isinstance(points[0], Mapping):
+        return None
+    node = points[0].get("id")
+    return None if node is None else int(node)
+
+
+def node_attention_chart(weights: Any, keys: list[str], *, max_width: int = 1200) -> alt.Chart:
+    """One node's attention row for one kind, (layers, heads, keys): a row per layer and head, a column per key."""
+    layers, heads, n_keys = weights.shape
+    frame = pd.DataFrame([{"head": f"L{layer + 1} H{head + 1}", "key": f"{k}: {visible_token(keys[k])}",
+                           "weight": float(weights[layer, head, k])}
+                          for layer in range(layers) for head in range(heads) for k in range(n_keys)])
+    cell = max(6, min(22, (max_width - 120) // max(n_keys, 1)))
+    order = list(dict.fromkeys(frame["key"]))
+    return alt.Chart(frame).mark_rect().encode(
+        x=alt.X("key:N", sort=order, title=None, axis=alt.Axis(labelAngle=-60, labelLimit=90)),
+        y=alt.Y("head:N", sort=list(dict.fromkeys(frame["head"])), title=None),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
+        tooltip=["head", "key", alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(width=cell * n_keys, height=min(12, max(4, 480 // (layers * heads))) * layers * heads,
+                 autosize=AUTOSIZE)
