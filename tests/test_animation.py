@@ -53,6 +53,7 @@ def gif_frames(data: bytes) -> tuple[int, tuple[int, int], list[int], int]:
     return image.n_frames, image.size, durations, image.info.get("loop")
 
 
+@pytest.mark.slow  # draws and encodes 1920x1080 frames
 def test_a_decode_animates_one_slide_a_step_as_h264_mp4(decoded) -> None:
     slides = decode_slides(decoded, model="reverse · weights of step 200")
     assert len(slides) == len(decoded.steps) == 4
@@ -62,11 +63,12 @@ def test_a_decode_animates_one_slide_a_step_as_h264_mp4(decoded) -> None:
     assert frames[0].getpixel((5, 5)) == pytest.approx((255, 255, 255), abs=3)  # the slide's white margin
 
 
+@pytest.mark.slow  # draws and encodes 1920x1080 frames
 def test_a_decode_animates_as_a_looping_gif_a_second_a_frame(decoded) -> None:
-    count, size, durations, loop = gif_frames(animation_bytes(decode_slides(decoded, model="reverse"), "gif"))
+    data = animation_bytes(decode_slides(decoded, model="reverse"), "gif")
+    count, size, durations, loop = gif_frames(data)
     assert count == 4 and size == (SLIDE_WIDTH, SLIDE_HEIGHT) and durations == [1000] * 4 and loop == 0
-    image = Image.open(io.BytesIO(animation_bytes(decode_slides(decoded, model="reverse"), "gif")))
-    assert image.convert("RGB").getpixel((5, 5)) == (255, 255, 255)  # white stays white in the palette
+    assert Image.open(io.BytesIO(data)).convert("RGB").getpixel((5, 5)) == (255, 255, 255)  # white stays white
 
 
 def test_the_slides_carry_the_slides_export_titles(decoded) -> None:
@@ -78,6 +80,7 @@ def test_the_slides_carry_the_slides_export_titles(decoded) -> None:
     assert last[0].endswith("step 4 of 4")
 
 
+@pytest.mark.slow  # draws and encodes 1920x1080 frames
 def test_a_run_animates_its_probe_frames(decoded) -> None:
     frames = [(0, decoded.trace), (50, decoded.trace), (100, decoded.trace)]
     slides = training_slides(frames, model="rev · reverse · trained 100 steps")
@@ -120,6 +123,7 @@ def test_the_encoders_refuse_no_frames_and_mixed_sizes(encode) -> None:
 
 
 # -- the command line ---------------------------------------------------------------------------------------------
+@pytest.mark.slow  # draws and encodes 1920x1080 frames
 def test_decode_writes_the_step_through_as_mp4_and_gif(tiny_checkpoint_dir: Path, tmp_path: Path, capsys) -> None:
     model = str(tiny_checkpoint_dir / "reverse")
     assert main(["decode", model, TEXT, "--max-steps", "3", "--video", str(tmp_path / "steps.mp4"),
@@ -153,6 +157,7 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # draws and encodes 1920x1080 frames
 def test_train_records_the_probe_and_animate_replays_it(trained_run: Path, tmp_path: Path, capsys) -> None:
     frames = load_checkpoint(trained_run).frames
     assert [step for step, _ in frames] == [0, 3, 6, 9, 12]
