@@ -142,3 +142,12 @@ def test_fill_cli_writes_the_maps_and_refuses_text_without_a_mask(folders, tmp_p
     assert main(["fill", folder, "the dog runs"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "[MASK]" in err and err.count("\n") == 1
+
+
+def test_the_notebook_decodes_an_encoder_only_model_at_its_masks(folders):
+    from transformer import notebook
+    result = notebook.decode(str(folders["bert"]), "the dog [MASK] the cat", top_k=3)
+    expected = fill_masks(open_model(str(folders["bert"])), "the dog [MASK] the cat", top_k=3)
+    assert result.mode == "masked" and len(result.steps) == 1
+    assert [p for _, p in result.steps[0].top_k] == pytest.approx([v for _, _, v in expected.predictions[0].top_k])
+    assert notebook.trace(str(folders["bert"]), "the dog runs").kinds == ("encoder_self",)

@@ -33,7 +33,7 @@ from .analysis import every_step_lens, lens_grid, step_lens
 from .analysis import HeadComputation, HeadSelectionError, capture_decode, computation_at, trace_view
 from .analysis import contributions as _contributions
 from .charts import contribution_heatmap
-from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode
+from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode, masked_decode
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
 from .store import CheckpointError, open_model
 
@@ -85,9 +85,15 @@ def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = N
     `sampling` (`transformer.decode.Sampling(temperature, top_k, top_p, seed)`) samples instead: the same seed gives
     the same tokens as the app and `decode --temperature ... --seed S`.
 
+    An encoder-only model (BERT...) predicts at the masks of `text` instead (`transformer.decode.masked_decode`: one
+    step per mask, the trace of its one forward pass).
+
     Raises CheckpointError, HFModelError or InputError.
     """
-    return greedy_decode(load(model), text, top_k=top_k, max_steps=max_steps, sampling=sampling)
+    lm = load(model)
+    if not lm.family.decodes:
+        return masked_decode(lm, text, top_k=top_k)
+    return greedy_decode(lm, text, top_k=top_k, max_steps=max_steps, sampling=sampling)
 
 
 @_one_line_errors
