@@ -62,6 +62,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-every", type=_positive_int, metavar="N",
                    help="also save --out every N steps, so a crash loses at most N steps")
     p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
+    p.add_argument("--stage", action="store_true",
+                   help="the stage demo (reverse, toy-en-de): a recipe that trains until the attention picture is "
+                        "clean, then stops (docs/training.md); --max-seconds caps it; not with --preset")
     p.add_argument("--steps", type=_positive_int, metavar="N",
                    help="total step target (also the LR schedule's horizon)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="time budget for this run")

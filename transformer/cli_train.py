@@ -17,6 +17,7 @@ from typing import Any, Iterator, TextIO
 import torch
 
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError
+from .cli_stage import check_stage, stage_trainer_configs
 from .data import GENERATED_TASKS, DataError, TaskSpec, make_task
 from .model import TrainConfig, default_configs
 from .store import load_checkpoint, load_probe_frames, save_checkpoint
@@ -28,6 +29,7 @@ from .train import (
     NonFiniteLossError,
     ProbeRecorder,
     StepStats,
+    StopWhenClean,
     Trainer,
     checkpoint_from_trainer,
     resolve_device,
@@ -161,6 +163,10 @@ def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
                             f"at offset {exc.start})") from None
     task = make_task(TaskSpec(name=args.task, seed=args.seed or 0, **kwargs))
     tie = task.shares_vocabulary and not args.no_tie
+    if args.stage:  # the stage demo: its recipe, and its rule stops the run when the picture is clean
+        model_cfg, train_cfg, rule = stage_trainer_configs(task, _overrides(args, MODEL_FLAGS),
+                                                           {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
+        return Trainer(task, model_cfg, train_cfg, device=device, callbacks=[StopWhenClean(rule)])
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
                                            {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
@@ -226,6 +232,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
+    check_stage(args, env is not None)
     device = resolve_device(args.device, env.local_rank if env is not None else 0)
     out = Path(args.out)
     same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
@@ -274,6 +281,8 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
                            half=args.fp16_weights)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")
+    for rule in (cb for cb in trainer.callbacks if isinstance(cb, StopWhenClean)):
+        print(f"stage demo: {rule.note(trainer)}")
     best_ckpt = best.checkpoint(trainer)
     if best_ckpt is not None:
         save_checkpoint(best_ckpt, path / "best", half=args.fp16_weights)

@@ -35,6 +35,7 @@ from .layers import DecoderLayer, EncoderLayer, FeedForward
 from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from .stage_recipe import STAGE_RECIPES, CleanRule, StageRecipe, stage_configs, stage_recipe
 
 __all__ = ["KIND_CODES", "Head", "HeadError", "STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
            "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
@@ -43,4 +44,4 @@ __all__ = ["KIND_CODES", "Head", "HeadError", "STACKS", "AttentionInputs", "Insi
            "HeadMask", "KINDS", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS",
            "Seq2SeqTransformer", "StepOutput", "TASK_DEFAULTS", "TrainConfig", "attention",
            "attention_weights", "check_int", "default_configs", "dropout", "eval_mode", "make_optimizer",
-           "sinusoidal_positions"]
+           "sinusoidal_positions", "STAGE_RECIPES", "CleanRule", "StageRecipe", "stage_configs", "stage_recipe"]

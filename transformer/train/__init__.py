@@ -19,6 +19,7 @@ from .probe import PROBE_FRAMES, ProbeRecorder, probe_trace
 from .resume import checkpoint_from_trainer, trainer_from_checkpoint
 from .run_autosave import AUTOSAVE_EVERY_S, AUTOSAVE_PREFIX, MAX_AUTOSAVES, autosave, autosave_name, prune_autosaves
 from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
+from .stage import CLEAN, StopWhenClean
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
 __all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
@@ -28,4 +29,5 @@ __all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery",
            "Trainer", "TrainingJob", "TrainingSlots", "autosave", "autosave_name", "backend_for",
            "checkpoint_from_trainer", "cpu_supports_bf16", "cuda_devices", "evaluate_model", "fork_server", "lr_at",
            "probe_trace", "prune_autosaves", "registry", "resolve_device", "resolve_precision", "running_jobs",
-           "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots"]
+           "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots",
+           "CLEAN", "StopWhenClean"]

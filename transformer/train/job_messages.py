@@ -16,7 +16,7 @@ from typing import Any, Union
 
 from ..data import Task
 from ..decode import AttentionTrace
-from ..model import ModelConfig, TrainConfig
+from ..model import CleanRule, ModelConfig, TrainConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +37,7 @@ class Order:
     processes: int = 1  # data-parallel processes on this machine (see job_ranks)
     probe_frames: int = 0  # aim for about this many probe recordings over the budget (0: only probe_every)
     autosave_every_s: float | None = None  # send the full training state this often (the server autosaves it)
+    stop_rule: CleanRule | None = None  # the stage demo: stop as soon as the picture is clean (`stage.StopWhenClean`)
 
 
 @dataclass(frozen=True, kw_only=True)

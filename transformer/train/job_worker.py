@@ -30,6 +30,7 @@ from .job_messages import (
 )
 from .job_ranks import Ranks, make_trainer
 from .probe import probe_trace
+from .stage import CLEAN, StopWhenClean
 from .trainer import NonFiniteLossError
 
 PROGRESS_EVERY_S = 0.2
@@ -50,6 +51,10 @@ class _Worker:
         self.probe_every = min(order.probe_every, max(span // frames, 1)) if frames else order.probe_every
         self.probe_every_s = order.max_seconds / frames if frames and order.max_seconds else None
         self.last_probe_at = self.began
+        self.rule = StopWhenClean(order.stop_rule) if order.stop_rule is not None else None  # the stage demo
+        if self.rule is not None:
+            self.trainer.callbacks.append(self.rule)
+        self.sent_check: dict | None = None
 
     def stop_requested(self) -> bool:
         """Apply the parent's messages; True when it asked to stop or went away."""
@@ -120,6 +125,8 @@ class _Worker:
             self.step()
             if tr.step % tr.cfg.eval_every == 0:
                 self.evaluate()
+            if self.rule is not None and self.rule_ended():
+                break
             now = time.perf_counter()
             if now - last_progress >= PROGRESS_EVERY_S:
                 self.progress()
@@ -135,7 +142,20 @@ class _Worker:
                 last_state = now
         if not tr.evals or tr.evals[-1].get("step") != tr.step:
             self.evaluate()
+        if self.rule is not None and tr.done != CLEAN and reason == "finished":
+            self.end_note += f"; {self.rule.note(tr)}"
         return reason
+
+    def rule_ended(self) -> bool:
+        """Send the stage rule's newest check; True (with the note) when it found the picture clean."""
+        check = self.rule.own
+        if check is not None and check is not self.sent_check:
+            send(self.conn, EvalDone(metrics=check))
+            self.sent_check = check
+        if self.trainer.done != CLEAN:
+            return False
+        self.end_note = self.rule.note(self.trainer)
+        return True
 
     def finish(self, reason: str, message: str) -> None:
         self.progress()

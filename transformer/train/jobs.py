@@ -36,6 +36,7 @@ from .job_messages import (
     send,
 )
 from .job_slots import MAX_CONCURRENT_JOBS, training_slots
+from .stage import stop_rule_of
 from .trainer import Trainer
 
 __all__ = ["MAX_CONCURRENT_JOBS", "JobSnapshot", "Launched", "TrainingJob", "fork_server", "launch_process",
@@ -205,7 +206,7 @@ class TrainingJob:
                      max_steps=self.max_steps, max_seconds=self.max_seconds, probe=self._probe,
                      probe_every=self.probe_every, publish_every_s=self.publish_every_s, last_probe_step=last_probe,
                      threads=self.threads, processes=self.processes, probe_frames=self.probe_frames,
-                     autosave_every_s=self.autosave_every_s)
+                     autosave_every_s=self.autosave_every_s, stop_rule=stop_rule_of(tr))
 
     def _supervise(self) -> None:
         tr = self.trainer

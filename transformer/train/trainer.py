@@ -81,6 +81,7 @@ class Trainer:
         self._batches: Iterator[Batch] | None = None  # built at the first step (encoding the data takes a while)
         self._last_good = [p.detach().clone() for p in self.model.parameters()]
         self.precision, self.precision_note = resolve_precision(train_cfg.precision, self.device.type)
+        self.done: str | None = None  # a callback's reason to end `run` early (the stage demo's "picture clean")
 
     def _next_batch(self) -> Batch:
         if self._batches is None:
@@ -166,6 +167,8 @@ class Trainer:
             self.train_step()
             if self.step % self.cfg.eval_every == 0:
                 self.evaluate()
+            if self.done is not None:
+                return self.done
         return "step budget"
 
     def evaluate(self, n: int | None = None) -> dict[str, Any]:

@@ -1,0 +1,30 @@
+"""`train --stage`: the stage demo's recipe and stopping rule for `reverse` and `toy-en-de` (docs/training.md)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .cli_args import UsageError
+from .data import Task
+from .model import STAGE_RECIPES, CleanRule, ModelConfig, TrainConfig, stage_configs
+
+
+def check_stage(args: argparse.Namespace, distributed: bool = False) -> None:
+    """UsageError for --stage with what it cannot go with; nothing without --stage."""
+    if not getattr(args, "stage", False):
+        return
+    if distributed:
+        raise UsageError("--stage trains in one process; run it without torchrun")
+    if args.resume:
+        raise UsageError("--stage starts a new run; drop --resume (or --stage)")
+    if args.task is not None and args.task not in STAGE_RECIPES:
+        raise UsageError(f"--stage is for --task {' or '.join(STAGE_RECIPES)}, not {args.task}")
+    if args.preset:
+        raise UsageError("--stage is a recipe of its own, sizes included; drop --preset (or --stage)")
+
+
+def stage_trainer_configs(task: Task, model_overrides: dict[str, Any], train_overrides: dict[str, Any]
+                          ) -> tuple[ModelConfig, TrainConfig, CleanRule]:
+    """The stage recipe's configs for a task, the flags over them, and its stopping rule."""
+    return stage_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                         model_overrides, train_overrides)
