@@ -31,12 +31,13 @@ from transformer.analysis import (  # noqa: E402
     patched_metrics,
     patching_agreement,
     prepare_patching,
+    sites_of,
 )
-from transformer.analysis.patching_sites import sites_of  # noqa: E402
 from transformer.decode import greedy_decode  # noqa: E402
 
 TEXT = "the big dog sees a red house near the small tree and the green bird eats a fish under the blue"
 EDITED = TEXT.replace(" dog ", " cat ")
+SHORT = "the dog sees a red house near the small tree"  # ~20 source tokens with the test tokenizer
 BASELINE_SAMPLE = 12  # sites patched one run at a time to estimate the unbatched time
 
 
@@ -86,9 +87,9 @@ def part_opus() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         lm = opus_size_marian(Path(tmp) / "marian")
         loaded = peak_rss_gb()
-        clean = greedy_decode(lm, TEXT, max_steps=20)
+        clean = greedy_decode(lm, SHORT, max_steps=20)
         output = [s.token_id for s in clean.steps]
-        setup = prepare_patching(lm, TEXT, EDITED, step=len(output) - 1, output=output)
+        setup = prepare_patching(lm, SHORT, SHORT.replace(" dog ", " cat "), step=len(output) - 1, output=output)
         baseline = _baseline_s(lm, setup, ENCODER_OUTPUT)
         encoder, encoder_s = timed(lambda: patch_sites(lm, setup, [ENCODER_OUTPUT]))
         _, decodes_s = timed(lambda: [greedy_decode(lm, t, max_steps=20) for t in (TEXT, EDITED)])

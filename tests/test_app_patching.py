@@ -3,6 +3,8 @@ model and these inputs, an estimate reports its Spearman check and exact top ten
 why it cannot start one."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from app_session import assert_no_exception, charts, only_frame, open_app, small_tables, texts
 
@@ -59,3 +61,38 @@ def test_an_audience_session_cannot_start_patching(studio_env, monkeypatch):
     at = _edit_mode()
     assert not [b for b in at.button if b.key in ("compare_patch_exact", "compare_patch_estimate")]
     assert any("speaker's" in t for t in texts(at.info))
+
+
+@pytest.fixture
+def shipped(studio_env, monkeypatch):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(Path(__file__).resolve().parent.parent / "checkpoints"))
+    return studio_env
+
+
+def _shipped_edit(model: str, text: str, edited: str):
+    at = open_app(timeout=240)
+    at.query_params.clear()
+    at.query_params.update({"model": f"shipped:{model}", "cmode": "edit", "text": text, "edit": edited})
+    at.switch_page("pages/compare.py")
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def test_a_decoder_only_prompt_is_patched_and_its_prompt_sites_replayed(shipped):
+    at = _shipped_edit("reverse-decoder-only", "abcdefghijkl", "abcdefxhijkl")
+    at.text_input(key="compare_patch_contrast").input("x").run()
+    at.button(key="compare_patch_exact").click().run()
+    assert_no_exception(at)
+    residual = [c for c in charts(at) if c["title"].startswith("the residual stream by layer and position")]
+    assert len(residual) == 1
+    frame = only_frame(residual[0])
+    best = frame.sort_values("recovery", ascending=False).iloc[0]
+    assert best["token"] == "g" and best["recovery"] >= 0.8  # the replaced character's position carries it
+
+
+def test_an_inserted_word_is_left_unpatched_and_said(shipped):
+    at = _shipped_edit("toy-en-de", "the dog sees the cat", "the big dog sees the cat")
+    at.button(key="compare_patch_exact").click().run()
+    assert_no_exception(at)
+    assert any(t.startswith("Left unpatched (encoder)") for t in texts(at.info))

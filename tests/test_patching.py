@@ -15,6 +15,7 @@ from tests.test_insides import OURS, _ours
 from transformer.adapters import InspectableModel
 from transformer.analysis import (
     ENCODER_OUTPUT,
+    HEAD_POSITIONS,
     align_tokens,
     estimate_patching,
     find_site,
@@ -24,6 +25,7 @@ from transformer.analysis import (
     prepare_patching,
     replayable,
     residual_site,
+    sites_of,
 )
 from transformer.decode import InputError
 from transformer.store import open_model
@@ -174,3 +176,16 @@ def test_a_decoder_step_site_is_not_replayed():
     assert not replayable(lm, setup, site)
     with pytest.raises(InputError, match="one step at a time"):
         patched_decode(lm, setup, site)
+
+
+def test_encoder_heads_per_position_on_request():
+    lm = open_model("checkpoints/toy-en-de")
+    setup = prepare_patching(lm, "the dog sees the cat", "the man sees the cat", step=1, contrast="mann")
+    frame = patch_sites(lm, setup, [HEAD_POSITIONS]).frame
+    layers, heads = lm.head_counts()["encoder_self"]
+    assert len(frame) == layers * heads * 6 and set(frame["where"]) == {"encoder_self"}
+    together = patch_sites(lm, setup, ["head"]).frame.query("where == 'encoder_self'")
+    one = [p for row in (s.patches for s in sites_of(lm, setup, [HEAD_POSITIONS]))
+           for p in row if (p.index, p.head) == (0, 0)]  # head L1H1 at every position, written in one run
+    metric, = patched_metrics(lm, setup, [one])
+    assert metric == pytest.approx(float(together.query("layer == 0 and head == 0")["metric"].iloc[0]), abs=1e-5)

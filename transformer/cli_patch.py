@@ -15,6 +15,7 @@ import pandas as pd
 from .adapters import DEFAULT_MAX_PARAMS
 from .analysis import (
     ENCODER_OUTPUT,
+    HEAD_POSITIONS,
     HEADS,
     RESIDUAL_STREAM,
     PatchingResult,
@@ -26,7 +27,8 @@ from .analysis import (
 from .decode import InputError
 from .store import finite_json, open_model
 
-SITE_NAMES = {"encoder": ENCODER_OUTPUT, "heads": HEADS, "residual": RESIDUAL_STREAM}
+SITE_NAMES = {"encoder": ENCODER_OUTPUT, "heads": HEADS, "residual": RESIDUAL_STREAM,
+              "heads-per-position": HEAD_POSITIONS}
 
 
 def add_patch_parser(commands: Any, positive_int: Any) -> None:
@@ -41,7 +43,8 @@ def add_patch_parser(commands: Any, positive_int: Any) -> None:
     p.add_argument("--contrast", metavar="TOKEN", help="metric: log p(clean token) - log p(TOKEN) (default: "
                    "log p(clean token))")
     p.add_argument("--sites", default="encoder,heads,residual", metavar="LIST",
-                   help="what to patch, comma-separated: encoder (output per source position), heads, residual")
+                   help="what to patch, comma-separated: encoder (output per source position), heads, residual, "
+                   "heads-per-position (each encoder head at each source position)")
     p.add_argument("--estimate", action="store_true", help="the one-pass gradient estimate of every site instead "
                    "(attribution patching), with the exact figures of its top ten and their Spearman correlation")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -57,7 +60,8 @@ def _sites(text: str) -> list[str]:
     names = [s.strip() for s in text.split(",") if s.strip()]
     wrong = [s for s in names if s not in SITE_NAMES]
     if wrong or not names:
-        raise InputError(f"--sites: {', '.join(wrong) or 'nothing'} is not a site; use encoder, heads, residual")
+        raise InputError(f"--sites: {', '.join(wrong) or 'nothing'} is not a site; use encoder, heads, residual, "
+                         "heads-per-position")
     return [SITE_NAMES[s] for s in names]
 
 
@@ -119,6 +123,12 @@ def _print_table(out: dict[str, Any], frame: pd.DataFrame, value: str, lm: Any) 
         print(f"{kind} heads ({what}; rows layers, columns heads, 1-based):")
         for layer, row in grid.iterrows():
             print(f"  L{layer + 1:<3}" + "".join(f"{v:>9.3f}" for v in row))
+    per_position = frame[frame["site"] == HEAD_POSITIONS]
+    if len(per_position):
+        grid = per_position.pivot_table(index=["layer", "head"], columns="position", values=value, dropna=False)
+        print(f"encoder heads at each source position ({what}; rows layer and head, columns positions):")
+        for (layer, head), row in grid.iterrows():
+            print(f"  L{layer + 1}H{head + 1:<4}" + "".join(f"{v:>9.3f}" for v in row))
     resid = frame[frame["site"] == RESIDUAL_STREAM]
     for stack, part in resid.groupby("where", sort=False):
         grid = part.pivot(index="layer", columns="position", values=value)

@@ -74,6 +74,7 @@ from .patching_estimate import estimate_agreement as patching_agreement
 from .patching_sites import ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM, SITES, PatchingResult, patch_sites, residual_site
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 from .patching_replay import find_site, patched_decode, replayable
+from .patching_sites import HEAD_POSITIONS, Site, sites_of
 from .edit_compare import (
     CHANGED,
     DELETED,
@@ -116,3 +117,4 @@ __all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_f
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
 __all__ += ["JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "average_linkage_order", "corpus_statistics", "is_punctuation"]
 __all__ += ["find_site", "patched_decode", "replayable"]
+__all__ += ["HEAD_POSITIONS", "Site", "sites_of"]

@@ -5,7 +5,7 @@ Sites (`SITES`):
   the encoder's final norm works position by position), one run per aligned position;
 - "head": each head's output before the output projection: decoder-side heads (decoder self, cross; a decoder-only
   model's self) at the target position, encoder heads at every aligned source position together; grouped-query
-  models per query head;
+  models per query head; "head per position" (on request): each encoder head at each aligned source position;
 - "residual": the residual stream after each layer (0: the embeddings) at each aligned position, per stack.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .head_sweep import DEFAULT_BATCH, Progress
 from .patching import PatchingSetup, patched_metrics
 
 ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM = "encoder output", "head", "residual"
+HEAD_POSITIONS = "head per position"  # encoder heads one source position at a time (on request: layers x heads x S)
 SITES = (ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM)
 COLUMNS = ["site", "where", "layer", "head", "position", "token", "metric", "difference", "recovery"]
 ALL_POSITIONS = -1  # `position` of a site patched at every aligned position at once (encoder heads)
@@ -80,6 +81,13 @@ def sites_of(lm: InspectableModel, setup: PatchingSetup, which: Sequence[str] = 
             out += [Site(HEADS, kind, layer, head, position, token,
                          (_head(setup, kind, layer, head, n_heads, pairs),))
                     for layer in range(n_layers) for head in range(n_heads)]
+    if HEAD_POSITIONS in which and family.encoder_kind is not None and family.has_cross:
+        kind = family.encoder_kind
+        n_layers, n_heads = counts[kind]
+        out += [Site(HEAD_POSITIONS, kind, layer, head, a, setup.tokens["encoder"][0][a],
+                     (_head(setup, kind, layer, head, n_heads, [(a, b)]),))
+                for layer in range(n_layers) for head in range(n_heads)
+                for a, b in setup.alignment["encoder"].aligned]
     if RESIDUAL_STREAM in which:
         for stack, residual in setup.clean.residual.items():
             out += [residual_site(setup, stack, i, [a]) for i in range(len(residual))

@@ -26,6 +26,9 @@ def _labels(frame: pd.DataFrame, site: str) -> pd.DataFrame:
     if site == "head":
         out["column"] = (out["head"] + 1).map(lambda h: f"H{h}")
         out["row"] = (out["layer"] + 1).map(lambda i: f"L{i}")
+    elif site == "head per position":
+        out["column"] = [f"{p} {visible_token(t)}" for p, t in zip(out["position"], out["token"])]
+        out["row"] = [f"L{i + 1} H{h + 1}" for i, h in zip(out["layer"], out["head"])]
     else:
         out["column"] = [f"{p} {visible_token(t)}" for p, t in zip(out["position"], out["token"])]
         out["row"] = ["output" if site == "encoder output" else ("embeddings" if i == 0 else f"after L{i}")
@@ -54,7 +57,7 @@ def patching_heatmap(frame: pd.DataFrame, value: str = "recovery", *, title: str
         x=alt.X("column:N", sort=columns, title="head" if site == "head" else "position (clean input)",
                 axis=alt.Axis(labelAngle=0 if site == "head" or cell >= 40 else -60, labelLimit=90,
                               labelOverlap=cell < 12)),
-        y=alt.Y("row:N", sort=rows, title="layer" if site != "encoder output" else None),
+        y=alt.Y("row:N", sort=rows, title={"encoder output": None, "head per position": "head"}.get(site, "layer")),
         color=alt.Color(f"{value}:Q", title=what.get(value, value),
                         scale=alt.Scale(range=list(reversed(DIVERGING)), domain=domain, clamp=True),
                         legend=alt.Legend(format=".1f")),

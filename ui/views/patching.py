@@ -11,6 +11,7 @@ import streamlit as st
 
 from transformer.analysis import (
     ENCODER_OUTPUT,
+    HEAD_POSITIONS,
     HEADS,
     RESIDUAL_STREAM,
     Cancelled,
@@ -34,7 +35,8 @@ from .widgets import Column, chart_heading, md, md_token, show_chart, show_chips
 
 KEY = "compare_patch"
 SITE_TITLES = {ENCODER_OUTPUT: "the encoder output at each source position", HEADS: "each head's output",
-               RESIDUAL_STREAM: "the residual stream by layer and position"}
+               RESIDUAL_STREAM: "the residual stream by layer and position",
+               HEAD_POSITIONS: "each encoder head at each source position"}
 EXACT, ESTIMATE = "exact", "estimate"
 TOP_COLUMNS = {"cell": Column("site"), "estimated_recovery": Column("estimated recovery", "%.3f"),
                "recovery": Column("exact recovery", "%.3f", "Measured by patching this site alone.")}
@@ -80,8 +82,9 @@ def _inputs(active: ActiveModel, c: EditComparison) -> tuple[int, str, tuple[str
         st.session_state[f"{KEY}_step"] = int(row["step_a"]) if row is not None and not pd.isna(row["step_a"]) else 1
     if f"{KEY}_contrast" not in st.session_state:
         st.session_state[f"{KEY}_contrast"] = str(row["token_b"]) if row is not None and row["token_b"] else ""
-    available = [s for s in (ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM) if s != ENCODER_OUTPUT or active.family.has_cross]
-    st.session_state.setdefault(f"{KEY}_sites", available)
+    available = [s for s in (ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM, HEAD_POSITIONS)
+                 if s not in (ENCODER_OUTPUT, HEAD_POSITIONS) or active.family.has_cross]
+    st.session_state.setdefault(f"{KEY}_sites", [s for s in available if s != HEAD_POSITIONS])  # per position: asked
     c_step, c_contrast, c_sites = st.columns([2, 2, 4], vertical_alignment="bottom")
     with c_step:
         step = st.selectbox("Target: A's output token", list(range(1, n + 1)), key=f"{KEY}_step",
