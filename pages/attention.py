@@ -24,6 +24,7 @@ from ui.views import (
     share_text,
     show_agreement,
     show_attention_inside,
+    show_line_view,
     show_contribution_map,
     show_large_map,
     show_model_view,
@@ -105,6 +106,7 @@ else:
         st.info(f"{COMBINE[combine]} combines weights only: the map shows weights.", icon=":material/info:")
     show_large_map(active, text, export, trace, reference, kind, layer, head, fixed, combine)
 show_attention_inside(active, result, reference, kind, layer, head)
+show_line_view(trace, kind, layer)
 
 st.subheader("Switch heads off", anchor=False)
 ablated_heads = attention_ablation(active, text, result, reference, kind, layer, head, fixed_scale=fixed)

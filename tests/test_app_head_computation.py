@@ -101,3 +101,17 @@ def test_the_contribution_switch_is_in_the_link(studio_env):
     bad.run()
     assert_no_exception(bad)
     assert bad.session_state["attention_show"] == "weight"
+
+
+def test_the_line_view_draws_the_maps_weights(studio_env, decoded):
+    lm, result, captured = decoded
+    at = _attention_page()
+    at.session_state["attention_lines_open"] = True
+    at.run()
+    assert_no_exception(at)
+    chart = chart_titled(at, "Cross-attention · layer 1 · line view")
+    lines = max((f for f in chart["frames"].values() if "weight" in f), key=len)
+    for row in lines.itertuples():
+        head = int(row.head[1:]) - 1
+        assert row.weight == pytest.approx(float(result.trace.matrix("cross", 0, head)[row.query_index,
+                                                                                        row.key_index]), abs=1e-6)

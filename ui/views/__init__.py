@@ -42,6 +42,7 @@ from .head_computation import (
     show_step_inside,
 )
 from .learn import TOUR, show_stage, tour_navigation
+from .line_view import show_line_view
 from .inference import (
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
@@ -117,7 +118,7 @@ __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STE
            "show_sweep", "show_weights", "slide_downloads", "slide_title", "step_caption", "step_picker",
            "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of",
            "MAP_VALUES", "captured_for", "show_attention_inside", "show_contribution_map", "show_head_computation",
-           "show_step_inside", "TOUR", "show_stage", "tour_navigation"]
+           "show_step_inside", "TOUR", "show_stage", "tour_navigation", "show_line_view"]
 __all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_mode", "edit_comparison", "edited_text",
             "show_edit_difference", "show_edit_mode", "show_edit_outputs"]
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
