@@ -8,9 +8,11 @@ import torch
 
 from tests.hf_causal_models import CAUSAL
 from tests.hf_causal_models import build as build_causal
+from tests.hf_masked_models import MASKED
+from tests.hf_masked_models import build as build_masked
 from tests.hf_tiny_models import FAMILIES, MORE_FAMILIES
 from tests.hf_tiny_models import build as build_seq2seq
-from tests.test_insides import OURS, _inputs, _ours
+from tests.test_insides import OURS, TEXT, _inputs, _ours
 from transformer.adapters import InspectableModel
 from transformer.analysis import (
     HeadSelectionError,
@@ -25,15 +27,22 @@ from transformer.store import open_model
 ROPE = ("llama", "qwen2")  # the families here that rotate their queries and keys
 
 
-@pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL])
+@pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL, *MASKED])
 def case(request, tmp_path_factory):
     family = request.param
     if family in OURS:
         lm = _ours(family)
     else:
-        build = build_causal if family in CAUSAL else build_seq2seq
+        build = build_causal if family in CAUSAL else build_masked if family in MASKED else build_seq2seq
         lm = open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
+    if family in MASKED:  # encoder-only: one stack reads the text, nothing is decoded
+        return lm, lm.insides(torch.tensor([lm.tokenize_source(TEXT).ids]))
     return lm, lm.insides(*_inputs(lm))
+
+
+def _kind(lm: InspectableModel) -> str:
+    """The causal kind, or an encoder-only model's one kind."""
+    return lm.family.decoder_kind or lm.family.encoder_kind
 
 
 def _every_head(lm: InspectableModel):
@@ -86,7 +95,7 @@ def test_the_per_key_vectors_add_up_to_the_heads_share(case):
 
 def test_the_mean_of_heads_is_the_norm_of_the_mean_vector(case):
     lm, insides = case
-    kind = lm.family.decoder_kind
+    kind = _kind(lm)
     inputs = insides.inputs[kind][0]
     query = inputs.queries.shape[2] - 1
     mean = sum(key_vectors(lm, insides, kind, 0, h, query) for h in range(inputs.n_heads)) / inputs.n_heads
@@ -97,7 +106,7 @@ def test_the_mean_of_heads_is_the_norm_of_the_mean_vector(case):
 
 def test_rope_models_show_queries_and_keys_before_rotation(case, request):
     lm, insides = case
-    inputs = insides.inputs[lm.family.decoder_kind][0]
+    inputs = insides.inputs[_kind(lm)][0]
     rope = request.node.callspec.params["case"] in ROPE
     assert (inputs.unrotated is not None) == rope
     if rope:
@@ -116,7 +125,7 @@ def test_rope_models_show_queries_and_keys_before_rotation(case, request):
 ])
 def test_a_head_the_model_has_not_got_is_one_clear_message(case, where, message):
     lm, insides = case
-    chosen = {"kind": lm.family.decoder_kind, "layer": 0, "head": 0, "query": 0} | where
+    chosen = {"kind": _kind(lm), "layer": 0, "head": 0, "query": 0} | where
     with pytest.raises(HeadSelectionError, match=message):
         head_computation(lm, insides, **chosen)
     assert issubclass(HeadSelectionError, ValueError)

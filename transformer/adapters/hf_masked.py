@@ -206,7 +206,8 @@ class HFMaskedLM(HFSeq2Seq):
         """`forward` with every layer's softmax inputs and the residual stream "encoder"; `tgt` is not read."""
         layers = _layers(self.model)
         with self.running(), heads_off(self.model, head_mask, masked_attention_outputs), \
-                recording_eager({"encoder_self": [_attention(layer) for layer in layers]}) as found, \
+                recording_eager({"encoder_self": [_attention(layer) for layer in layers]},
+                                self.output_projections()) as found, \
                 recording_residuals({"encoder": layers}) as residual:
             out = self.model(**self._inputs(src), output_attentions=True, return_dict=True)
         return Insides(out.logits, self._maps(out), complete(found, self.name),
