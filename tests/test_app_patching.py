@@ -32,7 +32,7 @@ def test_exact_patching_maps_hold_the_models_recoveries(studio_env, tiny_checkpo
     at.button(key="compare_patch_exact").click().run()
     assert_no_exception(at)
     assert any(t.startswith("Weights: ") for t in texts(at.caption))
-    maps = [c for c in charts(at) if c["title"].startswith("the encoder output at each source position")]
+    maps = [c for c in charts(at) if c["title"].startswith("The encoder output at each source position")]
     assert len(maps) == 1
     lm = open_model(str(tiny_checkpoint_dir / "reverse"))
     step = at.session_state["compare_patch_step"] - 1
@@ -42,7 +42,7 @@ def test_exact_patching_maps_hold_the_models_recoveries(studio_env, tiny_checkpo
     column = "difference" if setup.barely else "recovery"
     shown = only_frame(maps[0]).sort_values("position")[column].to_numpy()
     assert shown == pytest.approx(expected.sort_values("position")[column].to_numpy(), abs=1e-5)
-    heads = [c for c in charts(at) if c["title"].startswith("each head's output")]
+    heads = [c for c in charts(at) if c["title"].startswith("Each head's output")]
     assert len(heads) == 3  # encoder self, decoder self, cross
 
 
@@ -84,7 +84,7 @@ def test_a_decoder_only_prompt_is_patched_and_its_prompt_sites_replayed(shipped)
     at.text_input(key="compare_patch_contrast").input("x").run()
     at.button(key="compare_patch_exact").click().run()
     assert_no_exception(at)
-    residual = [c for c in charts(at) if c["title"].startswith("the residual stream by layer and position")]
+    residual = [c for c in charts(at) if c["title"].startswith("The residual stream by layer and position")]
     assert len(residual) == 1
     frame = only_frame(residual[0])
     best = frame.sort_values("recovery", ascending=False).iloc[0]

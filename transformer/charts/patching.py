@@ -59,7 +59,7 @@ def patching_heatmap(frame: pd.DataFrame, value: str = "recovery", *, title: str
                               labelOverlap=cell < 12)),
         y=alt.Y("row:N", sort=rows, title={"encoder output": None, "head per position": "head"}.get(site, "layer")),
         color=alt.Color(f"{value}:Q", title=what.get(value, value),
-                        scale=alt.Scale(range=list(reversed(DIVERGING)), domain=domain, clamp=True),
+                        scale=alt.Scale(range=list(DIVERGING), domain=domain, clamp=True),
                         legend=alt.Legend(format=".1f")),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.9)),
         tooltip=[alt.Tooltip("row:N", title="layer"), alt.Tooltip("column:N", title="head" if site == "head"

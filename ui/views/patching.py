@@ -180,7 +180,9 @@ def show_patching_result(active: ActiveModel, view: PatchingView) -> None:
     scale = {"estimated_recovery": "recovery"}.get(column, column)
     for (site, where), part in frame.groupby(["site", "where"], sort=False):
         kind = ALL_TITLES.get(where, f"{where} stack")
-        chart_heading(f"{'Estimated: ' if view.how == ESTIMATE else ''}{SITE_TITLES[site]} · {kind}")
+        title = SITE_TITLES[site]
+        shown = f"Estimated: {title}" if view.how == ESTIMATE else f"{title[0].upper()}{title[1:]}"
+        chart_heading(f"{shown} · {kind}")
         chart = patching_heatmap(part.assign(**{scale: part[column]}), scale)
         show_chart(chart, key=f"{KEY}_map_{site}_{where}".replace(" ", "_"), on_select="rerun",
                    selection_mode=[PATCH_CELL], width="content")
