@@ -67,3 +67,21 @@ def test_every_stage_is_a_small_chart_of_the_models_numbers(lm):
     spec = charts["weights"].to_dict()
     rows = next(rows for rows in spec["datasets"].values() if len(rows) == c.n_keys)
     torch.testing.assert_close(torch.tensor([row["value"] for row in rows]), c.weights, atol=1e-6, rtol=0)
+
+
+def test_the_mask_picture_is_what_the_model_added(lm):
+    from transformer.analysis import mask_matrix
+    from transformer.charts import mask_picture
+    captured = capture_decode(lm, greedy_decode(lm, _text(lm), top_k=3))
+    kind = lm.family.decoder_kind
+    mask = mask_matrix(captured, kind)
+    n_q, n_k = mask.shape
+    hidden = mask < -1e4
+    later = torch.ones(n_q, n_k, dtype=torch.bool).triu(n_k - n_q + 1)
+    assert torch.equal(hidden, later)  # the causal rule, from the adapter, not redrawn
+    q_tokens, k_tokens = captured.tokens(kind)
+    rows = next(iter(mask_picture(mask, q_tokens, k_tokens, "m").to_dict()["datasets"].values()))
+    assert sum(r["added"].startswith("hidden") for r in rows) == int(hidden.sum())
+    if lm.family.encoder_kind is not None:
+        assert mask_matrix(captured, lm.family.encoder_kind) is None or not bool(
+            (mask_matrix(captured, lm.family.encoder_kind) < -1e4).any())  # one input: no padding

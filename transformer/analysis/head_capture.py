@@ -52,6 +52,8 @@ def decoder_ids(lm: InspectableModel, result: DecodeResult, reference: str | Non
     """(source ids, decoder inputs, first) of the forward that reproduces `result`'s trace: the reference after the
     start tokens for a teacher-forced decode, else the chosen tokens; `first` as in `CapturedDecode`."""
     source = read_source(lm, result.source_text)
+    if not lm.family.decodes:  # an encoder-only model: its one forward pass reads the input alone
+        return list(source.ids), [], 0
     start = lm.decoder_prefix(source)
     first = 0 if lm.family.prompt_in_decoder else len(start) - 1
     rows = result.trace.axis_sizes(lm.family.decoder_kind)[0]
@@ -96,3 +98,17 @@ def trace_view(captured: CapturedDecode, kind: str, matrix: Tensor) -> Tensor:
     rows = slice(captured.first, None) if q_axis != SOURCE else slice(None)
     cols = slice(captured.first, None) if k_axis != SOURCE else slice(None)
     return matrix[rows, cols]
+
+
+def mask_matrix(captured: CapturedDecode, kind: str) -> Tensor | None:
+    """The mask the model added to `kind`'s scores (layer 1, head 1), (Tq, Tk): 0 where a query may look, -inf (or the
+    dtype's minimum, as the model builds it) where not; None when the model added none (a single input's encoder)."""
+    inputs = check_selection(captured.insides, kind, 0, 0)
+    term = inputs.terms.get("mask")
+    if term is None:
+        return None
+    n_q, n_k = inputs.queries.shape[2], inputs.keys.shape[2]
+    t = term.float()
+    while t.dim() > 2:
+        t = t[0]
+    return t.expand(n_q, n_k)

@@ -132,3 +132,23 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
         color=alt.Color("contribution:Q", scale=alt.Scale(scheme="greens", domainMin=0),
                         legend=alt.Legend(title="‖α·W_O v‖")),
         tooltip=["query", "key", alt.Tooltip("contribution:Q", format=".4f")])
+
+
+def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
+                 window: tuple[int, int] | None = None) -> alt.Chart:
+    """The mask as the model added it: a cell per (query, key), "hidden" where the model added -inf (or its dtype's
+    minimum), "visible" where 0; with no mask every cell is visible and the title says the model added none."""
+    start, stop = window if window is not None else (0, len(key_tokens))
+    keys = _key_labels(key_tokens, start, stop)
+    queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens)]
+    rows = [{"query": q, "key": keys[j - start],
+             "added": "visible (+0)" if mask is None or float(mask[i, j]) > -1e4 else "hidden (−∞)"}
+            for i, q in enumerate(queries) for j in range(start, stop)]
+    cell = max(min(420 / max(stop - start, 1), 24.0), 6.0)
+    return alt.Chart(pd.DataFrame(rows), title=title if mask is not None else f"{title} · the model adds no mask here",
+                     width=cell * (stop - start), height=cell * len(queries)).mark_rect(stroke="white").encode(
+        x=alt.X("key:N", sort=keys, title="keys", axis=alt.Axis(labelAngle=-60)),
+        y=alt.Y("query:N", sort=queries, title="queries"),
+        color=alt.Color("added:N", scale=alt.Scale(domain=["visible (+0)", "hidden (−∞)"],
+                                                   range=["#c6dbef", "#525252"]), legend=alt.Legend(title=None)),
+        tooltip=["query", "key", "added"])

@@ -9,8 +9,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import HeadComputation, HeadSelectionError, computation_at
-from transformer.charts import STAGES, stage_charts, visible_token
+from transformer.analysis import HeadComputation, HeadSelectionError, computation_at, mask_matrix
+from transformer.charts import STAGES, mask_picture, stage_charts, visible_token
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
@@ -97,10 +97,17 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
     st.subheader(stage.title, anchor=False)
     st.markdown(stage.text)
     if stage.name == "cross" and not family.has_cross:
-        st.info(f"{active.option.name} is a {family.name} model: it has no encoder, so no cross-attention. Its "
-                "one self-attention reads the prompt and what it has written so far.", icon=":material/info:")
+        reads = ("one self-attention reads the prompt and what it has written so far" if family.decodes else
+                 "one self-attention reads the whole input at once, in both directions")
+        st.info(f"{active.option.name} is a {family.name} model: it has no cross-attention. Its {reads}.",
+                icon=":material/info:")
         return
-    kind = family.cross_kind if stage.name == "cross" else family.decoder_kind
+    if stage.name == "step" and not family.decodes:
+        st.info(f"{active.option.name} is an {family.name} model: it does not decode. It predicts the tokens hidden "
+                "by its mask token, all at once: [Predict at the masks on the Decode page](/decode).",
+                icon=":material/info:")
+        return
+    kind = family.cross_kind if stage.name == "cross" else family.output_kind
     c = _computation(active, result, kind, 0)
     if c is None:
         return
@@ -129,6 +136,8 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
         st.caption(f"The whole output: {result.output_text or '(empty)'} · [Step through it on the Decode page]"
                    "(/decode)")
         return
+    if stage.name == "masks":
+        show_masks(active, result)
     charts = stage_charts(c, k_tokens)
     names = [n for n in charts if n.startswith("term:")] if "terms" in stage.charts else []
     if "terms" in stage.charts and not names:
@@ -140,3 +149,19 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
         with formula_col:
             if name in STAGES:
                 st.latex(STAGES[name][1])
+
+
+def show_masks(active: ActiveModel, result: DecodeResult) -> None:
+    """Each kind's mask as the model added it in the teacher-forced forward (layer 1), and what cached decoding does."""
+    captured = captured_for(active, result, None)
+    family = result.trace.family_spec
+    columns = st.columns(len(family.kinds))
+    for column, kind in zip(columns, family.kinds):
+        q_tokens, k_tokens = captured.tokens(kind)
+        n = len(k_tokens)
+        with column:
+            show_chart(mask_picture(mask_matrix(captured, kind), q_tokens, k_tokens, family.title(kind),
+                                    (0, min(n, 40))), key=f"learn_mask_{kind}")
+    st.caption("These are the masks of one forward over the whole sequence, read from the model (one input: no "
+               "padding, so an encoder adds none). When decoding step by step with a cache, the causal mask is "
+               "implicit: only the past keys exist, so there is nothing later to hide.")
