@@ -115,3 +115,13 @@ def test_the_line_view_draws_the_maps_weights(studio_env, decoded):
         head = int(row.head[1:]) - 1
         assert row.weight == pytest.approx(float(result.trace.matrix("cross", 0, head)[row.query_index,
                                                                                         row.key_index]), abs=1e-6)
+
+
+def test_the_contribution_map_downloads_as_a_slide(studio_env, monkeypatch):
+    from app_session import capture_downloads
+    downloads = capture_downloads(monkeypatch)
+    at = _attention_page()
+    at.segmented_control(key="attention_show").set_value("contribution").run()
+    assert_no_exception(at)
+    svg = downloads["cross_layer1_head2_contribution_slide.svg"]()
+    assert svg.lstrip().startswith("<svg") and "contribution" in svg and f"Input: {TEXT}" in svg

@@ -24,7 +24,8 @@ from transformer.charts import (
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
-from .widgets import show_chart
+from .weights import slide_title
+from .widgets import show_chart, slide_downloads
 
 MAP_VALUES = {"weight": "Weight α", "contribution": "Contribution ‖α·W_O v‖"}
 CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this bounds)
@@ -75,7 +76,11 @@ def show_contribution_map(active: ActiveModel, result: DecodeResult, reference: 
         window = (first - 1, first + 59)
     who = "mean of heads (norm of the mean vector)" if head is None else f"head {head + 1}"
     title = f"{trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution"
-    show_chart(contribution_heatmap(matrix, queries, keys, title, window), key=f"{page}_contribution_map")
+    chart = contribution_heatmap(matrix, queries, keys, title, window)
+    show_chart(chart, key=f"{page}_contribution_map")
+    slide_downloads(chart, slide_title(active, result.source_text, reference).lines(title),
+                    f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}_contribution",
+                    f"{page}_contribution")
     st.caption(f"{_what(active)}. Each cell is ‖α_ij · W_O^h (W_V x_j + b_V)‖, what key j adds to the head's output "
                "at query i (Kobayashi et al. 2020): a key with a large weight but a small value vector adds little. "
                "The map covers every piece; merging words and hiding sinks apply to the weight map only.")
