@@ -91,6 +91,7 @@ from .edit_compare import (
     AlignedDifference,
     EditComparison,
     aligned_difference,
+    check_edit,
     compare_edit,
 )
 from .corpus_stats import JS_SENTENCES, STATISTICS as CORPUS_STATISTICS, CorpusStats, average_linkage_order, corpus_statistics, is_punctuation
@@ -125,4 +126,4 @@ __all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_f
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
 __all__ += ["JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "average_linkage_order", "corpus_statistics", "is_punctuation"]
 __all__ += ["find_site", "patched_decode", "replayable"]
-__all__ += ["HEAD_POSITIONS", "Site", "sites_of"]
+__all__ += ["HEAD_POSITIONS", "Site", "sites_of", "check_edit"]

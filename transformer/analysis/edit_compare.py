@@ -150,14 +150,20 @@ def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignmen
     return pd.DataFrame(rows, columns=STEP_COLUMNS).astype({"step_a": "Int64", "step_b": "Int64"})
 
 
-def compare_edit(lm: InspectableModel, text_a: str, text_b: str, *, max_steps: int | None = None) -> EditComparison:
-    """Decode `text_a` and its edit `text_b` with one model and diff everything; InputError for an empty or identical
-    edit or one the model cannot read."""
+def check_edit(text_a: str, text_b: str) -> None:
+    """InputError for an empty edit or one identical to the input (before anything is decoded)."""
     if not isinstance(text_b, str) or not text_b.strip():
         raise InputError("The edited input is empty: change a word of the input rather than deleting it all.")
     if text_a.strip() == text_b.strip():
         raise InputError("The edited input is the same as the input: change at least one word.")
-    a, b = (greedy_decode(lm, t, max_steps=max_steps) for t in (text_a, text_b))
+
+
+def compare_edit(lm: InspectableModel, text_a: str, text_b: str, *, max_steps: int | None = None,
+                 decoded: tuple[DecodeResult, DecodeResult] | None = None) -> EditComparison:
+    """Decode `text_a` and its edit `text_b` with one model and diff everything (`decoded`: their greedy decodes
+    already made, e.g. cached by the app); InputError for an empty or identical edit or one the model cannot read."""
+    check_edit(text_a, text_b)
+    a, b = decoded if decoded is not None else (greedy_decode(lm, t, max_steps=max_steps) for t in (text_a, text_b))
     alignment = align_tokens([s.token_id for s in a.steps], [s.token_id for s in b.steps])
     steps = _step_frame(lm, a, b, alignment, max_steps)
     changed = steps.index[steps["status"] != SAME]

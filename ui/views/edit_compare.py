@@ -6,13 +6,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import EditComparison, compare_edit
+from transformer.analysis import EditComparison, check_edit, compare_edit
 from transformer.charts import aligned_difference_heatmap, head_movement_heatmap
-from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, InputError
+from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, DecodeResult, InputError
 from ui.models import ActiveModel
 
 from .compare import model_caption
-from .inference import bind_text, share_text
+from .inference import bind_text, greedy, share_text
 from .patching import show_patching
 from .widgets import (
     Column,
@@ -63,8 +63,9 @@ def edited_text(text_a: str) -> str:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _compare(model_key: str, _active: ActiveModel, text_a: str, text_b: str) -> EditComparison:
-    return compare_edit(_active.decoder, text_a, text_b)
+def _compare(model_key: str, _active: ActiveModel, text_a: str, text_b: str,
+             _decoded: tuple[DecodeResult, DecodeResult]) -> EditComparison:
+    return compare_edit(_active.decoder, text_a, text_b, decoded=_decoded)
 
 
 def edit_comparison(active: ActiveModel, text_a: str, text_b: str) -> EditComparison | None:
@@ -74,8 +75,10 @@ def edit_comparison(active: ActiveModel, text_a: str, text_b: str) -> EditCompar
                 icon=":material/info:")
         return None
     try:
-        with st.spinner(f"Decoding both inputs with {active.option.name}…", show_time=True):
-            return _compare(active.cache_key, active, text_a, text_b)
+        check_edit(text_a, text_b)  # an empty or identical edit: said before any decode
+        decoded = greedy(active, text_a), greedy(active, text_b)  # the pages' cached decodes
+        with st.spinner(f"Comparing both decodes of {active.option.name}…", show_time=True):
+            return _compare(active.cache_key, active, text_a, text_b, decoded)
     except InputError as exc:
         st.warning(str(exc), icon=":material/edit_note:")
         return None
