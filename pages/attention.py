@@ -23,6 +23,7 @@ from ui.views import (
     require_model,
     share_text,
     show_agreement,
+    show_corpus_statistics,
     show_attention_inside,
     show_line_view,
     show_contribution_map,
@@ -119,3 +120,5 @@ st.subheader("Which heads matter? Ablate each head in turn", anchor=False)
 show_sweep(active, text, output, reference if reference is not None else result.output_text, key="attention_sweep")
 st.subheader("Does attention agree with attribution?", anchor=False)
 show_agreement(active, text, output, pieces, key="attention_agreement", merged=pieces is not trace)
+st.subheader("Head statistics over a corpus", anchor=False)
+show_corpus_statistics(active, key="attention_corpus")

@@ -20,6 +20,7 @@ from ui.views import (
     show_both_maps,
     show_difference,
     show_edit_mode,
+    show_masked_compare,
     show_outputs,
     step_caption,
     step_picker,
@@ -28,6 +29,9 @@ from ui.views import (
 ensure_frame()
 active = require_model()
 st.title("Compare", anchor=False)
+if not active.family.decodes:  # an encoder-only model: predictions at the masks (ui/views/masked_compare.py)
+    show_masked_compare(active)
+    st.stop()
 if compare_mode() == EDIT:  # one model, an input and its edit (ui/views/edit_compare.py)
     show_edit_mode(active)  # (no st.stop here: a stopped run does not write its view into the link)
 else:

@@ -20,11 +20,16 @@ from ui.views import (
     show_ablation_panel,
     show_output_cards,
     show_step_through,
+    show_mask_page,
     show_weights,
 )
 
 ensure_frame()
 active = require_model()
+if not active.family.decodes:  # an encoder-only model: predictions at the masks, nothing to step through
+    show_weights(active)
+    show_mask_page(active)
+    st.stop()
 st.title("Decode", anchor=False)
 st.caption("Type a sentence and walk through the model's answer one token at a time: what each step attends to, "
            "which tokens it considered, and what happens if it had picked another one.")

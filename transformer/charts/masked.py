@@ -2,10 +2,15 @@
 attention moved when tokens were masked (layers down, heads across)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import altair as alt
 import pandas as pd
 
 from ..decode import MaskPrediction
+
+if TYPE_CHECKING:
+    import torch
 
 
 def prediction_bars(prediction: MaskPrediction, *, width: int = 260) -> alt.Chart:
@@ -32,3 +37,19 @@ def head_change_map(frame: pd.DataFrame, kind: str, *, cell: int = 28) -> alt.Ch
                         title="change"),
         tooltip=["Layer:O", "Head:O", alt.Tooltip("change:Q", format=".4f")],
     ).properties(width=min(cell * n_heads, 900), height=min(cell * n_layers, 600))
+
+
+def js_cluster_map(js: torch.Tensor, order: list[int], n_heads: int, *, cell: int = 12) -> alt.Chart:
+    """The Jensen-Shannon divergence between a kind's heads (Clark et al. 2019), heads in cluster order on both axes;
+    head n is layer n // n_heads, head n % n_heads, labelled 'L1H2'."""
+    labels = [f"L{n // n_heads + 1}H{n % n_heads + 1}" for n in order]
+    rows = [{"a": labels[i], "b": labels[j], "js": float(js[a, b])}
+            for i, a in enumerate(order) for j, b in enumerate(order)]
+    side = min(cell * len(order), 560)
+    return alt.Chart(pd.DataFrame(rows), title="Jensen-Shannon divergence between heads (clustered)").mark_rect(
+    ).encode(
+        x=alt.X("b:N", sort=labels, title=None, axis=alt.Axis(labelFontSize=8)),
+        y=alt.Y("a:N", sort=labels, title=None, axis=alt.Axis(labelFontSize=8)),
+        color=alt.Color("js:Q", scale=alt.Scale(scheme="viridis", reverse=True), title="JS (nats)"),
+        tooltip=["a:N", "b:N", alt.Tooltip("js:Q", format=".4f")],
+    ).properties(width=side, height=side)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
-from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.decode import DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
 from transformer.decode import queued_greedy
 from ui.models import ActiveModel
 
@@ -23,6 +23,8 @@ FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
+    if not _active.decoder.family.decodes:  # encoder-only: the predictions at the masks, one forward pass
+        return masked_decode(_active.decoder, text, top_k=top_k)
     if not forced:  # a plain decode: stepped in one batch with other sessions' (transformer.decode.DecodeQueue)
         return queued_greedy(_active.decoder, text, top_k=top_k)
     return greedy_decode(_active.decoder, text, top_k=top_k, forced=forced)
@@ -30,6 +32,8 @@ def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
+    if not _active.decoder.family.decodes:
+        raise InputError(f"{_active.option.name} is an encoder-only model: it has no decoder to feed a reference.")
     return teacher_forced(_active.decoder, text, reference, top_k=top_k)
 
 

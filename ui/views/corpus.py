@@ -1,0 +1,119 @@
+"""Head statistics over a corpus in the app (docs/corpus-statistics.md): the model's own validation sentences or an
+uploaded file, computed off the script thread (progress, time left, Cancel), drawn as a table that sorts by any
+statistic and each kind's heads clustered by the Jensen-Shannon divergence of their attention."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import CORPUS_STATISTICS, Cancelled, CorpusStats, corpus_statistics
+from transformer.charts import js_cluster_map
+from transformer.data import MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
+from transformer.decode import ALL_TITLES, InputError
+from transformer.model import Head
+from ui.models import ActiveModel
+from ui.server import refuse, speaker_only
+
+from .background import background_result, job_running, keep_result, kept_result
+from .widgets import md, show_chart
+
+@speaker_only
+def _request(flag: str, identity: tuple) -> None:
+    """on_click of the compute button: remember which model and sentences the statistics were asked for."""
+    st.session_state[flag] = identity
+
+
+SOURCES = {"examples": "The model's validation sentences", "upload": "A file (one sentence a line; .gz, TSV)"}
+
+
+def _corpus(active: ActiveModel, source: str, cap: int, key: str) -> Corpus | None:
+    """The sentences the statistics read; None after a message (no file yet, a bad file)."""
+    if source == "examples":
+        pairs = [(s, r) for s, r in active.examples if s.strip()][:cap]
+        if not pairs:
+            st.info("This model has no validation sentences: upload a file.", icon=":material/upload_file:")
+            return None
+        refs = tuple(r for _, r in pairs) if all(r.strip() for _, r in pairs) else None
+        return Corpus(tuple(s for s, _ in pairs), refs, "the model's validation set", len(pairs), len(active.examples) > cap)
+    upload = st.file_uploader("Corpus file", type=["txt", "gz", "tsv"], key=f"{key}_file")
+    if upload is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(upload.name).name
+        path.write_bytes(upload.getvalue())
+        try:
+            return read_corpus(path, cap=cap)
+        except CorpusError as exc:
+            st.warning(str(exc).replace(str(path), upload.name), icon=":material/edit_note:")
+            return None
+
+
+def _show(stats: CorpusStats, n_heads: dict[str, int], key: str) -> None:
+    maps = {"reference": "the references", "greedy": "the model's own output"}.get(stats.mode, "one forward pass each")
+    skipped = f" Skipped {len(stats.skipped)}: {stats.skipped[0]}" if stats.skipped else ""
+    st.caption(f"{stats.sentences:,} sentences ({maps}); divergences over the first {stats.js_sentences:,}.{skipped}")
+    st.session_state.setdefault(f"{key}_sort", "max_weight")
+    by = st.selectbox("Sort by (largest first)", list(CORPUS_STATISTICS), key=f"{key}_sort", help="\n\n".join(
+        f"**{name}**: {what}" for name, what in CORPUS_STATISTICS.items()))
+    table = stats.ranked(by)
+    shown = pd.DataFrame({"head": [Head(k, la, h).label for k, la, h in zip(table["kind"], table["layer"],
+                                                                               table["head"])],
+                          "kind": [ALL_TITLES[k] for k in table["kind"]],
+                          **{name: table[name] for name in CORPUS_STATISTICS}})
+    st.dataframe(shown, hide_index=True, key=f"{key}_table", height=280, column_config={
+        name: st.column_config.NumberColumn(name, format="%.3f", help=what) for name, what in CORPUS_STATISTICS.items()})
+    kinds = list(stats.js)
+    kind = st.radio("Clusters of", kinds, format_func=ALL_TITLES.__getitem__, key=f"{key}_kind", horizontal=True)
+    show_chart(js_cluster_map(stats.js[kind], stats.clusters(kind), n_heads[kind]), width="content")
+
+
+def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
+    """'Head statistics over a corpus': pick the sentences, compute in the background, show the table and clusters."""
+    st.caption("Per head, averaged over every query row of every sentence: entropy, confidence (the largest weight), "
+               "attention to the first token, to special tokens and punctuation, to the same, previous and next "
+               "position (Clark et al. 2019; Voita et al. 2019); heads clustered by the Jensen-Shannon divergence of "
+               "their attention.")
+    c_source, c_cap = st.columns([3, 1])
+    st.session_state.setdefault(f"{key}_source", "examples")
+    source = c_source.radio("Sentences", list(SOURCES), format_func=SOURCES.__getitem__, key=f"{key}_source",
+                            horizontal=True)
+    st.session_state.setdefault(f"{key}_cap", min(200, MAX_CORPUS_LINES))
+    cap = int(c_cap.number_input("At most", min_value=1, max_value=MAX_CORPUS_LINES, step=50, key=f"{key}_cap"))
+    corpus = _corpus(active, source, cap, key)
+    if corpus is None:
+        return
+    st.caption(f"Reads {md(corpus.describe())}.")
+    lm = active.decoder
+    use_refs = corpus.references is not None and lm.family.decodes and st.toggle(
+        "Teacher-force the references", key=f"{key}_refs", help="Off: the model's own greedy output.")
+    refs = corpus.references if use_refs else None
+    identity = ("corpus", active.cache_key, corpus.sources, refs)
+    stats = kept_result(identity)
+    if stats is None:
+        # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
+        requested = st.session_state.pop(f"{key}_requested", None) == identity
+
+        def run(progress) -> CorpusStats:
+            return corpus_statistics(lm, corpus.sources, refs, progress=lambda done, total: progress(done / total))
+
+        ended = background_result(identity, f"Reading {len(corpus.sources):,} sentences", run, key=key,
+                                  start=requested)
+        if ended is None:
+            if not job_running(identity) and not refuse("sweep"):  # an audience session is told why instead
+                st.button("Compute the statistics", key=f"{key}_run", icon=":material/play_arrow:",
+                          on_click=_request, args=(f"{key}_requested", identity))
+            return
+        stats, error = ended
+        if isinstance(error, Cancelled):
+            st.info("Cancelled.", icon=":material/stop:")
+            return
+        if isinstance(error, InputError):
+            st.warning(str(error), icon=":material/edit_note:")
+            return
+        if error is not None:
+            raise error
+        keep_result(identity, stats)
+    _show(stats, {k: h for k, (_, h) in active.decoder.head_counts().items()}, key)
