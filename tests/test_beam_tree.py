@@ -94,3 +94,13 @@ def test_decode_beam_writes_the_tree_for_a_decoder_only_model(tmp_path, capsys):
     best = beam["nodes"][beam["hypotheses"][0]["node"]]
     assert "attention" in best and list(best["attention"]) == ["self"]
     assert any(n["status"] == "pruned" and "attention" not in n for n in beam["nodes"])
+
+
+def test_a_long_row_is_drawn_as_a_window_around_where_the_heads_look():
+    from transformer.charts import MAX_NODE_KEYS, beam_key_window, node_attention_chart
+    weights = torch.zeros(2, 3, 600)
+    weights[..., 500] = 1.0
+    first, last = beam_key_window(weights)
+    assert last - first == MAX_NODE_KEYS and first <= 500 < last
+    assert node_attention_chart(weights, [f"t{i}" for i in range(600)]).to_dict()["width"] <= 1280
+    assert beam_key_window(weights[..., :40]) == (0, 40)

@@ -71,12 +71,29 @@ def clicked_beam_node(event: Mapping[str, Any] | None) -> int | None:
     return None if node is None else int(node)
 
 
+MAX_NODE_KEYS = 160  # key columns drawn at once (6 px each at least: within 1280 px with the labels)
+
+
+def key_window(weights: Any, max_keys: int = MAX_NODE_KEYS) -> tuple[int, int]:
+    """The keys [first, last) a node's attention chart draws: all when they fit, else `max_keys` of them centred on
+    the key the heads attend to most on average."""
+    n_keys = weights.shape[-1]
+    if n_keys <= max_keys:
+        return 0, n_keys
+    centre = int(weights.reshape(-1, n_keys).mean(0).argmax())
+    first = min(max(centre - max_keys // 2, 0), n_keys - max_keys)
+    return first, first + max_keys
+
+
 def node_attention_chart(weights: Any, keys: list[str], *, max_width: int = 1200) -> alt.Chart:
-    """One node's attention row for one kind, (layers, heads, keys): a row per layer and head, a column per key."""
-    layers, heads, n_keys = weights.shape
+    """One node's attention row for one kind, (layers, heads, keys): a row per layer and head, a column per key (a
+    window of `key_window`'s keys when there are more than fit; the caller names it)."""
+    layers, heads, _ = weights.shape
+    first, last = key_window(weights)
+    n_keys = last - first
     frame = pd.DataFrame([{"head": f"L{layer + 1} H{head + 1}", "key": f"{k}: {visible_token(keys[k])}",
                            "weight": float(weights[layer, head, k])}
-                          for layer in range(layers) for head in range(heads) for k in range(n_keys)])
+                          for layer in range(layers) for head in range(heads) for k in range(first, last)])
     cell = max(6, min(22, (max_width - 120) // max(n_keys, 1)))
     order = list(dict.fromkeys(frame["key"]))
     return alt.Chart(frame).mark_rect().encode(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.charts import beam_tree_chart, clicked_beam_node, node_attention_chart
+from transformer.charts import beam_key_window, beam_tree_chart, clicked_beam_node, node_attention_chart
 from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
 
@@ -94,5 +94,8 @@ def _show_node(active: ActiveModel, text: str, tree: BeamTree, node: int) -> Non
     family = active.family
     for kind, weights in chosen.attention.items():
         keys = list(tree.source_tokens) if kind == family.cross_kind else prefix[-weights.shape[-1]:]
-        chart_heading(f"{family.title(kind)} of step {chosen.step + 1} on this hypothesis · every layer and head")
+        first, last = beam_key_window(weights)
+        shown = "" if (first, last) == (0, len(keys)) else f" · keys {first + 1}–{last} of {len(keys)}"
+        chart_heading(f"{family.title(kind)} of step {chosen.step + 1} on this hypothesis · every layer and head"
+                      + shown)
         show_chart(node_attention_chart(weights, keys), key=f"decode_beam_attention_{kind}", width="content")
