@@ -22,6 +22,7 @@ from transformer.analysis import (
     patch_sites,
     patched_decode,
     patched_metrics,
+    patching_agreement,
     prepare_patching,
     replayable,
     residual_site,
@@ -189,3 +190,12 @@ def test_encoder_heads_per_position_on_request():
            for p in row if (p.index, p.head) == (0, 0)]  # head L1H1 at every position, written in one run
     metric, = patched_metrics(lm, setup, [one])
     assert metric == pytest.approx(float(together.query("layer == 0 and head == 0")["metric"].iloc[0]), abs=1e-5)
+
+
+def test_the_estimate_points_at_the_same_position_as_the_exact_run():
+    lm = open_model("checkpoints/reverse")
+    setup = prepare_patching(lm, "abcdefghijkl", "abcdefxhijkl", contrast="x")
+    estimate = estimate_patching(lm, setup, [ENCODER_OUTPUT])
+    exact = patch_sites(lm, setup, [ENCODER_OUTPUT]).frame
+    assert estimate.loc[0, "position"] == exact.sort_values("recovery").iloc[-1]["position"] == 6
+    assert patching_agreement(estimate, exact) > 0.5
