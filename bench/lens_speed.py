@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from transformer.adapters import HFCausalLM, HFSeq2Seq, adapter_for  # noqa: E402
 from transformer.analysis import every_step_lens, step_lens  # noqa: E402
-from transformer.decode import greedy_decode  # noqa: E402
+from transformer.decode import Sampling, beam_tree, greedy_decode, read_source  # noqa: E402
 from transformer.store import open_model  # noqa: E402
 
 REPEATS = 3
@@ -72,6 +72,7 @@ def multi30k(folder: Path):
 
 
 PARTS = {"bart": bart, "gpt2": gpt2, "opus": opus, "multi30k": multi30k}
+EXTRA = {"sampling": gpt2, "beam": opus}  # a sampled decode vs greedy (GPT-2 shape); the beam tree vs generate
 
 
 def _timed(fn):
@@ -101,10 +102,50 @@ def measure(part: str) -> dict:
                 "residuals_kb": round(result.residuals.nbytes() / 1024, 1)}
 
 
+def sampling_vs_greedy(lm) -> dict:
+    """A 20-token sampled decode against the greedy one (what a sampled Next reads), interleaved, best of each."""
+    run = dict(max_steps=STEPS, stop_at_end=False)
+    settings = Sampling(temperature=0.8, top_k=50, top_p=0.95, seed=1)
+    greedy_decode(lm, TEXT, **run)
+    plain, sampled = [], []
+    for _ in range(REPEATS):
+        plain.append(_timed(lambda: greedy_decode(lm, TEXT, **run))[1])
+        sampled.append(_timed(lambda: greedy_decode(lm, TEXT, sampling=settings, **run))[1])
+    return {"part": "sampling", "model": lm.name, "greedy_s": round(min(plain), 3),
+            "sampled_s": round(min(sampled), 3), "sampled_ratio": round(min(sampled) / min(plain), 3)}
+
+
+def beam_vs_generate(lm) -> dict:
+    """Beam width 4, 20 tokens: the tree with every node's attention against generate(num_beams=4,
+    output_attentions=True), best of each."""
+    ids = torch.tensor([read_source(lm, TEXT).ids])
+
+    def generate():
+        with lm.running():
+            return lm.network.generate(ids, attention_mask=torch.ones_like(ids), num_beams=4, do_sample=False,
+                                       max_new_tokens=STEPS, min_new_tokens=STEPS, output_attentions=True,
+                                       return_dict_in_generate=True)
+
+    generate()
+    ours, theirs = [], []
+    for _ in range(REPEATS):
+        theirs.append(_timed(generate)[1])
+        tree, seconds = _timed(lambda: beam_tree(lm, TEXT, 4, max_steps=STEPS))
+        ours.append(seconds)
+    return {"part": "beam", "model": lm.name, "generate_s": round(min(theirs), 3), "tree_s": round(min(ours), 3),
+            "tree_ratio": round(min(ours) / min(theirs), 3), "nodes": len(tree.nodes)}
+
+
 def main(argv: list[str]) -> None:
     torch.set_num_threads(2)
-    for part in argv or list(PARTS):
-        print(json.dumps(measure(part)), flush=True)
+    for part in argv or [*PARTS, *EXTRA]:
+        if part in EXTRA:
+            with tempfile.TemporaryDirectory() as tmp:
+                lm = EXTRA[part](Path(tmp) / part)
+                figures = sampling_vs_greedy(lm) if part == "sampling" else beam_vs_generate(lm)
+            print(json.dumps(figures), flush=True)
+        else:
+            print(json.dumps(measure(part)), flush=True)
 
 
 if __name__ == "__main__":
