@@ -8,9 +8,11 @@ import sys
 import time
 
 QUICK = ("throughput", "decode_speed", "reverse_budget", "hf_decode_speed", "ablation_speed", "export_speed",
-         "animation_speed", "sweep_speed", "decoder_only_speed", "grid_render", "app_start", "app_links")
+         "animation_speed", "sweep_speed", "decoder_only_speed", "grid_render", "app_start", "app_links",
+         "patching_speed")
 LONG = ("app_speed", "app_load", "app_training", "app_real_size", "distributed_speed", "multi30k", "multi30k_recipe",
-        "repetition", "run_frames", "screenshots", "screenshots_links", "screenshots_real_size")
+        "repetition", "run_frames", "screenshots", "screenshots_links", "screenshots_real_size",
+        "screenshots_patching")
 
 
 def main(argv: list[str]) -> int:
