@@ -51,7 +51,7 @@ def test_a_decoder_only_model_skips_cross_attention_and_says_so(monkeypatch, tmp
     at.selectbox(key=MODEL_KEY).set_value("shipped:reverse-decoder-only").run()
     at.switch_page("pages/learn.py").run()
     at.text_input(key="learn_text").input("abcdef").run()
-    at.selectbox(key="learn_stage").set_value(6).run()
+    at.selectbox(key="learn_stage").set_value(6).run()  # cross-attention
     assert_no_exception(at)
     assert any("no cross-attention" in t for t in texts(at.info))
 

@@ -139,3 +139,26 @@ def test_one_heads_contribution_map_is_its_slice_of_every_heads(case):
         weight, _ = lm.output_projection(kind, layer)
         torch.testing.assert_close(head_contribution_map(inputs, weight, head), contribution_maps(inputs, weight)[:, head],
                                    atol=1e-5, rtol=1e-4)
+
+
+EXPECTED_POSITIONS = {"marian": "sinusoidal", "bart": "learned", "mbart": "learned", "t5": "relative buckets",
+                      "mt5": "relative buckets", "gpt2": "learned", "llama": "rotary", "qwen2": "rotary",
+                      "bert": "learned", "roberta": "learned", "distilbert": "learned", "modernbert": "rotary"}
+
+
+def test_the_positions_picture_is_the_models_own(case, request):
+    from transformer.adapters import position_scheme
+    from transformer.charts import position_frame, position_picture
+    lm, _ = case
+    family = request.node.callspec.params["case"]
+    scheme = position_scheme(lm)
+    assert scheme is not None and scheme.sentence
+    assert scheme.kind == EXPECTED_POSITIONS.get(family, "sinusoidal")  # ours: the paper's sinusoidal table
+    owner = dict(lm.network.named_buffers()) | {n: p for n, p in lm.network.named_parameters()}
+    stored = owner.get(scheme.where, owner.get(f"{scheme.where}.weight"))
+    if stored is not None:  # the picture's numbers are the module's own
+        torch.testing.assert_close(scheme.table, stored.float())
+    if family == "bart":
+        assert scheme.offset == 2  # BART's learned table starts two rows in
+    frame = position_frame(scheme)
+    assert len(frame) > 0 and position_picture(scheme, lm.name).to_dict(validate=False)["title"]

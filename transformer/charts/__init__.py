@@ -26,6 +26,7 @@ from .export import ChartExportError, chart_to_png, chart_to_svg
 from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
 from .head_computation import STAGES, contribution_heatmap, mask_picture, stage_charts, top_dimensions
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
+from .positions import position_frame, position_picture
 from .head_computation import key_window as stage_key_window
 from .heads import alignment_table_chart
 from .beam import BEAM_NODE, beam_frame, beam_tree_chart, clicked_beam_node, node_attention_chart
@@ -61,6 +62,7 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "timeline_frame", "topk_bars", "training_curves", "visible_token",
            "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions", "mask_picture",
            "LINE_THRESHOLD", "LINE_WINDOW", "line_frame", "line_view",
+           "position_frame", "position_picture",
            "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame",
            "BEAM_NODE", "MAX_NODE_KEYS", "beam_frame", "beam_key_window", "beam_tree_chart", "clicked_beam_node",
            "node_attention_chart"]

@@ -10,7 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from transformer.analysis import HeadComputation, HeadSelectionError, computation_at, mask_matrix
-from transformer.charts import STAGES, mask_picture, stage_charts, visible_token
+from transformer.adapters import position_scheme
+from transformer.charts import STAGES, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
@@ -57,7 +58,10 @@ TOUR = (
     TourStage("cross", "7 · Cross-attention",
               "In an encoder-decoder the decoder's queries meet the encoder's keys and values: this is how the "
               "output reads the input.", ("weights", "contributions")),
-    TourStage("step", "8 · One greedy decoding step",
+    TourStage("positions", "8 · Where a token is: positions",
+              "Attention itself does not see order: the model adds it. Here is how this model does, read from its "
+              "own weights."),
+    TourStage("step", "9 · One greedy decoding step",
               "The last layer's output goes through the output head; the most probable token is chosen, fed back "
               "in, and the next step asks its questions."),
 )
@@ -96,6 +100,15 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
     family = result.trace.family_spec
     st.subheader(stage.title, anchor=False)
     st.markdown(stage.text)
+    if stage.name == "positions":
+        scheme = position_scheme(active.decoder)
+        if scheme is None:
+            st.info(f"{active.option.name}: no position table, relative bias or rotation was found in the model.",
+                    icon=":material/info:")
+            return
+        st.markdown(scheme.sentence)
+        show_chart(position_picture(scheme, active.option.name), key="learn_positions")
+        return
     if stage.name == "cross" and not family.has_cross:
         reads = ("one self-attention reads the prompt and what it has written so far" if family.decodes else
                  "one self-attention reads the whole input at once, in both directions")
