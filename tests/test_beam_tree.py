@@ -10,7 +10,7 @@ from tests.hf_causal_models import CAUSAL
 from tests.hf_causal_models import build as build_causal
 from tests.hf_tiny_models import FAMILIES, MORE_FAMILIES
 from tests.hf_tiny_models import build as build_seq2seq
-from tests.test_insides import OURS, _ours
+from tests.test_insides import _ours
 from transformer.decode import InputError, beam_search, beam_tree, read_source
 from transformer.store import open_model
 
