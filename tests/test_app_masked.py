@@ -161,3 +161,29 @@ def test_learn_walks_every_stage_and_says_what_an_encoder_only_model_has_not(hf_
         said += texts(at.info)
     assert any("no cross-attention" in t and "both directions" in t for t in said)
     assert any("does not decode" in t for t in said)
+
+
+def test_a_link_keeps_the_pair_the_masks_and_the_segment_filter(hf_env, lm):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app_links import APP
+    params = {"model": "hf:tiny-bert", "text": "a man sees the dog", "pair": "the dog runs", "masks": "2",
+              "segment": "B→A", "layer": "2", "head": "3"}
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.switch_page("pages/decode.py")
+    at.query_params = dict(params)
+    at.run()
+    assert_no_exception(at)
+    assert at.pills(key="decode_mask_positions").value == [2]
+    assert at.segmented_control(key="decode_segment").value == "B→A"
+    (chart,) = _bars(at)
+    expected = fill_masks(lm, "a man sees the dog", "the dog runs", mask_positions=[2])
+    assert only_frame(chart).sort_values("rank")["prob"].tolist() == pytest.approx(
+        [v for _, _, v in expected.predictions[0].top_k], abs=1e-6)
+    frame = only_frame(chart_titled(at, "Encoder self-attention · layer 2 · head 3"))
+    seg = expected.segments
+    weights = expected.trace.matrix("encoder_self", 1, 2).numpy()
+    for row in frame.itertuples():
+        inside = seg[row.query_index] == 1 and seg[row.key_index] == 0
+        assert row.weight == pytest.approx(weights[row.query_index, row.key_index] if inside else 0.0, abs=1e-6)
+    assert {k: v for k, v in dict(at.query_params).items() if k in params} == params

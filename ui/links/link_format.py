@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from transformer.analysis import SEGMENT_FILTERS
 from transformer.decode import MAX_INPUT_CHARS, MEAN_HEAD
 from transformer.model import ALL_KINDS, Head
 
@@ -97,6 +98,14 @@ def _choice(value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _positions(value: str) -> tuple[int, ...]:
+    """Token positions to mask (an encoder-only model's Decode page): '3,5' (0-based, at most 64)."""
+    parts = [p for p in value.split(",") if p.strip()]
+    if len(parts) > 64:
+        raise ValueError("at most 64 positions")
+    return tuple(sorted({_int(p, 0, 99_999) for p in parts}))
+
+
 def _model(value: str) -> str:
     if not _MODEL_ID.fullmatch(value) or ".." in value:
         raise ValueError("not a model name from the model picker")
@@ -175,6 +184,10 @@ PARSERS: dict[str, Any] = {
     "sample_topk": lambda v: _int(v, 0, 999_999),
     "top_p": lambda v: _float(v, 0.0, 1.0, open_low=True),
     "seed": lambda v: _int(v, 0, 999_999),
+    # an encoder-only model's Decode page (issue 35): the pair's second sentence, the masked tokens, the segments shown
+    "pair": _text,
+    "masks": _positions,
+    "segment": lambda v: _choice(v, SEGMENT_FILTERS),
 }
 
 
@@ -190,6 +203,8 @@ def format_value(name: str, value: Any) -> str:
         return format_ablated(tuple(value))
     if name == "force":
         return f"{int(value[0])}:{value[1]}"
+    if name == "masks":
+        return ",".join(str(int(i)) for i in value)
     return str(value)
 
 

@@ -45,7 +45,8 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
     "decode": {"text": "decode_text", "ref": "decode_reference", "topk": "decode_top_k", "view": ds.VIEW_KEY,
                "step": ds.STEP_KEY, "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate",
                "temperature": "decode_temperature", "sample_topk": "decode_sample_top_k", "top_p": "decode_top_p",
-               "seed": "decode_seed"},
+               "seed": "decode_seed", "pair": "decode_pair", "masks": "decode_mask_positions",
+               "segment": "decode_segment"},
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
@@ -57,11 +58,14 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
 }
 _SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
 # link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples
-_TO_WIDGET = {"ablate": head_labels}
+_TO_WIDGET = {"ablate": head_labels, "masks": list}
 _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 # sampling settings at their defaults (greedy; no top-k or top-p cut; seed 0) stay out of the link
                 "temperature": lambda v: v or None, "sample_topk": lambda v: v or None,
-                "top_p": lambda v: None if v >= 1 else v, "seed": lambda v: v or None}
+                "top_p": lambda v: None if v >= 1 else v, "seed": lambda v: v or None,
+                # an encoder-only model's Decode page: no pair, no masks and all segments stay out of the link
+                "pair": lambda v: v or None, "masks": lambda v: tuple(v) or None,
+                "segment": lambda v: None if v == "all" else v}
 
 
 def page_name(title: str) -> str:

@@ -53,11 +53,13 @@ def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...]
     except InputError as exc:
         st.warning(str(exc), icon=":material/edit_note:")
         return None
-    if st.session_state.get(POSITIONS_FOR_KEY) != (text, second):  # a new input: its own clicks
-        st.session_state[POSITIONS_FOR_KEY] = (text, second)
-        st.session_state[POSITIONS_KEY] = []
+    state = st.session_state
     special = set(lm.tokenizer.all_special_ids)
     options = [i for i, t in enumerate(source.ids) if t not in special]
+    if POSITIONS_FOR_KEY in state and state[POSITIONS_FOR_KEY] != (text, second):  # a new input: its own clicks
+        state[POSITIONS_KEY] = []
+    state[POSITIONS_FOR_KEY] = (text, second)
+    state[POSITIONS_KEY] = [i for i in state.get(POSITIONS_KEY) or [] if i in options]  # a link's, checked
     chosen = st.pills("Click tokens to mask them", options, selection_mode="multi", key=POSITIONS_KEY,
                       format_func=lambda i: f"{source.tokens[i]}", help="Each clicked token is replaced by "
                       f"{lm.mask_token} and the model predicts it from the rest; or type {lm.mask_token} in the text.")
@@ -94,9 +96,9 @@ def _show_map(result: FillResult, kind: str) -> None:
     pair = 1 in result.segments
     c_layer, c_head, c_segment = st.columns([1, 1, 2], vertical_alignment="bottom")
     with c_layer:
-        layer = layer_picker("Layer", trace.n_layers(kind), "decode_masked_layer")
+        layer = layer_picker("Layer", trace.n_layers(kind), "decode_layer")
     with c_head:
-        head = head_picker("Head", trace.n_heads, "decode_masked_head", trace=trace, kind=kind)
+        head = head_picker("Head", trace.n_heads, "decode_head", trace=trace, kind=kind)
     which = "all"
     if pair:
         st.session_state.setdefault(SEGMENT_KEY, "all")
