@@ -17,7 +17,7 @@ from transformer.cli import main
 from transformer.data import CorpusError, TaskSpec, make_task, read_corpus
 from transformer.decode import teacher_forced
 from transformer.model import build_model, default_configs
-from transformer.store import open_model
+from transformer.store import load_checkpoint, open_model
 
 STRINGS = ["abcdefg", "gfedcba", "bbbcccd", "zyxwvut", "mnopqrs"]  # all 7 letters: 8 encoder keys with </s>
 
@@ -139,3 +139,23 @@ def test_a_large_corpus_is_capped_and_says_so(tmp_path):
     other.write_text("one\ntwo\n")
     with pytest.raises(CorpusError, match="not aligned"):
         read_corpus(path, other)
+
+
+def test_the_shipped_reversal_models_best_aligned_head_is_evals():
+    from transformer.analysis import evaluate_alignment
+    from transformer.data import known_alignment
+    from transformer.store import task_for_checkpoint
+    ckpt = load_checkpoint("checkpoints/reverse", load_optimizer=False)
+    examples = task_for_checkpoint(ckpt).valid[:300]
+    lm = open_model("checkpoints/reverse")
+    stats = corpus_statistics(lm, [e.source for e in examples], [e.target for e in examples],
+                              gold=lambda text: known_alignment("reverse", text, ckpt.src_tokenizer))
+    frame, _ = evaluate_alignment(ckpt.model, examples, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+    ours = stats.frame.query("kind == 'cross'").set_index(["layer", "head"])["alignment"]
+    theirs = frame[frame["head"] >= 0].set_index(["layer", "head"])["score"]
+    assert ours.idxmax() == theirs.idxmax()
+    assert abs(ours.max() - theirs.max()) <= 0.02
+    assert stats.frame.query("kind != 'cross'")["alignment"].isna().all()
+    greedy = corpus_statistics(lm, [e.source for e in examples],
+                               gold=lambda text: known_alignment("reverse", text, ckpt.src_tokenizer))
+    assert abs(greedy.frame.query("kind == 'cross'")["alignment"].max() - theirs.max()) <= 0.02

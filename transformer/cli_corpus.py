@@ -8,13 +8,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from .analysis import CORPUS_STATISTICS, corpus_statistics
-from .data import MAX_CORPUS_LINES, CorpusError, read_corpus
+from .data import MAX_CORPUS_LINES, CorpusError, known_alignment, read_corpus
 from .decode import InputError
 from .model import Head
-from .store import finite_json, open_model
+from .store import finite_json, is_checkpoint_folder, load_checkpoint, open_model
 
 
 def add_corpus_arguments(p: Any, positive_int: Any) -> None:
@@ -30,6 +31,15 @@ def add_corpus_arguments(p: Any, positive_int: Any) -> None:
                    help="the table's order (default max_weight: the most confident heads first)")
 
 
+def _gold(folder: str) -> Any:
+    """Our checkpoint's task's gold alignment of a sentence (None where the task cannot know it)."""
+    if not is_checkpoint_folder(Path(folder)):
+        return None
+    ckpt = load_checkpoint(folder, load_optimizer=False)
+    name = str(ckpt.task_spec.get("name", ""))
+    return lambda text: known_alignment(name, text, ckpt.src_tokenizer)
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     """`heads --corpus`: the statistics table (or the corpus statistics JSON)."""
     try:
@@ -40,7 +50,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     use_ref = corpus.references is not None and (args.use_reference or args.corpus_reference is not None)
     print(f"reading {corpus.describe()}", file=sys.stderr)
     start = time.perf_counter()
-    stats = corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None)
+    stats = corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None, gold=_gold(args.dir))
     seconds = time.perf_counter() - start
     for line in stats.skipped[:5]:
         print(f"warning: skipped {line}", file=sys.stderr)

@@ -27,7 +27,9 @@ import pandas as pd
 import torch
 
 from ..adapters import InspectableModel
+from ..data import GoldSource
 from ..decode import AttentionTrace, InputError, masked_decode, sink_positions, teacher_forced
+from .alignment import alignment_hits
 
 STATISTICS = {
     "entropy": "mean entropy of a row, nats (uniform over n keys: log n)",
@@ -39,6 +41,8 @@ STATISTICS = {
     "previous": "mean weight on the previous position",
     "next": "mean weight on the next position",
     "distance": "mean |key - query| under the row's weights",
+    "alignment": "cross-attention: share of output tokens whose gold source token gets the head's largest weight "
+                 "(where the corpus has gold alignments)",
 }
 JS_SENTENCES = 100
 BATCH = 64  # sentences decoded at once for their greedy outputs
@@ -58,6 +62,8 @@ class _KindSums:
     rows: int = 0
     js: torch.Tensor | None = None  # (N, N) running sum of per-row JS over rows, N = L * H
     js_rows: int = 0
+    hits: torch.Tensor | None = None  # (L, H) gold-aligned rows whose largest weight is on the gold source token
+    aligned: int = 0  # rows with a gold source token
 
 
 @dataclass(frozen=True)
@@ -175,9 +181,12 @@ def _js_rows(w: torch.Tensor, chunk: int = 16) -> torch.Tensor:
 
 def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
                       js_sentences: int = JS_SENTENCES, progress: Callable[[int, int], None] | None = None,
-                      stop: Callable[[], bool] | None = None) -> CorpusStats:
+                      stop: Callable[[], bool] | None = None,
+                      gold: Callable[[str], Sequence[GoldSource] | None] | None = None) -> CorpusStats:
     """Every head's statistics over the sentences (teacher-forced on `references` when given); a sentence the model
-    cannot read is skipped and said; `progress(done, total)` after each, `stop()` ends early (what was read so far)."""
+    cannot read is skipped and said; `progress(done, total)` after each, `stop()` ends early (what was read so far).
+    `gold(sentence)`: the source position of each output token, where the task knows it (cross-attention's
+    alignment column; as `eval` scores it, row j of the cross-attention against the j-th output token)."""
     spec = lm.family
     sums: dict[str, _KindSums] = {}
     skipped, done = [], 0
@@ -205,10 +214,14 @@ def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: 
             entry = sums.get(kind)
             if entry is None:
                 entry = sums[kind] = _KindSums({name: torch.zeros(w.shape[:2], dtype=torch.float64)
-                                                for name in STATISTICS})
+                                                for name in STATISTICS if name != "alignment"})
             for name, value in stats.items():
                 entry.sums[name] += value.double()
             entry.rows += w.shape[2]
+            if gold is not None and kind == spec.cross_kind and (aligned := gold(text)):
+                hits, n = alignment_hits(w, aligned)
+                entry.hits = hits[:, :-1].double() if entry.hits is None else entry.hits + hits[:, :-1].double()
+                entry.aligned += n
             if done <= js_sentences:
                 flat = w.reshape(-1, *w.shape[2:])
                 part = _js_rows(flat)
@@ -224,7 +237,10 @@ def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: 
         for layer in range(n_layers):
             for head in range(n_heads):
                 row = {"kind": kind, "layer": layer, "head": head}
-                row.update({name: float(entry.sums[name][layer, head]) / entry.rows for name in STATISTICS})
+                row.update({name: float(entry.sums[name][layer, head]) / entry.rows for name in STATISTICS
+                            if name != "alignment"})
+                row["alignment"] = (float(entry.hits[layer, head]) / entry.aligned if entry.hits is not None
+                                    and entry.aligned else float("nan"))
                 row["rows"] = entry.rows
                 rows.append(row)
     js = {kind: (entry.js / max(entry.js_rows, 1)).float() for kind, entry in sums.items() if entry.js is not None}
