@@ -125,3 +125,18 @@ def test_the_contribution_map_downloads_as_a_slide(studio_env, monkeypatch):
     assert_no_exception(at)
     svg = downloads["cross_layer1_head2_contribution_slide.svg"]()
     assert svg.lstrip().startswith("<svg") and "contribution" in svg and f"Input: {TEXT}" in svg
+
+
+def test_decode_shows_the_contribution_map_up_to_the_step_on_request(studio_env, decoded):
+    lm, result, captured = decoded
+    at = open_app("decode")
+    at.text_input(key="decode_text").input(TEXT).run()
+    at.toggle(key="decode_contribution").set_value(True).run()
+    assert_no_exception(at)
+    frame = only_frame(chart_titled(at, "Cross-attention · layer 2 · mean of heads · contribution"))
+    assert set(frame["query"].str.split(":").str[0]) == {"0"}  # step 1: its row only
+    mean = (sum(key_vectors(lm, captured.insides, "cross", 1, h, 0) for h in range(2)) / 2).norm(dim=-1)
+    assert frame["contribution"].tolist() == pytest.approx(mean.tolist(), abs=1e-5)
+    at.selectbox(key="decode_head").set_value(0).run()
+    assert_no_exception(at)
+    chart_titled(at, "Cross-attention · layer 2 · head 1 · contribution")

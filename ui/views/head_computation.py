@@ -65,6 +65,7 @@ def show_contribution_map(active: ActiveModel, result: DecodeResult, reference: 
                           head: int | None, page: str) -> None:
     """The contribution map of one head (or of the mean of heads: the norm of their mean vector) over the trace's
     rows and keys, said to be the contribution, with its formula."""
+    head = None if head is None or head < 0 else head  # the mean of heads
     captured = captured_for(active, result, reference)
     matrix = _contribution(_decode_key(active, result, reference), active, captured, kind, layer, head)
     trace = result.trace
@@ -154,3 +155,21 @@ def show_attention_inside(active: ActiveModel, result: DecodeResult, reference: 
                      on_change="rerun", icon=":material/calculate:") as box:
         if box.open:  # captured and drawn only while open
             show_head_computation(active, result, reference, kind, layer, head, page="attention")
+
+
+def show_step_contribution(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
+                           head: int | None, row: int) -> None:
+    """Decode: beside the step's weight map, on request, the contribution map of the same head, rows up to the step."""
+    st.session_state.setdefault("decode_contribution", False)
+    if not st.toggle("Contribution map (‖α·W_O v‖) too", key="decode_contribution",
+                     help="What each key adds to the head's output: the weight times the size of its projected value "
+                          "(Kobayashi et al. 2020); the mean of heads is the norm of their mean vector."):
+        return
+    head = None if head is None or head < 0 else head  # the mean of heads
+    captured = captured_for(active, result, reference)
+    matrix = _contribution(_decode_key(active, result, reference), active, captured, kind, layer, head)[: row + 1]
+    queries, keys = result.trace.labels(kind)
+    who = "mean of heads" if head is None or head < 0 else f"head {head + 1}"
+    title = f"{result.trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution · rows up to this step"
+    show_chart(contribution_heatmap(matrix, queries[: row + 1], keys, title, stage_key_window(len(keys), None, 60)),
+               key="decode_contribution_map")

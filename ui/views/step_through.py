@@ -39,7 +39,7 @@ from .alignment import show_alignment_scores
 from .animation import decode_animation
 from .attribution import show_step_attribution
 from .chart_cache import cached_chart
-from .head_computation import show_step_inside
+from .head_computation import show_step_contribution, show_step_inside
 from .inference import gold_for, greedy, teacher
 from .lens import show_step_lens
 from .sampling import show_sampled_step
@@ -188,6 +188,7 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
         slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
+        show_step_contribution(active, result, reference if view == ds.TEACHER else None, kind, layer, head, row)
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
