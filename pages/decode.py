@@ -19,6 +19,7 @@ from ui.views import (
     share_text,
     show_ablation_panel,
     show_output_cards,
+    show_patched_link,
     show_step_through,
     show_mask_page,
     show_weights,
@@ -56,4 +57,5 @@ results, prefix = decode_results(active, text, reference, free, top_k)
 show_output_cards(results, prefix)
 ablated, ablate_heads = show_ablation_panel(active, text, free, top_k)
 show_beam_tree(active, text)
+show_patched_link(active, text)  # opened from a click on Compare's patching map
 show_step_through(active, text, reference, results, ablated, ablate_heads, after=partial(write_view, "decode"))

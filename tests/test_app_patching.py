@@ -96,3 +96,36 @@ def test_an_inserted_word_is_left_unpatched_and_said(shipped):
     at.button(key="compare_patch_exact").click().run()
     assert_no_exception(at)
     assert any(t.startswith("Left unpatched (encoder)") for t in texts(at.info))
+
+
+def _open_decode(params: dict[str, str]):
+    from streamlit.testing.v1 import AppTest
+    from app_session import APP
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.switch_page("pages/decode.py")
+    at.query_params = params
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def test_a_clicked_cell_opens_the_patched_decode_on_decode(studio_env, tiny_checkpoint_dir):
+    from transformer.analysis import find_site, patched_decode
+    at = _open_decode({"model": "shipped:reverse", "text": EDITED, "pfrom": TEXT,
+                       "psite": "encoder output|encoder|2|-1|3"})
+    said = [t for t in texts(at.markdown) if "patched in from" in t]
+    assert said and "position 3" in said[0]
+    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
+    setup = prepare_patching(lm, TEXT, EDITED, step=0)
+    site = find_site(lm, setup, {"site": "encoder output", "where": "encoder", "layer": 2, "head": -1, "position": 3})
+    tokens = patched_decode(lm, setup, site).output_tokens
+    chips = [t for t in texts(at.markdown) if "patched decode" in t]
+    assert chips and all(tok in chips[0] for tok in tokens if tok.isalpha())
+    assert dict(at.query_params)["psite"] == "encoder output|encoder|2|-1|3"  # the link keeps it
+    at.button(key="decode_patch_stop").click().run()
+    assert "psite" not in at.query_params and not [t for t in texts(at.markdown) if "patched in from" in t]
+
+
+def test_a_bad_patch_site_in_a_link_is_a_note(studio_env):
+    at = _open_decode({"model": "shipped:reverse", "text": EDITED, "pfrom": TEXT, "psite": "nonsense"})
+    assert any("psite='nonsense' ignored" in t for t in texts(at.info))

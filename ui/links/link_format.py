@@ -92,6 +92,18 @@ def _text(value: str) -> str:
     return value
 
 
+PATCH_SITES = ("encoder output", "head", "residual", "head per position")  # analysis.patching_sites' names
+
+
+def _patch_site(value: str) -> str:
+    """A patched site on Decode (`psite`, from a click on Compare's patching map): site|where|layer|head|position."""
+    parts = value.split("|")
+    if len(parts) != 5 or parts[0] not in PATCH_SITES or not re.fullmatch(r"[a-z_]{1,20}", parts[1]) or \
+            not all(re.fullmatch(r"-?\d{1,6}", p) for p in parts[2:]):
+        raise ValueError("expected site|where|layer|head|position")
+    return value
+
+
 def _choice(value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError("expected one of " + ", ".join(choices))
@@ -162,6 +174,8 @@ PARSERS: dict[str, Any] = {
     "compare": _model,
     "cmode": lambda v: _choice(v, COMPARE_MODES),
     "edit": _text,
+    "pfrom": _text,
+    "psite": _patch_site,
     "text": _text,
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),

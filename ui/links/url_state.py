@@ -46,7 +46,7 @@ PAGE_WIDGETS: dict[str, dict[str, str]] = {
                "step": ds.STEP_KEY, "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate",
                "temperature": "decode_temperature", "sample_topk": "decode_sample_top_k", "top_p": "decode_top_p",
                "seed": "decode_seed", "pair": "decode_pair", "masks": "decode_mask_positions",
-               "segment": "decode_segment"},
+               "segment": "decode_segment", "pfrom": "decode_patch_from", "psite": "decode_patch_site"},
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",

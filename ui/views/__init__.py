@@ -33,6 +33,7 @@ from .compare import (
 from .edit_compare import EDIT, EDIT_KEY, MODE_KEY, MODELS, compare_mode, edit_comparison, edited_text
 from .edit_compare import MODES as COMPARE_MODES
 from .edit_compare import show_edit_difference, show_edit_mode, show_edit_outputs
+from .patching import show_patched_link
 from .head_computation import (
     MAP_VALUES,
     captured_for,
@@ -127,3 +128,4 @@ __all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_
 __all__ += ["show_corpus_statistics", "show_mask_page", "show_masked_compare"]
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
 __all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
+__all__ += ["show_patched_link"]

@@ -17,6 +17,7 @@ from transformer.analysis import (
     Cancelled,
     EditComparison,
     PatchingSetup,
+    Site,
     find_site,
     patch_sites,
     patched_decode,
@@ -25,8 +26,8 @@ from transformer.analysis import (
     preview_patching,
 )
 from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
-from transformer.decode import ALL_TITLES, InputError
-from ui.models import ActiveModel
+from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode
+from ui.models import MODEL_KEY, ActiveModel
 from ui.server import refuse, speaker_only
 
 from .background import background_result, job_running, keep_result, kept_result
@@ -34,6 +35,7 @@ from .compare import model_caption
 from .widgets import Column, chart_heading, md, md_token, show_chart, show_chips, show_small_table
 
 KEY = "compare_patch"
+PATCH_FROM_KEY, PATCH_SITE_KEY = "decode_patch_from", "decode_patch_site"  # Decode's link: pfrom, psite
 SITE_TITLES = {ENCODER_OUTPUT: "the encoder output at each source position", HEADS: "each head's output",
                RESIDUAL_STREAM: "the residual stream by layer and position",
                HEAD_POSITIONS: "each encoder head at each source position"}
@@ -212,7 +214,56 @@ def _replay(active: ActiveModel, view: PatchingView) -> None:
     except (KeyError, InputError) as exc:
         st.info(str(exc).strip("'\""), icon=":material/info:")
         return
-    st.markdown(f"**B with {md(site.site)} · {md(site.where)} · layer {site.layer} · "
-                f"{'' if site.head < 0 else f'head {site.head + 1} · '}position {site.position} "
-                f"‹{md_token(site.token)}› patched in from A:**")
+    st.markdown(f"**B with {_site_label(site)} patched in from A:**")
     show_chips(result.output_tokens, caption="patched decode of B")
+    st.page_link("pages/decode.py", label="Open this patched decode on Decode", icon=":material/skip_next:",
+                 query_params={"model": str(st.session_state.get(MODEL_KEY, "")), "text": view.setup.corrupted_text,
+                               "pfrom": view.setup.clean_text, "psite": _site_value(site)})
+
+
+def _site_label(site: Site) -> str:
+    return (f"{md(site.site)} · {md(site.where)} · layer {site.layer} · "
+            f"{'' if site.head < 0 else f'head {site.head + 1} · '}position {site.position} ‹{md_token(site.token)}›")
+
+
+def _site_value(site: Site) -> str:
+    """The site as Decode's link names it (`psite`): site|where|layer|head|position."""
+    return f"{site.site}|{site.where}|{site.layer}|{site.head}|{site.position}"
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str
+             ) -> tuple[DecodeResult, DecodeResult, str]:
+    lm = _active.decoder
+    setup = prepare_patching(lm, clean, corrupted, step=0)
+    name, where, layer, head, position = value.split("|")
+    site = find_site(lm, setup, {"site": name, "where": where, "layer": int(layer), "head": int(head),
+                                 "position": int(position)})
+    return patched_decode(lm, setup, site), greedy_decode(lm, corrupted), _site_label(site)
+
+
+def _stop_patching() -> None:
+    for key in (PATCH_FROM_KEY, PATCH_SITE_KEY):
+        st.session_state.pop(key, None)
+
+
+def show_patched_link(active: ActiveModel, text: str) -> None:
+    """On Decode, opened from a click on Compare's patching map (`pfrom`, `psite` in the link): this input's decode
+    with that site patched in from the other input, beside its own."""
+    clean, value = st.session_state.get(PATCH_FROM_KEY), st.session_state.get(PATCH_SITE_KEY)
+    if not clean or not value:
+        return
+    with st.expander(f"Patched in from ‹{clean}›", expanded=True, icon=":material/swap_horiz:"):
+        try:
+            with st.spinner("Decoding with the patch…", show_time=True):
+                patched, plain, label = _patched(active.cache_key, active, clean, text, value)
+        except (InputError, KeyError) as exc:
+            st.info(f"No patched decode for this input: {str(exc).strip(chr(39) + chr(34))}", icon=":material/info:")
+        else:
+            st.markdown(f"**This input with {label} patched in from ‹{md(clean)}›:**")
+            left, right = st.columns(2)
+            with left:
+                show_chips(plain.output_tokens, caption="its own decode")
+            with right:
+                show_chips(patched.output_tokens, caption="patched decode")
+        st.button("Stop patching", key="decode_patch_stop", on_click=_stop_patching, icon=":material/close:")
