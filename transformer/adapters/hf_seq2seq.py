@@ -9,7 +9,6 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput, eval_mode
@@ -243,16 +242,19 @@ class HFSeq2Seq(InspectableModel):
         n = _n_layers(self.model.get_encoder())
         return EncoderOutput((out, mask), self._check("encoder", out.attentions, n))
 
-    def batch_encoded(self, encoded: Sequence[EncoderOutput]) -> EncoderOutput | None:
-        """The encoder states padded with zeros to the longest, with the attention mask that hides the padding."""
+    def encode_many(self, sources: Sequence[Sequence[int]]) -> EncoderOutput | None:
+        """The sources padded to the longest, with the attention mask that hides the padding (and, passed on with the
+        encoder's output, hides it from every decoder step's cross-attention)."""
         if self.family.cross_kind is None or self.family.prompt_in_decoder:
             return None
-        outs, masks = [e.state[0] for e in encoded], [e.state[1] for e in encoded]
-        longest = max(m.shape[1] for m in masks)
-        hidden = torch.cat([F.pad(o.last_hidden_state, (0, 0, 0, longest - o.last_hidden_state.shape[1]))
-                            for o in outs])  # (B, S, D)
-        mask = torch.cat([F.pad(m, (0, longest - m.shape[1])) for m in masks])  # (B, S), 0 at padding
-        return EncoderOutput((type(outs[0])(last_hidden_state=hidden), mask), ())
+        longest = max(len(ids) for ids in sources)
+        filler = max(self.pad_id, 0)
+        src = torch.tensor([[*ids, *[filler] * (longest - len(ids))] for ids in sources])  # (B, S)
+        mask = torch.tensor([[1] * len(ids) + [0] * (longest - len(ids)) for ids in sources])  # (B, S)
+        with self._lock:
+            out = self.model.get_encoder()(input_ids=src, attention_mask=mask, output_attentions=True,
+                                           return_dict=True)
+        return EncoderOutput((out, mask), self._check("encoder", out.attentions, _n_layers(self.model.get_encoder())))
 
     def start_cache(self, encoded: EncoderOutput) -> Any:
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache

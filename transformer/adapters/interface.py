@@ -117,10 +117,11 @@ class InspectableModel(ABC):
             self.step(torch.tensor([[token]]), encoded, cache, head_mask)
         return self.step(torch.tensor([[ids[-1]]]), encoded, cache, head_mask)
 
-    def batch_encoded(self, encoded: Sequence[EncoderOutput]) -> EncoderOutput | None:
-        """Several sources' encoder outputs as one padded batch that `step` reads with one token per row (padded
-        keys masked, so each row sees only its own source); None when this model cannot decode a batch (then
-        decodes take turns). `encoder_self` of the result is empty: each source's own is in its `encoded`."""
+    def encode_many(self, sources: Sequence[Sequence[int]]) -> EncoderOutput | None:
+        """Several sources' ids encoded as one batch padded to the longest, for `step` to read with one token per row
+        (padded keys masked, so each row sees only its own source); its `encoder_self` is the batch's, (B, H, S, S)
+        per layer, a row's own weights in its first rows and columns. None when this model cannot decode a batch
+        (then decodes take turns)."""
         return None
 
     @abstractmethod

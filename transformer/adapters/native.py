@@ -5,7 +5,6 @@ from contextlib import AbstractContextManager
 from typing import Any, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
@@ -76,16 +75,11 @@ class NativeSeq2Seq(InspectableModel):
              ) -> StepOutput:
         return self.model.decode_step(token, cache, encoded.state[1], need_weights=True, head_mask=head_mask)
 
-    def batch_encoded(self, encoded: Sequence[EncoderOutput]) -> EncoderOutput | None:
-        """The memories padded with zeros to the longest and the source mask that hides the padding."""
+    def encode_many(self, sources: Sequence[Sequence[int]]) -> EncoderOutput | None:
+        """The sources padded with the pad id, which the encoder's source mask hides (and the decoder's with it)."""
         if self.family.cross_kind is None or self.family.prompt_in_decoder:
             return None
-        memories = [e.state[0] for e in encoded]  # (1, S_i, D) each
-        longest = max(m.shape[1] for m in memories)
-        memory = torch.cat([F.pad(m, (0, 0, 0, longest - m.shape[1])) for m in memories])  # (B, S, D)
-        keep = torch.arange(longest, device=memory.device)[None, :] < torch.tensor(
-            [m.shape[1] for m in memories], device=memory.device)[:, None]  # (B, S)
-        return EncoderOutput((memory, None if bool(keep.all()) else keep[:, None, None, :]), ())
+        return self.model.encode_with_attention(pad([list(ids) for ids in sources]))
 
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         return self.model.forward_with_attention(src, tgt, head_mask)
