@@ -1,14 +1,16 @@
 """An audience opening one link: 1, 30 and 100 sessions from Locust users that speak Streamlit's websocket messages
-(`bench.audience_locust`), and 8 headless Chromium sessions, each part on a fresh server with the shipped default
+(`bench.audience_locust`), and 1 and 8 headless Chromium sessions, each part on a fresh server with the shipped default
 model (Multi30k), every session from "the room" (ATTENTION_STUDIO_AUDIENCE=all).
 
-    PYTHONPATH=. .venv/bin/python -m bench.audience_load [--sessions 1 30 100] [--browsers 8] [--json PATH]
+    PYTHONPATH=. .venv/bin/python -m bench.audience_load [--sessions 1 30 100] [--browsers 1 8] [--json PATH]
 
 A part's sessions all open the same Decode link within `--spawn-seconds` (5 s). A Locust session's time runs from
 its first request to the first ForwardMsg of its run that carries a chart; a browser session's from navigation
 start to the first Vega chart drawn on its page. The load generator runs at a lower priority (`nice -n 10`) on the
-same machine. The server's memory is the resident set of its process, sampled every 0.2 s: at rest before the
-sessions, and its peak while they open (a part's "over one session" is its peak less the 1-session part's peak).
+same machine. The server's CPU time per session (its process's user + system time over the part, divided by the
+sessions) depends little on how busy the machine is. The server's memory is the resident set of its process,
+sampled every 0.2 s: at rest before the sessions, and its peak while they open (a part's "over one session" is its
+peak less the 1-session part's peak).
 A session is dropped when it gets no chart: an error, a closed connection, an exception on its page, a timeout.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from bench.measures import cpu_seconds
 from studio_browser import PAGE_SETUP_JS, VIEWPORT, launch_chromium, running_app, shipped_or_dev_checkpoints
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,12 +92,13 @@ def locust_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dict
     """`sessions` Locust users open the link within `spawn_seconds`; their figures and the server's memory."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "locust.json"
-        rest = rss_gb(pid)
+        rest, cpu = rss_gb(pid), cpu_seconds(pid)
         load = os.getloadavg()[0]
         with MemorySampler(pid) as memory:
             subprocess.run(["nice", "-n", "10", sys.executable, "-m", "bench.audience_locust", "--host", url,
                             "--link", LINK, "--users", str(sessions), "--spawn-seconds", str(spawn_seconds),
                             "--out", str(out)], cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        cpu = cpu_seconds(pid) - cpu
         figures = json.loads(out.read_text())
     results = figures["results"]
     served = [r["first_chart_s"] for r in results if "first_chart_s" in r and not r.get("exceptions")]
@@ -103,7 +107,8 @@ def locust_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dict
                      if "error" in r or r.get("exceptions")})
     return {"part": f"locust {sessions}", **summary(served, sessions),
             "run_finished_p95_s": round(percentile(finished, 0.95), 2) if finished else None,
-            "rss_at_rest_gb": round(rest, 2), "rss_peak_gb": round(memory.peak, 2), "load_before": round(load, 1),
+            "server_cpu_per_session_s": round(cpu / sessions, 3), "rss_at_rest_gb": round(rest, 2),
+            "rss_peak_gb": round(memory.peak, 2), "load_before": round(load, 1),
             "load_after": round(os.getloadavg()[0], 1), "errors": errors[:5]}
 
 
@@ -137,10 +142,11 @@ async def _browsers(url: str, sessions: int, spawn_seconds: float) -> tuple[list
 
 
 def browser_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dict:
-    rest, load = rss_gb(pid), os.getloadavg()[0]
+    rest, load, cpu = rss_gb(pid), os.getloadavg()[0], cpu_seconds(pid)
     with MemorySampler(pid) as memory:
         seconds, errors = asyncio.run(_browsers(url, sessions, spawn_seconds))
-    return {"part": f"chromium {sessions}", **summary(seconds, sessions), "rss_at_rest_gb": round(rest, 2),
+    return {"part": f"chromium {sessions}", **summary(seconds, sessions),
+            "server_cpu_per_session_s": round((cpu_seconds(pid) - cpu) / sessions, 3), "rss_at_rest_gb": round(rest, 2),
             "rss_peak_gb": round(memory.peak, 2), "load_before": round(load, 1),
             "load_after": round(os.getloadavg()[0], 1), "errors": errors[:5]}
 
@@ -155,7 +161,7 @@ def on_fresh_server(checkpoints: Path, part, *args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, nargs="*", default=[1, 30, 100])
-    parser.add_argument("--browsers", type=int, default=8, help="Chromium sessions (0: none)")
+    parser.add_argument("--browsers", type=int, nargs="*", default=[1, 8], help="Chromium sessions per part")
     parser.add_argument("--spawn-seconds", type=float, default=5.0)
     parser.add_argument("--checkpoints", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
@@ -165,8 +171,8 @@ def main() -> None:
     for n in args.sessions:
         rows.append(on_fresh_server(checkpoints, locust_part, n, args.spawn_seconds))
         print(json.dumps(rows[-1]), flush=True)
-    if args.browsers:
-        rows.append(on_fresh_server(checkpoints, browser_part, args.browsers, args.spawn_seconds))
+    for n in args.browsers:
+        rows.append(on_fresh_server(checkpoints, browser_part, n, args.spawn_seconds))
         print(json.dumps(rows[-1]), flush=True)
     one = next((r["rss_peak_gb"] for r in rows if r["part"] == "locust 1"), None)
     if one is not None:
@@ -174,12 +180,12 @@ def main() -> None:
             r["rss_over_one_session_gb"] = round(r["rss_peak_gb"] - one, 2)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
-    print("| part | sessions | served | dropped | first chart p50 s | p95 s | max s | server RSS peak GB | over one "
-          "session GB | load before → after |")
-    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+    print("| part | sessions | served | dropped | first chart p50 s | p95 s | max s | server CPU s / session | "
+          "server RSS peak GB | over one session GB | load before → after |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     for r in rows:
         print(f"| {r['part']} | {r['sessions']} | {r['served']} | {r['dropped']} | {r['p50_s']} | {r['p95_s']} | "
-              f"{r['max_s']} | {r['rss_peak_gb']} | {r.get('rss_over_one_session_gb')} | "
+              f"{r['max_s']} | {r['server_cpu_per_session_s']} | {r['rss_peak_gb']} | {r.get('rss_over_one_session_gb')} | "
               f"{r['load_before']} → {r['load_after']} |")
 
 
