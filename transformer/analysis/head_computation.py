@@ -149,8 +149,12 @@ def head_contribution_map(inputs: AttentionInputs, weight: Tensor, head: int) ->
     values = inputs.values[:, inputs.groups[head]].float()  # (B, Tk, Dv)
     w_o = head_slice(weight.detach().float(), head, inputs.n_heads)  # (D, Dv)
     norms = (values @ w_o.T).norm(dim=-1)  # (B, Tk)
-    pattern = (inputs.scores()[:, head]).softmax(-1)  # (B, Tq, Tk)
-    return pattern * norms.unsqueeze(-2)
+    kv = inputs.groups[head]
+    scores = (inputs.queries[:, head].float() @ inputs.keys[:, kv].float().transpose(-2, -1)) * inputs.scale
+    for term in inputs.terms.values():  # broadcastable to (B, H, Tq, Tk): this head's slice
+        t = term.float()
+        scores = scores + (t[:, head if t.shape[1] > 1 else 0] if t.dim() == 4 else t)
+    return scores.softmax(-1) * norms.unsqueeze(-2)  # (B, Tq, Tk)
 
 
 def mean_contribution_map(inputs: AttentionInputs, weight: Tensor) -> Tensor:
