@@ -132,21 +132,25 @@ def _distributions(lm: InspectableModel, result: DecodeResult, max_steps: int | 
 def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignment: TokenAlignment,
                 max_steps: int | None) -> pd.DataFrame:
     pa, pb = _distributions(lm, a, max_steps), _distributions(lm, b, max_steps)
+    both = [(i, j) for i, j in alignment.pairs if i is not None and j is not None]
+    moved: dict[tuple[int, int], tuple[float, float]] = {}
+    if both:  # every aligned pair at once: a distribution is a row of V probabilities
+        ia, ja = torch.tensor([i for i, _ in both]), torch.tensor([j for _, j in both])
+        token_a = torch.tensor([a.steps[i].token_id for i, _ in both])
+        p, q = pa[ia], pb[ja]  # (n, V)
+        kl = torch.where(p > 0, p * (p.clamp_min(1e-30).log() - q.clamp_min(1e-30).log()), 0.0).sum(-1)
+        delta = q.gather(1, token_a[:, None])[:, 0] - p.gather(1, token_a[:, None])[:, 0]
+        moved = {pair: (float(d), max(0.0, float(k))) for pair, d, k in zip(both, delta.tolist(), kl.tolist())}
     rows = []
     for i, j in alignment.pairs:
         sa, sb = (a.steps[i] if i is not None else None), (b.steps[j] if j is not None else None)
-        row = {"step_a": None if i is None else i + 1, "step_b": None if j is None else j + 1,
-               "token_a": sa.token if sa else "", "token_b": sb.token if sb else "",
-               "prob_a": float(pa[i, sa.token_id]) if sa else np.nan,
-               "prob_b": float(pb[j, sb.token_id]) if sb else np.nan, "delta_prob": np.nan, "kl": np.nan}
-        if sa and sb:
-            row["delta_prob"] = float(pb[j, sa.token_id] - pa[i, sa.token_id])
-            p, q = pa[i], pb[j]
-            keep = p > 0
-            row["kl"] = max(0.0, float((p[keep] * (p[keep].log() - q[keep].clamp_min(1e-30).log())).sum()))
-        row["status"] = (INSERTED if sa is None else DELETED if sb is None else
-                         SAME if sa.token_id == sb.token_id else CHANGED)
-        rows.append(row)
+        delta, kl = moved.get((i, j), (np.nan, np.nan))
+        rows.append({"step_a": None if i is None else i + 1, "step_b": None if j is None else j + 1,
+                     "token_a": sa.token if sa else "", "token_b": sb.token if sb else "",
+                     "prob_a": float(pa[i, sa.token_id]) if sa else np.nan,
+                     "prob_b": float(pb[j, sb.token_id]) if sb else np.nan, "delta_prob": delta, "kl": kl,
+                     "status": (INSERTED if sa is None else DELETED if sb is None else
+                                SAME if sa.token_id == sb.token_id else CHANGED)})
     return pd.DataFrame(rows, columns=STEP_COLUMNS).astype({"step_a": "Int64", "step_b": "Int64"})
 
 
