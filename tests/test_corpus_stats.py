@@ -159,3 +159,43 @@ def test_the_shipped_reversal_models_best_aligned_head_is_evals():
     greedy = corpus_statistics(lm, [e.source for e in examples],
                                gold=lambda text: known_alignment("reverse", text, ckpt.src_tokenizer))
     assert abs(greedy.frame.query("kind == 'cross'")["alignment"].max() - theirs.max()) <= 0.02
+
+
+def test_two_shards_merged_equal_one_process(reverse_lm):
+    from transformer.analysis import corpus_sums, merge_sums, stats_from_sums
+    texts = [*STRINGS, "abcd", "qrstuvw", "aaaa"]
+    whole = corpus_statistics(reverse_lm, texts, js_sentences=5)
+    parts = [corpus_sums(reverse_lm, texts, shard=(rank, 2), js_sentences=5) for rank in (0, 1)]
+    assert {p.sentences for p in parts} == {4}
+    merged = stats_from_sums(merge_sums(parts))
+    numbers = [c for c in whole.frame.columns if c not in ("kind",)]
+    torch.testing.assert_close(torch.tensor(merged.frame[numbers].values, dtype=torch.float64),
+                               torch.tensor(whole.frame[numbers].values, dtype=torch.float64), atol=1e-6, rtol=0,
+                               equal_nan=True)
+    for kind in whole.js:
+        torch.testing.assert_close(merged.js[kind], whole.js[kind], atol=1e-6, rtol=0)
+    assert merged.sentences == whole.sentences and merged.js_sentences == whole.js_sentences == 5
+
+
+@pytest.mark.slow  # starts two processes
+def test_torchrun_statistics_equal_one_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join([*STRINGS, "abcd", "qrstuvw"]) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    args = ["-m", "transformer", "heads", "checkpoints/reverse", "--corpus", str(corpus), "--json"]
+    one = subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", *args],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0 and two.returncode == 0, two.stderr[-2000:]
+    a, b = json.loads(one.stdout), json.loads(two.stdout)  # rank 0 prints, the other process nothing
+    assert a["sentences"] == b["sentences"] == 7
+    for x, y in zip(a["heads"], b["heads"]):
+        assert (x["kind"], x["layer"], x["head"]) == (y["kind"], y["layer"], y["head"])
+        for name, value in x.items():
+            if isinstance(value, float):
+                assert y[name] == pytest.approx(value, abs=1e-6)

@@ -1,6 +1,7 @@
 """`python -m transformer heads MODEL --corpus FILE`: every head's statistics over a corpus (docs/corpus-statistics.md)
 instead of the one-input ablation sweep: attention to the first token, specials and punctuation, to the same, previous
 and next position, entropy, confidence, and the heads clustered by the Jensen-Shannon divergence of their patterns.
+Under torchrun each process reads its share of the sentences and rank 0 prints the merged statistics.
 """
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis import CORPUS_STATISTICS, corpus_statistics
+from .analysis import CORPUS_STATISTICS, CorpusStats, corpus_statistics, corpus_sums, merge_sums, stats_from_sums
 from .data import MAX_CORPUS_LINES, CorpusError, known_alignment, read_corpus
 from .decode import InputError
 from .model import Head
 from .store import finite_json, is_checkpoint_folder, load_checkpoint, open_model
+from .train import start_process_group, stop_process_group, torchrun_env
 
 
 def add_corpus_arguments(p: Any, positive_int: Any) -> None:
@@ -40,6 +42,22 @@ def _gold(folder: str) -> Any:
     return lambda text: known_alignment(name, text, ckpt.src_tokenizer)
 
 
+def _statistics(lm: Any, sources: Any, references: Any, gold: Any, env: Any) -> CorpusStats | None:
+    """One process's statistics, or under torchrun each process's share of the sentences (i % world == rank),
+    their sums gathered and merged on rank 0 (None on the others)."""
+    if env is None:
+        return corpus_statistics(lm, sources, references, gold=gold)
+    import torch.distributed as dist
+    start_process_group(env)
+    try:
+        part = corpus_sums(lm, sources, references, shard=(env.rank, env.world), gold=gold)
+        parts: list[Any] = [None] * env.world
+        dist.all_gather_object(parts, part)  # between our own processes only
+    finally:
+        stop_process_group()
+    return stats_from_sums(merge_sums(parts)) if env.is_main else None
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     """`heads --corpus`: the statistics table (or the corpus statistics JSON)."""
     try:
@@ -48,10 +66,14 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     use_ref = corpus.references is not None and (args.use_reference or args.corpus_reference is not None)
-    print(f"reading {corpus.describe()}", file=sys.stderr)
+    env = torchrun_env()
+    if env is None or env.is_main:
+        print(f"reading {corpus.describe()}", file=sys.stderr)
     start = time.perf_counter()
-    stats = corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None, gold=_gold(args.dir))
+    stats = _statistics(lm, corpus.sources, corpus.references if use_ref else None, _gold(args.dir), env)
     seconds = time.perf_counter() - start
+    if stats is None:  # another process than torchrun's first: rank 0 prints
+        return 0
     for line in stats.skipped[:5]:
         print(f"warning: skipped {line}", file=sys.stderr)
     if args.json:

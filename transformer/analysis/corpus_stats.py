@@ -123,17 +123,6 @@ def _trace(lm: InspectableModel, text: str, output: str | None) -> AttentionTrac
     return teacher_forced(lm, text, output or "", top_k=1).trace
 
 
-def _outputs(lm: InspectableModel, sources: Sequence[str], start: int) -> list[str | None]:
-    """The greedy outputs of the next batch of sentences (None for an encoder-only model, which has none)."""
-    chunk = list(sources[start:start + BATCH])
-    if not lm.family.decodes:
-        return [None] * len(chunk)
-    try:
-        return list(lm.translate(chunk))
-    except InputError:  # a sentence the batch cannot take: one at a time, each failing on its own
-        return [_one_output(lm, text) for text in chunk]
-
-
 def _one_output(lm: InspectableModel, text: str) -> str | None:
     try:
         return lm.translate([text])[0]
@@ -179,33 +168,59 @@ def _js_rows(w: torch.Tensor, chunk: int = 16) -> torch.Tensor:
     return out
 
 
-def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
-                      js_sentences: int = JS_SENTENCES, progress: Callable[[int, int], None] | None = None,
-                      stop: Callable[[], bool] | None = None,
-                      gold: Callable[[str], Sequence[GoldSource] | None] | None = None) -> CorpusStats:
-    """Every head's statistics over the sentences (teacher-forced on `references` when given); a sentence the model
-    cannot read is skipped and said; `progress(done, total)` after each, `stop()` ends early (what was read so far).
-    `gold(sentence)`: the source position of each output token, where the task knows it (cross-attention's
-    alignment column; as `eval` scores it, row j of the cross-attention against the j-th output token)."""
+@dataclass
+class CorpusSums:
+    """The running sums of one process's share of a corpus: what `merge_sums` adds up across processes and
+    `stats_from_sums` turns into `CorpusStats`."""
+
+    kinds: dict[str, _KindSums]
+    sentences: int
+    skipped: list[tuple[int, str]]  # (sentence index, why)
+    js_sentences: int
+    mode: str
+
+
+def _outputs_of(lm: InspectableModel, sources: Sequence[str], indices: Sequence[int]) -> list[str | None]:
+    """The greedy outputs of the sentences at `indices` (None for an encoder-only model, which has none)."""
+    chunk = [sources[i] for i in indices]
+    if not lm.family.decodes:
+        return [None] * len(chunk)
+    try:
+        return list(lm.translate(chunk))
+    except InputError:  # a sentence the batch cannot take: one at a time, each failing on its own
+        return [_one_output(lm, text) for text in chunk]
+
+
+def corpus_sums(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
+                shard: tuple[int, int] = (0, 1), js_sentences: int = JS_SENTENCES,
+                progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None,
+                gold: Callable[[str], Sequence[GoldSource] | None] | None = None) -> CorpusSums:
+    """The sums over this process's sentences: those whose index i has i % world == rank (`shard` = (rank,
+    world)); the divergences over the sentences with i < `js_sentences`, whichever process reads them."""
     spec = lm.family
+    rank, world = shard
+    mine = list(range(rank, len(sources), world))
     sums: dict[str, _KindSums] = {}
-    skipped, done = [], 0
-    total = len(sources)
+    skipped: list[tuple[int, str]] = []
+    done = js_done = 0
     outputs: list[str | None] = []
-    for i, text in enumerate(sources):
+    for n, i in enumerate(mine):
         if stop is not None and stop():
             break
-        if references is None and i % BATCH == 0:
-            outputs = _outputs(lm, sources, i)
-        output = references[i] if references is not None else outputs[i % BATCH]
+        if references is None and n % BATCH == 0:
+            outputs = _outputs_of(lm, sources, mine[n:n + BATCH])
+        text = sources[i]
+        output = references[i] if references is not None else outputs[n % BATCH]
         try:
-            if output is None and lm.family.decodes:
+            if output is None and spec.decodes:
                 raise InputError("the model could not decode it")
             trace = _trace(lm, text, output)
         except InputError as exc:
-            skipped.append(f"line {i + 1}: {exc}")
+            skipped.append((i, str(exc)))
             continue
         done += 1
+        with_js = i < js_sentences
+        js_done += with_js
         for kind in trace.kinds:
             w = trace.weights(kind).float()
             q_tokens, k_tokens = trace.labels(kind)
@@ -219,20 +234,49 @@ def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: 
                 entry.sums[name] += value.double()
             entry.rows += w.shape[2]
             if gold is not None and kind == spec.cross_kind and (aligned := gold(text)):
-                hits, n = alignment_hits(w, aligned)
+                hits, count = alignment_hits(w, aligned)
                 entry.hits = hits[:, :-1].double() if entry.hits is None else entry.hits + hits[:, :-1].double()
-                entry.aligned += n
-            if done <= js_sentences:
-                flat = w.reshape(-1, *w.shape[2:])
-                part = _js_rows(flat)
+                entry.aligned += count
+            if with_js:
+                part = _js_rows(w.reshape(-1, *w.shape[2:]))
                 entry.js = part if entry.js is None else entry.js + part
                 entry.js_rows += w.shape[2]
         if progress is not None:
-            progress(i + 1, total)
-    if done == 0:
-        raise InputError("no sentence of the corpus could be read: " + (skipped[0] if skipped else "it is empty"))
+            progress(n + 1, len(mine))
+    mode = "masked" if not spec.decodes else "reference" if references is not None else "greedy"
+    return CorpusSums(sums, done, skipped, js_done, mode)
+
+
+def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    return b if a is None else a if b is None else a + b
+
+
+def merge_sums(parts: Sequence[CorpusSums]) -> CorpusSums:
+    """Several processes' sums as one process's (the sums add; skipped sentences in corpus order)."""
+    kinds: dict[str, _KindSums] = {}
+    for part in parts:
+        for kind, entry in part.kinds.items():
+            have = kinds.get(kind)
+            if have is None:
+                kinds[kind] = _KindSums({k: v.clone() for k, v in entry.sums.items()}, entry.rows, entry.js,
+                                        entry.js_rows, entry.hits, entry.aligned)
+                continue
+            for name, value in entry.sums.items():
+                have.sums[name] = have.sums[name] + value
+            have.rows += entry.rows
+            have.js, have.js_rows = _add(have.js, entry.js), have.js_rows + entry.js_rows
+            have.hits, have.aligned = _add(have.hits, entry.hits), have.aligned + entry.aligned
+    return CorpusSums(kinds, sum(p.sentences for p in parts), sorted(s for p in parts for s in p.skipped),
+                      sum(p.js_sentences for p in parts), parts[0].mode if parts else "greedy")
+
+
+def stats_from_sums(sums: CorpusSums) -> CorpusStats:
+    """The per-head averages of the sums; InputError when no sentence was read."""
+    if sums.sentences == 0:
+        why = f"line {sums.skipped[0][0] + 1}: {sums.skipped[0][1]}" if sums.skipped else "it is empty"
+        raise InputError("no sentence of the corpus could be read: " + why)
     rows = []
-    for kind, entry in sums.items():
+    for kind, entry in sums.kinds.items():
         n_layers, n_heads = next(iter(entry.sums.values())).shape
         for layer in range(n_layers):
             for head in range(n_heads):
@@ -243,6 +287,19 @@ def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: 
                                     and entry.aligned else float("nan"))
                 row["rows"] = entry.rows
                 rows.append(row)
-    js = {kind: (entry.js / max(entry.js_rows, 1)).float() for kind, entry in sums.items() if entry.js is not None}
-    mode = "masked" if not spec.decodes else "reference" if references is not None else "greedy"
-    return CorpusStats(pd.DataFrame(rows), js, done, tuple(skipped), min(done, js_sentences), mode)
+    js = {kind: (entry.js / max(entry.js_rows, 1)).float() for kind, entry in sums.kinds.items()
+          if entry.js is not None}
+    skipped = tuple(f"line {i + 1}: {why}" for i, why in sums.skipped)
+    return CorpusStats(pd.DataFrame(rows), js, sums.sentences, skipped, sums.js_sentences, sums.mode)
+
+
+def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
+                      js_sentences: int = JS_SENTENCES, progress: Callable[[int, int], None] | None = None,
+                      stop: Callable[[], bool] | None = None,
+                      gold: Callable[[str], Sequence[GoldSource] | None] | None = None) -> CorpusStats:
+    """Every head's statistics over the sentences (teacher-forced on `references` when given); a sentence the model
+    cannot read is skipped and said; `progress(done, total)` after each, `stop()` ends early (what was read so far).
+    `gold(sentence)`: the source position of each output token, where the task knows it (cross-attention's
+    alignment column; as `eval` scores it, row j of the cross-attention against the j-th output token)."""
+    return stats_from_sums(corpus_sums(lm, sources, references, js_sentences=js_sentences, progress=progress,
+                                       stop=stop, gold=gold))
