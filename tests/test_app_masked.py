@@ -187,3 +187,31 @@ def test_a_link_keeps_the_pair_the_masks_and_the_segment_filter(hf_env, lm):
         inside = seg[row.query_index] == 1 and seg[row.key_index] == 0
         assert row.weight == pytest.approx(weights[row.query_index, row.key_index] if inside else 0.0, abs=1e-6)
     assert {k: v for k, v in dict(at.query_params).items() if k in params} == params
+
+
+@pytest.fixture(scope="module")
+def bert_base_root(tmp_path_factory):
+    from tests.hf_masked_models import BERT_BASE
+    root = tmp_path_factory.mktemp("hf_base")
+    build("bert", root / "bert-base-shape", size=BERT_BASE)
+    return root
+
+
+@pytest.mark.parametrize("length", ["one word", "20 words", "512 tokens"])
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_a_bert_base_shaped_model(studio_env, bert_base_root, monkeypatch, page, length):
+    """BERT-base's 12 layers x 12 heads, hidden size 768, 512 positions (random weights, built from its config)."""
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bert_base_root))
+    text = {"one word": "dog", "20 words": CAPTION, "512 tokens": " ".join(["dog"] * 510)}[length]
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bert-base-shape").run()
+    at.switch_page(f"pages/{page}.py").run()
+    key = {"home": "home_text", "decode": "decode_text", "attention": "attention_text", "compare": "compare_text",
+           "learn": "learn_text"}
+    if page in key:
+        at.text_input(key=key[page]).input(text).run()
+    assert_no_exception(at)
+    assert not texts(at.warning)  # 512 tokens is the model's longest input: read, not refused
+    for chart in charts(at):
+        width = chart["spec"].get("width")
+        assert not isinstance(width, (int, float)) or width <= 1280
