@@ -68,3 +68,22 @@ def test_a_rope_model_with_grouped_heads_walks_the_tour(monkeypatch, tmp_path):
     at.text_input(key="learn_text").input("A dog runs.").run()
     assert_no_exception(at)
     assert len(_walk(at)) == len(TOUR)
+
+
+def test_an_encoder_only_model_walks_the_tour_and_skips_what_it_has_not_got(monkeypatch, tmp_path):
+    from tests.hf_masked_models import build as build_masked
+    build_masked("bert", tmp_path / "hf" / "tiny-bert")
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tmp_path / "none"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:tiny-bert").run()
+    at.switch_page("pages/learn.py").run()
+    at.text_input(key="learn_text").input("the dog sees a cat").run()
+    assert_no_exception(at)
+    assert len(_walk(at)) == len(TOUR)
+    infos = " ".join(texts(at.info))
+    assert "does not decode" in infos
+    at.selectbox(key="learn_stage").set_value(6).run()
+    assert any("no cross-attention" in t for t in texts(at.info))

@@ -85,3 +85,17 @@ def test_the_mask_picture_is_what_the_model_added(lm):
     if lm.family.encoder_kind is not None:
         assert mask_matrix(captured, lm.family.encoder_kind) is None or not bool(
             (mask_matrix(captured, lm.family.encoder_kind) < -1e4).any())  # one input: no padding
+
+
+def test_an_encoder_only_models_capture_is_its_map(tmp_path):
+    from tests.hf_masked_models import build as build_masked
+    from transformer.decode import masked_decode
+    lm = open_model(str(build_masked("bert", tmp_path / "bert")))
+    result = masked_decode(lm, f"the dog {lm.tokenizer.mask_token} a cat")
+    captured = capture_decode(lm, result)
+    kind = lm.family.encoder_kind
+    for layer in range(result.trace.n_layers(kind)):
+        torch.testing.assert_close(trace_view(captured, kind, captured.insides.attentions[kind][layer][0, 1].float()),
+                                   result.trace.matrix(kind, layer, 1).float(), atol=1e-5, rtol=0)
+    c = computation_at(lm, captured, kind, 0, 1, 2)
+    torch.testing.assert_close(c.weights, result.trace.matrix(kind, 0, 1)[2].float(), atol=1e-5, rtol=0)

@@ -14,6 +14,7 @@ from ..decode import DecodeResult, read_source
 from ..model import SOURCE, TARGET, Insides
 from .head_computation import (
     HeadComputation,
+    HeadSelectionError,
     check_selection,
     head_computation,
     head_contribution_map,
@@ -67,12 +68,23 @@ def decoder_ids(lm: InspectableModel, result: DecodeResult, reference: str | Non
 def capture_decode(lm: InspectableModel, result: DecodeResult, reference: str | None = None) -> CapturedDecode:
     """One teacher-forced forward over `result`'s tokens with every insides kept (eval mode, nothing left on the
     model); `reference` is what a teacher-forced result was fed."""
+    if not lm.family.decodes:  # encoder-only: one forward over the text as the model read it
+        return _capture_encoder_only(lm, result)
     src, tgt, first = decoder_ids(lm, result, reference)
     source = read_source(lm, result.source_text)
     insides = lm.insides(torch.tensor([src]), torch.tensor([tgt]))
     n_start = len(lm.decoder_prefix(source))
     labels = (*lm.prefix_tokens(source), *lm.ids_to_tokens(tgt[n_start:]))[: len(tgt)]
     return CapturedDecode(lm.name, insides, tuple(source.tokens), tuple(labels), first, dict(lm.family.axes))
+
+
+def _capture_encoder_only(lm: InspectableModel, result: DecodeResult) -> CapturedDecode:
+    source = lm.tokenize_source(result.source_text)
+    if tuple(source.tokens) != tuple(result.trace.source_tokens):
+        raise HeadSelectionError("the head computation reads the text as typed; this view masked or paired it, so its "
+                                 "tokens differ: type the masks into the text to see them here")
+    insides = lm.insides(torch.tensor([source.ids]), None)
+    return CapturedDecode(lm.name, insides, tuple(source.tokens), (), 0, dict(lm.family.axes))
 
 
 def computation_at(lm: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int, row: int
