@@ -122,6 +122,7 @@ def _train_in_browser(page: Any, task: str, steps: int, watching: bool,
         before = runs_finished(page)
         choose(page, "train_task", TASKS[task])
         wait_rerun(page, before)
+    page.locator(".st-key-train_settings_open summary").click()  # every hyperparameter: one click away
     for key, value in {"train_max_steps": steps, "train_max_seconds": 600}.items():
         field = page.locator(f".st-key-{key} input")
         field.fill(str(value))

@@ -8,6 +8,7 @@ from ui.train import (
     CORPUS_SOURCES,
     FIELDS,
     PLAYING_KEY,
+    STAGE_KEY,
     TASKS,
     apply_defaults,
     evaluation_panel,
@@ -17,6 +18,10 @@ from ui.train import (
     live_run,
     preset_names,
     server_runs_panel,
+    stage_available,
+    stage_caption,
+    stage_help,
+    stage_on,
     timeline_panel,
     tokenizer_widgets,
 )
@@ -35,44 +40,49 @@ audience = refuse("train")  # a session from another machine watches runs; the c
 train_page_note()
 server_runs_panel()
 
-with st.expander("Task, size and hyperparameters", expanded=not active, icon=":material/tune:"):
-    c_task, c_preset = st.columns(2)
-    c_task.selectbox("Task", list(TASKS), format_func=TASKS.__getitem__, key="train_task", on_change=apply_defaults,
-                     disabled=active)
-    c_preset.selectbox("Size preset", preset_names(), key="train_preset", on_change=apply_defaults, disabled=active,
-                       help="Fills in the form below; every value can still be changed.")
-    if st.session_state["train_task"] == "corpus":
-        source = st.radio("Sentence pairs", list(CORPUS_SOURCES), format_func=CORPUS_SOURCES.__getitem__,
-                          key="train_corpus_source", horizontal=True)
-        if source == "text":
-            st.text_area("One pair per line: source -> target (or TAB, |||, =>)", key="train_corpus_text", height=160,
-                         max_chars=LIMITS.max_typed_corpus_chars)
-        elif source == "tsv":
-            st.file_uploader("TSV file: source<TAB>target per line", type=["tsv", "txt", "gz"], key="train_corpus_tsv",
-                             disabled=audience)
-        else:
-            c_src, c_tgt = st.columns(2)
-            c_src.file_uploader("Source sentences, one per line", type=["txt", "gz"], key="train_corpus_src",
-                                disabled=audience)
-            c_tgt.file_uploader("Target sentences, same order", type=["txt", "gz"], key="train_corpus_tgt",
-                                disabled=audience)
-        tokenizer_widgets(disabled=active)
+c_task, c_preset, c_stage, c_train = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+c_task.selectbox("Task", list(TASKS), format_func=TASKS.__getitem__, key="train_task", on_change=apply_defaults,
+                 disabled=active)
+stage = stage_on()
+c_preset.selectbox("Size preset", preset_names(), key="train_preset", on_change=apply_defaults, disabled=active or stage,
+                   help="The stage demo has sizes of its own." if stage else
+                   "Fills in the settings under Every hyperparameter; each can still be changed.")
+c_stage.toggle("Stage demo", key=STAGE_KEY, on_change=apply_defaults,
+               disabled=active or not stage_available(st.session_state["train_task"]),
+               help=stage_help(st.session_state["train_task"]))
+c_train.button("Train", key="train_start", type="primary", icon=":material/play_arrow:", on_click=tc.start,
+               disabled=active or audience, width="stretch")
+stage_caption()
+if st.session_state["train_task"] == "corpus":
+    source = st.radio("Sentence pairs", list(CORPUS_SOURCES), format_func=CORPUS_SOURCES.__getitem__,
+                      key="train_corpus_source", horizontal=True)
+    if source == "text":
+        st.text_area("One pair per line: source -> target (or TAB, |||, =>)", key="train_corpus_text", height=160,
+                     max_chars=LIMITS.max_typed_corpus_chars)
+    elif source == "tsv":
+        st.file_uploader("TSV file: source<TAB>target per line", type=["tsv", "txt", "gz"], key="train_corpus_tsv",
+                         disabled=audience)
+    else:
+        c_src, c_tgt = st.columns(2)
+        c_src.file_uploader("Source sentences, one per line", type=["txt", "gz"], key="train_corpus_src",
+                            disabled=audience)
+        c_tgt.file_uploader("Target sentences, same order", type=["txt", "gz"], key="train_corpus_tgt",
+                            disabled=audience)
+    tokenizer_widgets(disabled=active)
 
-    with st.form("train_form", border=False):
-        groups = st.columns(3, gap="medium")
-        for column, (group, title) in zip(groups, (("model", "Model"), ("train", "Optimisation"),
-                                                   ("run", "Budget, data and probe"))):
-            with column:
-                st.markdown(f"**{title}**")
-                fields = [f for f in FIELDS if f.group == group]
-                inner = st.columns(2)
-                for i, f in enumerate(fields):
-                    with inner[i % 2]:
-                        field_widget(f)
-                if group == "run":
-                    st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
-        st.form_submit_button("Train", key="train_start", type="primary", icon=":material/play_arrow:",
-                              on_click=tc.start, disabled=active or audience)
+with st.expander("Every hyperparameter", icon=":material/tune:", key="train_settings_open"):
+    groups = st.columns(3, gap="medium")
+    for column, (group, title) in zip(groups, (("model", "Model"), ("train", "Optimisation"),
+                                               ("run", "Budget, data and probe"))):
+        with column:
+            st.markdown(f"**{title}**")
+            fields = [f for f in FIELDS if f.group == group]
+            inner = st.columns(2)
+            for i, f in enumerate(fields):
+                with inner[i % 2]:
+                    field_widget(f)
+            if group == "run":
+                st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
 
 tc.run_controls()
 if run is not None:

@@ -93,3 +93,13 @@ def test_train_stage_refuses_what_it_cannot_go_with(tmp_path, capsys, flags, mes
     assert main(["train", "--stage", *flags, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_decay_steps_is_the_cosine_s_length_whatever_the_time_budget():
+    from transformer.model import TrainConfig
+    from transformer.train import lr_at
+
+    cfg = TrainConfig(lr=1e-2, warmup_steps=0, decay_steps=100, min_lr_ratio=0.05, max_steps=5000, max_seconds=10.0)
+    assert lr_at(cfg, 50, elapsed=9.0) == pytest.approx(1e-2 * (0.05 + 0.95 * 0.5))  # not shortened by the time
+    assert lr_at(cfg, 100) == lr_at(cfg, 4000) == pytest.approx(5e-4)  # then the final rate on
+    assert TrainConfig.from_dict({k: v for k, v in cfg.to_dict().items() if k != "decay_steps"}).decay_steps == 0

@@ -26,7 +26,8 @@ MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encode
                "max_len": "max_len", "architecture": "architecture"}
 TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
                "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
-               "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision"}
+               "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision",
+               "decay_steps": "decay_steps"}
 TASK_FLAGS = ("task", "data", "text_file", "n_train", "n_valid", "max_pairs", "min_freq", "valid_data", "tokenizer",
               "vocab_size", "separate_vocab")
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
@@ -99,7 +100,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                        "over source, separator and target (a prefix LM; loss on the target part)")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
-                       ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int)):
+                       ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int),
+                       ("decay-steps", int)):
         opt.add_argument(f"--{flag}", type=kind, metavar="N" if kind is int else "X",
                          help=f"TrainConfig.{TRAIN_FLAGS[flag.replace('-', '_')]}")
     opt.add_argument("--schedule", choices=("cosine", "constant", "inverse_sqrt"))

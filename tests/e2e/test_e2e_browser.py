@@ -133,6 +133,7 @@ def _choose_tiny_preset(page) -> None:
 def _train_page(page) -> None:
     _go_to(page, "Train")
     _choose_tiny_preset(page)
+    page.locator(".st-key-train_settings_open summary").click()  # every hyperparameter: one click away
     for key, value in TRAIN_FORM.items():
         field = page.locator(f".st-key-{key} input")
         field.fill(str(value))
@@ -179,6 +180,7 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
     page.get_by_role("heading", name="Attention Studio").wait_for(timeout=60_000)
     _go_to(page, "Train")
     _choose_tiny_preset(page)
+    page.locator(".st-key-train_settings_open summary").click()  # every hyperparameter: one click away
     for key, value in {**TRAIN_FORM, "train_max_steps": 50_000, "train_max_seconds": 90}.items():
         field = page.locator(f".st-key-{key} input")
         field.fill(str(value))

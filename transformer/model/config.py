@@ -117,6 +117,7 @@ class TrainConfig:
     warmup_steps: int = 100
     schedule: str = "cosine"  # "cosine", "constant" or "inverse_sqrt" after warmup
     min_lr_ratio: float = 0.05
+    decay_steps: int = 0  # the cosine's horizon in steps (then no time budget shortens it); 0: max_steps
     max_steps: int = 2000
     max_seconds: float | None = None
     label_smoothing: float = 0.0
@@ -138,6 +139,7 @@ class TrainConfig:
         if self.schedule not in ("cosine", "constant", "inverse_sqrt"):
             raise ConfigError(f"schedule must be cosine, constant or inverse_sqrt, got {self.schedule!r}")
         _check_float("min_lr_ratio", self.min_lr_ratio, 0.0, 1.0)
+        check_int("decay_steps", self.decay_steps, 0, MAX_STEPS)
         check_int("max_steps", self.max_steps, 1, MAX_STEPS)
         if self.max_seconds is not None:
             _check_float("max_seconds", self.max_seconds, 0.1, MAX_SECONDS)

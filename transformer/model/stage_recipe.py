@@ -50,28 +50,33 @@ class StageRecipe:
 
 
 STAGE_RECIPES: dict[str, StageRecipe] = {
-    # One head per attention (the best head is the picture, so the whole cross-attention is one head), a narrow
-    # feed-forward (a cheaper step), a high peak learning rate with a short warm-up and a cosine decay over the
-    # steps a clean picture takes (bench/stage_demo.py; docs/training.md, "The stage demo").
+    # One head per attention (the best head is the picture, so the whole cross-attention is one head), two encoder
+    # layers (a source has no end token, so the encoder must work out each letter's place from the end: one layer
+    # plateaued at 0.97-0.985 exact match), a narrow feed-forward (a cheaper step), a high peak learning rate with a
+    # short warm-up and a cosine decay over the steps a clean picture takes, then the final rate until it is clean
+    # (bench/stage_demo.py; docs/training.md, "The stage demo").
     "reverse": StageRecipe(
         task="reverse",
-        model=dict(d_model=64, n_heads=1, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0, max_len=64),
+        model=dict(d_model=64, n_heads=1, n_encoder_layers=2, n_decoder_layers=1, d_ff=64, dropout=0.0, max_len=64),
         train=dict(batch_size=64, lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0, warmup_steps=30,
-                   schedule="cosine", min_lr_ratio=0.05, grad_clip=1.0, max_steps=1000, eval_every=10**6,
-                   eval_examples=200),
+                   schedule="cosine", min_lr_ratio=0.05, decay_steps=500, grad_clip=1.0, max_steps=5000,
+                   eval_every=10**6, eval_examples=200),
         rule=CleanRule(min_exact_match=0.99, min_alignment=0.9, max_seconds=120.0),
-        summary="one head, d_model 64, batch 64, learning rate 0.01 decaying over 1,000 steps; stops when 99 % of "
-                "held-out strings come out right and one cross-attention head is 90 % on the anti-diagonal",
+        summary="one head, two encoder layers and one decoder layer of width 64, batch 64, learning rate 0.01 "
+                "decaying over 500 steps; stops when 99 % of held-out strings come out right and one "
+                "cross-attention head is 90 % on the anti-diagonal",
     ),
     "toy-en-de": StageRecipe(
         task="toy-en-de",
-        model=dict(d_model=128, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=256, dropout=0.0,
+        model=dict(d_model=128, n_heads=1, n_encoder_layers=1, n_decoder_layers=1, d_ff=128, dropout=0.0,
                    max_len=48),
         train=dict(batch_size=64, lr=5e-3, weight_decay=0.0, warmup_steps=50, schedule="cosine",
-                   min_lr_ratio=0.05, grad_clip=1.0, max_steps=1500, eval_every=10**6, eval_examples=200),
-        rule=CleanRule(min_exact_match=0.0, min_alignment=0.9, max_seconds=180.0),
-        summary="two heads, one layer each side, learning rate 0.005 decaying over 1,500 steps; stops when one "
-                "cross-attention head is 90 % on the gold word alignment",
+                   min_lr_ratio=0.05, decay_steps=1000, grad_clip=1.0, max_steps=5000, eval_every=10**6,
+                   eval_examples=200),
+        rule=CleanRule(min_exact_match=0.5, min_alignment=0.9, max_seconds=180.0, check_every=50, gate_accuracy=0.85),
+        summary="one head, one layer each side, learning rate 0.005 decaying over 1,000 steps; stops when one "
+                "cross-attention head is 90 % on the gold word alignment and half the held-out sentences come out "
+                "right",
     ),
 }
 

@@ -41,7 +41,9 @@ def lr_at(cfg: TrainConfig, step: int, elapsed: float | None = None) -> float:
     """Learning rate for optimiser step `step` (0-based): linear warmup, then the chosen decay.
 
     With a time budget (cfg.max_seconds) and the training seconds so far, the cosine decay follows whichever
-    of steps or time runs out first, so a run cut by its budget still ends annealed.
+    of steps or time runs out first, so a run cut by its budget still ends annealed; with cfg.decay_steps it
+    follows that many steps alone, then stays at the final rate (the stage demo trains on until its picture is
+    clean, the same on a slow machine as on a fast one).
     """
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
@@ -49,9 +51,9 @@ def lr_at(cfg: TrainConfig, step: int, elapsed: float | None = None) -> float:
         return cfg.lr
     if cfg.schedule == "inverse_sqrt":
         return cfg.lr * math.sqrt(max(cfg.warmup_steps, 1) / (step + 1))
-    span = max(cfg.max_steps - cfg.warmup_steps, 1)
+    span = max((cfg.decay_steps or cfg.max_steps) - cfg.warmup_steps, 1)
     progress = min((step - cfg.warmup_steps) / span, 1.0)
-    if cfg.max_seconds is not None and elapsed is not None:
+    if cfg.max_seconds is not None and elapsed is not None and not cfg.decay_steps:
         progress = max(progress, min(elapsed / cfg.max_seconds, 1.0))
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 

@@ -15,9 +15,11 @@ from .jobs import LiveRun, attach_callbacks, new_job
 from .live_run import LIVE_RUN_KEY, live_run, run_just_ended, server_runs
 from .live_view import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 from .run_list import server_runs_panel
+from .stage_demo import STAGE_KEY, stage_available, stage_caption, stage_help, stage_on, stage_rule
 
 __all__ = ["BusyError", "CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "LiveRun", "PLAYING_KEY", "TASKS",
            "apply_defaults", "attach_callbacks", "evaluation_panel", "field_widget", "init_state",
            "live_checkpoint", "live_panel", "live_run", "new_job", "preset_names", "resume_run",
            "run_just_ended", "server_runs", "server_runs_panel", "start_run", "timeline_panel",
-           "tokenizer_widgets"]
+           "tokenizer_widgets", "STAGE_KEY", "stage_available", "stage_caption", "stage_help", "stage_on",
+           "stage_rule"]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from transformer.data import Task
 from transformer.decode import encode_source
-from transformer.model import ConfigError, ModelConfig, TrainConfig
+from transformer.model import CleanRule, ConfigError, ModelConfig, TrainConfig
 from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint
-from transformer.train import Trainer, checkpoint_from_trainer, trainer_from_checkpoint
+from transformer.train import StopWhenClean, Trainer, checkpoint_from_trainer, trainer_from_checkpoint
 from ui.models import live_option_id, select_model
 from ui.server import LIMITS, check_limits, max_training_processes, runs_root
 
@@ -46,11 +46,15 @@ def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: s
 
 
 def start_run(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float, probe: str,
-              probe_every: int, n_train: int | None = None, processes: int = 1) -> LiveRun:
-    """Check the caps, then train a new model on a background job; raises ConfigError or BusyError."""
+              probe_every: int, n_train: int | None = None, processes: int = 1,
+              stage_rule: CleanRule | None = None) -> LiveRun:
+    """Check the caps, then train a new model on a background job; raises ConfigError or BusyError. With a
+    stage rule (the stage demo) the run stops as soon as its picture is clean."""
     check_limits(model_cfg, train_cfg, max_seconds=max_seconds, n_train=n_train)
     _check_probe(probe, probe_every)
-    trainer = Trainer(task, model_cfg, train_cfg)
+    if stage_rule is not None and processes != 1:
+        raise ConfigError("The stage demo trains on one process; set Processes to 1.")
+    trainer = Trainer(task, model_cfg, train_cfg, callbacks=[StopWhenClean(stage_rule)] if stage_rule else ())
     return _launch(trainer, target_steps=train_cfg.max_steps, max_seconds=max_seconds, probe=probe,
                    probe_every=probe_every, processes=processes)
 

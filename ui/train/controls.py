@@ -18,6 +18,7 @@ from ui.server import LIMITS, is_audience, refusal, speaker_only
 from .actions import BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run, start_run
 from .form import PROBES, build_configs, build_task, remember_form
 from .live_run import live_run
+from .stage_demo import stage_rule
 
 MESSAGE_KEY = "train_message"
 RESUME_SECONDS_KEY = "train_resume_seconds"
@@ -68,7 +69,7 @@ def start() -> None:
                   probe=state.get("train_probe", "").strip() or task.probe,
                   probe_every=int(state["train_probe_every"]),
                   n_train=int(state["train_n_train"]) if task.name != "corpus" else None,
-                  processes=int(state["train_processes"]))
+                  processes=int(state["train_processes"]), stage_rule=stage_rule())
         return task
 
     _report("Training did not start", action,

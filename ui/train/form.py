@@ -27,8 +27,11 @@ from transformer.model import (
     ModelConfig,
     TrainConfig,
     default_configs,
+    stage_configs,
 )
 from ui.server import LIMITS, max_training_processes
+
+from .stage_demo import STAGE_KEY, stage_available
 
 TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",
          "toy-en-de": "Toy English → German", "corpus": "Your own sentence pairs"}
@@ -90,6 +93,9 @@ FIELDS = (
     Field("warmup_steps", "Warm-up steps", "train", 0, L.max_steps, 10),
     Field("schedule", "LR schedule", "train", options=("cosine", "constant", "inverse_sqrt")),
     Field("min_lr_ratio", "Final LR ratio (cosine)", "train", 0.0, 1.0, 0.05, "%.2f"),
+    Field("decay_steps", "Decay steps (cosine)", "train", 0, L.max_steps, 50,
+          help="The cosine decay's length in steps, then the final rate on; 0: the step budget (or the time "
+               "budget, whichever ends first)."),
     Field("label_smoothing", "Label smoothing", "train", 0.0, 0.5, 0.05, "%.2f"),
     Field("grad_clip", "Gradient clipping (0 = off)", "train", 0.0, 100.0, 0.5, "%.1f"),
     Field("eval_every", "Evaluate every (steps)", "train", 1, L.max_steps, 50),
@@ -110,10 +116,14 @@ def _task_key(task: str) -> str:
     return task if task in TASK_DEFAULTS else "corpus"
 
 
-def form_defaults(task: str, preset: str) -> dict[str, Any]:
-    """Widget values for a task and preset (task defaults, then the preset), within the app's caps."""
-    model_cfg, train_cfg = default_configs(_task_key(task), 100, 100,
-                                           preset=None if preset == "task default" else preset)
+def form_defaults(task: str, preset: str, stage: bool = False) -> dict[str, Any]:
+    """Widget values for a task and preset (task defaults, then the preset), or for the task's stage demo (its
+    recipe; the time budget is the recipe's cap), within the app's caps."""
+    if stage and stage_available(task):
+        model_cfg, train_cfg, _ = stage_configs(task, 100, 100)
+    else:
+        model_cfg, train_cfg = default_configs(_task_key(task), 100, 100,
+                                               preset=None if preset == "task default" else preset)
     values: dict[str, Any] = {**model_cfg.to_dict(), **train_cfg.to_dict()}
     values["beta1"], values["beta2"] = train_cfg.betas
     level = "char" if task in ("reverse", "copy", "sort") else "word"
@@ -122,6 +132,8 @@ def form_defaults(task: str, preset: str) -> dict[str, Any]:
     values["max_steps"] = min(train_cfg.max_steps, LIMITS.max_steps)
     values["n_train"] = 50_000 if level == "char" else 20_000
     values["probe_every"] = max(10, values["max_steps"] // 60)
+    if train_cfg.decay_steps:  # the stage demo: about 20 recordings while the picture forms
+        values["probe_every"] = max(LIMITS.min_probe_every, train_cfg.decay_steps // 20)
     values["probe"] = PROBES.get(task, "")
     values["processes"] = 1
     out = {}
@@ -136,7 +148,8 @@ def form_defaults(task: str, preset: str) -> dict[str, Any]:
 
 def apply_defaults() -> None:
     """Callback of the task and preset pickers: refill the form."""
-    st.session_state.update(form_defaults(st.session_state["train_task"], st.session_state["train_preset"]))
+    state = st.session_state
+    state.update(form_defaults(state["train_task"], state["train_preset"], bool(state.get(STAGE_KEY))))
     remember_form()
 
 
@@ -144,12 +157,14 @@ def init_state() -> None:
     """First visit (or the widgets were cleared by another page): the defaults of the task and preset."""
     st.session_state.setdefault("train_task", "reverse")
     st.session_state.setdefault("train_preset", "task default")
+    st.session_state.setdefault(STAGE_KEY, False)
     st.session_state.setdefault("train_corpus_source", "text")
     st.session_state.setdefault("train_corpus_text", EXAMPLE_PAIRS)
     for key, value in VOCAB_DEFAULTS.items():
         st.session_state.setdefault(key, value)
     saved = st.session_state.get("train_form_values") or {}
-    for key, value in form_defaults(st.session_state["train_task"], st.session_state["train_preset"]).items():
+    for key, value in form_defaults(st.session_state["train_task"], st.session_state["train_preset"],
+                                    st.session_state[STAGE_KEY]).items():
         st.session_state.setdefault(key, saved.get(key, value))
 
 
