@@ -50,6 +50,15 @@ def captured_for(active: ActiveModel, result: DecodeResult, reference: str | Non
         return _capture(key, active, result, key[3])
 
 
+def _captured_or_message(active: ActiveModel, result: DecodeResult, reference: str | None) -> CapturedDecode | None:
+    """`captured_for`, or None after saying why this decode's insides cannot be shown."""
+    try:
+        return captured_for(active, result, reference)
+    except HeadSelectionError as exc:
+        st.warning(str(exc), icon=":material/error:")
+        return None
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _contribution(decode_key: tuple, _active: ActiveModel, _captured: CapturedDecode, kind: str, layer: int,
                   head: int | None):
@@ -66,7 +75,9 @@ def show_contribution_map(active: ActiveModel, result: DecodeResult, reference: 
     """The contribution map of one head (or of the mean of heads: the norm of their mean vector) over the trace's
     rows and keys, said to be the contribution, with its formula."""
     head = None if head is None or head < 0 else head  # the mean of heads
-    captured = captured_for(active, result, reference)
+    captured = _captured_or_message(active, result, reference)
+    if captured is None:
+        return
     matrix = _contribution(_decode_key(active, result, reference), active, captured, kind, layer, head)
     trace = result.trace
     queries, keys = trace.labels(kind)
@@ -93,7 +104,9 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
     if head is None or head < 0:
         st.info("The computation is per head: pick one head (not the mean) to see it.", icon=":material/info:")
         return
-    captured = captured_for(active, result, reference)
+    captured = _captured_or_message(active, result, reference)
+    if captured is None:
+        return
     q_tokens, k_tokens = captured.tokens(kind)
     n_rows = result.trace.axis_sizes(kind)[0]
     if row is None:
@@ -166,7 +179,9 @@ def show_step_contribution(active: ActiveModel, result: DecodeResult, reference:
                           "(Kobayashi et al. 2020); the mean of heads is the norm of their mean vector."):
         return
     head = None if head is None or head < 0 else head  # the mean of heads
-    captured = captured_for(active, result, reference)
+    captured = _captured_or_message(active, result, reference)
+    if captured is None:
+        return
     matrix = _contribution(_decode_key(active, result, reference), active, captured, kind, layer, head)[: row + 1]
     queries, keys = result.trace.labels(kind)
     who = "mean of heads" if head is None or head < 0 else f"head {head + 1}"
