@@ -61,9 +61,15 @@ def main() -> None:
             rows.append(run(task_name, seed, json.loads(args.model), json.loads(args.train)))
             print(json.dumps(rows[-1]), flush=True)
         hits = sum(r["in_target"] for r in rows)
-        clean_s = sorted(r["train_s"] for r in rows if r["clean"])
-        print(f"{task_name}: {hits} of {len(rows)} seeds clean within {TARGET_S[task_name]:g} s; seconds to clean "
-              f"{', '.join(f'{s:.1f}' for s in clean_s) or '-'} (load {os.getloadavg()[0]:.1f}, "
+        clean = [r for r in rows if r["clean"]]
+        by_cpu = sum(r["cpu_s"] <= TARGET_S[task_name] for r in clean)
+
+        def listed(key: str) -> str:
+            return ", ".join(f"{r[key]:g}" for r in clean) or "-"
+
+        print(f"{task_name}: {len(clean)} of {len(rows)} seeds clean, {hits} within {TARGET_S[task_name]:g} s of "
+              f"training, {by_cpu} within {TARGET_S[task_name]:g} CPU seconds; to clean: steps {listed('steps')}, "
+              f"training s {listed('train_s')}, CPU s {listed('cpu_s')} (load {os.getloadavg()[0]:.1f}, "
               f"{torch.get_num_threads()} threads)", flush=True)
 
 
