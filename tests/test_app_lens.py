@@ -74,14 +74,19 @@ def test_the_decoder_lens_decodes_from_an_earlier_encoder_layer(studio_env, lm):
     assert list(_lens_table(at)[rank_column]) == [p.rank for p in reversed(expected[0].layers)]
 
 
-def test_the_teacher_forced_view_says_the_lens_follows_the_decode(studio_env):
+def test_the_teacher_forced_view_shows_the_lens_of_each_prediction(studio_env, lm):
+    from transformer.decode import teacher_forced
+    expected = every_step_lens(lm, teacher_forced(lm, TEXT, "gfedcba", residuals=True))
     at = _page()
     at.text_input(key="decode_reference").input("gfedcba").run()
     at.radio(key="decode_view").set_value("teacher").run()
     at.session_state["decode_lens_open"] = True
     at.run()
     assert_no_exception(at)
-    assert any("The lens follows the model's own decode" in t for t in texts(at.info))
+    rank_column = next(c for c in _lens_table(at).columns if c.startswith("rank of"))
+    assert list(_lens_table(at)[rank_column]) == [p.rank for p in reversed(expected[0].layers)]
+    assert list(_lens_table(at)["its probability"]) == pytest.approx(
+        [p.prob for p in reversed(expected[0].layers)], abs=1e-6)
 
 
 def test_a_click_on_the_grid_names_its_layer_and_step():

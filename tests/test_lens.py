@@ -126,3 +126,15 @@ def test_the_lens_dict_is_plain_json():
     assert len(data["steps"]) == len(result.steps)
     assert data["steps"][0]["layers"][-1]["rank"] == 1
     assert len(data["steps"][0]["layers"][0]["top_k"]) == 2
+
+
+def test_a_teacher_forced_lens_ends_in_the_passs_own_predictions(lm: InspectableModel):
+    from transformer.decode import teacher_forced
+    reference = "the dog sees" if lm.source == "huggingface" else "gfedcba"
+    plain = teacher_forced(lm, _text(lm), reference)
+    result = teacher_forced(lm, _text(lm), reference, residuals=True)
+    assert result.output_tokens == plain.output_tokens
+    for step, lens in zip(result.steps, every_step_lens(lm, result, k=3)):
+        last = lens.layers[-1]
+        assert last.rank == 1 and last.prob == pytest.approx(step.prob, abs=1e-5)
+        assert [t for t, _ in last.top_k] == [t for t, _ in step.top_k[:3]]

@@ -253,8 +253,9 @@ def _encode(lm: InspectableModel, src: torch.Tensor, head_mask: HeadMask | None,
 
 
 def teacher_forced(lm: InspectableModel, text: str, reference: str, *, top_k: int = 5,
-                   head_mask: HeadMask | None = None) -> DecodeResult:
-    """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions."""
+                   head_mask: HeadMask | None = None, residuals: bool = False) -> DecodeResult:
+    """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions.
+    `residuals`: the pass is `lm.insides`, and the decoder's residual stream at each prediction is kept (the lens)."""
     source = read_source(lm, text)
     ref = lm.target_ids(reference) if reference else []
     start = lm.decoder_prefix(source)
@@ -263,11 +264,20 @@ def teacher_forced(lm: InspectableModel, text: str, reference: str, *, top_k: in
                          f"{lm.max_target_len - len(start)}.")
     inputs = [*start, *ref]
     with lm.running():
-        logits, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
+        if residuals:
+            insides = lm.insides(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
+            logits, maps = insides.logits, insides.attentions
+        else:
+            logits, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
     steps = []
     offset = len(start) - 1  # the row of the first prediction
+    rows, banned = [], []
     for pos in range(offset, len(inputs)):
-        row = lm.constrain(inputs[: pos + 1], logits[0, pos].float(), 1 << 30).softmax(-1)
+        constrained = lm.constrain(inputs[: pos + 1], logits[0, pos].float(), 1 << 30)
+        if residuals:
+            rows.append(torch.stack([r[0, pos] for r in insides.residual["decoder"]]))
+            banned.append(torch.nonzero(constrained == float("-inf")).flatten())
+        row = constrained.softmax(-1)
         token = int(row.argmax())
         steps.append(Step(lm.id_to_token(token), token, float(row[token]), _top_k(row, top_k, lm)))
     # an encoder-decoder's decoder axis starts at its last start token, as in greedy decoding; a decoder-only
@@ -279,4 +289,5 @@ def teacher_forced(lm: InspectableModel, text: str, reference: str, *, top_k: in
                                      lm.head_groups(), offset - first)
     finished = bool(steps) and steps[-1].token_id in lm.end_ids
     text_out = lm.detokenize([s.token_id for s in steps])
-    return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, source.unknown)
+    return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, source.unknown,
+                        Residuals(torch.stack(rows), tuple(banned)) if residuals else None)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from transformer.analysis import LENS_TOP_K, LensError, StepLens, every_step_lens, lens_grid
 from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
-from transformer.decode import DecodeResult, InputError, greedy_decode
+from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
 from . import decode_state as ds
@@ -19,6 +19,7 @@ LENS_OPEN_KEY = "decode_lens_open"
 ENCODER_LAYER_KEY = "decode_lens_encoder_layer"
 GRID_KEY = "decode_lens_grid"
 LAYER_KEY = "decode_layer"  # the step-through's decoder layer picker (0-based)
+REFERENCE_KEY = "decode_reference"  # the page's reference box (teacher forcing)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -27,6 +28,15 @@ def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
     """Every step's lens of the decode (recording its residuals), its output tokens and text; small, so cached."""
     lm = _active.decoder
     result = greedy_decode(lm, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer)
+    return every_step_lens(lm, result), result.output_tokens, result.output_text
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _teacher_lenses(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int
+                    ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
+    """Every position's lens of the teacher-forced pass on `reference` (its insides: one pass)."""
+    lm = _active.decoder
+    result = teacher_forced(lm, text, reference, top_k=top_k, residuals=True)
     return every_step_lens(lm, result), result.output_tokens, result.output_text
 
 
@@ -72,15 +82,16 @@ def show_step_lens(active: ActiveModel, text: str, result: DecodeResult, view: s
                      icon=":material/layers:") as expander:
         if not expander.open:
             return
-        if view == ds.TEACHER:
-            st.info("The lens follows the model's own decode: pick the free-running view to see it.",
-                    icon=":material/info:")
-            return
         forced = ds.forced_prefix(active.task_name, text)
-        encoder_layer = _encoder_layer(active)
+        encoder_layer = None if view == ds.TEACHER else _encoder_layer(active)
         try:
-            steps, tokens, output = lenses(active, text, LENS_TOP_K, forced.tokens if view == ds.FORCED and forced else (),
-                                           encoder_layer)
+            if view == ds.TEACHER:  # the reference fed: each position's prediction, through one insides pass
+                with st.spinner(f"Reading every layer of {active.option.name}…", show_time=True):
+                    steps, tokens, output = _teacher_lenses(active.cache_key, active, text,
+                                                            st.session_state.get(REFERENCE_KEY, ""), LENS_TOP_K)
+            else:
+                steps, tokens, output = lenses(active, text, LENS_TOP_K,
+                                               forced.tokens if view == ds.FORCED and forced else (), encoder_layer)
         except (InputError, LensError) as exc:
             st.warning(str(exc), icon=":material/edit_note:")
             return
