@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from transformer.adapters import adapter_for
 from transformer.decode import Sampling, greedy_decode
 from transformer.store import load_checkpoint
-from ui.views import md_token
+from ui.views import md_token, visible
 
 pytestmark = pytest.mark.slow  # drives AppTest page runs
 TEXT = "abcdefg"
@@ -52,6 +52,14 @@ def test_the_page_walks_the_librarys_sample(studio_env, lm):
     at.button(key="decode_next").click().run()
     assert f"output ‹{md_token(expected.steps[1].token)}›" in _heading(at)
     assert_no_exception(at)
+    at.session_state["decode_lens_open"] = True  # the lens follows the sample, not the greedy decode
+    at.run()
+    assert_no_exception(at)
+    assert not [w for w in texts(at.warning) if "differs" in w]
+    table = next(d.value for d in at.dataframe if "entropy (nats)" in d.value.columns)
+    rank_column = next(c for c in table.columns if c.startswith("rank of"))
+    assert rank_column == f"rank of {visible(expected.steps[1].token)}"
+    assert table[rank_column].iloc[0] == expected.samples[1].rank  # the last layer ranks the draw as the model did
 
 
 def test_the_settings_are_in_the_link_and_the_link_replays_the_sample(studio_env, lm):

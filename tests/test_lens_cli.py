@@ -38,6 +38,16 @@ def test_decode_lens_writes_the_librarys_lens_into_the_trace_json(tmp_path: Path
         assert [t for t, _ in written["layers"][-1]["top_k"]] == [t for t, _ in lens.layers[-1].top_k]
 
 
+def test_decode_lens_with_a_reference_is_the_teacher_forced_lens(tmp_path: Path, capsys):
+    from transformer.decode import teacher_forced
+    path = tmp_path / "trace.json"
+    assert main(["decode", REVERSE, TEXT, "--reference", "jihgfedcba", "--lens", "--trace-json", str(path)]) == 0
+    lm = open_model(REVERSE)
+    expected = every_step_lens(lm, teacher_forced(lm, TEXT, "jihgfedcba", residuals=True))
+    written = json.loads(path.read_text())["lens"]["steps"]
+    assert [[layer["rank"] for layer in s["layers"]] for s in written] == [[p.rank for p in s.layers] for s in expected]
+
+
 def test_decode_encoder_layer_decodes_from_that_layer(tmp_path: Path, capsys):
     path = tmp_path / "trace.json"
     assert main(["decode", REVERSE, TEXT, "--encoder-layer", "0", "--trace-json", str(path)]) == 0
@@ -47,7 +57,7 @@ def test_decode_encoder_layer_decodes_from_that_layer(tmp_path: Path, capsys):
 
 
 @pytest.mark.parametrize("model, flags, message", [
-    (REVERSE, ["--lens", "--reference", "abc"], "not with --reference"),
+    (REVERSE, ["--encoder-layer", "0", "--reference", "abc"], "not with --reference"),
     (REVERSE, ["--lens", "--lens-top-k", "500"], "at most 50 tokens"),
     (REVERSE, ["--encoder-layer", "9"], "layer 0 (the embeddings) to"),
     (REVERSE, ["--encoder-layer", "-1"], "must be 0 or more"),

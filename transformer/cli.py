@@ -96,7 +96,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if lens_conflict(args):
         raise UsageError(lens_conflict(args))
     if args.reference is not None:
-        result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask)
+        result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask, residuals=args.lens)
     else:
         result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
                                residuals=args.lens, encoder_layer=args.encoder_layer, sampling=sampling_from(args))

@@ -33,8 +33,8 @@ def add_lens_arguments(dec: argparse.ArgumentParser, positive: Callable[[str], i
 
 def lens_conflict(args: argparse.Namespace) -> str | None:
     """What is wrong with the lens flags beside the rest of the command, or None."""
-    if args.reference is not None and (args.lens or args.encoder_layer is not None):
-        return "--lens and --encoder-layer work with greedy decoding, not with --reference"
+    if args.reference is not None and args.encoder_layer is not None:
+        return "--encoder-layer works with greedy decoding, not with --reference"
     if args.lens_top_k > MAX_LENS_TOP_K:
         return f"--lens-top-k shows at most {MAX_LENS_TOP_K} tokens per layer, not {args.lens_top_k}"
     return None

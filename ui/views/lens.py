@@ -9,7 +9,7 @@ import streamlit as st
 
 from transformer.analysis import LENS_TOP_K, LensError, StepLens, every_step_lens, lens_grid
 from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
-from transformer.decode import DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.decode import DecodeResult, InputError, Sampling, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
 from . import decode_state as ds
@@ -24,10 +24,13 @@ REFERENCE_KEY = "decode_reference"  # the page's reference box (teacher forcing)
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...],
-            encoder_layer: int | None) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
-    """Every step's lens of the decode (recording its residuals), its output tokens and text; small, so cached."""
+            encoder_layer: int | None, sampling: tuple | None = None
+            ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
+    """Every step's lens of the decode (recording its residuals; a sample's with its settings and seed), its output
+    tokens and text; small, so cached."""
     lm = _active.decoder
-    result = greedy_decode(lm, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer)
+    result = greedy_decode(lm, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer,
+                           sampling=None if sampling is None else Sampling(*sampling))
     return every_step_lens(lm, result), result.output_tokens, result.output_text
 
 
@@ -40,11 +43,12 @@ def _teacher_lenses(model_key: str, _active: ActiveModel, text: str, reference: 
     return every_step_lens(lm, result), result.output_tokens, result.output_text
 
 
-def lenses(active: ActiveModel, text: str, top_k: int, forced: Sequence[str] = (), encoder_layer: int | None = None
-           ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
+def lenses(active: ActiveModel, text: str, top_k: int, forced: Sequence[str] = (), encoder_layer: int | None = None,
+           sampling: Sampling | None = None) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
     """`_lenses` with a spinner: every step's lens, the output tokens, the output text."""
+    settings = None if sampling is None else (sampling.temperature, sampling.top_k, sampling.top_p, sampling.seed)
     with st.spinner(f"Reading every layer of {active.option.name}…", show_time=True):
-        return _lenses(active.cache_key, active, text, int(top_k), tuple(forced), encoder_layer)
+        return _lenses(active.cache_key, active, text, int(top_k), tuple(forced), encoder_layer, settings)
 
 
 def go_to_cell() -> None:
@@ -91,7 +95,8 @@ def show_step_lens(active: ActiveModel, text: str, result: DecodeResult, view: s
                                                             st.session_state.get(REFERENCE_KEY, ""), LENS_TOP_K)
             else:
                 steps, tokens, output = lenses(active, text, LENS_TOP_K,
-                                               forced.tokens if view == ds.FORCED and forced else (), encoder_layer)
+                                               forced.tokens if view == ds.FORCED and forced else (), encoder_layer,
+                                               result.sampling)
         except (InputError, LensError) as exc:
             st.warning(str(exc), icon=":material/edit_note:")
             return
