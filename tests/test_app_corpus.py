@@ -29,7 +29,8 @@ def test_statistics_of_the_validation_sentences_are_the_librarys(studio_env, tin
     ckpt = load_checkpoint(str(tiny_checkpoint_dir / "reverse"), load_optimizer=False)
     examples = [(r["source"], r["reference"]) for r in ckpt.metrics["examples"]]
     lm = open_model(str(tiny_checkpoint_dir / "reverse"))
-    want = corpus_statistics(lm, [s for s, _ in examples][:200]).ranked("max_weight")
+    want_stats = corpus_statistics(lm, [s for s, _ in examples][:200])
+    want = want_stats.ranked("max_weight")
     assert list(table["head"]) == [Head(k, la, h).label for k, la, h in zip(want["kind"], want["layer"], want["head"])]
     assert table["entropy"].tolist() == pytest.approx(want["entropy"].tolist(), abs=1e-6)
     assert table["max_weight"].is_monotonic_decreasing
@@ -37,6 +38,13 @@ def test_statistics_of_the_validation_sentences_are_the_librarys(studio_env, tin
     table = next(d.value for d in at.dataframe if "max_weight" in d.value.columns)
     assert table["entropy"].is_monotonic_decreasing
     chart_titled(at, "Jensen-Shannon divergence between heads")
+    at.selectbox(key="attention_corpus_example_head").set_value("cross:L1H1").run()
+    most, least = want_stats.examples("cross", 0, 0)
+    sources = [s for s, _ in examples][:200]
+    links = "\n".join(str(m.value) for m in at.markdown if "/attention?" in str(m.value))
+    for i in [*most, *least]:
+        assert f"[{sources[i]}](/attention?" in links
+    assert "kind=cross&layer=1&head=1" in links
 
 
 def test_an_encoder_only_model_gets_the_same_section(studio_env, tmp_path, monkeypatch):

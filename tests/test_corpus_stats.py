@@ -199,3 +199,19 @@ def test_torchrun_statistics_equal_one_process(tmp_path):
         for name, value in x.items():
             if isinstance(value, float):
                 assert y[name] == pytest.approx(value, abs=1e-6)
+
+
+def test_examples_are_the_sentences_nearest_and_furthest_from_a_heads_average(reverse_lm):
+    texts = [*STRINGS, "abcd", "qrstuvwxyzab"]
+    stats = corpus_statistics(reverse_lm, texts, texts)
+    most, least = stats.examples("encoder_self", 1, 0, n=2)
+    mean = float(stats.frame.query("kind == 'encoder_self' and layer == 1 and head == 0")["entropy"].iloc[0])
+    def entropy(text: str) -> float:
+        w = teacher_forced(reverse_lm, text, text).trace.weights("encoder_self")[1, 0].float().clamp(min=1e-30)
+        return float(-(w * w.log()).sum(-1).mean())
+
+    per = {i: entropy(t) for i, t in enumerate(texts)}
+    order = sorted(per, key=lambda i: abs(per[i] - mean))
+    assert most == order[:2] and least == order[::-1][:2]
+    with pytest.raises(KeyError, match="no head"):
+        stats.examples("encoder_self", 5, 0)

@@ -64,6 +64,7 @@ class _KindSums:
     js_rows: int = 0
     hits: torch.Tensor | None = None  # (L, H) gold-aligned rows whose largest weight is on the gold source token
     aligned: int = 0  # rows with a gold source token
+    per_sentence: dict[int, torch.Tensor] = field(default_factory=dict)  # sentence index -> (L, H) mean entropy
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,17 @@ class CorpusStats:
     skipped: tuple[str, ...]  # one line per sentence that could not be read, why
     js_sentences: int
     mode: str  # "greedy", "reference" (teacher-forced) or "masked" (encoder-only, one forward pass)
+    entropies: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict, repr=False)  # kind -> i -> (L, H)
+
+    def examples(self, kind: str, layer: int, head: int, n: int = 3) -> tuple[list[int], list[int]]:
+        """The sentences (corpus indices) where the head's mean entropy is nearest its corpus average, and those
+        where it is furthest from it: (most like its average, least like it), n each, nearest / furthest first."""
+        rows = self.frame.query("kind == @kind and layer == @layer and head == @head")
+        if rows.empty:
+            raise KeyError(f"no head {kind} layer {layer + 1} head {head + 1} in these statistics")
+        mean = float(rows["entropy"].iloc[0])
+        gaps = sorted((abs(float(e[layer, head]) - mean), i) for i, e in self.entropies.get(kind, {}).items())
+        return [i for _, i in gaps[:n]], [i for _, i in reversed(gaps[-n:])]
 
     def ranked(self, statistic: str = "max_weight", ascending: bool = False) -> pd.DataFrame:
         """The heads sorted by a statistic (Voita et al.: by confidence, most confident first)."""
@@ -95,7 +107,9 @@ class CorpusStats:
                 "js_sentences": self.js_sentences, "statistics": STATISTICS,
                 "heads": self.frame.astype(object).where(self.frame.notna(), None).to_dict(orient="records"),
                 "js": {k: [[round(float(v), 6) for v in row] for row in m] for k, m in self.js.items()},
-                "clusters": {k: self.clusters(k) for k in self.js}}
+                "clusters": {k: self.clusters(k) for k in self.js},
+                "examples": [{"kind": k, "layer": la, "head": h, **dict(zip(("most", "least"), self.examples(k, la, h)))}
+                             for k, la, h in zip(self.frame["kind"], self.frame["layer"], self.frame["head"])]}
 
 
 def average_linkage_order(distance: torch.Tensor) -> list[int]:
@@ -233,6 +247,7 @@ def corpus_sums(lm: InspectableModel, sources: Sequence[str], references: Sequen
             for name, value in stats.items():
                 entry.sums[name] += value.double()
             entry.rows += w.shape[2]
+            entry.per_sentence[i] = (stats["entropy"] / w.shape[2]).float()
             if gold is not None and kind == spec.cross_kind and (aligned := gold(text)):
                 hits, count = alignment_hits(w, aligned)
                 entry.hits = hits[:, :-1].double() if entry.hits is None else entry.hits + hits[:, :-1].double()
@@ -259,8 +274,9 @@ def merge_sums(parts: Sequence[CorpusSums]) -> CorpusSums:
             have = kinds.get(kind)
             if have is None:
                 kinds[kind] = _KindSums({k: v.clone() for k, v in entry.sums.items()}, entry.rows, entry.js,
-                                        entry.js_rows, entry.hits, entry.aligned)
+                                        entry.js_rows, entry.hits, entry.aligned, dict(entry.per_sentence))
                 continue
+            have.per_sentence.update(entry.per_sentence)
             for name, value in entry.sums.items():
                 have.sums[name] = have.sums[name] + value
             have.rows += entry.rows
@@ -290,7 +306,8 @@ def stats_from_sums(sums: CorpusSums) -> CorpusStats:
     js = {kind: (entry.js / max(entry.js_rows, 1)).float() for kind, entry in sums.kinds.items()
           if entry.js is not None}
     skipped = tuple(f"line {i + 1}: {why}" for i, why in sums.skipped)
-    return CorpusStats(pd.DataFrame(rows), js, sums.sentences, skipped, sums.js_sentences, sums.mode)
+    entropies = {kind: dict(entry.per_sentence) for kind, entry in sums.kinds.items()}
+    return CorpusStats(pd.DataFrame(rows), js, sums.sentences, skipped, sums.js_sentences, sums.mode, entropies)
 
 
 def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +15,7 @@ from transformer.charts import js_cluster_map
 from transformer.data import MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
 from transformer.decode import ALL_TITLES, InputError
 from transformer.model import Head
-from ui.models import ActiveModel
+from ui.models import MODEL_KEY, ActiveModel
 from ui.server import refuse, speaker_only
 
 from .background import background_result, job_running, keep_result, kept_result
@@ -65,9 +66,33 @@ def _show(stats: CorpusStats, n_heads: dict[str, int], key: str) -> None:
                           **{name: table[name] for name in CORPUS_STATISTICS}})
     st.dataframe(shown, hide_index=True, key=f"{key}_table", height=280, column_config={
         name: st.column_config.NumberColumn(name, format="%.3f", help=what) for name, what in CORPUS_STATISTICS.items()})
+    _show_examples(stats, shown["head"].tolist(), key)
     kinds = list(stats.js)
     kind = st.radio("Clusters of", kinds, format_func=ALL_TITLES.__getitem__, key=f"{key}_kind", horizontal=True)
     show_chart(js_cluster_map(stats.js[kind], stats.clusters(kind), n_heads[kind]), width="content")
+
+
+def _show_examples(stats: CorpusStats, labels: list[str], key: str) -> None:
+    """The sentences where a head is most and least like its average (by its mean entropy), each a link that opens
+    it on the Attention page at that head."""
+    sources = st.session_state.get(f"{key}_sources") or ()
+    label = st.selectbox("Examples of head", labels, key=f"{key}_example_head",
+                         help="The sentences where this head's mean entropy is nearest its corpus average, and "
+                              "furthest from it.")
+    if not label or not sources:
+        return
+    h = Head.parse(label)
+    most, least = stats.examples(h.kind, h.layer, h.head)
+    model = st.session_state.get(MODEL_KEY, "")
+
+    def link(i: int) -> str:
+        query = urlencode({"model": model, "text": sources[i], "kind": h.kind, "layer": h.layer + 1,
+                           "head": h.head + 1})
+        return f"- [{md(sources[i])}](/attention?{query})"
+
+    c_most, c_least = st.columns(2)
+    c_most.markdown("**Most like its average**\n\n" + "\n".join(link(i) for i in most if i < len(sources)))
+    c_least.markdown("**Least like its average**\n\n" + "\n".join(link(i) for i in least if i < len(sources)))
 
 
 def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
@@ -116,4 +141,5 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
         if error is not None:
             raise error
         keep_result(identity, stats)
+    st.session_state[f"{key}_sources"] = corpus.sources
     _show(stats, {k: h for k, (_, h) in active.decoder.head_counts().items()}, key)
