@@ -11,7 +11,8 @@ same machine. The server's CPU time per session (its process's user + system tim
 sessions) depends little on how busy the machine is. The server's memory is the resident set of its process,
 sampled every 0.2 s: at rest before the sessions, and its peak while they open (a part's "over one session" is its
 peak less the 1-session part's peak).
-A session is dropped when it gets no chart: an error, a closed connection, an exception on its page, a timeout.
+A session is dropped when it gets no chart: an error, a closed connection, an exception on its page, a timeout; the
+server's log is searched for tracebacks too.
 """
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ def on_fresh_server(checkpoints: Path, part, *args) -> dict:
     with tempfile.TemporaryDirectory() as runs, running_app(
             checkpoints, Path(runs), extra_env={"ATTENTION_STUDIO_AUDIENCE": "all"}, start_timeout=180) as server:
         time.sleep(2.0)  # let the warm start's last imports settle before measuring memory at rest
-        return part(server.url, server.pid, *args)
+        row = part(server.url, server.pid, *args)
+        return {**row, "server_tracebacks": server.log_text().count("Traceback")}
 
 
 def main() -> None:
