@@ -104,3 +104,21 @@ def test_a_long_row_is_drawn_as_a_window_around_where_the_heads_look():
     assert last - first == MAX_NODE_KEYS and first <= 500 < last
     assert node_attention_chart(weights, [f"t{i}" for i in range(600)]).to_dict()["width"] <= 1280
     assert beam_key_window(weights[..., :40]) == (0, 40)
+
+
+def test_the_offline_replay_shows_the_beam_trace(tmp_path, capsys):
+    import json
+    import re
+    from pathlib import Path
+
+    from transformer.cli import main
+    model = str(Path(__file__).resolve().parents[1] / "checkpoints" / "reverse")
+    page = tmp_path / "replay.html"
+    assert main(["decode", model, "abcdefgh", "--beam", "3", "--html", str(page)]) == 0
+    expected = beam_tree(open_model(model), "abcdefgh", 3, length_penalty_alpha=0.6)
+    text = page.read_text()
+    block = re.search(r'<script type="application/json" id="replay-data">(.*?)</script>', text, re.S)
+    data = json.loads(block.group(1).replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+    assert [h["text"] for h in data["beam"]["hypotheses"]] == [h.text for h in expected.hypotheses]
+    nodes = next(d for d in data["beam"]["spec"]["datasets"].values() if d and "status" in d[0])
+    assert len(nodes) >= len(expected.nodes) - 1 and 'id="beam-box"' in text

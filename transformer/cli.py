@@ -122,7 +122,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
     if args.html:
-        write_replay(args.html, result, lm.name, weights_line(args.dir))
+        write_replay(args.html, result, lm.name, weights_line(args.dir), tree)
     if args.video:
         write_decode_video(args.video, result, f"{lm.name} · {weights_line(args.dir).lower()}",
                            layer=args.video_layer, head=args.video_head)

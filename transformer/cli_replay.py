@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .charts import replay_html
 from .cli_args import UsageError
-from .decode import DecodeResult
+from .decode import BeamTree, DecodeResult
 from .store import is_checkpoint_folder, write_file_atomic
 
 
@@ -24,9 +24,11 @@ def weights_line(folder: str) -> str:
     return f"Weights of step {step:,} ({which})" if isinstance(step, int) else f"Weights: {which}"
 
 
-def write_replay(path: str, result: DecodeResult, model_name: str, weights: str) -> None:
-    """Write the replay page of `result` to `path`; ReplayTooLargeError when it is too long for one file."""
-    page = replay_html(result, model_name, weights)
+def write_replay(path: str, result: DecodeResult, model_name: str, weights: str, beam: BeamTree | None = None
+                 ) -> None:
+    """Write the replay page of `result` (and the beam tree, with --beam) to `path`; ReplayTooLargeError when it is
+    too long for one file."""
+    page = replay_html(result, model_name, weights, beam)
     try:
         write_file_atomic(path, page)
     except OSError as exc:

@@ -19,8 +19,9 @@ import altair as alt
 import torch
 
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
-from ..decode import KINDS, DecodeResult
+from ..decode import KINDS, BeamTree, DecodeResult
 from .attention import attention_heatmap
+from .beam import beam_tree_chart
 from .step import decoder_row_chart, source_strip, topk_bars, topk_frame
 from .style import visible_token
 
@@ -143,8 +144,10 @@ def _steps(result: DecodeResult) -> list[dict[str, Any]]:
             for t, s in enumerate(result.steps)]
 
 
-def replay_data(result: DecodeResult, model_name: str, weights: str = "") -> dict[str, Any]:
-    """Everything the replay page draws, as plain JSON-ready data (see `replay_html`)."""
+def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None
+                ) -> dict[str, Any]:
+    """Everything the replay page draws, as plain JSON-ready data (see `replay_html`); with `beam`, the beam tree
+    (its final hypotheses and the tree chart, issue 33)."""
     kinds = replay_kinds(result)
     if not kinds:
         raise ValueError("the trace holds no attention to replay")
@@ -168,17 +171,21 @@ def replay_data(result: DecodeResult, model_name: str, weights: str = "") -> dic
         tokens = trace.decoder_input_tokens
         strip = decoder_row_chart(tokens, [0.0] * len(tokens), max_width=560)
         data["prefix_strip"] = {"spec": _named_data(strip.to_dict(), ["strip"]), "rows": _template(strip)}
+    if beam is not None:
+        data["beam"] = {"width": beam.width, "spec": beam_tree_chart(beam, max_width=900).to_dict(),
+                        "hypotheses": [{"text": h.text, "score": round(h.score, 4), "log_prob": round(h.log_prob, 4),
+                                        "finished": h.finished} for h in beam.hypotheses]}
     return data
 
 
-def replay_html(result: DecodeResult, model_name: str, weights: str = "") -> str:
+def replay_html(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None) -> str:
     """One self-contained HTML page replaying `result` step by step (Next/Prev and the arrow keys, every attention
     kind the trace has, layer and head pickers and the mean of heads, the top-k of each step), offline.
 
     `model_name` and `weights` (which weights these are, e.g. "Weights of step 6,684") are shown in its header.
     Raises ReplayTooLargeError over MAX_REPLAY_STEPS steps or MAX_REPLAY_BYTES bytes.
     """
-    data = replay_data(result, model_name, weights)
+    data = replay_data(result, model_name, weights, beam)
     title = f"Replay · {model_name} · {result.source_text}"
     parts = {"title": html.escape(visible_token(title[:200])), "data": script_json(data), "vega": vega_bundle()}
     page = re.sub(r"\{\{(title|data|vega)\}\}", lambda m: parts[m.group(1)], _PAGE.read_text(encoding="utf-8"))
