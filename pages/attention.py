@@ -23,6 +23,8 @@ from ui.views import (
     require_model,
     share_text,
     show_agreement,
+    masked_attention_result,
+    segment_choice,
     show_corpus_statistics,
     show_attention_inside,
     show_line_view,
@@ -47,12 +49,19 @@ text = col_text.text_input(active.family.input_role.capitalize(), key="attention
                            args=("attention_text",),
                            max_chars=MAX_INPUT_CHARS)
 st.session_state.setdefault("attention_mode", "greedy")
-mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key="attention_mode")
-shown = attention_result(active, text, mode)
+second = ""
+if active.family.decodes:
+    mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key="attention_mode")
+    shown = attention_result(active, text, mode)
+else:  # an encoder-only model: one forward pass over one sentence or a pair
+    mode, shown = "greedy", masked_attention_result(active, text, col_mode, key="attention_pair")
+    second = shown[1] if shown is not None else ""
+    shown = (shown[0], None) if shown is not None else None
 if shown is None:
     st.stop()
 result, reference = shown
-trace = pieces = result.trace  # `pieces` stays per token: attribution (and so agreement) is per piece
+pieces = result.trace  # `pieces` stays per token: attribution (and so agreement) is per piece
+trace = segment_choice(active, text, second, pieces, key="attention_segment")  # a pair's segment filter
 if (asked := merged_words()) is not None:  # a shared link's choice
     st.session_state.setdefault("attention_merge_words", asked)
 subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words

@@ -215,3 +215,20 @@ def test_every_page_opens_a_bert_base_shaped_model(studio_env, bert_base_root, m
     for chart in charts(at):
         width = chart["spec"].get("width")
         assert not isinstance(width, (int, float)) or width <= 1280
+
+
+def test_the_attention_page_offers_the_segment_filter_for_a_pair(hf_env, lm):
+    at = _open("attention", "a man sees the dog", key="attention_text")
+    assert "attention_segment" not in [c.key for c in at.segmented_control]  # one sentence: no segments
+    at.text_input(key="attention_pair").input("the dog runs").run()
+    at.segmented_control(key="attention_segment").set_value("A→B").run()
+    assert_no_exception(at)
+    result = fill_masks(lm, "a man sees the dog", "the dog runs")
+    seg = result.segments
+    frame = only_frame(chart_titled(at, "Encoder self-attention · layer 3"))
+    weights = result.trace.matrix("encoder_self", 2).numpy()
+    for row in frame.itertuples():
+        inside = seg[row.query_index] == 0 and seg[row.key_index] == 1
+        assert row.weight == pytest.approx(weights[row.query_index, row.key_index] if inside else 0.0, abs=1e-6)
+    assert frame["weight"].max() > 0
+    assert dict(at.query_params).get("segment") == "A→B" and dict(at.query_params).get("pair") == "the dog runs"

@@ -18,7 +18,17 @@ from transformer.analysis import (
     segment_filter,
 )
 from transformer.charts import attention_heatmap, head_change_map, prediction_bars
-from transformer.decode import MAX_INPUT_CHARS, FillResult, InputError, fill_masks, no_mask_message, read_masked
+from transformer.decode import (
+    MAX_INPUT_CHARS,
+    AttentionTrace,
+    DecodeResult,
+    FillResult,
+    InputError,
+    fill_masks,
+    masked_decode,
+    no_mask_message,
+    read_masked,
+)
 from transformer.model import Head
 from ui.models import ActiveModel
 
@@ -176,3 +186,39 @@ def show_mask_page(active: ActiveModel) -> None:
     if result.predictions:
         _show_ablation(active, result, text, second, positions, top_k)
         _show_attribution(active, result)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _pair_result(model_key: str, _active: ActiveModel, text: str, second: str) -> DecodeResult:
+    return masked_decode(_active.decoder, text, second)
+
+
+def masked_attention_result(active: ActiveModel, text: str, column: st.delta_generator.DeltaGenerator, *, key: str
+                            ) -> tuple[DecodeResult, str] | None:
+    """The Attention page's input for an encoder-only model: the text and an optional second sentence in `column`
+    (its "decoder input" choice does not apply); (the one forward pass's result, the second sentence), or None after
+    a message."""
+    second = column.text_input("Second sentence (B, optional)", key=key, max_chars=MAX_INPUT_CHARS,
+                               help="A sentence pair: [CLS] A [SEP] B [SEP]; each map then offers the segment filter "
+                                    "(A→A, B→B, A→B, B→A).")
+    try:
+        with st.spinner(decoding_message(active), show_time=True):
+            return _pair_result(active.cache_key, active, text, second), second
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        return None
+
+
+def segment_choice(active: ActiveModel, text: str, second: str, trace: AttentionTrace, *, key: str
+                   ) -> AttentionTrace:
+    """A sentence pair's segment filter over every map of `trace` (all maps unchanged for one sentence or a family
+    that decodes): only the chosen block of each map kept, the model's weights unchanged."""
+    if active.family.decodes or not second.strip():
+        return trace
+    _, segments, _ = read_masked(active.decoder, text, second)
+    st.session_state.setdefault(key, "all")
+    which = st.segmented_control("Segments (rows → columns)", list(SEGMENT_FILTERS), key=key,
+                                 help="A is the first sentence (with [CLS] and its [SEP]), B the second: A→B keeps "
+                                      "attention from A's tokens to B's; the rest shows as 0 (weights are not "
+                                      "renormalised).") or "all"
+    return segment_filter(trace, segments, which)
