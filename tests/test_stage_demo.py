@@ -10,7 +10,8 @@ from transformer.model import STAGE_RECIPES, CleanRule, ConfigError, stage_confi
 from transformer.train import CLEAN, StopWhenClean, Trainer, TrainingJob
 
 TINY_MODEL = dict(d_model=16, n_heads=2, d_ff=32)
-EASY = CleanRule(min_exact_match=0.0, min_alignment=0.0, check_every=2, gate_accuracy=0.0, eval_examples=5)
+EASY = CleanRule(min_exact_match=0.0, min_alignment=0.0, check_every=2, gate_accuracy=0.0, eval_examples=5,
+                 confirm_examples=5)
 HARD = CleanRule(min_exact_match=1.0, min_alignment=1.0, check_every=2, gate_accuracy=0.0, eval_examples=5)
 
 
@@ -49,6 +50,15 @@ def test_a_clean_picture_ends_the_run_and_says_so():
     assert trainer.step == EASY.check_every and rule_cb.checks == 1
     assert trainer.evals[-1]["step"] == trainer.step and trainer.evals[-1]["n"] == EASY.eval_examples
     assert rule_cb.note(trainer).startswith(f"the picture is clean at step {trainer.step}")
+
+
+@pytest.mark.slow
+def test_a_check_that_passes_is_confirmed_on_more_examples():
+    trainer, rule_cb = _trainer(CleanRule(min_exact_match=0.0, min_alignment=0.0, check_every=2, gate_accuracy=0.0,
+                                          eval_examples=5, confirm_examples=500))
+    assert trainer.run() == CLEAN and trainer.step == 2
+    assert [m["n"] for m in trainer.evals] == [5, 20]  # the check, then all 20 validation examples
+    assert rule_cb.clean["n"] == 20
 
 
 @pytest.mark.slow

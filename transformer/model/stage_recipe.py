@@ -19,7 +19,8 @@ from .config import ConfigError, ModelConfig, TrainConfig, default_configs
 class CleanRule:
     """When the picture is clean: exact match and the best head's alignment at least these, checked on
     `eval_examples` validation examples every `check_every` steps once the training batches' token accuracy
-    (mean of the last `check_every` steps) reaches `gate_accuracy`; at most `max_seconds` of training."""
+    (mean of the last `check_every` steps) reaches `gate_accuracy`, and a check that passes confirmed on
+    `confirm_examples` (or every validation example, if fewer); at most `max_seconds` of training."""
 
     min_exact_match: float = 0.99
     min_alignment: float = 0.9
@@ -27,6 +28,7 @@ class CleanRule:
     check_every: int = 25
     gate_accuracy: float = 0.99
     eval_examples: int = 200
+    confirm_examples: int = 500
 
     def met(self, metrics: dict[str, Any]) -> bool:
         """True when an evaluation's exact match and best head alignment pass the thresholds."""

@@ -24,6 +24,7 @@ class StopWhenClean:
         self.clean: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
         self.own: dict[str, Any] | None = None  # the newest evaluation this rule asked for
+        self.candidate = False  # a check passed; a larger one confirms it
         self.checks = 0
 
     def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
@@ -35,12 +36,18 @@ class StopWhenClean:
             return
         self.checks += 1
         self.own = trainer.evaluate(self.rule.eval_examples)  # on_eval below judges it
+        if self.candidate:
+            self.candidate = False
+            self.own = trainer.evaluate(self.rule.confirm_examples)
 
     def on_eval(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
         self.last = metrics
         if self.clean is None and self.rule.met(metrics):
-            self.clean = metrics
-            trainer.done = CLEAN
+            if metrics["n"] >= min(self.rule.confirm_examples, len(trainer.task.valid)):
+                self.clean = metrics
+                trainer.done = CLEAN
+            else:
+                self.candidate = True
 
     def note(self, trainer: Trainer) -> str:
         """One line on how the run ended: clean at which step and second, or not (yet) clean and why."""
