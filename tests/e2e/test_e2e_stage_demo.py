@@ -38,7 +38,7 @@ def test_the_train_button_and_the_stage_demo_need_no_scrolling_at_1280x720(serve
             lr.wait_for(state="visible")  # ... one click away
 
             page.locator(".st-key-train_stage label").click()  # the stage demo fills in its recipe
-            page.wait_for_function("() => document.querySelector('.st-key-train_max_seconds input')?.value === '120'",
+            page.wait_for_function("() => document.querySelector('.st-key-train_max_seconds input')?.value === '300'",
                                    timeout=60_000)
             page.get_by_text(re.compile("^Stage demo: trains until the picture is clean")).wait_for()
             for key, value in {"train_max_steps": 5, "train_n_train": 300, "train_batch_size": 16}.items():
