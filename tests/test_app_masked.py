@@ -232,3 +232,17 @@ def test_the_attention_page_offers_the_segment_filter_for_a_pair(hf_env, lm):
         assert row.weight == pytest.approx(weights[row.query_index, row.key_index] if inside else 0.0, abs=1e-6)
     assert frame["weight"].max() > 0
     assert dict(at.query_params).get("segment") == "A→B" and dict(at.query_params).get("pair") == "the dog runs"
+
+
+def test_the_attention_pages_ablation_of_an_encoder_only_model(hf_env, lm):
+    text = "a man in a [MASK] shirt"
+    at = _open("attention", text, key="attention_text")
+    at.multiselect(key="attention_ablate").set_value(["enc:L1H2"]).run()
+    assert_no_exception(at)
+    want = fill_masks(lm, text, head_mask=head_mask(lm, [Head("encoder_self", 0, 1)]))
+    frame = only_frame(chart_titled(at, "Encoder self-attention · layer 3 · mean of heads with the heads switched off"))
+    weights = want.trace.matrix("encoder_self", 2).numpy()
+    got = frame.sort_values(["query_index", "key_index"])["weight"].to_numpy()
+    assert got.tolist() == pytest.approx(weights.flatten().tolist(), abs=1e-6)
+    intact = fill_masks(lm, text).trace.matrix("encoder_self", 2).numpy()
+    assert abs(weights - intact).max() > 1e-7  # the head's absence reaches a later layer (a random model: a little)

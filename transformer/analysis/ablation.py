@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ..adapters import ban
-from ..decode import DecodeResult, InputError, greedy_decode, read_source
+from ..decode import DecodeResult, InputError, greedy_decode, masked_decode, read_source
 from ..adapters import InspectableModel
 from ..model import Head, HeadError, HeadMask
 
@@ -64,6 +64,8 @@ def ablated_decode(lm: InspectableModel, text: str, heads: Sequence[Head], *, to
     """Greedy decoding with `heads` switched off (raises HeadError for an empty selection or a missing head)."""
     if not heads:
         raise HeadError("no head selected: choose at least one head to switch off")
+    if not lm.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
+        return masked_decode(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
     return greedy_decode(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
 
 

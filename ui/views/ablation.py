@@ -26,7 +26,7 @@ from transformer.charts import (
     source_strip,
     step_probability_chart,
 )
-from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, teacher_forced
+from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
 from ui.models import ActiveModel
 from ui.server import refuse, speaker_only
 
@@ -64,6 +64,8 @@ def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | N
              top_k: int) -> DecodeResult:
     lm = _active.decoder
     mask = head_mask(lm, [parse_head(label, lm) for label in labels])
+    if not lm.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
+        return masked_decode(lm, text, top_k=top_k, head_mask=mask)
     if reference is None:
         return greedy_decode(lm, text, top_k=top_k, head_mask=mask)
     return teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
