@@ -72,7 +72,7 @@ def multi30k(folder: Path):
 
 
 PARTS = {"bart": bart, "gpt2": gpt2, "opus": opus, "multi30k": multi30k}
-EXTRA = {"sampling": gpt2, "beam": opus}  # a sampled decode vs greedy (GPT-2 shape); the beam tree vs generate
+EXTRA = {"sampling": gpt2, "beam": opus, "size": bart}  # a sampled decode vs greedy (GPT-2 shape); the beam tree vs generate
 
 
 def _timed(fn):
@@ -136,13 +136,25 @@ def beam_vs_generate(lm) -> dict:
             "tree_ratio": round(min(ours) / min(theirs), 3), "nodes": len(tree.nodes)}
 
 
+def trace_size(lm) -> dict:
+    """The trace JSON of a 20-token decode at bart-large's shape with the lens and the width-4 beam tree, against the
+    replay's 20 MB limit."""
+    from transformer.analysis import every_step_lens, lens_dict
+    result = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False, residuals=True)
+    plain = len(json.dumps(result.to_dict()))
+    lens = len(json.dumps(lens_dict(every_step_lens(lm, result))))
+    beam = len(json.dumps(beam_tree(lm, TEXT, 4, max_steps=STEPS).to_dict()))
+    return {"part": "size", "model": lm.name, "trace_mb": round(plain / 1e6, 2), "lens_mb": round(lens / 1e6, 3),
+            "beam_mb": round(beam / 1e6, 2), "total_mb": round((plain + lens + beam) / 1e6, 2)}
+
+
 def main(argv: list[str]) -> None:
     torch.set_num_threads(2)
     for part in argv or [*PARTS, *EXTRA]:
         if part in EXTRA:
             with tempfile.TemporaryDirectory() as tmp:
                 lm = EXTRA[part](Path(tmp) / part)
-                figures = sampling_vs_greedy(lm) if part == "sampling" else beam_vs_generate(lm)
+                figures = {"sampling": sampling_vs_greedy, "beam": beam_vs_generate, "size": trace_size}[part](lm)
             print(json.dumps(figures), flush=True)
         else:
             print(json.dumps(measure(part)), flush=True)
