@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..adapters import InspectableModel, ban
 from ..adapters.patching import (
@@ -178,6 +178,17 @@ class _Memory(_Encoded):
             else base.mask
 
 
+class _LastRow(nn.Module):
+    """An output projection that projects only the last position (the metric reads nothing else): (N, 1, V)."""
+
+    def __init__(self, projection: nn.Module) -> None:
+        super().__init__()
+        self.projection = projection
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.projection(x[:, -1:])
+
+
 def _lowest_layer(row: Sequence[Patch]) -> int:
     """The first layer a row's patches make run differently (the layers before it can be replayed)."""
     return min((max(p.index - 1, 0) if p.point == RESIDUAL else p.index for p in row), default=0)
@@ -221,6 +232,8 @@ def patched_metrics(lm: InspectableModel, setup: PatchingSetup, rows: Sequence[S
     with lm.running():
         encoded = _Encoded(lm, src) if lm.family.has_cross else None
         layers, recorded = _recorded_layers(lm, src, tgt)
+        head_path = lm.output_path()
+        last_row = substituted(lm.network, {head_path: _LastRow(lm.network.get_submodule(head_path))})
         for first in range(0, len(order), batch):
             chunk = order[first: first + batch]
             for group in sorted({key[i][0] for i in chunk}):
@@ -231,15 +244,15 @@ def patched_metrics(lm: InspectableModel, setup: PatchingSetup, rows: Sequence[S
                     for r, i in enumerate(members):
                         for p in rows[i]:
                             memory[r, list(p.positions)] = lm.encoder_final_norm(p.value.to(memory.dtype))
-                    logits = _Memory(encoded, memory).logits(lm.network, tgt.expand(n, -1))
+                    logits = _Memory(encoded, memory).logits(last_row, tgt.expand(n, -1))
                 else:
-                    replay = {}
+                    replay: dict[str, nn.Module] = {head_path: _LastRow(lm.network.get_submodule(head_path))}
                     if layers is not None:
                         lowest = min(key[i][1] for i in members)
                         side = layers["encoder" if group == 2 else "decoder"]
-                        replay = {path: Replay(lm.network.get_submodule(path), recorded[path], n)
-                                  for path in side[:lowest]}
-                    view = substituted(lm.network, replay) if replay else lm.network
+                        replay.update({path: Replay(lm.network.get_submodule(path), recorded[path], n)
+                                       for path in side[:lowest]})
+                    view = substituted(lm.network, replay)
                     patches = [replace(p, row=r) for r, i in enumerate(members) for p in rows[i]]
                     with patching(points, patches, counts):
                         if group == 1:
