@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from ..analysis import HeadComputation
-from .style import visible_token
+from .style import AUTOSIZE, visible_token
 
 TOP_DIMS = 16  # dimensions shown of a long vector (the largest by what they add to the stage)
 KEY_WINDOW = 40  # keys shown at once; a longer input is shown as a window the caller moves
@@ -56,7 +56,7 @@ def _key_labels(tokens: Sequence[str], start: int, stop: int) -> list[str]:
 
 def _strip(vector: Tensor, dims: list[int], title: str, width: int = WIDTH) -> alt.Chart:
     frame = pd.DataFrame({"dimension": [f"d{d}" for d in dims], "value": vector[dims].tolist(), "order": dims})
-    return alt.Chart(frame, title=title, width=width, height=28).mark_rect().encode(
+    return alt.Chart(frame, title=title, width=width, height=28, autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
         tooltip=["dimension", alt.Tooltip("value:Q", format=".4f")])
@@ -65,7 +65,8 @@ def _strip(vector: Tensor, dims: list[int], title: str, width: int = WIDTH) -> a
 def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width: int = WIDTH) -> alt.Chart:
     rows = [{"key": key, "dimension": f"d{d}", "order": d, "value": float(matrix[r, d])}
             for r, key in enumerate(keys) for d in dims]
-    return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(14 * len(keys), 40)).mark_rect().encode(
+    return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(14 * len(keys), 40),
+                     autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
         y=alt.Y("key:N", sort=keys, title=None),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
@@ -82,7 +83,7 @@ def _bars(values: Sequence[float], keys: list[str], title: str, width: int = WID
         tooltip=["key", alt.Tooltip("label:N", title="value")])
     masked = alt.Chart(frame[frame["value"].isna()]).mark_text(align="left", dx=3).encode(
         y=alt.Y("key:N", sort=keys), x=alt.datum(0), text="label:N")
-    return alt.layer(bars, masked, title=title)
+    return alt.layer(bars, masked, title=title).properties(autosize=AUTOSIZE)
 
 
 def stage_charts(c: HeadComputation, key_tokens: Sequence[str], window: tuple[int, int] | None = None,
@@ -125,8 +126,8 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
     rows = [{"query": q, "key": keys[j - start], "contribution": float(matrix[i, j])}
             for i, q in enumerate(queries) for j in range(start, stop)]
     cell = max(min(width / max(stop - start, 1), 28.0), 6.0)
-    return alt.Chart(pd.DataFrame(rows), title=title, width=cell * (stop - start),
-                     height=cell * len(queries)).mark_rect().encode(
+    return alt.Chart(pd.DataFrame(rows), title=title, width=cell * (stop - start), height=cell * len(queries),
+                     autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("key:N", sort=keys, title="keys", axis=alt.Axis(labelAngle=-60)),
         y=alt.Y("query:N", sort=queries, title="queries"),
         color=alt.Color("contribution:Q", scale=alt.Scale(scheme="greens", domainMin=0),
@@ -146,7 +147,8 @@ def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: S
             for i, q in enumerate(queries) for j in range(start, stop)]
     cell = max(min(420 / max(stop - start, 1), 24.0), 6.0)
     return alt.Chart(pd.DataFrame(rows), title=title if mask is not None else f"{title} · the model adds no mask here",
-                     width=cell * (stop - start), height=cell * len(queries)).mark_rect(stroke="white").encode(
+                     width=cell * (stop - start), height=cell * len(queries),
+                     autosize=AUTOSIZE).mark_rect(stroke="white").encode(
         x=alt.X("key:N", sort=keys, title="keys", axis=alt.Axis(labelAngle=-60)),
         y=alt.Y("query:N", sort=queries, title="queries"),
         color=alt.Color("added:N", scale=alt.Scale(domain=["visible (+0)", "hidden (−∞)"],

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from ..decode import AttentionTrace
-from .style import visible_token
+from .style import AUTOSIZE, visible_token
 
 LINE_THRESHOLD = 0.02  # weights below this draw no line
 LINE_WINDOW = 60  # positions shown at once on each side
@@ -71,4 +71,5 @@ def line_view(trace: AttentionTrace, kind: str, layer: int, heads: Sequence[int]
         tooltip=["key_index", "token"]).add_params(pick_k)
     title = (f"{trace.family_spec.title(kind)} · layer {layer + 1} · line view · lines under {threshold:g} "
              f"left out")
-    return alt.layer(rules, queries, keys, title=title).properties(width=width, height=ROW_PX * n_rows)
+    return alt.layer(rules, queries, keys, title=title).properties(width=width, height=ROW_PX * n_rows,
+                                                                      autosize=AUTOSIZE)

@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from ..adapters import LEARNED, RELATIVE, ROTARY, PositionScheme
+from .style import AUTOSIZE
 
 MAX_POSITIONS = 64
 MAX_DIMS = 64
@@ -29,19 +30,19 @@ def position_picture(scheme: PositionScheme, model: str) -> alt.Chart:
     frame = position_frame(scheme)
     if scheme.kind == ROTARY:
         return alt.Chart(frame, title=f"{model} · RoPE: rotation frequency of each dimension pair", width=520,
-                         height=200).mark_bar().encode(
+                         height=200, autosize=AUTOSIZE).mark_bar().encode(
             x=alt.X("pair:O", title="dimension pair"), y=alt.Y("frequency:Q", scale=alt.Scale(type="log"),
                                                                  title="radians per position"),
             tooltip=["pair", alt.Tooltip("frequency:Q", format=".3g")])
     if scheme.kind == RELATIVE:
         return alt.Chart(frame, title=f"{model} · relative position bias per distance bucket and head", width=520,
-                         height=max(14 * frame["head"].nunique(), 60)).mark_rect().encode(
+                         height=max(14 * frame["head"].nunique(), 60), autosize=AUTOSIZE).mark_rect().encode(
             x=alt.X("bucket:O", title="distance bucket"), y=alt.Y("head:N", title=None, sort=None),
             color=alt.Color("bias:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True)),
             tooltip=["bucket", "head", alt.Tooltip("bias:Q", format=".3f")])
     what = "learned position table" if scheme.kind == LEARNED else "sinusoidal position table"
     return alt.Chart(frame, title=f"{model} · {what} (first {frame['position'].max() + 1} positions × "
-                                  f"{frame['dimension'].max() + 1} dimensions)", width=520, height=260).mark_rect().encode(
+                                  f"{frame['dimension'].max() + 1} dimensions)", width=520, height=260, autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:O", title="dimension", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("position:O", title="position", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True)),

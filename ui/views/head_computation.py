@@ -89,7 +89,7 @@ def show_contribution_map(active: ActiveModel, result: DecodeResult, reference: 
     who = "mean of heads (norm of the mean vector)" if head is None else f"head {head + 1}"
     title = f"{trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution"
     chart = contribution_heatmap(matrix, queries, keys, title, window)
-    show_chart(chart, key=f"{page}_contribution_map")
+    show_chart(chart, key=f"{page}_contribution_map", width="content")
     slide_downloads(chart, slide_title(active, result.source_text, reference).lines(title),
                     f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}_contribution",
                     f"{page}_contribution")
@@ -136,7 +136,7 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
     for name in (n for n in order if n in charts):
         chart_col, formula_col = st.columns([3, 1], vertical_alignment="center")
         with chart_col:
-            show_chart(charts[name], key=f"{page}_inside_{name}")
+            show_chart(charts[name], key=f"{page}_inside_{name}", width="content")
         with formula_col:
             if name in STAGES:
                 st.latex(STAGES[name][1])
@@ -187,4 +187,4 @@ def show_step_contribution(active: ActiveModel, result: DecodeResult, reference:
     who = "mean of heads" if head is None or head < 0 else f"head {head + 1}"
     title = f"{result.trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution · rows up to this step"
     show_chart(contribution_heatmap(matrix, queries[: row + 1], keys, title, stage_key_window(len(keys), None, 60)),
-               key="decode_contribution_map")
+               key="decode_contribution_map", width="content")

@@ -107,7 +107,7 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
                     icon=":material/info:")
             return
         st.markdown(scheme.sentence)
-        show_chart(position_picture(scheme, active.option.name), key="learn_positions")
+        show_chart(position_picture(scheme, active.option.name), key="learn_positions", width="content")
         return
     if stage.name == "cross" and not family.has_cross:
         reads = ("one self-attention reads the prompt and what it has written so far" if family.decodes else
@@ -139,7 +139,7 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
             x=alt.X("key:N", sort=None, title=None), y=alt.Y("head:N", title=None),
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1])),
             tooltip=["head", "key", alt.Tooltip("weight:Q", format=".3f")])
-        show_chart(chart, key="learn_heads")
+        show_chart(chart, key="learn_heads", width="content")
         return
     if stage.name == "step":
         step = result.steps[0]
@@ -158,7 +158,7 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
     for name in [*names, *(n for n in stage.charts if n in charts)]:
         chart_col, formula_col = st.columns([3, 1], vertical_alignment="center")
         with chart_col:
-            show_chart(charts[name], key=f"learn_{stage.name}_{name}")
+            show_chart(charts[name], key=f"learn_{stage.name}_{name}", width="content")
         with formula_col:
             if name in STAGES:
                 st.latex(STAGES[name][1])

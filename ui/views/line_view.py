@@ -28,6 +28,6 @@ def show_line_view(trace: AttentionTrace, kind: str, layer: int, page: str = "at
         if not heads:
             st.info("Pick at least one head.", icon=":material/info:")
             return
-        show_chart(line_view(trace, kind, layer, heads, window=window), key=f"{page}_line_view")
+        show_chart(line_view(trace, kind, layer, heads, window=window), key=f"{page}_line_view", width="content")
         st.caption(f"Point at a token to keep only its lines. A line's opacity is its weight; weights under "
                    f"{LINE_THRESHOLD:g} draw no line.")
