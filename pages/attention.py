@@ -124,10 +124,15 @@ ablated_heads = attention_ablation(active, text, result, reference, kind, layer,
 st.subheader("Model view: every layer × head", anchor=False)
 show_model_view(trace, kind, fixed, ablated_heads, slide_title(active, text, reference))
 
-output = current_output(active, result, reference)
-st.subheader("Which heads matter? Ablate each head in turn", anchor=False)
-show_sweep(active, text, output, reference if reference is not None else result.output_text, key="attention_sweep")
-st.subheader("Does attention agree with attribution?", anchor=False)
-show_agreement(active, text, output, pieces, key="attention_agreement", merged=pieces is not trace)
+if active.family.decodes:
+    output = current_output(active, result, reference)
+    st.subheader("Which heads matter? Ablate each head in turn", anchor=False)
+    show_sweep(active, text, output, reference if reference is not None else result.output_text,
+               key="attention_sweep")
+    st.subheader("Does attention agree with attribution?", anchor=False)
+    show_agreement(active, text, output, pieces, key="attention_agreement", merged=pieces is not trace)
+else:  # the sweep and the agreement score an output the model writes; an encoder-only model predicts at masks
+    st.caption("An encoder-only model writes no output to sweep or attribute: the predictions at the masks with heads "
+               "switched off, and the tokens a prediction leans on, are on the Decode page (Predict at the masks).")
 st.subheader("Head statistics over a corpus", anchor=False)
 show_corpus_statistics(active, key="attention_corpus")

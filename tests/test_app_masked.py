@@ -246,3 +246,9 @@ def test_the_attention_pages_ablation_of_an_encoder_only_model(hf_env, lm):
     assert got.tolist() == pytest.approx(weights.flatten().tolist(), abs=1e-6)
     intact = fill_masks(lm, text).trace.matrix("encoder_self", 2).numpy()
     assert abs(weights - intact).max() > 1e-7  # the head's absence reaches a later layer (a random model: a little)
+
+
+def test_the_attention_page_says_where_an_encoder_only_models_sweep_is(hf_env):
+    at = _open("attention", "a man in a [MASK] shirt", key="attention_text")
+    assert "attention_sweep_run" not in [b.key for b in at.button]
+    assert any("Predict at the masks" in t for t in texts(at.caption))
