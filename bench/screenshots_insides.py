@@ -33,10 +33,12 @@ def main() -> None:
         page.set_viewport_size(SIZE)
         page.goto(f"{server.url}/learn?text={TEXT}&present=1")
         wait_charts(page, r"Query vector", 1, timeout_ms=120_000)
-        for _ in range(3):
-            page.keyboard.press("ArrowRight")
+        for title in ("2 · Scaling", "3 · Masks and biases", "4 · Softmax"):
+            page.locator(".st-key-learn_next button").click()
+            page.get_by_role("heading", name=title).wait_for(timeout=60_000)
             wait_idle(page, 60_000)
         wait_charts(page, r"Softmax", 1, timeout_ms=60_000)
+        page.wait_for_timeout(2000)
         page.screenshot(path=str(out / "learn_tour.png"))
     print(f"wrote head_computation.png, line_view.png, learn_tour.png to {out}")
 
