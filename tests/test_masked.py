@@ -151,3 +151,11 @@ def test_the_notebook_decodes_an_encoder_only_model_at_its_masks(folders):
     assert result.mode == "masked" and len(result.steps) == 1
     assert [p for _, p in result.steps[0].top_k] == pytest.approx([v for _, _, v in expected.predictions[0].top_k])
     assert notebook.trace(str(folders["bert"]), "the dog runs").kinds == ("encoder_self",)
+
+
+def test_decode_and_fill_say_which_command_fits_the_family(folders, capsys):
+    assert main(["decode", str(folders["bert"]), "the dog runs"]) == 2
+    assert "(fill)" in capsys.readouterr().err
+    assert main(["fill", "checkpoints/reverse", "abc"]) == 2
+    err = capsys.readouterr().err
+    assert "is an encoder-decoder model" in err and "need an encoder-only model" in err

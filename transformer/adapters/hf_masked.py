@@ -191,11 +191,11 @@ class HFMaskedLM(HFSeq2Seq):
         return EncoderOutput(out.logits, self._maps(out).encoder_self)
 
     def start_cache(self, encoded: EncoderOutput) -> Any:
-        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at masks and does not decode")
+        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not decode")
 
     def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
              ) -> StepOutput:
-        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at masks and does not decode")
+        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not decode")
 
     def forward(self, src: Tensor, tgt: Tensor | None = None, head_mask: HeadMask | None = None) -> ForwardOutput:
         """The masked-LM logits (1, S, V) at every input position and the self-attention; `tgt` is not read."""
@@ -236,7 +236,7 @@ class HFMaskedLM(HFSeq2Seq):
         return network(**self._inputs(src), return_dict=True).logits
 
     def translate(self, texts: Sequence[str]) -> list[str]:
-        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at masks and does not translate")
+        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not translate")
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return masked_attention_outputs(self.model)

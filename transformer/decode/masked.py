@@ -93,8 +93,9 @@ def read_masked(lm: InspectableModel, text: str, second: str = "", mask_position
     """The input as the model reads it with the tokens at `mask_positions` masked, its segments, and the masked
     positions' original tokens; raises InputError for an empty, too long or wrong-family input or a bad position."""
     if lm.family.decodes or not hasattr(lm, "mask_id"):
-        raise InputError(f"{lm.name} is a {lm.family.name} model: predictions at masks need an encoder-only model "
-                         "(BERT, RoBERTa, DistilBERT, ModernBERT)")
+        article = "an" if lm.family.name[0] in "aeiou" else "a"
+        raise InputError(f"{lm.name} is {article} {lm.family.name} model: predictions at masks need an encoder-only "
+                         "model (BERT, RoBERTa, DistilBERT, ModernBERT)")
     _check_text(text)
     if second:
         _check_text(second)
