@@ -98,3 +98,24 @@ def test_the_queue_passes_errors_and_leaves_unbatchable_models_alone(native):
     before = list(queue.batch_sizes)
     assert_same(queue.greedy(causal, "abcd", max_steps=6), greedy_decode(causal, "abcd", max_steps=6))
     assert queue.batch_sizes == before
+
+
+def test_sessions_own_adapters_of_one_network_share_a_batch(native):
+    model, src, tgt = native.model, native.src_tokenizer, native.tgt_tokenizer
+    adapters = [adapter_for(model, src, tgt, name=f"session {i}") for i in range(3)]  # a session builds its own
+    queue = DecodeQueue(window=1.0)
+    results: dict[int, object] = {}
+    barrier = threading.Barrier(3)
+
+    def ask(i: int) -> None:
+        barrier.wait()
+        results[i] = queue.greedy(adapters[i], REVERSE_TEXTS[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert queue.batch_sizes == [3]
+    for i in range(3):
+        assert_same(results[i], greedy_decode(native, REVERSE_TEXTS[i]))

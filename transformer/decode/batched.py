@@ -33,6 +33,7 @@ def can_batch(lm: InspectableModel) -> bool:
 class _Row:
     """One decode in the batch: its source, limits, and what it has chosen so far."""
 
+    lm: InspectableModel  # the row's own adapter: its tokenizer, prefix and generation rules
     text: str
     source: SourceText
     top_k: int
@@ -51,24 +52,30 @@ def _row_output(out: StepOutput, b: int, n_source: int) -> StepOutput:
 
 
 def greedy_decode_many(lm: InspectableModel, texts: Sequence[str], *, top_k: int | Sequence[int] = 5,
-                       max_steps: int | None = None) -> list[DecodeResult | InputError]:
+                       max_steps: int | None = None, readers: Sequence[InspectableModel] | None = None
+                       ) -> list[DecodeResult | InputError]:
     """`greedy_decode(lm, text, top_k=k)` for each text, stepped as one batch where `lm` can (`can_batch`); a text
-    the model cannot read gives its InputError in its place instead of a result."""
+    the model cannot read gives its InputError in its place instead of a result. `readers`: each text's own adapter
+    of `lm`'s network (sessions build their own; its tokenizer, prefix and generation rules read and choose that
+    text's tokens), `lm` for all by default."""
     ks = [int(top_k)] * len(texts) if isinstance(top_k, int) else [int(k) for k in top_k]
+    readers = list(readers) if readers is not None else [lm] * len(texts)
+    if any(r.network is not lm.network or r.start_ids != lm.start_ids for r in readers):
+        raise ValueError("greedy_decode_many: every reader must be an adapter of the same network")
     if not can_batch(lm) or len(texts) < 2:
-        return [_alone(lm, text, k, max_steps) for text, k in zip(texts, ks)]
+        return [_alone(r, text, k, max_steps) for r, text, k in zip(readers, texts, ks)]
     results: list[DecodeResult | InputError | None] = [None] * len(texts)
     rows: dict[int, _Row] = {}
-    for i, (text, k) in enumerate(zip(texts, ks)):
+    for i, (reader, text, k) in enumerate(zip(readers, texts, ks)):
         try:
-            source = read_source(lm, text)
+            source = read_source(reader, text)
         except InputError as exc:
             results[i] = exc
             continue
-        start = lm.decoder_prefix(source)
-        limit = lm.max_target_len - len(start) + 1
-        n_max = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
-        rows[i] = _Row(text, source, k, max(n_max, min(limit, 1)), list(start))
+        start = reader.decoder_prefix(source)
+        limit = reader.max_target_len - len(start) + 1
+        n_max = min(limit, max_steps if max_steps is not None else reader.default_max_steps(len(source.ids)))
+        rows[i] = _Row(reader, text, source, k, max(n_max, min(limit, 1)), list(start))
     if rows:
         for i, result in _decode_rows(lm, rows).items():
             results[i] = result
@@ -97,13 +104,13 @@ def _decode_rows(lm: InspectableModel, rows: dict[int, _Row]) -> dict[int, Decod
             feed = []
             for b, row in enumerate(batch):
                 if not row.done:
-                    _advance(lm, row, out, b, t, len(start))
+                    _advance(row, out, b, t, len(start))
                 feed.append(row.steps[-1].token_id)
             if all(row.done for row in batch):
                 break
             t += 1
             out = lm.step(torch.tensor(feed)[:, None], merged, cache)
-    return {i: _result(lm, row, _own_rows(merged.encoder_self, b, len(row.source.ids)), len(start))
+    return {i: _result(row, _own_rows(merged.encoder_self, b, len(row.source.ids)), len(start))
             for b, (i, row) in enumerate(zip(order, batch))}
 
 
@@ -112,8 +119,9 @@ def _own_rows(encoder_self: tuple[torch.Tensor, ...], b: int, n_source: int) -> 
     return tuple(w[b: b + 1, :, :n_source, :n_source] for w in encoder_self)
 
 
-def _advance(lm: InspectableModel, row: _Row, out: StepOutput, b: int, t: int, n_start: int) -> None:
+def _advance(row: _Row, out: StepOutput, b: int, t: int, n_start: int) -> None:
     """Row `row` chooses its token at step `t` from the batch's output, as `greedy_decode` would."""
+    lm = row.lm
     row.outputs.append(_row_output(out, b, len(row.source.ids)))
     logits = lm.constrain(row.inputs, out.logits[b].float(), row.n_max + n_start)
     row.steps.append(_choose(lm, logits, logits.softmax(-1), row.top_k, None))
@@ -126,8 +134,9 @@ def _advance(lm: InspectableModel, row: _Row, out: StepOutput, b: int, t: int, n
         row.inputs.append(token)
 
 
-def _result(lm: InspectableModel, row: _Row, encoder_self: tuple[torch.Tensor, ...], n_start: int) -> DecodeResult:
+def _result(row: _Row, encoder_self: tuple[torch.Tensor, ...], n_start: int) -> DecodeResult:
     """The row's DecodeResult, built as `greedy_decode` builds it."""
+    lm = row.lm
     source, steps = row.source, row.steps
     first = n_start - row.outputs[0].decoder_self[0].shape[2]
     labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(row.inputs[n_start:])]

@@ -3,7 +3,8 @@ several sessions of one server) are decoded as one padded batch (`greedy_decode_
 
 A caller's thread hands its decode to the queue and waits for its result. One worker thread takes everything that
 arrived, waits `window` seconds more for decodes arriving together (a room opening one QR code), and decodes each
-model's requests as one batch, the same (model, text, top-k) once. Decodes that arrive while a batch runs make the
+model's requests as one batch (grouped by the network: each session has its own adapter of a shared model), the same
+(adapter, text, top-k) once. Decodes that arrive while a batch runs make the
 next batch, so a lone decode waits only the window and eight at once take about two batches. Only what
 `can_batch` allows goes through the queue; anything else decodes on the caller's thread as before. Results are
 what the caller would have computed alone (tests/test_batched_decode.py); nothing of one request reaches another's
@@ -72,17 +73,18 @@ class DecodeQueue:
 
     def _decode(self, group: list[_Request]) -> None:
         """One batch of one model's requests, the same decode once; every request gets its result or error."""
-        distinct: dict[tuple[str, int, int | None], list[_Request]] = {}
-        for request in group:
-            distinct.setdefault((request.text, request.top_k, request.max_steps), []).append(request)
-        by_steps: dict[int | None, list[tuple[str, int, int | None]]] = {}
+        distinct: dict[tuple[int, str, int, int | None], list[_Request]] = {}
+        for request in group:  # the same adapter, text and settings: one decode
+            distinct.setdefault((id(request.lm), request.text, request.top_k, request.max_steps), []).append(request)
+        by_steps: dict[int | None, list[tuple[int, str, int, int | None]]] = {}
         for key in distinct:
-            by_steps.setdefault(key[2], []).append(key)
+            by_steps.setdefault(key[3], []).append(key)
         for max_steps, keys in by_steps.items():
             self.batch_sizes.append(len(keys))
             try:
-                results: list[Any] = greedy_decode_many(group[0].lm, [k[0] for k in keys],
-                                                        top_k=[k[1] for k in keys], max_steps=max_steps)
+                results: list[Any] = greedy_decode_many(
+                    group[0].lm, [k[1] for k in keys], top_k=[k[2] for k in keys], max_steps=max_steps,
+                    readers=[distinct[k][0].lm for k in keys])
             except Exception as exc:  # noqa: BLE001 - a programming error reaches every caller, not the worker
                 results = [exc] * len(keys)
             for key, result in zip(keys, results):
@@ -94,9 +96,10 @@ class DecodeQueue:
 
 
 def _by_model(requests: list[_Request]) -> dict[int, list[_Request]]:
+    """Requests grouped by the network they run on (each session has its own adapter of a shared network)."""
     groups: dict[int, list[_Request]] = {}
     for request in requests:
-        groups.setdefault(id(request.lm), []).append(request)
+        groups.setdefault(id(request.lm.network), []).append(request)
     return groups
 
 
