@@ -3,6 +3,11 @@
 model (Multi30k), every session from "the room" (ATTENTION_STUDIO_AUDIENCE=all).
 
     PYTHONPATH=. .venv/bin/python -m bench.audience_load [--sessions 1 30 100] [--browsers 1 8] [--json PATH]
+        [--different 8 --models DIR]
+
+`--different 8`: on a server that also lists a random BART of bart-large's shape (`bench.app_real_size`'s, built
+into `--models` once), one session loads it, one more opens another caption (one decode: the baseline), then eight
+sessions open eight other captions within 0.5 s: their decodes are stepped as one batch by the server's queue.
 
 A part's sessions all open the same Decode link within `--spawn-seconds` (5 s). A Locust session's time runs from
 its first request to the first ForwardMsg of its run that carries a chart; a browser session's from navigation
@@ -89,15 +94,19 @@ def summary(seconds: list[float], sessions: int) -> dict:
             "max_s": round(max(seconds), 2) if seconds else None}
 
 
-def locust_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dict:
-    """`sessions` Locust users open the link within `spawn_seconds`; their figures and the server's memory."""
+def locust_part(url: str, pid: int, sessions: int, spawn_seconds: float, links: list[str] | None = None,
+                name: str = "locust") -> dict:
+    """`sessions` Locust users open the link (user i the i-th of `links`) within `spawn_seconds`; their figures and
+    the server's memory."""
+    links = links or [LINK]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "locust.json"
         rest, cpu = rss_gb(pid), cpu_seconds(pid)
         load = os.getloadavg()[0]
         with MemorySampler(pid) as memory:
             subprocess.run(["nice", "-n", "10", sys.executable, "-m", "bench.audience_locust", "--host", url,
-                            "--link", LINK, "--users", str(sessions), "--spawn-seconds", str(spawn_seconds),
+                            *[arg for link in links for arg in ("--link", link)], "--users", str(sessions),
+                            "--spawn-seconds", str(spawn_seconds),
                             "--out", str(out)], cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         cpu = cpu_seconds(pid) - cpu
         figures = json.loads(out.read_text())
@@ -106,7 +115,7 @@ def locust_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dict
     finished = [r["run_finished_s"] for r in results if "run_finished_s" in r]
     errors = sorted({r.get("error") or "; ".join(r.get("exceptions", [])) for r in results
                      if "error" in r or r.get("exceptions")})
-    return {"part": f"locust {sessions}", **summary(served, sessions),
+    return {"part": f"{name} {sessions}", **summary(served, sessions),
             "run_finished_p95_s": round(percentile(finished, 0.95), 2) if finished else None,
             "server_cpu_per_session_s": round(cpu / sessions, 3), "rss_at_rest_gb": round(rest, 2),
             "rss_peak_gb": round(memory.peak, 2), "load_before": round(load, 1),
@@ -152,12 +161,33 @@ def browser_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dic
             "load_after": round(os.getloadavg()[0], 1), "errors": errors[:5]}
 
 
-def on_fresh_server(checkpoints: Path, part, *args) -> dict:
-    with tempfile.TemporaryDirectory() as runs, running_app(
-            checkpoints, Path(runs), extra_env={"ATTENTION_STUDIO_AUDIENCE": "all"}, start_timeout=180) as server:
+def different_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> list[dict]:
+    """Different captions on the bart-large-shaped model: one session loads it, one more opens another caption (the
+    baseline: one decode), then `sessions` sessions open `sessions` other captions at once (`spawn_seconds`)."""
+    from bench.app_real_size import BART, CAPTIONS
+
+    def link(i: int) -> str:
+        return "/decode?" + urllib.parse.urlencode({"model": f"hf:{BART}", "text": CAPTIONS[i]})
+
+    rows = [locust_part(url, pid, 1, 1.0, [link(0)], "bart-large shape, model load +"),
+            locust_part(url, pid, 1, 1.0, [link(1)], "bart-large shape, another caption")]
+    rows.append(locust_part(url, pid, sessions, spawn_seconds, [link(2 + i) for i in range(sessions)],
+                            "bart-large shape, different captions at once"))
+    one = rows[1]["max_s"]
+    rows[2]["over_one_session"] = round(rows[2]["max_s"] / one, 2) if one else None
+    return rows
+
+
+def on_fresh_server(checkpoints: Path, part, *args, models: Path | None = None):
+    extra = {"ATTENTION_STUDIO_AUDIENCE": "all", **({"ATTENTION_STUDIO_HF_MODELS": str(models)} if models else {})}
+    with tempfile.TemporaryDirectory() as runs, running_app(checkpoints, Path(runs), extra_env=extra,
+                                                           start_timeout=300) as server:
         time.sleep(2.0)  # let the warm start's last imports settle before measuring memory at rest
-        row = part(server.url, server.pid, *args)
-        return {**row, "server_tracebacks": server.log_text().count("Traceback")}
+        found = part(server.url, server.pid, *args)
+        tracebacks = server.log_text().count("Traceback")
+        if isinstance(found, list):
+            return [{**row, "server_tracebacks": tracebacks} for row in found]
+        return {**found, "server_tracebacks": tracebacks}
 
 
 def main() -> None:
@@ -165,6 +195,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, nargs="*", default=[1, 30, 100])
     parser.add_argument("--browsers", type=int, nargs="*", default=[1, 8], help="Chromium sessions per part")
     parser.add_argument("--spawn-seconds", type=float, default=5.0)
+    parser.add_argument("--different", type=int, default=0,
+                        help="sessions opening different captions on a bart-large-shaped model at once (0: none)")
+    parser.add_argument("--models", type=Path, default=None,
+                        help="where the bart-large-shaped model is built and kept (with --different)")
     parser.add_argument("--checkpoints", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -176,6 +210,14 @@ def main() -> None:
     for n in args.browsers:
         rows.append(on_fresh_server(checkpoints, browser_part, n, args.spawn_seconds))
         print(json.dumps(rows[-1]), flush=True)
+    if args.different:
+        from bench.app_real_size import BART, save_model
+        models = args.models or Path(tempfile.mkdtemp(prefix="attention-studio-models-"))
+        if not (models / BART / "config.json").is_file():
+            save_model(BART, models / BART)
+        for row in on_fresh_server(checkpoints, different_part, args.different, 0.5, models=models):
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     one = next((r["rss_peak_gb"] for r in rows if r["part"] == "locust 1"), None)
     if one is not None:
         for r in rows:

@@ -67,23 +67,24 @@ class AudienceMember(User):
     """One person in the room: opens the link once, then keeps the page open."""
 
     wait_time = constant(3600)
-    link = "/"
+    links = ["/"]  # user i opens links[i % len(links)]
 
     @task
     def open_link(self) -> None:
         record: dict = {"user": len(RESULTS)}
+        link = self.links[record["user"] % len(self.links)]
         RESULTS.append(record)
         start = time.perf_counter()
-        page_url = self.host + self.link
+        page_url = self.host + link
         try:
-            for path in (self.link, "/_stcore/host-config", "/_stcore/health"):
+            for path in (link, "/_stcore/host-config", "/_stcore/health"):
                 with urllib.request.urlopen(self.host + path, timeout=OPEN_TIMEOUT_S) as answer:
                     answer.read()
             ws_url = self.host.replace("http", "ws", 1) + "/_stcore/stream"
             ws = create_connection(ws_url, subprotocols=["streamlit"], origin=self.host,
                                    timeout=OPEN_TIMEOUT_S)
             record["connected_s"] = time.perf_counter() - start
-            ws.send_binary(rerun_message(self.link, page_url))
+            ws.send_binary(rerun_message(link, page_url))
             self._read_run(ws, start, record)
         except Exception as exc:  # noqa: BLE001 - a session the server did not serve is a result, not a crash
             record["error"] = f"{type(exc).__name__}: {exc}"[:300]
@@ -133,9 +134,10 @@ class AudienceMember(User):
             ws.close()
 
 
-def run(host: str, link: str, users: int, spawn_seconds: float, hold_s: float) -> dict:
-    """Start `users` users within `spawn_seconds`; wait until each has its run's end (or failed), then `hold_s`."""
-    AudienceMember.link = link
+def run(host: str, links: list[str], users: int, spawn_seconds: float, hold_s: float) -> dict:
+    """Start `users` users within `spawn_seconds` (user i opens links[i % len(links)]); wait until each has its run's
+    end (or failed), then `hold_s`."""
+    AudienceMember.links = links
     env = Environment(user_classes=[AudienceMember], host=host)
     runner = env.create_local_runner()
     began = time.time()
@@ -158,7 +160,7 @@ def run(host: str, link: str, users: int, spawn_seconds: float, hold_s: float) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", required=True)
-    parser.add_argument("--link", required=True)
+    parser.add_argument("--link", required=True, action="append", help="repeat: user i opens the i-th (cycling)")
     parser.add_argument("--users", type=int, default=30)
     parser.add_argument("--spawn-seconds", type=float, default=5.0)
     parser.add_argument("--hold", type=float, default=2.0, help="seconds every session stays open after the last run")
