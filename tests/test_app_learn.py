@@ -37,6 +37,11 @@ def test_the_tour_walks_every_stage_on_the_shipped_encoder_decoder(studio_env, t
     trace = greedy_decode(lm, text).trace
     weights = only_frame(chart_titled(at, "Softmax"))["value"].tolist()
     assert weights == pytest.approx(trace.matrix("decoder_self", 0, 0)[0].tolist(), abs=1e-5)
+    at.selectbox(key="learn_stage").set_value(5).run()  # several heads: each head's row of the same query
+    heads = only_frame(chart_titled(at, "Each head's weights from the same query"))
+    for h in range(trace.n_heads):
+        drawn = heads[heads["head"] == f"H{h + 1}"]["weight"].tolist()
+        assert drawn == pytest.approx(trace.matrix("decoder_self", 0, h)[0].tolist(), abs=1e-5)
     at.selectbox(key="learn_stage").set_value(0).run()
     assert _walk(at) == [stage.title for stage in TOUR]
     assert at.button(key="learn_next").disabled

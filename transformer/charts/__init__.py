@@ -24,7 +24,7 @@ from .edit_difference import aligned_difference_frame, aligned_difference_heatma
 from .patching import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
-from .head_computation import STAGES, contribution_heatmap, mask_picture, stage_charts, top_dimensions
+from .head_computation import STAGES, contribution_heatmap, heads_row_chart, mask_picture, stage_charts, top_dimensions
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
 from .positions import position_frame, position_picture
 from .head_computation import key_window as stage_key_window
@@ -60,7 +60,7 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "qr_matrix", "qr_png", "qr_svg", "read_inline_chart", "replay_html", "selected_panel", "slide_pdf",
            "slide_png", "slide_svg", "source_strip", "step_probability_chart", "step_slider_chart", "text_width",
            "timeline_frame", "topk_bars", "training_curves", "visible_token",
-           "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions", "mask_picture",
+           "STAGES", "STAGE_KEY_WINDOW", "contribution_heatmap", "stage_charts", "stage_key_window", "top_dimensions", "mask_picture", "heads_row_chart",
            "LINE_THRESHOLD", "LINE_WINDOW", "line_frame", "line_view",
            "position_frame", "position_picture",
            "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame",

@@ -154,3 +154,17 @@ def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: S
         color=alt.Color("added:N", scale=alt.Scale(domain=["visible (+0)", "hidden (−∞)"],
                                                    range=["#c6dbef", "#525252"]), legend=alt.Legend(title=None)),
         tooltip=["query", "key", "added"])
+
+
+def heads_row_chart(weights: Sequence[Tensor], key_tokens: Sequence[str], title: str) -> alt.Chart:
+    """Each head's weights from one query, a row per head (H1 at the top), a column per key."""
+    keys = [f"{j}: {visible_token(t)}" for j, t in enumerate(key_tokens)]
+    rows = [{"head": f"H{h + 1}", "key": keys[j], "weight": float(w)}
+            for h, row in enumerate(weights) for j, w in enumerate(row)]
+    heads = [f"H{h + 1}" for h in range(len(weights))]
+    return alt.Chart(pd.DataFrame(rows), title=title, width=min(24 * len(keys), 900), height=24 * len(heads),
+                     autosize=AUTOSIZE).mark_rect().encode(
+        x=alt.X("key:N", sort=keys, title=None, axis=alt.Axis(labelAngle=-60)),
+        y=alt.Y("head:N", sort=heads, title=None),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1])),
+        tooltip=["head", "key", alt.Tooltip("weight:Q", format=".3f")])

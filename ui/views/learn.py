@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from transformer.analysis import HeadComputation, HeadSelectionError, computation_at, mask_matrix
 from transformer.adapters import position_scheme
-from transformer.charts import STAGES, mask_picture, position_picture, stage_charts, visible_token
+from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
@@ -129,16 +128,10 @@ def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> N
                f"‹{visible_token(q_tokens[c.query])}› (position {c.query + 1}), as the first greedy step reads it. "
                f"[Open the full view on the Attention page](/attention)")
     if stage.name == "heads":
-        rows = []
-        for head in range(c.n_heads):
-            h = computation_at(active.decoder, captured_for(active, result, None), kind, 0, head, c.query)
-            rows += [{"head": f"H{head + 1}", "key": f"{j}: {visible_token(k_tokens[j])}", "weight": float(w)}
-                     for j, w in enumerate(h.weights)]
-        chart = alt.Chart(pd.DataFrame(rows), title="Each head's weights from the same query",
-                          width=min(60 * len(k_tokens), 900), height=24 * c.n_heads).mark_rect().encode(
-            x=alt.X("key:N", sort=None, title=None), y=alt.Y("head:N", title=None),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1])),
-            tooltip=["head", "key", alt.Tooltip("weight:Q", format=".3f")])
+        captured = captured_for(active, result, None)
+        weights = [computation_at(active.decoder, captured, kind, 0, head, c.query).weights
+                   for head in range(c.n_heads)]
+        chart = heads_row_chart(weights, k_tokens, "Each head's weights from the same query")
         show_chart(chart, key="learn_heads", width="content")
         return
     if stage.name == "step":
