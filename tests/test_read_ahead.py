@@ -25,9 +25,9 @@ def test_the_models_directorys_code_is_imported_and_refused_folders_are_skipped(
     custom = tmp_path / "custom-code"
     custom.mkdir()
     (custom / "config.json").write_text(json.dumps({"model_type": "gpt2", "auto_map": {"AutoModel": "x.Model"}}))
-    bert = tmp_path / "bert-like"
-    bert.mkdir()
-    (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    vision = tmp_path / "vision-like"  # an image model: not a family the studio opens
+    vision.mkdir()
+    (vision / "config.json").write_text(json.dumps({"model_type": "vit"}))
     env = {**os.environ, "ATTENTION_STUDIO_HF_MODELS": str(tmp_path), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120, check=True)
