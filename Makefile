@@ -29,9 +29,11 @@ desktop: $(STAMP)
 # under CI (CI=true) such a skip is a failure.
 test: $(STAMP)
 	@bash scripts/system-packages.sh browser display qt
+	$(PY) -m ruff check .
 	$(PY) -m pytest
 
 test-fast: $(STAMP)
+	$(PY) -m ruff check .
 	$(PY) -m pytest -m "not slow and not browser" -q
 
 bench: $(STAMP)

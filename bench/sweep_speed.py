@@ -26,7 +26,7 @@ from transformer.analysis import (all_heads, estimate_agreement, estimate_head_e
                                   head_report, output_ids, sweep_heads)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs  # noqa: E402
 from transformer.decode import greedy_decode  # noqa: E402
-from transformer.adapters import adapter_for, HFSeq2Seq
+from transformer.adapters import HFSeq2Seq, adapter_for  # noqa: E402
 
 BASELINE_SAMPLE = 12  # heads ablated one at a time to estimate the old sweep's time
 TEXT = "the big dog sees a red house near the small tree and the green bird eats"

@@ -165,8 +165,7 @@ def test_sweep_time_cap_stops_early_and_says_so(setup, lm):
     ("mid:L1H1", "cannot read head"),
     ("", "cannot read head"),
 ])
-def test_a_head_the_model_does_not_have_is_named(setup, lm, label, message):
-    model = setup[0]
+def test_a_head_the_model_does_not_have_is_named(lm, label, message):
     with pytest.raises(HeadError, match=message):
         parse_head(label, lm)
 

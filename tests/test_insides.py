@@ -105,7 +105,7 @@ def test_each_family_adds_what_it_really_adds(lm: InspectableModel):
 
 
 def test_grouped_query_heads_read_their_shared_key_head(lm: InspectableModel):
-    (n_layers, n_heads), = [lm.head_counts()[lm.family.output_kind]]
+    (_, n_heads), = [lm.head_counts()[lm.family.output_kind]]
     inputs = lm.insides(*_inputs(lm)).inputs[lm.family.output_kind][0]
     n_kv = inputs.keys.shape[1]
     assert inputs.groups == tuple(h // (n_heads // n_kv) for h in range(n_heads))

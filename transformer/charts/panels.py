@@ -199,7 +199,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
             x=f"({col_expr}) * {across} + (datum.k - {window[0]}) * {step}",
             y=f"({row_expr}) * {down} + {HEADER} + datum.q * {step}",
             query_token=_tokens_expr(q_tokens, "q"), key_token=_tokens_expr(k_tokens, "k"),
-            panel=f"'L' + (datum.layer + 1) + ' ' + (datum.head < 0 ? 'mean' : 'H' + (datum.head + 1))",
+            panel="'L' + (datum.layer + 1) + ' ' + (datum.head < 0 ? 'mean' : 'H' + (datum.head + 1))",
         ).transform_calculate(x2=f"datum.x + {step}", y2=f"datum.y + {step}").mark_rect().encode(
             x=alt.X("x:Q", scale=None, axis=None), x2="x2:Q", y=alt.Y("y:Q", scale=None, axis=None), y2="y2:Q",
             color=colour, opacity=opacity,

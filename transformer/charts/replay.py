@@ -19,7 +19,7 @@ import altair as alt
 import torch
 
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
-from ..decode import KINDS, BeamTree, DecodeResult
+from ..decode import BeamTree, DecodeResult
 from .attention import attention_heatmap
 from .beam import beam_tree_chart
 from .step import decoder_row_chart, source_strip, topk_bars, topk_frame

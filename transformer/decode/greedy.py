@@ -182,7 +182,7 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
     with lm.running(), recorder.recording() if recorder is not None else nullcontext():
         encoded = _encode(lm, torch.tensor([source.ids]), head_mask, encoder_layer)
         cache = lm.start_cache(encoded)
-        finished = False
+        finished, token = False, start[-1]  # `token`: the last input, fed at every step after the prefill
         for t in range(n_max):
             out = (lm.prefill(start, encoded, cache, head_mask) if t == 0 else
                    lm.step(torch.tensor([[token]]), encoded, cache, head_mask))

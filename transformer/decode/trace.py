@@ -13,7 +13,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..model import ALL_TITLES, ENCODER_DECODER, KINDS, SOURCE, TARGET, AttentionMaps, ModelFamily, family_of
+from ..model import ALL_TITLES, KINDS  # noqa: F401 - the decode stage's face names them too
+from ..model import ENCODER_DECODER, SOURCE, TARGET, AttentionMaps, ModelFamily, family_of
 
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 # The trace JSON's `format_version` (docs/formats.md): a file without one is version 1. New optional keys keep the
