@@ -14,6 +14,8 @@ from transformer.data import build_char_tokenizer
 from transformer.decode import DecodeQueue, InputError, can_batch, greedy_decode, greedy_decode_many
 from transformer.model import ModelConfig, build_model
 
+pytestmark = pytest.mark.slow  # every family's model built and run: `make test` runs it, `make test-fast` does not
+
 REVERSE_TEXTS = ["abcdefg", "hello", "zyxwvutsrqponm", "qq", "attention"]
 HF_TEXTS = ["the dog runs", "a big red house near the tree", "fish", "the woman sees a small green bird eats",
             "cat"]

@@ -31,6 +31,8 @@ from transformer.analysis import (
 from transformer.decode import InputError
 from transformer.store import open_model
 
+pytestmark = pytest.mark.slow  # every family's model built and run: `make test` runs it, `make test-fast` does not
+
 SWAPS = [(f"the {a} sees a red house", b) for a in ("dog", "cat", "man", "tree")
          for b in ("cat", "man", "bird", "fish", "tree", "dog", "woman", "house")]
 

@@ -17,6 +17,8 @@ from transformer.cli import main
 from transformer.decode import InputError, Sampling, greedy_decode, read_source, warp
 from transformer.store import open_model
 
+pytestmark = pytest.mark.slow  # every family's model built and run: `make test` runs it, `make test-fast` does not
+
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = str(ROOT / "checkpoints" / "multi30k-en-de")
 TEXT = "A man in a blue shirt rides a bike."
