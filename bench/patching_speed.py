@@ -45,9 +45,14 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def timed(fn):
-    start = time.perf_counter()
+CPU: dict[str, float] = {}  # CPU seconds of each timed part (on a loaded machine, CPU / threads ~ a quiet wall time)
+
+
+def timed(fn, name: str = ""):
+    start, cpu = time.perf_counter(), time.process_time()
     value = fn()
+    if name:
+        CPU[name] = round(time.process_time() - cpu, 2)
     return value, time.perf_counter() - start
 
 
@@ -72,14 +77,15 @@ def part_bart() -> dict:
         output = torch.randint(4, len(lm.tokenizer), (20,), generator=g).tolist()  # 20 output tokens
         setup = prepare_patching(lm, TEXT, EDITED, step=19, output=output)
         baseline = _baseline_s(lm, setup, HEADS)
-        exact, exact_s = timed(lambda: patch_sites(lm, setup, [HEADS]))
-        estimate, estimate_s = timed(lambda: estimate_patching(lm, setup, [HEADS]))
+        exact, exact_s = timed(lambda: patch_sites(lm, setup, [HEADS]), "exact")
+        estimate, estimate_s = timed(lambda: estimate_patching(lm, setup, [HEADS]), "estimate")
         return {"heads": len(exact.frame), "source_tokens": setup.src[1].shape[1], "target_step": 20,
                 "exact_s": round(exact_s, 2), "baseline_batch1_s": round(baseline, 1),
                 "speedup": round(baseline / exact_s, 2), "estimate_s": round(estimate_s, 2),
                 "spearman_estimate_vs_exact": round(patching_agreement(estimate, exact.frame), 3),
                 "weights_gb": round(weights_gb(lm), 2), "rss_after_load_gb": round(loaded, 2),
-                "peak_rss_gb": round(peak_rss_gb(), 2), "peak_over_load_gb": round(peak_rss_gb() - loaded, 2)}
+                "peak_rss_gb": round(peak_rss_gb(), 2), "peak_over_load_gb": round(peak_rss_gb() - loaded, 2),
+                "cpu_s": CPU, "threads": torch.get_num_threads()}
 
 
 def part_opus() -> dict:
@@ -91,15 +97,20 @@ def part_opus() -> dict:
         output = [s.token_id for s in clean.steps]
         setup = prepare_patching(lm, SHORT, SHORT.replace(" dog ", " cat "), step=len(output) - 1, output=output)
         baseline = _baseline_s(lm, setup, ENCODER_OUTPUT)
-        encoder, encoder_s = timed(lambda: patch_sites(lm, setup, [ENCODER_OUTPUT]))
-        _, decodes_s = timed(lambda: [greedy_decode(lm, t, max_steps=20) for t in (TEXT, EDITED)])
-        compared, compare_s = timed(lambda: compare_edit(lm, TEXT, EDITED, max_steps=20))
+        encoder, encoder_s = timed(lambda: patch_sites(lm, setup, [ENCODER_OUTPUT]), "encoder_output")
+        decoded, decodes_s = timed(lambda: tuple(greedy_decode(lm, t, max_steps=20) for t in (TEXT, EDITED)),
+                                   "two_decodes")
+        compared, compare_s = timed(lambda: compare_edit(lm, TEXT, EDITED, max_steps=20), "edit_compare")
+        _, after_s = timed(lambda: compare_edit(lm, TEXT, EDITED, max_steps=20, decoded=decoded),
+                           "edit_compare_cached_decodes")
         maps = sum(d.a.shape[0] * d.a.shape[1] for d in compared.differences.values())
         return {"source_tokens": setup.src[0].shape[1], "encoder_positions": len(encoder.frame),
                 "encoder_output_s": round(encoder_s, 2), "encoder_baseline_batch1_s": round(baseline, 2),
                 "encoder_speedup": round(baseline / encoder_s, 2), "edit_compare_s": round(compare_s, 2),
                 "two_decodes_s": round(decodes_s, 2), "edit_compare_over_decodes": round(compare_s / decodes_s, 2),
-                "difference_maps": maps, "output_tokens": len(compared.a.steps),
+                "edit_compare_with_cached_decodes_s": round(after_s, 2),
+                "difference_maps": maps, "output_tokens": len(compared.a.steps), "cpu_s": CPU,
+                "threads": torch.get_num_threads(),
                 "rss_after_load_gb": round(loaded, 2), "peak_rss_gb": round(peak_rss_gb(), 2)}
 
 
