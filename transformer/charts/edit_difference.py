@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import AlignedDifference
-from .attention import _token_axis, axis_titles
-from .difference import DIVERGING
+from .difference import difference_chart
 from .style import AUTOSIZE, visible_token
 
 MAX_MAP_PX = 1100  # a map never grows wider than this (cells shrink, labels go to the tooltip below 9 px)
@@ -43,20 +42,8 @@ def aligned_difference_heatmap(diff: AlignedDifference, layer: int, head: int | 
     frame = aligned_difference_frame(diff, layer, head)
     q, k = len(diff.query_tokens), len(diff.key_tokens)
     cell = min(_cell(q, size), _cell(k, size))
-    y_title, x_title = axis_titles(diff.kind)
-    return alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(
-        x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(k))),
-                axis=_token_axis(diff.key_tokens, cell, x_title, horizontal=True)),
-        y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(q))),
-                axis=_token_axis(diff.query_tokens, cell, y_title, horizontal=False)),
-        color=alt.Color("difference:Q", title="B − A", scale=alt.Scale(range=list(DIVERGING), domain=[-1.0, 1.0]),
-                        legend=alt.Legend(gradientLength=min(160, max(80, cell * q)), format=".1f")),
-        tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
-                 alt.Tooltip("a:Q", title="A", format=".3f"), alt.Tooltip("b:Q", title="B", format=".3f"),
-                 alt.Tooltip("difference_text:N", title="B − A"), alt.Tooltip("row:N", title="row is"),
-                 alt.Tooltip("column:N", title="column is")],
-    ).properties(width=cell * k, height=cell * q, view=alt.ViewBackground(stroke=None), autosize=AUTOSIZE,
-                 title=alt.TitleParams(title, anchor="start", fontSize=14))
+    return difference_chart(frame, diff.query_tokens, diff.key_tokens, diff.kind, cell, title,
+                            (alt.Tooltip("row:N", title="row is"), alt.Tooltip("column:N", title="column is")))
 
 
 def head_movement_heatmap(ranking: pd.DataFrame, kind: str, *, title: str = "", width: int = 420) -> alt.Chart:
