@@ -123,8 +123,9 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
     start, stop = window if window is not None else (0, matrix.shape[1])
     keys = _key_labels(key_tokens, start, stop)
     queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens)]
-    rows = [{"query": q, "key": keys[j - start], "contribution": float(matrix[i, j])}
-            for i, q in enumerate(queries) for j in range(start, stop)]
+    values = matrix[:, start:stop].tolist()  # one conversion, not a tensor index per cell
+    rows = [{"query": q, "key": key, "contribution": value}
+            for q, row in zip(queries, values) for key, value in zip(keys, row)]
     cell = max(min(width / max(stop - start, 1), 28.0), 6.0)
     return alt.Chart(pd.DataFrame(rows), title=title, width=cell * (stop - start), height=cell * len(queries),
                      autosize=AUTOSIZE).mark_rect().encode(
