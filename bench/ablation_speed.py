@@ -4,7 +4,7 @@ greedy decode with the trace of the same input, measured in the same run.
 
 `python -m bench.ablation_speed` (figures in bench/README.md); `--hf` only the Hugging Face model: a randomly
 initialised Marian of opus-mt size (6+6 layers, 8 heads, d_model 512, 58,101-token output vocabulary) with a small
-sentencepiece tokenizer trained on generated text (tests/hf_tiny_models.py), on a 20-token input.
+sentencepiece tokenizer trained on generated text (tests/helpers/hf_tiny_models.py), on a 20-token input.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def opus_size_marian(folder: Path) -> HFSeq2Seq:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from transformers import MarianConfig, MarianMTModel
 
-    from tests.hf_tiny_models import build
+    from tests.helpers.hf_tiny_models import build
     lm = HFSeq2Seq.load(str(build("marian", folder)))
     vocab = 58101
     torch.manual_seed(0)

@@ -82,7 +82,7 @@ def bpe_tokenizer(family: str) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from tests.hf_causal_models import lines
+    from tests.helpers.hf_causal_models import lines
     specials = ["<s>", "<pad>", "</s>", "<unk>"] if family == "bart" else ["<|endoftext|>"]  # ids as in the configs
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -127,7 +127,7 @@ def long_text(folder: Path, seed: int, tokens: int = LONG_TOKENS) -> str:
     """Generated sentences cut to the most words whose source is at most `tokens` tokens for this tokenizer."""
     from transformers import AutoTokenizer
 
-    from tests.hf_tiny_models import corpus
+    from tests.helpers.hf_tiny_models import corpus
     tok = AutoTokenizer.from_pretrained(folder)
     words = " ".join(corpus(400, seed)).split()
     low, high = 1, min(len(words), tokens)

@@ -50,7 +50,7 @@ def bench_multi30k(n: int) -> None:
 
 
 def _bert_base(folder: Path):
-    from tests.hf_masked_models import BERT_BASE, build
+    from tests.helpers.hf_masked_models import BERT_BASE, build
     from transformer.store import open_model
     return open_model(str(build("bert", folder, size=BERT_BASE)))
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from bench.sweep_speed import bart_large_shape
-from tests.hf_tiny_models import WORDS
+from tests.helpers.hf_tiny_models import WORDS
 from transformer.decode import DecodeQueue, greedy_decode
 
 ROOT = Path(__file__).resolve().parent.parent

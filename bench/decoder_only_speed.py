@@ -13,7 +13,7 @@ import tempfile
 import torch
 
 from bench.hf_decode_speed import time_pair
-from tests.hf_causal_models import lines, tokenizer
+from tests.helpers.hf_causal_models import lines, tokenizer
 from transformer.decode import greedy_decode
 from transformer.adapters import adapter_for
 

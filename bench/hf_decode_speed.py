@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from tests.hf_tiny_models import _marian_tokenizer, corpus
+from tests.helpers.hf_tiny_models import _marian_tokenizer, corpus
 from transformer.decode import greedy_decode
 from transformer.adapters import adapter_for
 

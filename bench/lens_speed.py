@@ -33,7 +33,7 @@ TEXT = "the big dog sees a red house near the small tree and the green bird eats
 
 def _seq2seq(family: str, folder: Path, config: dict, name: str) -> HFSeq2Seq:
     """A random model of a real config with the tiny test tokenizer (ids past it show as <id n>)."""
-    from tests.hf_tiny_models import build
+    from tests.helpers.hf_tiny_models import build
     from transformers import BartConfig, BartForConditionalGeneration, MarianConfig, MarianMTModel
     tiny = HFSeq2Seq.load(str(build(family, folder)))
     torch.manual_seed(0)
@@ -58,7 +58,7 @@ def opus(folder: Path) -> HFSeq2Seq:
 
 
 def gpt2(folder: Path) -> HFCausalLM:
-    from tests.hf_causal_models import build
+    from tests.helpers.hf_causal_models import build
     from transformers import GPT2Config, GPT2LMHeadModel
     tiny = HFCausalLM.load(str(build("gpt2", folder)))
     torch.manual_seed(0)

@@ -38,7 +38,7 @@ def peak_rss_gb() -> float:
 
 def bart_large_shape(folder: Path) -> HFSeq2Seq:
     """A random BART of bart-large's shape with the tiny test tokenizer."""
-    from tests.hf_tiny_models import build
+    from tests.helpers.hf_tiny_models import build
     from transformers import BartConfig, BartForConditionalGeneration
     tiny = HFSeq2Seq.load(str(build("bart", folder)))
     torch.manual_seed(0)

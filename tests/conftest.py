@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from skips_under_ci import pytest_runtest_makereport  # noqa: F401 - a hook: pytest finds it here
+from tests.helpers.skips_under_ci import pytest_runtest_makereport  # noqa: F401 - a hook: pytest finds it here
 
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs

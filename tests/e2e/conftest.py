@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from studio_browser import chromium_missing, launch_chromium, new_page, running_app
-
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+from tests.helpers import ARTIFACTS
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

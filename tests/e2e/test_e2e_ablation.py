@@ -7,7 +7,6 @@ one; a second click on the same panel switches the head back on.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from studio_browser import (
     choose,
@@ -18,8 +17,8 @@ from studio_browser import (
     running_app,
     wait_charts,
 )
+from tests.helpers import ARTIFACTS, ROOT
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TEXT = "abcdefg"
 WITHOUT = re.compile(r"^Without Cross L1 H2$")
 
@@ -82,7 +81,7 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir,
             browser.close()
 
 
-SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
+SHIPPED = ROOT / "checkpoints"
 
 
 def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(tmp_path):

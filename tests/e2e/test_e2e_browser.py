@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -28,8 +27,8 @@ from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 from ui.server import PAGES
+from tests.helpers import ARTIFACTS
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CANDIDATES = ("abcdefg", "qwertyu", "hello", "mnopqrs", "zyxwv")
 STEPS_WALKED = 4
 TRAIN_FORM = {"train_max_steps": 40, "train_max_seconds": 120, "train_batch_size": 16, "train_n_train": 300,
@@ -223,7 +222,7 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
     is for what the page shows (the card, the step heading, a chart with the typed text's pieces), never for idle."""
     from playwright.sync_api import sync_playwright
 
-    from tests.hf_tiny_models import build
+    from tests.helpers.hf_tiny_models import build
     from transformer.decode import greedy_decode
     from transformer.adapters import HFSeq2Seq
 

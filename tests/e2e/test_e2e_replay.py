@@ -11,6 +11,7 @@ from transformer.charts import replay_html
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
+from tests.helpers import ROOT
 
 PAYLOAD = "abc</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 DRAWN = "n => document.body.dataset.drawnStep === String(n)"
@@ -118,7 +119,7 @@ def test_a_decoder_only_replay_steps_from_the_prompts_last_token(tmp_path):
     from playwright.sync_api import sync_playwright
 
     from transformer.store import open_model
-    result = greedy_decode(open_model(str(Path(__file__).resolve().parents[2] / "checkpoints" /
+    result = greedy_decode(open_model(str(ROOT / "checkpoints" /
                                           "reverse-decoder-only")), "abcdef")
     offset = result.trace.step_offset
     path = tmp_path / "replay.html"

@@ -4,7 +4,7 @@ A greedy step of a small model is about eighty tiny tensor ops; calling the thir
 checks, attribute lookups, the residual plumbing) costs about a third of the step on a CPU. When every module on
 the decoder's path is the plain class the model built, with no hooks (no view's stand-in, no captured
 activations), `StepPlan` runs the same ops in the same order with the weights looked up once per decode, so its
-results are bit-identical to the module path (tests/test_step_plan.py). Anything else takes the module path:
+results are bit-identical to the module path (tests/library/test_step_plan.py). Anything else takes the module path:
 `step_plan` returns None.
 
 A plan lives in the decode's cache, never on the model: the model is shared by every session.

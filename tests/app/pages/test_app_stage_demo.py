@@ -1,0 +1,49 @@
+"""AppTest: the Train page's stage demo (the switch beside the task, the recipe it fills in, the rule it trains
+under) and the task row with the Train button above every hyperparameter."""
+from __future__ import annotations
+
+import pytest
+from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
+
+from transformer.model import STAGE_RECIPES
+from ui.train import LIVE_RUN_KEY, STAGE_KEY
+
+
+def test_the_stage_demo_fills_the_recipe_and_the_train_button_sits_beside_it(studio_env):
+    at = open_app("train")
+    assert_no_exception(at)
+    assert "Every hyperparameter" in [e.label for e in at.expander]
+    toggle = at.toggle(key=STAGE_KEY)
+    assert toggle.value is False and not toggle.disabled
+    assert not at.button(key="train_start").disabled
+    toggle.set_value(True).run()
+    assert_no_exception(at)
+    recipe = STAGE_RECIPES["reverse"]
+    assert at.number_input(key="train_n_heads").value == recipe.model["n_heads"]
+    assert at.number_input(key="train_lr").value == pytest.approx(recipe.train["lr"])
+    assert at.number_input(key="train_max_seconds").value == recipe.rule.max_seconds
+    assert at.selectbox(key="train_preset").disabled  # the stage demo has sizes of its own
+    assert any(c.startswith("Stage demo: trains until the picture is clean") for c in texts(at.caption))
+    at.selectbox(key="train_task").set_value("toy-en-de").run()
+    assert at.number_input(key="train_n_heads").value == STAGE_RECIPES["toy-en-de"].model["n_heads"]
+    at.selectbox(key="train_task").set_value("sort").run()
+    assert at.toggle(key=STAGE_KEY).disabled
+    assert not any(c.startswith("Stage demo:") for c in texts(at.caption))
+
+
+def test_a_stage_run_trains_under_the_rule_and_says_whether_the_picture_is_clean(studio_env):
+    at = open_app("train")
+    at.toggle(key=STAGE_KEY).set_value(True).run()
+    for key, value in dict(train_d_model=16, train_batch_size=16, train_n_train=300, train_max_steps=3,
+                           train_eval_examples=10, train_probe_every=5).items():
+        at.number_input(key=key).set_value(value)
+    at.button(key="train_start").click().run()
+    assert_no_exception(at)
+    run = at.session_state[LIVE_RUN_KEY]
+    try:
+        assert poll(at, lambda a: not run.active, seconds=120), "the run never ended"
+        message = run.job.snapshot(history_tail=1).message
+        assert "the picture is not clean yet at step 3" in message and "exact match 0.99" in message
+    finally:
+        run.job.stop()
+        run.job.join(20)

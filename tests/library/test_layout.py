@@ -1,0 +1,110 @@
+"""The library's layout: stages import only stages below them, and nothing in `transformer/` imports Streamlit."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.import_graph import find_circle, import_graph
+from tests.helpers import ROOT
+
+PACKAGE = ROOT / "transformer"
+# Data flows down this list; a stage may import the stages before it, never one after it.
+STAGES = ("model", "data", "adapters", "decode", "analysis", "store", "train", "charts")
+
+
+def _imported_modules(path: Path, source: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in `source` (the text of `path`), relative imports resolved."""
+    package = ["transformer", *path.relative_to(PACKAGE).parts[:-1]]
+    found = []
+    for node in ast.walk(ast.parse(source, str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found.append((node.lineno, module))
+            if not node.module:  # `from . import x`, `from .. import x`: the names are modules
+                found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def layout_violations(path: Path, source: str) -> list[str]:
+    """What in `source` breaks the layout: Streamlit imported, a stage importing a later stage or the CLI."""
+    parts = path.relative_to(PACKAGE).parts
+    stage = parts[0] if len(parts) > 1 else None
+    problems = []
+    for line, module in _imported_modules(path, source):
+        where = f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}"
+        names = module.split(".")
+        if names[0] == "streamlit":
+            problems.append(f"{where}: the library never imports Streamlit")
+        if stage is None or names[0] != "transformer" or len(names) < 2:
+            continue
+        if names[1] in ("cli", "__main__"):
+            problems.append(f"{where}: a stage never imports the command line")
+        elif names[1] in STAGES and STAGES.index(names[1]) > STAGES.index(stage):
+            problems.append(f"{where}: {stage}/ may import only {', '.join(STAGES[:STAGES.index(stage) + 1])}")
+    return problems
+
+
+def test_every_stage_is_a_folder_with_a_public_face():
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(STAGES)
+    for stage in STAGES:
+        init = PACKAGE / stage / "__init__.py"
+        assert "__all__" in init.read_text(), f"{init} must list the stage's public names in __all__"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_run_down_the_stages_and_never_reach_streamlit(path: Path):
+    assert layout_violations(path, path.read_text()) == []
+
+
+@pytest.mark.parametrize("stage, source", [
+    ("model", "from ..train import Trainer\n"),
+    ("store", "def f():\n    from ..train import trainer\n"),
+    ("decode", "from transformer.charts import attention_heatmap\n"),
+    ("data", "from .. import analysis\n"),
+    ("charts", "import streamlit as st\n"),
+    ("train", "from ..cli import main\n"),
+])
+def test_the_check_finds_an_upward_import(stage: str, source: str):
+    assert layout_violations(PACKAGE / stage / "probe.py", source)
+
+
+def test_the_check_allows_downward_and_sibling_imports():
+    source = "from ..model import ModelConfig\nfrom .trainer import Trainer\nfrom ..decode import eval_mode\n"
+    assert layout_violations(PACKAGE / "train" / "probe.py", source) == []
+
+
+def test_the_library_has_no_import_circle():
+    """No module of the library imports, directly or through others (lazy imports included), one that imports it."""
+    circle = find_circle(import_graph(sorted(PACKAGE.rglob("*.py"))))
+    assert circle is None, "import circle: " + " -> ".join(circle or ())
+
+
+def test_the_circle_check_finds_a_circle():
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+ADAPTER_CLASSES = {"NativeSeq2Seq", "NativeDecoderOnly", "HFSeq2Seq", "HFCausalLM"}
+
+
+def test_only_the_adapter_stage_builds_an_adapter():
+    """Outside `transformer/adapters` (tests aside) an adapter comes from `adapter_for` or `load_hf_model`, never from
+    its class: one place picks the family's adapter."""
+    root = PACKAGE.parent
+    paths = [*PACKAGE.rglob("*.py"), *(root / "ui").rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py",
+             *(root / "bench").glob("*.py")]
+    built = []
+    for path in paths:
+        if path.is_relative_to(PACKAGE / "adapters"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in ADAPTER_CLASSES:
+                    built.append(f"{path.relative_to(root)}:{node.lineno} builds {name}")
+    assert built == []
