@@ -17,6 +17,7 @@ from .style import AUTOSIZE, visible_token
 TOP_DIMS = 16  # dimensions shown of a long vector (the largest by what they add to the stage)
 KEY_WINDOW = 40  # keys shown at once; a longer input is shown as a window the caller moves
 WIDTH = 560  # px: two charts side by side stay under 1280 px
+ROW = 20  # px a key's row: every key keeps its label at presenter mode's larger font (at 14 px Vega hid every other)
 
 # stage -> (title, formula in LaTeX); sources: Vaswani et al. 2017 eq. 1; Kobayashi et al. 2020 for contributions
 STAGES: dict[str, tuple[str, str]] = {
@@ -63,9 +64,10 @@ def _strip(vector: Tensor, dims: list[int], title: str, width: int = WIDTH) -> a
 
 
 def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width: int = WIDTH) -> alt.Chart:
-    rows = [{"key": key, "dimension": f"d{d}", "order": d, "value": float(matrix[r, d])}
-            for r, key in enumerate(keys) for d in dims]
-    return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(14 * len(keys), 40),
+    values = matrix[:, dims].tolist()  # (keys, dims): one conversion, not a tensor index per cell
+    rows = [{"key": key, "dimension": f"d{d}", "order": d, "value": value}
+            for key, row in zip(keys, values) for d, value in zip(dims, row)]
+    return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(ROW * len(keys), 40),
                      autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
         y=alt.Y("key:N", sort=keys, title=None),
@@ -78,7 +80,7 @@ def _bars(values: Sequence[float], keys: list[str], title: str, width: int = WID
     shown = [v if math.isfinite(v) else None for v in values]
     labels = [f"{v:{fmt[1:]}}" if math.isfinite(v) else "−∞" for v in values]
     frame = pd.DataFrame({"key": keys, "value": shown, "label": labels})
-    bars = alt.Chart(frame, width=width, height=max(14 * len(keys), 40)).mark_bar().encode(
+    bars = alt.Chart(frame, width=width, height=max(ROW * len(keys), 40)).mark_bar().encode(
         y=alt.Y("key:N", sort=keys, title=None), x=alt.X("value:Q", title=None),
         tooltip=["key", alt.Tooltip("label:N", title="value")])
     masked = alt.Chart(frame[frame["value"].isna()]).mark_text(align="left", dx=3).encode(
