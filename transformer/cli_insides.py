@@ -38,10 +38,12 @@ def insides_entry(lm: InspectableModel, result: DecodeResult, args: argparse.Nam
     ranges for a head it has not got."""
     if not (args.internals or args.contributions):
         return {}
+    head = Head.parse(args.internals) if args.internals else None
+    if head is not None:
+        _check_head(lm, head, args.internals)  # before the capture: a head the model has not got costs no forward
     captured = capture_decode(lm, result, args.reference)
     entry: dict[str, Any] = {}
-    if args.internals:
-        head = Head.parse(args.internals)
+    if head is not None:
         try:
             entry["internals"] = internals_dict(lm, captured, head.kind, head.layer, head.head)
         except HeadSelectionError as exc:
@@ -49,3 +51,16 @@ def insides_entry(lm: InspectableModel, result: DecodeResult, args: argparse.Nam
     if args.contributions:
         entry["contributions"] = contributions_dict(lm, captured)
     return entry
+
+
+def _check_head(lm: InspectableModel, head: Head, asked: str) -> None:
+    """ValueError naming, as the flag numbers them (L1H1 first), the layers and heads the model has."""
+    counts = lm.head_counts()
+    if head.kind not in counts:
+        raise ValueError(f"--internals {asked}: no attention kind {head.kind!r} in {lm.name}; it has "
+                         f"{', '.join(counts)}")
+    n_layers, n_heads = counts[head.kind]
+    if not 0 <= head.layer < n_layers:
+        raise ValueError(f"--internals {asked}: no layer L{head.layer + 1} in {head.kind}; it has L1-L{n_layers}")
+    if not 0 <= head.head < n_heads:
+        raise ValueError(f"--internals {asked}: no head H{head.head + 1} in {head.kind}; it has H1-H{n_heads}")

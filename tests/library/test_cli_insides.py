@@ -60,8 +60,8 @@ def test_decoder_self_internals_write_masked_keys_as_null(reverse: Path, tmp_pat
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--internals", "cross:L9H1"], "no layer 8 in cross"),
-    (["--internals", "cross:L1H9"], "no head 8"),
+    (["--internals", "cross:L9H1"], "no layer L9 in cross; it has L1-L"),  # numbered as the flag numbers them
+    (["--internals", "cross:L1H9"], "no head H9 in cross; it has H1-H"),
     (["--internals", "nonsense"], "cannot read head"),
     (["--internals", "self:L1H1"], "no attention kind 'self'"),
 ])

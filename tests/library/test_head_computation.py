@@ -24,7 +24,7 @@ from transformer.analysis import (
 )
 from transformer.store import open_model
 
-ROPE = ("llama", "qwen2")  # the families here that rotate their queries and keys
+ROPE = ("llama", "qwen2", "modernbert")  # the families here that rotate their queries and keys
 
 
 @pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL, *MASKED])
@@ -114,6 +114,9 @@ def test_rope_models_show_queries_and_keys_before_rotation(case, request):
         assert q.shape == inputs.queries.shape and k.shape == inputs.keys.shape
         assert not torch.allclose(q[:, :, 1:], inputs.queries[:, :, 1:])  # position 0 is not rotated
         torch.testing.assert_close(q.norm(dim=-1), inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(q[:, :, 0], inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0: as it was
+        c = head_computation(lm, insides, _kind(lm), 0, 0, 1)  # and the computation view carries them
+        assert c.query_unrotated is not None and c.keys_unrotated is not None
 
 
 @pytest.mark.parametrize("where, message", [

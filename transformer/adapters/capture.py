@@ -11,7 +11,8 @@ family; it records only for the attention modules a capture registered and calls
 
 Beside the softmax's inputs, each layer's output projection is read with a forward hook (its input: every head's
 output side by side, after any head mask; its output), and an attention handed `position_embeddings` (RoPE) has its
-`q_proj` / `k_proj` outputs kept: the queries and keys before rotation.
+`q_proj` / `k_proj` outputs (ModernBERT's fused `Wqkv`: its query and key parts) kept: the queries and keys before
+rotation.
 """
 from __future__ import annotations
 
@@ -186,11 +187,13 @@ def _hf_inputs(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, mas
 
 
 def _before_rotation(module: nn.Module, undo: ExitStack) -> dict[str, Tensor]:
-    """Hooks that keep an attention's `q_proj` / `k_proj` outputs while it is handed `position_embeddings` (RoPE);
-    what they keep is read (and emptied) when its eager kernel runs."""
+    """Hooks that keep an attention's `q_proj` / `k_proj` outputs (ModernBERT: the query and key thirds of its fused
+    `Wqkv`) while it is handed `position_embeddings` (RoPE); what they keep is read (and emptied) when its eager
+    kernel runs."""
     kept: dict[str, Tensor] = {}
     q_proj, k_proj = getattr(module, "q_proj", None), getattr(module, "k_proj", None)
-    if not (isinstance(q_proj, nn.Module) and isinstance(k_proj, nn.Module)):
+    fused = getattr(module, "Wqkv", None)
+    if not (isinstance(q_proj, nn.Module) and isinstance(k_proj, nn.Module)) and not isinstance(fused, nn.Module):
         return kept
     rotating = [False]
 
@@ -204,8 +207,15 @@ def _before_rotation(module: nn.Module, undo: ExitStack) -> dict[str, Tensor]:
                 kept[name] = out.detach()
         return hook
 
-    for handle in (module.register_forward_pre_hook(pre, with_kwargs=True),
-                   q_proj.register_forward_hook(keep("q")), k_proj.register_forward_hook(keep("k"))):
+    def keep_fused(m: nn.Module, args: tuple, out: Tensor) -> None:
+        if rotating[0]:  # (B, T, 3 * H * Dh): queries, keys and values side by side, as the module views it
+            q, k, _ = out.detach().view(*out.shape[:-1], 3, -1).unbind(-2)
+            kept["q"], kept["k"] = q.contiguous(), k.contiguous()
+
+    hooks = ([q_proj.register_forward_hook(keep("q")), k_proj.register_forward_hook(keep("k"))]
+             if isinstance(q_proj, nn.Module) and isinstance(k_proj, nn.Module)
+             else [fused.register_forward_hook(keep_fused)])
+    for handle in (module.register_forward_pre_hook(pre, with_kwargs=True), *hooks):
         undo.callback(handle.remove)
     return kept
 
