@@ -96,8 +96,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                            help=f"ModelConfig.{MODEL_FLAGS[flag.replace('-', '_')]}")
     sizes.add_argument("--norm", choices=("pre", "post"))
     sizes.add_argument("--architecture", choices=ARCHITECTURE_NAMES,
-                       help="encoder-decoder (default) or decoder-only: one causal stack of --dec-layers blocks "
-                       "over source, separator and target (a prefix LM; loss on the target part)")
+                       help="encoder-decoder (default); decoder-only: one causal stack of --dec-layers blocks "
+                       "over source, separator and target (a prefix LM; loss on the target part); encoder-only: one "
+                       "bidirectional stack of --enc-layers blocks over source </s> target </s> with a share of one "
+                       "sentence's tokens masked (a masked LM, scored by masked-token accuracy; one joint vocabulary)")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int),

@@ -19,6 +19,8 @@ def check_stage(args: argparse.Namespace, distributed: bool = False) -> None:
         raise UsageError("--stage starts a new run; drop --resume (or --stage)")
     if args.task is not None and args.task not in STAGE_RECIPES:
         raise UsageError(f"--stage is for --task {' or '.join(STAGE_RECIPES)}, not {args.task}")
+    if getattr(args, "architecture", None) == "encoder-only":
+        raise UsageError("--stage's picture is cross-attention: it trains an encoder-decoder, not encoder-only")
     if args.preset:
         raise UsageError("--stage is a recipe of its own, sizes included; drop --preset (or --stage)")
 

@@ -18,7 +18,7 @@ import torch
 
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError
 from .cli_stage import check_stage, stage_trainer_configs
-from .data import GENERATED_TASKS, DataError, TaskSpec, make_task
+from .data import GENERATED_TASKS, DataError, TaskSpec, make_task, masked_lm_task
 from .model import TrainConfig, default_configs
 from .store import load_checkpoint, load_probe_frames, save_checkpoint
 from .train import (
@@ -162,6 +162,8 @@ def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
             raise DataError(f"{args.text_file}: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
                             f"at offset {exc.start})") from None
     task = make_task(TaskSpec(name=args.task, seed=args.seed or 0, **kwargs))
+    if args.architecture == "encoder-only":  # both sentences of a pair in one input: one joint vocabulary
+        task = masked_lm_task(task)
     tie = task.shares_vocabulary and not args.no_tie
     if args.stage:  # the stage demo: its recipe, and its rule stops the run when the picture is clean
         model_cfg, train_cfg, rule = stage_trainer_configs(task, _overrides(args, MODEL_FLAGS),

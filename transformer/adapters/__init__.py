@@ -11,12 +11,13 @@ from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
 from .interface import InspectableModel, SourceText
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
+from .native_masked import NativeEncoderOnly
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls
 
 __all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
            "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
            "load_pretrained", "HFMaskedLM", "masked_attention_outputs", "mlm_head", "HFSeq2Seq", "heads_off", "model_lock", "InspectableModel", "SourceText", "UNEMITTABLE",
-           "NativeSeq2Seq", "NativeDecoderOnly", "ban", "decode_texts", "greedy_batch",
+           "NativeSeq2Seq", "NativeDecoderOnly", "NativeEncoderOnly", "ban", "decode_texts", "greedy_batch",
            "check_encoder_layer", "recording_calls",
            "LEARNED", "RELATIVE", "ROTARY", "SINUSOIDAL", "PositionScheme", "position_scheme"]

@@ -1,5 +1,6 @@
 """Which adapter a loaded model gets (as `AutoModelFor...` picks a class for a config): the one place that names
-the adapter classes. Our encoder-decoder as `NativeSeq2Seq`, our decoder-only model as `NativeDecoderOnly`;
+the adapter classes. Our encoder-decoder as `NativeSeq2Seq`, our decoder-only model as `NativeDecoderOnly`, our
+encoder-only masked LM as `NativeEncoderOnly`;
 Hugging Face encoder-decoders as `HFSeq2Seq`, causal language models as `HFCausalLM`, encoder-only masked language
 models (BERT, RoBERTa, DistilBERT, ModernBERT) as `HFMaskedLM`; anything else is refused by name in `hf_load`."""
 from __future__ import annotations
@@ -15,9 +16,11 @@ from .hf_seq2seq import HFSeq2Seq
 from .interface import InspectableModel
 from .native import NativeSeq2Seq
 from .native_causal import NativeDecoderOnly
+from .native_masked import NativeEncoderOnly
 
 HF_ADAPTERS = {"seq2seq": HFSeq2Seq, "causal": HFCausalLM, "masked": HFMaskedLM}
-NATIVE_ADAPTERS = {"encoder-decoder": NativeSeq2Seq, "decoder-only": NativeDecoderOnly}
+NATIVE_ADAPTERS = {"encoder-decoder": NativeSeq2Seq, "decoder-only": NativeDecoderOnly,
+                   "encoder-only": NativeEncoderOnly}
 
 
 def adapter_for(network: nn.Module, tokenizer: Any, target_tokenizer: Any = None, *, name: str = "checkpoint",

@@ -114,6 +114,7 @@ class HFMaskedLM(HFSeq2Seq):
         self.pad_id = int(tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else -1
         self.separator_ids = frozenset(int(i) for i in (tokenizer.sep_token_id, tokenizer.eos_token_id)
                                        if i is not None)
+        self.special_ids = frozenset(int(i) for i in tokenizer.all_special_ids)  # the mask's included
         self.unemittable_ids = frozenset()
         positions = getattr(cfg, "max_position_embeddings", None) or NO_POSITION_LIMIT
         if getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):  # positions start after pad

@@ -104,7 +104,7 @@ def read_masked(lm: InspectableModel, text: str, second: str = "", mask_position
         what = "The sentence pair has" if second else "The input has"
         raise InputError(f"{what} {len(source.ids):,} tokens with its special tokens; this model reads at most "
                          f"{lm.max_source_len}.")
-    special = set(lm.tokenizer.all_special_ids) - {lm.mask_id}
+    special = set(lm.special_ids) - {lm.mask_id}
     ids, originals = list(source.ids), {}
     for pos in sorted({int(p) for p in mask_positions}):
         if not 0 <= pos < len(ids):
@@ -114,7 +114,7 @@ def read_masked(lm: InspectableModel, text: str, second: str = "", mask_position
         if ids[pos] != lm.mask_id:
             originals[pos] = source.tokens[pos]
             ids[pos] = lm.mask_id
-    masked = SourceText(tuple(ids), tuple(lm.tokenizer.convert_ids_to_tokens(ids)), source.unknown,
+    masked = SourceText(tuple(ids), tuple(lm.ids_to_tokens(ids)), source.unknown,
                         source.n_specials)
     return masked, lm.segments(ids), originals
 

@@ -1,5 +1,5 @@
-"""The model stage: validated configs, our encoder-decoder and decoder-only models (`nn.Module`s only), the typed
-records of what they capture, and the optimizer they train with."""
+"""The model stage: validated configs, our encoder-decoder, decoder-only and encoder-only models (`nn.Module`s
+only), the typed records of what they capture, and the optimizer they train with."""
 from .architectures import ARCHITECTURES, build_model, family_of_model
 from .attention import MultiHeadAttention, attention, attention_weights
 from .config import (
@@ -16,6 +16,7 @@ from .config import (
 from .decoder_only import DecoderOnlyTransformer, PrefixCache
 from .dropout import Dropout, dropout
 from .encoder_decoder import Seq2SeqTransformer, sinusoidal_positions
+from .encoder_only import EncoderOnlyTransformer, segments_of
 from .families import (
                      ALL_KINDS,
                      ALL_TITLES,
@@ -38,7 +39,7 @@ from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMas
 from .stage_recipe import STAGE_RECIPES, CleanRule, StageRecipe, stage_configs, stage_recipe
 
 __all__ = ["KIND_CODES", "Head", "HeadError", "STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
-           "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
+           "EncoderOnlyTransformer", "segments_of", "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
            "TARGET", "ModelFamily", "family_of", "family_with_kinds", "AttentionMaps", "ConfigError",
            "DecoderLayer", "Dropout", "EncoderLayer", "EncoderOutput", "FeedForward", "ForwardOutput",
            "HeadMask", "KINDS", "MAX_STEPS", "ModelConfig", "MultiHeadAttention", "PRESETS",

@@ -6,10 +6,12 @@ from torch import nn
 from .config import ModelConfig
 from .decoder_only import DecoderOnlyTransformer
 from .encoder_decoder import Seq2SeqTransformer
+from .encoder_only import EncoderOnlyTransformer
 from .families import FAMILIES, ModelFamily
 
 ARCHITECTURES: dict[str, type[nn.Module]] = {"encoder-decoder": Seq2SeqTransformer,
-                                             "decoder-only": DecoderOnlyTransformer}
+                                             "decoder-only": DecoderOnlyTransformer,
+                                             "encoder-only": EncoderOnlyTransformer}
 
 
 def build_model(cfg: ModelConfig) -> nn.Module:

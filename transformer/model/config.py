@@ -17,7 +17,7 @@ MAX_STEPS = 1_000_000
 MAX_SECONDS = 24 * 3600.0
 
 
-ARCHITECTURE_NAMES = ("encoder-decoder", "decoder-only")
+ARCHITECTURE_NAMES = ("encoder-decoder", "decoder-only", "encoder-only")
 
 
 class ConfigError(ValueError):
@@ -69,7 +69,8 @@ class ModelConfig:
     norm: str = "pre"  # "pre" (Annotated Transformer) or "post" (the paper)
     pad_id: int = 0
     tie_embeddings: bool = False  # source, target embeddings and generator share one matrix (joint vocabulary)
-    architecture: str = "encoder-decoder"  # or "decoder-only": one causal stack of n_decoder_layers (a prefix LM)
+    architecture: str = "encoder-decoder"  # or "decoder-only": one causal stack of n_decoder_layers (a prefix LM);
+    # or "encoder-only": one bidirectional stack of n_encoder_layers with a masked-LM head (one joint vocabulary)
 
     def __post_init__(self) -> None:
         check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
@@ -86,6 +87,9 @@ class ModelConfig:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.architecture not in ARCHITECTURE_NAMES:
             raise ConfigError(f"architecture must be one of {', '.join(ARCHITECTURE_NAMES)}, got {self.architecture!r}")
+        if self.architecture == "encoder-only" and self.src_vocab_size != self.tgt_vocab_size:
+            raise ConfigError("an encoder-only model reads and predicts one joint vocabulary (source and target "
+                              f"sizes differ: {self.src_vocab_size} and {self.tgt_vocab_size})")
         if self.norm not in ("pre", "post"):
             raise ConfigError(f"norm must be 'pre' or 'post', got {self.norm!r}")
         if not isinstance(self.tie_embeddings, bool):

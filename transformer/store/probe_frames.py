@@ -73,9 +73,9 @@ def _require(ok: bool, path: Path, message: str) -> None:
         raise ProbeFramesError(f"{path}: {message}")
 
 
-def _tokens(value: Any, path: Path, where: str) -> list[str]:
-    _require(isinstance(value, list) and 0 < len(value) <= _MAX_TOKENS and all(isinstance(t, str) for t in value),
-             path, f"{where} must be a list of 1 to {_MAX_TOKENS} strings")
+def _tokens(value: Any, path: Path, where: str, least: int = 1) -> list[str]:
+    _require(isinstance(value, list) and least <= len(value) <= _MAX_TOKENS and all(isinstance(t, str) for t in value),
+             path, f"{where} must be a list of {least} to {_MAX_TOKENS} strings")
     return value
 
 
@@ -121,8 +121,8 @@ def read_probe_frames(path: Path) -> Frames:
                      f"frame {i + 1}: {kind} weights must be finite and between 0 and 1")
         try:
             trace = AttentionTrace(_tokens(entry.get("source_tokens"), path, f"frame {i + 1}: source_tokens"),
-                                   _tokens(entry.get("decoder_input_tokens"), path,
-                                           f"frame {i + 1}: decoder_input_tokens"),
+                                   _tokens(entry.get("decoder_input_tokens"), path,  # none: an encoder-only model
+                                           f"frame {i + 1}: decoder_input_tokens", int(family != "encoder-only")),
                                    maps=maps, family=family if isinstance(family, str) else "?",
                                    head_groups=groups,
                                    step_offset=entry.get("step_offset", 0))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from ..adapters import adapter_for
-from ..decode import AttentionTrace, InputError, greedy_decode
+from ..adapters import InspectableModel, adapter_for
+from ..data import MASK_TOKEN, known_output, probe_positions
+from ..decode import AttentionTrace, DecodeResult, InputError, greedy_decode, masked_decode
 from ..model import eval_mode
 from .trainer import StepStats, Trainer
 
@@ -14,15 +15,27 @@ PROBE_FRAMES = 20  # recordings aimed for over a run's budget, however short
 
 
 def probe_trace(trainer: Trainer, text: str) -> AttentionTrace | None:
-    """The trace of `text` greedily decoded by the trainer's model as it is now (eval mode); None when the model's
-    tokenizer cannot read the text."""
+    """The trace of `text` greedily decoded by the trainer's model as it is now (eval mode); an encoder-only model
+    predicts at the probe's masks instead (`masked_probe`). None when the model's tokenizer cannot read the text."""
     task = trainer.task
     try:
         with eval_mode(trainer.model):
             lm = adapter_for(trainer.model, task.src_tokenizer, task.tgt_tokenizer)
+            if not lm.family.decodes:
+                return masked_probe(lm, task.name, text).trace
             return greedy_decode(lm, text).trace
     except InputError:
         return None
+
+
+def masked_probe(lm: InspectableModel, task_name: str, text: str) -> DecodeResult:
+    """An encoder-only model's probe: a text with masks (or "A </s> B") as typed; a plain text as the pair it
+    trains on, the text and its task's answer (where the task knows it), every third token of the answer masked."""
+    if MASK_TOKEN in text or "</s>" in text:
+        return masked_decode(lm, text)
+    answer = known_output(task_name, text) or ""
+    source = lm.tokenize_pair(text, answer) if answer else lm.tokenize_source(text)
+    return masked_decode(lm, text, answer, mask_positions=probe_positions(source.ids))
 
 
 class ProbeRecorder:

@@ -10,7 +10,8 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..data import Batch, BucketSampler, PackedIds, Task, make_batch
+from ..data import Batch, BucketSampler, MaskedBatches, PackedIds, Task, make_batch
+from ..data.masking import encode_pairs, evaluation_examples, masked_accuracy
 from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, build_model, make_optimizer
 from .device import cpu_copy
 from .precision import autocast, resolve_precision
@@ -86,6 +87,10 @@ class Trainer:
         self.done: str | None = None  # a callback's reason to end `run` early (the stage demo's "picture clean")
 
     def _next_batch(self) -> Batch:
+        if self._batches is None and self.model_cfg.architecture == "encoder-only":  # masked tokens of each pair
+            pairs = encode_pairs(self.task, self.model_cfg.max_len)
+            sampler = self._sampler(pairs, [[]] * len(pairs))  # bucketed by the pair's length alone
+            self._batches = iter(MaskedBatches(sampler, pairs, self.model_cfg.src_vocab_size, self.cfg.seed + self.step))
         if self._batches is None:
             limit = self.model_cfg.max_len - 1
             train = self.task.train
@@ -184,7 +189,10 @@ class Trainer:
 
 
 def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
-    """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words."""
+    """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words.
+    An encoder-only model: its masked-token accuracy instead (`evaluate_masked`)."""
+    if model.cfg.architecture == "encoder-only":
+        return evaluate_masked(model, task, n, batch_size)
     from ..analysis import corpus_scores, evaluate_alignment
     from ..adapters import decode_texts
     from ..model import eval_mode
@@ -221,3 +229,25 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
     metrics["examples"] = [{"source": e.source, "reference": r, "output": o}
                            for e, r, o in list(zip(examples, refs, outputs))[:5]]
     return metrics
+
+
+def evaluate_masked(model: torch.nn.Module, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
+    """An encoder-only model on up to n validation pairs with a share of one sentence masked (the same masks at
+    every evaluation, `transformer.data.masking`): loss and accuracy on the masked tokens ("token_accuracy" is the
+    masked-token accuracy), and the share of pairs with every mask right ("exact_match")."""
+    from ..model import eval_mode
+
+    examples = evaluation_examples(task, n, model.cfg.max_len)
+    if not examples:
+        raise ValueError("the task has no validation examples")
+    with eval_mode(model):
+        loss, accuracy, whole, predicted = masked_accuracy(model, examples, batch_size)
+    tok = task.src_tokenizer
+    shown = []
+    for e, guess in list(zip(examples, predicted))[:5]:
+        masked = [i for i, label in enumerate(e.labels) if label]
+        shown.append({"source": " ".join("<mask>" if i in masked else tok.id_to_token(t) for i, t in enumerate(e.ids)),
+                      "reference": " ".join(tok.id_to_token(e.labels[i]) for i in masked),
+                      "output": " ".join(tok.id_to_token(g) for g in guess)})
+    return {"n": len(examples), "loss": loss, "token_accuracy": accuracy, "masked_accuracy": accuracy,
+            "exact_match": whole, "examples": shown}

@@ -64,7 +64,7 @@ def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...]
         st.warning(str(exc), icon=":material/edit_note:")
         return None
     state = st.session_state
-    special = set(lm.tokenizer.all_special_ids)
+    special = set(lm.special_ids)
     options = [i for i, t in enumerate(source.ids) if t not in special]
     if POSITIONS_FOR_KEY in state and state[POSITIONS_FOR_KEY] != (text, second):  # a new input: its own clicks
         state[POSITIONS_KEY] = []
