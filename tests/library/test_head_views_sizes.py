@@ -1,10 +1,12 @@
 """Inside one head at the sizes people use: a one-word input, a 20-word caption and the model's maximum length, on
-a shipped model and on bart-large's head layout built from config: every stage chart, the contribution map, the
-mask picture and the line view are drawn without an exception and none is wider than a 1280 px page."""
+the shipped reversal and Multi30k models and on bart-large's, opus-mt's and GPT-2's layouts built from config (their
+layers, heads and maximum lengths, narrow vectors): every stage chart, the contribution map, the mask picture and the
+line view are drawn without an exception and none is wider than a 1280 px page."""
 from __future__ import annotations
 
 import pytest
 
+from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import BART_LARGE_HEADS
 from tests.helpers.hf_tiny_models import build as build_seq2seq
 from transformer.analysis import capture_decode, computation_at, contributions, mask_matrix, trace_view
@@ -24,17 +26,28 @@ def _width(chart) -> float:
     return max(w for w in widths if isinstance(w, (int, float)))
 
 
-@pytest.fixture(scope="module", params=["reverse", "bart-large-heads"])
+OPUS_MT_HEADS = dict(d_model=64, layers=6, heads=8, ffn=64, positions=512)  # opus-mt-en-de's layout, narrow
+GPT2_HEADS = dict(d_model=48, layers=12, heads=12, kv_heads=12, ffn=64, positions=1024)  # gpt2's layout, narrow
+
+
+@pytest.fixture(scope="module", params=["reverse", "multi30k-en-de", "bart-large-heads", "opus-mt-heads", "gpt2-heads"])
 def lm(request, tmp_path_factory):
-    if request.param == "reverse":
-        return open_model("checkpoints/reverse")
-    return open_model(str(build_seq2seq("bart", tmp_path_factory.mktemp("bl") / "bart", size=BART_LARGE_HEADS)))
+    if request.param in ("reverse", "multi30k-en-de"):
+        return open_model(f"checkpoints/{request.param}")
+    folder = tmp_path_factory.mktemp(request.param) / request.param
+    if request.param == "gpt2-heads":
+        return open_model(str(build_causal("gpt2", folder, size=GPT2_HEADS)))
+    family, size = ("bart", BART_LARGE_HEADS) if request.param == "bart-large-heads" else ("marian", OPUS_MT_HEADS)
+    return open_model(str(build_seq2seq(family, folder, size=size)))
 
 
 def _texts(lm) -> list[str]:
-    longest = " ".join(["a"] * (lm.max_source_len - 4)) if lm.source == "huggingface" else "z" * (lm.max_source_len - 2)
-    return ["dog" if lm.source == "huggingface" else "a", CAPTION if lm.source == "huggingface" else CAPTION[:40]
-            .replace(" ", ""), longest]
+    if lm.name == "reverse":  # letters, no spaces
+        return ["a", CAPTION[:40].replace(" ", ""), "z" * (lm.max_source_len - 2)]
+    words, longest = CAPTION.split(), []
+    while len(lm.tokenize_source(" ".join(longest)).ids) < lm.max_source_len - 8:  # a few tokens short of its limit
+        longest.append(words[len(longest) % len(words)])
+    return ["dog", CAPTION, " ".join(longest)]
 
 
 def test_every_view_draws_within_the_page(lm):
