@@ -17,7 +17,9 @@ from .style import AUTOSIZE, visible_token
 TOP_DIMS = 16  # dimensions shown of a long vector (the largest by what they add to the stage)
 KEY_WINDOW = 40  # keys shown at once; a longer input is shown as a window the caller moves
 WIDTH = 560  # px: two charts side by side stay under 1280 px
-ROW = 20  # px a key's row: every key keeps its label at presenter mode's larger font (at 14 px Vega hid every other)
+ROW = 20  # px a key's row, room for its label at presenter mode's larger font
+# every key labelled: Streamlit's theme turns labelOverlap on, which hid every other key's label even at 20 px rows
+KEY_AXIS = alt.Axis(labelOverlap=False, labelLimit=140)
 
 # stage -> (title, formula in LaTeX); sources: Vaswani et al. 2017 eq. 1; Kobayashi et al. 2020 for contributions
 STAGES: dict[str, tuple[str, str]] = {
@@ -70,7 +72,7 @@ def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width:
     return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(ROW * len(keys), 40),
                      autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
-        y=alt.Y("key:N", sort=keys, title=None),
+        y=alt.Y("key:N", sort=keys, title=None, axis=KEY_AXIS),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
         tooltip=["key", "dimension", alt.Tooltip("value:Q", format=".4f")])
 
@@ -81,7 +83,7 @@ def _bars(values: Sequence[float], keys: list[str], title: str, width: int = WID
     labels = [f"{v:{fmt[1:]}}" if math.isfinite(v) else "−∞" for v in values]
     frame = pd.DataFrame({"key": keys, "value": shown, "label": labels})
     bars = alt.Chart(frame, width=width, height=max(ROW * len(keys), 40)).mark_bar().encode(
-        y=alt.Y("key:N", sort=keys, title=None), x=alt.X("value:Q", title=None),
+        y=alt.Y("key:N", sort=keys, title=None, axis=KEY_AXIS), x=alt.X("value:Q", title=None),
         tooltip=["key", alt.Tooltip("label:N", title="value")])
     masked = alt.Chart(frame[frame["value"].isna()]).mark_text(align="left", dx=3).encode(
         y=alt.Y("key:N", sort=keys), x=alt.datum(0), text="label:N")
