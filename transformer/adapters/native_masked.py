@@ -65,7 +65,10 @@ class NativeEncoderOnly(NativeSeq2Seq):
 
     def tokenize_source(self, text: str) -> SourceText:
         """One sentence, or a pair written "A </s> B"; each sentence ends in </s>."""
-        return self._read([part for part in text.split(SEPARATOR, 1)] if SEPARATOR in text else [text])
+        parts = text.split(SEPARATOR)
+        if len(parts) > 1 and not parts[-1].strip():  # a closing </s> typed too
+            parts.pop()
+        return self._read([parts[0], " ".join(parts[1:])] if len(parts) > 1 else parts)
 
     def tokenize_pair(self, first: str, second: str) -> SourceText:
         """A sentence pair as the model trained on it: A </s> B </s>."""

@@ -97,6 +97,7 @@ def model_card(name: str, task: str, level: str, cfg: ModelConfig, parameters: i
     """The summary the UI shows of a model, saved or training: task, sizes, parameters, training done, metrics."""
     return {"name": name, "task": task, "level": level, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
             "n_encoder_layers": cfg.n_encoder_layers, "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
+            "architecture": cfg.architecture,
             "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size, "parameters": parameters,
             "steps": steps, "seconds": round(seconds, 2),
             "metrics": {k: v for k, v in metrics.items() if k in _CARD_METRICS}, "weights": weights}

@@ -246,7 +246,8 @@ def evaluate_masked(model: torch.nn.Module, task: Task, n: int = 500, batch_size
     shown = []
     for e, guess in list(zip(examples, predicted))[:5]:
         masked = [i for i, label in enumerate(e.labels) if label]
-        shown.append({"source": " ".join("<mask>" if i in masked else tok.id_to_token(t) for i, t in enumerate(e.ids)),
+        words = ["<mask>" if i in masked else tok.id_to_token(t) for i, t in enumerate(e.ids)]
+        shown.append({"source": " ".join(words[:-1]),  # "A </s> B", as a user types a pair
                       "reference": " ".join(tok.id_to_token(e.labels[i]) for i in masked),
                       "output": " ".join(tok.id_to_token(g) for g in guess)})
     return {"n": len(examples), "loss": loss, "token_accuracy": accuracy, "masked_accuracy": accuracy,

@@ -131,9 +131,11 @@ def card_lines(card: dict[str, Any]) -> list[str]:
                 f"vocabulary {card.get('tgt_vocab_size'):,}",
                 f"**Parameters** {card.get('parameters', 0):,}"]
     metrics = card.get("metrics") or {}
+    enc, dec = card.get("n_encoder_layers"), card.get("n_decoder_layers")
+    layers = {"encoder-only": f"{enc} layers (encoder only)", "decoder-only": f"{dec} layers (decoder only)"}.get(
+        card.get("architecture"), f"{enc}+{dec} layers")
     lines = [f"**Task** {card.get('task')} ({card.get('level')}-level)",
-             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · "
-             f"{card.get('n_encoder_layers')}+{card.get('n_decoder_layers')} layers · d_ff {card.get('d_ff')}",
+             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · {layers} · d_ff {card.get('d_ff')}",
              f"**Parameters** {card.get('parameters', 0):,}",
              f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]
     shown = [(label, metrics[key], fmt) for key, label, fmt in (

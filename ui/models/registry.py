@@ -50,7 +50,8 @@ def _uploads() -> dict[str, UploadedModel]:
 
 
 RESOLVED_KEY = "studio_resolved_model"  # (this run's cursors, the picker's value, the model it resolved to)
-PAGE_FAMILIES = ("encoder-decoder", "decoder-only")  # every family the pages draw (they ask the trace for its kinds)
+PAGE_FAMILIES = ("encoder-decoder", "decoder-only", "encoder-only")  # every family the pages draw (they ask the trace
+# for its kinds)
 
 
 def _listed(root: Path) -> list[Path]:

@@ -15,6 +15,7 @@ from transformer.data import (
     Task,
     TaskSpec,
     make_task,
+    masked_lm_task,
     parse_pairs_text,
     read_aligned_files,
     read_pairs_tsv,
@@ -75,7 +76,10 @@ FIELDS = (
     Field("architecture", "Architecture", "model", options=ARCHITECTURE_NAMES,
           help="Encoder-decoder: an encoder reads the source, the decoder writes with cross-attention to it. "
                "Decoder-only: one causal stack of the decoder layers reads the source, a separator and the output as "
-               "one sequence (a prefix language model, loss on the output part); the encoder layers are unused."),
+               "one sequence (a prefix language model, loss on the output part); the encoder layers are unused. "
+               "Encoder-only: one bidirectional stack of the encoder layers reads source </s> output </s> with 15 % "
+               "of one sentence masked and predicts the masked tokens (a masked LM, scored by masked-token accuracy; "
+               "one joint vocabulary); the decoder layers are unused."),
     Field("d_model", "d_model", "model", 8, L.max_d_model, 8, help="Width of every token vector."),
     Field("n_heads", "Heads", "model", 1, L.max_heads, 1, help="d_model must be divisible by it."),
     Field("n_encoder_layers", "Encoder layers", "model", 1, L.max_layers, 1),
@@ -253,11 +257,14 @@ def build_task() -> Task:
     state = st.session_state
     task, seed = state["train_task"], int(state["train_seed"])
     if task == "corpus":
-        return make_task(TaskSpec(name="corpus", text=corpus_text(), seed=seed, **corpus_tokenizer_options()))
-    n_train = int(state["train_n_train"])
-    if n_train > LIMITS.max_n_train:
-        raise ConfigError(f"At most {LIMITS.max_n_train:,} training examples in the app.")
-    return make_task(TaskSpec(name=task, seed=seed, n_train=n_train, n_valid=200))
+        built = make_task(TaskSpec(name="corpus", text=corpus_text(), seed=seed, **corpus_tokenizer_options()))
+    else:
+        n_train = int(state["train_n_train"])
+        if n_train > LIMITS.max_n_train:
+            raise ConfigError(f"At most {LIMITS.max_n_train:,} training examples in the app.")
+        built = make_task(TaskSpec(name=task, seed=seed, n_train=n_train, n_valid=200))
+    # an encoder-only model reads both sentences of a pair as one input: one joint vocabulary
+    return masked_lm_task(built) if state.get("train_architecture") == "encoder-only" else built
 
 
 def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
