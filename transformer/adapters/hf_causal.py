@@ -150,6 +150,10 @@ class HFCausalLM(HFSeq2Seq):
         from transformers.cache_utils import DynamicCache
         return DynamicCache()
 
+    def select_rows(self, encoded: EncoderOutput, cache: Any, rows: Tensor) -> tuple[EncoderOutput, Any]:
+        cache.reorder_cache(rows)  # in place, as `generate`'s `_reorder_cache`
+        return encoded, cache
+
     def _run(self, ids: Tensor, cache: Any, head_mask: HeadMask | None) -> Any:
         with self._lock, heads_off(self.model, head_mask, causal_attention_outputs), fast_output_head(self.model):
             return self.model(input_ids=ids, past_key_values=cache, use_cache=cache is not None,

@@ -260,6 +260,14 @@ class HFSeq2Seq(InspectableModel):
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache
         return EncoderDecoderCache(DynamicCache(), DynamicCache())
 
+    def select_rows(self, encoded: EncoderOutput, cache: Any, rows: Tensor) -> tuple[EncoderOutput, Any]:
+        """The encoder's states and mask of those rows; the cache (self- and cross-attention) reordered in place, as
+        `generate`'s `_reorder_cache`."""
+        enc, mask = encoded.state
+        selected = type(enc)(last_hidden_state=enc.last_hidden_state.index_select(0, rows))
+        cache.reorder_cache(rows)
+        return EncoderOutput((selected, mask.index_select(0, rows)), encoded.encoder_self), cache
+
     def _decoder_layers(self) -> int:
         return _n_layers(self.model.get_decoder())
 

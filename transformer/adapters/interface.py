@@ -117,6 +117,11 @@ class InspectableModel(ABC):
             self.step(torch.tensor([[token]]), encoded, cache, head_mask)
         return self.step(torch.tensor([[ids[-1]]]), encoded, cache, head_mask)
 
+    def select_rows(self, encoded: EncoderOutput, cache: Any, rows: Tensor) -> tuple[EncoderOutput, Any]:
+        """The decode state of batch rows `rows` (B',) (repeats allowed: a hypothesis that branches): the encoder
+        output and the cache with those rows, for beam search, as `generate` reorders its cache by beam index."""
+        raise NotImplementedError(f"{type(self).__name__} cannot reorder its decoder cache")
+
     def encode_many(self, sources: Sequence[Sequence[int]]) -> EncoderOutput | None:
         """Several sources' ids encoded as one batch padded to the longest, for `step` to read with one token per row
         (padded keys masked, so each row sees only its own source); its `encoder_self` is the batch's, (B, H, S, S)

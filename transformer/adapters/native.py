@@ -75,6 +75,11 @@ class NativeSeq2Seq(InspectableModel):
              ) -> StepOutput:
         return self.model.decode_step(token, cache, encoded.state[1], need_weights=True, head_mask=head_mask)
 
+    def select_rows(self, encoded: EncoderOutput, cache: Any, rows: Tensor) -> tuple[EncoderOutput, Any]:
+        memory, mask = encoded.state
+        state = (memory.index_select(0, rows), None if mask is None else mask.index_select(0, rows))
+        return EncoderOutput(state, encoded.encoder_self), cache.select(rows)
+
     def encode_many(self, sources: Sequence[Sequence[int]]) -> EncoderOutput | None:
         """The sources padded with the pad id, which the encoder's source mask hides (and the decoder's with it)."""
         if self.family.cross_kind is None or self.family.prompt_in_decoder:

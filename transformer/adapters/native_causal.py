@@ -49,6 +49,9 @@ class NativeDecoderOnly(NativeSeq2Seq):
         return self.model.feed(torch.tensor([list(ids)]), cache, encoded.state[0].size(1), need_weights=True,
                                head_mask=head_mask)
 
+    def select_rows(self, encoded: EncoderOutput, cache: Any, rows: Tensor) -> tuple[EncoderOutput, Any]:
+        return encoded, cache.select(rows)  # the source lives in the cache
+
     def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
              ) -> StepOutput:
         return self.model.decode_step(token, cache, need_weights=True, head_mask=head_mask)

@@ -6,12 +6,13 @@ Two rules, as the issue asks: Hugging Face models search as `generate(num_beams=
 vectorised `_beam_search`: log-softmax, the generation config's processors on the log-probabilities, the top
 max(2, 1 + #eos) x W continuations, finished hypotheses only from the best W, score = sum of log-probabilities /
 generated length ** length_penalty, its early-stopping heuristic; the generation config's `length_penalty` and
-`early_stopping`), so the final hypotheses equal generate's (tests/test_beam_tree.py, per family). Our own models
+`early_stopping`), so the final hypotheses equal generate's (tests/library/test_beam_tree.py, per family). Our own models
 keep `beam.beam_search_ids`'s rule (GNMT length penalty ((5 + n) / 6) ** alpha), so `eval --beam` figures stay
 comparable, and their best hypotheses equal it.
 
-Each step runs the decoder once over every live hypothesis's whole prefix (`InspectableModel.forward`, batched):
-no cache to reorder, and the weights of every hypothesis come with it.
+Each step runs the decoder for one token of every live hypothesis, batched, with the decoder cache reordered by the
+hypotheses' parents (`InspectableModel.select_rows`), as `generate` does; the step's weights give every
+hypothesis's attention row.
 """
 from __future__ import annotations
 
@@ -117,18 +118,33 @@ def _check(lm: InspectableModel, width: int) -> None:
                          f"(this model's vocabulary has {lm.vocab_size:,} tokens), got {width!r}.")
 
 
-def _expand(lm: InspectableModel, src: Tensor, prefixes: list[list[int]], max_length: int
-            ) -> tuple[Tensor, list[dict[str, Tensor]]]:
-    """Log-probabilities (n, V) of the next token of each prefix, the model's rules applied to them as `generate`
-    applies its processors, and each prefix's last attention row per decoder kind."""
-    n = len(prefixes)
-    logits, maps = lm.forward(src.expand(n, -1), torch.tensor(prefixes))
-    logp = logits[:, -1].float().log_softmax(-1)
-    logp = torch.stack([lm.constrain(p, row, max_length) for p, row in zip(prefixes, logp)])
-    family = lm.family
-    kinds = [k for k in (family.decoder_kind, family.cross_kind) if k is not None]
-    rows = [{k: torch.stack([m[b, :, -1] for m in maps[k]]).float() for k in kinds} for b in range(n)]
-    return logp, rows
+class _Hypotheses:
+    """The decoder run over the live hypotheses, one cached step a call: the prefix is fed once, and each step the
+    encoder output and the cache are reordered by the rows the new hypotheses continue (`select_rows`, as `generate`
+    reorders its cache by beam index), so a step costs one token per hypothesis, not its whole prefix."""
+
+    def __init__(self, lm: InspectableModel, src: Tensor, prefix: list[int]) -> None:
+        family = lm.family
+        self.lm, self.kinds = lm, [(k, i) for i, k in enumerate((family.decoder_kind, family.cross_kind))
+                                   if k is not None]
+        self.encoded = lm.encode(src)
+        self.cache = lm.start_cache(self.encoded)
+        self.out = lm.prefill(prefix, self.encoded, self.cache)
+
+    def advance(self, parents: list[int], tokens: list[int]) -> None:
+        """Hypothesis b of the next step continues row `parents[b]` with `tokens[b]`."""
+        self.encoded, self.cache = self.lm.select_rows(self.encoded, self.cache, torch.tensor(parents))
+        self.out = self.lm.step(torch.tensor(tokens)[:, None], self.encoded, self.cache)
+
+    def scored(self, prefixes: list[list[int]], max_length: int) -> tuple[Tensor, list[dict[str, Tensor]]]:
+        """Log-probabilities (n, V) of the next token of each live prefix, the model's rules applied to them as
+        `generate` applies its processors, and each prefix's last attention row per decoder kind."""
+        out = self.out
+        logp = out.logits.float().log_softmax(-1)
+        logp = torch.stack([self.lm.constrain(p, row, max_length) for p, row in zip(prefixes, logp)])
+        maps = {k: (out.decoder_self, out.cross)[i] for k, i in self.kinds}
+        rows = {k: torch.stack([m[:, :, -1] for m in layers], 1).float() for k, layers in maps.items()}  # (n, L, H, K)
+        return logp, [{k: v[b] for k, v in rows.items()} for b in range(len(prefixes))]
 
 
 def beam_tree(lm: InspectableModel, text: str, width: int = 4, *, max_steps: int | None = None,
@@ -180,8 +196,9 @@ def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor,
     running = [(0, list(prefix), 0.0)]  # (node, ids, summed log-probability)
     finished: list[tuple[int, float]] = []  # (node, score), best first, at most `width`
     unsatisfied, cur_len = True, prompt_len
+    hypotheses = _Hypotheses(lm, src, prefix)
     while True:
-        logp, rows = _expand(lm, src, [ids for _, ids, _ in running], max_length)
+        logp, rows = hypotheses.scored([ids for _, ids, _ in running], max_length)
         total = (logp + torch.tensor([s for _, _, s in running])[:, None]).flatten()
         top, index = torch.topk(total, k=min(keep, total.numel()))
         vocab = logp.shape[1]
@@ -190,19 +207,19 @@ def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor,
             beam, token = divmod(flat, vocab)
             hits = token in eos or cur_len + 1 >= max_length
             node = builder.add(running[beam][0], cur_len - prompt_len, token, value, "pruned", rows[beam])
-            candidates.append((node, running[beam][1] + [token], value, hits, rank))
-        order = torch.topk(torch.tensor([v + NEG * h for _, _, v, h, _ in candidates]), k=width)[1].tolist()
+            candidates.append((node, running[beam][1] + [token], value, hits, rank, beam))
+        order = torch.topk(torch.tensor([c[2] + NEG * c[3] for c in candidates]), k=width)[1].tolist()
         next_running = [(candidates[i][0], candidates[i][1], candidates[i][2] + NEG * candidates[i][3]) for i in order]
         all_done = len(finished) >= width and early is True
         scored = []
-        for node, _, value, hits, rank in candidates:
+        for node, _, value, hits, rank, _ in candidates:
             score = value / ((cur_len + 1 - prompt_len) ** penalty)
             score += NEG * all_done + NEG * (not unsatisfied) + NEG * (not (hits and rank < width))
             scored.append((node, score))
         slots = [*finished, *[(None, NEG)] * (width - len(finished)), *scored]  # generate's W slots, then the new
         best = torch.topk(torch.tensor([s for _, s in slots]), k=width)[1].tolist()
         finished = [slots[i] for i in best if slots[i][0] is not None and slots[i][1] > NEG / 2]
-        for node, _, _, hits, rank in candidates:
+        for node, _, _, hits, _, _ in candidates:
             if hits:
                 builder.mark(node, "ended")
         for node, _, value in next_running:
@@ -217,6 +234,7 @@ def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor,
         all_finished = len(finished) >= width and early is True
         if not (unsatisfied and not all_finished and not all(c[3] for c in candidates)):
             break
+        hypotheses.advance([candidates[i][5] for i in order], [candidates[i][1][-1] for i in order])
     return _tree(lm, source, prefix, builder, [(n, s, True) for n, s in finished], width, "generate", penalty)
 
 
@@ -230,12 +248,14 @@ def _gnmt_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, wid
     finished: list[tuple[int, float, float, bool]] = []  # (node, log_prob, score, ended)
     eos = lm.end_ids
     n_prefix = len(prefix)
+    hypotheses = _Hypotheses(lm, src, prefix)
     for t in range(steps):
-        logp, rows = _expand(lm, src, [ids for _, ids, _ in alive], 1 << 30)
+        logp, rows = hypotheses.scored([ids for _, ids, _ in alive], 1 << 30)
         total = (torch.tensor([s for _, _, s in alive])[:, None] + logp).flatten()
         top, index = total.topk(min(2 * width, total.numel()))
         vocab = logp.shape[1]
         next_alive: list[tuple[int, list[int], float]] = []
+        parents: list[int] = []  # the row each of next_alive continues
         for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist())):
             if value == float("-inf"):
                 break
@@ -251,12 +271,15 @@ def _gnmt_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, wid
             elif len(next_alive) < width:
                 builder.mark(node, "kept")
                 next_alive.append((node, [*ids, token], value))
+                parents.append(row)
             if len(next_alive) == width and len(finished) >= width:
                 break
         alive = next_alive
         as_ids = [(ids, s) for _, ids, s in alive]
-        if not alive or _done([(None, f[1], f[2], True) for f in finished], as_ids, width, alpha, steps):
+        if not alive or _done([(None, f[1], f[2], True) for f in finished], as_ids, width, alpha, steps) \
+                or t + 1 == steps:
             break
+        hypotheses.advance(parents, [ids[-1] for _, ids, _ in alive])
     finished += [(node, s, s / length_penalty(len(ids) - n_prefix, alpha), False) for node, ids, s in alive]
     finished.sort(key=lambda h: (not h[3], -h[2]))
     return _tree(lm, source, prefix, builder, [(n, score, done) for n, _, score, done in finished[:width]], width,

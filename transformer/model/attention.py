@@ -68,6 +68,12 @@ class KVBuffer:
         self.length = end
         return self.k.narrow(2, 0, end), self.v.narrow(2, 0, end)
 
+    def select(self, rows: Tensor) -> KVBuffer:
+        """A buffer holding rows `rows` (B',) of this one (repeats allowed), for beam search's reordering."""
+        out = KVBuffer.__new__(KVBuffer)
+        out.k, out.v, out.length = self.k.index_select(0, rows), self.v.index_select(0, rows), self.length
+        return out
+
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with the parameter layout of `nn.MultiheadAttention` (packed in_proj)."""

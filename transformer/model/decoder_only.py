@@ -53,6 +53,11 @@ class PrefixCache:
     def length(self) -> int:
         return self.keep.size(1)
 
+    def select(self, rows: Tensor) -> PrefixCache:
+        """The cache of batch rows `rows` (B',) (repeats allowed), as beam search reorders it by parent."""
+        return PrefixCache([kv.select(rows) for kv in self.self_kv], self.keep.index_select(0, rows),
+                           self.seen.index_select(0, rows))
+
 
 class DecoderOnlyTransformer(nn.Module):
     """Decoder-only transformer (`cfg.n_decoder_layers` causal self-attention blocks); a prefix LM."""

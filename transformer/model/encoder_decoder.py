@@ -39,6 +39,12 @@ class DecoderCache:
     plan: StepPlan | None = None  # the module-free step, made at the first step (None: the module path)
     planned: bool = False
 
+    def select(self, rows: Tensor) -> DecoderCache:
+        """The cache of batch rows `rows` (B',) (repeats allowed), as beam search reorders it by parent; the step
+        plan is made again for the new rows."""
+        return DecoderCache([(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv],
+                            [kv.select(rows) for kv in self.self_kv], self.length)
+
 
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder transformer; `forward` returns logits, `forward_with_attention` also the weights."""
