@@ -19,6 +19,7 @@ from transformer.decode import InputError
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 from ui.server import PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
 from ui.views import (
+    LINK_PARAMS,
     PRESENT_KEY,
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
@@ -39,24 +40,7 @@ WRITTEN_KEY = "studio_url_written"
 QR_KEY = "studio_present_qr"  # presenter mode's QR code of the view's link (its margin is in presenter.py's CSS)
 QR_SHOWN_KEY = "studio_present_qr_shown"
 NOTES_KEY = "studio_url_notes"
-# page -> link parameter -> the session-state key of the widget it restores
-PAGE_WIDGETS: dict[str, dict[str, str]] = {
-    "home": {"text": "home_text", "layer": "home_layer"},
-    "decode": {"text": "decode_text", "ref": "decode_reference", "topk": "decode_top_k", "view": ds.VIEW_KEY,
-               "step": ds.STEP_KEY, "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate",
-               "temperature": "decode_temperature", "sample_topk": "decode_sample_top_k", "top_p": "decode_top_p",
-               "seed": "decode_seed", "pair": "decode_pair", "masks": "decode_mask_positions",
-               "segment": "decode_segment", "pfrom": "decode_patch_from", "psite": "decode_patch_site"},
-    "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
-                  "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
-                  "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
-                  "ablate": "attention_ablate", "show": "attention_show", "pair": "attention_pair",
-                  "segment": "attention_segment"},
-    "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
-                "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit"},
-    "train": {},
-    "learn": {"text": "learn_text"},
-}
+PAGE_WIDGETS = LINK_PARAMS  # page -> link parameter -> the session-state key of the widget it restores
 _SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
 # link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples
 _TO_WIDGET = {"ablate": head_labels, "masks": list}
@@ -206,7 +190,7 @@ def view_values(page: str) -> dict[str, Any]:
         values.pop("ref", None)
     if page == "decode":
         forced = state.get(ds.FORCED_KEY)
-        if isinstance(forced, ds.ForcedPrefix) and forced.text == state.get("decode_text"):
+        if isinstance(forced, ds.ForcedPrefix) and forced.text == state.get(PAGE_WIDGETS["decode"]["text"]):
             values["force"] = (forced.step + 1, forced.tokens[-1])
         elif values.get("view") == ds.FORCED:
             values.pop("view")

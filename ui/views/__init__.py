@@ -15,11 +15,13 @@ from .ablation import (
 )
 from .alignment import show_alignment_scores
 from .animation import animation_downloads, decode_animation, file_stem
-from .attention import MODES, attention_result, show_large_map, show_model_view
+from .attention import MODES, attention_result, attention_selection, show_large_map, show_model_view
 from .attribution import show_agreement, show_step_attribution
 from .chart_cache import cached_chart
 from .compare import (
+    compare_decodes,
     compare_kinds,
+    compare_selection,
     divergence_message,
     model_caption,
     pick_model_b,
@@ -45,7 +47,8 @@ from .head_computation import (
 from .masked import masked_attention_result, segment_choice, show_mask_page
 from .masked_compare import show_masked_compare
 from .corpus import show_corpus_statistics
-from .learn import TOUR, show_stage, tour_navigation
+from .home import home_selection, show_try_it
+from .learn import TOUR, learn_selection, show_stage, tour_navigation
 from .line_view import show_line_view
 from .inference import (
     REFERENCE_FOR_KEY,
@@ -76,6 +79,7 @@ from .presenting import (
     head_keys,
     presenting,
 )
+from .selection import LINK_PARAMS, Selection, widget_key
 from .real_size import COMBINE, MAP_WIDTH, combine_options, map_columns
 from .beam import show_beam_tree
 from .sampling import sampled_or_message, sampling_controls
@@ -130,3 +134,5 @@ __all__ += ["masked_attention_result", "segment_choice", "show_corpus_statistics
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
 __all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
 __all__ += ["show_patched_link"]
+__all__ += ["LINK_PARAMS", "Selection", "attention_selection", "compare_decodes", "compare_selection", "home_selection",
+            "learn_selection", "show_try_it", "widget_key"]

@@ -32,6 +32,7 @@ from ui.server import refuse, speaker_only
 
 from .background import background_result, job_running, keep_result, kept_result
 from .decode_state import RERUN_APP_KEY
+from .selection import Selection
 from .weights import slide_title
 from .widgets import (
     PAGE_PX,
@@ -71,14 +72,23 @@ def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | N
     return teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
 
 
+def chosen_heads(active: ActiveModel, key: str) -> tuple[Head, ...]:
+    """The heads a page's "Switch heads off" picker holds (what it returns when drawn this run); selections the
+    current model lacks are dropped from it."""
+    lm = active.decoder
+    options = {h.label for h in all_heads(lm)}
+    chosen = st.session_state.get(key)
+    if isinstance(chosen, list) and any(label not in options for label in chosen):
+        st.session_state[key] = [label for label in chosen if label in options]
+    return tuple(parse_head(label, lm) for label in st.session_state.get(key) or ())
+
+
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
     """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped. A link's
     `ablate=` fills it (ui.url_state, which notes heads the model lacks), and a change goes into the link."""
     lm = active.decoder
     options = [h.label for h in all_heads(lm)]
-    chosen = st.session_state.get(key)
-    if isinstance(chosen, list) and any(label not in options for label in chosen):
-        st.session_state[key] = [label for label in chosen if label in options]
+    chosen_heads(active, key)
     labels = st.multiselect("Switch heads off", options, key=key, format_func=head_title,
                             placeholder="Choose heads to ablate", help=help_text or
                             "An ablated head contributes nothing to its attention output: its slice of the "
@@ -269,25 +279,23 @@ def current_output(active: ActiveModel, result: DecodeResult, reference: str | N
     return sweep_output(result)
 
 
-def attention_ablation(active: ActiveModel, text: str, intact: DecodeResult, reference: str | None, kind: str,
-                       layer: int, head: int | None, *, fixed_scale: bool) -> list[Head]:
-    """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off.
-    Returns the heads switched off."""
+def attention_ablation(sel: Selection) -> None:
+    """The Attention page's ablation: pick heads (or add the open one), compare runs, the map with them off."""
+    kind, layer, head = sel.kind, sel.layer, sel.head
     if head is not None:
         label = Head(kind, layer, head).label
         st.button(f"Switch {head_title(label)} off", key="attention_ablate_open", icon=":material/block:",
-                  on_click=add_head, args=("attention_ablate", label),
+                  on_click=add_head, args=(sel.param_key("ablate"), label),
                   help="Add the head shown large above (or clicked in the model view) to the heads switched off.")
-    heads = head_selection(active, "attention_ablate")
-    ablated = ablated_run(active, text, heads, reference=reference)
+    heads = head_selection(sel.model, sel.param_key("ablate"))
+    ablated = ablated_run(sel.model, sel.text, heads, reference=sel.reference)
     if ablated is None:
-        return heads
-    show_comparison(intact, ablated, heads, key="attention_ablation")
+        return
+    show_comparison(sel.result, ablated, heads, key="attention_ablation")
     chart_heading(f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
-    heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=fixed_scale, size=460, title="")
+    heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=sel.fixed_scale, size=460, title="")
     names = ", ".join(head_title(h.label) for h in heads)
     show_chart(heatmap, key="attention_ablated_heatmap", width="content")
-    slide_downloads(heatmap, slide_title(active, text, reference).lines(
+    slide_downloads(heatmap, sel.title.lines(
         f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} · without {names}"),
         f"{kind}_layer{layer + 1}_ablated", "attention_ablated_heatmap")
-    return heads

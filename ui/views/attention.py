@@ -2,11 +2,12 @@
 downloads and head statistics, and the model view (every layer x head)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
 
-from transformer.analysis import Head, head_stats
+from transformer.analysis import head_stats
 from transformer.charts import (
     ChartTooLargeError,
     attention_panels,
@@ -23,14 +24,20 @@ from transformer.decode import (
     DecodeResult,
     InputError,
     head_label,
+    hide_tokens,
+    merge_words,
 )
 from ui.models import ActiveModel
 
-from .ablation import clicked_note, grid_key, off_panels, toggle_clicked_head
+from .ablation import chosen_heads, clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
-from .inference import bind_reference, gold_for, greedy_or_message, share_reference, teacher
-from .presenting import presenting
+from .head_computation import MAP_VALUES
+from .inference import bind_reference, bind_text, gold_for, greedy_or_message, share_reference, share_text, teacher
+from .masked import masked_attention_result, segment_choice
+from .presenting import head_keys, presenting
 from .real_size import (
+    COMBINE,
+    combine_options,
     combined_title,
     key_window,
     large_map,
@@ -38,9 +45,21 @@ from .real_size import (
     overview_first,
     show_head_overview,
 )
-from .weights import slide_title
-from .widgets import Column, SlideTitle, chart_downloads, grid_cell, show_chart, show_small_table, slide_downloads
+from .selection import LINK_PARAMS, Selection
+from .widgets import (
+    Column,
+    chart_downloads,
+    grid_cell,
+    head_picker,
+    kind_picker,
+    layer_picker,
+    md,
+    show_chart,
+    show_small_table,
+    slide_downloads,
+)
 
+KEYS = LINK_PARAMS["attention"]  # link parameter -> widget key
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 GRID_PAGE_FROM = 8  # models deeper than this get a range of layers to draw (every layer that fits, at first)
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
@@ -57,9 +76,9 @@ def attention_result(active: ActiveModel, text: str, mode: str) -> tuple[DecodeR
     if mode != "teacher":
         result = greedy_or_message(active, text)
         return None if result is None else (result, None)
-    bind_reference("attention_reference", active, text)
-    reference = st.text_input("Reference output", key="attention_reference", on_change=share_reference,
-                              args=("attention_reference",), max_chars=MAX_INPUT_CHARS)
+    bind_reference(KEYS["ref"], active, text)
+    reference = st.text_input("Reference output", key=KEYS["ref"], on_change=share_reference, args=(KEYS["ref"],),
+                              max_chars=MAX_INPUT_CHARS)
     if not reference.strip():
         st.info("Type the reference output the decoder should be fed.", icon=":material/edit_note:")
         return None
@@ -70,15 +89,91 @@ def attention_result(active: ActiveModel, text: str, mode: str) -> tuple[DecodeR
         return None
 
 
-def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: AttentionTrace,
-                   reference: str | None, kind: str, layer: int, head: int | None, fixed: bool,
-                   combine: str = "pick") -> None:
+def attention_selection(active: ActiveModel, *, words_asked: bool | None = None) -> Selection | None:
+    """The Attention page's widget row, top to bottom (the input, decoder input, a pair's segment, merged words,
+    hidden sinks, kind, layer, head, combine, scale, what the map shows) as one Selection; None after a message
+    when there is nothing to show. `words_asked`: the merged-words switch a shared link asked for."""
+    bind_text(KEYS["text"], active)
+    col_text, col_mode = st.columns([3, 2])
+    text = col_text.text_input(active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
+                               args=(KEYS["text"],), max_chars=MAX_INPUT_CHARS)
+    st.session_state.setdefault(KEYS["mode"], "greedy")
+    second = ""
+    if active.family.decodes:
+        mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key=KEYS["mode"])
+        shown = attention_result(active, text, mode)
+    else:  # an encoder-only model: one forward pass over one sentence or a pair
+        shown = masked_attention_result(active, text, col_mode, key=KEYS["pair"])
+        second = shown[1] if shown is not None else ""
+        shown = (shown[0], None) if shown is not None else None
+    if shown is None:
+        return None
+    result, reference = shown
+    trace = segment_choice(active, text, second, result.trace, key=KEYS["segment"])  # a pair's segment filter
+    if words_asked is not None:  # a shared link's choice
+        st.session_state.setdefault("attention_merge_words", words_asked)
+    subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words
+    merged = subword and st.toggle(
+        "Merge subword pieces into words", key="attention_merge_words",
+        help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. A piece "
+             "starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces.")
+    if merged:
+        trace = merge_words(trace)
+    c_hide, c_combine = st.columns([3, 2], vertical_alignment="center")
+    st.session_state.setdefault(KEYS["hide"], False)
+    hide = c_hide.toggle("Hide the first token and special tokens", key=KEYS["hide"],
+                         help="Long inputs and large models pour most attention onto the first token and specials "
+                              "(attention sinks). Hidden, they are taken off the key axis and each row is renormalised "
+                              "to sum to 1; the map says so, and the trace download records it.")
+    if hide:
+        trace = hide_tokens(trace)
+    st.caption(f"Output: **{md(result.output_text.strip()) or '(empty)'}**" + (
+        "" if result.finished or reference is not None else " (stopped at the step limit)"))
+
+    c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
+    with c_kind:
+        kind = kind_picker("Attention", KEYS["kind"], trace)
+    with c_layer:
+        layer = layer_picker("Layer", trace.n_layers(kind), KEYS["layer"])
+    with c_head:
+        head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=kind)
+        head_keys(KEYS["head"], trace.n_heads)
+    with c_combine:  # beside the sinks switch: the picker row keeps its width at 1400 px
+        combines = combine_options(trace, kind)
+        if st.session_state.get(KEYS["combine"]) not in combines:
+            st.session_state[KEYS["combine"]] = "pick"
+        combine = st.selectbox("Combine heads", combines, format_func=COMBINE.__getitem__, key=KEYS["combine"],
+                               help="Max over heads: each cell's largest weight. Rollout (Abnar & Zuidema 2020): "
+                                    "attention composed across layers up to this one, with the residual added; for "
+                                    "cross-attention, the output's attention to the source through the encoder. Mean "
+                                    "within the key/value group (grouped-query models): the mean of the query heads "
+                                    "sharing the picked head's keys and values.")
+    with c_opts:
+        st.session_state.setdefault(KEYS["fixed"], True)
+        fixed = st.toggle("Fixed scale", key=KEYS["fixed"],
+                          help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
+    st.session_state.setdefault(KEYS["show"], "weight")
+    shows = st.segmented_control("Map shows", list(MAP_VALUES), format_func=MAP_VALUES.__getitem__, key=KEYS["show"],
+                                 help="Weight: the softmax's α. Contribution: ‖α_ij · W_O^h v_j‖, what each key adds "
+                                      "to the head's output (Kobayashi et al. 2020); for the mean of heads, the norm "
+                                      "of the mean of the heads' vectors. Max, rollout and group means stay "
+                                      "weight-only.")
+    return Selection("attention", active, text, result, reference, trace, kind=kind, layer=layer, head=head,
+                     ablated=chosen_heads(active, KEYS["ablate"]), combine=combine, shows=shows, fixed_scale=fixed,
+                     hide_sinks=hide, merge_words=bool(merged), second=second,
+                     segment=st.session_state.get(KEYS["segment"]) or "all")
+
+
+def show_large_map(sel: Selection) -> None:
     """One map large (gold alignment outlined where known; heads combined if asked; a window of keys for a long
     input), its downloads, the kind's head statistics and, for a model with many heads, the head overview first.
-    `result` is what the trace download holds (its hidden keys included)."""
+    The trace download holds the decode per token (its hidden keys taken off when the map hides them)."""
+    active, text, trace, reference = sel.model, sel.text, sel.maps, sel.reference
+    kind, layer, head, combine = sel.kind, sel.layer, sel.head, sel.combine
+    result = replace(sel.result, trace=hide_tokens(sel.result.trace)) if sel.hide_sinks else sel.result
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), reference) \
         if kind == trace.family_spec.cross_kind else (None, [])
-    title = slide_title(active, text, reference)
+    title = sel.title
     if overview_first(trace, kind):
         show_head_overview(trace, kind, alignment, title)
     map_col, side_col = map_columns(trace, kind, [3, 2])
@@ -87,7 +182,7 @@ def show_large_map(active: ActiveModel, text: str, result: DecodeResult, trace: 
                                                                     key="attention_gold")
         keys = key_window(trace, kind, "attention")
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole
-        heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=fixed, gold=gold if show_gold else (),
+        heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale, gold=gold if show_gold else (),
                             size=460 if presenting() else 336, large_labels=presenting(), keys=keys)
         show_chart(heatmap, key="attention_heatmap", width="content")
     with side_col:
@@ -125,7 +220,7 @@ def _open_panel() -> None:
     panel = selected_panel(st.session_state.get("attention_grid"))
     if panel is not None:
         layer, head = panel
-        st.session_state["attention_layer"], st.session_state["attention_head"] = layer, MEAN_HEAD if head is None else head
+        st.session_state[KEYS["layer"]], st.session_state[KEYS["head"]] = layer, MEAN_HEAD if head is None else head
 
 
 def _set_grid_layers(key: str, first: int, last: int) -> None:
@@ -161,11 +256,11 @@ def grid_layers(trace: AttentionTrace, kind: str) -> list[int] | None:
     return list(range(first - 1, last))
 
 
-def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads: list[Head], title: SlideTitle
-                    ) -> None:
-    """Every layer x head of one kind as panels of one chart (a range of layers at a time for deep models); a click
-    opens a panel or switches its head off. What is too big to draw says so and offers fewer layers. `title` names
-    model and input on its slide (ui.views.slide_title)."""
+def show_model_view(sel: Selection) -> None:
+    """Every layer x head of the picked kind as panels of one chart (a range of layers at a time for deep models); a
+    click opens a panel or switches its head off (the heads switched off are marked). What is too big to draw says
+    so and offers fewer layers."""
+    trace, kind, title = sel.maps, sel.kind, sel.title
     clicks = st.radio("A click on a panel", list(GRID_CLICKS), format_func=GRID_CLICKS.__getitem__, horizontal=True,
                       key="attention_grid_click", help="Double-click clears the selection (when a click opens a panel).")
     clicked_note("attention_grid_ablate")
@@ -175,14 +270,14 @@ def show_model_view(trace: AttentionTrace, kind: str, fixed: bool, ablated_heads
     st.caption("Each panel is drawn as an image, so hundreds of heads draw in a blink: hovering names the panel; "
                "open a panel (click it, or pick its layer and head above) for its tokens and weights.")
     try:
-        grid = attention_panels(trace, kind, layers=layers, fixed_scale=fixed, cell=grid_cell(trace.n_heads, 130),
-                                off=off_panels(ablated_heads, kind), clicks="switch" if clicks == "ablate" else "select")
+        grid = attention_panels(trace, kind, layers=layers, fixed_scale=sel.fixed_scale,
+                                cell=grid_cell(trace.n_heads, 130), off=off_panels(sel.ablated, kind), clicks="switch" if clicks == "ablate" else "select")
     except ChartTooLargeError as exc:
         st.info(str(exc))
         return
     if clicks == "ablate":
         show_chart(grid, key=grid_key("attention_grid_ablate"), selection_mode="cell", width="content",
-                   on_select=partial(toggle_clicked_head, "attention_grid_ablate", kind, "attention_ablate"))
+                   on_select=partial(toggle_clicked_head, "attention_grid_ablate", kind, KEYS["ablate"]))
     else:
         show_chart(grid, key="attention_grid", on_select=_open_panel, selection_mode="cell", width="content")
     with st.columns([2, 3])[0]:

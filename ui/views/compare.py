@@ -2,22 +2,30 @@
 the same map of both models at one step, and their difference."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import attention_heatmap, difference_heatmap, window_title
-from transformer.decode import ALL_TITLES, AttentionTrace, DecodeResult
+from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, AttentionTrace, DecodeResult, InputError
 from transformer.adapters import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
+from .inference import bind_text, greedy, greedy_or_message, share_text
+from .presenting import head_keys
 from .real_size import MAP_WIDTH, key_window, map_columns, needs_page_width
+from .selection import LINK_PARAMS, Selection
 from .weights import slide_title
 from .widgets import (
     Column,
     chart_heading,
     head_label,
+    head_picker,
+    kind_picker,
+    layer_picker,
     map_kind,
     md_token,
     show_chart,
@@ -27,8 +35,8 @@ from .widgets import (
     visible,
 )
 
-MODEL_B_KEY = "compare_model"
-STEP_KEY = "compare_step"
+KEYS = LINK_PARAMS["compare"]  # link parameter -> widget key
+MODEL_B_KEY, STEP_KEY = KEYS["compare"], KEYS["step"]
 STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
                 "A prob": Column("A prob", "%.3f", "Model A's probability of its token at this step."),
                 "B": Column("B token"), "B prob": Column("B prob", "%.3f", "Model B's probability of its token."),
@@ -102,20 +110,74 @@ def step_picker(a: DecodeResult, b: DecodeResult) -> int:
     return state[STEP_KEY] - 1
 
 
-def step_caption(a: DecodeResult, b: DecodeResult, t: int) -> str:
-    """What each model chose at step t: 'Step 3 · A ‹x› 91.0% · B ‹y› 55.2%' (or that its output has ended)."""
+def step_caption(sel: Selection) -> str:
+    """What each model chose at the selected step: 'Step 3 · A ‹x› 91.0% · B ‹y› 55.2%' (or that its output has
+    ended)."""
+    t = sel.step
+
     def chose(tag: str, result: DecodeResult) -> str:
         if t >= len(result.steps):
             return f"{tag} (ended after {len(result.steps)} steps)"
         step = result.steps[t]
         return f"{tag} ‹{md_token(step.token)}› {step.prob:.1%}"
-    return f"**Step {t + 1}** · {chose('A', a)} · {chose('B', b)}"
+    return f"**Step {t + 1}** · {chose('A', sel.result)} · {chose('B', sel.against.result)}"
 
 
-def show_outputs(active: ActiveModel, other: ActiveModel, result_a: DecodeResult, result_b: DecodeResult) -> None:
+def compare_decodes(active: ActiveModel) -> Selection | None:
+    """The top row of Compare's two-models mode (model B, the input) and both greedy decodes, as a Selection of A
+    whose `against` is B's; None after a message when there is nothing to compare."""
+    col_b, col_text = st.columns([2, 3])
+    with col_b:
+        other = pick_model_b(active)
+    bind_text(KEYS["text"], active)
+    text = col_text.text_input("Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
+                               max_chars=MAX_INPUT_CHARS)
+    if other is None:
+        return None
+    result_a = greedy_or_message(active, text)
+    if result_a is None:
+        return None
+    try:
+        result_b = greedy(other, text)
+    except InputError as exc:
+        st.warning(f"Model B: {exc}", icon=":material/edit_note:")
+        return None
+    return Selection("compare", active, text, result_a, against=Selection("compare", other, text, result_b))
+
+
+def compare_selection(sel: Selection) -> Selection:
+    """Compare's picker row (kind, step, layer, head) under both outputs: `sel` (from compare_decodes) with the
+    choices, each side with its kind (each model's own where the families differ)."""
+    other = sel.against
+    trace_a, trace_b = sel.result.trace, other.result.trace
+    c_kind, c_step, c_layer, c_head = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
+    kinds = compare_kinds((trace_a, trace_b))  # each model's own kind when the families differ
+    with c_kind:
+        if kinds is None:
+            kind = kind_picker("Attention", KEYS["kind"], trace_a)
+            kinds = (kind, kind)
+    with c_step:
+        t = step_picker(sel.result, other.result)
+    n_layers = min(trace_a.n_layers(kinds[0]), trace_b.n_layers(kinds[1]))
+    n_heads = min(trace_a.n_heads, trace_b.n_heads)
+    with c_layer:
+        layer = layer_picker("Layer", n_layers, KEYS["layer"])
+    with c_head:
+        head = head_picker("Head", n_heads, KEYS["head"], trace=trace_a, kind=kinds[0])
+        head_keys(KEYS["head"], n_heads)
+    if (trace_a.n_layers(kinds[0]), trace_a.n_heads) != (trace_b.n_layers(kinds[1]), trace_b.n_heads):
+        st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are "
+                   "offered.")
+    picks = {"layer": layer, "head": head, "step": t}
+    return replace(sel, kind=kinds[0], **picks, against=replace(other, kind=kinds[1], **picks))
+
+
+def show_outputs(sel: Selection) -> None:
     """Both outputs side by side, the first divergence outlined, and the step-by-step table."""
+    result_a, result_b = sel.result, sel.against.result
     split = divergence_message(result_a, result_b)
-    for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (active, other), (result_a, result_b)):
+    for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (sel.model, sel.against.model),
+                                          (result_a, result_b)):
         with column:
             st.markdown(model_caption(tag, model))
             show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
@@ -142,11 +204,12 @@ def compare_kinds(traces: tuple[AttentionTrace, AttentionTrace]) -> tuple[str, s
     return map_kind(a), map_kind(b)
 
 
-def show_both_maps(models: tuple[ActiveModel, ActiveModel], traces: tuple[AttentionTrace, AttentionTrace],
-                   kinds: tuple[str, str], layer: int, head: int | None, t: int, text: str) -> None:
-    """The same layer and head of both models (of kinds[0] in A, kinds[1] in B), rows up to step t (the encoder's
-    map is the same at every step); an output that ended shows its last row. `text` is the input (named on the maps'
-    slides)."""
+def show_both_maps(sel: Selection) -> None:
+    """The selected layer and head of both models (each side of its own kind), rows up to the selected step (the
+    encoder's map is the same at every step); an output that ended shows its last row."""
+    sides = (sel, sel.against)
+    models, traces, kinds = (s.model for s in sides), [s.result.trace for s in sides], [s.kind for s in sides]
+    layer, head, t, text = sel.layer, sel.head, sel.step, sel.text
     # a long input's maps go one above the other at the page's width, through one window of keys for both
     longest = max(range(2), key=lambda i: traces[i].axis_sizes(kinds[i])[1])
     wide = needs_page_width(traces[longest], kinds[longest])
@@ -174,10 +237,11 @@ def _within(window: tuple[int, int], n_keys: int) -> tuple[int, int]:
     return start, max(start + 1, min(window[1], n_keys))
 
 
-def show_difference(models: tuple[ActiveModel, ActiveModel], trace_a: AttentionTrace, trace_b: AttentionTrace,
-                    kind: str, layer: int, head: int | None, text: str) -> None:
-    """B − A over the rows and columns whose tokens agree in both, or why there is no such map. `models` (A, B) and
-    the input `text` are named on its slide."""
+def show_difference(sel: Selection) -> None:
+    """B − A over the rows and columns whose tokens agree in both, or why there is no such map. Both models and the
+    input are named on its slide."""
+    models, text = (sel.model, sel.against.model), sel.text
+    trace_a, trace_b, kind, layer, head = sel.result.trace, sel.against.result.trace, sel.kind, sel.layer, sel.head
     try:
         diff = attention_difference(trace_a, trace_b, kind, layer, head)
     except ValueError as exc:

@@ -24,6 +24,7 @@ from transformer.charts import (
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
+from .selection import Selection
 from .weights import slide_title
 from .widgets import show_chart, slide_downloads
 
@@ -70,11 +71,11 @@ def _what(active: ActiveModel) -> str:
     return f"{active.option.name}{step}"
 
 
-def show_contribution_map(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
-                          head: int | None, page: str) -> None:
-    """The contribution map of one head (or of the mean of heads: the norm of their mean vector) over the trace's
-    rows and keys, said to be the contribution, with its formula."""
-    head = None if head is None or head < 0 else head  # the mean of heads
+def show_contribution_map(sel: Selection) -> None:
+    """The contribution map of the selected head (or of the mean of heads: the norm of their mean vector) over the
+    decode's rows and keys, said to be the contribution, with its formula."""
+    active, result, reference, kind, layer, page = sel.model, sel.result, sel.reference, sel.kind, sel.layer, sel.page
+    head = None if sel.head is None or sel.head < 0 else sel.head  # the mean of heads
     captured = _captured_or_message(active, result, reference)
     if captured is None:
         return
@@ -161,13 +162,12 @@ def show_step_inside(active: ActiveModel, result: DecodeResult, reference: str |
         show_head_computation(active, result, reference, kind, layer, head, page="decode", row=row)
 
 
-def show_attention_inside(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
-                          head: int | None) -> None:
-    """Attention: the picked head's computation for a query picked here."""
-    with st.expander("Inside this head: how its weights are computed", key="attention_inside_open",
+def show_attention_inside(sel: Selection) -> None:
+    """Attention: the selected head's computation for a query picked here."""
+    with st.expander("Inside this head: how its weights are computed", key=sel.key("inside_open"),
                      on_change="rerun", icon=":material/calculate:") as box:
         if box.open:  # captured and drawn only while open
-            show_head_computation(active, result, reference, kind, layer, head, page="attention")
+            show_head_computation(sel.model, sel.result, sel.reference, sel.kind, sel.layer, sel.head, page=sel.page)
 
 
 def show_step_contribution(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,

@@ -11,11 +11,13 @@ import streamlit as st
 from transformer.analysis import HeadComputation, HeadSelectionError, computation_at, mask_matrix
 from transformer.adapters import position_scheme
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
-from transformer.decode import DecodeResult
+from transformer.decode import MAX_INPUT_CHARS, DecodeResult
 from ui.models import ActiveModel
 
 from .head_computation import captured_for
+from .inference import bind_text, greedy_or_message, share_text
 from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY
+from .selection import LINK_PARAMS, Selection
 from .widgets import show_chart
 
 STAGE_KEY = "learn_stage"
@@ -94,8 +96,19 @@ def _computation(active: ActiveModel, result: DecodeResult, kind: str, head: int
         return None
 
 
-def show_stage(active: ActiveModel, result: DecodeResult, stage: TourStage) -> None:
-    """One stage of the tour on the current model and input; what the family has not got is said and skipped."""
+def learn_selection(active: ActiveModel) -> Selection | None:
+    """The Learn page's input and its greedy decode as a Selection; None after a message when it cannot be read."""
+    key = LINK_PARAMS["learn"]["text"]
+    bind_text(key, active)
+    text = st.text_input(active.family.input_role.capitalize(), key=key, on_change=share_text, args=(key,),
+                         max_chars=MAX_INPUT_CHARS)
+    result = greedy_or_message(active, text)
+    return None if result is None else Selection("learn", active, text, result)
+
+
+def show_stage(sel: Selection, stage: TourStage) -> None:
+    """One stage of the tour on the selected model and input; what the family has not got is said and skipped."""
+    active, result = sel.model, sel.result
     family = result.trace.family_spec
     st.subheader(stage.title, anchor=False)
     st.markdown(stage.text)

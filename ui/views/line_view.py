@@ -4,13 +4,15 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.charts import LINE_THRESHOLD, LINE_WINDOW, line_view
-from transformer.decode import AttentionTrace, head_label
+from transformer.decode import head_label
 
+from .selection import Selection
 from .widgets import show_chart
 
 
-def show_line_view(trace: AttentionTrace, kind: str, layer: int, page: str = "attention") -> None:
-    """BertViz's head view for one layer: queries left, keys right, a line per head, query and key."""
+def show_line_view(sel: Selection) -> None:
+    """BertViz's head view for the selected layer: queries left, keys right, a line per head, query and key."""
+    trace, kind, layer, page = sel.maps, sel.kind, sel.layer, sel.page
     with st.expander("Line view: every head's lines between the tokens", key=f"{page}_lines_open",
                      on_change="rerun", icon=":material/timeline:") as box:
         if not box.open:  # drawn only while open

@@ -1,0 +1,86 @@
+"""One selection per page: what a page shows, as one typed record built once per rerun from its widget row and passed
+whole to the page's views (as Hugging Face's `GenerationConfig` travels whole to `generate`), and the one table of
+each page's link parameters: the widget key each parameter restores, read by the pages' widgets, ui.links and the
+tests."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transformer.decode import AttentionTrace, DecodeResult
+from transformer.model import Head
+from ui.models import ActiveModel
+
+from .weights import slide_title
+from .widgets import SlideTitle
+
+# page -> link parameter -> the session-state key of the widget it restores: the one place these keys are spelled
+# (the modules that draw the widgets, ui.links and the tests read them from here)
+LINK_PARAMS: dict[str, dict[str, str]] = {
+    "home": {"text": "home_text", "layer": "home_layer"},
+    "decode": {"text": "decode_text", "ref": "decode_reference", "topk": "decode_top_k", "view": "decode_view",
+               "step": "decode_step", "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate",
+               "temperature": "decode_temperature", "sample_topk": "decode_sample_top_k", "top_p": "decode_top_p",
+               "seed": "decode_seed", "pair": "decode_pair", "masks": "decode_mask_positions",
+               "segment": "decode_segment", "pfrom": "decode_patch_from", "psite": "decode_patch_site"},
+    "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
+                  "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
+                  "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
+                  "ablate": "attention_ablate", "show": "attention_show", "pair": "attention_pair",
+                  "segment": "attention_segment"},
+    "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
+                "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit"},
+    "train": {},
+    "learn": {"text": "learn_text"},
+}
+
+
+def widget_key(page: str, param: str) -> str:
+    """The session-state key of the widget behind a page's link parameter ("attention", "kind" -> "attention_kind")."""
+    return LINK_PARAMS[page][param]
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """What a page shows: the model, the input and the decode shown, and every choice of the page's widget row.
+
+    Built once per rerun by the page's own function (`attention_selection`, `compare_selection`, …) and passed whole
+    to its views, which read the fields they need. A field a page has no widget for keeps its default. Layers and
+    heads are 0-based; `head` None is the mean of heads."""
+
+    page: str
+    model: ActiveModel
+    text: str
+    result: DecodeResult  # the decode shown (per token, nothing hidden: what the trace download holds)
+    reference: str | None = None  # the reference fed to the decoder (teacher forcing); None: free-running
+    trace: AttentionTrace | None = None  # the maps as drawn (a pair's segment, words merged, sinks hidden)
+    kind: str = ""
+    layer: int = 0
+    head: int | None = None
+    step: int | None = None  # 0-based step of the output (Compare, Decode)
+    ablated: tuple[Head, ...] = ()  # heads switched off
+    combine: str = "pick"  # how heads combine on the large map ("pick": the head or the mean as picked)
+    shows: str = "weight"  # what the map shows: the weight α or each key's contribution ‖α·W_O v‖
+    fixed_scale: bool = True  # colours fixed at 0–1
+    hide_sinks: bool = False  # the first token and specials taken off the key axis
+    merge_words: bool = False  # subword pieces merged into words
+    second: str = ""  # an encoder-only model's second sentence (a pair)
+    segment: str = "all"  # a pair's segment filter
+    against: Selection | None = None  # Compare: model B's side (its model, decode and kind; the same pickers)
+
+    @property
+    def maps(self) -> AttentionTrace:
+        """The trace the maps draw (the decode's own unless the page filtered, merged or hid keys)."""
+        return self.trace if self.trace is not None else self.result.trace
+
+    @property
+    def title(self) -> SlideTitle:
+        """What a slide's title says besides the view: the model with its weights, the input, the reference."""
+        return slide_title(self.model, self.text, self.reference)
+
+    def param_key(self, param: str) -> str:
+        """The widget key behind one of this page's link parameters ("ablate" -> "attention_ablate")."""
+        return LINK_PARAMS[self.page][param]
+
+    def key(self, name: str) -> str:
+        """A key of a widget or chart of this page's views that no link names ("heatmap" -> "attention_heatmap")."""
+        return f"{self.page}_{name}"
