@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 Pair = tuple[int | None, int | None]  # (position in A or None: inserted in B, position in B or None: deleted from A)
 
 
@@ -50,22 +52,25 @@ def identity_alignment(n: int) -> TokenAlignment:
 def align_tokens(a: Sequence[Hashable], b: Sequence[Hashable]) -> TokenAlignment:
     """The edit-distance alignment of `a` and `b` (tokens or ids)."""
     n, m = len(a), len(b)
-    cost = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n + 1):
-        cost[i][0] = i
-    for j in range(m + 1):
-        cost[0][j] = j
-    for i in range(1, n + 1):
-        row, above = cost[i], cost[i - 1]
-        for j in range(1, m + 1):
-            row[j] = min(above[j - 1] + (a[i - 1] != b[j - 1]), above[j] + 1, row[j - 1] + 1)
+    codes: dict[Hashable, int] = {}
+    code_a = np.array([codes.setdefault(t, len(codes)) for t in a], dtype=np.int64)
+    code_b = np.array([codes.setdefault(t, len(codes)) for t in b], dtype=np.int64)
+    cost = np.empty((n + 1, m + 1), dtype=np.int64)
+    cost[0] = np.arange(m + 1)
+    offsets = np.arange(m + 1)
+    for i in range(1, n + 1):  # one row at a time: a row's inserts are a running minimum (row[j - 1] + 1)
+        best = np.empty(m + 1, dtype=np.int64)
+        best[0] = i
+        best[1:] = np.minimum(cost[i - 1, :-1] + (code_b != code_a[i - 1]), cost[i - 1, 1:] + 1)
+        cost[i] = np.minimum.accumulate(best - offsets) + offsets
+    table = cost.tolist()
     pairs: list[Pair] = []
     i, j = n, m
     while i or j:
-        if i and j and cost[i][j] == cost[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
+        if i and j and table[i][j] == table[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
             i, j = i - 1, j - 1
             pairs.append((i, j))
-        elif i and cost[i][j] == cost[i - 1][j] + 1:
+        elif i and table[i][j] == table[i - 1][j] + 1:
             i -= 1
             pairs.append((i, None))
         else:

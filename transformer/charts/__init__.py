@@ -20,7 +20,8 @@ from .animation import (
 from .aggregates import aggregate_heatmap, aggregate_title
 from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
 from .difference import difference_frame, difference_heatmap
-from .edit_difference import aligned_difference_frame, aligned_difference_heatmap, head_movement_heatmap
+from .edit_difference import EDIT_WINDOW, aligned_difference_frame, aligned_difference_heatmap, edit_window
+from .edit_difference import head_movement_heatmap
 from .patching import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from .export import ChartExportError, chart_to_png, chart_to_svg
 from .head_computation import KEY_WINDOW as STAGE_KEY_WINDOW
@@ -66,6 +67,6 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame",
            "BEAM_NODE", "MAX_NODE_KEYS", "beam_frame", "beam_key_window", "beam_tree_chart", "clicked_beam_node",
            "node_attention_chart"]
-__all__ += ["aligned_difference_frame", "aligned_difference_heatmap", "head_movement_heatmap"]
+__all__ += ["EDIT_WINDOW", "aligned_difference_frame", "aligned_difference_heatmap", "edit_window", "head_movement_heatmap"]
 __all__ += ["head_change_map", "js_cluster_map", "prediction_bars"]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]

@@ -7,12 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from transformer.analysis import EditComparison, check_edit, compare_edit
-from transformer.charts import aligned_difference_heatmap, head_movement_heatmap
+from transformer.charts import EDIT_WINDOW, aligned_difference_heatmap, edit_window, head_movement_heatmap
 from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, DecodeResult, InputError
 from ui.models import ActiveModel
 
 from .compare import model_caption
-from .inference import bind_text, greedy, share_text
+from .inference import bind_text, greedy_pair, share_text
 from .patching import show_patching
 from .widgets import (
     Column,
@@ -76,7 +76,7 @@ def edit_comparison(active: ActiveModel, text_a: str, text_b: str) -> EditCompar
         return None
     try:
         check_edit(text_a, text_b)  # an empty or identical edit: said before any decode
-        decoded = greedy(active, text_a), greedy(active, text_b)  # the pages' cached decodes
+        decoded = greedy_pair(active, text_a, text_b)  # the pages' cached decodes, both in one batch
         with st.spinner(f"Comparing both decodes of {active.option.name}…", show_time=True):
             return _compare(active.cache_key, active, text_a, text_b, decoded)
     except InputError as exc:
@@ -113,6 +113,20 @@ def show_edit_outputs(active: ActiveModel, c: EditComparison) -> None:
         show_small_table(steps, EDIT_STEP_COLUMNS, key="compare_edit_steps")
 
 
+def _window(axis: str, status: tuple[str, ...], kind: str) -> tuple[int, int]:
+    """The positions of one axis the map draws: all of a short axis; of a long one a window of EDIT_WINDOW, around
+    the edit at first, moved by a slider."""
+    n = len(status)
+    if n <= EDIT_WINDOW:
+        return 0, n
+    start, _ = edit_window(status)
+    first = st.slider(f"{axis.capitalize()} from", 1, n - EDIT_WINDOW + 1, start + 1, key=f"compare_edit_{axis}_{kind}_{n}",
+                      help=f"This axis has {n} positions; the map draws {EDIT_WINDOW} of them (at first around the "
+                           "edit).")
+    st.caption(f"{axis.capitalize()} {first}–{first + EDIT_WINDOW - 1} of {n}.")
+    return edit_window(status, first - 1)
+
+
 def show_edit_difference(active: ActiveModel, c: EditComparison, kind: str, layer: int, head: int | None) -> None:
     """B − A of one kind, layer and head on the aligned axes, and the heads that moved most."""
     diff = c.differences[kind]
@@ -120,8 +134,9 @@ def show_edit_difference(active: ActiveModel, c: EditComparison, kind: str, laye
     chart_heading(f"{view} · {active.option.name}")
     st.caption("Rows and columns are aligned by edit distance: ‹+x› a token inserted in B (B's weights alone), "
                "‹−x› one deleted from A (A's alone), ‹a→b› a swapped token. Blue: B attends more; red: A attends more.")
-    show_chart(aligned_difference_heatmap(diff, layer, head, title=""), key="compare_edit_difference",
-               width="content")
+    rows, cols = _window("rows", diff.query_status, kind), _window("keys", diff.key_status, kind)
+    show_chart(aligned_difference_heatmap(diff, layer, head, title="", rows=rows, cols=cols),
+               key="compare_edit_difference", width="content")
     st.subheader("Which heads moved", anchor=False)
     ranked = c.ranking.head(10).assign(head=lambda f: [f"{ALL_TITLES[k]} · L{lay + 1} H{h + 1}"
                                                        for k, lay, h in zip(f["kind"], f["layer"], f["head"])])

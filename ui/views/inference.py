@@ -1,6 +1,7 @@
 """Decoding for the pages: cached per (model weights, text, options); user mistakes become messages."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import streamlit as st
@@ -8,7 +9,7 @@ import streamlit as st
 from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
 from transformer.decode import DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
-from transformer.decode import queued_greedy
+from transformer.decode import can_batch, queued_greedy
 from ui.models import ActiveModel
 
 from .vocabulary_hint import show_vocabulary_hint
@@ -46,6 +47,18 @@ def greedy(active: ActiveModel, text: str, *, top_k: int = 5, forced: Sequence[s
     """Greedy decoding (eval mode, KV cache); raises InputError for text the model cannot read."""
     with st.spinner(decoding_message(active), show_time=True):
         return _greedy(active.cache_key, active, text, int(top_k), tuple(forced))
+
+
+def greedy_pair(active: ActiveModel, text_a: str, text_b: str, *, top_k: int = 5) -> tuple[DecodeResult, DecodeResult]:
+    """Two greedy decodes asked for at once (Compare's edit mode), so the decode queue steps them as one batch rather
+    than one after the other; each is cached as `greedy` caches it. Raises the first InputError."""
+    key, k = active.cache_key, int(top_k)
+    with st.spinner(decoding_message(active), show_time=True):
+        if not can_batch(active.decoder):
+            return _greedy(key, active, text_a, k, ()), _greedy(key, active, text_b, k, ())
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-decode-pair") as pool:
+            other = pool.submit(_greedy, key, active, text_b, k, ())
+            return _greedy(key, active, text_a, k, ()), other.result()  # A's error first; B's decode is waited for
 
 
 def read_ahead_greedy(active: ActiveModel, text: str, top_k: int = 5) -> bool:
