@@ -234,7 +234,8 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
 def evaluate_masked(model: torch.nn.Module, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """An encoder-only model on up to n validation pairs with a share of one sentence masked (the same masks at
     every evaluation, `transformer.data.masking`): loss and accuracy on the masked tokens ("token_accuracy" is the
-    masked-token accuracy), and the share of pairs with every mask right ("exact_match")."""
+    masked-token accuracy), the share of pairs with every mask right ("exact_match"), and where the task has gold
+    alignments the best head's alignment from a masked token to its counterpart (`analysis.pair_alignment`)."""
     from ..model import eval_mode
 
     examples = evaluation_examples(task, n, model.cfg.max_len)
@@ -250,5 +251,11 @@ def evaluate_masked(model: torch.nn.Module, task: Task, n: int = 500, batch_size
         shown.append({"source": " ".join(words[:-1]),  # "A </s> B", as a user types a pair
                       "reference": " ".join(tok.id_to_token(e.labels[i]) for i in masked),
                       "output": " ".join(tok.id_to_token(g) for g in guess)})
-    return {"n": len(examples), "loss": loss, "token_accuracy": accuracy, "masked_accuracy": accuracy,
-            "exact_match": whole, "examples": shown}
+    metrics: dict[str, Any] = {"n": len(examples), "loss": loss, "token_accuracy": accuracy,
+                               "masked_accuracy": accuracy, "exact_match": whole, "examples": shown}
+    from ..analysis.pair_alignment import masked_pair_alignment
+
+    aligned = masked_pair_alignment(model, examples, [e.alignment for e in task.valid[:n]], batch_size)
+    if aligned is not None:  # how often a masked token's best head reads its counterpart in the other sentence
+        metrics["alignment"] = aligned[1]
+    return metrics
