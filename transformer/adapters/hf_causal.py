@@ -18,7 +18,7 @@ from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .capture import complete, recording_eager, recording_residuals
 from .hf_seq2seq import HFSeq2Seq, _ids, _logits_processors, heads_off, model_lock
-from .interface import SourceText
+from .interface import SourceText, padded_rows
 from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 
 MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
@@ -175,15 +175,23 @@ class HFCausalLM(HFSeq2Seq):
         return ForwardOutput(out.logits, AttentionMaps(by_kind={"self": self._check("self", out.attentions,
                                                                                     self.n_layers)}))
 
-    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
-        """`tgt` is the whole sequence (prompt and continuation); `src` is not read."""
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None,
+                attention_mask: Tensor | None = None) -> Insides:
+        """`tgt` is the whole sequence (prompt and continuation); `src` is not read; `attention_mask` (B, T): a batch's
+        real tokens (1) and padding (0), None: all real."""
         layers = _layers(self.model)
         with self.running(), heads_off(self.model, head_mask, causal_attention_outputs), \
                 recording_eager({"self": [_attention(layer) for layer in layers]}, self.output_projections()) as found, \
                 recording_residuals({"decoder": layers}) as residual:
-            out = self.model(input_ids=tgt, output_attentions=True, return_dict=True)
+            out = self.model(input_ids=tgt, attention_mask=attention_mask, output_attentions=True, return_dict=True)
         maps = AttentionMaps(by_kind={"self": self._check("self", out.attentions, self.n_layers)})
         return Insides(out.logits, maps, complete(found, self.name), {k: tuple(v) for k, v in residual.items()})
+
+    def padded_insides(self, sources: Sequence[Sequence[int]]) -> Insides:
+        """The prompts padded on the right, as a tokenizer pads a batch, with the attention mask that hides the
+        padding (combined with the causal mask by the model)."""
+        ids, mask = padded_rows(sources, self.pad_id)
+        return self.insides(ids, ids, attention_mask=mask)
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return causal_attention_outputs(self.model)

@@ -27,7 +27,7 @@ from ..model import (
 from .capture import complete, recording_eager, recording_residuals
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
-from .interface import SourceText
+from .interface import SourceText, padded_rows
 
 NO_POSITION_LIMIT = 512
 
@@ -173,8 +173,8 @@ class HFMaskedLM(HFSeq2Seq):
         return 0
 
     # -- compute -----------------------------------------------------------------------------------------------
-    def _inputs(self, src: Tensor) -> dict[str, Tensor]:
-        inputs = {"input_ids": src, "attention_mask": torch.ones_like(src)}
+    def _inputs(self, src: Tensor, attention_mask: Tensor | None = None) -> dict[str, Tensor]:
+        inputs = {"input_ids": src, "attention_mask": torch.ones_like(src) if attention_mask is None else attention_mask}
         if self.uses_token_types:
             inputs["token_type_ids"] = torch.tensor([list(self.segments(row.tolist())) for row in src],
                                                     dtype=torch.long, device=src.device)
@@ -203,16 +203,24 @@ class HFMaskedLM(HFSeq2Seq):
         out = self._run(src, head_mask)
         return ForwardOutput(out.logits, self._maps(out))
 
-    def insides(self, src: Tensor, tgt: Tensor | None = None, head_mask: HeadMask | None = None) -> Insides:
-        """`forward` with every layer's softmax inputs and the residual stream "encoder"; `tgt` is not read."""
+    def insides(self, src: Tensor, tgt: Tensor | None = None, head_mask: HeadMask | None = None,
+                attention_mask: Tensor | None = None) -> Insides:
+        """`forward` with every layer's softmax inputs and the residual stream "encoder"; `tgt` is not read;
+        `attention_mask` (B, S): a batch's real tokens (1) and padding (0), None: all real."""
         layers = _layers(self.model)
         with self.running(), heads_off(self.model, head_mask, masked_attention_outputs), \
                 recording_eager({"encoder_self": [_attention(layer) for layer in layers]},
                                 self.output_projections()) as found, \
                 recording_residuals({"encoder": layers}) as residual:
-            out = self.model(**self._inputs(src), output_attentions=True, return_dict=True)
+            out = self.model(**self._inputs(src, attention_mask), output_attentions=True, return_dict=True)
         return Insides(out.logits, self._maps(out), complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
+
+    def padded_insides(self, sources: Sequence[Sequence[int]]) -> Insides:
+        """The inputs padded on the right, as the tokenizer pads a batch, with the attention mask that hides the
+        padding."""
+        ids, mask = padded_rows(sources, self.pad_id)
+        return self.insides(ids, None, attention_mask=mask)
 
     def output_head(self, residual: Tensor) -> Tensor:
         """The masked-LM head of a residual (..., D): ModernBERT's final norm, dense, activation, norm, projection."""

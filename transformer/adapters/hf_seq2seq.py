@@ -15,7 +15,7 @@ from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask
 from .capture import complete, recording_eager, recording_residuals
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
-from .interface import InspectableModel, SourceText
+from .interface import InspectableModel, SourceText, padded_rows
 from .residual_steps import check_encoder_layer, recording_calls
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -293,14 +293,21 @@ class HFSeq2Seq(InspectableModel):
         return AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
                              self._check("cross", out.cross_attentions, n))
 
-    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
+    def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None,
+                attention_mask: Tensor | None = None) -> Insides:
+        """`attention_mask` (B, S): the source's real tokens (1) and padding (0) of a batch; None: all real."""
         stacks = {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
         with self.running(), heads_off(self.model, head_mask), recording_eager(attention_modules(self.model), self.output_projections()) as found, \
                 recording_residuals(stacks) as residual:
-            out = self.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt,
-                             output_attentions=True, return_dict=True)
+            out = self.model(input_ids=src, attention_mask=torch.ones_like(src) if attention_mask is None else attention_mask,
+                             decoder_input_ids=tgt, output_attentions=True, return_dict=True)
         return Insides(out.logits, self._maps(out), complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
+
+    def padded_insides(self, sources: Sequence[Sequence[int]]) -> Insides:
+        """The sources padded as the tokenizer pads a batch, with the attention mask that hides the padding."""
+        src, mask = padded_rows(sources, self.pad_id)
+        return self.insides(src, torch.tensor([list(self.start_ids)] * len(sources)), attention_mask=mask)
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return attention_outputs(self.model)

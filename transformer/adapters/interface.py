@@ -140,6 +140,17 @@ class InspectableModel(ABC):
         every position), with every attention layer's queries, keys, values and additive score terms as its
         softmax saw them and the residual stream of each stack (`transformer.model.Insides`); nothing is kept."""
 
+    def padded_insides(self, sources: Sequence[Sequence[int]]) -> Insides:
+        """`insides` of a batch: several inputs' ids (`tokenize_source(text).ids`) padded on the right to the longest,
+        the padding masked as the model masks it in training; row 0 is `sources[0]`. A decoder reads only its start
+        tokens (a decoder-only model: the padded prompt, then its start). Our models mask their pad id wherever it is
+        (this default); a Hugging Face adapter hands the model the attention mask its tokenizer would make."""
+        src, _ = padded_rows(sources, self.pad_id)
+        if not self.family.decodes:
+            return self.insides(src, None)  # type: ignore[arg-type]
+        start = torch.tensor([list(self.start_ids)] * len(sources), dtype=torch.long)
+        return self.insides(src, torch.cat([src, start], 1) if self.family.prompt_in_decoder else start)
+
     @abstractmethod
     def output_head(self, residual: Tensor) -> Tensor:
         """The model's own output function of a decoder residual (..., D) -> logits (..., V): its final norm, any
@@ -216,3 +227,13 @@ class InspectableModel(ABC):
         """Logits (N, T, V) of `network` (this model or a view of it) for sources (N, S) and decoder inputs
         (N, T), no weights captured; differentiable inside `differentiable()`. Whatever the module at `output_path`
         returns is returned unsliced: on a view whose output projection keeps a few rows, those rows."""
+
+
+def padded_rows(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
+    """(ids (B, L), attention mask (B, L): 1 on a real token, 0 on padding) of `rows` padded on the right to the
+    longest with `pad_id` (0 where the model has none)."""
+    longest = max(len(r) for r in rows)
+    filler = max(pad_id, 0)
+    ids = torch.tensor([[*r, *[filler] * (longest - len(r))] for r in rows], dtype=torch.long)
+    mask = torch.tensor([[1] * len(r) + [0] * (longest - len(r)) for r in rows], dtype=torch.long)
+    return ids, mask

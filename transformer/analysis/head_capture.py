@@ -124,3 +124,41 @@ def mask_matrix(captured: CapturedDecode, kind: str) -> Tensor | None:
     while t.dim() > 2:
         t = t[0]
     return t.expand(n_q, n_k)
+
+
+@dataclass(frozen=True)
+class BatchMask:
+    """The mask a model adds to its input stack's scores (layer 1, head 1) for one input padded beside a longer one in
+    a batch, as in training: `mask` (Tq, Tk) is 0 where a query may look and -inf (or the dtype's minimum) where not;
+    the keys `padding` (start, stop) are the padding."""
+
+    kind: str
+    mask: Tensor
+    query_tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    padding: tuple[int, int]
+
+
+PAD_LABEL = "<pad>"
+
+
+def batch_mask(lm: InspectableModel, text: str, other: str) -> BatchMask:
+    """`text` and the longer `other` as one padded batch (`InspectableModel.padded_insides`): the mask the model
+    added for `text`'s row (HeadSelectionError when `other` is not longer, or the model added no mask)."""
+    first, second = lm.tokenize_source(text), lm.tokenize_source(other)
+    if len(second.ids) <= len(first.ids):
+        raise HeadSelectionError(f"the second input must be longer than the first ({len(second.ids)} tokens against "
+                                 f"{len(first.ids)}) for the first to be padded")
+    kind = lm.family.encoder_kind or lm.family.decoder_kind
+    inputs = check_selection(lm.padded_insides([list(first.ids), list(second.ids)]), kind, 0, 0)
+    term = inputs.terms.get("mask")
+    if term is None:
+        raise HeadSelectionError(f"{lm.name} added no mask to its {kind} scores in a padded batch")
+    t = term.float()
+    t = t[0] if t.dim() == 4 else t  # row 0: (H|1, Tq|1, Tk) or (Tq|1, Tk)
+    t = t[0] if t.dim() == 3 else t
+    n_q, n_k = inputs.queries.shape[2], inputs.keys.shape[2]
+    labels = [*first.tokens, *[PAD_LABEL] * (len(second.ids) - len(first.ids))]
+    labels += lm.ids_to_tokens(list(lm.start_ids))[: max(n_k - len(labels), 0)]  # a decoder-only model's start
+    return BatchMask(kind, t.expand(n_q, n_k), tuple(labels[:n_q]), tuple(labels[:n_k]),
+                     (len(first.ids), len(second.ids)))
