@@ -59,18 +59,37 @@ def check_sampling(sampling: Sampling, vocab_size: int) -> Sampling:
 
 def warp(scores: Tensor, sampling: Sampling) -> Tensor:
     """Temperature, then top-k, then top-p, as `generate`'s warpers compute them; scores (1, V) -> (1, V)."""
+    return _warp(scores, sampling)[0]
+
+
+def _count(mask: Tensor) -> int:
+    return int(mask.view(torch.uint8).sum(dtype=torch.int32))  # a bool tensor's sum is ~2x slower
+
+
+def _warp(scores: Tensor, sampling: Sampling) -> tuple[Tensor, int]:
+    """`warp`'s scores and how many tokens they keep (finite)."""
     if sampling.temperature != 1.0:
         scores = scores / sampling.temperature
+    top = None
     if sampling.top_k:
         k = min(sampling.top_k, scores.size(-1))
-        scores = scores.masked_fill(scores < torch.topk(scores, k)[0][..., -1, None], float("-inf"))
-    if sampling.top_p < 1.0:
-        sorted_logits, sorted_indices = torch.sort(scores, descending=False)
-        cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-        remove = cumulative <= (1 - sampling.top_p)
+        top = torch.topk(scores, k)  # values best first
+        scores = scores.masked_fill(scores < top[0][..., -1, None], float("-inf"))
+    kept = _count(scores > float("-inf"))
+    if sampling.top_p >= 1.0:
+        return scores, kept
+    if top is not None and kept == top[0].size(-1) and not bool((top[0][..., 1:] == top[0][..., :-1]).any()):
+        # k survivors, no two equal: `torch.sort`'s ascending order is the -inf block, then the top-k reversed; the
+        # same values, so the same softmax and cut, without sorting the vocabulary (equal scores: sort's own order)
+        sorted_logits = torch.cat([scores.new_full((1, scores.size(-1) - kept), float("-inf")), top[0].flip(-1)], -1)
+        remove = sorted_logits.softmax(dim=-1).cumsum(dim=-1)[..., -kept:] <= (1 - sampling.top_p)
         remove[..., -1:] = 0
-        scores = scores.masked_fill(remove.scatter(1, sorted_indices, remove), float("-inf"))
-    return scores
+        return scores.index_fill(-1, top[1].flip(-1)[remove], float("-inf")), kept - _count(remove)
+    sorted_logits, sorted_indices = torch.sort(scores, descending=False)
+    remove = sorted_logits.softmax(dim=-1).cumsum(dim=-1) <= (1 - sampling.top_p)
+    remove[..., -1:] = 0
+    scores = scores.masked_fill(remove.scatter(1, sorted_indices, remove), float("-inf"))
+    return scores, _count(scores > float("-inf"))
 
 
 @dataclass(frozen=True)
@@ -97,12 +116,11 @@ class Sampler:
 
     def draw(self, logits: Tensor, id_to_token) -> tuple[int, SampledStep]:
         """The drawn id from constrained logits (V,), and what it was drawn from."""
-        scores = warp(logits.float()[None], self.sampling)  # (1, V)
+        raw = logits.float()
+        scores, kept = _warp(raw[None], self.sampling)  # (1, V)
         probs = scores.softmax(-1)
         token = int(torch.multinomial(probs, num_samples=1, generator=self.generator)[0, 0])
-        kept = int(torch.isfinite(scores).sum())
         top_p, top_i = probs[0].topk(min(SHOWN, kept))
-        raw = logits.float()
-        rank = int((raw > raw[token]).sum()) + 1
+        rank = _count(raw > raw[token]) + 1
         top = tuple((id_to_token(int(i)), float(p)) for i, p in zip(top_i.tolist(), top_p.tolist()))
         return token, SampledStep(top, kept, rank, float(probs[0, token]))
