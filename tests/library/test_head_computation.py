@@ -165,3 +165,23 @@ def test_the_positions_picture_is_the_models_own(case, request):
         assert scheme.offset == 2  # BART's learned table starts two rows in
     frame = position_frame(scheme)
     assert len(frame) > 0 and position_picture(scheme, lm.name).to_dict(validate=False)["title"]
+
+
+def test_a_padded_batch_masks_the_padding_as_in_training(case):
+    """The input padded beside a longer one: no real token reads the padding, its own weights are those it has alone,
+    and the mask picture shows the mask the model added."""
+    from transformer.analysis import batch_mask
+    from transformer.charts import mask_picture
+    lm, _ = case
+    short, longer = "the cat sat", "the cat sat on the mat with a hat by the door"
+    m = batch_mask(lm, short, longer)
+    start, stop = m.padding
+    hidden = m.mask < -1e4
+    assert stop > start and hidden[:start, start:stop].all()  # every real query: the padding hidden
+    assert m.key_tokens[start:stop] == ("<pad>",) * (stop - start)
+    ids = [list(lm.tokenize_source(t).ids) for t in (short, longer)]
+    batch, alone = lm.padded_insides(ids), lm.padded_insides(ids[:1])
+    torch.testing.assert_close(batch.attentions[m.kind][0][0, :, :start, :start],
+                               alone.attentions[m.kind][0][0, :, :start, :start], atol=1e-5, rtol=1e-4)
+    rows = next(iter(mask_picture(m.mask, m.query_tokens, m.key_tokens, "m").to_dict()["datasets"].values()))
+    assert sum(r["added"] == "hidden (−∞)" for r in rows) == int(hidden.sum())

@@ -39,7 +39,9 @@ from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreem
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .head_capture import (
+    BatchMask,
     CapturedDecode,
+    batch_mask,
     capture_decode,
     computation_at,
     contributions,
@@ -121,7 +123,7 @@ __all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_f
            "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
            "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",
-           "contributions_dict", "internals_dict", "head_contribution_map", "mask_matrix",
+           "contributions_dict", "internals_dict", "head_contribution_map", "mask_matrix", "BatchMask", "batch_mask",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
 __all__ += ["JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "CorpusSums", "average_linkage_order", "corpus_statistics",

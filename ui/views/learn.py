@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import HeadComputation, HeadSelectionError, computation_at, mask_matrix
+from transformer.analysis import BatchMask, HeadComputation, HeadSelectionError, batch_mask, computation_at, mask_matrix
 from transformer.adapters import position_scheme
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult
@@ -184,3 +184,30 @@ def show_masks(active: ActiveModel, result: DecodeResult) -> None:
     st.caption("These are the masks of one forward over the whole sequence, read from the model (one input: no "
                "padding, so an encoder adds none). When decoding step by step with a cache, the causal mask is "
                "implicit: only the past keys exist, so there is nothing later to hide.")
+    show_batch_mask(active, result.source_text)
+
+
+def longer_input(text: str) -> str:
+    """A second input longer than `text` (its first half again), for a batch that pads `text` as training does."""
+    return f"{text}{' ' if ' ' in text else ''}{text[: max(len(text) // 2, 1)]}"
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _batch_mask(weights: str, _active: ActiveModel, text: str) -> BatchMask:
+    return batch_mask(_active.decoder, text, longer_input(text))
+
+
+def show_batch_mask(active: ActiveModel, text: str) -> None:
+    """The padding mask of a batch: `text` padded beside a longer input, as in training, from the model's own mask."""
+    try:
+        m = _batch_mask(active.cache_key, active, text)
+    except (HeadSelectionError, ValueError) as exc:  # e.g. the longer input past the model's limit
+        st.info(f"No batch to show for this input: {exc}", icon=":material/info:")
+        return
+    start, stop = m.padding
+    window = (max(0, stop - 40), stop) if stop > 40 else (0, len(m.key_tokens))
+    title = f"{active.family.title(m.kind)} · in a batch: this input padded beside a longer one"
+    show_chart(mask_picture(m.mask, m.query_tokens, m.key_tokens, title, window), key="learn_mask_batch")
+    st.caption(f"In training, inputs of different lengths share a batch: this one gets {stop - start} padding "
+               f"position(s) to match “{longer_input(text)}”, and the model hides them (−∞) from every real token, so "
+               "its weights are those it has alone.")

@@ -38,6 +38,15 @@ def test_the_tour_walks_every_stage_on_the_shipped_encoder_decoder(studio_env, t
     for h in range(trace.n_heads):
         drawn = heads[heads["head"] == f"H{h + 1}"]["weight"].tolist()
         assert drawn == pytest.approx(trace.matrix("decoder_self", 0, h)[0].tolist(), abs=1e-5)
+    at.selectbox(key="learn_stage").set_value(2).run()  # masks: a batch pads this input beside a longer one
+    from transformer.analysis import batch_mask
+    from ui.views.learn import longer_input
+    expected = batch_mask(lm, text, longer_input(text))
+    cells = only_frame(chart_titled(at, "Encoder self-attention · in a batch: this input padded beside"))
+    hidden = cells[cells["added"] == "hidden (−∞)"]
+    assert len(hidden) == int((expected.mask < -1e4).sum()) > 0  # the model's own mask, padding included
+    pads = cells[cells["key"].str.endswith("<pad>")]
+    assert len(pads) and (pads[~pads["query"].str.endswith("<pad>")]["added"] == "hidden (−∞)").all()
     at.selectbox(key="learn_stage").set_value(0).run()
     assert _walk(at) == [stage.title for stage in TOUR]
     assert at.button(key="learn_next").disabled
