@@ -190,6 +190,7 @@ PARSERS: dict[str, Any] = {
     "hide": _flag,
     "combine": lambda v: _choice(v, COMBINE),
     "show": lambda v: _choice(v, MAP_SHOWS),
+    "query": lambda v: _int(v, 1, 99_999) - 1,  # the head computation's query position (issue 32)
     "words": _flag,
     "present": _flag,
     "ablate": parse_ablated,
@@ -207,7 +208,7 @@ PARSERS: dict[str, Any] = {
 
 def format_value(name: str, value: Any) -> str:
     """A view value as it appears in a link."""
-    if name == "layer":
+    if name in ("layer", "query"):
         return str(int(value) + 1)
     if name == "head":
         return "mean" if value is None or int(value) == MEAN else str(int(value) + 1)

@@ -112,7 +112,14 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
     n_rows = result.trace.axis_sizes(kind)[0]
     if row is None:
         labels = result.trace.labels(kind)[0]
-        row = st.selectbox("Query", range(n_rows), index=n_rows - 1, key=f"{page}_inside_query",
+        key = f"{page}_inside_query"  # in the link as `query` (1-based)
+        asked = st.session_state.get(key)
+        if asked is not None and not 0 <= int(asked) < n_rows:  # from a link, or another input's longer axis
+            st.info(f"Query position {int(asked) + 1} is not in this input: its {result.trace.family_spec.title(kind)} "
+                    f"has positions 1–{n_rows}. Showing the last.", icon=":material/info:")
+            asked = None
+        st.session_state[key] = n_rows - 1 if asked is None else int(asked)
+        row = st.selectbox("Query", range(n_rows), key=key,
                            format_func=lambda r: f"{r + 1}: {visible_token(labels[r])}")
     try:
         c = computation_at(active.decoder, captured, kind, layer, head, int(row))
@@ -163,7 +170,9 @@ def show_step_inside(active: ActiveModel, result: DecodeResult, reference: str |
 
 
 def show_attention_inside(sel: Selection) -> None:
-    """Attention: the selected head's computation for a query picked here."""
+    """Attention: the selected head's computation for a query picked here (a link with `query` opens it there)."""
+    if st.session_state.get(sel.key("inside_query")) is not None:
+        st.session_state.setdefault(sel.key("inside_open"), True)
     with st.expander("Inside this head: how its weights are computed", key=sel.key("inside_open"),
                      on_change="rerun", icon=":material/calculate:") as box:
         if box.open:  # captured and drawn only while open

@@ -26,7 +26,7 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
                   "ablate": "attention_ablate", "show": "attention_show", "pair": "attention_pair",
-                  "segment": "attention_segment"},
+                  "segment": "attention_segment", "query": "attention_inside_query"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit"},
     "train": {},

@@ -139,3 +139,21 @@ def test_decode_shows_the_contribution_map_up_to_the_step_on_request(studio_env,
     at.selectbox(key="decode_head").set_value(0).run()
     assert_no_exception(at)
     chart_titled(at, "Cross-attention · layer 2 · head 1 · contribution")
+
+
+def test_the_query_position_travels_in_the_link_and_one_the_input_has_not_got_is_said(studio_env, decoded):
+    from tests.helpers.app_session import open_link
+    lm, result, captured = decoded
+    at = _attention_page()
+    at.session_state["attention_inside_open"] = True
+    at.run()
+    at.selectbox(key="attention_inside_query").set_value(0).run()
+    assert_no_exception(at)
+    params = {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert params["query"] == "1"
+    shared = open_link("attention", params)  # "Inside this head" opens on that query
+    assert any("head 2 · query 1 (" in t for t in texts(shared.markdown))
+    bad = open_link("attention", {**params, "query": "999"})
+    n_rows = result.trace.axis_sizes("cross")[0]
+    assert any(t.startswith("Query position 999 is not in this input") and f"1–{n_rows}" in t for t in texts(bad.info))
+    assert any(f"head 2 · query {n_rows} (" in t for t in texts(bad.markdown))  # the last, as a fresh view shows
