@@ -1,6 +1,6 @@
 """Screenshots for docs/head-computation.md at presenter size (1280x720, presenter mode), from the real app in
 headless Chromium on the shipped default model: the Attention page's "Inside this head", its line view, and the Learn
-tour at its softmax stage.
+tour at its cross-attention stage (the first step's query over the source: weights and contributions).
 
     PYTHONPATH=. .venv/bin/python -m bench.screenshots_insides [--out docs/screenshots]
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bench.screenshots import screenshot_app
 from studio_browser import new_page, wait_charts, wait_idle
+from ui.views import TOUR
 
 SIZE = {"width": 1280, "height": 720}
 TEXT = "A man in a blue shirt is riding a bike."
@@ -33,11 +34,14 @@ def main() -> None:
         page.set_viewport_size(SIZE)
         page.goto(f"{server.url}/learn?text={TEXT}&present=1")
         wait_charts(page, r"Query vector", 1, timeout_ms=120_000)
-        for title in ("2 · Scaling", "3 · Masks and biases", "4 · Softmax"):
+        for stage in TOUR[1:7]:  # up to "7 · Cross-attention"
             page.locator(".st-key-learn_next button").click()
-            page.get_by_role("heading", name=title).wait_for(timeout=60_000)
+            page.get_by_role("heading", name=stage.title).wait_for(timeout=60_000)
             wait_idle(page, 60_000)
-        wait_charts(page, r"Softmax", 1, timeout_ms=60_000)
+        wait_charts(page, r"What each key contributes", 1, timeout_ms=60_000)
+        # the tour's buttons at the top of the window, the stage below them (the title and input scrolled away)
+        page.locator(".st-key-learn_prev").evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.mouse.move(SIZE["width"] - 20, SIZE["height"] - 10)  # off the charts: no hover toolbar in the picture
         page.wait_for_timeout(2000)
         page.screenshot(path=str(out / "learn_tour.png"))
     print(f"wrote head_computation.png, line_view.png, learn_tour.png to {out}")
