@@ -98,7 +98,7 @@ def attention_selection(active: ActiveModel, *, words_asked: bool | None = None)
     text = col_text.text_input(active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
                                args=(KEYS["text"],), max_chars=MAX_INPUT_CHARS)
     st.session_state.setdefault(KEYS["mode"], "greedy")
-    second = ""
+    mode, second = "greedy", ""
     if active.family.decodes:
         mode = col_mode.radio("Decoder input", list(MODES), format_func=MODES.__getitem__, key=KEYS["mode"])
         shown = attention_result(active, text, mode)
@@ -158,7 +158,7 @@ def attention_selection(active: ActiveModel, *, words_asked: bool | None = None)
                                       "to the head's output (Kobayashi et al. 2020); for the mean of heads, the norm "
                                       "of the mean of the heads' vectors. Max, rollout and group means stay "
                                       "weight-only.")
-    return Selection("attention", active, text, result, reference, trace, kind=kind, layer=layer, head=head,
+    return Selection("attention", active, text, result, reference, mode, trace, kind=kind, layer=layer, head=head,
                      ablated=chosen_heads(active, KEYS["ablate"]), combine=combine, shows=shows, fixed_scale=fixed,
                      hide_sinks=hide, merge_words=bool(merged), second=second,
                      segment=st.session_state.get(KEYS["segment"]) or "all")
@@ -182,7 +182,8 @@ def show_large_map(sel: Selection) -> None:
                                                                     key="attention_gold")
         keys = key_window(trace, kind, "attention")
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole
-        heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale, gold=gold if show_gold else (),
+        heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,
+                            gold=gold if show_gold else (),
                             size=460 if presenting() else 336, large_labels=presenting(), keys=keys)
         show_chart(heatmap, key="attention_heatmap", width="content")
     with side_col:
@@ -271,7 +272,8 @@ def show_model_view(sel: Selection) -> None:
                "open a panel (click it, or pick its layer and head above) for its tokens and weights.")
     try:
         grid = attention_panels(trace, kind, layers=layers, fixed_scale=sel.fixed_scale,
-                                cell=grid_cell(trace.n_heads, 130), off=off_panels(sel.ablated, kind), clicks="switch" if clicks == "ablate" else "select")
+                                cell=grid_cell(trace.n_heads, 130), off=off_panels(sel.ablated, kind),
+                                clicks="switch" if clicks == "ablate" else "select")
     except ChartTooLargeError as exc:
         st.info(str(exc))
         return

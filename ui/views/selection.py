@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer.decode import AttentionTrace, DecodeResult
+from transformer.decode import AttentionTrace, DecodeResult, Sampling
 from transformer.model import Head
 from ui.models import ActiveModel
 
@@ -52,6 +52,7 @@ class Selection:
     text: str
     result: DecodeResult  # the decode shown (per token, nothing hidden: what the trace download holds)
     reference: str | None = None  # the reference fed to the decoder (teacher forcing); None: free-running
+    mode: str = "greedy"  # which output: free-running ("greedy"), teacher-forced ("teacher"), a forced token ("forced")
     trace: AttentionTrace | None = None  # the maps as drawn (a pair's segment, words merged, sinks hidden)
     kind: str = ""
     layer: int = 0
@@ -65,6 +66,8 @@ class Selection:
     merge_words: bool = False  # subword pieces merged into words
     second: str = ""  # an encoder-only model's second sentence (a pair)
     segment: str = "all"  # a pair's segment filter
+    top_k: int = 5  # candidates shown at each step (Decode)
+    sampling: Sampling | None = None  # Decode's sampling settings; None: greedy
     against: Selection | None = None  # Compare: model B's side (its model, decode and kind; the same pickers)
 
     @property

@@ -3,12 +3,12 @@ and the step-through itself (step, layer and head; the prefix, the top-k, the so
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import partial
 from typing import Callable
 
 import streamlit as st
 
-from transformer.analysis import Head
 from transformer.charts import (
     ChartTooLargeError,
     ReplayTooLargeError,
@@ -21,12 +21,13 @@ from transformer.charts import (
     topk_bars,
     window_title,
 )
-from transformer.decode import DecodeResult, InputError
+from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
 from ui.models import ActiveModel
 
 from . import decode_state as ds
 from .ablation import (
     ablated_run,
+    chosen_heads,
     clicked_note,
     grid_key,
     head_selection,
@@ -40,15 +41,24 @@ from .animation import decode_animation
 from .attribution import show_step_attribution
 from .chart_cache import cached_chart
 from .head_computation import show_step_contribution, show_step_inside
-from .inference import gold_for, greedy, teacher
+from .inference import (
+    bind_reference,
+    bind_text,
+    gold_for,
+    greedy,
+    greedy_or_message,
+    share_reference,
+    share_text,
+    teacher,
+)
 from .lens import show_step_lens
-from .sampling import show_sampled_step
+from .sampling import sampled_or_message, sampling_controls, show_sampled_step
 from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
 from .real_size import MAP_WIDTH, key_window, map_columns
-from .weights import slide_title, weights_of
+from .selection import LINK_PARAMS, Selection
+from .weights import weights_of
 from .widgets import (
     PAGE_PX,
-    SlideTitle,
     chart_heading,
     grid_cell,
     head_label,
@@ -63,22 +73,46 @@ from .widgets import (
     visible,
 )
 
+KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
 Results = dict[str, DecodeResult | None]
 
 
-def decode_results(active: ActiveModel, text: str, reference: str, free: DecodeResult, top_k: int
-                   ) -> tuple[Results, ds.ForcedPrefix | None]:
+def decode_selection(active: ActiveModel) -> Selection | None:
+    """The Decode page's top row (the input, the reference, top-k) and sampling settings with the free-running decode
+    (greedy or sampled) as a Selection; None after a message when the input cannot be decoded."""
+    st.session_state.setdefault(KEYS["topk"], 5)
+    bind_text(KEYS["text"], active)
+    col_text, col_ref, col_k = st.columns([5, 4, 1])
+    text = col_text.text_input(active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
+                               args=(KEYS["text"],), max_chars=MAX_INPUT_CHARS)
+    bind_reference(KEYS["ref"], active, text)
+    reference = col_ref.text_input("Reference output (for teacher forcing)", key=KEYS["ref"],
+                                   on_change=share_reference, args=(KEYS["ref"],), max_chars=MAX_INPUT_CHARS,
+                                   help="The decoder is fed this target instead of its own output. Leave empty to "
+                                        "skip.")
+    top_k = col_k.number_input("Top-k", min_value=2, max_value=20, step=1, key=KEYS["topk"])
+    sampling = sampling_controls(active)
+    free = (greedy_or_message(active, text, top_k=top_k) if sampling is None else
+            sampled_or_message(active, text, top_k, sampling))
+    if free is None:
+        return None
+    return Selection("decode", active, text, free, reference if reference.strip() else None, top_k=top_k,
+                     sampling=sampling, ablated=chosen_heads(active, KEYS["ablate"]))
+
+
+def decode_results(sel: Selection) -> tuple[Results, ds.ForcedPrefix | None]:
     """The outputs a user can step through: the free-running one, the one with the forced token (if any) and the
     teacher-forced one (if a reference is given; a reference the model cannot read gets a warning)."""
+    active, text, top_k = sel.model, sel.text, sel.top_k
     prefix = ds.forced_prefix(active.task_name, text)
     forced = greedy(active, text, top_k=top_k, forced=prefix.tokens) if prefix is not None else None
     taught = None
-    if reference.strip():
+    if sel.reference is not None:
         try:
-            taught = teacher(active, text, reference, top_k=top_k)
+            taught = teacher(active, text, sel.reference, top_k=top_k)
         except InputError as exc:
             st.warning(f"Teacher forcing: {exc}", icon=":material/edit_note:")
-    return {ds.GREEDY: free, ds.FORCED: forced, ds.TEACHER: taught}, prefix
+    return {ds.GREEDY: sel.result, ds.FORCED: forced, ds.TEACHER: taught}, prefix
 
 
 def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
@@ -107,20 +141,21 @@ def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
     nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
                     args=(1, n_steps), disabled=t == n_steps - 1, width="stretch", shortcut=NEXT_STEP_KEY)
     if n_steps > 1:
-        nav_slider.slider("Step", min_value=1, max_value=n_steps, key=ds.STEP_KEY)
+        nav_slider.slider("Step", min_value=1, max_value=n_steps, key=KEYS["step"])
     else:
         nav_slider.caption("The output has a single step.")
     with nav_layer:
-        layer = layer_picker("Decoder layer", trace.n_layers(map_kind(trace)), "decode_layer")
+        layer = layer_picker("Decoder layer", trace.n_layers(map_kind(trace)), KEYS["layer"])
     with nav_head:
-        head = head_picker("Head", trace.n_heads, "decode_head", trace=trace, kind=map_kind(trace))
-        head_keys("decode_head", trace.n_heads)
+        head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=map_kind(trace))
+        head_keys(KEYS["head"], trace.n_heads)
     return layer, head
 
 
-def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str, t: int, layer: int,
-                 head: int | None, title: SlideTitle) -> None:
+def _step_panels(sel: Selection) -> None:
     """The prefix so far and its self-attention, the top-k with "force another token", the source shading."""
+    active, text, result, view, t, layer, head, title = (sel.model, sel.text, sel.result, sel.mode, sel.step,
+                                                         sel.layer, sel.head, sel.title)
     trace, step = result.trace, result.steps[t]
     spec, row = trace.family_spec, trace.step_offset + t  # the query row of step t
     at = f"layer {layer + 1} · {head_label(head).lower()} · step {t + 1} of {len(result.steps)}"
@@ -165,13 +200,14 @@ def _step_panels(active: ActiveModel, text: str, result: DecodeResult, view: str
                     f"{spec.cross_kind}_source_step{t + 1}", "decode_source_strip")
 
 
-def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, view: str, t: int, layer: int,
-          head: int | None, ablate_heads: list[Head], title: SlideTitle) -> None:
+def _maps(sel: Selection) -> None:
     """The cross-attention map up to the step (gold alignment outlined where known) and the layer's heads grid."""
+    active, text, result, t, layer, head, title = (sel.model, sel.text, sel.result, sel.step, sel.layer, sel.head,
+                                                   sel.title)
     trace = result.trace
     spec, kind, row = trace.family_spec, map_kind(trace), trace.step_offset + t
-    alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens),
-                               reference if view == ds.TEACHER else None) if spec.has_cross else (None, [])
+    alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), sel.reference) \
+        if spec.has_cross else (None, [])
     kind_name = kind_title(kind)
     # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend;
     # a long input's map takes the page's width (the side column goes below) and shows a window of keys
@@ -188,7 +224,7 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
         slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
-        show_step_contribution(active, result, reference if view == ds.TEACHER else None, kind, layer, head, row)
+        show_step_contribution(active, result, sel.reference, kind, layer, head, row)
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
@@ -200,14 +236,14 @@ def _maps(active: ActiveModel, text: str, reference: str, result: DecodeResult, 
     clicked_note("decode_grid")
     try:
         grid = cached_chart(attention_panels, trace, kind, layers=[layer], max_row=row, keys=keys,
-                            cell=grid_cell(trace.n_heads, 150), off=off_panels(ablate_heads, kind), clicks="switch")
+                            cell=grid_cell(trace.n_heads, 150), off=off_panels(sel.ablated, kind), clicks="switch")
     except ChartTooLargeError as exc:
         st.info(str(exc))
     else:
         st.caption("Click a head's panel to switch that head off (see ablation, above); a second click: on again. "
                    "Pick a head above to see its map large, with its tokens.")
         show_chart(grid, width="content", key=grid_key("decode_grid"), selection_mode="cell",
-                   on_select=partial(toggle_clicked_head, "decode_grid", kind, "decode_ablate", rerun_app=True))
+                   on_select=partial(toggle_clicked_head, "decode_grid", kind, KEYS["ablate"], rerun_app=True))
         slide_downloads(grid, title.lines(f"{kind_name} · layer {layer + 1} · every head · rows up to step "
                                           f"{t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_heads_step{t + 1}", "decode_grid")
@@ -235,16 +271,18 @@ def replay_download(active: ActiveModel, result: DecodeResult, view: str) -> Non
 
 
 @st.fragment
-def show_step_through(active: ActiveModel, text: str, reference: str, results: Results,
-                      ablated: DecodeResult | None, ablate_heads: list[Head], *, after: Callable[[], None]) -> None:
+def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | None, *,
+                      after: Callable[[], None]) -> None:
     """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
-    part of the page (the inputs, the decoding and the sidebar stay as they are). `after` runs last (the page writes
-    its link there, so the URL follows the step)."""
+    part of the page (the inputs, the decoding and the sidebar stay as they are); they complete `sel` (the output
+    stepped through, its step, layer and head) for the views below. `after` runs last (the page writes its link
+    there, so the URL follows the step)."""
     if st.session_state.pop(ds.RERUN_APP_KEY, False):
         st.rerun(scope="app")  # a forced token: the outputs above change too
+    active, text = sel.model, sel.text
     available = [view for view, result in results.items() if result is not None]
     ds.prepare_view(available)
-    view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=ds.VIEW_KEY,
+    view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=KEYS["view"],
                     horizontal=True) if len(available) > 1 else ds.GREEDY
     result = results[view]
     downloads = st.container(horizontal=True, vertical_alignment="center", key="decode_downloads")
@@ -253,14 +291,16 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
     n_steps = len(result.steps)
     t = ds.prepare_step(n_steps, (active.task_name, text))
     layer, head = _navigation(n_steps, t, result.trace)
+    sel = replace(sel, result=result, mode=view, step=t, layer=layer, head=head, kind=map_kind(result.trace),
+                  reference=sel.reference if view == ds.TEACHER else None)
     step = result.steps[t]
     fed = result.trace.decoder_input_tokens[result.trace.step_offset + t]
     st.subheader(f"Step {t + 1} of {n_steps}: input ‹{md_token(fed)}› → "
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
-    title = slide_title(active, text, reference if view == ds.TEACHER else None)
+    title = sel.title
     with downloads:  # beside "Download replay": it follows the layer and head picked below it
         decode_animation(result, view, layer, head, title, active.option.name)
-    _step_panels(active, text, result, view, t, layer, head, title)
+    _step_panels(sel)
     show_sampled_step(result, t)
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, title, key="decode_ablated_strip")
@@ -271,21 +311,20 @@ def show_step_through(active: ActiveModel, text: str, reference: str, results: R
                 show_step_attribution(active, text, [s.token_id for s in result.steps], result.trace, t,
                                       key="decode_attr")
     show_step_lens(active, text, result, view, t)
-    show_step_inside(active, result, reference if view == ds.TEACHER else None, t, layer, head)
+    show_step_inside(active, result, sel.reference, t, layer, head)
     st.divider()
-    _maps(active, text, reference, result, view, t, layer, head, ablate_heads, title)
+    _maps(sel)
     after()
 
 
-def show_ablation_panel(active: ActiveModel, text: str, free: DecodeResult, top_k: int
-                        ) -> tuple[DecodeResult | None, list[Head]]:
-    """"Switch heads off": the picker, and the ablated output beside the intact one; returns (the ablated result or
-    None, the heads switched off). On a projector only while heads are switched off."""
-    if presenting() and not st.session_state.get("decode_ablate"):
-        return None, []
-    with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get("decode_ablate"))):
-        heads = head_selection(active, "decode_ablate")
-        ablated = ablated_run(active, text, heads, top_k=top_k)
+def show_ablation_panel(sel: Selection) -> DecodeResult | None:
+    """"Switch heads off": the picker, and the ablated output beside the intact one; returns the ablated result or
+    None. On a projector only while heads are switched off."""
+    if presenting() and not st.session_state.get(KEYS["ablate"]):
+        return None
+    with st.expander("Switch heads off (ablation)", expanded=bool(st.session_state.get(KEYS["ablate"]))):
+        heads = head_selection(sel.model, KEYS["ablate"])
+        ablated = ablated_run(sel.model, sel.text, heads, top_k=sel.top_k)
         if ablated is not None:
-            show_comparison(free, ablated, heads, key="decode_ablation")
-    return ablated, heads
+            show_comparison(sel.result, ablated, heads, key="decode_ablation")
+    return ablated
