@@ -10,11 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.models import current_model
-from ui.views import PRESENT_KEY, SLIDES_SUFFIX, SWITCH_KEY, md, presenting
+from ui.views import LINK_PARAMS, PRESENT_KEY, SLIDES_SUFFIX, SWITCH_KEY, md, presenting
 
-HIDDEN_KEYS = ("decode_top_k", "decode_reference", "decode_force_token", "decode_force", "decode_unforce", "decode_view",
+_DECODE, _ATTENTION = LINK_PARAMS["decode"], LINK_PARAMS["attention"]
+HIDDEN_KEYS = (_DECODE["topk"], _DECODE["ref"], "decode_force_token", "decode_force", "decode_unforce", _DECODE["view"],
                "attention_downloads", "attention_grid_download_png", "attention_grid_download_svg",
-               "attention_fixed_scale", "studio_share", "decode_replay")
+               _ATTENTION["fixed"], "studio_share", "decode_replay")
 _CSS = """
 <style>
 /* presenter mode */

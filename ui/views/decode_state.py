@@ -7,8 +7,9 @@ import streamlit as st
 
 from transformer.decode import AttentionTrace, DecodeResult
 
-STEP_KEY = "decode_step"
-VIEW_KEY = "decode_view"
+from .selection import LINK_PARAMS
+
+STEP_KEY, VIEW_KEY = LINK_PARAMS["decode"]["step"], LINK_PARAMS["decode"]["view"]  # widget keys of the link table
 FORCED_KEY = "decode_forced"
 FORCE_CHOICE_KEY = "decode_force_token"
 STEP_FOR_KEY = "decode_step_for"

@@ -13,13 +13,14 @@ from transformer.decode import DecodeResult, InputError, Sampling, greedy_decode
 from ui.models import ActiveModel
 
 from . import decode_state as ds
+from .selection import LINK_PARAMS
 from .widgets import chart_heading, md_token, show_chart
 
 LENS_OPEN_KEY = "decode_lens_open"
 ENCODER_LAYER_KEY = "decode_lens_encoder_layer"
 GRID_KEY = "decode_lens_grid"
-LAYER_KEY = "decode_layer"  # the step-through's decoder layer picker (0-based)
-REFERENCE_KEY = "decode_reference"  # the page's reference box (teacher forcing)
+LAYER_KEY = LINK_PARAMS["decode"]["layer"]  # the step-through's decoder layer picker (0-based)
+REFERENCE_KEY = LINK_PARAMS["decode"]["ref"]  # the page's reference box (teacher forcing)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -34,11 +34,12 @@ from ui.models import ActiveModel
 
 from .chart_cache import cached_chart
 from .inference import bind_text, decoding_message, share_text
+from .selection import LINK_PARAMS
 from .widgets import head_picker, layer_picker, md, show_chart, show_chips
 
-POSITIONS_KEY = "decode_mask_positions"
+KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key (the Decode page's)
+POSITIONS_KEY, SEGMENT_KEY = KEYS["masks"], KEYS["segment"]
 POSITIONS_FOR_KEY = "decode_mask_positions_for"  # the input the clicked positions belong to
-SEGMENT_KEY = "decode_segment"
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -106,9 +107,9 @@ def _show_map(result: FillResult, kind: str) -> None:
     pair = 1 in result.segments
     c_layer, c_head, c_segment = st.columns([1, 1, 2], vertical_alignment="bottom")
     with c_layer:
-        layer = layer_picker("Layer", trace.n_layers(kind), "decode_layer")
+        layer = layer_picker("Layer", trace.n_layers(kind), KEYS["layer"])
     with c_head:
-        head = head_picker("Head", trace.n_heads, "decode_head", trace=trace, kind=kind)
+        head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=kind)
     which = "all"
     if pair:
         st.session_state.setdefault(SEGMENT_KEY, "all")
@@ -159,15 +160,15 @@ def show_mask_page(active: ActiveModel) -> None:
     lm = active.decoder
     st.caption(f"{md(active.option.name)} reads the whole input at once (no decoding): it predicts the tokens hidden "
                f"by its mask token {md(lm.mask_token)}. Type it in the text, or click tokens below to mask them.")
-    bind_text("decode_text", active)
-    st.session_state.setdefault("decode_top_k", 5)
+    bind_text(KEYS["text"], active)
+    st.session_state.setdefault(KEYS["topk"], 5)
     col_text, col_pair, col_k = st.columns([5, 4, 1])
-    text = col_text.text_input("Text (sentence A)", key="decode_text", on_change=share_text, args=("decode_text",),
+    text = col_text.text_input("Text (sentence A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
                                max_chars=MAX_INPUT_CHARS)
-    second = col_pair.text_input("Second sentence (B, optional)", key="decode_pair", max_chars=MAX_INPUT_CHARS,
+    second = col_pair.text_input("Second sentence (B, optional)", key=KEYS["pair"], max_chars=MAX_INPUT_CHARS,
                                  help="A sentence pair: [CLS] A [SEP] B [SEP]; the map's segment filter shows "
                                       "A→A, B→B, A→B and B→A.")
-    top_k = int(col_k.number_input("Top-k", min_value=1, max_value=20, step=1, key="decode_top_k"))
+    top_k = int(col_k.number_input("Top-k", min_value=1, max_value=20, step=1, key=KEYS["topk"]))
     positions = _mask_picker(active, text, second)
     if positions is None:
         return

@@ -10,12 +10,12 @@ from transformer.decode import MAX_TEMPERATURE, DecodeResult, InputError, Sampli
 from ui.models import ActiveModel
 
 from .chart_cache import cached_chart
+from .selection import LINK_PARAMS
 from .widgets import chart_heading, md_token, show_chart
 
-TEMPERATURE_KEY = "decode_temperature"
-SAMPLE_TOP_K_KEY = "decode_sample_top_k"
-TOP_P_KEY = "decode_top_p"
-SEED_KEY = "decode_seed"
+_KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
+TEMPERATURE_KEY, SAMPLE_TOP_K_KEY = _KEYS["temperature"], _KEYS["sample_topk"]
+TOP_P_KEY, SEED_KEY = _KEYS["top_p"], _KEYS["seed"]
 MAX_SEED = 999_999  # what a link and the seed box take
 MIN_TOP_P = 0.01
 
