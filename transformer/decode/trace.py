@@ -19,7 +19,9 @@ from ..model import ENCODER_DECODER, SOURCE, TARGET, AttentionMaps, ModelFamily,
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 # The trace JSON's `format_version` (docs/formats.md): a file without one is version 1. New optional keys keep the
 # version; a change an older reader would misread (a key renamed, removed, reshaped or made necessary) bumps it.
-TRACE_FORMAT_VERSION = 2
+# Version 3: `mode` may be "sampled" (a version-2 reader would take the sampled tokens for the greedy ones), with the
+# `sampling`, `lens`, `encoder_layer` and `beam` entries.
+TRACE_FORMAT_VERSION = 3
 
 
 def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", spelled: bool = False) -> str:

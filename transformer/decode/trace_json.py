@@ -1,6 +1,8 @@
-"""Reading a trace JSON back (`DecodeResult.to_dict`, docs/formats.md): format version 2, which names itself, and
-version 1, the files without a `format_version`, both before families existed (three encoder-decoder kinds, no
-family) and after. A version newer than this reader is refused with a message that says so."""
+"""Reading a trace JSON back (`DecodeResult.to_dict`, docs/formats.md): format version 3 (a sampled decode's
+settings and draws, the DecoderLens's encoder layer), version 2, which names itself, and version 1, the files
+without a `format_version`, both before families existed (three encoder-decoder kinds, no family) and after. A
+version newer than this reader is refused with a message that says so. The `lens` and `beam` entries are the CLI's
+(`decode --lens`, `--beam`) beside the decode: `result_from_dict` leaves them to their readers."""
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ import torch
 
 from ..model import family_of, family_with_kinds
 from .greedy import DecodeResult, Step
+from .sampling import SampledStep, Sampling
 from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
 
@@ -39,7 +42,7 @@ def _hidden(data: dict[str, Any], side: str, n: int) -> list[int]:
 
 def result_from_dict(data: dict[str, Any]) -> DecodeResult:
     """The DecodeResult a trace JSON describes; TraceFormatError for anything else."""
-    format_version(data)  # every version so far reads the same way: version 2 only added the field itself
+    format_version(data)  # every version reads the same way: 2 added the field itself, 3 optional keys and "sampled"
     try:
         attention = data["attention"]
         family = family_of(data["family"]) if "family" in data else family_with_kinds(list(attention))
@@ -52,11 +55,28 @@ def result_from_dict(data: dict[str, Any]) -> DecodeResult:
         steps = tuple(Step(s["token"], int(s.get("token_id", -1)), float(s["prob"]),
                            tuple((str(t), float(p)) for t, p in s["top_k"]), bool(s.get("forced", False)))
                       for s in data["steps"])
+        sampling, samples = _sampling(data.get("sampling"), len(steps))
+        encoder_layer = data.get("encoder_layer")
+        encoder_layer = None if encoder_layer is None else int(encoder_layer)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TraceFormatError(f"not a trace JSON ({type(exc).__name__}: {str(exc)[:160]})") from None
     output = data.get("output_tokens", [s.token for s in steps])
     return DecodeResult(str(data.get("source_text", "")), steps, trace, str(data.get("mode", "greedy")),
-                        bool(data.get("finished", False)), " ".join(output))
+                        bool(data.get("finished", False)), " ".join(output), encoder_layer=encoder_layer,
+                        sampling=sampling, samples=samples)
+
+
+def _sampling(entry: dict[str, Any] | None, n_steps: int) -> tuple[Sampling | None, tuple[SampledStep | None, ...]]:
+    """A sampled decode's settings and, per step, what it was drawn from (None: a forced step)."""
+    if entry is None:
+        return None, ()
+    sampling = Sampling(float(entry["temperature"]), int(entry["top_k"]), float(entry["top_p"]), int(entry["seed"]))
+    steps = entry.get("steps", [None] * n_steps)
+    if len(steps) != n_steps:
+        raise ValueError(f"sampling.steps has {len(steps)} entries for {n_steps} steps")
+    return sampling, tuple(None if s is None else SampledStep(tuple((str(t), float(p)) for t, p in s["top_after"]),
+                                                              int(s["kept"]), int(s["rank"]), float(s["prob_after"]))
+                           for s in steps)
 
 
 def load_trace_json(path: str | Path) -> DecodeResult:
