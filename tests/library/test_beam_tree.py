@@ -121,3 +121,36 @@ def test_the_offline_replay_shows_the_beam_trace(tmp_path, capsys):
     assert [h["text"] for h in data["beam"]["hypotheses"]] == [h.text for h in expected.hypotheses]
     nodes = next(d for d in data["beam"]["spec"]["datasets"].values() if d and "status" in d[0])
     assert len(nodes) >= len(expected.nodes) - 1 and 'id="beam-box"' in text
+
+
+def _rows_of_the_model(lm, text: str, tree, node) -> dict[str, torch.Tensor]:
+    """What the model's own teacher-forced forward attends to at the query that chose `node`: its parent's prefix."""
+    source = read_source(lm, text)
+    prefix = [*lm.decoder_prefix(source), *[n.token_id for n in tree.path(node.id)[:-1]]]
+    with lm.running():
+        _, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([prefix]))
+    return {kind: torch.stack([m[0, :, -1] for m in maps[kind]]) for kind in node.attention}
+
+
+def _check_every_hypothesis_attention(lm, text: str, width: int, steps: int) -> None:
+    tree = beam_tree(lm, text, width, max_steps=steps)
+    on_final = {n.id for h in tree.hypotheses for n in tree.path(h.node)}
+    pruned = [n for n in tree.nodes[1:] if n.id not in on_final][:3]
+    for node in [*(tree.nodes[i] for i in sorted(on_final)), *pruned]:
+        for kind, expected in _rows_of_the_model(lm, text, tree, node).items():
+            torch.testing.assert_close(node.attention[kind], expected, atol=2e-5, rtol=1e-4)
+
+
+def test_each_hypothesis_attention_is_the_models_on_its_prefix(hf):
+    """The per-hypothesis cache reordered by parent each step: every node's row is what the model attends to when
+    fed that hypothesis's prefix whole."""
+    _check_every_hypothesis_attention(hf, TEXT, 3, 5)
+
+
+@pytest.mark.parametrize("name", ["ours-pre", "ours-post"])
+def test_each_hypothesis_attention_is_the_models_on_its_prefix_ours(name):
+    _check_every_hypothesis_attention(_ours(name), "abcdefg", 3, 6)
+
+
+def test_each_hypothesis_attention_is_the_models_on_its_prefix_our_decoder_only():
+    _check_every_hypothesis_attention(open_model(str(ROOT / "checkpoints" / "reverse-decoder-only")), "abcdefgh", 3, 6)
