@@ -24,11 +24,10 @@ from transformer.analysis import (
     patched_metrics,
     patching_agreement,
     prepare_patching,
-    replayable,
     residual_site,
     sites_of,
 )
-from transformer.decode import InputError
+from transformer.decode import InputError, greedy_decode
 from transformer.store import open_model
 
 pytestmark = pytest.mark.slow
@@ -171,13 +170,30 @@ def test_a_patched_decode_replays_the_clean_character(model):
     assert {name: dict(m._forward_hooks) for name, m in lm.network.named_modules()} == before
 
 
-def test_a_decoder_step_site_is_not_replayed():
+@pytest.mark.parametrize("model", ["checkpoints/reverse", "checkpoints/reverse-decoder-only"])
+def test_a_decoder_side_site_is_replayed_at_its_step(model):
+    lm = open_model(model)
+    clean, corrupted = "abcdefghijkl", "abcdefxhijkl"
+    setup = prepare_patching(lm, clean, corrupted, step=5)  # the step that emits the replaced character
+    last, layers = setup.tgt[0].shape[1] - 1, len(setup.clean.residual["decoder"]) - 1
+    site = find_site(lm, setup, {"site": "residual", "where": "decoder", "layer": layers, "head": -1,
+                                 "position": last})  # the decoder's last residual at the target position
+    before = {name: dict(m._forward_hooks) for name, m in lm.network.named_modules()}
+    patched, a, b = patched_decode(lm, setup, site), greedy_decode(lm, clean), greedy_decode(lm, corrupted)
+    assert {name: dict(m._forward_hooks) for name, m in lm.network.named_modules()} == before
+    assert [s.token for s in patched.steps[:5]] == [s.token for s in b.steps[:5]]  # B's own decode before it
+    assert patched.steps[5].token == a.steps[5].token == "g" != b.steps[5].token
+    assert patched.steps[5].prob == pytest.approx(a.steps[5].prob, abs=1e-5)  # A's distribution at that step
+    head = next(s for s in sites_of(lm, setup, ["head"]) if s.where != lm.family.encoder_kind)
+    assert len(patched_decode(lm, setup, head).steps) >= 6  # a decoder-side head replays too
+
+
+def test_a_patch_the_corrupted_decode_never_reaches_is_said():
     lm = open_model("checkpoints/reverse")
-    setup = prepare_patching(lm, "abcdefghijkl", "abcdefxhijkl")
-    site = find_site(lm, setup, {"site": "head", "where": "cross", "layer": 0, "head": 0,
+    setup = prepare_patching(lm, "abcdefghijkl", "abcdef", step=11)  # B's own decode ends sooner
+    site = find_site(lm, setup, {"site": "head", "where": "cross", "layer": 0, "head": 1,
                                  "position": setup.tgt[0].shape[1] - 1})
-    assert not replayable(lm, setup, site)
-    with pytest.raises(InputError, match="one step at a time"):
+    with pytest.raises(InputError, match="never reached"):
         patched_decode(lm, setup, site)
 
 

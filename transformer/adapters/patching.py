@@ -120,13 +120,22 @@ def recording_activations(points: PatchPoints, detach: bool = True) -> Iterator[
             handle.remove()
 
 
-def _write(x: Tensor, patches: Sequence[Patch], width: int | None) -> Tensor:
-    """A copy of x (B, T, W) with each patch's value written at its rows, positions and (head) columns."""
+def _write(x: Tensor, patches: Sequence[Patch], width: int | None, offset: int | None = None,
+           written: dict[int, int] | None = None) -> Tensor:
+    """A copy of x (B, T, W) with each patch's value written at its rows, positions and (head) columns. With
+    `offset` (a decode's call holding positions offset .. offset + T - 1), only the positions in that window are
+    written, and `written` counts them per patch (by id)."""
     x = x.clone()
     for p in patches:
         cols = slice(None) if p.head is None else slice(p.head * width, (p.head + 1) * width)
-        value = p.value.to(x.dtype)
-        positions = list(p.positions)
+        value, positions = p.value.to(x.dtype), list(p.positions)
+        if offset is not None:
+            inside = [i for i, q in enumerate(positions) if offset <= q < offset + x.shape[1]]
+            if not inside:
+                continue
+            value, positions = value[inside], [positions[i] - offset for i in inside]
+            if written is not None:
+                written[id(p)] = written.get(id(p), 0) + len(inside)
         if p.row is None:
             x[:, positions, cols] = value
         else:
@@ -134,21 +143,35 @@ def _write(x: Tensor, patches: Sequence[Patch], width: int | None) -> Tensor:
     return x
 
 
+@dataclass
+class PatchWrites:
+    """What a `patching(..., decoding=True)` block wrote: positions written per patch (by id)."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+
+    def unwritten(self, patches: Sequence[Patch]) -> list[Patch]:
+        """The patches some of whose positions the decode never reached (it ended before them)."""
+        return [p for p in patches if self.counts.get(id(p), 0) < len(p.positions)]
+
+
 @contextmanager
 def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping[str, int] | None = None, *,
-             first_call_only: bool = False) -> Iterator[None]:
+             decoding: bool = False) -> Iterator[PatchWrites]:
     """While inside, every forward writes `patches` (`head_counts`: kind -> query heads per layer, for head
-    patches). Positions past a run's length raise IndexError. `first_call_only`: each place is written on its first
-    call only (a decode: the encoder, or a decoder-only model's prompt, runs once over every position; the steps
-    after it see one position each and are left alone)."""
-    seen: set[int] = set()
+    patches). Positions past a run's length raise IndexError. `decoding`: the calls are a cached decode's — each
+    place's first call holds positions 0 .. T - 1 (the encoder, a prompt, a decoder's start), each later call the
+    positions after those seen (one a step) — so each patch is written on the call that holds its positions (a
+    decoder position at the step that feeds it); what a decode never reaches is left unwritten and said in the
+    `PatchWrites` this yields."""
+    writes = PatchWrites()
+    seen: dict[int, int] = {}  # hook id -> positions its place has been called with so far (decoding)
 
-    def first_time(hook: object) -> bool:
-        if not first_call_only:
-            return True
-        fresh = id(hook) not in seen
-        seen.add(id(hook))
-        return fresh
+    def window(hook: object, x: Tensor) -> int | None:
+        if not decoding:
+            return None
+        offset = seen.get(id(hook), 0)
+        seen[id(hook)] = offset + x.shape[1]
+        return offset
 
     residual: dict[tuple[str, int], list[Patch]] = defaultdict(list)
     heads: dict[tuple[str, int], list[Patch]] = defaultdict(list)
@@ -161,17 +184,15 @@ def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping
             if not 0 <= i <= len(layers):
                 raise IndexError(f"the {stack} has {len(layers)} layers: no residual {i}")
             if i == 0:
-                def pre(module: nn.Module, args: tuple, kwargs: dict, group: list = group) -> tuple[tuple, dict] | None:
-                    if not first_time(pre):
-                        return None
-                    return _with_hidden(args, kwargs, _write(_hidden(args, kwargs), group, None))
+                def pre(module: nn.Module, args: tuple, kwargs: dict, group: list = group) -> tuple[tuple, dict]:
+                    x = _hidden(args, kwargs)
+                    return _with_hidden(args, kwargs, _write(x, group, None, window(pre, x), writes.counts))
 
                 handles.append(layers[0].register_forward_pre_hook(pre, with_kwargs=True))
             else:
                 def post(module: nn.Module, args: tuple, kwargs: dict, out: Any, group: list = group) -> Any:
-                    if not first_time(post):
-                        return None
-                    return _with_first(out, _write(_first(out), group, None))
+                    x = _first(out)
+                    return _with_first(out, _write(x, group, None, window(post, x), writes.counts))
 
                 handles.append(layers[i - 1].register_forward_hook(post, with_kwargs=True))
         for (kind, layer), group in heads.items():
@@ -180,13 +201,12 @@ def patching(points: PatchPoints, patches: Sequence[Patch], head_counts: Mapping
             if not n_heads:
                 raise ValueError(f"head patches of {kind} need its number of heads")
 
-            def before(module: nn.Module, args: tuple, group: list = group, n_heads: int = n_heads) -> tuple | None:
-                if not first_time(before):
-                    return None
-                return (_write(args[0], group, args[0].shape[-1] // n_heads), *args[1:])
+            def before(module: nn.Module, args: tuple, group: list = group, n_heads: int = n_heads) -> tuple:
+                x = args[0]
+                return (_write(x, group, x.shape[-1] // n_heads, window(before, x), writes.counts), *args[1:])
 
             handles.append(proj.register_forward_pre_hook(before))
-        yield
+        yield writes
     finally:
         for handle in handles:
             handle.remove()

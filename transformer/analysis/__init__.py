@@ -83,7 +83,7 @@ from .patching_estimate import ESTIMATE_COLUMNS, estimate_patching, preview_patc
 from .patching_estimate import estimate_agreement as patching_agreement
 from .patching_sites import ENCODER_OUTPUT, HEADS, RESIDUAL_STREAM, SITES, PatchingResult, patch_sites, residual_site
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
-from .patching_replay import find_site, patched_decode, replayable
+from .patching_replay import find_site, patched_decode
 from .patching_sites import HEAD_POSITIONS, Site, sites_of
 from .edit_compare import (
     CHANGED,
@@ -128,5 +128,5 @@ __all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_f
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
 __all__ += ["JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "CorpusSums", "average_linkage_order", "corpus_statistics",
             "corpus_sums", "is_punctuation", "merge_sums", "stats_from_sums"]
-__all__ += ["find_site", "patched_decode", "replayable"]
+__all__ += ["find_site", "patched_decode"]
 __all__ += ["HEAD_POSITIONS", "Site", "sites_of", "check_edit"]

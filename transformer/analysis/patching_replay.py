@@ -1,9 +1,12 @@
 """A patched decode: the corrupted input decoded greedily with one site copied from the clean run, to see what the
 patch does to the whole output (what a click on a patching map opens).
 
-A decode runs the encoder (or a decoder-only model's prompt) once over every position, then one position a step; so a
-site can be replayed when every position it writes is in that first pass: the encoder's sites, or a decoder-only
-model's prompt positions. Decoder-side sites of an encoder-decoder live at the target step only and are not replayed.
+A decode runs the encoder (or a decoder-only model's prompt) once over every position, then the decoder one position
+a step; each patch is written on the call that holds its positions (`patching(..., decoding=True)`): an encoder site
+before the first step, a decoder-side site (a decoder or cross head, the decoder's residual) at the step that feeds
+its position, the target step's position for the heads. Before the target step the corrupted input is fed its own
+outputs (in the patching runs, the clean output), so a decoder-side patch lands on the decode's own prefix; a decode
+that ends before a patched position never reaches it and says so.
 """
 from __future__ import annotations
 
@@ -25,20 +28,13 @@ def find_site(lm: InspectableModel, setup: PatchingSetup, cell: Mapping[str, Any
     raise KeyError(f"no patch site {dict(cell)}")
 
 
-def replayable(lm: InspectableModel, setup: PatchingSetup, site: Site) -> bool:
-    """Whether every position `site` writes is in a decode's first pass (the encoder, or the prompt)."""
-    if lm.family.has_cross:
-        return all(p.where in ("encoder", lm.family.encoder_kind) for p in site.patches)
-    prompt = setup.tgt[1].shape[1] - setup.step  # the corrupted prompt (and a start token) before the output
-    return all(max(p.positions) < prompt for p in site.patches)
-
-
 def patched_decode(lm: InspectableModel, setup: PatchingSetup, site: Site, *, top_k: int = 5) -> DecodeResult:
-    """The corrupted input's greedy decode with `site` copied from the clean run; InputError for a site a decode
-    cannot replay (see `replayable`)."""
-    if not replayable(lm, setup, site):
-        raise InputError("This patch writes a decoder position of the target step: a decode runs the decoder one "
-                         "step at a time, so only the encoder's sites (a decoder-only model's prompt) are replayed.")
+    """The corrupted input's greedy decode with `site` copied from the clean run; InputError when the decode ends
+    before a position the site writes (it emitted its end token before the target step)."""
     counts = {k: h for k, (_, h) in lm.head_counts().items()}
-    with lm.running(), patching(patch_points(lm), site.patches, counts, first_call_only=True):
-        return greedy_decode(lm, setup.corrupted_text, top_k=top_k)
+    with lm.running(), patching(patch_points(lm), site.patches, counts, decoding=True) as writes:
+        result = greedy_decode(lm, setup.corrupted_text, top_k=top_k)
+    if writes.unwritten(site.patches):
+        raise InputError(f"The corrupted input's decode ends after {len(result.steps)} tokens, before the target "
+                         f"step {setup.step + 1} this site writes: the patch is never reached.")
+    return result

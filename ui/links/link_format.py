@@ -96,11 +96,12 @@ PATCH_SITES = ("encoder output", "head", "residual", "head per position")  # ana
 
 
 def _patch_site(value: str) -> str:
-    """A patched site on Decode (`psite`, from a click on Compare's patching map): site|where|layer|head|position."""
+    """A patched site on Decode (`psite`, from a click on Compare's patching map): site|where|layer|head|position,
+    then the target step (1-based; without it, 1)."""
     parts = value.split("|")
-    if len(parts) != 5 or parts[0] not in PATCH_SITES or not re.fullmatch(r"[a-z_]{1,20}", parts[1]) or \
-            not all(re.fullmatch(r"-?\d{1,6}", p) for p in parts[2:]):
-        raise ValueError("expected site|where|layer|head|position")
+    if len(parts) not in (5, 6) or parts[0] not in PATCH_SITES or not re.fullmatch(r"[a-z_]{1,20}", parts[1]) or \
+            not all(re.fullmatch(r"-?\d{1,6}", p) for p in parts[2:]) or (len(parts) == 6 and int(parts[5]) < 1):
+        raise ValueError("expected site|where|layer|head|position|step")
     return value
 
 

@@ -1,7 +1,7 @@
 """Compare's edit mode, part two: activation patching. Which activation of the clean input (A) carries the answer
 its edit (B) lacks: each site copied from A's run into B's, both fed A's output up to the target step, and how much
 of A's answer comes back. A background job (progress, time left, Cancel); the exact run or the one-pass estimate
-with the exact figures of its top ten; a click on a cell replays the patched decode where a decode can."""
+with the exact figures of its top ten; a click on a cell replays the patched decode (encoder and decoder-side sites alike)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -218,7 +218,7 @@ def _replay(active: ActiveModel, view: PatchingView) -> None:
     show_chips(result.output_tokens, caption="patched decode of B")
     st.page_link("pages/decode.py", label="Open this patched decode on Decode", icon=":material/skip_next:",
                  query_params={"model": str(st.session_state.get(MODEL_KEY, "")), "text": view.setup.corrupted_text,
-                               "pfrom": view.setup.clean_text, "psite": _site_value(site)})
+                               "pfrom": view.setup.clean_text, "psite": _site_value(site, view.setup.step)})
 
 
 def _site_label(site: Site) -> str:
@@ -226,17 +226,18 @@ def _site_label(site: Site) -> str:
             f"{'' if site.head < 0 else f'head {site.head + 1} · '}position {site.position} ‹{md_token(site.token)}›")
 
 
-def _site_value(site: Site) -> str:
-    """The site as Decode's link names it (`psite`): site|where|layer|head|position."""
-    return f"{site.site}|{site.where}|{site.layer}|{site.head}|{site.position}"
+def _site_value(site: Site, step: int) -> str:
+    """The site as Decode's link names it (`psite`): site|where|layer|head|position|target step (1-based; a
+    decoder-side site's values are those of that step)."""
+    return f"{site.site}|{site.where}|{site.layer}|{site.head}|{site.position}|{step + 1}"
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str
              ) -> tuple[DecodeResult, DecodeResult, str]:
     lm = _active.decoder
-    setup = prepare_patching(lm, clean, corrupted, step=0)
-    name, where, layer, head, position = value.split("|")
+    name, where, layer, head, position, *step = value.split("|")
+    setup = prepare_patching(lm, clean, corrupted, step=int(step[0]) - 1 if step else 0)
     site = find_site(lm, setup, {"site": name, "where": where, "layer": int(layer), "head": int(head),
                                  "position": int(position)})
     return patched_decode(lm, setup, site), greedy_decode(lm, corrupted), _site_label(site)

@@ -3,6 +3,9 @@ model and these inputs, an estimate reports its Spearman check and exact top ten
 why it cannot start one."""
 from __future__ import annotations
 
+import html
+import re
+
 
 import pytest
 from tests.helpers.app_session import assert_no_exception, charts, only_frame, open_app, small_tables, texts
@@ -123,6 +126,22 @@ def test_a_clicked_cell_opens_the_patched_decode_on_decode(studio_env, tiny_chec
     assert dict(at.query_params)["psite"] == "encoder output|encoder|2|-1|3"  # the link keeps it
     at.button(key="decode_patch_stop").click().run()
     assert "psite" not in at.query_params and not [t for t in texts(at.markdown) if "patched in from" in t]
+
+
+def test_a_decoder_side_site_opens_its_patched_decode_on_decode(shipped):
+    from transformer.analysis import find_site, patched_decode
+    clean, corrupted = "abcdefghijkl", "abcdefxhijkl"
+    at = _open_decode({"model": "shipped:reverse", "text": corrupted, "pfrom": clean,
+                       "psite": "residual|decoder|1|-1|5|6"})  # the decoder's last residual at step 6
+    said = [t for t in texts(at.markdown) if "patched in from" in t]
+    assert said and "position 5" in said[0]
+    lm = open_model(str(ROOT / "checkpoints" / "reverse"))
+    setup = prepare_patching(lm, clean, corrupted, step=5)
+    site = find_site(lm, setup, {"site": "residual", "where": "decoder", "layer": 1, "head": -1, "position": 5})
+    tokens = list(patched_decode(lm, setup, site).output_tokens)
+    assert tokens[5] == "g"  # A's character where B's own decode writes x
+    chips = [t for t in texts(at.markdown) if "patched decode" in t]
+    assert chips and [html.unescape(c) for c in re.findall(r'title="position \d+[^"]*">([^<]*)</span>', chips[0])]         == tokens
 
 
 def test_a_bad_patch_site_in_a_link_is_a_note(studio_env):
