@@ -8,7 +8,7 @@ import json
 
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
-from transformer.train import Trainer, TrainingJob
+from transformer.train import JobPlan, TrainingJob
 
 BUDGET_S = 15.0
 
@@ -17,8 +17,9 @@ def one(frames: int) -> dict:
     task = make_task(TaskSpec(name="reverse"))
     model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            train_overrides=dict(max_seconds=None, eval_every=10**6))
-    job = TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=10**6, max_seconds=BUDGET_S, probe=task.probe,
-                      probe_every=333, probe_frames=frames, threads=1).start()
+    job = TrainingJob(JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=10**6,
+                              max_seconds=BUDGET_S, probe=task.probe, probe_every=333, probe_frames=frames,
+                              threads=1)).start()
     job.join()
     snap = job.snapshot()
     return {"frames_wanted": frames, "steps": snap.step, "steps_per_s": round(snap.step / snap.run_seconds, 2),

@@ -15,37 +15,37 @@ from tests.helpers.same_weights import assert_same_weights
 
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
-from transformer.train import Trainer, TrainingJob, TrainingSlots
+from transformer.train import JobPlan, TrainingJob, TrainingSlots
 from ui.server import max_training_processes
 from ui.train import LIVE_RUN_KEY
 
 pytestmark = pytest.mark.slow
 
 
-def _trainer(task, batch_size: int) -> Trainer:
+def _plan(task, batch_size: int, **job) -> JobPlan:
     model_cfg, train_cfg = default_configs("reverse", 30, 30, model_overrides=dict(d_model=32, d_ff=64, dropout=0.0),
                                            train_overrides=dict(eval_every=10_000, max_seconds=None,
                                                                 batch_size=batch_size))
-    return Trainer(task, model_cfg, train_cfg)
+    return JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, **job)
 
 
 def test_a_two_process_job_trains_the_model_a_one_process_job_trains_with_the_global_batch() -> None:
     task = make_task(TaskSpec(name="reverse", n_train=300, n_valid=10))
-    two = TrainingJob(_trainer(task, 8), max_steps=8, processes=2, probe=task.probe, probe_every=4,
-                      publish_every_s=0.0).start()
+    two = TrainingJob(_plan(task, 8, max_steps=8, processes=2, probe=task.probe, probe_every=4,
+                            publish_every_s=0.0)).start()
     assert two.join(timeout=180)
-    one = TrainingJob(_trainer(task, 16), max_steps=8).start()
+    one = TrainingJob(_plan(task, 16, max_steps=8)).start()
     assert one.join(timeout=180)
     snap = two.snapshot()
     assert snap.status == "finished" and snap.step == 8, snap.message
     assert one.snapshot().status == "finished"
-    assert_same_weights(two.trainer.model, one.trainer.model)  # the job's state came back from rank 0
+    trained = two.record.model(two.plan.model_cfg)
+    assert_same_weights(trained, one.record.model(one.plan.model_cfg))  # the job's state came back from rank 0
     # the live curves count the whole global batch
     assert [r["tokens"] for r in snap.history] == [r["tokens"] for r in one.snapshot().history]
     assert [s for s, _ in two.timeline()] == [0, 4, 8]  # the probe's attention is recorded as usual
     _, published = two.latest_model()
-    assert all(torch.equal(a, b) for a, b in zip(published.state_dict().values(),
-                                                 two.trainer.model.state_dict().values()))
+    assert all(torch.equal(a, b) for a, b in zip(published.state_dict().values(), trained.state_dict().values()))
 
 
 def _values(array) -> list:
@@ -69,7 +69,7 @@ def test_the_train_page_trains_on_the_processes_asked_for(studio_env) -> None:
     assert_no_exception(at)
     assert any(m.startswith("Training started on reverse") for m in texts(at.success))
     run = at.session_state[LIVE_RUN_KEY]
-    assert run.job.processes == 2
+    assert run.plan.processes == 2
     assert run.job.join(timeout=180)
     assert poll(at, lambda at: not run.active)
     snap = run.job.snapshot()
@@ -129,8 +129,7 @@ def test_a_job_takes_one_slot_per_process_and_waiting_jobs_start_in_order() -> N
 
 def test_stop_ends_every_process_of_the_job_and_resume_continues_on_two() -> None:
     task = make_task(TaskSpec(name="reverse", n_train=300, n_valid=10))
-    trainer = _trainer(task, 8)
-    job = TrainingJob(trainer, max_steps=100_000, processes=2).start()
+    job = TrainingJob(_plan(task, 8, max_steps=100_000, processes=2)).start()
     deadline = time.monotonic() + 120
     while job.snapshot().step < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -138,6 +137,6 @@ def test_stop_ends_every_process_of_the_job_and_resume_continues_on_two() -> Non
     assert job.join(timeout=60)
     stopped = job.snapshot()
     assert stopped.status == "stopped" and 3 <= stopped.step < 100_000, stopped.message
-    again = TrainingJob(trainer, max_steps=stopped.step + 3, processes=2).start()
+    again = TrainingJob(_plan(task, 8, max_steps=stopped.step + 3, processes=2), job.record).start()
     assert again.join(timeout=120)
-    assert again.snapshot().status == "finished" and trainer.step == stopped.step + 3, again.snapshot().message
+    assert again.snapshot().status == "finished" and job.record.step == stopped.step + 3, again.snapshot().message

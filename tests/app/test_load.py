@@ -18,13 +18,13 @@ from transformer.train import (
     AUTOSAVE_PREFIX,
     KEEP_ENDED_RUNS,
     MAX_AUTOSAVES,
-    LiveRun,
+    JobPlan,
     Trainer,
     TrainingJob,
     jobs,
     registry,
 )
-from ui.train import LIVE_RUN_KEY, attach_callbacks, new_job
+from ui.train import LIVE_RUN_KEY, new_live_run
 
 pytestmark = pytest.mark.slow
 
@@ -34,28 +34,28 @@ def task():
     return make_task(TaskSpec(name="reverse", n_train=300, n_valid=10, min_len=4, max_len=8))
 
 
-def tiny_trainer(task) -> Trainer:
-    """A small trainer; the same seed and no dropout, so two of them train to identical weights."""
+def tiny_plan(task, **job) -> JobPlan:
+    """A small model's job; the same seed and no dropout, so two of them train to identical weights."""
     model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=dict(d_model=16, n_heads=2, d_ff=32, dropout=0.0),
                                            train_overrides=dict(batch_size=16, eval_every=10_000, eval_examples=10,
                                                                 max_seconds=None))
-    return Trainer(task, model_cfg, train_cfg)
+    return JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, **job)
 
 
 def test_two_jobs_at_once_both_progress_and_neither_corrupts_the_other(task) -> None:
-    solo = tiny_trainer(task)
+    plan = tiny_plan(task, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0)
+    solo = Trainer(plan.task, plan.model_cfg, plan.train_cfg)
     solo.run(max_steps=40)
-    pair = [tiny_trainer(task), tiny_trainer(task)]
-    running = [TrainingJob(t, max_steps=40, probe=task.probe, probe_every=5, publish_every_s=0.0).start() for t in pair]
+    running = [TrainingJob(plan).start() for _ in range(2)]
     assert all(job.join(timeout=120) for job in running)
     expected = solo.model.state_dict()
-    for job, trainer in zip(running, pair):
-        assert job.snapshot().status == "finished" and trainer.step == 40
-        weights = trainer.model.state_dict()
+    for job in running:
+        assert job.snapshot().status == "finished" and job.record.step == 40
+        weights = job.record.state["model"]
         assert all(torch.equal(weights[name], expected[name]) for name in expected)  # as if it had trained alone
         _, published = job.latest_model()
-        assert all(torch.equal(p, q) for p, q in zip(published.parameters(), trainer.model.parameters()))
+        assert all(torch.equal(p, weights[n]) for n, p in published.state_dict().items())
 
 
 def _until(condition, sessions, seconds: float = 60.0) -> bool:
@@ -79,10 +79,10 @@ def test_two_sessions_train_at_once_and_keep_to_themselves(studio_env, tiny_chec
     first, second = open_app("train"), open_app("train")
     run_a, run_b = [start_tiny_run(at, train_max_steps=50_000, train_max_seconds=120.0) for at in (first, second)]
     try:
-        assert _until(lambda: run_a.trainer.step >= 3 and run_b.trainer.step >= 3, [first, second]), \
+        assert _until(lambda: run_a.job.snapshot().step >= 3 and run_b.job.snapshot().step >= 3, [first, second]), \
             "both sessions should train at once (the server allows two jobs)"
-        shared = {p.data_ptr() for p in run_a.trainer.model.parameters()} & \
-                 {p.data_ptr() for p in run_b.trainer.model.parameters()}
+        shared = {p.data_ptr() for p in run_a.job.latest_model()[1].parameters()} & \
+                 {p.data_ptr() for p in run_b.job.latest_model()[1].parameters()}
         assert run_a is not run_b and not shared  # two models, no tensor in common
         live = sorted(f"{r.name}  ·  Live training" for r in (run_a, run_b))
         for at, own in ((first, run_a), (second, run_b)):  # runs belong to the server: both see both, each
@@ -100,9 +100,9 @@ def test_two_sessions_train_at_once_and_keep_to_themselves(studio_env, tiny_chec
         first.button(key="train_save").click().run()
         assert any("Saved as “from-a”" in m for m in texts(first.success)), texts(first.error)
         saved = load_checkpoint(studio_env / "from-a").model.state_dict()
-        assert all(torch.equal(saved[n], p) for n, p in run_a.trainer.model.state_dict().items())
-        step_b = run_b.trainer.step
-        assert _until(lambda: run_b.trainer.step > step_b, [second])  # the other session trains on
+        assert all(torch.equal(saved[n], p) for n, p in run_a.record.state["model"].items())
+        step_b = run_b.job.snapshot().step
+        assert _until(lambda: run_b.job.snapshot().step > step_b, [second])  # the other session trains on
         assert "from-a  ·  Saved run" in _options(second)  # a saved run is shared too
         assert run_b.active and second.session_state[LIVE_RUN_KEY] is run_b
     finally:
@@ -125,11 +125,8 @@ def test_100_start_stop_reload_cycles_keep_server_memory_flat(task, studio_env) 
     """Each cycle starts a run the way the app does (server-owned, autosaved), stops every other one, and every
     tenth cycle a reloaded tab re-attaches to it; the server keeps a bounded number of runs and autosaves."""
     def cycle(i: int) -> None:
-        trainer = tiny_trainer(task)
-        job = new_job(trainer, target_steps=trainer.step + 2, max_seconds=60.0, probe=task.probe, probe_every=5)
-        run = LiveRun(trainer, job, task.probe, 5, 60.0)
-        attach_callbacks(run, job)
-        registry.add(run)
+        run = new_live_run(tiny_plan(task, max_steps=2, max_seconds=60.0, probe=task.probe, probe_every=5))
+        job = run.job
         job.start()
         if i % 2:
             job.stop()
@@ -139,7 +136,7 @@ def test_100_start_stop_reload_cycles_keep_server_memory_flat(task, studio_env) 
             at.button(key=f"train_watch_{run.id}").click().run()
             assert_no_exception(at)
             assert live_run_of(at) is run and at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
-            assert int(at.metric[0].value.replace(",", "")) == run.trainer.step
+            assert int(at.metric[0].value.replace(",", "")) == run.record.step
 
     for i in range(20):  # warm-up: allocator pools, caches and the registry fill once
         cycle(i)

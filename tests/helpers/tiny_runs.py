@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from tests.helpers.app_session import assert_no_exception
 
-from ui.train import LIVE_RUN_KEY, LiveRun
+from transformer.train import LiveRun
+from ui.train import LIVE_RUN_KEY
 
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
                  train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=3, train_eval_every=1000,

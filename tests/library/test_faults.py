@@ -27,7 +27,7 @@ from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
-from transformer.train import AUTOSAVE_PREFIX, Trainer, TrainingJob, jobs, registry
+from transformer.train import AUTOSAVE_PREFIX, JobPlan, Trainer, TrainingJob, jobs, registry
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -167,7 +167,7 @@ def test_a_write_error_in_the_app_is_a_message_and_keeps_the_old_run(studio_env,
         assert [p.name for p in studio_env.iterdir() if not p.name.startswith(AUTOSAVE_PREFIX)] == ["keep"]
     at.button(key="train_save").click().run()  # the run itself was never at risk: saving works again
     assert any("Saved as “keep”" in m for m in texts(at.success))
-    assert load_checkpoint(studio_env / "keep").step == run.trainer.step
+    assert load_checkpoint(studio_env / "keep").step == run.record.step
 
 
 # -- an exception inside the training worker ----------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studi
         monkeypatch.setattr(Trainer, "train_step", real_step)
         at.switch_page("pages/train.py").run()
         at.button(key="train_resume").click().run()
-        assert poll(at, lambda a: run.trainer.step == 40 and not run.active, seconds=60)
+        assert poll(at, lambda a: run.record.step == 40 and not run.active, seconds=60)
     finally:
         run.job.stop()
         run.job.join(20)
@@ -207,10 +207,11 @@ def test_a_run_whose_tab_closes_trains_to_its_budget_is_autosaved_and_then_freed
     baseline = jobs.running_jobs()
     at = open_app("train")
     run = start_tiny_run(at, train_max_steps=30, train_max_seconds=600.0)
-    job, model, run_id = run.job, weakref.ref(run.trainer.model), run.id
+    job, run_id = run.job, run.id
     assert job.snapshot().active  # the server owns the run, not the tab
     del at, run  # the tab is closed: no more reruns
     assert job.join(timeout=60), "the run did not end at its budget"
+    model, record = weakref.ref(job.latest_model()[1]), weakref.ref(job.record)
     snap = job.snapshot(history_tail=1)
     assert snap.status == "finished" and snap.step == 30
     assert job._thread not in threading.enumerate() and jobs.running_jobs() == baseline
@@ -219,20 +220,20 @@ def test_a_run_whose_tab_closes_trains_to_its_budget_is_autosaved_and_then_freed
     registry.prune()  # the server forgets ended runs beyond the newest few; the autosave stays
     job = None
     gc.collect()
-    assert model() is None  # nothing holds the run's model any more
+    assert model() is None and record() is None  # nothing holds the run's model or its record any more
 
 
 def test_a_waiting_job_that_is_stopped_never_takes_a_slot() -> None:
     task = make_task(TaskSpec(name="reverse", n_train=100, n_valid=5, min_len=3, max_len=6))
     model_cfg, train_cfg = default_configs("reverse", 30, 30, preset="tiny",
                                            model_overrides=dict(d_model=8, n_heads=2, d_ff=16))
-    blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000).start()
+    blockers = [TrainingJob(JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=100_000)).start()
                 for _ in range(jobs.MAX_CONCURRENT_JOBS)]
     try:
         deadline = time.monotonic() + 30
         while not all(b.snapshot().status == "running" for b in blockers) and time.monotonic() < deadline:
             time.sleep(0.05)
-        waiting = TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=5).start()
+        waiting = TrainingJob(JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=5)).start()
         time.sleep(0.5)
         assert waiting.snapshot().status == "waiting"
         waiting.stop()

@@ -12,7 +12,7 @@ from transformer.data import TaskSpec, make_task
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.model import default_configs
-from transformer.train import Trainer, TrainingJob, job_messages, jobs
+from transformer.train import JobPlan, TrainingJob, job_messages, jobs
 
 pytestmark = pytest.mark.slow
 
@@ -22,10 +22,10 @@ def task():
     return make_task(TaskSpec(name="reverse", n_train=500, n_valid=10))
 
 
-def trainer(task, **train):
-    model_cfg, train_cfg = default_configs("reverse", 30, 30, model_overrides=dict(d_model=32, d_ff=64),
-                                           train_overrides=dict(eval_every=10_000, max_seconds=None) | train)
-    return Trainer(task, model_cfg, train_cfg)
+def plan(task, vocab: int = 30, **job) -> JobPlan:
+    model_cfg, train_cfg = default_configs("reverse", vocab, vocab, model_overrides=dict(d_model=32, d_ff=64),
+                                           train_overrides=dict(eval_every=10_000, max_seconds=None))
+    return JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, **job)
 
 
 def wait_for(predicate, timeout=30.0):
@@ -38,24 +38,26 @@ def wait_for(predicate, timeout=30.0):
 
 
 def test_a_job_trains_publishes_weights_and_records_the_probe(task):
-    job = TrainingJob(trainer(task), max_steps=40, probe=task.probe, probe_every=10, publish_every_s=0.0).start()
+    job = TrainingJob(plan(task, max_steps=40, probe=task.probe, probe_every=10, publish_every_s=0.0)).start()
     assert job.join(timeout=60)
     snap = job.snapshot()
     assert snap.status == "finished" and snap.step == 40
     assert snap.evals and snap.evals[-1]["step"] == 40
     version, model = job.latest_model()
     assert version > 1 and not model.training
-    assert model is not job.trainer.model  # the UI never gets the model being trained
     steps = [s for s, _ in job.timeline()]
     assert steps == [0, 10, 20, 30, 40]
-    # the last published weights decode the probe exactly like the trained model does
+    assert job.record.step == 40 and len(job.record.history) == 40  # the job's steps joined the run's record
+    # the last published weights decode the probe exactly like the trained weights handed back do
+    trained = job.record.model(job.plan.model_cfg)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), trained.parameters()))
     a = greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
-    b = greedy_decode(adapter_for(job.trainer.model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
+    b = greedy_decode(adapter_for(trained, task.src_tokenizer, task.tgt_tokenizer), task.probe)
     assert a.output_tokens == b.output_tokens
 
 
 def test_stop_ends_the_job_after_the_current_step(task):
-    job = TrainingJob(trainer(task), max_steps=100_000).start()
+    job = TrainingJob(plan(task, max_steps=100_000)).start()
     assert wait_for(lambda: job.snapshot().step > 2)
     job.stop()
     assert job.join(timeout=10)
@@ -64,10 +66,10 @@ def test_stop_ends_the_job_after_the_current_step(task):
 
 
 def test_jobs_over_the_global_limit_wait_with_a_status(task):
-    running = [TrainingJob(trainer(task), max_steps=100_000).start() for _ in range(jobs.MAX_CONCURRENT_JOBS)]
+    running = [TrainingJob(plan(task, max_steps=100_000)).start() for _ in range(jobs.MAX_CONCURRENT_JOBS)]
     try:
         assert wait_for(lambda: all(j.snapshot().status == "running" for j in running))
-        extra = TrainingJob(trainer(task), max_steps=5).start()
+        extra = TrainingJob(plan(task, max_steps=5)).start()
         time.sleep(0.5)
         assert extra.snapshot().status == "waiting" and extra.snapshot().step == 0
         running[0].stop()
@@ -79,10 +81,7 @@ def test_jobs_over_the_global_limit_wait_with_a_status(task):
 
 
 def test_an_exception_in_the_training_process_is_reported_and_the_model_stays_usable(task):
-    model_cfg, train_cfg = default_configs("reverse", 5, 5, model_overrides=dict(d_model=32, d_ff=64),
-                                           train_overrides=dict(eval_every=10_000, max_seconds=None))
-    tr = Trainer(task, model_cfg, train_cfg)  # the task's ids do not fit a 5-token vocabulary
-    job = TrainingJob(tr, max_steps=100).start()
+    job = TrainingJob(plan(task, vocab=5, max_steps=100)).start()  # the task's ids do not fit a 5-token vocabulary
     assert job.join(timeout=60)
     snap = job.snapshot()
     assert snap.status == "failed" and "IndexError" in snap.message and snap.step == 0
@@ -92,18 +91,19 @@ def test_an_exception_in_the_training_process_is_reported_and_the_model_stays_us
 
 
 def test_a_killed_training_process_is_reported_and_the_run_goes_back_to_where_the_job_began(task):
-    tr = trainer(task)
-    first = TrainingJob(tr, max_steps=5).start()
-    assert first.join(timeout=60) and tr.step == 5
-    weights = {k: v.clone() for k, v in tr.model.state_dict().items()}
-    job = TrainingJob(tr, max_steps=100_000).start()
+    first = TrainingJob(plan(task, max_steps=5)).start()
+    record = first.record
+    assert first.join(timeout=60) and record.step == 5
+    weights = {k: v.clone() for k, v in record.state["model"].items()}
+    job = TrainingJob(plan(task, max_steps=100_000), record).start()
     assert wait_for(lambda: job.snapshot().step > 10)
     os.kill(job.pid, signal.SIGKILL)
     assert job.join(timeout=30)
     snap = job.snapshot()
     assert snap.status == "failed" and "ended unexpectedly" in snap.message and "step 5" in snap.message
     assert snap.step == 5 and len(snap.history) == 5  # the run is back where the job began ...
-    assert all(torch.equal(weights[k], v) for k, v in tr.model.state_dict().items())  # ... weights included
+    assert record.step == 5 and len(record.history) == 5
+    assert all(torch.equal(weights[k], v) for k, v in record.state["model"].items())  # ... weights included
     _, model = job.latest_model()
     assert greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), "abc").steps
     assert jobs.running_jobs() == 0

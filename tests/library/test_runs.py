@@ -13,9 +13,10 @@ from transformer.model import default_configs
 from transformer.store import load_checkpoint
 from transformer.train import (
     AUTOSAVE_PREFIX,
+    JobPlan,
     LiveRun,
+    RunRecord,
     RunRegistry,
-    Trainer,
     TrainingJob,
     autosave,
     autosave_name,
@@ -30,17 +31,17 @@ def task():
     return make_task(TaskSpec(name="reverse", n_train=300, n_valid=10, min_len=4, max_len=8))
 
 
-def tiny(task) -> Trainer:
+def tiny(task, **job) -> JobPlan:
     model_cfg, train_cfg = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=dict(d_model=16, n_heads=2, d_ff=32),
                                            train_overrides=dict(batch_size=16, eval_every=10_000, eval_examples=10,
                                                                 max_seconds=None))
-    return Trainer(task, model_cfg, train_cfg)
+    return JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, **job)
 
 
 def test_a_short_time_budget_still_records_about_twenty_frames_and_says_it_ended_the_run(task):
-    job = TrainingJob(tiny(task), max_steps=1_000_000, max_seconds=2.0, probe=task.probe, probe_every=10_000,
-                      probe_frames=20).start()
+    job = TrainingJob(tiny(task, max_steps=1_000_000, max_seconds=2.0, probe=task.probe, probe_every=10_000,
+                           probe_frames=20)).start()
     assert job.join(timeout=60)
     snap = job.snapshot()
     frames = [step for step, _ in job.timeline()]
@@ -52,17 +53,16 @@ def test_a_short_time_budget_still_records_about_twenty_frames_and_says_it_ended
 
 
 def test_a_step_budget_spreads_the_frames_over_its_steps(task):
-    job = TrainingJob(tiny(task), max_steps=60, probe=task.probe, probe_every=1_000, probe_frames=20).start()
+    job = TrainingJob(tiny(task, max_steps=60, probe=task.probe, probe_every=1_000, probe_frames=20)).start()
     assert job.join(timeout=60)
     assert [step for step, _ in job.timeline()] == list(range(0, 61, 3))
     assert job.snapshot().message == "reached its target of 60 steps"
 
 
 def test_a_run_is_autosaved_while_it_trains_and_when_it_ends(task, tmp_path):
-    trainer = tiny(task)
     saved: list[int] = []
-    job = TrainingJob(trainer, max_steps=40, autosave_every_s=0.0)
-    run = LiveRun(trainer, job, task.probe, 5, 60.0)
+    job = TrainingJob(tiny(task, max_steps=40, probe=task.probe, probe_every=5, autosave_every_s=0.0))
+    run = LiveRun(job)
 
     def on_state(_job, state):
         path = autosave(run, tmp_path, state)
@@ -75,14 +75,14 @@ def test_a_run_is_autosaved_while_it_trains_and_when_it_ends(task, tmp_path):
     assert run.autosaved_as == autosave_name(run) and run.autosaved_as.startswith(AUTOSAVE_PREFIX)
     final = load_checkpoint(tmp_path / run.autosaved_as)
     assert final.step == 40 and final.optimizer_state is not None
-    weights = trainer.model.state_dict()
+    weights = run.record.state["model"]
     assert all(torch.equal(final.model.state_dict()[n], weights[n]) for n in weights)  # resumes exactly
 
 
 def test_autosaves_beyond_the_limit_are_pruned_oldest_first(task, tmp_path):
-    trainer = tiny(task)
-    trainer.run(max_steps=1)
-    runs = [LiveRun(trainer, TrainingJob(trainer, max_steps=1), task.probe, 5, 60.0) for _ in range(4)]
+    first = TrainingJob(tiny(task, max_steps=1)).start()
+    assert first.join(timeout=60) and first.record.step == 1
+    runs = [LiveRun(TrainingJob(tiny(task, max_steps=1), first.record)) for _ in range(4)]
     for age, run in enumerate(runs):
         path = autosave(run, tmp_path, keep=10)
         os.utime(path / "config.json", (1_000_000 + age, 1_000_000 + age))
@@ -94,10 +94,10 @@ def test_autosaves_beyond_the_limit_are_pruned_oldest_first(task, tmp_path):
 
 def test_the_registry_keeps_training_runs_and_only_the_newest_ended_ones(task):
     registry = RunRegistry(keep_ended=2)
-    trainer = tiny(task)
-    ended = [registry.add(LiveRun(trainer, TrainingJob(trainer, max_steps=1), "", 5, 60.0)) for _ in range(4)]
+    record = RunRecord.fresh(tiny(task, max_steps=1))
+    ended = [registry.add(LiveRun(TrainingJob(tiny(task, max_steps=1), record))) for _ in range(4)]
     for run in ended:
         run.job._set("finished")
-    training = registry.add(LiveRun(trainer, TrainingJob(trainer, max_steps=1), "", 5, 60.0))  # status waiting
+    training = registry.add(LiveRun(TrainingJob(tiny(task, max_steps=1), record)))  # status waiting
     assert registry.runs() == [training, ended[3], ended[2]]
     assert registry.get(ended[0].id) is None and registry.get(training.id) is training

@@ -7,7 +7,7 @@ import pytest
 from transformer.cli import main
 from transformer.data import TaskSpec, make_task
 from transformer.model import STAGE_RECIPES, CleanRule, ConfigError, stage_configs
-from transformer.train import CLEAN, StopWhenClean, Trainer, TrainingJob
+from transformer.train import CLEAN, JobPlan, StopWhenClean, Trainer, TrainingJob
 
 TINY_MODEL = dict(d_model=16, n_heads=2, d_ff=32)
 EASY = CleanRule(min_exact_match=0.0, min_alignment=0.0, check_every=2, gate_accuracy=0.0, eval_examples=5,
@@ -75,12 +75,13 @@ def test_a_picture_not_yet_clean_trains_to_the_budget_and_says_what_it_needs():
 @pytest.mark.slow
 def test_the_app_s_training_process_stops_on_a_clean_picture():
     trainer, _ = _trainer(EASY, steps=500)
-    job = TrainingJob(trainer, max_steps=500, max_seconds=120, probe="abc", probe_every=100).start()
+    job = TrainingJob(JobPlan(task=trainer.task, model_cfg=trainer.model_cfg, train_cfg=trainer.cfg, max_steps=500,
+                              max_seconds=120, stop_rule=EASY, probe="abc", probe_every=100)).start()
     job.join(120)
     snap = job.snapshot(history_tail=1)
     assert snap.status == "finished" and snap.step == EASY.check_every
     assert "the picture is clean at step 2" in snap.message
-    assert trainer.evals and trainer.evals[-1]["step"] == 2  # the rule's check reached the server
+    assert job.record.evals and job.record.evals[-1]["step"] == 2  # the rule's check reached the server
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """The train stage: the Trainer, resuming from checkpoints, the app's training processes (jobs), and the runs
-the server owns (registry, autosaves)."""
+the server owns (plain records between jobs, autosaves)."""
 from .autosave import CheckpointEvery
 from .best import KEEP_BEST, KeepBest
 from .device import DEVICES, DeviceError, backend_for, cuda_devices, resolve_device
@@ -12,22 +12,31 @@ from .distributed import (
     threads_per_rank,
     torchrun_env,
 )
+from .job_plan import JobPlan, RunRecord, model_from_weights
 from .job_slots import TrainingSlots, training_slots
 from .jobs import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
 from .precision import PRECISIONS, cpu_supports_bf16, resolve_precision
 from .probe import PROBE_FRAMES, ProbeRecorder, probe_trace
-from .resume import checkpoint_from_trainer, trainer_from_checkpoint
-from .run_autosave import AUTOSAVE_EVERY_S, AUTOSAVE_PREFIX, MAX_AUTOSAVES, autosave, autosave_name, prune_autosaves
+from .resume import checkpoint_from_state, checkpoint_from_trainer, record_from_checkpoint, trainer_from_checkpoint
+from .run_autosave import (
+    AUTOSAVE_EVERY_S,
+    AUTOSAVE_PREFIX,
+    MAX_AUTOSAVES,
+    autosave,
+    autosave_name,
+    prune_autosaves,
+    run_checkpoint,
+)
 from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
 from .stage import CLEAN, StopWhenClean
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
 __all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
-           "DistributedTrainer", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
+           "DistributedTrainer", "JobPlan", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
            "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PROBE_FRAMES", "PeerLostError", "ProbeRecorder",
-           "RunRegistry", "StepStats",
+           "RunRecord", "RunRegistry", "StepStats",
            "Trainer", "TrainingJob", "TrainingSlots", "autosave", "autosave_name", "backend_for",
-           "checkpoint_from_trainer", "cpu_supports_bf16", "cuda_devices", "evaluate_model", "fork_server", "lr_at",
-           "probe_trace", "prune_autosaves", "registry", "resolve_device", "resolve_precision", "running_jobs",
+           "checkpoint_from_state", "checkpoint_from_trainer", "cpu_supports_bf16", "cuda_devices", "evaluate_model", "fork_server", "lr_at", "model_from_weights",
+           "probe_trace", "prune_autosaves", "record_from_checkpoint", "run_checkpoint", "registry", "resolve_device", "resolve_precision", "running_jobs",
            "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots",
            "CLEAN", "StopWhenClean"]

@@ -5,7 +5,7 @@ ever unpickled):
 
     parent -> child: an `Order` first, then `Stop` or `ProbeChange` at any time
     child -> parent: `Started` first (from `job_server`), then `Progress` · `EvalDone` · `Weights` · `ProbeTrace`
-                     · `TrainingState` every `Order.autosave_every_s` · `Ended` last
+                     · `TrainingState` every `JobPlan.autosave_every_s` · `Ended` last
 """
 from __future__ import annotations
 
@@ -14,30 +14,17 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Union
 
-from ..data import Task
 from ..decode import AttentionTrace
-from ..model import CleanRule, ModelConfig, TrainConfig
+from .job_plan import JobPlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class Order:
-    """Everything the child needs to train: the task, configs, where training stands, and the budgets."""
+    """Everything the child needs to train: the job's plan and where training stands."""
 
-    task: Task
-    model_cfg: ModelConfig
-    train_cfg: TrainConfig
-    state: dict[str, Any]  # `Trainer.state()`: weights, optimizer, step, history
-    max_steps: int
-    max_seconds: float | None
-    probe: str | None
-    probe_every: int
-    publish_every_s: float
+    plan: JobPlan  # as this job runs it: the probe as it is now, the stop rule only while it is still to be met
+    state: dict[str, Any]  # `Trainer.state()`: weights, optimizer, step, training seconds
     last_probe_step: int | None  # the newest step the timeline has a probe trace for
-    threads: int
-    processes: int = 1  # data-parallel processes on this machine (see job_ranks)
-    probe_frames: int = 0  # aim for about this many probe recordings over the budget (0: only probe_every)
-    autosave_every_s: float | None = None  # send the full training state this often (the server autosaves it)
-    stop_rule: CleanRule | None = None  # the stage demo: stop as soon as the picture is clean (`stage.StopWhenClean`)
 
 
 @dataclass(frozen=True, kw_only=True)

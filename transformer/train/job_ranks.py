@@ -1,6 +1,6 @@
 """The app's training job on several local processes: the job's process is rank 0 and forks the other ranks.
 
-The followers get the same `Order` (task, configs, training state) by fork, so every rank starts from the same
+The followers get the same `Order` (the job's plan and training state) by fork, so every rank starts from the same
 weights, optimizer moments and step; they meet in a gloo group through a file in a private temporary folder.
 Rank 0 runs the job's usual loop (reports, probes, budgets, Stop) with a `DistributedTrainer`, whose every step
 the followers take with it; when it ends it releases them and waits for them.
@@ -87,10 +87,12 @@ def _die_with_parent() -> None:
 
 
 def make_trainer(order: Order, env: DistEnv | None) -> Trainer:
-    """The order's trainer, restored to its state: plain, or one rank of a distributed job."""
+    """The order's trainer, restored to its state: plain, or one rank of a distributed job (the only place a job's
+    `Trainer` is built: the server keeps a plain `RunRecord`)."""
+    plan = order.plan
     if env is None:
-        trainer = Trainer(order.task, order.model_cfg, order.train_cfg)
+        trainer = Trainer(plan.task, plan.model_cfg, plan.train_cfg)
     else:
-        trainer = DistributedTrainer(order.task, order.model_cfg, order.train_cfg, env=env)
+        trainer = DistributedTrainer(plan.task, plan.model_cfg, plan.train_cfg, env=env)
     trainer.restore(order.state)
     return trainer

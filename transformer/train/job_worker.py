@@ -4,7 +4,7 @@ It runs in a child process (forked from a server that has already imported torch
 competes with the app's page scripts for the GIL. It talks to the server over one pipe in the messages of
 `job_messages`.
 
-The probe is recorded every `probe_every` steps and, when `probe_frames` is set, often enough that the run's
+The probe is recorded every `JobPlan.probe_every` steps and, when `probe_frames` is set, often enough that the run's
 budget (steps or seconds, whichever is nearer) yields about that many recordings: a 15-s run gets a timeline too.
 """
 from __future__ import annotations
@@ -38,20 +38,21 @@ PROGRESS_EVERY_S = 0.2
 
 class _Worker:
     def __init__(self, conn: Connection, order: Order, env: DistEnv | None = None) -> None:
-        self.conn, self.order = conn, order
-        self.probe, self.last_probe_step = order.probe, order.last_probe_step
+        self.conn, self.plan = conn, order.plan
+        self.probe, self.last_probe_step = order.plan.probe, order.last_probe_step
         self.trainer = make_trainer(order, env)
         self.sent_rows = len(self.trainer.history)
         self.began = time.perf_counter()
         self.window: list[tuple[float, int]] = []
         self.rate = (0.0, 0.0)
         self.end_note = ""
-        frames = max(order.probe_frames, 0)
-        span = max(order.max_steps - self.trainer.step, 1)
-        self.probe_every = min(order.probe_every, max(span // frames, 1)) if frames else order.probe_every
-        self.probe_every_s = order.max_seconds / frames if frames and order.max_seconds else None
+        plan = self.plan
+        frames = max(plan.probe_frames, 0)
+        span = max(plan.max_steps - self.trainer.step, 1)
+        self.probe_every = min(plan.probe_every, max(span // frames, 1)) if frames else plan.probe_every
+        self.probe_every_s = plan.max_seconds / frames if frames and plan.max_seconds else None
         self.last_probe_at = self.began
-        self.rule = StopWhenClean(order.stop_rule) if order.stop_rule is not None else None  # the stage demo
+        self.rule = StopWhenClean(plan.stop_rule) if plan.stop_rule is not None else None  # the stage demo
         if self.rule is not None:
             self.trainer.callbacks.append(self.rule)
         self.sent_check: dict | None = None
@@ -108,19 +109,19 @@ class _Worker:
 
     def run(self) -> str:
         """Train until a budget is spent or the parent says stop; returns "finished" or "stopped"."""
-        order, tr = self.order, self.trainer
+        plan, tr = self.plan, self.trainer
         if tr.step == 0 or self.last_probe_step is None:
             self.record_probe()
         last_pub = last_progress = last_state = time.perf_counter()
         reason = "finished"
-        self.end_note = f"reached its target of {order.max_steps:,} steps"
-        while tr.step < order.max_steps:
+        self.end_note = f"reached its target of {plan.max_steps:,} steps"
+        while tr.step < plan.max_steps:
             if self.stop_requested():
                 reason, self.end_note = "stopped", ""
                 break
-            if order.max_seconds is not None and time.perf_counter() - self.began >= order.max_seconds:
-                self.end_note = (f"the {order.max_seconds:,.0f}-s time budget ended the run at step {tr.step:,} "
-                                 f"of {order.max_steps:,}")
+            if plan.max_seconds is not None and time.perf_counter() - self.began >= plan.max_seconds:
+                self.end_note = (f"the {plan.max_seconds:,.0f}-s time budget ended the run at step {tr.step:,} "
+                                 f"of {plan.max_steps:,}")
                 break
             self.step()
             if tr.step % tr.cfg.eval_every == 0:
@@ -132,12 +133,12 @@ class _Worker:
                 self.progress()
                 last_progress = now
             probe_due = self.probe_due(now)
-            if probe_due or now - last_pub >= order.publish_every_s:
+            if probe_due or now - last_pub >= plan.publish_every_s:
                 self.publish()
                 last_pub = now
             if probe_due:
                 self.record_probe()
-            if order.autosave_every_s is not None and now - last_state >= order.autosave_every_s:
+            if plan.autosave_every_s is not None and now - last_state >= plan.autosave_every_s:
                 send(self.conn, TrainingState(state=tr.state()))
                 last_state = now
         if not tr.evals or tr.evals[-1].get("step") != tr.step:
@@ -171,9 +172,9 @@ def main(conn: Connection) -> None:
         order = receive(conn)
         if not isinstance(order, Order):
             raise TypeError(f"expected an Order first, got {type(order).__name__}")
-        if order.threads > 0:
-            torch.set_num_threads(order.threads)
-        ranks = Ranks(order.processes, torch.get_num_threads())
+        if order.plan.threads > 0:
+            torch.set_num_threads(order.plan.threads)
+        ranks = Ranks(order.plan.processes, torch.get_num_threads())
         worker = _Worker(conn, order, ranks.start(order, conn))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which shows it
         _report_failure(conn, exc)

@@ -1,4 +1,4 @@
-"""Training <-> checkpoints: snapshot a Trainer as a Checkpoint, and resume a Trainer from one."""
+"""Training <-> checkpoints: snapshot a Trainer or a run's record as a Checkpoint, and resume either from one."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,9 +8,10 @@ import torch
 
 from ..data import Task
 from ..decode import AttentionTrace
-from ..model import TrainConfig, build_model, make_optimizer
+from ..model import ModelConfig, TrainConfig, build_model, make_optimizer
 from ..store import Checkpoint, task_for_checkpoint
 from .device import cpu_copy
+from .job_plan import RunRecord, model_from_weights
 from .trainer import Callback, Trainer
 
 
@@ -39,12 +40,38 @@ def trainer_from_checkpoint(ckpt: Checkpoint, task: Task | None = None, *, train
     cfg = train_config or ckpt.train_config
     model = build_model(ckpt.model_config)
     model.load_state_dict(cpu_copy(ckpt.model.state_dict()))
-    optimizer_state = None
-    if ckpt.optimizer_state is not None:
-        # Hyperparameters (betas, weight decay) come from `cfg`; the saved state supplies only the moments.
-        fresh = make_optimizer(model, cfg).state_dict()["param_groups"]
-        groups = [{**new, "params": old["params"]} for new, old in zip(fresh, ckpt.optimizer_state["param_groups"])]
-        optimizer_state = {"state": cpu_copy(ckpt.optimizer_state["state"]), "param_groups": groups}
     return Trainer(task, ckpt.model_config, cfg, model=model, step=ckpt.step, elapsed=ckpt.elapsed,
-                   optimizer_state=optimizer_state, history=ckpt.history, evals=ckpt.evals, callbacks=callbacks,
-                   device=device)
+                   optimizer_state=_optimizer_state(ckpt, cfg, model), history=ckpt.history, evals=ckpt.evals,
+                   callbacks=callbacks, device=device)
+
+
+def _optimizer_state(ckpt: Checkpoint, cfg: TrainConfig, model: torch.nn.Module) -> dict | None:
+    """The checkpoint's optimizer moments with the hyperparameters (betas, weight decay) of `cfg`."""
+    if ckpt.optimizer_state is None:
+        return None
+    fresh = make_optimizer(model, cfg).state_dict()["param_groups"]
+    groups = [{**new, "params": old["params"]} for new, old in zip(fresh, ckpt.optimizer_state["param_groups"])]
+    return {"state": cpu_copy(ckpt.optimizer_state["state"]), "param_groups": groups}
+
+
+def record_from_checkpoint(ckpt: Checkpoint) -> RunRecord:
+    """A run's record continuing `ckpt` (which must hold its optimizer state), as `trainer_from_checkpoint` would."""
+    if ckpt.optimizer_state is None:
+        raise ValueError("the checkpoint has no optimizer state to continue from")
+    weights = cpu_copy(ckpt.model.state_dict())
+    optimizer = _optimizer_state(ckpt, ckpt.train_config, model_from_weights(ckpt.model_config, weights))
+    return RunRecord(state={"model": weights, "optimizer": optimizer, "step": ckpt.step, "elapsed": ckpt.elapsed},
+                     history=[dict(r) for r in ckpt.history], evals=[dict(r) for r in ckpt.evals])
+
+
+def checkpoint_from_state(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, state: dict,
+                          history: Sequence[dict], evals: Sequence[dict],
+                          frames: Sequence[tuple[int, AttentionTrace]] = ()) -> Checkpoint:
+    """A checkpoint from a training state (`Trainer.state()`: weights, optimizer, step, seconds) and the rows of
+    history and evaluations up to its step (later ones are left out), with the probe frames up to it."""
+    step = int(state["step"])
+    return Checkpoint(model_from_weights(model_cfg, state["model"]), model_cfg, train_cfg, task.src_tokenizer,
+                      task.tgt_tokenizer, dict(task.spec), step, float(state["elapsed"]),
+                      dict(evals[-1]) if evals else {}, [dict(r) for r in history if r.get("step", 0) <= step],
+                      [dict(r) for r in evals if r.get("step", 0) <= step], state["optimizer"],
+                      frames=[(s, trace) for s, trace in frames if s <= step])

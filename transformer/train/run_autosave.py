@@ -11,9 +11,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..model import build_model
 from ..store import Checkpoint, CheckpointError, list_checkpoints, save_checkpoint
-from .resume import checkpoint_from_trainer
+from .resume import checkpoint_from_state
 from .runs import LiveRun
 
 AUTOSAVE_PREFIX = "autosave-"
@@ -26,31 +25,29 @@ def autosave_name(run: LiveRun) -> str:
     return f"{AUTOSAVE_PREFIX}{run.task_name}-{run.id[:8]}"
 
 
-def checkpoint_from_state(run: LiveRun, state: dict[str, Any]) -> Checkpoint:
-    """A checkpoint from a training process's `Trainer.state()`, with the history the server has so far."""
-    trainer, task = run.trainer, run.trainer.task
-    model = build_model(trainer.model_cfg)
-    model.load_state_dict(state["model"])
-    model.eval()
-    snap = run.job.snapshot()
-    return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),
-                      int(state["step"]), float(state["elapsed"]), dict(snap.evals[-1]) if snap.evals else {},
-                      [dict(r) for r in snap.history if r.get("step", 0) <= state["step"]],
-                      [dict(r) for r in snap.evals if r.get("step", 0) <= state["step"]], state["optimizer"],
-                      frames=[(step, trace) for step, trace in run.timeline() if step <= state["step"]])
+def run_checkpoint(run: LiveRun, state: dict[str, Any] | None = None) -> Checkpoint:
+    """The run as a checkpoint with its probe frames: from a training process's `Trainer.state()` mid-run, with the
+    history the server has so far, or (None) from the run's record between jobs."""
+    plan = run.plan
+    if state is None:
+        record = run.record
+        state, history, evals = record.state, record.history, record.evals
+    else:
+        snap = run.job.snapshot()
+        history, evals = snap.history, snap.evals
+    return checkpoint_from_state(plan.task, plan.model_cfg, plan.train_cfg, state, history, evals, run.timeline())
 
 
 def autosave(run: LiveRun, root: Path, state: dict[str, Any] | None = None, *, keep: int = MAX_AUTOSAVES
              ) -> Path | None:
-    """Write the run to root/autosave-... (from `state` mid-run, else from its trainer between jobs), then prune.
+    """Write the run to root/autosave-... (from `state` mid-run, else from its record between jobs), then prune.
 
     Returns the folder, or None when there was nothing to keep (no step trained) or the disk refused."""
     with run.lock:
-        step = state["step"] if state is not None else run.trainer.step
+        step = state["step"] if state is not None else run.record.step
         if step == 0:
             return None
-        ckpt = checkpoint_from_state(run, state) if state is not None else \
-            checkpoint_from_trainer(run.trainer, run.timeline())
+        ckpt = run_checkpoint(run, state)
         try:
             path = save_checkpoint(ckpt, Path(root) / autosave_name(run), overwrite=True)
         except (CheckpointError, OSError):

@@ -1,6 +1,7 @@
 """Training runs owned by the server process, not by a browser tab: any session can find, watch and steer one.
 
-A `LiveRun` is one trainer trained by successive jobs (Train, then Resume ...). The `RunRegistry` keeps every
+A `LiveRun` is one run trained by successive jobs (Train, then Resume ...): the server keeps its plain record,
+each job's process its trainer. The `RunRegistry` keeps every
 run of this server process, so a reload, a second tab or another browser sees the runs that train and can attach
 to one. It keeps every run that trains and the newest `keep_ended` ones that ended (older ended runs live on as
 autosaved checkpoints on disk), so a server that runs for weeks keeps a bounded number in memory.
@@ -14,8 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..decode import AttentionTrace
+from .job_plan import JobPlan, RunRecord
 from .jobs import TrainingJob
-from .trainer import Trainer
 
 KEEP_ENDED_RUNS = 6  # ended runs kept in memory, newest first; older ones are only on disk (autosaved)
 _numbers = itertools.count(1)
@@ -23,13 +24,10 @@ _numbers = itertools.count(1)
 
 @dataclass(eq=False)
 class LiveRun:
-    """One trainer, trained by one or more successive jobs (Train, then Resume ...)."""
+    """One run of the server: a plain record of its training (`RunRecord`), trained by one or more successive jobs
+    (Train, then Resume ...), each by its own `JobPlan`."""
 
-    trainer: Trainer
-    job: TrainingJob
-    probe: str
-    probe_every: int
-    max_seconds: float
+    job: TrainingJob  # the newest job; every job of the run shares its record
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     job_number: int = 1
     earlier_timeline: list[tuple[int, AttentionTrace]] = field(default_factory=list)
@@ -40,9 +38,33 @@ class LiveRun:
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)  # job changes and autosaves
 
     @property
+    def plan(self) -> JobPlan:
+        """The newest job's plan: the task, configs, budgets and probe settings."""
+        return self.job.plan
+
+    @property
+    def record(self) -> RunRecord:
+        """Where the run's training stands between jobs (weights, optimizer, step, history, evaluations)."""
+        return self.job.record
+
+    @property
+    def probe(self) -> str:
+        """The sentence the run records now."""
+        return self.job.probe or ""
+
+    @property
+    def probe_every(self) -> int:
+        return self.plan.probe_every
+
+    @property
+    def max_seconds(self) -> float | None:
+        """The newest job's time budget."""
+        return self.plan.max_seconds
+
+    @property
     def task_name(self) -> str:
         """Name of the task being trained."""
-        return self.trainer.task.name
+        return self.plan.task.name
 
     @property
     def name(self) -> str:
@@ -61,7 +83,10 @@ class LiveRun:
         return sorted(merged.items(), key=lambda item: item[0])
 
     def replace_job(self, job: TrainingJob) -> None:
-        """Continue with a new job (after Stop or the end of a budget), keeping the timeline so far."""
+        """Continue with a new job (after Stop or the end of a budget; it trains from this run's record), keeping
+        the timeline so far."""
+        if job.record is not self.record:
+            raise ValueError("a run's next job continues the run's own record")
         with self.lock:
             self.earlier_timeline = self.timeline()
             self.job = job

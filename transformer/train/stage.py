@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Sequence
 
 from ..model import CleanRule
 from .trainer import StepStats, Trainer
@@ -59,13 +59,10 @@ class StopWhenClean:
                 f"it needs exact match {self.rule.min_exact_match:g} and a head {self.rule.min_alignment:g} aligned")
 
 
-def stop_rule_of(trainer: Trainer) -> CleanRule | None:
-    """The stage rule a trainer carries (a `StopWhenClean` among its callbacks) while its picture is not yet
-    clean; None otherwise, so a run resumed after its clean picture trains on to its budget."""
-    for cb in trainer.callbacks:
-        if isinstance(cb, StopWhenClean):
-            return None if any(cb.rule.met(m) for m in trainer.evals) else cb.rule
-    return None
+def rule_to_meet(rule: CleanRule | None, evals: Sequence[dict[str, Any]]) -> CleanRule | None:
+    """The stage rule a run's next job stops by: `rule` while no evaluation so far met it; None once one did, so a
+    run resumed after its clean picture trains on to its budget."""
+    return None if rule is None or any(rule.met(m) for m in evals) else rule
 
 
 def _aligned(metrics: dict[str, Any]) -> str:

@@ -139,8 +139,8 @@ def checkpoint_stamp(path: Path) -> int:
 
 def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
     """The sidebar card of the live run, with the keys of Checkpoint.card()."""
-    task = run.trainer.task
-    return model_card(run.name, task.name, task.level, run.trainer.model_cfg, model.num_parameters(), step,
+    task = run.plan.task
+    return model_card(run.name, task.name, task.level, run.plan.model_cfg, model.num_parameters(), step,
                       elapsed, evals[-1] if evals else {})
 
 
@@ -149,7 +149,7 @@ def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
         job, number = run.job, run.job_number
     version, model = job.latest_model()
     snap = job.snapshot(history_tail=1)
-    task = run.trainer.task
+    task = job.plan.task
     examples = tuple((e.source, e.target) for e in task.valid[:5])
     card = live_card(run, model, snap.step, snap.elapsed, snap.evals)
     return ActiveModel(option, live_cache_key(run, number, version), model, task.src_tokenizer, task.tgt_tokenizer,

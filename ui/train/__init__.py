@@ -1,25 +1,25 @@
 """The Train page: the form, the controls and their actions, the live view of a run, the server's runs and the
 training processes behind them."""
-from .actions import BusyError, live_checkpoint, resume_run, start_run
+from .actions import BusyError, live_checkpoint, new_live_run, resume_run, start_run
 from .form import (
     CORPUS_SOURCES,
     FIELDS,
     TASKS,
     apply_defaults,
+    build_plan,
     field_widget,
     init_state,
     preset_names,
     tokenizer_widgets,
 )
-from .jobs import LiveRun, attach_callbacks, new_job
 from .live_run import LIVE_RUN_KEY, live_run, run_just_ended, server_runs
 from .live_view import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 from .run_list import server_runs_panel
 from .stage_demo import STAGE_KEY, stage_available, stage_caption, stage_help, stage_on, stage_rule
 
-__all__ = ["BusyError", "CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "LiveRun", "PLAYING_KEY", "TASKS",
-           "apply_defaults", "attach_callbacks", "evaluation_panel", "field_widget", "init_state",
-           "live_checkpoint", "live_panel", "live_run", "new_job", "preset_names", "resume_run",
+__all__ = ["BusyError", "CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "PLAYING_KEY", "TASKS",
+           "apply_defaults", "build_plan", "evaluation_panel", "field_widget", "init_state",
+           "live_checkpoint", "live_panel", "live_run", "new_live_run", "preset_names", "resume_run",
            "run_just_ended", "server_runs", "server_runs_panel", "start_run", "timeline_panel",
            "tokenizer_widgets", "STAGE_KEY", "stage_available", "stage_caption", "stage_help", "stage_on",
            "stage_rule"]

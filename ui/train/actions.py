@@ -2,18 +2,30 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from transformer.data import Task
 from transformer.decode import encode_source
-from transformer.model import CleanRule, ConfigError, ModelConfig, TrainConfig
-from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint
-from transformer.train import StopWhenClean, Trainer, checkpoint_from_trainer, trainer_from_checkpoint
+from transformer.model import ConfigError
+from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint, task_for_checkpoint
+from transformer.train import (
+    AUTOSAVE_EVERY_S,
+    JobPlan,
+    LiveRun,
+    RunRecord,
+    TrainingJob,
+    autosave,
+    record_from_checkpoint,
+    registry,
+    run_checkpoint,
+)
 from ui.models import live_option_id, select_model
-from ui.server import LIMITS, check_limits, max_training_processes, runs_root
+from ui.server import LIMITS, check_limits, max_training_processes, runs_root, training_threads
 
-from .jobs import attach_callbacks, new_job
-from .live_run import LiveRun, live_run, set_live_run
+from .live_run import live_run, set_live_run
+
+TIMELINE_FRAMES = 20  # probe recordings aimed for over a job's budget, however short
 
 
 class BusyError(ValueError):
@@ -27,42 +39,70 @@ def _check_probe(probe: str, probe_every: int) -> None:
         raise ConfigError(f"Record the probe at most every {LIMITS.min_probe_every} steps.")
 
 
-def _launch(trainer: Trainer, *, target_steps: int, max_seconds: float, probe: str, probe_every: int,
-            processes: int = 1, earlier_frames: list | None = None) -> LiveRun:
+def _job(plan: JobPlan, record: RunRecord | None) -> TrainingJob:
+    """A job of `plan` as this server runs its jobs: its training threads, ~20 probe frames over the budget,
+    autosaved as it goes; it trains to its budget whether or not any browser session still watches it."""
+    return TrainingJob(replace(plan, threads=training_threads(), probe_frames=TIMELINE_FRAMES,
+                               autosave_every_s=AUTOSAVE_EVERY_S), record)
+
+
+def _attach_autosave(run: LiveRun, job: TrainingJob) -> None:
+    """Autosave `run` from `job`'s training state while it trains and when it ends (call before job.start())."""
+    root = runs_root()  # where the session that started the job saves runs, read now: the job outlives it
+
+    def on_state(ended_job: TrainingJob, state: dict[str, Any]) -> None:
+        if run.job is ended_job:
+            autosave(run, root, state)
+
+    def on_end(ended_job: TrainingJob) -> None:
+        with run.lock:
+            if run.job is ended_job:  # not when a Resume already replaced it (its own end saves it)
+                autosave(run, root)
+        registry.prune()
+
+    job.on_state, job.on_end = on_state, on_end
+
+
+def new_live_run(plan: JobPlan, record: RunRecord | None = None, earlier_timeline: list | None = None) -> LiveRun:
+    """A run of the server (registered, autosaved) whose first job trains by `plan` from `record` (None: an
+    untrained model); the caller starts `run.job`."""
+    job = _job(plan, record)
+    run = LiveRun(job, earlier_timeline=list(earlier_timeline or []))
+    _attach_autosave(run, job)
+    registry.add(run)
+    return run
+
+
+def _launch(plan: JobPlan, record: RunRecord | None = None, earlier_frames: list | None = None) -> LiveRun:
     current = live_run()
     if current is not None and current.active:
         raise BusyError("A run is still training: stop it before starting another.")
-    if not 1 <= processes <= max_training_processes():
+    if not 1 <= plan.processes <= max_training_processes():
         raise ConfigError(f"Train on 1 to {max_training_processes()} processes (this machine's cores), "
-                          f"not {processes}.")
-    job = new_job(trainer, target_steps=target_steps, max_seconds=max_seconds, probe=probe, probe_every=probe_every,
-                  processes=processes)
-    run = LiveRun(trainer, job, probe, probe_every, max_seconds, earlier_timeline=list(earlier_frames or []))
-    attach_callbacks(run, job)
+                          f"not {plan.processes}.")
+    run = new_live_run(plan, record, earlier_frames)
     set_live_run(run)
-    job.start()
+    run.job.start()
     select_model(live_option_id(run))
     return run
 
 
-def start_run(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *, max_seconds: float, probe: str,
-              probe_every: int, n_train: int | None = None, processes: int = 1,
-              stage_rule: CleanRule | None = None) -> LiveRun:
-    """Check the caps, then train a new model on a background job; raises ConfigError or BusyError. With a
-    stage rule (the stage demo) the run stops as soon as its picture is clean."""
-    check_limits(model_cfg, train_cfg, max_seconds=max_seconds, n_train=n_train)
-    _check_probe(probe, probe_every)
-    if stage_rule is not None and processes != 1:
+def start_run(plan: JobPlan) -> LiveRun:
+    """Check the plan against the app's caps, then train a new model on a background job; raises ConfigError or
+    BusyError. With a stage rule (the stage demo) the run stops as soon as its picture is clean."""
+    n_train = plan.task.spec.get("n_train")
+    check_limits(plan.model_cfg, plan.train_cfg, max_seconds=plan.max_seconds,
+                 n_train=n_train if isinstance(n_train, int) else None)
+    _check_probe(plan.probe or "", plan.probe_every)
+    if plan.stop_rule is not None and plan.processes != 1:
         raise ConfigError("The stage demo trains on one process; set Processes to 1.")
-    trainer = Trainer(task, model_cfg, train_cfg, callbacks=[StopWhenClean(stage_rule)] if stage_rule else ())
-    return _launch(trainer, target_steps=train_cfg.max_steps, max_seconds=max_seconds, probe=probe,
-                   probe_every=probe_every, processes=processes)
+    return _launch(plan)
 
 
 def resume_target(run: LiveRun, more_steps: int) -> int:
     """Where Resume trains to: the unfinished step target, else `more_steps` further."""
-    step = run.trainer.step
-    return run.job.max_steps if step < run.job.max_steps else step + more_steps
+    step = run.record.step
+    return run.plan.max_steps if step < run.plan.max_steps else step + more_steps
 
 
 def resume_run(run: LiveRun, more_steps: int, max_seconds: float | None = None) -> None:
@@ -77,10 +117,9 @@ def resume_run(run: LiveRun, more_steps: int, max_seconds: float | None = None) 
         target = resume_target(run, more_steps)
         if target > LIMITS.max_steps:
             raise ConfigError(f"Resuming to step {target:,} passes this app's cap of {LIMITS.max_steps:,} steps.")
-        job = new_job(run.trainer, target_steps=target, max_seconds=max_seconds, probe=run.probe,
-                      probe_every=run.probe_every, processes=run.job.processes)
-        attach_callbacks(run, job)
-        run.max_seconds = max_seconds
+        job = _job(replace(run.plan, max_steps=target, max_seconds=max_seconds, probe=run.probe or None),
+                   run.record)
+        _attach_autosave(run, job)
         run.replace_job(job)
         job.start()
     set_live_run(run)
@@ -103,19 +142,17 @@ def continue_checkpoint(ckpt: Checkpoint, *, more_steps: int, max_seconds: float
     check_limits(ckpt.model_config, ckpt.train_config.replace(max_steps=target), max_seconds=max_seconds,
                  n_train=n_train if isinstance(n_train, int) else None)
     _check_probe(probe, probe_every)
-    trainer = trainer_from_checkpoint(ckpt)
-    return _launch(trainer, target_steps=target, max_seconds=max_seconds, probe=probe, probe_every=probe_every,
-                   earlier_frames=ckpt.frames)
+    plan = JobPlan(task=task_for_checkpoint(ckpt), model_cfg=ckpt.model_config, train_cfg=ckpt.train_config,
+                   max_steps=target, max_seconds=max_seconds, probe=probe or None, probe_every=probe_every)
+    return _launch(plan, record_from_checkpoint(ckpt), earlier_frames=ckpt.frames)
 
 
 def change_probe(run: LiveRun, probe: str) -> None:
     """Record a different probe sentence from now on (earlier snapshots keep their own tokens)."""
     probe = probe.strip()
     _check_probe(probe, run.probe_every)
-    task = run.trainer.task
     _, model = run.job.latest_model()
-    encode_source(model, task.src_tokenizer, probe)  # raises InputError for text the model cannot read
-    run.probe = probe
+    encode_source(model, run.plan.task.src_tokenizer, probe)  # raises InputError for text the model cannot read
     run.job.probe = probe
 
 
@@ -129,7 +166,7 @@ def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
     with run.lock:
         if run.active:
             raise BusyError("Stop training before saving: a checkpoint is taken between steps.")
-        ckpt = checkpoint_from_trainer(run.trainer, run.timeline())
+        ckpt = run_checkpoint(run)
     try:
         path = save_checkpoint(ckpt, root / name.strip(), overwrite=overwrite)
     except CheckpointError as exc:  # the message names the run, not where the server keeps runs
@@ -142,10 +179,10 @@ def live_checkpoint(run: LiveRun) -> Checkpoint:
     """The run as a checkpoint with its probe frames: exact (with optimizer) when stopped, else the newest weights
     snapshot."""
     if not run.active:
-        return checkpoint_from_trainer(run.trainer, run.timeline())
+        return run_checkpoint(run)
     _, model = run.job.latest_model()
     snap = run.job.snapshot()
-    trainer, task = run.trainer, run.trainer.task
-    return Checkpoint(model, trainer.model_cfg, trainer.cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),
+    plan, task = run.plan, run.plan.task
+    return Checkpoint(model, plan.model_cfg, plan.train_cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),
                       snap.step, snap.elapsed, dict(snap.evals[-1]) if snap.evals else {},
                       [dict(r) for r in snap.history], [dict(r) for r in snap.evals], frames=run.timeline())

@@ -16,9 +16,8 @@ from ui.models import HF, LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, u
 from ui.server import LIMITS, is_audience, refusal, speaker_only
 
 from .actions import BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run, start_run
-from .form import PROBES, build_configs, build_task, remember_form
+from .form import PROBES, build_plan, remember_form
 from .live_run import live_run
-from .stage_demo import stage_rule
 
 MESSAGE_KEY = "train_message"
 RESUME_SECONDS_KEY = "train_resume_seconds"
@@ -58,19 +57,11 @@ def show_message() -> None:
 
 @speaker_only
 def start() -> None:
-    """Train callback: build the task and configs from the form and start a background job."""
+    """Train callback: the form's job plan, started as a background job."""
     remember_form()
-    state = st.session_state
 
     def action() -> Any:
-        task = build_task()
-        model_cfg, train_cfg = build_configs(task)
-        start_run(task, model_cfg, train_cfg, max_seconds=float(state["train_max_seconds"]),
-                  probe=state.get("train_probe", "").strip() or task.probe,
-                  probe_every=int(state["train_probe_every"]),
-                  n_train=int(state["train_n_train"]) if task.name != "corpus" else None,
-                  processes=int(state["train_processes"]), stage_rule=stage_rule())
-        return task
+        return start_run(build_plan()).plan.task
 
     _report("Training did not start", action,
             lambda task: f"Training started on {task.name} ({len(task.train):,} training examples). The sidebar now "

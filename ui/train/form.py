@@ -30,9 +30,10 @@ from transformer.model import (
     default_configs,
     stage_configs,
 )
+from transformer.train import JobPlan
 from ui.server import LIMITS, max_training_processes
 
-from .stage_demo import STAGE_KEY, stage_available
+from .stage_demo import STAGE_KEY, stage_available, stage_rule
 
 TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",
          "toy-en-de": "Toy English → German", "corpus": "Your own sentence pairs"}
@@ -279,6 +280,20 @@ def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
     model["tie_embeddings"] = task.shares_vocabulary and bool(state.get("train_tie", VOCAB_DEFAULTS["train_tie"]))
     return default_configs(_task_key(task.name), task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                            model_overrides=model, train_overrides=train)
+
+
+def build_plan() -> JobPlan:
+    """The training job the form asks for, whole: the task with its data, the configs, the budgets, the
+    processes, the probe and (stage demo on) the stop rule; raises DataError or ConfigError for bad data or
+    settings."""
+    state = st.session_state
+    task = build_task()
+    model_cfg, train_cfg = build_configs(task)
+    return JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=train_cfg.max_steps,
+                   max_seconds=float(state["train_max_seconds"]), stop_rule=stage_rule(),
+                   processes=int(state["train_processes"]),
+                   probe=state.get("train_probe", "").strip() or task.probe or None,
+                   probe_every=int(state["train_probe_every"]))
 
 
 def preset_names() -> list[str]:

@@ -12,19 +12,20 @@ def _plural(n: int, word: str) -> str:
 
 def job_layout(job: TrainingJob) -> str:
     """E.g. "Trains on 2 processes × 1 thread each (DistributedDataParallel over gloo, on the CPU); …"."""
-    threads = job.threads or torch.get_num_threads()
-    batch = job.trainer.cfg.batch_size
-    if job.processes <= 1:
+    plan = job.plan
+    threads, processes = plan.threads or torch.get_num_threads(), plan.processes
+    batch = plan.train_cfg.batch_size
+    if processes <= 1:
         return f"Trains on 1 process × {_plural(threads, 'thread')} on the CPU; a step sees {batch:,} examples."
-    each = threads_per_rank(job.processes, threads)
-    return (f"Trains on {job.processes} processes × {_plural(each, 'thread')} each (DistributedDataParallel over "
-            f"gloo, on the CPU); a step sees {batch:,} × {job.processes} = {batch * job.processes:,} examples.")
+    each = threads_per_rank(processes, threads)
+    return (f"Trains on {processes} processes × {_plural(each, 'thread')} each (DistributedDataParallel over "
+            f"gloo, on the CPU); a step sees {batch:,} × {processes} = {batch * processes:,} examples.")
 
 
 def waiting_reason(job: TrainingJob) -> str:
     """Why a job has not started yet, and what has to end before it does."""
     jobs, processes = training_slots.usage()
-    need = training_slots.need(job.processes)
+    need = training_slots.need(job.plan.processes)
     verb = "uses" if jobs == 1 else "use"
     return (f"Waiting: {_plural(jobs, 'training run')} {verb} {processes} of the {training_slots.max_processes} "
             f"training processes this server runs at once (one per core, at most {MAX_CONCURRENT_JOBS} runs). This "

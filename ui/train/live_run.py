@@ -12,7 +12,7 @@ from transformer.train import LiveRun, registry
 LIVE_RUN_KEY = "train_live_run"
 WAS_TRAINING_KEY = "live_run_was_training"
 
-__all__ = ["LIVE_RUN_KEY", "LiveRun", "live_run", "run_just_ended", "server_runs", "set_live_run"]
+__all__ = ["LIVE_RUN_KEY", "live_run", "run_just_ended", "server_runs", "set_live_run"]
 
 
 def live_run() -> LiveRun | None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from transformer.charts import attention_heatmap, training_curves, training_slides
 from transformer.store import thin_frames
-from transformer.train import JobSnapshot
+from transformer.train import JobSnapshot, LiveRun
 from ui.views import (
     animation_downloads,
     chart_spec,
@@ -19,7 +19,7 @@ from ui.views import (
 )
 
 from .job_layout import job_layout, waiting_reason
-from .live_run import LiveRun, live_run, run_just_ended
+from .live_run import live_run, run_just_ended
 
 TIMELINE_STEP_KEY = "train_timeline_step"
 PLAYING_KEY = "train_timeline_playing"
@@ -65,7 +65,7 @@ def _status_line(run: LiveRun, snap: JobSnapshot) -> None:
 
 def validation_set_label(run: LiveRun, n: int) -> str:
     """Which examples a validation score is measured on: held out, or (too few pairs) the training pairs."""
-    if run.trainer.task.spec.get("valid_is_train"):
+    if run.plan.task.spec.get("valid_is_train"):
         return (f"measured on the {n} training pairs: too few pairs to hold any out, so this says how well it "
                 "learned them, not how it does on new sentences; add more pairs to get a held-out score")
     return f"{n} held-out examples"

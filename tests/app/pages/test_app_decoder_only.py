@@ -145,7 +145,7 @@ def test_the_train_page_trains_a_decoder_only_model_and_shows_its_probe(studio_e
     run = at.session_state[LIVE_RUN_KEY]
     try:
         assert_no_exception(at)
-        assert run.trainer.model_cfg.architecture == "decoder-only"
+        assert run.plan.model_cfg.architecture == "decoder-only"
         assert poll(at, lambda a: not run.active, seconds=90), "the 40 steps did not finish"
         at.run()
         assert_no_exception(at)

@@ -155,7 +155,7 @@ def test_compare_the_live_training_weights_with_a_saved_checkpoint_from_a_link(s
     trainer_tab = open_app("train")
     run = start_tiny_run(trainer_tab, train_max_steps=50_000, train_max_seconds=120.0)
     try:
-        assert poll(trainer_tab, lambda a: run.trainer.step >= 2), "the run never trained"
+        assert poll(trainer_tab, lambda a: run.job.snapshot().step >= 2), "the run never trained"
         link = {"model": "shipped:reverse", "compare": f"live:{run.id}", "text": TEXT, "step": "2"}
         other_browser = open_link("compare", link)  # a colleague's browser: the run belongs to the server
         assert other_browser.selectbox(key="compare_model").value == f"live:{run.id}"

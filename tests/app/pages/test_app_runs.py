@@ -38,15 +38,15 @@ def test_a_reload_sees_the_run_and_can_watch_stop_and_resume_it(studio_env) -> N
         assert_no_exception(reloaded)
         assert live_run_of(reloaded) is run
         assert reloaded.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
-        assert poll(reloaded, lambda a: run.trainer.step >= 3), "the watched run never advanced"
+        assert poll(reloaded, lambda a: run.job.snapshot().step >= 3), "the watched run never advanced"
         seen = _step_metric(reloaded)
         assert poll(reloaded, lambda a: _step_metric(a) > seen), "the re-attached page did not show progress"
         reloaded.button(key="train_stop").click().run()  # either watcher can steer the run
         assert poll(first, lambda a: not run.active, seconds=30)
-        stopped = run.trainer.step
+        stopped = run.record.step
         first.run()
         first.button(key="train_resume").click().run()
-        assert poll(reloaded, lambda a: run.trainer.step > stopped), "Resume from the other session did not train"
+        assert poll(reloaded, lambda a: run.job.snapshot().step > stopped), "Resume from the other session did not train"
         reloaded.run()
         assert reloaded.button(key="train_resume").disabled  # one training process per run
         with pytest.raises(BusyError):
@@ -62,7 +62,7 @@ def test_a_run_left_alone_trains_to_its_budget_and_is_autosaved(studio_env) -> N
     run = start_tiny_run(at, train_max_steps=30, train_max_seconds=120.0)
     del at  # the tab is closed: nobody watches the run any more
     assert run.job.join(60), "the run did not end at its budget"
-    assert run.job.snapshot().status == "finished" and run.trainer.step == 30
+    assert run.job.snapshot().status == "finished" and run.record.step == 30
     assert "reached its target of 30 steps" in run.job.snapshot().message
     registry.clear()  # even once the server forgets the run, its autosave remains
     later = open_app()
@@ -90,7 +90,7 @@ def test_the_decode_view_of_a_live_run_follows_its_weights_and_says_the_step(stu
         run.job.stop()
         assert run.job.join(20)
         at.run()
-        assert _weights_step(at) == run.trainer.step
+        assert _weights_step(at) == run.record.step
         assert any("(not training)" in c for c in texts(at.caption))
     finally:
         run.job.stop()

@@ -7,7 +7,7 @@ from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from transformer.data import TaskSpec, make_task
 from transformer.model import ConfigError, default_configs
 from transformer.store import load_bundle
-from transformer.train import MAX_CONCURRENT_JOBS, Trainer, TrainingJob
+from transformer.train import MAX_CONCURRENT_JOBS, JobPlan, TrainingJob
 from ui.server import LIMITS, check_limits, training_threads
 from ui.shell import checkpoint_zip
 from ui.train import LIVE_RUN_KEY, live_checkpoint, start_run
@@ -55,7 +55,7 @@ def test_train_watch_stop_resume_save_and_reload(studio_env):
         assert_no_exception(at)
         assert any(m.startswith("Training started on reverse") for m in texts(at.success))
         assert at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
-        assert run.job.threads == training_threads()  # the training process leaves a core to the pages
+        assert run.plan.threads == training_threads()  # the training process leaves a core to the pages
         assert poll(at, lambda a: _step(a) >= 2), "the step count never advanced"
         at.run()  # the poll read the job after the page had drawn; this run draws step >= 2
         assert any(m.startswith("Training: step") for m in texts(at.sidebar.info))
@@ -99,7 +99,7 @@ def test_the_live_model_downloads_as_a_loadable_bundle(studio_env, tmp_path):
     try:
         assert poll(at, lambda a: not _run(a).active, seconds=90)
         ckpt = load_bundle(checkpoint_zip(live_checkpoint(run)), tmp_path)
-        assert ckpt.step == run.trainer.step == 8
+        assert ckpt.step == run.record.step == 8
         assert ckpt.optimizer_state is not None
     finally:
         _stop_all(run)
@@ -124,7 +124,8 @@ def test_a_full_server_makes_new_runs_wait(studio_env):
     task = make_task(TaskSpec(name="reverse", n_train=200, n_valid=10, min_len=4, max_len=8))
     model_cfg, train_cfg = default_configs("reverse", 30, 30, preset="tiny",
                                            model_overrides=dict(d_model=8, n_heads=2, d_ff=16))
-    blockers = [TrainingJob(Trainer(task, model_cfg, train_cfg), max_steps=100_000, max_seconds=60).start()
+    blockers = [TrainingJob(JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=100_000,
+                                    max_seconds=60)).start()
                 for _ in range(MAX_CONCURRENT_JOBS)]
     at = run = None
     try:
@@ -147,7 +148,8 @@ def test_server_side_caps_refuse_runs_the_widgets_would_not_allow(studio_env):
         check_limits(model_cfg, train_cfg, max_seconds=10)
     small_model, long_train = default_configs("reverse", 30, 30, train_overrides=dict(max_steps=LIMITS.max_steps + 1))
     with pytest.raises(ConfigError, match="training steps"):
-        start_run(task, small_model, long_train, max_seconds=LIMITS.max_seconds + 1, probe="abc", probe_every=10)
+        start_run(JobPlan(task=task, model_cfg=small_model, train_cfg=long_train, max_steps=long_train.max_steps,
+                          max_seconds=LIMITS.max_seconds + 1, probe="abc", probe_every=10))
 
 
 def test_continue_training_the_picked_checkpoint(studio_env):
@@ -156,7 +158,7 @@ def test_continue_training_the_picked_checkpoint(studio_env):
     run = _run(at)
     try:
         assert any(m.startswith("Continuing reverse from step 5") for m in texts(at.success)), texts(at.error)
-        assert run.trainer.step >= 5 and run.trainer.optimizer.state  # moments restored, not a fresh optimizer
+        assert run.record.step >= 5 and run.record.state["optimizer"]["state"]  # moments restored, not fresh ones
         assert poll(at, lambda a: _step(a) > 5)
     finally:
         _stop_all(run)
@@ -172,9 +174,9 @@ def test_typed_sentence_pairs_train_a_word_level_model(studio_env):
     run = _run(at)
     try:
         assert run is not None, texts(at.error)
-        assert run.trainer.task.level == "word"
-        assert run.trainer.task.spec["tokenizer"] == "bpe" and run.trainer.task.spec["joint"] is True  # the default
-        assert run.trainer.model_cfg.tie_embeddings  # one joint vocabulary: tied, as in the CLI
+        assert run.plan.task.level == "word"
+        assert run.plan.task.spec["tokenizer"] == "bpe" and run.plan.task.spec["joint"] is True  # the default
+        assert run.plan.model_cfg.tie_embeddings  # one joint vocabulary: tied, as in the CLI
         assert poll(at, lambda a: not _run(a).active, seconds=90)
         at.run()
         assert any(m.startswith("**Validation** (step 6") for m in texts(at.markdown)), texts(at.markdown)
@@ -196,12 +198,12 @@ def test_the_corpus_vocabulary_is_chosen_on_the_page(studio_env):
     run = _run(at)
     try:
         assert run is not None, texts(at.error)
-        task = run.trainer.task
+        task = run.plan.task
         assert (task.spec["tokenizer"], task.spec["vocab_size"], task.spec["joint"]) == ("unigram", 80, False)
         assert task.src_tokenizer.kind == task.tgt_tokenizer.kind == "unigram"
         assert task.src_tokenizer is not task.tgt_tokenizer  # German and English pieces apart
         assert task.src_tokenizer.split("ich") != task.tgt_tokenizer.split("ich")
-        assert not run.trainer.model_cfg.tie_embeddings
+        assert not run.plan.model_cfg.tie_embeddings
     finally:
         _stop_all(run)
     at.run()

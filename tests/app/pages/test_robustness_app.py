@@ -227,15 +227,16 @@ def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_
         assert any("the loss became nan at step 3" in e and "last finite step were kept" in e for e in texts(at.error))
         assert any("failed at step 2" in c for c in texts(at.sidebar.caption))
         _, published = run.job.latest_model()
-        for kept, trained in zip(published.parameters(), run.trainer.model.parameters()):
-            assert kept.isfinite().all() and kept.equal(trained)
+        trained = run.record.model(run.plan.model_cfg)  # the weights the process handed back
+        for kept, weights in zip(published.parameters(), trained.parameters()):
+            assert kept.isfinite().all() and kept.equal(weights)
         monkeypatch.setattr(Trainer, "loss", real_loss)
         at.switch_page("pages/decode.py").run()  # the model is still usable
         assert_no_exception(at)
         assert at.subheader[0].value.startswith("Step 1 of")
         at.switch_page("pages/train.py").run()
         at.button(key="train_resume").click().run()
-        assert poll(at, lambda a: run.trainer.step > 2 and not run.active, seconds=60)
+        assert poll(at, lambda a: run.record.step > 2 and not run.active, seconds=60)
     finally:
         run.job.stop()
         run.job.join(20)
