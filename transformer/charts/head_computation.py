@@ -19,7 +19,7 @@ KEY_WINDOW = 40  # keys shown at once; a longer input is shown as a window the c
 WIDTH = 560  # px: two charts side by side stay under 1280 px
 ROW = 20  # px a key's row, room for its label at presenter mode's larger font
 # every key labelled: Streamlit's theme turns labelOverlap on, which hid every other key's label even at 20 px rows
-KEY_AXIS = alt.Axis(labelOverlap=False, labelLimit=140)
+KEY_AXIS = alt.Axis(labelOverlap=False, labelFlush=False, labelLimit=140)  # (its labelFlush moved the first label)
 
 # stage -> (title, formula in LaTeX); sources: Vaswani et al. 2017 eq. 1; Kobayashi et al. 2020 for contributions
 STAGES: dict[str, tuple[str, str]] = {
@@ -53,6 +53,12 @@ def top_dimensions(matrix: Tensor, k: int = TOP_DIMS) -> list[int]:
     return sorted(torch.topk(weight, k).indices.tolist())
 
 
+def _tip(field: str) -> alt.Tooltip:
+    """A nominal tooltip as a channel object: Altair turns a bare string into one through `from_dict`, which hashes
+    every schema class (~15 ms a call; most of a new head's charts' time)."""
+    return alt.Tooltip(f"{field}:N")
+
+
 def _key_labels(tokens: Sequence[str], start: int, stop: int) -> list[str]:
     return [f"{j}: {visible_token(tokens[j])}" for j in range(start, stop)]
 
@@ -62,7 +68,7 @@ def _strip(vector: Tensor, dims: list[int], title: str, width: int = WIDTH) -> a
     return alt.Chart(frame, title=title, width=width, height=28, autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
-        tooltip=["dimension", alt.Tooltip("value:Q", format=".4f")])
+        tooltip=[_tip("dimension"), alt.Tooltip("value:Q", format=".4f")])
 
 
 def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width: int = WIDTH) -> alt.Chart:
@@ -74,7 +80,7 @@ def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width:
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
         y=alt.Y("key:N", sort=keys, title=None, axis=KEY_AXIS),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
-        tooltip=["key", "dimension", alt.Tooltip("value:Q", format=".4f")])
+        tooltip=[_tip("key"), _tip("dimension"), alt.Tooltip("value:Q", format=".4f")])
 
 
 def _bars(values: Sequence[float], keys: list[str], title: str, width: int = WIDTH, fmt: str = ".4f") -> alt.Chart:
@@ -84,9 +90,9 @@ def _bars(values: Sequence[float], keys: list[str], title: str, width: int = WID
     frame = pd.DataFrame({"key": keys, "value": shown, "label": labels})
     bars = alt.Chart(frame, width=width, height=max(ROW * len(keys), 40)).mark_bar().encode(
         y=alt.Y("key:N", sort=keys, title=None, axis=KEY_AXIS), x=alt.X("value:Q", title=None),
-        tooltip=["key", alt.Tooltip("label:N", title="value")])
+        tooltip=[_tip("key"), alt.Tooltip("label:N", title="value")])
     masked = alt.Chart(frame[frame["value"].isna()]).mark_text(align="left", dx=3).encode(
-        y=alt.Y("key:N", sort=keys), x=alt.datum(0), text="label:N")
+        y=alt.Y("key:N", sort=keys), x=alt.XDatum(0), text=alt.Text("label:N"))
     return alt.layer(bars, masked, title=title).properties(autosize=AUTOSIZE)
 
 
@@ -137,7 +143,7 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
         y=alt.Y("query:N", sort=queries, title="queries"),
         color=alt.Color("contribution:Q", scale=alt.Scale(scheme="greens", domainMin=0),
                         legend=alt.Legend(title="‖α·W_O v‖")),
-        tooltip=["query", "key", alt.Tooltip("contribution:Q", format=".4f")])
+        tooltip=[_tip("query"), _tip("key"), alt.Tooltip("contribution:Q", format=".4f")])
 
 
 def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
@@ -158,7 +164,7 @@ def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: S
         y=alt.Y("query:N", sort=queries, title="queries"),
         color=alt.Color("added:N", scale=alt.Scale(domain=["visible (+0)", "hidden (−∞)"],
                                                    range=["#c6dbef", "#525252"]), legend=alt.Legend(title=None)),
-        tooltip=["query", "key", "added"])
+        tooltip=[_tip("query"), _tip("key"), _tip("added")])
 
 
 def heads_row_chart(weights: Sequence[Tensor], key_tokens: Sequence[str], title: str) -> alt.Chart:
@@ -172,4 +178,4 @@ def heads_row_chart(weights: Sequence[Tensor], key_tokens: Sequence[str], title:
         x=alt.X("key:N", sort=keys, title=None, axis=alt.Axis(labelAngle=-60)),
         y=alt.Y("head:N", sort=heads, title=None),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1])),
-        tooltip=["head", "key", alt.Tooltip("weight:Q", format=".3f")])
+        tooltip=[_tip("head"), _tip("key"), alt.Tooltip("weight:Q", format=".3f")])

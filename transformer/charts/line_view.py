@@ -56,19 +56,21 @@ def line_view(trace: AttentionTrace, kind: str, layer: int, heads: Sequence[int]
     pick_k = alt.selection_point(fields=["key_index"], on="pointerover", clear="pointerout", name="line_key")
     x = alt.Scale(domain=[-0.6, 1.6])
     rules = alt.Chart(lines).mark_rule(strokeWidth=2).encode(
-        x=alt.X("left:Q", scale=x, axis=None), x2="right:Q",
-        y=alt.Y("query_index:Q", scale=y, axis=None), y2="key_index:Q",
+        x=alt.X("left:Q", scale=x, axis=None), x2=alt.X2("right:Q"),
+        y=alt.Y("query_index:Q", scale=y, axis=None), y2=alt.Y2("key_index:Q"),
         color=alt.Color("head:N", legend=alt.Legend(title="head", orient="top")),
         opacity=alt.condition(pick_q & pick_k, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1],
                                                                                           range=[0.1, 1]),
                                                               legend=None), alt.value(0.0)),
-        tooltip=["head", "query_index", "key_index", alt.Tooltip("weight:Q", format=".3f")])
+        tooltip=[alt.Tooltip("head:N"), alt.Tooltip("query_index:Q"), alt.Tooltip("key_index:Q"),
+                 alt.Tooltip("weight:Q", format=".3f")])
     queries = alt.Chart(left).mark_text(align="right", dx=-4, fontSize=12).encode(
-        x=alt.X("x:Q", scale=x), y=alt.Y("query_index:Q", scale=y), text="token:N",
-        tooltip=["query_index", "token"]).add_params(pick_q)
+        x=alt.X("x:Q", scale=x), y=alt.Y("query_index:Q", scale=y), text=alt.Text("token:N"),
+        tooltip=[alt.Tooltip("query_index:Q"), alt.Tooltip("token:N")]).add_params(pick_q)
     keys = alt.Chart(right).mark_text(align="left", dx=4, fontSize=12).encode(
-        x=alt.X("x:Q", scale=x), y=alt.Y("key_index:Q", scale=y), text="token:N",
-        tooltip=["key_index", "token"]).add_params(pick_k)
+        x=alt.X("x:Q", scale=x), y=alt.Y("key_index:Q", scale=y), text=alt.Text("token:N"),
+        tooltip=[alt.Tooltip("key_index:Q"), alt.Tooltip("token:N")]).add_params(pick_k)
+    # (channels as objects: a bare string goes through Altair's from_dict, ~15 ms each)
     title = (f"{trace.family_spec.title(kind)} · layer {layer + 1} · line view · lines under {threshold:g} "
              f"left out")
     return alt.layer(rules, queries, keys, title=title).properties(width=width, height=ROW_PX * n_rows,
