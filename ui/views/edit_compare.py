@@ -14,6 +14,7 @@ from ui.models import ActiveModel
 from .compare import model_caption
 from .inference import bind_text, greedy_pair, share_text
 from .patching import show_patching
+from .selection import LINK_PARAMS
 from .widgets import (
     Column,
     chart_heading,
@@ -27,8 +28,8 @@ from .widgets import (
     show_small_table,
 )
 
-MODE_KEY = "compare_mode"
-EDIT_KEY = "compare_edit"
+KEYS = LINK_PARAMS["compare"]  # link parameter -> widget key
+MODE_KEY, EDIT_KEY = KEYS["cmode"], KEYS["edit"]
 MODELS, EDIT = "models", "edit"
 MODES = {MODELS: "Two models, one input", EDIT: "One model, an edited input"}
 EDIT_STEP_COLUMNS = {
@@ -150,10 +151,10 @@ def show_edit_mode(active: ActiveModel) -> None:
     st.caption(f"One model ({active.option.name}, picked in the sidebar) on an input A and an edited input B. The "
                "outputs are aligned token by token by edit distance; every attention map's difference B − A is drawn "
                "on aligned rows and columns, so an inserted word does not shift everything after it.")
-    bind_text("compare_text", active)
+    bind_text(KEYS["text"], active)
     col_a, col_b = st.columns(2)
     with col_a:
-        text_a = st.text_input("Input (A)", key="compare_text", on_change=share_text, args=("compare_text",),
+        text_a = st.text_input("Input (A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
                                max_chars=MAX_INPUT_CHARS)
     with col_b:
         text_b = edited_text(text_a)
@@ -164,10 +165,10 @@ def show_edit_mode(active: ActiveModel) -> None:
     trace = comparison.a.trace
     c_kind, c_layer, c_head = st.columns([4, 2, 2], vertical_alignment="bottom")
     with c_kind:
-        kind = kind_picker("Attention", "compare_kind", trace)
+        kind = kind_picker("Attention", KEYS["kind"], trace)
     with c_layer:
-        layer = layer_picker("Layer", trace.n_layers(kind), "compare_layer")
+        layer = layer_picker("Layer", trace.n_layers(kind), KEYS["layer"])
     with c_head:
-        head = head_picker("Head", trace.n_heads, "compare_head", trace=trace, kind=kind)
+        head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=kind)
     show_edit_difference(active, comparison, kind, layer, head)
     show_patching(active, comparison)

@@ -14,8 +14,10 @@ from .chart_cache import cached_chart
 from .compare import pick_model_b
 from .inference import bind_text, share_text
 from .masked import fill
+from .selection import LINK_PARAMS
 from .widgets import head_picker, layer_picker, md, show_chart, show_chips
 
+KEYS = LINK_PARAMS["compare"]  # link parameter -> widget key
 WAYS = {"inputs": "Two masked inputs, one model", "models": "One masked input, two models"}
 
 
@@ -45,10 +47,10 @@ def show_masked_compare(active: ActiveModel) -> None:
                "model. Rows are queries and columns keys; one layer / head selector drives both maps.")
     st.session_state.setdefault("compare_masked_way", "inputs")
     way = st.radio("Compare", list(WAYS), format_func=WAYS.__getitem__, key="compare_masked_way", horizontal=True)
-    bind_text("compare_text", active)
+    bind_text(KEYS["text"], active)
     if way == "inputs":
         col_a, col_b = st.columns(2)
-        text = col_a.text_input("Input A", key="compare_text", on_change=share_text, args=("compare_text",),
+        text = col_a.text_input("Input A", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
                                 max_chars=MAX_INPUT_CHARS)
         st.session_state.setdefault("compare_text_b", text)
         text_b = col_b.text_input("Input B", key="compare_text_b", max_chars=MAX_INPUT_CHARS)
@@ -57,7 +59,7 @@ def show_masked_compare(active: ActiveModel) -> None:
         col_b, col_text = st.columns([2, 3])
         with col_b:
             other = pick_model_b(active)
-        text = col_text.text_input("Input", key="compare_text", on_change=share_text, args=("compare_text",),
+        text = col_text.text_input("Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
                                    max_chars=MAX_INPUT_CHARS)
         if other is None:
             return
@@ -74,9 +76,9 @@ def show_masked_compare(active: ActiveModel) -> None:
     n_heads = min(r.trace.n_heads for r in results)
     c_layer, c_head = st.columns(2)
     with c_layer:
-        layer = layer_picker("Layer", n_layers, "compare_layer")
+        layer = layer_picker("Layer", n_layers, KEYS["layer"])
     with c_head:
-        head = head_picker("Head", n_heads, "compare_head", trace=results[0].trace, kind=kind)
+        head = head_picker("Head", n_heads, KEYS["head"], trace=results[0].trace, kind=kind)
     for column, (tag, model, _), result in zip(st.columns(2, gap="large"), sides, results):
         with column:
             _side(tag, model.option.name, result, kind, layer, head)

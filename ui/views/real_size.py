@@ -14,6 +14,7 @@ from transformer.charts import aggregate_heatmap, attention_heatmap, head_overvi
 from transformer.data import GoldSource
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 
+from .selection import LINK_PARAMS
 from .widgets import MAP_LABELS_PX, PAGE_PX, SlideTitle, show_chart, slide_downloads
 
 MAP_WIDTH = PAGE_PX - MAP_LABELS_PX  # pixels a map's plotting area may take when it has the page's width
@@ -39,8 +40,9 @@ def _open_overview_head() -> None:
     panel = selected_panel(st.session_state.get("attention_overview"))
     if panel is not None:
         layer, head = panel
-        st.session_state["attention_layer"] = layer
-        st.session_state["attention_head"] = MEAN_HEAD if head is None else head
+        keys = LINK_PARAMS["attention"]
+        st.session_state[keys["layer"]] = layer
+        st.session_state[keys["head"]] = MEAN_HEAD if head is None else head
 
 
 def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSource] | None,
