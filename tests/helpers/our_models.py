@@ -1,4 +1,4 @@
-"""Our own models of both architectures and both norm placements, small and with LayerNorms moved away from 1/0
+"""Our own models of the three architectures and both norm placements, small and with LayerNorms moved away from 1/0
 (so a norm left out or used twice shows), and the inputs the per-family insides tests feed every model."""
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from transformer.data import TaskSpec, make_task
 from transformer.model import build_model, default_configs
 
 TEXT = "a man in a blue shirt sees the dog"
-OURS = ("ours-pre", "ours-post", "ours-decoder-only-pre", "ours-decoder-only-post")
+OURS = ("ours-pre", "ours-post", "ours-decoder-only-pre", "ours-decoder-only-post", "ours-encoder-only-pre",
+        "ours-encoder-only-post")
 
 
 def _ours(name: str) -> InspectableModel:
     task = make_task(TaskSpec(name="reverse", n_train=20, n_valid=5, min_len=4, max_len=8))
-    architecture = "decoder-only" if "decoder-only" in name else "encoder-decoder"
+    architecture = next((a for a in ("decoder-only", "encoder-only") if a in name), "encoder-decoder")
     cfg, _ = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                              model_overrides=dict(d_model=32, d_ff=64, n_heads=4, n_encoder_layers=2,
                                                   n_decoder_layers=3, max_len=64, architecture=architecture,
@@ -31,6 +32,7 @@ def _ours(name: str) -> InspectableModel:
 
 def _inputs(lm: InspectableModel, text: str = TEXT) -> tuple[torch.Tensor, torch.Tensor]:
     """Source ids (1, S) and decoder inputs (1, T): the start and a few target pieces, or the prompt and more."""
-    source = lm.tokenize_source(text if lm.source == "huggingface" else "abcdefg")
+    ours = "abcdefg" if lm.family.decodes else "abc<mask>efg </s> gfedcba"  # our masked LM: a pair with a mask
+    source = lm.tokenize_source(text if lm.source == "huggingface" else ours)
     more = lm.target_ids("the dog sees" if lm.source == "huggingface" else "gfed")[:4]
     return torch.tensor([source.ids]), torch.tensor([[*lm.decoder_prefix(source), *more]])

@@ -105,19 +105,22 @@ def test_train_resume_continues_a_two_process_checkpoint_in_one_process(runs, tm
     assert ckpt.step == STEPS + 2 and [r["step"] for r in ckpt.history] == list(range(1, STEPS + 3))
 
 
-def test_a_decoder_only_model_trains_on_two_processes_as_on_one(tmp_path: Path) -> None:
-    """torchrun trains our decoder-only architecture too: the same weights as one process with the global batch, and
-    the checkpoint reopens as a decoder-only model."""
-    args = [*TINY, "--architecture", "decoder-only", "--steps", str(STEPS)]
+@pytest.mark.parametrize("architecture, kinds", [("decoder-only", ("self",)), ("encoder-only", ("encoder_self",))])
+def test_the_one_stack_architectures_train_on_two_processes_as_on_one(tmp_path: Path, architecture: str,
+                                                                       kinds: tuple[str, ...]) -> None:
+    """torchrun trains our decoder-only and encoder-only architectures too: the same weights as one process with the
+    global batch (the encoder-only model's masks drawn per example, so each rank masks its share as one process
+    does), and the checkpoint reopens as that family."""
+    args = [*TINY, "--architecture", architecture, "--steps", str(STEPS)]
     two = run(torchrun("train", *args, "--batch-size", str(PER_RANK), "--out", str(tmp_path / "two")))
     assert two.returncode == 0, two.stderr
     one = run([sys.executable, "-m", "transformer", "train", *args, "--batch-size", str(2 * PER_RANK), "--out",
                str(tmp_path / "one")])
     assert one.returncode == 0, one.stderr
     a, b = load_checkpoint(tmp_path / "two"), load_checkpoint(tmp_path / "one")
-    assert a.model_config.architecture == b.model_config.architecture == "decoder-only" and a.step == STEPS
+    assert a.model_config.architecture == b.model_config.architecture == architecture and a.step == STEPS
     assert_same_weights(a.model, b.model)
-    assert open_model(str(tmp_path / "two")).family.kinds == ("self",)
+    assert open_model(str(tmp_path / "two")).family.kinds == kinds
 
 
 def test_shards_are_disjoint_and_cover_every_epoch() -> None:

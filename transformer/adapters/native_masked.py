@@ -16,6 +16,7 @@ from ..data import END_ID, MASK_ID, MASK_TOKEN, Tokenizer
 from ..data.batching import PAD_ID
 from ..model import ENCODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_native, recording_residuals
+from .hf_load import HFModelError
 from .interface import SourceText
 from .native import NativeSeq2Seq
 
@@ -100,8 +101,10 @@ class NativeEncoderOnly(NativeSeq2Seq):
                 "mask_token": MASK_TOKEN}
 
     # -- compute -----------------------------------------------------------------------------------------------
-    def _refuse(self) -> ValueError:
-        return ValueError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not decode")
+    def _refuse(self) -> HFModelError:
+        # the error every caller already turns into one line for an encoder-only model (HFMaskedLM raises it too)
+        return HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not "
+                            "decode")
 
     def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
         out = self.model.forward_with_attention(src, None, head_mask)
@@ -147,8 +150,8 @@ class NativeEncoderOnly(NativeSeq2Seq):
         return logits
 
     def translate(self, texts: Sequence[str]) -> list[str]:
-        raise ValueError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not "
-                         "translate")
+        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not "
+                           "translate")
 
     # -- heads and gradients -------------------------------------------------------------------------------------
     def head_counts(self) -> dict[str, tuple[int, int]]:
