@@ -17,10 +17,11 @@ from typing import Any, Iterator, TextIO
 import torch
 
 from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS, TRAIN_FLAGS, UsageError
-from .cli_stage import check_stage, stage_trainer_configs
+from .cli_stage import check_stage, stage_hint, stage_trainer_configs
 from .data import GENERATED_TASKS, DataError, TaskSpec, make_task, masked_lm_task
 from .model import TrainConfig, default_configs
 from .store import load_checkpoint, load_probe_frames, save_checkpoint
+from .train.distributed import available_cores
 from .train import (
     CheckpointEvery,
     DistEnv,
@@ -132,7 +133,7 @@ def _budget_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return train
 
 
-def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
+def _new_trainer(args: argparse.Namespace, device: torch.device, processes: int = 1) -> Trainer:
     if args.task is None:
         raise UsageError("train needs --task (or --resume DIR)")
     corpus = args.task == "corpus"
@@ -167,7 +168,8 @@ def _new_trainer(args: argparse.Namespace, device: torch.device) -> Trainer:
     tie = task.shares_vocabulary and not args.no_tie
     if args.stage:  # the stage demo: its recipe, and its rule stops the run when the picture is clean
         model_cfg, train_cfg, rule = stage_trainer_configs(task, _overrides(args, MODEL_FLAGS),
-                                                           {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)})
+                                                           {**_overrides(args, TRAIN_FLAGS), **_budget_overrides(args)},
+                                                           processes)
         return Trainer(task, model_cfg, train_cfg, device=device, callbacks=[StopWhenClean(rule)])
     model_cfg, train_cfg = default_configs(task.name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            args.preset, {"tie_embeddings": tie, **_overrides(args, MODEL_FLAGS)},
@@ -234,13 +236,20 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     leader = env is None or env.is_main  # the one process that checks --out, prints, evaluates and saves
-    check_stage(args, env is not None)
+    check_stage(args)
     device = resolve_device(args.device, env.local_rank if env is not None else 0)
     out = Path(args.out)
     same_dir = args.resume is not None and out.resolve() == Path(args.resume).resolve()
     if leader:
         _check_out(out, args.force or same_dir)
-    trainer = _resumed_trainer(args, device) if args.resume else _new_trainer(args, device)
+    trainer = (_resumed_trainer(args, device) if args.resume
+               else _new_trainer(args, device, env.world if env is not None else 1))
+    if not leader:  # rank 0 alone checks the stage rule (and stops everyone)
+        trainer.callbacks = [cb for cb in trainer.callbacks if not isinstance(cb, StopWhenClean)]
+    elif args.stage and env is None and device.type == "cpu":
+        hint = stage_hint(trainer.task.name, 1, available_cores())
+        if hint:
+            print(hint, file=sys.stderr)
     batch = f"batch {trainer.cfg.batch_size} on {device}"
     if env is not None:
         layout = start_process_group(env, device=device)

@@ -49,25 +49,34 @@ class StageRecipe:
     train: dict[str, Any]
     rule: CleanRule
     summary: str  # one line for the page and the CLI
+    processes: int = 1  # local processes it trains fastest on (DDP, the global batch split); fewer give the same steps
+
+
+def batch_per_process(global_batch: int, processes: int) -> int:
+    """The per-process batch of a global batch split over `processes` (at least 1 each)."""
+    return max(1, global_batch // max(processes, 1))
 
 
 STAGE_RECIPES: dict[str, StageRecipe] = {
     # One head per attention (the best head is the picture, so the whole cross-attention is one head), two encoder
     # layers (a source has no end token, so the encoder must work out each letter's place from the end: one layer
-    # plateaued at 0.97-0.985 exact match), a feed-forward of twice the width (a cheap step), a high peak learning rate with a
-    # short warm-up and a cosine decay over the steps a clean picture takes, then the final rate until it is clean
-    # (bench/stage_demo.py; docs/training.md, "The stage demo").
+    # plateaued at 0.97-0.985 exact match), a feed-forward of twice the width (a cheap step), a high peak learning
+    # rate with a short warm-up and a cosine decay over the steps a clean picture takes, then the final rate until
+    # it is clean. A global batch of 128: clean at 475-500 steps in 5 of 5 seeds, where a batch of 64 took 500-1,200
+    # (bench/stage_sweep.py); on 2 cores it trains as 2 processes x 64 (DDP, one thread each), which steps faster
+    # than one process x 2 threads (docs/training.md, "The stage demo").
     "reverse": StageRecipe(
         task="reverse",
         model=dict(d_model=64, n_heads=1, n_encoder_layers=2, n_decoder_layers=1, d_ff=128, dropout=0.0,
                    max_len=64),
-        train=dict(batch_size=64, lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0, warmup_steps=30,
+        train=dict(batch_size=128, lr=1e-2, betas=(0.9, 0.98), weight_decay=0.0, warmup_steps=30,
                    schedule="cosine", min_lr_ratio=0.05, decay_steps=500, grad_clip=1.0, max_steps=5000,
                    eval_every=10**6, eval_examples=200),
         rule=CleanRule(min_exact_match=0.99, min_alignment=0.9, max_seconds=300.0),
-        summary="one head, two encoder layers and one decoder layer of width 64, batch 64, learning rate 0.01 "
-                "decaying over 500 steps; stops when 99 % of held-out strings come out right and one "
-                "cross-attention head is 90 % on the anti-diagonal",
+        summary="one head, two encoder layers and one decoder layer of width 64, batch 128 (2 processes × 64 "
+                "where there are 2 cores), learning rate 0.01 decaying over 500 steps; stops when 99 % of "
+                "held-out strings come out right and one cross-attention head is 90 % on the anti-diagonal",
+        processes=2,
     ),
     "toy-en-de": StageRecipe(
         task="toy-en-de",
@@ -94,11 +103,14 @@ def stage_recipe(task: str) -> StageRecipe:
 
 def stage_configs(task: str, src_vocab_size: int, tgt_vocab_size: int,
                   model_overrides: dict[str, Any] | None = None,
-                  train_overrides: dict[str, Any] | None = None) -> tuple[ModelConfig, TrainConfig, CleanRule]:
+                  train_overrides: dict[str, Any] | None = None,
+                  processes: int = 1) -> tuple[ModelConfig, TrainConfig, CleanRule]:
     """Model and training configs of a task's stage demo (the task's defaults, the recipe, then overrides) and
-    its stopping rule; the time budget is the rule's cap."""
+    its stopping rule; the time budget is the rule's cap. On `processes` processes the recipe's batch (the global
+    batch) is split between them; an overriding batch_size is per process."""
     recipe = stage_recipe(task)
-    train = {**recipe.train, "max_seconds": recipe.rule.max_seconds, **(train_overrides or {})}
+    train = {**recipe.train, "batch_size": batch_per_process(recipe.train["batch_size"], processes),
+             "max_seconds": recipe.rule.max_seconds, **(train_overrides or {})}
     model_cfg, train_cfg = default_configs(task, src_vocab_size, tgt_vocab_size,
                                            model_overrides={**recipe.model, **(model_overrides or {})},
                                            train_overrides=train)

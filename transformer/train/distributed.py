@@ -26,7 +26,8 @@ from .device import backend_for
 from .precision import autocast
 from .trainer import StepStats, Trainer
 
-REASONS = ("step budget", "time budget", "stopped", "finished")  # why rank 0 ended; sent to the others
+REASONS = ("step budget", "time budget", "stopped", "finished",  # why rank 0 ended; sent to the others
+           "picture clean")  # the stage demo's rule (train/stage.py: CLEAN)
 
 
 class PeerLostError(RuntimeError):
