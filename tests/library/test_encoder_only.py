@@ -122,6 +122,7 @@ def test_the_task_reads_both_sentences_with_one_vocabulary():
         masked_lm_task(corpus)
 
 
+@pytest.mark.slow  # a full evaluation, as the other shipped checkpoints' figures
 def test_the_shipped_model_fills_held_out_toy_pairs():
     ckpt = load_checkpoint(SHIPPED, load_optimizer=False)
     task = task_for_checkpoint(ckpt)
