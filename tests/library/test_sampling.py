@@ -87,6 +87,21 @@ def test_bad_settings_get_their_message(sampling, message):
         greedy_decode(open_model(SHIPPED), TEXT, sampling=sampling)
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--temperature", "-1"], "The temperature must be a number from 0 (greedy) to 100, got -1.0."),
+    (["--temperature", "1e9"], "The temperature must be a number from 0 (greedy) to 100, got 1000000000.0."),
+    (["--temperature", "1", "--top-p", "0"], "Top-p must be a number above 0 and at most 1 (1: off), got 0.0."),
+    (["--temperature", "1", "--top-p", "1.5"], "Top-p must be a number above 0 and at most 1 (1: off), got 1.5."),
+    (["--temperature", "1", "--sample-top-k", "31"], "Top-k must be a whole number from 0 (off) to the "
+                                                     "vocabulary's 30 tokens, got 31."),
+    (["--beam", "31"], "The beam width must be a whole number from 1 to 30 (this model's vocabulary has 30 tokens), "
+                       "got 31."),
+])
+def test_each_bad_value_gets_one_line_in_the_cli(flags, message, capsys):
+    assert main(["decode", str(ROOT / "checkpoints" / "reverse"), "abcdef", *flags]) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
+
+
 @pytest.fixture(scope="module", params=[*FAMILIES, *MORE_FAMILIES, *CAUSAL])
 def hf(request, tmp_path_factory):
     family = request.param
