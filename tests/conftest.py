@@ -12,7 +12,7 @@ from tests.helpers.skips_under_ci import pytest_runtest_makereport  # noqa: F401
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import save_checkpoint
-from transformer.train import Trainer, checkpoint_from_trainer, job_worker, jobs, registry
+from transformer.train import Trainer, checkpoint_from_trainer, job_worker, job_supervisor, server_runs
 
 TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
 TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,
@@ -56,12 +56,12 @@ def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tiny_checkpoint_dir))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(runs))
     monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-    registry.clear()  # runs belong to the server process: each test starts with none
+    server_runs.clear()  # runs belong to the server process: each test starts with none
     yield runs
-    registry.clear()
+    server_runs.clear()
 
 
-def _forked_process() -> jobs.Launched:
+def _forked_process() -> job_supervisor.Launched:
     ctx = multiprocessing.get_context("fork")
     conn, child_conn = ctx.Pipe()
     process = ctx.Process(target=job_worker.main, args=(child_conn,), daemon=True)
@@ -74,7 +74,7 @@ def _forked_process() -> jobs.Launched:
             process.kill()
             process.join()
 
-    return jobs.Launched(conn=conn, pid=process.pid, reap=reap)
+    return job_supervisor.Launched(conn=conn, pid=process.pid, reap=reap)
 
 
 @pytest.fixture
@@ -83,4 +83,4 @@ def forked_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
 
     The app forks them from its own fork server, which never sees the test's patches; the rest is the same.
     """
-    monkeypatch.setattr(jobs, "launch_process", _forked_process)
+    monkeypatch.setattr(job_supervisor, "launch_process", _forked_process)

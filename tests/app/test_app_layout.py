@@ -97,7 +97,7 @@ def test_the_app_has_no_import_circle():
 @pytest.mark.parametrize("where, source", [
     ("ui/server/probe.py", "from ui.models import current_model\n"),
     ("ui/views/probe.py", "from ui.links import presenting\n"),
-    ("ui/views/probe.py", "from ui.models.registry import resolve\n"),
+    ("ui/views/probe.py", "from ui.models.catalog import resolve\n"),
     ("pages/probe.py", "from ui.views.widgets import md\n"),
     ("transformer/decode/probe.py", "from ui.views import md\n"),
     ("transformer/cli_probe.py", "from transformer.decode.greedy import greedy_decode\n"),

@@ -21,8 +21,8 @@ from transformer.train import (
     JobPlan,
     Trainer,
     TrainingJob,
-    jobs,
-    registry,
+    job_supervisor,
+    server_runs,
 )
 from ui.train import LIVE_RUN_KEY, new_live_run
 
@@ -138,7 +138,7 @@ def test_100_start_stop_reload_cycles_keep_server_memory_flat(task, studio_env) 
             assert live_run_of(at) is run and at.sidebar.selectbox(key="sidebar_model").value == f"live:{run.id}"
             assert int(at.metric[0].value.replace(",", "")) == run.record.step
 
-    for i in range(20):  # warm-up: allocator pools, caches and the registry fill once
+    for i in range(20):  # warm-up: allocator pools, caches and the server's runs fill once
         cycle(i)
     gc.collect()
     rss, models = rss_bytes(), live_models()
@@ -148,6 +148,6 @@ def test_100_start_stop_reload_cycles_keep_server_memory_flat(task, studio_env) 
     assert rss_bytes() < 1.10 * rss, f"memory grew from {rss / 2**20:.0f} MiB to {rss_bytes() / 2**20:.0f} MiB"
     assert live_models() <= models  # runs beyond the kept ones are forgotten with their models
     assert not [t for t in threading.enumerate() if t.name == "attention-studio-training"]
-    assert jobs.running_jobs() == 0
-    assert len(registry.runs()) == KEEP_ENDED_RUNS
+    assert job_supervisor.running_jobs() == 0
+    assert len(server_runs.runs()) == KEEP_ENDED_RUNS
     assert len([p for p in studio_env.iterdir() if p.name.startswith(AUTOSAVE_PREFIX)]) == MAX_AUTOSAVES

@@ -92,7 +92,7 @@ def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the
 
     from transformer.model import family_of
     from transformer.store import checkpoint_family
-    from ui.models.registry import PAGE_FAMILIES
+    from ui.models.catalog import PAGE_FAMILIES
     names = sorted(p.name for p in SHIPPED.iterdir()  # the models the app lists (families its pages draw)
                    if (p / "config.json").is_file() and checkpoint_family(p) in PAGE_FAMILIES)
     assert {"reverse", "sort", "toy-en-de", "multi30k-en-de"} <= set(names)

@@ -27,7 +27,7 @@ from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
-from transformer.train import AUTOSAVE_PREFIX, JobPlan, Trainer, TrainingJob, jobs, registry
+from transformer.train import AUTOSAVE_PREFIX, JobPlan, Trainer, TrainingJob, job_supervisor, server_runs
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -204,7 +204,7 @@ def test_a_crash_in_the_worker_is_shown_and_the_model_and_app_keep_working(studi
 
 # -- a browser session that goes away -----------------------------------------------------------------------------
 def test_a_run_whose_tab_closes_trains_to_its_budget_is_autosaved_and_then_freed(studio_env, monkeypatch) -> None:
-    baseline = jobs.running_jobs()
+    baseline = job_supervisor.running_jobs()
     at = open_app("train")
     run = start_tiny_run(at, train_max_steps=30, train_max_seconds=600.0)
     job, run_id = run.job, run.id
@@ -214,10 +214,10 @@ def test_a_run_whose_tab_closes_trains_to_its_budget_is_autosaved_and_then_freed
     model, record = weakref.ref(job.latest_model()[1]), weakref.ref(job.record)
     snap = job.snapshot(history_tail=1)
     assert snap.status == "finished" and snap.step == 30
-    assert job._thread not in threading.enumerate() and jobs.running_jobs() == baseline
+    assert job._thread not in threading.enumerate() and job_supervisor.running_jobs() == baseline
     assert load_checkpoint(studio_env / f"{AUTOSAVE_PREFIX}reverse-{run_id[:8]}").step == 30
-    monkeypatch.setattr(registry, "keep_ended", 0)
-    registry.prune()  # the server forgets ended runs beyond the newest few; the autosave stays
+    monkeypatch.setattr(server_runs, "keep_ended", 0)
+    server_runs.prune()  # the server forgets ended runs beyond the newest few; the autosave stays
     job = None
     gc.collect()
     assert model() is None and record() is None  # nothing holds the run's model or its record any more
@@ -228,7 +228,7 @@ def test_a_waiting_job_that_is_stopped_never_takes_a_slot() -> None:
     model_cfg, train_cfg = default_configs("reverse", 30, 30, preset="tiny",
                                            model_overrides=dict(d_model=8, n_heads=2, d_ff=16))
     blockers = [TrainingJob(JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=100_000)).start()
-                for _ in range(jobs.MAX_CONCURRENT_JOBS)]
+                for _ in range(job_supervisor.MAX_CONCURRENT_JOBS)]
     try:
         deadline = time.monotonic() + 30
         while not all(b.snapshot().status == "running" for b in blockers) and time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from transformer.data import TaskSpec, make_task
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.model import default_configs
-from transformer.train import JobPlan, TrainingJob, job_messages, jobs
+from transformer.train import JobPlan, TrainingJob, job_messages, job_supervisor
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_stop_ends_the_job_after_the_current_step(task):
 
 
 def test_jobs_over_the_global_limit_wait_with_a_status(task):
-    running = [TrainingJob(plan(task, max_steps=100_000)).start() for _ in range(jobs.MAX_CONCURRENT_JOBS)]
+    running = [TrainingJob(plan(task, max_steps=100_000)).start() for _ in range(job_supervisor.MAX_CONCURRENT_JOBS)]
     try:
         assert wait_for(lambda: all(j.snapshot().status == "running" for j in running))
         extra = TrainingJob(plan(task, max_steps=5)).start()
@@ -87,7 +87,7 @@ def test_an_exception_in_the_training_process_is_reported_and_the_model_stays_us
     assert snap.status == "failed" and "IndexError" in snap.message and snap.step == 0
     _, model = job.latest_model()
     assert model is not None and not model.training
-    assert jobs.running_jobs() == 0
+    assert job_supervisor.running_jobs() == 0
 
 
 def test_a_killed_training_process_is_reported_and_the_run_goes_back_to_where_the_job_began(task):
@@ -106,7 +106,7 @@ def test_a_killed_training_process_is_reported_and_the_run_goes_back_to_where_th
     assert all(torch.equal(weights[k], v) for k, v in record.state["model"].items())  # ... weights included
     _, model = job.latest_model()
     assert greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), "abc").steps
-    assert jobs.running_jobs() == 0
+    assert job_supervisor.running_jobs() == 0
 
 
 def test_the_pipe_carries_typed_messages_built_by_keyword():

@@ -1,5 +1,5 @@
 """Server-owned runs: the timeline's cadence follows the budget, the end says which budget ended it, autosaves
-are written mid-run and at the end and pruned oldest-first, and the registry forgets old ended runs."""
+are written mid-run and at the end and pruned oldest-first, and the server forgets old ended runs."""
 from __future__ import annotations
 
 import os
@@ -16,7 +16,7 @@ from transformer.train import (
     JobPlan,
     LiveRun,
     RunRecord,
-    RunRegistry,
+    ServerRuns,
     TrainingJob,
     autosave,
     autosave_name,
@@ -92,12 +92,12 @@ def test_autosaves_beyond_the_limit_are_pruned_oldest_first(task, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["mine", *(autosave_name(r) for r in runs[2:])])
 
 
-def test_the_registry_keeps_training_runs_and_only_the_newest_ended_ones(task):
-    registry = RunRegistry(keep_ended=2)
+def test_the_server_keeps_training_runs_and_only_the_newest_ended_ones(task):
+    held = ServerRuns(keep_ended=2)
     record = RunRecord.fresh(tiny(task, max_steps=1))
-    ended = [registry.add(LiveRun(TrainingJob(tiny(task, max_steps=1), record))) for _ in range(4)]
+    ended = [held.add(LiveRun(TrainingJob(tiny(task, max_steps=1), record))) for _ in range(4)]
     for run in ended:
         run.job._set("finished")
-    training = registry.add(LiveRun(TrainingJob(tiny(task, max_steps=1), record)))  # status waiting
-    assert registry.runs() == [training, ended[3], ended[2]]
-    assert registry.get(ended[0].id) is None and registry.get(training.id) is training
+    training = held.add(LiveRun(TrainingJob(tiny(task, max_steps=1), record)))  # status waiting
+    assert held.runs() == [training, ended[3], ended[2]]
+    assert held.get(ended[0].id) is None and held.get(training.id) is training

@@ -14,7 +14,7 @@ from .distributed import (
 )
 from .job_plan import JobPlan, RunRecord, model_from_weights
 from .job_slots import TrainingSlots, training_slots
-from .jobs import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
+from .job_supervisor import MAX_CONCURRENT_JOBS, JobSnapshot, TrainingJob, fork_server, running_jobs
 from .precision import PRECISIONS, cpu_supports_bf16, resolve_precision
 from .probe import PROBE_FRAMES, ProbeRecorder, probe_trace
 from .resume import checkpoint_from_state, checkpoint_from_trainer, record_from_checkpoint, trainer_from_checkpoint
@@ -27,16 +27,16 @@ from .run_autosave import (
     prune_autosaves,
     run_checkpoint,
 )
-from .runs import KEEP_ENDED_RUNS, LiveRun, RunRegistry, registry
+from .runs import KEEP_ENDED_RUNS, LiveRun, ServerRuns, server_runs
 from .stage import CLEAN, StopWhenClean
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
 __all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
            "DistributedTrainer", "JobPlan", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
            "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PROBE_FRAMES", "PeerLostError", "ProbeRecorder",
-           "RunRecord", "RunRegistry", "StepStats",
+           "RunRecord", "ServerRuns", "StepStats",
            "Trainer", "TrainingJob", "TrainingSlots", "autosave", "autosave_name", "backend_for",
            "checkpoint_from_state", "checkpoint_from_trainer", "cpu_supports_bf16", "cuda_devices", "evaluate_model", "fork_server", "lr_at", "model_from_weights",
-           "probe_trace", "prune_autosaves", "record_from_checkpoint", "run_checkpoint", "registry", "resolve_device", "resolve_precision", "running_jobs",
+           "probe_trace", "prune_autosaves", "record_from_checkpoint", "run_checkpoint", "server_runs", "resolve_device", "resolve_precision", "running_jobs",
            "start_process_group", "stop_process_group", "threads_per_rank", "torchrun_env", "trainer_from_checkpoint", "training_slots",
            "CLEAN", "StopWhenClean"]

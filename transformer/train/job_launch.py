@@ -1,6 +1,6 @@
 """Training processes for the app's jobs: a fork server started once, one forked process per job.
 
-`launch_process` is what a `TrainingJob` calls; tests swap it (through `jobs`) for a plain fork.
+`launch_process` is what a `TrainingJob` calls; tests swap it (through `job_supervisor`) for a plain fork.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A fork server for training processes: imports torch and the library once, then forks one child per job.
 
-Run as `python -m transformer.train.job_server SOCKET` by `jobs.ForkServer`. It listens on a Unix socket in a
+Run as `python -m transformer.train.job_server SOCKET` by `job_launch.ForkServer`. It listens on a Unix socket in a
 directory only its user can enter; every connection gets a forked child that runs `job_worker.main` on it.
 The server itself never runs a torch op (so no thread pool exists when it forks) and exits when its parent
 closes its standard input.
@@ -66,7 +66,7 @@ def serve(address: str) -> None:
         server.close()
         with contextlib.suppress(OSError):
             os.unlink(address)
-            os.rmdir(os.path.dirname(address))  # the private directory jobs.ForkServer made for the socket
+            os.rmdir(os.path.dirname(address))  # the private directory job_launch.ForkServer made for the socket
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Training runs owned by the server process, not by a browser tab: any session can find, watch and steer one.
 
 A `LiveRun` is one run trained by successive jobs (Train, then Resume ...): the server keeps its plain record,
-each job's process its trainer. The `RunRegistry` keeps every
+each job's process its trainer. `server_runs` (a `ServerRuns`) keeps every
 run of this server process, so a reload, a second tab or another browser sees the runs that train and can attach
 to one. It keeps every run that trains and the newest `keep_ended` ones that ended (older ended runs live on as
 autosaved checkpoints on disk), so a server that runs for weeks keeps a bounded number in memory.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..decode import AttentionTrace
 from .job_plan import JobPlan, RunRecord
-from .jobs import TrainingJob
+from .job_supervisor import TrainingJob
 
 KEEP_ENDED_RUNS = 6  # ended runs kept in memory, newest first; older ones are only on disk (autosaved)
 _numbers = itertools.count(1)
@@ -93,7 +93,7 @@ class LiveRun:
             self.job_number += 1
 
 
-class RunRegistry:
+class ServerRuns:
     """The runs of this server process, newest first; thread-safe (sessions and supervising threads use it)."""
 
     def __init__(self, keep_ended: int = KEEP_ENDED_RUNS) -> None:
@@ -135,4 +135,4 @@ class RunRegistry:
             self._runs.clear()
 
 
-registry = RunRegistry()
+server_runs = ServerRuns()

@@ -16,7 +16,7 @@ from .options import (
     card_lines,
     select_model,
 )
-from .registry import (
+from .catalog import (
     add_upload,
     checkpoint_stamp,
     current_model,

@@ -1,6 +1,6 @@
 """What the model picker holds: an option's id and label, the model a page decodes with, the session's choice.
 
-Both the registry (every option, loading) and the Hugging Face loader build on this module; neither imports the
+Both the catalog (every option, loading) and the Hugging Face loader build on this module; neither imports the
 other's internals, so there is no import circle.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from .form import (
     preset_names,
     tokenizer_widgets,
 )
-from .live_run import LIVE_RUN_KEY, live_run, run_just_ended, server_runs
+from .live_run import LIVE_RUN_KEY, live_run, run_just_ended
 from .live_view import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 from .run_list import server_runs_panel
 from .stage_demo import STAGE_KEY, stage_available, stage_caption, stage_help, stage_on, stage_rule
@@ -20,6 +20,6 @@ from .stage_demo import STAGE_KEY, stage_available, stage_caption, stage_help, s
 __all__ = ["BusyError", "CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "PLAYING_KEY", "TASKS",
            "apply_defaults", "build_plan", "evaluation_panel", "field_widget", "init_state",
            "live_checkpoint", "live_panel", "live_run", "new_live_run", "preset_names", "resume_run",
-           "run_just_ended", "server_runs", "server_runs_panel", "start_run", "timeline_panel",
+           "run_just_ended", "server_runs_panel", "start_run", "timeline_panel",
            "tokenizer_widgets", "STAGE_KEY", "stage_available", "stage_caption", "stage_help", "stage_on",
            "stage_rule"]

@@ -17,7 +17,7 @@ from transformer.train import (
     TrainingJob,
     autosave,
     record_from_checkpoint,
-    registry,
+    server_runs,
     run_checkpoint,
 )
 from ui.models import live_option_id, select_model
@@ -58,7 +58,7 @@ def _attach_autosave(run: LiveRun, job: TrainingJob) -> None:
         with run.lock:
             if run.job is ended_job:  # not when a Resume already replaced it (its own end saves it)
                 autosave(run, root)
-        registry.prune()
+        server_runs.prune()
 
     job.on_state, job.on_end = on_state, on_end
 
@@ -69,7 +69,7 @@ def new_live_run(plan: JobPlan, record: RunRecord | None = None, earlier_timelin
     job = _job(plan, record)
     run = LiveRun(job, earlier_timeline=list(earlier_timeline or []))
     _attach_autosave(run, job)
-    registry.add(run)
+    server_runs.add(run)
     return run
 
 

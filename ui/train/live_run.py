@@ -1,4 +1,4 @@
-"""The training run a browser session watches: one of the server's runs (`transformer.train.registry`).
+"""The training run a browser session watches: one of the server's runs (`transformer.train.server_runs`).
 
 Runs belong to the server, not to the tab: a session attaches to one (by starting it, or from the list of the
 server's runs after a reload or in another tab) and detaches by starting or picking another.
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.train import LiveRun, registry
+from transformer.train import LiveRun, server_runs
 
 LIVE_RUN_KEY = "train_live_run"
 WAS_TRAINING_KEY = "live_run_was_training"
 
-__all__ = ["LIVE_RUN_KEY", "live_run", "run_just_ended", "server_runs", "set_live_run"]
+__all__ = ["LIVE_RUN_KEY", "live_run", "run_just_ended", "set_live_run"]
 
 
 def live_run() -> LiveRun | None:
@@ -23,14 +23,9 @@ def live_run() -> LiveRun | None:
 def set_live_run(run: LiveRun | None) -> None:
     """Watch `run` in this session (None: watch none); the server keeps the run either way."""
     if run is not None:
-        registry.add(run)
+        server_runs.add(run)
     st.session_state[LIVE_RUN_KEY] = run
     st.session_state.pop(WAS_TRAINING_KEY, None)
-
-
-def server_runs() -> list[LiveRun]:
-    """Every run the server holds (training or recently ended), newest first."""
-    return registry.runs()
 
 
 def run_just_ended(active: bool) -> bool:

@@ -5,10 +5,10 @@ import time
 
 import streamlit as st
 
-from transformer.train import LiveRun
+from transformer.train import LiveRun, server_runs
 from ui.models import live_option_id, select_model
 
-from .live_run import live_run, server_runs, set_live_run
+from .live_run import live_run, set_live_run
 
 WATCH_KEY_PREFIX = "train_watch_"
 _STATES = {"waiting": "waiting for a slot", "running": "training", "finished": "finished", "stopped": "stopped",
@@ -37,7 +37,7 @@ def describe(run: LiveRun, now: float | None = None) -> str:
 def server_runs_panel() -> None:
     """The other runs of this server, each with a Watch button; nothing when there are none."""
     watched = live_run()
-    others = [r for r in server_runs() if r is not watched]
+    others = [r for r in server_runs.runs() if r is not watched]
     if not others:
         return
     training = sum(r.active for r in others)

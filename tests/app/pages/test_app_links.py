@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 from tests.helpers.tiny_runs import start_tiny_run
 
 from transformer.decode import MAX_INPUT_CHARS
-from transformer.train import registry
+from transformer.train import server_runs
 from ui.links import READY_VIEWS
 from ui.views import md_token
 
@@ -168,7 +168,7 @@ def test_compare_the_live_training_weights_with_a_saved_checkpoint_from_a_link(s
     finally:
         run.job.stop()
         run.job.join(20)
-    registry.clear()  # the server forgot the run (e.g. restarted): the same link opens with a note, no error
+    server_runs.clear()  # the server forgot the run (e.g. restarted): the same link opens with a note, no error
     later = open_link("compare", link)
     notes = [t for t in texts(later.info) if t.startswith("Parts of this link were ignored")]
     assert len(notes) == 1 and "no longer on this server" in notes[0]

@@ -9,7 +9,7 @@ from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from tests.helpers.tiny_runs import live_run_of, start_tiny_run
 
 from transformer.store import load_checkpoint
-from transformer.train import AUTOSAVE_PREFIX, registry
+from transformer.train import AUTOSAVE_PREFIX, server_runs
 from ui.train import BusyError, resume_run
 
 def _step_metric(at) -> int:
@@ -64,7 +64,7 @@ def test_a_run_left_alone_trains_to_its_budget_and_is_autosaved(studio_env) -> N
     assert run.job.join(60), "the run did not end at its budget"
     assert run.job.snapshot().status == "finished" and run.record.step == 30
     assert "reached its target of 30 steps" in run.job.snapshot().message
-    registry.clear()  # even once the server forgets the run, its autosave remains
+    server_runs.clear()  # even once the server forgets the run, its autosave remains
     later = open_app()
     options = later.sidebar.selectbox(key="sidebar_model").options
     autosaved = [o for o in options if o.startswith(AUTOSAVE_PREFIX)]

@@ -61,10 +61,10 @@ def test_a_long_model_name_is_shortened_in_the_picker_but_keeps_its_source(studi
 def test_the_model_is_resolved_once_per_run_and_again_at_the_next(studio_env, monkeypatch):
     """The frame, the sidebar, the links and the page all ask for the current model; the model folders are scanned
     and the model resolved once per script run (not once per caller), and again at the next run."""
-    from ui.models import registry as models_registry
+    from ui.models import catalog
     calls = []
-    resolve = models_registry._resolve_current
-    monkeypatch.setattr(models_registry, "_resolve_current", lambda: calls.append(1) or resolve())
+    resolve = catalog._resolve_current
+    monkeypatch.setattr(catalog, "_resolve_current", lambda: calls.append(1) or resolve())
     at = open_app("decode")
     runs = len(calls)
     assert runs == 2  # app.py's first run, then the switch to Decode: one each

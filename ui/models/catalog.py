@@ -19,7 +19,7 @@ from transformer.store import (
     load_checkpoint,
     model_card,
 )
-from transformer.train import LiveRun, registry
+from transformer.train import LiveRun, server_runs
 from ui.server import checkpoints_root, preferred_default, runs_root
 
 from .hf import hf_folder_options, hf_options, resolve_hf
@@ -68,7 +68,7 @@ def model_options() -> list[ModelOption]:
     """Every model this session can pick: shipped, saved runs, its uploads, live runs and Hugging Face models."""
     options = _on_disk()
     options += [ModelOption(f"{UPLOAD}:{u.id}", u.name, UPLOAD) for u in _uploads().values()]
-    options += [ModelOption(live_option_id(run), run.name, LIVE) for run in registry.runs()]
+    options += [ModelOption(live_option_id(run), run.name, LIVE) for run in server_runs.runs()]
     return options + hf_options()
 
 
@@ -94,7 +94,7 @@ def live_option_id(run: LiveRun) -> str:
 
 def run_of(option: ModelOption) -> LiveRun | None:
     """The server's run behind a LIVE option (None once the server has forgotten it)."""
-    return registry.get(option.id.split(":", 1)[1]) if option.source == LIVE else None
+    return server_runs.get(option.id.split(":", 1)[1]) if option.source == LIVE else None
 
 
 def default_option_id(options: list[ModelOption]) -> str | None:
