@@ -61,6 +61,25 @@ def test_the_page_walks_the_librarys_sample(studio_env, lm):
     assert table[rank_column].iloc[0] == expected.samples[1].rank  # the last layer ranks the draw as the model did
 
 
+def test_one_seed_gives_the_same_tokens_in_the_app_the_cli_and_the_notebook(studio_env, lm, tiny_checkpoint_dir,
+                                                                             capsys):
+    from transformer import notebook
+    from transformer.cli import main
+    from ui.views.widgets import token_chips
+    expected = greedy_decode(lm, TEXT, sampling=SETTINGS)
+    at = _sampling_page()
+    at.session_state["decode_step"] = len(expected.steps)  # the last step: the whole output so far
+    at.run()
+    assert_no_exception(at)
+    assert _heading(at).startswith(f"Step {len(expected.steps)} of {len(expected.steps)}:")
+    shown = token_chips(expected.output_tokens, highlight=len(expected.steps) - 1, caption="output so far")
+    assert shown in texts(at.markdown)
+    assert main(["decode", str(tiny_checkpoint_dir / "reverse"), TEXT, "--temperature", "3", "--sample-top-k", "6",
+                 "--top-p", "0.95", "--seed", "11"]) == 0
+    assert capsys.readouterr().out == expected.output_text + "\n"
+    assert notebook.decode(lm, TEXT, sampling=SETTINGS).output_tokens == expected.output_tokens
+
+
 def test_the_settings_are_in_the_link_and_the_link_replays_the_sample(studio_env, lm):
     at = _sampling_page()
     params = dict(at.query_params)
