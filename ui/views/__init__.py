@@ -79,7 +79,7 @@ from .presenting import (
     head_keys,
     presenting,
 )
-from .selection import LINK_PARAMS, Selection, widget_key
+from .selection import LINK_OPENS, LINK_PARAMS, Selection
 from .real_size import COMBINE, MAP_WIDTH, combine_options, map_columns
 from .beam import show_beam_tree
 from .sampling import sampled_or_message, sampling_controls
@@ -141,5 +141,5 @@ __all__ += ["masked_attention_result", "segment_choice", "show_corpus_statistics
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
 __all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
 __all__ += ["show_patched_link"]
-__all__ += ["LINK_PARAMS", "Selection", "attention_selection", "compare_decodes", "compare_selection",
-            "decode_selection", "home_selection", "learn_selection", "show_try_it", "widget_key"]
+__all__ += ["LINK_OPENS", "LINK_PARAMS", "Selection", "attention_selection", "compare_decodes", "compare_selection",
+            "decode_selection", "home_selection", "learn_selection", "show_try_it"]

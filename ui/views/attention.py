@@ -161,7 +161,7 @@ def attention_selection(active: ActiveModel, *, words_asked: bool | None = None)
     return Selection("attention", active, text, result, reference, mode, trace, kind=kind, layer=layer, head=head,
                      ablated=chosen_heads(active, KEYS["ablate"]), combine=combine, shows=shows, fixed_scale=fixed,
                      hide_sinks=hide, merge_words=bool(merged), second=second,
-                     segment=st.session_state.get(KEYS["segment"]) or "all")
+                     segment=(st.session_state.get(KEYS["segment"]) or "all") if second.strip() else "all")
 
 
 def show_large_map(sel: Selection) -> None:
@@ -172,7 +172,7 @@ def show_large_map(sel: Selection) -> None:
     kind, layer, head, combine = sel.kind, sel.layer, sel.head, sel.combine
     result = replace(sel.result, trace=hide_tokens(sel.result.trace)) if sel.hide_sinks else sel.result
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), reference) \
-        if kind == trace.family_spec.cross_kind else (None, [])
+        if kind == trace.family.cross_kind else (None, [])
     title = sel.title
     if overview_first(trace, kind):
         show_head_overview(trace, kind, alignment, title)

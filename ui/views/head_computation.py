@@ -88,7 +88,7 @@ def show_contribution_map(sel: Selection) -> None:
                           help="A long input's contribution map shows 60 keys at a time.")
         window = (first - 1, first + 59)
     who = "mean of heads (norm of the mean vector)" if head is None else f"head {head + 1}"
-    title = f"{trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution"
+    title = f"{trace.family.title(kind)} · layer {layer + 1} · {who} · contribution"
     chart = contribution_heatmap(matrix, queries, keys, title, window)
     show_chart(chart, key=f"{page}_contribution_map", width="content")
     slide_downloads(chart, slide_title(active, result.source_text, reference).lines(title),
@@ -115,7 +115,7 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
         key = f"{page}_inside_query"  # in the link as `query` (1-based)
         asked = st.session_state.get(key)
         if asked is not None and not 0 <= int(asked) < n_rows:  # from a link, or another input's longer axis
-            st.info(f"Query position {int(asked) + 1} is not in this input: its {result.trace.family_spec.title(kind)} "
+            st.info(f"Query position {int(asked) + 1} is not in this input: its {result.trace.family.title(kind)} "
                     f"has positions 1–{n_rows}. Showing the last.", icon=":material/info:")
             asked = None
         st.session_state[key] = n_rows - 1 if asked is None else int(asked)
@@ -129,7 +129,7 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
     group = "" if c.n_kv_heads == c.n_heads else (f" It reads key/value head {c.kv_head + 1} of {c.n_kv_heads}, "
                                                   "shared with the other query heads of its group (grouped-query "
                                                   "attention).")
-    st.markdown(f"**{_what(active)} · {result.trace.family_spec.title(kind)} · layer {layer + 1} · head {head + 1} · "
+    st.markdown(f"**{_what(active)} · {result.trace.family.title(kind)} · layer {layer + 1} · head {head + 1} · "
                 f"query {c.query + 1} ({visible_token(q_tokens[c.query])})** · scale {c.scale:.4g}.{group}")
     window = stage_key_window(c.n_keys, c.query)
     if c.n_keys > KEY_WINDOW:
@@ -155,14 +155,15 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
                 st.caption("RoPE rotates each pair of dimensions by an angle that grows with the position.")
 
 
-def show_step_inside(active: ActiveModel, result: DecodeResult, reference: str | None, t: int, layer: int,
-                     head: int | None) -> None:
-    """Decode: the picked head's computation at step `t` (the step's query; the encoder's query is picked)."""
+def show_step_inside(sel: Selection) -> None:
+    """Decode: the selected head's computation at the selected step (the step's query; the encoder's query is
+    picked)."""
+    active, result, reference, t, layer, head = sel.model, sel.result, sel.reference, sel.step, sel.layer, sel.head
     with st.expander("Inside one head at this step: how its weights are computed", key="decode_inside_open",
                      on_change="rerun", icon=":material/calculate:") as box:
         if not box.open:  # captured and drawn only while open
             return
-        family = result.trace.family_spec
+        family = result.trace.family
         kind = st.radio("Attention", family.kinds, format_func=family.title, key="decode_inside_kind",
                         horizontal=True, index=family.kinds.index(family.cross_kind or family.output_kind))
         row = None if kind == family.encoder_kind else result.trace.step_offset + t
@@ -171,7 +172,7 @@ def show_step_inside(active: ActiveModel, result: DecodeResult, reference: str |
 
 def show_attention_inside(sel: Selection) -> None:
     """Attention: the selected head's computation for a query picked here (a link with `query` opens it there)."""
-    if st.session_state.get(sel.key("inside_query")) is not None:
+    if st.session_state.get(sel.param_key("query")) is not None:
         st.session_state.setdefault(sel.key("inside_open"), True)
     with st.expander("Inside this head: how its weights are computed", key=sel.key("inside_open"),
                      on_change="rerun", icon=":material/calculate:") as box:
@@ -179,9 +180,11 @@ def show_attention_inside(sel: Selection) -> None:
             show_head_computation(sel.model, sel.result, sel.reference, sel.kind, sel.layer, sel.head, page=sel.page)
 
 
-def show_step_contribution(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
-                           head: int | None, row: int) -> None:
-    """Decode: beside the step's weight map, on request, the contribution map of the same head, rows up to the step."""
+def show_step_contribution(sel: Selection, row: int) -> None:
+    """Decode: beside the step's weight map, on request, the contribution map of the same head, rows up to the step
+    (the trace's `row`)."""
+    active, result, reference, kind, layer, head = (sel.model, sel.result, sel.reference, sel.kind, sel.layer,
+                                                    sel.head)
     st.session_state.setdefault("decode_contribution", False)
     if not st.toggle("Contribution map (‖α·W_O v‖) too", key="decode_contribution",
                      help="What each key adds to the head's output: the weight times the size of its projected value "
@@ -194,6 +197,6 @@ def show_step_contribution(active: ActiveModel, result: DecodeResult, reference:
     matrix = _contribution(_decode_key(active, result, reference), active, captured, kind, layer, head)[: row + 1]
     queries, keys = result.trace.labels(kind)
     who = "mean of heads" if head is None or head < 0 else f"head {head + 1}"
-    title = f"{result.trace.family_spec.title(kind)} · layer {layer + 1} · {who} · contribution · rows up to this step"
+    title = f"{result.trace.family.title(kind)} · layer {layer + 1} · {who} · contribution · rows up to this step"
     show_chart(contribution_heatmap(matrix, queries[: row + 1], keys, title, stage_key_window(len(keys), None, 60)),
                key="decode_contribution_map", width="content")

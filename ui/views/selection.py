@@ -21,7 +21,8 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
                "step": "decode_step", "layer": "decode_layer", "head": "decode_head", "ablate": "decode_ablate",
                "temperature": "decode_temperature", "sample_topk": "decode_sample_top_k", "top_p": "decode_top_p",
                "seed": "decode_seed", "pair": "decode_pair", "masks": "decode_mask_positions",
-               "segment": "decode_segment", "pfrom": "decode_patch_from", "psite": "decode_patch_site"},
+               "segment": "decode_segment", "pfrom": "decode_patch_from", "psite": "decode_patch_site",
+               "beam": "decode_beam_width", "enc_layer": "decode_lens_encoder_layer"},
     "attention": {"text": "attention_text", "mode": "attention_mode", "ref": "attention_reference",
                   "kind": "attention_kind", "layer": "attention_layer", "head": "attention_head",
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
@@ -33,10 +34,9 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
     "learn": {"text": "learn_text"},
 }
 
-
-def widget_key(page: str, param: str) -> str:
-    """The session-state key of the widget behind a page's link parameter ("attention", "kind" -> "attention_kind")."""
-    return LINK_PARAMS[page][param]
+# page -> link parameter -> the expander it opens: a link naming the beam width opens the beam tree, one naming the
+# DecoderLens's encoder layer the logit lens (their widgets are drawn, and so in the link, only while open)
+LINK_OPENS: dict[str, dict[str, str]] = {"decode": {"beam": "decode_beam_open", "enc_layer": "decode_lens_open"}}
 
 
 @dataclass(frozen=True, eq=False)

@@ -157,7 +157,7 @@ def _step_panels(sel: Selection) -> None:
     active, text, result, view, t, layer, head, title = (sel.model, sel.text, sel.result, sel.mode, sel.step,
                                                          sel.layer, sel.head, sel.title)
     trace, step = result.trace, result.steps[t]
-    spec, row = trace.family_spec, trace.step_offset + t  # the query row of step t
+    spec, row = trace.family, trace.step_offset + t  # the query row of step t
     at = f"layer {layer + 1} · {head_label(head).lower()} · step {t + 1} of {len(result.steps)}"
     left, right = st.columns([3, 2], gap="large")
     with left:
@@ -205,7 +205,7 @@ def _maps(sel: Selection) -> None:
     active, text, result, t, layer, head, title = (sel.model, sel.text, sel.result, sel.step, sel.layer, sel.head,
                                                    sel.title)
     trace = result.trace
-    spec, kind, row = trace.family_spec, map_kind(trace), trace.step_offset + t
+    spec, kind, row = trace.family, map_kind(trace), trace.step_offset + t
     alignment, gold = gold_for(active, text, len(trace.decoder_input_tokens), sel.reference) \
         if spec.has_cross else (None, [])
     kind_name = kind_title(kind)
@@ -224,7 +224,7 @@ def _maps(sel: Selection) -> None:
         slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
-        show_step_contribution(active, result, sel.reference, kind, layer, head, row)
+        show_step_contribution(sel, row)
     with side_col:
         if gold:
             st.toggle("Outline the gold alignment", value=True, key="decode_gold",
@@ -311,7 +311,7 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
                 show_step_attribution(active, text, [s.token_id for s in result.steps], result.trace, t,
                                       key="decode_attr")
     show_step_lens(active, text, result, view, t)
-    show_step_inside(active, result, sel.reference, t, layer, head)
+    show_step_inside(sel)
     st.divider()
     _maps(sel)
     after()
