@@ -32,10 +32,11 @@ from ui.server import refuse, speaker_only
 
 from .background import background_result, job_running, keep_result, kept_result
 from .compare import model_caption
+from .selection import LINK_PARAMS
 from .widgets import Column, chart_heading, md, md_token, show_chart, show_chips, show_small_table
 
 KEY = "compare_patch"
-PATCH_FROM_KEY, PATCH_SITE_KEY = "decode_patch_from", "decode_patch_site"  # Decode's link: pfrom, psite
+PATCH_FROM_KEY, PATCH_SITE_KEY = LINK_PARAMS["decode"]["pfrom"], LINK_PARAMS["decode"]["psite"]  # Decode's link
 SITE_TITLES = {ENCODER_OUTPUT: "the encoder output at each source position", HEADS: "each head's output",
                RESIDUAL_STREAM: "the residual stream by layer and position",
                HEAD_POSITIONS: "each encoder head at each source position"}
