@@ -230,5 +230,5 @@ def contributions(model: Model, text: str, *, kind: str = "cross", layer: int | 
     matrix = trace_view(captured, kind, _contributions(lm, captured, kind, chosen, head))
     queries, keys = result.trace.labels(kind)
     who = "mean of heads" if head is None else f"head {head + 1}"
-    return contribution_heatmap(matrix, queries, keys, f"{result.trace.family_spec.title(kind)} · layer {chosen + 1}"
+    return contribution_heatmap(matrix, queries, keys, f"{result.trace.family.title(kind)} · layer {chosen + 1}"
                                 f" · {who} · contribution")

@@ -173,6 +173,6 @@ def test_a_training_job_trains_it_live_with_its_probe(tmp_path):
     frames = job.timeline()
     assert [s for s, _ in frames] == [0, 100, 200]
     trace = frames[-1][1]
-    assert trace.family == "encoder-only" and trace.kinds == ("encoder_self",)
+    assert trace.family_name == "encoder-only" and trace.kinds == ("encoder_self",)
     # the probe as the pair it trains on (the text, its copy), every third token of the copy masked
     assert trace.source_tokens == ("a", "b", "c", "d", "e", "f", "</s>", "<mask>", "b", "c", "<mask>", "e", "f", "</s>")

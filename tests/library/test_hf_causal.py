@@ -51,7 +51,7 @@ def test_greedy_tokens_and_every_attention_weight_equal_generate(models, family)
     n_prompt, out = _generate(lm, PROMPT, max_new_tokens=7)
     assert [s.token_id for s in result.steps] == out.sequences[0, n_prompt:].tolist()
     trace = result.trace
-    assert trace.kinds == ("self",) and trace.family == "decoder-only"
+    assert trace.kinds == ("self",) and trace.family_name == "decoder-only"
     assert trace.step_offset == n_prompt - 1
     assert trace.decoder_input_tokens[:n_prompt] == trace.source_tokens  # the prompt is the first decoder inputs
     w = trace.weights("self")  # (L, H, P + n - 1, P + n - 1)
@@ -180,7 +180,7 @@ def test_trace_json_names_the_family_and_reads_back(models, tmp_path):
 def test_a_trace_json_written_before_families_still_loads():
     assert "format_version" not in json.loads(OLD_TRACE.read_text())  # version 1: no version, no family
     old = load_trace_json(OLD_TRACE)
-    assert old.trace.family == "encoder-decoder" and old.trace.kinds == ("encoder_self", "decoder_self", "cross")
+    assert old.trace.family_name == "encoder-decoder" and old.trace.kinds == ("encoder_self", "decoder_self", "cross")
     assert old.trace.cross.shape[2:] == (len(old.trace.decoder_input_tokens), len(old.trace.source_tokens))
 
 

@@ -95,7 +95,7 @@ def test_the_trace_holds_every_layer_and_head_of_the_one_kind(lm):
     result = fill_masks(lm, f"the {lm.mask_token} runs")
     trace = result.trace
     n_layers, n_heads = lm.head_counts()["encoder_self"]
-    assert trace.kinds == ("encoder_self",) and trace.family == "encoder-only"
+    assert trace.kinds == ("encoder_self",) and trace.family_name == "encoder-only"
     assert tuple(trace.weights("encoder_self").shape) == (n_layers, n_heads, len(result.source.ids),
                                                           len(result.source.ids))
     assert trace.labels("encoder_self") == (result.source.tokens, result.source.tokens)

@@ -54,7 +54,7 @@ def aggregate_trace(trace: AttentionTrace, how: str) -> AttentionTrace:
     layer l is the aggregate at layer l (for rollout: through layer l; cross: layer l through the encoder)."""
     if how not in AGGREGATES:
         raise ValueError(f"unknown aggregate {how!r}; expected one of {', '.join(AGGREGATES)}")
-    spec = trace.family_spec
+    spec = trace.family
     if how == "mean":
         maps = {k: trace.weights(k).float().mean(1) for k in trace.kinds}
     elif how == "max":

@@ -51,8 +51,8 @@ def scores_frame(hits: Tensor, total: int) -> pd.DataFrame:
 def alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource]) -> pd.DataFrame:
     """Per-head and head-mean alignment scores of one trace's cross-attention against a gold alignment; ValueError
     for a model without cross-attention (a decoder-only model: nothing aligns a target token to a source token)."""
-    if not trace.family_spec.has_cross:
-        raise ValueError(f"{trace.family} models have no cross-attention: alignment scores need it")
+    if not trace.family.has_cross:
+        raise ValueError(f"{trace.family_name} models have no cross-attention: alignment scores need it")
     hits, total = alignment_hits(trace.cross, gold)
     return scores_frame(hits, total)
 

@@ -58,10 +58,10 @@ def attention_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind:
     """
     if trace_a.source_tokens != trace_b.source_tokens:
         raise ValueError("the two models split the input into different source tokens")
-    if trace_a.family != trace_b.family:
-        raise ValueError(f"an {trace_a.family} and a {trace_b.family} model have different attention kinds: compare "
-                         "each on its own")
-    family = trace_a.family_spec
+    if trace_a.family_name != trace_b.family_name:
+        raise ValueError(f"an {trace_a.family_name} and a {trace_b.family_name} model have different attention "
+                         "kinds: compare each on its own")
+    family = trace_a.family
     q_a, keys = trace_a.labels(kind)
     q_b, _ = trace_b.labels(kind)
     rows = len(q_a) if kind == family.encoder_kind else common_prefix(q_a, q_b)

@@ -110,7 +110,7 @@ def _on_axes(w: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
 def aligned_difference(trace_a: AttentionTrace, trace_b: AttentionTrace, kind: str,
                        axes: dict[str, TokenAlignment]) -> AlignedDifference:
     """B and A's weights of `kind` on the rows and columns that `axes` (SOURCE/TARGET axis -> alignment) align."""
-    spec = trace_a.family_spec
+    spec = trace_a.family
     (qa, ka), (qb, kb) = trace_a.labels(kind), trace_b.labels(kind)
     q_axis, k_axis = spec.axes[kind]
     rows, cols = axes[q_axis], axes[k_axis]

@@ -10,7 +10,7 @@ from ..decode import AttentionTrace
 
 def group_of(trace: AttentionTrace, kind: str, head: int) -> int:
     """The key/value group (0-based) of a query head."""
-    return trace.head_groups[trace.family_spec.check(kind)][head]
+    return trace.head_groups[trace.family.check(kind)][head]
 
 
 def n_groups(trace: AttentionTrace, kind: str) -> int:

@@ -52,7 +52,7 @@ def head_report(lm: InspectableModel, text: str, *, agreement: bool = True, ig_s
 def agreement_frames(trace: AttentionTrace, attributions: Sequence[Attribution]) -> pd.DataFrame:
     """agreement_frame of cross-attention and of decoder self-attention, one frame with a "kind" column (no decoder
     self-attention rows for an output of a single step: there is nothing to rank)."""
-    family = trace.family_spec
+    family = trace.family
     if not family.has_cross:  # a decoder-only model: its one kind against the prompt and earlier outputs
         kinds: tuple[str, ...] = (family.decoder_kind,)
     else:

@@ -89,7 +89,7 @@ def decode_slides(result: DecodeResult, *, model: str, layer: int = 0, head: int
     """A slide per output step of `result`: the map of `kind` (default: cross-attention, else the decoder's) with
     its rows up to the step, beside the step's top-k; titled with the view, the step, the input and `model`."""
     trace = result.trace
-    kind = kind or animated_kind(trace.family_spec)
+    kind = kind or animated_kind(trace.family)
     _check(trace, kind, layer, head)
     n = len(result.steps)
     _check_count(n, "output steps")
@@ -116,7 +116,7 @@ def training_slides(frames: Sequence[tuple[int, AttentionTrace]], *, model: str,
     _check_count(len(frames), "the run has no probe frames (runs saved before frames were kept have none)")
     slides = []
     for i, (step, trace) in enumerate(frames):
-        shown = kind or animated_kind(trace.family_spec)
+        shown = kind or animated_kind(trace.family)
         _check(trace, shown, layer, head)
         output = trace.decoder_input_tokens[trace.step_offset + 1:]
         lines = (f"{_view(shown, layer, head)} · training step {step:,} ({i + 1} of {len(frames)})",

@@ -71,7 +71,7 @@ def line_view(trace: AttentionTrace, kind: str, layer: int, heads: Sequence[int]
         x=alt.X("x:Q", scale=x), y=alt.Y("key_index:Q", scale=y), text=alt.Text("token:N"),
         tooltip=[alt.Tooltip("key_index:Q"), alt.Tooltip("token:N")]).add_params(pick_k)
     # (channels as objects: a bare string goes through Altair's from_dict, ~15 ms each)
-    title = (f"{trace.family_spec.title(kind)} · layer {layer + 1} · line view · lines under {threshold:g} "
+    title = (f"{trace.family.title(kind)} · layer {layer + 1} · line view · lines under {threshold:g} "
              f"left out")
     return alt.layer(rules, queries, keys, title=title).properties(width=width, height=ROW_PX * n_rows,
                                                                       autosize=AUTOSIZE)

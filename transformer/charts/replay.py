@@ -65,7 +65,7 @@ def _check_size(result: DecodeResult, kinds: Sequence[str], bundle_bytes: int | 
         raise ReplayTooLargeError(f"This decode has {n_steps:,} steps; a replay file holds at most "
                                   f"{MAX_REPLAY_STEPS} steps. Decode fewer tokens (e.g. --max-steps "
                                   f"{MAX_REPLAY_STEPS}).")
-    causal = result.trace.family_spec.causal
+    causal = result.trace.family.causal
     values = sum(result.trace.weights(k).numel() // (2 if causal(k) else 1) for k in kinds)
     bundle = len(vega_bundle()) if bundle_bytes is None else bundle_bytes
     estimate = bundle + 3 * values  # a stored weight takes at least "0," (most take more)
@@ -123,7 +123,7 @@ def _template(chart: alt.TopLevelMixin) -> list[dict]:
 def _kind_block(result: DecodeResult, kind: str) -> dict[str, Any]:
     trace = result.trace
     q_tokens, k_tokens = trace.labels(kind)
-    spec = trace.family_spec
+    spec = trace.family
     stepped = kind != spec.encoder_kind  # queries are the decoder inputs: rows appear step by step
     offset = trace.step_offset if stepped else 0  # the row of step 1 (a decoder-only prompt's last token)
     chart = attention_heatmap(trace, kind, 0, None, title="", size=420,
@@ -163,7 +163,7 @@ def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: 
         "kinds": [_kind_block(result, k) for k in kinds],
         "topk_spec": _named_data(topk_bars(widest.top_k, widest.token, width=260).to_dict(), ["topk"]),
     }
-    spec = trace.family_spec
+    spec = trace.family
     if spec.cross_kind in kinds:
         strip = source_strip(trace.source_tokens, [0.0] * len(trace.source_tokens), max_width=900)
         data["source_strip"] = {"spec": _named_data(strip.to_dict(), ["strip"]), "rows": _template(strip)}

@@ -59,7 +59,7 @@ class DecodeResult:
         """The trace JSON (docs/formats.md, "Trace JSON"); read back by `result_from_dict`."""
         return {
             "format_version": TRACE_FORMAT_VERSION,
-            "family": self.trace.family,
+            "family": self.trace.family_name,
             "kinds": list(self.trace.kinds),
             "step_offset": self.trace.step_offset,
             "head_groups": {k: list(v) for k, v in self.trace.head_groups.items()},

@@ -62,7 +62,7 @@ class FillResult:
         """The fill JSON (docs/formats.md, "Fill JSON"): the trace JSON's fields for the tokens and every kind's
         maps, and the predictions at each mask."""
         return {
-            "family": self.trace.family,
+            "family": self.trace.family_name,
             "kinds": list(self.trace.kinds),
             "head_groups": {k: list(v) for k, v in self.trace.head_groups.items()},
             "source_text": self.text,

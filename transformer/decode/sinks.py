@@ -43,7 +43,7 @@ def hide_tokens(trace: AttentionTrace, *, first: bool = True, specials: bool = T
     tgt = tuple(sorted(set(trace.hidden_target) | set(sink_positions(trace.decoder_input_tokens, first=first,
                                                                       specials=specials))))
     hidden = {SOURCE: src, TARGET: tgt}
-    axes = trace.family_spec.axes
+    axes = trace.family.axes
     maps = {kind: _renormalised(trace.weights(kind), hidden[axes[kind][1]]) for kind in trace.kinds}
     return replace(trace, maps=maps, hidden_source=src, hidden_target=tgt)
 
@@ -55,7 +55,7 @@ def hidden_note(trace: AttentionTrace, kind: str | None = None) -> str:
         parts = [(trace.source_tokens, trace.hidden_source), (trace.decoder_input_tokens, trace.hidden_target)]
     else:
         keys = trace.labels(kind)[1]
-        parts = [(keys, trace.hidden_target if trace.family_spec.axes[kind][1] == TARGET else trace.hidden_source)]
+        parts = [(keys, trace.hidden_target if trace.family.axes[kind][1] == TARGET else trace.hidden_source)]
     names = [tokens[i] for tokens, hidden in parts for i in hidden]
     if not names:
         return ""

@@ -44,14 +44,16 @@ class AttentionTrace:
     (layers, heads, queries, keys) per attention kind of the model's family.
 
     An encoder-decoder's trace is built as `AttentionTrace(source, decoder_inputs, encoder_self, decoder_self,
-    cross)`; any family's as `AttentionTrace(source, decoder_inputs, maps={kind: weights}, family=...)`.
+    cross)`; any family's as `AttentionTrace(source, decoder_inputs, maps={kind: weights}, family=...)` (the
+    `ModelFamily`, or its name). `family` is the family, as on an adapter; `family_name` its name (the JSON key
+    `"family"`).
     `step_offset` is the query row of the first output step (the prompt's last token in a decoder-only trace).
     """
 
     source_tokens: tuple[str, ...]
     decoder_input_tokens: tuple[str, ...]
     maps: dict[str, Tensor]  # kind -> (L, H, Q, K)
-    family: str
+    family_name: str
     head_groups: dict[str, tuple[int, ...]]  # kind -> key/value group of each query head
     step_offset: int
     # key positions zeroed out with each row renormalised (`hide_tokens`): shown greyed, said beside the chart
@@ -60,10 +62,13 @@ class AttentionTrace:
 
     def __init__(self, source_tokens: Sequence[str], decoder_input_tokens: Sequence[str],
                  encoder_self: Tensor | None = None, decoder_self: Tensor | None = None, cross: Tensor | None = None,
-                 *, maps: Mapping[str, Tensor] | None = None, family: str = ENCODER_DECODER.name,
+                 *, maps: Mapping[str, Tensor] | None = None, family: ModelFamily | str = ENCODER_DECODER,
                  head_groups: Mapping[str, Sequence[int]] | None = None, step_offset: int = 0,
-                 hidden_source: Sequence[int] = (), hidden_target: Sequence[int] = ()) -> None:
-        spec = family_of(family)
+                 hidden_source: Sequence[int] = (), hidden_target: Sequence[int] = (),
+                 family_name: str | None = None) -> None:
+        if family_name is not None:  # by name, as dataclasses.replace passes it
+            family = family_name
+        spec = family if isinstance(family, ModelFamily) else family_of(family)
         given = {k: w for k, w in (("encoder_self", encoder_self), ("decoder_self", decoder_self), ("cross", cross))
                  if w is not None}
         maps = {**(maps or {}), **given}  # a kind's own tensor wins (dataclasses.replace(trace, cross=...))
@@ -73,7 +78,7 @@ class AttentionTrace:
         put("source_tokens", tuple(source_tokens))
         put("decoder_input_tokens", tuple(decoder_input_tokens))
         put("maps", {k: maps[k] for k in spec.kinds})
-        put("family", spec.name)
+        put("family_name", spec.name)
         put("step_offset", int(step_offset))
         put("hidden_source", tuple(int(i) for i in hidden_source))
         put("hidden_target", tuple(int(i) for i in hidden_target))
@@ -107,12 +112,12 @@ class AttentionTrace:
         """The trace of the first sequence of captured `maps` (the one conversion from model output)."""
         w = maps.item(0)
         return AttentionTrace(source_tokens, decoder_input_tokens, maps={k: v.float() for k, v in w.items()},
-                              family=family.name, head_groups=head_groups, step_offset=step_offset)
+                              family=family, head_groups=head_groups, step_offset=step_offset)
 
     @property
-    def family_spec(self) -> ModelFamily:
+    def family(self) -> ModelFamily:
         """The model family: its kinds, their titles and axes, what the input is called."""
-        return family_of(self.family)
+        return family_of(self.family_name)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -137,7 +142,7 @@ class AttentionTrace:
 
     def labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(query tokens, key tokens) for a kind: rows and columns of its matrices."""
-        spec = self.family_spec
+        spec = self.family
         if kind not in spec.kinds:
             raise KeyError(f"unknown attention kind {kind!r}; expected one of {spec.kinds}")
         axes = {SOURCE: self.source_tokens, TARGET: self.decoder_input_tokens}
@@ -177,7 +182,7 @@ class AttentionTrace:
     def masked(self, kind: str) -> Tensor:
         """(queries, keys) bool: True where the mask forbids attention (causal future in decoder self)."""
         q, k = self.axis_sizes(kind)
-        if self.family_spec.causal(kind):
+        if self.family.causal(kind):
             return torch.ones(q, k, dtype=torch.bool).triu(1)
         return torch.zeros(q, k, dtype=torch.bool)
 

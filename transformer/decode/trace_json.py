@@ -48,7 +48,7 @@ def result_from_dict(data: dict[str, Any]) -> DecodeResult:
         family = family_of(data["family"]) if "family" in data else family_with_kinds(list(attention))
         maps = {kind: torch.tensor(attention[kind], dtype=torch.float32) for kind in family.kinds}
         source, target = data["source_tokens"], data["target_tokens"]
-        trace = AttentionTrace(source, target, maps=maps, family=family.name, head_groups=data.get("head_groups"),
+        trace = AttentionTrace(source, target, maps=maps, family=family, head_groups=data.get("head_groups"),
                                step_offset=int(data.get("step_offset", 0)),
                                hidden_source=_hidden(data, "source", len(source)),
                                hidden_target=_hidden(data, "target", len(target)))

@@ -58,7 +58,7 @@ def write_probe_frames(path: Path, frames: Sequence[tuple[int, AttentionTrace]])
     """Write `frames` (thinned to the bounds) as one safetensors file and fsync it."""
     tensors, entries = {}, []
     for i, (step, trace) in enumerate(thin_frames(frames)):
-        entries.append({"step": int(step), "family": trace.family, "source_tokens": list(trace.source_tokens),
+        entries.append({"step": int(step), "family": trace.family_name, "source_tokens": list(trace.source_tokens),
                         "decoder_input_tokens": list(trace.decoder_input_tokens),
                         "head_groups": {k: list(v) for k, v in trace.head_groups.items()},
                         "step_offset": trace.step_offset})

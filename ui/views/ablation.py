@@ -260,7 +260,7 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
     step, trace = ablated.steps[t], ablated.trace
     kind, row = map_kind(trace), trace.step_offset + t
     keys = trace.labels(kind)[1]
-    if trace.family_spec.causal(kind):
+    if trace.family.causal(kind):
         keys = keys[: row + 1]
     chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
                   f"attention · layer {layer + 1} · {head_label(head).lower()}")

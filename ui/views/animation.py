@@ -57,7 +57,7 @@ def decode_animation(result: DecodeResult, view: str, layer: int, head: int | No
                      model_name: str) -> None:
     """The Decode page's "Download animation": this decode stepped through, the map of the chosen layer and head
     beside each step's top-k."""
-    kind = animated_kind(result.trace.family_spec)
+    kind = animated_kind(result.trace.family)
     what = f"Every step of this decode: {kind_title(kind).lower()} of layer {layer + 1}, " \
            f"{head_label(head).lower()}, beside the top-k"
     stem = file_stem(f"animation_{model_name}_{view}", layer, head)

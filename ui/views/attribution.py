@@ -54,7 +54,7 @@ def attributed_tokens(trace: AttentionTrace, attr: Attribution, t: int) -> tuple
     """The tokens of `attr.source` and `attr.target` at step t: the source sentence and the decoder inputs up to the
     step, or (a model whose prompt is the decoder's first input) the prompt and the outputs generated before it."""
     row = trace.step_offset + t
-    source = (trace.decoder_input_tokens[: len(attr.source)] if trace.family_spec.prompt_in_decoder
+    source = (trace.decoder_input_tokens[: len(attr.source)] if trace.family.prompt_in_decoder
               else trace.source_tokens)
     target = trace.decoder_input_tokens[row + 1 - len(attr.target): row + 1]
     return tuple(source), tuple(target)
@@ -93,7 +93,7 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
         st.warning(f"No attribution for this step: {exc}", icon=":material/block:")
         return
     source, target = attributed_tokens(trace, attr, t)
-    input_name = trace.family_spec.axis_titles[SOURCE].capitalize()
+    input_name = trace.family.axis_titles[SOURCE].capitalize()
     chart_heading(f"{input_name} shaded by their {METHOD_TITLES[method]} attribution to step {t + 1}'s output")
     strip = source_strip(source, attr.source_share(), max_width=PAGE_PX)
     show_chart(strip, width="content", key=f"{key}_source")
@@ -101,7 +101,7 @@ def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int],
                                                            f"attribution · step {t + 1}"),
                     f"attribution_source_step{t + 1}", f"{key}_source")
     if target:
-        chart_heading(f"Decoder inputs up to step {t + 1}, same scale" if not trace.family_spec.prompt_in_decoder
+        chart_heading(f"Decoder inputs up to step {t + 1}, same scale" if not trace.family.prompt_in_decoder
                       else f"Outputs before step {t + 1}, same scale")
         start = trace.step_offset + t + 1 - len(target)  # the strip's layout: the decoder inputs from its first token
         show_chart(decoder_row_chart(target, attr.target_share(), max_width=PAGE_PX,

@@ -195,9 +195,9 @@ def compare_kinds(traces: tuple[AttentionTrace, AttentionTrace]) -> tuple[str, s
     """Each model's own map kind when the two are of different families (cross-attention beside a decoder-only
     model's self-attention); None when they share a family, so one kind picker drives both."""
     a, b = traces
-    if a.family == b.family:
+    if a.family_name == b.family_name:
         return None
-    st.info(f"A is {a.family_spec.name} and B {b.family_spec.name}: each map shows the attention its model reads the "
+    st.info(f"A is {a.family.name} and B {b.family.name}: each map shows the attention its model reads the "
             f"input with (A: {ALL_TITLES[map_kind(a)].lower()}, B: {ALL_TITLES[map_kind(b)].lower()}), at the same "
             "output step. The models have different attention kinds, so there is no difference map.",
             icon=":material/compare:")
@@ -216,7 +216,7 @@ def show_both_maps(sel: Selection) -> None:
     window = key_window(traces[longest], kinds[longest], "compare") if wide else None
     columns = map_columns(traces[longest], kinds[longest], [1, 1])
     for column, tag, model, trace, kind in zip(columns, "AB", models, traces, kinds):
-        stepped = kind != trace.family_spec.encoder_kind
+        stepped = kind != trace.family.encoder_kind
         row = min(trace.step_offset + t, trace.axis_sizes(kind)[0] - 1) if stepped else None
         keys = None if window is None else _within(window, trace.axis_sizes(kind)[1])
         with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it

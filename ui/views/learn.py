@@ -87,7 +87,7 @@ def tour_navigation() -> TourStage:
 
 def _computation(active: ActiveModel, result: DecodeResult, kind: str, head: int) -> HeadComputation | None:
     captured = captured_for(active, result, None)
-    family = result.trace.family_spec
+    family = result.trace.family
     row = result.trace.step_offset if kind != family.encoder_kind else result.trace.axis_sizes(kind)[0] - 1
     try:
         return computation_at(active.decoder, captured, kind, 0, head, row)
@@ -109,7 +109,7 @@ def learn_selection(active: ActiveModel) -> Selection | None:
 def show_stage(sel: Selection, stage: TourStage) -> None:
     """One stage of the tour on the selected model and input; what the family has not got is said and skipped."""
     active, result = sel.model, sel.result
-    family = result.trace.family_spec
+    family = result.trace.family
     st.subheader(stage.title, anchor=False)
     st.markdown(stage.text)
     if stage.name == "positions":
@@ -173,7 +173,7 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
 def show_masks(active: ActiveModel, result: DecodeResult) -> None:
     """Each kind's mask as the model added it in the teacher-forced forward (layer 1), and what cached decoding does."""
     captured = captured_for(active, result, None)
-    family = result.trace.family_spec
+    family = result.trace.family
     columns = st.columns(len(family.kinds))
     for column, kind in zip(columns, family.kinds):
         q_tokens, k_tokens = captured.tokens(kind)

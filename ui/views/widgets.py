@@ -150,7 +150,7 @@ def head_picker(label: str, n_heads: int, key: str, *, trace: AttentionTrace | N
 
 def map_kind(of: AttentionTrace | ModelFamily) -> str:
     """The kind a step's source shading and map show: cross-attention where there is one, else the decoder's own."""
-    spec = of if isinstance(of, ModelFamily) else of.family_spec
+    spec = of if isinstance(of, ModelFamily) else of.family
     return spec.cross_kind or spec.output_kind
 
 
