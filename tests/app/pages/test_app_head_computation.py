@@ -157,3 +157,35 @@ def test_the_query_position_travels_in_the_link_and_one_the_input_has_not_got_is
     n_rows = result.trace.axis_sizes("cross")[0]
     assert any(t.startswith("Query position 999 is not in this input") and f"1–{n_rows}" in t for t in texts(bad.info))
     assert any(f"head 2 · query {n_rows} (" in t for t in texts(bad.markdown))  # the last, as a fresh view shows
+
+
+def test_inside_one_head_opens_at_bart_large_heads_and_its_longest_input(monkeypatch, tmp_path):
+    """bart-large's 12 x 16 heads built from config, the input at the model's maximum length: the contribution map,
+    the head computation and the line view open with no exception, each chart within a 1280 px page."""
+    from tests.helpers.app_session import charts
+    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
+    from transformer.store import open_model
+    from ui.models import MODEL_KEY
+    folder = build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    lm = open_model(str(folder))
+    words = []
+    while len(lm.tokenize_source(" ".join(words)).ids) < lm.max_source_len - 8:
+        words.append(("the", "red", "bird", "eats", "a", "fish")[len(words) % 6])
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key="attention_text").input(" ".join(words)).run()
+    at.segmented_control(key="attention_show").set_value("contribution")
+    at.session_state["attention_inside_open"] = True
+    at.session_state["attention_lines_open"] = True
+    at.selectbox(key="attention_head").set_value(15).run()
+    assert_no_exception(at)
+    titles = [c["title"] for c in charts(at)]
+    assert any(t.endswith("head 16 · contribution") for t in titles) and "Softmax" in titles
+    assert any("line view" in t for t in titles)
+    for chart in charts(at):
+        spec = chart["spec"]
+        widths = [spec.get("width", 0), *(layer.get("width", 0) for layer in spec.get("layer", []))]
+        assert max(w for w in widths if isinstance(w, (int, float))) <= 1280, chart["title"]
