@@ -76,7 +76,8 @@ def _evaluation(run: LiveRun, snap: JobSnapshot) -> None:
         st.caption("Validation metrics appear after the first evaluation.")
         return
     last = snap.evals[-1]
-    shown = {"step": last.get("step"), "valid loss": last.get("loss"), "token accuracy": last.get("token_accuracy"),
+    accuracy = "masked-token accuracy" if "masked_accuracy" in last else "token accuracy"  # an encoder-only run's
+    shown = {"step": last.get("step"), "valid loss": last.get("loss"), accuracy: last.get("token_accuracy"),
              "exact match": last.get("exact_match")}
     for key in ("bleu", "chrf"):
         if key in last:
