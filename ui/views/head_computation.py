@@ -24,6 +24,7 @@ from transformer.charts import (
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
+from .chart_cache import cached_chart
 from .selection import Selection
 from .weights import slide_title
 from .widgets import show_chart, slide_downloads
@@ -89,7 +90,7 @@ def show_contribution_map(sel: Selection) -> None:
         window = (first - 1, first + 59)
     who = "mean of heads (norm of the mean vector)" if head is None else f"head {head + 1}"
     title = f"{trace.family.title(kind)} · layer {layer + 1} · {who} · contribution"
-    chart = contribution_heatmap(matrix, queries, keys, title, window)
+    chart = cached_chart(contribution_heatmap, matrix, queries, keys, title, window)  # a switch back: a lookup
     show_chart(chart, key=f"{page}_contribution_map", width="content")
     slide_downloads(chart, slide_title(active, result.source_text, reference).lines(title),
                     f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}_contribution",
@@ -198,5 +199,6 @@ def show_step_contribution(sel: Selection, row: int) -> None:
     queries, keys = result.trace.labels(kind)
     who = "mean of heads" if head is None or head < 0 else f"head {head + 1}"
     title = f"{result.trace.family.title(kind)} · layer {layer + 1} · {who} · contribution · rows up to this step"
-    show_chart(contribution_heatmap(matrix, queries[: row + 1], keys, title, stage_key_window(len(keys), None, 60)),
+    show_chart(cached_chart(contribution_heatmap, matrix, queries[: row + 1], keys, title,
+                            stage_key_window(len(keys), None, 60)),
                key="decode_contribution_map", width="content")
