@@ -289,6 +289,9 @@ def build_plan() -> JobPlan:
     state = st.session_state
     task = build_task()
     model_cfg, train_cfg = build_configs(task)
+    if stage_rule() is not None and model_cfg.architecture == "encoder-only":
+        raise ConfigError("The stage demo's picture is cross-attention: set Architecture to encoder-decoder, or "
+                          "switch the stage demo off to train an encoder-only model.")
     return JobPlan(task=task, model_cfg=model_cfg, train_cfg=train_cfg, max_steps=train_cfg.max_steps,
                    max_seconds=float(state["train_max_seconds"]), stop_rule=stage_rule(),
                    processes=int(state["train_processes"]),
