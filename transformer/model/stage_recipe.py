@@ -73,9 +73,9 @@ STAGE_RECIPES: dict[str, StageRecipe] = {
                    schedule="cosine", min_lr_ratio=0.05, decay_steps=500, grad_clip=1.0, max_steps=5000,
                    eval_every=10**6, eval_examples=200),
         rule=CleanRule(min_exact_match=0.99, min_alignment=0.9, max_seconds=300.0),
-        summary="one head, two encoder layers and one decoder layer of width 64, batch 128 (2 processes × 64 "
-                "where there are 2 cores), learning rate 0.01 decaying over 500 steps; stops when 99 % of "
-                "held-out strings come out right and one cross-attention head is 90 % on the anti-diagonal",
+        summary="one head, two encoder layers and one decoder layer of width 64, batch 128, learning rate 0.01 "
+                "decaying over 500 steps; stops when 99 % of held-out strings come out right and one "
+                "cross-attention head is 90 % on the anti-diagonal",
         processes=2,
     ),
     "toy-en-de": StageRecipe(
