@@ -200,6 +200,10 @@ PARSERS: dict[str, Any] = {
     "sample_topk": lambda v: _int(v, 0, 999_999),
     "top_p": lambda v: _float(v, 0.0, 1.0, open_low=True),
     "seed": lambda v: _int(v, 0, 999_999),
+    # the beam tree's width (the Beam width box's range, ui/views/beam.py) and the DecoderLens's encoder layer (0:
+    # the embeddings; the encoder's own output, the default, is left out of a link)
+    "beam": lambda v: _int(v, 2, 8),
+    "enc_layer": lambda v: _int(v, 0, 999),
     # an encoder-only model's Decode page (issue 35): the pair's second sentence, the masked tokens, the segments shown
     "pair": _text,
     "masks": _positions,
@@ -249,6 +253,14 @@ def check_sizes(values: dict[str, Any], sizes: ModelSizes, kind: str) -> tuple[d
         notes.append(f"layer {values.pop('layer') + 1} ignored (the model has {n_layers})")
     if "head" in values and values["head"] != MEAN and not 0 <= values["head"] < sizes.heads:
         notes.append(f"head {values.pop('head') + 1} ignored (the model has {sizes.heads})")
+    if "enc_layer" in values:
+        if not sizes.has("cross") or not sizes.encoder_layers:
+            notes.append(f"enc_layer={values.pop('enc_layer')} ignored (the model has no encoder the decoder reads)")
+        elif values["enc_layer"] > sizes.encoder_layers:
+            notes.append(f"enc_layer={values.pop('enc_layer')} ignored (the encoder has layers 0 to "
+                         f"{sizes.encoder_layers})")
+        elif values["enc_layer"] == sizes.encoder_layers:
+            values["enc_layer"] = None  # the encoder's output: what the decoder reads anyway
     if "ablate" in values:
         bad = [h for h in values["ablate"] if not (0 <= h[1] < sizes.layers(h[0]) and 0 <= h[2] < sizes.heads)]
         if bad:

@@ -19,6 +19,7 @@ from transformer.decode import InputError
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 from ui.server import PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
 from ui.views import (
+    LINK_OPENS,
     LINK_PARAMS,
     PRESENT_KEY,
     REFERENCE_FOR_KEY,
@@ -149,6 +150,9 @@ def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], not
     for name, key in widgets.items():
         if name in values:
             state[key] = _TO_WIDGET.get(name, lambda v: v)(values[name])
+    for name, key in LINK_OPENS.get(page, {}).items():
+        if name in values:
+            state[key] = True  # the expander whose widget the link names
     for name, key in _SESSION_PARAMS.items():
         if name in values:
             state[key] = values[name]

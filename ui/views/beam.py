@@ -10,10 +10,11 @@ from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
 
 from . import decode_state as ds
+from .selection import LINK_OPENS, LINK_PARAMS
 from .widgets import chart_heading, md_token, show_chart
 
-BEAM_OPEN_KEY = "decode_beam_open"
-WIDTH_KEY = "decode_beam_width"
+BEAM_OPEN_KEY = LINK_OPENS["decode"]["beam"]
+WIDTH_KEY = LINK_PARAMS["decode"]["beam"]  # in the link while the tree is open
 HYPOTHESIS_KEY = "decode_beam_hypothesis"
 CHART_KEY = "decode_beam_chart"
 NODE_KEY = "decode_beam_node"  # the node shown (not a widget: set by a click or the hypothesis picker)

@@ -13,11 +13,11 @@ from transformer.decode import DecodeResult, InputError, Sampling, greedy_decode
 from ui.models import ActiveModel
 
 from . import decode_state as ds
-from .selection import LINK_PARAMS
+from .selection import LINK_OPENS, LINK_PARAMS
 from .widgets import chart_heading, md_token, show_chart
 
-LENS_OPEN_KEY = "decode_lens_open"
-ENCODER_LAYER_KEY = "decode_lens_encoder_layer"
+LENS_OPEN_KEY = LINK_OPENS["decode"]["enc_layer"]
+ENCODER_LAYER_KEY = LINK_PARAMS["decode"]["enc_layer"]  # the DecoderLens picker, in the link
 GRID_KEY = "decode_lens_grid"
 LAYER_KEY = LINK_PARAMS["decode"]["layer"]  # the step-through's decoder layer picker (0-based)
 REFERENCE_KEY = LINK_PARAMS["decode"]["ref"]  # the page's reference box (teacher forcing)
@@ -65,20 +65,21 @@ def go_to_cell() -> None:
 
 
 def _encoder_layer(active: ActiveModel) -> int | None:
-    """The DecoderLens picker (encoder-decoders): the encoder layer the decoder reads; None for its own output."""
+    """The DecoderLens picker (encoder-decoders): the encoder layer the decoder reads; None for its own output (the
+    default, which stays out of the link: `enc_layer` names an earlier layer)."""
     family = active.family
     if family.encoder_kind is None or family.decoder_kind is None:
         return None
     n = active.decoder.head_counts()[family.encoder_kind][0]
-    if st.session_state.get(ENCODER_LAYER_KEY) not in range(n + 1):
-        st.session_state[ENCODER_LAYER_KEY] = n
-    names = {n: f"the encoder's output (layer {n})", 0: "the embeddings (layer 0)"}
-    chosen = st.selectbox("The decoder reads", list(range(n, -1, -1)), key=ENCODER_LAYER_KEY,
-                          format_func=lambda i: names.get(i, f"encoder layer {i}"),
-                          help="DecoderLens (Langedijk et al. 2023): the decoder reads an earlier encoder layer, "
-                               "through the encoder's final norm, instead of the last. Where the output stops "
-                               "changing, the source has been understood.")
-    return None if chosen == n else chosen
+    options = [None, *range(n - 1, -1, -1)]
+    if st.session_state.get(ENCODER_LAYER_KEY) not in options:
+        st.session_state[ENCODER_LAYER_KEY] = None
+    names = {None: f"the encoder's output (layer {n})", 0: "the embeddings (layer 0)"}
+    return st.selectbox("The decoder reads", options, key=ENCODER_LAYER_KEY,
+                        format_func=lambda i: names.get(i, f"encoder layer {i}"),
+                        help="DecoderLens (Langedijk et al. 2023): the decoder reads an earlier encoder layer, "
+                             "through the encoder's final norm, instead of the last. Where the output stops "
+                             "changing, the source has been understood.")
 
 
 def show_step_lens(active: ActiveModel, text: str, result: DecodeResult, view: str, t: int) -> None:

@@ -3,7 +3,7 @@ hypothesis's attention at its step, and "Decode from here" forces that prefix in
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, open_app, texts
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, open_app, open_link, texts
 
 from transformer.adapters import adapter_for
 from transformer.decode import beam_tree, greedy_decode
@@ -53,3 +53,16 @@ def test_decode_from_here_forces_the_hypothesis(studio_env, lm):
     forced = greedy_decode(lm, TEXT, forced=tokens)
     assert list(forced.output_tokens[: len(tokens)]) == tokens
     assert at.subheader[0].value.startswith(f"Step {len(tokens)} of {len(forced.steps)}")
+
+
+def test_the_beam_width_is_in_the_link_and_the_link_opens_the_tree(studio_env, lm):
+    at = _page()
+    assert at.query_params["beam"] == "4"
+    at.number_input(key="decode_beam_width").set_value(3).run()
+    params = dict(at.query_params)
+    assert params["beam"] == "3"
+    shared = open_link("decode", params)
+    table = next(d.value for d in shared.dataframe if "score" in d.value.columns)
+    assert list(table["output"]) == [h.text for h in beam_tree(lm, TEXT, 3).hypotheses]
+    assert "beam" not in open_app("decode").query_params  # the tree closed: no width in the link
+    assert "beam='9' ignored (expected 2–8)" in texts(open_link("decode", {**params, "beam": "9"}).info)[0]

@@ -3,7 +3,7 @@ DecoderLens switch show the library's figures for the model shown."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, open_link, texts
 
 from transformer.adapters import adapter_for
 from transformer.analysis import every_step_lens
@@ -71,6 +71,16 @@ def test_the_decoder_lens_decodes_from_an_earlier_encoder_layer(studio_env, lm):
     expected = every_step_lens(lm, greedy_decode(lm, TEXT, encoder_layer=0, residuals=True))
     rank_column = next(c for c in _lens_table(at).columns if c.startswith("rank of"))
     assert list(_lens_table(at)[rank_column]) == [p.rank for p in reversed(expected[0].layers)]
+    params = dict(at.query_params)
+    assert params["enc_layer"] == "0"  # the DecoderLens picker is in the link
+    shared = open_link("decode", params)  # and the link opens the lens reading that layer
+    assert any(f"Reading encoder layer 0, the decoder writes: **{md_token(early.output_text)}" in t
+               for t in texts(shared.markdown))
+    at.selectbox(key="decode_lens_encoder_layer").set_value(None).run()  # the encoder's output: the default
+    assert "enc_layer" not in at.query_params
+    n = lm.head_counts()["encoder_self"][0]
+    assert f"Parts of this link were ignored: enc_layer=9 ignored (the encoder has layers 0 to {n})" in \
+        texts(open_link("decode", {**params, "enc_layer": "9"}).info)[0]
 
 
 def test_the_teacher_forced_view_shows_the_lens_of_each_prediction(studio_env, lm):
