@@ -1,0 +1,133 @@
+"""AppTest: Compare's edit mode, its patching maps and Decode's patched decode at the sizes users bring: the shipped
+models and random Hugging Face models of opus-mt-en-de's shape, bart-large's heads (12 + 12 layers x 16 heads, 1,024
+positions) and GPT-2's (12 layers x 12 heads, decoder-only), with one word, a 20-word caption and the longest input
+the model reads (bart-large's and GPT-2's heads: shorter, see their test). No exception, and no chart wider than a
+1280 px page (a long axis is drawn through a window)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.helpers import ROOT
+from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, poll, texts
+from tests.helpers.hf_causal_models import build as build_causal
+from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, OPUS_MT_SHAPE, build
+from transformer.analysis import prepare_patching, sites_of
+from transformer.store import open_model
+
+CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
+           "parents watch.")
+GPT2_HEADS = dict(d_model=96, layers=12, heads=12, kv_heads=12, ffn=128, positions=1024)  # GPT-2 small's heads
+PAGE_PX = 1280
+
+
+@pytest.fixture(scope="module")
+def hf_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("hf_edit_sizes")
+    build("marian", root / "opus-mt-shape", size=OPUS_MT_SHAPE)
+    build("bart", root / "bart-large-heads", size=BART_LARGE_HEADS)
+    build_causal("gpt2", root / "gpt2-heads", size=GPT2_HEADS)
+    return root
+
+
+@pytest.fixture
+def sizes_env(monkeypatch, tmp_path, hf_root):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(hf_root))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    return hf_root
+
+
+def longest(lm, word: str) -> str:
+    """The most `word`s whose source the model still reads (specials included)."""
+    lo, hi = 1, lm.max_source_len
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if len(lm.tokenize_source(" ".join([word] * mid)).ids) <= lm.max_source_len else (lo, mid - 1)
+    return " ".join([word] * lo)
+
+
+def pairs(lm, letters: bool) -> dict[str, tuple[str, str]]:
+    """(A, B) per length: a one-word (letter) swap, a word swapped in the caption, the longest input less its first
+    word (an edit of another length)."""
+    if letters:
+        long = longest(lm, "b")
+        return {"one word": ("abc", "abd"), "20 words": ("stressedoutdesserts", "stressedoutdessertx"),
+                "longest": (long, long[2:])}
+    long = longest(lm, "dog")
+    return {"one word": ("dog", "cat"), "20 words": (CAPTION, CAPTION.replace("children", "women")),
+            "longest": (long, long[4:])}
+
+
+def open_edit(option: str, a: str, b: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"model": option, "cmode": "edit", "text": a, "edit": b})
+    at.switch_page("pages/compare.py")
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def fits(at: AppTest) -> None:
+    """No exception, and every chart within the page."""
+    assert_no_exception(at)
+    wide = [(c["title"], c["spec"]["width"]) for c in charts(at)
+            if isinstance(c["spec"].get("width"), (int, float)) and c["spec"]["width"] > PAGE_PX]
+    assert not wide
+
+
+def edit_mode(option: str, a: str, b: str) -> AppTest:
+    at = open_edit(option, a, b)
+    fits(at)
+    assert chart_titled(at, "B − A · ")  # the difference map is drawn (through a window when long)
+    return at
+
+
+def patch_estimate(at: AppTest) -> None:
+    at.button(key="compare_patch_estimate").click().run()
+    assert poll(at, lambda t: any(c.startswith("Spearman correlation of the estimate") for c in texts(t.caption)),
+                seconds=300)  # a background job: the page reruns until it ends
+    fits(at)
+    assert [c for c in charts(at) if c["title"].startswith("Estimated: ")]
+
+
+def patched_link(lm, option: str, a: str, b: str, kind: str) -> None:
+    """Decode opened on a decoder-side head's patched decode (what a click on its cell links to)."""
+    setup = prepare_patching(lm, a, b, step=0)
+    site = next(s for s in sites_of(lm, setup, ["head"]) if s.where == kind)
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"model": option, "text": b, "pfrom": a,
+                            "psite": f"head|{kind}|{site.layer}|{site.head}|{site.position}|1"})
+    at.switch_page("pages/decode.py")
+    at.run()
+    fits(at)
+    assert [t for t in texts(at.markdown) if "patched in from" in t] or texts(at.info)
+
+
+@pytest.mark.parametrize("name", ["reverse", "multi30k-en-de", "reverse-decoder-only"])
+def test_shipped_models_at_every_length(sizes_env, name):
+    lm = open_model(str(ROOT / "checkpoints" / name))
+    for a, b in pairs(lm, letters=name.startswith("reverse")).values():
+        edit_mode(f"shipped:{name}", a, b)
+
+
+def test_an_opus_mt_shape_at_every_length_with_patching_and_its_replay(sizes_env):
+    lm = open_model(str(sizes_env / "opus-mt-shape"))
+    for label, (a, b) in pairs(lm, letters=False).items():
+        at = edit_mode("hf:opus-mt-shape", a, b)
+        if label == "longest":
+            patch_estimate(at)
+            patched_link(lm, "hf:opus-mt-shape", a, b, "cross")
+
+
+@pytest.mark.parametrize("name, kind", [("bart-large-heads", "cross"), ("gpt2-heads", "self")])
+def test_bart_large_and_gpt2_heads_with_patching_and_its_replay(sizes_env, name, kind):
+    """576 and 144 heads with the caption. Their longest inputs (1,024 tokens: 0.6-0.8 GB of maps a decode, several
+    GB with the comparison and the gradient) are left to the chart tests (test_patching_charts) and the benchmarks."""
+    lm = open_model(str(sizes_env / name))
+    a, b = CAPTION, CAPTION.replace("children", "women")
+    patch_estimate(edit_mode(f"hf:{name}", a, b))
+    patched_link(lm, f"hf:{name}", a, b, kind)
