@@ -14,7 +14,7 @@ from ui.models import ActiveModel
 from .compare import model_caption
 from .inference import bind_text, greedy_pair, share_text
 from .patching import show_patching
-from .selection import LINK_PARAMS
+from .selection import LINK_PARAMS, Selection
 from .widgets import (
     Column,
     chart_heading,
@@ -128,11 +128,12 @@ def _window(axis: str, status: tuple[str, ...], kind: str) -> tuple[int, int]:
     return edit_window(status, first - 1)
 
 
-def show_edit_difference(active: ActiveModel, c: EditComparison, kind: str, layer: int, head: int | None) -> None:
-    """B − A of one kind, layer and head on the aligned axes, and the heads that moved most."""
+def show_edit_difference(sel: Selection, c: EditComparison) -> None:
+    """B − A of the selected kind, layer and head on the aligned axes, and the heads that moved most."""
+    kind, layer, head = sel.kind, sel.layer, sel.head
     diff = c.differences[kind]
     view = f"B − A · {ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
-    chart_heading(f"{view} · {active.option.name}")
+    chart_heading(f"{view} · {sel.model.option.name}")
     st.caption("Rows and columns are aligned by edit distance: ‹+x› a token inserted in B (B's weights alone), "
                "‹−x› one deleted from A (A's alone), ‹a→b› a swapped token. Blue: B attends more; red: A attends more.")
     rows, cols = _window("rows", diff.query_status, kind), _window("keys", diff.key_status, kind)
@@ -170,5 +171,8 @@ def show_edit_mode(active: ActiveModel) -> None:
         layer = layer_picker("Layer", trace.n_layers(kind), KEYS["layer"])
     with c_head:
         head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=kind)
-    show_edit_difference(active, comparison, kind, layer, head)
+    picks = {"kind": kind, "layer": layer, "head": head}  # one model on A and on B (the other side), one picker row
+    sel = Selection("compare", active, text_a, comparison.a, **picks,
+                    against=Selection("compare", active, text_b, comparison.b, **picks))
+    show_edit_difference(sel, comparison)
     show_patching(active, comparison)
