@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transformer.analysis import SAME, AlignedDifference
+from transformer.analysis import CHANGED, SAME, AlignedDifference
 from transformer.charts import (
+    EDIT_WINDOW,
     aligned_difference_heatmap,
     clicked_patch_cell,
     head_movement_heatmap,
@@ -32,6 +33,24 @@ def test_maps_of_a_maximum_length_input_fit_the_page():
     residual = pd.DataFrame([{"site": "residual", "where": "encoder", "layer": lay, "head": -1, "position": p,
                               "token": tokens[p], "recovery": 0.0} for lay in range(13) for p in range(N)])
     assert _width(patching_heatmap(residual)) <= 1280
+
+
+def test_a_long_map_is_drawn_through_a_window_around_the_edit():
+    tokens = tuple(f"t{i}" for i in range(N))
+    status = tuple(CHANGED if i == 300 else SAME for i in range(N))  # one swapped token, far from the start
+    a = np.random.default_rng(0).random((1, 2, N, N))
+    b = a.copy()
+    b[0, :, :, 300] += 0.5
+    diff = AlignedDifference("encoder_self", tokens, tokens, status, status, a, b)
+    spec = aligned_difference_heatmap(diff, 0, None).to_dict()
+    frame = pd.DataFrame(next(iter(spec["datasets"].values())))
+    assert len(frame) == EDIT_WINDOW ** 2  # not 512 x 512 cells
+    assert set(frame["query_token"]) == {f"t{i}" for i in range(300 - EDIT_WINDOW // 2, 300 + EDIT_WINDOW // 2)}
+    moved = frame[frame["key_token"] == "t300"]
+    assert np.allclose(moved["difference"], 0.5) and np.allclose(frame[frame["key_token"] != "t300"]["difference"], 0)
+    later = pd.DataFrame(next(iter(aligned_difference_heatmap(diff, 0, 1, rows=(500, N), cols=(0, 12))
+                                   .to_dict()["datasets"].values())))
+    assert len(later) == 12 * 12 and later["query_token"].iloc[0] == "t500"  # the sliders' window
 
 
 def test_a_click_names_the_patched_cell():
