@@ -30,8 +30,8 @@ else:
     configure_charts()
 
     page = st.navigation([st.Page(p.path, title=p.title, icon=p.icon, default=p.default) for p in PAGES])
-    view = page_name(page.title)
-    restore(view)  # a shared link or a reload: the URL's view into the widgets
+    name = page_name(page.title)
+    restore(name)  # a shared link or a reload: the link's values into the widgets
     apply_theme()
     apply_presenter()
     render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
@@ -39,4 +39,4 @@ else:
         share_control()
     presenter_switch()
     show_notes()
-    run_page(page, view)  # then the view as it is now into the URL
+    run_page(page, name)  # then the page as it is now into the URL

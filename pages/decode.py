@@ -3,7 +3,7 @@ from functools import partial
 
 import streamlit as st
 
-from ui.links import write_view
+from ui.links import write_link
 from ui.shell import ensure_frame
 from ui.views import (
     decode_results,
@@ -37,4 +37,4 @@ show_output_cards(results, prefix)
 ablated = show_ablation_panel(sel)
 show_beam_tree(active, sel.text)
 show_patched_link(active, sel.text)  # opened from a click on Compare's patching map
-show_step_through(sel, results, ablated, after=partial(write_view, "decode"))
+show_step_through(sel, results, ablated, after=partial(write_link, "decode"))

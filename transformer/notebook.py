@@ -1,7 +1,7 @@
 """The studio in a Jupyter notebook: the app's charts for a model and a sentence, and the trace as data.
 
     from transformer.notebook import show, trace
-    show("checkpoints/multi30k-en-de", "A man rides a bike.")          # the step view, with a step slider
+    show("checkpoints/multi30k-en-de", "A man rides a bike.")          # the step-through, with a step slider
     show("checkpoints/multi30k-en-de", "A man rides a bike.", view="grid", kind="encoder_self")
     trace("checkpoints/multi30k-en-de", "A man rides a bike.").to_frame()  # one row per weight
 
@@ -163,7 +163,7 @@ def show(model: Model | DecodeResult, text: str | None = None, *, view: str = "s
          layer: int | None = None, head: int | None = None, step: int = 1) -> alt.TopLevelMixin:
     """The app's chart of the greedy decode of `text`, for a notebook to draw.
 
-    view "step": the Decode page's step view (prefix, top-k, source strip, cross-attention rows) with a step
+    view "step": the Decode page's step-through (prefix, top-k, source strip, cross-attention rows) with a step
     slider starting at `step` (1-based); "grid": every layer x head of `kind` plus the mean; "head": one map of
     `kind` (`layer`, `head`; head None is the mean of heads). `layer` is 0-based (negative from the last; the last
     by default). `model` may also be a `decode` result, then without text. Raises CheckpointError, HFModelError,

@@ -87,7 +87,7 @@ def side_by_side(*charts: alt.TopLevelMixin, spacing: int = 48) -> dict[str, Any
 def decode_slides(result: DecodeResult, *, model: str, layer: int = 0, head: int | None = None,
                   kind: str | None = None, reference: str | None = None) -> list[Slide]:
     """A slide per output step of `result`: the map of `kind` (default: cross-attention, else the decoder's) with
-    its rows up to the step, beside the step's top-k; titled with the view, the step, the input and `model`."""
+    its rows up to the step, beside the step's top-k; titled with the kind, layer and head, the step, the input and `model`."""
     trace = result.trace
     kind = kind or animated_kind(trace.family)
     _check(trace, kind, layer, head)
@@ -112,7 +112,7 @@ def decode_slides(result: DecodeResult, *, model: str, layer: int = 0, head: int
 def training_slides(frames: Sequence[tuple[int, AttentionTrace]], *, model: str, layer: int = 0,
                     head: int | None = None, kind: str | None = None) -> list[Slide]:
     """A slide per probe recording of a training run (oldest first): the probe's map of `kind` at that step, titled
-    with the view, the step, the probe and its output then, and `model`."""
+    with the kind, layer and head, the step, the probe and its output then, and `model`."""
     _check_count(len(frames), "the run has no probe frames (runs saved before frames were kept have none)")
     slides = []
     for i, (step, trace) in enumerate(frames):

@@ -1,4 +1,4 @@
-"""The Decode page's step view as one self-contained Vega-Lite chart with a step slider (for notebooks and HTML).
+"""The Decode page's step-through as one self-contained Vega-Lite chart with a step slider (for notebooks and HTML).
 
 Each part is the app's own chart (`source_strip`, `decoder_row_chart`, `topk_bars`, `attention_heatmap`) drawn
 for every step; their data are stacked with a `step` column and the slider's parameter filters them, so moving
@@ -60,7 +60,7 @@ def _titled(chart: alt.TopLevelMixin, title: str) -> alt.TopLevelMixin:
 
 def step_slider_chart(result: DecodeResult, layer: int, head: int | None = None, *, first_step: int = 1,
                       max_width: int = 900) -> alt.VConcatChart:
-    """The step view of a decode with a slider over its steps: the step's heading, the decoder self-attention over
+    """The step-through of a decode with a slider over its steps: the step's heading, the decoder self-attention over
     the prefix, the top-k candidates, the source shaded by cross-attention and the cross-attention rows so far.
 
     `layer` is a decoder layer (0-based), `head` a head or None for the mean of heads; `first_step` (1-based) is

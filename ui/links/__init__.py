@@ -1,6 +1,6 @@
-"""The URL is the view: the link format (no Streamlit), restoring and writing a page's widgets from and to the URL,
-presenter mode, Home's ready views, and a link's decode started as its page is asked for."""
-from .gallery import READY_VIEWS, show_gallery
+"""A link opens a page as it was: the link format (no Streamlit), restoring and writing a page's widgets from and to
+the URL, presenter mode, Home's example links, and a link's decode started as its page is asked for."""
+from .gallery import EXAMPLE_LINKS, show_gallery
 from .link_format import (
     MEAN,
     ModelSizes,
@@ -23,10 +23,10 @@ from .url_state import (
     show_link_qr,
     show_notes,
     write,
-    write_view,
+    write_link,
 )
 
-__all__ = ["MEAN", "ModelSizes", "READY_VIEWS", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes",
+__all__ = ["EXAMPLE_LINKS", "MEAN", "ModelSizes", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes",
            "current_link", "head_labels", "labels_to_heads", "link_decodes", "merged_words", "page_name",
            "parse_ablated", "parse_params", "presenter_switch", "restore", "run_page", "share_control",
-           "show_gallery", "show_link_qr", "show_notes", "to_params", "write", "write_view"]
+           "show_gallery", "show_link_qr", "show_notes", "to_params", "write", "write_link"]

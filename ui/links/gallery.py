@@ -1,4 +1,4 @@
-"""Ready views for the Home page: one per shipped model, as ordinary links (the same URLs a user can make)."""
+"""Example links for the Home page: one per shipped model, as ordinary links (the same URLs a user can make)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +13,8 @@ from .link_format import to_params
 
 
 @dataclass(frozen=True)
-class ReadyView:
-    """A view of one shipped model worth opening first."""
+class ExampleLink:
+    """A link to what one shipped model is known for, worth opening first."""
 
     checkpoint: str  # shipped checkpoint folder name
     label: str
@@ -27,37 +27,37 @@ class ReadyView:
         return to_params({"model": f"{SHIPPED}:{self.checkpoint}", **self.values})
 
 
-READY_VIEWS = (
-    ReadyView("reverse", "The anti-diagonal of reversal",
+EXAMPLE_LINKS = (
+    ExampleLink("reverse", "The anti-diagonal of reversal",
               "Cross-attention of head 4 reads the source right to left.", "attention",
               {"text": "attentionisall", "mode": "greedy", "kind": "cross", "layer": 0, "head": 3}),
-    ReadyView("sort", "The sorting head",
+    ExampleLink("sort", "The sorting head",
               "The one cross-attention head finds each next letter in alphabetical order.", "attention",
               {"text": "transformer", "mode": "greedy", "kind": "cross", "layer": 0, "head": 0}),
-    ReadyView("toy-en-de", "A word-alignment head",
+    ExampleLink("toy-en-de", "A word-alignment head",
               "Layer 2, head 2 of the toy translation model follows the gold word alignment.", "attention",
               {"text": "the old man sees a small dog", "mode": "greedy", "kind": "cross", "layer": 1, "head": 1}),
-    ReadyView("toy-en-de", "Translation step by step",
+    ExampleLink("toy-en-de", "Translation step by step",
               "The verb moves: step through the German output and watch the source it reads.", "decode",
               {"text": "the clever woman reads a book", "step": 3, "layer": 1, "head": 1}),
 )
 
 
-def available_views() -> list[ReadyView]:
-    """The ready views whose shipped model is installed."""
+def available_examples() -> list[ExampleLink]:
+    """The example links whose shipped model is installed."""
     installed = {o.id for o in model_options()}
-    return [v for v in READY_VIEWS if f"{SHIPPED}:{v.checkpoint}" in installed]
+    return [e for e in EXAMPLE_LINKS if f"{SHIPPED}:{e.checkpoint}" in installed]
 
 
 def show_gallery() -> None:
-    """The ready views as page links, two to a row (four to a row cut their labels: "The anti-diagonal of reve")."""
-    views = available_views()
-    if not views:
+    """The example links as page links, two to a row (four to a row cut their labels: "The anti-diagonal of reve")."""
+    examples = available_examples()
+    if not examples:
         return
-    st.markdown("#### Start from a ready view")
-    columns = st.columns(min(len(views), 2))
-    for i, view in enumerate(views):
+    st.markdown("#### Start from an example")
+    columns = st.columns(min(len(examples), 2))
+    for i, example in enumerate(examples):
         with columns[i % len(columns)].container(border=True):
-            st.page_link(page_named(view.page).path, label=f"**{view.label}** · {view.checkpoint}",
-                         icon=":material/link:", query_params=view.params())
-            st.caption(view.caption)
+            st.page_link(page_named(example.page).path, label=f"**{example.label}** · {example.checkpoint}",
+                         icon=":material/link:", query_params=example.params())
+            st.caption(example.caption)

@@ -1,4 +1,4 @@
-"""The URL is the view: a page's widgets restored from st.query_params, and written back after every run.
+"""A link opens a page as it was: a page's widgets restored from st.query_params, and written back after every run.
 
 app.py calls `restore(page)` before the sidebar and the page are drawn, and `write(page)` after the page ran; a
 fragment that changes what the link names (the Decode page's step) calls `write` too. Parameters are restored only
@@ -38,7 +38,7 @@ from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, 
 
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
-QR_KEY = "studio_present_qr"  # presenter mode's QR code of the view's link (its margin is in presenter.py's CSS)
+QR_KEY = "studio_present_qr"  # presenter mode's QR code of the page's link (its margin is in presenter.py's CSS)
 QR_SHOWN_KEY = "studio_present_qr_shown"
 NOTES_KEY = "studio_url_notes"
 PAGE_WIDGETS = LINK_PARAMS  # page -> link parameter -> the session-state key of the widget it restores
@@ -183,7 +183,7 @@ def show_notes() -> None:
                 icon=":material/link_off:")
 
 
-def view_values(page: str) -> dict[str, Any]:
+def link_values(page: str) -> dict[str, Any]:
     """What the page shows now, as link values (from the widgets' session state)."""
     state = st.session_state
     values: dict[str, Any] = {"model": state.get(MODEL_KEY)}
@@ -211,16 +211,16 @@ def view_values(page: str) -> dict[str, Any]:
 
 
 def write(page: str) -> None:
-    """Put the page's view into the URL (only when it changed)."""
-    params = to_params(view_values(page))
+    """Put the page's link into the URL (only when it changed)."""
+    params = to_params(link_values(page))
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     st.session_state[WRITTEN_KEY] = params
 
 
 def show_link_qr() -> None:
-    """In presenter mode, a QR code of the view's link, exactly what "Copy link" shows (an address the room reaches,
-    without presenter mode), so an audience can open the same view on their phones, and under it the address it holds;
+    """In presenter mode, a QR code of the page's link, exactly what "Copy link" shows (an address the room reaches,
+    without presenter mode), so an audience can open the same page on their phones, and under it the address it holds;
     presenter mode's CSS gives it a margin of its own. Not when the browser did not say the page's address: a link
     without it opens nothing on a phone."""
     st.session_state[QR_SHOWN_KEY] = True
@@ -236,15 +236,15 @@ def show_link_qr() -> None:
         st.caption(address.shown if address.reachable else f"{address.shown}: this machine only (no network found)")
 
 
-def write_view(page: str) -> None:
-    """Put the page's view into the URL, then (presenter mode) show its QR code; for a fragment that changes what
+def write_link(page: str) -> None:
+    """Put the page's link into the URL, then (presenter mode) show its QR code; for a fragment that changes what
     the link names (the Decode page's step)."""
     write(page)
     show_link_qr()
 
 
-def run_page(page: StreamlitPage, view: str) -> None:
-    """Run the page, then write its view into the URL (and show its QR code in presenter mode, unless the page did),
+def run_page(page: StreamlitPage, name: str) -> None:
+    """Run the page (`name`: its name in links), then write its link into the URL (and show its QR code in presenter mode, unless the page did),
     also when it stopped early. Not when it asked for a rerun: st.rerun has already taken the URL along, and writing
     now would make the rerun see a URL it did not write."""
     st.session_state[QR_SHOWN_KEY] = False
@@ -253,13 +253,13 @@ def run_page(page: StreamlitPage, view: str) -> None:
     except RerunException:
         raise
     except StopException:
-        _finish(view)
+        _finish(name)
         raise
-    _finish(view)
+    _finish(name)
 
 
-def _finish(view: str) -> None:
-    write(view)
+def _finish(name: str) -> None:
+    write(name)
     if not st.session_state.get(QR_SHOWN_KEY):
         show_link_qr()
 

@@ -8,7 +8,7 @@ from tests.helpers.tiny_runs import start_tiny_run
 
 from transformer.decode import MAX_INPUT_CHARS
 from transformer.train import server_runs
-from ui.links import READY_VIEWS
+from ui.links import EXAMPLE_LINKS
 from ui.views import md_token
 
 
@@ -250,13 +250,13 @@ def test_the_copy_link_names_the_view(studio_env):
     assert link and "head=2" in link[0] and "model=shipped%3Areverse" in link[0]
 
 
-@pytest.mark.parametrize("view", READY_VIEWS, ids=lambda v: v.label)
-def test_each_ready_view_of_the_home_page_opens_exactly_that_view(view, monkeypatch):
+@pytest.mark.parametrize("example", EXAMPLE_LINKS, ids=lambda e: e.label)
+def test_each_example_link_of_the_home_page_opens_exactly_what_it_names(example, monkeypatch):
     monkeypatch.delenv("ATTENTION_STUDIO_CHECKPOINTS", raising=False)  # the shipped checkpoints
-    at = open_link(view.page, view.params())
+    at = open_link(example.page, example.params())
     assert not [t for t in texts(at.info) if t.startswith("Parts of this link")]
-    assert at.session_state["sidebar_model"] == f"shipped:{view.checkpoint}"
-    assert at.session_state[f"{view.page}_layer"] == view.values["layer"]
-    assert at.session_state[f"{view.page}_head"] == view.values["head"]
-    assert dict(at.query_params) == view.params() | {k: v for k, v in at.query_params.items()
-                                                     if k not in view.params()}
+    assert at.session_state["sidebar_model"] == f"shipped:{example.checkpoint}"
+    assert at.session_state[f"{example.page}_layer"] == example.values["layer"]
+    assert at.session_state[f"{example.page}_head"] == example.values["head"]
+    assert dict(at.query_params) == example.params() | {k: v for k, v in at.query_params.items()
+                                                        if k not in example.params()}
