@@ -1,5 +1,5 @@
 """AppTest: what a view takes away: a Decode replay file, every figure as a slide, and presenter mode's QR code of the
-view's link."""
+page's link."""
 from __future__ import annotations
 
 import io

@@ -29,7 +29,7 @@ h1 { font-size: 1.5rem !important; padding: 0 0 0.2rem 0 !important; }
 /* the head keys' buttons stay mounted (their shortcuts work) but take no room */
 [class*="_head_keys"] { position: absolute !important; left: -10000px; }
 .studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */
-/* the QR code of the view's link and the address it holds, in a margin of its own at the right: the page's content
+/* the QR code of the page's link and the address it holds, in a margin of its own at the right: the page's content
    ends left of it, so it never covers a chart or a control, and it stays in view as the page scrolls */
 [data-testid="stMainBlockContainer"]:has(.st-key-studio_present_qr) { padding-right: calc(132px + 2.4rem); }
 .st-key-studio_present_qr { position: fixed; right: 0.8rem; top: 0.6rem; z-index: 1000; width: 132px !important;

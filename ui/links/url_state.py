@@ -265,7 +265,7 @@ def _finish(name: str) -> None:
 
 
 def share_link(address: ShareAddress | None) -> str:
-    """The view's link as others open it: at `address` (None: no address, the parameters alone), with the view's
+    """The page's link as others open it: at `address` (None: no address, the parameters alone), with the page's
     parameters but not presenter mode (the audience gets the plain view)."""
     params = {name: value for name, value in st.query_params.to_dict().items() if name != "present"}
     return f"{address.url if address is not None else ''}?{urlencode(params)}"

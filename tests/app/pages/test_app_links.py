@@ -1,4 +1,4 @@
-"""AppTest: the URL is the view. Widgets -> URL -> a fresh session with that URL -> the same widgets and charts."""
+"""AppTest: a link opens the page as it was: widgets -> URL -> a fresh session -> the same widgets and charts."""
 from __future__ import annotations
 
 import pytest
