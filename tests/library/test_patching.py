@@ -36,7 +36,10 @@ SWAPS = [(f"the {a} sees a red house", b) for a in ("dog", "cat", "man", "tree")
          for b in ("cat", "man", "bird", "fish", "tree", "dog", "woman", "house")]
 
 
-@pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL])
+DECODING_OURS = tuple(o for o in OURS if "encoder-only" not in o)  # an encoder-only model writes no answer to patch
+
+
+@pytest.fixture(scope="module", params=[*DECODING_OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL])
 def lm(request, tmp_path_factory) -> InspectableModel:
     family = request.param
     if family in OURS:
@@ -217,3 +220,8 @@ def test_the_estimate_points_at_the_same_position_as_the_exact_run():
     exact = patch_sites(lm, setup, [ENCODER_OUTPUT]).frame
     assert estimate.loc[0, "position"] == exact.sort_values("recovery").iloc[-1]["position"] == 6
     assert patching_agreement(estimate, exact) > 0.5
+
+
+def test_an_encoder_only_model_is_told_it_has_no_answer_to_patch():
+    with pytest.raises(InputError, match="no answer to patch"):
+        prepare_patching(_ours("ours-encoder-only-pre"), "abcdefg", "abcxefg")
