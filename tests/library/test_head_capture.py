@@ -51,6 +51,8 @@ def test_the_capture_of_a_decode_is_its_trace(lm, mode):
         c = computation_at(lm, captured, kind, 0, 0, last)
         torch.testing.assert_close(trace_view(captured, kind, c.weights[None].expand(len(queries), -1))[0],
                                    trace.matrix(kind, 0, 0)[last].float(), atol=1e-5, rtol=0)
+        one = contributions(lm, captured, kind, 0, 0)  # the map the page shows: the query's row is the computation's
+        torch.testing.assert_close(one[captured.query_of_row(kind, last)], c.contributions, atol=1e-5, rtol=1e-4)
         mean = trace_view(captured, kind, contributions(lm, captured, kind, 0, None))
         assert mean.shape == trace.matrix(kind, 0, None).shape and bool((mean >= 0).all())
 

@@ -17,7 +17,7 @@ from .head_computation import (
     HeadSelectionError,
     check_selection,
     head_computation,
-    head_contribution_map,
+    head_slice,
 )
 from .head_computation import mean_contribution_map as _mean_map
 
@@ -101,7 +101,11 @@ def contributions(lm: InspectableModel, captured: CapturedDecode, kind: str, lay
     weight, _ = lm.output_projection(kind, layer)
     if head is None:
         return _mean_map(inputs, weight)[0]
-    return head_contribution_map(inputs, weight, head)[0]
+    # the weights as the model computed them (head_contribution_map recomputes the same softmax from q, k and the
+    # terms): fewer small tensor ops, each of which can wait for a pool thread on a busy machine
+    alpha = captured.insides.attentions[kind][layer][0, head].float()  # (Tq, Tk)
+    values = inputs.values[0, inputs.groups[head]].float()  # (Tk, Dv)
+    return alpha * (values @ head_slice(weight.detach().float(), head, inputs.n_heads).T).norm(dim=-1)
 
 
 def trace_view(captured: CapturedDecode, kind: str, matrix: Tensor) -> Tensor:
