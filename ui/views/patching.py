@@ -209,9 +209,14 @@ def _replay(active: ActiveModel, view: PatchingView) -> None:
         st.caption("Click a cell to decode B with that activation patched in from A.")
         return
     lm = active.decoder
+    replays = st.session_state.setdefault(f"{KEY}_replays", {})  # a rerun (any widget) does not decode again
+    mark = (id(view), tuple(sorted(cell.items())))
     try:
         site = find_site(lm, view.setup, cell)
-        result = patched_decode(lm, view.setup, site)
+        if mark not in replays:
+            replays.clear()  # the last click's decode only
+            replays[mark] = patched_decode(lm, view.setup, site)
+        result = replays[mark]
     except (KeyError, InputError) as exc:
         st.info(str(exc).strip("'\""), icon=":material/info:")
         return

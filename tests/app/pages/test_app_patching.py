@@ -144,6 +144,28 @@ def test_a_decoder_side_site_opens_its_patched_decode_on_decode(shipped):
     assert chips and [html.unescape(c) for c in re.findall(r'title="position \d+[^"]*">([^<]*)</span>', chips[0])]         == tokens
 
 
+def test_a_click_on_a_decoder_side_cell_replays_it_and_links_to_decode(shipped):
+    from urllib.parse import parse_qs
+
+    from transformer.analysis import find_site, patched_decode
+    clean, corrupted = "abcdefghijkl", "abcdefxhijkl"
+    at = _shipped_edit("reverse", clean, corrupted)
+    at.text_input(key="compare_patch_contrast").input("x").run()
+    at.button(key="compare_patch_exact").click().run()
+    cell = {"site": "residual", "where": "decoder", "layer": 1, "head": -1, "position": 5}  # at the step of g
+    at.session_state["compare_patch_map_residual_decoder"] = {"selection": {"patch_cell": [cell]}}  # the click
+    at.run()
+    assert_no_exception(at)
+    lm = open_model(str(ROOT / "checkpoints" / "reverse"))
+    setup = prepare_patching(lm, clean, corrupted, step=5, contrast="x")
+    tokens = list(patched_decode(lm, setup, find_site(lm, setup, cell)).output_tokens)
+    chips = [t for t in texts(at.markdown) if "patched decode of B" in t]
+    assert chips and [html.unescape(c) for c in re.findall(r'title="position \d+[^"]*">([^<]*)</span>', chips[0])] \
+        == tokens and tokens[5] == "g"
+    link = parse_qs(at.get("page_link")[0].proto.query_string)
+    assert link["psite"] == ["residual|decoder|1|-1|5|6"] and link["pfrom"] == [clean] and link["text"] == [corrupted]
+
+
 def test_a_bad_patch_site_in_a_link_is_a_note(studio_env):
     at = _open_decode({"model": "shipped:reverse", "text": EDITED, "pfrom": TEXT, "psite": "nonsense"})
     assert any("psite='nonsense' ignored" in t for t in texts(at.info))
