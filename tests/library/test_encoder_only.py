@@ -176,3 +176,60 @@ def test_a_training_job_trains_it_live_with_its_probe(tmp_path):
     assert trace.family_name == "encoder-only" and trace.kinds == ("encoder_self",)
     # the probe as the pair it trains on (the text, its copy), every third token of the copy masked
     assert trace.source_tokens == ("a", "b", "c", "d", "e", "f", "</s>", "<mask>", "b", "c", "<mask>", "e", "f", "</s>")
+
+
+def _hits(weights: torch.Tensor, rows: list[int], keys: range, gold: list[tuple[int, ...]]) -> torch.Tensor:
+    """By hand: per (layer, head) of (L, H, S, S) weights, how many of `rows` put their highest weight among `keys`
+    on one of their gold keys."""
+    picked = weights[:, :, rows][..., list(keys)].argmax(-1) + keys.start  # (L, H, R)
+    return sum(torch.stack([picked[..., r] == k for k in g]).any(0).double() for r, g in enumerate(gold))
+
+
+def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_maps(lm):
+    """The `alignment` that eval reports for the one-stack architectures equals the hits counted by hand on each
+    example's own forward: a masked token's best key in the other sentence (encoder-only), the row that predicts a
+    target token's best source key (decoder-only)."""
+    from transformer.analysis.pair_alignment import masked_pair_alignment, prefix_alignment
+    from transformer.analysis.alignment import accepted
+
+    ckpt = load_checkpoint(SHIPPED, load_optimizer=False)
+    task = task_for_checkpoint(ckpt)
+    examples = evaluation_examples(task, 12, ckpt.model_config.max_len)
+    golds = [e.alignment for e in task.valid[:12]]
+    frame, _ = masked_pair_alignment(ckpt.model, examples, golds)
+    total, n = 0, 0
+    for example, gold in zip(examples, golds):
+        with lm.running():
+            weights = torch.stack(lm.forward(torch.tensor([example.ids])).attentions.encoder_self)[:, 0]  # (L, H, S, S)
+        sep = example.ids.index(END_ID)
+        masked = [i for i, label in enumerate(example.labels) if label]
+        if masked[0] > sep:  # B masked: its source in A
+            rows = [i for i in masked if gold[i - sep - 1] is not None]
+            want = [accepted(gold[i - sep - 1]) for i in rows]
+            keys = range(0, sep)
+        else:  # A masked: the B tokens aligned to it
+            rows = [i for i in masked if any(i in accepted(g) for g in gold)]
+            want = [tuple(sep + 1 + j for j, g in enumerate(gold) if i in accepted(g)) for i in rows]
+            keys = range(sep + 1, len(example.ids) - 1)
+        if rows:
+            total, n = total + _hits(weights, rows, keys, list(want)), n + len(rows)
+    heads = frame[frame["head"] >= 0].sort_values(["layer", "head"])["score"].to_numpy()
+    assert heads == pytest.approx((total / n).flatten().numpy(), abs=1e-9) and n >= 12
+
+    reverse = open_model(str(ROOT / "checkpoints" / "reverse-decoder-only"))
+    rtask = task_for_checkpoint(load_checkpoint(ROOT / "checkpoints" / "reverse-decoder-only", load_optimizer=False))
+    chosen = rtask.valid[:6]
+    frame, _ = prefix_alignment(reverse.network, chosen, rtask.src_tokenizer, rtask.tgt_tokenizer)
+    total, n = 0, 0
+    for example in chosen:
+        source = reverse.tokenize_source(example.source)
+        target = rtask.tgt_tokenizer.encode(example.target)
+        full = [*reverse.decoder_prefix(source), *target]
+        with reverse.running():
+            weights = torch.stack(reverse.forward(torch.tensor([source.ids]), torch.tensor([full])).attentions["self"])
+        s = len(source.ids)
+        rows = [s + j for j in range(len(target))]  # the row of <s>, then of each target token: predicts target j
+        want = [accepted(example.alignment[j]) for j in range(len(target))]
+        total, n = total + _hits(weights[:, 0], rows, range(0, s - 1), want), n + len(rows)
+    heads = frame[frame["head"] >= 0].sort_values(["layer", "head"])["score"].to_numpy()
+    assert heads == pytest.approx((total / n).flatten().numpy(), abs=1e-9)

@@ -224,6 +224,10 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
     if task.level == "word":  # standard scores: detokenized, cased output against the raw reference lines
         metrics.update(corpus_scores(outputs, [e.target for e in examples]))
     aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
+    if aligned is None and model.cfg.architecture == "decoder-only":  # no cross-attention: the rows that predict
+        from ..analysis.pair_alignment import prefix_alignment  # each target token, read against the source
+
+        aligned = prefix_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
     if aligned is not None:
         metrics["alignment"] = aligned[1]
     metrics["examples"] = [{"source": e.source, "reference": r, "output": o}
