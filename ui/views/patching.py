@@ -210,7 +210,8 @@ def _replay(active: ActiveModel, view: PatchingView) -> None:
         return
     lm = active.decoder
     replays = st.session_state.setdefault(f"{KEY}_replays", {})  # a rerun (any widget) does not decode again
-    mark = (id(view), tuple(sorted(cell.items())))
+    s = view.setup
+    mark = (view.weights, s.clean_text, s.corrupted_text, s.step, tuple(sorted(cell.items())))
     try:
         site = find_site(lm, view.setup, cell)
         if mark not in replays:
