@@ -228,3 +228,27 @@ def test_the_probe_can_be_changed_while_training(studio_env):
         assert run.timeline()[0][1].source_tokens != zebra  # earlier snapshots keep the probe they recorded
     finally:
         _stop_all(run)
+
+
+def test_the_form_s_plan_trains_in_its_process_and_the_server_keeps_only_a_record(studio_env, monkeypatch):
+    """Train carries the form whole to the training process as one frozen plan; the server builds no Trainer (no
+    model in training, no optimizer of its own) and keeps a plain record that the job extends when it ends."""
+    from transformer.train import Trainer
+
+    built: list[Trainer] = []
+    real_init = Trainer.__init__
+    monkeypatch.setattr(Trainer, "__init__", lambda self, *a, **k: built.append(self) or real_init(self, *a, **k))
+    at = _train_page(train_max_steps=6, train_max_seconds=90.0)
+    at.button(key="train_start").click().run()
+    run = _run(at)
+    try:
+        assert run is not None, texts(at.error)
+        plan = run.plan
+        assert (plan.max_steps, plan.max_seconds, plan.probe_every, plan.processes) == (6, 90.0, 5, 1)
+        assert (plan.model_cfg.d_model, plan.train_cfg.batch_size, plan.task.spec["n_train"]) == (16, 16, 300)
+        assert poll(at, lambda a: not run.active, seconds=90)
+        assert run.record.step == 6 and [r["step"] for r in run.record.history] == list(range(1, 7))
+        assert run.record.evals[-1]["step"] == 6  # the process's last evaluation came back with its state
+        assert built == []  # the training loop ran in the training process only
+    finally:
+        _stop_all(run)
