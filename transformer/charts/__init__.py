@@ -31,7 +31,7 @@ from .positions import position_frame, position_picture
 from .head_computation import key_window as stage_key_window
 from .heads import alignment_table_chart
 from .beam import BEAM_NODE, beam_frame, beam_tree_chart, clicked_beam_node, node_attention_chart
-from .beam import MAX_NODE_KEYS
+from .beam import MAX_NODE_KEYS, keys_that_fit, tree_window
 from .beam import key_window as beam_key_window
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
@@ -66,6 +66,7 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "position_frame", "position_picture",
            "LENS_CELL", "MAX_GRID_STEPS", "clicked_lens_cell", "grid_window", "lens_grid_chart", "step_lens_frame",
            "BEAM_NODE", "MAX_NODE_KEYS", "beam_frame", "beam_key_window", "beam_tree_chart", "clicked_beam_node",
+           "keys_that_fit", "tree_window",
            "node_attention_chart"]
 __all__ += ["EDIT_WINDOW", "aligned_difference_frame", "aligned_difference_heatmap", "edit_window", "head_movement_heatmap"]
 __all__ += ["head_change_map", "js_cluster_map", "prediction_bars"]

@@ -34,20 +34,39 @@ def beam_frame(tree: BeamTree) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
+STEP_PX = 70  # a column of the tree: a dot and its token
+
+
+def tree_window(tree: BeamTree, selected: int | None, max_width: int) -> tuple[int, int]:
+    """The tree's columns [first, last) that fit `max_width` (column 0 the prefix, column s + 1 output step s): all
+    when they fit, else as many as fit around the selected node's column."""
+    n_columns = max(n.step for n in tree.nodes) + 2
+    fit = max(2, (max_width - 120) // STEP_PX)
+    if n_columns <= fit:
+        return 0, n_columns
+    centre = tree.nodes[selected].step + 1 if selected is not None else 0
+    first = min(max(centre - fit // 2, 0), n_columns - fit)
+    return first, first + fit
+
+
 def beam_tree_chart(tree: BeamTree, *, selected: int | None = None, max_width: int = 1200) -> alt.LayerChart:
-    """The tree, steps left to right, each step's candidates top (most probable) to bottom; pruned ones grey."""
+    """The tree, steps left to right, each step's candidates top (most probable) to bottom; pruned ones grey. A tree
+    wider than `max_width` is drawn through `tree_window`'s columns (the caller names them)."""
+    first, last = tree_window(tree, selected, max_width)
     frame = beam_frame(tree)
-    n_steps = int(frame["step"].max()) + 1
+    frame = frame[(frame["step"] >= first) & (frame["step"] < last)]
     n_rows = int(frame["row"].max()) + 1
-    width = min(max_width - 120, max(200, 70 * n_steps))
+    width = min(max_width - 120, max(200, STEP_PX * (last - first)))
     height = min(640, max(120, 26 * n_rows))
-    x = alt.X("step:Q", title="step", scale=alt.Scale(domain=[-0.3, n_steps - 0.7]), axis=alt.Axis(tickMinStep=1))
+    domain = [first - 0.3, last - 0.7]
+    x = alt.X("step:Q", title="step", scale=alt.Scale(domain=domain), axis=alt.Axis(tickMinStep=1))
     y = alt.Y("row:Q", title=None, scale=alt.Scale(domain=[-0.5, n_rows - 0.5], reverse=True), axis=None)
     pick = alt.selection_point(name=BEAM_NODE, fields=["id"], on="click", toggle=False)
     color = alt.Color("status:N", scale=alt.Scale(domain=list(STATUS_COLORS), range=list(STATUS_COLORS.values())),
                       legend=alt.Legend(title=None, orient="top"))
-    edges = alt.Chart(frame[frame["parent"].notna()]).mark_rule(strokeWidth=1).encode(
-        x=alt.X("parent_step:Q", scale=alt.Scale(domain=[-0.3, n_steps - 0.7])), x2="step:Q",
+    linked = frame[frame["parent"].notna() & (frame["parent_step"] >= first)]  # both ends drawn
+    edges = alt.Chart(linked).mark_rule(strokeWidth=1).encode(
+        x=alt.X("parent_step:Q", scale=alt.Scale(domain=domain)), x2="step:Q",
         y=alt.Y("parent_row:Q", scale=alt.Scale(domain=[-0.5, n_rows - 0.5], reverse=True), axis=None), y2="row:Q",
         color=alt.condition("datum.status == 'pruned'", alt.value("#dddddd"), alt.value("#8aa9c9")))
     tooltip = [alt.Tooltip("token:N"), alt.Tooltip("step:Q"), alt.Tooltip("log_prob:Q", format=".3f", title="log p"),
@@ -85,11 +104,16 @@ def key_window(weights: Any, max_keys: int = MAX_NODE_KEYS) -> tuple[int, int]:
     return first, first + max_keys
 
 
+def keys_that_fit(max_width: int) -> int:
+    """How many key columns a node's attention chart draws within `max_width` (6 px each at least, and the labels)."""
+    return max(1, min(MAX_NODE_KEYS, (max_width - 120) // 6))
+
+
 def node_attention_chart(weights: Any, keys: list[str], *, max_width: int = 1200) -> alt.Chart:
     """One node's attention row for one kind, (layers, heads, keys): a row per layer and head, a column per key (a
     window of `key_window`'s keys when there are more than fit; the caller names it)."""
     layers, heads, _ = weights.shape
-    first, last = key_window(weights)
+    first, last = key_window(weights, keys_that_fit(max_width))
     n_keys = last - first
     frame = pd.DataFrame([{"head": f"L{layer + 1} H{head + 1}", "key": f"{k}: {visible_token(keys[k])}",
                            "weight": float(weights[layer, head, k])}

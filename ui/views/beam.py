@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.charts import beam_key_window, beam_tree_chart, clicked_beam_node, node_attention_chart
+from transformer.charts import (beam_key_window, beam_tree_chart, clicked_beam_node, keys_that_fit,
+                                node_attention_chart, tree_window)
 from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
 
 from . import decode_state as ds
 from .selection import LINK_OPENS, LINK_PARAMS
-from .widgets import chart_heading, md_token, show_chart
+from .widgets import PAGE_PX, chart_heading, md_token, show_chart
 
 BEAM_OPEN_KEY = LINK_OPENS["decode"]["beam"]
 WIDTH_KEY = LINK_PARAMS["decode"]["beam"]  # in the link while the tree is open
@@ -68,12 +69,17 @@ def show_beam_tree(active: ActiveModel, text: str) -> None:
         node = st.session_state.get(NODE_KEY)
         if not isinstance(node, int) or not 0 < node < len(tree.nodes):
             node = tree.hypotheses[0].node
-        chart_heading(f"The beam tree · width {tree.width} · {len(tree.nodes) - 1} candidates over "
-                      f"{max(n.step for n in tree.nodes) + 1} steps")
-        show_chart(beam_tree_chart(tree, selected=node), key=CHART_KEY, width="content",
+        n_steps = max(n.step for n in tree.nodes) + 1
+        first, last = tree_window(tree, node, PAGE_PX)
+        shown = "" if (first, last) == (0, n_steps + 1) else \
+            f" · steps {max(first, 1)}–{last - 1} shown, around the node picked"
+        chart_heading(f"The beam tree · width {tree.width} · {len(tree.nodes) - 1} candidates over {n_steps} steps"
+                      + shown)
+        show_chart(beam_tree_chart(tree, selected=node, max_width=PAGE_PX), key=CHART_KEY, width="content",
                    selection_mode=["beam_node"], on_select=_clicked)
         st.caption("Each column is a step, each dot a prefix the search considered (best at the top): blue kept, "
-                   "green a final hypothesis, light blue ended but not among the best, grey pruned. Click a dot.")
+                   "green a final hypothesis, light blue ended but not among the best, grey pruned. Click a dot"
+                   + (" (a final hypothesis picked below moves the steps shown)." if shown else "."))
         st.selectbox("Show a final hypothesis", list(range(len(tree.hypotheses))), key=HYPOTHESIS_KEY,
                      format_func=lambda i: f"{i + 1}: {tree.hypotheses[i].text or '∅'}",
                      on_change=_hypothesis_picked, args=(tree,))
@@ -95,8 +101,9 @@ def _show_node(active: ActiveModel, text: str, tree: BeamTree, node: int) -> Non
     family = active.family
     for kind, weights in chosen.attention.items():
         keys = list(tree.source_tokens) if kind == family.cross_kind else prefix[-weights.shape[-1]:]
-        first, last = beam_key_window(weights)
+        first, last = beam_key_window(weights, keys_that_fit(PAGE_PX))
         shown = "" if (first, last) == (0, len(keys)) else f" · keys {first + 1}–{last} of {len(keys)}"
         chart_heading(f"{family.title(kind)} of step {chosen.step + 1} on this hypothesis · every layer and head"
                       + shown)
-        show_chart(node_attention_chart(weights, keys), key=f"decode_beam_attention_{kind}", width="content")
+        show_chart(node_attention_chart(weights, keys, max_width=PAGE_PX), key=f"decode_beam_attention_{kind}",
+                   width="content")
