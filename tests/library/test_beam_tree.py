@@ -106,6 +106,20 @@ def test_a_long_row_is_drawn_as_a_window_around_where_the_heads_look():
     assert beam_key_window(weights[..., :40]) == (0, 40)
 
 
+def test_a_long_tree_is_drawn_through_a_window_of_steps_around_the_node_picked():
+    from transformer.charts import beam_frame, beam_tree_chart, tree_window
+    tree = beam_tree(_ours("ours-pre"), "abcdefghijklmnop", 2, max_steps=18)
+    n_columns = max(n.step for n in tree.nodes) + 2
+    last_node = max(tree.nodes, key=lambda n: n.step)
+    first, last = tree_window(tree, last_node.id, 760)
+    assert last - first < n_columns and first <= last_node.step + 1 < last
+    spec = beam_tree_chart(tree, selected=last_node.id, max_width=760).to_dict()
+    assert spec["width"] <= 760 - 120
+    drawn = max((d for d in spec["datasets"].values() if d and "status" in d[0]), key=len)  # the nodes
+    assert {r["step"] for r in drawn} == set(range(first, last)) & set(beam_frame(tree)["step"])
+    assert tree_window(tree, None, 4000) == (0, n_columns)
+
+
 def test_the_offline_replay_shows_the_beam_trace(tmp_path, capsys):
     import json
     import re
