@@ -21,8 +21,8 @@ from .cli_stage import check_stage, stage_hint, stage_trainer_configs
 from .data import GENERATED_TASKS, DataError, TaskSpec, make_task, masked_lm_task
 from .model import TrainConfig, default_configs
 from .store import load_checkpoint, load_probe_frames, save_checkpoint
-from .train.distributed import available_cores
 from .train import (
+    available_cores,
     CheckpointEvery,
     DistEnv,
     DistributedTrainer,
