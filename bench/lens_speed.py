@@ -81,6 +81,13 @@ def _timed(fn):
     return value, time.perf_counter() - start
 
 
+def _cpu(fn) -> float:
+    """CPU seconds of this process running `fn` (both threads): less moved by other processes than the wall time."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
 def measure(part: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         lm = PARTS[part](Path(tmp) / part)
@@ -95,10 +102,13 @@ def measure(part: str) -> dict:
         step_lens(lm, result, 0)  # warm up
         one = min(_timed(lambda: step_lens(lm, result, len(result.steps) // 2))[1] for _ in range(REPEATS))
         grid = min(_timed(lambda: every_step_lens(lm, result))[1] for _ in range(REPEATS))
+        one_cpu = min(_cpu(lambda: step_lens(lm, result, len(result.steps) // 2)) for _ in range(REPEATS))
+        grid_cpu = min(_cpu(lambda: every_step_lens(lm, result)) for _ in range(REPEATS))
         return {"part": part, "model": lm.name, "steps": len(result.steps), "layers": result.residuals.n_layers,
                 "vocabulary": lm.vocab_size, "decode_s": round(min(plain), 3),
                 "decode_recording_s": round(min(recorded), 3), "recording_ratio": round(min(recorded) / min(plain), 3),
                 "lens_one_step_s": round(one, 3), "lens_grid_s": round(grid, 3),
+                "lens_one_step_cpu_s": round(one_cpu, 3), "lens_grid_cpu_s": round(grid_cpu, 3),
                 "residuals_kb": round(result.residuals.nbytes() / 1024, 1)}
 
 
