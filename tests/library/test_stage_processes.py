@@ -11,6 +11,7 @@ import types
 import pytest
 from tests.helpers import ROOT
 
+from transformer.cli_stage import stage_hint
 from transformer.data import TaskSpec, make_task
 from transformer.model import STAGE_RECIPES, CleanRule, stage_configs
 from transformer.train import CLEAN, DistEnv, DistributedTrainer, StopWhenClean, start_process_group, stop_process_group
@@ -26,6 +27,14 @@ def test_the_recipe_s_batch_is_the_global_batch_split_between_the_processes():
     one, two = (stage_configs("reverse", 29, 29, processes=n)[1] for n in (1, 2))
     assert one.batch_size == recipe.train["batch_size"] == 2 * two.batch_size
     assert stage_configs("reverse", 29, 29, train_overrides={"batch_size": 8}, processes=2)[1].batch_size == 8
+
+
+def test_one_process_on_two_cores_is_told_the_faster_command_and_no_one_else_is():
+    hint = stage_hint("reverse", 1, 2)
+    assert hint is not None and "torchrun --standalone --nproc-per-node 2 -m transformer train --task reverse" in hint
+    assert stage_hint("reverse", 2, 2) is None  # already two processes
+    assert stage_hint("reverse", 1, 1) is None  # one core: one process is the fastest
+    assert stage_hint("toy-en-de", 1, 2) is None  # its recipe trains in one process
 
 
 def _rank(rank: int, port: int, results: multiprocessing.Queue) -> None:
