@@ -5,7 +5,7 @@ layer at one step, and the whole layers x steps grid (every step's lens).
 Parts: `bart` (a random BART of bart-large's shape: 12+12 layers, d_model 1024, 50,265-token vocabulary), `gpt2`
 (a random GPT-2 of gpt2's shape: 12 layers, d_model 768, 50,257 tokens), `opus` (a random Marian of opus-mt-en-de's
 shape: 6+6 layers, d_model 512, 58,101 tokens), `multi30k` (the shipped checkpoint: our encoder-decoder, whose
-hook-free StepPlan gives way to the module path while recording). `python -m bench.lens_speed [part ...]`; one JSON
+hook-free StepPlan records the stream in the decode's cache). `python -m bench.lens_speed [part ...]`; one JSON
 line per part. Figures: bench/README.md, "Logit lens".
 """
 from __future__ import annotations

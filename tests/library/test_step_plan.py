@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch import nn
 
+from transformer.adapters.residual_steps import recording_calls
 from transformer.model import ModelConfig, Seq2SeqTransformer
 from transformer.model.step_plan import StepPlan
 
@@ -30,11 +31,14 @@ def source() -> torch.Tensor:
     return src
 
 
-def run_steps(model: nn.Module, src: torch.Tensor, tokens: torch.Tensor, head_mask=None):
-    """Every step's logits and weights, and the cache the steps ran with."""
+def run_steps(model: nn.Module, src: torch.Tensor, tokens: torch.Tensor, head_mask=None, record: bool = False):
+    """Every step's logits and weights, and the cache the steps ran with (recording the residual stream in it when
+    `record`)."""
     with torch.inference_mode():
         memory, mask = model.encode(src)
         cache = model.start_cache(memory)
+        if record:
+            cache.residuals = []
         outs = [model.decode_step(tokens[:, t: t + 1], cache, mask, need_weights=True, head_mask=head_mask)
                 for t in range(tokens.size(1))]
     return outs, cache
@@ -73,6 +77,48 @@ def test_the_plan_gives_the_module_paths_numbers_bit_for_bit(norm, ablate):
     if ablate:  # the mask is applied on the plan's path too
         plain, _ = run_steps(model, source(), tokens())
         assert not torch.equal(plain[-1].logits, fast[-1].logits)
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_the_plan_hands_out_the_residual_stream_hooks_would_record(norm):
+    """Recording the stream in the cache (the logit lens) keeps the plan's path, changes none of its numbers, and
+    gives, bit for bit, what hooks on the decoder's layers record on the module path."""
+    model = make_model(norm)
+    plain, _ = run_steps(model, source(), tokens())
+    fast, cache = run_steps(model, source(), tokens(), record=True)
+    assert isinstance(cache.plan, StepPlan)
+    assert_identical(fast, plain)
+    with recording_calls({"decoder": list(model.decoder)}) as found:
+        slow, slow_cache = run_steps(model, source(), tokens(), record=True)
+    assert slow_cache.plan is None
+    assert_identical(fast, slow)
+    n = len(model.decoder) + 1  # the embeddings, then every layer
+    assert len(cache.residuals) == len(found["decoder"]) == len(slow_cache.residuals) == tokens().size(1)
+    for ours, module_path, hooked in zip(cache.residuals, slow_cache.residuals, found["decoder"]):
+        assert len(ours) == len(module_path) == len(hooked) == n
+        for a, b, c in zip(ours, module_path, hooked):
+            assert a.shape == (3, 1, model.cfg.d_model)
+            assert torch.equal(a, b) and torch.equal(a, c)
+
+
+def test_a_recording_decode_runs_on_the_plan_and_leaves_no_hook(monkeypatch):
+    """`greedy_decode(residuals=True)` of our encoder-decoder records through the cache: the plan's step runs for
+    every step, and no hook is put on the shared model meanwhile."""
+    from tests.helpers.our_models import _ours
+    from transformer.decode import greedy_decode
+
+    lm = _ours("ours-pre")  # our encoder-decoder
+    hooked = []
+    original = StepPlan.step
+
+    def step(self, *args, **kwargs):
+        hooked.append(any(m._forward_hooks or m._forward_pre_hooks for m in lm.network.modules()))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(StepPlan, "step", step)
+    result = greedy_decode(lm, "abcdefg", max_steps=4, stop_at_end=False, residuals=True)
+    assert len(hooked) == len(result.steps) and not any(hooked)
+    assert result.residuals.decoder.shape[:2] == (len(result.steps), lm.head_counts()["decoder_self"][0] + 1)
 
 
 def test_a_hook_on_the_output_projection_is_honoured():

@@ -162,6 +162,12 @@ class InspectableModel(ABC):
         `insides` records; a decode records it call by call for the logit lens). Hooks on them are borrowed only."""
         raise NotImplementedError(f"{type(self).__name__} does not name its residual stream's layers")
 
+    def record_in_cache(self, cache: Any) -> list[list[Tensor]] | None:
+        """Where the decoder's own step hands out its residual stream (no hooks: our encoder-decoder's fast step
+        stays fast), make `cache` (from `start_cache`) record it and return the list each call appends
+        [embeddings, after layer 1, ..., after n] to; None: a recording hooks `residual_layers` instead."""
+        return None
+
     def encoder_final_norm(self, residual: Tensor) -> Tensor:
         """The encoder's own final norm of an encoder residual (..., D) (pre-norm encoders; post-norm ones have none:
         as is); applied to the last layer's residual it gives the encoder output the decoder reads."""

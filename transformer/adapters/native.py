@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
 from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, Seq2SeqTransformer, StepOutput, eval_mode
+from ..model.encoder_decoder import DecoderCache
 from .capture import complete, recording_native, recording_residuals
 from .interface import InspectableModel, SourceText
 from .residual_steps import check_encoder_layer, recording_calls
@@ -111,6 +112,14 @@ class NativeSeq2Seq(InspectableModel):
 
     def residual_layers(self) -> dict[str, list[nn.Module]]:
         return {"encoder": list(self.model.encoder), "decoder": list(self.model.decoder)}
+
+    def record_in_cache(self, cache: Any) -> list[list[Tensor]] | None:
+        """Our encoder-decoder's cache records the stream itself, on the hook-free StepPlan path (one per decode,
+        so nothing stays on the shared model); other caches (the decoder-only model's) are recorded with hooks."""
+        if not isinstance(cache, DecoderCache):
+            return None
+        cache.residuals = []
+        return cache.residuals
 
     def encoder_final_norm(self, residual: Tensor) -> Tensor:
         """The encoder's final LayerNorm (pre-norm models; post-norm ones have none)."""

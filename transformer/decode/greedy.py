@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -179,9 +179,11 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
     outputs = []
     inputs = list(start)
     recorder = ResidualRecorder(lm) if residuals else None
-    with lm.running(), recorder.recording() if recorder is not None else nullcontext():
+    with lm.running(), ExitStack() as recording:
         encoded = _encode(lm, torch.tensor([source.ids]), head_mask, encoder_layer)
         cache = lm.start_cache(encoded)
+        if recorder is not None:
+            recording.enter_context(recorder.recording(cache))
         finished, token = False, start[-1]  # `token`: the last input, fed at every step after the prefill
         for t in range(n_max):
             out = (lm.prefill(start, encoded, cache, head_mask) if t == 0 else

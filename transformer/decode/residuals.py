@@ -4,15 +4,17 @@
 Why record during the decode rather than run one teacher-forced `insides` pass over the output afterwards: the
 recorded rows are exactly what the decode's own steps computed (cached keys and values, the same kernels), so the
 last layer's lens is the step's distribution itself, not a recomputation that agrees only to rounding; and the
-hooks keep references to tensors the step computes anyway, so the decode costs about the same (bench/lens_speed.py,
-bench/README.md). Our encoder-decoder's hook-free `StepPlan` gives way to the module path while recording
-(bit-identical, somewhat slower on tiny models).
+recording keeps references to tensors the step computes anyway, so the decode costs about the same
+(bench/lens_speed.py, bench/README.md). Where the adapter's cache records the stream itself (`record_in_cache`: our
+encoder-decoder, whose hook-free `StepPlan` appends each layer's output to a list in the decode's cache) no hook is
+put on the model; elsewhere hooks on the decoder's layers record it (`recording_calls`).
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -52,8 +54,17 @@ class ResidualRecorder:
         self._calls: list[list[Tensor]] | None = None
 
     @contextmanager
-    def recording(self) -> Iterator[ResidualRecorder]:
-        """Hooks on the decoder's layers for the decode (inside `lm.running()`); removed in `finally`."""
+    def recording(self, cache: Any) -> Iterator[ResidualRecorder]:
+        """For the decode with `cache` (inside `lm.running()`): the cache's own record where the adapter offers one,
+        else hooks on the decoder's layers, removed in `finally`."""
+        own = self.lm.record_in_cache(cache)
+        if own is not None:
+            self._calls = own
+            try:
+                yield self
+            finally:
+                self._calls = None
+            return
         with recording_calls({"decoder": self.lm.residual_layers()["decoder"]}) as found:
             self._calls = found["decoder"]
             try:

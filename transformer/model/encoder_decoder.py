@@ -38,6 +38,8 @@ class DecoderCache:
     length: int = 0
     plan: StepPlan | None = None  # the module-free step, made at the first step (None: the module path)
     planned: bool = False
+    # when a decode records the residual stream: per step, [embeddings, after layer 1, ..., after n], each (B, 1, D)
+    residuals: list[list[Tensor]] | None = None
 
     def select(self, rows: Tensor) -> DecoderCache:
         """The cache of batch rows `rows` (B',) (repeats allowed), as beam search reorders it by parent; the step
@@ -170,23 +172,29 @@ class Seq2SeqTransformer(nn.Module):
         """Feed one token per sequence (B, 1); logits (B, V) and this step's self/cross weights (if asked).
 
         The cache is extended in place; a step sees all earlier positions, so no causal mask is needed. In eval
-        mode with plain modules the step runs as a `StepPlan` (same ops, no module dispatch).
+        mode with plain modules the step runs as a `StepPlan` (same ops, no module dispatch). Where the cache has a
+        `residuals` list, either path appends the step's residual stream to it (no hooks).
         """
         if not cache.planned:
             cache.plan, cache.planned = step_plan(self, cache.cross_kv, src_mask), True
         plan = cache.plan
         if plan is not None and plan.src_mask is src_mask and not self.training:
-            logits, self_maps, cross_maps = plan.step(token, cache.self_kv, cache.length, head_mask)
+            logits, self_maps, cross_maps = plan.step(token, cache.self_kv, cache.length, head_mask, cache.residuals)
             cache.length += 1
             return StepOutput(logits, self_maps, cross_maps)
         x = self._embed(self.tgt_embed, token, offset=cache.length)  # (B, 1, D)
         self_maps, cross_maps = [], []
+        stream = None if cache.residuals is None else [x]
         for i, layer in enumerate(self.decoder):
             hm = (self._head_mask(head_mask, "decoder_self", i), self._head_mask(head_mask, "cross", i))
             x, ws, wc = layer(x, cross_kv=cache.cross_kv[i], cross_mask=src_mask, self_cache=cache.self_kv[i],
                               need_weights=need_weights, head_masks=hm)
             self_maps.append(ws)
             cross_maps.append(wc)
+            if stream is not None:
+                stream.append(x)
+        if stream is not None:
+            cache.residuals.append(stream)
         cache.length += 1
         return StepOutput(self.generator(self.decoder_norm(x))[:, -1], tuple(self_maps), tuple(cross_maps))
 

@@ -5,7 +5,8 @@ checks, attribute lookups, the residual plumbing) costs about a third of the ste
 the decoder's path is the plain class the model built, with no hooks (no view's stand-in, no captured
 activations), `StepPlan` runs the same ops in the same order with the weights looked up once per decode, so its
 results are bit-identical to the module path (tests/library/test_step_plan.py). Anything else takes the module path:
-`step_plan` returns None.
+`step_plan` returns None. A decode that records the residual stream (the logit lens) passes `residuals`, a list the
+step appends that call's stream to, so recording needs no hooks and stays on this path.
 
 A plan lives in the decode's cache, never on the model: the model is shared by every session.
 """
@@ -96,9 +97,11 @@ class StepPlan:
             heads = heads * head_mask.view(1, -1, 1, 1).to(heads.dtype)
         return F.linear(heads.reshape(heads.size(0), 1, self.d_model), *out), weights
 
-    def step(self, token: Tensor, self_kv: list[KVBuffer], position: int, head_mask: HeadMask | None
-             ) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor, ...]]:
-        """Logits (B, V) and this step's self/cross weights for tokens (B, 1) at decoder position `position`.
+    def step(self, token: Tensor, self_kv: list[KVBuffer], position: int, head_mask: HeadMask | None,
+             residuals: list[list[Tensor]] | None = None) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor, ...]]:
+        """Logits (B, V) and this step's self/cross weights for tokens (B, 1) at decoder position `position`;
+        with `residuals`, appends [embeddings, after layer 1, ..., after layer n] (each (B, 1, D), before the final
+        norm: what hooks on the decoder layers would see).
 
         The sublayers of `DecoderLayer` written out: x + f(norm(x)) pre-norm, norm(x + f(x)) post-norm.
         """
@@ -107,6 +110,7 @@ class StepPlan:
         x = F.embedding(token, self.embedding) * self.embed_scale + self.positions[position: position + 1]
         b, h, pre, norm = token.size(0), self.n_heads, self.pre, torch.layer_norm
         self_maps, cross_maps = [], []
+        stream = None if residuals is None else [x]
         for i, layer in enumerate(self.layers):
             hm_self = hm_cross = None
             if head_mask is not None:
@@ -128,6 +132,10 @@ class StepPlan:
             x = x + out if pre else norm(x + out, *n2)
             self_maps.append(ws)
             cross_maps.append(wc)
+            if stream is not None:
+                stream.append(x)
+        if stream is not None:
+            residuals.append(stream)
         if self.final_norm is not None:
             x = norm(x, *self.final_norm)
         return F.linear(x, *self.generator)[:, -1], tuple(self_maps), tuple(cross_maps)
