@@ -18,6 +18,17 @@ GREEDY, FORCED, TEACHER = "greedy", "forced", "teacher"
 VIEW_LABELS = {GREEDY: "Free-running (greedy)", FORCED: "With the forced token", TEACHER: "Teacher-forced"}
 
 
+def view_label(view: str, result: DecodeResult | None) -> str:
+    """The name of a view on its card and in "Step through": a free-running decode that was sampled says so, with
+    its settings (the greedy label would name tokens the model did not pick greedily)."""
+    sampling = result.sampling if view == GREEDY and result is not None else None
+    if sampling is None or sampling.greedy:
+        return VIEW_LABELS[view]
+    parts = [f"T={sampling.temperature:g}", *([f"top-k {sampling.top_k}"] if sampling.top_k else []),
+             *([f"top-p {sampling.top_p:g}"] if sampling.top_p < 1 else []), f"seed {sampling.seed}"]
+    return f"Sampled ({', '.join(parts)})"
+
+
 @dataclass(frozen=True)
 class ForcedPrefix:
     """Decoder tokens fed before greedy decoding resumes: the output up to step t, then the user's pick."""

@@ -123,7 +123,7 @@ def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
     for column, view in zip(st.columns(len(available)), available):
         result = results[view]
         with column.container(border=True):
-            st.markdown(f"**{ds.VIEW_LABELS[view]}**")
+            st.markdown(f"**{ds.view_label(view, result)}**")
             show_chips(result.output_tokens, highlight=prefix.step if view == ds.FORCED else None,
                        caption="predictions at each reference position" if view == ds.TEACHER else "output")
             if view == ds.FORCED:
@@ -131,6 +131,9 @@ def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
                 st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
             elif view == ds.GREEDY and not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
+            if view == ds.GREEDY and result.mode == "sampled":
+                st.caption("Each token drawn with these settings, not the most probable one; turn sampling off "
+                           "for the greedy output.")
 
 
 def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
@@ -282,7 +285,7 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
     active, text = sel.model, sel.text
     available = [view for view, result in results.items() if result is not None]
     ds.prepare_view(available)
-    view = st.radio("Step through", available, format_func=ds.VIEW_LABELS.__getitem__, key=KEYS["view"],
+    view = st.radio("Step through", available, format_func=lambda v: ds.view_label(v, results[v]), key=KEYS["view"],
                     horizontal=True) if len(available) > 1 else ds.GREEDY
     result = results[view]
     downloads = st.container(horizontal=True, vertical_alignment="center", key="decode_downloads")

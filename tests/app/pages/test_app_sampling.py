@@ -10,6 +10,7 @@ from transformer.adapters import adapter_for
 from transformer.decode import Sampling, greedy_decode
 from transformer.store import load_checkpoint
 from ui.views import md_token, visible
+from ui.views.widgets import token_chips
 
 TEXT = "abcdefg"
 SETTINGS = Sampling(temperature=3.0, top_k=6, top_p=0.95, seed=11)
@@ -94,6 +95,25 @@ def test_the_settings_are_in_the_link_and_the_link_replays_the_sample(studio_env
     assert fresh.number_input(key="decode_seed").value == 11
     expected = greedy_decode(lm, TEXT, sampling=SETTINGS)
     assert f"output ‹{md_token(expected.steps[0].token)}›" in _heading(fresh)
+
+
+def test_the_output_card_says_it_shows_the_sample(studio_env, lm):
+    """With sampling on, the card above the step-through shows the sampled output under a label that says so (the
+    greedy label would claim tokens the model did not pick greedily); back at temperature 0 it is greedy again."""
+    expected, plain = greedy_decode(lm, TEXT, sampling=SETTINGS), greedy_decode(lm, TEXT)
+    assert expected.output_tokens != plain.output_tokens
+    at = _sampling_page()
+    shown = texts(at.markdown)
+    assert "**Sampled (T=3, top-k 6, top-p 0.95, seed 11)**" in shown
+    assert "**Free-running (greedy)**" not in shown
+    assert token_chips(expected.output_tokens, caption="output") in shown
+    assert token_chips(plain.output_tokens, caption="output") not in shown
+    assert any("turn sampling off for the greedy output" in c for c in texts(at.caption))
+    at.number_input(key="decode_temperature").set_value(0.0).run()
+    assert_no_exception(at)
+    shown = texts(at.markdown)
+    assert "**Free-running (greedy)**" in shown and not [m for m in shown if m.startswith("**Sampled")]
+    assert token_chips(plain.output_tokens, caption="output") in shown
 
 
 def test_greedy_leaves_no_sampling_in_the_link(studio_env):
