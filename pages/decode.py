@@ -35,6 +35,6 @@ if sel is None:
 results, prefix = decode_results(sel)
 show_output_cards(results, prefix)
 ablated = show_ablation_panel(sel)
-show_beam_tree(active, sel.text)
-show_patched_link(active, sel.text)  # opened from a click on Compare's patching map
+show_beam_tree(sel)
+show_patched_link(sel)  # opened from a click on Compare's patching map
 show_step_through(sel, results, ablated, after=partial(write_link, "decode"))

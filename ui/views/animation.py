@@ -16,9 +16,9 @@ from transformer.charts import (
     animation_bytes,
     decode_slides,
 )
-from transformer.decode import DecodeResult
 
-from .widgets import SLIDES_SUFFIX, SlideTitle, head_label, kind_title
+from .selection import Selection
+from .widgets import SLIDES_SUFFIX, head_label, kind_title
 
 _FORMATS = (("MP4 (H.264)", "mp4", ":material/movie:"), ("GIF", "gif", ":material/gif_box:"))
 
@@ -53,14 +53,14 @@ def animation_downloads(make_slides: Callable[[], Sequence[Slide]], frames: int,
                                key=f"{key}{SLIDES_SUFFIX}_{fmt}", icon=icon, on_click="ignore", width="stretch")
 
 
-def decode_animation(result: DecodeResult, view: str, layer: int, head: int | None, title: SlideTitle,
-                     model_name: str) -> None:
-    """The Decode page's "Download animation": this decode stepped through, the map of the chosen layer and head
-    beside each step's top-k."""
+def decode_animation(sel: Selection) -> None:
+    """The Decode page's "Download animation": the decode stepped through (`sel.result`, the output `sel.mode`), the
+    map of the chosen layer and head beside each step's top-k."""
+    result, layer, head, title = sel.result, sel.layer, sel.head, sel.title
     kind = animated_kind(result.trace.family)
     what = f"Every step of this decode: {kind_title(kind).lower()} of layer {layer + 1}, " \
            f"{head_label(head).lower()}, beside the top-k"
-    stem = file_stem(f"animation_{model_name}_{view}", layer, head)
+    stem = file_stem(f"animation_{sel.model.option.name}_{sel.mode}", layer, head)
     animation_downloads(lambda: decode_slides(result, model=title.model, layer=layer, head=head,
                                               reference=title.reference),
                         len(result.steps), stem, "decode_animation", what)

@@ -26,6 +26,7 @@ from ui.models import ActiveModel
 from ui.server import refuse
 
 from .background import background_result, keep_result, kept_result
+from .selection import Selection
 from .weights import slide_title
 from .widgets import PAGE_PX, chart_heading, md_token, show_chart, slide_downloads
 
@@ -82,9 +83,11 @@ def _clear_cancelled(flag: str) -> None:
     st.session_state.pop(flag, None)
 
 
-def show_step_attribution(active: ActiveModel, text: str, output: Sequence[int], trace: AttentionTrace, t: int,
-                          *, key: str) -> None:
-    """How much each source token and each earlier decoder input contributed to the token chosen at step t."""
+def show_step_attribution(sel: Selection, *, key: str) -> None:
+    """How much each source token and each earlier decoder input contributed to the token chosen at step `sel.step`
+    of the decode shown."""
+    active, text, trace, t = sel.model, sel.text, sel.result.trace, sel.step
+    output = [s.token_id for s in sel.result.steps]
     method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
                       horizontal=True, help=EXPLAIN_METHODS)
     try:

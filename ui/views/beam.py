@@ -11,7 +11,7 @@ from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
 
 from . import decode_state as ds
-from .selection import LINK_OPENS, LINK_PARAMS
+from .selection import LINK_OPENS, LINK_PARAMS, Selection
 from .widgets import PAGE_PX, chart_heading, md_token, show_chart
 
 BEAM_OPEN_KEY = LINK_OPENS["decode"]["beam"]
@@ -46,8 +46,9 @@ def decode_from_here(task: str, text: str, tokens: tuple[str, ...]) -> None:
     st.session_state[ds.STEP_KEY] = len(tokens)
 
 
-def show_beam_tree(active: ActiveModel, text: str) -> None:
-    """The expander "Beam search: the roads not taken", computed only while open."""
+def show_beam_tree(sel: Selection) -> None:
+    """The expander "Beam search: the roads not taken" for the page's model and input, computed only while open."""
+    active, text = sel.model, sel.text
     with st.expander("Beam search: the roads not taken", key=BEAM_OPEN_KEY, on_change="rerun",
                      icon=":material/account_tree:") as expander:
         if not expander.open:

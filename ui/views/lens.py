@@ -9,18 +9,17 @@ import streamlit as st
 
 from transformer.analysis import LENS_TOP_K, LensError, StepLens, every_step_lens, lens_grid
 from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
-from transformer.decode import DecodeResult, InputError, Sampling, greedy_decode, teacher_forced
+from transformer.decode import InputError, Sampling, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
 from . import decode_state as ds
-from .selection import LINK_OPENS, LINK_PARAMS
+from .selection import LINK_OPENS, LINK_PARAMS, Selection
 from .widgets import chart_heading, md_token, show_chart
 
 LENS_OPEN_KEY = LINK_OPENS["decode"]["enc_layer"]
 ENCODER_LAYER_KEY = LINK_PARAMS["decode"]["enc_layer"]  # the DecoderLens picker, in the link
 GRID_KEY = "decode_lens_grid"
 LAYER_KEY = LINK_PARAMS["decode"]["layer"]  # the step-through's decoder layer picker (0-based)
-REFERENCE_KEY = LINK_PARAMS["decode"]["ref"]  # the page's reference box (teacher forcing)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -82,8 +81,10 @@ def _encoder_layer(active: ActiveModel) -> int | None:
                              "changing, the source has been understood.")
 
 
-def show_step_lens(active: ActiveModel, text: str, result: DecodeResult, view: str, t: int) -> None:
-    """The expander "What each layer predicts": the lens at step t and the grid; computed only while open."""
+def show_step_lens(sel: Selection) -> None:
+    """The expander "What each layer predicts": the lens at the step shown (`sel.step` of the output `sel.mode`) and
+    the grid; computed only while open."""
+    active, text, result, view, t = sel.model, sel.text, sel.result, sel.mode, sel.step
     with st.expander("What each layer predicts (logit lens)", key=LENS_OPEN_KEY, on_change="rerun",
                      icon=":material/layers:") as expander:
         if not expander.open:
@@ -94,7 +95,7 @@ def show_step_lens(active: ActiveModel, text: str, result: DecodeResult, view: s
             if view == ds.TEACHER:  # the reference fed: each position's prediction, through one insides pass
                 with st.spinner(f"Reading every layer of {active.option.name}…", show_time=True):
                     steps, tokens, output = _teacher_lenses(active.cache_key, active, text,
-                                                            st.session_state.get(REFERENCE_KEY, ""), LENS_TOP_K)
+                                                            sel.reference or "", LENS_TOP_K)
             else:
                 steps, tokens, output = lenses(active, text, LENS_TOP_K,
                                                forced.tokens if view == ds.FORCED and forced else (), encoder_layer,

@@ -32,7 +32,7 @@ from ui.server import refuse, speaker_only
 
 from .background import background_result, job_running, keep_result, kept_result
 from .compare import model_caption
-from .selection import LINK_PARAMS
+from .selection import LINK_PARAMS, Selection
 from .widgets import Column, chart_heading, md, md_token, show_chart, show_chips, show_small_table
 
 KEY = "compare_patch"
@@ -255,9 +255,10 @@ def _stop_patching() -> None:
         st.session_state.pop(key, None)
 
 
-def show_patched_link(active: ActiveModel, text: str) -> None:
-    """On Decode, opened from a click on Compare's patching map (`pfrom`, `psite` in the link): this input's decode
-    with that site patched in from the other input, beside its own."""
+def show_patched_link(sel: Selection) -> None:
+    """On Decode, opened from a click on Compare's patching map (`pfrom`, `psite` in the link): the page's input
+    (`sel.text`, through `sel.model`) decoded with that site patched in from the other input, beside its own."""
+    active, text = sel.model, sel.text
     clean, value = st.session_state.get(PATCH_FROM_KEY), st.session_state.get(PATCH_SITE_KEY)
     if not clean or not value:
         return

@@ -302,7 +302,7 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
     title = sel.title
     with downloads:  # beside "Download replay": it follows the layer and head picked below it
-        decode_animation(result, view, layer, head, title, active.option.name)
+        decode_animation(sel)
     _step_panels(sel)
     show_sampled_step(result, t)
     if ablated is not None and view == ds.GREEDY:
@@ -311,9 +311,8 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
         with st.expander("Attribution: what the chosen token depends on", key="decode_attr_open",
                          on_change="rerun", icon=":material/insights:") as attribution:
             if attribution.open:  # computed (Integrated Gradients) and drawn only while the expander is open
-                show_step_attribution(active, text, [s.token_id for s in result.steps], result.trace, t,
-                                      key="decode_attr")
-    show_step_lens(active, text, result, view, t)
+                show_step_attribution(sel, key="decode_attr")
+    show_step_lens(sel)
     show_step_inside(sel)
     st.divider()
     _maps(sel)
