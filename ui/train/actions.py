@@ -94,8 +94,6 @@ def start_run(plan: JobPlan) -> LiveRun:
     check_limits(plan.model_cfg, plan.train_cfg, max_seconds=plan.max_seconds,
                  n_train=n_train if isinstance(n_train, int) else None)
     _check_probe(plan.probe or "", plan.probe_every)
-    if plan.stop_rule is not None and plan.processes != 1:
-        raise ConfigError("The stage demo trains on one process; set Processes to 1.")
     return _launch(plan)
 
 

@@ -23,6 +23,7 @@ from transformer.data import (
 from transformer.model import (
     ARCHITECTURE_NAMES,
     PRESETS,
+    STAGE_RECIPES,
     TASK_DEFAULTS,
     ConfigError,
     ModelConfig,
@@ -123,9 +124,12 @@ def _task_key(task: str) -> str:
 
 def form_defaults(task: str, preset: str, stage: bool = False) -> dict[str, Any]:
     """Widget values for a task and preset (task defaults, then the preset), or for the task's stage demo (its
-    recipe; the time budget is the recipe's cap), within the app's caps."""
+    recipe, on as many processes as it trains fastest on and the machine has, its batch split between them; the time
+    budget is the recipe's cap), within the app's caps."""
+    processes = 1
     if stage and stage_available(task):
-        model_cfg, train_cfg, _ = stage_configs(task, 100, 100)
+        processes = min(STAGE_RECIPES[task].processes, max_training_processes())
+        model_cfg, train_cfg, _ = stage_configs(task, 100, 100, processes=processes)
     else:
         model_cfg, train_cfg = default_configs(_task_key(task), 100, 100,
                                                preset=None if preset == "task default" else preset)
@@ -140,7 +144,7 @@ def form_defaults(task: str, preset: str, stage: bool = False) -> dict[str, Any]
     if train_cfg.decay_steps:  # the stage demo: about 20 recordings while the picture forms
         values["probe_every"] = max(LIMITS.min_probe_every, train_cfg.decay_steps // 20)
     values["probe"] = PROBES.get(task, "")
-    values["processes"] = 1
+    values["processes"] = processes
     out = {}
     for f in FIELDS:
         value = values[f.name]

@@ -6,6 +6,7 @@ import pytest
 from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 
 from transformer.model import STAGE_RECIPES
+from ui.server import max_training_processes
 from ui.train import LIVE_RUN_KEY, STAGE_KEY
 
 
@@ -21,6 +22,9 @@ def test_the_stage_demo_fills_the_recipe_and_the_train_button_sits_beside_it(stu
     recipe = STAGE_RECIPES["reverse"]
     assert at.number_input(key="train_n_heads").value == recipe.model["n_heads"]
     assert at.number_input(key="train_lr").value == pytest.approx(recipe.train["lr"])
+    processes = min(recipe.processes, max_training_processes())  # 2 processes x 64 where there are 2 cores
+    assert at.number_input(key="train_processes").value == processes
+    assert at.number_input(key="train_batch_size").value * processes == recipe.train["batch_size"]
     assert at.number_input(key="train_max_seconds").value == recipe.rule.max_seconds
     assert at.selectbox(key="train_preset").disabled  # the stage demo has sizes of its own
     assert any(c.startswith("Stage demo: trains until the picture is clean") for c in texts(at.caption))
