@@ -21,11 +21,14 @@ def overview_cell(n_layers: int, n_heads: int, size: int = OVERVIEW_SIZE) -> flo
     return float(min(MAX_CELL, max(MIN_CELL, size / max(n_layers, n_heads, 1))))
 
 
-def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int = OVERVIEW_SIZE) -> alt.Chart:
+def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int = OVERVIEW_SIZE,
+                  title: str | None = None, share: bool = False) -> alt.Chart:
     """Layers (rows) x heads (columns) of `kind` from `head_overview_frame`, coloured by `statistic`; a click on a
-    cell selects that head (read it with `selected_panel`); heads without a value are drawn grey."""
-    if statistic not in STATISTICS:
+    cell selects that head (read it with `selected_panel`); heads without a value are drawn grey. A column of the
+    frame outside STATISTICS (a corpus statistic) needs its `title`; `share`: its values lie in [0, 1]."""
+    if statistic not in STATISTICS and (title is None or statistic not in frame.columns):
         raise ValueError(f"unknown statistic {statistic!r}; expected one of {', '.join(STATISTICS)}")
+    title = title or STATISTICS[statistic]
     data = frame[frame["kind"] == kind].copy()
     if data.empty:
         raise ValueError(f"the frame has no {kind} heads")
@@ -39,7 +42,7 @@ def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int =
     if statistic in SIGNED_STATISTICS:
         bound = float(values.abs().max()) if not values.empty and values.abs().max() > 0 else 1.0
         scale = alt.Scale(range=list(DIVERGING), domain=[-bound, bound], domainMid=0.0)
-    elif statistic in ("max_weight", "alignment"):
+    elif statistic in ("max_weight", "alignment") or share:
         scale = alt.Scale(range=list(BLUES), domain=[0.0, 1.0])
     else:
         scale = alt.Scale(range=list(BLUES), zero=False)
@@ -53,18 +56,18 @@ def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int =
               axis=alt.Axis(labelExpr=f"datum.value % {label_every} == 0 ? 'L' + (datum.value + 1) : ''",
                             labelFontSize=10, **PLAIN_AXIS))
     tooltip = [alt.Tooltip("layer_label:N", title="layer"), alt.Tooltip("head_label:N", title="head"),
-               alt.Tooltip("value_text:N", title=STATISTICS[statistic])]
+               alt.Tooltip("value_text:N", title=title)]
     tooltip += [alt.Tooltip(f"{s}:Q", title=STATISTICS[s], format=".3f") for s in STATISTICS
                 if s != statistic and data[s].notna().any()]
     cells = alt.Chart(data).mark_rect(stroke="white", strokeWidth=1).encode(
         x=x, y=y, tooltip=tooltip,
-        color=alt.Color("value:Q", scale=scale, title=STATISTICS[statistic],
+        color=alt.Color("value:Q", scale=scale, title=title,
                         condition={"test": "!isValid(datum.value)", "value": "#d4d4d4"},
                         legend=alt.Legend(gradientLength=max(60, min(200, cell * n_layers)), format=".2f")),
         opacity=alt.OpacityValue(0.45, condition={"param": selection.name, "value": 1.0}),
     ).add_params(selection)
     return cells.properties(
         width=cell * n_heads, height=cell * n_layers, autosize=AUTOSIZE, view=alt.ViewBackground(stroke=None),
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {n_layers} layers × {n_heads} heads · {STATISTICS[statistic]}",
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {n_layers} layers × {n_heads} heads · {title}",
                               subtitle="click a head to open it, double-click to clear", anchor="start",
                               fontSize=13, subtitleColor="#555"))

@@ -46,7 +46,7 @@ from .head_computation import (
 )
 from .masked import masked_attention_result, segment_choice, show_mask_page
 from .masked_compare import show_masked_compare
-from .corpus import show_corpus_statistics
+from .corpus import latest_corpus_statistics, show_corpus_statistics
 from .home import home_selection, show_try_it
 from .learn import TOUR, learn_selection, show_stage, tour_navigation
 from .line_view import show_line_view
@@ -136,8 +136,8 @@ __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STE
            "show_step_inside", "TOUR", "show_stage", "tour_navigation", "show_line_view"]
 __all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_mode", "edit_comparison", "edited_text",
             "show_edit_difference", "show_edit_mode", "show_edit_outputs"]
-__all__ += ["masked_attention_result", "segment_choice", "show_corpus_statistics", "show_mask_page",
-            "show_masked_compare"]
+__all__ += ["latest_corpus_statistics", "masked_attention_result", "segment_choice", "show_corpus_statistics",
+            "show_mask_page", "show_masked_compare"]
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
 __all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
 __all__ += ["show_patched_link"]

@@ -31,6 +31,7 @@ from ui.models import ActiveModel
 
 from .ablation import chosen_heads, clicked_note, grid_key, off_panels, toggle_clicked_head
 from .alignment import show_alignment_scores
+from .corpus import latest_corpus_statistics
 from .head_computation import MAP_VALUES
 from .inference import bind_reference, bind_text, gold_for, greedy_or_message, share_reference, share_text, teacher
 from .masked import masked_attention_result, segment_choice
@@ -175,7 +176,7 @@ def show_large_map(sel: Selection) -> None:
         if kind == trace.family.cross_kind else (None, [])
     title = sel.title
     if overview_first(trace, kind):
-        show_head_overview(trace, kind, alignment, title)
+        show_head_overview(trace, kind, alignment, title, latest_corpus_statistics(active))
     map_col, side_col = map_columns(trace, kind, [3, 2])
     with map_col:
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
@@ -213,7 +214,7 @@ def show_large_map(sel: Selection) -> None:
             show_alignment_scores(trace, alignment, key="attention_alignment")
     if not overview_first(trace, kind):
         with st.expander("Head overview: every head of this kind in one map", icon=":material/apps:"):
-            show_head_overview(trace, kind, alignment, title)
+            show_head_overview(trace, kind, alignment, title, latest_corpus_statistics(active))
 
 
 def _open_panel() -> None:

@@ -27,6 +27,15 @@ def _request(flag: str, identity: tuple) -> None:
     st.session_state[flag] = identity
 
 
+LATEST_KEY = "corpus_latest"  # (model cache key, CorpusStats): the statistics the head overview may be coloured by
+
+
+def latest_corpus_statistics(active: ActiveModel) -> CorpusStats | None:
+    """The corpus statistics last computed in this session for this model (None before any)."""
+    latest = st.session_state.get(LATEST_KEY)
+    return latest[1] if latest is not None and latest[0] == active.cache_key else None
+
+
 SOURCES = {"examples": "The model's validation sentences", "upload": "A file (one sentence a line; .gz, TSV)"}
 
 
@@ -142,4 +151,5 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
             raise error
         keep_result(identity, stats)
     st.session_state[f"{key}_sources"] = corpus.sources
+    st.session_state[LATEST_KEY] = (active.cache_key, stats)
     _show(stats, {k: h for k, (_, h) in active.decoder.head_counts().items()}, key)

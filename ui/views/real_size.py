@@ -9,7 +9,8 @@ import altair as alt
 import streamlit as st
 import torch
 
-from transformer.analysis import STATISTICS, available_statistics, group_mean, grouped, head_overview_frame
+from transformer.analysis import (CORPUS_STATISTICS, STATISTICS, CorpusStats, available_statistics, group_mean,
+                                  grouped, head_overview_frame)
 from transformer.charts import aggregate_heatmap, attention_heatmap, head_overview, keys_per_window, selected_panel
 from transformer.data import GoldSource
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
@@ -45,24 +46,48 @@ def _open_overview_head() -> None:
         st.session_state[keys["head"]] = MEAN_HEAD if head is None else head
 
 
+CORPUS_PREFIX = "corpus:"  # an overview option naming a corpus statistic ("corpus:entropy")
+CORPUS_SHARES = frozenset(CORPUS_STATISTICS) - {"entropy", "distance"}  # statistics that lie in [0, 1]
+
+
+def _overview_title(option: str) -> str:
+    if option.startswith(CORPUS_PREFIX):
+        return f"{option.removeprefix(CORPUS_PREFIX)} over the corpus"
+    return STATISTICS.get(option, option)
+
+
 def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSource] | None,
-                       title: SlideTitle | None = None) -> None:
-    """Layers x heads of one kind, one cell per head coloured by a statistic the user picks; a click opens it.
-    `title` names model and input on its slide download."""
+                       title: SlideTitle | None = None, corpus: CorpusStats | None = None) -> None:
+    """Layers x heads of one kind, one cell per head coloured by a statistic the user picks (of this input, or of
+    the corpus statistics computed for this model, `corpus`); a click opens it. `title` names model and input on
+    its slide download."""
     frame = head_overview_frame(trace, [kind], gold=gold or None)
     stats = available_statistics(frame, kind)
+    if corpus is not None:
+        rows = corpus.frame[corpus.frame["kind"] == kind]
+        if len(rows) == len(frame):  # the corpus statistics of this model's heads
+            values = rows.set_index(["layer", "head"])
+            for name in CORPUS_STATISTICS:
+                if values[name].notna().any():
+                    frame[CORPUS_PREFIX + name] = [float(values.loc[(la, h), name]) for la, h in
+                                                   zip(frame["layer"], frame["head"])]
+                    stats.append(CORPUS_PREFIX + name)
     if st.session_state.get("attention_overview_stat") not in stats:
         st.session_state["attention_overview_stat"] = stats[0]
-    st.selectbox("Colour each head by", stats, format_func=lambda s: STATISTICS.get(s, s),
-                 key="attention_overview_stat")
+    st.selectbox("Colour each head by", stats, format_func=_overview_title, key="attention_overview_stat",
+                 help="This input's statistics, and once computed (Head statistics over a corpus, below) the "
+                      "corpus's.")
     statistic = st.session_state["attention_overview_stat"]
-    chart = head_overview(frame, statistic, kind)
+    chart = head_overview(frame, statistic, kind, title=_overview_title(statistic),
+                          share=statistic.removeprefix(CORPUS_PREFIX) in CORPUS_SHARES)
     show_chart(chart, key="attention_overview", on_select=_open_overview_head, selection_mode="cell", width="content")
     if title is not None:
-        slide_downloads(chart, title.lines(f"{ALL_TITLES[kind]} · every head by {STATISTICS.get(statistic, statistic)}"),
+        slide_downloads(chart, title.lines(f"{ALL_TITLES[kind]} · every head by {_overview_title(statistic)}"),
                         f"{kind}_head_overview", "attention_overview")
+    corpus_note = f" Corpus statistics: {corpus.sentences:,} sentences." if statistic.startswith(CORPUS_PREFIX) \
+        and corpus is not None else ""
     st.caption(f"{trace.n_layers(kind)} layers × {trace.n_heads} heads; a click on a cell opens that head large "
-               "below.")
+               f"below.{corpus_note}")
 
 
 def overview_first(trace: AttentionTrace, kind: str) -> bool:

@@ -4,7 +4,7 @@ clusters by Jensen-Shannon divergence; an encoder-only model gets the same secti
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, open_app, texts
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
 from tests.helpers.hf_masked_models import build as build_masked
 from transformer.analysis import corpus_statistics
@@ -58,3 +58,25 @@ def test_an_encoder_only_model_gets_the_same_section(studio_env, tmp_path, monke
     assert set(table["kind"]) == {"Encoder self-attention"} and len(table) == len(want)
     assert table["special"].tolist() == pytest.approx(want["special"].tolist(), abs=1e-6)
     assert any("1 sentences" in t or "1 sentence " in t for t in texts(at.caption))
+
+
+def test_the_head_overview_can_be_coloured_by_a_corpus_statistic(studio_env, tiny_checkpoint_dir):
+    at = open_app()
+    at.switch_page("pages/attention.py").run()
+    assert not any("over the corpus" in o for o in at.selectbox(key="attention_overview_stat").options)
+    _compute(at)
+    at.run()  # the overview above the section now offers the corpus's statistics
+    assert_no_exception(at)
+    assert "first over the corpus" in at.selectbox(key="attention_overview_stat").options
+    at.selectbox(key="attention_overview_stat").set_value("corpus:first").run()
+    assert_no_exception(at)
+    chart = next(c for c in charts(at) if c["title"].endswith("heads · first over the corpus"))
+    kind = at.session_state["attention_kind"]
+    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
+    ckpt = load_checkpoint(str(tiny_checkpoint_dir / "reverse"), load_optimizer=False)
+    want = corpus_statistics(lm, [r["source"] for r in ckpt.metrics["examples"]][:200]).frame
+    want = want[want["kind"] == kind].set_index(["layer", "head"])["first"]
+    cells = only_frame(chart).set_index(["layer", "head"])["value"]
+    assert len(cells) == len(want) and want.notna().all()
+    for (layer, head), value in cells.items():
+        assert value == pytest.approx(float(want.loc[(layer, head)]), abs=1e-6)
