@@ -58,6 +58,14 @@ class FillResult:
             tokens[p.position] = p.token
         return " ".join(tokens)
 
+    def as_decode(self) -> DecodeResult:
+        """This pass as the `DecodeResult` every view of a decode reads: one step per mask (its best prediction and
+        top-k), the trace of the one forward pass, the input with each mask filled as the output; mode "masked"."""
+        steps = tuple(Step(p.token, p.top_k[0][1], p.prob, tuple((t, v) for t, _, v in p.top_k))
+                      for p in self.predictions)
+        return DecodeResult(self.text if not self.second else f"{self.text} / {self.second}", steps, self.trace,
+                            "masked", True, self.filled_text, self.source.unknown)
+
     def to_dict(self) -> dict:
         """The fill JSON (docs/formats.md, "Fill JSON"): the trace JSON's fields for the tokens and every kind's
         maps, and the predictions at each mask."""
@@ -145,7 +153,4 @@ def masked_decode(lm: InspectableModel, text: str, second: str = "", *, mask_pos
                   top_k: int = 5, head_mask: HeadMask | None = None) -> DecodeResult:
     """`fill_masks` as the `DecodeResult` every view of a decode reads: one step per mask (its best prediction and
     top-k), the trace of the one forward pass, the input with each mask filled as the output; mode "masked"."""
-    fill = fill_masks(lm, text, second, mask_positions=mask_positions, top_k=top_k, head_mask=head_mask)
-    steps = tuple(Step(p.token, p.top_k[0][1], p.prob, tuple((t, v) for t, _, v in p.top_k)) for p in fill.predictions)
-    return DecodeResult(text if not second else f"{text} / {second}", steps, fill.trace, "masked", True,
-                        fill.filled_text, fill.source.unknown)
+    return fill_masks(lm, text, second, mask_positions=mask_positions, top_k=top_k, head_mask=head_mask).as_decode()

@@ -6,6 +6,7 @@ prediction leans on (gradient x input)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import streamlit as st
 
@@ -34,7 +35,7 @@ from ui.models import ActiveModel
 
 from .chart_cache import cached_chart
 from .inference import bind_text, decoding_message, share_text
-from .selection import LINK_PARAMS
+from .selection import LINK_PARAMS, Selection
 from .widgets import head_picker, layer_picker, md, show_chart, show_chips
 
 KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key (the Decode page's)
@@ -77,7 +78,34 @@ def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...]
     return tuple(int(i) for i in chosen or ())
 
 
-def _show_predictions(result: FillResult) -> None:
+def masked_selection(active: ActiveModel) -> Selection | None:
+    """The encoder-only Decode page's input row (sentence A, the optional sentence B, top-k) and the tokens clicked to
+    mask, with the one forward pass, as a Selection (`fill`, and as the decode the other views read, `result`); None
+    after a message. The map's row (layer, head, a pair's segment) and the heads switched off are drawn under their
+    own headings further down: `map_selection` and `_show_ablation` complete the record there."""
+    bind_text(KEYS["text"], active)
+    st.session_state.setdefault(KEYS["topk"], 5)
+    col_text, col_pair, col_k = st.columns([5, 4, 1])
+    text = col_text.text_input("Text (sentence A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
+                               max_chars=MAX_INPUT_CHARS)
+    second = col_pair.text_input("Second sentence (B, optional)", key=KEYS["pair"], max_chars=MAX_INPUT_CHARS,
+                                 help="A sentence pair: [CLS] A [SEP] B [SEP]; the map's segment filter shows "
+                                      "A→A, B→B, A→B and B→A.")
+    top_k = int(col_k.number_input("Top-k", min_value=1, max_value=20, step=1, key=KEYS["topk"]))
+    positions = _mask_picker(active, text, second)
+    if positions is None:
+        return None
+    try:
+        result = fill(active, text, second, positions, top_k)
+    except InputError as exc:
+        st.warning(str(exc), icon=":material/edit_note:")
+        return None
+    return Selection("decode", active, text, result.as_decode(), kind=active.family.output_kind, second=second,
+                     top_k=top_k, fill=result, masks=positions)
+
+
+def _show_predictions(sel: Selection) -> None:
+    result = sel.fill
     st.subheader("Predictions at the masks", anchor=False)
     st.caption("The softmax of the masked-LM head over the whole vocabulary at each mask, as the model gives it.")
     columns = st.columns(min(3, len(result.predictions)))
@@ -87,22 +115,22 @@ def _show_predictions(result: FillResult) -> None:
     st.markdown("**Filled in:** " + md(result.filled_text))
 
 
-def _show_change(active: ActiveModel, text: str, second: str, positions: tuple[int, ...], masked: FillResult,
-                 top_k: int) -> None:
+def _show_change(sel: Selection) -> None:
     st.subheader("How every head's attention changed", anchor=False)
-    if not positions:
+    if not sel.masks:
         st.caption("Click tokens above to mask them: this map then shows how far each head's attention moved.")
         return
-    plain = fill(active, text, second, (), top_k)
-    frame = attention_change(plain.trace, masked.trace)
-    kind = active.family.output_kind
+    plain = fill(sel.model, sel.text, sel.second, (), sel.top_k)
+    frame = attention_change(plain.trace, sel.fill.trace)
     st.caption("For each layer and head, the mean over query rows of the total variation distance between the "
                "attention without and with the masks (0: unchanged, 1: moved entirely).")
-    show_chart(cached_chart(head_change_map, frame, kind), width="content")
+    show_chart(cached_chart(head_change_map, frame, sel.kind), width="content")
 
 
-def _show_map(result: FillResult, kind: str) -> None:
-    st.subheader("Attention map", anchor=False)
+def map_selection(sel: Selection) -> Selection:
+    """The map's row under its heading (layer, head, and for a pair the segment filter): `sel` with them and the
+    trace as drawn (the chosen segment's block of each map kept)."""
+    result, kind = sel.fill, sel.kind
     trace = result.trace
     pair = 1 in result.segments
     c_layer, c_head, c_segment = st.columns([1, 1, 2], vertical_alignment="bottom")
@@ -117,24 +145,31 @@ def _show_map(result: FillResult, kind: str) -> None:
                                             help="A is the first sentence (with [CLS] and its [SEP]), B the second: "
                                                  "A→B keeps attention from A's tokens to B's; the rest shows as 0 "
                                                  "(weights are not renormalised).") or "all"
-    shown = segment_filter(trace, result.segments, which)
-    show_chart(cached_chart(attention_heatmap, shown, kind, layer, head, size=420, max_width=760), width="content")
+    return replace(sel, layer=layer, head=head, segment=which, trace=segment_filter(trace, result.segments, which))
 
 
-def _show_ablation(active: ActiveModel, result: FillResult, text: str, second: str, positions: tuple[int, ...],
-                   top_k: int) -> None:
+def _show_map(sel: Selection) -> Selection:
+    """The attention map with its row; returns `sel` completed by the row."""
+    st.subheader("Attention map", anchor=False)
+    sel = map_selection(sel)
+    show_chart(cached_chart(attention_heatmap, sel.maps, sel.kind, sel.layer, sel.head, size=420, max_width=760),
+               width="content")
+    return sel
+
+
+def _show_ablation(sel: Selection) -> None:
     st.subheader("Switch heads off", anchor=False)
-    kind = active.family.output_kind
-    n_layers, n_heads = active.decoder.head_counts()[kind]
-    labels = [Head(kind, layer, head).label for layer in range(n_layers) for head in range(n_heads)]
+    lm = sel.model.decoder
+    n_layers, n_heads = lm.head_counts()[sel.kind]
+    labels = [Head(sel.kind, layer, head).label for layer in range(n_layers) for head in range(n_heads)]
     chosen = st.multiselect("Heads to switch off", labels, key="decode_masked_ablate",
                             help="Each head's output is multiplied by 0 inside this call only.")
     if not chosen:
         st.caption("Pick heads to see the predictions without them.")
         return
-    lm = active.decoder
-    ablated = fill(active, text, second, positions, top_k, [parse_head(h, lm) for h in chosen])
-    for before, after in zip(result.predictions, ablated.predictions):
+    sel = replace(sel, ablated=tuple(parse_head(h, lm) for h in chosen))
+    ablated = fill(sel.model, sel.text, sel.second, sel.masks, sel.top_k, sel.ablated)
+    for before, after in zip(sel.fill.predictions, ablated.predictions):
         old = {i: v for _, i, v in after.top_k}
         kept = old.get(before.top_k[0][1])
         st.markdown(f"Token {before.position}: **{md(before.token)}** {before.prob:.3f} → with the heads off "
@@ -143,12 +178,13 @@ def _show_ablation(active: ActiveModel, result: FillResult, text: str, second: s
                      else ""))
 
 
-def _show_attribution(active: ActiveModel, result: FillResult) -> None:
+def _show_attribution(sel: Selection) -> None:
     st.subheader("Which tokens the prediction leans on", anchor=False)
+    result = sel.fill
     names = [f"token {p.position}: {p.token}" for p in result.predictions]
     pick = st.selectbox("Prediction", range(len(names)), format_func=names.__getitem__, key="decode_masked_attr")
     prediction = result.predictions[pick or 0]
-    shares = mask_attribution(active.decoder, result.source.ids, prediction.position, prediction.top_k[0][1])
+    shares = mask_attribution(sel.model.decoder, result.source.ids, prediction.position, prediction.top_k[0][1])
     top = max(shares) or 1.0
     show_chips(result.source.tokens, [s / top for s in shares], highlight=prediction.position,
                caption=f"Gradient × input of log p({prediction.token}) per input token (darker: larger share)")
@@ -160,33 +196,19 @@ def show_mask_page(active: ActiveModel) -> None:
     lm = active.decoder
     st.caption(f"{md(active.option.name)} reads the whole input at once (no decoding): it predicts the tokens hidden "
                f"by its mask token {md(lm.mask_token)}. Type it in the text, or click tokens below to mask them.")
-    bind_text(KEYS["text"], active)
-    st.session_state.setdefault(KEYS["topk"], 5)
-    col_text, col_pair, col_k = st.columns([5, 4, 1])
-    text = col_text.text_input("Text (sentence A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
-                               max_chars=MAX_INPUT_CHARS)
-    second = col_pair.text_input("Second sentence (B, optional)", key=KEYS["pair"], max_chars=MAX_INPUT_CHARS,
-                                 help="A sentence pair: [CLS] A [SEP] B [SEP]; the map's segment filter shows "
-                                      "A→A, B→B, A→B and B→A.")
-    top_k = int(col_k.number_input("Top-k", min_value=1, max_value=20, step=1, key=KEYS["topk"]))
-    positions = _mask_picker(active, text, second)
-    if positions is None:
+    sel = masked_selection(active)  # the pair, the masks, top-k and the one forward pass
+    if sel is None:
         return
-    try:
-        result = fill(active, text, second, positions, top_k)
-    except InputError as exc:
-        st.warning(str(exc), icon=":material/edit_note:")
-        return
-    show_chips(result.source.tokens, caption="What the model reads (masks in place)")
-    if result.predictions:
-        _show_predictions(result)
+    show_chips(sel.fill.source.tokens, caption="What the model reads (masks in place)")
+    if sel.fill.predictions:
+        _show_predictions(sel)
     else:
         st.info(no_mask_message(lm), icon=":material/touch_app:")
-    _show_change(active, text, second, positions, result, top_k)
-    _show_map(result, active.family.output_kind)
-    if result.predictions:
-        _show_ablation(active, result, text, second, positions, top_k)
-        _show_attribution(active, result)
+    _show_change(sel)
+    sel = _show_map(sel)  # its row: layer, head, segment
+    if sel.fill.predictions:
+        _show_ablation(sel)
+        _show_attribution(sel)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -14,21 +14,22 @@ from .chart_cache import cached_chart
 from .compare import pick_model_b
 from .inference import bind_text, share_text
 from .masked import fill
-from .selection import LINK_PARAMS
+from .selection import LINK_PARAMS, Selection
 from .widgets import head_picker, layer_picker, md, show_chart, show_chips
 
 KEYS = LINK_PARAMS["compare"]  # link parameter -> widget key
 WAYS = {"inputs": "Two masked inputs, one model", "models": "One masked input, two models"}
 
 
-def _side(tag: str, name: str, result: FillResult, kind: str, layer: int, head: int | None) -> None:
-    st.markdown(f"**{tag}** · {md(name)}")
+def _side(tag: str, sel: Selection) -> None:
+    result = sel.fill
+    st.markdown(f"**{tag}** · {md(sel.model.option.name)}")
     show_chips(result.source.tokens, caption="what the model reads")
     for prediction in result.predictions:
         show_chart(cached_chart(prediction_bars, prediction, width=220), width="content")
     if not result.predictions:
         st.caption("No mask in this input: nothing predicted.")
-    show_chart(cached_chart(attention_heatmap, result.trace, kind, layer, head, size=300, max_width=560),
+    show_chart(cached_chart(attention_heatmap, result.trace, sel.kind, sel.layer, sel.head, size=300, max_width=560),
                width="content")
 
 
@@ -40,11 +41,10 @@ def _fill_or_message(active: ActiveModel, text: str, tag: str) -> FillResult | N
         return None
 
 
-def show_masked_compare(active: ActiveModel) -> None:
-    """The Compare page of an encoder-only model."""
-    st.caption(f"{md(active.option.name)} predicts at its mask token {md(active.decoder.mask_token)}: compare two "
-               "inputs (a word masked here and there, or changed) or the same input through a second encoder-only "
-               "model. Rows are queries and columns keys; one layer / head selector drives both maps.")
+def masked_compare_selection(active: ActiveModel) -> Selection | None:
+    """The encoder-only Compare page's widget row: the way (two inputs through this model, or one input through it
+    and a second encoder-only model), the input(s), model B, each side's forward pass, and the one layer / head
+    picker of both maps, as a Selection (A's side; B's as `against`, with the same pickers); None after a message."""
     st.session_state.setdefault("compare_masked_way", "inputs")
     way = st.radio("Compare", list(WAYS), format_func=WAYS.__getitem__, key="compare_masked_way", horizontal=True)
     bind_text(KEYS["text"], active)
@@ -54,7 +54,7 @@ def show_masked_compare(active: ActiveModel) -> None:
                                 max_chars=MAX_INPUT_CHARS)
         st.session_state.setdefault("compare_text_b", text)
         text_b = col_b.text_input("Input B", key="compare_text_b", max_chars=MAX_INPUT_CHARS)
-        sides = [("A", active, text), ("B", active, text_b)]
+        other = active
     else:
         col_b, col_text = st.columns([2, 3])
         with col_b:
@@ -62,15 +62,15 @@ def show_masked_compare(active: ActiveModel) -> None:
         text = col_text.text_input("Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
                                    max_chars=MAX_INPUT_CHARS)
         if other is None:
-            return
+            return None
         if other.family.decodes:
             st.info(f"Model B ({md(other.option.name)}) is a {other.family.name} model: it does not predict at "
                     "masks. Pick another encoder-only model.", icon=":material/info:")
-            return
-        sides = [("A", active, text), ("B", other, text)]
-    results = [_fill_or_message(model, t, tag) for tag, model, t in sides]
+            return None
+        text_b = text
+    results = [_fill_or_message(model, t, tag) for tag, model, t in (("A", active, text), ("B", other, text_b))]
     if any(r is None for r in results):
-        return
+        return None
     kind = active.family.output_kind
     n_layers = min(r.trace.n_layers(kind) for r in results)
     n_heads = min(r.trace.n_heads for r in results)
@@ -79,10 +79,30 @@ def show_masked_compare(active: ActiveModel) -> None:
         layer = layer_picker("Layer", n_layers, KEYS["layer"])
     with c_head:
         head = head_picker("Head", n_heads, KEYS["head"], trace=results[0].trace, kind=kind)
-    for column, (tag, model, _), result in zip(st.columns(2, gap="large"), sides, results):
+    fill_a, fill_b = results
+    b = Selection("compare", other, text_b, fill_b.as_decode(), kind=kind, layer=layer, head=head, fill=fill_b)
+    return Selection("compare", active, text, fill_a.as_decode(), kind=kind, layer=layer, head=head, fill=fill_a,
+                     against=b)
+
+
+def show_masked_compare(active: ActiveModel) -> None:
+    """The Compare page of an encoder-only model."""
+    st.caption(f"{md(active.option.name)} predicts at its mask token {md(active.decoder.mask_token)}: compare two "
+               "inputs (a word masked here and there, or changed) or the same input through a second encoder-only "
+               "model. Rows are queries and columns keys; one layer / head selector drives both maps.")
+    sel = masked_compare_selection(active)  # the way, the inputs, model B, both passes, the layer and head
+    if sel is None:
+        return
+    show_masked_sides(sel)
+
+
+def show_masked_sides(sel: Selection) -> None:
+    """Both sides (A: `sel`, B: `sel.against`) with their predictions and the same map, and where both read the
+    same number of tokens how far each head's attention moved from A to B."""
+    for column, (tag, side) in zip(st.columns(2, gap="large"), (("A", sel), ("B", sel.against))):
         with column:
-            _side(tag, model.option.name, result, kind, layer, head)
-    a, b = (r.trace for r in results)
+            _side(tag, side)
+    a, b, kind = sel.fill.trace, sel.against.fill.trace, sel.kind
     if a.weights(kind).shape == b.weights(kind).shape:
         st.subheader("How far each head's attention moved from A to B", anchor=False)
         show_chart(cached_chart(head_change_map, attention_change(a, b), kind), width="content")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer.decode import AttentionTrace, DecodeResult, Sampling
+from transformer.decode import AttentionTrace, DecodeResult, FillResult, Sampling
 from transformer.model import Head
 from ui.models import ActiveModel
 
@@ -68,6 +68,8 @@ class Selection:
     segment: str = "all"  # a pair's segment filter
     top_k: int = 5  # candidates shown at each step (Decode)
     sampling: Sampling | None = None  # Decode's sampling settings; None: greedy
+    fill: FillResult | None = None  # an encoder-only model's predictions at the masks (`result` is the same pass)
+    masks: tuple[int, ...] = ()  # the positions clicked to mask (an encoder-only model; masks typed in `text` aside)
     against: Selection | None = None  # Compare: model B's side (its model, decode and kind; the same pickers)
 
     @property
