@@ -63,7 +63,10 @@ def edited_text(text_a: str) -> str:
                               "in the sidebar and everything is compared.")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+# cache_resource, not cache_data: cache_data pickled both decodes' traces and the aligned maps into the cache (and
+# unpickled them on every rerun), 2-3 copies of maps that are 0.6 GB a side at GPT-2's heads and 1,023 tokens. The
+# comparison is read-only (its maps are not writeable), so one object is shared.
+@st.cache_resource(max_entries=8, show_spinner=False)
 def _compare(model_key: str, _active: ActiveModel, text_a: str, text_b: str,
              _decoded: tuple[DecodeResult, DecodeResult]) -> EditComparison:
     return compare_edit(_active.decoder, text_a, text_b, decoded=_decoded)
