@@ -13,6 +13,7 @@ from transformer.decode import fill_masks
 from transformer.model import Head
 from transformer.store import open_model
 from ui.models import MODEL_KEY
+from ui.views.selection import LINK_PARAMS
 
 
 CAPTION = "two young men in red shirts are playing football on a green field while a small dog watches them closely"
@@ -121,6 +122,27 @@ def test_compare_two_masked_inputs(hf_env, lm):
     assert_no_exception(at)
     a = fill_masks(lm, "the dog [MASK] in the park")
     b = fill_masks(lm, "the man [MASK] in the park")
+    bars = _bars(at)
+    assert [only_frame(c).sort_values("rank")["prob"].iloc[0] for c in bars] == pytest.approx(
+        [a.predictions[0].prob, b.predictions[0].prob], abs=1e-6)
+    change = only_frame(chart_titled(at, "How far each head's attention moved"))
+    assert change.sort_values(["layer", "head"])["change"].tolist() == pytest.approx(
+        attention_change(a.trace, b.trace).sort_values(["layer", "head"])["change"].tolist(), abs=1e-6)
+
+
+def test_compare_one_masked_input_through_two_models(studio_env, tmp_path_factory, monkeypatch):
+    root = tmp_path_factory.mktemp("two_bert")
+    build("bert", root / "tiny-bert")
+    build("bert", root / "tiny-bert-b", seed=1)  # the same tokenizer, other weights
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(root))
+    text = "the dog [MASK] in the park"
+    at = _open("compare")
+    at.radio(key="compare_masked_way").set_value("models").run()
+    at.selectbox(key=LINK_PARAMS["compare"]["compare"]).set_value("hf:tiny-bert-b").run()
+    at.text_input(key="compare_text").input(text).run()
+    assert_no_exception(at)
+    a, b = (fill_masks(open_model(str(root / name)), text) for name in ("tiny-bert", "tiny-bert-b"))
+    assert a.predictions[0].prob != pytest.approx(b.predictions[0].prob, abs=1e-6)  # two models, two answers
     bars = _bars(at)
     assert [only_frame(c).sort_values("rank")["prob"].iloc[0] for c in bars] == pytest.approx(
         [a.predictions[0].prob, b.predictions[0].prob], abs=1e-6)
