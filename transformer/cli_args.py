@@ -62,6 +62,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", metavar="DIR", help="continue training this checkpoint")
     p.add_argument("--save-every", type=_positive_int, metavar="N",
                    help="also save --out every N steps, so a crash loses at most N steps")
+    p.add_argument("--keep-snapshots", type=_positive_int, metavar="N",
+                   help="keep the weights every N steps (and at the end) in --out/snapshots/step-NNNNNNN/, none "
+                        "overwritten: `heads --corpus FILE --snapshots` gives each head's statistics over training")
     p.add_argument("--preset", choices=list(PRESETS), help="size preset, applied over the task defaults")
     p.add_argument("--stage", action="store_true",
                    help="the stage demo (reverse, toy-en-de): a recipe that trains until the attention picture is "

@@ -16,7 +16,7 @@ from .analysis import CORPUS_STATISTICS, CorpusStats, corpus_statistics, corpus_
 from .data import MAX_CORPUS_LINES, CorpusError, known_alignment, read_corpus
 from .decode import InputError
 from .model import Head
-from .store import finite_json, is_checkpoint_folder, load_checkpoint, open_model
+from .store import finite_json, is_checkpoint_folder, list_snapshots, load_checkpoint, open_model
 from .train import start_process_group, stop_process_group, torchrun_env
 
 
@@ -31,6 +31,9 @@ def add_corpus_arguments(p: Any, positive_int: Any) -> None:
     p.add_argument("--use-reference", action="store_true", help="a parallel corpus: teacher-force its references")
     p.add_argument("--sort", choices=tuple(CORPUS_STATISTICS), default="max_weight",
                    help="the table's order (default max_weight: the most confident heads first)")
+    p.add_argument("--snapshots", action="store_true", help="DIR is a training run kept with train "
+                   "--keep-snapshots N: the statistics over each weight snapshot, every head's curve over the steps "
+                   "(the text table shows --sort's)")
 
 
 def _gold(folder: str) -> Any:
@@ -64,8 +67,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         corpus = read_corpus(args.corpus, args.corpus_reference, cap=args.corpus_cap)
     except CorpusError as exc:
         raise InputError(str(exc)) from None
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     use_ref = corpus.references is not None and (args.use_reference or args.corpus_reference is not None)
+    if getattr(args, "snapshots", False):
+        return _over_snapshots(args, corpus, use_ref)
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     env = torchrun_env()
     if env is None or env.is_main:
         print(f"reading {corpus.describe()}", file=sys.stderr)
@@ -87,4 +92,47 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     for row in table.itertuples():
         label = Head(row.kind, row.layer, row.head).label
         print(f"{label:<14}" + "".join(f"{getattr(row, n):>12.3f}" for n in names))
+    return 0
+
+
+def snapshot_curves(steps: list[int], stats: list[CorpusStats]) -> dict[str, Any]:
+    """The statistics over each snapshot as curves (docs/formats.md): `steps`, and per head every statistic's
+    value at each step."""
+    heads, frames = [], [s.frame.set_index(["kind", "layer", "head"]) for s in stats]
+    for row in stats[0].frame.itertuples():
+        values = [f.loc[(row.kind, row.layer, row.head)] for f in frames]
+        heads.append({"kind": row.kind, "layer": int(row.layer), "head": int(row.head),
+                      **{name: [float(v[name]) for v in values] for name in CORPUS_STATISTICS}})
+    return {"steps": steps, "mode": stats[0].mode, "sentences": [s.sentences for s in stats],
+            "statistics": CORPUS_STATISTICS, "heads": heads}
+
+
+def _over_snapshots(args: argparse.Namespace, corpus: Any, use_ref: bool) -> int:
+    """`heads RUN --corpus FILE --snapshots`: the statistics over each weight snapshot of a training run."""
+    if torchrun_env() is not None:
+        raise InputError("--snapshots runs in one process (not under torchrun)")
+    snapshots = list_snapshots(args.dir)
+    if not snapshots:
+        raise InputError(f"{args.dir}: no weight snapshots (train with --keep-snapshots N keeps them in "
+                         f"{Path(args.dir) / 'snapshots'})")
+    print(f"reading {corpus.describe()} with {len(snapshots)} snapshots", file=sys.stderr)
+    start = time.perf_counter()
+    gold = _gold(str(snapshots[0][1]))
+    stats = []
+    for step, folder in snapshots:
+        lm = open_model(str(folder))
+        stats.append(corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None, gold=gold))
+    seconds = time.perf_counter() - start
+    curves = snapshot_curves([step for step, _ in snapshots], stats)
+    if args.json:
+        print(json.dumps(finite_json({"model": args.dir, "corpus": corpus.path, "read": corpus.describe(),
+                                      "capped": corpus.capped, "seconds": round(seconds, 2), **curves})))
+        return 0
+    steps = curves["steps"]
+    print(f"{len(steps)} snapshots, {stats[-1].sentences:,} sentences ({stats[-1].mode}), {seconds:.1f} s; "
+          f"{args.sort} per head at each step:")
+    print(f"{'head':<14}" + "".join(f"{s:>10}" for s in steps))
+    for head in curves["heads"]:
+        label = Head(head["kind"], head["layer"], head["head"]).label
+        print(f"{label:<14}" + "".join(f"{v:>10.3f}" for v in head[args.sort]))
     return 0

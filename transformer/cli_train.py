@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import shutil
 import sys
 import tempfile
 import threading
@@ -20,10 +21,11 @@ from .cli_args import EXIT_INTERRUPTED, EXIT_USER_ERROR, MODEL_FLAGS, TASK_FLAGS
 from .cli_stage import check_stage, stage_hint, stage_trainer_configs
 from .data import GENERATED_TASKS, DataError, TaskSpec, make_task, masked_lm_task
 from .model import TrainConfig, default_configs
-from .store import load_checkpoint, load_probe_frames, save_checkpoint
+from .store import SNAPSHOTS, load_checkpoint, load_probe_frames, save_checkpoint
 from .train import (
     available_cores,
     CheckpointEvery,
+    SnapshotEvery,
     DistEnv,
     DistributedTrainer,
     KeepBest,
@@ -263,6 +265,10 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
         trainer.callbacks += [progress, best, *([probe] if probe else [])]
         if args.save_every:
             trainer.callbacks.append(CheckpointEvery(args.save_every, out, optimizer=not args.no_optimizer))
+        if args.keep_snapshots:
+            if not same_dir and out.is_dir() and (out / SNAPSHOTS).is_dir():  # --force: the replaced run's
+                shutil.rmtree(out / SNAPSHOTS)
+            trainer.callbacks.append(SnapshotEvery(args.keep_snapshots, out))
         if trainer.precision_note:
             print(f"note: {trainer.precision_note}", file=sys.stderr)
     stop = threading.Event()
@@ -288,7 +294,10 @@ def _train(args: argparse.Namespace, env: DistEnv | None) -> int:
     ckpt = checkpoint_from_trainer(trainer, probe.timeline if probe is not None else ())
     if args.no_optimizer:
         ckpt.optimizer_state = None
-    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every),
+    snapshots = next((cb for cb in trainer.callbacks if isinstance(cb, SnapshotEvery)), None)
+    if snapshots is not None and trainer.step not in snapshots.saved:
+        snapshots.save(trainer)  # the curves end at the saved model
+    path = save_checkpoint(ckpt, out, overwrite=args.force or same_dir or bool(args.save_every or args.keep_snapshots),
                            half=args.fp16_weights)
     print(f"saved {path}: {trainer.task.name}, step {trainer.step} ({reason}), {trainer.elapsed:.1f}s trained, "
           f"{_metrics_text(metrics)}")

@@ -141,10 +141,27 @@ def _move_into_place(tmp: Path, target: Path) -> None:
         raise
 
 
+SNAPSHOTS = "snapshots"  # a run directory's weight snapshots (train --keep-snapshots): kept when it is replaced
+
+
+def snapshot_name(step: int) -> str:
+    """A weight snapshot's folder under the run's `snapshots/`: step-0000100."""
+    return f"step-{step:07d}"
+
+
+def list_snapshots(run: str | Path) -> list[tuple[int, Path]]:
+    """The run directory's complete weight snapshots (train --keep-snapshots), (step, folder), oldest first."""
+    folder = Path(run) / SNAPSHOTS
+    found = [(int(p.name.removeprefix("step-")), p) for p in folder.glob("step-*")
+             if p.name.removeprefix("step-").isdigit() and (p / CONFIG).is_file()] if folder.is_dir() else []
+    return sorted(found)
+
+
 def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = False, half: bool = False) -> Path:
     """Write `ckpt` to directory `path` atomically; refuses to replace an existing one unless `overwrite`.
 
-    `half` stores the weights in fp16 (half the size; loading upcasts them to fp32).
+    `half` stores the weights in fp16 (half the size; loading upcasts them to fp32). A replaced directory's
+    `snapshots/` folder (train --keep-snapshots) moves into the new one.
     """
     target = Path(path)
     if ckpt.src_tokenizer.vocab_size != ckpt.model_config.src_vocab_size or \
@@ -153,7 +170,8 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = Fal
     if target.exists() or target.is_symlink():
         if not overwrite:
             raise CheckpointError(f"{target} already exists; choose another name or allow overwriting")
-        if not target.is_dir() or target.is_symlink() or (any(target.iterdir()) and not (target / CONFIG).is_file()):
+        if not target.is_dir() or target.is_symlink() or (
+                any(p.name != SNAPSHOTS for p in target.iterdir()) and not (target / CONFIG).is_file()):
             raise CheckpointError(f"{target} exists and is not a checkpoint directory; refusing to replace it")
     tmp: Path | None = None
     try:
@@ -162,7 +180,15 @@ def save_checkpoint(ckpt: Checkpoint, path: str | Path, *, overwrite: bool = Fal
         os.chmod(tmp, 0o755)
         _write_checkpoint_files(ckpt, tmp, half)
         if overwrite and target.is_dir() and any(target.iterdir()):
-            replace_directory(tmp, target)
+            kept = (target / SNAPSHOTS).is_dir()
+            if kept:
+                os.rename(target / SNAPSHOTS, tmp / SNAPSHOTS)
+            try:
+                replace_directory(tmp, target)
+            except OSError:
+                if kept:
+                    os.rename(tmp / SNAPSHOTS, target / SNAPSHOTS)
+                raise
         else:
             _move_into_place(tmp, target)
             tmp = None

@@ -1,6 +1,6 @@
 """The train stage: the Trainer, resuming from checkpoints, the app's training processes (jobs), and the runs
 the server owns (plain records between jobs, autosaves)."""
-from .autosave import CheckpointEvery
+from .autosave import CheckpointEvery, SnapshotEvery
 from .best import KEEP_BEST, KeepBest
 from .device import DEVICES, DeviceError, backend_for, cuda_devices, resolve_device
 from .distributed import (
@@ -32,7 +32,7 @@ from .runs import KEEP_ENDED_RUNS, LiveRun, ServerRuns, server_runs
 from .stage import CLEAN, StopWhenClean
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
-__all__ = ["AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
+__all__ = ["SnapshotEvery", "AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
            "DistributedTrainer", "JobPlan", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
            "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PROBE_FRAMES", "PeerLostError", "ProbeRecorder",
            "RunRecord", "ServerRuns", "StepStats",
