@@ -31,6 +31,8 @@ def add_corpus_arguments(p: Any, positive_int: Any) -> None:
     p.add_argument("--use-reference", action="store_true", help="a parallel corpus: teacher-force its references")
     p.add_argument("--sort", choices=tuple(CORPUS_STATISTICS), default="max_weight",
                    help="the table's order (default max_weight: the most confident heads first)")
+    p.add_argument("--sweep", action="store_true", help="with --corpus: the per-sentence ablation and attribution "
+                   "sweep averaged over the corpus's sentences (as --file does) instead of the statistics")
     p.add_argument("--snapshots", action="store_true", help="DIR is a training run kept with train "
                    "--keep-snapshots N: the statistics over each weight snapshot, every head's curve over the steps "
                    "(the text table shows --sort's)")

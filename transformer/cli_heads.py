@@ -36,6 +36,7 @@ from .analysis import (
 )
 from .adapters import NativeSeq2Seq
 from .cli_corpus import add_corpus_arguments, cmd_corpus
+from .data import CorpusError, read_corpus
 from .decode import InputError
 from .adapters import DEFAULT_MAX_PARAMS
 from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
@@ -70,11 +71,17 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
 
 
 def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
-    given = [x for x in (args.text is not None, args.file is not None, args.valid is not None) if x]
+    given = [x for x in (args.text is not None, args.file is not None, args.valid is not None, bool(args.corpus))
+             if x]
     if len(given) != 1:
-        raise HeadError("give exactly one of TEXT, --file PATH or --valid N")
+        raise HeadError("give exactly one of TEXT, --corpus FILE (--sweep), --file PATH or --valid N")
     if args.text is not None:
         return [args.text], "text"
+    if args.corpus:  # --corpus FILE --sweep: the corpus's sentences, read as the statistics read them
+        try:
+            return list(read_corpus(args.corpus, cap=args.corpus_cap).sources), "file"
+        except CorpusError as exc:
+            raise InputError(str(exc)) from None
     if args.file is not None:
         lines = [line.strip() for line in Path(args.file).read_text(encoding="utf-8").splitlines() if line.strip()]
         if not lines:
@@ -89,7 +96,11 @@ def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
 
 def cmd_heads(args: argparse.Namespace) -> int:
     """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
-    if args.corpus:
+    if args.sweep and not args.corpus:
+        raise HeadError("--sweep goes with --corpus FILE (the sentences to sweep)")
+    if args.sweep and args.snapshots:
+        raise HeadError("--snapshots gives the statistics over a run's snapshots; not with --sweep")
+    if args.corpus and not args.sweep:
         return cmd_corpus(args)
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     texts, source = _inputs(args, lm)
