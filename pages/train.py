@@ -83,6 +83,14 @@ with st.expander("Every hyperparameter", icon=":material/tune:", key="train_sett
                     field_widget(f)
             if group == "run":
                 st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
+                keep = st.toggle("Keep weight snapshots", key="train_snapshots",
+                                 help="Keep the weights every N steps and at the end (in the run's snapshots/ folder, "
+                                      "saved with it): `heads RUN --corpus FILE --snapshots` gives each head's "
+                                      "statistics over training (docs/corpus-statistics.md).")
+                if keep:
+                    st.session_state.setdefault("train_snapshot_every", 100)
+                    st.number_input("Snapshot every (steps)", min_value=1, max_value=LIMITS.max_steps, step=50,
+                                    key="train_snapshot_every")
 
 tc.run_controls()
 if run is not None:

@@ -25,6 +25,7 @@ from .run_autosave import (
     MAX_AUTOSAVES,
     autosave,
     autosave_name,
+    keep_snapshot,
     prune_autosaves,
     run_checkpoint,
 )
@@ -32,7 +33,7 @@ from .runs import KEEP_ENDED_RUNS, LiveRun, ServerRuns, server_runs
 from .stage import CLEAN, StopWhenClean
 from .trainer import Callback, NonFiniteLossError, StepStats, Trainer, evaluate_model, lr_at
 
-__all__ = ["SnapshotEvery", "AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
+__all__ = ["SnapshotEvery", "keep_snapshot", "AUTOSAVE_EVERY_S", "AUTOSAVE_PREFIX", "Callback", "CheckpointEvery", "DEVICES", "DeviceError", "DistEnv",
            "DistributedTrainer", "JobPlan", "JobSnapshot", "KEEP_BEST", "KEEP_ENDED_RUNS", "KeepBest", "LiveRun", "MAX_AUTOSAVES",
            "MAX_CONCURRENT_JOBS", "NonFiniteLossError", "PRECISIONS", "PROBE_FRAMES", "PeerLostError", "ProbeRecorder",
            "RunRecord", "ServerRuns", "StepStats",

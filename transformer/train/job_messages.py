@@ -83,9 +83,11 @@ class ProbeTrace:
 
 @dataclass(frozen=True, kw_only=True)
 class TrainingState:
-    """The full training state mid-run (`Trainer.state()`), for the server to autosave."""
+    """The full training state mid-run (`Trainer.state()`), for the server to autosave, or (`snapshot`) to keep
+    as a weight snapshot (`JobPlan.snapshot_every`)."""
 
     state: dict[str, Any]
+    snapshot: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

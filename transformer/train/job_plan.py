@@ -37,6 +37,7 @@ class JobPlan:
     probe_frames: int = 0  # aim for about this many probe recordings over the budget (0: only probe_every)
     publish_every_s: float = 1.0  # send the newest weights this often
     autosave_every_s: float | None = None  # send the full training state this often (the server autosaves it)
+    snapshot_every: int | None = None  # send the state every N steps too, kept as a weight snapshot (the Train page)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "probe_every", max(1, int(self.probe_every)))

@@ -102,6 +102,7 @@ class TrainingJob:
         self.record = record if record is not None else RunRecord.fresh(plan)
         self._probe = plan.probe
         self.on_end, self.on_state = on_end, on_state
+        self.on_snapshot: Callable[["TrainingJob", dict], None] | None = None  # JobPlan.snapshot_every's states
         self._stop = threading.Event()
         self._commands: queue.SimpleQueue[ToWorker] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -252,7 +253,10 @@ class TrainingJob:
         elif isinstance(message, Weights):
             self._publish_weights(message.state_dict, message.step)
         elif isinstance(message, TrainingState):
-            if self.on_state is not None:
+            if message.snapshot:
+                if self.on_snapshot is not None:
+                    self.on_snapshot(self, message.state)
+            elif self.on_state is not None:
                 self.on_state(self, message.state)
         elif isinstance(message, ProbeTrace):
             with self._lock:

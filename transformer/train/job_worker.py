@@ -124,6 +124,8 @@ class _Worker:
                                  f"of {plan.max_steps:,}")
                 break
             self.step()
+            if plan.snapshot_every and tr.step % plan.snapshot_every == 0:
+                send(self.conn, TrainingState(state=tr.state(), snapshot=True))
             if tr.step % tr.cfg.eval_every == 0:
                 self.evaluate()
             if self.rule is not None and self.rule_ended():

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..store import Checkpoint, CheckpointError, list_checkpoints, save_checkpoint
+from ..store import SNAPSHOTS, Checkpoint, CheckpointError, list_checkpoints, save_checkpoint, snapshot_name
 from .resume import checkpoint_from_state
 from .runs import LiveRun
 
@@ -55,6 +55,23 @@ def autosave(run: LiveRun, root: Path, state: dict[str, Any] | None = None, *, k
         run.autosaved_as = path.name
     prune_autosaves(root, keep=keep, keep_path=path)
     return path
+
+
+def keep_snapshot(run: LiveRun, root: Path, state: dict[str, Any] | None = None) -> Path | None:
+    """Keep the run's weights (from `state` mid-run, else its record) as a snapshot in its autosave folder,
+    root/autosave-.../snapshots/step-NNNNNNN/ (the Train page's "Keep weight snapshots"; `save_checkpoint` carries
+    them over when the autosave is replaced). None when there was nothing to keep or the disk refused."""
+    with run.lock:
+        step = state["step"] if state is not None else run.record.step
+        folder = Path(root) / autosave_name(run) / SNAPSHOTS / snapshot_name(int(step))
+        if step == 0 or folder.is_dir():
+            return None
+        ckpt = run_checkpoint(run, state)
+        ckpt.optimizer_state = None
+        try:
+            return save_checkpoint(ckpt, folder)
+        except (CheckpointError, OSError):
+            return None
 
 
 def prune_autosaves(root: Path, *, keep: int = MAX_AUTOSAVES, keep_path: Path | None = None) -> list[Path]:

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from transformer.decode import encode_source
 from transformer.model import ConfigError
-from transformer.store import Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint, task_for_checkpoint
+from transformer.store import (SNAPSHOTS, Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint,
+                               task_for_checkpoint)
 from transformer.train import (
     AUTOSAVE_EVERY_S,
     JobPlan,
@@ -16,6 +18,8 @@ from transformer.train import (
     RunRecord,
     TrainingJob,
     autosave,
+    autosave_name,
+    keep_snapshot,
     record_from_checkpoint,
     server_runs,
     run_checkpoint,
@@ -54,13 +58,19 @@ def _attach_autosave(run: LiveRun, job: TrainingJob) -> None:
         if run.job is ended_job:
             autosave(run, root, state)
 
+    def on_snapshot(ended_job: TrainingJob, state: dict[str, Any]) -> None:
+        if run.job is ended_job:
+            keep_snapshot(run, root, state)
+
     def on_end(ended_job: TrainingJob) -> None:
         with run.lock:
             if run.job is ended_job:  # not when a Resume already replaced it (its own end saves it)
                 autosave(run, root)
+                if job.plan.snapshot_every:
+                    keep_snapshot(run, root)  # the curves end at the run's last step
         server_runs.prune()
 
-    job.on_state, job.on_end = on_state, on_end
+    job.on_state, job.on_end, job.on_snapshot = on_state, on_end, on_snapshot
 
 
 def new_live_run(plan: JobPlan, record: RunRecord | None = None, earlier_timeline: list | None = None) -> LiveRun:
@@ -167,6 +177,12 @@ def save_run(run: LiveRun, name: str, *, overwrite: bool = False) -> Path:
         ckpt = run_checkpoint(run)
     try:
         path = save_checkpoint(ckpt, root / name.strip(), overwrite=overwrite)
+        kept = root / autosave_name(run) / SNAPSHOTS
+        if kept.is_dir() and path.name != autosave_name(run):  # the run's weight snapshots go with it
+            try:
+                shutil.copytree(kept, path / SNAPSHOTS, dirs_exist_ok=True)
+            except OSError as exc:
+                raise CheckpointError(f"saved, but its weight snapshots could not be copied: {exc}") from None
     except CheckpointError as exc:  # the message names the run, not where the server keeps runs
         raise CheckpointError(str(exc).replace(f"{root}{os.sep}", "")) from None
     run.saved_as = path.name

@@ -300,7 +300,8 @@ def build_plan() -> JobPlan:
                    max_seconds=float(state["train_max_seconds"]), stop_rule=stage_rule(),
                    processes=int(state["train_processes"]),
                    probe=state.get("train_probe", "").strip() or task.probe or None,
-                   probe_every=int(state["train_probe_every"]))
+                   probe_every=int(state["train_probe_every"]),
+                   snapshot_every=int(state.get("train_snapshot_every", 100)) if state.get("train_snapshots") else None)
 
 
 def preset_names() -> list[str]:

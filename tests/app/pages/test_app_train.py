@@ -252,3 +252,30 @@ def test_the_form_s_plan_trains_in_its_process_and_the_server_keeps_only_a_recor
         assert built == []  # the training loop ran in the training process only
     finally:
         _stop_all(run)
+
+
+def test_a_run_can_keep_weight_snapshots_that_are_saved_with_it(studio_env):
+    import torch
+    from transformer.store import list_snapshots, load_checkpoint
+
+    at = _train_page(train_max_steps=7)
+    at.toggle(key="train_snapshots").set_value(True).run()
+    at.number_input(key="train_snapshot_every").set_value(3)
+    at.button(key="train_start").click().run()
+    run = _run(at)
+    try:
+        assert run.plan.snapshot_every == 3
+        assert poll(at, lambda a: not _run(a).active and _run(a).autosaved_as is not None, seconds=90)
+        assert poll(at, lambda a: len(list_snapshots(studio_env / run.autosaved_as)) == 3, seconds=20)
+        at.text_input(key="train_save_name").input("kept-run")
+        at.button(key="train_save").click().run()
+        assert any("Saved as “kept-run”" in m for m in texts(at.success)), texts(at.error)
+        snapshots = list_snapshots(studio_env / "kept-run")
+        assert [step for step, _ in snapshots] == [3, 6, 7]  # every 3 steps and the end
+        saved = load_checkpoint(studio_env / "kept-run", load_optimizer=False).model.state_dict()
+        last = load_checkpoint(snapshots[-1][1], load_optimizer=False).model.state_dict()
+        first = load_checkpoint(snapshots[0][1], load_optimizer=False).model.state_dict()
+        assert all(torch.equal(saved[n], w) for n, w in last.items())
+        assert not all(torch.equal(saved[n], w) for n, w in first.items())
+    finally:
+        _stop_all(run)
