@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis import CORPUS_STATISTICS, CorpusStats, corpus_statistics, corpus_sums, merge_sums, stats_from_sums
+from .analysis import (CORPUS_STATISTICS, CorpusStats, corpus_statistics, corpus_sums, merge_sums, snapshot_curves,
+                       stats_from_sums)
 from .data import MAX_CORPUS_LINES, CorpusError, known_alignment, read_corpus
 from .decode import InputError
 from .model import Head
@@ -95,18 +96,6 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         label = Head(row.kind, row.layer, row.head).label
         print(f"{label:<14}" + "".join(f"{getattr(row, n):>12.3f}" for n in names))
     return 0
-
-
-def snapshot_curves(steps: list[int], stats: list[CorpusStats]) -> dict[str, Any]:
-    """The statistics over each snapshot as curves (docs/formats.md): `steps`, and per head every statistic's
-    value at each step."""
-    heads, frames = [], [s.frame.set_index(["kind", "layer", "head"]) for s in stats]
-    for row in stats[0].frame.itertuples():
-        values = [f.loc[(row.kind, row.layer, row.head)] for f in frames]
-        heads.append({"kind": row.kind, "layer": int(row.layer), "head": int(row.head),
-                      **{name: [float(v[name]) for v in values] for name in CORPUS_STATISTICS}})
-    return {"steps": steps, "mode": stats[0].mode, "sentences": [s.sentences for s in stats],
-            "statistics": CORPUS_STATISTICS, "heads": heads}
 
 
 def _over_snapshots(args: argparse.Namespace, corpus: Any, use_ref: bool) -> int:

@@ -96,7 +96,7 @@ from .edit_compare import (
     check_edit,
     compare_edit,
 )
-from .corpus_stats import JS_SENTENCES, STATISTICS as CORPUS_STATISTICS, CorpusStats, CorpusSums, average_linkage_order, corpus_statistics, corpus_sums, is_punctuation, merge_sums, stats_from_sums
+from .corpus_stats import JS_SENTENCES, STATISTICS as CORPUS_STATISTICS, CorpusStats, CorpusSums, average_linkage_order, corpus_statistics, corpus_sums, is_punctuation, merge_sums, snapshot_curves, stats_from_sums
 from .masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
@@ -126,7 +126,7 @@ __all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_f
            "contributions_dict", "internals_dict", "head_contribution_map", "mask_matrix", "BatchMask", "batch_mask",
            "LENS_TOP_K", "MAX_LENS_TOP_K", "LayerPrediction", "LensError", "LensGrid", "StepLens", "every_step_lens", "layer_label",
            "lens_dict", "lens_grid", "lens_log_probs", "residuals_of", "step_lens"]
-__all__ += ["JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "CorpusSums", "average_linkage_order", "corpus_statistics",
+__all__ += ["snapshot_curves", "JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats", "CorpusSums", "average_linkage_order", "corpus_statistics",
             "corpus_sums", "is_punctuation", "merge_sums", "stats_from_sums"]
 __all__ += ["find_site", "patched_decode"]
 __all__ += ["HEAD_POSITIONS", "Site", "sites_of", "check_edit"]

@@ -320,3 +320,15 @@ def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: 
     alignment column; as `eval` scores it, row j of the cross-attention against the j-th output token)."""
     return stats_from_sums(corpus_sums(lm, sources, references, js_sentences=js_sentences, progress=progress,
                                        stop=stop, gold=gold))
+
+
+def snapshot_curves(steps: list[int], stats: list[CorpusStats]) -> dict[str, object]:
+    """The statistics over each snapshot as curves (docs/formats.md): `steps`, and per head every statistic's
+    value at each step."""
+    heads, frames = [], [s.frame.set_index(["kind", "layer", "head"]) for s in stats]
+    for row in stats[0].frame.itertuples():
+        values = [f.loc[(row.kind, row.layer, row.head)] for f in frames]
+        heads.append({"kind": row.kind, "layer": int(row.layer), "head": int(row.head),
+                      **{name: [float(v[name]) for v in values] for name in STATISTICS}})
+    return {"steps": steps, "mode": stats[0].mode, "sentences": [s.sentences for s in stats],
+            "statistics": STATISTICS, "heads": heads}

@@ -36,6 +36,7 @@ from .beam import key_window as beam_key_window
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .masked import head_change_map, js_cluster_map, prediction_bars
+from .snapshots import snapshot_curves_chart, snapshot_frame
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
 from .qr import qr_matrix, qr_png, qr_svg
@@ -70,4 +71,5 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
            "node_attention_chart"]
 __all__ += ["EDIT_WINDOW", "aligned_difference_frame", "aligned_difference_heatmap", "edit_window", "head_movement_heatmap"]
 __all__ += ["head_change_map", "js_cluster_map", "prediction_bars"]
+__all__ += ["snapshot_curves_chart", "snapshot_frame"]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]

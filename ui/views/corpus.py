@@ -10,11 +10,12 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import CORPUS_STATISTICS, Cancelled, CorpusStats, corpus_statistics
-from transformer.charts import js_cluster_map
+from transformer.analysis import CORPUS_STATISTICS, Cancelled, CorpusStats, corpus_statistics, snapshot_curves
+from transformer.charts import js_cluster_map, snapshot_curves_chart
 from transformer.data import MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
 from transformer.decode import ALL_TITLES, InputError
 from transformer.model import Head
+from transformer.store import list_snapshots, open_model
 from ui.models import MODEL_KEY, ActiveModel
 from ui.server import refuse, speaker_only
 
@@ -153,3 +154,56 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
     st.session_state[f"{key}_sources"] = corpus.sources
     st.session_state[LATEST_KEY] = (active.cache_key, stats)
     _show(stats, {k: h for k, (_, h) in active.decoder.head_counts().items()}, key)
+    _show_snapshots(active, corpus.sources, refs, key)
+
+
+def _show_snapshots(active: ActiveModel, sources: tuple[str, ...], refs: tuple[str, ...] | None, key: str) -> None:
+    """A saved run with weight snapshots (train --keep-snapshots, the Train page's switch): the same statistics
+    over each snapshot, in the background, drawn as each head's curve over the training steps."""
+    path = active.option.path
+    snapshots = list_snapshots(path) if path is not None and path.is_dir() else []
+    if not snapshots:
+        return
+    steps = [step for step, _ in snapshots]
+    st.markdown(f"**Over training: {len(steps)} weight snapshots** (steps {steps[0]:,}–{steps[-1]:,})")
+    identity = ("corpus-snapshots", active.cache_key, tuple(steps), sources, refs)
+    curves = kept_result(identity)
+    if curves is None:
+        requested = st.session_state.pop(f"{key}_snapshots_requested", None) == identity
+
+        def run(progress) -> dict:
+            stats = []
+            for i, (_, folder) in enumerate(snapshots):
+                def part(done: int, total: int, i: int = i) -> None:
+                    progress((i + done / total) / len(snapshots))
+                stats.append(corpus_statistics(open_model(str(folder)), sources, refs, progress=part))
+            return snapshot_curves(steps, stats)
+
+        ended = background_result(identity, f"Reading {len(sources):,} sentences with {len(steps)} snapshots", run,
+                                  key=f"{key}_snapshots", start=requested)
+        if ended is None:
+            if not job_running(identity) and not refuse("sweep"):
+                st.button("Compute over the snapshots", key=f"{key}_snapshots_run", icon=":material/timeline:",
+                          on_click=_request, args=(f"{key}_snapshots_requested", identity))
+            return
+        curves, error = ended
+        if isinstance(error, Cancelled):
+            st.info("Cancelled.", icon=":material/stop:")
+            return
+        if isinstance(error, InputError):
+            st.warning(str(error), icon=":material/edit_note:")
+            return
+        if error is not None:
+            raise error
+        keep_result(identity, curves)
+    kinds = list(dict.fromkeys(h["kind"] for h in curves["heads"]))
+    c_stat, c_kind = st.columns([1, 2])
+    st.session_state.setdefault(f"{key}_snapshots_stat", "entropy")
+    statistic = c_stat.selectbox("Statistic", list(CORPUS_STATISTICS), key=f"{key}_snapshots_stat",
+                                 help="\n\n".join(f"**{n}**: {w}" for n, w in CORPUS_STATISTICS.items()))
+    kind = c_kind.radio("Heads of", kinds, format_func=ALL_TITLES.__getitem__, key=f"{key}_snapshots_kind",
+                        horizontal=True)
+    try:
+        show_chart(snapshot_curves_chart(curves, statistic, kind), width="content")
+    except ValueError:
+        st.info(f"{ALL_TITLES[kind]} has no {statistic}.", icon=":material/info:")

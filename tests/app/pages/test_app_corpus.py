@@ -80,3 +80,30 @@ def test_the_head_overview_can_be_coloured_by_a_corpus_statistic(studio_env, tin
     assert len(cells) == len(want) and want.notna().all()
     for (layer, head), value in cells.items():
         assert value == pytest.approx(float(want.loc[(layer, head)]), abs=1e-6)
+
+
+@pytest.mark.slow  # trains a tiny run
+def test_a_run_with_snapshots_draws_each_heads_curve_over_training(studio_env):
+    from tests.helpers.app_session import chart_titled as titled
+    from transformer.cli import main
+
+    run = studio_env / "snap-run"
+    assert main(["train", "--task", "reverse", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--batch-size",
+                 "16", "--n-train", "200", "--n-valid", "10", "--eval-examples", "10", "--steps", "6",
+                 "--keep-snapshots", "3", "--probe-frames", "0", "--out", str(run)]) == 0
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("run:snap-run").run()
+    at.switch_page("pages/attention.py").run()
+    _compute(at)
+    assert_no_exception(at)
+    at.button(key="attention_corpus_snapshots_run").click().run()
+    assert_no_exception(at)
+    frame = only_frame(titled(at, "Head specialisation over training · Encoder self-attention · entropy"))
+    assert sorted(set(frame["step"])) == [3, 6]
+    sources = [e["source"] for e in load_checkpoint(str(run), load_optimizer=False).metrics["examples"]]
+    want = corpus_statistics(open_model(str(run)), sources).frame
+    want = want[want["kind"] == "encoder_self"]
+    last = frame[frame["step"] == 6].set_index("head")["value"]
+    assert len(last) == len(want)
+    for layer, head, value in zip(want["layer"], want["head"], want["entropy"]):
+        assert last[f"L{layer + 1}H{head + 1}"] == pytest.approx(float(value), abs=1e-6)
