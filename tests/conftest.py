@@ -3,7 +3,6 @@ test fails (skips_under_ci)."""
 from __future__ import annotations
 
 import multiprocessing
-import os
 from pathlib import Path
 from typing import Iterator
 
@@ -14,10 +13,6 @@ from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import save_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer, job_worker, job_supervisor, server_runs
-
-if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs two workers on the 2 cores: one thread each, not four
-    import torch
-    torch.set_num_threads(1)
 
 TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
 TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,
