@@ -254,6 +254,7 @@ def test_the_form_s_plan_trains_in_its_process_and_the_server_keeps_only_a_recor
         _stop_all(run)
 
 
+@pytest.mark.slow  # trains
 def test_a_run_can_keep_weight_snapshots_that_are_saved_with_it(studio_env):
     import torch
     from transformer.store import list_snapshots, load_checkpoint
