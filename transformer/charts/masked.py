@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from ..decode import MaskPrediction
+from .style import AUTOSIZE
 
 if TYPE_CHECKING:
     import torch
@@ -20,10 +21,10 @@ def prediction_bars(prediction: MaskPrediction, *, width: int = 260) -> alt.Char
                           "prob": [v for _, _, v in prediction.top_k]})
     title = f"Mask at token {prediction.position}" + (f" (was {prediction.original})" if prediction.original else "")
     return alt.Chart(frame, title=title).mark_bar().encode(
-        y=alt.Y("token:N", sort=alt.SortField("rank"), title=None),
+        y=alt.Y("token:N", sort=alt.SortField("rank"), title=None, axis=alt.Axis(labelOverlap=False)),  # every token
         x=alt.X("prob:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
         tooltip=["rank:O", "token:N", alt.Tooltip("prob:Q", format=".4f")],
-    ).properties(width=width, height=max(60, 18 * len(frame)))
+    ).properties(width=width, height=max(60, 22 * len(frame)), autosize=AUTOSIZE)
 
 
 def head_change_map(frame: pd.DataFrame, kind: str, *, cell: int = 28) -> alt.Chart:
@@ -36,7 +37,7 @@ def head_change_map(frame: pd.DataFrame, kind: str, *, cell: int = 28) -> alt.Ch
         color=alt.Color("change:Q", scale=alt.Scale(scheme="oranges", domain=[0, max(0.05, float(data["change"].max()))]),
                         title="change"),
         tooltip=["Layer:O", "Head:O", alt.Tooltip("change:Q", format=".4f")],
-    ).properties(width=min(cell * n_heads, 900), height=min(cell * n_layers, 600))
+    ).properties(width=min(cell * n_heads, 900), height=min(cell * n_layers, 600), autosize=AUTOSIZE)
 
 
 def js_cluster_map(js: torch.Tensor, order: list[int], n_heads: int, *, cell: int = 12) -> alt.Chart:
@@ -45,11 +46,12 @@ def js_cluster_map(js: torch.Tensor, order: list[int], n_heads: int, *, cell: in
     labels = [f"L{n // n_heads + 1}H{n % n_heads + 1}" for n in order]
     rows = [{"a": labels[i], "b": labels[j], "js": float(js[a, b])}
             for i, a in enumerate(order) for j, b in enumerate(order)]
-    side = min(cell * len(order), 560)
-    return alt.Chart(pd.DataFrame(rows), title="Jensen-Shannon divergence between heads (clustered)").mark_rect(
+    side = min(max(cell * len(order), 320), 560)  # a few heads: cells large enough to read
+    return alt.Chart(pd.DataFrame(rows), title=alt.TitleParams(
+        "Jensen-Shannon divergence between heads (clustered)", limit=600)).mark_rect(
     ).encode(
         x=alt.X("b:N", sort=labels, title=None, axis=alt.Axis(labelFontSize=8)),
         y=alt.Y("a:N", sort=labels, title=None, axis=alt.Axis(labelFontSize=8)),
         color=alt.Color("js:Q", scale=alt.Scale(scheme="viridis", reverse=True), title="JS (nats)"),
         tooltip=["a:N", "b:N", alt.Tooltip("js:Q", format=".4f")],
-    ).properties(width=side, height=side)
+    ).properties(width=side, height=side, autosize=AUTOSIZE)
