@@ -1,21 +1,27 @@
 """Head statistics over a corpus and the masked-token view, each beside a baseline measured in the same run:
 
 - `multi30k`: every head of every kind of the shipped Multi30k model over N validation sentences, against the
-  model's batched greedy decoding of the same sentences alone (what the statistics cannot avoid); peak memory over
-  the model (tracemalloc of Python-side allocations and torch's CPU allocator are not the same thing: we report the
-  process's peak resident set growth);
+  model's batched greedy decoding of the same sentences alone (what the statistics cannot avoid);
+- `memory`: the memory the statistics take over the model, in a fresh process (a child started for it): its resident
+  set (VmRSS of /proc/self/status, which counts torch's CPU tensors and Python's objects alike; tracemalloc would see
+  Python's allocations only) after loading the shipped Multi30k model, reading the sentences and warming up on one
+  sentence, against the peak a thread sampling VmRSS every 5 ms sees while every head of every kind is summed over
+  N validation sentences (VmHWM, the kernel's own peak, beside it);
 - `bert`: a random BERT-base-shaped masked LM (built from its config, no download) over N sentences of <= 40 tokens,
   against its plain forward passes;
 - `mask`: masking a token and redrawing at BERT-base shape with a 40-token input, server side (the page's
   `fill_masks` + the head-change frame + the map's spec), against one plain forward pass.
 
-`PYTHONPATH=. .venv/bin/python -m bench.corpus_stats_speed [multi30k] [bert] [mask] --n 1000`
+`PYTHONPATH=. .venv/bin/python -m bench.corpus_stats_speed [multi30k] [memory] [bert] [mask] --n 1000`
 """
 from __future__ import annotations
 
 import argparse
-import resource
+import os
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -24,8 +30,12 @@ import torch
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "multi30k"
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _status_mb(field: str) -> float:
+    """A field of /proc/self/status (VmRSS: resident now; VmHWM: the peak resident set), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def _sentences(n: int) -> list[str]:
@@ -41,12 +51,46 @@ def bench_multi30k(n: int) -> None:
     start = time.perf_counter()
     lm.translate(texts)
     base = time.perf_counter() - start
-    before = _rss_mb()
     start = time.perf_counter()
     stats = corpus_statistics(lm, texts)
     took = time.perf_counter() - start
     print(f"multi30k: {stats.sentences} sentences, {len(stats.frame)} heads: statistics {took:.1f} s, batched greedy "
-          f"alone {base:.1f} s (ratio {took / base:.2f}); peak RSS growth {_rss_mb() - before:.0f} MB")
+          f"alone {base:.1f} s (ratio {took / base:.2f})")
+
+
+def bench_memory(n: int) -> None:
+    """In a child process, so that nothing an earlier part allocated counts."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    subprocess.run([sys.executable, "-m", "bench.corpus_stats_speed", "_memory", "--n", str(n)], check=True, env=env)
+
+
+def _memory(n: int) -> None:
+    from transformer.analysis import corpus_statistics
+    from transformer.store import open_model
+    empty = _status_mb("VmRSS")
+    lm = open_model("checkpoints/multi30k-en-de")
+    texts = _sentences(n)
+    corpus_statistics(lm, texts[:1])  # the warm-up: one decode and one teacher-forced pass with weights
+    loaded = _status_mb("VmRSS")
+    peak = [loaded]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _status_mb("VmRSS"))
+            done.wait(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    stats = corpus_statistics(lm, texts)
+    took = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    peak[0] = max(peak[0], _status_mb("VmRSS"))
+    print(f"memory, multi30k: {stats.sentences} sentences, {len(stats.frame)} heads in {took:.1f} s: resident "
+          f"{empty:.0f} MB before the model, {loaded:.0f} MB with it loaded and warmed up, peak {peak[0]:.0f} MB "
+          f"during the statistics (VmHWM {_status_mb('VmHWM'):.0f} MB): {peak[0] - loaded:.0f} MB over the model")
 
 
 def _bert_base(folder: Path):
@@ -105,12 +149,13 @@ def bench_mask(repeats: int = 5) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("parts", nargs="*", default=["multi30k", "bert", "mask"])
+    parser.add_argument("parts", nargs="*", default=["multi30k", "memory", "bert", "mask"])
     parser.add_argument("--n", type=int, default=1000)
     args = parser.parse_args()
     torch.set_grad_enabled(False)
     for part in args.parts:
-        {"multi30k": lambda: bench_multi30k(args.n), "bert": lambda: bench_bert(args.n), "mask": bench_mask}[part]()
+        {"multi30k": lambda: bench_multi30k(args.n), "memory": lambda: bench_memory(args.n),
+         "_memory": lambda: _memory(args.n), "bert": lambda: bench_bert(args.n), "mask": bench_mask}[part]()
 
 
 if __name__ == "__main__":
