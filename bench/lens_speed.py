@@ -1,6 +1,6 @@
 """The logit lens at real sizes (issue 33's speed table): a 20-token greedy decode with and without recording the
-residual stream (interleaved, best of `REPEATS` each, so the ratio is measured in the same run), the lens of every
-layer at one step, and the whole layers x steps grid (every step's lens).
+residual stream (interleaved, best of `DECODE_REPEATS` each, wall and CPU seconds, so the ratio is measured in the
+same run), the lens of every layer at one step, and the whole layers x steps grid (every step's lens).
 
 Parts: `bart` (a random BART of bart-large's shape: 12+12 layers, d_model 1024, 50,265-token vocabulary), `gpt2`
 (a random GPT-2 of gpt2's shape: 12 layers, d_model 768, 50,257 tokens), `opus` (a random Marian of opus-mt-en-de's
@@ -27,6 +27,7 @@ from transformer.decode import Sampling, beam_tree, greedy_decode, read_source  
 from transformer.store import open_model  # noqa: E402
 
 REPEATS = 3
+DECODE_REPEATS = 5  # the decodes with and without recording, interleaved: best of 5 (wall and CPU seconds)
 STEPS = 20
 TEXT = "the big dog sees a red house near the small tree and the green bird eats"
 
@@ -94,10 +95,14 @@ def measure(part: str) -> dict:
         text = TEXT if lm.source == "huggingface" else "A man in a blue shirt is riding a bike."
         run = dict(max_steps=STEPS, stop_at_end=False)
         greedy_decode(lm, text, **run)  # warm up
-        plain, recorded = [], []
-        for _ in range(REPEATS):
+        plain, recorded, plain_cpu, recorded_cpu = [], [], [], []
+        for _ in range(DECODE_REPEATS):
+            cpu = time.process_time()
             plain.append(_timed(lambda: greedy_decode(lm, text, **run))[1])
+            plain_cpu.append(time.process_time() - cpu)
+            cpu = time.process_time()
             result, seconds = _timed(lambda: greedy_decode(lm, text, residuals=True, **run))
+            recorded_cpu.append(time.process_time() - cpu)
             recorded.append(seconds)
         step_lens(lm, result, 0)  # warm up
         one = min(_timed(lambda: step_lens(lm, result, len(result.steps) // 2))[1] for _ in range(REPEATS))
@@ -107,6 +112,7 @@ def measure(part: str) -> dict:
         return {"part": part, "model": lm.name, "steps": len(result.steps), "layers": result.residuals.n_layers,
                 "vocabulary": lm.vocab_size, "decode_s": round(min(plain), 3),
                 "decode_recording_s": round(min(recorded), 3), "recording_ratio": round(min(recorded) / min(plain), 3),
+                "decode_cpu_s": round(min(plain_cpu), 3), "recording_cpu_ratio": round(min(recorded_cpu) / min(plain_cpu), 3),
                 "lens_one_step_s": round(one, 3), "lens_grid_s": round(grid, 3),
                 "lens_one_step_cpu_s": round(one_cpu, 3), "lens_grid_cpu_s": round(grid_cpu, 3),
                 "residuals_kb": round(result.residuals.nbytes() / 1024, 1)}
