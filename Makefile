@@ -26,15 +26,16 @@ desktop: $(STAMP)
 	@$(PY) -m ui.shell.desktop
 
 # Where the Debian packages cannot be installed (not root, no apt-get) the tests that need them skip with a reason;
-# under CI (CI=true) such a skip is a failure.
+# under CI (CI=true) such a skip is a failure. Two pytest-xdist workers: much of the suite waits on processes, servers
+# and Chromium, so a second worker fills that time (bench/README.md, "The test suite", has the figures).
 test: $(STAMP)
 	@bash scripts/system-packages.sh browser display qt
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 test-fast: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -m "not slow and not browser" -q
+	$(PY) -m pytest -n 2 -m "not slow and not browser" -q
 
 bench: $(STAMP)
 	$(PY) -m bench
