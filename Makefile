@@ -26,16 +26,16 @@ desktop: $(STAMP)
 	@$(PY) -m ui.shell.desktop
 
 # Where the Debian packages cannot be installed (not root, no apt-get) the tests that need them skip with a reason;
-# under CI (CI=true) such a skip is a failure. Two pytest-xdist workers: much of the suite waits on processes, servers
-# and Chromium, so a second worker fills that time (bench/README.md, "The test suite", has the figures).
+# under CI (CI=true) such a skip is a failure. Three pytest-xdist workers with work stealing: much of the suite waits on
+# processes, servers and Chromium, and the extra workers fill that time (bench/README.md, "The test suite").
 test: $(STAMP)
 	@bash scripts/system-packages.sh browser display qt
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 3 --dist worksteal
 
 test-fast: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n 2 -m "not slow and not browser" -q
+	$(PY) -m pytest -n 3 --dist worksteal -m "not slow and not browser" -q
 
 bench: $(STAMP)
 	$(PY) -m bench
