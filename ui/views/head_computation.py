@@ -100,9 +100,11 @@ def show_contribution_map(sel: Selection) -> None:
                "The map covers every piece; merging words and hiding sinks apply to the weight map only.")
 
 
-def show_head_computation(active: ActiveModel, result: DecodeResult, reference: str | None, kind: str, layer: int,
-                          head: int | None, *, page: str, row: int | None = None) -> None:
-    """Every stage of the picked head for one query (picked here unless `row`, the trace's row, is given)."""
+def show_head_computation(sel: Selection, *, kind: str | None = None, row: int | None = None) -> None:
+    """Every stage of the selection's head for one query (picked here unless `row`, the trace's row, is given), in
+    the selection's kind unless `kind` names another (Decode picks the kind beside the view)."""
+    active, result, reference, layer, head, page = sel.model, sel.result, sel.reference, sel.layer, sel.head, sel.page
+    kind = sel.kind if kind is None else kind
     if head is None or head < 0:
         st.info("The computation is per head: pick one head (not the mean) to see it.", icon=":material/info:")
         return
@@ -159,7 +161,7 @@ def show_head_computation(active: ActiveModel, result: DecodeResult, reference: 
 def show_step_inside(sel: Selection) -> None:
     """Decode: the selected head's computation at the selected step (the step's query; the encoder's query is
     picked)."""
-    active, result, reference, t, layer, head = sel.model, sel.result, sel.reference, sel.step, sel.layer, sel.head
+    result, t = sel.result, sel.step
     with st.expander("Inside one head at this step: how its weights are computed", key="decode_inside_open",
                      on_change="rerun", icon=":material/calculate:") as box:
         if not box.open:  # captured and drawn only while open
@@ -168,7 +170,7 @@ def show_step_inside(sel: Selection) -> None:
         kind = st.radio("Attention", family.kinds, format_func=family.title, key="decode_inside_kind",
                         horizontal=True, index=family.kinds.index(family.cross_kind or family.output_kind))
         row = None if kind == family.encoder_kind else result.trace.step_offset + t
-        show_head_computation(active, result, reference, kind, layer, head, page="decode", row=row)
+        show_head_computation(sel, kind=kind, row=row)
 
 
 def show_attention_inside(sel: Selection) -> None:
@@ -178,7 +180,7 @@ def show_attention_inside(sel: Selection) -> None:
     with st.expander("Inside this head: how its weights are computed", key=sel.key("inside_open"),
                      on_change="rerun", icon=":material/calculate:") as box:
         if box.open:  # captured and drawn only while open
-            show_head_computation(sel.model, sel.result, sel.reference, sel.kind, sel.layer, sel.head, page=sel.page)
+            show_head_computation(sel)
 
 
 def show_step_contribution(sel: Selection, row: int) -> None:
