@@ -3,6 +3,8 @@ uploaded file, computed off the script thread (progress, time left, Cancel), dra
 statistic and each kind's heads clustered by the Jensen-Shannon divergence of their attention."""
 from __future__ import annotations
 
+from typing import Any
+
 import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
@@ -126,35 +128,46 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
         "Teacher-force the references", key=f"{key}_refs", help="Off: the model's own greedy output.")
     refs = corpus.references if use_refs else None
     identity = ("corpus", active.cache_key, corpus.sources, refs)
-    stats = kept_result(identity)
+
+    def run(progress) -> CorpusStats:
+        return corpus_statistics(lm, corpus.sources, refs, progress=lambda done, total: progress(done / total))
+
+    stats = _computed(identity, f"Reading {len(corpus.sources):,} sentences", run, key,
+                      ("Compute the statistics", ":material/play_arrow:"))
     if stats is None:
-        # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
-        requested = st.session_state.pop(f"{key}_requested", None) == identity
-
-        def run(progress) -> CorpusStats:
-            return corpus_statistics(lm, corpus.sources, refs, progress=lambda done, total: progress(done / total))
-
-        ended = background_result(identity, f"Reading {len(corpus.sources):,} sentences", run, key=key,
-                                  start=requested)
-        if ended is None:
-            if not job_running(identity) and not refuse("sweep"):  # an audience session is told why instead
-                st.button("Compute the statistics", key=f"{key}_run", icon=":material/play_arrow:",
-                          on_click=_request, args=(f"{key}_requested", identity))
-            return
-        stats, error = ended
-        if isinstance(error, Cancelled):
-            st.info("Cancelled.", icon=":material/stop:")
-            return
-        if isinstance(error, InputError):
-            st.warning(str(error), icon=":material/edit_note:")
-            return
-        if error is not None:
-            raise error
-        keep_result(identity, stats)
+        return
     st.session_state[f"{key}_sources"] = corpus.sources
     st.session_state[LATEST_KEY] = (active.cache_key, stats)
     _show(stats, {k: h for k, (_, h) in active.decoder.head_counts().items()}, key)
     _show_snapshots(active, corpus.sources, refs, key)
+
+
+def _computed(identity: tuple, label: str, run, key: str, button: tuple[str, str]) -> Any | None:
+    """The result of a background analysis for `identity`: kept from an earlier run, or started by the button (a
+    session that may not start jobs is told why instead) and shown with progress and Cancel until it ends; None
+    (with a message where one is due) while there is nothing to draw."""
+    result = kept_result(identity)
+    if result is not None:
+        return result
+    # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
+    requested = st.session_state.pop(f"{key}_requested", None) == identity
+    ended = background_result(identity, label, run, key=key, start=requested)
+    if ended is None:
+        if not job_running(identity) and not refuse("sweep"):  # an audience session is told why instead
+            st.button(button[0], key=f"{key}_run", icon=button[1], on_click=_request,
+                      args=(f"{key}_requested", identity))
+        return None
+    result, error = ended
+    if isinstance(error, Cancelled):
+        st.info("Cancelled.", icon=":material/stop:")
+        return None
+    if isinstance(error, InputError):
+        st.warning(str(error), icon=":material/edit_note:")
+        return None
+    if error is not None:
+        raise error
+    keep_result(identity, result)
+    return result
 
 
 def _show_snapshots(active: ActiveModel, sources: tuple[str, ...], refs: tuple[str, ...] | None, key: str) -> None:
@@ -167,35 +180,19 @@ def _show_snapshots(active: ActiveModel, sources: tuple[str, ...], refs: tuple[s
     steps = [step for step, _ in snapshots]
     st.markdown(f"**Over training: {len(steps)} weight snapshots** (steps {steps[0]:,}–{steps[-1]:,})")
     identity = ("corpus-snapshots", active.cache_key, tuple(steps), sources, refs)
-    curves = kept_result(identity)
+
+    def run(progress) -> dict:
+        stats = []
+        for i, (_, folder) in enumerate(snapshots):
+            def part(done: int, total: int, i: int = i) -> None:
+                progress((i + done / total) / len(snapshots))
+            stats.append(corpus_statistics(open_model(str(folder)), sources, refs, progress=part))
+        return snapshot_curves(steps, stats)
+
+    curves = _computed(identity, f"Reading {len(sources):,} sentences with {len(steps)} snapshots", run,
+                       f"{key}_snapshots", ("Compute over the snapshots", ":material/timeline:"))
     if curves is None:
-        requested = st.session_state.pop(f"{key}_snapshots_requested", None) == identity
-
-        def run(progress) -> dict:
-            stats = []
-            for i, (_, folder) in enumerate(snapshots):
-                def part(done: int, total: int, i: int = i) -> None:
-                    progress((i + done / total) / len(snapshots))
-                stats.append(corpus_statistics(open_model(str(folder)), sources, refs, progress=part))
-            return snapshot_curves(steps, stats)
-
-        ended = background_result(identity, f"Reading {len(sources):,} sentences with {len(steps)} snapshots", run,
-                                  key=f"{key}_snapshots", start=requested)
-        if ended is None:
-            if not job_running(identity) and not refuse("sweep"):
-                st.button("Compute over the snapshots", key=f"{key}_snapshots_run", icon=":material/timeline:",
-                          on_click=_request, args=(f"{key}_snapshots_requested", identity))
-            return
-        curves, error = ended
-        if isinstance(error, Cancelled):
-            st.info("Cancelled.", icon=":material/stop:")
-            return
-        if isinstance(error, InputError):
-            st.warning(str(error), icon=":material/edit_note:")
-            return
-        if error is not None:
-            raise error
-        keep_result(identity, curves)
+        return
     kinds = list(dict.fromkeys(h["kind"] for h in curves["heads"]))
     c_stat, c_kind = st.columns([1, 2])
     st.session_state.setdefault(f"{key}_snapshots_stat", "entropy")
