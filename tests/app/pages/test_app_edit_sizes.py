@@ -12,35 +12,22 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
+from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
 from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, poll, texts
-from tests.helpers.hf_causal_models import build as build_causal
-from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, OPUS_MT_SHAPE, build
 from transformer.analysis import prepare_patching, sites_of
 from transformer.store import open_model
 from ui.views.edit_compare import _compare
 
-CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
-           "parents watch.")
-GPT2_HEADS = dict(d_model=96, layers=12, heads=12, kv_heads=12, ffn=128, positions=1024)  # GPT-2 small's heads
-PAGE_PX = 1280
 
 
 @pytest.fixture(scope="module")
 def hf_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("hf_edit_sizes")
-    build("marian", root / "opus-mt-shape", size=OPUS_MT_SHAPE)
-    build("bart", root / "bart-large-heads", size=BART_LARGE_HEADS)
-    build_causal("gpt2", root / "gpt2-heads", size=GPT2_HEADS)
-    return root
+    return build_real_shapes(tmp_path_factory.mktemp("hf_edit_sizes"))
 
 
 @pytest.fixture
 def sizes_env(monkeypatch, tmp_path, hf_root):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(hf_root))
-    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-    return hf_root
+    return point_app_at(monkeypatch, tmp_path / "runs", hf_root)
 
 
 @pytest.fixture
