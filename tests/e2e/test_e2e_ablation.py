@@ -65,6 +65,7 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir,
             _panel(page, "attention_grid_ablate", "L1 H2 · off").click()  # again: back on
             page.get_by_text(WITHOUT).wait_for(state="detached")
             assert _selection(page, "attention_ablate") == []
+            _panel(page, "attention_grid_ablate", "L1 H2").wait_for()  # the grid redrawn with the head on again
             _panel(page, "attention_grid_ablate", "L1 mean").click()  # the mean is no head
             page.get_by_text(re.compile("not one head")).wait_for()
             assert _selection(page, "attention_ablate") == []
