@@ -89,8 +89,13 @@ def test_a_decoder_only_prompt_is_patched_and_its_prompt_sites_replayed(shipped)
     residual = [c for c in charts(at) if c["title"].startswith("The residual stream by layer and position")]
     assert len(residual) == 1
     frame = only_frame(residual[0])
-    best = frame.sort_values("recovery", ascending=False).iloc[0]
-    assert best["token"] == "g" and best["recovery"] >= 0.8  # the replaced character's position carries it
+    # The final position's last residual recovers everything by construction (the metric reads it), and several of
+    # its cells tie at 1.0 in the last bits, differently on each CPU: the user's question is about the others.
+    earlier = frame[frame["position"] < frame["position"].max()]
+    by_position = earlier.groupby("position")["recovery"].max()
+    replaced = earlier.loc[earlier["token"] == "g", "position"].unique()
+    assert len(replaced) == 1 and by_position[replaced[0]] >= 0.8  # the replaced character's position carries it
+    assert by_position.drop(replaced[0]).max() < by_position[replaced[0]]  # and most among the earlier positions
 
 
 def test_an_inserted_word_is_left_unpatched_and_said(shipped):
