@@ -1,34 +1,68 @@
-"""`make bench` (`python -m bench`): every benchmark that finishes in a few minutes, one after another, each in its own
-process (so one's threads and caches do not colour the next). Figures go into bench/README.md.
+"""`make bench` (`python -m bench`): every quick benchmark, one after another, each in its own process (so one's
+threads and caches do not colour the next). Figures go into bench/README.md.
 
-`python -m bench --list` names them and the long ones; run a long one by itself with `python -m bench.NAME`.
+The benchmarks live in folders by what they measure; the quick and long sets are found by folder:
+
+- `speed/` (the library's speed) and `app/` (the app in a browser or AppTest): quick, unless the module says
+  `LONG = True`;
+- `load/` (many sessions at once), `quality/` (what a training or a recipe reaches) and `screenshots/`
+  (docs/screenshots/): long, unless the module says `LONG = False`;
+- `common/` is the code they share (measures, the load generator), not a benchmark.
+
+Quick means it finishes in a few minutes with its defaults; a long one runs by itself, with nothing else training on
+the machine. `python -m bench --list` names both sets; `python -m bench FOLDER ...` runs the quick ones of those
+folders; `python -m bench.FOLDER.NAME` runs one.
 """
+import ast
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-QUICK = ("throughput", "decode_speed", "reverse_budget", "hf_decode_speed", "ablation_speed", "export_speed",
-         "animation_speed", "sweep_speed", "decoder_only_speed", "grid_render", "app_start", "app_links",
-         "patching_speed")
-LONG = ("app_speed", "app_load", "app_training", "app_real_size", "distributed_speed", "multi30k", "multi30k_recipe",
-        "repetition", "run_frames", "screenshots", "screenshots_links", "screenshots_real_size",
-        "screenshots_patching")
+HERE = Path(__file__).parent
+FOLDERS = {"speed": False, "app": False, "load": True, "quality": True, "screenshots": True}  # folder: long by default
+
+
+def marked_long(path: Path) -> bool | None:
+    """The module's own `LONG = True/False` (read without importing it), or None."""
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "LONG" for t in node.targets):
+            return bool(ast.literal_eval(node.value))
+    return None
+
+
+def benchmarks() -> dict[str, bool]:
+    """Every benchmark's module name (`bench.FOLDER.NAME`) and whether it is long, folder by folder."""
+    found = {}
+    for folder, long_default in FOLDERS.items():
+        for path in sorted((HERE / folder).glob("*.py")):
+            if path.name != "__init__.py":
+                own = marked_long(path)
+                found[f"bench.{folder}.{path.stem}"] = long_default if own is None else own
+    return found
 
 
 def main(argv: list[str]) -> int:
-    from pathlib import Path
-    here = Path(__file__).parent
-    quick = [name for name in QUICK if (here / f"{name}.py").exists()]
+    found = benchmarks()
     if "--list" in argv:
-        print("quick (make bench):", " ".join(quick))
-        print("long (python -m bench.NAME):", " ".join(LONG))
+        for folder in FOLDERS:
+            quick = [n.rsplit(".", 1)[1] for n, long in found.items() if n.split(".")[1] == folder and not long]
+            long = [n.rsplit(".", 1)[1] for n, is_long in found.items() if n.split(".")[1] == folder and is_long]
+            print(f"{folder}/  quick: {' '.join(quick) or '-'}  long: {' '.join(long) or '-'}")
+        print("run one: python -m bench.FOLDER.NAME")
         return 0
+    folders = [a for a in argv if not a.startswith("-")] or list(FOLDERS)
+    unknown = [f for f in folders if f not in FOLDERS]
+    if unknown:
+        print(f"no such folder: {' '.join(unknown)} (folders: {' '.join(FOLDERS)})")
+        return 2
+    quick = [n for n, long in found.items() if not long and n.split(".")[1] in folders]
     failed = []
     for name in quick:
-        print(f"\n== bench.{name}", flush=True)
+        print(f"\n== {name}", flush=True)
         began = time.perf_counter()
-        code = subprocess.call([sys.executable, "-m", f"bench.{name}"])
-        print(f"== bench.{name}: exit {code} after {time.perf_counter() - began:.0f} s", flush=True)
+        code = subprocess.call([sys.executable, "-m", name])
+        print(f"== {name}: exit {code} after {time.perf_counter() - began:.0f} s", flush=True)
         if code:
             failed.append(name)
     if failed:

@@ -1,6 +1,6 @@
 """Drive the real app: a Streamlit server subprocess, headless Chromium, and waits for what a user sees.
 
-Shared by the browser tests (tests/e2e/) and the app benchmarks (bench/app_*.py, bench/screenshots*.py):
+Shared by the browser tests (tests/e2e/) and the app benchmarks (bench/app/, bench/load/, bench/screenshots/):
 server (the app on a free local port, started as `make run` starts it; the port and the health check are
 `ui.shell`'s), chromium (Debian's Chromium through Playwright), waits (what the page shows, waited for on the page,
 never on the clock) and actions (what a user does).

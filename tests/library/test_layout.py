@@ -97,7 +97,7 @@ def test_only_the_adapter_stage_builds_an_adapter():
     its class: one place picks the family's adapter."""
     root = PACKAGE.parent
     paths = [*PACKAGE.rglob("*.py"), *(root / "ui").rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py",
-             *(root / "bench").glob("*.py")]
+             *(root / "bench").rglob("*.py")]
     built = []
     for path in paths:
         if path.is_relative_to(PACKAGE / "adapters"):
