@@ -1,0 +1,1 @@
+"""Tests of the library's `charts` stage (`transformer/charts`)."""

@@ -1,0 +1,1 @@
+"""Tests of the library's `store` stage (`transformer/store`)."""

@@ -1,0 +1,1 @@
+"""Tests of the library's `train` stage (`transformer/train`)."""
