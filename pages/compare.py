@@ -19,10 +19,10 @@ from ui.views import (
 ensure_frame()
 active = require_model()
 st.title("Compare", anchor=False)
-if not active.family.decodes:  # an encoder-only model: predictions at the masks (ui/views/masked_compare.py)
+if not active.family.decodes:  # an encoder-only model: predictions at the masks (ui/views/assembly/masked_compare.py)
     show_masked_compare(active)
     st.stop()
-if compare_mode() == EDIT:  # one model, an input and its edit (ui/views/edit_compare.py)
+if compare_mode() == EDIT:  # one model, an input and its edit (ui/views/assembly/edit_compare.py)
     show_edit_mode(active)  # (no st.stop here: a stopped run does not write its view into the link)
 else:
     st.caption("The same input through model A (picked in the sidebar) and model B: two checkpoints of one run, the "

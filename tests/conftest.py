@@ -45,7 +45,7 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def analyses_drawn_in_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """An AppTest run draws a sweep or an agreement it starts, however loaded the machine: the page waits for the
     analysis instead of handing over to the progress bar after 2 s (test_app_background tests the bar)."""
-    from ui.views import background
+    from ui.views.kit import background
     monkeypatch.setattr(background, "WAIT_S", 300.0)
 
 

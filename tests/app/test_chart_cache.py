@@ -44,7 +44,7 @@ def test_an_argument_it_cannot_read_raises_instead_of_being_cached_by_identity()
 
 
 def test_the_cache_stays_within_its_row_budget(monkeypatch):
-    import ui.views.chart_cache as cache
+    import ui.views.kit.chart_cache as cache
 
     monkeypatch.setattr(cache, "MAX_ROWS", 30)
     for i in range(10):

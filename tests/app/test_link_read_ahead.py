@@ -12,7 +12,7 @@ from tests.helpers.hf_tiny_models import build
 from ui.links import ReadAhead, ReadAheadLinks, link_decodes
 from ui.links import read_ahead as read_ahead_module
 from ui.models import shared_model
-from ui.views import inference
+from ui.views.kit import inference
 from tests.helpers import ROOT
 
 SHIPPED = "shipped:multi30k-en-de"

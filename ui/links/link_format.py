@@ -200,8 +200,8 @@ PARSERS: dict[str, Any] = {
     "sample_topk": lambda v: _int(v, 0, 999_999),
     "top_p": lambda v: _float(v, 0.0, 1.0, open_low=True),
     "seed": lambda v: _int(v, 0, 999_999),
-    # the beam tree's width (the Beam width box's range, ui/views/beam.py) and the DecoderLens's encoder layer (0:
-    # the embeddings; the encoder's own output, the default, is left out of a link)
+    # the beam tree's width (the Beam width box's range, ui/views/features/beam.py) and the DecoderLens's encoder
+    # layer (0: the embeddings; the encoder's own output, the default, is left out of a link)
     "beam": lambda v: _int(v, 2, 8),
     "enc_layer": lambda v: _int(v, 0, 999),
     # an encoder-only model's Decode page (issue 35): the pair's second sentence, the masked tokens, the segments shown

@@ -1,120 +1,145 @@
-"""What the pages draw: widgets, cached chart specs, cached decodes, the Decode page's step-through state, weights,
-ablation, alignment, attribution and Compare views."""
-from .ablation import (
-    ablated_run,
-    attention_ablation,
-    clicked_note,
-    current_output,
-    grid_key,
-    head_selection,
-    off_panels,
-    show_ablated_step,
-    show_comparison,
-    show_sweep,
-    toggle_clicked_head,
-)
-from .alignment import show_alignment_scores
-from .animation import animation_downloads, decode_animation, file_stem
-from .attention import MODES, attention_result, attention_selection, show_large_map, show_model_view
-from .attribution import show_agreement, show_step_attribution
-from .chart_cache import cached_chart
-from .compare import (
+"""What the pages draw, in three rooms: `kit` (shared: widgets, chart cache, background jobs, the Selection record and
+the link table, cached decodes, step state, weights), `features` (one module per feature view) and `assembly` (what
+builds and lays out each page). The kit imports no feature, a feature no other feature, and only assembly is what the
+pages place; this face is what the rest of the app (links, train, shell, pages) imports."""
+from .assembly import (
+    COMPARE_MODES,
+    EDIT,
+    EDIT_KEY,
+    MODE_KEY,
+    MODELS,
+    MODES,
+    TOUR,
+    attention_result,
+    attention_selection,
     compare_decodes,
     compare_kinds,
+    compare_mode,
     compare_selection,
+    decode_results,
+    decode_selection,
     divergence_message,
-    model_caption,
+    edit_comparison,
+    edited_text,
+    home_selection,
+    learn_selection,
+    masked_attention_result,
     pick_model_b,
+    replay_download,
+    segment_choice,
+    show_ablation_panel,
     show_both_maps,
     show_difference,
+    show_edit_difference,
+    show_edit_mode,
+    show_edit_outputs,
+    show_large_map,
+    show_mask_page,
+    show_masked_compare,
+    show_model_view,
+    show_output_cards,
     show_outputs,
+    show_stage,
+    show_step_through,
+    show_try_it,
     step_caption,
     step_picker,
     step_table,
+    tour_navigation,
 )
-from .edit_compare import EDIT, EDIT_KEY, MODE_KEY, MODELS, compare_mode, edit_comparison, edited_text
-from .edit_compare import MODES as COMPARE_MODES
-from .edit_compare import show_edit_difference, show_edit_mode, show_edit_outputs
-from .patching import show_patched_link
-from .head_computation import (
+from .features import (
     MAP_VALUES,
+    ablated_run,
+    animation_downloads,
+    attention_ablation,
     captured_for,
+    clicked_note,
+    current_output,
+    decode_animation,
+    file_stem,
+    grid_key,
+    head_selection,
+    latest_corpus_statistics,
+    off_panels,
+    sampled_or_message,
+    sampling_controls,
+    show_ablated_step,
+    show_agreement,
+    show_alignment_scores,
     show_attention_inside,
+    show_beam_tree,
+    show_comparison,
     show_contribution_map,
+    show_corpus_statistics,
     show_head_computation,
+    show_line_view,
+    show_patched_link,
+    show_step_attribution,
     show_step_inside,
+    show_sweep,
+    toggle_clicked_head,
 )
-from .masked import masked_attention_result, segment_choice, show_mask_page
-from .masked_compare import show_masked_compare
-from .corpus import latest_corpus_statistics, show_corpus_statistics
-from .home import home_selection, show_try_it
-from .learn import TOUR, learn_selection, show_stage, tour_navigation
-from .line_view import show_line_view
-from .inference import (
+from .kit import (
+    COMBINE,
+    LINK_OPENS,
+    LINK_PARAMS,
+    MAP_WIDTH,
+    NEXT_HEAD_KEY,
+    NEXT_STEP_KEY,
+    PRESENT_KEY,
+    PREV_HEAD_KEY,
+    PREV_STEP_KEY,
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
+    SLIDES_SUFFIX,
+    SWITCH_KEY,
     TEXT_KEY,
     TEXT_TASK_KEY,
+    Column,
+    Selection,
+    SlideTitle,
     bind_reference,
     bind_text,
+    cached_chart,
+    chart_downloads,
+    chart_heading,
+    chart_spec,
+    combine_options,
+    decode_state,
     default_text,
     gold_alignment_for,
     gold_cells,
     gold_for,
     greedy,
     greedy_or_message,
-    read_ahead_greedy,
-    reference_for,
-    share_reference,
-    share_text,
-    teacher,
-)
-from .presenting import (
-    NEXT_HEAD_KEY,
-    NEXT_STEP_KEY,
-    PRESENT_KEY,
-    PREV_HEAD_KEY,
-    PREV_STEP_KEY,
-    SWITCH_KEY,
-    head_keys,
-    presenting,
-)
-from .selection import LINK_OPENS, LINK_PARAMS, Selection
-from .real_size import COMBINE, MAP_WIDTH, combine_options, map_columns
-from .beam import show_beam_tree
-from .sampling import sampled_or_message, sampling_controls
-from .step_through import (
-    decode_results,
-    decode_selection,
-    replay_download,
-    show_ablation_panel,
-    show_output_cards,
-    show_step_through,
-)
-from .weights import show_weights, slide_title, weights_of
-from .widgets import (
-    SLIDES_SUFFIX,
-    Column,
-    SlideTitle,
-    chart_downloads,
-    chart_heading,
-    chart_spec,
     grid_cell,
     group_head_name,
+    head_keys,
     head_label,
     head_picker,
     kind_picker,
     kind_title,
     layer_picker,
+    map_columns,
     map_kind,
     md,
     md_token,
+    model_caption,
+    presenting,
+    read_ahead_greedy,
+    reference_for,
     require_model,
+    share_reference,
+    share_text,
     show_chart,
     show_chips,
     show_small_table,
+    show_weights,
     slide_downloads,
+    slide_title,
+    teacher,
     visible,
+    weights_of,
 )
 
 __all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY",
@@ -141,5 +166,6 @@ __all__ += ["latest_corpus_statistics", "masked_attention_result", "segment_choi
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
 __all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
 __all__ += ["show_patched_link"]
+__all__ += ["decode_state"]
 __all__ += ["LINK_OPENS", "LINK_PARAMS", "Selection", "attention_selection", "compare_decodes", "compare_selection",
             "decode_selection", "home_selection", "learn_selection", "show_try_it"]

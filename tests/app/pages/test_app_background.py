@@ -8,10 +8,10 @@ import time
 import pytest
 from tests.helpers.app_session import assert_no_exception, open_app, texts
 
-import ui.views.ablation as ablation
-import ui.views.background as background
+import ui.views.features.ablation as ablation
+import ui.views.kit.background as background
 from transformer.analysis import Cancelled
-from ui.views.background import BackgroundJob
+from ui.views.kit.background import BackgroundJob
 
 
 def _crawl(started: threading.Event, progress) -> None:
@@ -66,7 +66,7 @@ def test_a_slow_sweep_shows_a_bar_with_cancel_and_cancelling_says_so(studio_env,
 
 
 def test_a_slow_agreement_shows_a_bar_cancel_stops_it_and_a_faster_method_draws_it(studio_env, monkeypatch):
-    import ui.views.attribution as attribution
+    import ui.views.features.attribution as attribution
     real = attribution.attribute_in_chunks
     started = threading.Event()
     monkeypatch.setattr(attribution, "attribute_in_chunks", lambda *_, progress, **__: _crawl(started, progress))

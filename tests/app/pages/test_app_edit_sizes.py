@@ -16,7 +16,7 @@ from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point
 from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, poll, texts
 from transformer.analysis import prepare_patching, sites_of
 from transformer.store import open_model
-from ui.views.edit_compare import _compare
+from ui.views.assembly.edit_compare import _compare
 
 
 

@@ -40,7 +40,7 @@ def test_the_tour_walks_every_stage_on_the_shipped_encoder_decoder(studio_env, t
         assert drawn == pytest.approx(trace.matrix("decoder_self", 0, h)[0].tolist(), abs=1e-5)
     at.selectbox(key="learn_stage").set_value(2).run()  # masks: a batch pads this input beside a longer one
     from transformer.analysis import batch_mask
-    from ui.views.learn import longer_input
+    from ui.views.assembly.learn import longer_input
     expected = batch_mask(lm, text, longer_input(text))
     cells = only_frame(chart_titled(at, "Encoder self-attention · in a batch: this input padded beside"))
     hidden = cells[cells["added"] == "hidden (−∞)"]

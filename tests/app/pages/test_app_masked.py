@@ -13,7 +13,7 @@ from transformer.decode import fill_masks
 from transformer.model import Head
 from transformer.store import open_model
 from ui.models import MODEL_KEY
-from ui.views.selection import LINK_PARAMS
+from ui.views.kit.selection import LINK_PARAMS
 
 
 CAPTION = "two young men in red shirts are playing football on a green field while a small dog watches them closely"

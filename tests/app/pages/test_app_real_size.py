@@ -93,7 +93,7 @@ def test_many_heads_open_on_the_overview_and_a_click_opens_that_head(monkeypatch
     assert any(p.get("name") == "cell" for p in spec.get("params", []))  # a click selects a head
     png = downloads["cross_head_overview_slide.png"]()  # the overview goes on a slide too
     assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") == 1920
-    import ui.views.real_size as real_size
+    import ui.views.kit.real_size as real_size
     state = {"attention_overview": {"selection": {"cell": [{"layer": 0, "head": 7}]}}}  # what a click leaves
     with monkeypatch.context() as patch:
         patch.setattr(real_size.st, "session_state", state)

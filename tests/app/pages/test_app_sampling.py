@@ -10,7 +10,7 @@ from transformer.adapters import adapter_for
 from transformer.decode import Sampling, greedy_decode
 from transformer.store import load_checkpoint
 from ui.views import md_token, visible
-from ui.views.widgets import token_chips
+from ui.views.kit.widgets import token_chips
 
 TEXT = "abcdefg"
 SETTINGS = Sampling(temperature=3.0, top_k=6, top_p=0.95, seed=11)
@@ -66,7 +66,7 @@ def test_one_seed_gives_the_same_tokens_in_the_app_the_cli_and_the_notebook(stud
                                                                              capsys):
     from transformer import notebook
     from transformer.cli import main
-    from ui.views.widgets import token_chips
+    from ui.views.kit.widgets import token_chips
     expected = greedy_decode(lm, TEXT, sampling=SETTINGS)
     at = _sampling_page()
     at.session_state["decode_step"] = len(expected.steps)  # the last step: the whole output so far

@@ -10,7 +10,7 @@ from transformer.adapters import adapter_for
 from transformer.analysis import ablated_decode, parse_head
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
-from ui.views import inference
+from ui.views.kit import inference
 
 TEXT = "sharedview"
 HEADS_A = ["cross:L1H1", "cross:L1H2"]

@@ -8,8 +8,15 @@ import streamlit as st
 
 from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
-from transformer.decode import DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
-from transformer.decode import can_batch, queued_greedy
+from transformer.decode import (
+    DecodeResult,
+    InputError,
+    can_batch,
+    greedy_decode,
+    masked_decode,
+    queued_greedy,
+    teacher_forced,
+)
 from ui.models import ActiveModel
 
 from .vocabulary_hint import show_vocabulary_hint

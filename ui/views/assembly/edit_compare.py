@@ -11,18 +11,21 @@ from transformer.charts import EDIT_WINDOW, aligned_difference_heatmap, edit_win
 from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, DecodeResult, InputError
 from ui.models import ActiveModel
 
-from .compare import model_caption
-from .inference import bind_text, greedy_pair, share_text
-from .patching import show_patching
-from .selection import LINK_PARAMS, Selection
-from .widgets import (
+from ..features import show_patching
+from ..kit import (
+    LINK_PARAMS,
     Column,
+    Selection,
+    bind_text,
     chart_heading,
+    greedy_pair,
     head_label,
     head_picker,
     kind_picker,
     layer_picker,
     md_token,
+    model_caption,
+    share_text,
     show_chart,
     show_chips,
     show_small_table,

@@ -6,8 +6,7 @@ import streamlit as st
 from transformer.charts import LINE_THRESHOLD, LINE_WINDOW, line_view
 from transformer.decode import head_label
 
-from .selection import Selection
-from .widgets import show_chart
+from ..kit import Selection, show_chart
 
 
 def show_line_view(sel: Selection) -> None:

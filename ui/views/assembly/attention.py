@@ -29,36 +29,48 @@ from transformer.decode import (
 )
 from ui.models import ActiveModel
 
-from .ablation import chosen_heads, clicked_note, grid_key, off_panels, toggle_clicked_head
-from .alignment import show_alignment_scores
-from .corpus import latest_corpus_statistics
-from .head_computation import MAP_VALUES
-from .inference import bind_reference, bind_text, gold_for, greedy_or_message, share_reference, share_text, teacher
-from .masked import masked_attention_result, segment_choice
-from .presenting import head_keys, presenting
-from .real_size import (
+from ..features import (
+    MAP_VALUES,
+    chosen_heads,
+    clicked_note,
+    grid_key,
+    latest_corpus_statistics,
+    off_panels,
+    show_alignment_scores,
+    toggle_clicked_head,
+)
+from ..kit import (
     COMBINE,
+    LINK_PARAMS,
+    Column,
+    Selection,
+    bind_reference,
+    bind_text,
+    chart_downloads,
     combine_options,
     combined_title,
-    key_window,
-    large_map,
-    map_columns,
-    overview_first,
-    show_head_overview,
-)
-from .selection import LINK_PARAMS, Selection
-from .widgets import (
-    Column,
-    chart_downloads,
+    gold_for,
+    greedy_or_message,
     grid_cell,
+    head_keys,
     head_picker,
+    key_window,
     kind_picker,
+    large_map,
     layer_picker,
+    map_columns,
     md,
+    overview_first,
+    presenting,
+    share_reference,
+    share_text,
     show_chart,
+    show_head_overview,
     show_small_table,
     slide_downloads,
+    teacher,
 )
+from .masked import masked_attention_result, segment_choice
 
 KEYS = LINK_PARAMS["attention"]  # link parameter -> widget key
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}

@@ -8,11 +8,21 @@ from transformer.decode import MAX_INPUT_CHARS
 from transformer.model import SOURCE
 from ui.models import ActiveModel
 
-from .chart_cache import cached_chart
-from .inference import bind_text, greedy_or_message, share_text
-from .real_size import MAP_WIDTH, map_columns
-from .selection import LINK_PARAMS, Selection
-from .widgets import layer_picker, map_kind, md, show_chart, show_chips
+from ..kit import (
+    LINK_PARAMS,
+    MAP_WIDTH,
+    Selection,
+    bind_text,
+    cached_chart,
+    greedy_or_message,
+    layer_picker,
+    map_columns,
+    map_kind,
+    md,
+    share_text,
+    show_chart,
+    show_chips,
+)
 
 KEYS = LINK_PARAMS["home"]  # link parameter -> widget key
 

@@ -1,6 +1,6 @@
 """Learn: a guided tour of attention on the live model and input — a query meets the keys, scaling, the masks,
-softmax, values, several heads, cross-attention, one greedy step — each stage drawn from the model's own numbers
-(the head computation of `ui/views/head_computation.py`), skipping, and saying so, what a family has not got."""
+softmax, values, several heads, cross-attention, one greedy step — each stage drawn from the model's own numbers (the
+head computation of `ui/views/features/head_computation.py`), skipping, and saying so, what a family has not got."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,17 +8,23 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import BatchMask, HeadComputation, HeadSelectionError, batch_mask, computation_at, mask_matrix
 from transformer.adapters import position_scheme
+from transformer.analysis import BatchMask, HeadComputation, HeadSelectionError, batch_mask, computation_at, mask_matrix
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult
 from ui.models import ActiveModel
 
-from .head_computation import captured_for
-from .inference import bind_text, greedy_or_message, share_text
-from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY
-from .selection import LINK_PARAMS, Selection
-from .widgets import show_chart
+from ..features import captured_for
+from ..kit import (
+    LINK_PARAMS,
+    NEXT_STEP_KEY,
+    PREV_STEP_KEY,
+    Selection,
+    bind_text,
+    greedy_or_message,
+    share_text,
+    show_chart,
+)
 
 STAGE_KEY = "learn_stage"
 

@@ -30,10 +30,22 @@ from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_deco
 from ui.models import MODEL_KEY, ActiveModel
 from ui.server import refuse, speaker_only
 
-from .background import background_result, job_running, keep_result, kept_result
-from .compare import model_caption
-from .selection import LINK_PARAMS, Selection
-from .widgets import Column, chart_heading, md, md_token, show_chart, show_chips, show_small_table
+from ..kit import (
+    LINK_PARAMS,
+    Column,
+    Selection,
+    background_result,
+    chart_heading,
+    job_running,
+    keep_result,
+    kept_result,
+    md,
+    md_token,
+    model_caption,
+    show_chart,
+    show_chips,
+    show_small_table,
+)
 
 KEY = "compare_patch"
 PATCH_FROM_KEY, PATCH_SITE_KEY = LINK_PARAMS["decode"]["pfrom"], LINK_PARAMS["decode"]["psite"]  # Decode's link

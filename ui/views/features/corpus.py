@@ -3,10 +3,9 @@ uploaded file, computed off the script thread (progress, time left, Cancel), dra
 statistic and each kind's heads clustered by the Jensen-Shannon divergence of their attention."""
 from __future__ import annotations
 
-from typing import Any
-
 import tempfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -21,8 +20,8 @@ from transformer.store import list_snapshots, open_model
 from ui.models import MODEL_KEY, ActiveModel
 from ui.server import refuse, speaker_only
 
-from .background import background_result, job_running, keep_result, kept_result
-from .widgets import md, show_chart
+from ..kit import background_result, job_running, keep_result, kept_result, md, show_chart
+
 
 @speaker_only
 def _request(flag: str, identity: tuple) -> None:

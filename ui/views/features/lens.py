@@ -12,9 +12,8 @@ from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, 
 from transformer.decode import InputError, Sampling, greedy_decode, teacher_forced
 from ui.models import ActiveModel
 
-from . import decode_state as ds
-from .selection import LINK_OPENS, LINK_PARAMS, Selection
-from .widgets import chart_heading, md_token, show_chart
+from ..kit import LINK_OPENS, LINK_PARAMS, Selection, chart_heading, md_token, show_chart
+from ..kit import decode_state as ds
 
 LENS_OPEN_KEY = LINK_OPENS["decode"]["enc_layer"]
 ENCODER_LAYER_KEY = LINK_PARAMS["decode"]["enc_layer"]  # the DecoderLens picker, in the link

@@ -7,31 +7,39 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from transformer.adapters import HFModelError
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import attention_heatmap, difference_heatmap, window_title
 from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, AttentionTrace, DecodeResult, InputError
-from transformer.adapters import HFModelError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
-from .inference import bind_text, greedy, greedy_or_message, share_text
-from .presenting import head_keys
-from .real_size import MAP_WIDTH, key_window, map_columns, needs_page_width
-from .selection import LINK_PARAMS, Selection
-from .weights import slide_title
-from .widgets import (
+from ..kit import (
+    LINK_PARAMS,
+    MAP_WIDTH,
     Column,
+    Selection,
+    bind_text,
     chart_heading,
+    greedy,
+    greedy_or_message,
+    head_keys,
     head_label,
     head_picker,
+    key_window,
     kind_picker,
     layer_picker,
+    map_columns,
     map_kind,
     md_token,
+    model_caption,
+    needs_page_width,
+    share_text,
     show_chart,
     show_chips,
     show_small_table,
     slide_downloads,
+    slide_title,
     visible,
 )
 
@@ -60,13 +68,6 @@ def pick_model_b(active: ActiveModel) -> ActiveModel | None:
     except (CheckpointError, HFModelError) as exc:
         st.error(f"Cannot load {option.name}: {exc}", icon=":material/error:")
         return None
-
-
-def model_caption(tag: str, active: ActiveModel) -> str:
-    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps' ('imported' for Hugging Face)."""
-    if active.card.get("source") == "huggingface":
-        return f"**{tag}** · {active.option.label} · imported, not trained here"
-    return f"**{tag}** · {active.option.label} · {int(active.card.get('steps', 0)):,} steps"
 
 
 def step_table(a: DecodeResult, b: DecodeResult) -> pd.DataFrame:

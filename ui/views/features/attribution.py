@@ -6,6 +6,7 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
+from transformer.adapters import InspectableModel
 from transformer.analysis import (
     IG_STEPS,
     METHOD_TITLES,
@@ -20,15 +21,22 @@ from transformer.analysis import (
 )
 from transformer.charts import agreement_chart, decoder_row_chart, source_strip
 from transformer.decode import AttentionTrace, InputError
-from transformer.adapters import InspectableModel
 from transformer.model import SOURCE
 from ui.models import ActiveModel
 from ui.server import refuse
 
-from .background import background_result, keep_result, kept_result
-from .selection import Selection
-from .weights import slide_title
-from .widgets import PAGE_PX, chart_heading, md_token, show_chart, slide_downloads
+from ..kit import (
+    PAGE_PX,
+    Selection,
+    background_result,
+    chart_heading,
+    keep_result,
+    kept_result,
+    md_token,
+    show_chart,
+    slide_downloads,
+    slide_title,
+)
 
 EXPLAIN_METHODS = (
     f"The score explained is the log-probability of the chosen token. **Integrated Gradients**: the gradient "

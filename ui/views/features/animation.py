@@ -17,8 +17,7 @@ from transformer.charts import (
     decode_slides,
 )
 
-from .selection import Selection
-from .widgets import SLIDES_SUFFIX, head_label, kind_title
+from ..kit import SLIDES_SUFFIX, Selection, head_label, kind_title
 
 _FORMATS = (("MP4 (H.264)", "mp4", ":material/movie:"), ("GIF", "gif", ":material/gif_box:"))
 

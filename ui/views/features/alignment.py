@@ -10,8 +10,7 @@ from transformer.charts import alignment_table_chart
 from transformer.data import GoldSource
 from transformer.decode import AttentionTrace
 
-from .chart_cache import cached_chart
-from .widgets import show_chart
+from ..kit import cached_chart, show_chart
 
 
 def show_alignment_scores(trace: AttentionTrace, gold: Sequence[GoldSource], *, key: str) -> None:

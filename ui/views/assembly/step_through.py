@@ -24,54 +24,61 @@ from transformer.charts import (
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
 from ui.models import ActiveModel
 
-from . import decode_state as ds
-from .ablation import (
+from ..features import (
     ablated_run,
     chosen_heads,
     clicked_note,
+    decode_animation,
     grid_key,
     head_selection,
     off_panels,
+    sampled_or_message,
+    sampling_controls,
     show_ablated_step,
+    show_alignment_scores,
     show_comparison,
+    show_sampled_step,
+    show_step_attribution,
+    show_step_contribution,
+    show_step_inside,
+    show_step_lens,
     toggle_clicked_head,
 )
-from .alignment import show_alignment_scores
-from .animation import decode_animation
-from .attribution import show_step_attribution
-from .chart_cache import cached_chart
-from .head_computation import show_step_contribution, show_step_inside
-from .inference import (
+from ..kit import (
+    LINK_PARAMS,
+    MAP_WIDTH,
+    NEXT_STEP_KEY,
+    PAGE_PX,
+    PREV_STEP_KEY,
+    Selection,
     bind_reference,
     bind_text,
+    cached_chart,
+    chart_heading,
     gold_for,
     greedy,
     greedy_or_message,
-    share_reference,
-    share_text,
-    teacher,
-)
-from .lens import show_step_lens
-from .sampling import sampled_or_message, sampling_controls, show_sampled_step
-from .presenting import NEXT_STEP_KEY, PREV_STEP_KEY, head_keys, presenting
-from .real_size import MAP_WIDTH, key_window, map_columns
-from .selection import LINK_PARAMS, Selection
-from .weights import weights_of
-from .widgets import (
-    PAGE_PX,
-    chart_heading,
     grid_cell,
+    head_keys,
     head_label,
     head_picker,
+    key_window,
     kind_title,
     layer_picker,
+    map_columns,
     map_kind,
     md_token,
+    presenting,
+    share_reference,
+    share_text,
     show_chart,
     show_chips,
     slide_downloads,
+    teacher,
     visible,
+    weights_of,
 )
+from ..kit import decode_state as ds
 
 KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
 Results = dict[str, DecodeResult | None]

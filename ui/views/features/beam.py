@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.charts import (beam_key_window, beam_tree_chart, clicked_beam_node, keys_that_fit,
-                                node_attention_chart, tree_window)
+from transformer.charts import (
+    beam_key_window,
+    beam_tree_chart,
+    clicked_beam_node,
+    keys_that_fit,
+    node_attention_chart,
+    tree_window,
+)
 from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
 
-from . import decode_state as ds
-from .selection import LINK_OPENS, LINK_PARAMS, Selection
-from .widgets import PAGE_PX, chart_heading, md_token, show_chart
+from ..kit import LINK_OPENS, LINK_PARAMS, PAGE_PX, Selection, chart_heading, md_token, show_chart
+from ..kit import decode_state as ds
 
 BEAM_OPEN_KEY = LINK_OPENS["decode"]["beam"]
 WIDTH_KEY = LINK_PARAMS["decode"]["beam"]  # in the link while the tree is open

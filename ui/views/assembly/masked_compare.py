@@ -10,12 +10,20 @@ from transformer.charts import attention_heatmap, head_change_map, prediction_ba
 from transformer.decode import MAX_INPUT_CHARS, FillResult, InputError
 from ui.models import ActiveModel
 
-from .chart_cache import cached_chart
+from ..kit import (
+    LINK_PARAMS,
+    Selection,
+    bind_text,
+    cached_chart,
+    head_picker,
+    layer_picker,
+    md,
+    share_text,
+    show_chart,
+    show_chips,
+)
 from .compare import pick_model_b
-from .inference import bind_text, share_text
 from .masked import fill
-from .selection import LINK_PARAMS, Selection
-from .widgets import head_picker, layer_picker, md, show_chart, show_chips
 
 KEYS = LINK_PARAMS["compare"]  # link parameter -> widget key
 WAYS = {"inputs": "Two masked inputs, one model", "models": "One masked input, two models"}

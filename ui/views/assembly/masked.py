@@ -33,10 +33,19 @@ from transformer.decode import (
 from transformer.model import Head
 from ui.models import ActiveModel
 
-from .chart_cache import cached_chart
-from .inference import bind_text, decoding_message, share_text
-from .selection import LINK_PARAMS, Selection
-from .widgets import head_picker, layer_picker, md, show_chart, show_chips
+from ..kit import (
+    LINK_PARAMS,
+    Selection,
+    bind_text,
+    cached_chart,
+    decoding_message,
+    head_picker,
+    layer_picker,
+    md,
+    share_text,
+    show_chart,
+    show_chips,
+)
 
 KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key (the Decode page's)
 POSITIONS_KEY, SEGMENT_KEY = KEYS["masks"], KEYS["segment"]

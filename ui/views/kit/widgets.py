@@ -15,9 +15,9 @@ import pandas as pd
 import streamlit as st
 
 from transformer import decode
+from transformer.analysis import group_of, grouped
 from transformer.charts import slide_pdf, slide_png, slide_svg
 from transformer.charts import visible_token as visible
-from transformer.analysis import group_of, grouped
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
@@ -202,7 +202,7 @@ class SlideTitle:
 
 
 def slide_downloads(chart: Chart, title_lines: Sequence[str], stem: str, key: str) -> None:
-    """"Download for slides": the chart as on screen (an Altair chart or a spec of ui.views.chart_cache) on a 16:9
+    """"Download for slides": the chart as on screen (an Altair chart or a spec of ui.views.kit.chart_cache) on a 16:9
     slide under `title_lines`, as SVG, PDF or PNG (1920x1080), each file made only when clicked. Hidden in presenter
     mode (its key ends in SLIDES_SUFFIX)."""
     if isinstance(chart, dict):

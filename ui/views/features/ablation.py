@@ -30,21 +30,24 @@ from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_deco
 from ui.models import ActiveModel
 from ui.server import refuse, speaker_only
 
-from .background import background_result, job_running, keep_result, kept_result
-from .decode_state import RERUN_APP_KEY
-from .selection import Selection
-from .weights import slide_title
-from .widgets import (
+from ..kit import (
     PAGE_PX,
+    RERUN_APP_KEY,
+    Selection,
     SlideTitle,
+    background_result,
     chart_heading,
     head_label,
+    job_running,
+    keep_result,
+    kept_result,
     map_kind,
     md,
     md_token,
     show_chart,
     show_chips,
     slide_downloads,
+    slide_title,
 )
 
 SWEEP_TIME_CAP = 300.0  # seconds; a sweep that runs out shows the heads it reached and says so (Cancel stops it)

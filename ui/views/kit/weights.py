@@ -41,6 +41,13 @@ def weights_of(active: ActiveModel) -> str:
     return "" if active.weights_step is None else f"Weights of step {active.weights_step:,}"
 
 
+def model_caption(tag: str, active: ActiveModel) -> str:
+    """Which model, which weights: '**A** · reverse · Shipped · 3,000 steps' ('imported' for Hugging Face)."""
+    if active.card.get("source") == "huggingface":
+        return f"**{tag}** · {active.option.label} · imported, not trained here"
+    return f"**{tag}** · {active.option.label} · {int(active.card.get('steps', 0)):,} steps"
+
+
 def slide_title(active: ActiveModel, text: str, reference: str | None = None) -> SlideTitle:
     """What a slide of this view names: the model and its weights, the input (and the reference fed, if any)."""
     weights = weights_of(active)

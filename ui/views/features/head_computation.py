@@ -24,10 +24,7 @@ from transformer.charts import (
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
-from .chart_cache import cached_chart
-from .selection import Selection
-from .weights import slide_title
-from .widgets import show_chart, slide_downloads
+from ..kit import Selection, cached_chart, show_chart, slide_downloads, slide_title
 
 MAP_VALUES = {"weight": "Weight α", "contribution": "Contribution ‖α·W_O v‖"}
 CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this bounds)

@@ -9,8 +9,15 @@ import altair as alt
 import streamlit as st
 import torch
 
-from transformer.analysis import (CORPUS_STATISTICS, STATISTICS, CorpusStats, available_statistics, group_mean,
-                                  grouped, head_overview_frame)
+from transformer.analysis import (
+    CORPUS_STATISTICS,
+    STATISTICS,
+    CorpusStats,
+    available_statistics,
+    group_mean,
+    grouped,
+    head_overview_frame,
+)
 from transformer.charts import aggregate_heatmap, attention_heatmap, head_overview, keys_per_window, selected_panel
 from transformer.data import GoldSource
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace

@@ -9,9 +9,7 @@ from transformer.charts import topk_bars
 from transformer.decode import MAX_TEMPERATURE, DecodeResult, InputError, Sampling, greedy_decode
 from ui.models import ActiveModel
 
-from .chart_cache import cached_chart
-from .selection import LINK_PARAMS
-from .widgets import chart_heading, md_token, show_chart
+from ..kit import LINK_PARAMS, cached_chart, chart_heading, md_token, show_chart
 
 _KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
 TEMPERATURE_KEY, SAMPLE_TOP_K_KEY = _KEYS["temperature"], _KEYS["sample_topk"]

@@ -1,0 +1,43 @@
+"""Feature views, one module per feature (ablation, alignment, animation, attribution, beam tree, corpus
+statistics, inside one head, logit lens, line view, patching, sampling): each imports the kit and the library,
+never another feature and never a page's assembly."""
+from .ablation import (
+    ablated_run,
+    attention_ablation,
+    chosen_heads,
+    clicked_note,
+    current_output,
+    grid_key,
+    head_selection,
+    off_panels,
+    show_ablated_step,
+    show_comparison,
+    show_sweep,
+    toggle_clicked_head,
+)
+from .alignment import show_alignment_scores
+from .animation import animation_downloads, decode_animation, file_stem
+from .attribution import show_agreement, show_step_attribution
+from .beam import show_beam_tree
+from .corpus import latest_corpus_statistics, show_corpus_statistics
+from .head_computation import (
+    MAP_VALUES,
+    captured_for,
+    show_attention_inside,
+    show_contribution_map,
+    show_head_computation,
+    show_step_contribution,
+    show_step_inside,
+)
+from .lens import show_step_lens
+from .line_view import show_line_view
+from .patching import show_patched_link, show_patching
+from .sampling import sampled_or_message, sampling_controls, show_sampled_step
+
+__all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablation", "captured_for", "chosen_heads",
+           "clicked_note", "current_output", "decode_animation", "file_stem", "grid_key", "head_selection",
+           "latest_corpus_statistics", "off_panels", "sampled_or_message", "sampling_controls", "show_ablated_step",
+           "show_agreement", "show_alignment_scores", "show_attention_inside", "show_beam_tree", "show_comparison",
+           "show_contribution_map", "show_corpus_statistics", "show_head_computation", "show_line_view",
+           "show_patched_link", "show_patching", "show_sampled_step", "show_step_attribution",
+           "show_step_contribution", "show_step_inside", "show_step_lens", "show_sweep", "toggle_clicked_head"]

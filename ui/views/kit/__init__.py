@@ -1,0 +1,90 @@
+"""The shared kit every view draws with: widgets, cached chart specs, background jobs, the Selection record and
+the link table, cached decodes, the Decode page's step state, which weights a view shows, presenter mode's keys and
+the real-size layout. It imports no feature view and no page assembly."""
+from . import decode_state
+from .background import background_result, job_running, keep_result, kept_result
+from .chart_cache import cached_chart
+from .decode_state import RERUN_APP_KEY
+from .inference import (
+    REFERENCE_FOR_KEY,
+    REFERENCE_KEY,
+    TEXT_KEY,
+    TEXT_TASK_KEY,
+    bind_reference,
+    bind_text,
+    decoding_message,
+    default_text,
+    gold_alignment_for,
+    gold_cells,
+    gold_for,
+    greedy,
+    greedy_or_message,
+    greedy_pair,
+    read_ahead_greedy,
+    reference_for,
+    share_reference,
+    share_text,
+    teacher,
+)
+from .presenting import (
+    NEXT_HEAD_KEY,
+    NEXT_STEP_KEY,
+    PRESENT_KEY,
+    PREV_HEAD_KEY,
+    PREV_STEP_KEY,
+    SWITCH_KEY,
+    head_keys,
+    presenting,
+)
+from .real_size import (
+    COMBINE,
+    MAP_WIDTH,
+    combine_options,
+    combined_title,
+    key_window,
+    large_map,
+    map_columns,
+    needs_page_width,
+    overview_first,
+    show_head_overview,
+)
+from .selection import LINK_OPENS, LINK_PARAMS, Selection
+from .weights import model_caption, show_weights, slide_title, weights_of
+from .widgets import (
+    PAGE_PX,
+    SLIDES_SUFFIX,
+    Column,
+    SlideTitle,
+    chart_downloads,
+    chart_heading,
+    chart_spec,
+    grid_cell,
+    group_head_name,
+    head_label,
+    head_picker,
+    kind_picker,
+    kind_title,
+    layer_picker,
+    map_kind,
+    md,
+    md_token,
+    require_model,
+    show_chart,
+    show_chips,
+    show_small_table,
+    slide_downloads,
+    visible,
+)
+
+__all__ = ["COMBINE", "Column", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PAGE_PX",
+           "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "RERUN_APP_KEY",
+           "SLIDES_SUFFIX", "SWITCH_KEY", "Selection", "SlideTitle", "TEXT_KEY", "TEXT_TASK_KEY", "background_result",
+           "bind_reference", "bind_text", "cached_chart", "chart_downloads", "chart_heading", "chart_spec",
+           "combine_options", "combined_title", "decode_state", "decoding_message", "default_text",
+           "gold_alignment_for", "gold_cells", "gold_for", "greedy", "greedy_or_message", "greedy_pair", "grid_cell",
+           "group_head_name", "head_keys", "head_label", "head_picker", "job_running", "keep_result", "kept_result",
+           "key_window", "kind_picker", "kind_title", "large_map", "layer_picker", "map_columns", "map_kind", "md",
+           "md_token", "model_caption", "needs_page_width", "overview_first", "presenting", "read_ahead_greedy",
+           "reference_for", "require_model", "share_reference", "share_text", "show_chart", "show_chips",
+           "show_head_overview", "show_small_table", "show_weights", "slide_downloads", "slide_title", "teacher",
+           "visible", "weights_of"]
