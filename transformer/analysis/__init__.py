@@ -97,11 +97,12 @@ from .edit_compare import (
     compare_edit,
 )
 from .corpus_stats import JS_SENTENCES, STATISTICS as CORPUS_STATISTICS, CorpusStats, CorpusSums, average_linkage_order, corpus_statistics, corpus_sums, is_punctuation, merge_sums, snapshot_curves, stats_from_sums
+from .head_examples import DECILES, DISTANCE_EDGES, TOP_ROWS, HeadExamples, distance_bin_labels
 from .masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
 
-__all__ = ["SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_filter", "AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE", "Cancelled", "Detection", "Head",
+__all__ = ["DECILES", "DISTANCE_EDGES", "TOP_ROWS", "HeadExamples", "distance_bin_labels", "SEGMENT_FILTERS", "attention_change", "mask_attribution", "segment_filter", "AGGREGATES", "AttentionDifference", "Attribution", "BF16_TOLERANCE", "Cancelled", "Detection", "Head",
            "HeadError", "HeadReport", "IG_STEPS", "INDUCTION_LENGTH", "METHODS", "METHOD_TITLES",
            "OVERVIEW_COLUMNS", "Progress", "SIGNED_STATISTICS", "STATISTICS", "Sweep", "ablated_decode",
            "accepted", "aggregate_dict", "aggregate_frame", "aggregate_trace", "agreement_frame",

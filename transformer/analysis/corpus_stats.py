@@ -30,6 +30,7 @@ from ..adapters import InspectableModel
 from ..data import GoldSource
 from ..decode import AttentionTrace, InputError, masked_decode, sink_positions, teacher_forced
 from .alignment import alignment_hits
+from .head_examples import HeadExamples, KindKeep, copy_keep
 
 STATISTICS = {
     "entropy": "mean entropy of a row, nats (uniform over n keys: log n)",
@@ -65,6 +66,7 @@ class _KindSums:
     hits: torch.Tensor | None = None  # (L, H) gold-aligned rows whose largest weight is on the gold source token
     aligned: int = 0  # rows with a gold source token
     per_sentence: dict[int, torch.Tensor] = field(default_factory=dict)  # sentence index -> (L, H) mean entropy
+    keep: KindKeep | None = None  # the bounded examples, token totals and distances (head_examples.py)
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class CorpusStats:
     js_sentences: int
     mode: str  # "greedy", "reference" (teacher-forced) or "masked" (encoder-only, one forward pass)
     entropies: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict, repr=False)  # kind -> i -> (L, H)
+    kept: HeadExamples | None = field(default=None, repr=False)  # examples by decile, token totals, distances
 
     def examples(self, kind: str, layer: int, head: int, n: int = 3) -> tuple[list[int], list[int]]:
         """The sentences (corpus indices) where the head's mean entropy is nearest its corpus average, and those
@@ -109,7 +112,8 @@ class CorpusStats:
                 "js": {k: [[round(float(v), 6) for v in row] for row in m] for k, m in self.js.items()},
                 "clusters": {k: self.clusters(k) for k in self.js},
                 "examples": [{"kind": k, "layer": la, "head": h, **dict(zip(("most", "least"), self.examples(k, la, h)))}
-                             for k, la, h in zip(self.frame["kind"], self.frame["layer"], self.frame["head"])]}
+                             for k, la, h in zip(self.frame["kind"], self.frame["layer"], self.frame["head"])],
+                **({"decile_examples": self.kept.to_dict()} if self.kept is not None else {})}
 
 
 def average_linkage_order(distance: torch.Tensor) -> list[int]:
@@ -243,11 +247,14 @@ def corpus_sums(lm: InspectableModel, sources: Sequence[str], references: Sequen
             entry = sums.get(kind)
             if entry is None:
                 entry = sums[kind] = _KindSums({name: torch.zeros(w.shape[:2], dtype=torch.float64)
-                                                for name in STATISTICS if name != "alignment"})
+                                                for name in STATISTICS if name != "alignment"},
+                                               keep=KindKeep(tuple(w.shape[:2]), q_axis == k_axis))
             for name, value in stats.items():
                 entry.sums[name] += value.double()
             entry.rows += w.shape[2]
             entry.per_sentence[i] = (stats["entropy"] / w.shape[2]).float()
+            if entry.keep is not None:
+                entry.keep.add(i, w, q_tokens, k_tokens)
             if gold is not None and kind == spec.cross_kind and (aligned := gold(text)):
                 hits, count = alignment_hits(w, aligned)
                 entry.hits = hits[:, :-1].double() if entry.hits is None else entry.hits + hits[:, :-1].double()
@@ -274,8 +281,11 @@ def merge_sums(parts: Sequence[CorpusSums]) -> CorpusSums:
             have = kinds.get(kind)
             if have is None:
                 kinds[kind] = _KindSums({k: v.clone() for k, v in entry.sums.items()}, entry.rows, entry.js,
-                                        entry.js_rows, entry.hits, entry.aligned, dict(entry.per_sentence))
+                                        entry.js_rows, entry.hits, entry.aligned, dict(entry.per_sentence),
+                                        None if entry.keep is None else copy_keep(entry.keep))
                 continue
+            if have.keep is not None and entry.keep is not None:
+                have.keep.merge(entry.keep)
             have.per_sentence.update(entry.per_sentence)
             for name, value in entry.sums.items():
                 have.sums[name] = have.sums[name] + value
@@ -307,7 +317,11 @@ def stats_from_sums(sums: CorpusSums) -> CorpusStats:
           if entry.js is not None}
     skipped = tuple(f"line {i + 1}: {why}" for i, why in sums.skipped)
     entropies = {kind: dict(entry.per_sentence) for kind, entry in sums.kinds.items()}
-    return CorpusStats(pd.DataFrame(rows), js, sums.sentences, skipped, sums.js_sentences, sums.mode, entropies)
+    keeps = {kind: entry.keep for kind, entry in sums.kinds.items() if entry.keep is not None}
+    for keep in keeps.values():
+        keep.prune()
+    return CorpusStats(pd.DataFrame(rows), js, sums.sentences, skipped, sums.js_sentences, sums.mode, entropies,
+                       HeadExamples(keeps) if keeps else None)
 
 
 def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
