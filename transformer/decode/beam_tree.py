@@ -6,9 +6,9 @@ Two rules, as the issue asks: Hugging Face models search as `generate(num_beams=
 vectorised `_beam_search`: log-softmax, the generation config's processors on the log-probabilities, the top
 max(2, 1 + #eos) x W continuations, finished hypotheses only from the best W, score = sum of log-probabilities /
 generated length ** length_penalty, its early-stopping heuristic; the generation config's `length_penalty` and
-`early_stopping`), so the final hypotheses equal generate's (tests/library/test_beam_tree.py, per family). Our own models
-keep `beam.beam_search_ids`'s rule (GNMT length penalty ((5 + n) / 6) ** alpha), so `eval --beam` figures stay
-comparable, and their best hypotheses equal it.
+`early_stopping`), so the final hypotheses equal generate's (tests/library/decode/test_beam_tree.py, per family). Our
+own models keep `beam.beam_search_ids`'s rule (GNMT length penalty ((5 + n) / 6) ** alpha), so `eval --beam` figures
+stay comparable, and their best hypotheses equal it.
 
 Each step runs the decoder for one token of every live hypothesis, batched, with the decoder cache reordered by the
 hypotheses' parents (`InspectableModel.select_rows`), as `generate` does; the step's weights give every

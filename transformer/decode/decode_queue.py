@@ -7,8 +7,8 @@ model's requests as one batch (grouped by the network: each session has its own 
 (adapter, text, top-k) once. Decodes that arrive while a batch runs make the
 next batch, so a lone decode waits only the window and eight at once take about two batches. Only what
 `can_batch` allows goes through the queue; anything else decodes on the caller's thread as before. Results are
-what the caller would have computed alone (tests/library/test_batched_decode.py); nothing of one request reaches another's
-but the shared, read-only result of an identical request.
+what the caller would have computed alone (tests/library/decode/test_batched.py); nothing of one request reaches
+another's but the shared, read-only result of an identical request.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ formulas — temperature (logits / T), top-k (every logit below the k-th largest
 ascending, the tokens whose cumulative probability is ≤ 1 − p dropped, the most probable always kept) — then
 softmax and one `torch.multinomial` draw from a generator seeded with the seed. With the same processed
 distribution and seed the draws equal `torch.manual_seed(seed); generate(do_sample=True, ...)`'s (tested per
-Hugging Face family, tests/library/test_sampling.py). Temperature 0 means greedy.
+Hugging Face family, tests/library/decode/test_sampling.py). Temperature 0 means greedy.
 """
 from __future__ import annotations
 

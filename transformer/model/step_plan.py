@@ -4,9 +4,9 @@ A greedy step of a small model is about eighty tiny tensor ops; calling the thir
 checks, attribute lookups, the residual plumbing) costs about a third of the step on a CPU. When every module on
 the decoder's path is the plain class the model built, with no hooks (no view's stand-in, no captured
 activations), `StepPlan` runs the same ops in the same order with the weights looked up once per decode, so its
-results are bit-identical to the module path (tests/library/test_step_plan.py). Anything else takes the module path:
-`step_plan` returns None. A decode that records the residual stream (the logit lens) passes `residuals`, a list the
-step appends that call's stream to, so recording needs no hooks and stays on this path.
+results are bit-identical to the module path (tests/library/model/test_step_plan.py). Anything else takes the module
+path: `step_plan` returns None. A decode that records the residual stream (the logit lens) passes `residuals`, a list
+the step appends that call's stream to, so recording needs no hooks and stays on this path.
 
 A plan lives in the decode's cache, never on the model: the model is shared by every session.
 """
