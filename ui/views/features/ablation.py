@@ -8,10 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from transformer.analysis import (
-    Cancelled,
     Head,
     HeadError,
-    Sweep,
     all_heads,
     comparison_frame,
     first_divergence,
@@ -28,19 +26,17 @@ from transformer.charts import (
 )
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
 from ui.models import ActiveModel
-from ui.server import refuse, speaker_only
 
 from ..kit import (
     PAGE_PX,
     RERUN_APP_KEY,
+    JobTexts,
     Selection,
     SlideTitle,
-    background_result,
+    analysis_result,
+    can_start,
     chart_heading,
     head_label,
-    job_running,
-    keep_result,
-    kept_result,
     map_kind,
     md,
     md_token,
@@ -48,6 +44,7 @@ from ..kit import (
     show_chips,
     slide_downloads,
     slide_title,
+    start_button,
 )
 
 SWEEP_TIME_CAP = 300.0  # seconds; a sweep that runs out shows the heads it reached and says so (Cancel stops it)
@@ -190,50 +187,25 @@ def sweep_output(result: DecodeResult) -> list[int]:
     return [s.token_id for s in result.steps]
 
 
-@speaker_only
-def _request(flag: str, identity: tuple) -> None:
-    """on_click of the sweep button: remember which model and input the sweep was asked for."""
-    st.session_state[flag] = identity
-
-
-def _run_sweep(lm, text: str, output: Sequence[int], identity: tuple, n_heads: int, *, key: str) -> Sweep | None:
-    """The sweep of this identity: collected from the session's background job, or started by the button (shown at
-    once when it ends within WAIT_S, else with a progress bar, the time left and Cancel); None while there is none."""
-    # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
-    requested = st.session_state.pop(f"{key}_requested", None) == identity
-    ended = background_result(identity, f"Ablating {n_heads} heads",
-                              lambda progress: sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
-                                                           on_fraction=progress), key=key, start=requested)
-    if ended is not None:
-        sweep, error = ended
-        if isinstance(error, Cancelled):
-            st.info("Sweep cancelled: nothing was kept.", icon=":material/stop_circle:")
-        elif isinstance(error, InputError):
-            st.warning(f"Cannot sweep this input: {error}", icon=":material/block:")
-        elif error is not None:
-            raise error
-        else:
-            keep_result(identity, sweep)
-            return sweep
-    if not job_running(identity) and not refuse("sweep"):  # an audience session is told why instead
-        st.button("Ablate each head in turn", key=f"{key}_run", icon=":material/science:", on_click=_request,
-                  args=(f"{key}_requested", identity))
-    return None
+SWEEP_TEXTS = JobTexts(cancelled="Sweep cancelled: nothing was kept.", cancelled_icon=":material/stop_circle:",
+                       refused="Cannot sweep this input: {error}", refused_icon=":material/block:")
 
 
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
     """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
     identity = ("sweep", active.cache_key, text, tuple(output))
-    sweep = kept_result(identity)
     lm = active.decoder
     n_heads = len(all_heads(lm))
     st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
                f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
                f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
+    sweep = analysis_result(identity, f"Ablating {n_heads} heads",
+                            lambda progress: sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
+                                                         on_fraction=progress), key=key, texts=SWEEP_TEXTS)
     if sweep is None:
-        sweep = _run_sweep(lm, text, output, identity, n_heads, key=key)
-        if sweep is None:
-            return
+        if can_start(identity):
+            start_button("Ablate each head in turn", identity, key=key, icon=":material/science:")
+        return
     if not sweep.complete:
         st.warning(f"The sweep stopped at the {SWEEP_TIME_CAP:.0f} s cap after {len(sweep.frame)} of {n_heads} "
                    "heads; the others are not shown.", icon=":material/timer:")

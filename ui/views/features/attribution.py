@@ -12,7 +12,6 @@ from transformer.analysis import (
     METHOD_TITLES,
     METHODS,
     Attribution,
-    Cancelled,
     Progress,
     agreement_frames,
     agreement_summary,
@@ -27,11 +26,10 @@ from ui.server import refuse
 
 from ..kit import (
     PAGE_PX,
+    JobTexts,
     Selection,
-    background_result,
+    analysis_result,
     chart_heading,
-    keep_result,
-    kept_result,
     md_token,
     show_chart,
     slide_downloads,
@@ -54,6 +52,10 @@ EXPLAIN_AGREEMENT = (
     "when the encoder has already moved a token's content to another position, so the attended position is not the "
     "source of the information. Decoder self-attention is compared the same way with the attribution to the decoder "
     "inputs (the start token and the earlier outputs), from step 2 on (step 1 sees only the start token).")
+AGREEMENT_TEXTS = JobTexts(
+    cancelled="Attribution cancelled: nothing was kept. Switch the method, or the toggle off and on, to compute it "
+    "again.", cancelled_icon=":material/stop_circle:", refused="Cannot compare for this input: {error}",
+    refused_icon=":material/block:", refusals=(InputError, ValueError))
 AGREEMENT_TITLES = {"cross": "Cross-attention vs attribution to the source tokens",
                     "decoder_self": "Decoder self-attention vs attribution to the decoder inputs",
                     "self": "Self-attention vs attribution to the prompt and the earlier outputs"}
@@ -145,29 +147,15 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
                       horizontal=True, help=AGREEMENT_METHOD_HELP, on_change=_clear_cancelled, args=(flag,))
     identity = ("agreement", active.cache_key, text, tuple(output), method)
     cancelled = st.session_state.get(flag) == identity
-    frames = kept_result(identity)
+    steps = len(output)
+    frames = analysis_result(
+        identity, f"Attributing {steps} output step{'s' * (steps != 1)} ({METHOD_TITLES[method]})",
+        lambda progress: _agreement(active.decoder, text, output, trace, method, progress), key=key,
+        texts=AGREEMENT_TEXTS, start=not cancelled, on_cancel=lambda: st.session_state.__setitem__(flag, identity))
     if frames is None:
-        steps = len(output)
-        ended = background_result(
-            identity, f"Attributing {steps} output step{'s' * (steps != 1)} ({METHOD_TITLES[method]})",
-            lambda progress: _agreement(active.decoder, text, output, trace, method, progress), key=key,
-            start=not cancelled)
-        if ended is not None:
-            frames, error = ended
-            if isinstance(error, Cancelled):
-                st.session_state[flag], cancelled, frames = identity, True, None
-            elif isinstance(error, (InputError, ValueError)):
-                st.warning(f"Cannot compare for this input: {error}", icon=":material/block:")
-                return
-            elif error is not None:
-                raise error
-            else:
-                keep_result(identity, frames)
-        if frames is None:
-            if cancelled:
-                st.info("Attribution cancelled: nothing was kept. Switch the method, or the toggle off and on, to "
-                        "compute it again.", icon=":material/stop_circle:")
-            return
+        if cancelled:
+            st.info(AGREEMENT_TEXTS.cancelled, icon=AGREEMENT_TEXTS.cancelled_icon)
+        return
     st.caption(f"Attribution: {METHOD_TITLES[method]}.")
     for kind in trace.kinds:
         if kind not in AGREEMENT_TITLES:

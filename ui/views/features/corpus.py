@@ -11,23 +11,15 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from transformer.analysis import CORPUS_STATISTICS, Cancelled, CorpusStats, corpus_statistics, snapshot_curves
+from transformer.analysis import CORPUS_STATISTICS, CorpusStats, corpus_statistics, snapshot_curves
 from transformer.charts import js_cluster_map, snapshot_curves_chart
 from transformer.data import MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
-from transformer.decode import ALL_TITLES, InputError
+from transformer.decode import ALL_TITLES
 from transformer.model import Head
 from transformer.store import list_snapshots, open_model
 from ui.models import MODEL_KEY, ActiveModel
-from ui.server import refuse, speaker_only
 
-from ..kit import background_result, job_running, keep_result, kept_result, md, show_chart
-
-
-@speaker_only
-def _request(flag: str, identity: tuple) -> None:
-    """on_click of the compute button: remember which model and sentences the statistics were asked for."""
-    st.session_state[flag] = identity
-
+from ..kit import analysis_result, can_start, md, show_chart, start_button
 
 LATEST_KEY = "corpus_latest"  # (model cache key, CorpusStats): the statistics the head overview may be coloured by
 
@@ -142,30 +134,11 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
 
 
 def _computed(identity: tuple, label: str, run, key: str, button: tuple[str, str]) -> Any | None:
-    """The result of a background analysis for `identity`: kept from an earlier run, or started by the button (a
-    session that may not start jobs is told why instead) and shown with progress and Cancel until it ends; None
-    (with a message where one is due) while there is nothing to draw."""
-    result = kept_result(identity)
-    if result is not None:
-        return result
-    # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
-    requested = st.session_state.pop(f"{key}_requested", None) == identity
-    ended = background_result(identity, label, run, key=key, start=requested)
-    if ended is None:
-        if not job_running(identity) and not refuse("sweep"):  # an audience session is told why instead
-            st.button(button[0], key=f"{key}_run", icon=button[1], on_click=_request,
-                      args=(f"{key}_requested", identity))
-        return None
-    result, error = ended
-    if isinstance(error, Cancelled):
-        st.info("Cancelled.", icon=":material/stop:")
-        return None
-    if isinstance(error, InputError):
-        st.warning(str(error), icon=":material/edit_note:")
-        return None
-    if error is not None:
-        raise error
-    keep_result(identity, result)
+    """The result of a background analysis for `identity` (kept, or computed off the script thread), with the button
+    that starts it while there is none."""
+    result = analysis_result(identity, label, run, key=key)
+    if result is None and can_start(identity):
+        start_button(button[0], identity, key=key, icon=button[1])
     return result
 
 

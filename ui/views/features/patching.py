@@ -1,7 +1,8 @@
 """Compare's edit mode, part two: activation patching. Which activation of the clean input (A) carries the answer
 its edit (B) lacks: each site copied from A's run into B's, both fed A's output up to the target step, and how much
 of A's answer comes back. A background job (progress, time left, Cancel); the exact run or the one-pass estimate
-with the exact figures of its top ten; a click on a cell replays the patched decode (encoder and decoder-side sites alike)."""
+with the exact figures of its top ten; a click on a cell replays the patched decode (encoder and decoder-side sites
+alike)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,6 @@ from transformer.analysis import (
     HEAD_POSITIONS,
     HEADS,
     RESIDUAL_STREAM,
-    Cancelled,
     EditComparison,
     PatchingSetup,
     Site,
@@ -28,23 +28,22 @@ from transformer.analysis import (
 from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode
 from ui.models import MODEL_KEY, ActiveModel
-from ui.server import refuse, speaker_only
 
 from ..kit import (
     LINK_PARAMS,
     Column,
+    JobTexts,
     Selection,
-    background_result,
+    analysis_result,
+    can_start,
     chart_heading,
-    job_running,
-    keep_result,
-    kept_result,
     md,
     md_token,
     model_caption,
     show_chart,
     show_chips,
     show_small_table,
+    start_button,
 )
 
 KEY = "compare_patch"
@@ -53,6 +52,8 @@ SITE_TITLES = {ENCODER_OUTPUT: "the encoder output at each source position", HEA
                RESIDUAL_STREAM: "the residual stream by layer and position",
                HEAD_POSITIONS: "each encoder head at each source position"}
 EXACT, ESTIMATE = "exact", "estimate"
+PATCHING_TEXTS = JobTexts(cancelled="Patching cancelled: nothing was kept.", cancelled_icon=":material/stop_circle:",
+                          refused="Cannot patch: {error}", refused_icon=":material/block:")
 TOP_COLUMNS = {"cell": Column("site"), "estimated_recovery": Column("estimated recovery", "%.3f"),
                "recovery": Column("exact recovery", "%.3f", "Measured by patching this site alone.")}
 TOP_RAW_COLUMNS = {"cell": Column("site"), "estimate": Column("estimated difference", "%+.4f"),
@@ -81,11 +82,6 @@ def _run(active: ActiveModel, c: EditComparison, step: int, contrast: str, sites
         return PatchingView(frame, setup, weights, how, 0.0)
     result = patch_sites(lm, setup, sites, progress=progress)
     return PatchingView(result.frame, setup, weights, how, result.seconds)
-
-
-@speaker_only
-def _request(identity: tuple) -> None:
-    st.session_state[f"{KEY}_requested"] = identity
 
 
 def _inputs(active: ActiveModel, c: EditComparison) -> tuple[int, str, tuple[str, ...]]:
@@ -130,15 +126,15 @@ def show_patching(active: ActiveModel, c: EditComparison) -> None:
                   for how in (EXACT, ESTIMATE)}
     shown = None
     for how, identity in identities.items():
-        view = kept_result(identity) or _collect(active, c, identity, step, contrast, sites, how, weights)
+        view = _collect(active, c, identity, step, contrast, sites, how, weights)
         if view is not None:
             shown = view
-    if not any(job_running(i) for i in identities.values()) and not refuse("sweep"):
+    if can_start(*identities.values()):
         left, right = st.columns(2)
-        left.button("Patch every site (exact)", key=f"{KEY}_exact", icon=":material/science:", on_click=_request,
-                    args=(identities[EXACT],), width="stretch")
-        right.button("Estimate in one pass (gradient)", key=f"{KEY}_estimate", icon=":material/bolt:",
-                     on_click=_request, args=(identities[ESTIMATE],), width="stretch",
+        start_button("Patch every site (exact)", identities[EXACT], key=f"{KEY}_{EXACT}", button_key=f"{KEY}_exact",
+                     icon=":material/science:", where=left, width="stretch")
+        start_button("Estimate in one pass (gradient)", identities[ESTIMATE], key=f"{KEY}_{ESTIMATE}",
+                     button_key=f"{KEY}_estimate", icon=":material/bolt:", where=right, width="stretch",
                      help="Attribution patching: one forward and one backward estimate every site; the ten largest "
                           "are then measured exactly, and the Spearman correlation says how well the estimate ranks.")
     if shown is not None:
@@ -147,26 +143,10 @@ def show_patching(active: ActiveModel, c: EditComparison) -> None:
 
 def _collect(active: ActiveModel, c: EditComparison, identity: tuple, step: int, contrast: str,
              sites: tuple[str, ...], how: str, weights: str) -> PatchingView | None:
-    requested = st.session_state.get(f"{KEY}_requested") == identity
-    if requested:
-        st.session_state.pop(f"{KEY}_requested")
     n = "every site" if how == EXACT else "an estimate of every site"
-    ended = background_result(identity, f"Patching {n}",
-                              lambda progress: _run(active, c, step, contrast, sites, how, weights, progress),
-                              key=f"{KEY}_{how}", start=requested)
-    if ended is None:
-        return None
-    view, error = ended
-    if isinstance(error, Cancelled):
-        st.info("Patching cancelled: nothing was kept.", icon=":material/stop_circle:")
-    elif isinstance(error, InputError):
-        st.warning(f"Cannot patch: {error}", icon=":material/block:")
-    elif error is not None:
-        raise error
-    else:
-        keep_result(identity, view)
-        return view
-    return None
+    return analysis_result(identity, f"Patching {n}",
+                           lambda progress: _run(active, c, step, contrast, sites, how, weights, progress),
+                           key=f"{KEY}_{how}", texts=PATCHING_TEXTS)
 
 
 def _summary(view: PatchingView) -> None:

@@ -2,7 +2,16 @@
 the link table, cached decodes, the Decode page's step state, which weights a view shows, presenter mode's keys and
 the real-size layout. It imports no feature view and no page assembly."""
 from . import decode_state
-from .background import background_result, job_running, keep_result, kept_result
+from .background import (
+    JobTexts,
+    analysis_result,
+    background_result,
+    can_start,
+    job_running,
+    keep_result,
+    kept_result,
+    start_button,
+)
 from .chart_cache import cached_chart
 from .decode_state import RERUN_APP_KEY
 from .inference import (
@@ -76,15 +85,15 @@ from .widgets import (
     visible,
 )
 
-__all__ = ["COMBINE", "Column", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PAGE_PX",
-           "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "RERUN_APP_KEY",
-           "SLIDES_SUFFIX", "SWITCH_KEY", "Selection", "SlideTitle", "TEXT_KEY", "TEXT_TASK_KEY", "background_result",
-           "bind_reference", "bind_text", "cached_chart", "chart_downloads", "chart_heading", "chart_spec",
-           "combine_options", "combined_title", "decode_state", "decoding_message", "default_text",
-           "gold_alignment_for", "gold_cells", "gold_for", "greedy", "greedy_or_message", "greedy_pair", "grid_cell",
-           "group_head_name", "head_keys", "head_label", "head_picker", "job_running", "keep_result", "kept_result",
-           "key_window", "kind_picker", "kind_title", "large_map", "layer_picker", "map_columns", "map_kind", "md",
-           "md_token", "model_caption", "needs_page_width", "overview_first", "presenting", "read_ahead_greedy",
-           "reference_for", "require_model", "share_reference", "share_text", "show_chart", "show_chips",
-           "show_head_overview", "show_small_table", "show_weights", "slide_downloads", "slide_title", "teacher",
-           "visible", "weights_of"]
+__all__ = ["COMBINE", "Column", "JobTexts", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY", "NEXT_STEP_KEY",
+           "PAGE_PX", "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY",
+           "RERUN_APP_KEY", "SLIDES_SUFFIX", "SWITCH_KEY", "Selection", "SlideTitle", "TEXT_KEY", "TEXT_TASK_KEY",
+           "analysis_result", "background_result", "bind_reference", "bind_text", "cached_chart", "can_start",
+           "chart_downloads", "chart_heading", "chart_spec", "combine_options", "combined_title", "decode_state",
+           "decoding_message", "default_text", "gold_alignment_for", "gold_cells", "gold_for", "greedy",
+           "greedy_or_message", "greedy_pair", "grid_cell", "group_head_name", "head_keys", "head_label",
+           "head_picker", "job_running", "keep_result", "kept_result", "key_window", "kind_picker", "kind_title",
+           "large_map", "layer_picker", "map_columns", "map_kind", "md", "md_token", "model_caption",
+           "needs_page_width", "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model",
+           "share_reference", "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table",
+           "show_weights", "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]

@@ -1,5 +1,7 @@
-"""Long analyses (a head sweep, attribution over every step) off the script thread: a progress bar with the time
-left and a Cancel button, one such job per session at a time.
+"""Long analyses (a head sweep, attribution over every step, patching, corpus statistics) off the script thread: a
+progress bar with the time left and a Cancel button, one such job per session at a time. `analysis_result`,
+`can_start` and `start_button` are the flow every such view follows: the kept result, the button that asks for it,
+the progress while it runs, and what to say when it was cancelled or refused its input.
 
 The worker thread never calls Streamlit: it runs the analysis with a progress callback that records the fraction
 done and raises `Cancelled` once the user pressed Cancel. A fragment polls the job twice a second and reruns the
@@ -15,6 +17,8 @@ from typing import Any, Callable
 import streamlit as st
 
 from transformer.analysis import Cancelled
+from transformer.decode import InputError
+from ui.server import refuse, speaker_only
 
 JOB_KEY = "studio_background_job"
 RESULTS_KEY = "studio_analyses"
@@ -143,3 +147,68 @@ def show_job_progress(identity: tuple, key: str) -> None:
     bar, stop = st.columns([5, 1], vertical_alignment="center")
     bar.progress(job.fraction, text=f"{job.name}: {job.fraction:.0%} · {when}")
     stop.button("Cancel", key=f"{key}_cancel", on_click=_cancel, icon=":material/stop:", width="stretch")
+
+
+@dataclass(frozen=True)
+class JobTexts:
+    """What an analysis' view says when its job ends without a result: cancelled, or its input refused."""
+
+    cancelled: str = "Cancelled."
+    cancelled_icon: str = ":material/stop:"
+    refused: str = "{error}"  # formatted with the error
+    refused_icon: str = ":material/edit_note:"
+    refusals: tuple[type[BaseException], ...] = (InputError,)
+
+
+def analysis_result(identity: tuple, name: str, run: Callable[[Callable[[float], None]], Any], *, key: str,
+                    texts: JobTexts = JobTexts(), start: bool | None = None,
+                    on_cancel: Callable[[], None] | None = None) -> Any:
+    """The result of the analysis `identity`: kept from an earlier run, or collected from the session's job and kept.
+    The job starts when `start` (by default: when `start_button` asked for this identity under `key`); while it runs
+    its progress and Cancel are drawn. None while there is no result; a cancelled job or a refused input says so
+    (`texts`; `on_cancel` is called too), any other error is raised."""
+    result = kept_result(identity)
+    if result is not None:
+        return result
+    if start is None:  # the click is kept as a flag: the page may rerun once (its link changed) before it gets here
+        start = st.session_state.pop(_flag(key), None) == identity
+    ended = background_result(identity, name, run, key=key, start=start)
+    if ended is None:
+        return None
+    result, error = ended
+    if isinstance(error, Cancelled):
+        st.info(texts.cancelled, icon=texts.cancelled_icon)
+        if on_cancel is not None:
+            on_cancel()
+        return None
+    if isinstance(error, texts.refusals):
+        st.warning(texts.refused.format(error=error), icon=texts.refused_icon)
+        return None
+    if error is not None:
+        raise error
+    keep_result(identity, result)
+    return result
+
+
+def can_start(*identities: tuple) -> bool:
+    """Whether to offer the button: no job of these identities runs, and the session may start one (an audience
+    session is told why instead)."""
+    return not any(job_running(identity) for identity in identities) and not refuse("sweep")
+
+
+def start_button(label: str, identity: tuple, *, key: str, button_key: str | None = None, icon: str,
+                 where: Any = st, **kwargs: Any) -> None:
+    """The button that asks for the analysis `identity`, read by `analysis_result(..., key=key)` (its widget key:
+    `button_key`, by default key + "_run"; drawn in `where`, a column or the page)."""
+    where.button(label, key=button_key or f"{key}_run", icon=icon, on_click=_request, args=(_flag(key), identity),
+                 **kwargs)
+
+
+def _flag(key: str) -> str:
+    return f"{key}_requested"
+
+
+@speaker_only
+def _request(flag: str, identity: tuple) -> None:
+    """on_click of a start button: remember which analysis (model, input, settings) was asked for."""
+    st.session_state[flag] = identity
