@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import AttentionInputs, MultiHeadAttention, additive_mask
+from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRules, additive_mask
 from .hf_load import HFModelError
 
 # kwargs of an eager kernel that put a non-additive step between scores and softmax: such a family is refused
@@ -137,6 +137,7 @@ def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
 
 
 # -- Hugging Face: the eager kernel --------------------------------------------------------------------------------
+Tables = dict[int, tuple[Tensor, RelativeBias]]  # T5: the bias tensor a stack's first layer made -> its table
 _RECORDERS: dict[int, Callable[..., None]] = {}  # id(attention module) -> its recorder, while a capture runs
 _GUARD = threading.Lock()
 
@@ -145,8 +146,9 @@ def _recording(original: Callable[..., Any]) -> Callable[..., Any]:
     def eager_attention_forward(module: nn.Module, query: Tensor, key: Tensor, value: Tensor,
                                 attention_mask: Tensor | None, *args: Any, **kwargs: Any) -> Any:
         recorder = _RECORDERS.get(id(module))
-        if recorder is not None:
-            recorder(module, query, key, value, attention_mask, kwargs)
+        result = None if recorder is None else recorder(module, query, key, value, attention_mask, kwargs)
+        if result is not None:  # a recorder that computed the attention itself (the store's fused kernel)
+            return result
         return original(module, query, key, value, attention_mask, *args, **kwargs)
 
     eager_attention_forward.studio_original = original  # type: ignore[attr-defined]
@@ -169,21 +171,42 @@ def _groups(module: nn.Module, n_heads: int, n_kv: int) -> tuple[int, ...]:
     return tuple(h // per_group for h in range(n_heads))
 
 
+def hf_rules(module: nn.Module, query: Tensor, kwargs: dict, tables: Tables) -> ScoreRules:
+    """The score rules an eager kernel's arguments and its module state: the scale, a sliding window (Qwen2's and
+    Mistral's causal `sliding_window`, ModernBERT's half window + 1: either way |i - j| < window), soft-capping,
+    T5's relative bias table (the stack's first layer holds it; later layers get the same bias tensor, found in
+    `tables`). Causality and padding are the store builder's (they come with the kind and the input)."""
+    scale = kwargs.get("scaling")
+    scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
+    window = kwargs.get("sliding_window")
+    relative, bias = None, kwargs.get("position_bias")
+    if getattr(module, "has_relative_attention_bias", False):
+        relative = RelativeBias(module.relative_attention_bias.weight.detach(), not module.is_decoder,
+                                int(module.relative_attention_max_distance))
+        if bias is not None:
+            tables[id(bias)] = (bias, relative)  # the tensor kept: its id is not reused while the table is read
+    elif bias is not None and id(bias) in tables and tables[id(bias)][0] is bias:
+        relative = tables[id(bias)][1]
+    softcap = kwargs.get("softcap")
+    return ScoreRules(scale, window=int(window) if isinstance(window, int) and window > 0 else None,
+                      softcap=None if softcap is None else float(softcap), relative=relative)
+
+
 def _hf_inputs(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
-               kwargs: dict) -> AttentionInputs:
+               kwargs: dict, tables: Tables | None = None) -> AttentionInputs:
     for name, what in NOT_ADDITIVE.items():
         if kwargs.get(name) is not None:
             raise HFModelError(f"{type(module).__name__} applies {what} to its scores: they are not a softmax of "
                                "scaled scores plus additive terms, so its insides are not shown")
-    scale = kwargs.get("scaling")
-    scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
+    rules = hf_rules(module, query, kwargs, {} if tables is None else tables)
+    scale = rules.scale
     terms = {}
     if kwargs.get("position_bias") is not None:
         terms["position_bias"] = kwargs["position_bias"].detach()
     if mask is not None:
         terms["mask"] = mask[..., : key.shape[-2]].detach()  # as the kernels slice it
     return AttentionInputs(query.detach(), key.detach(), value.detach(), scale, terms,
-                           _groups(module, query.shape[1], key.shape[1]))
+                           _groups(module, query.shape[1], key.shape[1]), rules=rules)
 
 
 def _before_rotation(module: nn.Module, undo: ExitStack) -> dict[str, Tensor]:
@@ -237,6 +260,7 @@ def recording_eager(modules: Mapping[str, Sequence[nn.Module]],
     """Per kind and layer, what each Hugging Face attention module's eager softmax saw during the call; with
     `projections` (kind -> each layer's output projection), their input and output too."""
     found: dict[str, list[AttentionInputs | None]] = {kind: [None] * len(mods) for kind, mods in modules.items()}
+    tables: Tables = {}
     with ExitStack() as undo:
         for kind, mods in modules.items():
             for layer, module in enumerate(mods):
@@ -245,7 +269,7 @@ def recording_eager(modules: Mapping[str, Sequence[nn.Module]],
 
                 def record(m: nn.Module, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, kwargs: dict,
                            kind: str = kind, layer: int = layer, kept: dict[str, Tensor] = kept) -> None:
-                    found[kind][layer] = _unrotated(kept, _hf_inputs(m, q, k, v, mask, kwargs))
+                    found[kind][layer] = _unrotated(kept, _hf_inputs(m, q, k, v, mask, kwargs, tables))
 
                 _RECORDERS[id(module)] = record
                 undo.callback(_RECORDERS.pop, id(module), None)

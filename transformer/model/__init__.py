@@ -2,6 +2,17 @@
 only), the typed records of what they capture, and the optimizer they train with."""
 from .architectures import ARCHITECTURES, build_model, family_of_model
 from .attention import MultiHeadAttention, attention, attention_weights
+from .attention_store import (
+                     AttentionStore,
+                     LayerStore,
+                     RelativeBias,
+                     ScoreRules,
+                     StoreError,
+                     layer_store,
+                     row_lse,
+                     tile,
+                     value_norms,
+)
 from .config import (
                      ARCHITECTURE_NAMES,
                      MAX_STEPS,
@@ -38,7 +49,8 @@ from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 from .stage_recipe import STAGE_RECIPES, CleanRule, StageRecipe, stage_configs, stage_recipe
 
-__all__ = ["KIND_CODES", "Head", "HeadError", "STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
+__all__ = ["AttentionStore", "LayerStore", "RelativeBias", "ScoreRules", "StoreError", "layer_store", "row_lse",
+           "tile", "value_norms", "KIND_CODES", "Head", "HeadError", "STACKS", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
            "EncoderOnlyTransformer", "segments_of", "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
            "TARGET", "ModelFamily", "family_of", "family_with_kinds", "AttentionMaps", "ConfigError",
            "DecoderLayer", "Dropout", "EncoderLayer", "EncoderOutput", "FeedForward", "ForwardOutput",

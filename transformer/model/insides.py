@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from .attention_store import ScoreRules
 from .outputs import AttentionMaps
 
 STACKS = ("encoder", "decoder")  # the residual streams an encoder-decoder has (a decoder-only model: "decoder")
@@ -39,6 +40,7 @@ class AttentionInputs:
     merged: Tensor | None = None  # (B, Tq, H * Dv): the output projection's input as the model fed it (head mask in)
     output: Tensor | None = None  # (B, Tq, D): the output projection's output, its bias included
     unrotated: tuple[Tensor, Tensor] | None = None  # RoPE only: queries (B, H, Tq, Dh), keys (B, Hkv, Tk, Dh) before
+    rules: ScoreRules | None = None  # what the capture read of the score rules (window, T5's table); the store's start
 
     def __post_init__(self) -> None:
         b, h, _, d = self.queries.shape
@@ -93,7 +95,8 @@ class AttentionInputs:
                                {k: (t[pick] if t.dim() == 4 and t.shape[0] > 1 else t) for k, t in self.terms.items()}, self.groups,
                                None if self.merged is None else self.merged[pick],
                                None if self.output is None else self.output[pick],
-                               None if self.unrotated is None else (self.unrotated[0][pick], self.unrotated[1][pick]))
+                               None if self.unrotated is None else (self.unrotated[0][pick], self.unrotated[1][pick]),
+                               self.rules)
 
     def model_head_outputs(self) -> Tensor | None:
         """Each head's output as the model computed it (its slice of `merged`), (B, H, Tq, Dv); None if not captured."""
