@@ -1,4 +1,4 @@
-"""`python -m transformer train | eval | decode`: see transformer/cli.py."""
+"""`python -m transformer COMMAND`: the command line (transformer/cli/, one module per command)."""
 import sys
 
 from .cli import main

@@ -2,9 +2,10 @@
 
 ui/server -> ui/models -> ui/views -> ui/links -> ui/train -> ui/shell -> pages/ and app.py: a subpackage imports only
 the subpackages before it, and only through their faces (`from ui.views import show_chart`); inside a subpackage,
-modules import their siblings relatively. Pages, app.py and the command line import the library's stages through
-their faces too; the library never imports `ui/`. `studio_browser/` (the app driven in Chromium, for the browser tests
-and the benchmarks) imports the app through faces too, and nothing in the app imports it.
+modules import their siblings relatively. Pages and app.py import the library's stages through their faces too (the
+command line's arrows are kept by tests/library/test_layout.py); the library never imports `ui/`. `studio_browser/`
+(the app driven in Chromium, for the browser tests and the benchmarks) imports the app through faces too, and nothing
+in the app imports it.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ STAGES = ("model", "data", "decode", "analysis", "store", "train", "charts")
 
 def _imports(path: Path, source: str) -> list[tuple[int, str, int]]:
     """(line, module, level) of every import; `from ui import views` counts as importing the module ui.views, and
-    the command line's relative imports are resolved (`from .decode import x` in transformer/cli.py: transformer.decode)."""
+    a library module's one-dot imports are resolved (`from .decode import x` in transformer/notebook.py:
+    transformer.decode)."""
     in_library = path.relative_to(ROOT).parts[0] == "transformer"
     found = []
     for node in ast.walk(ast.parse(source, str(path))):
@@ -40,7 +42,7 @@ def _imports(path: Path, source: str) -> list[tuple[int, str, int]]:
 
 
 def app_violations(path: Path, source: str) -> list[str]:
-    """What in `source` (the text of `path`, a file of ui/, pages/, app.py, transformer/cli*.py or studio_browser/)
+    """What in `source` (the text of `path`, a file of ui/, pages/, app.py or studio_browser/)
     breaks the layout."""
     rel = path.relative_to(ROOT)
     role = rel.parts[1] if rel.parts[0] == "ui" and len(rel.parts) >= 3 else None
@@ -72,7 +74,7 @@ def app_violations(path: Path, source: str) -> list[str]:
 
 def _app_files() -> list[Path]:
     return sorted([*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py",
-                   *(ROOT / "transformer").glob("cli*.py"), *(ROOT / "studio_browser").glob("*.py")])
+                   *(ROOT / "studio_browser").glob("*.py")])
 
 
 def test_every_role_is_a_folder_with_a_public_face():
@@ -101,7 +103,6 @@ def test_the_app_has_no_import_circle():
     ("ui/views/probe.py", "from ui.models.catalog import resolve\n"),
     ("pages/probe.py", "from ui.views.kit.widgets import md\n"),
     ("transformer/decode/probe.py", "from ui.views import md\n"),
-    ("transformer/cli_probe.py", "from transformer.decode.greedy import greedy_decode\n"),
     ("pages/probe.py", "from .home import x\n"),
     ("ui/shell/probe.py", "from studio_browser import running_app\n"),
     ("studio_browser/probe.py", "from ui.shell.local_server import free_port\n"),

@@ -1,4 +1,5 @@
-"""The library's layout: stages import only stages below them, and nothing in `transformer/` imports Streamlit."""
+"""The library's layout: stages import only stages below them, the command line (`transformer/cli/`) may import every
+stage through its face and no stage imports it, and nothing in `transformer/` imports Streamlit or the app."""
 from __future__ import annotations
 
 import ast
@@ -6,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.import_graph import find_circle, import_graph
 from tests.helpers import ROOT
+from tests.helpers.import_graph import find_circle, import_graph
 
 PACKAGE = ROOT / "transformer"
 # Data flows down this list; a stage may import the stages before it, never one after it.
 STAGES = ("model", "data", "adapters", "decode", "analysis", "store", "train", "charts")
+CLI = "cli"  # the command line: above every stage, one module per command (tests/cli/test_registry.py)
+APP = ("ui", "pages", "app", "studio_browser")
 
 
 def _imported_modules(path: Path, source: str) -> list[tuple[int, str]]:
@@ -31,7 +34,8 @@ def _imported_modules(path: Path, source: str) -> list[tuple[int, str]]:
 
 
 def layout_violations(path: Path, source: str) -> list[str]:
-    """What in `source` breaks the layout: Streamlit imported, a stage importing a later stage or the CLI."""
+    """What in `source` breaks the layout: Streamlit or the app imported, a stage importing a later stage or the
+    command line, the command line reaching past a stage's face."""
     parts = path.relative_to(PACKAGE).parts
     stage = parts[0] if len(parts) > 1 else None
     problems = []
@@ -40,9 +44,14 @@ def layout_violations(path: Path, source: str) -> list[str]:
         names = module.split(".")
         if names[0] == "streamlit":
             problems.append(f"{where}: the library never imports Streamlit")
+        if names[0] in APP:
+            problems.append(f"{where}: the library never imports the app")
         if stage is None or names[0] != "transformer" or len(names) < 2:
             continue
-        if names[1] in ("cli", "__main__"):
+        if stage == CLI:
+            if names[1] in STAGES and len(names) > 2:
+                problems.append(f"{where}: the command line imports a stage through its face (transformer.{names[1]})")
+        elif names[1] in (CLI, "__main__"):
             problems.append(f"{where}: a stage never imports the command line")
         elif names[1] in STAGES and STAGES.index(names[1]) > STAGES.index(stage):
             problems.append(f"{where}: {stage}/ may import only {', '.join(STAGES[:STAGES.index(stage) + 1])}")
@@ -50,8 +59,9 @@ def layout_violations(path: Path, source: str) -> list[str]:
 
 
 def test_every_stage_is_a_folder_with_a_public_face():
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(STAGES)
-    for stage in STAGES:
+    """The folders of `transformer/` are the stages and the command line, each with its `__all__`."""
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {*STAGES, CLI}
+    for stage in (*STAGES, CLI):
         init = PACKAGE / stage / "__init__.py"
         assert "__all__" in init.read_text(), f"{init} must list the stage's public names in __all__"
 
@@ -68,6 +78,11 @@ def test_imports_run_down_the_stages_and_never_reach_streamlit(path: Path):
     ("data", "from .. import analysis\n"),
     ("charts", "import streamlit as st\n"),
     ("train", "from ..cli import main\n"),
+    ("train", "from ..cli.common import UsageError\n"),
+    ("charts", "from transformer.cli import main\n"),
+    ("decode", "from ui.views import md\n"),
+    ("cli", "from ..decode.greedy import greedy_decode\n"),
+    ("cli", "from transformer.analysis.ablation import parse_head\n"),
 ])
 def test_the_check_finds_an_upward_import(stage: str, source: str):
     assert layout_violations(PACKAGE / stage / "probe.py", source)
@@ -76,6 +91,11 @@ def test_the_check_finds_an_upward_import(stage: str, source: str):
 def test_the_check_allows_downward_and_sibling_imports():
     source = "from ..model import ModelConfig\nfrom .trainer import Trainer\nfrom ..decode import eval_mode\n"
     assert layout_violations(PACKAGE / "train" / "probe.py", source) == []
+
+
+def test_the_command_line_may_import_every_stage_and_its_own_modules():
+    source = "".join(f"from ..{stage} import x\n" for stage in STAGES) + "from .common import UsageError\n"
+    assert layout_violations(PACKAGE / CLI / "probe.py", source) == []
 
 
 def test_the_library_has_no_import_circle():

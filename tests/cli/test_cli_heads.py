@@ -5,11 +5,11 @@ import json
 
 import pytest
 
+from tests.helpers import ROOT
 from transformer.analysis import agreement_frame, agreement_frames, attribute_steps, bf16_bound, output_ids
 from transformer.cli import main
 from transformer.decode import greedy_decode
 from transformer.store import open_model
-from tests.helpers import ROOT
 
 REVERSE = str(ROOT / "checkpoints" / "reverse")
 

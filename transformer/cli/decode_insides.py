@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .adapters import InspectableModel
-from .analysis import HeadSelectionError, capture_decode, contributions_dict, internals_dict
-from .decode import DecodeResult
-from .model import Head, HeadError
+from ..adapters import InspectableModel
+from ..analysis import HeadSelectionError, capture_decode, contributions_dict, internals_dict
+from ..decode import DecodeResult
+from ..model import Head, HeadError
 
 
 def add_insides_arguments(dec: argparse.ArgumentParser) -> None:

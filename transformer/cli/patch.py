@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from .adapters import DEFAULT_MAX_PARAMS
-from .analysis import (
+from ..adapters import DEFAULT_MAX_PARAMS
+from ..analysis import (
     ENCODER_OUTPUT,
     HEAD_POSITIONS,
     HEADS,
@@ -24,17 +24,21 @@ from .analysis import (
     prepare_patching,
     preview_patching,
 )
-from .decode import InputError
-from .store import finite_json, open_model
+from ..decode import InputError
+from ..store import finite_json, open_model
+from .common import Commands, positive_int, printable
 
 SITE_NAMES = {"encoder": ENCODER_OUTPUT, "heads": HEADS, "residual": RESIDUAL_STREAM,
               "heads-per-position": HEAD_POSITIONS}
 
 
-def add_patch_parser(commands: Any, positive_int: Any) -> None:
-    """Register `patch` on the CLI's subcommands."""
+def register(commands: Commands) -> None:
+    """Add `patch` and its flags."""
     p = commands.add_parser("patch", help="activation patching: which activation carries the answer from CLEAN "
-                            "that CORRUPTED lacks")
+                            "that CORRUPTED lacks",
+                            description="Copy one activation at a time (encoder output per source position, heads, "
+                            "residual stream) from the clean input's run into the corrupted input's run and print "
+                            "how much of the clean answer each copy brings back.")
     p.add_argument("dir", metavar="MODEL", help="our checkpoint folder, a Hugging Face folder or a hub id")
     p.add_argument("clean", metavar="CLEAN", help="the clean input")
     p.add_argument("corrupted", metavar="CORRUPTED", help="the edited (corrupted) input")
@@ -53,7 +57,7 @@ def add_patch_parser(commands: Any, positive_int: Any) -> None:
                    help="refuse Hugging Face models with more parameters")
     p.add_argument("--chat", action="store_true",
                    help="decoder-only models: format each input with the tokenizer's chat template")
-    p.set_defaults(func=cmd_patch)
+    p.set_defaults(run=run)
 
 
 def _sites(text: str) -> list[str]:
@@ -65,18 +69,13 @@ def _sites(text: str) -> list[str]:
     return [SITE_NAMES[s] for s in names]
 
 
-def _printable(token: object) -> str:
-    text = str(token)
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
-
-
 def _rows(frame: pd.DataFrame, value: str) -> list[dict[str, Any]]:
     keep = ["site", "where", "layer", "head", "position", "token", value]
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
             for row in frame[[c for c in keep if c in frame]].to_dict("records")]
 
 
-def cmd_patch(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """`patch`: the recoveries (or raw differences when the edit barely moves the target) as a table or JSON."""
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     which = [s for s in _sites(args.sites) if s != ENCODER_OUTPUT or lm.family.has_cross]
@@ -116,7 +115,7 @@ def _print_table(out: dict[str, Any], frame: pd.DataFrame, value: str, lm: Any) 
     if len(enc):
         print(f"encoder output by source position ({what}):")
         for r in enc.itertuples():
-            print(f"  {r.position:>3} {_printable(r.token):<16} {getattr(r, value):>9.4f}")
+            print(f"  {r.position:>3} {printable(str(r.token)):<16} {getattr(r, value):>9.4f}")
     heads = frame[frame["site"] == HEADS]
     for kind, part in heads.groupby("where", sort=False):
         grid = part.pivot(index="layer", columns="head", values=value)
@@ -134,7 +133,7 @@ def _print_table(out: dict[str, Any], frame: pd.DataFrame, value: str, lm: Any) 
         grid = part.pivot(index="layer", columns="position", values=value)
         tokens = part.drop_duplicates("position").set_index("position")["token"]
         print(f"{stack} residual stream ({what}; rows: after layer i, 0 the embeddings; columns positions):")
-        print("       " + "".join(f"{_printable(tokens[p])[:8]:>9}" for p in grid.columns))
+        print("       " + "".join(f"{printable(str(tokens[p]))[:8]:>9}" for p in grid.columns))
         for layer, row in grid.iterrows():
             print(f"  {layer:<5}" + "".join(f"{v:>9.3f}" for v in row))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .adapters import InspectableModel
-from .decode import BeamTree, beam_tree
+from ..adapters import InspectableModel
+from ..decode import BeamTree, beam_tree
 
 
 def beam_entry(lm: InspectableModel, args: argparse.Namespace) -> tuple[BeamTree | None, dict[str, Any]]:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from transformer.cli import main
+from tests.helpers import ROOT
 from transformer.adapters import adapter_for
+from transformer.cli import main
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 from transformer.train import NonFiniteLossError, Trainer
-from tests.helpers import ROOT
 
 TINY = ["--task", "reverse", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--batch-size", "16",
         "--n-train", "500", "--n-valid", "20", "--eval-examples", "20", "--warmup", "5"]

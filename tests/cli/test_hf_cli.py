@@ -11,12 +11,12 @@ import pytest
 import sacrebleu
 import torch
 
+from tests.helpers import ROOT
 from tests.helpers.hf_tiny_models import SIZE, _fast_tokenizer, _model, build, corpus
 from tests.helpers.hostile_inputs import PickleBomb
+from transformer.adapters import HFSeq2Seq
 from transformer.cli import main
 from transformer.decode import greedy_decode
-from transformer.adapters import HFSeq2Seq
-from tests.helpers import ROOT
 
 TEXT = "the cat walks under the big tree"
 
@@ -35,7 +35,8 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_decode_prints_the_output_and_writes_the_trace_of_an_hf_folder(folders, capsys, tmp_path):
     trace = tmp_path / "trace.json"
-    code, out, err = run(capsys, "decode", str(folders["marian"]), TEXT, "--max-steps", "10", "--trace-json", str(trace))
+    code, out, err = run(capsys, "decode", str(folders["marian"]), TEXT, "--max-steps", "10",
+                         "--trace-json", str(trace))
     assert code == 0, err
     expected = greedy_decode(HFSeq2Seq.load(str(folders["marian"])), TEXT, max_steps=10)
     assert out.strip() == expected.output_text.strip()
@@ -49,7 +50,8 @@ def test_eval_scores_any_model_on_parallel_files_like_sacrebleu(folders, capsys,
     lines = corpus(12, seed=3)
     (tmp_path / "s.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "t.txt").write_text("\n".join(reversed(lines)) + "\n")
-    code, out, err = run(capsys, "eval", str(folders["bart"]), "--data", str(tmp_path / "s.txt"), str(tmp_path / "t.txt"))
+    code, out, err = run(capsys, "eval", str(folders["bart"]), "--data", str(tmp_path / "s.txt"),
+                         str(tmp_path / "t.txt"))
     assert code == 0, err
     scores = json.loads(out)
     lm = HFSeq2Seq.load(str(folders["bart"]))

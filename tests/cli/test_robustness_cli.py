@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from tests.helpers import ROOT
 from tests.helpers.hostile_inputs import (
     BROKEN_CHECKPOINTS,
     CORPORA,
@@ -23,11 +25,10 @@ from tests.helpers.hostile_inputs import (
     build_word_checkpoint,
     write_corpus,
 )
-
-from transformer.cli import main, printable
+from transformer.cli import main
+from transformer.cli.common import printable
 from transformer.store import load_checkpoint
 from transformer.train import Trainer
-from tests.helpers import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 TINY = ["--task", "reverse", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--batch-size", "16",

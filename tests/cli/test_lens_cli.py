@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from transformer import notebook
 from transformer.analysis import every_step_lens, lens_grid, step_lens
 from transformer.cli import main
 from transformer.decode import greedy_decode
 from transformer.store import open_model
-from tests.helpers import ROOT
 
 REVERSE = str(ROOT / "checkpoints" / "reverse")
 DECODER_ONLY = str(ROOT / "checkpoints" / "reverse-decoder-only")
@@ -31,7 +31,7 @@ def test_decode_lens_writes_the_librarys_lens_into_the_trace_json(tmp_path: Path
     data = json.loads(path.read_text())["lens"]
     assert data["units"] == "nats" and data["layers"][0] == "embeddings"
     assert len(data["steps"]) == len(expected)
-    for written, lens in zip(data["steps"], expected):
+    for written, lens in zip(data["steps"], expected, strict=True):
         assert written["token"] == lens.token
         assert [layer["rank"] for layer in written["layers"]] == [p.rank for p in lens.layers]
         assert [layer["kl"] for layer in written["layers"]] == pytest.approx([p.kl for p in lens.layers])

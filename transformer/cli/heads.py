@@ -1,4 +1,5 @@
-"""`python -m transformer heads`: which heads matter (ablation sweep) and whether attention agrees with attribution.
+"""`python -m transformer heads MODEL`: which heads matter (the ablation sweep) and whether attention agrees with
+attribution; with --corpus FILE, every head's statistics over a corpus instead (`heads_corpus.py`).
 
 MODEL is one of our checkpoints, a Hugging Face folder or a hub id (as for `decode`). One input (TEXT), one input a
 line (--file), or a checkpoint's validation examples (--valid N): with several inputs the figures are averaged, and
@@ -16,12 +17,14 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .analysis import (
+from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel, NativeSeq2Seq
+from ..analysis import (
     IG_STEPS,
     METHOD_TITLES,
     METHODS,
     Detection,
     HeadError,
+    HeadReport,
     average_agreement,
     average_drops,
     detect_heads,
@@ -30,25 +33,29 @@ from .analysis import (
     evaluate_alignment,
     head_report,
     output_ids,
-    parse_head,
     report_dict,
     summarize,
 )
-from .adapters import NativeSeq2Seq
-from .cli_corpus import add_corpus_arguments, cmd_corpus
-from .data import CorpusError, read_corpus
-from .decode import InputError
-from .adapters import DEFAULT_MAX_PARAMS
-from .store import finite_json, load_checkpoint, open_model, task_for_checkpoint
+from ..data import CorpusError, read_corpus
+from ..decode import InputError
+from ..store import finite_json, load_checkpoint, open_model, task_for_checkpoint
+from .common import Commands, positive_int
+from .heads_corpus import add_corpus_arguments, run_corpus
 
 MAX_FILE_LINES = 10_000
 
 
-def add_heads_parser(commands: Any, positive_int: Any) -> None:
-    """Register `heads` on the CLI's subcommands."""
-    p = commands.add_parser("heads", help="ablate each head in turn; compare attention with attribution")
+def register(commands: Commands) -> None:
+    """Add `heads` and its flags."""
+    p = commands.add_parser("heads", help="which heads matter: ablate each head in turn and compare attention with "
+                            "attribution, or (--corpus) every head's statistics over a corpus",
+                            description="Switch each head off in turn and rank the heads by how much the output's "
+                            "log-probability drops, and compare attention with attribution (one input, --file or "
+                            "--valid, averaged); or, with --corpus FILE, every head's attention statistics over a "
+                            "corpus (--snapshots: over a run's weight snapshots; --sweep: the ablation sweep over "
+                            "its sentences).")
     p.add_argument("dir", metavar="MODEL", help="our checkpoint folder, a Hugging Face folder or a hub id")
-    p.add_argument("text", metavar="TEXT", nargs="?", help="the input (or use --file / --valid)")
+    p.add_argument("text", metavar="TEXT", nargs="?", help="the input (or use --file, --valid or --corpus)")
     p.add_argument("--file", metavar="PATH", help="inputs one a line; the figures are averaged")
     p.add_argument("--valid", type=positive_int, metavar="N", help="the checkpoint's first N validation inputs")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -61,16 +68,16 @@ def add_heads_parser(commands: Any, positive_int: Any) -> None:
                    "drops within 0.05 nats per output token + 5%% of float32's)")
     p.add_argument("--estimate", action="store_true", help="also the one-pass first-order estimate of every head's "
                    "drop (attribution patching) and its Spearman correlation with the exact drops")
-    add_corpus_arguments(p, positive_int)
+    add_corpus_arguments(p)
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help="refuse Hugging Face models with more parameters")
     p.add_argument("--chat", action="store_true",
                    help="decoder-only models: format each input with the tokenizer's chat template")
-    p.set_defaults(func=cmd_heads)
+    p.set_defaults(run=run)
 
 
-def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
+def _inputs(args: argparse.Namespace, lm: InspectableModel) -> tuple[list[str], str]:
     given = [x for x in (args.text is not None, args.file is not None, args.valid is not None, bool(args.corpus))
              if x]
     if len(given) != 1:
@@ -94,14 +101,14 @@ def _inputs(args: argparse.Namespace, lm: Any) -> tuple[list[str], str]:
     return [e.source for e in task.valid[: args.valid]], "valid"
 
 
-def cmd_heads(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """`heads`: the ranked ablation drops and the agreement figures, as a table or one JSON object."""
     if args.sweep and not args.corpus:
         raise HeadError("--sweep goes with --corpus FILE (the sentences to sweep)")
     if args.sweep and args.snapshots:
         raise HeadError("--snapshots gives the statistics over a run's snapshots; not with --sweep")
     if args.corpus and not args.sweep:
-        return cmd_corpus(args)
+        return run_corpus(args)
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     texts, source = _inputs(args, lm)
     start = time.perf_counter()
@@ -127,7 +134,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
                            "seconds": round(time.perf_counter() - start, 3)}
     if args.estimate:
         out["estimate"] = _estimates(lm, reports)
-    if source == "valid":
+    if source == "valid" and isinstance(lm, NativeSeq2Seq):  # _inputs refused --valid for other models
         task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
         aligned = evaluate_alignment(lm.model, task.valid[: args.valid], lm.src_tokenizer, lm.tgt_tokenizer)
         if aligned is not None:
@@ -154,7 +161,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
     return 0
 
 
-def _estimates(lm: Any, reports: list) -> dict[str, Any]:
+def _estimates(lm: InspectableModel, reports: list[HeadReport]) -> dict[str, Any]:
     """The "estimate" block: per head the mean estimated drop, and the mean Spearman vs the exact sweep."""
     frames, rhos = [], []
     for report in reports:
@@ -180,8 +187,3 @@ def detectors_dict(found: Detection) -> dict[str, Any]:
     return {"kind": found.kind, "induction_sequence": "random tokens repeated twice, "
             f"{(len(found.tokens) - 1) // 2} per copy", "heads": rows, "best": best}
 
-
-def parse_ablate(values: list[str] | None, lm: Any) -> list:
-    """Heads named by `--ablate` (repeatable, comma-separated), checked against the model; HeadError if wrong."""
-    labels = [part for value in values or [] for part in value.split(",")]
-    return [parse_head(label, lm) for label in labels]

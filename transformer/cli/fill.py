@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from .adapters import DEFAULT_MAX_PARAMS
-from .analysis import head_mask
-from .cli_heads import parse_ablate
-from .decode import InputError, fill_masks, no_mask_message
-from .store import finite_json, open_model, write_file_atomic
+from ..adapters import DEFAULT_MAX_PARAMS
+from ..analysis import head_mask
+from ..decode import InputError, fill_masks, no_mask_message
+from ..store import finite_json, open_model
+from .common import Commands, parse_ablate, positive_int, write_output
 
 
-def add_fill_parser(commands: Any, positive_int: Any) -> None:
-    """Register `fill` on the CLI's subcommands."""
-    p = commands.add_parser("fill", help="an encoder-only model's predictions at each mask token")
+def register(commands: Commands) -> None:
+    """Add `fill` and its flags."""
+    p = commands.add_parser("fill", help="an encoder-only model's predictions at each mask token",
+                            description="An encoder-only (masked) model's top-k predictions at each mask in the "
+                            "input: the model's own mask token typed in TEXT, or tokens picked with --mask-token.")
     p.add_argument("dir", metavar="MODEL", help="a Hugging Face masked-LM folder or hub id (BERT, RoBERTa, ...)")
     p.add_argument("text", metavar="TEXT", help="the input, with the model's mask token where a word is predicted")
     p.add_argument("--pair", metavar="TEXT", default="", help="a second sentence (the pair's segment B)")
@@ -29,10 +30,10 @@ def add_fill_parser(commands: Any, positive_int: Any) -> None:
     p.add_argument("--ablate", action="append", metavar="HEADS", help="switch heads off, e.g. enc:L1H2 (1-based)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help=f"refuse models above N parameters (default {DEFAULT_MAX_PARAMS:,})")
-    p.set_defaults(func=cmd_fill)
+    p.set_defaults(run=run)
 
 
-def cmd_fill(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """`fill`: print each mask's top-k (or the JSON); optionally write the fill JSON with the maps."""
     lm = open_model(args.dir, max_params=args.max_params)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
@@ -40,10 +41,7 @@ def cmd_fill(args: argparse.Namespace) -> int:
     if not result.predictions:
         raise InputError(no_mask_message(lm))
     if args.trace_json:
-        try:
-            write_file_atomic(args.trace_json, result.to_json())
-        except OSError as exc:
-            raise InputError(f"cannot write {args.trace_json}: {exc.strerror or exc}") from None
+        write_output(args.trace_json, result.to_json())
     if args.json:
         data = result.to_dict()
         data.pop("attention")

@@ -1,7 +1,7 @@
-"""`python -m transformer heads MODEL --corpus FILE`: every head's statistics over a corpus (docs/corpus-statistics.md)
-instead of the one-input ablation sweep: attention to the first token, specials and punctuation, to the same, previous
-and next position, entropy, confidence, and the heads clustered by the Jensen-Shannon divergence of their patterns.
-Under torchrun each process reads its share of the sentences and rank 0 prints the merged statistics.
+"""`python -m transformer heads MODEL --corpus FILE`: every head's statistics over a corpus instead of the one-input
+ablation sweep (docs/corpus-statistics.md): attention to the first token, specials and punctuation, to the same,
+previous and next position, entropy, confidence, and the heads clustered by the Jensen-Shannon divergence of their
+patterns. Under torchrun each process reads its share of the sentences and rank 0 prints the merged statistics.
 """
 from __future__ import annotations
 
@@ -10,18 +10,27 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from .analysis import (CORPUS_STATISTICS, CorpusStats, corpus_statistics, corpus_sums, merge_sums, snapshot_curves,
-                       stats_from_sums)
-from .data import MAX_CORPUS_LINES, CorpusError, known_alignment, read_corpus
-from .decode import InputError
-from .model import Head
-from .store import finite_json, is_checkpoint_folder, list_snapshots, load_checkpoint, open_model
-from .train import start_process_group, stop_process_group, torchrun_env
+from ..adapters import InspectableModel
+from ..analysis import (
+    CORPUS_STATISTICS,
+    CorpusStats,
+    corpus_statistics,
+    corpus_sums,
+    merge_sums,
+    snapshot_curves,
+    stats_from_sums,
+)
+from ..data import MAX_CORPUS_LINES, CorpusError, known_alignment, read_corpus
+from ..decode import InputError
+from ..model import Head
+from ..store import finite_json, is_checkpoint_folder, list_snapshots, load_checkpoint, open_model
+from ..train import start_process_group, stop_process_group, torchrun_env
+from .common import positive_int
 
 
-def add_corpus_arguments(p: Any, positive_int: Any) -> None:
+def add_corpus_arguments(p: argparse.ArgumentParser) -> None:
     """The `heads` command's corpus flags."""
     p.add_argument("--corpus", metavar="FILE", help="per-head statistics over this corpus: one sentence a line "
                    "(.gz ok; source<TAB>reference lines for a parallel file) instead of the ablation sweep")
@@ -48,7 +57,7 @@ def _gold(folder: str) -> Any:
     return lambda text: known_alignment(name, text, ckpt.src_tokenizer)
 
 
-def _statistics(lm: Any, sources: Any, references: Any, gold: Any, env: Any) -> CorpusStats | None:
+def _statistics(lm: InspectableModel, sources: Any, references: Any, gold: Any, env: Any) -> CorpusStats | None:
     """One process's statistics, or under torchrun each process's share of the sentences (i % world == rank),
     their sums gathered and merged on rank 0 (None on the others)."""
     if env is None:
@@ -64,7 +73,7 @@ def _statistics(lm: Any, sources: Any, references: Any, gold: Any, env: Any) -> 
     return stats_from_sums(merge_sums(parts)) if env.is_main else None
 
 
-def cmd_corpus(args: argparse.Namespace) -> int:
+def run_corpus(args: argparse.Namespace) -> int:
     """`heads --corpus`: the statistics table (or the corpus statistics JSON)."""
     try:
         corpus = read_corpus(args.corpus, args.corpus_reference, cap=args.corpus_cap)
@@ -110,7 +119,7 @@ def _over_snapshots(args: argparse.Namespace, corpus: Any, use_ref: bool) -> int
     start = time.perf_counter()
     gold = _gold(str(snapshots[0][1]))
     stats = []
-    for step, folder in snapshots:
+    for _step, folder in snapshots:
         lm = open_model(str(folder))
         stats.append(corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None, gold=gold))
     seconds = time.perf_counter() - start
@@ -119,11 +128,11 @@ def _over_snapshots(args: argparse.Namespace, corpus: Any, use_ref: bool) -> int
         print(json.dumps(finite_json({"model": args.dir, "corpus": corpus.path, "read": corpus.describe(),
                                       "capped": corpus.capped, "seconds": round(seconds, 2), **curves})))
         return 0
-    steps = curves["steps"]
+    steps = cast(list[int], curves["steps"])
     print(f"{len(steps)} snapshots, {stats[-1].sentences:,} sentences ({stats[-1].mode}), {seconds:.1f} s; "
           f"{args.sort} per head at each step:")
     print(f"{'head':<14}" + "".join(f"{s:>10}" for s in steps))
-    for head in curves["heads"]:
+    for head in cast(list[dict[str, Any]], curves["heads"]):
         label = Head(head["kind"], head["layer"], head["head"]).label
         print(f"{label:<14}" + "".join(f"{v:>10.3f}" for v in head[args.sort]))
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .decode import DecodeResult, Sampling
+from ..decode import DecodeResult, Sampling
 
 
 def add_sampling_arguments(dec: argparse.ArgumentParser) -> None:

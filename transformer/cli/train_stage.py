@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli_args import UsageError
-from .data import Task
-from .model import STAGE_RECIPES, CleanRule, ModelConfig, TrainConfig, stage_configs
+from ..data import Task
+from ..model import STAGE_RECIPES, CleanRule, ModelConfig, TrainConfig, stage_configs
+from .common import UsageError
 
 
 def check_stage(args: argparse.Namespace) -> None:
