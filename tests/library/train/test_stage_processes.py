@@ -11,7 +11,7 @@ import types
 import pytest
 from tests.helpers import ROOT
 
-from transformer.cli_stage import stage_hint
+from transformer.cli.train_stage import stage_hint
 from transformer.data import TaskSpec, make_task
 from transformer.model import STAGE_RECIPES, CleanRule, stage_configs
 from transformer.train import CLEAN, DistEnv, DistributedTrainer, StopWhenClean, start_process_group, stop_process_group
