@@ -12,6 +12,7 @@ from .interface import InspectableModel, SourceText
 from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
 from .native_masked import NativeEncoderOnly
+from .paths import MLP, PathRecord, Projections, ResidualPath, ResidualPathError, StackPath, Sublayer
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls
 
@@ -19,5 +20,6 @@ __all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_
            "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
            "load_pretrained", "HFMaskedLM", "masked_attention_outputs", "mlm_head", "HFSeq2Seq", "heads_off", "model_lock", "InspectableModel", "SourceText", "UNEMITTABLE",
            "NativeSeq2Seq", "NativeDecoderOnly", "NativeEncoderOnly", "ban", "decode_texts", "greedy_batch",
-           "check_encoder_layer", "recording_calls",
+           "check_encoder_layer", "recording_calls", "MLP", "PathRecord", "Projections", "ResidualPath",
+           "ResidualPathError", "StackPath", "Sublayer",
            "LEARNED", "RELATIVE", "ROTARY", "SINUSOIDAL", "PositionScheme", "position_scheme"]

@@ -16,6 +16,7 @@ from .capture import complete, recording_eager, recording_residuals
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import InspectableModel, SourceText, padded_rows
+from .paths import ResidualPath, hf_path
 from .residual_steps import check_encoder_layer, recording_calls
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -311,6 +312,9 @@ class HFSeq2Seq(InspectableModel):
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return attention_outputs(self.model)
+
+    def residual_path(self) -> ResidualPath:
+        return hf_path(self.model, self.name)
 
     def output_head(self, residual: Tensor) -> Tensor:
         """The decoder's final norm where it has one (mBART's `layer_norm`, T5's `final_layer_norm`; BART and Marian

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from ..model import ENCODER_DECODER, ModelFamily
 from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import projection_weights
+from .paths import PathRecord, ResidualPath, ResidualPathError, recording_path
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,19 @@ class InspectableModel(ABC):
             return self.insides(src, None)  # type: ignore[arg-type]
         start = torch.tensor([list(self.start_ids)] * len(sources), dtype=torch.long)
         return self.insides(src, torch.cat([src, start], 1) if self.family.prompt_in_decoder else start)
+
+    def residual_path(self) -> ResidualPath:
+        """What writes into and reads each residual stream: position embedding, every norm on the path, each layer's
+        sublayers, W_Q/W_K/W_V per kind and layer (`transformer/adapters/paths.py`); ResidualPathError where the
+        family's stream is not taken apart into parts."""
+        raise ResidualPathError(f"{self.name}: its residual stream is not taken apart into parts")
+
+    def path_insides(self, src: Tensor, tgt: Tensor | None) -> tuple[Insides, PathRecord]:
+        """`insides` with what the residual path saw in the same call: every norm's input, the position embeddings,
+        the rotary tables (RoPE); the hooks are borrowed for the call."""
+        with recording_path(self.residual_path()) as record:
+            insides = self.insides(src, tgt)
+        return insides, record
 
     @abstractmethod
     def output_head(self, residual: Tensor) -> Tensor:

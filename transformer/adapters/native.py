@@ -13,6 +13,7 @@ from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, Seq2SeqTran
 from ..model.encoder_decoder import DecoderCache
 from .capture import complete, recording_native, recording_residuals
 from .interface import InspectableModel, SourceText
+from .paths import ResidualPath, native_path
 from .residual_steps import check_encoder_layer, recording_calls
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
@@ -105,6 +106,9 @@ class NativeSeq2Seq(InspectableModel):
         return {"encoder_self": [layer.self_attn.out_proj for layer in m.encoder],
                 "decoder_self": [layer.self_attn.out_proj for layer in m.decoder],
                 "cross": [layer.cross_attn.out_proj for layer in m.decoder]}
+
+    def residual_path(self) -> ResidualPath:
+        return native_path(self.model)
 
     def output_head(self, residual: Tensor) -> Tensor:
         """The final norm (pre-norm models; post-norm ones have none) and the output projection."""

@@ -131,3 +131,10 @@ __all__ += ["snapshot_curves", "JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats
             "corpus_sums", "is_punctuation", "merge_sums", "stats_from_sums"]
 __all__ += ["find_site", "patched_decode"]
 __all__ += ["HEAD_POSITIONS", "Site", "sites_of", "check_edit"]
+from .residual_parts import (  # noqa: E402
+    BIAS, EMBED, POS, Parts, PathCapture, capture_path, frozen_norm, mlp_label, reading_parts, residual_parts,
+)
+from .qk_attribution import QKTable, qk_attribution  # noqa: E402
+
+__all__ += ["BIAS", "EMBED", "POS", "Parts", "PathCapture", "capture_path", "frozen_norm", "mlp_label", "reading_parts",
+            "residual_parts", "QKTable", "qk_attribution"]
