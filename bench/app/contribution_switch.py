@@ -3,7 +3,7 @@ the page's script run (Streamlit's AppTest, in this process) when a head's map s
 the same head's map switches to contributions, interleaved head by head, after the first capture of the decode's
 queries, keys and values (that first switch is reported apart: it is the capture row of the table).
 
-A random BART of bart-large's shape (bench.app.real_size.save_model: 12+12 layers x 16 heads, a byte-level BPE on
+A random BART of bart-large's shape (bench.common.shapes.save_model: 12+12 layers x 16 heads, a byte-level BPE on
 Multi30k's English) is opened by link on the 20-word caption (24 tokens). One JSON line:
 
     nice .venv/bin/python -m bench.app.contribution_switch [--heads 8]
@@ -41,7 +41,7 @@ def measure(n_heads: int) -> dict:
     import torch
     from streamlit.testing.v1 import AppTest
 
-    from bench.app.real_size import BART, save_model
+    from bench.common.shapes import BART, save_model
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as tmp:
         models = Path(tmp) / "hf"

@@ -33,24 +33,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import torch
 
 from bench.common.measures import Measure, table
+from bench.common.shapes import BART, CAPTIONS, GPT2, LONG_TOKENS, OPUS, long_text, save_model
 from studio_browser import (IDLE_JS, PAGE_SETUP_JS, charts_condition, decode_step_condition, last_press,
                             launch_chromium, page_errors, running_app, shipped_or_dev_checkpoints, wait_for)
 
 LONG = True  # real-shape models in Chromium, eight sessions at once
 
-CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
-           "parents watch.")
-CAPTIONS = [CAPTION.replace("Two", a).replace("blue", b) for a in ("Two", "Three", "Four", "Five")
-            for b in ("blue", "red", "white", "black", "yellow", "orange")]
 BASELINE = "shipped:multi30k-en-de"
-BART, OPUS, GPT2 = "bart-large-shape", "opus-mt-en-de-shape", "gpt2-small-shape"
 NEEDS = {"bart": BART, "opus": OPUS, "gpt2": GPT2, "load": BART}  # the model each part opens
 VIEWPORT = {"width": 1280, "height": 800}
 ATTENTION_MS, NEXT_MS, LONG_MS, FIRST_MS, SPARE_GB = 3000, 500, 5000, 3000, 1.5
-LONG_TOKENS = 500
 TIMEOUT_MS = 600_000
 
 # [ms, panels] once the page is idle and a chart draws as many panel images as "L1 H1" labels, more than `more`.
@@ -77,67 +71,6 @@ FIT_JS = """() => {
   return {viewport: innerWidth, document: document.documentElement.scrollWidth, main: main.scrollWidth,
           main_visible: main.clientWidth, wider};
 }"""
-
-
-def bpe_tokenizer(family: str) -> Any:
-    """A byte-level BPE of 8,000 pieces trained on Multi30k's English lines, with BART's or GPT-2's specials."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    from tests.helpers.hf_causal_models import lines
-    specials = ["<s>", "<pad>", "</s>", "<unk>"] if family == "bart" else ["<|endoftext|>"]  # ids as in the configs
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(lines(29_000), trainers.BpeTrainer(
-        vocab_size=8000, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
-    if family == "gpt2":
-        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=specials[0], eos_token=specials[0])
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>")
-
-
-def save_model(name: str, folder: Path) -> None:
-    """Save the random model `name` and its tokenizer into `folder`."""
-    from transformers import BartConfig, BartForConditionalGeneration
-
-    from bench.speed.ablation import opus_size_marian
-    from bench.speed.decoder_only import gpt2_small
-    torch.manual_seed(0)
-    if name == OPUS:  # saved over the tiny Marian (and beside its tokenizer) it starts from
-        opus_size_marian(folder).model.save_pretrained(folder)
-        return
-    if name == GPT2:
-        model, tokenizer = gpt2_small(), bpe_tokenizer("gpt2")
-        model.generation_config.max_new_tokens = 20
-        with torch.no_grad():
-            model.transformer.wte.weight[model.config.eos_token_id] = 0.0  # tied: the end token's logit is 0
-    else:
-        model, tokenizer = BartForConditionalGeneration(BartConfig(
-            vocab_size=50265, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
-            decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
-            attn_implementation="eager")), bpe_tokenizer("bart")
-        with torch.no_grad():
-            model.final_logits_bias[0, model.config.eos_token_id] = -10.0
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-
-
-def long_text(folder: Path, seed: int, tokens: int = LONG_TOKENS) -> str:
-    """Generated sentences cut to the most words whose source is at most `tokens` tokens for this tokenizer."""
-    from transformers import AutoTokenizer
-
-    from tests.helpers.hf_tiny_models import corpus
-    tok = AutoTokenizer.from_pretrained(folder)
-    words = " ".join(corpus(400, seed)).split()
-    low, high = 1, min(len(words), tokens)
-    while low < high:
-        mid = (low + high + 1) // 2
-        fits = len(tok(" ".join(words[:mid]), verbose=False).input_ids) <= tokens
-        low, high = (mid, high) if fits else (low, mid - 1)
-    return " ".join(words[:low])
 
 
 def tree_memory(pid: int, field: str = "VmRSS") -> int:

@@ -5,7 +5,7 @@ shipped default model (Multi30k), every session from "the room" (ATTENTION_STUDI
     PYTHONPATH=. .venv/bin/python -m bench.load.audience [--sessions 1 30 100] [--browsers 1 8] [--json PATH]
         [--different 8 --models DIR]
 
-`--different 8`: on a server that also lists a random BART of bart-large's shape (`bench.app.real_size`'s, built
+`--different 8`: on a server that also lists a random BART of bart-large's shape (`bench.common.shapes`'s, built
 into `--models` once), one session loads it, one more opens another caption (one decode: the baseline), then eight
 sessions open eight other captions within 0.5 s: their decodes are stepped as one batch by the server's queue.
 
@@ -164,7 +164,7 @@ def browser_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> dic
 def different_part(url: str, pid: int, sessions: int, spawn_seconds: float) -> list[dict]:
     """Different captions on the bart-large-shaped model: one session loads it, one more opens another caption (the
     baseline: one decode), then `sessions` sessions open `sessions` other captions at once (`spawn_seconds`)."""
-    from bench.app.real_size import BART, CAPTIONS
+    from bench.common.shapes import BART, CAPTIONS
 
     def link(i: int) -> str:
         return "/decode?" + urllib.parse.urlencode({"model": f"hf:{BART}", "text": CAPTIONS[i]})
@@ -211,7 +211,7 @@ def main() -> None:
         rows.append(on_fresh_server(checkpoints, browser_part, n, args.spawn_seconds))
         print(json.dumps(rows[-1]), flush=True)
     if args.different:
-        from bench.app.real_size import BART, save_model
+        from bench.common.shapes import BART, save_model
         models = args.models or Path(tempfile.mkdtemp(prefix="attention-studio-models-"))
         if not (models / BART / "config.json").is_file():
             save_model(BART, models / BART)

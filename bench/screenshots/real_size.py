@@ -7,7 +7,7 @@
 - `long_input.png`: the same model's Decode page on a 500-token input in a 1280-px window: the rows map takes the
   page's width and shows a window of keys (a slider moves it), the source strip wraps within the page.
 
-The models are `bench.app.real_size`'s (random weights, built from their configs, saved into a models directory);
+The models are `bench.common.shapes`' (random weights, built from their configs, saved into a models directory);
 `--models DIR` keeps them between runs.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
-from bench.app.real_size import BART, CAPTION, long_text, save_model
+from bench.common.shapes import BART, CAPTION, long_text, save_model
 from bench.screenshots.pages import full_page
 from studio_browser import (ROOT, PAGE_SETUP_JS, charts_condition, launch_chromium, page_errors, running_app,
                             shipped_or_dev_checkpoints, wait_for)

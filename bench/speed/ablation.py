@@ -17,11 +17,12 @@ from typing import Callable
 
 import torch
 
+from bench.common.shapes import opus_size_marian
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
 from transformer.data import TaskSpec, make_task
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
-from transformer.adapters import HFSeq2Seq, InspectableModel
+from transformer.adapters import InspectableModel
 from transformer.model import Seq2SeqTransformer, default_configs
 
 TEXT = "thequickbrownfoxjump"  # 20 characters: 21 source tokens with </s>, 20 output steps
@@ -74,25 +75,6 @@ def run_size(overrides: dict, repeats: int = 3, all_steps: bool = True) -> dict:
 
 
 HF_TEXT = "the big dog sees a red house near the small tree and the green bird eats"  # 20 source pieces with </s>
-
-
-def opus_size_marian(folder: Path) -> HFSeq2Seq:
-    """A random Marian of opus-mt size with the tiny test tokenizer (ids past it show as <id N>)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from transformers import MarianConfig, MarianMTModel
-
-    from tests.helpers.hf_tiny_models import build
-    lm = HFSeq2Seq.load(str(build("marian", folder)))
-    vocab = 58101
-    torch.manual_seed(0)
-    # opus-mt-en-de's shape; MarianConfig's own defaults are twice as deep and wide (12+12 layers, d_model 1024)
-    model = MarianMTModel(MarianConfig(vocab_size=vocab, pad_token_id=vocab - 1, decoder_start_token_id=vocab - 1,
-                                       eos_token_id=1, forced_eos_token_id=1, max_position_embeddings=512,
-                                       d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
-                                       decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-                                       attn_implementation="eager")).eval()
-    model.generation_config.bad_words_ids = [[vocab - 1]]
-    return adapter_for(model, lm.tokenizer, name="random Marian, opus-mt size")
 
 
 def run_hf(repeats: int = 1) -> dict:

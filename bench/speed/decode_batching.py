@@ -1,6 +1,6 @@
 """Eight different decodes at once on one model: batched by the server's queue vs taking turns vs one alone.
 
-A random BART of bart-large's shape (`bench.speed.sweep.bart_large_shape`: 12 + 12 layers, 16 heads, d_model
+A random BART of bart-large's shape (`bench.common.shapes.bart_large_shape`: 12 + 12 layers, 16 heads, d_model
 1024, 50,265 output ids), its end token made to lose so every decode runs its 20 steps; eight different sentences
 of 20 words (Multi30k's validation captions when the corpus is there, else generated ones). Each round, in this
 order: one decode alone, the eight asked by eight threads at the same moment through a `DecodeQueue` (as eight
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from bench.speed.sweep import bart_large_shape
+from bench.common.shapes import bart_large_shape
 from tests.helpers.hf_tiny_models import WORDS
 from transformer.decode import DecodeQueue, greedy_decode
 

@@ -12,19 +12,13 @@ import tempfile
 
 import torch
 
+from bench.common.shapes import gpt2_small
 from bench.speed.hf_decode import time_pair
 from tests.helpers.hf_causal_models import lines, tokenizer
 from transformer.decode import greedy_decode
 from transformer.adapters import adapter_for
 
 PROMPT_TOKENS, NEW_TOKENS = 32, 64
-
-
-def gpt2_small():
-    """GPT2LMHeadModel with gpt2's configuration (vocabulary 50,257, 1,024 positions), random weights."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-    return GPT2LMHeadModel(GPT2Config(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
-                                      bos_token_id=0, eos_token_id=0, attn_implementation="eager"))
 
 
 def smollm2_135m():

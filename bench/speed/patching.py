@@ -75,7 +75,7 @@ def _baseline_s(lm, setup, site: str) -> float:
 
 
 def part_bart() -> dict:
-    from bench.speed.sweep import bart_large_shape
+    from bench.common.shapes import bart_large_shape
     with tempfile.TemporaryDirectory() as tmp:
         lm = bart_large_shape(Path(tmp) / "bart")
         loaded = peak_rss_gb()
@@ -106,7 +106,7 @@ def edit_compare_server(lm, text_a: str, text_b: str):
 
 
 def part_opus() -> dict:
-    from bench.speed.ablation import opus_size_marian
+    from bench.common.shapes import opus_size_marian
     with tempfile.TemporaryDirectory() as tmp:
         lm = opus_size_marian(Path(tmp) / "marian")
         loaded = peak_rss_gb()

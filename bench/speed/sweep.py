@@ -22,11 +22,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.common.shapes import bart_large_shape, opus_size_marian  # noqa: E402
 from transformer.analysis import (all_heads, estimate_agreement, estimate_head_effects, head_mask,  # noqa: E402
                                   head_report, output_ids, sweep_heads)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs  # noqa: E402
 from transformer.decode import greedy_decode  # noqa: E402
-from transformer.adapters import HFSeq2Seq, adapter_for  # noqa: E402
 
 BASELINE_SAMPLE = 12  # heads ablated one at a time to estimate the old sweep's time
 TEXT = "the big dog sees a red house near the small tree and the green bird eats"
@@ -34,19 +34,6 @@ TEXT = "the big dog sees a red house near the small tree and the green bird eats
 
 def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
-def bart_large_shape(folder: Path) -> HFSeq2Seq:
-    """A random BART of bart-large's shape with the tiny test tokenizer."""
-    from tests.helpers.hf_tiny_models import build
-    from transformers import BartConfig, BartForConditionalGeneration
-    tiny = HFSeq2Seq.load(str(build("bart", folder)))
-    torch.manual_seed(0)
-    model = BartForConditionalGeneration(BartConfig(
-        vocab_size=50265, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
-        decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
-        attn_implementation="eager")).eval()
-    return adapter_for(model, tiny.tokenizer, name="random BART, bart-large shape")
 
 
 def timed(fn):
@@ -86,7 +73,6 @@ def part_bart() -> dict:
 
 
 def part_opus() -> dict:
-    from bench.speed.ablation import opus_size_marian
     with tempfile.TemporaryDirectory() as tmp:
         lm = opus_size_marian(Path(tmp) / "marian")
         loaded = peak_rss_gb()
