@@ -11,7 +11,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench.app.speed import default_model, first_page_ms
+from bench.common.pages import default_model, first_page_ms
 from studio_browser import launch_chromium, running_app, shipped_or_dev_checkpoints
 
 LAUNCHERS = ("make run", "streamlit run")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app.speed import TOP_K, default_model, topk_texts
+from bench.common.pages import TOP_K, default_model, topk_texts
 from bench.common.measures import Measure, browser_cpu_seconds, cpu_seconds, table
 from studio_browser import (
     EXCEPTION,

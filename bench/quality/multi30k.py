@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from bench.speed.throughput import TorchTransformerBaseline
+from bench.common.baselines import TorchTransformerBaseline
 from transformer.analysis import corpus_scores
 from transformer.data import END_ID, START_ID, BucketSampler, TaskSpec, make_task, source_ids
 from transformer.adapters import decode_texts
