@@ -32,9 +32,11 @@ from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enab
 from .analysis import every_step_lens, lens_grid, step_lens
 from .analysis import HeadComputation, HeadSelectionError, capture_decode, computation_at, trace_view
 from .analysis import contributions as _contributions
+from .analysis import decode_parts, qk_attribution
 from .charts import contribution_heatmap
 from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode, masked_decode
-from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel
+from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel, ResidualPathError
+from .model import Head
 from .store import CheckpointError, open_model
 
 # tqdm (imported by Hugging Face's libraries) asks for ipywidgets in every notebook without them; its bars are off
@@ -43,11 +45,11 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 # picked a renderer of their own before importing this module)
 enable_inline_renderer()
 
-__all__ = ["VIEWS", "contributions", "decode", "frame", "inside", "lens", "load", "patch", "show", "trace"]
+__all__ = ["VIEWS", "contributions", "decode", "frame", "inside", "lens", "load", "patch", "qk", "show", "trace"]
 
 VIEWS = ("step", "grid", "head")
 Model = str | Path | InspectableModel
-_USER_ERRORS = (CheckpointError, HFModelError, InputError, ChartTooLargeError, HeadSelectionError)
+_USER_ERRORS = (CheckpointError, HFModelError, InputError, ChartTooLargeError, HeadSelectionError, ResidualPathError)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -232,3 +234,19 @@ def contributions(model: Model, text: str, *, kind: str = "cross", layer: int | 
     who = "mean of heads" if head is None else f"head {head + 1}"
     return contribution_heatmap(matrix, queries, keys, f"{result.trace.family.title(kind)} · layer {chosen + 1}"
                                 f" · {who} · contribution")
+
+
+@_one_line_errors
+def qk(model: Model, text: str, head: str | Head, query: int, key: int, *, step: int | None = None) -> pd.DataFrame:
+    """One score taken apart (docs/why-it-looks-there.md): the head's score at (`query`, `key`) (0-based positions on
+    its query and key axes, specials included) of the greedy decode of `text` (read up to output `step`, 1-based) as
+    one row per pair (query_part, key_part, contribution), largest first; `.attrs` holds "score" (the model's),
+    "terms" (mask, T5's position bias) and the two tokens. Raises ValueError (a head or position it has not got)."""
+    lm = load(model)
+    chosen = Head.parse(head) if isinstance(head, str) else head
+    parts = decode_parts(lm, text, step=step)
+    table = qk_attribution(parts.capture, chosen, query, key)
+    rows = pd.DataFrame(table.pairs(), columns=["query_part", "key_part", "contribution"])
+    q_tokens, k_tokens = parts.tokens(chosen.kind)
+    rows.attrs.update(score=table.score, terms=table.terms, query_token=q_tokens[query], key_token=k_tokens[key])
+    return rows

@@ -1,0 +1,91 @@
+"""`python -m transformer qk MODEL TEXT --head KIND:LlHh --query I --key J`: one attention score taken apart
+(docs/why-it-looks-there.md).
+
+The residual stream at the query and at the key is a sum of parts (embeddings, positions, each earlier head and MLP,
+biases); through the norms on the way (frozen at this input) and W_Q / W_K, the score is a sum over pairs (query
+part, key part) plus the model's additive terms (mask, T5's position bias). I and J are 1-based positions on the
+head's query and key axes, counting the tokens the model reads (specials included); a decoder position is an output
+position. With --step S the decode is read up to step S, and the query defaults to the position producing it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ..adapters import ResidualPathError
+from ..analysis import QKTable, decode_parts, qk_attribution
+from ..decode import InputError
+from ..model import SOURCE, Head, HeadError
+from ..store import finite_json, open_model
+from .common import Commands, add_model_arguments, positive_int, printable
+
+HIDDEN = -1e30  # a term at or below this is a mask that hides the key (-inf, or the dtype's minimum)
+
+
+def register(commands: Commands) -> None:
+    """Add `qk` and its flags."""
+    p = commands.add_parser("qk", help="one attention score taken apart into pairs of residual parts",
+                            description="Take the score of one head at (query, key) apart: each pair (query part, "
+                            "key part) of the residual stream's parts (embed, pos, each earlier head, each MLP, bias) "
+                            "through the norms and W_Q / W_K, plus the model's additive terms.")
+    p.add_argument("dir", metavar="MODEL", help="our checkpoint folder, a Hugging Face folder or a hub id")
+    p.add_argument("text", metavar="TEXT", help="the input")
+    p.add_argument("--head", required=True, metavar="KIND:LlHh", help="the head, e.g. cross:L1H2 (enc, dec, cross, "
+                   "self)")
+    p.add_argument("--query", type=positive_int, metavar="I", help="the query position on the head's query axis, "
+                   "1-based, specials included (default with --step: the position producing that step's token)")
+    p.add_argument("--key", type=positive_int, required=True, metavar="J", help="the key position, 1-based")
+    p.add_argument("--step", type=positive_int, metavar="S", help="read the decode up to output token S (1-based)")
+    p.add_argument("--top", type=positive_int, default=15, metavar="N", help="pairs printed (default 15; --json has all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_model_arguments(p)
+    p.set_defaults(run=run)
+
+
+def _text(table: QKTable, q_token: str, k_token: str, top: int) -> str:
+    terms = ", ".join(f"{k} {v:+.4f}" for k, v in table.terms.items()) or "none"
+    lines = [f"{table.head.label}  query {table.query + 1} {printable(q_token)!r}  key {table.key + 1} "
+             f"{printable(k_token)!r}",
+             f"score {table.score:+.4f} (the model's) = pairs {float(table.contributions.sum()):+.4f} + terms "
+             f"({terms}); sum {table.total:+.4f}", "", f"{'query part':<16} {'key part':<16} contribution"]
+    lines += [f"{q:<16} {k:<16} {c:+.4f}" for q, k, c in table.pairs()[:top]]
+    for side, shares in (("query", table.by_query_part()), ("key", table.by_key_part())):
+        best = sorted(shares.items(), key=lambda kv: -abs(kv[1]))[:top]
+        lines += ["", f"by {side} part: " + ", ".join(f"{n} {v:+.3f}" for n, v in best)]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`qk`: the table of pairs, or one JSON object."""
+    try:
+        head = Head.parse(args.head)
+    except HeadError as exc:
+        raise InputError(str(exc)) from None
+    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    if head.kind not in lm.family.kinds:
+        raise InputError(f"{lm.name} has no {head.kind} heads (its heads: "
+                         f"{', '.join(Head(k, 0, 0).label.split(':')[0] for k in lm.family.kinds)})")
+    try:
+        parts = decode_parts(lm, args.text, step=args.step)
+        q_axis = lm.family.axes[head.kind][0]
+        if args.query is not None:
+            query = args.query - 1
+        elif args.step is not None and parts.decoder_tokens and q_axis != SOURCE:
+            query = parts.step_row(args.step)
+        else:
+            raise InputError("--query I is needed (or --step S for a decoder query)")
+        table = qk_attribution(parts.capture, head, query, args.key - 1)
+    except ResidualPathError as exc:
+        raise InputError(str(exc)) from None
+    if any(v <= HIDDEN or math.isinf(v) for v in table.terms.values()):
+        raise InputError(f"key {args.key} is hidden from query {query + 1} by the mask (weight 0): there is no score "
+                         "to take apart")
+    q_tokens, k_tokens = parts.tokens(head.kind)
+    if args.json:
+        out = table.as_dict()
+        out.update(query_token=q_tokens[query], key_token=k_tokens[table.key])
+        print(json.dumps(finite_json(out)))
+    else:
+        print(_text(table, q_tokens[query], k_tokens[table.key], args.top))
+    return 0
