@@ -98,6 +98,9 @@ from .edit_compare import (
 )
 from .corpus_stats import JS_SENTENCES, STATISTICS as CORPUS_STATISTICS, CorpusStats, CorpusSums, average_linkage_order, corpus_statistics, corpus_sums, is_punctuation, merge_sums, snapshot_curves, stats_from_sums
 from .head_examples import DECILES, DISTANCE_EDGES, TOP_ROWS, HeadExamples, distance_bin_labels
+from .long_range import LENGTH, LongRange, long_range_dict, long_range_heads, retrieval_scores
+from .head_finder import FINDER_COLUMNS, NOMINAL, finder_table, head_finder_frame
+from .patterns import PATTERNS, THRESHOLDS, WINDOW, label_of, pattern_scores, window_induction
 from .masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .scores import corpus_scores
@@ -131,11 +134,13 @@ __all__ += ["snapshot_curves", "JS_SENTENCES", "CORPUS_STATISTICS", "CorpusStats
             "corpus_sums", "is_punctuation", "merge_sums", "stats_from_sums"]
 __all__ += ["find_site", "patched_decode"]
 __all__ += ["HEAD_POSITIONS", "Site", "sites_of", "check_edit"]
+__all__ += ["LENGTH", "LongRange", "long_range_dict", "long_range_heads", "retrieval_scores", "PATTERNS",
+            "THRESHOLDS", "WINDOW", "label_of", "pattern_scores", "window_induction", "FINDER_COLUMNS", "NOMINAL",
+            "finder_table", "head_finder_frame"]
 from .residual_parts import (  # noqa: E402
     BIAS, EMBED, POS, Parts, PathCapture, capture_path, frozen_norm, mlp_label, reading_parts, residual_parts,
 )
 from .qk_attribution import QKTable, qk_attribution  # noqa: E402
-from .path_decode import DecodeParts, decode_parts  # noqa: E402
 
 __all__ += ["BIAS", "EMBED", "POS", "Parts", "PathCapture", "capture_path", "frozen_norm", "mlp_label", "reading_parts",
-            "residual_parts", "QKTable", "qk_attribution", "DecodeParts", "decode_parts"]
+            "residual_parts", "QKTable", "qk_attribution"]

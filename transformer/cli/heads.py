@@ -41,6 +41,7 @@ from ..decode import InputError
 from ..store import finite_json, load_checkpoint, open_model, task_for_checkpoint
 from .common import Commands, positive_int
 from .heads_corpus import add_corpus_arguments, run_corpus
+from .heads_long_range import add_long_range_arguments, run_long_range
 
 MAX_FILE_LINES = 10_000
 
@@ -69,6 +70,7 @@ def register(commands: Commands) -> None:
     p.add_argument("--estimate", action="store_true", help="also the one-pass first-order estimate of every head's "
                    "drop (attribution patching) and its Spearman correlation with the exact drops")
     add_corpus_arguments(p)
+    add_long_range_arguments(p)
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
                    help="refuse Hugging Face models with more parameters")
@@ -81,7 +83,8 @@ def _inputs(args: argparse.Namespace, lm: InspectableModel) -> tuple[list[str], 
     given = [x for x in (args.text is not None, args.file is not None, args.valid is not None, bool(args.corpus))
              if x]
     if len(given) != 1:
-        raise HeadError("give exactly one of TEXT, --corpus FILE (--sweep), --file PATH or --valid N")
+        raise HeadError("give exactly one of TEXT, --corpus FILE (--sweep), --file PATH or --valid N "
+                        "(or --long-range, which needs none)")
     if args.text is not None:
         return [args.text], "text"
     if args.corpus:  # --corpus FILE --sweep: the corpus's sentences, read as the statistics read them
@@ -107,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         raise HeadError("--sweep goes with --corpus FILE (the sentences to sweep)")
     if args.sweep and args.snapshots:
         raise HeadError("--snapshots gives the statistics over a run's snapshots; not with --sweep")
+    if args.long_range:
+        if args.text is not None or args.file is not None or args.valid is not None or args.corpus:
+            raise HeadError("--long-range needs no input: give it without TEXT, --corpus, --file or --valid")
+        return run_long_range(args, detectors_dict)
     if args.corpus and not args.sweep:
         return run_corpus(args)
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
