@@ -141,6 +141,7 @@ from .residual_parts import (  # noqa: E402
     BIAS, EMBED, POS, Parts, PathCapture, capture_path, frozen_norm, mlp_label, reading_parts, residual_parts,
 )
 from .qk_attribution import QKTable, qk_attribution  # noqa: E402
+from .path_decode import DecodeParts, decode_parts  # noqa: E402
 
 __all__ += ["BIAS", "EMBED", "POS", "Parts", "PathCapture", "capture_path", "frozen_norm", "mlp_label", "reading_parts",
-            "residual_parts", "QKTable", "qk_attribution"]
+            "residual_parts", "QKTable", "qk_attribution", "DecodeParts", "decode_parts"]
