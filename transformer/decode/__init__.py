@@ -21,7 +21,8 @@ from .sampling import MAX_TEMPERATURE, SampledStep, Sampling, SamplingError, che
 from .scoring import score_parallel
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
 from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSION, AttentionTrace, head_label
-from .trace_json import TraceFormatError, load_trace_json, result_from_dict
+from .stored import model_context, stored_decode, stored_greedy
+from .trace_json import SIDE_FILE_ABOVE, TraceFormatError, load_trace_json, result_from_dict, save_trace_json
 from .words import merge_words, word_groups
 
 __all__ = ["FillResult", "MaskPrediction", "fill_masks", "masked_decode", "no_mask_message", "read_masked", "ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
@@ -33,3 +34,4 @@ __all__ = ["FillResult", "MaskPrediction", "fill_masks", "masked_decode", "no_ma
            "MAX_TEMPERATURE", "SampledStep", "Sampling", "SamplingError", "check_sampling", "warp",
            "BeamHypothesis", "BeamNode", "BeamTree", "beam_tree"]
 __all__ += ["DECODES", "DecodeQueue", "can_batch", "greedy_decode_many", "queued_greedy"]
+__all__ += ["SIDE_FILE_ABOVE", "model_context", "save_trace_json", "stored_decode", "stored_greedy"]

@@ -55,8 +55,9 @@ class DecodeResult:
     def output_tokens(self) -> tuple[str, ...]:
         return tuple(s.token for s in self.steps)
 
-    def to_dict(self) -> dict:
-        """The trace JSON (docs/formats.md, "Trace JSON"); read back by `result_from_dict`."""
+    def to_dict(self, attention: bool = True) -> dict:
+        """The trace JSON (docs/formats.md, "Trace JSON"); read back by `result_from_dict`. `attention=False` leaves
+        the weights out (they are then in a store side file: `save_trace_json`)."""
         return {
             "format_version": TRACE_FORMAT_VERSION,
             "family": self.trace.family_name,
@@ -71,7 +72,7 @@ class DecodeResult:
             "output_tokens": list(self.output_tokens),
             "steps": [{"token": s.token, "token_id": s.token_id, "prob": s.prob, "forced": s.forced,
                        "top_k": [[t, p] for t, p in s.top_k]} for s in self.steps],
-            "attention": self.trace.attention_dict(),
+            **({"attention": self.trace.attention_dict()} if attention else {}),
             **({"hidden_keys": hidden_dict(self.trace)} if self.trace.hidden_source or self.trace.hidden_target
                else {}),
             **({"encoder_layer": self.encoder_layer} if self.encoder_layer is not None else {}),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,14 +14,39 @@ import torch
 from torch import Tensor
 
 from ..model import ALL_TITLES, KINDS  # noqa: F401 - the decode stage's face names them too
-from ..model import ENCODER_DECODER, SOURCE, TARGET, AttentionMaps, ModelFamily, family_of
+from ..model import ENCODER_DECODER, SOURCE, TARGET, AttentionMaps, AttentionStore, ModelFamily, family_of
 
 MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 # The trace JSON's `format_version` (docs/formats.md): a file without one is version 1. New optional keys keep the
 # version; a change an older reader would misread (a key renamed, removed, reshaped or made necessary) bumps it.
 # Version 3: `mode` may be "sampled" (a version-2 reader would take the sampled tokens for the greedy ones), with the
-# `sampling`, `lens`, `encoder_layer` and `beam` entries.
-TRACE_FORMAT_VERSION = 3
+# `sampling`, `lens`, `encoder_layer` and `beam` entries. Version 4: `attention` may be absent, the weights then
+# recomputed from the attention store in a safetensors side file named by `store` (long inputs).
+TRACE_FORMAT_VERSION = 4
+
+
+class StoreMaps(Mapping[str, Tensor]):
+    """A trace's maps materialised from its attention store through the tile path, each kind when first read (for
+    short inputs: at long lengths read tiles from `trace.store`)."""
+
+    def __init__(self, store: AttentionStore, kinds: Sequence[str]) -> None:
+        self.store, self._kinds, self._made = store, tuple(kinds), {}
+
+    def __getitem__(self, kind: str) -> Tensor:
+        if kind not in self._kinds:
+            raise KeyError(kind)
+        if kind not in self._made:
+            self._made[kind] = self.store.dense(kind)
+        return self._made[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def shape(self, kind: str) -> tuple[int, ...]:
+        return self.store.shape(kind)
 
 
 def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", spelled: bool = False) -> str:
@@ -48,6 +73,8 @@ class AttentionTrace:
     `ModelFamily`, or its name). `family` is the family, as on an adapter; `family_name` its name (the JSON key
     `"family"`).
     `step_offset` is the query row of the first output step (the prompt's last token in a decoder-only trace).
+    Built with `store=` (an `AttentionStore`) and no maps, the maps are materialised from the store when read;
+    `store` stays None for a trace built from maps (or whose maps were replaced).
     """
 
     source_tokens: tuple[str, ...]
@@ -59,48 +86,54 @@ class AttentionTrace:
     # key positions zeroed out with each row renormalised (`hide_tokens`): shown greyed, said beside the chart
     hidden_source: tuple[int, ...]
     hidden_target: tuple[int, ...]
+    store: AttentionStore | None
 
     def __init__(self, source_tokens: Sequence[str], decoder_input_tokens: Sequence[str],
                  encoder_self: Tensor | None = None, decoder_self: Tensor | None = None, cross: Tensor | None = None,
                  *, maps: Mapping[str, Tensor] | None = None, family: ModelFamily | str = ENCODER_DECODER,
                  head_groups: Mapping[str, Sequence[int]] | None = None, step_offset: int = 0,
                  hidden_source: Sequence[int] = (), hidden_target: Sequence[int] = (),
-                 family_name: str | None = None) -> None:
+                 family_name: str | None = None, store: AttentionStore | None = None) -> None:
         if family_name is not None:  # by name, as dataclasses.replace passes it
             family = family_name
         spec = family if isinstance(family, ModelFamily) else family_of(family)
         given = {k: w for k, w in (("encoder_self", encoder_self), ("decoder_self", decoder_self), ("cross", cross))
                  if w is not None}
-        maps = {**(maps or {}), **given}  # a kind's own tensor wins (dataclasses.replace(trace, cross=...))
+        if store is not None and not given and (maps is None or getattr(maps, "store", None) is store):
+            maps = StoreMaps(store, spec.kinds)
+        else:
+            maps, store = {**(maps or {}), **given}, None  # a kind's own tensor wins (replace(trace, cross=...))
         if set(maps) != set(spec.kinds):
             raise ValueError(f"a {spec.name} trace needs the kinds {', '.join(spec.kinds)}, got {', '.join(maps)}")
         put = partial(object.__setattr__, self)
         put("source_tokens", tuple(source_tokens))
         put("decoder_input_tokens", tuple(decoder_input_tokens))
-        put("maps", {k: maps[k] for k in spec.kinds})
+        put("maps", maps if isinstance(maps, StoreMaps) else {k: maps[k] for k in spec.kinds})
+        put("store", store)
         put("family_name", spec.name)
         put("step_offset", int(step_offset))
         put("hidden_source", tuple(int(i) for i in hidden_source))
         put("hidden_target", tuple(int(i) for i in hidden_target))
         s, t = len(self.source_tokens), len(self.decoder_input_tokens)
-        for kind, w in self.maps.items():
-            if not isinstance(w, Tensor) or w.dim() != 4:
+        for kind in spec.kinds:
+            if store is None and (not isinstance(self.maps[kind], Tensor) or self.maps[kind].dim() != 4):
                 raise ValueError(f"{kind} must be a 4-d tensor (layers, heads, queries, keys)")
             q, k = self.axis_sizes(kind)
-            if tuple(w.shape[2:]) != (q, k):
-                raise ValueError(f"{kind} has shape {tuple(w.shape)} but the labels need (*, *, {q}, {k}) "
+            if tuple(self.shape(kind)[2:]) != (q, k):
+                raise ValueError(f"{kind} has shape {tuple(self.shape(kind))} but the labels need (*, *, {q}, {k}) "
                                  f"for {s} source and {t} target tokens")
-        heads = {w.shape[1] for w in self.maps.values()}
-        layers = {w.shape[0] for kind, w in self.maps.items() if kind != spec.encoder_kind}
+        heads = {self.shape(kind)[1] for kind in spec.kinds}
+        layers = {self.shape(kind)[0] for kind in spec.kinds if kind != spec.encoder_kind}
         if len(layers) > 1:
             raise ValueError("decoder_self and cross must have the same number of layers and heads")
         if len(heads) > 1:
             raise ValueError("encoder and decoder attention must have the same number of heads")
         groups = {k: tuple(int(g) for g in v) for k, v in (head_groups or {}).items() if k in self.maps}
-        for kind, w in self.maps.items():
-            groups.setdefault(kind, tuple(range(w.shape[1])))
-            if len(groups[kind]) != w.shape[1]:
-                raise ValueError(f"{kind} has {w.shape[1]} heads but {len(groups[kind])} head groups")
+        for kind in spec.kinds:
+            n_heads = self.shape(kind)[1]
+            groups.setdefault(kind, tuple(range(n_heads)))
+            if len(groups[kind]) != n_heads:
+                raise ValueError(f"{kind} has {n_heads} heads but {len(groups[kind])} head groups")
         put("head_groups", groups)
         if not 0 <= self.step_offset <= max(t - 1, 0):
             raise ValueError(f"step_offset {self.step_offset} is outside the {t} decoder rows")
@@ -154,12 +187,17 @@ class AttentionTrace:
         self.labels(kind)
         return self.maps[kind]
 
+    def shape(self, kind: str) -> tuple[int, ...]:
+        """(layers, heads, queries, keys) of a kind, without materialising a store's maps."""
+        return self.store.shape(kind) if self.store is not None else tuple(self.maps[kind].shape)
+
     def n_layers(self, kind: str) -> int:
-        return self.weights(kind).shape[0]
+        self.labels(kind)
+        return self.shape(kind)[0]
 
     @property
     def n_heads(self) -> int:
-        return next(iter(self.maps.values())).shape[1]
+        return self.shape(self.kinds[0])[1]
 
     def matrix(self, kind: str, layer: int, head: int | None = None) -> Tensor:
         """One (queries, keys) matrix; head None gives the mean over heads."""

@@ -1,4 +1,5 @@
-"""Reading a trace JSON back (`DecodeResult.to_dict`, docs/formats.md): format version 3 (a sampled decode's
+"""Reading a trace JSON back (`DecodeResult.to_dict`, docs/formats.md): format version 4 (the weights may be in an
+attention store side file, `store`, written by `save_trace_json` above a size), version 3 (a sampled decode's
 settings and draws, the DecoderLens's encoder layer), version 2, which names itself, and version 1, the files
 without a `format_version`, both before families existed (three encoder-decoder kinds, no family) and after. A
 version newer than this reader is refused with a message that says so. The `lens` and `beam` entries are the CLI's
@@ -11,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..model import family_of, family_with_kinds
+from ..model import StoreError, family_of, family_with_kinds, store_from_tensors, store_tensors
 from .greedy import DecodeResult, Step
 from .sampling import SampledStep, Sampling
 from .trace import TRACE_FORMAT_VERSION, AttentionTrace
@@ -40,15 +41,53 @@ def _hidden(data: dict[str, Any], side: str, n: int) -> list[int]:
     return positions
 
 
-def result_from_dict(data: dict[str, Any]) -> DecodeResult:
-    """The DecodeResult a trace JSON describes; TraceFormatError for anything else."""
-    format_version(data)  # every version reads the same way: 2 added the field itself, 3 optional keys and "sampled"
+SIDE_FILE_ABOVE = 32 << 20  # bytes of float32 maps above which a trace JSON keeps the store in a side file
+
+
+def save_trace_json(result: DecodeResult, path: str | Path, side_above: int = SIDE_FILE_ABOVE) -> Path | None:
+    """Write the trace JSON; a trace with a store whose maps would take more than `side_above` bytes keeps the
+    store in `<name>.store.safetensors` beside it (named in the JSON's `store`), not the weights. The side file's
+    path, or None."""
+    from safetensors.torch import save_file
+    path, store = Path(path), result.trace.store
+    if store is None or store.dense_nbytes() <= side_above:
+        path.write_text(json.dumps(result.to_dict()), encoding="utf-8")
+        return None
+    side = path.with_name(path.name.removesuffix(".json") + ".store.safetensors")
+    tensors, meta = store_tensors(store)
+    save_file(tensors, str(side), metadata={"store": json.dumps(meta)})
+    path.write_text(json.dumps({**result.to_dict(attention=False), "store": {"file": side.name}}), encoding="utf-8")
+    return side
+
+
+def _side_store(data: dict[str, Any], folder: Path | None) -> Any:
+    """The store a version-4 trace names, read from its side file."""
+    from safetensors import safe_open
+    if folder is None:
+        raise TraceFormatError("this trace keeps its attention in a side file: open it with load_trace_json(path)")
+    side = folder / Path(str(data["store"]["file"])).name  # beside the JSON, never elsewhere
     try:
-        attention = data["attention"]
+        with safe_open(str(side), framework="pt") as f:
+            meta = json.loads((f.metadata() or {})["store"])
+            tensors = {name: f.get_tensor(name) for name in f.keys()}
+        return store_from_tensors(tensors, meta)
+    except (OSError, KeyError, ValueError, StoreError) as exc:
+        raise TraceFormatError(f"cannot read the attention store {side.name} ({str(exc)[:160]})") from None
+
+
+def result_from_dict(data: dict[str, Any], folder: Path | None = None) -> DecodeResult:
+    """The DecodeResult a trace JSON describes (a side file is read from `folder`); TraceFormatError for anything
+    else."""
+    format_version(data)  # every version reads the same way: 2 added the field itself, 3 optional keys and "sampled"
+    store = _side_store(data, folder) if "store" in data and "attention" not in data else None
+    try:
+        attention = data.get("attention") if store is None else None
         family = family_of(data["family"]) if "family" in data else family_with_kinds(list(attention))
-        maps = {kind: torch.tensor(attention[kind], dtype=torch.float32) for kind in family.kinds}
+        maps = None if store is not None else {kind: torch.tensor(attention[kind], dtype=torch.float32)
+                                               for kind in family.kinds}
         source, target = data["source_tokens"], data["target_tokens"]
-        trace = AttentionTrace(source, target, maps=maps, family=family, head_groups=data.get("head_groups"),
+        trace = AttentionTrace(source, target, maps=maps, store=store, family=family,
+                               head_groups=data.get("head_groups"),
                                step_offset=int(data.get("step_offset", 0)),
                                hidden_source=_hidden(data, "source", len(source)),
                                hidden_target=_hidden(data, "target", len(target)))
@@ -88,6 +127,6 @@ def load_trace_json(path: str | Path) -> DecodeResult:
     if not isinstance(data, dict):
         raise TraceFormatError(f"{path} is not a trace JSON (not an object)")
     try:
-        return result_from_dict(data)
+        return result_from_dict(data, Path(path).parent)
     except TraceFormatError as exc:
         raise TraceFormatError(f"{path}: {exc}") from None

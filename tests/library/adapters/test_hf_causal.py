@@ -186,7 +186,7 @@ def test_a_trace_json_written_before_families_still_loads():
 
 def test_a_trace_json_names_its_format_version_and_reads_back_the_same(tmp_path):
     data = load_trace_json(OLD_TRACE).to_dict()
-    assert data["format_version"] == TRACE_FORMAT_VERSION == 3
+    assert data["format_version"] == TRACE_FORMAT_VERSION == 4
     (tmp_path / "trace.json").write_text(json.dumps(data))
     again = load_trace_json(tmp_path / "trace.json")
     assert again.to_dict() == data
@@ -200,7 +200,7 @@ def test_a_sampled_trace_reads_back_with_its_settings_and_draws(tiny_checkpoint_
     lm = open_model(str(tiny_checkpoint_dir / "reverse"))
     result = greedy_decode(lm, "abcdefg", sampling=Sampling(temperature=3.0, top_k=6, top_p=0.95, seed=11))
     data = json.loads(result.to_json())
-    assert data["mode"] == "sampled" and data["format_version"] == 3  # what a version-2 reader would misread
+    assert data["mode"] == "sampled" and data["format_version"] == 4  # version 3 on: a version-2 reader misreads it
     back = result_from_dict(data)
     assert back.sampling == result.sampling and back.samples == result.samples
     assert back.to_dict() == data
@@ -222,8 +222,8 @@ def test_a_trace_json_from_a_newer_version_is_refused_with_a_clear_message(tmp_p
                                 "residuals": "something this version cannot know"}))
     with pytest.raises(TraceFormatError) as refused:
         load_trace_json(path)
-    assert str(refused.value) == (f"{path}: trace format version 4 was written by a newer version of Attention "
-                                  "Studio; this one reads versions 1 to 3: update it to open this file")
+    assert str(refused.value) == (f"{path}: trace format version 5 was written by a newer version of Attention "
+                                  "Studio; this one reads versions 1 to 4: update it to open this file")
     for bad in ("2", 0, True, None):
         with pytest.raises(TraceFormatError, match="not a trace JSON .format_version .* is not a positive integer"):
             result_from_dict({**json.loads(OLD_TRACE.read_text()), "format_version": bad})

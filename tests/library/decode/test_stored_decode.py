@@ -1,0 +1,101 @@
+"""Decoding with the attention store (the fused forward, no maps): the tokens are `generate`'s and `greedy_decode`'s,
+each row's log-sum-exp is the eager one, and the trace's maps materialised from the store are the eager maps."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers.hf_causal_models import CAUSAL, lines
+from tests.helpers.hf_causal_models import build as build_causal
+from tests.helpers.our_models import _ours
+from transformer.adapters.store_capture import attention_store
+from transformer.decode import greedy_decode
+from transformer.decode.stored import stored_decode, stored_greedy
+from transformer.store import open_model
+
+PROMPT = " ".join(lines(12))  # a few hundred tokens
+
+
+@pytest.fixture(scope="module", params=[*CAUSAL, "ours-decoder-only-pre"])
+def lm(request, tmp_path_factory):
+    if request.param.startswith("ours"):
+        return _ours(request.param)
+    return open_model(str(build_causal(request.param, tmp_path_factory.mktemp(request.param) / request.param)))
+
+
+def _prompt(lm) -> tuple[list[int], list[str], str]:
+    text = PROMPT if lm.source == "huggingface" else "abcdefgabc"
+    source = lm.tokenize_source(text)
+    return lm.decoder_prefix(source), [*source.tokens, *lm.prefix_tokens(source)[len(source.tokens):]], text
+
+
+def test_the_stored_decode_gives_the_greedy_tokens_and_generates(lm):
+    prompt, _, text = _prompt(lm)
+    steps, store, _ = stored_greedy(lm, prompt, max_steps=4)
+    plain = greedy_decode(lm, text, max_steps=4, stop_at_end=True)
+    assert [s.token_id for s in steps] == [s.token_id for s in plain.steps]
+    if lm.source == "huggingface":
+        ids = torch.tensor([prompt])
+        with lm.running():
+            out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                    max_new_tokens=4)
+        assert [s.token_id for s in steps] == out[0, len(prompt):].tolist()
+    for a, b in zip(steps, plain.steps, strict=True):
+        assert a.prob == pytest.approx(b.prob, abs=1e-5)
+
+
+def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(lm):
+    prompt, tokens, text = _prompt(lm)
+    result = stored_decode(lm, prompt, tokens, max_steps=4)
+    store = result.trace.store
+    fed = [*prompt, *(s.token_id for s in result.steps[:-1])]
+    ids = torch.tensor([fed])
+    src = ids[:, : len(prompt) - 1] if lm.source == "checkpoint" else ids
+    eager = attention_store(lm, src, ids)
+    n_layers, n_heads = lm.head_counts()["self"]
+    for layer in range(n_layers):
+        torch.testing.assert_close(store.layer("self", layer).lse, eager.layer("self", layer).lse, atol=1e-5,
+                                   rtol=1e-6)
+        torch.testing.assert_close(store.layer("self", layer).value_norms, eager.layer("self", layer).value_norms,
+                                   atol=1e-4, rtol=1e-5)
+        for head in range(n_heads):
+            rows = slice(len(prompt) - 1, None)  # the decode steps' rows: exact at every step
+            torch.testing.assert_close(store.tile("self", layer, head, rows), eager.tile("self", layer, head, rows),
+                                       atol=1e-5, rtol=0)
+    plain = greedy_decode(lm, text, max_steps=4, stop_at_end=True).trace
+    assert result.trace.decoder_input_tokens == plain.decoder_input_tokens
+    assert result.trace.step_offset == plain.step_offset
+    assert result.trace.shape("self") == plain.shape("self") and result.trace.n_heads == n_heads
+    torch.testing.assert_close(result.trace.weights("self"), plain.weights("self"), atol=1e-5, rtol=0)
+
+
+def test_a_prompt_past_the_models_context_is_refused(lm):
+    from transformer.decode import InputError
+    from transformer.decode.stored import model_context
+    with pytest.raises(InputError, match="reads at most"):
+        stored_greedy(lm, [5] * model_context(lm), max_steps=2)
+
+
+def test_a_long_trace_keeps_its_store_in_a_side_file_and_recomputes_any_tile(lm, tmp_path):
+    from transformer.decode import TRACE_FORMAT_VERSION, load_trace_json, save_trace_json
+    prompt, tokens, _ = _prompt(lm)
+    result = stored_decode(lm, prompt, tokens, max_steps=3)
+    side = save_trace_json(result, tmp_path / "long.json", side_above=0)
+    assert side == tmp_path / "long.store.safetensors" and side.is_file()
+    data = __import__("json").loads((tmp_path / "long.json").read_text())
+    assert "attention" not in data and data["store"] == {"file": side.name}
+    assert data["format_version"] == TRACE_FORMAT_VERSION == 4
+    back = load_trace_json(tmp_path / "long.json")
+    assert [s.token_id for s in back.steps] == [s.token_id for s in result.steps]
+    n_layers, n_heads = lm.head_counts()["self"]
+    for layer in range(n_layers):
+        rows = [len(prompt) - 1, len(prompt)]
+        torch.testing.assert_close(back.trace.store.tile("self", layer, n_heads - 1, rows),
+                                   result.trace.store.tile("self", layer, n_heads - 1, rows), atol=0, rtol=0)
+    assert back.trace.store.layer("self", 0).rules == result.trace.store.layer("self", 0).rules
+    assert save_trace_json(result, tmp_path / "short.json") is None  # small: the weights inline, as before
+    assert "attention" in __import__("json").loads((tmp_path / "short.json").read_text())
+    side.unlink()
+    from transformer.decode import TraceFormatError
+    with pytest.raises(TraceFormatError, match="cannot read the attention store"):
+        load_trace_json(tmp_path / "long.json")

@@ -1,0 +1,159 @@
+"""A forward that keeps the attention store instead of maps (long inputs): the fused kernel computes each layer's
+output and hands back each row's log-sum-exp, and the capture keeps the queries, keys (after RoPE), the
+log-sum-exps, the value norms and the rules; nothing n x n is made.
+
+Hugging Face decoder-only models: for the call (under the model's lock, undone in `finally`) the model's attention
+implementation is switched to `studio_store`, a registered kernel that runs
+`aten._scaled_dot_product_flash_attention_for_cpu` (output and log-sum-exp) where eager attention would have run,
+with SDPA's masks (none for one causal prompt, so no n x n mask either). Our decoder-only model runs its own fused
+path (`need_weights=False`) with hooks that read the queries and keys, and the log-sum-exp is computed in blocks.
+A prefill computes logits at its last position only (`logits_to_keep=1`).
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..model import AttentionStore, LayerStore, ScoreRules, StoreError, row_lse, value_norms
+from .capture import _groups, hf_rules, projection_weights, recording_native
+
+STORE_IMPLEMENTATION = "studio_store"
+_STORING: dict[int, Callable[..., None]] = {}  # id(attention module) -> its recorder, while a store forward runs
+_REGISTERED = threading.Lock()
+
+
+@dataclass
+class StoreChunks:
+    """A layer's store as it grows: the prefill's rows, then one row per decode step."""
+
+    rules: ScoreRules | None = None
+    groups: tuple[int, ...] = ()
+    queries: list[Tensor] = field(default_factory=list)  # (H, t, Dh) each
+    keys: list[Tensor] = field(default_factory=list)  # (Hkv, t, Dh) each: the new keys of each call
+    lse: list[Tensor] = field(default_factory=list)  # (H, t)
+    norms: list[Tensor] = field(default_factory=list)  # (H, t)
+
+    def add(self, q: Tensor, k_new: Tensor, lse: Tensor, norms: Tensor, rules: ScoreRules, groups: tuple[int, ...]
+            ) -> None:
+        self.rules, self.groups = rules, groups
+        self.queries.append(q.detach().float())
+        self.keys.append(k_new.detach().float())
+        self.lse.append(lse.detach().float())
+        self.norms.append(norms.detach().float())
+
+    def build(self) -> LayerStore:
+        """Every row so far: queries and keys of positions 0..n-1, causal from position 0."""
+        if self.rules is None:
+            raise StoreError("no attention was recorded for a layer (the store forward needs the fused path)")
+        return LayerStore(torch.cat(self.queries, 1), torch.cat(self.keys, 1), torch.cat(self.lse, 1),
+                          replace(self.rules, offset=0), self.groups, torch.cat(self.norms, 1))
+
+
+def build_store(chunks: dict[str, list[StoreChunks]]) -> AttentionStore:
+    """The store of every kind and layer recorded so far."""
+    return AttentionStore({kind: tuple(c.build() for c in layers) for kind, layers in chunks.items()})
+
+
+def _store_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
+                     scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[Tensor, None]:
+    """The fused kernel with the log-sum-exp, where eager attention would run; handed to the recorder."""
+    if query.device.type != "cpu":
+        raise StoreError("the store's fused forward runs on the CPU in this version")
+    mask = attention_mask
+    if mask is not None and mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf"))
+    causal = mask is None and query.shape[2] > 1 and bool(getattr(module, "is_causal", True))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        query, key, value, 0.0, causal, attn_mask=None if mask is None else mask[..., : key.shape[-2]],
+        scale=scaling)
+    recorder = _STORING.get(id(module))
+    if recorder is not None:
+        recorder(module, query, key, value, lse, dict(kwargs, scaling=scaling))
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    with _REGISTERED:
+        if STORE_IMPLEMENTATION not in AttentionInterface._global_mapping:
+            AttentionMaskInterface.register(STORE_IMPLEMENTATION, sdpa_mask)
+            AttentionInterface.register(STORE_IMPLEMENTATION, _store_attention)
+
+
+@contextmanager
+def storing_hf(model: nn.Module, modules: Sequence[nn.Module], projections: Sequence[nn.Module],
+               chunks: list[StoreChunks]) -> Iterator[None]:
+    """For the call: `model` runs the fused store kernel and each attention module's rows go into its chunks.
+    Hold the model's lock around it."""
+    _register()
+    config, before = model.config, model.config._attn_implementation
+    tables: dict = {}
+    for layer, module in enumerate(modules):
+        weight = projection_weights(projections[layer])[0].detach()
+
+        def record(m: nn.Module, q: Tensor, k: Tensor, v: Tensor, lse: Tensor, kwargs: dict,
+                   layer: int = layer, weight: Tensor = weight) -> None:
+            t, groups = q.shape[2], _groups(m, q.shape[1], k.shape[1])
+            rules = replace(hf_rules(m, q, kwargs, tables), causal=True)
+            new_v = v[0, :, -t:]
+            chunks[layer].add(q[0], k[0, :, -t:], lse[0], value_norms(new_v, groups, weight), rules, groups)
+
+        _STORING[id(module)] = record
+    try:
+        config._attn_implementation = STORE_IMPLEMENTATION
+        yield
+    finally:
+        config._attn_implementation = before
+        for module in modules:
+            _STORING.pop(id(module), None)
+
+
+@contextmanager
+def storing_native(modules: Sequence[nn.Module], chunks: list[StoreChunks]) -> Iterator[None]:
+    """Our attention modules (run without weights: the fused SDPA path) with their rows going into the chunks;
+    the log-sum-exp is computed in blocks from the queries and keys."""
+    with recording_native({"self": list(modules)}) as found:
+        yield
+        for layer, inputs in enumerate(found["self"]):
+            if inputs is None:
+                continue
+            q, k, t = inputs.queries[0], inputs.keys[0], inputs.queries.shape[2]
+            rules = ScoreRules(inputs.scale, causal=True, offset=k.shape[1] - t)
+            weight = modules[layer].out_proj.weight.detach()
+            chunks[layer].add(q, k[:, -t:], row_lse(q, k, rules, inputs.groups),
+                              value_norms(inputs.values[0, :, -t:], inputs.groups, weight), rules, inputs.groups)
+            found["self"][layer] = None
+
+
+def _hf_parts(lm: Any) -> tuple[list[nn.Module], list[nn.Module]]:
+    from .hf_causal import _attention, _layers, causal_attention_outputs
+    return [_attention(layer) for layer in _layers(lm.model)], causal_attention_outputs(lm.model)["self"]
+
+
+def store_chunks(lm: Any) -> dict[str, list[StoreChunks]]:
+    """Empty chunks for every layer of a decoder-only model's one kind."""
+    return {"self": [StoreChunks() for _ in range(lm.head_counts()["self"][0])]}
+
+
+def store_feed(lm: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
+               ) -> Tensor:
+    """Feed `ids` (1, t) after what `cache` holds through the fused path, the rows going into `chunks`; the logits
+    (1, V) after the last id (a prefill computes no other position's logits)."""
+    from .hf_causal import HFCausalLM
+    from .native_causal import NativeDecoderOnly
+    if isinstance(lm, HFCausalLM):
+        modules, projections = _hf_parts(lm)
+        with torch.no_grad(), lm._lock, storing_hf(lm.model, modules, projections, chunks["self"]):
+            out = lm.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1, return_dict=True)
+        return out.logits[:, -1]
+    if isinstance(lm, NativeDecoderOnly):
+        modules = [layer.self_attn for layer in lm.model.layers]
+        with torch.no_grad(), storing_native(modules, chunks["self"]):
+            return lm.model.feed(ids, cache, n_source, need_weights=False).logits
+    raise StoreError(f"{lm.name}: the store's forward reads decoder-only models (Hugging Face causal LMs and ours)")

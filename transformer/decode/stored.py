@@ -1,0 +1,59 @@
+"""Greedy decoding that keeps the attention store instead of maps (long inputs to decoder-only models): the prompt
+goes through the fused path once (logits at its last position only), then each chosen token one row at a time;
+every step's rows are in the store and any tile is recomputed from it. The tokens are `greedy_decode`'s (the model's
+generation rules, the first of equal probabilities)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..adapters import InspectableModel
+from ..adapters.store_forward import build_store, store_chunks, store_feed
+from ..model import AttentionStore
+from .greedy import DecodeResult, InputError, Step, _choose
+from .trace import AttentionTrace
+
+
+def model_context(lm: InspectableModel) -> int:
+    """The longest sequence the model itself reads (its config's positions; ours: `max_len`)."""
+    context = getattr(lm, "context", None)
+    return int(context) if context else int(lm.model.cfg.max_len)
+
+
+def stored_greedy(lm: InspectableModel, prompt: Sequence[int], n_source: int | None = None, *, max_steps: int = 3,
+                  top_k: int = 5) -> tuple[tuple[Step, ...], AttentionStore, bool]:
+    """Greedy steps after the prompt ids (a decoder-only model's whole prefix), the store of every row fed and
+    whether an end token stopped it. `n_source`: how many prompt ids are source tokens (ours), default all but
+    the start."""
+    prompt = [int(i) for i in prompt]
+    if len(prompt) + max_steps > model_context(lm):
+        raise InputError(f"The input has {len(prompt):,} tokens and {max_steps} steps; this model reads at most "
+                         f"{model_context(lm):,}.")
+    chunks, steps, inputs, finished = store_chunks(lm), [], list(prompt), False
+    with lm.running():
+        cache = lm.start_cache(lm.encode(torch.tensor([prompt[: n_source or 0]])))
+        ids = torch.tensor([prompt])
+        for t in range(max_steps):
+            first = (len(prompt) - 1 if n_source is None else n_source) if t == 0 else 0  # source ids: the prompt's
+            logits = store_feed(lm, ids, cache, chunks, first)
+            logits = lm.constrain(inputs, logits[0].float(), max_steps + len(prompt))
+            steps.append(_choose(lm, logits, logits.softmax(-1), top_k, None))
+            token = steps[-1].token_id
+            if token in lm.end_ids:
+                finished = True
+                break
+            if t + 1 < max_steps:
+                inputs.append(token)
+                ids = torch.tensor([[token]])
+    return tuple(steps), build_store(chunks), finished
+
+
+def stored_decode(lm: InspectableModel, prompt: Sequence[int], prompt_tokens: Sequence[str], *, max_steps: int = 3,
+                  top_k: int = 5, n_source: int | None = None) -> DecodeResult:
+    """`stored_greedy` as a DecodeResult whose trace holds the store (its maps are materialised only when read)."""
+    steps, store, finished = stored_greedy(lm, prompt, n_source, max_steps=max_steps, top_k=top_k)
+    labels = [*prompt_tokens, *lm.ids_to_tokens([s.token_id for s in steps[:-1]])]
+    trace = AttentionTrace(prompt_tokens, labels, store=store, family=lm.family, head_groups=lm.head_groups(),
+                           step_offset=len(prompt) - 1)
+    return DecodeResult("", steps, trace, "greedy", finished, lm.detokenize([s.token_id for s in steps]))
