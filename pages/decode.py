@@ -5,18 +5,7 @@ import streamlit as st
 
 from ui.links import write_link
 from ui.shell import ensure_frame
-from ui.views import (
-    decode_results,
-    decode_selection,
-    require_model,
-    show_beam_tree,
-    show_ablation_panel,
-    show_output_cards,
-    show_patched_link,
-    show_step_through,
-    show_mask_page,
-    show_weights,
-)
+from ui.views import decode_selection, require_model, show_decode_views, show_mask_page, show_weights
 
 ensure_frame()
 active = require_model()
@@ -32,9 +21,4 @@ show_weights(active)
 sel = decode_selection(active)  # the input, the reference, top-k, sampling and the free-running decode
 if sel is None:
     st.stop()
-results, prefix = decode_results(sel)
-show_output_cards(results, prefix)
-ablated = show_ablation_panel(sel)
-show_beam_tree(sel)
-show_patched_link(sel)  # opened from a click on Compare's patching map
-show_step_through(sel, results, ablated, after=partial(write_link, "decode"))
+show_decode_views(sel, after=partial(write_link, "decode"))  # the outputs, heads off, beam tree, step-through

@@ -1,7 +1,7 @@
 """What the pages draw, in three rooms: `kit` (shared: widgets, chart cache, background jobs, the Selection record and
 the link table, cached decodes, step state, weights), `features` (one module per feature view) and `assembly` (what
-builds and lays out each page). The kit imports no feature, a feature no other feature, and only assembly is what the
-pages place; this face is what the rest of the app (links, train, shell, pages) imports."""
+builds and lays out each page). The kit imports no feature, a feature no other feature, and pages place only assembly
+and kit names; this face is what the rest of the app (links, train, shell, pages) imports."""
 from .assembly import (
     COMPARE_MODES,
     EDIT,
@@ -28,7 +28,9 @@ from .assembly import (
     replay_download,
     segment_choice,
     show_ablation_panel,
+    show_attention_views,
     show_both_maps,
+    show_decode_views,
     show_difference,
     show_edit_difference,
     show_edit_mode,
@@ -166,6 +168,7 @@ __all__ += ["latest_corpus_statistics", "masked_attention_result", "segment_choi
 __all__ += ["animation_downloads", "decode_animation", "file_stem"]
 __all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
 __all__ += ["show_patched_link"]
+__all__ += ["show_attention_views", "show_decode_views"]
 __all__ += ["decode_state"]
 __all__ += ["LINK_OPENS", "LINK_PARAMS", "Selection", "attention_selection", "compare_decodes", "compare_selection",
             "decode_selection", "home_selection", "learn_selection", "show_try_it"]

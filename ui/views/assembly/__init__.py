@@ -1,6 +1,7 @@
 """Per-page assembly: the code that builds a page's Selection and lays out its views (Home, Attention, Decode's
 step-through, Compare and its edit mode, Learn, the encoder-only pages). It imports features and the kit."""
 from .attention import MODES, attention_result, attention_selection, show_large_map, show_model_view
+from .attention_page import show_attention_views
 from .compare import (
     compare_decodes,
     compare_kinds,
@@ -14,6 +15,7 @@ from .compare import (
     step_picker,
     step_table,
 )
+from .decode_page import show_decode_views
 from .edit_compare import (
     EDIT,
     EDIT_KEY,
@@ -44,7 +46,8 @@ __all__ = ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODELS", "MODES", "MODE_KEY", "
            "attention_selection", "compare_decodes", "compare_kinds", "compare_mode", "compare_selection",
            "decode_results", "decode_selection", "divergence_message", "edit_comparison", "edited_text",
            "home_selection", "learn_selection", "masked_attention_result", "pick_model_b", "replay_download",
-           "segment_choice", "show_ablation_panel", "show_both_maps", "show_difference", "show_edit_difference",
-           "show_edit_mode", "show_edit_outputs", "show_large_map", "show_mask_page", "show_masked_compare",
-           "show_model_view", "show_output_cards", "show_outputs", "show_stage", "show_step_through", "show_try_it",
-           "step_caption", "step_picker", "step_table", "tour_navigation"]
+           "segment_choice", "show_ablation_panel", "show_attention_views", "show_both_maps", "show_decode_views",
+           "show_difference", "show_edit_difference", "show_edit_mode", "show_edit_outputs", "show_large_map",
+           "show_mask_page", "show_masked_compare", "show_model_view", "show_output_cards", "show_outputs",
+           "show_stage", "show_step_through", "show_try_it", "step_caption", "step_picker", "step_table",
+           "tour_navigation"]

@@ -276,7 +276,8 @@ def show_model_view(sel: Selection) -> None:
     so and offers fewer layers."""
     trace, kind, title = sel.maps, sel.kind, sel.title
     clicks = st.radio("A click on a panel", list(GRID_CLICKS), format_func=GRID_CLICKS.__getitem__, horizontal=True,
-                      key="attention_grid_click", help="Double-click clears the selection (when a click opens a panel).")
+                      key="attention_grid_click",
+                      help="Double-click clears the selection (when a click opens a panel).")
     clicked_note("attention_grid_ablate")
     layers = grid_layers(trace, kind)
     if layers is None:

@@ -127,7 +127,8 @@ def _window(axis: str, status: tuple[str, ...], kind: str) -> tuple[int, int]:
     if n <= EDIT_WINDOW:
         return 0, n
     start, _ = edit_window(status)
-    first = st.slider(f"{axis.capitalize()} from", 1, n - EDIT_WINDOW + 1, start + 1, key=f"compare_edit_{axis}_{kind}_{n}",
+    first = st.slider(f"{axis.capitalize()} from", 1, n - EDIT_WINDOW + 1, start + 1,
+                      key=f"compare_edit_{axis}_{kind}_{n}",
                       help=f"This axis has {n} positions; the map draws {EDIT_WINDOW} of them (at first around the "
                            "edit).")
     st.caption(f"{axis.capitalize()} {first}–{first + EDIT_WINDOW - 1} of {n}.")

@@ -41,7 +41,8 @@ def _corpus(active: ActiveModel, source: str, cap: int, key: str) -> Corpus | No
             st.info("This model has no validation sentences: upload a file.", icon=":material/upload_file:")
             return None
         refs = tuple(r for _, r in pairs) if all(r.strip() for _, r in pairs) else None
-        return Corpus(tuple(s for s, _ in pairs), refs, "the model's validation set", len(pairs), len(active.examples) > cap)
+        return Corpus(tuple(s for s, _ in pairs), refs, "the model's validation set", len(pairs),
+                      len(active.examples) > cap)
     upload = st.file_uploader("Corpus file", type=["txt", "gz", "tsv"], key=f"{key}_file")
     if upload is None:
         return None
@@ -68,7 +69,8 @@ def _show(stats: CorpusStats, n_heads: dict[str, int], key: str) -> None:
                           "kind": [ALL_TITLES[k] for k in table["kind"]],
                           **{name: table[name] for name in CORPUS_STATISTICS}})
     st.dataframe(shown, hide_index=True, key=f"{key}_table", height=280, column_config={
-        name: st.column_config.NumberColumn(name, format="%.3f", help=what) for name, what in CORPUS_STATISTICS.items()})
+        name: st.column_config.NumberColumn(name, format="%.3f", help=what)
+        for name, what in CORPUS_STATISTICS.items()})
     _show_examples(stats, shown["head"].tolist(), key)
     kinds = list(stats.js)
     kind = st.radio("Clusters of", kinds, format_func=ALL_TITLES.__getitem__, key=f"{key}_kind", horizontal=True)

@@ -1,0 +1,52 @@
+"""The Attention page below its input row: the map (weights or contributions), Inside one head, the line view,
+heads switched off, the model view, which heads matter (sweep, agreement with attribution) and corpus statistics."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ..features import (
+    attention_ablation,
+    current_output,
+    show_agreement,
+    show_attention_inside,
+    show_contribution_map,
+    show_corpus_statistics,
+    show_line_view,
+    show_sweep,
+)
+from ..kit import COMBINE, Selection
+from .attention import show_large_map, show_model_view
+
+
+def show_attention_views(sel: Selection) -> None:
+    """Every view of the Attention page for the record its input row made, in the page's order."""
+    if sel.shows == "contribution" and sel.combine == "pick":
+        show_contribution_map(sel)
+    else:
+        if sel.shows == "contribution":
+            st.info(f"{COMBINE[sel.combine]} combines weights only: the map shows weights.", icon=":material/info:")
+        show_large_map(sel)
+    show_attention_inside(sel)
+    show_line_view(sel)
+
+    st.subheader("Switch heads off", anchor=False)
+    attention_ablation(sel)
+
+    st.subheader("Model view: every layer × head", anchor=False)
+    show_model_view(sel)
+
+    active = sel.model
+    if active.family.decodes:
+        output = current_output(active, sel.result, sel.reference)
+        st.subheader("Which heads matter? Ablate each head in turn", anchor=False)
+        show_sweep(active, sel.text, output, sel.reference if sel.reference is not None else sel.result.output_text,
+                   key="attention_sweep")
+        st.subheader("Does attention agree with attribution?", anchor=False)
+        show_agreement(active, sel.text, output, sel.result.trace, key="attention_agreement",
+                       merged=sel.maps is not sel.result.trace)
+    else:  # the sweep and the agreement score an output the model writes; an encoder-only model predicts at masks
+        st.caption("An encoder-only model writes no output to sweep or attribute: the predictions at the masks with "
+                   "heads switched off, and the tokens a prediction leans on, are on the Decode page (Predict at the "
+                   "masks).")
+    st.subheader("Head statistics over a corpus", anchor=False)
+    show_corpus_statistics(active, key="attention_corpus")

@@ -1,0 +1,20 @@
+"""The Decode page below its input row: the output cards, heads switched off, the beam tree, the patched run a click
+on Compare's patching map opened, and the step-through."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..features import show_beam_tree, show_patched_link
+from ..kit import Selection
+from .step_through import decode_results, show_ablation_panel, show_output_cards, show_step_through
+
+
+def show_decode_views(sel: Selection, *, after: Callable[[], None]) -> None:
+    """Every view of the Decode page for the record its input row made, in the page's order; `after` runs at the end
+    of each step-through rerun (the page writes its link there, so the URL follows the step)."""
+    results, prefix = decode_results(sel)
+    show_output_cards(results, prefix)
+    ablated = show_ablation_panel(sel)
+    show_beam_tree(sel)
+    show_patched_link(sel)  # opened from a click on Compare's patching map
+    show_step_through(sel, results, ablated, after=after)
