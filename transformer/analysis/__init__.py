@@ -145,3 +145,6 @@ from .path_decode import DecodeParts, decode_parts  # noqa: E402
 
 __all__ += ["BIAS", "EMBED", "POS", "Parts", "PathCapture", "capture_path", "frozen_norm", "mlp_label", "reading_parts",
             "residual_parts", "QKTable", "qk_attribution", "DecodeParts", "decode_parts"]
+from .reliance import Reliance, StepReliance, rank_corpus, reliance, text_reliance, wasserstein_to_uniform  # noqa: E402
+
+__all__ += ["Reliance", "StepReliance", "rank_corpus", "reliance", "text_reliance", "wasserstein_to_uniform"]
