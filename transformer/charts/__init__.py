@@ -38,6 +38,8 @@ from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_h
 from .masked import head_change_map, js_cluster_map, prediction_bars
 from .snapshots import snapshot_curves_chart, snapshot_frame
 from .overview import head_overview, overview_cell
+from .finder import FINDER_SELECTION, finder_points, head_finder_chart
+from .head_page import LAYER_STATISTICS, head_page_charts, head_page_html, layer_frame
 from .panels import attention_panels, layers_that_fit
 from .qr import qr_matrix, qr_png, qr_svg
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
@@ -72,4 +74,6 @@ __all__ = ["AnimationError", "MAX_ANIMATION_FRAMES", "MIME_TYPES", "SECONDS_PER_
 __all__ += ["EDIT_WINDOW", "aligned_difference_frame", "aligned_difference_heatmap", "edit_window", "head_movement_heatmap"]
 __all__ += ["head_change_map", "js_cluster_map", "prediction_bars"]
 __all__ += ["snapshot_curves_chart", "snapshot_frame"]
+__all__ += ["FINDER_SELECTION", "finder_points", "head_finder_chart", "LAYER_STATISTICS", "head_page_charts",
+            "head_page_html", "layer_frame"]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]
