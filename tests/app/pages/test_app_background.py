@@ -6,10 +6,10 @@ import threading
 import time
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, open_app, texts
 
 import ui.views.features.ablation as ablation
 import ui.views.kit.background as background
+from tests.helpers.app_session import assert_no_exception, open_app, texts
 from transformer.analysis import Cancelled
 from ui.views.kit.background import BackgroundJob
 
@@ -88,3 +88,45 @@ def test_a_slow_agreement_shows_a_bar_cancel_stops_it_and_a_faster_method_draws_
     assert_no_exception(at)
     assert any("Attribution: Gradient × input" in t for t in texts(at.caption))
     assert any("Best agreement" in t for t in texts(at.caption))
+
+
+def _flow_script() -> None:
+    """A page with one background analysis drawn by the kit's flow: its button, its result, or what stopped it."""
+    import streamlit as st
+
+    from transformer.decode import InputError
+    from ui.views.kit import analysis_result, can_start, start_button
+
+    calls = st.session_state.setdefault("calls", [])
+    refused = st.session_state.get("refused", False)
+
+    def run(progress) -> str:
+        calls.append(refused)  # off the script thread: no Streamlit here
+        progress(1.0)
+        if refused:
+            raise InputError("this input is too long")
+        return "the answer"
+
+    identity = ("probe", refused)
+    result = analysis_result(identity, "Probing", run, key="probe")
+    if result is None and can_start(identity):
+        start_button("Probe", identity, key="probe", icon=":material/science:")
+    elif result is not None:
+        st.markdown(f"Result: {result}")
+
+
+def test_the_flow_keeps_a_result_and_says_when_the_input_is_refused(studio_env):
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_function(_flow_script, default_timeout=30).run()
+    assert [b.key for b in at.button] == ["probe_run"] and not texts(at.markdown)
+    at.button(key="probe_run").click().run()  # a quick analysis ends within WAIT_S: drawn at once, no bar
+    assert_no_exception(at)
+    assert "Result: the answer" in texts(at.markdown) and not list(at.button)
+    at.run()
+    assert "Result: the answer" in texts(at.markdown) and at.session_state["calls"] == [False]  # kept, not rerun
+    at.session_state["refused"] = True
+    at.run()
+    at.button(key="probe_run").click().run()
+    assert_no_exception(at)
+    assert any("this input is too long" in t for t in texts(at.warning))
+    assert [b.key for b in at.button] == ["probe_run"]  # asked for again at once
