@@ -144,31 +144,27 @@ from .kit import (
     weights_of,
 )
 
-__all__ = ["COMBINE", "Column", "MAP_WIDTH", "MODES", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY",
+__all__ = ["COMBINE", "COMPARE_MODES", "Column", "EDIT", "EDIT_KEY", "LINK_OPENS", "LINK_PARAMS", "MAP_VALUES",
+           "MAP_WIDTH", "MODELS", "MODES", "MODE_KEY", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PRESENT_KEY",
            "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "SLIDES_SUFFIX", "SWITCH_KEY",
-           "SlideTitle", "TEXT_KEY", "TEXT_TASK_KEY", "ablated_run", "attention_ablation", "attention_result",
-           "bind_reference", "bind_text", "cached_chart", "chart_downloads", "chart_heading", "chart_spec",
-           "clicked_note", "combine_options", "map_columns", "compare_kinds", "current_output", "decode_results",
-           "default_text", "divergence_message", "gold_alignment_for", "gold_cells", "gold_for", "greedy",
-           "greedy_or_message", "grid_cell", "grid_key", "group_head_name", "head_keys", "head_label", "head_picker",
-           "head_selection", "kind_picker", "kind_title", "layer_picker", "map_kind", "md", "md_token",
-           "model_caption", "off_panels", "pick_model_b", "presenting", "read_ahead_greedy", "reference_for",
-           "replay_download", "require_model", "share_reference", "share_text", "show_ablated_step",
-           "show_ablation_panel", "show_agreement", "show_alignment_scores", "show_both_maps", "show_chart",
-           "show_chips", "show_comparison", "show_difference", "show_large_map", "show_model_view",
-           "show_output_cards", "show_outputs", "show_small_table", "show_step_attribution", "show_step_through",
-           "show_sweep", "show_weights", "slide_downloads", "slide_title", "step_caption", "step_picker",
-           "step_table", "teacher", "toggle_clicked_head", "visible", "weights_of",
-           "MAP_VALUES", "captured_for", "show_attention_inside", "show_contribution_map", "show_head_computation",
-           "show_step_inside", "TOUR", "show_stage", "tour_navigation", "show_line_view"]
-__all__ += ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODE_KEY", "MODELS", "compare_mode", "edit_comparison", "edited_text",
-            "show_edit_difference", "show_edit_mode", "show_edit_outputs"]
-__all__ += ["latest_corpus_statistics", "masked_attention_result", "segment_choice", "show_corpus_statistics",
-            "show_mask_page", "show_masked_compare"]
-__all__ += ["animation_downloads", "decode_animation", "file_stem"]
-__all__ += ["sampled_or_message", "sampling_controls", "show_beam_tree"]
-__all__ += ["show_patched_link"]
-__all__ += ["show_attention_views", "show_decode_views"]
-__all__ += ["decode_state"]
-__all__ += ["LINK_OPENS", "LINK_PARAMS", "Selection", "attention_selection", "compare_decodes", "compare_selection",
-            "decode_selection", "home_selection", "learn_selection", "show_try_it"]
+           "Selection", "SlideTitle", "TEXT_KEY", "TEXT_TASK_KEY", "TOUR", "ablated_run", "animation_downloads",
+           "attention_ablation", "attention_result", "attention_selection", "bind_reference", "bind_text",
+           "cached_chart", "captured_for", "chart_downloads", "chart_heading", "chart_spec", "clicked_note",
+           "combine_options", "compare_decodes", "compare_kinds", "compare_mode", "compare_selection",
+           "current_output", "decode_animation", "decode_results", "decode_selection", "decode_state", "default_text",
+           "divergence_message", "edit_comparison", "edited_text", "file_stem", "gold_alignment_for", "gold_cells",
+           "gold_for", "greedy", "greedy_or_message", "grid_cell", "grid_key", "group_head_name", "head_keys",
+           "head_label", "head_picker", "head_selection", "home_selection", "kind_picker", "kind_title",
+           "latest_corpus_statistics", "layer_picker", "learn_selection", "map_columns", "map_kind",
+           "masked_attention_result", "md", "md_token", "model_caption", "off_panels", "pick_model_b", "presenting",
+           "read_ahead_greedy", "reference_for", "replay_download", "require_model", "sampled_or_message",
+           "sampling_controls", "segment_choice", "share_reference", "share_text", "show_ablated_step",
+           "show_ablation_panel", "show_agreement", "show_alignment_scores", "show_attention_inside",
+           "show_attention_views", "show_beam_tree", "show_both_maps", "show_chart", "show_chips", "show_comparison",
+           "show_contribution_map", "show_corpus_statistics", "show_decode_views", "show_difference",
+           "show_edit_difference", "show_edit_mode", "show_edit_outputs", "show_head_computation", "show_large_map",
+           "show_line_view", "show_mask_page", "show_masked_compare", "show_model_view", "show_output_cards",
+           "show_outputs", "show_patched_link", "show_small_table", "show_stage", "show_step_attribution",
+           "show_step_inside", "show_step_through", "show_sweep", "show_try_it", "show_weights", "slide_downloads",
+           "slide_title", "step_caption", "step_picker", "step_table", "teacher", "toggle_clicked_head",
+           "tour_navigation", "visible", "weights_of"]
