@@ -1,5 +1,8 @@
 """Beam search: width 1 is greedy decoding; wider beams rank hypotheses by length-penalised log-probability."""
 
+import importlib
+import pkgutil
+
 import pytest
 
 from transformer.cli import main
@@ -79,6 +82,9 @@ def test_decode_with_a_beam_reads_the_checkpoint_once(tiny_checkpoint_dir, monke
         return real(*args, **kwargs)
 
     monkeypatch.setattr(models, "load_checkpoint", counted)
-    monkeypatch.setattr(cli, "load_checkpoint", counted)
+    for info in pkgutil.iter_modules(cli.__path__):  # every command module that reads a checkpoint itself
+        module = importlib.import_module(f"transformer.cli.{info.name}")
+        if hasattr(module, "load_checkpoint"):
+            monkeypatch.setattr(module, "load_checkpoint", counted)
     assert cli.main(["decode", str(tiny_checkpoint_dir / "reverse"), "abc", "--beam", "3", "--max-steps", "6"]) == 0
     assert len(loads) == 1 and capsys.readouterr().out.endswith("\n")
