@@ -69,18 +69,20 @@ def _words(tokens: Sequence[str]) -> str:
 
 
 def side_by_side(*charts: alt.TopLevelMixin, spacing: int = 48) -> dict[str, Any]:
-    """One Vega-Lite spec drawing `charts` in a row, top-aligned: their datasets and configs lifted to the top (a
-    concatenated chart may not set autosize, a top-level property)."""
-    combined: dict[str, Any] = {"hconcat": [], "spacing": spacing, "datasets": {}, "config": {}}
+    """One Vega-Lite spec drawing `charts` in a row, top-aligned: their datasets, parameters (the token labels) and
+    configs lifted to the top (a concatenated chart may not set autosize, a top-level property)."""
+    combined: dict[str, Any] = {"hconcat": [], "spacing": spacing, "datasets": {}, "params": {}, "config": {}}
     for chart in charts:
         spec = chart.to_dict(validate=False)  # the builders are validated by their tests
         combined["$schema"] = spec.pop("$schema", None)
         combined["autosize"] = spec.pop("autosize", None)
         combined["datasets"].update(spec.pop("datasets", {}))
+        combined["params"].update({param["name"]: param for param in spec.pop("params", [])})
         for part, settings in spec.pop("config", {}).items():
             combined["config"].setdefault(part, {}).update(settings) if isinstance(settings, dict) else \
                 combined["config"].setdefault(part, settings)
         combined["hconcat"].append(spec)
+    combined["params"] = list(combined["params"].values()) or None
     return {k: v for k, v in combined.items() if v is not None}
 
 

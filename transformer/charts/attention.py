@@ -5,6 +5,7 @@ repeated tokens keep their own row or column. See `chart_style` for the shared c
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Collection, Mapping, Sequence
 
@@ -96,10 +97,25 @@ def token_font_size(cell: float, large: bool = False) -> int:
     return 11 if cell >= 14 else 9 if cell >= 11 else 8
 
 
+def token_labels(tokens: Sequence[str]) -> alt.Parameter:
+    """The tokens as drawn, held as a parameter's value: an axis reads its label by position from it, so a token
+    (`if`, a quote, `</script>`) is data and never part of a Vega expression. Named by its content, so two axes with
+    the same tokens share it and a chart's spec stays the same while its data changes."""
+    labels = [visible_token(t) for t in tokens]
+    digest = hashlib.sha1(json.dumps(labels).encode()).hexdigest()[:12]
+    return alt.param(name=f"tokens_{digest}", value=labels)
+
+
+def with_token_labels(chart: alt.TopLevelMixin, *token_lists: Sequence[str]) -> alt.TopLevelMixin:
+    """`chart` with the label parameters its token axes read (`_token_axis`), each declared once."""
+    params = {p.name: p for p in (token_labels(tokens) for tokens in token_lists)}
+    return chart.add_params(*params.values())
+
+
 def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizontal: bool,
                 large: bool = False) -> alt.Axis:
-    """An ordinal position axis whose labels are the tokens (so repeated tokens keep their own column)."""
-    labels = [visible_token(t) for t in tokens]
+    """An ordinal position axis whose labels are the tokens (so repeated tokens keep their own column), read from
+    the chart's `token_labels` parameter (add it with `with_token_labels`)."""
     font_size = token_font_size(cell, large)
     angle = label_angle(tokens, cell, font_size) if horizontal else 0
     while angle and font_size > 11:  # a smaller label that fits level reads better than a large rotated one
@@ -109,7 +125,7 @@ def _token_axis(tokens: Sequence[str], cell: float, title: str | None, *, horizo
     show = cell >= 9  # below this, labels would overprint each other: the tooltip still names each token
     # labelFlush off: Streamlit's chart theme turns it on, which left-aligns the first label at its tick (and
     # right-aligns the last), so a long first token ran into the second one
-    return alt.Axis(title=title, labels=show, labelExpr=f"{json.dumps(labels, ensure_ascii=False)}[datum.value]",
+    return alt.Axis(title=title, labels=show, labelExpr=f"{token_labels(tokens).name}[datum.value]",
                     labelAngle=angle, labelFontSize=font_size, labelLimit=limit, labelOverlap=False,
                     labelFlush=False, titleFontSize=max(11, font_size), **PLAIN_AXIS)
 
@@ -205,10 +221,11 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     heading = (_map_title(trace, kind, layer, head) if title is None else title)
     heading += window_title(k_start, k_stop, n_keys) if heading else ""
     note = hidden_note(trace, kind)
-    return alt.layer(*layers).properties(
+    chart = alt.layer(*layers).properties(
         width=cell * k, height=cell * q, view=_view(max_row), autosize=AUTOSIZE,
         title=alt.TitleParams(heading, anchor="start", fontSize=max(14, token_font_size(cell, large_labels) + 3),
                               **({"subtitle": note, "subtitleColor": "#555"} if note else {})))
+    return with_token_labels(chart, *trace.labels(kind))
 
 
 _CLICK_HINTS = {"select": "click a panel to select it, double-click to clear",
@@ -271,7 +288,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.OpacityValue(
         0.3, condition={"param": selection.name, "value": 1.0}))
             .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))
-    return base.facet(
+    grid = base.facet(
         facet=alt.Facet("panel:N", sort=panels, title=None,
                         header=alt.Header(labelFontSize=12, labelFontWeight="bold", labelPadding=4)),
         columns=len(heads), spacing=10, autosize=AUTOSIZE,
@@ -281,6 +298,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
                                                                 _CLICK_HINTS[clicks], hidden_note(trace, kind)])),
                               anchor="start", fontSize=14, subtitleColor="#555"),
     )
+    return with_token_labels(grid, *trace.labels(kind))
 
 
 def selected_panel(event: Mapping[str, Any] | None) -> tuple[int, int | None] | None:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import AttentionDifference
-from .attention import _cell_size, _token_axis, axis_titles
+from .attention import _cell_size, _token_axis, axis_titles, with_token_labels
 from .style import AUTOSIZE, visible_token
 
 # ColorBrewer RdBu: red where A attends more, white for no difference, blue where B attends more.
@@ -42,7 +42,7 @@ def difference_chart(frame: pd.DataFrame, query_tokens: Sequence[str], key_token
     −1..1 scale, queries down and keys across; `extra_tooltips` after the common ones."""
     q, k = len(query_tokens), len(key_tokens)
     y_title, x_title = axis_titles(kind)
-    return alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(
+    chart = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(
         x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(k))),
                 axis=_token_axis(key_tokens, cell, x_title, horizontal=True)),
         y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(q))),
@@ -54,3 +54,4 @@ def difference_chart(frame: pd.DataFrame, query_tokens: Sequence[str], key_token
                  alt.Tooltip("difference_text:N", title="B − A"), *extra_tooltips],
     ).properties(width=cell * k, height=cell * q, view=alt.ViewBackground(stroke=None), autosize=AUTOSIZE,
                  title=alt.TitleParams(title, anchor="start", fontSize=14))
+    return with_token_labels(chart, query_tokens, key_tokens)

@@ -123,8 +123,10 @@ def panel_images(trace: AttentionTrace, kind: str, layers: Sequence[int], rows: 
     return pd.DataFrame(found)
 
 
-def _tokens_expr(tokens: Sequence[str], field: str) -> str:
-    return f"{json.dumps([visible_token(t) for t in tokens], ensure_ascii=False)}[datum.{field}]"
+def _token_lookup(tokens: Sequence[str], name: str) -> alt.LookupData:
+    """The tokens as data, looked up by position: a token is a value, never part of a Vega expression."""
+    table = pd.DataFrame({"position": range(len(tokens)), name: [visible_token(t) for t in tokens]})
+    return alt.LookupData(data=table, key="position", fields=[name])
 
 
 def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | None = None,
@@ -198,8 +200,9 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         cells = alt.Chart(data).transform_calculate(
             x=f"({col_expr}) * {across} + (datum.k - {window[0]}) * {step}",
             y=f"({row_expr}) * {down} + {HEADER} + datum.q * {step}",
-            query_token=_tokens_expr(q_tokens, "q"), key_token=_tokens_expr(k_tokens, "k"),
             panel="'L' + (datum.layer + 1) + ' ' + (datum.head < 0 ? 'mean' : 'H' + (datum.head + 1))",
+        ).transform_lookup(lookup="q", from_=_token_lookup(q_tokens, "query_token")).transform_lookup(
+            lookup="k", from_=_token_lookup(k_tokens, "key_token"),
         ).transform_calculate(x2=f"datum.x + {step}", y2=f"datum.y + {step}").mark_rect().encode(
             x=alt.X("x:Q", scale=None, axis=None), x2="x2:Q", y=alt.Y("y:Q", scale=None, axis=None), y2="y2:Q",
             color=colour, opacity=opacity,
