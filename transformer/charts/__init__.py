@@ -77,3 +77,10 @@ __all__ += ["snapshot_curves_chart", "snapshot_frame"]
 __all__ += ["FINDER_SELECTION", "finder_points", "head_finder_chart", "LAYER_STATISTICS", "head_page_charts",
             "head_page_html", "layer_frame"]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]
+from .composition import (  # noqa: E402
+    COMPOSITION_PAIR, clicked_composition_pair, composition_heatmap, k_composition_heatmap, q_composition_heatmap,
+    v_composition_heatmap,
+)
+
+__all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
+            "q_composition_heatmap", "v_composition_heatmap"]

@@ -1,0 +1,62 @@
+"""Composition heatmaps: for each composition type (Q, K, V; Elhage et al. 2021), how strongly each later head reads
+each earlier head's output, as `analysis.composition_scores` gives it (no Streamlit). Rows are the reading heads,
+columns the writing heads, both in the model's order; pairs that do not read each other that way are left blank. A
+click selects the pair (`COMPOSITION_PAIR`: its `from` and `to` labels)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from .style import AUTOSIZE
+
+COMPOSITION_PAIR = "composition_pair"
+TITLES = {"q": "Q-composition", "k": "K-composition", "v": "V-composition"}
+MAX_MAP_PX = 1100
+
+
+def composition_heatmap(frame: pd.DataFrame, mode: str, *, title: str = "", max_width: int = MAX_MAP_PX) -> alt.Chart:
+    """One composition type's map (`mode` "q", "k" or "v") of a `composition_scores` frame, 0..1, never wider than
+    `max_width` pixels."""
+    if mode not in TITLES:
+        raise ValueError(f"composition type {mode!r}: one of q, k, v")
+    data = frame.dropna(subset=[mode])[["from", "to", mode]].rename(columns={mode: "score"})
+    writers, readers = list(dict.fromkeys(frame["from"])), list(dict.fromkeys(frame["to"]))
+    cell = float(max(1.0, min(28.0, max_width / max(len(writers), 1))))
+    height = float(max(1.0, min(28.0, 700 / max(len(readers), 1))))
+    pick = alt.selection_point(name=COMPOSITION_PAIR, fields=["from", "to"], on="click", toggle=False)
+    return alt.Chart(data).mark_rect().encode(
+        x=alt.X("from:N", sort=writers, title="earlier head (writes)",
+                axis=alt.Axis(labelAngle=-60, labelOverlap=True, labelLimit=90)),
+        y=alt.Y("to:N", sort=readers, title="later head (reads)", axis=alt.Axis(labelOverlap=True)),
+        color=alt.Color("score:Q", title=TITLES[mode], scale=alt.Scale(scheme="blues", domain=[0, 1])),
+        tooltip=[alt.Tooltip("from:N", title="from"), alt.Tooltip("to:N", title="to"),
+                 alt.Tooltip("score:Q", title=TITLES[mode], format=".3f")],
+    ).add_params(pick).properties(width=cell * len(writers), height=height * len(readers), autosize=AUTOSIZE,
+                                  title=alt.TitleParams(title or TITLES[mode], anchor="start", fontSize=14))
+
+
+def q_composition_heatmap(frame: pd.DataFrame, **kwargs: Any) -> alt.Chart:
+    """The Q-composition map: a later head's queries reading an earlier head's output."""
+    return composition_heatmap(frame, "q", **kwargs)
+
+
+def k_composition_heatmap(frame: pd.DataFrame, **kwargs: Any) -> alt.Chart:
+    """The K-composition map: a later head's keys reading an earlier head's output (encoder -> cross included)."""
+    return composition_heatmap(frame, "k", **kwargs)
+
+
+def v_composition_heatmap(frame: pd.DataFrame, **kwargs: Any) -> alt.Chart:
+    """The V-composition map: a later head's values reading an earlier head's output."""
+    return composition_heatmap(frame, "v", **kwargs)
+
+
+def clicked_composition_pair(event: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(from, to) of the clicked cell of a composition heatmap from Streamlit's selection state, or None."""
+    points = ((event or {}).get("selection") or {}).get(COMPOSITION_PAIR) or []
+    if not points or not isinstance(points, list) or not isinstance(points[0], Mapping):
+        return None
+    pair = points[0].get("from"), points[0].get("to")
+    return pair if all(isinstance(p, str) for p in pair) else None
