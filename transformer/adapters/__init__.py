@@ -15,6 +15,8 @@ from .native_masked import NativeEncoderOnly
 from .paths import MLP, PathRecord, Projections, ResidualPath, ResidualPathError, StackPath, Sublayer
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls
+from .store_capture import attention_store, store_of_insides
+from .store_forward import StoreChunks, build_store, store_chunks, store_feed
 
 __all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
            "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
@@ -23,3 +25,4 @@ __all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_
            "check_encoder_layer", "recording_calls", "MLP", "PathRecord", "Projections", "ResidualPath",
            "ResidualPathError", "StackPath", "Sublayer",
            "LEARNED", "RELATIVE", "ROTARY", "SINUSOIDAL", "PositionScheme", "position_scheme"]
+__all__ += ["attention_store", "store_of_insides", "StoreChunks", "build_store", "store_chunks", "store_feed"]

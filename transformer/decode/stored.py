@@ -8,8 +8,7 @@ from typing import Sequence
 
 import torch
 
-from ..adapters import InspectableModel
-from ..adapters.store_forward import build_store, store_chunks, store_feed
+from ..adapters import InspectableModel, build_store, store_chunks, store_feed
 from ..model import AttentionStore
 from .greedy import DecodeResult, InputError, Step, _choose
 from .trace import AttentionTrace

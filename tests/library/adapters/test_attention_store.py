@@ -16,7 +16,8 @@ from tests.helpers.hf_masked_models import build as build_masked
 from tests.helpers.hf_tiny_models import FAMILIES, MORE_FAMILIES
 from tests.helpers.hf_tiny_models import build as build_seq2seq
 from tests.helpers.our_models import OURS, _inputs, _ours
-from transformer.adapters.store_capture import attention_store, layer_of, store_of_insides
+from transformer.adapters import attention_store, store_of_insides
+from transformer.adapters.store_capture import layer_of
 from transformer.model import AttentionInputs, AttentionStore, ScoreRules, StoreError, layer_store, row_lse, tile
 from transformer.store import open_model
 
