@@ -3,7 +3,7 @@
 Altair's facet (`attention_grid`) gives every panel its own scales, axes and dataflow; at 12 layers x 17 panels the
 browser spends seconds building them. Here each cell's pixel position is computed once (panel column and row from
 head and layer, then key and query inside the panel), so 200 panels cost what one large heatmap costs. Tokens are
-named in the tooltip (looked up by position in the spec, not repeated in every row). See bench/grid_render.py.
+named in the tooltip (looked up by position in the spec, not repeated in every row). See bench/app/grid_render.py.
 """
 from __future__ import annotations
 

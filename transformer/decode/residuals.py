@@ -5,7 +5,7 @@ Why record during the decode rather than run one teacher-forced `insides` pass o
 recorded rows are exactly what the decode's own steps computed (cached keys and values, the same kernels), so the
 last layer's lens is the step's distribution itself, not a recomputation that agrees only to rounding; and the
 recording keeps references to tensors the step computes anyway, so the decode costs about the same
-(bench/lens_speed.py, bench/README.md). Where the adapter's cache records the stream itself (`record_in_cache`: our
+(bench/speed/lens.py, bench/README.md). Where the adapter's cache records the stream itself (`record_in_cache`: our
 encoder-decoder, whose hook-free `StepPlan` appends each layer's output to a list in the decode's cache) no hook is
 put on the model; elsewhere hooks on the decoder's layers record it (`recording_calls`).
 """

@@ -63,8 +63,8 @@ STAGE_RECIPES: dict[str, StageRecipe] = {
     # plateaued at 0.97-0.985 exact match), a feed-forward of twice the width (a cheap step), a high peak learning
     # rate with a short warm-up and a cosine decay over the steps a clean picture takes, then the final rate until
     # it is clean. A global batch of 128: clean at 475-500 steps in 5 of 5 seeds, where a batch of 64 took 500-1,200
-    # (bench/stage_sweep.py); on 2 cores it trains as 2 processes x 64 (DDP, one thread each), which steps faster
-    # than one process x 2 threads (docs/training.md, "The stage demo").
+    # (bench/quality/stage_sweep.py); on 2 cores it trains as 2 processes x 64 (DDP, one thread each), which steps
+    # faster than one process x 2 threads (docs/training.md, "The stage demo").
     "reverse": StageRecipe(
         task="reverse",
         model=dict(d_model=64, n_heads=1, n_encoder_layers=2, n_decoder_layers=1, d_ff=128, dropout=0.0,
