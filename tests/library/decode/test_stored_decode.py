@@ -99,3 +99,24 @@ def test_a_long_trace_keeps_its_store_in_a_side_file_and_recomputes_any_tile(lm,
     from transformer.decode import TraceFormatError
     with pytest.raises(TraceFormatError, match="cannot read the attention store"):
         load_trace_json(tmp_path / "long.json")
+
+
+def test_a_sliding_window_shorter_than_the_prompt_is_stored_as_its_rule(tmp_path):
+    import json
+    folder = build_causal("qwen2", tmp_path / "qwen2")
+    config = json.loads((folder / "config.json").read_text())
+    config.update(use_sliding_window=True, sliding_window=16, max_window_layers=1,
+                  layer_types=["full_attention", "sliding_attention"])
+    (folder / "config.json").write_text(json.dumps(config))
+    lm = open_model(str(folder))
+    prompt, _, text = _prompt(lm)
+    steps, store, _ = stored_greedy(lm, prompt, max_steps=3)
+    assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(lm, text, max_steps=3).steps]
+    assert store.layer("self", 1).rules.window == 16 and store.layer("self", 0).rules.window is None
+    ids = torch.tensor([[*prompt, *(s.token_id for s in steps[:-1])]])
+    eager = attention_store(lm, ids, ids)
+    for layer in range(2):
+        torch.testing.assert_close(store.layer("self", layer).lse, eager.layer("self", layer).lse, atol=1e-5,
+                                   rtol=1e-6)
+        torch.testing.assert_close(store.tile("self", layer, 3, slice(-4, None)),
+                                   eager.tile("self", layer, 3, slice(-4, None)), atol=1e-5, rtol=0)
