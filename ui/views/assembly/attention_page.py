@@ -10,7 +10,9 @@ from ..features import (
     show_agreement,
     show_attention_inside,
     show_contribution_map,
+    latest_corpus_statistics,
     show_corpus_statistics,
+    show_head_finder,
     show_line_view,
     show_sweep,
 )
@@ -50,3 +52,7 @@ def show_attention_views(sel: Selection) -> None:
                    "masks).")
     st.subheader("Head statistics over a corpus", anchor=False)
     show_corpus_statistics(active, key="attention_corpus")
+    stats = latest_corpus_statistics(active)
+    if stats is not None and stats.kept is not None:
+        st.subheader("Find heads", anchor=False)
+        show_head_finder(active, stats, key="attention_finder")

@@ -95,6 +95,8 @@ def _show_examples(stats: CorpusStats, labels: list[str], key: str) -> None:
                            "head": h.head + 1})
         return f"- [{md(sources[i])}](/attention?{query})"
 
+    page = urlencode({"model": model, "kind": h.kind, "layer": h.layer + 1, "head": h.head + 1})
+    st.markdown(f"[{h.label} over the whole corpus: its page](/head?{page})")
     c_most, c_least = st.columns(2)
     c_most.markdown("**Most like its average**\n\n" + "\n".join(link(i) for i in most if i < len(sources)))
     c_least.markdown("**Least like its average**\n\n" + "\n".join(link(i) for i in least if i < len(sources)))

@@ -32,6 +32,7 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
                 "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit"},
     "train": {},
     "learn": {"text": "learn_text"},
+    "head": {"kind": "head_page_kind", "layer": "head_page_layer", "head": "head_page_head"},
 }
 
 # page -> link parameter -> the expander it opens: a link naming the beam width opens the beam tree, one naming the
