@@ -181,7 +181,8 @@ def _gpt2(model: nn.Module) -> tuple:
 
 def _llama(model: nn.Module) -> tuple:
     base = model.model
-    layers = tuple((Sublayer("self", b.input_layernorm), Sublayer(MLP, b.post_attention_layernorm)) for b in base.layers)
+    layers = tuple((Sublayer("self", b.input_layernorm), Sublayer(MLP, b.post_attention_layernorm))
+                   for b in base.layers)
     proj = tuple(_separate(b.self_attn.q_proj, b.self_attn.k_proj, b.self_attn.v_proj) for b in base.layers)
     if any(hasattr(b.self_attn, n) for b in base.layers for n in ("q_norm", "k_norm")):
         raise ResidualPathError(f"{type(model).__name__} normalises its queries and keys per head: not taken apart yet")

@@ -143,10 +143,15 @@ from .residual_parts import (  # noqa: E402
 from .qk_attribution import QKTable, qk_attribution  # noqa: E402
 from .path_decode import DecodeParts, decode_parts  # noqa: E402
 from .composition import MODES as COMPOSITION_MODES, composition_scores, strongest  # noqa: E402
+from .routes import (  # noqa: E402
+    RESIDUAL, THRESHOLD as ROUTE_THRESHOLD, Edge, Inflow, Route, RouteGraph, node_label, proximity, route, route_dict,
+    step_route,
+)
 
 __all__ += ["BIAS", "EMBED", "POS", "Parts", "PathCapture", "capture_path", "frozen_norm", "mlp_label", "reading_parts",
             "residual_parts", "QKTable", "qk_attribution", "DecodeParts", "decode_parts",
-            "COMPOSITION_MODES", "composition_scores", "strongest"]
+            "COMPOSITION_MODES", "composition_scores", "strongest", "RESIDUAL", "ROUTE_THRESHOLD", "Edge",
+            "Inflow", "Route", "RouteGraph", "node_label", "proximity", "route", "route_dict", "step_route"]
 from .reliance import Reliance, StepReliance, rank_corpus, reliance, text_reliance, wasserstein_to_uniform  # noqa: E402
 
 __all__ += ["Reliance", "StepReliance", "rank_corpus", "reliance", "text_reliance", "wasserstein_to_uniform"]

@@ -111,7 +111,8 @@ def composition_scores(lm: InspectableModel) -> pd.DataFrame:
                     scores[mode] = both / reader.norms[mode][:, None] / norm[None, :]
                 for h2 in range(counts[reader.kind][1]):
                     for h1 in range(counts[kind][1]):
-                        rows.append({"from": Head(kind, layer, h1).label, "to": Head(reader.kind, reader.layer, h2).label,
+                        rows.append({"from": Head(kind, layer, h1).label,
+                                     "to": Head(reader.kind, reader.layer, h2).label,
                                      **{m: float(scores[m][h2, h1]) if m in scores else float("nan") for m in MODES}})
     if not rows:
         raise ResidualPathError(f"{lm.name} has one attention layer: no head reads another head's output, so there "

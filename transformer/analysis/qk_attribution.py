@@ -80,7 +80,8 @@ def _project(parts: Parts, weight: Tensor, bias: Tensor | None, rows: slice) -> 
 def _check_head(cap: PathCapture, head: Head) -> None:
     inputs = cap.insides.inputs.get(head.kind)
     if inputs is None:
-        raise ResidualPathError(f"{cap.model} has no {head.kind} attention (its kinds: {', '.join(cap.insides.inputs)})")
+        kinds = ", ".join(cap.insides.inputs)
+        raise ResidualPathError(f"{cap.model} has no {head.kind} attention (its kinds: {kinds})")
     if not 0 <= head.layer < len(inputs) or not 0 <= head.head < inputs[0].n_heads:
         raise ResidualPathError(f"{cap.model} has no head {head.label}: {head.kind} has layers 1-{len(inputs)} and "
                                 f"heads 1-{inputs[0].n_heads}")

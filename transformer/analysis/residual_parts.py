@@ -84,7 +84,8 @@ def frozen_norm(norm: nn.Module | None, vectors: Tensor, total: Tensor) -> tuple
         return out, None if bias is None else bias.detach().float().expand_as(total)
     eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
     if eps is None or "gemma" in type(norm).__name__.lower():
-        raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: the stream is not taken apart")
+        raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: the stream is not taken "
+                                "apart")
     rms = (total.pow(2).mean(-1) + eps).sqrt()
     return vectors / rms[None, :, None] * gain, None
 

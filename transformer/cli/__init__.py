@@ -11,6 +11,7 @@ The commands, in the order `--help` lists them (the registry is COMMANDS below; 
     animate   a saved run's training evolution (its probe frames) as MP4 or GIF
     qk        one attention score taken apart into pairs of residual parts (query part, key part) and terms
     composition  Q-, K- and V-composition between every earlier and later head (from the weights)
+    routes    the route of each output token through heads, MLPs and positions (information flow routes)
     reliance  source or prefix: each decode step's reliance on the source, detached steps, omitted tokens; --corpus
 
 A command is a module `NAME.py` here with a docstring, `register(commands)` (adds its parser with
@@ -36,10 +37,10 @@ from ..decode import InputError
 from ..model import ConfigError
 from ..store import CheckpointError
 from ..train import DeviceError, NonFiniteLossError, PeerLostError
-from . import animate, composition, decode, eval, fill, heads, patch, qk, reliance, train
+from . import animate, composition, decode, eval, fill, heads, patch, qk, reliance, routes, train
 from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Parser, UsageError
 
-COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, reliance)
+COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, routes, reliance)
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
                HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError, VideoError, ChartExportError)
 

@@ -37,7 +37,8 @@ def register(commands: Commands) -> None:
                    "1-based, specials included (default with --step: the position producing that step's token)")
     p.add_argument("--key", type=positive_int, required=True, metavar="J", help="the key position, 1-based")
     p.add_argument("--step", type=positive_int, metavar="S", help="read the decode up to output token S (1-based)")
-    p.add_argument("--top", type=positive_int, default=15, metavar="N", help="pairs printed (default 15; --json has all)")
+    p.add_argument("--top", type=positive_int, default=15, metavar="N",
+                   help="pairs printed (default 15; --json has all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_model_arguments(p)
     p.set_defaults(run=run)
