@@ -18,22 +18,34 @@ LAYER_STATISTICS = ("entropy", "max_weight", "first", "special", "previous", "ne
 MAX_KEYS = 60  # keys an example strip shows, around its peak
 
 
-def example_row_chart(example: dict, *, width: int = 560) -> alt.Chart:
-    """One kept row as a strip over its keys (at most MAX_KEYS around the peak), the peak key outlined."""
+def _example_frame(n: int, example: dict) -> pd.DataFrame:
+    """One kept row's keys (at most MAX_KEYS around the peak) as rows of the examples' chart."""
     keys, row, peak = example["keys"], example["row"], example["key"]
     lo = max(0, min(peak - MAX_KEYS // 2, len(keys) - MAX_KEYS))
     shown = range(lo, min(len(keys), lo + MAX_KEYS))
-    data = pd.DataFrame({"position": list(shown), "token": [f"{visible_token(keys[k])}·{k}" for k in shown],
-                         "weight": [row[k] for k in shown], "peak": [k == peak for k in shown]})
     query = visible_token(example["queries"][example["query"]])
-    title = (f"sentence {example['sentence'] + 1}, query {query!r} (position {example['query']}): "
+    title = (f"{n + 1}. sentence {example['sentence'] + 1}, query {query!r} (position {example['query']}): "
              f"peak {example['peak']:.2f} on {visible_token(keys[peak])!r} (decile {example['decile'] + 1})")
-    return (alt.Chart(data, title=alt.Title(title, fontSize=12, anchor="start"), width=width, height=22)
+    return pd.DataFrame({"example": title, "position": list(shown),
+                         "token": [f"{visible_token(keys[k])}·{k}" for k in shown],
+                         "weight": [row[k] for k in shown], "peak": [k == peak for k in shown]})
+
+
+def examples_chart(examples: list[dict], *, width: int = 560) -> alt.FacetChart:
+    """The kept rows, one strip each over its keys (at most MAX_KEYS around the peak), the peak key outlined."""
+    data = pd.concat([_example_frame(n, e) for n, e in enumerate(examples)], ignore_index=True)
+    order = list(dict.fromkeys(data["example"]))
+    return (alt.Chart(data, width=width, height=22)
             .mark_rect(stroke="black")
             .encode(x=alt.X("token:N", sort=None, title=None, axis=alt.Axis(labelAngle=-60, labelLimit=90)),
                     color=alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES), domain=[0, 1]), legend=None),
                     strokeWidth=alt.condition("datum.peak", alt.value(2), alt.value(0)),
-                    tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")]))
+                    tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")])
+            .facet(row=alt.Row("example:N", sort=order, title=None,
+                               header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="top",
+                                                 labelAnchor="start", labelFontSize=12, labelLimit=width)),
+                   title="Strongest rows by decile of the peak weight")
+            .resolve_scale(x="independent").properties(autosize=AUTOSIZE))
 
 
 def distance_chart(histogram: list[float], *, width: int = 420) -> alt.Chart:
@@ -90,8 +102,7 @@ def head_page_charts(stats: CorpusStats, head: Head, *, examples: int = 6) -> di
     kind, layer, h = head
     rows = stats.kept.examples(kind, layer, h)[:examples]
     hist = stats.kept.distance_histogram(kind, layer, h)
-    strips = alt.vconcat(*[example_row_chart(r) for r in rows], autosize=AUTOSIZE) if rows else None
-    return {"examples": strips,
+    return {"examples": examples_chart(rows) if rows else None,
             "distance": None if hist is None else distance_chart(hist),
             "to": token_chart(stats.kept.top_tokens(kind, layer, h, "to"), "Attended to most (as key)"),
             "from": token_chart(stats.kept.top_tokens(kind, layer, h, "from"), "Attends most from (as query)"),
