@@ -1,4 +1,4 @@
-"""The contribution switch on the Attention page at bart-large's shape (issue 32's speed table): the server's time for
+"""The contribution switch on the Attention page at bart-large's shape: the server's time for
 the page's script run (Streamlit's AppTest, in this process) when a head's map shows its weights against the run when
 the same head's map switches to contributions, interleaved head by head, after the first capture of the decode's
 queries, keys and values (that first switch is reported apart: it is the capture row of the table).

@@ -1,4 +1,4 @@
-"""The line view in Chromium (issue 32's speed table: 12 heads, 60 tokens, ≤ 1 s): a random trace of 12 heads over
+"""The line view in Chromium (the target: 12 heads, 60 tokens, ≤ 1 s): a random trace of 12 heads over
 60 source and 60 target tokens (scores × 3 before the softmax, so rows are peaked as real heads are), the line view
 of every head (lines under 0.02 left out, at most 6,000), against one head's weight map drawn in the same page.
 Time = JSON.parse + vegaEmbed + the view's run + two animation frames (bench/app/grid_render.py's DRAW_JS), median of

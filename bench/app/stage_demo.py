@@ -1,4 +1,4 @@
-"""The stage demo started from the Train page with the page open in Chromium at 1280x720 (issue 36): for each seed,
+"""The stage demo started from the Train page with the page open in Chromium at 1280x720: for each seed,
 switch on Stage demo, set the seed, press Train and read how the run ended from the page ("the picture is clean at
 step N after X s of training (exact match E, head L1H1 A aligned)"), with the load beside it.
 

@@ -3,7 +3,7 @@ is clean (or the rule's time cap), then scored on 500 held-out examples.
 
 Reports per seed: steps, training seconds and CPU seconds to the clean picture, exact match and the best
 cross-attention head's alignment (the rule's check on 200 examples, and 500 afterwards), and the machine's load.
-Targets (issue 36): reversal ≥ 0.99 exact match with a head ≥ 0.9 aligned in ≤ 10 s, 4 of 5 seeds;
+Targets: reversal ≥ 0.99 exact match with a head ≥ 0.9 aligned in ≤ 10 s, 4 of 5 seeds;
 toy English→German a head ≥ 0.9 aligned in ≤ 30 s.
 
 With `--processes N` (N > 1) each seed runs the command a speaker types, `torchrun --standalone --nproc-per-node N

@@ -1,7 +1,7 @@
 """The demo as a video: the shipped Multi30k model's 20-step decode made into an animation at 1920x1080 (a slide a
 step, the map beside the top-k), as H.264 MP4 and as GIF: the time to make each and its size, against the baseline
 of the same run, the 20 slides drawn as PNGs one after another (what the slides export would take for them).
-Targets (issue 36): at most 30 s to make, at most 10 MB as MP4 and 20 MB as GIF. Beside the wall time, the CPU time
+Targets: at most 30 s to make, at most 10 MB as MP4 and 20 MB as GIF. Beside the wall time, the CPU time
 of the process (every thread, vl-convert's and x264's included): on a busy machine the wall time grows with the
 load while the CPU time does not, and on an idle 2-core machine the wall time is at most the CPU time.
 

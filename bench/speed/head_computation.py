@@ -1,4 +1,4 @@
-"""Inside one head at real sizes (issue 32's speed table). For each part: a 20-step greedy decode (the baseline),
+"""Inside one head at real sizes. For each part: a 20-step greedy decode (the baseline),
 the first capture of every layer's queries, keys, values and output projection over that decode (ratio to the
 decode, measured in the same run), a new head's computation with its stage charts built (what the server does when
 a head is picked, after the first capture), and the contribution map of a head and of the mean of heads with its

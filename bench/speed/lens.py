@@ -1,4 +1,4 @@
-"""The logit lens at real sizes (issue 33's speed table): a 20-token greedy decode with and without recording the
+"""The logit lens at real sizes: a 20-token greedy decode with and without recording the
 residual stream (interleaved, best of `DECODE_REPEATS` each, wall and CPU seconds, so the ratio is measured in the
 same run), the lens of every layer at one step, and the whole layers x steps grid (every step's lens).
 

@@ -1,4 +1,4 @@
-"""Activation patching and edit-and-compare at real shapes (issue 34's table), each part in its own process so its
+"""Activation patching and edit-and-compare at real shapes, each part in its own process so its
 peak RSS is its own, with baselines measured in the same run.
 
 Parts: `bart` (a random BART of bart-large's shape, 576 heads: every head's output patched at one step, exact and

@@ -147,7 +147,7 @@ def _steps(result: DecodeResult) -> list[dict[str, Any]]:
 def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None
                 ) -> dict[str, Any]:
     """Everything the replay page draws, as plain JSON-ready data (see `replay_html`); with `beam`, the beam tree
-    (its final hypotheses and the tree chart, issue 33)."""
+    (its final hypotheses and the tree chart)."""
     kinds = replay_kinds(result)
     if not kinds:
         raise ValueError("the trace holds no attention to replay")

@@ -18,7 +18,7 @@ MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
 COMPARE_MODES = ("models", "edit")  # Compare: two models on one input, or one model on an input and its edit
 COMBINE = ("pick", "max", "rollout", "group")  # the Attention page's "Combine heads" (group: key/value group mean)
-MAP_SHOWS = ("weight", "contribution")  # the Attention page's "Map shows": the weight α or ||α·W_O v|| (issue 32)
+MAP_SHOWS = ("weight", "contribution")  # the Attention page's "Map shows": the weight α or ||α·W_O v||
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
 MAX_TOKEN_CHARS = 200
 MAX_TOP_K = 20
@@ -77,7 +77,7 @@ def _int(value: str, low: int, high: int) -> int:
 
 
 def _float(value: str, low: float, high: float, open_low: bool = False) -> float:
-    """A number in [low, high] ((low, high] with `open_low`): a sampling setting (issue 33)."""
+    """A number in [low, high] ((low, high] with `open_low`): a sampling setting."""
     if not re.fullmatch(r"\s*\d{1,6}(\.\d{1,6})?\s*", value):
         raise ValueError("expected a number")
     number = float(value)
@@ -191,11 +191,11 @@ PARSERS: dict[str, Any] = {
     "hide": _flag,
     "combine": lambda v: _choice(v, COMBINE),
     "show": lambda v: _choice(v, MAP_SHOWS),
-    "query": lambda v: _int(v, 1, 99_999) - 1,  # the head computation's query position (issue 32)
+    "query": lambda v: _int(v, 1, 99_999) - 1,  # the head computation's query position
     "words": _flag,
     "present": _flag,
     "ablate": parse_ablated,
-    # sampling on the Decode page (issue 33): not `topk`, which is how many candidates each step shows
+    # sampling on the Decode page: not `topk`, which is how many candidates each step shows
     "temperature": lambda v: _float(v, 0.0, 100.0),
     "sample_topk": lambda v: _int(v, 0, 999_999),
     "top_p": lambda v: _float(v, 0.0, 1.0, open_low=True),
@@ -204,7 +204,7 @@ PARSERS: dict[str, Any] = {
     # layer (0: the embeddings; the encoder's own output, the default, is left out of a link)
     "beam": lambda v: _int(v, 2, 8),
     "enc_layer": lambda v: _int(v, 0, 999),
-    # an encoder-only model's Decode page (issue 35): the pair's second sentence, the masked tokens, the segments shown
+    # an encoder-only model's Decode page: the pair's second sentence, the masked tokens, the segments shown
     "pair": _text,
     "masks": _positions,
     "segment": lambda v: _choice(v, SEGMENT_FILTERS),

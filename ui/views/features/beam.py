@@ -1,4 +1,4 @@
-"""The beam tree on the Decode page (issue 33): the search as a tree (pruned branches greyed), the final hypotheses
+"""The beam tree on the Decode page: the search as a tree (pruned branches greyed), the final hypotheses
 ranked, a node's attention at its step (every kind, layer and head), and "Decode from here", which forces that
 node's prefix and lets the model go on greedily in the step-through."""
 from __future__ import annotations

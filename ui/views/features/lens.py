@@ -1,4 +1,4 @@
-"""The logit lens on the Decode page (issue 33): what each decoder layer would predict at the current step, the
+"""The logit lens on the Decode page: what each decoder layer would predict at the current step, the
 layers x steps grid of the chosen token's rank (a click goes to that step and layer), and the DecoderLens switch
 (an encoder-decoder's decoder reading an earlier encoder layer). docs/lens-and-beams.md explains how to read it."""
 from __future__ import annotations

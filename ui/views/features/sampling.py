@@ -1,4 +1,4 @@
-"""Sampling on the Decode page (issue 33): temperature, top-k, top-p and a seed (kept in the link), the sampled decode
+"""Sampling on the Decode page: temperature, top-k, top-p and a seed (kept in the link), the sampled decode
 the step-through walks instead of the greedy one, and each step's distribution after temperature and filtering with
 the cut and the drawn token's rank. The same seed gives the same tokens as the command line and the notebook."""
 from __future__ import annotations
