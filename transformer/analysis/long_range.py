@@ -103,10 +103,12 @@ def retrieval_scores(lm: InspectableModel, length: int = LENGTH, depths: tuple[f
 
 
 def _causal_patterns(lm: InspectableModel, length: int, seed: int) -> pd.DataFrame:
-    """The causal kind's patterns on r r (random tokens repeated twice), with the induction score on the window."""
+    """The causal kind's patterns on r r (distinct random tokens repeated twice), with the induction score on the
+    window."""
     src, prefix = _causal_setup(lm)
-    n = (max_length(lm, length) - len(prefix)) // 2
-    r = _draw(_pool(lm), n, torch.Generator().manual_seed(seed))
+    pool = _pool(lm)
+    n = min((max_length(lm, length) - len(prefix)) // 2, pool.numel())  # no token twice in r
+    r = _draw(pool, n, torch.Generator().manual_seed(seed))
     inputs = [*prefix, *r, *r]
     _, w = _causal_forward(lm, src, inputs)
     tokens = lm.ids_to_tokens(inputs)

@@ -91,3 +91,31 @@ def test_retrieval_counts_only_copy_events_and_the_json_extends_detectors():
     out = long_range_dict(found)
     assert {h["label"] for h in out["pattern"]["heads"]} == {f"self:L{la}H{h}" for la in (1, 2) for h in range(1, 5)}
     assert out["retrieval"]["best"]["label"].startswith("self:")
+
+
+INDUCTION = ROOT / "checkpoints" / "induction"
+
+
+def _named_heads(card) -> dict[str, str]:
+    """The {head label: role} its card names (a mapping of labels to previous-token / induction anywhere in it)."""
+    if isinstance(card, dict):
+        if card and all(isinstance(v, str) and v in ("previous-token", "induction") for v in card.values()):
+            return dict(card)
+        for value in card.values():
+            if found := _named_heads(value):
+                return found
+    if isinstance(card, list):
+        for value in card:
+            if found := _named_heads(value):
+                return found
+    return {}
+
+
+@pytest.mark.skipif(not (INDUCTION / "config.json").exists(), reason="checkpoints/induction is not shipped yet")
+def test_the_shipped_induction_models_named_heads_get_their_label():
+    import json
+    named = _named_heads(json.loads((INDUCTION / "config.json").read_text()))
+    assert set(named.values()) == {"previous-token", "induction"}
+    found = long_range_heads(open_model(INDUCTION)).frame.set_index("label")
+    for label, role in named.items():
+        assert found.loc[label, "pattern"] == role, (label, found.loc[label].to_dict())
