@@ -34,7 +34,7 @@ from .attribution import (
 )
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .detectors import INDUCTION_LENGTH, Detection, detect_heads, induction_scores, previous_token_scores
-from .groups import group_head_label, group_mean, group_members, group_of, grouped, n_groups
+from .groups import group_head_label, group_mean, group_of, grouped, n_groups
 from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
@@ -54,7 +54,6 @@ from .head_computation import (
     HeadComputation,
     HeadSelectionError,
     check_selection,
-    contribution_layers,
     contribution_maps,
     head_computation,
     head_contribution_map,
@@ -114,7 +113,7 @@ __all__ = ["DECILES", "DISTANCE_EDGES", "TOP_ROWS", "HeadExamples", "distance_bi
            "average_agreement", "average_drops", "baseline_score", "bf16_bound", "checked_estimate",
            "common_prefix", "comparison_frame", "corpus_scores", "cross_through_encoder", "detect_heads",
            "estimate_agreement", "estimate_head_effects", "evaluate_alignment", "first_divergence",
-           "gold_cells", "group_head_label", "group_mean", "group_members", "group_of", "grouped",
+           "gold_cells", "group_head_label", "group_mean", "group_of", "grouped",
            "head_mask", "head_overview_frame", "head_report", "head_stats", "induction_scores",
            "max_over_heads", "n_groups", "output_ids", "parse_head", "previous_token_scores", "report_dict",
            "rollout", "spearman", "substituted", "summarize", "sweep_heads",
@@ -124,7 +123,7 @@ __all__ = ["DECILES", "DISTANCE_EDGES", "TOP_ROWS", "HeadExamples", "distance_bi
            "align_tokens", "identity_alignment",
            "CHANGED", "DELETED", "INSERTED", "SAME", "AlignedDifference", "EditComparison", "aligned_difference",
            "compare_edit",
-           "HeadComputation", "HeadSelectionError", "check_selection", "contribution_layers", "contribution_maps",
+           "HeadComputation", "HeadSelectionError", "check_selection", "contribution_maps",
            "head_computation", "head_slice", "key_vectors", "mean_contribution_map",
            "CapturedDecode", "capture_decode", "computation_at", "contributions", "decoder_ids", "trace_view",
            "contributions_dict", "internals_dict", "head_contribution_map", "mask_matrix", "BatchMask", "batch_mask",

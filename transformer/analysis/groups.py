@@ -34,11 +34,3 @@ def group_mean(trace: AttentionTrace, kind: str) -> Tensor:
     w = trace.weights(kind)
     groups = torch.tensor(trace.head_groups[kind])
     return torch.stack([w[:, groups == g].mean(1) for g in range(int(groups.max()) + 1)], dim=1)
-
-
-def group_members(trace: AttentionTrace, kind: str) -> dict[int, tuple[int, ...]]:
-    """Group -> its query heads (0-based)."""
-    out: dict[int, list[int]] = {}
-    for head, g in enumerate(trace.head_groups[kind]):
-        out.setdefault(g, []).append(head)
-    return {g: tuple(h) for g, h in out.items()}

@@ -167,10 +167,3 @@ def mean_contribution_map(inputs: AttentionInputs, weight: Tensor) -> Tensor:
     mixed = (alpha.permute(0, 3, 2, 1).contiguous() @ gram).permute(0, 3, 2, 1)
     # G is symmetric, so (alpha' G)_h = (G alpha)_h
     return (mixed * alpha).sum(1).clamp_min(0).sqrt() / inputs.n_heads
-
-
-def contribution_layers(lm: InspectableModel, insides: Insides, kind: str) -> tuple[Tensor, ...]:
-    """Per layer of `kind`, the contribution maps (B, H, Tq, Tk) (the contribution view of `insides.attentions`)."""
-    check_selection(insides, kind, 0, 0)
-    return tuple(contribution_maps(inputs, lm.output_projection(kind, layer)[0])
-                 for layer, inputs in enumerate(insides.inputs[kind]))

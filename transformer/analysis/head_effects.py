@@ -6,7 +6,7 @@ own answer with the head switched off. Progress callbacks get the fraction done 
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import pandas as pd
 import torch
@@ -19,7 +19,6 @@ from .attribution import IG_STEPS, Attribution, attribute_steps
 from .head_sweep import DEFAULT_BATCH, Progress, head_gradients, sweep_log_probs
 
 SWEEP_COLUMNS = ["kind", "layer", "head", "label", "log_prob", "drop"]
-LegacyProgress = Callable[[int, int], None]
 ATTRIBUTION_ROWS = 32  # interpolated inputs per pass of attribution: bounds memory (activations are rows x T x D)
 
 
@@ -39,11 +38,11 @@ def _one_at_a_time(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: T
 
 def sweep_heads(lm: InspectableModel, text: str, output: Sequence[int], *, kinds: Sequence[str] | None = None,
                 heads: Sequence[Head] | None = None, time_cap: float | None = None,
-                progress: LegacyProgress | None = None, on_fraction: Progress | None = None,
-                batch: int = DEFAULT_BATCH, dtype: torch.dtype | None = None) -> Sweep:
+                on_fraction: Progress | None = None, batch: int = DEFAULT_BATCH, dtype: torch.dtype | None = None
+                ) -> Sweep:
     """Ablate each head (of `kinds`, or the given `heads`) in turn, `batch` at a time; per head the drop in
-    log p(output | text). `progress(done, total)` or `on_fraction(fraction)` after each batch (either may raise
-    `Cancelled`); `time_cap` seconds stops it early (`complete` False); `dtype=torch.bfloat16` for speed."""
+    log p(output | text). `on_fraction(fraction)` after each batch (it may raise `Cancelled`); `time_cap` seconds
+    stops it early (`complete` False); `dtype=torch.bfloat16` for speed."""
     src, tgt_in = teacher_inputs(lm, text, output)
     check_output(lm, output)
     targets = torch.tensor(list(output))
@@ -53,8 +52,6 @@ def sweep_heads(lm: InspectableModel, text: str, output: Sequence[int], *, kinds
     def report(fraction: float) -> None:
         if on_fraction is not None:
             on_fraction(fraction)
-        if progress is not None:
-            progress(round(fraction * len(heads)), len(heads))
 
     if lm.family.encoder_kind is None:  # the batched sweep reuses an encoder; a decoder-only model runs head by head
         base, done = _one_at_a_time(lm, src, tgt_in, targets, heads, report, time_cap)

@@ -18,8 +18,6 @@ from torch import Tensor
 from .attention_store import ScoreRules
 from .outputs import AttentionMaps
 
-STACKS = ("encoder", "decoder")  # the residual streams an encoder-decoder has (a decoder-only model: "decoder")
-
 
 @dataclass(frozen=True)
 class AttentionInputs:
