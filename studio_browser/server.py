@@ -13,7 +13,6 @@ from typing import Iterator
 from ui.shell import HOST, ServerNotServing, free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV_CHECKPOINTS = Path("/tmp/dev_ckpt")
 
 
 class AppStartError(RuntimeError):
@@ -33,13 +32,11 @@ class AppServer:
         return self.log.read_text(errors="replace")
 
 
-def shipped_or_dev_checkpoints() -> Path:
-    """checkpoints/ when it holds checkpoints, else the developers' /tmp/dev_ckpt (until the demos ship)."""
+def shipped_checkpoints() -> Path:
+    """checkpoints/, the shipped checkpoints; FileNotFoundError saying how to build them when it holds none."""
     shipped = ROOT / "checkpoints"
     if any((p / "config.json").is_file() for p in shipped.iterdir() if p.is_dir()):
         return shipped
-    if DEV_CHECKPOINTS.is_dir():
-        return DEV_CHECKPOINTS
     raise FileNotFoundError("no checkpoints: run `make checkpoints` (or pass --checkpoints DIR)")
 
 

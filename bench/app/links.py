@@ -32,7 +32,7 @@ from studio_browser import (
     new_page,
     page_errors,
     running_app,
-    shipped_or_dev_checkpoints,
+    shipped_checkpoints,
     wait_for,
 )
 
@@ -116,7 +116,7 @@ def main() -> None:
                         help="how long a new window is open before the link is opened (0: open it at once)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    measures, errors = run(args.checkpoints or shipped_or_dev_checkpoints(), args.n, args.settle_ms)
+    measures, errors = run(args.checkpoints or shipped_checkpoints(), args.n, args.settle_ms)
     print(f"1-min load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; new windows settled "
           f"{args.settle_ms} ms")
     print(table(measures))

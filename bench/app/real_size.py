@@ -33,11 +33,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-
 from bench.common.measures import Measure, table
 from bench.common.shapes import BART, CAPTIONS, GPT2, LONG_TOKENS, OPUS, long_text, save_model
-from studio_browser import (IDLE_JS, PAGE_SETUP_JS, charts_condition, decode_step_condition, last_press,
-                            launch_chromium, page_errors, running_app, shipped_or_dev_checkpoints, wait_for)
+from studio_browser import (
+    IDLE_JS,
+    PAGE_SETUP_JS,
+    charts_condition,
+    decode_step_condition,
+    last_press,
+    launch_chromium,
+    page_errors,
+    running_app,
+    shipped_checkpoints,
+    wait_for,
+)
 
 LONG = True  # real-shape models in Chromium, eight sessions at once
 
@@ -232,7 +241,7 @@ def run(parts: list[str], models: Path, n: int, clicks: int) -> dict:
     for part in parts:
         load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="attention-studio-bench-") as runs, \
-                running_app(shipped_or_dev_checkpoints(), Path(runs),
+                running_app(shipped_checkpoints(), Path(runs),
                             extra_env={"ATTENTION_STUDIO_HF_MODELS": str(models)}) as server, sync_playwright() as pw:
             browser = launch_chromium(pw)
             s = Session(server, browser, models)

@@ -33,7 +33,7 @@ from studio_browser import (
     page_errors,
     pick_option,
     running_app,
-    shipped_or_dev_checkpoints,
+    shipped_checkpoints,
     wait_for,
 )
 from transformer.adapters import adapter_for
@@ -190,13 +190,13 @@ def run(checkpoints: Path, clicks: int = 20, cold: int = 3, warm: int = 5) -> tu
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/, else /tmp/dev_ckpt)")
+    parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/)")
     parser.add_argument("--clicks", type=int, default=20, help="timed Next clicks and layer/head switches")
     parser.add_argument("--cold", type=int, default=3, help="server starts for the first-page time")
     parser.add_argument("--warm", type=int, default=5, help="new sessions on a warm server")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    checkpoints = args.checkpoints or shipped_or_dev_checkpoints()
+    checkpoints = args.checkpoints or shipped_checkpoints()
     load = os.getloadavg()[0]
     measures, details = run(checkpoints, args.clicks, args.cold, args.warm)
     details["load_average_1min_before"] = round(load, 2)

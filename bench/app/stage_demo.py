@@ -13,7 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from studio_browser import launch_chromium, new_page, running_app, shipped_or_dev_checkpoints
+from studio_browser import launch_chromium, new_page, running_app, shipped_checkpoints
 from ui.train import TASKS
 
 LONG = True  # five stage-demo trainings from the Train page
@@ -61,7 +61,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="stage-demo-runs-") as runs, \
-            running_app(shipped_or_dev_checkpoints(), Path(runs)) as server, sync_playwright() as pw:
+            running_app(shipped_checkpoints(), Path(runs)) as server, sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)

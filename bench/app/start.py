@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from bench.common.pages import default_model, first_page_ms
-from studio_browser import launch_chromium, running_app, shipped_or_dev_checkpoints
+from studio_browser import launch_chromium, running_app, shipped_checkpoints
 
 LAUNCHERS = ("make run", "streamlit run")
 
@@ -37,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    times = run(shipped_or_dev_checkpoints(), args.rounds)
+    times = run(shipped_checkpoints(), args.rounds)
     base = statistics.median(times["make run"])
     for name, values in times.items():
         median = statistics.median(values)

@@ -35,7 +35,7 @@ import urllib.parse
 from pathlib import Path
 
 from bench.common.measures import cpu_seconds
-from studio_browser import PAGE_SETUP_JS, VIEWPORT, launch_chromium, running_app, shipped_or_dev_checkpoints
+from studio_browser import PAGE_SETUP_JS, VIEWPORT, launch_chromium, running_app, shipped_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "Two young children in blue shirts are playing soccer on a green field."
@@ -202,7 +202,7 @@ def main() -> None:
     parser.add_argument("--checkpoints", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    checkpoints = args.checkpoints or shipped_or_dev_checkpoints()
+    checkpoints = args.checkpoints or shipped_checkpoints()
     rows = []
     for n in args.sessions:
         rows.append(on_fresh_server(checkpoints, locust_part, n, args.spawn_seconds))

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.pages import TOP_K, default_model, topk_texts
 from bench.common.measures import Measure, browser_cpu_seconds, cpu_seconds, table
+from bench.common.pages import TOP_K, default_model, topk_texts
 from studio_browser import (
     EXCEPTION,
     PAGE_SETUP_JS,
@@ -30,7 +30,7 @@ from studio_browser import (
     decode_step_condition,
     launch_chromium,
     running_app,
-    shipped_or_dev_checkpoints,
+    shipped_checkpoints,
 )
 from transformer.adapters import adapter_for
 from transformer.decode import DecodeResult, greedy_decode
@@ -155,13 +155,13 @@ async def _default_text(url: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/, else /tmp/dev_ckpt)")
+    parser.add_argument("--checkpoints", type=Path, help="checkpoint root (default: checkpoints/)")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8],
                         help="concurrent sessions, one server per number (1 is the baseline)")
     parser.add_argument("--clicks", type=int, default=15, help="timed clicks per session")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    checkpoints = args.checkpoints or shipped_or_dev_checkpoints()
+    checkpoints = args.checkpoints or shipped_checkpoints()
     all_measures, all_details = [], []
     for sessions in args.sessions:
         load = os.getloadavg()[0]

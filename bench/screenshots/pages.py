@@ -21,7 +21,7 @@ from studio_browser import (
     new_page,
     open_page,
     running_app,
-    shipped_or_dev_checkpoints,
+    shipped_checkpoints,
     wait_charts,
     wait_decode_step,
     wait_idle,
@@ -50,7 +50,7 @@ def screenshot_app(description: str) -> Iterator[tuple[Path, Any, Any]]:
     out = parser.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as runs, \
-            running_app(shipped_or_dev_checkpoints(), Path(runs)) as server, sync_playwright() as pw:
+            running_app(shipped_checkpoints(), Path(runs)) as server, sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             yield out, server, browser

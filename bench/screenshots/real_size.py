@@ -19,8 +19,16 @@ from urllib.parse import urlencode
 
 from bench.common.shapes import BART, CAPTION, long_text, save_model
 from bench.screenshots.pages import full_page
-from studio_browser import (ROOT, PAGE_SETUP_JS, charts_condition, launch_chromium, page_errors, running_app,
-                            shipped_or_dev_checkpoints, wait_for)
+from studio_browser import (
+    PAGE_SETUP_JS,
+    ROOT,
+    charts_condition,
+    launch_chromium,
+    page_errors,
+    running_app,
+    shipped_checkpoints,
+    wait_for,
+)
 
 TIMEOUT_MS = 600_000
 
@@ -53,7 +61,7 @@ def main() -> None:
             save_model(BART, models / BART)
         views = {"head_overview.png": ("attention", {"model": f"hf:{BART}", "text": CAPTION}, 1440),
                  "long_input.png": ("decode", {"model": f"hf:{BART}", "text": long_text(models / BART, 0)}, 1280)}
-        with running_app(shipped_or_dev_checkpoints(), Path(tmp) / "runs",
+        with running_app(shipped_checkpoints(), Path(tmp) / "runs",
                          extra_env={"ATTENTION_STUDIO_HF_MODELS": str(models)}) as server, sync_playwright() as pw:
             browser = launch_chromium(pw)
             try:

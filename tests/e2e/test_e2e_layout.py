@@ -11,7 +11,7 @@ from studio_browser import (
     new_page,
     page_errors,
     running_app,
-    shipped_or_dev_checkpoints,
+    shipped_checkpoints,
     wait_for,
     wait_idle,
 )
@@ -74,7 +74,7 @@ def _visible_pngs_on_hover(page) -> list[int]:
 def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    with running_app(shipped_or_dev_checkpoints(), tmp_path / "runs", default="toy-en-de") as server, \
+    with running_app(shipped_checkpoints(), tmp_path / "runs", default="toy-en-de") as server, \
             sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
@@ -122,7 +122,7 @@ def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(tmp_path
              ("attention", {}, charts_condition("Cross-attention · layer", 1), True),
              # (its difference map of ~2,400 cells draws on canvas: no text to wait for, so any two charts drawn)
              ("compare", {"compare": "shipped:multi30k-en-de"}, charts_condition("", 2), True)]
-    with running_app(shipped_or_dev_checkpoints(), tmp_path / "runs") as server, sync_playwright() as pw:
+    with running_app(shipped_checkpoints(), tmp_path / "runs") as server, sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             for path, params, drawn, windowed in views:

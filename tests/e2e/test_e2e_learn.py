@@ -6,8 +6,16 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
-from studio_browser import (choose, launch_chromium, new_page, page_errors, running_app, shipped_or_dev_checkpoints,
-                            wait_charts, wait_idle)
+from studio_browser import (
+    choose,
+    launch_chromium,
+    new_page,
+    page_errors,
+    running_app,
+    shipped_checkpoints,
+    wait_charts,
+    wait_idle,
+)
 from ui.views import TOUR
 
 CAPTION = "A man in a blue shirt is riding a bike."
@@ -33,7 +41,7 @@ def _walk_the_tour(page) -> str:
 def test_the_tour_walks_the_shipped_multi30k_model_at_1280_px(tmp_path):
     from playwright.sync_api import sync_playwright
 
-    with running_app(shipped_or_dev_checkpoints(), tmp_path / "runs") as app, sync_playwright() as pw:
+    with running_app(shipped_checkpoints(), tmp_path / "runs") as app, sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)
