@@ -7,9 +7,11 @@ from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, import_model_code, load_pretrained
 from .hf_masked import HFMaskedLM, masked_attention_outputs, mlm_head
-from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
+from .hf_base import HFAdapter, model_lock
+from .hf_seq2seq import HFSeq2Seq, heads_off
 from .interface import InspectableModel, SourceText
-from .native import UNEMITTABLE, NativeSeq2Seq, ban, decode_texts, greedy_batch
+from .native import NativeSeq2Seq
+from .native_base import UNEMITTABLE, NativeAdapter, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
 from .native_masked import NativeEncoderOnly
 from .paths import MLP, PathRecord, Projections, ResidualPath, ResidualPathError, StackPath, Sublayer
@@ -20,8 +22,9 @@ from .store_forward import StoreChunks, build_store, store_chunks, store_feed
 
 __all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
            "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
-           "load_pretrained", "HFMaskedLM", "masked_attention_outputs", "mlm_head", "HFSeq2Seq", "heads_off", "model_lock", "InspectableModel", "SourceText", "UNEMITTABLE",
-           "NativeSeq2Seq", "NativeDecoderOnly", "NativeEncoderOnly", "ban", "decode_texts", "greedy_batch",
+           "load_pretrained", "HFMaskedLM", "masked_attention_outputs", "mlm_head", "HFAdapter", "HFSeq2Seq", "heads_off", "model_lock",
+           "InspectableModel", "SourceText", "UNEMITTABLE",
+           "NativeAdapter", "NativeSeq2Seq", "NativeDecoderOnly", "NativeEncoderOnly", "ban", "decode_texts", "greedy_batch",
            "check_encoder_layer", "recording_calls", "MLP", "PathRecord", "Projections", "ResidualPath",
            "ResidualPathError", "StackPath", "Sublayer",
            "LEARNED", "RELATIVE", "ROTARY", "SINUSOIDAL", "PositionScheme", "position_scheme"]

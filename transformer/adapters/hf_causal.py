@@ -17,7 +17,8 @@ from ..model import DECODER_ONLY
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .capture import complete, recording_eager, recording_residuals
-from .hf_seq2seq import HFSeq2Seq, _ids, _logits_processors, heads_off, model_lock
+from .hf_base import HFAdapter, _ids, model_lock
+from .hf_seq2seq import _logits_processors, heads_off
 from .interface import SourceText, padded_rows
 from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 
@@ -64,7 +65,7 @@ def _config_int(cfg: Any, *names: str) -> int | None:
     return None
 
 
-class HFCausalLM(HFSeq2Seq):
+class HFCausalLM(HFAdapter):
     """A pretrained Hugging Face causal language model and its tokenizer; with `chat`, the prompt is formatted by
     the tokenizer's chat template (one user turn and the assistant's opening), its tokens shown as tokens."""
 
@@ -104,7 +105,7 @@ class HFCausalLM(HFSeq2Seq):
     def load(cls, name: str, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS, chat: bool = False
              ) -> "HFCausalLM":
         """Load a folder or hub id with every safety check of `hf_load` (`prefix` is for encoder-decoders only)."""
-        model, tokenizer, _ = load_pretrained(name, max_params, kinds=("causal",))
+        model, tokenizer, _ = load_pretrained(name, max_params, families=("decoder-only",))
         return cls(model, tokenizer, name, chat)
 
     def describe(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Loading a Hugging Face encoder-decoder, causal or masked language model safely: safetensors only, no remote code, a size cap checked before
-any allocation, and one clear line for each thing that can be wrong with a folder or hub id."""
+"""Loading a Hugging Face model of each family (encoder-decoder, decoder-only, encoder-only) safely: safetensors only,
+no remote code, a size cap checked before any allocation, and one clear line for each thing that can be wrong with
+a folder or hub id."""
 from __future__ import annotations
 
 import json
@@ -20,24 +21,25 @@ class HFModelError(ValueError):
 
 SUPPORTED = ("encoder-decoders (Marian, BART/mBART, T5/mT5), decoder-only language models (GPT-2, Llama, Qwen2) and "
              "encoder-only masked language models (BERT, RoBERTa, DistilBERT, ModernBERT)")
-LOADABLE = ("seq2seq", "causal", "masked")
-KIND_NAMES = {"seq2seq": "encoder-decoder", "causal": "decoder-only language model",
-              "masked": "encoder-only masked language model"}
+LOADABLE = ("encoder-decoder", "decoder-only", "encoder-only")  # the family names (transformer/model/families.py)
+FAMILY_NOUNS = {"encoder-decoder": "encoder-decoder", "decoder-only": "decoder-only language model",
+                "encoder-only": "encoder-only masked language model"}
 
 
 def _family(model_type: str) -> str:
-    """What kind of model a `model_type` is: "seq2seq", "causal", "masked", or words saying what it is (refused)."""
+    """The family of a `model_type`: "encoder-decoder", "decoder-only", "encoder-only", or words saying what it is
+    (refused)."""
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
         MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
     )
     if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
-        return "seq2seq"
+        return "encoder-decoder"
     if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:  # before causal: BERT has a causal head too
-        return "masked"
+        return "encoder-only"
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "causal"
+        return "decoder-only"
     return "not a text encoder-decoder or language model"
 
 
@@ -64,14 +66,15 @@ def read_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def hf_kind(config: dict[str, Any]) -> str:
-    """"seq2seq", "causal" or "masked" for a config `read_config` accepted."""
+def hf_family(config: dict[str, Any]) -> str:
+    """The family name ("encoder-decoder", "decoder-only" or "encoder-only") of a config `read_config` accepted."""
     return _family(config["model_type"])
 
 
-def _auto_class(kind: str) -> Any:
+def _auto_class(family: str) -> Any:
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
-    return {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM}.get(kind, AutoModelForSeq2SeqLM)
+    classes = {"decoder-only": AutoModelForCausalLM, "encoder-only": AutoModelForMaskedLM}
+    return classes.get(family, AutoModelForSeq2SeqLM)
 
 
 def import_model_code(folder: Path) -> None:
@@ -84,8 +87,8 @@ def import_model_code(folder: Path) -> None:
         MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING,
     )
     config = read_config(folder)
-    mapping = {"causal": MODEL_FOR_CAUSAL_LM_MAPPING, "masked": MODEL_FOR_MASKED_LM_MAPPING}.get(
-        hf_kind(config), MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING)
+    mapping = {"decoder-only": MODEL_FOR_CAUSAL_LM_MAPPING, "encoder-only": MODEL_FOR_MASKED_LM_MAPPING}.get(
+        hf_family(config), MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING)
     mapping[type(AutoConfig.for_model(config["model_type"]))]  # the lookup imports the modeling module
 
 
@@ -95,15 +98,16 @@ def check_weights(folder: Path) -> None:
         return
     pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
     if pickled:
-        raise HFModelError(f"{folder} has weights only as {', '.join(pickled)} (pickled, which can run code when loaded); "
+        raise HFModelError(f"{folder} has weights only as {', '.join(pickled)} (pickled, which can run code when "
+                           "loaded); "
                            "the studio loads model.safetensors only: convert them to safetensors")
     raise HFModelError(f"{folder} has no model.safetensors (or model.safetensors.index.json)")
 
 
-def count_parameters(config: Any, kind: str = "seq2seq") -> int:
+def count_parameters(config: Any, family: str = "encoder-decoder") -> int:
     """Parameters of the model `config` describes, counted on the meta device (nothing allocated)."""
     with torch.device("meta"):
-        model = _auto_class(kind).from_config(config)
+        model = _auto_class(family).from_config(config)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -129,24 +133,24 @@ def resolve(name: str) -> Path:
                            f"give it ({type(exc).__name__}): offline, or no such model") from None
 
 
-def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS, kinds: tuple[str, ...] = ("seq2seq",)
-                    ) -> tuple[Any, Any, Path]:
-    """(model in eval mode with eager attention, tokenizer, folder) after every check above; `kinds` are the
-    model kinds ("seq2seq", "causal") the caller takes."""
+def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS,
+                    families: tuple[str, ...] = ("encoder-decoder",)) -> tuple[Any, Any, Path]:
+    """(model in eval mode with eager attention, tokenizer, folder) after every check above; `families` are the
+    families ("encoder-decoder", "decoder-only", "encoder-only") the caller takes."""
     from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()  # no "Loading weights" bars on the CLI's stderr or the server's log
     folder = resolve(name)
-    kind = hf_kind(read_config(folder))
-    if kind not in kinds:
-        raise HFModelError(f"{name} is a {KIND_NAMES[kind]}; "
-                           f"open it with open_model (this loader takes {', '.join(kinds)} models)")
+    family = hf_family(read_config(folder))
+    if family not in families:
+        raise HFModelError(f"{name} is a {FAMILY_NOUNS[family]}; "
+                           f"open it with open_model (this loader takes {', '.join(families)} models)")
     check_weights(folder)
     try:
         config = AutoConfig.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - a corrupt or inconsistent config
         raise HFModelError(f"{folder}/config.json cannot be read as a model configuration: {exc}") from None
-    n = count_parameters(config, kind)
+    n = count_parameters(config, family)
     if n > max_params:
         raise HFModelError(f"{name} has about {n / 1e6:,.0f}M parameters (~{n * 4 / 2**30:.1f} GiB in float32), "
                            f"above the cap of {max_params / 1e6:,.0f}M; raise the cap to load it")
@@ -159,14 +163,14 @@ def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS, kinds: tupl
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # a mismatch is refused below in one line, not reported as a table
     try:
-        model, info = _auto_class(kind).from_pretrained(
+        model, info = _auto_class(family).from_pretrained(
             folder, attn_implementation="eager", use_safetensors=True, trust_remote_code=False, local_files_only=True,
             output_loading_info=True)
     except Exception as exc:  # noqa: BLE001 - truncated weights, shape mismatches
         raise HFModelError(f"{folder}: the weights cannot be loaded ({type(exc).__name__}: {str(exc)[:160]})") from None
     finally:
         hf_logging.set_verbosity(verbosity)
-    missing = [k for k in info.get("missing_keys", ()) if kind != "seq2seq"]  # seq2seq: as before
+    missing = [k for k in info.get("missing_keys", ()) if family != "encoder-decoder"]  # encoder-decoders: as before
     if missing:
         raise HFModelError(f"{folder}: the weights do not match the model's configuration ({len(missing)} weights "
                            f"missing, e.g. {sorted(missing)[0]}): they would be random")

@@ -26,7 +26,8 @@ from ..model import (
 )
 from .capture import complete, recording_eager, recording_residuals
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
-from .hf_seq2seq import HFSeq2Seq, heads_off, model_lock
+from .hf_base import HFAdapter, model_lock
+from .hf_seq2seq import heads_off
 from .interface import SourceText, padded_rows
 
 NO_POSITION_LIMIT = 512
@@ -96,7 +97,7 @@ def mlm_head(model: nn.Module) -> Callable[[Tensor], Tensor]:
                        "DistilBERT and ModernBERT)")
 
 
-class HFMaskedLM(HFSeq2Seq):
+class HFMaskedLM(HFAdapter):
     """A pretrained Hugging Face masked language model and its tokenizer."""
 
     family = ENCODER_ONLY
@@ -130,7 +131,7 @@ class HFMaskedLM(HFSeq2Seq):
     @classmethod
     def load(cls, name: str, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS) -> HFMaskedLM:
         """Load a folder or hub id with every safety check of `hf_load` (`prefix` is for encoder-decoders only)."""
-        model, tokenizer, _ = load_pretrained(name, max_params, kinds=("masked",))
+        model, tokenizer, _ = load_pretrained(name, max_params, families=("encoder-only",))
         return cls(model, tokenizer, name)
 
     def describe(self) -> dict[str, Any]:

@@ -3,31 +3,21 @@
 follows the model's generation config so it equals `generate(do_sample=False, num_beams=1)`."""
 from __future__ import annotations
 
-import threading
-import weakref
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput, eval_mode
+from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_eager, recording_residuals
+from .hf_base import HFAdapter, _ids, model_lock
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
-from .interface import InspectableModel, SourceText, padded_rows
-from .paths import ResidualPath, hf_path
+from .interface import SourceText, padded_rows
 from .residual_steps import check_encoder_layer, recording_calls
 
-_LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
 NO_POSITION_LIMIT = 512  # sources/targets of models with relative positions (T5)
-
-
-def model_lock(model: nn.Module) -> threading.RLock:
-    """The one lock of a shared model: whoever holds it may put temporary hooks on it."""
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(model, threading.RLock())
 
 
 def _out_projection(attn: nn.Module) -> nn.Module:
@@ -134,15 +124,9 @@ def _n_layers(stack: nn.Module) -> int:
     return len(stack_layers(stack))
 
 
-def _ids(value: Any) -> list[int]:
-    return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
-
-
-class HFSeq2Seq(InspectableModel):
+class HFSeq2Seq(HFAdapter):
     """A pretrained Hugging Face encoder-decoder and its tokenizer; `prefix` is prepended to every source
     (T5 task prefixes such as "translate English to German: ")."""
-
-    source = "huggingface"
 
     def __init__(self, model: nn.Module, tokenizer: Any, name: str, prefix: str = "") -> None:
         self.model, self.tokenizer, self.name, self.prefix = model, tokenizer, name, prefix
@@ -195,24 +179,6 @@ class HFSeq2Seq(InspectableModel):
     def target_ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text_target=text, add_special_tokens=False, verbose=False).input_ids)
 
-    def token_to_id(self, token: str) -> int | None:
-        i = self.tokenizer.convert_tokens_to_ids(token)
-        unk = self.tokenizer.unk_token_id
-        return None if i is None or (i == unk and token != self.tokenizer.unk_token) else int(i)
-
-    def id_to_token(self, token_id: int) -> str:
-        if not 0 <= int(token_id) < self._n_tokens:  # output rows beyond the tokenizer (T5 pads its vocabulary)
-            return f"<id {int(token_id)}>"
-        return self.tokenizer.convert_ids_to_tokens(int(token_id))
-
-    def detokenize(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode([int(i) for i in ids if 0 <= int(i) < self._n_tokens], skip_special_tokens=True)
-
-    def banned_after(self, decoder_ids: Sequence[int]) -> frozenset[int]:
-        ids = [int(i) for i in decoder_ids]
-        return frozenset(w[-1] for w in self._banned_sequences
-                         if len(ids) >= len(w) - 1 and tuple(ids[len(ids) - len(w) + 1:]) == w[:-1])
-
     def default_max_steps(self, n_source: int) -> int:
         """As `generate`: the config's max_new_tokens, else its max_length less the start, else 20 new tokens."""
         gen = self.generation_config
@@ -221,20 +187,6 @@ class HFSeq2Seq(InspectableModel):
         return max(1, int(gen.max_length) - len(self.start_ids)) if gen.max_length else 20
 
     # -- compute -----------------------------------------------------------------------------------------------
-    @contextmanager
-    def _locked_eval(self, grad_mode: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
-        """Hold the model's lock in eval mode under `grad_mode` (inference or gradients); give the mode back."""
-        with self._lock, eval_mode(self.model, grad_mode):
-            yield
-
-    def running(self) -> AbstractContextManager[None]:
-        return self._locked_eval(torch.inference_mode)
-
-    def _check(self, what: str, maps: Any, layers: int) -> tuple[Tensor, ...]:
-        if not maps or len(maps) != layers or any(m is None or m.numel() == 0 for m in maps):
-            raise HFModelError(f"{self.name} returned no {what} attention weights (needs eager attention)")
-        return tuple(maps)
-
     def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
         mask = torch.ones_like(src)
         with self._lock, heads_off(self.model, head_mask):
@@ -313,9 +265,6 @@ class HFSeq2Seq(InspectableModel):
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return attention_outputs(self.model)
 
-    def residual_path(self) -> ResidualPath:
-        return hf_path(self.model, self.name)
-
     def output_head(self, residual: Tensor) -> Tensor:
         """The decoder's final norm where it has one (mBART's `layer_norm`, T5's `final_layer_norm`; BART and Marian
         are post-norm), T5's rescaling before its tied projection, the projection and BART's `final_logits_bias`."""
@@ -366,21 +315,10 @@ class HFSeq2Seq(InspectableModel):
         n_enc, n_dec = _n_layers(self.model.get_encoder()), self._decoder_layers()
         return {"encoder_self": (n_enc, int(enc)), "decoder_self": (n_dec, int(dec)), "cross": (n_dec, int(dec))}
 
-    @property
-    def network(self) -> nn.Module:
-        return self.model
-
     def embedding_paths(self) -> tuple[str, str]:
         names = {id(m): name for name, m in self.model.named_modules()}
         return tuple(f"{names[id(stack)]}.embed_tokens"  # type: ignore[return-value]
                      for stack in (self.model.get_encoder(), self.model.get_decoder()))
-
-    def output_path(self) -> str:
-        names = {id(m): name for name, m in self.model.named_modules()}
-        return names[id(self.model.get_output_embeddings())]
-
-    def differentiable(self) -> AbstractContextManager[None]:
-        return self._locked_eval(torch.enable_grad)
 
     def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
         return network(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt, use_cache=False,

@@ -15,7 +15,7 @@ from ..data import START_ID
 from ..model import DECODER_ONLY, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_native, recording_residuals
 from .interface import SourceText
-from .native import NativeSeq2Seq
+from .native_base import NativeAdapter
 
 
 def _with_source_rows(logits: Tensor, n_source: int) -> Tensor:
@@ -23,7 +23,7 @@ def _with_source_rows(logits: Tensor, n_source: int) -> Tensor:
     return torch.cat([logits.new_zeros(logits.size(0), n_source, logits.size(2)), logits], dim=1)
 
 
-class NativeDecoderOnly(NativeSeq2Seq):
+class NativeDecoderOnly(NativeAdapter):
     """A decoder-only model trained here, with its source and target tokenizers."""
 
     family = DECODER_ONLY

@@ -18,12 +18,12 @@ from ..model import ENCODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, Inside
 from .capture import complete, recording_native, recording_residuals
 from .hf_load import HFModelError
 from .interface import SourceText
-from .native import NativeSeq2Seq
+from .native_base import NativeAdapter
 
 SEPARATOR = "</s>"
 
 
-class NativeEncoderOnly(NativeSeq2Seq):
+class NativeEncoderOnly(NativeAdapter):
     """An encoder-only masked language model trained here, with its one joint tokenizer."""
 
     family = ENCODER_ONLY

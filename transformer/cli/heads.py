@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel, NativeSeq2Seq
+from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel
 from ..analysis import (
     IG_STEPS,
     METHOD_TITLES,
@@ -97,7 +97,7 @@ def _inputs(args: argparse.Namespace, lm: InspectableModel) -> tuple[list[str], 
         if not lines:
             raise InputError(f"{args.file}: no input lines")
         return lines[:MAX_FILE_LINES], "file"
-    if not isinstance(lm, NativeSeq2Seq):
+    if lm.source != "checkpoint":
         raise HeadError("--valid needs one of our checkpoints (it reads the task's validation inputs); "
                          "give TEXT or --file PATH for a Hugging Face model")
     task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                            "seconds": round(time.perf_counter() - start, 3)}
     if args.estimate:
         out["estimate"] = _estimates(lm, reports)
-    if source == "valid" and isinstance(lm, NativeSeq2Seq):  # _inputs refused --valid for other models
+    if source == "valid" and lm.source == "checkpoint":  # _inputs refused --valid for other models
         task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
         aligned = evaluate_alignment(lm.model, task.valid[: args.valid], lm.src_tokenizer, lm.tgt_tokenizer)
         if aligned is not None:
