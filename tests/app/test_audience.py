@@ -128,3 +128,79 @@ def test_this_machines_own_network_address_is_not_loopback():
     if found is None:
         pytest.skip("this machine has no network address")
     assert not is_loopback(found)
+
+
+FIB_TRIE = """Main:
+  +-- 0.0.0.0/0 3 0 5
+     +-- 127.0.0.0/8 2 0 2
+           |-- 127.0.0.1
+              /32 host LOCAL
+     +-- 192.0.2.0/24 2 0 2
+           |-- 192.0.2.0
+              /24 link UNICAST
+           |-- 192.0.2.2
+              /32 host LOCAL
+        |-- 192.0.2.255
+           /32 link BROADCAST
+     +-- 10.8.0.0/24 2 0 2
+           |-- 10.8.0.5
+              /32 host LOCAL
+"""
+IF_INET6 = """20010db8000000000000000000000005 02 40 00 80     wlan0
+fe800000000000000000000000000005 02 40 20 80     wlan0
+00000000000000000000000000000001 01 80 10 80       lo
+"""
+
+
+@pytest.fixture
+def two_interfaces(monkeypatch, tmp_path):
+    """A laptop on Wi-Fi (192.0.2.2, 2001:db8::5, fe80::5; the route out) and a VPN (10.8.0.5), served dual-stack."""
+    from ui.server import forget_addresses, local_addresses
+
+    (tmp_path / "fib_trie").write_text(FIB_TRIE)
+    (tmp_path / "if_inet6").write_text(IF_INET6)
+    monkeypatch.setattr(local_addresses, "FIB_TRIE", tmp_path / "fib_trie")
+    monkeypatch.setattr(local_addresses, "IF_INET6", tmp_path / "if_inet6")
+    monkeypatch.setattr("streamlit.net_util.get_internal_ip", lambda: "192.0.2.2")
+    monkeypatch.delenv(AUDIENCE_ENV, raising=False)
+    forget_addresses()
+    yield
+    forget_addresses()
+
+
+@pytest.mark.parametrize("address", ["192.0.2.2", "::ffff:192.0.2.2", "[::ffff:192.0.2.2]", "10.8.0.5",
+                                     "::ffff:10.8.0.5", "2001:db8::5", "[2001:db8::5]", "fe80::5%wlan0",
+                                     "::ffff:127.0.0.1"])
+def test_the_speaker_is_recognised_on_every_interface_address_in_every_form(two_interfaces, monkeypatch, address):
+    """A dual-stack server hears the speaker's second screen as ::ffff:192.0.2.2, a VPN's address, or IPv6."""
+    assert is_local(address)
+    connect_from(monkeypatch, address)
+    assert not is_audience()
+
+
+@pytest.mark.parametrize("address", ["192.0.2.77", "::ffff:192.0.2.77", "10.8.0.6", "2001:db8::77", "fe80::77%wlan0",
+                                     "studio.example"])
+def test_other_machines_on_the_same_networks_are_the_audience(two_interfaces, monkeypatch, address):
+    assert not is_local(address)
+    connect_from(monkeypatch, address)
+    assert is_audience()
+
+
+def test_this_machines_interface_addresses_are_its_own():
+    """The real reading: every IPv4 address found can be bound to here (only a machine's own addresses can), and the
+    route out, where there is one, is among them."""
+    import ipaddress
+    import socket
+
+    from ui.server import forget_addresses, machine_addresses
+
+    forget_addresses()
+    found = machine_addresses()
+    assert ipaddress.ip_address("127.0.0.1") in found
+    for address in found:
+        if isinstance(address, ipaddress.IPv4Address):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                sock.bind((str(address), 0))  # EADDRNOTAVAIL for an address that is not this machine's
+    network = network_address()
+    if network is not None:
+        assert ipaddress.ip_address(network) in found

@@ -2,6 +2,7 @@
 from memory, the page's chart code preloaded, the address the room opens, who is audience, and the one list of pages."""
 from .audience import REFUSALS, client_address, is_audience, is_local, refusal, refuse, speaker_only
 from .limits import LIMITS, check_limits, limit_violations
+from .local_addresses import forget_addresses, is_this_machine, machine_addresses
 from .page_registry import PAGES, PageEntry, page_named, page_titled
 from .preload import JS_DIR, PreloadChunks, first_view_chunks, preload_links
 from .settings import (
@@ -27,6 +28,7 @@ from .static_cache import MAX_AGE, StaticFromMemory, precompress
 __all__ = ["PAGES", "PageEntry", "page_named", "page_titled", "AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PATCHES_ENV", "PUBLIC_URL_ENV", "PreloadChunks", "REFUSALS",
            "ShareAddress", "StaticFromMemory", "THREADS_ENV", "audience_mode", "check_limits", "checkpoints_root",
            "client_address", "configure_charts", "configure_torch", "first_view_chunks", "hf_models_root",
-           "is_audience", "is_local", "is_loopback", "limit_violations", "max_training_processes",
+           "forget_addresses", "is_audience", "is_local", "is_loopback", "is_this_machine", "machine_addresses",
+           "limit_violations", "max_training_processes",
            "network_address", "precompress", "preferred_default", "preload_links", "public_url", "refusal", "refuse",
            "runs_root", "server_patches", "share_address", "speaker_only", "training_threads"]

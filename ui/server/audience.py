@@ -9,6 +9,7 @@ from typing import ParamSpec
 
 import streamlit as st
 
+from .local_addresses import canonical, is_this_machine
 from .settings import audience_mode
 from .share_address import is_loopback, network_address
 
@@ -32,8 +33,14 @@ def client_address() -> str | None:
 
 
 def is_local(address: str | None) -> bool:
-    """Whether a client address is this machine: no address (loopback), a loopback one, or its network address."""
-    return address is None or is_loopback(address) or address == network_address()
+    """Whether a client address is this machine: no address (loopback), a loopback one, the server's network address
+    or any address of any of its interfaces, in any form (`::ffff:192.0.2.2` is 192.0.2.2)."""
+    if address is None or is_loopback(address) or is_this_machine(address):
+        return True
+    network, found = network_address(), canonical(address)
+    if network is None:
+        return False
+    return found == canonical(network) if found is not None else address == network
 
 
 def is_audience() -> bool:
