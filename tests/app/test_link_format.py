@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from transformer.decode import MAX_INPUT_CHARS
-from ui.links import MEAN, ModelSizes, check_sizes, head_labels, labels_to_heads, parse_ablated, parse_params, to_params
+from transformer.model import Head
+from ui.links import MEAN, ModelSizes, check_sizes, labels_to_heads, parse_ablated, parse_params, to_params
 
 SIZES = ModelSizes(encoder_layers=3, decoder_layers=2, heads=4)
 
@@ -58,9 +59,10 @@ def test_ablated_heads_are_deduplicated_and_an_empty_list_is_none():
 
 def test_the_ablation_pickers_labels_read_as_link_heads_and_back():
     heads = (("cross", 1, 0), ("encoder_self", 0, 1))
-    assert head_labels(heads) == ["cross:L2H1", "enc:L1H2"]  # what the Decode and Attention pickers hold
-    assert labels_to_heads(head_labels(heads)) == heads == parse_ablated("cross:L2H1,enc.L1H2")
-    assert head_labels(()) == [] and labels_to_heads([]) == ()
+    labels = [Head(*h).label for h in heads]
+    assert labels == ["cross:L2H1", "enc:L1H2"]  # what the Decode and Attention pickers hold
+    assert labels_to_heads(labels) == heads == parse_ablated("cross:L2H1,enc.L1H2")
+    assert labels_to_heads([]) == ()
 
 
 def test_a_decoder_only_models_kind_and_heads_go_through_a_link_and_others_are_dropped():

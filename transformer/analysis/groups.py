@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..decode import AttentionTrace
+from ..decode import AttentionTrace, head_label
 
 
 def group_of(trace: AttentionTrace, kind: str, head: int) -> int:
@@ -23,9 +23,9 @@ def grouped(trace: AttentionTrace, kind: str) -> bool:
     return n_groups(trace, kind) < trace.weights(kind).shape[1]
 
 
-def group_head_label(trace: AttentionTrace, kind: str, head: int) -> str:
-    """'H3 · kv2' (1-based) for a head of a grouped model, 'H3' otherwise."""
-    name = f"H{head + 1}"
+def group_head_label(trace: AttentionTrace, kind: str, head: int, *, spelled: bool = False) -> str:
+    """'H3 · kv2' (1-based; spelled: 'Head 3 · kv2') for a head of a grouped model, 'H3' otherwise."""
+    name = head_label(head, spelled=spelled)
     return f"{name} · kv{group_of(trace, kind, head) + 1}" if grouped(trace, kind) else name
 
 

@@ -13,10 +13,9 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..model import ALL_TITLES, KINDS  # noqa: F401 - the decode stage's face names them too
+from ..model import ALL_TITLES, KINDS, MEAN_HEAD, head_label  # noqa: F401 - the decode stage's face names them too
 from ..model import ENCODER_DECODER, SOURCE, TARGET, AttentionMaps, AttentionStore, ModelFamily, family_of
 
-MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 # The trace JSON's `format_version` (docs/formats.md): a file without one is version 1. New optional keys keep the
 # version; a change an older reader would misread (a key renamed, removed, reshaped or made necessary) bumps it.
 # Version 3: `mode` may be "sampled" (a version-2 reader would take the sampled tokens for the greedy ones), with the
@@ -47,17 +46,6 @@ class StoreMaps(Mapping[str, Tensor]):
 
     def shape(self, kind: str) -> tuple[int, ...]:
         return self.store.shape(kind)
-
-
-def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", spelled: bool = False) -> str:
-    """'H2' for 0-based head 1 and 'mean' for the mean of heads (None or MEAN_HEAD); with a 0-based layer,
-    'L1 H2' (or 'L1H2' with sep=""). Spelled out for prose and pickers: 'Head 2', 'Mean of heads', 'Layer 1 Head 2'."""
-    mean = head is None or head == MEAN_HEAD
-    if spelled:
-        name = "Mean of heads" if mean else f"Head {head + 1}"
-        return name if layer is None else f"Layer {layer + 1}{sep}{name}"
-    name = "mean" if mean else f"H{head + 1}"
-    return name if layer is None else f"L{layer + 1}{sep}{name}"
 
 
 KIND_TITLES = dict(ENCODER_DECODER.titles)  # the encoder-decoder's kinds; any family's: `ALL_TITLES`

@@ -41,7 +41,7 @@ from .families import (
                      family_of,
                      family_with_kinds,
 )
-from .head import KIND_CODES, Head, HeadError
+from .head import KIND_CODES, MEAN_HEAD, Head, HeadError, head_label
 from .insides import AttentionInputs, Insides, additive_mask
 from .layers import DecoderLayer, EncoderLayer, FeedForward
 from .modes import eval_mode
@@ -51,7 +51,7 @@ from .store_tensors import store_from_tensors, store_tensors
 from .stage_recipe import STAGE_RECIPES, CleanRule, StageRecipe, stage_configs, stage_recipe
 
 __all__ = ["AttentionStore", "LayerStore", "RelativeBias", "ScoreRules", "StoreError", "layer_store", "row_lse",
-           "tile", "value_norms", "store_from_tensors", "store_tensors", "KIND_CODES", "Head", "HeadError", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
+           "tile", "value_norms", "store_from_tensors", "store_tensors", "KIND_CODES", "MEAN_HEAD", "Head", "HeadError", "head_label", "AttentionInputs", "Insides", "additive_mask", "ARCHITECTURE_NAMES", "ARCHITECTURES", "build_model", "family_of_model", "DecoderOnlyTransformer",
            "EncoderOnlyTransformer", "segments_of", "PrefixCache", "ALL_KINDS", "ALL_TITLES", "DECODER_ONLY", "ENCODER_DECODER", "ENCODER_ONLY", "FAMILIES", "SOURCE",
            "TARGET", "ModelFamily", "family_of", "family_with_kinds", "AttentionMaps", "ConfigError",
            "DecoderLayer", "Dropout", "EncoderLayer", "EncoderOutput", "FeedForward", "ForwardOutput",

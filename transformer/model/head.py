@@ -7,7 +7,20 @@ from typing import NamedTuple
 
 KIND_CODES = {"enc": "encoder_self", "dec": "decoder_self", "cross": "cross", "self": "self"}  # every family's kinds
 _CODES = {kind: code for code, kind in KIND_CODES.items()}
+MEAN_HEAD = -1  # wherever a head number is stored (frames, chart data, scores), head -1 is the mean over heads
 _LABEL = re.compile(r"^\s*(enc|dec|cross|self)\s*[:.\s]\s*L(\d{1,4})\s*H(\d{1,4})\s*$", re.IGNORECASE)
+
+
+def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", spelled: bool = False) -> str:
+    """'H2' for 0-based head 1 and 'mean' for the mean of heads (None or MEAN_HEAD); with a 0-based layer,
+    'L1 H2' (or 'L1H2' with sep=""). Spelled out for prose and pickers: 'Head 2', 'Mean of heads', 'Layer 1 Head 2'.
+    A head of a kind is `Head.label` ('cross:L1H2'), made with this."""
+    mean = head is None or head == MEAN_HEAD
+    if spelled:
+        name = "Mean of heads" if mean else f"Head {head + 1}"
+        return name if layer is None else f"Layer {layer + 1}{sep}{name}"
+    name = "mean" if mean else f"H{head + 1}"
+    return name if layer is None else f"L{layer + 1}{sep}{name}"
 
 
 class HeadError(ValueError):
@@ -29,7 +42,7 @@ class Head(NamedTuple):
 
     def format(self, sep: str = ":") -> str:
         """The label with `sep` between kind and layer ("." in links)."""
-        return f"{_CODES[self.kind]}{sep}L{self.layer + 1}H{self.head + 1}"
+        return f"{_CODES[self.kind]}{sep}{head_label(self.head, self.layer, sep='')}"
 
     @classmethod
     def parse(cls, text: str) -> "Head":

@@ -5,7 +5,6 @@ from .link_format import (
     MEAN,
     ModelSizes,
     check_sizes,
-    head_labels,
     labels_to_heads,
     parse_ablated,
     parse_params,
@@ -27,6 +26,6 @@ from .url_state import (
 )
 
 __all__ = ["EXAMPLE_LINKS", "MEAN", "ModelSizes", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes",
-           "current_link", "head_labels", "labels_to_heads", "link_decodes", "merged_words", "page_name",
+           "current_link", "labels_to_heads", "link_decodes", "merged_words", "page_name",
            "parse_ablated", "parse_params", "presenter_switch", "restore", "run_page", "share_control",
            "show_gallery", "show_link_qr", "show_notes", "to_params", "write", "write_link"]

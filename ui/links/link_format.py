@@ -159,13 +159,8 @@ def format_ablated(heads: tuple[tuple[str, int, int], ...]) -> str:
     return ",".join(Head(*h).format(".") for h in heads)
 
 
-def head_labels(heads: tuple[tuple[str, int, int], ...]) -> list[str]:
-    """Link heads -> the ablation picker's labels: (("cross", 0, 1),) -> ["cross:L1H2"]."""
-    return [Head(*h).label for h in heads]
-
-
 def labels_to_heads(labels: list[str]) -> tuple[tuple[str, int, int], ...]:
-    """The ablation picker's labels -> link heads (the inverse of head_labels)."""
+    """The ablation picker's labels (`Head.label`: "cross:L1H2") -> link heads."""
     return parse_ablated(",".join(labels))
 
 

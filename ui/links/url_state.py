@@ -16,6 +16,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, Stop
 
 from transformer.charts import qr_svg
 from transformer.decode import InputError
+from transformer.model import Head
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 from ui.server import PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
 from ui.views import (
@@ -34,7 +35,7 @@ from ui.views import (
 )
 from ui.views import decode_state as ds
 
-from .link_format import ModelSizes, check_sizes, head_labels, labels_to_heads, parse_params, to_params
+from .link_format import ModelSizes, check_sizes, labels_to_heads, parse_params, to_params
 
 WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
@@ -44,7 +45,7 @@ NOTES_KEY = "studio_url_notes"
 PAGE_WIDGETS = LINK_PARAMS  # page -> link parameter -> the session-state key of the widget it restores
 _SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
 # link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples
-_TO_WIDGET = {"ablate": head_labels, "masks": list}
+_TO_WIDGET = {"ablate": lambda heads: [Head(*h).label for h in heads], "masks": list}
 _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 # sampling settings at their defaults (greedy; no top-k or top-p cut; seed 0) stay out of the link
                 "temperature": lambda v: v or None, "sample_topk": lambda v: v or None,

@@ -145,7 +145,7 @@ def _animation(run: LiveRun, snapshots: list, layer: int, head: int | None) -> N
     kind = map_kind(frames[-1][1])
     model = f"{run.name} · steps {frames[0][0]:,} to {frames[-1][0]:,}"
     what = (f"How the probe's {kind_title(kind).lower()} formed while training: layer {layer + 1}, "
-            f"{head_label(head).lower()}")
+            f"{head_label(head, spelled=True).lower()}")
     animation_downloads(lambda: training_slides(frames, model=model, layer=layer, head=head), len(frames),
                         file_stem(f"training_{run.name}", layer, head), "train_animation", what)
 

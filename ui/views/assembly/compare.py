@@ -222,7 +222,7 @@ def show_both_maps(sel: Selection) -> None:
         keys = None if window is None else _within(window, trace.axis_sizes(kind)[1])
         with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
             heading = (f"{tag} · {model.option.name} · {ALL_TITLES[kind]} · layer {layer + 1} · "
-                       f"{head_label(head).lower()}" + (f" · step {row + 1}" if stepped else "")
+                       f"{head_label(head, spelled=True).lower()}" + (f" · step {row + 1}" if stepped else "")
                        + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
             chart_heading(heading)
             heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="",
@@ -255,7 +255,7 @@ def show_difference(sel: Selection) -> None:
     left_out = f"; {diff.rows_left_out} row(s) after the first divergence left out" if diff.rows_left_out else ""
     st.caption(f"Largest |B − A| = {diff.max_abs:.3f} over {diff.difference.shape[0]} shared row(s){left_out}. "
                "Blue: B attends more; red: A attends more.")
-    view = f"B − A · {ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
+    view = f"B − A · {ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head, spelled=True).lower()}"
     chart = difference_heatmap(diff, size=420, title=view)
     a, b = (slide_title(model, text).model for model in models)
     show_chart(chart, key="compare_difference", width="content")

@@ -139,7 +139,7 @@ def show_edit_difference(sel: Selection, c: EditComparison) -> None:
     """B − A of the selected kind, layer and head on the aligned axes, and the heads that moved most."""
     kind, layer, head = sel.kind, sel.layer, sel.head
     diff = c.differences[kind]
-    view = f"B − A · {ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()}"
+    view = f"B − A · {ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head, spelled=True).lower()}"
     chart_heading(f"{view} · {sel.model.option.name}")
     st.caption("Rows and columns are aligned by edit distance: ‹+x› a token inserted in B (B's weights alone), "
                "‹−x› one deleted from A (A's alone), ‹a→b› a swapped token. Blue: B attends more; red: A attends more.")

@@ -168,7 +168,7 @@ def _step_panels(sel: Selection) -> None:
                                                          sel.layer, sel.head, sel.title)
     trace, step = result.trace, result.steps[t]
     spec, row = trace.family, trace.step_offset + t  # the query row of step t
-    at = f"layer {layer + 1} · {head_label(head).lower()} · step {t + 1} of {len(result.steps)}"
+    at = f"layer {layer + 1} · {head_label(head, spelled=True).lower()} · step {t + 1} of {len(result.steps)}"
     left, right = st.columns([3, 2], gap="large")
     with left:
         if view == ds.TEACHER:
@@ -203,7 +203,7 @@ def _step_panels(sel: Selection) -> None:
         return  # no separate source: the prefix strip above is the step's whole row, the prompt included
     cross_row = trace.matrix(spec.cross_kind, layer, head)[row].tolist()
     chart_heading(f"Source tokens shaded by the attention of step {t + 1} · layer {layer + 1} · "
-                  f"{head_label(head).lower()}")
+                  f"{head_label(head, spelled=True).lower()}")
     strip = cached_chart(source_strip, trace.source_tokens, cross_row, max_width=PAGE_PX)
     show_chart(strip, width="content", key="decode_source_strip")
     slide_downloads(strip, title.lines(f"Source tokens shaded by {kind_title(spec.cross_kind).lower()} · {at}"),
@@ -224,14 +224,14 @@ def _maps(sel: Selection) -> None:
     map_col, side_col = map_columns(trace, kind, [9, 6])
     with map_col:
         keys = key_window(trace, kind, "decode")
-        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head).lower()}"
+        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head, spelled=True).lower()}"
                       + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
         heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
                                gold=gold if st.session_state.get("decode_gold", True) else (),
                                size=440 if presenting() else 330, title="", large_labels=presenting(), keys=keys,
                                max_width=MAP_WIDTH)
         show_chart(heatmap, key="decode_heatmap", width="content")
-        slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head).lower()} · "
+        slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head, spelled=True).lower()} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
         show_step_contribution(sel, row)

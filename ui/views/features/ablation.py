@@ -238,11 +238,11 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
     if trace.family.causal(kind):
         keys = keys[: row + 1]
     chart_heading(f"With the heads switched off: step {t + 1} chooses ‹{step.token}› ({step.prob:.1%}); its "
-                  f"attention · layer {layer + 1} · {head_label(head).lower()}")
+                  f"attention · layer {layer + 1} · {head_label(head, spelled=True).lower()}")
     strip = source_strip(keys, trace.matrix(kind, layer, head)[row, : len(keys)].tolist(), max_width=PAGE_PX)
     show_chart(strip, width="content", key=key)
     slide_downloads(strip, title.lines(f"{ALL_TITLES[kind]} with heads switched off · layer {layer + 1} · "
-                                       f"{head_label(head).lower()} · step {t + 1}"),
+                                       f"{head_label(head, spelled=True).lower()} · step {t + 1}"),
                     f"ablated_source_step{t + 1}", key)
 
 
@@ -267,10 +267,10 @@ def attention_ablation(sel: Selection) -> None:
     if ablated is None:
         return
     show_comparison(sel.result, ablated, heads, key="attention_ablation")
-    chart_heading(f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} with the heads switched off")
+    chart_heading(f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head, spelled=True).lower()} with the heads switched off")
     heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=sel.fixed_scale, size=460, title="")
     names = ", ".join(head_title(h.label) for h in heads)
     show_chart(heatmap, key="attention_ablated_heatmap", width="content")
     slide_downloads(heatmap, sel.title.lines(
-        f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head).lower()} · without {names}"),
+        f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head, spelled=True).lower()} · without {names}"),
         f"{kind}_layer{layer + 1}_ablated", "attention_ablated_heatmap")

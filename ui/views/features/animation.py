@@ -58,7 +58,7 @@ def decode_animation(sel: Selection) -> None:
     result, layer, head, title = sel.result, sel.layer, sel.head, sel.title
     kind = animated_kind(result.trace.family)
     what = f"Every step of this decode: {kind_title(kind).lower()} of layer {layer + 1}, " \
-           f"{head_label(head).lower()}, beside the top-k"
+           f"{head_label(head, spelled=True).lower()}, beside the top-k"
     stem = file_stem(f"animation_{sel.model.option.name}_{sel.mode}", layer, head)
     animation_downloads(lambda: decode_slides(result, model=title.model, layer=layer, head=head,
                                               reference=title.reference),

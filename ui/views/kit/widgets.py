@@ -14,11 +14,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from transformer import decode
-from transformer.analysis import group_of, grouped
+from transformer.analysis import group_head_label
 from transformer.charts import slide_pdf, slide_png, slide_svg
 from transformer.charts import visible_token as visible
-from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
+from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace, head_label
 from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
@@ -118,11 +117,6 @@ def show_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, **
 
 
 
-def head_label(head: int | None) -> str:
-    """The library's head label spelled out: 'Mean of heads' or 'Head k' (1-based); None or -1 is the mean."""
-    return decode.head_label(head, spelled=True)
-
-
 def layer_picker(label: str, n_layers: int, key: str) -> int:
     """Select a layer (0-based value, 1-based label); keeps the choice valid when the model changes."""
     if st.session_state.get(key) not in range(n_layers):
@@ -131,10 +125,10 @@ def layer_picker(label: str, n_layers: int, key: str) -> int:
 
 
 def group_head_name(trace: AttentionTrace | None, kind: str | None, head: int | None) -> str:
-    """'Head 3 · kv2' for a query head of a grouped-query model, else head_label's 'Head 3' / 'Mean of heads'."""
-    if head is None or head == MEAN_HEAD or trace is None or kind is None or not grouped(trace, kind):
-        return head_label(head)
-    return f"{head_label(head)} · kv{group_of(trace, kind, head) + 1}"
+    """'Head 3 · kv2' for a query head of a grouped-query model, else 'Head 3' / 'Mean of heads' (`head_label`)."""
+    if head is None or head == MEAN_HEAD or trace is None or kind is None:
+        return head_label(head, spelled=True)
+    return group_head_label(trace, kind, head, spelled=True)
 
 
 def head_picker(label: str, n_heads: int, key: str, *, trace: AttentionTrace | None = None,
