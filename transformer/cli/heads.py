@@ -141,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
                            "seconds": round(time.perf_counter() - start, 3)}
     if args.estimate:
         out["estimate"] = _estimates(lm, reports)
-    if source == "valid" and lm.source == "checkpoint":  # _inputs refused --valid for other models
-        task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
-        aligned = evaluate_alignment(lm.model, task.valid[: args.valid], lm.src_tokenizer, lm.tgt_tokenizer)
+    if source == "valid":  # our checkpoint (_inputs refused --valid for other models): the network lm wraps
+        ckpt = load_checkpoint(args.dir, load_optimizer=False)
+        task = task_for_checkpoint(ckpt)
+        aligned = evaluate_alignment(ckpt.model, task.valid[: args.valid], ckpt.src_tokenizer, ckpt.tgt_tokenizer)
         if aligned is not None:
             out["alignment"] = {**summarize(aligned[0]), "best_head": f"cross:{summarize(aligned[0])['best_head']}"}
     if args.json:

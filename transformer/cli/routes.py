@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(finite_json(found[0] if args.step is not None else found)))
         return 0
     for out in found:
+        assert graph is not None  # a step was routed
         through = [e for e in out["edges"] if e["via"] != RESIDUAL]
         start = node_label(graph, ("decoder", graph.last("decoder"), parts.step_row(out["step"])))
         print(f"step {out['step']} {printable(out['token'])!r}: {len(out['nodes'])} nodes, {len(out['edges'])} edges "
