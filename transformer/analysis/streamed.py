@@ -27,68 +27,78 @@ class LayerSummaries:
     column_sums: Tensor  # (H, K) each key's weight summed over rows
     top_keys: Tensor  # (H, Q, k) the k heaviest keys of each row, heaviest first
     top_weights: Tensor  # (H, Q, k)
-    overview: Tensor  # (H, R, C) each cell's max or mean weight
+    overview: Tensor  # (H, R, C) each cell's max or mean weight; cells of ceil(Q / resolution) rows, ceil(K / ...) keys
     window: int
     pool: str
-
-
-def _bins(n: int, cells: int) -> Tensor:
-    return torch.arange(n) * cells // n
 
 
 def summarise_layer(store: AttentionStore, kind: str, layer: int, *, top_k: int = 5, window: int = 8,
                     specials: Sequence[int] = (), resolution: int = 256, pool: str = "max", block: int = BLOCK,
                     progress: Callable[[float], None] | None = None) -> LayerSummaries:
     """Every summary of one layer in one blocked pass (see the module's docstring); `resolution` caps the
-    overview's rows and columns; `progress(fraction)` is called after each query block."""
+    overview's rows and columns (cells of equal size, the last ones smaller); `progress(fraction)` is called after
+    each query block."""
     if pool not in ("max", "mean"):
         raise ValueError(f"pool is 'max' or 'mean', not {pool!r}")
     one = store.layer(kind, layer)
     h, q, k = one.n_heads, one.n_rows, one.n_keys
     heads, rules = torch.arange(h), one.rules
-    rows_out, cols_out = min(q, resolution), min(k, resolution)
-    row_bin, key_bin = _bins(q, rows_out), _bins(k, cols_out)
+    rb, kb = -(-q // resolution), -(-k // resolution)  # rows and keys per overview cell (the last cells: fewer)
+    rows_out, cols_out = -(-q // rb), -(-k // kb)
+    row_block, key_block = max(block // rb, 1) * rb, max(block // kb, 1) * kb  # blocks of whole cells
     special = torch.zeros(k, dtype=torch.bool)
     special[[s for s in specials if 0 <= s < k]] = True
     entropy, peak, first, spec, local = (torch.zeros(h, q) for _ in range(5))
     columns = torch.zeros(h, k)
     kk = min(top_k, k)
     top_w, top_i = torch.full((h, q, kk), -1.0), torch.zeros(h, q, kk, dtype=torch.long)
-    overview = torch.zeros(h, rows_out * cols_out)
-    counts = torch.zeros(rows_out * cols_out)
-    for r0 in range(0, q, block):
-        rows = torch.arange(r0, min(r0 + block, q))
-        qpos = rows + rules.offset
-        for k0 in range(0, k, block):
-            keys = torch.arange(k0, min(k0 + block, k))
-            cells = (row_bin[rows][:, None] * cols_out + key_bin[keys][None, :]).reshape(-1)
-            counts.index_add_(0, cells, torch.ones(cells.numel()))
+    grid = torch.zeros(h, rows_out, cols_out)
+    for r0 in range(0, q, row_block):
+        rows = torch.arange(r0, min(r0 + row_block, q))
+        qpos, r_cells = rows + rules.offset, slice(r0 // rb, -(-(r0 + len(rows)) // rb))
+        for k0 in range(0, k, key_block):
+            keys = torch.arange(k0, min(k0 + key_block, k))
             if rules.block_unseen(r0, int(rows[-1]), k0, int(keys[-1])):
                 continue
-            w = one.weights(heads, rows, keys)  # (H, r, c)
-            entropy[:, rows] -= torch.special.xlogy(w, w).sum(-1)
-            peak[:, rows] = torch.maximum(peak[:, rows], w.amax(-1))
+            log_w = one.scores(heads, rows, keys) - one.lse[:, rows, None]  # (H, r, c): log of each weight
+            torch.nan_to_num_(log_w, nan=-1e4, neginf=-1e4)  # hidden keys (and rows that see nothing): weight 0
+            w = torch.exp(log_w)
+            entropy[:, rows] -= (w * log_w).sum(-1)
+            padded = torch.nn.functional.pad(w, (0, -len(keys) % kb))  # whole key cells (weights >= 0: pad 0)
+            part = padded.view(h, len(rows), -1, kb)
+            part = part.amax(-1) if pool == "max" else part.sum(-1)  # (H, r, key cells)
+            block_peak = part.amax(-1) if pool == "max" else w.amax(-1)
+            peak[:, rows] = torch.maximum(peak[:, rows], block_peak)
             if k0 == 0:
                 first[:, rows] += w[:, :, 0]
-            spec[:, rows] += w[:, :, special[keys]].sum(-1)
-            near = (qpos[:, None] - keys[None, :]).abs() < window
-            local[:, rows] += (w * near).sum(-1)
+            if bool(special[keys].any()):
+                spec[:, rows] += w[:, :, special[keys]].sum(-1)
+            if max(int(qpos[0]) - int(keys[-1]), k0 - int(qpos[-1]), 0) < window:  # the block meets the local band
+                near = (qpos[:, None] - keys[None, :]).abs() < window
+                local[:, rows] += (w * near).sum(-1)
             columns[:, keys] += w.sum(1)
-            bw, bi = w.topk(min(kk, len(keys)), dim=-1)
-            both_w, both_i = torch.cat([top_w[:, rows], bw], -1), torch.cat([top_i[:, rows], bi + k0], -1)
-            top_w[:, rows], pick = both_w.topk(kk, dim=-1)
-            top_i[:, rows] = both_i.gather(-1, pick)
-            flat = w.reshape(h, -1)
+            better = (block_peak > top_w[:, rows, -1]).any(0)  # rows where a key here can enter the top k
+            if bool(better.any()):
+                sub = rows[better]
+                bw, bi = w[:, better].topk(min(kk, len(keys)), dim=-1)
+                both_w, both_i = torch.cat([top_w[:, sub], bw], -1), torch.cat([top_i[:, sub], bi + k0], -1)
+                top_w[:, sub], pick = both_w.topk(kk, dim=-1)
+                top_i[:, sub] = both_i.gather(-1, pick)
+            part = torch.nn.functional.pad(part, (0, 0, 0, -len(rows) % rb)).view(h, -1, rb, part.shape[-1])
+            k_cells = slice(k0 // kb, k0 // kb + part.shape[-1])
             if pool == "max":
-                overview.scatter_reduce_(1, cells[None].expand(h, -1), flat, "amax")
+                grid[:, r_cells, k_cells] = torch.maximum(grid[:, r_cells, k_cells], part.amax(2))
             else:
-                overview.index_add_(1, cells, flat)
+                grid[:, r_cells, k_cells] += part.sum(2)
         if progress is not None:
-            progress(min(r0 + block, q) / q)
+            progress(min(r0 + row_block, q) / q)
     if pool == "mean":
-        overview = overview / counts.clamp(min=1)
-    return LayerSummaries(entropy, peak, first, spec, local, columns, top_i, top_w.clamp(min=0),
-                          overview.view(h, rows_out, cols_out), window, pool)
+        row_n = torch.full((rows_out,), float(rb))
+        row_n[-1] = q - rb * (rows_out - 1)
+        key_n = torch.full((cols_out,), float(kb))
+        key_n[-1] = k - kb * (cols_out - 1)
+        grid = grid / (row_n[:, None] * key_n[None, :])
+    return LayerSummaries(entropy, peak, first, spec, local, columns, top_i, top_w.clamp(min=0), grid, window, pool)
 
 
 def summarise(store: AttentionStore, kind: str, **options) -> tuple[LayerSummaries, ...]:

@@ -81,9 +81,11 @@ class ScoreRules:
     def visible(self, query_pos: Tensor, key_pos: Tensor) -> Tensor | None:
         """(rows, keys) bool, True where a query may see a key; None when every key is seen."""
         seen = None
-        if self.causal:
-            seen = key_pos[None, :] <= query_pos[:, None]
-        if self.window is not None:
+        if self.causal and key_pos.numel() and query_pos.numel() and int(key_pos.max()) > int(query_pos.min()):
+            seen = key_pos[None, :] <= query_pos[:, None]  # (a block wholly below the diagonal needs no mask)
+        if self.window is not None and key_pos.numel() and query_pos.numel() and (
+                int(query_pos.max()) - int(key_pos.min()) >= self.window
+                or int(key_pos.max()) - int(query_pos.min()) >= self.window):
             near = (query_pos[:, None] - key_pos[None, :]).abs() < self.window
             seen = near if seen is None else seen & near
         if self.keep is not None:
