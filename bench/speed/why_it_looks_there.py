@@ -54,11 +54,18 @@ def qk(folder: Path) -> dict:
 
 
 def composition(folder: Path) -> dict:
+    """The scores, against the 20-step decode with its capture and against one (1024 x 1024) @ (1024 x 1024) fp32
+    product (the unit the scores are made of: one per writing layer, reading layer and type)."""
     lm = bart_large_shape(folder)
     _, decode_s = _best(lambda: decode_parts(lm, TEXT, max_steps=STEPS), 1)
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    _, gemm_s = _best(lambda: a @ b, 5)
     frame, seconds = _best(lambda: composition_scores(lm), 1)
+    products = sum(frame[m].notna().sum() for m in ("q", "k", "v")) // 256  # 16 x 16 heads a product
     return {"part": "composition", "shape": "bart-large", "pairs": len(frame), "seconds": round(seconds, 2),
-            "decode_and_capture_s": round(decode_s, 2), "vs_decode": round(seconds / decode_s, 2)}
+            "decode_and_capture_s": round(decode_s, 2), "vs_decode": round(seconds / decode_s, 2),
+            "products": int(products), "product_s": round(gemm_s, 4),
+            "vs_products": round(seconds / (products * gemm_s), 2)}
 
 
 def routes(folder: Path) -> dict:

@@ -97,27 +97,32 @@ def composition_scores(lm: InspectableModel) -> pd.DataFrame:
     counts, groups = lm.head_counts(), lm.head_groups()
     layers = [(kind, layer) for kind, (n, _) in counts.items() for layer in range(n)]
     readers = [_reader(lm, path, k, i, counts[k][1], groups[k]) for k, i in layers]
-    rows: list[dict] = []
+    blocks: list[pd.DataFrame] = []
     with torch.no_grad():
         for kind, layer in layers:
             factor, norm = _writers(lm, path, kind, layer, counts[kind][1], groups[kind])
+            h1, d, dh = factor.shape
+            flat = factor.permute(1, 0, 2).reshape(d, h1 * dh)  # (D, H1*Dh): one matrix product per reader and mode
+            writers = [Head(kind, layer, h).label for h in range(h1)]
             for reader in readers:
                 modes = _modes(path, (kind, layer), reader)
                 if not modes:
                     continue
-                scores = {}
-                for mode in modes:  # (H2, Dh, D) @ (H1, D, Dh) -> (H2, H1)
-                    both = torch.einsum("adx,bxe->abde", reader.factors[mode], factor).flatten(2).norm(dim=2)
-                    scores[mode] = both / reader.norms[mode][:, None] / norm[None, :]
-                for h2 in range(counts[reader.kind][1]):
-                    for h1 in range(counts[kind][1]):
-                        rows.append({"from": Head(kind, layer, h1).label,
-                                     "to": Head(reader.kind, reader.layer, h2).label,
-                                     **{m: float(scores[m][h2, h1]) if m in scores else float("nan") for m in MODES}})
-    if not rows:
+                h2 = counts[reader.kind][1]
+                block = {"from": writers * h2, "to": [Head(reader.kind, reader.layer, h).label
+                                                      for h in range(h2) for _ in range(h1)]}
+                for mode in MODES:
+                    if mode not in modes:
+                        block[mode] = torch.full((h2 * h1,), float("nan")).numpy()
+                        continue
+                    u = reader.factors[mode]  # (H2, Dh, D)
+                    both = (u.reshape(-1, d) @ flat).view(h2, u.shape[1], h1, dh).square().sum((1, 3)).sqrt()
+                    block[mode] = (both / reader.norms[mode][:, None] / norm[None, :]).flatten().numpy()
+                blocks.append(pd.DataFrame(block))
+    if not blocks:
         raise ResidualPathError(f"{lm.name} has one attention layer: no head reads another head's output, so there "
                                 "is no composition to score")
-    return pd.DataFrame(rows, columns=["from", "to", *MODES])
+    return pd.concat(blocks, ignore_index=True)[["from", "to", *MODES]]
 
 
 def strongest(frame: pd.DataFrame, mode: str, n: int = 10) -> pd.DataFrame:
