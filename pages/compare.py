@@ -20,10 +20,9 @@ ensure_frame()
 active = require_model()
 st.title("Compare", anchor=False)
 if not active.family.decodes:  # an encoder-only model: predictions at the masks (ui/views/assembly/masked_compare.py)
-    show_masked_compare(active)
-    st.stop()
-if compare_mode() == EDIT:  # one model, an input and its edit (ui/views/assembly/edit_compare.py)
-    show_edit_mode(active)  # (no st.stop here: a stopped run does not write its view into the link)
+    show_masked_compare(active)  # (no st.stop here: a stopped run does not write its view into the link)
+elif compare_mode() == EDIT:  # one model, an input and its edit (ui/views/assembly/edit_compare.py)
+    show_edit_mode(active)
 else:
     st.caption("The same input through model A (picked in the sidebar) and model B: two checkpoints of one run, the "
                "live training weights against a saved checkpoint, or a model against itself. Outputs are aligned step "

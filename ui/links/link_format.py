@@ -17,6 +17,8 @@ from transformer.model import ALL_KINDS, Head
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
 MODES = ("greedy", "teacher")
 COMPARE_MODES = ("models", "edit")  # Compare: two models on one input, or one model on an input and its edit
+COMPARE_WAYS = ("inputs", "models")  # an encoder-only model's Compare: two inputs through it, or one through two models
+MAX_STAGE = 99  # the Learn tour's stages (the page checks the number against its tour)
 COMBINE = ("pick", "max", "rollout", "group")  # the Attention page's "Combine heads" (group: key/value group mean)
 MAP_SHOWS = ("weight", "contribution")  # the Attention page's "Map shows": the weight α or ||α·W_O v||
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
@@ -170,6 +172,10 @@ PARSERS: dict[str, Any] = {
     "compare": _model,
     "cmode": lambda v: _choice(v, COMPARE_MODES),
     "edit": _text,
+    "way": lambda v: _choice(v, COMPARE_WAYS),
+    "text_b": _text,
+    "stage": lambda v: _int(v, 1, MAX_STAGE) - 1,  # the Learn tour's stage, numbered from 1 as its titles
+    "gold": _flag,  # the gold alignment outlined on a map (Decode, Attention); on unless the link says 0
     "pfrom": _text,
     "psite": _patch_site,
     "text": _text,
@@ -208,11 +214,11 @@ PARSERS: dict[str, Any] = {
 
 def format_value(name: str, value: Any) -> str:
     """A view value as it appears in a link."""
-    if name in ("layer", "query"):
+    if name in ("layer", "query", "stage"):
         return str(int(value) + 1)
     if name == "head":
         return "mean" if value is None or int(value) == MEAN else str(int(value) + 1)
-    if name in ("fixed", "hide", "words", "present"):
+    if name in ("fixed", "hide", "words", "present", "gold"):
         return "1" if value else "0"
     if name == "ablate":
         return format_ablated(tuple(value))

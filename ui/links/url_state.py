@@ -27,6 +27,7 @@ from ui.views import (
     REFERENCE_KEY,
     TEXT_KEY,
     TEXT_TASK_KEY,
+    TOUR,
     default_text,
     greedy,
     map_kind,
@@ -52,7 +53,9 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 "top_p": lambda v: None if v >= 1 else v, "seed": lambda v: v or None,
                 # an encoder-only model's Decode page: no pair, no masks and all segments stay out of the link
                 "pair": lambda v: v or None, "masks": lambda v: tuple(v) or None,
-                "segment": lambda v: None if v == "all" else v}
+                "segment": lambda v: None if v == "all" else v,
+                # on by default (the gold alignment outlined), two inputs through one model: out of the link
+                "gold": lambda v: None if v else False, "way": lambda v: None if v == "inputs" else v}
 
 
 def page_name(title: str) -> str:
@@ -66,7 +69,7 @@ def merged_words() -> bool | None:
 
 
 def _sizes(active: ActiveModel) -> ModelSizes:
-    return ModelSizes.from_counts(active.decoder.head_counts())
+    return ModelSizes.from_counts(active.adapter.head_counts())
 
 
 def _restore_model(values: dict[str, Any], notes: list[str]) -> None:
@@ -142,6 +145,8 @@ def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], not
         state[REFERENCE_FOR_KEY], state[REFERENCE_KEY] = (active.task_name, text), values["ref"]
     if page == "decode":
         _restore_forced(active, values, notes, text)
+    if page == "learn" and values.get("stage", 0) >= len(TOUR):
+        notes.append(f"stage {values.pop('stage') + 1} ignored (the tour has {len(TOUR)})")
     if "step" in values and page == "decode":
         n_steps = _n_steps(active, values, text)
         if n_steps is not None and values["step"] > n_steps:

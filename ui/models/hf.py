@@ -68,7 +68,7 @@ def resolve_hf(option: ModelOption, *, new_session: bool = False) -> ActiveModel
     lm = session_adapter(shared, option.name, *(("", False) if new_session else (None, None)))
     options = f"{getattr(lm, 'prefix', '')}:{int(getattr(lm, 'chat', False))}"
     return ActiveModel(option, f"{HF}:{name}:{options}", None, None, None, {"name": "huggingface"},
-                       lm.describe(), ((EXAMPLE_TEXT, ""),), lm=lm)
+                       lm.describe(), ((EXAMPLE_TEXT, ""),), adapter=lm)
 
 
 def chat_available(lm: InspectableModel | None) -> bool:
@@ -116,7 +116,7 @@ def hf_loader(active: ActiveModel | None = None) -> None:
                                f"{hf_models_root()} are listed in the picker.")
         st.text_input("Source prefix", key=PREFIX_KEY, placeholder="translate English to German: ",
                       help="Prepended to every input of an encoder-decoder (T5 task prefixes).")
-        if active is not None and chat_available(active.lm):
+        if active is not None and chat_available(active.adapter):
             st.toggle("Format as chat", key=CHAT_KEY,
                       help="The prompt goes through the tokenizer's chat template (one user turn, then the "
                            "assistant's opening); the template's tokens are shown as tokens.")

@@ -64,7 +64,7 @@ class ActiveModel:
 
     option: ModelOption
     cache_key: str  # unique per weights: decoding results are cached under it
-    model: Seq2SeqTransformer | None  # None for a Hugging Face model (see `lm`)
+    model: Seq2SeqTransformer | None  # our network; None for a Hugging Face model (see `adapter`)
     src_tokenizer: Tokenizer | None
     tgt_tokenizer: Tokenizer | None
     task_spec: dict
@@ -73,22 +73,18 @@ class ActiveModel:
     checkpoint: Checkpoint | None = field(default=None, repr=False)
     weights_step: int | None = None  # the training step the weights are from
     weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
-    lm: InspectableModel | None = field(default=None, repr=False)  # the adapter; built from `model` when not given
+    adapter: InspectableModel | None = field(default=None, repr=False)  # built from `model` when not given
 
     def __post_init__(self) -> None:
-        if self.lm is None:  # one shape: every active model carries its adapter, built once
-            object.__setattr__(self, "lm", adapter_for(self.model, self.src_tokenizer, self.tgt_tokenizer,
-                                                        name=self.option.name))
-
-    @property
-    def decoder(self) -> InspectableModel:
-        """The model behind the interface decoding, traces and export use (its adapter)."""
-        return self.lm
+        if self.adapter is None:  # one shape: every active model carries its adapter (the model behind the
+            # interface decoding, traces and export use), built once
+            object.__setattr__(self, "adapter", adapter_for(self.model, self.src_tokenizer, self.tgt_tokenizer,
+                                                             name=self.option.name))
 
     @property
     def family(self) -> ModelFamily:
         """The model's family: its attention kinds, what its input is called (ask it, never its name)."""
-        return self.decoder.family
+        return self.adapter.family
 
     @property
     def task_name(self) -> str:

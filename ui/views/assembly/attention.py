@@ -192,7 +192,7 @@ def show_large_map(sel: Selection) -> None:
     map_col, side_col = map_columns(trace, kind, [3, 2])
     with map_col:
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
-                                                                    key="attention_gold")
+                                                                    key=KEYS["gold"])
         keys = key_window(trace, kind, "attention")
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,

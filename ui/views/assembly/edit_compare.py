@@ -72,7 +72,7 @@ def edited_text(text_a: str) -> str:
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _compare(model_key: str, _active: ActiveModel, text_a: str, text_b: str,
              _decoded: tuple[DecodeResult, DecodeResult]) -> EditComparison:
-    return compare_edit(_active.decoder, text_a, text_b, decoded=_decoded)
+    return compare_edit(_active.adapter, text_a, text_b, decoded=_decoded)
 
 
 def edit_comparison(active: ActiveModel, text_a: str, text_b: str) -> EditComparison | None:

@@ -18,7 +18,7 @@ KEYS = LINK_PARAMS["head"]
 
 def head_picker(active: ActiveModel) -> Head:
     """Kind, layer and head (the page's link names them), kept within the model's sizes."""
-    counts = active.decoder.head_counts()
+    counts = active.adapter.head_counts()
     state = st.session_state
     if state.get(KEYS["kind"]) not in counts:
         state[KEYS["kind"]] = next(iter(counts))
@@ -67,5 +67,5 @@ def show_head_page(active: ActiveModel) -> None:
         show_chart(charts["distance"], key="head_page_distance", width="content")
     show_chart(charts["layer"], key="head_page_layer_chart", width="content")
     if st.button("Prepare this page as HTML", key="head_page_html", icon=":material/html:"):
-        st.download_button("Download the page (HTML)", head_page_html(stats, head, model=active.decoder.name),
+        st.download_button("Download the page (HTML)", head_page_html(stats, head, model=active.adapter.name),
                            file_name=f"{head.format('_')}.html", mime="text/html", key="head_page_download")

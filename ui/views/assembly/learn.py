@@ -26,7 +26,7 @@ from ..kit import (
     show_chart,
 )
 
-STAGE_KEY = "learn_stage"
+STAGE_KEY = LINK_PARAMS["learn"]["stage"]  # the tour stage shown, 0-based (links: from 1)
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _computation(active: ActiveModel, result: DecodeResult, kind: str, head: int
     family = result.trace.family
     row = result.trace.step_offset if kind != family.encoder_kind else result.trace.axis_sizes(kind)[0] - 1
     try:
-        return computation_at(active.decoder, captured, kind, 0, head, row)
+        return computation_at(active.adapter, captured, kind, 0, head, row)
     except HeadSelectionError as exc:
         st.warning(str(exc), icon=":material/error:")
         return None
@@ -119,7 +119,7 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
     st.subheader(stage.title, anchor=False)
     st.markdown(stage.text)
     if stage.name == "positions":
-        scheme = position_scheme(active.decoder)
+        scheme = position_scheme(active.adapter)
         if scheme is None:
             st.info(f"{active.option.name}: no position table, relative bias or rotation was found in the model.",
                     icon=":material/info:")
@@ -148,7 +148,7 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
                f"[Open the full view on the Attention page](/attention)")
     if stage.name == "heads":
         captured = captured_for(active, result, None)
-        weights = [computation_at(active.decoder, captured, kind, 0, head, c.query).weights
+        weights = [computation_at(active.adapter, captured, kind, 0, head, c.query).weights
                    for head in range(c.n_heads)]
         chart = heads_row_chart(weights, k_tokens, "Each head's weights from the same query")
         show_chart(chart, key="learn_heads", width="content")
@@ -200,7 +200,7 @@ def longer_input(text: str) -> str:
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _batch_mask(weights: str, _active: ActiveModel, text: str) -> BatchMask:
-    return batch_mask(_active.decoder, text, longer_input(text))
+    return batch_mask(_active.adapter, text, longer_input(text))
 
 
 def show_batch_mask(active: ActiveModel, text: str) -> None:

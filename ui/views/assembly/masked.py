@@ -55,7 +55,7 @@ POSITIONS_FOR_KEY = "decode_mask_positions_for"  # the input the clicked positio
 @st.cache_data(max_entries=128, show_spinner=False)
 def _fill(model_key: str, _active: ActiveModel, text: str, second: str, positions: tuple[int, ...], top_k: int,
           heads: tuple[Head, ...] = ()) -> FillResult:
-    lm = _active.decoder
+    lm = _active.adapter
     return fill_masks(lm, text, second, mask_positions=positions, top_k=top_k, head_mask=head_mask(lm, heads))
 
 
@@ -68,7 +68,7 @@ def fill(active: ActiveModel, text: str, second: str = "", positions: Sequence[i
 
 def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...] | None:
     """The tokens the user clicked to mask (positions among the tokens the model reads); None after a message."""
-    lm = active.decoder
+    lm = active.adapter
     try:
         source, _, _ = read_masked(lm, text, second)
     except InputError as exc:
@@ -168,7 +168,7 @@ def _show_map(sel: Selection) -> Selection:
 
 def _show_ablation(sel: Selection) -> None:
     st.subheader("Switch heads off", anchor=False)
-    lm = sel.model.decoder
+    lm = sel.model.adapter
     n_layers, n_heads = lm.head_counts()[sel.kind]
     labels = [Head(sel.kind, layer, head).label for layer in range(n_layers) for head in range(n_heads)]
     chosen = st.multiselect("Heads to switch off", labels, key="decode_masked_ablate",
@@ -193,7 +193,7 @@ def _show_attribution(sel: Selection) -> None:
     names = [f"token {p.position}: {p.token}" for p in result.predictions]
     pick = st.selectbox("Prediction", range(len(names)), format_func=names.__getitem__, key="decode_masked_attr")
     prediction = result.predictions[pick or 0]
-    shares = mask_attribution(sel.model.decoder, result.source.ids, prediction.position, prediction.top_k[0][1])
+    shares = mask_attribution(sel.model.adapter, result.source.ids, prediction.position, prediction.top_k[0][1])
     top = max(shares) or 1.0
     show_chips(result.source.tokens, [s / top for s in shares], highlight=prediction.position,
                caption=f"Gradient × input of log p({prediction.token}) per input token (darker: larger share)")
@@ -202,7 +202,7 @@ def _show_attribution(sel: Selection) -> None:
 def show_mask_page(active: ActiveModel) -> None:
     """The Decode page of an encoder-only model: predictions at the masks."""
     st.title("Predict at the masks", anchor=False)
-    lm = active.decoder
+    lm = active.adapter
     st.caption(f"{md(active.option.name)} reads the whole input at once (no decoding): it predicts the tokens hidden "
                f"by its mask token {md(lm.mask_token)}. Type it in the text, or click tokens below to mask them.")
     sel = masked_selection(active)  # the pair, the masks, top-k and the one forward pass
@@ -222,7 +222,7 @@ def show_mask_page(active: ActiveModel) -> None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _pair_result(model_key: str, _active: ActiveModel, text: str, second: str) -> DecodeResult:
-    return masked_decode(_active.decoder, text, second)
+    return masked_decode(_active.adapter, text, second)
 
 
 def masked_attention_result(active: ActiveModel, text: str, column: st.delta_generator.DeltaGenerator, *, key: str
@@ -247,7 +247,7 @@ def segment_choice(active: ActiveModel, text: str, second: str, trace: Attention
     that decodes): only the chosen block of each map kept, the model's weights unchanged."""
     if active.family.decodes or not second.strip():
         return trace
-    _, segments, _ = read_masked(active.decoder, text, second)
+    _, segments, _ = read_masked(active.adapter, text, second)
     st.session_state.setdefault(key, "all")
     which = st.segmented_control("Segments (rows → columns)", list(SEGMENT_FILTERS), key=key,
                                  help="A is the first sentence (with [CLS] and its [SEP]), B the second: A→B keeps "

@@ -53,15 +53,15 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
     """The encoder-only Compare page's widget row: the way (two inputs through this model, or one input through it
     and a second encoder-only model), the input(s), model B, each side's forward pass, and the one layer / head
     picker of both maps, as a Selection (A's side; B's as `against`, with the same pickers); None after a message."""
-    st.session_state.setdefault("compare_masked_way", "inputs")
-    way = st.radio("Compare", list(WAYS), format_func=WAYS.__getitem__, key="compare_masked_way", horizontal=True)
+    st.session_state.setdefault(KEYS["way"], "inputs")
+    way = st.radio("Compare", list(WAYS), format_func=WAYS.__getitem__, key=KEYS["way"], horizontal=True)
     bind_text(KEYS["text"], active)
     if way == "inputs":
         col_a, col_b = st.columns(2)
         text = col_a.text_input("Input A", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
                                 max_chars=MAX_INPUT_CHARS)
-        st.session_state.setdefault("compare_text_b", text)
-        text_b = col_b.text_input("Input B", key="compare_text_b", max_chars=MAX_INPUT_CHARS)
+        st.session_state.setdefault(KEYS["text_b"], text)
+        text_b = col_b.text_input("Input B", key=KEYS["text_b"], max_chars=MAX_INPUT_CHARS)
         other = active
     else:
         col_b, col_text = st.columns([2, 3])
@@ -95,7 +95,7 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
 
 def show_masked_compare(active: ActiveModel) -> None:
     """The Compare page of an encoder-only model."""
-    st.caption(f"{md(active.option.name)} predicts at its mask token {md(active.decoder.mask_token)}: compare two "
+    st.caption(f"{md(active.option.name)} predicts at its mask token {md(active.adapter.mask_token)}: compare two "
                "inputs (a word masked here and there, or changed) or the same input through a second encoder-only "
                "model. Rows are queries and columns keys; one layer / head selector drives both maps.")
     sel = masked_compare_selection(active)  # the way, the inputs, model B, both passes, the layer and head

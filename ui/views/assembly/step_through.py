@@ -126,7 +126,7 @@ def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
     """One card per output (on a projector, the teacher-forced one only while it is being stepped through)."""
     available = [view for view, result in results.items() if result is not None]
     if presenting():
-        available = [v for v in available if v != ds.TEACHER or st.session_state.get(ds.VIEW_KEY) == ds.TEACHER]
+        available = [v for v in available if v != ds.TEACHER or st.session_state.get(ds.MODE_KEY) == ds.TEACHER]
     for column, view in zip(st.columns(len(available)), available):
         result = results[view]
         with column.container(border=True):
@@ -227,7 +227,7 @@ def _maps(sel: Selection) -> None:
         chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head, spelled=True).lower()}"
                       + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
         heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
-                               gold=gold if st.session_state.get("decode_gold", True) else (),
+                               gold=gold if st.session_state.get(KEYS["gold"], True) else (),
                                size=440 if presenting() else 330, title="", large_labels=presenting(), keys=keys,
                                max_width=MAP_WIDTH)
         show_chart(heatmap, key="decode_heatmap", width="content")
@@ -237,7 +237,7 @@ def _maps(sel: Selection) -> None:
         show_step_contribution(sel, row)
     with side_col:
         if gold:
-            st.toggle("Outline the gold alignment", value=True, key="decode_gold",
+            st.toggle("Outline the gold alignment", value=True, key=KEYS["gold"],
                       help="The source token each correct output token comes from.")
             show_alignment_scores(trace, alignment, key="decode_alignment")
         query_axis, key_axis = (spec.axis_titles[axis] for axis in spec.axes[kind])

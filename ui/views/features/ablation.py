@@ -63,7 +63,7 @@ def head_title(label: str) -> str:
 @st.cache_data(max_entries=128, show_spinner="Decoding with the heads switched off…")
 def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | None, labels: tuple[str, ...],
              top_k: int) -> DecodeResult:
-    lm = _active.decoder
+    lm = _active.adapter
     mask = head_mask(lm, [parse_head(label, lm) for label in labels])
     if not lm.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
         return masked_decode(lm, text, top_k=top_k, head_mask=mask)
@@ -75,7 +75,7 @@ def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | N
 def chosen_heads(active: ActiveModel, key: str) -> tuple[Head, ...]:
     """The heads a page's "Switch heads off" picker holds (what it returns when drawn this run); selections the
     current model lacks are dropped from it."""
-    lm = active.decoder
+    lm = active.adapter
     options = {h.label for h in all_heads(lm)}
     chosen = st.session_state.get(key)
     if isinstance(chosen, list) and any(label not in options for label in chosen):
@@ -86,7 +86,7 @@ def chosen_heads(active: ActiveModel, key: str) -> tuple[Head, ...]:
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
     """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped. A link's
     `ablate=` fills it (ui.url_state, which notes heads the model lacks), and a change goes into the link."""
-    lm = active.decoder
+    lm = active.adapter
     options = [h.label for h in all_heads(lm)]
     chosen_heads(active, key)
     labels = st.multiselect("Switch heads off", options, key=key, format_func=head_title,
@@ -194,7 +194,7 @@ SWEEP_TEXTS = JobTexts(cancelled="Sweep cancelled: nothing was kept.", cancelled
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
     """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
     identity = ("sweep", active.cache_key, text, tuple(output))
-    lm = active.decoder
+    lm = active.adapter
     n_heads = len(all_heads(lm))
     st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
                f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
@@ -249,7 +249,7 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
     """The output the page shows, as ids: the reference and </s> when teacher-forced, else the decode's own."""
     if reference:
-        lm = active.decoder
+        lm = active.adapter
         return [*lm.target_ids(reference), min(lm.end_ids)]
     return sweep_output(result)
 

@@ -74,7 +74,7 @@ def attributed_tokens(trace: AttentionTrace, attr: Attribution, t: int) -> tuple
 @st.cache_data(max_entries=256, show_spinner="Computing the attribution…")
 def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], step: int,
                  method: str) -> Attribution:
-    return attribute_step(_active.decoder, text, list(output), step, method)
+    return attribute_step(_active.adapter, text, list(output), step, method)
 
 
 AGREEMENT_METHOD_HELP = (
@@ -150,7 +150,7 @@ def show_agreement(active: ActiveModel, text: str, output: Sequence[int], trace:
     steps = len(output)
     frames = analysis_result(
         identity, f"Attributing {steps} output step{'s' * (steps != 1)} ({METHOD_TITLES[method]})",
-        lambda progress: _agreement(active.decoder, text, output, trace, method, progress), key=key,
+        lambda progress: _agreement(active.adapter, text, output, trace, method, progress), key=key,
         texts=AGREEMENT_TEXTS, start=not cancelled, on_cancel=lambda: st.session_state.__setitem__(flag, identity))
     if frames is None:
         if cancelled:

@@ -29,7 +29,7 @@ MAX_WIDTH = 8
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _tree(model_key: str, _active: ActiveModel, text: str, width: int) -> BeamTree:
-    return beam_tree(_active.decoder, text, width)
+    return beam_tree(_active.adapter, text, width)
 
 
 def _clicked() -> None:
@@ -47,7 +47,7 @@ def _hypothesis_picked(tree: BeamTree) -> None:
 def decode_from_here(task: str, text: str, tokens: tuple[str, ...]) -> None:
     """Callback: force the node's prefix and view the greedy continuation from there."""
     st.session_state[ds.FORCED_KEY] = ds.ForcedPrefix(task, text, tokens)
-    st.session_state[ds.VIEW_KEY] = ds.FORCED
+    st.session_state[ds.MODE_KEY] = ds.FORCED
     st.session_state[ds.STEP_KEY] = len(tokens)
 
 

@@ -118,7 +118,7 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
     if corpus is None:
         return
     st.caption(f"Reads {md(corpus.describe())}.")
-    lm = active.decoder
+    lm = active.adapter
     use_refs = corpus.references is not None and lm.family.decodes and st.toggle(
         "Teacher-force the references", key=f"{key}_refs", help="Off: the model's own greedy output.")
     refs = corpus.references if use_refs else None
@@ -133,7 +133,7 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
         return
     st.session_state[f"{key}_sources"] = corpus.sources
     st.session_state[LATEST_KEY] = (active.cache_key, stats)
-    _show(stats, {k: h for k, (_, h) in active.decoder.head_counts().items()}, key)
+    _show(stats, {k: h for k, (_, h) in active.adapter.head_counts().items()}, key)
     _show_snapshots(active, corpus.sources, refs, key)
 
 

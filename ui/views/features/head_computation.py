@@ -33,7 +33,7 @@ CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this 
 @st.cache_resource(max_entries=CAPTURES_KEPT, show_spinner=False)
 def _capture(decode_key: tuple, _active: ActiveModel, _result: DecodeResult, reference: str | None
              ) -> CapturedDecode:
-    return capture_decode(_active.decoder, _result, reference)
+    return capture_decode(_active.adapter, _result, reference)
 
 
 def _decode_key(active: ActiveModel, result: DecodeResult, reference: str | None) -> tuple:
@@ -61,7 +61,7 @@ def _captured_or_message(active: ActiveModel, result: DecodeResult, reference: s
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _contribution(decode_key: tuple, _active: ActiveModel, _captured: CapturedDecode, kind: str, layer: int,
                   head: int | None):
-    return trace_view(_captured, kind, contributions(_active.decoder, _captured, kind, layer, head))
+    return trace_view(_captured, kind, contributions(_active.adapter, _captured, kind, layer, head))
 
 
 def _what(active: ActiveModel) -> str:
@@ -122,7 +122,7 @@ def show_head_computation(sel: Selection, *, kind: str | None = None, row: int |
         row = st.selectbox("Query", range(n_rows), key=key,
                            format_func=lambda r: f"{r + 1}: {visible_token(labels[r])}")
     try:
-        c = computation_at(active.decoder, captured, kind, layer, head, int(row))
+        c = computation_at(active.adapter, captured, kind, layer, head, int(row))
     except HeadSelectionError as exc:
         st.warning(str(exc), icon=":material/error:")
         return

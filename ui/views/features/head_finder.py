@@ -41,9 +41,9 @@ def _long_range(active: ActiveModel, key: str):
                  help="Induction and retrieval scores of the causal self-attention's heads (needle-in-a-haystack "
                       "inputs) and every head's pattern label, from synthetic inputs: no text needed."):
         with st.spinner("Reading synthetic inputs…"):
-            found = long_range_heads(active.decoder)
+            found = long_range_heads(active.adapter)
         st.session_state[LONG_RANGE_KEY] = (active.cache_key, found)
-        return found
+        st.rerun()  # drawn again without the button
     return None
 
 

@@ -27,7 +27,7 @@ def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
             ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
     """Every step's lens of the decode (recording its residuals; a sample's with its settings and seed), its output
     tokens and text; small, so cached."""
-    lm = _active.decoder
+    lm = _active.adapter
     result = greedy_decode(lm, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer,
                            sampling=None if sampling is None else Sampling(*sampling))
     return every_step_lens(lm, result), result.output_tokens, result.output_text
@@ -37,7 +37,7 @@ def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
 def _teacher_lenses(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int
                     ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
     """Every position's lens of the teacher-forced pass on `reference` (its insides: one pass)."""
-    lm = _active.decoder
+    lm = _active.adapter
     result = teacher_forced(lm, text, reference, top_k=top_k, residuals=True)
     return every_step_lens(lm, result), result.output_tokens, result.output_text
 
@@ -68,7 +68,7 @@ def _encoder_layer(active: ActiveModel) -> int | None:
     family = active.family
     if family.encoder_kind is None or family.decoder_kind is None:
         return None
-    n = active.decoder.head_counts()[family.encoder_kind][0]
+    n = active.adapter.head_counts()[family.encoder_kind][0]
     options = [None, *range(n - 1, -1, -1)]
     if st.session_state.get(ENCODER_LAYER_KEY) not in options:
         st.session_state[ENCODER_LAYER_KEY] = None

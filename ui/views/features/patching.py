@@ -62,7 +62,7 @@ TOP_RAW_COLUMNS = {"cell": Column("site"), "estimate": Column("estimated differe
 
 
 @dataclass(frozen=True)
-class PatchingView:
+class PatchingRun:
     """A finished patching run as the page keeps it: the frame, the experiment, which weights, which method."""
 
     frame: pd.DataFrame
@@ -73,15 +73,15 @@ class PatchingView:
 
 
 def _run(active: ActiveModel, c: EditComparison, step: int, contrast: str, sites: tuple[str, ...], how: str,
-         weights: str, progress) -> PatchingView:
-    lm = active.decoder
+         weights: str, progress) -> PatchingRun:
+    lm = active.adapter
     setup = prepare_patching(lm, c.a.source_text, c.b.source_text, step=step, contrast=contrast or None,
                              output=[s.token_id for s in c.a.steps])
     if how == ESTIMATE:
         frame = preview_patching(lm, setup, sites, progress=progress)
-        return PatchingView(frame, setup, weights, how, 0.0)
+        return PatchingRun(frame, setup, weights, how, 0.0)
     result = patch_sites(lm, setup, sites, progress=progress)
-    return PatchingView(result.frame, setup, weights, how, result.seconds)
+    return PatchingRun(result.frame, setup, weights, how, result.seconds)
 
 
 def _inputs(active: ActiveModel, c: EditComparison) -> tuple[int, str, tuple[str, ...]]:
@@ -142,14 +142,14 @@ def show_patching(active: ActiveModel, c: EditComparison) -> None:
 
 
 def _collect(active: ActiveModel, c: EditComparison, identity: tuple, step: int, contrast: str,
-             sites: tuple[str, ...], how: str, weights: str) -> PatchingView | None:
+             sites: tuple[str, ...], how: str, weights: str) -> PatchingRun | None:
     n = "every site" if how == EXACT else "an estimate of every site"
     return analysis_result(identity, f"Patching {n}",
                            lambda progress: _run(active, c, step, contrast, sites, how, weights, progress),
                            key=f"{KEY}_{how}", texts=PATCHING_TEXTS)
 
 
-def _summary(view: PatchingView) -> None:
+def _summary(view: PatchingRun) -> None:
     s = view.setup
     method = ("one-pass estimate; exact figures for its top ten" if view.how == ESTIMATE
               else f"exact, {len(view.frame)} patched runs in {view.seconds:.1f} s")
@@ -164,7 +164,7 @@ def _summary(view: PatchingView) -> None:
                 "have no partner in the other input.", icon=":material/link_off:")
 
 
-def show_patching_result(active: ActiveModel, view: PatchingView) -> None:
+def show_patching_result(active: ActiveModel, view: PatchingRun) -> None:
     """The maps of a finished run (a click replays the patched decode), and for an estimate its check."""
     _summary(view)
     frame = view.frame
@@ -191,7 +191,7 @@ def show_patching_result(active: ActiveModel, view: PatchingView) -> None:
     _replay(active, view)
 
 
-def _replay(active: ActiveModel, view: PatchingView) -> None:
+def _replay(active: ActiveModel, view: PatchingRun) -> None:
     """The patched decode of the last clicked cell, or why a decode cannot replay it."""
     cell = None
     for key, state in st.session_state.items():
@@ -200,7 +200,7 @@ def _replay(active: ActiveModel, view: PatchingView) -> None:
     if cell is None:
         st.caption("Click a cell to decode B with that activation patched in from A.")
         return
-    lm = active.decoder
+    lm = active.adapter
     replays = st.session_state.setdefault(f"{KEY}_replays", {})  # a rerun (any widget) does not decode again
     s = view.setup
     mark = (view.weights, s.clean_text, s.corrupted_text, s.step, tuple(sorted(cell.items())))
@@ -234,7 +234,7 @@ def _site_value(site: Site, step: int) -> str:
 @st.cache_data(max_entries=32, show_spinner=False)
 def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str
              ) -> tuple[DecodeResult, DecodeResult, str]:
-    lm = _active.decoder
+    lm = _active.adapter
     name, where, layer, head, position, *step = value.split("|")
     setup = prepare_patching(lm, clean, corrupted, step=int(step[0]) - 1 if step else 0)
     site = find_site(lm, setup, {"site": name, "where": where, "layer": int(layer), "head": int(head),

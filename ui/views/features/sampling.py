@@ -21,7 +21,7 @@ MIN_TOP_P = 0.01
 @st.cache_data(max_entries=128, show_spinner=False)
 def _sampled(model_key: str, _active: ActiveModel, text: str, top_k: int, settings: tuple[float, int, float, int]
              ) -> DecodeResult:
-    return greedy_decode(_active.decoder, text, top_k=top_k, sampling=Sampling(*settings))
+    return greedy_decode(_active.adapter, text, top_k=top_k, sampling=Sampling(*settings))
 
 
 def _clamp(key: str, low: float, high: float, what: str) -> None:
@@ -41,7 +41,7 @@ def sampling_controls(active: ActiveModel) -> Sampling | None:
     state.setdefault(SAMPLE_TOP_K_KEY, 0)
     state.setdefault(TOP_P_KEY, 1.0)
     state.setdefault(SEED_KEY, 0)
-    vocab = int(active.decoder.vocab_size)
+    vocab = int(active.adapter.vocab_size)
     with st.expander("Sample instead of taking the most probable token", icon=":material/casino:",
                      expanded=bool(state[TEMPERATURE_KEY])):
         _clamp(TEMPERATURE_KEY, 0.0, MAX_TEMPERATURE, "Temperature")

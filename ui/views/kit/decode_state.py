@@ -9,7 +9,7 @@ from transformer.decode import AttentionTrace, DecodeResult
 
 from .selection import LINK_PARAMS
 
-STEP_KEY, VIEW_KEY = LINK_PARAMS["decode"]["step"], LINK_PARAMS["decode"]["view"]  # widget keys of the link table
+STEP_KEY, MODE_KEY = LINK_PARAMS["decode"]["step"], LINK_PARAMS["decode"]["view"]  # widget keys of the link table
 FORCED_KEY = "decode_forced"
 FORCE_CHOICE_KEY = "decode_force_token"
 STEP_FOR_KEY = "decode_step_for"
@@ -64,7 +64,7 @@ def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
         return
     prefix = fed_before(result.trace, t)  # what the decoder saw before step t
     st.session_state[FORCED_KEY] = ForcedPrefix(task, text, (*prefix, choice))
-    st.session_state[VIEW_KEY] = FORCED
+    st.session_state[MODE_KEY] = FORCED
     st.session_state[STEP_KEY] = t + 1
     st.session_state[RERUN_APP_KEY] = True  # the step-through fragment reruns the page: the outputs change
 
@@ -72,7 +72,7 @@ def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
 def clear_forced() -> None:
     """Callback: drop the forced-token experiment."""
     st.session_state.pop(FORCED_KEY, None)
-    st.session_state[VIEW_KEY] = GREEDY
+    st.session_state[MODE_KEY] = GREEDY
 
 
 def move_step(delta: int, n_steps: int) -> None:
@@ -93,5 +93,5 @@ def prepare_step(n_steps: int, identity: tuple) -> int:
 
 def prepare_view(available: list[str]) -> None:
     """Fall back to the greedy view when the viewed result no longer exists."""
-    if st.session_state.get(VIEW_KEY) not in available:
-        st.session_state[VIEW_KEY] = GREEDY
+    if st.session_state.get(MODE_KEY) not in available:
+        st.session_state[MODE_KEY] = GREEDY

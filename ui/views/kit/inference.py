@@ -31,18 +31,18 @@ FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
-    if not _active.decoder.family.decodes:  # encoder-only: the predictions at the masks, one forward pass
-        return masked_decode(_active.decoder, text, top_k=top_k)
+    if not _active.adapter.family.decodes:  # encoder-only: the predictions at the masks, one forward pass
+        return masked_decode(_active.adapter, text, top_k=top_k)
     if not forced:  # a plain decode: stepped in one batch with other sessions' (transformer.decode.DecodeQueue)
-        return queued_greedy(_active.decoder, text, top_k=top_k)
-    return greedy_decode(_active.decoder, text, top_k=top_k, forced=forced)
+        return queued_greedy(_active.adapter, text, top_k=top_k)
+    return greedy_decode(_active.adapter, text, top_k=top_k, forced=forced)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
-    if not _active.decoder.family.decodes:
+    if not _active.adapter.family.decodes:
         raise InputError(f"{_active.option.name} is an encoder-only model: it has no decoder to feed a reference.")
-    return teacher_forced(_active.decoder, text, reference, top_k=top_k)
+    return teacher_forced(_active.adapter, text, reference, top_k=top_k)
 
 
 def decoding_message(active: ActiveModel) -> str:
@@ -61,7 +61,7 @@ def greedy_pair(active: ActiveModel, text_a: str, text_b: str, *, top_k: int = 5
     than one after the other; each is cached as `greedy` caches it. Raises the first InputError."""
     key, k = active.cache_key, int(top_k)
     with st.spinner(decoding_message(active), show_time=True):
-        if not can_batch(active.decoder):
+        if not can_batch(active.adapter):
             return _greedy(key, active, text_a, k, ()), _greedy(key, active, text_b, k, ())
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-decode-pair") as pool:
             other = pool.submit(_greedy, key, active, text_b, k, ())
