@@ -31,20 +31,19 @@ def _example_frame(n: int, example: dict) -> pd.DataFrame:
                          "weight": [row[k] for k in shown], "peak": [k == peak for k in shown]})
 
 
-def examples_chart(examples: list[dict], *, width: int = 560) -> alt.FacetChart:
+def examples_chart(examples: list[dict], *, step: int = 18) -> alt.FacetChart:
     """The kept rows, one strip each over its keys (at most MAX_KEYS around the peak), the peak key outlined."""
     data = pd.concat([_example_frame(n, e) for n, e in enumerate(examples)], ignore_index=True)
     order = list(dict.fromkeys(data["example"]))
-    return (alt.Chart(data, width=width, height=22)
+    return (alt.Chart(data, width=alt.Step(step), height=22)
             .mark_rect(stroke="black")
-            .encode(x=alt.X("token:N", sort=None, title=None, axis=alt.Axis(labelAngle=-60, labelLimit=90)),
+            .encode(x=alt.X("token:N", sort=None, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=90, labelOverlap=False)),
                     color=alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES), domain=[0, 1]), legend=None),
                     strokeWidth=alt.condition("datum.peak", alt.value(2), alt.value(0)),
                     tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")])
             .facet(row=alt.Row("example:N", sort=order, title=None,
                                header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="top",
-                                                 labelAnchor="start", labelFontSize=12, labelLimit=width)),
-                   title="Strongest rows by decile of the peak weight")
+                                                 labelAnchor="start", labelFontSize=12, labelLimit=step * MAX_KEYS)))
             .resolve_scale(x="independent").properties(autosize=AUTOSIZE))
 
 
@@ -65,8 +64,9 @@ def distance_chart(histogram: list[float], *, width: int = 420) -> alt.Chart:
 def token_chart(pairs: list[tuple[str, float]], title: str, *, width: int = 260) -> alt.Chart:
     """Horizontal bars of (token, total weight), largest first."""
     data = pd.DataFrame({"token": [visible_token(t) for t, _ in pairs], "weight": [v for _, v in pairs]})
-    return (alt.Chart(data, title=title, width=width, height=max(60, 16 * len(data)), autosize=AUTOSIZE)
-            .mark_bar().encode(y=alt.Y("token:N", sort=None, title=None), x=alt.X("weight:Q", title="total weight"),
+    return (alt.Chart(data, title=title, width=width, height=max(60, 18 * len(data)), autosize=AUTOSIZE)
+            .mark_bar().encode(y=alt.Y("token:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False)),
+                               x=alt.X("weight:Q", title="total weight"),
                                tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")]))
 
 
