@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from tests.helpers.skips_under_ci import pytest_runtest_makereport  # noqa: F401 - a hook: pytest finds it here
 
+from tests.helpers.skips_under_ci import pytest_runtest_makereport  # noqa: F401 - a hook: pytest finds it here
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import save_checkpoint
-from transformer.train import Trainer, checkpoint_from_trainer, job_worker, job_supervisor, server_runs
+from transformer.train import Trainer, checkpoint_from_trainer, job_supervisor, job_worker, server_runs
 
 TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
 TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,

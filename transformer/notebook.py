@@ -26,16 +26,33 @@ from typing import Any, Callable, TypeVar
 import altair as alt
 import pandas as pd
 
-from .analysis import SITES, PatchingResult, patch_sites, prepare_patching
-from .charts import (ChartTooLargeError, attention_grid, attention_heatmap, enable_inline_renderer,
-                     step_slider_chart)
-from .analysis import every_step_lens, lens_grid, step_lens
-from .analysis import HeadComputation, HeadSelectionError, capture_decode, computation_at, trace_view
-from .analysis import contributions as _contributions
-from .analysis import decode_parts, qk_attribution
-from .charts import contribution_heatmap
-from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode, masked_decode
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel, ResidualPathError
+from .analysis import (
+    SITES,
+    HeadComputation,
+    HeadSelectionError,
+    PatchingResult,
+    capture_decode,
+    computation_at,
+    decode_parts,
+    every_step_lens,
+    lens_grid,
+    patch_sites,
+    prepare_patching,
+    qk_attribution,
+    step_lens,
+    trace_view,
+)
+from .analysis import contributions as _contributions
+from .charts import (
+    ChartTooLargeError,
+    attention_grid,
+    attention_heatmap,
+    contribution_heatmap,
+    enable_inline_renderer,
+    step_slider_chart,
+)
+from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode, masked_decode
 from .model import Head
 from .store import CheckpointError, open_model
 

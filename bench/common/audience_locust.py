@@ -17,8 +17,6 @@ Locust's own statistics are kept too ("first chart", "run finished"); the JSON h
 """
 from __future__ import annotations
 
-import locust  # noqa: F401 - first: Locust patches the standard library for gevent before anything else loads
-
 import argparse
 import json
 import time
@@ -26,6 +24,7 @@ import urllib.parse
 import urllib.request
 
 import gevent
+import locust  # noqa: F401 - first: Locust patches the standard library for gevent before anything else loads
 from locust import User, constant, task
 from locust.env import Environment
 from streamlit.proto.BackMsg_pb2 import BackMsg

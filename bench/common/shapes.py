@@ -38,8 +38,9 @@ def opus_size_marian(folder: Path) -> HFSeq2Seq:
 
 def bart_large_shape(folder: Path) -> HFSeq2Seq:
     """A random BART of bart-large's shape with the tiny test tokenizer."""
-    from tests.helpers.hf_tiny_models import build
     from transformers import BartConfig, BartForConditionalGeneration
+
+    from tests.helpers.hf_tiny_models import build
     tiny = HFSeq2Seq.load(str(build("bart", folder)))
     torch.manual_seed(0)
     model = BartForConditionalGeneration(BartConfig(

@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 
 from bench.common.baselines import TorchTransformerBaseline
+from transformer.adapters import decode_texts
 from transformer.analysis import corpus_scores
 from transformer.data import END_ID, START_ID, BucketSampler, TaskSpec, make_task, source_ids
-from transformer.adapters import decode_texts
 from transformer.decode import beam_texts
 from transformer.model import TASK_DEFAULTS, default_configs
 from transformer.train import Trainer

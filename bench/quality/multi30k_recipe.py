@@ -12,9 +12,9 @@ import time
 import torch
 
 from bench.quality.multi30k import DATA, _files
+from transformer.adapters import decode_texts
 from transformer.analysis import corpus_scores
 from transformer.data import TaskSpec, make_task
-from transformer.adapters import decode_texts
 from transformer.model import default_configs
 from transformer.train import Trainer
 

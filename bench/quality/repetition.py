@@ -10,9 +10,9 @@ import argparse
 import re
 from pathlib import Path
 
+from transformer.adapters import decode_texts
 from transformer.analysis import corpus_scores
 from transformer.data import read_aligned_files
-from transformer.adapters import decode_texts
 from transformer.store import load_checkpoint
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"

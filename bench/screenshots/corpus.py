@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from bench.screenshots.pages import WIDTH, screenshot_app
 from bench.screenshots.lens import _tall
+from bench.screenshots.pages import WIDTH, screenshot_app
 from studio_browser import ROOT, new_page, wait_charts, wait_idle
 
 MULTI30K = "shipped:multi30k-en-de"

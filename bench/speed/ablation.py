@@ -18,11 +18,10 @@ from typing import Callable
 import torch
 
 from bench.common.shapes import opus_size_marian
+from transformer.adapters import InspectableModel, adapter_for
 from transformer.analysis import IG_STEPS, all_heads, attribute_step, attribute_steps, output_ids, sweep_heads
 from transformer.data import TaskSpec, make_task
-from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
-from transformer.adapters import InspectableModel
 from transformer.model import Seq2SeqTransformer, default_configs
 
 TEXT = "thequickbrownfoxjump"  # 20 characters: 21 source tokens with </s>, 20 output steps

@@ -5,11 +5,10 @@ import time
 
 import torch
 
+from transformer.adapters import UNEMITTABLE, adapter_for, ban
 from transformer.data import TaskSpec, make_task
-from transformer.adapters import adapter_for, UNEMITTABLE, ban
 from transformer.decode import greedy_decode
-from transformer.model import eval_mode
-from transformer.model import Seq2SeqTransformer, default_configs
+from transformer.model import Seq2SeqTransformer, default_configs, eval_mode
 
 STEPS = 100
 

@@ -15,8 +15,8 @@ import torch
 from bench.common.shapes import gpt2_small
 from bench.speed.hf_decode import time_pair
 from tests.helpers.hf_causal_models import lines, tokenizer
-from transformer.decode import greedy_decode
 from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 
 PROMPT_TOKENS, NEW_TOKENS = 32, 64
 

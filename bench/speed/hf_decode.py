@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 
 from tests.helpers.hf_tiny_models import _marian_tokenizer, corpus
-from transformer.decode import greedy_decode
 from transformer.adapters import adapter_for
+from transformer.decode import greedy_decode
 
 STEPS = 30
 TEXT = "the man sees the big dog near the red house"

@@ -34,8 +34,9 @@ TEXT = "the big dog sees a red house near the small tree and the green bird eats
 
 def _seq2seq(family: str, folder: Path, config: dict, name: str) -> HFSeq2Seq:
     """A random model of a real config with the tiny test tokenizer (ids past it show as <id n>)."""
-    from tests.helpers.hf_tiny_models import build
     from transformers import BartConfig, BartForConditionalGeneration, MarianConfig, MarianMTModel
+
+    from tests.helpers.hf_tiny_models import build
     tiny = HFSeq2Seq.load(str(build(family, folder)))
     torch.manual_seed(0)
     cls, cfg = ((BartForConditionalGeneration, BartConfig) if family == "bart" else (MarianMTModel, MarianConfig))
@@ -59,8 +60,9 @@ def opus(folder: Path) -> HFSeq2Seq:
 
 
 def gpt2(folder: Path) -> HFCausalLM:
-    from tests.helpers.hf_causal_models import build
     from transformers import GPT2Config, GPT2LMHeadModel
+
+    from tests.helpers.hf_causal_models import build
     tiny = HFCausalLM.load(str(build("gpt2", folder)))
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024,

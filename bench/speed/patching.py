@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from transformer.analysis import (  # noqa: E402
-    HEADS,
     ENCODER_OUTPUT,
+    HEADS,
     compare_edit,
     estimate_patching,
     patch_sites,

@@ -23,8 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.common.shapes import bart_large_shape, opus_size_marian  # noqa: E402
-from transformer.analysis import (all_heads, estimate_agreement, estimate_head_effects, head_mask,  # noqa: E402
-                                  head_report, output_ids, sweep_heads)
+from transformer.analysis import (  # noqa: E402
+    all_heads,
+    estimate_agreement,
+    estimate_head_effects,
+    head_mask,
+    head_report,
+    output_ids,
+    sweep_heads,
+)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs  # noqa: E402
 from transformer.decode import greedy_decode  # noqa: E402
 

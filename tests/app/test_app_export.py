@@ -6,9 +6,9 @@ import io
 import re
 
 import pytest
-from tests.helpers.app_session import open_link, assert_no_exception, capture_downloads, qr_text, texts
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers.app_session import assert_no_exception, capture_downloads, open_link, qr_text, texts
 from transformer.charts import SLIDE_HEIGHT, SLIDE_WIDTH
 
 TEXT = "stressed"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.helpers.chart_traces import random_trace
 
+from tests.helpers.chart_traces import random_trace
 from transformer.charts import attention_heatmap, source_strip
 from ui.views import cached_chart, chart_spec
 

@@ -6,8 +6,9 @@ import re
 import pandas as pd
 import pytest
 import torch
-from tests.helpers.chart_traces import ENGLISH, GERMAN, layer_data, random_trace
 
+from tests.helpers.chart_traces import ENGLISH, GERMAN, layer_data, random_trace
+from transformer.adapters import adapter_for
 from transformer.charts import (
     MASKED_COLOR,
     NOT_REACHED_COLOR,
@@ -19,7 +20,6 @@ from transformer.charts import (
     selected_panel,
 )
 from transformer.data import TaskSpec, make_task
-from transformer.adapters import adapter_for
 from transformer.decode import MEAN_HEAD, AttentionTrace, greedy_decode
 from transformer.model import Seq2SeqTransformer, default_configs
 

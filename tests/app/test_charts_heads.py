@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 import torch
-from tests.helpers.chart_traces import layer_data
 
+from tests.helpers.chart_traces import layer_data
 from transformer.analysis import head_stats
 from transformer.charts import alignment_table_chart
 from transformer.decode import MEAN_HEAD, AttentionTrace

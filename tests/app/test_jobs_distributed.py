@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 import torch
+
 from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from tests.helpers.same_weights import assert_same_weights
-
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.train import JobPlan, TrainingJob, TrainingSlots

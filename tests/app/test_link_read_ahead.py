@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.helpers.hf_tiny_models import build
 from ui.links import ReadAhead, ReadAheadLinks, link_decodes
 from ui.links import read_ahead as read_ahead_module
 from ui.models import shared_model
 from ui.views.kit import inference
-from tests.helpers import ROOT
 
 SHIPPED = "shipped:multi30k-en-de"
 

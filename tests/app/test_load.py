@@ -8,9 +8,9 @@ import time
 
 import pytest
 import torch
+
 from tests.helpers.app_session import assert_no_exception, open_app, texts
 from tests.helpers.tiny_runs import live_run_of, start_tiny_run
-
 from transformer.data import TaskSpec, make_task
 from transformer.model import Seq2SeqTransformer, default_configs
 from transformer.store import bundle_bytes, load_checkpoint

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.helpers.hf_causal_models import build
 from tests.helpers import ROOT
+from tests.helpers.hf_causal_models import build
 
 pytestmark = pytest.mark.slow
 

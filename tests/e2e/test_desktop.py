@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,8 +18,8 @@ from typing import Iterator
 
 import pytest
 
-from ui.shell import display_problem
 from tests.helpers import ROOT
+from ui.shell import display_problem
 
 LAUNCHER = [sys.executable, "-m", "ui.shell.desktop"]
 MARK = "ATTENTION_STUDIO_DESKTOP_TEST"  # an environment variable every process the launcher starts inherits

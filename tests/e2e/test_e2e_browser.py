@@ -23,11 +23,11 @@ from studio_browser import (
     wait_idle,
     wait_rerun,
 )
+from tests.helpers import ARTIFACTS
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 from ui.server import PAGES
-from tests.helpers import ARTIFACTS
 
 CANDIDATES = ("abcdefg", "qwertyu", "hello", "mnopqrs", "zyxwv")
 STEPS_WALKED = 4
@@ -223,8 +223,8 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
     from playwright.sync_api import sync_playwright
 
     from tests.helpers.hf_tiny_models import build
-    from transformer.decode import greedy_decode
     from transformer.adapters import HFSeq2Seq
+    from transformer.decode import greedy_decode
 
     folder = build("marian", tmp_path / "hf" / "tiny-marian")
     text = "the red bird eats the fish"

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from studio_browser import launch_chromium
-from transformer.charts import replay_html
+from tests.helpers import ROOT
 from transformer.adapters import adapter_for
+from transformer.charts import replay_html
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
-from tests.helpers import ROOT
 
 PAYLOAD = "abc</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 DRAWN = "n => document.body.dataset.drawnStep === String(n)"
@@ -115,9 +115,9 @@ def test_a_sentence_that_tries_to_run_script_is_shown_as_text(offline_page):
 
 def test_a_decoder_only_replay_steps_from_the_prompts_last_token(tmp_path):
     """The shipped decoder-only model: step 1's row is the prompt's last token, Next adds the next row."""
-    from studio_browser import launch_chromium as launch
     from playwright.sync_api import sync_playwright
 
+    from studio_browser import launch_chromium as launch
     from transformer.store import open_model
     result = greedy_decode(open_model(str(ROOT / "checkpoints" /
                                           "reverse-decoder-only")), "abcdef")

@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
-from ui.server import page_named
 from tests.helpers import ROOT
+from ui.server import page_named
 
 APP = ROOT / "app.py"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from tests.helpers.hf_tiny_models import corpus
 from tests.helpers import SHARED_DATA
+from tests.helpers.hf_tiny_models import corpus
 
 CAUSAL = ("gpt2", "llama", "qwen2")
 MULTI30K = SHARED_DATA / "multi30k" / "train.en.gz"

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from tests.helpers.app_session import assert_no_exception
-
 from transformer.train import LiveRun
 from ui.train import LIVE_RUN_KEY
 

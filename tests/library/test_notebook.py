@@ -14,12 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import ROOT
 from transformer import cli
+from transformer.adapters import HFModelError
 from transformer.charts import INLINE_RENDERER, enable_inline_renderer, read_inline_chart
 from transformer.decode import InputError
-from transformer.adapters import HFModelError
 from transformer.notebook import decode, frame, load, show, trace
-from tests.helpers import ROOT
 
 REVERSE = ROOT / "checkpoints" / "reverse"
 TOUR = ROOT / "examples" / "tour.ipynb"

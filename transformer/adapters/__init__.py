@@ -3,11 +3,11 @@ decoder steps with their attention, heads, gradients), one adapter per family, a
 `load_hf_model`, the one place that picks an adapter for a loaded model."""
 from . import capture
 from .auto import HF_ADAPTERS, NATIVE_ADAPTERS, adapter_for, load_hf_model
+from .hf_base import HFAdapter, model_lock
 from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, import_model_code, load_pretrained
 from .hf_masked import HFMaskedLM, masked_attention_outputs, mlm_head
-from .hf_base import HFAdapter, model_lock
 from .hf_seq2seq import HFSeq2Seq, heads_off
 from .interface import InspectableModel, SourceText
 from .native import NativeSeq2Seq
@@ -20,12 +20,51 @@ from .residual_steps import check_encoder_layer, recording_calls
 from .store_capture import attention_store, store_of_insides
 from .store_forward import StoreChunks, build_store, store_chunks, store_feed
 
-__all__ = ["capture", "HF_ADAPTERS", "NATIVE_ADAPTERS", "adapter_for", "load_hf_model", "MAX_PROMPT_TOKENS", "HFCausalLM",
-           "causal_attention_outputs", "fast_output_head", "DEFAULT_MAX_PARAMS", "HFModelError", "import_model_code",
-           "load_pretrained", "HFMaskedLM", "masked_attention_outputs", "mlm_head", "HFAdapter", "HFSeq2Seq", "heads_off", "model_lock",
-           "InspectableModel", "SourceText", "UNEMITTABLE",
-           "NativeAdapter", "NativeSeq2Seq", "NativeDecoderOnly", "NativeEncoderOnly", "ban", "decode_texts", "greedy_batch",
-           "check_encoder_layer", "recording_calls", "MLP", "PathRecord", "Projections", "ResidualPath",
-           "ResidualPathError", "StackPath", "Sublayer",
-           "LEARNED", "RELATIVE", "ROTARY", "SINUSOIDAL", "PositionScheme", "position_scheme"]
-__all__ += ["attention_store", "store_of_insides", "StoreChunks", "build_store", "store_chunks", "store_feed"]
+__all__ = [
+           "DEFAULT_MAX_PARAMS",
+           "HF_ADAPTERS",
+           "LEARNED",
+           "MAX_PROMPT_TOKENS",
+           "MLP",
+           "NATIVE_ADAPTERS",
+           "RELATIVE",
+           "ROTARY",
+           "SINUSOIDAL",
+           "UNEMITTABLE",
+           "HFAdapter",
+           "HFCausalLM",
+           "HFMaskedLM",
+           "HFModelError",
+           "HFSeq2Seq",
+           "InspectableModel",
+           "NativeAdapter",
+           "NativeDecoderOnly",
+           "NativeEncoderOnly",
+           "NativeSeq2Seq",
+           "PathRecord",
+           "PositionScheme",
+           "Projections",
+           "ResidualPath",
+           "ResidualPathError",
+           "SourceText",
+           "StackPath",
+           "Sublayer",
+           "adapter_for",
+           "ban",
+           "capture",
+           "causal_attention_outputs",
+           "check_encoder_layer",
+           "decode_texts",
+           "fast_output_head",
+           "greedy_batch",
+           "heads_off",
+           "import_model_code",
+           "load_hf_model",
+           "load_pretrained",
+           "masked_attention_outputs",
+           "mlm_head",
+           "model_lock",
+           "position_scheme",
+           "recording_calls",
+]
+__all__ += ["StoreChunks", "attention_store", "build_store", "store_chunks", "store_feed", "store_of_insides"]

@@ -13,14 +13,13 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import DECODER_ONLY
-from .hf_head import fast_output_head
-from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
+from ..model import DECODER_ONLY, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_eager, recording_residuals
 from .hf_base import HFAdapter, _ids, model_lock
+from .hf_head import fast_output_head
+from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import _logits_processors, heads_off
 from .interface import SourceText, padded_rows
-from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 
 MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
 NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say

@@ -25,8 +25,8 @@ from ..model import (
     StepOutput,
 )
 from .capture import complete, recording_eager, recording_residuals
-from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_base import HFAdapter, model_lock
+from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import heads_off
 from .interface import SourceText, padded_rows
 

@@ -10,8 +10,7 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import ENCODER_DECODER, ModelFamily
-from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from ..model import ENCODER_DECODER, EncoderOutput, ForwardOutput, HeadMask, Insides, ModelFamily, StepOutput
 from .capture import projection_weights
 from .paths import PathRecord, ResidualPath, ResidualPathError, recording_path
 

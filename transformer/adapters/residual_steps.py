@@ -10,8 +10,8 @@ only keep a reference to each layer's output (`detach`, no copy) and are removed
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from torch import Tensor, nn

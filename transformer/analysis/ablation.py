@@ -16,10 +16,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..adapters import ban
+from ..adapters import InspectableModel, ban
 from ..decode import DecodeResult, InputError, greedy_decode, masked_decode, read_source
-from ..adapters import InspectableModel
 from ..model import Head, HeadError, HeadMask
+
 
 def all_heads(lm: InspectableModel, kinds: Sequence[str] | None = None) -> list[Head]:
     """Every head of the given kinds (the model's own by default), in (kind, layer, head) order."""

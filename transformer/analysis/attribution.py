@@ -29,9 +29,8 @@ import torch
 from captum.attr import InputXGradient, IntegratedGradients
 from torch import Tensor, nn
 
-from ..adapters import ban
+from ..adapters import InspectableModel, ban
 from ..decode import InputError
-from ..adapters import InspectableModel
 from .ablation import check_output, teacher_inputs
 
 IG_STEPS = 32

@@ -16,8 +16,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..decode import InputError
 from ..adapters import InspectableModel
+from ..decode import InputError
 from .heads import per_head_frame
 
 INDUCTION_LENGTH = 24  # random tokens per copy

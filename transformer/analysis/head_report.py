@@ -7,8 +7,8 @@ from typing import Any, Sequence
 import pandas as pd
 import torch
 
-from ..decode import AttentionTrace, DecodeResult, greedy_decode
 from ..adapters import InspectableModel
+from ..decode import AttentionTrace, DecodeResult, greedy_decode
 from .ablation import Sweep, output_ids
 from .agreement import agreement_frame, agreement_summary
 from .attribution import IG_STEPS, Attribution

@@ -20,8 +20,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..adapters import ban
-from ..adapters import InspectableModel
+from ..adapters import InspectableModel, ban
 from .attribution import substituted
 
 Progress = Callable[[float], None]  # fraction done, 0..1; may raise `Cancelled` to stop the work

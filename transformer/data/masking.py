@@ -24,8 +24,8 @@ import torch
 
 from ..model import ConfigError
 from .batching import END_ID, PAD_ID, START_ID, Batch, PackedIds, pad
-from .tokenizers import Tokenizer, build_word_tokenizer
 from .tasks import Task
+from .tokenizers import Tokenizer, build_word_tokenizer
 
 MASK_ID = START_ID  # <s>: free in an encoder-only model's input
 MASK_TOKEN = "<mask>"

@@ -12,9 +12,8 @@ from typing import Sequence
 import torch
 
 from ..data import END_ID, START_ID, Tokenizer, source_ids
-from ..model import Seq2SeqTransformer
+from ..model import Seq2SeqTransformer, eval_mode
 from .greedy import InputError, encode_source
-from ..model import eval_mode
 
 MAX_BEAM = 64
 

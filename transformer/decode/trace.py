@@ -13,8 +13,19 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..model import ALL_TITLES, KINDS, MEAN_HEAD, head_label  # noqa: F401 - the decode stage's face names them too
-from ..model import ENCODER_DECODER, SOURCE, TARGET, AttentionMaps, AttentionStore, ModelFamily, family_of
+from ..model import (  # noqa: F401 - the decode stage's face names them too
+    ALL_TITLES,
+    ENCODER_DECODER,
+    KINDS,
+    MEAN_HEAD,
+    SOURCE,
+    TARGET,
+    AttentionMaps,
+    AttentionStore,
+    ModelFamily,
+    family_of,
+    head_label,
+)
 
 # The trace JSON's `format_version` (docs/formats.md): a file without one is version 1. New optional keys keep the
 # version; a change an older reader would misread (a key renamed, removed, reshaped or made necessary) bumps it.

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..adapters import adapter_for
-from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel, load_hf_model
+from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel, adapter_for, load_hf_model
 from .checkpoint import load_checkpoint
 from .checkpoint_format import CONFIG, FORMAT_MARKER, SRC_TOKENIZER
 

@@ -193,8 +193,8 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
     An encoder-only model: its masked-token accuracy instead (`evaluate_masked`)."""
     if model.cfg.architecture == "encoder-only":
         return evaluate_masked(model, task, n, batch_size)
-    from ..analysis import corpus_scores, evaluate_alignment
     from ..adapters import decode_texts
+    from ..analysis import corpus_scores, evaluate_alignment
     from ..model import eval_mode
 
     examples = task.valid[:n]

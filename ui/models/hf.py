@@ -8,9 +8,12 @@ from typing import Any
 import streamlit as st
 
 from transformer.adapters import (
-
+    DEFAULT_MAX_PARAMS,
+    HFCausalLM,
+    HFModelError,
+    InspectableModel,
     adapter_for,
-    DEFAULT_MAX_PARAMS, HFCausalLM, HFModelError, InspectableModel, load_hf_model,
+    load_hf_model,
 )
 from transformer.store import list_hf_folders
 from ui.server import hf_models_root, refuse, speaker_only

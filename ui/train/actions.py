@@ -9,8 +9,14 @@ from typing import Any
 
 from transformer.decode import encode_source
 from transformer.model import ConfigError
-from transformer.store import (SNAPSHOTS, Checkpoint, CheckpointError, is_valid_run_name, save_checkpoint,
-                               task_for_checkpoint)
+from transformer.store import (
+    SNAPSHOTS,
+    Checkpoint,
+    CheckpointError,
+    is_valid_run_name,
+    save_checkpoint,
+    task_for_checkpoint,
+)
 from transformer.train import (
     AUTOSAVE_EVERY_S,
     JobPlan,
@@ -21,8 +27,8 @@ from transformer.train import (
     autosave_name,
     keep_snapshot,
     record_from_checkpoint,
-    server_runs,
     run_checkpoint,
+    server_runs,
 )
 from ui.models import live_option_id, select_model
 from ui.server import LIMITS, check_limits, max_training_processes, runs_root, training_threads

@@ -3,8 +3,9 @@ the library's numbers for the model the page names; stale or missing heads never
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
+from transformer.adapters import adapter_for
 from transformer.analysis import (
     ablated_decode,
     agreement_frame,
@@ -14,7 +15,6 @@ from transformer.analysis import (
     parse_head,
     sweep_heads,
 )
-from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 

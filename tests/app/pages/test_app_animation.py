@@ -5,14 +5,12 @@ from __future__ import annotations
 import io
 
 import av
-from tests.helpers.app_session import assert_no_exception, capture_downloads, open_app, poll
 from PIL import Image
-from tests.helpers.app_session import open_link
 
+from tests.helpers.app_session import assert_no_exception, capture_downloads, open_app, open_link, poll
 from transformer.charts import SLIDE_HEIGHT, SLIDE_WIDTH
 from transformer.store import load_checkpoint
 from ui.train import LIVE_RUN_KEY
-
 
 TEXT = "stressed"
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,

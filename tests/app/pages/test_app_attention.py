@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, small_tables, texts
 
-from transformer.analysis import head_stats
+from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, small_tables, texts
 from transformer.adapters import adapter_for
+from transformer.analysis import head_stats
 from transformer.decode import KIND_TITLES, greedy_decode
 from transformer.store import load_checkpoint
-
 
 TEXT = "hello"
 

@@ -8,12 +8,11 @@ from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from tests.helpers.app_session import APP, assert_no_exception, charts, open_app, qr_text, texts
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers.app_session import APP, assert_no_exception, charts, open_app, qr_text, texts
 from ui.server import AUDIENCE_ENV, PUBLIC_URL_ENV, REFUSALS
 from ui.train import LIVE_RUN_KEY
-
 
 NETWORK = "203.0.113.7"  # the speaker's laptop on the room's network (a documentation address)
 PHONE = "198.51.100.23"  # a phone in the room

@@ -3,8 +3,8 @@ hypothesis's attention at its step, and "Decode from here" forces that prefix in
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, open_app, open_link, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, open_app, open_link, texts
 from transformer.adapters import adapter_for
 from transformer.decode import beam_tree, greedy_decode
 from transformer.store import load_checkpoint

@@ -4,8 +4,8 @@ clusters by Jensen-Shannon divergence; an encoder-only model gets the same secti
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from tests.helpers.hf_masked_models import build as build_masked
 from transformer.analysis import corpus_statistics
 from transformer.model import Head

@@ -4,12 +4,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode, teacher_forced
 from transformer.store import load_checkpoint
 from ui.views import gold_alignment_for, gold_cells, md_token, visible
+
 
 @pytest.fixture(scope="module")
 def ckpt(tiny_checkpoint_dir):

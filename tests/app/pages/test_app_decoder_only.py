@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from tests.helpers.hf_causal_models import build
 from transformer.decode import greedy_decode
 from transformer.store import open_model
 from ui.models import MODEL_KEY
 from ui.views import md_token
-from tests.helpers import ROOT
-
 
 DECODER_ONLY = "shipped:reverse-decoder-only"
 TEXT = "abcdef"
@@ -132,7 +131,6 @@ def test_compare_shows_the_encoder_decoder_and_the_decoder_only_model_side_by_si
 
 def test_the_train_page_trains_a_decoder_only_model_and_shows_its_probe(studio_env):
     from tests.helpers.app_session import poll
-
     from ui.train import LIVE_RUN_KEY
     at = open_app("train")
     at.selectbox(key="train_preset").set_value("tiny").run()

@@ -3,12 +3,11 @@ aligned steps with the decodes' own probabilities, B − A on aligned axes, the 
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import APP, assert_no_exception, chart_titled, open_app, small_tables, texts
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers.app_session import APP, assert_no_exception, chart_titled, open_app, small_tables, texts
 from transformer.analysis import compare_edit
 from transformer.store import open_model
-
 
 TEXT, EDITED = "stressed", "strexsed"
 

@@ -12,12 +12,11 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
-from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
 from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, poll, texts
+from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
 from transformer.analysis import prepare_patching, sites_of
 from transformer.store import open_model
 from ui.views.assembly.edit_compare import _compare
-
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ exception and no error."""
 from __future__ import annotations
 
 import pytest
+
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, only_frame, open_app, poll, texts
-
 from transformer.decode import fill_masks
 from transformer.store import open_model
 

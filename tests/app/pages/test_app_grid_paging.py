@@ -7,13 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, charts, open_app
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, charts, open_app
 from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 from transformer.charts import panels
 from ui.models import MODEL_KEY
-from tests.helpers import ROOT
-
 
 CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
            "parents watch.")

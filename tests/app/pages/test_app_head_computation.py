@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
 from transformer.adapters import adapter_for
 from transformer.analysis import capture_decode, key_vectors
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
-
 
 TEXT = "hello"
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+
 from tests.helpers.app_session import (
     assert_no_exception,
     capture_downloads,
@@ -18,15 +19,13 @@ from tests.helpers.app_session import (
     open_app,
     texts,
 )
-
 from tests.helpers.fake_hub import use_fake_hub
 from tests.helpers.hf_tiny_models import build
+from transformer.adapters import HFSeq2Seq
 from transformer.analysis import ablated_decode, attribute_step, output_ids, parse_head, sweep_heads
 from transformer.decode import KIND_TITLES, greedy_decode
-from transformer.adapters import HFSeq2Seq
 from ui.models import MODEL_KEY
 from ui.views import md_token
-
 
 TEXT = "the red bird eats the fish"
 

@@ -2,16 +2,15 @@
 decoder-only model (which says it has no cross-attention), and on a Llama-like model (RoPE, grouped-query heads)."""
 from __future__ import annotations
 
-
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
 from tests.helpers.hf_causal_models import build
 from transformer.decode import greedy_decode
 from transformer.store import open_model
 from ui.models import MODEL_KEY
 from ui.views import TOUR
-from tests.helpers import ROOT
 
 
 def _walk(at) -> list[str]:

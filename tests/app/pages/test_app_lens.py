@@ -3,8 +3,8 @@ DecoderLens switch show the library's figures for the model shown."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, open_link, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, open_link, texts
 from transformer.adapters import adapter_for
 from transformer.analysis import every_step_lens
 from transformer.charts import clicked_lens_cell

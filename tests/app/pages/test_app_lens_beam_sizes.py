@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
-from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
 from tests.helpers.app_session import APP, assert_no_exception, charts, texts
+from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
 from transformer.store import open_model
 
 pytestmark = pytest.mark.slow

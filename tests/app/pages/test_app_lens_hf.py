@@ -3,8 +3,8 @@ a decoder-only model): each view opens without an exception and shows the librar
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, open_app
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, open_app
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import build as build_seq2seq
 from transformer.analysis import every_step_lens

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, texts
 
+from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, texts
 from tests.helpers.hf_masked_models import build
 from ui.models import MODEL_KEY
 from ui.views import LINK_PARAMS, TOUR

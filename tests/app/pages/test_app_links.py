@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import open_link, assert_no_exception, charts, open_app, poll, small_tables, texts
 from streamlit.testing.v1 import AppTest
-from tests.helpers.tiny_runs import start_tiny_run
 
+from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, small_tables, texts
+from tests.helpers.tiny_runs import start_tiny_run
 from transformer.decode import MAX_INPUT_CHARS
 from transformer.train import server_runs
 from ui.links import EXAMPLE_LINKS
 from ui.views import md_token
-
 
 TEXT = "stressed"  # the tiny model says 4 tokens and the end for it: room for the steps below
 

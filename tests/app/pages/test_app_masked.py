@@ -5,8 +5,8 @@ a 20-word caption and the model's longest input."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from tests.helpers.hf_masked_models import build
 from transformer.analysis import attention_change, head_mask, mask_attribution
 from transformer.decode import fill_masks
@@ -14,7 +14,6 @@ from transformer.model import Head
 from transformer.store import open_model
 from ui.models import MODEL_KEY
 from ui.views.kit.selection import LINK_PARAMS
-
 
 CAPTION = "two young men in red shirts are playing football on a green field while a small dog watches them closely"
 PAGES = ("home", "decode", "attention", "compare", "train", "learn")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, open_app, texts
-from tests.conftest import TINY_STEPS
 
+from tests.conftest import TINY_STEPS
+from tests.helpers.app_session import assert_no_exception, chart_titled, open_app, texts
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint

@@ -6,15 +6,13 @@ from __future__ import annotations
 import html
 import re
 
-
 import pytest
-from tests.helpers.app_session import assert_no_exception, charts, only_frame, open_app, small_tables, texts
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, charts, only_frame, open_app, small_tables, texts
 from transformer.analysis import patch_sites, prepare_patching
 from transformer.decode import greedy_decode
 from transformer.store import open_model
-from tests.helpers import ROOT
-
 
 TEXT, EDITED = "stressed", "strexsed"
 
@@ -107,6 +105,7 @@ def test_an_inserted_word_is_left_unpatched_and_said(shipped):
 
 def _open_decode(params: dict[str, str]):
     from streamlit.testing.v1 import AppTest
+
     from tests.helpers.app_session import APP
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.switch_page("pages/decode.py")

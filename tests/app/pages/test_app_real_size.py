@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, capture_downloads, chart_titled, charts, open_app
-from tests.helpers.app_session import open_link
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, capture_downloads, chart_titled, charts, open_app, open_link
 from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 from ui.models import MODEL_KEY
-from tests.helpers import ROOT
-
 
 CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
            "parents watch.")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from tests.helpers.tiny_runs import live_run_of, start_tiny_run
-
 from transformer.store import load_checkpoint
 from transformer.train import AUTOSAVE_PREFIX, server_runs
 from ui.train import BusyError, resume_run
+
 
 def _step_metric(at) -> int:
     metric = next(m for m in at.metric if m.label == "Step")

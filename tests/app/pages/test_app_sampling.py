@@ -3,9 +3,9 @@ step shows what it was drawn from, the settings are in the link and a shared lin
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import APP, assert_no_exception, charts, open_app, texts
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers.app_session import APP, assert_no_exception, charts, open_app, texts
 from transformer.adapters import adapter_for
 from transformer.decode import Sampling, greedy_decode
 from transformer.store import load_checkpoint

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import streamlit as st
-from tests.helpers.app_session import assert_no_exception, charts, only_frame, open_app, texts
 
+from tests.helpers.app_session import assert_no_exception, charts, only_frame, open_app, texts
 from transformer.adapters import adapter_for
 from transformer.analysis import ablated_decode, parse_head
 from transformer.decode import greedy_decode

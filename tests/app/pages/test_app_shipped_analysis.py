@@ -6,14 +6,13 @@ attention/attribution agreement heatmaps are drawn for both kinds. No exception 
 """
 from __future__ import annotations
 
-
 import pytest
-from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, chart_titled, charts, only_frame, open_app, texts
 from transformer.model import SOURCE, family_of
 from transformer.store import checkpoint_family
 from ui.models.catalog import PAGE_FAMILIES
-from tests.helpers import ROOT
 
 CHECKPOINTS = ROOT / "checkpoints"
 SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir()  # those of the families the pages draw (PAGE_FAMILIES) that

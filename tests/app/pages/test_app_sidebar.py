@@ -5,11 +5,11 @@ import io
 import zipfile
 
 from tests.helpers.app_session import assert_no_exception, open_app, texts
-
 from transformer.charts import text_width
 from transformer.store import bundle_bytes
 from ui.models import PICKER_FONT_PX, PICKER_LABEL_PX
 from ui.views import md
+
 
 def _upload(at, name: str, data: bytes):
     at.sidebar.file_uploader[0].set_value((name, data, "application/zip"))

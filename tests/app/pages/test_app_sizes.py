@@ -9,14 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, charts, open_app
 
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, charts, open_app
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import OPUS_MT_SHAPE, build
 from transformer.store import open_model
 from ui.models import MODEL_KEY
-from tests.helpers import ROOT
-
 
 ONE_WORD = "dog"
 CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "

@@ -3,8 +3,8 @@ under) and the task row with the Train button above every hyperparameter."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 
+from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from transformer.model import STAGE_RECIPES
 from ui.server import max_training_processes
 from ui.train import LIVE_RUN_KEY, STAGE_KEY

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 
+from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from transformer.data import TaskSpec, make_task
 from transformer.model import ConfigError, default_configs
 from transformer.store import load_bundle
@@ -11,7 +11,6 @@ from transformer.train import MAX_CONCURRENT_JOBS, JobPlan, TrainingJob
 from ui.server import LIMITS, check_limits, training_threads
 from ui.shell import checkpoint_zip
 from ui.train import LIVE_RUN_KEY, live_checkpoint, start_run
-
 
 TINY_FORM = dict(train_d_model=16, train_n_heads=2, train_n_encoder_layers=1, train_n_decoder_layers=1,
                  train_d_ff=32, train_batch_size=16, train_n_train=300, train_max_steps=50_000, train_eval_every=20,
@@ -257,6 +256,7 @@ def test_the_form_s_plan_trains_in_its_process_and_the_server_keeps_only_a_recor
 @pytest.mark.slow  # trains
 def test_a_run_can_keep_weight_snapshots_that_are_saved_with_it(studio_env):
     import torch
+
     from transformer.store import list_snapshots, load_checkpoint
 
     at = _train_page(train_max_steps=7)

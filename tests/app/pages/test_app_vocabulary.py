@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from tests.helpers.app_session import assert_no_exception, open_app, texts
-
 from transformer.store import load_checkpoint
+
 
 def test_unknown_tokens_offer_examples_and_the_vocabulary(studio_env, tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)

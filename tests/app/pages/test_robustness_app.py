@@ -12,6 +12,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from tests.helpers.hostile_inputs import (
     BROKEN_CHECKPOINTS,
@@ -23,14 +25,12 @@ from tests.helpers.hostile_inputs import (
     zip_folder,
 )
 from tests.helpers.tiny_runs import live_run_of, start_tiny_run
-
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import MAX_BUNDLE_BYTES, bundle_bytes, save_checkpoint
 from transformer.train import AUTOSAVE_PREFIX, Trainer, checkpoint_from_trainer
 from ui.server import LIMITS, limit_violations
 from ui.views import md_token
-from tests.helpers import ROOT
 
 TEXT_KEYS = {"home": "home_text", "decode": "decode_text", "attention": "attention_text"}
 

@@ -10,16 +10,33 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers.hf_causal_models import CAUSAL, build
-from transformer.analysis import (alignment_scores, attention_difference, attribute_step, baseline_score,
-                                  detect_heads, group_head_label, group_mean, head_mask, head_stats, parse_head,
-                                  sweep_heads)
-from transformer.cli import main
-from transformer.decode import (TRACE_FORMAT_VERSION, InputError, TraceFormatError, greedy_decode, load_trace_json,
-                                result_from_dict, teacher_forced)
-from transformer.adapters import MAX_PROMPT_TOKENS, HFCausalLM
-from transformer.store import open_model
 from tests.helpers import TEST_DATA
+from tests.helpers.hf_causal_models import CAUSAL, build
+from transformer.adapters import MAX_PROMPT_TOKENS, HFCausalLM
+from transformer.analysis import (
+    alignment_scores,
+    attention_difference,
+    attribute_step,
+    baseline_score,
+    detect_heads,
+    group_head_label,
+    group_mean,
+    head_mask,
+    head_stats,
+    parse_head,
+    sweep_heads,
+)
+from transformer.cli import main
+from transformer.decode import (
+    TRACE_FORMAT_VERSION,
+    InputError,
+    TraceFormatError,
+    greedy_decode,
+    load_trace_json,
+    result_from_dict,
+    teacher_forced,
+)
+from transformer.store import open_model
 
 PROMPT = "A man in a blue shirt"
 OLD_TRACE = TEST_DATA / "trace_v1_reverse.json"  # written before format versions

@@ -15,9 +15,9 @@ import transformers
 from tests.helpers.fake_hub import FakeHub, use_fake_hub
 from tests.helpers.hf_tiny_models import build
 from tests.helpers.hostile_inputs import PickleBomb
+from transformer.adapters import HFModelError, HFSeq2Seq, load_pretrained
 from transformer.cli import main
 from transformer.decode import greedy_decode
-from transformer.adapters import HFModelError, HFSeq2Seq, load_pretrained
 
 TEXT = "the dog sees the bird"
 REPO = "someone/tiny-marian"

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.helpers.hf_tiny_models import FAMILIES, build
+from transformer.adapters import HFSeq2Seq, adapter_for
 from transformer.decode import InputError, greedy_decode, teacher_forced
-from transformer.adapters import adapter_for, HFSeq2Seq
 from transformer.model import AttentionMaps, StepOutput
 
 TEXT = "the dog sees a red house near the tree"

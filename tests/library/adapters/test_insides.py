@@ -16,6 +16,7 @@ from tests.helpers.our_models import OURS, _inputs, _ours
 from transformer.adapters import InspectableModel, capture
 from transformer.store import open_model
 
+
 @pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL, *MASKED])
 def lm(request, tmp_path_factory) -> InspectableModel:
     family = request.param

@@ -4,8 +4,9 @@ import threading
 
 import pytest
 import torch
-from tests.helpers.tiny_models import tiny_reverse_model
 
+from tests.helpers.tiny_models import tiny_reverse_model
+from transformer.adapters import UNEMITTABLE, adapter_for, ban
 from transformer.analysis import (
     Head,
     HeadError,
@@ -18,7 +19,6 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.data import source_ids
-from transformer.adapters import adapter_for, UNEMITTABLE, ban
 from transformer.decode import InputError, greedy_decode
 
 

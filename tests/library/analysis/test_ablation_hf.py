@@ -10,6 +10,8 @@ import pytest
 import torch
 
 from tests.helpers.hf_tiny_models import FAMILIES, build
+from transformer.adapters import HFSeq2Seq
+from transformer.adapters.hf_seq2seq import attention_outputs
 from transformer.analysis import (
     Head,
     ablated_decode,
@@ -20,8 +22,6 @@ from transformer.analysis import (
     sweep_heads,
 )
 from transformer.decode import greedy_decode
-from transformer.adapters import HFSeq2Seq
-from transformer.adapters.hf_seq2seq import attention_outputs
 
 TEXT = "the dog sees a red house near the tree"
 STEPS = 8

@@ -5,10 +5,16 @@ import json
 
 import pytest
 import torch
-from tests.helpers.chart_traces import layer_data, random_trace
 
-from transformer.analysis import (aggregate_dict, aggregate_frame, aggregate_trace, cross_through_encoder,
-                                  max_over_heads, rollout)
+from tests.helpers.chart_traces import layer_data, random_trace
+from transformer.analysis import (
+    aggregate_dict,
+    aggregate_frame,
+    aggregate_trace,
+    cross_through_encoder,
+    max_over_heads,
+    rollout,
+)
 from transformer.charts import aggregate_heatmap
 from transformer.decode import AttentionTrace
 

@@ -2,8 +2,9 @@
 gradient left on the shared model, and the attention/attribution agreement figures."""
 import pytest
 import torch
-from tests.helpers.tiny_models import tiny_reverse_model
 
+from tests.helpers.tiny_models import tiny_reverse_model
+from transformer.adapters import adapter_for
 from transformer.analysis import (
     IG_STEPS,
     Attribution,
@@ -16,7 +17,6 @@ from transformer.analysis import (
     output_ids,
     spearman,
 )
-from transformer.adapters import adapter_for
 from transformer.decode import InputError, greedy_decode
 
 TEXT = "abcdefgh"

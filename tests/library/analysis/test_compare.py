@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer.adapters import adapter_for
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import difference_frame, difference_heatmap
-from transformer.adapters import adapter_for
 from transformer.decode import AttentionTrace, greedy_decode
 from transformer.store import load_checkpoint
 

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from tests.helpers import ROOT
 from tests.helpers.hf_masked_models import build as build_masked
 from transformer.adapters import adapter_for
 from transformer.analysis import average_linkage_order, corpus_statistics, is_punctuation
@@ -18,7 +19,6 @@ from transformer.data import CorpusError, TaskSpec, make_task, read_corpus
 from transformer.decode import teacher_forced
 from transformer.model import build_model, default_configs
 from transformer.store import load_checkpoint, open_model
-from tests.helpers import ROOT
 
 STRINGS = ["abcdefg", "gfedcba", "bbbcccd", "zyxwvut", "mnopqrs"]  # all 7 letters: 8 encoder keys with </s>
 

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.helpers.tiny_models import tiny_reverse_model
 
 from tests.helpers.hf_tiny_models import build
-from transformer.analysis import (BF16_TOLERANCE, Cancelled, bf16_bound, all_heads, checked_estimate, estimate_agreement,
-                                  estimate_head_effects, head_mask, output_ids, sweep_heads)
+from tests.helpers.tiny_models import tiny_reverse_model
+from transformer.adapters import HFSeq2Seq, adapter_for
+from transformer.analysis import (
+    BF16_TOLERANCE,
+    Cancelled,
+    all_heads,
+    bf16_bound,
+    checked_estimate,
+    estimate_agreement,
+    estimate_head_effects,
+    head_mask,
+    output_ids,
+    sweep_heads,
+)
 from transformer.analysis.ablation import output_log_prob, teacher_inputs
 from transformer.analysis.head_sweep import masked_log_probs
-from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
-from transformer.adapters import HFSeq2Seq
 
 TEXT = "the dog sees a red house near the tree"
 

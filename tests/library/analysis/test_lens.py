@@ -6,16 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.our_models import OURS, _ours
 from tests.helpers.hf_causal_models import CAUSAL
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import FAMILIES, MORE_FAMILIES
 from tests.helpers.hf_tiny_models import build as build_seq2seq
+from tests.helpers.our_models import OURS, _ours
 from transformer.adapters import InspectableModel
 from transformer.analysis import LensError, every_step_lens, lens_dict, lens_grid, lens_log_probs, step_lens
 from transformer.decode import InputError, greedy_decode, read_source
 from transformer.store import open_model
-
 
 DECODING = [name for name in OURS if "encoder-only" not in name]  # the lens reads a decoder's steps
 

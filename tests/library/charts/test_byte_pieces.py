@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers.chart_traces import layer_data
 
+from tests.helpers.chart_traces import layer_data
 from tests.helpers.hf_tiny_models import build
+from transformer.adapters import HFSeq2Seq
 from transformer.charts import attention_heatmap, visible_token
 from transformer.charts.style import readable_piece
 from transformer.decode import greedy_decode, merge_words
-from transformer.adapters import HFSeq2Seq
 
 
 @pytest.mark.parametrize("piece, shown", [

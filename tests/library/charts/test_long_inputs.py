@@ -5,12 +5,12 @@ import json
 
 import pytest
 import torch
-from tests.helpers.chart_traces import layer_data, random_trace
 
-from transformer.charts import attention_grid, attention_heatmap
-from transformer.charts.window import MIN_MAP_CELL
+from tests.helpers.chart_traces import layer_data, random_trace
 from tests.helpers.tiny_models import tiny_reverse_model
 from transformer.adapters import adapter_for
+from transformer.charts import attention_grid, attention_heatmap
+from transformer.charts.window import MIN_MAP_CELL
 from transformer.decode import greedy_decode, hidden_note, hide_tokens
 
 LONG_SRC = [f"w{i}" for i in range(499)] + ["</s>"]

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.helpers.chart_traces import random_trace
 from PIL import Image
 
+from tests.helpers.chart_traces import random_trace
 from transformer.charts import (
     MASKED_COLOR,
     ChartTooLargeError,

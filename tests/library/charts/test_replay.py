@@ -6,13 +6,13 @@ import re
 
 import pytest
 import torch
-from tests.helpers.chart_traces import ENGLISH, GERMAN, random_trace
 
+from tests.helpers import ROOT
+from tests.helpers.chart_traces import ENGLISH, GERMAN, random_trace
 from transformer.charts import MAX_REPLAY_STEPS, ReplayTooLargeError, replay_html
 from transformer.charts import replay as replay_module
 from transformer.cli import main
 from transformer.decode import AttentionTrace, DecodeResult, Step
-from tests.helpers import ROOT
 
 HOSTILE = "</script><script>alert(1)</script> <!-- \u2028 & <b>"
 MULTI30K = ROOT / "checkpoints" / "multi30k-en-de"

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers.chart_traces import ENGLISH, GERMAN, random_trace
 
+from tests.helpers.chart_traces import ENGLISH, GERMAN, random_trace
 from transformer.analysis import attention_difference
 from transformer.charts import (
     MIN_FONT_PX,

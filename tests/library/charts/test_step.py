@@ -5,8 +5,8 @@ import json
 import re
 
 import pytest
-from tests.helpers.chart_traces import GERMAN, layer_data
 
+from tests.helpers.chart_traces import GERMAN, layer_data
 from transformer.charts import (
     CHOSEN_COLOR,
     STRIP_FONT_SIZE,

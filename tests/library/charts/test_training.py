@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import torch
-from tests.helpers.chart_traces import random_trace
 
+from tests.helpers.chart_traces import random_trace
 from transformer.charts import (
     attention_heatmap,
     chart_to_png,

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import SHARED_DATA
 from transformer.data import TaskSpec, Tokenizer, TokenizerError, make_task, task_from_spec
 from transformer.data.subword import train_subword_tokenizer
 from transformer.model import ConfigError, ModelConfig, default_configs
 from transformer.store import load_checkpoint, save_checkpoint, task_for_checkpoint
 from transformer.train import Trainer, checkpoint_from_trainer
-from tests.helpers import SHARED_DATA
 
 MULTI30K = next((p for p in (SHARED_DATA / "multi30k",
                               Path("/work/shared/data/multi30k")) if p.is_dir()), Path("/nonexistent"))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import SHARED_DATA
 from transformer.analysis import accepted
 from transformer.data import (
     TASK_NAMES,
@@ -26,7 +27,6 @@ from transformer.data import (
     task_from_spec,
 )
 from transformer.model import ConfigError
-from tests.helpers import SHARED_DATA
 
 MULTI30K = SHARED_DATA / "multi30k"
 TWO_PAIRS = "ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke\n"

@@ -5,13 +5,13 @@ import pkgutil
 
 import pytest
 
+from tests.helpers import ROOT
+from transformer.adapters import adapter_for
 from transformer.cli import main
 from transformer.data import START_ID
-from transformer.adapters import adapter_for
 from transformer.decode import InputError, beam_search, greedy_decode
 from transformer.decode.beam import beam_search_ids
 from transformer.store import load_checkpoint
-from tests.helpers import ROOT
 
 ROOT = ROOT / "checkpoints"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.helpers import ROOT
 from tests.helpers.hf_causal_models import CAUSAL
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import FAMILIES, MORE_FAMILIES
@@ -13,7 +14,6 @@ from tests.helpers.hf_tiny_models import build as build_seq2seq
 from tests.helpers.our_models import _ours
 from transformer.decode import InputError, beam_search, beam_tree, read_source
 from transformer.store import open_model
-from tests.helpers import ROOT
 
 TEXT = "a man sees the dog"
 

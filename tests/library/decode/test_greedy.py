@@ -4,8 +4,8 @@ import json
 import pytest
 import torch
 
+from transformer.adapters import UNEMITTABLE, adapter_for, ban, greedy_batch
 from transformer.data import TaskSpec, make_task, pad, source_ids
-from transformer.adapters import adapter_for, UNEMITTABLE, ban, greedy_batch
 from transformer.decode import MEAN_HEAD, AttentionTrace, InputError, greedy_decode, head_label, teacher_forced
 from transformer.model import Seq2SeqTransformer, default_configs
 

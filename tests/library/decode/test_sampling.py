@@ -3,10 +3,10 @@ library, the command line and the notebook; for Hugging Face models the draws eq
 under the same seed; temperature 0 is greedy; each bad value gets its message."""
 from __future__ import annotations
 
-
 import pytest
 import torch
 
+from tests.helpers import ROOT
 from tests.helpers.hf_causal_models import CAUSAL
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import FAMILIES, MORE_FAMILIES
@@ -15,7 +15,6 @@ from transformer import notebook
 from transformer.cli import main
 from transformer.decode import InputError, Sampling, greedy_decode, read_source, warp
 from transformer.store import open_model
-from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,7 @@ from tests.helpers.hf_causal_models import CAUSAL, lines
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.our_models import _ours
 from transformer.adapters import attention_store
-from transformer.decode import greedy_decode
-from transformer.decode import stored_decode, stored_greedy
+from transformer.decode import greedy_decode, stored_decode, stored_greedy
 from transformer.store import open_model
 
 PROMPT = " ".join(lines(12))  # a few hundred tokens
@@ -70,8 +69,7 @@ def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(lm):
 
 
 def test_a_prompt_past_the_models_context_is_refused(lm):
-    from transformer.decode import InputError
-    from transformer.decode import model_context
+    from transformer.decode import InputError, model_context
     with pytest.raises(InputError, match="reads at most"):
         stored_greedy(lm, [5] * model_context(lm), max_steps=2)
 

@@ -9,8 +9,8 @@ import json
 import pytest
 import torch
 
-from transformer.data import TaskSpec, build_char_tokenizer, make_task
 from transformer.adapters import adapter_for, greedy_batch
+from transformer.data import TaskSpec, build_char_tokenizer, make_task
 from transformer.decode import greedy_decode, teacher_forced
 from transformer.model import ModelConfig, build_model, default_configs
 from transformer.store import load_checkpoint, open_model, save_checkpoint

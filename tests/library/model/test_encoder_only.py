@@ -7,8 +7,8 @@ import json
 
 import pytest
 import torch
-from tests.helpers import ROOT
 
+from tests.helpers import ROOT
 from transformer.cli import main
 from transformer.data import (
     END_ID,
@@ -19,7 +19,14 @@ from transformer.data import (
     make_task,
     masked_lm_task,
 )
-from transformer.data.masking import MASK_SHARE, MaskedBatches, encode_pairs, evaluation_examples, example_rng, mask_pair
+from transformer.data.masking import (
+    MASK_SHARE,
+    MaskedBatches,
+    encode_pairs,
+    evaluation_examples,
+    example_rng,
+    mask_pair,
+)
 from transformer.decode import fill_masks
 from transformer.model import ENCODER_ONLY, ConfigError, ModelConfig, build_model
 from transformer.store import load_checkpoint, open_model, task_for_checkpoint
@@ -189,8 +196,8 @@ def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_ma
     """The `alignment` that eval reports for the one-stack architectures equals the hits counted by hand on each
     example's own forward: a masked token's best key in the other sentence (encoder-only), the row that predicts a
     target token's best source key (decoder-only)."""
-    from transformer.analysis.pair_alignment import masked_pair_alignment, prefix_alignment
     from transformer.analysis.alignment import accepted
+    from transformer.analysis.pair_alignment import masked_pair_alignment, prefix_alignment
 
     ckpt = load_checkpoint(SHIPPED, load_optimizer=False)
     task = task_for_checkpoint(ckpt)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from transformer.data import TaskSpec
 from transformer.store import list_checkpoints, load_checkpoint, task_for_checkpoint
 from transformer.train import evaluate_model
-from tests.helpers import ROOT
 
 ROOT = ROOT / "checkpoints"
 TARGETS = {"reverse": 0.99, "sort": 0.99, "toy-en-de": 0.95}
@@ -82,9 +82,9 @@ def test_the_multi30k_model_translates_a_new_simple_sentence(text, words):
 @pytest.mark.slow  # a real process or a full evaluation
 @pytest.mark.skipif(not M30K_DATA.is_dir(), reason="the Multi30k corpus is not at ../shared/data/multi30k")
 def test_the_multi30k_model_reaches_its_validation_bleu():
+    from transformer.adapters import decode_texts
     from transformer.analysis import corpus_scores
     from transformer.data import read_aligned_files
-    from transformer.adapters import decode_texts
 
     ckpt = multi30k()
     pairs = read_aligned_files(M30K_DATA / "val.en.gz", M30K_DATA / "val.de.gz", max_pairs=200)

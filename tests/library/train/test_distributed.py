@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers.same_weights import assert_same_weights
 
+from tests.helpers import ROOT
+from tests.helpers.same_weights import assert_same_weights
 from transformer.data import BucketSampler, ShardedBucketSampler, TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import load_checkpoint, open_model
@@ -32,7 +33,6 @@ from transformer.train import (
     trainer_from_checkpoint,
 )
 from ui.shell import free_port
-from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

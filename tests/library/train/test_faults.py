@@ -19,16 +19,16 @@ import weakref
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_app, poll, texts
 from tests.helpers.tiny_runs import start_tiny_run
-
 from transformer.cli import main
 from transformer.data import TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import CheckpointError, list_checkpoints, load_checkpoint
 from transformer.store import checkpoint as checkpoints
 from transformer.train import AUTOSAVE_PREFIX, JobPlan, Trainer, TrainingJob, job_supervisor, server_runs
-from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

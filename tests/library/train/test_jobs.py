@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from transformer.data import TaskSpec, make_task
 from transformer.adapters import adapter_for
+from transformer.data import TaskSpec, make_task
 from transformer.decode import greedy_decode
 from transformer.model import default_configs
 from transformer.train import JobPlan, TrainingJob, job_messages, job_supervisor

@@ -9,8 +9,8 @@ import sys
 import types
 
 import pytest
-from tests.helpers import ROOT
 
+from tests.helpers import ROOT
 from transformer.cli.train_stage import stage_hint
 from transformer.data import TaskSpec, make_task
 from transformer.model import STAGE_RECIPES, CleanRule, stage_configs

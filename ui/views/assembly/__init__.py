@@ -16,7 +16,6 @@ from .compare import (
     step_table,
 )
 from .decode_page import show_decode_views
-from .head_page import show_head_page
 from .edit_compare import (
     EDIT,
     EDIT_KEY,
@@ -30,6 +29,7 @@ from .edit_compare import (
     show_edit_outputs,
 )
 from .edit_compare import MODES as COMPARE_MODES
+from .head_page import show_head_page
 from .home import home_selection, show_try_it
 from .learn import TOUR, learn_selection, show_stage, tour_navigation
 from .masked import masked_attention_result, segment_choice, show_mask_page

@@ -7,10 +7,10 @@ import streamlit as st
 from ..features import (
     attention_ablation,
     current_output,
+    latest_corpus_statistics,
     show_agreement,
     show_attention_inside,
     show_contribution_map,
-    latest_corpus_statistics,
     show_corpus_statistics,
     show_head_finder,
     show_line_view,

@@ -20,7 +20,6 @@ from .animation import animation_downloads, decode_animation, file_stem
 from .attribution import show_agreement, show_step_attribution
 from .beam import show_beam_tree
 from .corpus import latest_corpus_statistics, show_corpus_statistics
-from .head_finder import open_head_page, show_head_finder
 from .head_computation import (
     MAP_VALUES,
     captured_for,
@@ -30,6 +29,7 @@ from .head_computation import (
     show_step_contribution,
     show_step_inside,
 )
+from .head_finder import open_head_page, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
 from .patching import show_patched_link, show_patching
