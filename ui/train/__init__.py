@@ -17,33 +17,8 @@ from .live_view import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 from .run_list import server_runs_panel
 from .stage_demo import STAGE_KEY, stage_available, stage_caption, stage_help, stage_on, stage_rule
 
-__all__ = [
-    "CORPUS_SOURCES",
-    "FIELDS",
-    "LIVE_RUN_KEY",
-    "PLAYING_KEY",
-    "STAGE_KEY",
-    "TASKS",
-    "BusyError",
-    "apply_defaults",
-    "build_plan",
-    "evaluation_panel",
-    "field_widget",
-    "init_state",
-    "live_checkpoint",
-    "live_panel",
-    "live_run",
-    "new_live_run",
-    "preset_names",
-    "resume_run",
-    "run_just_ended",
-    "server_runs_panel",
-    "stage_available",
-    "stage_caption",
-    "stage_help",
-    "stage_on",
-    "stage_rule",
-    "start_run",
-    "timeline_panel",
-    "tokenizer_widgets",
-]
+__all__ = ["CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "PLAYING_KEY", "STAGE_KEY", "TASKS", "BusyError",
+           "apply_defaults", "build_plan", "evaluation_panel", "field_widget", "init_state", "live_checkpoint",
+           "live_panel", "live_run", "new_live_run", "preset_names", "resume_run", "run_just_ended",
+           "server_runs_panel", "stage_available", "stage_caption", "stage_help", "stage_on", "stage_rule", "start_run",
+           "timeline_panel", "tokenizer_widgets"]
