@@ -154,3 +154,6 @@ __all__ += ["BIAS", "EMBED", "POS", "Parts", "PathCapture", "capture_path", "fro
 from .reliance import Reliance, StepReliance, rank_corpus, reliance, text_reliance, wasserstein_to_uniform  # noqa: E402
 
 __all__ += ["Reliance", "StepReliance", "rank_corpus", "reliance", "text_reliance", "wasserstein_to_uniform"]
+from .circuit import INDUCTION, PREVIOUS_TOKEN, circuit_heads, known_circuit  # noqa: E402
+
+__all__ += ["INDUCTION", "PREVIOUS_TOKEN", "circuit_heads", "known_circuit"]

@@ -1,4 +1,4 @@
-"""Training tasks: generated char tasks (reverse / copy / sort), toy English->German, and parallel corpora.
+"""Training tasks: generated char tasks (reverse / copy / sort, induction), toy English->German, parallel corpora.
 
 Bad parameters raise `ConfigError`; bad data raises `DataError` (see `corpus_files` for the reading rules).
 """
@@ -11,11 +11,12 @@ from typing import Any
 from ..model import ConfigError, check_int
 from .corpus_files import read_corpus, split_corpus
 from .examples import Example, GoldSource
+from .induction import INDUCTION_ALPHABET, INDUCTION_MAX_LEN, INDUCTION_MIN_LEN, generate_induction
 from .subword import check_vocab_size, train_subword_tokenizer
 from .task_spec import TaskSpec
 from .tokenizers import SUBWORD_KINDS, Tokenizer, build_char_tokenizer, build_word_tokenizer
 
-TASK_NAMES = ("reverse", "copy", "sort", "toy-en-de", "corpus")
+TASK_NAMES = ("reverse", "copy", "sort", "induction", "toy-en-de", "corpus")
 GENERATED_TASKS = ("reverse", "copy", "sort")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 MAX_GENERATED = 2_000_000
@@ -43,8 +44,11 @@ class Task:
 
     @property
     def shares_vocabulary(self) -> bool:
-        """True when source and target use one joint subword vocabulary, so a model may tie its embeddings and
-        generator (the default then, in the CLI and the app)."""
+        """True when source and target use one joint vocabulary, so a model may tie its embeddings and generator
+        (the default then, in the CLI and the app): a joint subword vocabulary, or `induction`, whose prompt and
+        continuation are one stream of letters."""
+        if self.name == "induction":
+            return True
         return self.spec.get("joint") is True and self.spec.get("tokenizer") in SUBWORD_KINDS
 
 
@@ -165,6 +169,14 @@ def make_task(spec: TaskSpec, *, tokenizers: tuple[Tokenizer, Tokenizer] | None 
         raise ConfigError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}")
     check_int("seed", seed, -(2**63), 2**63 - 1)
     check_int("n_valid", n_valid, 1, MAX_GENERATED)
+    if name == "induction":
+        if (spec.min_len, spec.max_len) == (TaskSpec.min_len, TaskSpec.max_len):  # the string tasks' lengths
+            spec = replace(spec, min_len=INDUCTION_MIN_LEN, max_len=INDUCTION_MAX_LEN)
+        spec = replace(spec, n_train=50_000 if spec.n_train is None else spec.n_train)
+        train, valid = generate_induction(seed, spec.n_train, n_valid, spec.min_len, spec.max_len,
+                                          INDUCTION_ALPHABET, MAX_GENERATED)
+        tok = build_char_tokenizer(INDUCTION_ALPHABET)  # the probe: a sequence with its repeat, read as the prompt
+        return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
     if name in GENERATED_TASKS:
         spec = replace(spec, n_train=50_000 if spec.n_train is None else spec.n_train)
         train, valid = _generate(name, seed, spec.n_train, n_valid, spec.min_len, spec.max_len)

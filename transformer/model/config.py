@@ -200,6 +200,13 @@ _CHAR_TASK = {
 }
 TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "reverse": _CHAR_TASK,
+    # induction: a decoder-only language model over random letters (2 layers: a previous-token head in the first
+    # feeds an induction head in the second)
+    "induction": {
+        "model": dict(d_model=64, n_heads=4, n_encoder_layers=1, n_decoder_layers=2, d_ff=128, dropout=0.0,
+                      max_len=64, architecture="decoder-only"),
+        "train": dict(batch_size=64, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=2000, eval_every=500),
+    },
     "copy": _CHAR_TASK,
     "sort": _CHAR_TASK,
     "toy-en-de": {

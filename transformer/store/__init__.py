@@ -18,6 +18,7 @@ from .checkpoint import (
                          task_for_checkpoint,
 )
 from .checkpoint_format import PROBE_FRAMES, finite_json
+from .known_heads import name_circuit_heads, write_known_heads
 from .models import is_checkpoint_folder, list_hf_folders, open_model
 from .probe_frames import MAX_PROBE_FRAMES, ProbeFramesError, thin_frames
 
@@ -25,4 +26,4 @@ __all__ = ["Checkpoint", "CheckpointError", "checkpoint_family", "FORMAT_VERSION
            "is_checkpoint_folder", "is_valid_run_name", "list_checkpoints", "list_hf_folders", "load_bundle",
            "load_checkpoint", "load_probe_frames", "MAX_PROBE_FRAMES", "model_card", "open_model", "PROBE_FRAMES",
            "ProbeFramesError", "save_checkpoint", "thin_frames", "SNAPSHOTS", "list_snapshots", "snapshot_name",
-           "task_for_checkpoint", "write_file_atomic"]
+           "task_for_checkpoint", "write_file_atomic", "name_circuit_heads", "write_known_heads"]

@@ -77,6 +77,7 @@ class Checkpoint:
     path: Path | None = None
     weights: str = "last"  # "last", or which best weights these are (e.g. "best validation loss (... at step N)")
     frames: Frames = field(default_factory=list)  # (step, probe trace) recorded while training, oldest first
+    known_heads: dict[str, str] = field(default_factory=dict)  # head label (Head.label) -> role, e.g. "induction"
 
     @property
     def name(self) -> str:
@@ -86,21 +87,25 @@ class Checkpoint:
     def card(self) -> dict[str, Any]:
         """Summary for the UI: task, sizes, parameter count, training done and latest metrics."""
         return model_card(self.name, self.task_spec.get("name", "?"), self.src_tokenizer.kind, self.model_config,
-                          self.model.num_parameters(), self.step, self.elapsed, self.metrics, self.weights)
+                          self.model.num_parameters(), self.step, self.elapsed, self.metrics, self.weights,
+                          self.known_heads)
 
 
 _CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf", "bleu_signature")
 
 
 def model_card(name: str, task: str, level: str, cfg: ModelConfig, parameters: int, steps: int, seconds: float,
-               metrics: dict[str, Any], weights: str = "last") -> dict[str, Any]:
-    """The summary the UI shows of a model, saved or training: task, sizes, parameters, training done, metrics."""
+               metrics: dict[str, Any], weights: str = "last", known_heads: dict[str, str] | None = None
+               ) -> dict[str, Any]:
+    """The summary the UI shows of a model, saved or training: task, sizes, parameters, training done, metrics, and
+    the heads whose role is known (label -> role; only when there are some)."""
     return {"name": name, "task": task, "level": level, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
             "n_encoder_layers": cfg.n_encoder_layers, "n_decoder_layers": cfg.n_decoder_layers, "d_ff": cfg.d_ff,
             "architecture": cfg.architecture,
             "src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size, "parameters": parameters,
             "steps": steps, "seconds": round(seconds, 2),
-            "metrics": {k: v for k, v in metrics.items() if k in _CARD_METRICS}, "weights": weights}
+            "metrics": {k: v for k, v in metrics.items() if k in _CARD_METRICS}, "weights": weights,
+            **({"known_heads": dict(known_heads)} if known_heads else {})}
 
 
 # -- saving -------------------------------------------------------------------------------------------------
@@ -110,7 +115,7 @@ def _write_checkpoint_files(ckpt: Checkpoint, folder: Path, half: bool = False) 
               "model_config": ckpt.model_config.to_dict(), "train_config": ckpt.train_config.to_dict(),
               "tokenizers": {"src": ckpt.src_tokenizer.kind, "tgt": ckpt.tgt_tokenizer.kind},
               "task_spec": ckpt.task_spec, "metrics": ckpt.metrics, "step": ckpt.step, "elapsed": ckpt.elapsed,
-              "weights": ckpt.weights}
+              "weights": ckpt.weights, **({"known_heads": ckpt.known_heads} if ckpt.known_heads else {})}
     weights = ckpt.model.state_dict()
     if ckpt.model_config.tie_embeddings:  # one copy of the shared matrix on disk
         tied = ARCHITECTURES[ckpt.model_config.architecture].TIED_WEIGHTS
@@ -230,7 +235,8 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True, load_frame
     frames = load_probe_frames(folder) if load_frames else []
     return Checkpoint(model, model_cfg, config["train_config"], src_tok, tgt_tok, config["task_spec"],
                       config.get("step", 0), float(config.get("elapsed", 0.0)), config.get("metrics", {}),
-                      history, evals, optimizer_state, folder, _weights_label(config.get("weights", "last")), frames)
+                      history, evals, optimizer_state, folder, _weights_label(config.get("weights", "last")), frames,
+                      config["known_heads"])
 
 
 def load_probe_frames(path: str | Path) -> Frames:

@@ -16,7 +16,17 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from ..data import TASK_NAMES, TOKENIZER_KINDS, Tokenizer, TokenizerError
-from ..model import MAX_STEPS, ConfigError, ModelConfig, Seq2SeqTransformer, TrainConfig, make_optimizer
+from ..model import (
+    FAMILIES,
+    MAX_STEPS,
+    ConfigError,
+    Head,
+    HeadError,
+    ModelConfig,
+    Seq2SeqTransformer,
+    TrainConfig,
+    make_optimizer,
+)
 from .atomic import fsync_path, write_durably
 
 FORMAT_VERSION = 1
@@ -140,6 +150,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     _require(isinstance(spec, dict) and spec.get("name") in TASK_NAMES, path,
              f"task_spec must be an object whose name is one of {', '.join(TASK_NAMES)}")
     _check_record(data.get("metrics", {}), path, "metrics")
+    data["known_heads"] = check_known_heads(data.get("known_heads", {}), path, data["model_config"])
     kinds = data.get("tokenizers")
     _require(isinstance(kinds, dict) and kinds.get("src") in TOKENIZER_KINDS and kinds.get("tgt") in TOKENIZER_KINDS,
              path, f'tokenizers must be {{"src": kind, "tgt": kind}} with kinds {", ".join(TOKENIZER_KINDS)}')
@@ -158,6 +169,30 @@ def read_tokenizer(path: Path, kind: Any, vocab_size: int) -> Tokenizer:
     _require(tokenizer.vocab_size == vocab_size, path,
              f"vocabulary has {tokenizer.vocab_size} tokens but the model config needs {vocab_size}")
     return tokenizer
+
+
+MAX_KNOWN_HEADS = 64
+
+
+def check_known_heads(value: Any, path: Path, cfg: ModelConfig) -> dict[str, str]:
+    """config.json's "known_heads": head label (`Head.label`, e.g. "self:L1H2") -> its role (e.g. "induction"),
+    each a head the model in `cfg` has."""
+    _require(isinstance(value, dict) and len(value) <= MAX_KNOWN_HEADS and all(
+        isinstance(k, str) and isinstance(v, str) and 0 < len(v) <= 60 for k, v in value.items()), path,
+        f'known_heads must be an object of at most {MAX_KNOWN_HEADS} head labels -> roles ("self:L1H2": "induction")')
+    try:
+        labels = {k: Head.parse(k).label for k in value}
+    except HeadError as exc:
+        raise CheckpointError(f"{path}: known_heads: {exc}") from None
+    _require(all(labels[k] == k for k in value), path, "known_heads: write each head as Head.label does (self:L1H2)")
+    family = FAMILIES[cfg.architecture]
+    layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers,
+              "cross": cfg.n_decoder_layers, "self": cfg.n_decoder_layers}
+    for label in value:
+        head = Head.parse(label)
+        _require(head.kind in family.kinds and 0 <= head.layer < layers[head.kind] and 0 <= head.head < cfg.n_heads,
+                 path, f"known_heads: the model has no head {label}")
+    return dict(value)
 
 
 def _check_record(record: Any, path: Path, where: str) -> None:

@@ -144,4 +144,7 @@ def card_lines(card: dict[str, Any]) -> list[str]:
         lines.append(f"**BLEU signature** `{metrics['bleu_signature']}`")
     if card.get("weights", "last") != "last":
         lines.append(f"**Weights** {card['weights']}")
+    known = card.get("known_heads")
+    if isinstance(known, dict) and known:  # heads whose role is known (a model with a known circuit)
+        lines.append("**Known heads** " + " · ".join(f"`{label}` {role}" for label, role in known.items()))
     return lines
