@@ -22,6 +22,7 @@ import time
 import torch
 
 STEPS = 3
+LONG = True  # the dense measure alone takes ~8 GB and over a minute
 
 
 def _rss() -> int:
