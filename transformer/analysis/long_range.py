@@ -24,7 +24,7 @@ from torch import Tensor
 from ..adapters import InspectableModel
 from ..decode import InputError, masked_decode, teacher_forced
 from ..model import Head
-from .patterns import WINDOW, label_of, pattern_frame, pattern_scores, window_induction
+from .patterns import WINDOW, label_frame, pattern_frame, pattern_scores, window_induction
 
 NEEDLE = 8  # needle tokens
 CUE = 2  # needle tokens given again before the copying is scored
@@ -157,7 +157,7 @@ def long_range_heads(lm: InspectableModel, length: int = LENGTH, source_length: 
         causal = _causal_patterns(lm, length, seed)
         scores, info = retrieval_scores(lm, length, seed=seed)
         causal["retrieval"] = [float(scores[la, h]) for la, h in zip(causal["layer"], causal["head"], strict=True)]
-        causal["pattern"] = [label_of(row) for row in causal.to_dict(orient="records")]
+        causal["pattern"] = label_frame(causal)
         frames.insert(0 if lm.family.prompt_in_decoder else 1, causal)
     frame = pd.concat(frames, ignore_index=True)
     order = {k: i for i, k in enumerate(lm.family.kinds)}

@@ -13,11 +13,13 @@ does. Each pattern has a score, a share of the row's weight averaged over the sa
 | local | weight within |k − q| ≤ `LOCAL` | self-attention | MInference's "A-shape" |
 | vertical | weight on the `VERTICAL` keys (neither first nor special) most attended over the rows | every kind | MInference's "vertical" |
 
-The label is the first pattern of this table whose score reaches its threshold (`THRESHOLDS`), else "mixed".
+The label is the first pattern of this table whose score reaches its threshold (`THRESHOLDS`), else "mixed". The
+induction and previous-token labels also go to a kind's standout head by that score (its strongest, at least 0.1 and
+3 times the kind's median; `standouts`), as a small model's circuit heads may stay under 0.5.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pandas as pd
 import torch
@@ -32,6 +34,8 @@ VERTICAL = 4  # the keys a vertical head attends to
 THRESHOLDS = {"induction": 0.3, "retrieval": 0.1, "previous-token": 0.5, "anti-diagonal": 0.5, "diagonal": 0.5,
               "first-token sink": 0.5, "local": 0.5, "vertical": 0.5}
 PATTERNS = (*THRESHOLDS, "mixed")
+STANDOUT = ("induction", "previous-token")  # circuit patterns also named for a kind's standout head
+STANDOUT_FLOOR, STANDOUT_RATIO = 0.1, 3.0
 SCORE_COLUMNS = {"induction": "induction", "retrieval": "retrieval", "previous-token": "previous",
                  "anti-diagonal": "anti_diagonal", "diagonal": "diagonal", "first-token sink": "sink",
                  "local": "local", "vertical": "vertical"}
@@ -86,13 +90,37 @@ def window_induction(w: Tensor, start: int, n: int, window: int = WINDOW) -> Ten
     return w[..., rows, rows - n + 1].float().mean(-1)
 
 
-def label_of(scores: dict[str, float]) -> str:
-    """The first pattern (in PATTERNS order) whose score reaches its threshold; "mixed" when none does."""
+def label_of(scores: dict[str, float], strongest: Collection[str] = ()) -> str:
+    """The first pattern (in PATTERNS order) whose score reaches its threshold, or that the head is its kind's
+    standout for (`strongest`, see `standouts`); "mixed" when none."""
     for pattern, threshold in THRESHOLDS.items():
         value = scores.get(SCORE_COLUMNS[pattern])
-        if value is not None and value == value and value >= threshold:
+        if pattern in strongest or (value is not None and value == value and value >= threshold):
             return pattern
     return "mixed"
+
+
+def standouts(frame: pd.DataFrame) -> dict[int, set[str]]:
+    """Row index -> the circuit patterns (induction, previous-token) for which that head is its kind's standout: the
+    kind's strongest head by the score, at least `STANDOUT_FLOOR` and `STANDOUT_RATIO` times the kind's median (as
+    `detect_heads`' best heads name a circuit in a model trained on small data, whose heads stay below 0.5)."""
+    out: dict[int, set[str]] = {}
+    for _, heads in frame.groupby("kind"):
+        for pattern in STANDOUT:
+            values = heads[SCORE_COLUMNS[pattern]].dropna()
+            if values.empty:
+                continue
+            best = values.idxmax()
+            if values[best] >= STANDOUT_FLOOR and values[best] >= STANDOUT_RATIO * values.median():
+                out.setdefault(best, set()).add(pattern)
+    return out
+
+
+def label_frame(frame: pd.DataFrame) -> pd.Series:
+    """The pattern label of every head of the frame (its scores, one row per head, any kinds)."""
+    marked = standouts(frame)
+    return pd.Series([label_of(row, marked.get(i, ())) for i, row in zip(frame.index, frame.to_dict("records"),
+                                                                           strict=True)], index=frame.index)
 
 
 def pattern_frame(kind: str, scores: dict[str, Tensor]) -> pd.DataFrame:
@@ -105,6 +133,7 @@ def pattern_frame(kind: str, scores: dict[str, Tensor]) -> pd.DataFrame:
             for name in ("induction", "retrieval", "previous", "anti_diagonal", "anti_diagonal_sum", "diagonal",
                          "diagonal_offset", "sink", "local", "vertical"):
                 row[name] = float(scores[name][layer, head]) if name in scores else float("nan")
-            row["pattern"] = label_of(row)
             rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame["pattern"] = label_frame(frame)
+    return frame
