@@ -81,7 +81,7 @@ def _move(delta: int) -> None:
 def tour_navigation() -> TourStage:
     """Prev / Next (keys ← and →: in presenter mode one key press reveals the next stage) and the stage picker."""
     st.session_state.setdefault(STAGE_KEY, 0)
-    prev_col, next_col, pick_col = st.columns([1, 1, 6], vertical_alignment="bottom")
+    prev_col, next_col, pick_col = st.columns([2, 2, 5], vertical_alignment="bottom")
     stage = int(st.session_state[STAGE_KEY])
     prev_col.button("Prev", key="learn_prev", icon=":material/chevron_left:", on_click=_move, args=(-1,),
                     disabled=stage == 0, width="stretch", shortcut=PREV_STEP_KEY)
@@ -168,25 +168,22 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
     if "terms" in stage.charts and not names:
         st.info("This query's scores get no mask or bias here (every key is visible to it).", icon=":material/info:")
     for name in [*names, *(n for n in stage.charts if n in charts)]:
-        chart_col, formula_col = st.columns([3, 1], vertical_alignment="center")
-        with chart_col:
+        # the formula beside its chart where the row has room, else under it: never drawn over the chart
+        with st.container(horizontal=True, vertical_alignment="center", gap="large"):
             show_chart(charts[name], key=f"learn_{stage.name}_{name}", width="content")
-        with formula_col:
             if name in STAGES:
-                st.latex(STAGES[name][1])
+                st.latex(STAGES[name][1], width="content")
 
 
 def show_masks(active: ActiveModel, result: DecodeResult) -> None:
     """Each kind's mask as the model added it in the teacher-forced forward (layer 1), and what cached decoding does."""
     captured = captured_for(active, result, None)
     family = result.trace.family
-    columns = st.columns(len(family.kinds))
-    for column, kind in zip(columns, family.kinds):
-        q_tokens, k_tokens = captured.tokens(kind)
-        n = len(k_tokens)
-        with column:
+    with st.container(horizontal=True, gap="large"):  # side by side where they fit, else the next one wraps under
+        for kind in family.kinds:
+            q_tokens, k_tokens = captured.tokens(kind)
             show_chart(mask_picture(mask_matrix(captured, kind), q_tokens, k_tokens, family.title(kind),
-                                    (0, min(n, 40))), key=f"learn_mask_{kind}")
+                                    (0, min(len(k_tokens), 40))), key=f"learn_mask_{kind}", width="content")
     st.caption("These are the masks of one forward over the whole sequence, read from the model (one input: no "
                "padding, so an encoder adds none). When decoding step by step with a cache, the causal mask is "
                "implicit: only the past keys exist, so there is nothing later to hide.")
