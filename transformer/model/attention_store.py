@@ -153,8 +153,8 @@ class LayerStore:
 
     def scores(self, heads: Tensor, rows: Tensor, keys: Tensor) -> Tensor:
         """(heads, rows, keys) of the softmax's input."""
-        q = self.queries.float()[heads][:, rows]
-        k = self.keys.float()[torch.tensor(self.groups)[heads]][:, keys]
+        q = self.queries.index_select(1, rows).index_select(0, heads).float()  # rows first: a block, not the input
+        k = self.keys.index_select(1, keys).index_select(0, torch.tensor(self.groups)[heads]).float()
         return self.rules.scores(q @ k.transpose(-2, -1), heads, rows, keys)
 
     def weights(self, heads: Tensor, rows: Tensor, keys: Tensor) -> Tensor:
