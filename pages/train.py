@@ -44,7 +44,8 @@ c_task, c_preset, c_stage, c_train = st.columns([3, 3, 2, 2], vertical_alignment
 c_task.selectbox("Task", list(TASKS), format_func=TASKS.__getitem__, key="train_task", on_change=apply_defaults,
                  disabled=active)
 stage = stage_on()
-c_preset.selectbox("Size preset", preset_names(), key="train_preset", on_change=apply_defaults, disabled=active or stage,
+c_preset.selectbox("Size preset", preset_names(), key="train_preset", on_change=apply_defaults,
+                   disabled=active or stage,
                    help="The stage demo has sizes of its own." if stage else
                    "Fills in the settings under Every hyperparameter; each can still be changed.")
 c_stage.toggle("Stage demo", key=STAGE_KEY, on_change=apply_defaults,
@@ -73,7 +74,7 @@ if st.session_state["train_task"] == "corpus":
 with st.expander("Every hyperparameter", icon=":material/tune:", key="train_settings_open"):
     groups = st.columns(3, gap="medium")
     for column, (group, title) in zip(groups, (("model", "Model"), ("train", "Optimisation"),
-                                               ("run", "Budget, data and probe"))):
+                                               ("run", "Budget, data and probe")), strict=True):
         with column:
             st.markdown(f"**{title}**")
             fields = [f for f in FIELDS if f.group == group]

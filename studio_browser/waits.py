@@ -62,7 +62,8 @@ _CHARTS_JS = f"""([pattern, count, heading, texts, after, exact]) => {{
   if (!({IDLE_JS})()) return false;
   const view = ({VIEW_JS})();
   if (heading && !(view.heading || '').startsWith(heading)) return false;
-  if (texts.length && ![...view.plotly, ...view.charts].some((text) => texts.every((part) => text.includes(part)))) return false;
+  if (texts.length
+      && ![...view.plotly, ...view.charts].some((text) => texts.every((part) => text.includes(part)))) return false;
   if (exact && !view.charts.some((text) => new RegExp(exact).test(text))) return false;
   const re = new RegExp(pattern);
   return view.charts.filter((text) => re.test(text)).length >= count && performance.now();

@@ -5,10 +5,11 @@ A browser opening a link asks for the page's address (the app's read-ahead start
 Streamlit's host config and health, then opens the websocket `/_stcore/stream` (subprotocol "streamlit") and sends
 one `BackMsg` `rerun_script` whose `ClientState` carries the link's query string and page name; the server answers
 with `ForwardMsg`s: `new_session`, the run's deltas, `script_finished` (a run that ends early for a rerun, as the
-first one does while the app picks the link's page, is followed by the rerun's messages). A user here does the same, records the time
-from its first request to the first `ForwardMsg` of its run that carries a chart (a `vega_lite_chart` or
-`plotly_chart` element) and to the end of the run, then keeps its session open, as a phone left on the page does,
-until the test ends. It fetches none of the frontend's static files (the Chromium part of the benchmark does).
+first one does while the app picks the link's page, is followed by the rerun's messages). A user here does the same,
+records the time from its first request to the first `ForwardMsg` of its run that carries a chart (a
+`vega_lite_chart` or `plotly_chart` element) and to the end of the run, then keeps its session open, as a phone left
+on the page does, until the test ends. It fetches none of the frontend's static files (the Chromium part of the
+benchmark does).
 
     nice -n 10 python -m bench.common.audience_locust --host http://127.0.0.1:8501 --link '/decode?text=...' \
         --users 30 --spawn-seconds 5 --out results.json
@@ -105,7 +106,8 @@ class AudienceMember(User):
             if "first_chart_s" not in record and chart_in(msg):
                 record["first_chart_s"] = time.perf_counter() - start
                 self._fire("first chart", start)
-            if msg.WhichOneof("type") == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            if (msg.WhichOneof("type") == "script_finished"
+                    and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN):
                 record["run_finished_s"] = time.perf_counter() - start
                 record["messages"] = messages
                 self._fire("run finished", start)
@@ -151,7 +153,8 @@ def run(host: str, links: list[str], users: int, spawn_seconds: float, hold_s: f
     runner.quit()
     stats = env.stats
     return {"began": began, "users": users, "spawn_seconds": spawn_seconds, "results": RESULTS,
-            "locust": {name: {"n": s.num_requests, "failures": s.num_failures, "p50_ms": s.get_response_time_percentile(0.5),
+            "locust": {name: {"n": s.num_requests, "failures": s.num_failures,
+                              "p50_ms": s.get_response_time_percentile(0.5),
                               "p95_ms": s.get_response_time_percentile(0.95), "max_ms": s.max_response_time}
                        for (name, _), s in stats.entries.items()}}
 

@@ -229,7 +229,8 @@ def main() -> None:
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     for r in rows:
         print(f"| {r['part']} | {r['sessions']} | {r['served']} | {r['dropped']} | {r['p50_s']} | {r['p95_s']} | "
-              f"{r['max_s']} | {r['server_cpu_per_session_s']} | {r['rss_peak_gb']} | {r.get('rss_over_one_session_gb')} | "
+              f"{r['max_s']} | {r['server_cpu_per_session_s']} | {r['rss_peak_gb']} | "
+              f"{r.get('rss_over_one_session_gb')} | "
               f"{r['load_before']} → {r['load_after']} |")
 
 

@@ -104,7 +104,7 @@ def main() -> None:
         clean = [r for r in rows if r["clean"]]
         by_cpu = sum(r["cpu_s"] <= TARGET_S[task_name] for r in clean)
 
-        def listed(key: str) -> str:
+        def listed(key: str, clean: list = clean) -> str:
             return ", ".join(f"{r[key]:g}" for r in clean) or "-"
 
         print(f"{task_name}: {len(clean)} of {len(rows)} seeds clean, {hits} within {TARGET_S[task_name]:g} s of "

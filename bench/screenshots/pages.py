@@ -3,7 +3,8 @@
     PYTHONPATH=. .venv/bin/python -m bench.screenshots.pages [--out docs/screenshots]
 
 Home and Decode on the default shipped model (Decode three steps in), Attention on the same input, Train after a
-run of the `reverse` task with its default settings (15 s). Each page is captured whole (its scrolling main area unrolled).
+run of the `reverse` task with its default settings (15 s). Each page is captured whole (its scrolling main area
+unrolled).
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def full_page(page: Any, path: Path, width: int = WIDTH) -> None:
 
 @contextmanager
 def screenshot_app(description: str) -> Iterator[tuple[Path, Any, Any]]:
-    """Read --out, serve the app on the shipped (or dev) checkpoints and start Chromium: (out folder, server, browser)."""
+    """Read --out, serve the app on the shipped (or dev) checkpoints and start Chromium: (out folder, server,
+    browser)."""
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=description)

@@ -89,10 +89,10 @@ def main() -> None:
                 alone_tokens[i] = greedy_decode(lm, t, max_steps=STEPS).output_tokens
 
         for r in range(args.rounds):
-            before = timed(lambda: greedy_decode(lm, texts[r % N], max_steps=STEPS))
+            before = timed(lambda r=r: greedy_decode(lm, texts[r % N], max_steps=STEPS))
             sizes = len(queue.batch_sizes)
             batched, tokens = at_once(queue, lm, texts)
-            after = timed(lambda: greedy_decode(lm, texts[(r + 1) % N], max_steps=STEPS))
+            after = timed(lambda r=r: greedy_decode(lm, texts[(r + 1) % N], max_steps=STEPS))
             turns = timed(in_turns) if r == 0 else None  # 8 decodes: once is enough for its ratio
             batched_tokens.append(tokens)
             one = (before + after) / 2

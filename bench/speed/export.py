@@ -57,8 +57,8 @@ def run() -> dict:
                "source strip": source_strip(trace.source_tokens, trace.matrix("cross", 0)[t].tolist(), max_width=1000),
                "top-k": topk_bars(result.steps[t].top_k, result.steps[t].token)}
     for name, chart in figures.items():
-        svg_s = median_time(lambda: chart_to_svg(chart))
-        times = {kind: median_time(lambda: fn(chart, title)) for kind, fn in
+        svg_s = median_time(lambda chart=chart: chart_to_svg(chart))
+        times = {kind: median_time(lambda fn=fn, chart=chart: fn(chart, title)) for kind, fn in
                  (("svg", slide_svg), ("png", slide_png), ("pdf", slide_pdf))}
         out["slides"][name] = {**{f"{k}_s": round(v, 3) for k, v in times.items()},
                                "svg_vs_chart_to_svg": round(times["svg"] / svg_s, 2)}

@@ -70,13 +70,14 @@ def measure(part: str) -> dict:
 
         def new_head():
             layer, head = next(picks)
-            return {n: c.to_dict(validate=False) for n, c in stage_charts(computation_at(lm, captured, kind, layer, head, row),
-                                                             keys).items()}
+            computation = computation_at(lm, captured, kind, layer, head, row)
+            return {n: c.to_dict(validate=False) for n, c in stage_charts(computation, keys).items()}
 
         head_s = _best(new_head)
         q_tokens, k_tokens = result.trace.labels(kind)
         window = (0, min(len(k_tokens), 60))
-        weight_s = _best(lambda: attention_heatmap(result.trace, kind, n_layers - 1, 0, max_width=1100).to_dict(validate=False))
+        weight_s = _best(lambda: attention_heatmap(result.trace, kind, n_layers - 1, 0, max_width=1100)
+                         .to_dict(validate=False))
         contribution_s = _best(lambda: contribution_heatmap(
             contributions(lm, captured, kind, n_layers - 1, 0)[captured.first:], q_tokens, k_tokens, "c",
             window).to_dict(validate=False))

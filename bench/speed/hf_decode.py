@@ -25,9 +25,9 @@ def opus_mt_shape():
     from transformers import MarianConfig, MarianMTModel
     vocab = 58101
     cfg = MarianConfig(vocab_size=vocab, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
-                       decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512,
-                       pad_token_id=vocab - 1, eos_token_id=0, decoder_start_token_id=vocab - 1,
-                       scale_embedding=True, attn_implementation="eager")
+                       decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                       max_position_embeddings=512, pad_token_id=vocab - 1, eos_token_id=0,
+                       decoder_start_token_id=vocab - 1, scale_embedding=True, attn_implementation="eager")
     torch.manual_seed(0)
     model = MarianMTModel(cfg).eval()
     model.generation_config.bad_words_ids = [[vocab - 1]]

@@ -75,7 +75,8 @@ def multi30k(folder: Path):
 
 
 PARTS = {"bart": bart, "gpt2": gpt2, "opus": opus, "multi30k": multi30k}
-EXTRA = {"sampling": gpt2, "beam": opus, "size": bart}  # a sampled decode vs greedy (GPT-2 shape); the beam tree vs generate
+# a sampled decode vs greedy (GPT-2 shape); the beam tree vs generate
+EXTRA = {"sampling": gpt2, "beam": opus, "size": bart}
 
 
 def _timed(fn):
@@ -114,7 +115,8 @@ def measure(part: str) -> dict:
         return {"part": part, "model": lm.name, "steps": len(result.steps), "layers": result.residuals.n_layers,
                 "vocabulary": lm.vocab_size, "decode_s": round(min(plain), 3),
                 "decode_recording_s": round(min(recorded), 3), "recording_ratio": round(min(recorded) / min(plain), 3),
-                "decode_cpu_s": round(min(plain_cpu), 3), "recording_cpu_ratio": round(min(recorded_cpu) / min(plain_cpu), 3),
+                "decode_cpu_s": round(min(plain_cpu), 3),
+                "recording_cpu_ratio": round(min(recorded_cpu) / min(plain_cpu), 3),
                 "lens_one_step_s": round(one, 3), "lens_grid_s": round(grid, 3),
                 "lens_one_step_cpu_s": round(one_cpu, 3), "lens_grid_cpu_s": round(grid_cpu, 3),
                 "residuals_kb": round(result.residuals.nbytes() / 1024, 1)}

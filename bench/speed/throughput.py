@@ -106,14 +106,15 @@ def run(blocks: int = 20, steps_per_block: int = 3, precision: str = "fp32") -> 
             for name, seconds in timed.items():
                 rates[name].append(n / seconds)
     total = {k: statistics.fmean(v) for k, v in rates.items() if v}
-    ratios = [a / b for a, b in zip(rates["ours"], rates["nn.Transformer"])]
+    ratios = [a / b for a, b in zip(rates["ours"], rates["nn.Transformer"], strict=True)]
     out = {"precision": precision, "ours_tokens_per_s": total["ours"], "torch_tokens_per_s": total["nn.Transformer"],
            "ratio": statistics.median(ratios), "ratio_of_means": total["ours"] / total["nn.Transformer"],
            "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}}
     if "matmuls" in total:
-        ceilings = [a / b for a, b in zip(rates["matmuls"], rates["nn.Transformer"])]
+        ceilings = [a / b for a, b in zip(rates["matmuls"], rates["nn.Transformer"], strict=True)]
         out.update(matmuls_only_tokens_per_s=total["matmuls"], ceiling=statistics.median(ceilings),
-                   ours_share_in_matmuls=statistics.median(a / b for a, b in zip(rates["ours"], rates["matmuls"])))
+                   ours_share_in_matmuls=statistics.median(
+                       a / b for a, b in zip(rates["ours"], rates["matmuls"], strict=True)))
     return out
 
 

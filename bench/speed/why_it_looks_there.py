@@ -47,7 +47,8 @@ def qk(folder: Path) -> dict:
            "capture_s": round(capture_s, 3), "capture_mb": round(parts.capture.insides.nbytes() / 2 ** 20, 1)}
     for head, query, key in ((Head("cross", 11, 0), n_dec - 1, n_src // 2), (Head("decoder_self", 11, 0), n_dec - 1, 1),
                              (Head("encoder_self", 11, 0), n_src - 1, n_src // 2)):
-        table, seconds = _best(lambda: qk_attribution(parts.capture, head, query, key), 5)
+        table, seconds = _best(lambda head=head, query=query, key=key: qk_attribution(parts.capture, head, query, key),
+                               5)
         out[head.label] = {"seconds": round(seconds, 4), "pairs": len(table.pairs()),
                            "vs_capture": round(seconds / capture_s, 4)}
     return out

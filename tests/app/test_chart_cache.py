@@ -29,7 +29,8 @@ def test_one_changed_weight_or_argument_is_never_served_from_the_cache():
         chart_spec(attention_heatmap(changed, "cross", 1, 0, size=200))
     assert cached_chart(attention_heatmap, trace, "cross", 1, 1, size=200) == \
         chart_spec(attention_heatmap(trace, "cross", 1, 1, size=200))  # another head
-    assert cached_chart(source_strip, SRC, [0.1, 0.2, 0.3, 0.4]) != cached_chart(source_strip, SRC, [0.1, 0.2, 0.3, 0.5])
+    assert (cached_chart(source_strip, SRC, [0.1, 0.2, 0.3, 0.4])
+            != cached_chart(source_strip, SRC, [0.1, 0.2, 0.3, 0.5]))
 
 
 def test_a_caller_changing_its_spec_does_not_change_the_next_one():

@@ -102,7 +102,7 @@ def test_step_through_draws_rows_up_to_the_step_on_a_fixed_axis(trace):
     assert sorted(data["query_index"].unique()) == [0, 1]
     assert enc["y"]["scale"]["domain"] == [0, 1, 2]  # the axis does not shrink
     gold = layer_data(chart, 1)
-    assert list(zip(gold.query_index, gold.key_index)) == [(0, 2), (1, 1)]  # row 2 is not drawn yet
+    assert list(zip(gold.query_index, gold.key_index, strict=True)) == [(0, 2), (1, 1)]  # row 2 is not drawn yet
     assert layer_data(chart, 2)["query_index"].tolist() == [1]
     with pytest.raises(IndexError):
         attention_heatmap(trace, "cross", 0, 0, highlight_row=3)
@@ -143,7 +143,7 @@ def test_grid_shows_every_layer_and_head_plus_the_mean(trace):
     chart = attention_grid(trace, "decoder_self")
     data = chart.data
     assert len(data) == 2 * (3 + 1) * 3 * 3  # layers x (heads + mean) x T x T
-    panels = set(zip(data["layer"], data["head"]))
+    panels = set(zip(data["layer"], data["head"], strict=True))
     assert panels == {(layer, head) for layer in range(2) for head in (0, 1, 2, MEAN_HEAD)}
     spec = chart.to_dict()
     assert spec["facet"]["sort"] == ["L1 H1", "L1 H2", "L1 H3", "L1 mean", "L2 H1", "L2 H2", "L2 H3", "L2 mean"]

@@ -18,7 +18,7 @@ def test_alignment_table_prints_scores_per_layer_and_head():
                            "score": [0.25, 0.5, 0.125, 1.0, 0.0, 0.75]})
     chart = alignment_table_chart(scores)
     data = layer_data(chart)
-    assert set(zip(data["layer_label"], data["head_label"])) == {
+    assert set(zip(data["layer_label"], data["head_label"], strict=True)) == {
         ("L1", "H1"), ("L1", "H2"), ("L1", "mean"), ("L2", "H1"), ("L2", "H2"), ("L2", "mean")}
     assert data["score_text"].tolist() == ["0.25", "0.50", "0.12", "1.00", "0.00", "0.75"]
     assert data["head"].dtype.kind == "i"

@@ -45,7 +45,8 @@ def test_a_two_process_job_trains_the_model_a_one_process_job_trains_with_the_gl
     assert [r["tokens"] for r in snap.history] == [r["tokens"] for r in one.snapshot().history]
     assert [s for s, _ in two.timeline()] == [0, 4, 8]  # the probe's attention is recorded as usual
     _, published = two.latest_model()
-    assert all(torch.equal(a, b) for a, b in zip(published.state_dict().values(), trained.state_dict().values()))
+    assert all(torch.equal(a, b)
+               for a, b in zip(published.state_dict().values(), trained.state_dict().values(), strict=True))
 
 
 def _values(array) -> list:

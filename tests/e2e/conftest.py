@@ -1,6 +1,7 @@
 """The browser tests' shared pieces: every test here is marked `browser` (left out of `make test-fast`) and skips
-with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is the app on the tiny checkpoint, `page` a headless Chromium tab on
-it. The driving code itself (servers, Chromium, waits) is `studio_browser`, which bench/ uses too."""
+with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is the app
+on the tiny checkpoint, `page` a headless Chromium tab on it. The driving code itself (servers, Chromium, waits) is
+`studio_browser`, which bench/ uses too."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,6 +41,7 @@ def page(server, request):
             tab.set_default_timeout(30_000)
             tab.goto(server.url)
             yield tab
-            tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))  # what the page showed when the test ended (passed or failed)
+            # what the page showed when the test ended (passed or failed)
+            tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))
         finally:
             browser.close()

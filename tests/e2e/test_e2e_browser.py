@@ -122,8 +122,9 @@ def _attention_page(page, decoded) -> None:
 
 
 def _choose_tiny_preset(page) -> None:
-    """Pick the tiny preset and wait until the form shows it (its 600 steps; reverse's default is 1,400). Not "until the page is idle": the Train
-    page's fragments rerun every few seconds, and with a run training on a loaded machine it is rarely idle."""
+    """Pick the tiny preset and wait until the form shows it (its 600 steps; reverse's default is 1,400). Not "until
+    the page is idle": the Train page's fragments rerun every few seconds, and with a run training on a loaded machine
+    it is rarely idle."""
     choose(page, "train_preset", "tiny")
     page.wait_for_function("() => document.querySelector('.st-key-train_max_steps input')?.value === '600'",
                            timeout=120_000)

@@ -3,6 +3,7 @@ harness, and the paths below. Every test imports them one way: `from tests.helpe
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout
-SHARED_DATA = ROOT.parent / "shared" / "data"  # the development corpus beside the checkout (tests using it skip without it)
+# the development corpus beside the checkout (tests using it skip without it)
+SHARED_DATA = ROOT.parent / "shared" / "data"
 TEST_DATA = ROOT / "tests" / "data"
 ARTIFACTS = ROOT / "tests" / "artifacts"

@@ -56,7 +56,8 @@ def _fast_tokenizer(family: str, lines: list[str]):
         tok.decoder = decoders.ByteLevel()
         tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=120,
                                                            special_tokens=["<s>", "<pad>", "</s>", "<unk>"]))
-        tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>",
+                                                           special_tokens=[("<s>", 0), ("</s>", 2)])
         return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
                                        unk_token="<unk>")
     tok = Tokenizer(models.Unigram())

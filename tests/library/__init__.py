@@ -1,1 +1,2 @@
-"""The library's tests, in folders by stage (model -> data -> adapters -> decode -> analysis -> store -> train -> charts)."""
+"""The library's tests, in folders by stage (model -> data -> adapters -> decode -> analysis -> store -> train ->
+charts)."""

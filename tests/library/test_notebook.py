@@ -24,7 +24,8 @@ from transformer.notebook import decode, frame, load, show, trace
 REVERSE = ROOT / "checkpoints" / "reverse"
 TOUR = ROOT / "examples" / "tour.ipynb"
 # what fetches a script or a stylesheet from elsewhere: <script src>, <link href>, a CDN, require.js, import()
-REMOTE_LOAD = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//"""
+REMOTE_LOAD = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//"""
+                         r"""|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//"""
                          r"""|cdn\.jsdelivr\.net|unpkg\.com|cdnjs\.|\brequire(?:js)?\.config\s*\("""
                          r"""|["'](?:https?:)?//[^"'\s]+\.js["']|\bimport\s*\(\s*["'](?:https?:)?//""", re.IGNORECASE)
 MAX_TOUR_BYTES = 2_500_000  # the executed tour: three charts of ~0.4 MB of Vega each, their data, two tables

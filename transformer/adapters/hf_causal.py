@@ -125,7 +125,7 @@ class HFCausalLM(HFAdapter):
             ids = list(self.tokenizer(text).input_ids)
         tokens = self.tokenizer.convert_ids_to_tokens(ids)
         unk = self.tokenizer.unk_token_id
-        unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk)
+        unknown = tuple(t for t, i in zip(tokens, ids, strict=True) if unk is not None and i == unk)
         special = set(self.tokenizer.all_special_ids)
         return SourceText(tuple(int(i) for i in ids), tuple(tokens), unknown, sum(i in special for i in ids))
 
@@ -180,8 +180,9 @@ class HFCausalLM(HFAdapter):
         """`tgt` is the whole sequence (prompt and continuation); `src` is not read; `attention_mask` (B, T): a batch's
         real tokens (1) and padding (0), None: all real."""
         layers = _layers(self.model)
+        attention = {"self": [_attention(layer) for layer in layers]}
         with self.running(), heads_off(self.model, head_mask, causal_attention_outputs), \
-                recording_eager({"self": [_attention(layer) for layer in layers]}, self.output_projections()) as found, \
+                recording_eager(attention, self.output_projections()) as found, \
                 recording_residuals({"decoder": layers}) as residual:
             out = self.model(input_ids=tgt, attention_mask=attention_mask, output_attentions=True, return_dict=True)
         maps = AttentionMaps(by_kind={"self": self._check("self", out.attentions, self.n_layers)})

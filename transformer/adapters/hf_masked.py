@@ -145,7 +145,8 @@ class HFMaskedLM(HFAdapter):
     def _source(self, ids: Sequence[int]) -> SourceText:
         tokens = self.tokenizer.convert_ids_to_tokens(list(ids))
         unk = self.tokenizer.unk_token_id
-        unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk and t != self.mask_token)
+        unknown = tuple(t for t, i in zip(tokens, ids, strict=True)
+                        if unk is not None and i == unk and t != self.mask_token)
         special = set(self.tokenizer.all_special_ids) - {self.mask_id}
         return SourceText(tuple(int(i) for i in ids), tuple(tokens), unknown, sum(i in special for i in ids))
 
@@ -175,7 +176,8 @@ class HFMaskedLM(HFAdapter):
 
     # -- compute -----------------------------------------------------------------------------------------------
     def _inputs(self, src: Tensor, attention_mask: Tensor | None = None) -> dict[str, Tensor]:
-        inputs = {"input_ids": src, "attention_mask": torch.ones_like(src) if attention_mask is None else attention_mask}
+        mask = torch.ones_like(src) if attention_mask is None else attention_mask
+        inputs = {"input_ids": src, "attention_mask": mask}
         if self.uses_token_types:
             inputs["token_type_ids"] = torch.tensor([list(self.segments(row.tolist())) for row in src],
                                                     dtype=torch.long, device=src.device)
@@ -246,7 +248,8 @@ class HFMaskedLM(HFAdapter):
         return network(**self._inputs(src), return_dict=True).logits
 
     def translate(self, texts: Sequence[str]) -> list[str]:
-        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not translate")
+        raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not "
+                           "translate")
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return masked_attention_outputs(self.model)

@@ -173,7 +173,7 @@ class HFSeq2Seq(HFAdapter):
         ids = self.tokenizer(self.prefix + text, verbose=False).input_ids
         tokens = self.tokenizer.convert_ids_to_tokens(ids)
         unk = self.tokenizer.unk_token_id
-        unknown = tuple(t for t, i in zip(tokens, ids) if unk is not None and i == unk)
+        unknown = tuple(t for t, i in zip(tokens, ids, strict=True) if unk is not None and i == unk)
         return SourceText(tuple(ids), tuple(tokens), unknown, self.tokenizer.num_special_tokens_to_add())
 
     def target_ids(self, text: str) -> list[int]:
@@ -250,10 +250,12 @@ class HFSeq2Seq(HFAdapter):
                 attention_mask: Tensor | None = None) -> Insides:
         """`attention_mask` (B, S): the source's real tokens (1) and padding (0) of a batch; None: all real."""
         stacks = {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
-        with self.running(), heads_off(self.model, head_mask), recording_eager(attention_modules(self.model), self.output_projections()) as found, \
+        mask = torch.ones_like(src) if attention_mask is None else attention_mask
+        with self.running(), heads_off(self.model, head_mask), \
+                recording_eager(attention_modules(self.model), self.output_projections()) as found, \
                 recording_residuals(stacks) as residual:
-            out = self.model(input_ids=src, attention_mask=torch.ones_like(src) if attention_mask is None else attention_mask,
-                             decoder_input_ids=tgt, output_attentions=True, return_dict=True)
+            out = self.model(input_ids=src, attention_mask=mask, decoder_input_ids=tgt, output_attentions=True,
+                             return_dict=True)
         return Insides(out.logits, self._maps(out), complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
 

@@ -229,8 +229,8 @@ class InspectableModel(ABC):
     def token_embeddings(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, ...]:
         """What the modules at `embedding_paths` return for these ids: (source, target), or one tensor for a model
         whose source path is "" (its one embedding reads the whole sequence `tgt`)."""
-        return tuple(self.network.get_submodule(path)(ids) for path, ids in zip(self.embedding_paths(), (src, tgt))
-                     if path)
+        return tuple(self.network.get_submodule(path)(ids)
+                     for path, ids in zip(self.embedding_paths(), (src, tgt), strict=True) if path)
 
     @abstractmethod
     def output_path(self) -> str:

@@ -46,7 +46,7 @@ class NativeAdapter(InspectableModel):
     def tokenize_source(self, text: str) -> SourceText:
         ids = self.src_tokenizer.encode(text)
         unk = self.src_tokenizer.unk_id
-        unknown = tuple(tok for tok, i in zip(self.src_tokenizer.split(text), ids) if i == unk)
+        unknown = tuple(tok for tok, i in zip(self.src_tokenizer.split(text), ids, strict=True) if i == unk)
         full = source_ids(ids) if ids else []
         return SourceText(tuple(full), tuple(self.src_tokenizer.ids_to_tokens(full)), unknown, len(full) - len(ids))
 

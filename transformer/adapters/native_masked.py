@@ -49,7 +49,7 @@ class NativeEncoderOnly(NativeAdapter):
             if i:
                 ids.append(MASK_ID)
             part_ids = tok.encode(part) if part.strip() else []
-            unknown += [piece for piece, t in zip(tok.split(part), part_ids) if t == tok.unk_id]
+            unknown += [piece for piece, t in zip(tok.split(part), part_ids, strict=False) if t == tok.unk_id]
             ids += part_ids
         return ids, unknown
 

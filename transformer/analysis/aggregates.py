@@ -64,7 +64,8 @@ def aggregate_trace(trace: AttentionTrace, how: str) -> AttentionTrace:
         if spec.cross_kind is not None:
             maps[spec.cross_kind] = cross_through_encoder(trace.weights(spec.cross_kind),
                                                           trace.weights(spec.encoder_kind))
-        maps[spec.decoder_kind] = maps[spec.decoder_kind] * ~trace.masked(spec.decoder_kind)  # exact 0 above the diagonal
+        # exact 0 above the diagonal
+        maps[spec.decoder_kind] = maps[spec.decoder_kind] * ~trace.masked(spec.decoder_kind)
     maps = {k: m.unsqueeze(1) for k, m in maps.items()}
     return replace(trace, maps=maps, head_groups={k: (0,) for k in maps})
 

@@ -118,7 +118,7 @@ def _scorer(lm: InspectableModel) -> Scorer:
 
     def forward(*args: Tensor) -> Tensor:
         embeds, (src, tgt_in, positions, tokens) = args[: len(paths)], args[len(paths):]
-        view = substituted(lm.network, {**{path: Given(e) for path, e in zip(paths, embeds)},
+        view = substituted(lm.network, {**{path: Given(e) for path, e in zip(paths, embeds, strict=True)},
                                         head_path: RowsAt(head, positions)})
         logits = lm.teacher_logits(view, src, tgt_in)  # (N, 1, V): the scored position's row only
         rows = ban(logits[:, 0].float(), banned)

@@ -37,7 +37,7 @@ class AttentionDifference:
 
 def first_divergence(a: Sequence[str], b: Sequence[str]) -> int | None:
     """0-based position of the first token where two sequences differ (one ending early counts); None if equal."""
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))

@@ -111,8 +111,10 @@ class CorpusStats:
                 "heads": self.frame.astype(object).where(self.frame.notna(), None).to_dict(orient="records"),
                 "js": {k: [[round(float(v), 6) for v in row] for row in m] for k, m in self.js.items()},
                 "clusters": {k: self.clusters(k) for k in self.js},
-                "examples": [{"kind": k, "layer": la, "head": h, **dict(zip(("most", "least"), self.examples(k, la, h)))}
-                             for k, la, h in zip(self.frame["kind"], self.frame["layer"], self.frame["head"])],
+                "examples": [{"kind": k, "layer": la, "head": h,
+                              **dict(zip(("most", "least"), self.examples(k, la, h), strict=True))}
+                             for k, la, h in zip(self.frame["kind"], self.frame["layer"], self.frame["head"],
+                                                 strict=True)],
                 **({"decile_examples": self.kept.to_dict()} if self.kept is not None else {})}
 
 

@@ -164,7 +164,8 @@ def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignmen
         p, q = pa[ia], pb[ja]  # (n, V)
         kl = torch.where(p > 0, p * (p.clamp_min(1e-30).log() - q.clamp_min(1e-30).log()), 0.0).sum(-1)
         delta = q.gather(1, token_a[:, None])[:, 0] - p.gather(1, token_a[:, None])[:, 0]
-        moved = {pair: (float(d), max(0.0, float(k))) for pair, d, k in zip(both, delta.tolist(), kl.tolist())}
+        moved = {pair: (float(d), max(0.0, float(k)))
+                 for pair, d, k in zip(both, delta.tolist(), kl.tolist(), strict=True)}
     rows = []
     for i, j in alignment.pairs:
         sa, sb = (a.steps[i] if i is not None else None), (b.steps[j] if j is not None else None)

@@ -5,7 +5,8 @@ Both work on a *view* of the model (`substituted`): each attention's output proj
 projection's own weights — the same rule as the head mask, one mask per row of the batch. Nothing is put on the
 shared model. Heads of the decoder (self and cross) leave the encoder untouched, so its output is computed once and
 reused for all of them; the layers before an ablated head are not run again either: on the view they `Replay` the
-output recorded on the intact run (ours, BART, Marian; not T5, whose blocks hand a position bias along). `dtype=torch.bfloat16` runs the ablations under CPU autocast (see `BF16_TOLERANCE`).
+output recorded on the intact run (ours, BART, Marian; not T5, whose blocks hand a position bias along).
+`dtype=torch.bfloat16` runs the ablations under CPU autocast (see `BF16_TOLERANCE`).
 
 The estimate is attribution patching (Nanda 2023; Syed et al. 2023): with a scale alpha = 1 on every head,
 d log p(output) / d alpha_h is gradient x activation at the head's output, and the drop when the head is switched
@@ -216,7 +217,7 @@ def sweep_log_probs(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: 
                     side = layers["encoder" if on_encoder else "decoder"]
                     replay = {path: recorded[path] for path in side[:lowest]}
                 lp = masked_log_probs(lm, src, tgt_in, targets, masks, None if on_encoder else encoded, replay)
-                results.update(zip(members, lp.float().tolist()))
+                results.update(zip(members, lp.float().tolist(), strict=True))
             if progress is not None:
                 progress(min(1.0, (first + len(chunk)) / len(order)))
     return base, results
@@ -234,4 +235,4 @@ def head_gradients(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: T
         view = scaled_view(lm, alphas)
         lp = _log_probs(lm, lm.teacher_logits(view, src, tgt_in), targets)[0]
         grads = torch.autograd.grad(lp, [alphas[k] for k in kinds])
-    return float(lp.detach()), {k: g[0].detach() for k, g in zip(kinds, grads)}
+    return float(lp.detach()), {k: g[0].detach() for k, g in zip(kinds, grads, strict=True)}

@@ -130,7 +130,7 @@ def _block_predictions(lm: InspectableModel, logp: Tensor, chosen: Sequence[int]
         n_allowed, layers = allowed[step], []
         for layer in range(n):
             top = tuple((lm.id_to_token(i), q) for i, q in zip(top_ids[step][layer][:n_allowed],
-                                                                top_ps[step][layer][:n_allowed]))
+                                                                top_ps[step][layer][:n_allowed], strict=True))
             layers.append(LayerPrediction(layer, top, n_allowed + 1 if banned[step] else ranks[step][layer],
                                           probs[step][layer], entropies[step][layer], kls[step][layer]))
         out.append((tuple(layers), n_allowed))
@@ -153,7 +153,7 @@ def _lenses(lm: InspectableModel, result: DecodeResult, steps: range, k: int) ->
         logp = _block_log_probs(lm, residuals.decoder[block.start: block.stop],
                                 residuals.banned[block.start: block.stop])
         chosen = [result.steps[t].token_id for t in block]
-        for t, (layers, n_allowed) in zip(block, _block_predictions(lm, logp, chosen, k)):
+        for t, (layers, n_allowed) in zip(block, _block_predictions(lm, logp, chosen, k), strict=True):
             out.append(StepLens(t, result.steps[t].token, chosen[t - block.start], layers, n_allowed))
     return tuple(out)
 

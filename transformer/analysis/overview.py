@@ -52,7 +52,8 @@ def head_overview_frame(trace: AttentionTrace, kinds: Sequence[str] = KINDS, *,
     for column in STATISTICS:
         if column not in frame:
             frame[column] = np.nan
-    frame["label"] = [head_label(int(h), int(layer), sep="") for layer, h in zip(frame["layer"], frame["head"])]
+    frame["label"] = [head_label(int(h), int(layer), sep="")
+                      for layer, h in zip(frame["layer"], frame["head"], strict=True)]
     return frame[list(OVERVIEW_COLUMNS)].astype({"layer": int, "head": int})
 
 

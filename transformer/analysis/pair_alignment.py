@@ -47,7 +47,7 @@ def masked_pair_alignment(model: torch.nn.Module, examples: Sequence[MaskedExamp
         for start in range(0, len(examples), batch_size):
             chunk = examples[start: start + batch_size]
             maps = torch.stack(model.forward_with_attention(masked_batch(chunk).src).attentions.encoder_self, 1)
-            for row, (example, gold) in enumerate(zip(chunk, golds[start: start + batch_size])):
+            for row, (example, gold) in enumerate(zip(chunk, golds[start: start + batch_size], strict=True)):
                 if gold is None or example.ids.count(END_ID) < 2:
                     continue
                 n_a = example.ids.index(END_ID)
@@ -87,7 +87,7 @@ def prefix_alignment(model: torch.nn.Module, examples: Sequence, src_tokenizer, 
             _, maps = model.full(batch.src, batch.tgt_in, True)
             weights = torch.stack(maps, 1).cpu()  # (B, L, H, S + T, S + T)
             n_src = batch.src.size(1)
-            for row, (example, ids) in enumerate(zip(chunk, srcs)):
+            for row, (example, ids) in enumerate(zip(chunk, srcs, strict=True)):
                 n_t = len(tgt_tokenizer.encode(example.target)[:limit])
                 block = weights[row, :, :, n_src: n_src + n_t, : len(ids)]  # rows predicting target j, keys source
                 want = [g if g is not None and all(i < len(ids) for i in accepted(g)) else None

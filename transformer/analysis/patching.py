@@ -111,7 +111,7 @@ def _default_step(lm: InspectableModel, src: tuple[Tensor, Tensor], prefix: tupl
     whose clean token loses most log-probability."""
     drops = []
     with lm.running():
-        for s, p in zip(src, prefix):
+        for s, p in zip(src, prefix, strict=True):
             logits = lm.teacher_logits(lm.network, s, torch.tensor([[*p, *output[:-1]]]))[0, len(p) - 1:]
             drops.append(ban(logits.float(), sorted(lm.unemittable_ids)).log_softmax(-1))
     targets = torch.tensor(list(output))[:, None]
@@ -260,7 +260,7 @@ def patched_metrics(lm: InspectableModel, setup: PatchingSetup, rows: Sequence[S
                         else:
                             logits = lm.teacher_logits(view, src.expand(n, -1), tgt.expand(n, -1))
                 values = metric_of(lm, logits[:, -1], setup.token, setup.contrast).tolist()
-                out.update(zip(members, values))
+                out.update(zip(members, values, strict=True))
             if progress is not None:
                 progress(min(1.0, (first + len(chunk)) / max(len(order), 1)))
     return [out[i] for i in range(len(rows))]

@@ -32,7 +32,7 @@ def _gradients(lm: InspectableModel, setup: PatchingSetup) -> dict[tuple[str, st
         tensors = [(acts.residual if p == RESIDUAL else acts.heads)[w][i] for p, w, i in keys]
         grads = torch.autograd.grad(metric, tensors, allow_unused=True)
     return {key: (torch.zeros_like(t[0]) if g is None else g[0]).detach().float()
-            for key, t, g in zip(keys, tensors, grads)}
+            for key, t, g in zip(keys, tensors, grads, strict=True)}
 
 
 def _estimate(setup: PatchingSetup, patch: Patch, grads: dict, n_heads: dict[str, int]) -> float:

@@ -69,7 +69,8 @@ def sites_of(lm: InspectableModel, setup: PatchingSetup, which: Sequence[str] = 
     family, counts = lm.family, lm.head_counts()
     if ENCODER_OUTPUT in which and family.has_cross:
         last = len(setup.clean.residual["encoder"]) - 1
-        out += [residual_site(setup, "encoder", last, [a], ENCODER_OUTPUT) for a, _ in setup.alignment["encoder"].aligned]
+        out += [residual_site(setup, "encoder", last, [a], ENCODER_OUTPUT)
+                for a, _ in setup.alignment["encoder"].aligned]
     if HEADS in which:
         for kind in family.kinds:
             n_layers, n_heads = counts[kind]
@@ -117,7 +118,7 @@ def site_frame(setup: PatchingSetup, sites: Sequence[Site], metrics: Sequence[fl
     """The tidy frame of sites and their measured metrics."""
     rows = [{"site": s.site, "where": s.where, "layer": s.layer, "head": s.head, "position": s.position,
              "token": s.token, "metric": m, "difference": m - setup.corrupted_metric, "recovery": setup.recovery(m)}
-            for s, m in zip(sites, metrics)]
+            for s, m in zip(sites, metrics, strict=True)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -4,14 +4,14 @@ does. Each pattern has a score, a share of the row's weight averaged over the sa
 
 | pattern | score | kinds | source |
 |---|---|---|---|
-| induction | weight on the key after the query's earlier occurrence (random tokens repeated: r r) | causal | Olsson et al. 2022 |
+| induction | weight on the key after the query's earlier occurrence (r r) | causal | Olsson et al. 2022 |
 | retrieval | Wu et al. 2024's retrieval score (copy events at a needle; retrieval.py) | causal | Wu et al. 2024 |
 | previous-token | weight on key q − 1 | self-attention | Voita et al. 2019; Olsson et al. 2022 |
 | anti-diagonal | share of rows whose largest weight lies on the best line q + k = c (a reversal) | cross | — |
-| diagonal | share of rows whose largest weight lies on the best line q − k = o (a copy, a fixed offset) | every kind | MInference's "slash" |
+| diagonal | share of rows whose top weight is on the best line q − k = o (a copy) | every kind | MInference's "slash" |
 | first-token sink | weight on the first token and specials (`first` + `special`) | every kind | Xiao et al. 2024 |
 | local | weight within |k − q| ≤ `LOCAL` | self-attention | MInference's "A-shape" |
-| vertical | weight on the `VERTICAL` keys (neither first nor special) most attended over the rows | every kind | MInference's "vertical" |
+| vertical | weight on the `VERTICAL` keys (not first, not special) most attended | any kind | MInference's "vertical" |
 
 The label is the first pattern of this table whose score reaches its threshold (`THRESHOLDS`), else "mixed". The
 induction and previous-token labels also go to a kind's standout head by that score (its strongest, at least 0.1 and

@@ -89,7 +89,8 @@ def side_by_side(*charts: alt.TopLevelMixin, spacing: int = 48) -> dict[str, Any
 def decode_slides(result: DecodeResult, *, model: str, layer: int = 0, head: int | None = None,
                   kind: str | None = None, reference: str | None = None) -> list[Slide]:
     """A slide per output step of `result`: the map of `kind` (default: cross-attention, else the decoder's) with
-    its rows up to the step, beside the step's top-k; titled with the kind, layer and head, the step, the input and `model`."""
+    its rows up to the step, beside the step's top-k; titled with the kind, layer and head, the step, the input and
+    `model`."""
     trace = result.trace
     kind = kind or animated_kind(trace.family)
     _check(trace, kind, layer, head)

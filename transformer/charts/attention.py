@@ -65,7 +65,7 @@ def matrix_frame(trace: AttentionTrace, kind: str, layer: int, head: int | None,
         frame["masked"] = frame["masked"].to_numpy() | hidden
     if visible:
         raw = shows_pieces(trace, kind)
-        for axis, tokens in zip(("query", "key"), trace.labels(kind)):
+        for axis, tokens in zip(("query", "key"), trace.labels(kind), strict=True):
             if raw:
                 frame[f"{axis}_piece"] = frame[f"{axis}_token"]
             shown = np.asarray([visible_token(t) for t in tokens], dtype=object)
@@ -83,7 +83,7 @@ def matrix_frame(trace: AttentionTrace, kind: str, layer: int, head: int | None,
 def label_angle(tokens: Sequence[str], cell: float, font_size: float) -> int:
     """0 when neighbouring x-axis labels fit side by side in cells `cell` pixels wide, else -45 (or -90 if tiny)."""
     widths = [text_width(visible_token(t), font_size) for t in tokens]
-    crowded = any((a + b) / 2 + 2 > cell for a, b in zip(widths, widths[1:]))
+    crowded = any((a + b) / 2 + 2 > cell for a, b in zip(widths, widths[1:], strict=False))
     if not crowded:
         return 0
     return -45 if cell >= 14 else -90
@@ -146,7 +146,8 @@ def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scal
     y_title, x_title = axis_titles(kind) if titled else (None, None)
     # Conditions and channels are built as Altair objects, not shorthand strings or `alt.when` chains: Altair turns
     # those into objects with `from_dict`, which re-hashes its ~600 schema classes each time (~6 ms a channel).
-    color = alt.Color("weight:Q", scale=scale, title="weight", condition={"test": "datum.masked", "value": MASKED_COLOR},
+    color = alt.Color("weight:Q", scale=scale, title="weight",
+                      condition={"test": "datum.masked", "value": MASKED_COLOR},
                       legend=alt.Legend(gradientLength=min(160, max(80, cell * len(q_tokens))), format=".1f"))
     return dict(
         x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(k_start, k_stop))),

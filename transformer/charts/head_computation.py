@@ -27,7 +27,8 @@ STAGES: dict[str, tuple[str, str]] = {
     "keys": ("Key vectors", r"k_j = W_K\,x_j + b_K"),
     "products": ("Elementwise product", r"q_i \odot k_j"),
     "dots": ("Dot product", r"q_i \cdot k_j = \textstyle\sum_d q_{i,d}\,k_{j,d}"),
-    "scores": ("Scaled score plus the model's terms", r"s_{ij} = \text{scale}\cdot q_i\cdot k_j + \textstyle\sum m_{ij}"),
+    "scores": ("Scaled score plus the model's terms",
+               r"s_{ij} = \text{scale}\cdot q_i\cdot k_j + \textstyle\sum m_{ij}"),
     "weights": ("Softmax", r"\alpha_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}"),
     "values": ("Value vectors", r"v_j = W_V\,x_j + b_V"),
     "weighted_values": ("Weight × value", r"\alpha_{ij}\,v_j"),
@@ -74,7 +75,7 @@ def _strip(vector: Tensor, dims: list[int], title: str, width: int = WIDTH) -> a
 def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width: int = WIDTH) -> alt.Chart:
     values = matrix[:, dims].tolist()  # (keys, dims): one conversion, not a tensor index per cell
     rows = [{"key": key, "dimension": f"d{d}", "order": d, "value": value}
-            for key, row in zip(keys, values) for d, value in zip(dims, row)]
+            for key, row in zip(keys, values, strict=True) for d, value in zip(dims, row, strict=True)]
     return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(ROW * len(keys), 40),
                      autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
@@ -135,7 +136,7 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
     queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens)]
     values = matrix[:, start:stop].tolist()  # one conversion, not a tensor index per cell
     rows = [{"query": q, "key": key, "contribution": value}
-            for q, row in zip(queries, values) for key, value in zip(keys, row)]
+            for q, row in zip(queries, values, strict=True) for key, value in zip(keys, row, strict=True)]
     cell = max(min(width / max(stop - start, 1), 28.0), 6.0)
     return alt.Chart(pd.DataFrame(rows), title=title, width=cell * (stop - start), height=cell * len(queries),
                      autosize=AUTOSIZE).mark_rect().encode(

@@ -37,7 +37,8 @@ def examples_chart(examples: list[dict], *, step: int = 18) -> alt.FacetChart:
     order = list(dict.fromkeys(data["example"]))
     return (alt.Chart(data, width=alt.Step(step), height=22)
             .mark_rect(stroke="black")
-            .encode(x=alt.X("token:N", sort=None, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=90, labelOverlap=False)),
+            .encode(x=alt.X("token:N", sort=None, title=None,
+                            axis=alt.Axis(labelAngle=-90, labelLimit=90, labelOverlap=False)),
                     color=alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES), domain=[0, 1]), legend=None),
                     strokeWidth=alt.condition("datum.peak", alt.value(2), alt.value(0)),
                     tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")])
@@ -64,7 +65,7 @@ def distance_chart(histogram: list[float], *, width: int = 420) -> alt.Chart:
 def token_chart(pairs: list[tuple[str, float]], title: str, *, width: int = 260) -> alt.Chart:
     """Horizontal bars of (token, total weight), largest first."""
     data = pd.DataFrame({"token": [visible_token(t) for t, _ in pairs], "weight": [v for _, v in pairs]})
-    return (alt.Chart(data, title=title, width=width, height=max(60, 18 * len(data)), autosize=AUTOSIZE)
+    return (alt.Chart(data, title=title, width=width, height=alt.Step(24), autosize=AUTOSIZE)
             .mark_bar().encode(y=alt.Y("token:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False)),
                                x=alt.X("weight:Q", title="total weight"),
                                tooltip=["token:N", alt.Tooltip("weight:Q", format=".3f")]))

@@ -34,8 +34,8 @@ def head_change_map(frame: pd.DataFrame, kind: str, *, cell: int = 28) -> alt.Ch
     return alt.Chart(data, title="How far each head's attention moved (mean total variation per row)").mark_rect(
     ).encode(
         x=alt.X("Head:O"), y=alt.Y("Layer:O"),
-        color=alt.Color("change:Q", scale=alt.Scale(scheme="oranges", domain=[0, max(0.05, float(data["change"].max()))]),
-                        title="change"),
+        color=alt.Color("change:Q", title="change",
+                        scale=alt.Scale(scheme="oranges", domain=[0, max(0.05, float(data["change"].max()))])),
         tooltip=["Layer:O", "Head:O", alt.Tooltip("change:Q", format=".4f")],
     ).properties(width=min(cell * n_heads, 900), height=min(cell * n_layers, 600), autosize=AUTOSIZE)
 

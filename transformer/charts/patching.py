@@ -27,10 +27,10 @@ def _labels(frame: pd.DataFrame, site: str) -> pd.DataFrame:
         out["column"] = (out["head"] + 1).map(lambda h: f"H{h}")
         out["row"] = (out["layer"] + 1).map(lambda i: f"L{i}")
     elif site == "head per position":
-        out["column"] = [f"{p} {visible_token(t)}" for p, t in zip(out["position"], out["token"])]
-        out["row"] = [f"L{i + 1} H{h + 1}" for i, h in zip(out["layer"], out["head"])]
+        out["column"] = [f"{p} {visible_token(t)}" for p, t in zip(out["position"], out["token"], strict=True)]
+        out["row"] = [f"L{i + 1} H{h + 1}" for i, h in zip(out["layer"], out["head"], strict=True)]
     else:
-        out["column"] = [f"{p} {visible_token(t)}" for p, t in zip(out["position"], out["token"])]
+        out["column"] = [f"{p} {visible_token(t)}" for p, t in zip(out["position"], out["token"], strict=True)]
         out["row"] = ["output" if site == "encoder output" else ("embeddings" if i == 0 else f"after L{i}")
                       for i in out["layer"]]
     return out

@@ -42,7 +42,8 @@ def position_picture(scheme: PositionScheme, model: str) -> alt.Chart:
             tooltip=["bucket", "head", alt.Tooltip("bias:Q", format=".3f")])
     what = "learned position table" if scheme.kind == LEARNED else "sinusoidal position table"
     return alt.Chart(frame, title=f"{model} · {what} (first {frame['position'].max() + 1} positions × "
-                                  f"{frame['dimension'].max() + 1} dimensions)", width=520, height=260, autosize=AUTOSIZE).mark_rect().encode(
+                                  f"{frame['dimension'].max() + 1} dimensions)", width=520, height=260,
+                     autosize=AUTOSIZE).mark_rect().encode(
         x=alt.X("dimension:O", title="dimension", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("position:O", title="position", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True)),

@@ -105,7 +105,7 @@ def _named_data(spec: dict, names: Sequence[str]) -> dict:
             found.append(name)
     if len(found) != len(names):
         raise ValueError(f"the chart has {len(found)} dataset(s), expected {len(names)}")
-    renamed = dict(zip(found, names))
+    renamed = dict(zip(found, names, strict=True))
     for part in [spec, *spec.get("layer", [])]:
         if "data" in part:
             part["data"] = {"name": renamed[part["data"]["name"]]}

@@ -26,8 +26,10 @@ _TITLE_GAP = 28  # between the title block and the chart
 _TRIES = 5
 _FONT = "Helvetica, Arial, sans-serif"
 # Vega-Lite's own default sizes of the texts a chart may draw without saying a size
-_CONFIG_FONTS = {"axis": {"labelFontSize": 10, "titleFontSize": 11}, "legend": {"labelFontSize": 10, "titleFontSize": 11},
-                 "header": {"labelFontSize": 10, "titleFontSize": 11}, "title": {"fontSize": 13, "subtitleFontSize": 10},
+_CONFIG_FONTS = {"axis": {"labelFontSize": 10, "titleFontSize": 11},
+                 "legend": {"labelFontSize": 10, "titleFontSize": 11},
+                 "header": {"labelFontSize": 10, "titleFontSize": 11},
+                 "title": {"fontSize": 13, "subtitleFontSize": 10},
                  "text": {"fontSize": 11}, "mark": {"fontSize": 11}}
 _SIZE = re.compile(r'<svg\b[^>]*?\bwidth="([\d.]+)"[^>]*?\bheight="([\d.]+)"')
 _FONT_SIZE = re.compile(r'font-size="([\d.]+)(?:px)?"')

@@ -14,7 +14,8 @@ from .style import AUTOSIZE
 def snapshot_frame(curves: dict[str, Any], statistic: str, kind: str) -> pd.DataFrame:
     """Long form of `curves` for one statistic and kind: step, head label (L1H2), value."""
     rows = [{"step": step, "head": f"L{h['layer'] + 1}H{h['head'] + 1}", "value": value}
-            for h in curves["heads"] if h["kind"] == kind for step, value in zip(curves["steps"], h[statistic])]
+            for h in curves["heads"] if h["kind"] == kind
+            for step, value in zip(curves["steps"], h[statistic], strict=True)]
     return pd.DataFrame(rows, columns=["step", "head", "value"])
 
 

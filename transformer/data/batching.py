@@ -112,7 +112,8 @@ class BucketSampler:
         if not src:
             raise ValueError("no training examples")
         self.src, self.tgt = src, tgt
-        self.keys = list(zip(sequence_lengths(src), sequence_lengths(tgt)))  # the bucketing order, computed once
+        # the bucketing order, computed once
+        self.keys = list(zip(sequence_lengths(src), sequence_lengths(tgt), strict=True))
         self.batch_size = min(batch_size, len(src))
         self.pool = self.batch_size * pool_batches
         self.rng = random.Random(seed)

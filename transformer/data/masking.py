@@ -53,7 +53,7 @@ def mask_pair(ids: Sequence[int], rng: np.random.Generator, vocab_size: int, *, 
     ids = list(ids)
     seps = [i for i, t in enumerate(ids) if t == END_ID]
     starts = [0] + [s + 1 for s in seps[:-1]]
-    spans = [(a, b) for a, b in zip(starts, seps) if b > a]
+    spans = [(a, b) for a, b in zip(starts, seps, strict=False) if b > a]
     labels = [PAD_ID] * len(ids)
     if not spans:
         return MaskedExample(ids, labels)
@@ -109,7 +109,7 @@ def encode_pairs(task: Task, limit: int) -> PackedIds:
     def encode_many(batch: list[tuple[str, str]]) -> list[list[int]]:
         firsts = tok.encode_many([a for a, _ in batch])
         seconds = tok.encode_many([b for _, b in batch])
-        return [pair_ids(a[:side], b[:side]) for a, b in zip(firsts, seconds)]
+        return [pair_ids(a[:side], b[:side]) for a, b in zip(firsts, seconds, strict=True)]
 
     return PackedIds.encode(encode_many, texts, limit)  # type: ignore[arg-type]
 
@@ -142,7 +142,7 @@ def masked_accuracy(model: torch.nn.Module, examples: Sequence[MaskedExample], b
             tokens += int(keep.sum())
             correct += int((right & keep).sum())
             whole += int(right.all(-1).sum())
-            predicted += [row[k].tolist() for row, k in zip(guess, keep)]
+            predicted += [row[k].tolist() for row, k in zip(guess, keep, strict=True)]
     return loss / max(tokens, 1), correct / max(tokens, 1), whole / max(len(examples), 1), predicted
 
 

@@ -105,7 +105,8 @@ class Tokenizer:
         if self.kind in SUBWORD_KINDS:
             safe = _hf_safe(text)
             enc = hf.encode(safe, add_special_tokens=False)
-            return [safe[a:b] if i == self.unk_id else tok for tok, i, (a, b) in zip(enc.tokens, enc.ids, enc.offsets)]
+            return [safe[a:b] if i == self.unk_id else tok
+                    for tok, i, (a, b) in zip(enc.tokens, enc.ids, enc.offsets, strict=True)]
         if hf.pre_tokenizer is None:
             return [normalized] if normalized else []
         return [piece for piece, _ in hf.pre_tokenizer.pre_tokenize_str(normalized)]

@@ -5,9 +5,9 @@ token), so eight sequences stepped together cost little more than one. The sourc
 to the longest (`InspectableModel.encode_many`: the padding is masked in the encoder and in every step's
 cross-attention, so a row's weights are its own, up to float rounding; one encoder pass reads the weights once
 instead of eight times: 2.9 s instead of 5.4 s for eight 22-token sources at bart-large's shape on one busy core),
-and each row chooses its tokens by the same rules as `greedy_decode` (`constrain`, ties, top-k). A row that has ended is fed its end token until the longest
-is done, and its later outputs are dropped. Only plain greedy decodes are batched: forced tokens, head masks,
-residuals and the DecoderLens go through `greedy_decode` one at a time.
+and each row chooses its tokens by the same rules as `greedy_decode` (`constrain`, ties, top-k). A row that has ended
+is fed its end token until the longest is done, and its later outputs are dropped. Only plain greedy decodes are
+batched: forced tokens, head masks, residuals and the DecoderLens go through `greedy_decode` one at a time.
 """
 from __future__ import annotations
 
@@ -63,10 +63,10 @@ def greedy_decode_many(lm: InspectableModel, texts: Sequence[str], *, top_k: int
     if any(r.network is not lm.network or r.start_ids != lm.start_ids for r in readers):
         raise ValueError("greedy_decode_many: every reader must be an adapter of the same network")
     if not can_batch(lm) or len(texts) < 2:
-        return [_alone(r, text, k, max_steps) for r, text, k in zip(readers, texts, ks)]
+        return [_alone(r, text, k, max_steps) for r, text, k in zip(readers, texts, ks, strict=True)]
     results: list[DecodeResult | InputError | None] = [None] * len(texts)
     rows: dict[int, _Row] = {}
-    for i, (reader, text, k) in enumerate(zip(readers, texts, ks)):
+    for i, (reader, text, k) in enumerate(zip(readers, texts, ks, strict=True)):
         try:
             source = read_source(reader, text)
         except InputError as exc:
@@ -111,7 +111,7 @@ def _decode_rows(lm: InspectableModel, rows: dict[int, _Row]) -> dict[int, Decod
             t += 1
             out = lm.step(torch.tensor(feed)[:, None], merged, cache)
     return {i: _result(row, _own_rows(merged.encoder_self, b, len(row.source.ids)), len(start))
-            for b, (i, row) in enumerate(zip(order, batch))}
+            for b, (i, row) in enumerate(zip(order, batch, strict=True))}
 
 
 def _own_rows(encoder_self: tuple[torch.Tensor, ...], b: int, n_source: int) -> tuple[torch.Tensor, ...]:

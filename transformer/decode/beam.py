@@ -63,7 +63,7 @@ def beam_search_ids(model: Seq2SeqTransformer, src_ids: Sequence[int], width: in
             top, index = total.topk(min(2 * width, total.numel()))
             vocab = logp.size(1)
             next_alive: list[tuple[list[int], float]] = []
-            for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist())):
+            for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
                 if value == float("-inf"):
                     break
                 row, token = divmod(flat, vocab)

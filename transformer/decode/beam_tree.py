@@ -141,7 +141,7 @@ class _Hypotheses:
         `generate` applies its processors, and each prefix's last attention row per decoder kind."""
         out = self.out
         logp = out.logits.float().log_softmax(-1)
-        logp = torch.stack([self.lm.constrain(p, row, max_length) for p, row in zip(prefixes, logp)])
+        logp = torch.stack([self.lm.constrain(p, row, max_length) for p, row in zip(prefixes, logp, strict=True)])
         maps = {k: (out.decoder_self, out.cross)[i] for k, i in self.kinds}
         rows = {k: torch.stack([m[:, :, -1] for m in layers], 1).float() for k, layers in maps.items()}  # (n, L, H, K)
         return logp, [{k: v[b] for k, v in rows.items()} for b in range(len(prefixes))]
@@ -203,7 +203,7 @@ def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor,
         top, index = torch.topk(total, k=min(keep, total.numel()))
         vocab = logp.shape[1]
         candidates = []
-        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist())):
+        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
             beam, token = divmod(flat, vocab)
             hits = token in eos or cur_len + 1 >= max_length
             node = builder.add(running[beam][0], cur_len - prompt_len, token, value, "pruned", rows[beam])
@@ -256,7 +256,7 @@ def _gnmt_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, wid
         vocab = logp.shape[1]
         next_alive: list[tuple[int, list[int], float]] = []
         parents: list[int] = []  # the row each of next_alive continues
-        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist())):
+        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
             if value == float("-inf"):
                 break
             row, token = divmod(flat, vocab)

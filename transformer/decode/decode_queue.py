@@ -87,7 +87,7 @@ class DecodeQueue:
                     readers=[distinct[k][0].lm for k in keys])
             except Exception as exc:  # noqa: BLE001 - a programming error reaches every caller, not the worker
                 results = [exc] * len(keys)
-            for key, result in zip(keys, results):
+            for key, result in zip(keys, results, strict=True):
                 for request in distinct[key]:
                     if isinstance(result, Exception):
                         request.future.set_exception(result)

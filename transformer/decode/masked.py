@@ -143,7 +143,7 @@ def fill_masks(lm: InspectableModel, text: str, second: str = "", *, mask_positi
         probs = out.logits[0, positions].float().softmax(-1)  # (M, V)
         values, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
         for row, pos in enumerate(positions):
-            top = tuple((lm.id_to_token(int(i)), int(i), float(v)) for v, i in zip(values[row], ids[row]))
+            top = tuple((lm.id_to_token(int(i)), int(i), float(v)) for v, i in zip(values[row], ids[row], strict=True))
             predictions.append(MaskPrediction(pos, originals.get(pos), top))
     trace = AttentionTrace.from_maps(source.tokens, (), out.attentions, lm.family, lm.head_groups())
     return FillResult(text, second, source, segments, tuple(predictions), trace)

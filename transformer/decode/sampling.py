@@ -122,5 +122,5 @@ class Sampler:
         token = int(torch.multinomial(probs, num_samples=1, generator=self.generator)[0, 0])
         top_p, top_i = probs[0].topk(min(SHOWN, kept))
         rank = _count(raw > raw[token]) + 1
-        top = tuple((id_to_token(int(i)), float(p)) for i, p in zip(top_i.tolist(), top_p.tolist()))
+        top = tuple((id_to_token(int(i)), float(p)) for i, p in zip(top_i.tolist(), top_p.tolist(), strict=True))
         return token, SampledStep(top, kept, rank, float(probs[0, token]))

@@ -237,7 +237,8 @@ class AttentionTrace:
         })
 
     def to_frame(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> pd.DataFrame:
-        """Tidy frame of every (or the chosen) kind, layer and head: kind, layer, head, then `matrix_frame`'s columns."""
+        """Tidy frame of every (or the chosen) kind, layer and head: kind, layer, head, then `matrix_frame`'s
+        columns."""
         frames = []
         for k in (self.kinds if kind is None else (kind,)):
             n_layers, n_heads = self.weights(k).shape[:2]

@@ -57,7 +57,8 @@ class AttentionInputs:
         return self.queries.shape[1]
 
     def _per_head(self, t: Tensor) -> Tensor:
-        return t if t.shape[1] == self.n_heads and self.groups == tuple(range(self.n_heads)) else t[:, list(self.groups)]
+        every = t.shape[1] == self.n_heads and self.groups == tuple(range(self.n_heads))
+        return t if every else t[:, list(self.groups)]
 
     def head_keys(self) -> Tensor:
         """Keys as each query head reads them, (B, H, Tk, Dh)."""
@@ -90,7 +91,8 @@ class AttentionInputs:
         """One sequence of the batch (B = 1), terms included."""
         pick = slice(index, index + 1)
         return AttentionInputs(self.queries[pick], self.keys[pick], self.values[pick], self.scale,
-                               {k: (t[pick] if t.dim() == 4 and t.shape[0] > 1 else t) for k, t in self.terms.items()}, self.groups,
+                               {k: (t[pick] if t.dim() == 4 and t.shape[0] > 1 else t) for k, t in self.terms.items()},
+                               self.groups,
                                None if self.merged is None else self.merged[pick],
                                None if self.output is None else self.output[pick],
                                None if self.unrotated is None else (self.unrotated[0][pick], self.unrotated[1][pick]),
@@ -124,7 +126,8 @@ class Insides:
                 return self.residual[where][i]
             layer = self.inputs[where][i]
         except (ValueError, KeyError, IndexError):
-            raise KeyError(f"no captured point {name!r}; kinds {tuple(self.inputs)}, stacks {tuple(self.residual)}")
+            raise KeyError(f"no captured point {name!r}; kinds {tuple(self.inputs)}, stacks {tuple(self.residual)}"
+                           ) from None
         found = {"q": lambda: layer.queries, "k": lambda: layer.keys, "v": lambda: layer.values,
                  "scores": layer.scores, "pattern": layer.pattern, "z": layer.head_outputs}.get(what)
         if found is None:

@@ -84,7 +84,8 @@ class AttentionMaps:
         for layer in range(len(steps[0].decoder_self)):
             parts = [s.decoder_self[layer] for s in steps]  # (1, H, q, keys so far) each
             # each step's rows: its last `end` keys, padded with zeros to n (one op a step)
-            dec.append(torch.cat([F.pad(w, (end - w.shape[3], n - end)) for w, end in zip(parts, ends)], dim=2))
+            dec.append(torch.cat([F.pad(w, (end - w.shape[3], n - end))
+                                  for w, end in zip(parts, ends, strict=True)], dim=2))
         maps = {family.decoder_kind: tuple(dec)}
         if family.cross_kind is not None:
             maps[family.cross_kind] = tuple(torch.cat([s.cross[layer] for s in steps], dim=2)

@@ -73,7 +73,7 @@ class StepPlan:
         self.generator = (model.generator.weight, model.generator.bias)
         d = self.d_model
         self.layers = []
-        for layer, (k, v) in zip(model.decoder, cross_kv):
+        for layer, (k, v) in zip(model.decoder, cross_kv, strict=True):
             n = layer.norms._modules
             sa, ca, ff = layer.self_attn, layer.cross_attn, layer.ff
             self.layers.append(_Layer(

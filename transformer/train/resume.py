@@ -50,7 +50,8 @@ def _optimizer_state(ckpt: Checkpoint, cfg: TrainConfig, model: torch.nn.Module)
     if ckpt.optimizer_state is None:
         return None
     fresh = make_optimizer(model, cfg).state_dict()["param_groups"]
-    groups = [{**new, "params": old["params"]} for new, old in zip(fresh, ckpt.optimizer_state["param_groups"])]
+    groups = [{**new, "params": old["params"]}
+              for new, old in zip(fresh, ckpt.optimizer_state["param_groups"], strict=True)]
     return {"state": cpu_copy(ckpt.optimizer_state["state"]), "param_groups": groups}
 
 

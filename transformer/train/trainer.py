@@ -90,7 +90,8 @@ class Trainer:
         if self._batches is None and self.model_cfg.architecture == "encoder-only":  # masked tokens of each pair
             pairs = encode_pairs(self.task, self.model_cfg.max_len)
             sampler = self._sampler(pairs, [[]] * len(pairs))  # bucketed by the pair's length alone
-            self._batches = iter(MaskedBatches(sampler, pairs, self.model_cfg.src_vocab_size, self.cfg.seed + self.step))
+            self._batches = iter(MaskedBatches(sampler, pairs, self.model_cfg.src_vocab_size,
+                                               self.cfg.seed + self.step))
         if self._batches is None:
             limit = self.model_cfg.max_len - 1
             train = self.task.train
@@ -219,7 +220,7 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
         "n": len(examples),
         "loss": total_loss / max(total_tokens, 1),
         "token_accuracy": total_correct / max(total_tokens, 1),
-        "exact_match": sum(o == r for o, r in zip(outputs, refs)) / len(examples),
+        "exact_match": sum(o == r for o, r in zip(outputs, refs, strict=True)) / len(examples),
     }
     if task.level == "word":  # standard scores: detokenized, cased output against the raw reference lines
         metrics.update(corpus_scores(outputs, [e.target for e in examples]))
@@ -231,7 +232,7 @@ def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_si
     if aligned is not None:
         metrics["alignment"] = aligned[1]
     metrics["examples"] = [{"source": e.source, "reference": r, "output": o}
-                           for e, r, o in list(zip(examples, refs, outputs))[:5]]
+                           for e, r, o in list(zip(examples, refs, outputs, strict=True))[:5]]
     return metrics
 
 
@@ -249,7 +250,7 @@ def evaluate_masked(model: torch.nn.Module, task: Task, n: int = 500, batch_size
         loss, accuracy, whole, predicted = masked_accuracy(model, examples, batch_size)
     tok = task.src_tokenizer
     shown = []
-    for e, guess in list(zip(examples, predicted))[:5]:
+    for e, guess in list(zip(examples, predicted, strict=True))[:5]:
         masked = [i for i, label in enumerate(e.labels) if label]
         words = ["<mask>" if i in masked else tok.id_to_token(t) for i, t in enumerate(e.ids)]
         shown.append({"source": " ".join(words[:-1]),  # "A </s> B", as a user types a pair

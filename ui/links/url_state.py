@@ -250,9 +250,9 @@ def write_link(page: str) -> None:
 
 
 def run_page(page: StreamlitPage, name: str) -> None:
-    """Run the page (`name`: its name in links), then write its link into the URL (and show its QR code in presenter mode, unless the page did),
-    also when it stopped early. Not when it asked for a rerun: st.rerun has already taken the URL along, and writing
-    now would make the rerun see a URL it did not write."""
+    """Run the page (`name`: its name in links), then write its link into the URL (and show its QR code in presenter
+    mode, unless the page did), also when it stopped early. Not when it asked for a rerun: st.rerun has already taken
+    the URL along, and writing now would make the rerun see a URL it did not write."""
     st.session_state[QR_SHOWN_KEY] = False
     try:
         page.run()

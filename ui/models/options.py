@@ -12,10 +12,9 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.adapters import InspectableModel, adapter_for
 from transformer.charts import text_width
 from transformer.data import Tokenizer
-from transformer.adapters import adapter_for
-from transformer.adapters import InspectableModel
 from transformer.model import ModelFamily, Seq2SeqTransformer
 from transformer.store import Checkpoint
 
@@ -131,7 +130,8 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     layers = {"encoder-only": f"{enc} layers (encoder only)", "decoder-only": f"{dec} layers (decoder only)"}.get(
         card.get("architecture"), f"{enc}+{dec} layers")
     lines = [f"**Task** {card.get('task')} ({card.get('level')}-level)",
-             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · {layers} · d_ff {card.get('d_ff')}",
+             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · {layers} · "
+             f"d_ff {card.get('d_ff')}",
              f"**Parameters** {card.get('parameters', 0):,}",
              f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]
     shown = [(label, metrics[key], fmt) for key, label, fmt in (

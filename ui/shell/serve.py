@@ -2,8 +2,9 @@
 
 Streamlit imports a script's modules only when the first browser session arrives, so that visitor would wait for
 torch, Altair and Plotly to import and the checkpoint to load (about 3 s of a 5–6 s first page). `app.py` declares
-an `st.App` whose lifespan runs `warm_up` at start, so `streamlit run app.py` and `make run` (`python -m ui.shell.serve`,
-which is `streamlit run app.py` with the arguments given, e.g. `--server.port 8501`) both start warm.
+an `st.App` whose lifespan runs `warm_up` at start, so `streamlit run app.py` and `make run`
+(`python -m ui.shell.serve`, which is `streamlit run app.py` with the arguments given, e.g. `--server.port 8501`)
+both start warm.
 """
 from __future__ import annotations
 

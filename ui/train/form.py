@@ -207,7 +207,7 @@ def _read_uploads(files: list, reader) -> list[tuple[str, str]]:
             return reader(*paths, max_pairs=LIMITS.max_corpus_pairs)
         except DataError as exc:
             message = str(exc)
-            for path, uploaded in zip(paths, files):
+            for path, uploaded in zip(paths, files, strict=True):
                 message = message.replace(str(path), uploaded.name)
             raise DataError(message) from None
 

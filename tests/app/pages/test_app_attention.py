@@ -69,7 +69,7 @@ def test_model_view_and_statistics_cover_every_layer_and_head(studio_env, trace)
     grid = next(frame for frame in frames if "url" in frame)  # one image per panel
     n_layers, n_heads = trace.n_layers("cross"), trace.n_heads
     assert len(grid) == n_layers * (n_heads + 1)
-    assert sorted(set(zip(grid["layer"], grid["head"]))) == [(layer, head) for layer in range(n_layers)
+    assert sorted(set(zip(grid["layer"], grid["head"], strict=True))) == [(layer, head) for layer in range(n_layers)
                                                              for head in (-1, *range(n_heads))]
     [stats] = small_tables(at)  # the per-head statistics: a plain table, every layer × head and the mean
     assert stats["columns"] == ["layer · head", "entropy", "max weight", "diag. dist."]

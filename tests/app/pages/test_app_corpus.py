@@ -29,7 +29,8 @@ def test_statistics_of_the_validation_sentences_are_the_librarys(studio_env, tin
     lm = open_model(str(tiny_checkpoint_dir / "reverse"))
     want_stats = corpus_statistics(lm, [s for s, _ in examples][:200])
     want = want_stats.ranked("max_weight")
-    assert list(table["head"]) == [Head(k, la, h).label for k, la, h in zip(want["kind"], want["layer"], want["head"])]
+    assert list(table["head"]) == [Head(k, la, h).label
+                                   for k, la, h in zip(want["kind"], want["layer"], want["head"], strict=True)]
     assert table["entropy"].tolist() == pytest.approx(want["entropy"].tolist(), abs=1e-6)
     assert table["max_weight"].is_monotonic_decreasing
     at.selectbox(key="attention_corpus_sort").set_value("entropy").run()
@@ -105,5 +106,5 @@ def test_a_run_with_snapshots_draws_each_heads_curve_over_training(studio_env):
     want = want[want["kind"] == "encoder_self"]
     last = frame[frame["step"] == 6].set_index("head")["value"]
     assert len(last) == len(want)
-    for layer, head, value in zip(want["layer"], want["head"], want["entropy"]):
+    for layer, head, value in zip(want["layer"], want["head"], want["entropy"], strict=True):
         assert last[f"L{layer + 1}H{head + 1}"] == pytest.approx(float(value), abs=1e-6)

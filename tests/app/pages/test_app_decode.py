@@ -180,5 +180,5 @@ def test_the_app_outlines_and_scores_every_copy_of_a_repeated_letter_for_sort():
     gold = gold_alignment_for(sort, "bab")  # output "abb": a <- 1, b <- 0 or 2, b <- 0 or 2
     assert gold_cells(gold, 4) == [(0, 1), (1, 0), (1, 2), (2, 0), (2, 2)]
     assert gold_cells(gold, 2) == [(0, 1), (1, 0), (1, 2)]  # rows the step-through has not reached are left out
-    assert gold_cells(gold_alignment_for(SimpleNamespace(level="char", task_name="reverse", src_tokenizer=None), "bab"), 4) == \
-        [(0, 2), (1, 1), (2, 0)]  # reverse keeps the exact position
+    reverse = SimpleNamespace(level="char", task_name="reverse", src_tokenizer=None)
+    assert gold_cells(gold_alignment_for(reverse, "bab"), 4) == [(0, 2), (1, 1), (2, 0)]  # the exact position

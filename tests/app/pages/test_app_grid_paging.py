@@ -44,7 +44,7 @@ def _grid(at) -> dict:
 
 def _panels(grid: dict) -> set[tuple[int, int]]:
     frame = max(grid["frames"].values(), key=len)
-    return set(zip(frame["layer"], frame["head"]))
+    return set(zip(frame["layer"], frame["head"], strict=True))
 
 
 def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_request(monkeypatch, tmp_path,

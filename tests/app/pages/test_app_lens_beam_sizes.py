@@ -35,7 +35,8 @@ def longest(lm, word: str) -> str:
     lo, hi = 1, lm.max_source_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if len(lm.tokenize_source(" ".join([word] * mid)).ids) <= lm.max_source_len else (lo, mid - 1)
+        fits = len(lm.tokenize_source(" ".join([word] * mid)).ids) <= lm.max_source_len
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return " ".join([word] * lo)
 
 

@@ -66,7 +66,8 @@ def test_decode_round_trip_keeps_a_forced_token(studio_env):
     fresh = assert_same_view(at, "decode", ["decode_text", "decode_step", "decode_layer", "decode_head",
                                             "decode_view", "decode_top_k"])
     assert [m.value for m in fresh.caption if "forced at step 2" in m.value] == forced_caption
-    assert fresh.subheader[0].value.startswith("Step 2 of") and f"output ‹{md_token(choice)}›" in fresh.subheader[0].value
+    heading = fresh.subheader[0].value
+    assert heading.startswith("Step 2 of") and f"output ‹{md_token(choice)}›" in heading
 
 
 @pytest.mark.parametrize("force, note", [

@@ -57,7 +57,7 @@ def test_typed_masks_get_the_models_own_top_k(hf_env, lm):
     expected = fill_masks(lm, text, top_k=5)
     bars = _bars(at)
     assert len(bars) == len(expected.predictions) == 2
-    for chart, prediction in zip(bars, expected.predictions):
+    for chart, prediction in zip(bars, expected.predictions, strict=True):
         frame = only_frame(chart).sort_values("rank")
         assert frame["token"].tolist() == [t for t, _, _ in prediction.top_k]
         assert frame["prob"].tolist() == pytest.approx([v for _, _, v in prediction.top_k], abs=1e-6)

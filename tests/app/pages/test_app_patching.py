@@ -145,7 +145,8 @@ def test_a_decoder_side_site_opens_its_patched_decode_on_decode(shipped):
     tokens = list(patched_decode(lm, setup, site).output_tokens)
     assert tokens[5] == "g"  # A's character where B's own decode writes x
     chips = [t for t in texts(at.markdown) if "patched decode" in t]
-    assert chips and [html.unescape(c) for c in re.findall(r'title="position \d+[^"]*">([^<]*)</span>', chips[0])]         == tokens
+    assert chips
+    assert [html.unescape(c) for c in re.findall(r'title="position \d+[^"]*">([^<]*)</span>', chips[0])] == tokens
 
 
 def test_a_click_on_a_decoder_side_cell_replays_it_and_links_to_decode(shipped):

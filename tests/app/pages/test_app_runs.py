@@ -47,7 +47,8 @@ def test_a_reload_sees_the_run_and_can_watch_stop_and_resume_it(studio_env) -> N
         stopped = run.record.step
         first.run()
         first.button(key="train_resume").click().run()
-        assert poll(reloaded, lambda a: run.job.snapshot().step > stopped), "Resume from the other session did not train"
+        assert poll(reloaded, lambda a: run.job.snapshot().step > stopped), \
+            "Resume from the other session did not train"
         reloaded.run()
         assert reloaded.button(key="train_resume").disabled  # one training process per run
         with pytest.raises(BusyError):

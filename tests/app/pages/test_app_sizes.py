@@ -74,7 +74,7 @@ def _check_page(option: str, page: str, text: str) -> None:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_page_holds_on_shipped_models_at_every_length(sizes_env, name, page):
     model = open_model(str(ROOT / "checkpoints" / name))
-    for label, text in _inputs(model).items():
+    for text in _inputs(model).values():
         _check_page(f"shipped:{name}", page, text)
 
 
@@ -84,7 +84,7 @@ def test_every_page_holds_on_an_opus_mt_shape_model_at_every_length(sizes_env, p
     folder = sizes_env / "opus-mt-shape"
     model = open_model(str(folder))
     assert model.head_counts()["cross"] == (6, 8)
-    for label, text in _inputs(model).items():
+    for text in _inputs(model).values():
         _check_page(f"hf:{folder.name}", page, text)
 
 
@@ -94,5 +94,5 @@ def test_every_page_holds_on_a_gpt2_model_at_every_length(sizes_env, page):
     folder = sizes_env / "tiny-gpt2"
     model = open_model(str(folder))
     assert model.family.kinds == ("self",)
-    for label, text in _inputs(model).items():
+    for text in _inputs(model).values():
         _check_page(f"hf:{folder.name}", page, text)

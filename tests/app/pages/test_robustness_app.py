@@ -139,7 +139,7 @@ def test_bad_corpora_are_explained_with_the_users_file_name(studio_env, private_
         aligned = len(files) == 2
         at.radio(key="train_corpus_source").set_value("aligned" if aligned else "tsv").run()
         keys = ["train_corpus_src", "train_corpus_tgt"] if aligned else ["train_corpus_tsv"]
-        for key, (name, data) in zip(keys, files.items()):
+        for key, (name, data) in zip(keys, files.items(), strict=True):
             at.file_uploader(key=key).set_value((name, data, "text/plain"))
         at.button(key="train_start").click().run()
         assert_no_exception(at)
@@ -228,7 +228,7 @@ def test_a_non_finite_loss_stops_the_run_with_a_message_and_keeps_the_last_good_
         assert any("failed at step 2" in c for c in texts(at.sidebar.caption))
         _, published = run.job.latest_model()
         trained = run.record.model(run.plan.model_cfg)  # the weights the process handed back
-        for kept, weights in zip(published.parameters(), trained.parameters()):
+        for kept, weights in zip(published.parameters(), trained.parameters(), strict=True):
             assert kept.isfinite().all() and kept.equal(weights)
         monkeypatch.setattr(Trainer, "loss", real_loss)
         at.switch_page("pages/decode.py").run()  # the model is still usable

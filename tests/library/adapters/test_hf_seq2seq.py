@@ -34,7 +34,7 @@ def test_greedy_tokens_and_every_attention_weight_equal_generate(lm):
     ref = generate(lm, TEXT, STEPS)
     assert [s.token_id for s in result.steps] == ref.sequences[0, 1:].tolist()
     assert len(result.steps) >= 4  # long enough to mean something
-    steps = [StepOutput(None, d, c) for d, c in zip(ref.decoder_attentions, ref.cross_attentions)]
+    steps = [StepOutput(None, d, c) for d, c in zip(ref.decoder_attentions, ref.cross_attentions, strict=True)]
     expected = AttentionMaps.from_steps(ref.encoder_attentions, steps).item(0)
     trace = result.trace
     for kind, want in expected.items():
@@ -91,7 +91,8 @@ def test_teacher_forcing_matches_the_greedy_trace_on_the_greedy_output(lm):
 
 
 def test_switching_heads_off_equals_zeroing_their_weights_by_hand(lm):
-    heads = lm.model.config.num_heads if hasattr(lm.model.config, "num_heads") else lm.model.config.decoder_attention_heads
+    config = lm.model.config
+    heads = config.num_heads if hasattr(config, "num_heads") else config.decoder_attention_heads
     mask = {"cross": torch.ones(2, heads), "encoder_self": torch.ones(2, heads)}
     mask["cross"][1, 0] = 0.0
     mask["encoder_self"][0, 1] = 0.0
@@ -155,7 +156,7 @@ def test_step_probabilities_equal_generate_and_the_model_is_left_as_loaded(lm):
     with torch.no_grad():
         ref = lm.model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS, output_scores=True,
                                 return_dict_in_generate=True)
-    want = [float(s[0].softmax(-1)[t]) for s, t in zip(ref.scores, ref.sequences[0, 1:])]
+    want = [float(s[0].softmax(-1)[t]) for s, t in zip(ref.scores, ref.sequences[0, 1:], strict=True)]
     assert [s.prob for s in result.steps] == pytest.approx(want, abs=1e-5)
     assert "forward" not in vars(lm.model.get_output_embeddings())  # the faster head was only borrowed
 

@@ -26,7 +26,7 @@ def test_a_head_that_reads_the_source_right_to_left_scores_one_on_reversal():
         anti[j, g] = 1.0
     cross[1, 1] = anti
     frame = alignment_scores(trace_with_cross(cross), [2, 1, 0])
-    by_label = dict(zip(frame["label"], frame["score"]))
+    by_label = dict(zip(frame["label"], frame["score"], strict=True))
     assert by_label["L2H2"] == 1.0
     assert by_label["L1H1"] < 1.0  # a uniform row's argmax is the first source token: 1 hit of 3
     assert summarize(frame) == {"best": 1.0, "best_head": "L2H2", "head_mean": 1.0, "head_mean_layer": 2}
@@ -48,7 +48,7 @@ def test_for_sort_a_head_on_either_copy_of_a_repeated_character_hits_and_one_on_
     for j, col in enumerate([0, 1, 2, 1]):  # head 3: "b" for the first output "a", "a" for the last "b"
         cross[0, 2, j, col] = 1.0
     frame = alignment_scores(trace_with_cross(cross), gold)
-    by_label = dict(zip(frame["label"], frame["score"]))
+    by_label = dict(zip(frame["label"], frame["score"], strict=True))
     assert (by_label["L1H1"], by_label["L1H2"], by_label["L1H3"]) == (1.0, 1.0, 0.5)
     # every copy is outlined on the heatmap; a single character keeps its one cell
     assert gold_cells(gold) == [(0, 1), (0, 3), (1, 1), (1, 3), (2, 0), (2, 2), (3, 0), (3, 2)]

@@ -74,7 +74,8 @@ def test_greedy_maps_are_the_models_own_output(reverse_lm):
     stats = corpus_statistics(reverse_lm, STRINGS[:2])
     outputs = reverse_lm.translate(STRINGS[:2])
     direct = corpus_statistics(reverse_lm, STRINGS[:2], outputs)
-    torch.testing.assert_close(torch.tensor(stats.frame["entropy"].values), torch.tensor(direct.frame["entropy"].values))
+    torch.testing.assert_close(torch.tensor(stats.frame["entropy"].values),
+                               torch.tensor(direct.frame["entropy"].values))
     assert stats.mode == "greedy"
 
 
@@ -194,7 +195,7 @@ def test_torchrun_statistics_equal_one_process(tmp_path):
     assert one.returncode == 0 and two.returncode == 0, two.stderr[-2000:]
     a, b = json.loads(one.stdout), json.loads(two.stdout)  # rank 0 prints, the other process nothing
     assert a["sentences"] == b["sentences"] == 7
-    for x, y in zip(a["heads"], b["heads"]):
+    for x, y in zip(a["heads"], b["heads"], strict=True):
         assert (x["kind"], x["layer"], x["head"]) == (y["kind"], y["layer"], y["head"])
         for name, value in x.items():
             if isinstance(value, float):

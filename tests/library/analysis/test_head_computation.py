@@ -140,8 +140,8 @@ def test_one_heads_contribution_map_is_its_slice_of_every_heads(case):
     for kind, layer, head in _every_head(lm):
         inputs = insides.inputs[kind][layer]
         weight, _ = lm.output_projection(kind, layer)
-        torch.testing.assert_close(head_contribution_map(inputs, weight, head), contribution_maps(inputs, weight)[:, head],
-                                   atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(head_contribution_map(inputs, weight, head),
+                                   contribution_maps(inputs, weight)[:, head], atol=1e-5, rtol=1e-4)
 
 
 EXPECTED_POSITIONS = {"marian": "sinusoidal", "bart": "learned", "mbart": "learned", "t5": "relative buckets",

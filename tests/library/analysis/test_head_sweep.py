@@ -110,7 +110,7 @@ def test_attribution_in_chunks_equals_all_at_once_and_reports_progress():
     seen: list[float] = []
     chunked = attribute_in_chunks(lm, "abcdefg", out, n_steps=8, max_rows=16, progress=seen.append)
     assert len(seen) == 3 and seen[-1] == 1.0
-    for a, b in zip(whole, chunked):
+    for a, b in zip(whole, chunked, strict=True):
         assert torch.allclose(a.source, b.source, atol=1e-5) and a.step == b.step
     fractions: list[float] = []
     head_report(lm, "abcdefg", ig_steps=4, progress=fractions.append)

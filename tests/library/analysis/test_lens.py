@@ -36,7 +36,7 @@ def test_the_last_layers_lens_is_the_steps_own_distribution(lm: InspectableModel
     result = greedy_decode(lm, _text(lm), max_steps=4, top_k=3, residuals=True)
     lenses = every_step_lens(lm, result, k=3)
     n_layers = lm.head_counts()[lm.family.decoder_kind][0]
-    for step, lens in zip(result.steps, lenses):
+    for step, lens in zip(result.steps, lenses, strict=True):
         assert len(lens.layers) == n_layers + 1  # the embeddings, then every layer
         last = lens.layers[-1]
         assert [t for t, _ in last.top_k] == [t for t, _ in step.top_k]
@@ -136,7 +136,7 @@ def test_a_teacher_forced_lens_ends_in_the_passs_own_predictions(lm: Inspectable
     plain = teacher_forced(lm, _text(lm), reference)
     result = teacher_forced(lm, _text(lm), reference, residuals=True)
     assert result.output_tokens == plain.output_tokens
-    for step, lens in zip(result.steps, every_step_lens(lm, result, k=3)):
+    for step, lens in zip(result.steps, every_step_lens(lm, result, k=3), strict=True):
         last = lens.layers[-1]
         assert last.rank == 1 and last.prob == pytest.approx(step.prob, abs=1e-5)
         assert [t for t, _ in last.top_k] == [t for t, _ in step.top_k[:3]]

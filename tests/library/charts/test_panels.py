@@ -130,7 +130,7 @@ def test_panel_labels_fit_beside_each_other(bart_large_trace):
             rows.setdefault(label["y"], []).append((label["x"], label["panel"]))
         for row in rows.values():
             row.sort()
-            for (x, text), (next_x, _) in zip(row, row[1:]):
+            for (x, text), (next_x, _) in zip(row, row[1:], strict=False):
                 assert font.getlength(text) <= next_x - x, (cell, size, text)
         sizes.append(size)
     assert sizes[0] < sizes[-1] == 11  # small panels get a smaller font; roomy ones the usual 11 px

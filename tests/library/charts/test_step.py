@@ -36,7 +36,7 @@ def test_each_word_gets_a_cell_as_wide_as_its_text_and_rows_wrap_to_the_width():
     weights = [1 / len(GERMAN)] * len(GERMAN)
     chart = source_strip(GERMAN, weights, max_width=600)
     data = layer_data(chart)
-    widths = dict(zip(data["token"], data["x1"] - data["x0"]))
+    widths = dict(zip(data["token"], data["x1"] - data["x0"], strict=True))
     assert widths["interessantes"] > widths["gestern"] > widths["ich"]
     for token, width in widths.items():
         assert text_width(token, STRIP_FONT_SIZE) < width  # the word fits its cell

@@ -38,7 +38,7 @@ def test_specials_are_ids_0_to_3_and_text_looking_like_a_special_is_not_one():
 def test_unknown_characters_are_reported_with_their_own_text():
     tok = train_subword_tokenizer([s for pair in PAIRS for s in pair], "bpe", 100)
     pieces, ids = tok.split("A man ☃"), tok.encode("A man ☃")
-    assert [p for p, i in zip(pieces, ids) if i == tok.unk_id] == ["☃"]
+    assert [p for p, i in zip(pieces, ids, strict=True) if i == tok.unk_id] == ["☃"]
 
 
 @pytest.mark.parametrize("size", [0, 10, 10**9, True, "8k"])

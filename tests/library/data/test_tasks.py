@@ -94,7 +94,7 @@ def test_sort_scores_accept_every_copy_of_a_repeated_character():
 
 
 def test_generated_tasks_are_deterministic_by_seed_and_valid_is_held_out():
-    a, b = make_task(TaskSpec(name="reverse", n_train=2000, seed=7)), make_task(TaskSpec(name="reverse", n_train=2000, seed=7))
+    a, b = (make_task(TaskSpec(name="reverse", n_train=2000, seed=7)) for _ in range(2))
     assert a.train == b.train and a.valid == b.valid and a.probe == b.probe
     assert make_task(TaskSpec(name="reverse", n_train=2000, seed=8)).train != a.train
     valid_sources = [ex.source for ex in a.valid]

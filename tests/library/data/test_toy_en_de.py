@@ -74,7 +74,8 @@ NOT_IN_NOUN_PHRASES = DE_VERBS | DE_TIME | DE_SUBORDINATORS | DE_COORDINATORS | 
 
 
 def noun_phrases(words: list[str]) -> list[tuple[int, int, str]]:
-    """(start, noun index, case) of each noun phrase: the case a preposition governs, else nominative then accusative."""
+    """(start, noun index, case) of each noun phrase: the case a preposition governs, else nominative then
+    accusative."""
     phrases, start, unmarked = [], None, 0
     for i, word in enumerate(words):
         if start is None and word not in NOT_IN_NOUN_PHRASES:
@@ -213,7 +214,8 @@ def test_examples_are_hand_checked() -> None:
         assert by_source[source] == Example(source, target, alignment)
     for ex in EXAMPLES:
         assert translate(ex.source) == ex
-        assert all(is_translation(ex.source.split()[i], w) for w, i in zip(ex.target.split(), ex.alignment) if i is not None)
+        assert all(is_translation(ex.source.split()[i], w)
+                   for w, i in zip(ex.target.split(), ex.alignment, strict=True) if i is not None)
 
 
 def test_german_is_a_function_of_the_english(samples: list[Example]) -> None:

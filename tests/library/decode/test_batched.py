@@ -36,7 +36,7 @@ def assert_same(batched, alone) -> None:
     assert batched.output_tokens == alone.output_tokens
     assert batched.finished == alone.finished and batched.output_text == alone.output_text
     assert [s.forced for s in batched.steps] == [s.forced for s in alone.steps]
-    for a, b in zip(batched.steps, alone.steps):
+    for a, b in zip(batched.steps, alone.steps, strict=True):
         assert a.prob == pytest.approx(b.prob, abs=1e-5)
         assert [t for t, _ in a.top_k] == [t for t, _ in b.top_k]
     assert batched.trace.source_tokens == alone.trace.source_tokens
@@ -49,7 +49,7 @@ def check_batch(lm, texts: list[str]) -> None:
     ks = [5, 3, 5, 2, 4]
     assert can_batch(lm)
     results = greedy_decode_many(lm, texts, top_k=ks, max_steps=12)
-    for text, k, result in zip(texts, ks, results):
+    for text, k, result in zip(texts, ks, results, strict=True):
         assert_same(result, greedy_decode(lm, text, top_k=k, max_steps=12))
 
 

@@ -35,7 +35,7 @@ def test_hugging_face_hypotheses_equal_generates(hf, width):
                                   output_scores=True)
     first = ids.shape[1] if hf.family.prompt_in_decoder else len(hf.start_ids)
     pad = hf.pad_id
-    for hypothesis, sequence, score in zip(tree.hypotheses, out.sequences, out.sequences_scores):
+    for hypothesis, sequence, score in zip(tree.hypotheses, out.sequences, out.sequences_scores, strict=True):
         generated = sequence[first:].tolist()
         while generated and generated[-1] == pad and len(generated) > len(hypothesis.token_ids):
             generated.pop()

@@ -48,7 +48,7 @@ def test_a_sentence_alone_and_inside_a_padded_batch_decode_the_same(setup):
     model, st, tt = setup
     texts = ["abc", "hello", "zyxwvutsrq"]
     batch = greedy_batch(model, pad([source_ids(st.encode(t)) for t in texts]), max_steps=30)
-    for text, row in zip(texts, batch):
+    for text, row in zip(texts, batch, strict=True):
         alone = greedy_batch(model, torch.tensor([source_ids(st.encode(text))]), max_steps=30)[0]
         single = greedy_decode(adapter_for(model, st, tt), text, max_steps=30)
         assert row == alone
@@ -80,7 +80,8 @@ def test_trace_json_has_the_documented_shape(setup):
     s, t = len(data["source_tokens"]), len(data["target_tokens"])
     assert len(data["output_tokens"]) == len(data["steps"]) == t
     att = data["attention"]
-    assert (len(att["encoder_self"]), len(att["encoder_self"][0]), len(att["encoder_self"][0][0]), len(att["encoder_self"][0][0][0])) == (2, 4, s, s)
+    enc = att["encoder_self"]
+    assert (len(enc), len(enc[0]), len(enc[0][0]), len(enc[0][0][0])) == (2, 4, s, s)
     assert (len(att["decoder_self"][1][3]), len(att["decoder_self"][1][3][0])) == (t, t)
     assert (len(att["cross"][1][3]), len(att["cross"][1][3][0])) == (t, s)
     assert data["steps"][0]["top_k"][0][0] == data["steps"][0]["token"]

@@ -45,7 +45,7 @@ def test_temperature_zero_is_greedy():
 def test_each_step_says_what_it_was_drawn_from():
     lm = open_model(SHIPPED)
     result = greedy_decode(lm, TEXT, sampling=Sampling(temperature=1.5, top_k=5, top_p=0.8, seed=3))
-    for step, sample in zip(result.steps, result.samples):
+    for step, sample in zip(result.steps, result.samples, strict=True):
         assert 1 <= sample.kept <= 5  # top-k 5, then top-p
         assert len(sample.top_after) == sample.kept
         assert sum(p for _, p in sample.top_after) == pytest.approx(1.0, abs=1e-5)

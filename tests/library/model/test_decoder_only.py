@@ -65,7 +65,7 @@ def test_checkpoints_keep_the_architecture_and_resume(tmp_path):
     assert json.loads((path / "config.json").read_text())["model_config"]["architecture"] == "decoder-only"
     ckpt = load_checkpoint(path)
     assert type(ckpt.model).__name__ == "DecoderOnlyTransformer"
-    for a, b in zip(ckpt.model.state_dict().values(), trainer.model.state_dict().values()):
+    for a, b in zip(ckpt.model.state_dict().values(), trainer.model.state_dict().values(), strict=True):
         assert torch.equal(a, b)
     resumed = trainer_from_checkpoint(ckpt, train_config=ckpt.train_config.replace(max_steps=25))
     resumed.run()

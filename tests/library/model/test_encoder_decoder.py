@@ -114,7 +114,8 @@ def test_incremental_decode_step_matches_full_decoder(norm):
             logits, ws, wc = out.logits, out.decoder_self, out.cross
             torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=0)
             for layer in range(2):
-                torch.testing.assert_close(ws[layer][:, :, 0], maps.decoder_self[layer][:, :, t, : t + 1], atol=1e-6, rtol=0)
+                torch.testing.assert_close(ws[layer][:, :, 0], maps.decoder_self[layer][:, :, t, : t + 1],
+                                           atol=1e-6, rtol=0)
                 torch.testing.assert_close(wc[layer][:, :, 0], maps.cross[layer][:, :, t], atol=1e-6, rtol=0)
 
 

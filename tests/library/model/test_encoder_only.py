@@ -1,6 +1,6 @@
-"""Our encoder-only architecture (a masked LM over a pair `A </s> B </s>`): its predictions are the network's own, capture
-and padding never change them, the masking rules hold (one sentence, never a separator, the same masks on every rank),
-the task reads both sentences with one vocabulary, and the shipped toy model fills held-out toy pairs."""
+"""Our encoder-only architecture (a masked LM over a pair `A </s> B </s>`): its predictions are the network's own,
+capture and padding never change them, the masking rules hold (one sentence, never a separator, the same masks on
+every rank), the task reads both sentences with one vocabulary, and the shipped toy model fills held-out toy pairs."""
 from __future__ import annotations
 
 import json
@@ -90,7 +90,8 @@ def test_one_sentence_is_masked_never_a_separator_and_eval_masks_are_all_the_mas
         assert len(masked) == round(MASK_SHARE * 20) and all(ids[p] == example.labels[p] for p in masked)
         assert all(p < 20 for p in masked) or all(p > 20 for p in masked)  # one sentence
         assert example.ids[20] == example.ids[-1] == END_ID
-        assert {i for i, (a, b) in enumerate(zip(ids, example.ids)) if a != b} <= set(masked)  # nothing else changed
+        changed = {i for i, (a, b) in enumerate(zip(ids, example.ids, strict=True)) if a != b}
+        assert changed <= set(masked)  # nothing else changed
         plain = mask_pair(ids, example_rng(0, 0, i), 60, bert=False)
         assert [plain.ids[p] for p in masked] == [MASK_ID] * len(masked)  # the same choice, every token <mask>
 
@@ -110,7 +111,8 @@ def test_a_rank_masks_its_share_of_a_global_batch_as_one_process_does():
 def _rows(batch) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Each example of a batch as (masked ids, labels) without its padding."""
     lengths = (batch.src != 0).sum(1).tolist()
-    return [(tuple(s[:n]), tuple(t[:n])) for s, t, n in zip(batch.src.tolist(), batch.tgt_out.tolist(), lengths)]
+    return [(tuple(s[:n]), tuple(t[:n]))
+            for s, t, n in zip(batch.src.tolist(), batch.tgt_out.tolist(), lengths, strict=True)]
 
 
 def test_the_task_reads_both_sentences_with_one_vocabulary():
@@ -205,7 +207,7 @@ def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_ma
     golds = [e.alignment for e in task.valid[:12]]
     frame, _ = masked_pair_alignment(ckpt.model, examples, golds)
     total, n = 0, 0
-    for example, gold in zip(examples, golds):
+    for example, gold in zip(examples, golds, strict=True):
         with lm.running():
             weights = torch.stack(lm.forward(torch.tensor([example.ids])).attentions.encoder_self)[:, 0]  # (L, H, S, S)
         sep = example.ids.index(END_ID)

@@ -51,9 +51,9 @@ def tokens(n: int = 8) -> torch.Tensor:
 
 
 def assert_identical(a, b) -> None:
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert torch.equal(x.logits, y.logits)
-        for wx, wy in zip(x.decoder_self + x.cross, y.decoder_self + y.cross):
+        for wx, wy in zip(x.decoder_self + x.cross, y.decoder_self + y.cross, strict=True):
             assert torch.equal(wx, wy)
 
 
@@ -94,9 +94,9 @@ def test_the_plan_hands_out_the_residual_stream_hooks_would_record(norm):
     assert_identical(fast, slow)
     n = len(model.decoder) + 1  # the embeddings, then every layer
     assert len(cache.residuals) == len(found["decoder"]) == len(slow_cache.residuals) == tokens().size(1)
-    for ours, module_path, hooked in zip(cache.residuals, slow_cache.residuals, found["decoder"]):
+    for ours, module_path, hooked in zip(cache.residuals, slow_cache.residuals, found["decoder"], strict=True):
         assert len(ours) == len(module_path) == len(hooked) == n
-        for a, b, c in zip(ours, module_path, hooked):
+        for a, b, c in zip(ours, module_path, hooked, strict=True):
             assert a.shape == (3, 1, model.cfg.d_model)
             assert torch.equal(a, b) and torch.equal(a, c)
 

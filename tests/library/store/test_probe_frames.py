@@ -65,7 +65,7 @@ def test_a_saved_run_carries_its_frames_and_they_load_back(recorded, saved: Path
     assert (saved / PROBE_FRAMES).is_file()
     ckpt = load_checkpoint(saved)
     assert [s for s, _ in ckpt.frames] == [s for s, _ in recorder.timeline]
-    for (_, back), (_, trace) in zip(ckpt.frames, recorder.timeline):
+    for (_, back), (_, trace) in zip(ckpt.frames, recorder.timeline, strict=True):
         assert back.source_tokens == trace.source_tokens
         assert back.decoder_input_tokens == trace.decoder_input_tokens
         for kind in trace.kinds:
@@ -101,7 +101,7 @@ def test_frames_are_thinned_evenly_to_the_bounds(recorded) -> None:
     kept = thin_frames(many)
     assert len(kept) == MAX_PROBE_FRAMES
     assert kept[0][0] == 0 and kept[-1][0] == many[-1][0]
-    gaps = {b[0] - a[0] for a, b in zip(kept, kept[1:])}
+    gaps = {b[0] - a[0] for a, b in zip(kept, kept[1:], strict=False)}
     assert max(gaps) - min(gaps) <= 7
     values = sum(w.numel() for w in trace.maps.values())
     assert len(thin_frames(many, max_values=values * 5)) == 5

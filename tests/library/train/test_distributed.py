@@ -73,13 +73,14 @@ def test_two_processes_train_the_same_model_as_one_process_with_the_global_batch
     assert_same_weights(two.model, one.model)
     # the logged curves describe the whole global batch, not rank 0's half
     assert [r["tokens"] for r in two.history] == [r["tokens"] for r in one.history]
-    for a, b in zip(two.history, one.history):
+    for a, b in zip(two.history, one.history, strict=True):
         assert math.isclose(a["loss"], b["loss"], rel_tol=1e-5) and math.isclose(a["accuracy"], b["accuracy"])
 
 
 def test_a_two_process_checkpoint_resumes_in_one_process_with_its_step_and_optimizer_state(runs) -> None:
     two, one = load_checkpoint(runs["two"]), load_checkpoint(runs["one"])
-    for state_two, state_one in zip(two.optimizer_state["state"].values(), one.optimizer_state["state"].values()):
+    states = zip(two.optimizer_state["state"].values(), one.optimizer_state["state"].values(), strict=True)
+    for state_two, state_one in states:
         torch.testing.assert_close(state_two["exp_avg_sq"], state_one["exp_avg_sq"], atol=1e-7, rtol=1e-3)
     cfg = replace(two.train_config, batch_size=2 * PER_RANK, max_steps=STEPS + 3)
     resumed = [trainer_from_checkpoint(c, train_config=cfg) for c in (two, one)]

@@ -50,7 +50,7 @@ def test_a_job_trains_publishes_weights_and_records_the_probe(task):
     assert job.record.step == 40 and len(job.record.history) == 40  # the job's steps joined the run's record
     # the last published weights decode the probe exactly like the trained weights handed back do
     trained = job.record.model(job.plan.model_cfg)
-    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), trained.parameters()))
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), trained.parameters(), strict=True))
     a = greedy_decode(adapter_for(model, task.src_tokenizer, task.tgt_tokenizer), task.probe)
     b = greedy_decode(adapter_for(trained, task.src_tokenizer, task.tgt_tokenizer), task.probe)
     assert a.output_tokens == b.output_tokens

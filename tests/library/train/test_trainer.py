@@ -30,7 +30,8 @@ def test_a_tiny_model_overfits_a_tiny_batch():
 
 
 def test_word_level_evaluation_reports_bleu_and_chrf():
-    task = make_task(TaskSpec(name="corpus", text="ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke"))
+    task = make_task(TaskSpec(name="corpus",
+                              text="ich mochte ein bier\ti want a beer\nich mochte ein cola\ti want a coke"))
     trainer = tiny(task, batch_size=2, lr=1e-2, warmup_steps=5, max_steps=150)
     trainer.run()
     metrics = evaluate_model(trainer.model, task)
@@ -75,7 +76,7 @@ def test_non_finite_loss_stops_with_a_message_and_keeps_the_last_good_weights():
     with pytest.raises(NonFiniteLossError, match="lower learning rate"):
         trainer.train_step()
     after = list(trainer.model.parameters())
-    assert all(torch.equal(a, b) for a, b in zip(after, last_good))
+    assert all(torch.equal(a, b) for a, b in zip(after, last_good, strict=True))
     assert trainer.step == 3
     trainer.train_step()  # training can go on from the restored weights
     assert torch.isfinite(torch.tensor(trainer.history[-1]["loss"]))

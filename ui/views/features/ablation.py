@@ -267,7 +267,8 @@ def attention_ablation(sel: Selection) -> None:
     if ablated is None:
         return
     show_comparison(sel.result, ablated, heads, key="attention_ablation")
-    chart_heading(f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head, spelled=True).lower()} with the heads switched off")
+    chart_heading(f"{ALL_TITLES[kind]} · layer {layer + 1} · {head_label(head, spelled=True).lower()} "
+                  "with the heads switched off")
     heatmap = attention_heatmap(ablated.trace, kind, layer, head, fixed_scale=sel.fixed_scale, size=460, title="")
     names = ", ".join(head_title(h.label) for h in heads)
     show_chart(heatmap, key="attention_ablated_heatmap", width="content")

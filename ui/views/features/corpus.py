@@ -65,7 +65,7 @@ def _show(stats: CorpusStats, n_heads: dict[str, int], key: str) -> None:
         f"**{name}**: {what}" for name, what in CORPUS_STATISTICS.items()))
     table = stats.ranked(by)
     shown = pd.DataFrame({"head": [Head(k, la, h).label for k, la, h in zip(table["kind"], table["layer"],
-                                                                               table["head"])],
+                                                                               table["head"], strict=True)],
                           "kind": [ALL_TITLES[k] for k in table["kind"]],
                           **{name: table[name] for name in CORPUS_STATISTICS}})
     st.dataframe(shown, hide_index=True, key=f"{key}_table", height=280, column_config={

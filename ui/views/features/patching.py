@@ -186,7 +186,8 @@ def show_patching_result(active: ActiveModel, view: PatchingRun) -> None:
         st.caption(f"Spearman correlation of the estimate with the exact figures over its top ten: {rho:.3f}")
         top = frame.dropna(subset=["difference"]).assign(
             cell=lambda f: [f"{s} · {w} · L{lay} H{h + 1 if h >= 0 else '–'} · pos {p}"
-                            for s, w, lay, h, p in zip(f["site"], f["where"], f["layer"], f["head"], f["position"])])
+                            for s, w, lay, h, p in zip(f["site"], f["where"], f["layer"], f["head"], f["position"],
+                                                       strict=True)])
         show_small_table(top, TOP_RAW_COLUMNS if view.setup.barely else TOP_COLUMNS, key=f"{KEY}_top")
     _replay(active, view)
 

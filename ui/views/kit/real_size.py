@@ -77,7 +77,7 @@ def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSour
             for name in CORPUS_STATISTICS:
                 if values[name].notna().any():
                     frame[CORPUS_PREFIX + name] = [float(values.loc[(la, h), name]) for la, h in
-                                                   zip(frame["layer"], frame["head"])]
+                                                   zip(frame["layer"], frame["head"], strict=True)]
                     stats.append(CORPUS_PREFIX + name)
     if st.session_state.get("attention_overview_stat") not in stats:
         st.session_state["attention_overview_stat"] = stats[0]

@@ -22,7 +22,7 @@ from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 
 PAGE_PX = 760  # the main column at a 1280-px window with the sidebar open: the most a full-width chart may take
-MAP_LABELS_PX = 160  # a map's token labels and colour legend beside its plotting area
+MAP_LABELS_PX = 190  # a map's token labels and colour legend beside its plotting area
 _CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
          "SFMono-Regular,Menlo,monospace;font-size:0.92rem;line-height:1.6;border:1px solid #d0d7e2;")
 
@@ -98,8 +98,8 @@ def small_table(frame: pd.DataFrame, columns: dict[str, Column]) -> str:
                 else f"<td>{html.escape(str(value))}</td>")
 
     head = "".join(heading(column) for column in columns.values())
-    rows = "".join("<tr>" + "".join(cell(value, column) for value, column in zip(row, columns.values())) + "</tr>"
-                   for row in frame[list(columns)].itertuples(index=False))
+    rows = "".join("<tr>" + "".join(cell(value, column) for value, column in zip(row, columns.values(), strict=True))
+                   + "</tr>" for row in frame[list(columns)].itertuples(index=False))
     return f'<div class="studio-table"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
 
 
