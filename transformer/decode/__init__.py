@@ -9,6 +9,7 @@ from .greedy import (
                      InputError,
                      Step,
                      encode_source,
+                     fit_input,
                      greedy_decode,
                      read_source,
                      teacher_forced,
@@ -25,7 +26,7 @@ from .stored import model_context, stored_decode, stored_greedy
 from .trace_json import SIDE_FILE_ABOVE, TraceFormatError, load_trace_json, result_from_dict, save_trace_json
 from .words import merge_words, word_groups
 
-__all__ = ["FillResult", "MaskPrediction", "fill_masks", "masked_decode", "no_mask_message", "read_masked", "ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
+__all__ = ["FillResult", "MaskPrediction", "fill_masks", "masked_decode", "no_mask_message", "read_masked", "ALL_TITLES", "TraceFormatError", "load_trace_json", "result_from_dict", "perplexity", "AttentionTrace", "DecodeResult", "Hypothesis", "InputError", "fit_input", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS",
            "MEAN_HEAD", "Step", "TRACE_FORMAT_VERSION", "beam_search", "beam_texts",
            "encode_source", "greedy_decode",
            "head_label", "hidden_dict", "hidden_note", "hide_tokens", "read_source", "sink_positions",

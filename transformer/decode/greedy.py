@@ -85,6 +85,15 @@ class DecodeResult:
         return json.dumps(self.to_dict())
 
 
+def fit_input(text: str, limit: int = MAX_INPUT_CHARS) -> tuple[str, str | None]:
+    """Text for a box that holds at most `limit` characters: (the text, None) when it fits, else (its first `limit`
+    characters, the message that says so)."""
+    if len(text) <= limit:
+        return text, None
+    return text[:limit], (f"The pasted text has {len(text):,} characters; the first {limit:,} are kept (the limit "
+                          f"is {limit:,}).")
+
+
 def _check_text(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InputError("The input is empty: type a sentence to decode.")

@@ -18,7 +18,6 @@ from transformer.charts import (
 )
 from transformer.decode import (
     ALL_TITLES,
-    MAX_INPUT_CHARS,
     MEAN_HEAD,
     AttentionTrace,
     DecodeResult,
@@ -60,6 +59,7 @@ from ..kit import (
     layer_picker,
     map_columns,
     md,
+    model_text_input,
     overview_first,
     presenting,
     share_reference,
@@ -90,8 +90,8 @@ def attention_result(active: ActiveModel, text: str, mode: str) -> tuple[DecodeR
         result = greedy_or_message(active, text)
         return None if result is None else (result, None)
     bind_reference(KEYS["ref"], active, text)
-    reference = st.text_input("Reference output", key=KEYS["ref"], on_change=share_reference, args=(KEYS["ref"],),
-                              max_chars=MAX_INPUT_CHARS)
+    reference = model_text_input(st, "Reference output", key=KEYS["ref"], on_change=share_reference,
+                                 args=(KEYS["ref"],))
     if not reference.strip():
         st.info("Type the reference output the decoder should be fed.", icon=":material/edit_note:")
         return None
@@ -108,8 +108,8 @@ def attention_selection(active: ActiveModel, *, words_asked: bool | None = None)
     when there is nothing to show. `words_asked`: the merged-words switch a shared link asked for."""
     bind_text(KEYS["text"], active)
     col_text, col_mode = st.columns([3, 2])
-    text = col_text.text_input(active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
-                               args=(KEYS["text"],), max_chars=MAX_INPUT_CHARS)
+    text = model_text_input(col_text, active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
+                            args=(KEYS["text"],))
     st.session_state.setdefault(KEYS["mode"], "greedy")
     mode, second = "greedy", ""
     if active.family.decodes:

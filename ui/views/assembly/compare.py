@@ -10,7 +10,7 @@ import streamlit as st
 from transformer.adapters import HFModelError
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import attention_heatmap, difference_heatmap, window_title
-from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, AttentionTrace, DecodeResult, InputError
+from transformer.decode import ALL_TITLES, AttentionTrace, DecodeResult, InputError
 from transformer.store import CheckpointError
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
@@ -33,6 +33,7 @@ from ..kit import (
     map_kind,
     md_token,
     model_caption,
+    model_text_input,
     needs_page_width,
     share_text,
     show_chart,
@@ -131,8 +132,7 @@ def compare_decodes(active: ActiveModel) -> Selection | None:
     with col_b:
         other = pick_model_b(active)
     bind_text(KEYS["text"], active)
-    text = col_text.text_input("Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
-                               max_chars=MAX_INPUT_CHARS)
+    text = model_text_input(col_text, "Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
     if other is None:
         return None
     result_a = greedy_or_message(active, text)
@@ -225,7 +225,7 @@ def show_both_maps(sel: Selection) -> None:
                        f"{head_label(head, spelled=True).lower()}" + (f" · step {row + 1}" if stepped else "")
                        + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
             chart_heading(heading)
-            heatmap = attention_heatmap(trace, kind, layer, head, size=260, max_row=row, highlight_row=row, title="",
+            heatmap = attention_heatmap(trace, kind, layer, head, size=220, max_row=row, highlight_row=row, title="",
                                         keys=keys, max_width=MAP_WIDTH if wide else None)
             show_chart(heatmap, key=f"compare_map_{tag.lower()}", width="content")
             slide_downloads(heatmap, slide_title(model, text).lines(f"Model {heading}"),

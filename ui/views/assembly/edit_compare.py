@@ -8,7 +8,7 @@ import streamlit as st
 
 from transformer.analysis import EditComparison, check_edit, compare_edit
 from transformer.charts import EDIT_WINDOW, aligned_difference_heatmap, edit_window, head_movement_heatmap
-from transformer.decode import ALL_TITLES, MAX_INPUT_CHARS, DecodeResult, InputError
+from transformer.decode import ALL_TITLES, DecodeResult, InputError
 from ui.models import ActiveModel
 
 from ..features import show_patching
@@ -25,6 +25,7 @@ from ..kit import (
     layer_picker,
     md_token,
     model_caption,
+    model_text_input,
     share_text,
     show_chart,
     show_chips,
@@ -61,9 +62,9 @@ def edited_text(text_a: str) -> str:
     """The edited input B, prefilled from A the first time (a one-word swap is the common edit)."""
     if not st.session_state.get(EDIT_KEY):
         st.session_state[EDIT_KEY] = text_a
-    return st.text_input("Edited input (B)", key=EDIT_KEY, max_chars=MAX_INPUT_CHARS,
-                         help="Change a word (or insert or delete some): both inputs are decoded by the model picked "
-                              "in the sidebar and everything is compared.")
+    return model_text_input(st, "Edited input (B)", key=EDIT_KEY,
+                            help="Change a word (or insert or delete some): both inputs are decoded by the model picked "
+                                 "in the sidebar and everything is compared.")
 
 
 # cache_resource, not cache_data: cache_data pickled both decodes' traces and the aligned maps into the cache (and
@@ -162,8 +163,7 @@ def show_edit_mode(active: ActiveModel) -> None:
     bind_text(KEYS["text"], active)
     col_a, col_b = st.columns(2)
     with col_a:
-        text_a = st.text_input("Input (A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
-                               max_chars=MAX_INPUT_CHARS)
+        text_a = model_text_input(st, "Input (A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
     with col_b:
         text_b = edited_text(text_a)
     comparison = edit_comparison(active, text_a, text_b)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.charts import attention_heatmap
-from transformer.decode import MAX_INPUT_CHARS
 from transformer.model import SOURCE
 from ui.models import ActiveModel
 
@@ -19,6 +18,7 @@ from ..kit import (
     map_columns,
     map_kind,
     md,
+    model_text_input,
     share_text,
     show_chart,
     show_chips,
@@ -32,9 +32,9 @@ def home_selection(active: ActiveModel) -> Selection | None:
     kind; None after a message when the input cannot be read."""
     bind_text(KEYS["text"], active)
     col_in, col_layer = st.columns([4, 1], vertical_alignment="bottom")
-    text = col_in.text_input(f"Type a {active.family.input_role}", key=KEYS["text"], on_change=share_text,
-                             args=(KEYS["text"],), max_chars=MAX_INPUT_CHARS,
-                             help="The current model (see the sidebar) decodes it greedily.")
+    text = model_text_input(col_in, f"Type a {active.family.input_role}", key=KEYS["text"], on_change=share_text,
+                            args=(KEYS["text"],),
+                            help="The current model (see the sidebar) decodes it greedily.")
     result = greedy_or_message(active, text)
     if result is None:
         return None
@@ -56,5 +56,5 @@ def show_try_it(sel: Selection) -> None:
         if not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
     with map_col:
-        show_chart(cached_chart(attention_heatmap, result.trace, kind, sel.layer, None, size=315,
+        show_chart(cached_chart(attention_heatmap, result.trace, kind, sel.layer, None, size=270,
                                 max_width=MAP_WIDTH), width="content")

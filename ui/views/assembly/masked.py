@@ -20,7 +20,6 @@ from transformer.analysis import (
 )
 from transformer.charts import attention_heatmap, head_change_map, prediction_bars
 from transformer.decode import (
-    MAX_INPUT_CHARS,
     AttentionTrace,
     DecodeResult,
     FillResult,
@@ -42,6 +41,7 @@ from ..kit import (
     head_picker,
     layer_picker,
     md,
+    model_text_input,
     share_text,
     show_chart,
     show_chips,
@@ -95,11 +95,10 @@ def masked_selection(active: ActiveModel) -> Selection | None:
     bind_text(KEYS["text"], active)
     st.session_state.setdefault(KEYS["topk"], 5)
     col_text, col_pair, col_k = st.columns([5, 4, 1])
-    text = col_text.text_input("Text (sentence A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
-                               max_chars=MAX_INPUT_CHARS)
-    second = col_pair.text_input("Second sentence (B, optional)", key=KEYS["pair"], max_chars=MAX_INPUT_CHARS,
-                                 help="A sentence pair: [CLS] A [SEP] B [SEP]; the map's segment filter shows "
-                                      "A→A, B→B, A→B and B→A.")
+    text = model_text_input(col_text, "Text (sentence A)", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
+    second = model_text_input(col_pair, "Second sentence (B, optional)", key=KEYS["pair"],
+                              help="A sentence pair: [CLS] A [SEP] B [SEP]; the map's segment filter shows "
+                                   "A→A, B→B, A→B and B→A.")
     top_k = int(col_k.number_input("Top-k", min_value=1, max_value=20, step=1, key=KEYS["topk"]))
     positions = _mask_picker(active, text, second)
     if positions is None:
@@ -230,9 +229,9 @@ def masked_attention_result(active: ActiveModel, text: str, column: st.delta_gen
     """The Attention page's input for an encoder-only model: the text and an optional second sentence in `column`
     (its "decoder input" choice does not apply); (the one forward pass's result, the second sentence), or None after
     a message."""
-    second = column.text_input("Second sentence (B, optional)", key=key, max_chars=MAX_INPUT_CHARS,
-                               help="A sentence pair: [CLS] A [SEP] B [SEP]; each map then offers the segment filter "
-                                    "(A→A, B→B, A→B, B→A).")
+    second = model_text_input(column, "Second sentence (B, optional)", key=key,
+                              help="A sentence pair: [CLS] A [SEP] B [SEP]; each map then offers the segment filter "
+                                   "(A→A, B→B, A→B, B→A).")
     try:
         with st.spinner(decoding_message(active), show_time=True):
             return _pair_result(active.cache_key, active, text, second), second

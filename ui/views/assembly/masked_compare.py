@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.analysis import attention_change
 from transformer.charts import attention_heatmap, head_change_map, prediction_bars
-from transformer.decode import MAX_INPUT_CHARS, FillResult, InputError
+from transformer.decode import FillResult, InputError
 from ui.models import ActiveModel
 
 from ..kit import (
@@ -18,6 +18,7 @@ from ..kit import (
     head_picker,
     layer_picker,
     md,
+    model_text_input,
     share_text,
     show_chart,
     show_chips,
@@ -58,17 +59,15 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
     bind_text(KEYS["text"], active)
     if way == "inputs":
         col_a, col_b = st.columns(2)
-        text = col_a.text_input("Input A", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
-                                max_chars=MAX_INPUT_CHARS)
+        text = model_text_input(col_a, "Input A", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
         st.session_state.setdefault(KEYS["text_b"], text)
-        text_b = col_b.text_input("Input B", key=KEYS["text_b"], max_chars=MAX_INPUT_CHARS)
+        text_b = model_text_input(col_b, "Input B", key=KEYS["text_b"])
         other = active
     else:
         col_b, col_text = st.columns([2, 3])
         with col_b:
             other = pick_model_b(active)
-        text = col_text.text_input("Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],),
-                                   max_chars=MAX_INPUT_CHARS)
+        text = model_text_input(col_text, "Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
         if other is None:
             return None
         if other.family.decodes:

@@ -21,7 +21,7 @@ from transformer.charts import (
     topk_bars,
     window_title,
 )
-from transformer.decode import MAX_INPUT_CHARS, DecodeResult, InputError
+from transformer.decode import DecodeResult, InputError
 from ui.models import ActiveModel
 
 from ..features import (
@@ -68,6 +68,7 @@ from ..kit import (
     map_columns,
     map_kind,
     md_token,
+    model_text_input,
     presenting,
     share_reference,
     share_text,
@@ -90,13 +91,13 @@ def decode_selection(active: ActiveModel) -> Selection | None:
     st.session_state.setdefault(KEYS["topk"], 5)
     bind_text(KEYS["text"], active)
     col_text, col_ref, col_k = st.columns([5, 4, 1])
-    text = col_text.text_input(active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
-                               args=(KEYS["text"],), max_chars=MAX_INPUT_CHARS)
+    text = model_text_input(col_text, active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
+                            args=(KEYS["text"],))
     bind_reference(KEYS["ref"], active, text)
-    reference = col_ref.text_input("Reference output (for teacher forcing)", key=KEYS["ref"],
-                                   on_change=share_reference, args=(KEYS["ref"],), max_chars=MAX_INPUT_CHARS,
-                                   help="The decoder is fed this target instead of its own output. Leave empty to "
-                                        "skip.")
+    reference = model_text_input(col_ref, "Reference output (for teacher forcing)", key=KEYS["ref"],
+                                 on_change=share_reference, args=(KEYS["ref"],),
+                                 help="The decoder is fed this target instead of its own output. Leave empty to "
+                                      "skip.")
     top_k = col_k.number_input("Top-k", min_value=2, max_value=20, step=1, key=KEYS["topk"])
     sampling = sampling_controls(active)
     free = (greedy_or_message(active, text, top_k=top_k) if sampling is None else

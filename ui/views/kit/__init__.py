@@ -58,6 +58,7 @@ from .real_size import (
     show_head_overview,
 )
 from .selection import LINK_OPENS, LINK_PARAMS, Selection
+from .text_box import model_text_input
 from .weights import model_caption, show_weights, slide_title, weights_of
 from .widgets import (
     PAGE_PX,
@@ -97,3 +98,4 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model", "share_reference",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
+__all__ += ["model_text_input"]
