@@ -82,7 +82,8 @@ __all__ = ["BEAM_NODE", "CHOSEN_COLOR", "INLINE_RENDERER", "LENS_CELL", "LINE_TH
            "step_probability_chart", "step_slider_chart", "text_width", "timeline_frame", "top_dimensions", "topk_bars",
            "training_curves", "training_slides", "tree_window", "video_bytes", "video_format", "visible_token",
            "window_title"]
-__all__ += ["EDIT_WINDOW", "aligned_difference_frame", "aligned_difference_heatmap", "edit_window", "head_movement_heatmap"]
+__all__ += ["EDIT_WINDOW", "aligned_difference_frame", "aligned_difference_heatmap", "edit_window",
+            "head_movement_heatmap"]
 __all__ += ["head_change_map", "js_cluster_map", "prediction_bars"]
 __all__ += ["snapshot_curves_chart", "snapshot_frame"]
 __all__ += [

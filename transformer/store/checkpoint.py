@@ -52,9 +52,8 @@ from .checkpoint_format import (
 )
 from .probe_frames import Frames, read_probe_frames, write_probe_frames
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "save_checkpoint", "load_checkpoint",
-           "load_probe_frames", "task_for_checkpoint", "list_checkpoints",
-           "is_valid_run_name"]
+__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointError", "is_valid_run_name", "list_checkpoints",
+           "load_checkpoint", "load_probe_frames", "save_checkpoint", "task_for_checkpoint"]
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 
 
