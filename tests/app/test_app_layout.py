@@ -1,4 +1,4 @@
-"""The app's layout, as tests/test_layout.py keeps the library's: `ui/` by role, arrows one way, no circle.
+"""The app's layout, as tests/library/test_layout.py keeps the library's: `ui/` by role, arrows one way, no circle.
 
 ui/server -> ui/models -> ui/views -> ui/links -> ui/train -> ui/shell -> pages/ and app.py: a subpackage imports only
 the subpackages before it, and only through their faces (`from ui.views import show_chart`); inside a subpackage,
@@ -54,7 +54,7 @@ def app_violations(path: Path, source: str) -> list[str]:
     breaks the layout."""
     rel = path.relative_to(ROOT)
     role = rel.parts[1] if rel.parts[0] == "ui" and len(rel.parts) >= 3 else None
-    depth = len(rel.parts) - 2  # how far up a relative import may reach and stay inside the role (ui/views/kit/x.py: 2)
+    depth = len(rel.parts) - 2  # how far up a relative import may reach and stay inside the role (a module of ui/views/kit/: 2)
     driver = rel.parts[0] == "studio_browser"
     problems = []
     for line, module, level in _imports(path, source):
