@@ -89,6 +89,21 @@ def dense_decode(lm, prompt: list[int]):
                                     len(prompt) - 1)
 
 
+def plain_forward(lm, prompt: list[int]) -> None:
+    """The baseline: Hugging Face's own SDPA prefill (logits at the last position) and steps, nothing kept."""
+    from transformers.cache_utils import DynamicCache
+    config, before = lm.model.config, lm.model.config._attn_implementation
+    config._attn_implementation = "sdpa"
+    try:
+        with torch.no_grad():
+            cache, ids = DynamicCache(), torch.tensor([prompt])
+            for _ in range(STEPS):
+                out = lm.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                ids = out.logits[:, -1].argmax(-1, keepdim=True)
+    finally:
+        config._attn_implementation = before
+
+
 def measure(what: str, length: int) -> dict:
     """One measure in this process."""
     from transformer.decode import stored_greedy
@@ -96,8 +111,12 @@ def measure(what: str, length: int) -> dict:
     lm = gpt2_2k() if what.endswith("G") else toy_t()
     prompt = torch.randint(5, 490, (length,), generator=torch.Generator().manual_seed(1)).tolist()
     result: dict = {"what": what, "tokens": length}
+    if what == "store-T":
+        start, cpu = time.perf_counter(), time.process_time()
+        plain_forward(lm, prompt)
+        result["plain_s"], result["plain_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
     with PeakRSS() as rss:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if what == "dense-G":
             trace = dense_decode(lm, prompt)
             result["maps_bytes"] = sum(w.numel() * 4 for w in trace.maps.values())
@@ -106,13 +125,15 @@ def measure(what: str, length: int) -> dict:
             result["store_bytes"] = store.nbytes()
             result["dense_bytes"] = store.dense_nbytes()
         result["forward_s"] = time.perf_counter() - start
+        result["forward_cpu_s"] = time.process_time() - cpu
     result["memory_bytes"] = rss.used
     if what == "store-T":
         from transformer.analysis.streamed import summarise
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with PeakRSS() as rss:
             summarise(store, "self", resolution=512)
         result["summaries_s"] = time.perf_counter() - start
+        result["summaries_cpu_s"] = time.process_time() - cpu
         result["summaries_memory_bytes"] = rss.used
     return result
 
@@ -142,8 +163,11 @@ def main() -> None:
     if args.only in (None, "T"):
         for n in args.lengths:
             t = _child("store-T", n)
-            print(f"T, {n:,} tokens + {STEPS} steps: store forward {t['forward_s']:.1f} s, "
-                  f"{t['memory_bytes'] / mb:,.0f} MB; summaries of every head {t['summaries_s']:.1f} s "
+            print(f"T, {n:,} tokens + {STEPS} steps: store forward {t['forward_s']:.1f} s "
+                  f"({t['forward_cpu_s']:.1f} CPU-s; plain SDPA forward {t['plain_s']:.1f} s, "
+                  f"{t['plain_cpu_s']:.1f} CPU-s: {t['forward_cpu_s'] / t['plain_cpu_s']:.2f}x in CPU time), "
+                  f"{t['memory_bytes'] / mb:,.0f} MB; summaries of every head "
+                  f"{t['summaries_s']:.1f} s ({t['summaries_cpu_s']:.1f} CPU-s) "
                   f"(+{t['summaries_memory_bytes'] / mb:,.0f} MB); store {t['store_bytes'] / mb:,.1f} MB for "
                   f"{t['dense_bytes'] / mb:,.0f} MB of maps")
 
