@@ -49,4 +49,4 @@ def load_hf_model(name: str, *, prefix: str = "", chat: bool = False, max_params
         return HFCausalLM.load(name, max_params=max_params, chat=chat)
     if family == "encoder-only":
         return HFMaskedLM.load(name, max_params=max_params)
-    return HF_ADAPTERS[family].load(name, prefix=prefix, max_params=max_params)
+    return HFSeq2Seq.load(name, prefix=prefix, max_params=max_params)

@@ -80,7 +80,7 @@ def _q_weights(module: MultiHeadAttention) -> tuple[Tensor, Tensor]:
     return module.in_proj.weight[: module.d_model], module.in_proj.bias[: module.d_model]
 
 
-def projection_weights(proj: nn.Module) -> tuple[Tensor, Tensor | None]:
+def projection_weights(proj: Any) -> tuple[Tensor, Tensor | None]:
     """An output projection's weight as nn.Linear holds it, (out, in), and its bias (None without): GPT-2's Conv1D
     keeps its weight as (in, out)."""
     weight = proj.weight if isinstance(proj, nn.Linear) else proj.weight.t()
@@ -119,7 +119,7 @@ def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
     try:
         for kind, mods in modules.items():
             for layer, module in enumerate(mods):
-                def hook(m: nn.Module, args: tuple, kwargs: dict, out: Any, kind: str = kind, layer: int = layer
+                def hook(m: Any, args: tuple, kwargs: dict, out: Any, kind: str = kind, layer: int = layer
                          ) -> None:
                     found[kind][layer] = _native_inputs(m, args, kwargs)
                     if (kind, layer) in projected:
@@ -157,7 +157,7 @@ def _recording(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _install(module: nn.Module) -> None:
     """Put the pass-through recorder on the eager kernel of `module`'s modeling module (once per family)."""
-    modeling = sys.modules[type(module).__module__]
+    modeling: Any = sys.modules[type(module).__module__]  # the family's modeling module, patched at run time
     with _GUARD:
         kernel = getattr(modeling, "eager_attention_forward", None)
         if kernel is None:
@@ -171,7 +171,7 @@ def _groups(module: nn.Module, n_heads: int, n_kv: int) -> tuple[int, ...]:
     return tuple(h // per_group for h in range(n_heads))
 
 
-def hf_rules(module: nn.Module, query: Tensor, kwargs: dict, tables: Tables) -> ScoreRules:
+def hf_rules(module: Any, query: Tensor, kwargs: dict, tables: Tables) -> ScoreRules:
     """The score rules an eager kernel's arguments and its module state: the scale, a sliding window (Qwen2's and
     Mistral's causal `sliding_window`, ModernBERT's half window + 1: either way |i - j| < window), soft-capping,
     T5's relative bias table (the stack's first layer holds it; later layers get the same bias tensor, found in
@@ -237,7 +237,7 @@ def _before_rotation(module: nn.Module, undo: ExitStack) -> dict[str, Tensor]:
 
     hooks = ([q_proj.register_forward_hook(keep("q")), k_proj.register_forward_hook(keep("k"))]
              if isinstance(q_proj, nn.Module) and isinstance(k_proj, nn.Module)
-             else [fused.register_forward_hook(keep_fused)])
+             else [fused.register_forward_hook(keep_fused)] if isinstance(fused, nn.Module) else [])
     for handle in (module.register_forward_pre_hook(pre, with_kwargs=True), *hooks):
         undo.callback(handle.remove)
     return kept
@@ -286,4 +286,4 @@ def complete(found: Mapping[str, Sequence[AttentionInputs | None]], model_name: 
         if missing:
             raise HFModelError(f"{model_name}: no attention inputs were recorded for {kind} layer(s) {missing} "
                                "(the insides need eager attention)")
-    return {kind: tuple(layers) for kind, layers in found.items()}  # type: ignore[misc]
+    return {kind: tuple(a for a in layers if a is not None) for kind, layers in found.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import weakref
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -14,6 +14,9 @@ from ..model import eval_mode
 from .hf_load import HFModelError
 from .interface import InspectableModel
 from .paths import ResidualPath, hf_path
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
 
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -34,7 +37,7 @@ class HFAdapter(InspectableModel):
     with what reads the same for every family; each family's adapter sets its ids and limits in `__init__`."""
 
     source = "huggingface"
-    model: nn.Module
+    model: PreTrainedModel
     tokenizer: Any
     _lock: threading.RLock
     _n_tokens: int

@@ -8,7 +8,7 @@ trace holds one causal self-attention matrix over the prompt and the generated t
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -21,11 +21,14 @@ from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import _logits_processors, heads_off
 from .interface import SourceText, padded_rows
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
+
 MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
 NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say
 
 
-def _layers(model: nn.Module) -> list[nn.Module]:
+def _layers(model: PreTrainedModel) -> list[nn.Module]:
     """The decoder blocks: GPT-2's `transformer.h`, Llama/Qwen2/Mistral's `model.layers`."""
     base = getattr(model, model.base_model_prefix, model)
     for name in ("layers", "h", "blocks"):
@@ -35,7 +38,7 @@ def _layers(model: nn.Module) -> list[nn.Module]:
     raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
 
 
-def _attention(layer: nn.Module) -> nn.Module:
+def _attention(layer: Any) -> nn.Module:
     """A decoder block's attention module (Llama's `self_attn`, GPT-2's `attn`)."""
     attn = getattr(layer, "self_attn", None) or getattr(layer, "attn", None) or getattr(layer, "attention", None)
     if attn is None:
@@ -43,7 +46,7 @@ def _attention(layer: nn.Module) -> nn.Module:
     return attn
 
 
-def causal_attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+def causal_attention_outputs(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
     """Each layer's attention output projection (GPT-2's `attn.c_proj`, Llama's `self_attn.o_proj`) as "self"."""
     found = []
     for layer in _layers(model):
@@ -71,7 +74,7 @@ class HFCausalLM(HFAdapter):
     family = DECODER_ONLY
     start_ids: tuple[int, ...] = ()
 
-    def __init__(self, model: nn.Module, tokenizer: Any, name: str, chat: bool = False) -> None:
+    def __init__(self, model: PreTrainedModel, tokenizer: Any, name: str, chat: bool = False) -> None:
         self.model, self.tokenizer, self.name, self.prefix, self.chat = model, tokenizer, name, "", chat
         cfg, gen = model.config, model.generation_config
         self.generation_config = gen
@@ -87,8 +90,11 @@ class HFCausalLM(HFAdapter):
                                                           *(gen.suppress_tokens or [])])
         self.context = _config_int(cfg, "max_position_embeddings", "n_positions", "n_ctx") or NO_CONTEXT_LIMIT
         self.max_source_len = self.max_target_len = min(self.context, MAX_PROMPT_TOKENS)
-        self.n_heads = _config_int(cfg, "num_attention_heads", "n_head")
-        self.n_kv_heads = _config_int(cfg, "num_key_value_heads") or self.n_heads
+        n_heads = _config_int(cfg, "num_attention_heads", "n_head")
+        if n_heads is None:
+            raise HFModelError(f"{name}: its config gives no number of attention heads (num_attention_heads, n_head)")
+        self.n_heads = n_heads
+        self.n_kv_heads = _config_int(cfg, "num_key_value_heads") or n_heads
         self.n_layers = len(_layers(model))
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self._lock = model_lock(model)

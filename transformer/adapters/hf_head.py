@@ -15,9 +15,12 @@ from __future__ import annotations
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
 
 _COPIES: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple[int, int], Tensor]]" = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
@@ -35,7 +38,7 @@ def transposed_weight(head: nn.Linear) -> Tensor:
 
 
 @contextmanager
-def fast_output_head(model: nn.Module) -> Iterator[None]:
+def fast_output_head(model: PreTrainedModel) -> Iterator[None]:
     """While inside, `model`'s output embedding computes `x @ W_t (+ bias)`; its own forward is back in `finally`.
     Hold `model_lock(model)` around it: nobody else may run the model meanwhile."""
     head = model.get_output_embeddings()
@@ -49,11 +52,11 @@ def fast_output_head(model: nn.Module) -> Iterator[None]:
         return out if bias is None else out + bias
 
     saved = head.__dict__.get("forward")
-    head.forward = forward
+    head.forward = forward  # type: ignore[method-assign,assignment]  # an instance attribute shadows the method
     try:
         yield
     finally:
         if saved is None:
             head.__dict__.pop("forward", None)
         else:
-            head.forward = saved
+            head.forward = saved  # type: ignore[method-assign]

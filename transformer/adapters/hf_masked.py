@@ -10,7 +10,7 @@ the first separator, 1 after) are derived from the ids themselves, as its tokeni
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -30,14 +30,17 @@ from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import heads_off
 from .interface import SourceText, padded_rows
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
+
 NO_POSITION_LIMIT = 512
 
 
-def _base(model: nn.Module) -> nn.Module:
+def _base(model: PreTrainedModel) -> nn.Module:
     return getattr(model, model.base_model_prefix, model)
 
 
-def _layers(model: nn.Module) -> list[nn.Module]:
+def _layers(model: PreTrainedModel) -> list[nn.Module]:
     """The encoder blocks: BERT's and RoBERTa's `encoder.layer`, DistilBERT's `transformer.layer`, ModernBERT's
     `layers`."""
     base = _base(model)
@@ -52,7 +55,7 @@ def _layers(model: nn.Module) -> list[nn.Module]:
                        "and ModernBERT)")
 
 
-def _attention(layer: nn.Module) -> nn.Module:
+def _attention(layer: Any) -> nn.Module:
     """The module that calls the eager kernel: BERT's `attention.self`, DistilBERT's `attention`, ModernBERT's
     `attn`."""
     attn = getattr(layer, "attention", None) or getattr(layer, "attn", None)
@@ -64,24 +67,25 @@ def _attention(layer: nn.Module) -> nn.Module:
     return attn
 
 
-def _out_projection(layer: nn.Module) -> nn.Module:
+def _out_projection(layer: Any) -> nn.Module:
     """Each layer's attention output projection: BERT's `attention.output.dense`, DistilBERT's `out_lin`,
     ModernBERT's `Wo` (its input is every head's output side by side)."""
     attn = getattr(layer, "attention", None) or getattr(layer, "attn", None)
     for path in ("output.dense", "out_lin", "Wo"):
         try:
-            return attn.get_submodule(path)
+            if attn is not None:
+                return attn.get_submodule(path)
         except AttributeError:
             continue
     raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be switched off")
 
 
-def masked_attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+def masked_attention_outputs(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
     """Each layer's attention output projection as "encoder_self" (what `heads_off` scales per head)."""
     return {"encoder_self": [_out_projection(layer) for layer in _layers(model)]}
 
 
-def mlm_head(model: nn.Module) -> Callable[[Tensor], Tensor]:
+def mlm_head(model: PreTrainedModel) -> Callable[[Tensor], Tensor]:
     """The model's own function from the last layer's output to the logits: ModernBERT's final norm, then the MLM
     head's dense + activation + norm, then the projection (with its bias)."""
     if hasattr(model, "cls"):  # BERT
@@ -103,7 +107,7 @@ class HFMaskedLM(HFAdapter):
     family = ENCODER_ONLY
     start_ids: tuple[int, ...] = ()
 
-    def __init__(self, model: nn.Module, tokenizer: Any, name: str) -> None:
+    def __init__(self, model: PreTrainedModel, tokenizer: Any, name: str) -> None:
         self.model, self.tokenizer, self.name, self.prefix = model, tokenizer, name, ""
         cfg = model.config
         self.generation_config = None

@@ -4,7 +4,7 @@ follows the model's generation config so it equals `generate(do_sample=False, nu
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -17,17 +17,20 @@ from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import SourceText, padded_rows
 from .residual_steps import check_encoder_layer, recording_calls
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
+
 NO_POSITION_LIMIT = 512  # sources/targets of models with relative positions (T5)
 
 
-def _out_projection(attn: nn.Module) -> nn.Module:
+def _out_projection(attn: Any) -> nn.Module:
     for name in ("out_proj", "o", "dense"):
         if isinstance(getattr(attn, name, None), nn.Linear):
             return getattr(attn, name)
     raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be switched off")
 
 
-def attention_modules(model: nn.Module) -> dict[str, list[nn.Module]]:
+def attention_modules(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
     """Each attention module per kind and layer (BART/Marian/mBART layout or T5 layout)."""
     found: dict[str, list[nn.Module]] = {k: [] for k in KINDS}
     for side in ("encoder", "decoder"):
@@ -45,25 +48,25 @@ def attention_modules(model: nn.Module) -> dict[str, list[nn.Module]]:
     return found
 
 
-def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+def attention_outputs(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
     """Each attention's output projection per kind and layer."""
     return {kind: [_out_projection(m) for m in modules] for kind, modules in attention_modules(model).items()}
 
 
-def stack_layers(stack: nn.Module) -> list[nn.Module]:
+def stack_layers(stack: Any) -> list[Any]:
     """The layers of an encoder or decoder stack (`layers`, or T5's `block`)."""
     layers = getattr(stack, "layers", None)
     return list(layers if layers is not None else getattr(stack, "block", None) or [])
 
 
-def _in_width(proj: nn.Module) -> int:
+def _in_width(proj: Any) -> int:
     """The input width of an output projection: nn.Linear's in_features, or GPT-2's Conv1D (weight (in, out))."""
     return proj.in_features if isinstance(proj, nn.Linear) else proj.weight.shape[0]
 
 
 @contextmanager
-def heads_off(model: nn.Module, head_mask: HeadMask | None,
-              outputs: Callable[[nn.Module], dict[str, list[nn.Module]]] = None) -> Iterator[None]:
+def heads_off(model: PreTrainedModel, head_mask: HeadMask | None,
+              outputs: Callable[[nn.Module], dict[str, list[nn.Module]]] | None = None) -> Iterator[None]:
     """Multiply each head's slice of every attention's output-projection input by `head_mask` (kind ->
     (layers, heads)) while inside; the hooks are removed in `finally`. Hold `model_lock(model)` around it.
     `outputs` finds the projections per kind and layer (an encoder-decoder's by default)."""
@@ -120,7 +123,7 @@ def _logits_processors(gen: Any, eos: list[int], max_length: int, begin_index: i
     return out
 
 
-def _n_layers(stack: nn.Module) -> int:
+def _n_layers(stack: Any) -> int:
     return len(stack_layers(stack))
 
 
@@ -128,7 +131,7 @@ class HFSeq2Seq(HFAdapter):
     """A pretrained Hugging Face encoder-decoder and its tokenizer; `prefix` is prepended to every source
     (T5 task prefixes such as "translate English to German: ")."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any, name: str, prefix: str = "") -> None:
+    def __init__(self, model: PreTrainedModel, tokenizer: Any, name: str, prefix: str = "") -> None:
         self.model, self.tokenizer, self.name, self.prefix = model, tokenizer, name, prefix
         cfg, gen = model.config, model.generation_config
         self.generation_config = gen

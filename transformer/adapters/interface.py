@@ -161,7 +161,7 @@ class InspectableModel(ABC):
         """`insides` with what the residual path saw in the same call: every norm's input, the position embeddings,
         the rotary tables (RoPE); the hooks are borrowed for the call."""
         with recording_path(self.residual_path()) as record:
-            insides = self.insides(src, tgt)
+            insides = self.insides(src, tgt)  # type: ignore[arg-type]  # None only for encoder-only models, whose insides take none
         return insides, record
 
     @abstractmethod

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from torch import Tensor, nn
 
 from ..data import pad
-from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, Seq2SeqTransformer, StepOutput
 from ..model.encoder_decoder import DecoderCache
 from .capture import complete, recording_native, recording_residuals
 from .native_base import NativeAdapter
@@ -17,6 +17,8 @@ from .residual_steps import check_encoder_layer, recording_calls
 class NativeSeq2Seq(NativeAdapter):
     """An encoder-decoder trained here, with its source and target tokenizers (`adapter_for` picks
     `NativeDecoderOnly` for a decoder-only one)."""
+
+    model: Seq2SeqTransformer
 
     def encode(self, src: Tensor, head_mask: HeadMask | None = None) -> EncoderOutput:
         return self.model.encode_with_attention(src, head_mask)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
-from ..model import Seq2SeqTransformer, eval_mode
+from ..model import DecoderOnlyTransformer, EncoderOnlyTransformer, Seq2SeqTransformer, eval_mode
 from .interface import InspectableModel, SourceText
 from .paths import ResidualPath, native_path
 
@@ -32,12 +32,14 @@ class NativeAdapter(InspectableModel):
     each family's adapter adds its network's calls."""
 
     source = "checkpoint"
-    start_ids = (START_ID,)
+    start_ids: tuple[int, ...] = (START_ID,)
     end_ids = frozenset({END_ID})
     pad_id = PAD_ID
     unemittable_ids = frozenset(UNEMITTABLE)
+    model: Seq2SeqTransformer | DecoderOnlyTransformer | EncoderOnlyTransformer  # each family's adapter narrows it
 
-    def __init__(self, model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+    def __init__(self, model: Seq2SeqTransformer | DecoderOnlyTransformer | EncoderOnlyTransformer,
+                 src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
                  name: str = "checkpoint") -> None:
         self.model, self.src_tokenizer, self.tgt_tokenizer, self.name = model, src_tokenizer, tgt_tokenizer, name
         self.max_source_len = self.max_target_len = model.cfg.max_len
@@ -72,6 +74,7 @@ class NativeAdapter(InspectableModel):
         return ban(logits, _UNEMITTABLE_IDS.to(logits.device))
 
     def translate(self, texts: Sequence[str]) -> list[str]:
+        assert not isinstance(self.model, EncoderOnlyTransformer), "an encoder-only adapter does not translate"
         return decode_texts(self.model, self.src_tokenizer, self.tgt_tokenizer, texts)
 
     @property
@@ -85,11 +88,11 @@ class NativeAdapter(InspectableModel):
         return eval_mode(self.model, torch.enable_grad)
 
 
-def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list[list[int]]:
+def greedy_batch(model: Seq2SeqTransformer | DecoderOnlyTransformer, src: Tensor, max_steps: int) -> list[list[int]]:
     """Greedy output ids (without </s>) for a padded source batch (B, S); fast path, no weights."""
     with eval_mode(model):
         memory, mask = model.encode(src)
-        cache = model.start_cache(memory)
+        cache: Any = model.start_cache(memory)  # each architecture's own cache
         b = src.size(0)
         token = torch.full((b, 1), START_ID, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
@@ -105,7 +108,7 @@ def greedy_batch(model: Seq2SeqTransformer, src: Tensor, max_steps: int) -> list
     return [r[: r.index(END_ID)] if END_ID in r else r for r in rows]
 
 
-def decode_texts(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+def decode_texts(model: Seq2SeqTransformer | DecoderOnlyTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
                  texts: Sequence[str], batch_size: int = 256) -> list[str]:
     """Greedy translations of many texts, batched (sources longer than the model allows are cut)."""
     outputs: list[str] = []

@@ -12,7 +12,16 @@ import torch
 from torch import Tensor, nn
 
 from ..data import START_ID
-from ..model import DECODER_ONLY, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from ..model import (
+    DECODER_ONLY,
+    AttentionMaps,
+    DecoderOnlyTransformer,
+    EncoderOutput,
+    ForwardOutput,
+    HeadMask,
+    Insides,
+    StepOutput,
+)
 from .capture import complete, recording_native, recording_residuals
 from .interface import SourceText
 from .native_base import NativeAdapter
@@ -27,8 +36,10 @@ class NativeDecoderOnly(NativeAdapter):
     """A decoder-only model trained here, with its source and target tokenizers."""
 
     family = DECODER_ONLY
+    model: DecoderOnlyTransformer
 
-    def __init__(self, model: nn.Module, src_tokenizer: Any, tgt_tokenizer: Any, name: str = "checkpoint") -> None:
+    def __init__(self, model: DecoderOnlyTransformer, src_tokenizer: Any, tgt_tokenizer: Any,
+                 name: str = "checkpoint") -> None:
         super().__init__(model, src_tokenizer, tgt_tokenizer, name)
         self.max_source_len = model.cfg.max_len - 2  # room for <s> and one output
 
@@ -94,7 +105,7 @@ class NativeDecoderOnly(NativeAdapter):
     def token_embeddings(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, ...]:
         return (self.model.embed(tgt, src.size(1)),)
 
-    def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
+    def teacher_logits(self, network: Any, src: Tensor, tgt: Tensor) -> Tensor:
         # every position of the sequence, the prompt's included: a prompt token's row predicts the next prompt token
         # (perplexity scores them), and a view's output head may keep only the rows it scores
         return network.full(src, tgt[:, src.size(1):])[0]

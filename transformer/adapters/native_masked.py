@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from ..data import END_ID, MASK_ID, MASK_TOKEN, Tokenizer
 from ..data.batching import PAD_ID
-from ..model import ENCODER_ONLY, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from ..model import ENCODER_ONLY, EncoderOnlyTransformer, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_native, recording_residuals
 from .hf_load import HFModelError
 from .interface import SourceText
@@ -33,8 +33,9 @@ class NativeEncoderOnly(NativeAdapter):
     mask_token = MASK_TOKEN
     unemittable_ids = frozenset({PAD_ID, MASK_ID})
     special_ids = frozenset({PAD_ID, MASK_ID, END_ID, 3})  # pad, <mask>, </s>, <unk>: never masked by a click
+    model: EncoderOnlyTransformer
 
-    def __init__(self, model: nn.Module, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer | None = None,
+    def __init__(self, model: EncoderOnlyTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer | None = None,
                  name: str = "checkpoint") -> None:
         super().__init__(model, src_tokenizer, tgt_tokenizer or src_tokenizer, name)
         self.max_source_len = self.max_target_len = model.cfg.max_len

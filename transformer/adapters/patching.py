@@ -127,7 +127,11 @@ def _write(x: Tensor, patches: Sequence[Patch], width: int | None, offset: int |
     written, and `written` counts them per patch (by id)."""
     x = x.clone()
     for p in patches:
-        cols = slice(None) if p.head is None else slice(p.head * width, (p.head + 1) * width)
+        if p.head is None:
+            cols = slice(None)
+        else:
+            assert width is not None, "a head's patch is written where the head width is known"
+            cols = slice(p.head * width, (p.head + 1) * width)
         value, positions = p.value.to(x.dtype), list(p.positions)
         if offset is not None:
             inside = [i for i, q in enumerate(positions) if offset <= q < offset + x.shape[1]]

@@ -82,7 +82,7 @@ class ResidualPath:
         return list({id(m): m for m in found if m is not None and not isinstance(m, nn.Identity)}.values())
 
 
-def _linear(m: nn.Module) -> tuple[Tensor, Tensor | None]:
+def _linear(m: Any) -> tuple[Tensor, Tensor | None]:
     return m.weight, m.bias
 
 
@@ -92,19 +92,20 @@ def _fused(weight: Tensor, bias: Tensor | None, sizes: Sequence[int]) -> Project
     return Projections(ws[0], bs[0], ws[1], bs[1], ws[2], bs[2])
 
 
-def _separate(q: nn.Module, k: nn.Module, v: nn.Module) -> Projections:
+def _separate(q: Any, k: Any, v: Any) -> Projections:
     return Projections(*_linear(q), *_linear(k), *_linear(v))
 
 
 # -- ours -----------------------------------------------------------------------------------------------------------
-def native_path(model: nn.Module) -> ResidualPath:
+# The networks are read by their attributes' names (each family names its own), so they are typed `Any` here.
+def native_path(model: Any) -> ResidualPath:
     """Our three architectures (`Seq2SeqTransformer`, `DecoderOnlyTransformer`, `EncoderOnlyTransformer`)."""
     pre = model.cfg.norm == "pre"
 
-    def layers(mods: Sequence[nn.Module], kinds: Sequence[str]) -> tuple[tuple[Sublayer, ...], ...]:
+    def layers(mods: Sequence[Any], kinds: Sequence[str]) -> tuple[tuple[Sublayer, ...], ...]:
         return tuple(tuple(Sublayer(name, m.norms[i]) for i, name in enumerate((*kinds, MLP))) for m in mods)
 
-    def proj(attn: nn.Module) -> Projections:
+    def proj(attn: Any) -> Projections:
         return _fused(attn.in_proj.weight, attn.in_proj.bias, [attn.d_model] * 3)
 
     if hasattr(model, "encoder") and hasattr(model, "decoder"):
@@ -127,7 +128,7 @@ PRE_NORM = {"mbart": True, "bart": False, "marian": False, "t5": True, "mt5": Tr
             "qwen2": True, "bert": False, "roberta": False, "distilbert": False, "modernbert": True}
 
 
-def hf_path(model: nn.Module, name: str) -> ResidualPath:
+def hf_path(model: Any, name: str) -> ResidualPath:
     """A Hugging Face model of a family the studio takes apart (`PRE_NORM`'s keys); others refused in one line."""
     kind = getattr(model.config, "model_type", "")
     if kind not in PRE_NORM:
@@ -139,7 +140,7 @@ def hf_path(model: nn.Module, name: str) -> ResidualPath:
     return ResidualPath(PRE_NORM[kind], stacks, projections, attention)
 
 
-def _bart(model: nn.Module) -> tuple:
+def _bart(model: Any) -> tuple:
     stacks, projections = {}, {}
     for side in ("encoder", "decoder"):
         stack = model.get_encoder() if side == "encoder" else model.get_decoder()
@@ -156,7 +157,7 @@ def _bart(model: nn.Module) -> tuple:
     return stacks, projections, {}
 
 
-def _t5(model: nn.Module) -> tuple:
+def _t5(model: Any) -> tuple:
     stacks, projections = {}, {}
     for side in ("encoder", "decoder"):
         stack = model.get_encoder() if side == "encoder" else model.get_decoder()
@@ -171,7 +172,7 @@ def _t5(model: nn.Module) -> tuple:
     return stacks, projections, {}
 
 
-def _gpt2(model: nn.Module) -> tuple:
+def _gpt2(model: Any) -> tuple:
     base = model.transformer
     layers = tuple((Sublayer("self", b.ln_1), Sublayer(MLP, b.ln_2)) for b in base.h)
     d = base.wte.weight.shape[1]
@@ -179,7 +180,7 @@ def _gpt2(model: nn.Module) -> tuple:
     return {"decoder": StackPath(base.wpe, None, layers, base.ln_f)}, {"self": proj}, {}
 
 
-def _llama(model: nn.Module) -> tuple:
+def _llama(model: Any) -> tuple:
     base = model.model
     layers = tuple((Sublayer("self", b.input_layernorm), Sublayer(MLP, b.post_attention_layernorm))
                    for b in base.layers)
@@ -190,7 +191,7 @@ def _llama(model: nn.Module) -> tuple:
             {"self": tuple(b.self_attn for b in base.layers)})
 
 
-def _bert(model: nn.Module) -> tuple:
+def _bert(model: Any) -> tuple:
     base = getattr(model, model.base_model_prefix)
     emb, blocks = base.embeddings, base.encoder.layer
     layers = tuple((Sublayer("encoder_self", b.attention.output.LayerNorm), Sublayer(MLP, b.output.LayerNorm))
@@ -199,7 +200,7 @@ def _bert(model: nn.Module) -> tuple:
     return {"encoder": StackPath(emb.position_embeddings, emb.LayerNorm, layers, None)}, {"encoder_self": proj}, {}
 
 
-def _distilbert(model: nn.Module) -> tuple:
+def _distilbert(model: Any) -> tuple:
     base = model.distilbert
     blocks = base.transformer.layer
     layers = tuple((Sublayer("encoder_self", b.sa_layer_norm), Sublayer(MLP, b.output_layer_norm)) for b in blocks)
@@ -208,7 +209,7 @@ def _distilbert(model: nn.Module) -> tuple:
             {"encoder_self": proj}, {})
 
 
-def _modernbert(model: nn.Module) -> tuple:
+def _modernbert(model: Any) -> tuple:
     base = model.model
     layers = tuple((Sublayer("encoder_self", b.attn_norm), Sublayer(MLP, b.mlp_norm)) for b in base.layers)
     d = base.embeddings.tok_embeddings.weight.shape[1]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -62,6 +63,8 @@ class PrefixCache:
 class DecoderOnlyTransformer(nn.Module):
     """Decoder-only transformer (`cfg.n_decoder_layers` causal self-attention blocks); a prefix LM."""
 
+    positions: Tensor  # a buffer (sinusoidal_positions)
+
     TIED_SOURCE = "embed.src_embed.weight"  # the matrix the tied weights share
     TIED_WEIGHTS = ("embed.tgt_embed.weight", "generator.weight")  # the same tensor as embed.src_embed.weight
 
@@ -71,7 +74,8 @@ class DecoderOnlyTransformer(nn.Module):
         self.embed = JointEmbedding(cfg)
         self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = Dropout(cfg.dropout)
-        self.layers = nn.ModuleList(EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
+        self.layers: Any = nn.ModuleList(  # EncoderLayers (items of a ModuleList read as Module)
+            EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         self.scale = math.sqrt(cfg.d_model)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -51,6 +52,8 @@ class DecoderCache:
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder transformer; `forward` returns logits, `forward_with_attention` also the weights."""
 
+    positions: Tensor  # a buffer (sinusoidal_positions)
+
     TIED_SOURCE = "src_embed.weight"  # the matrix the tied weights share
     TIED_WEIGHTS = ("tgt_embed.weight", "generator.weight")  # the same tensor as src_embed.weight when tied
 
@@ -61,8 +64,10 @@ class Seq2SeqTransformer(nn.Module):
         self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
         self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = Dropout(cfg.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg=cfg) for _ in range(cfg.n_encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
+        self.encoder: Any = nn.ModuleList(  # EncoderLayers (items of a ModuleList read as Module)
+            EncoderLayer(cfg=cfg) for _ in range(cfg.n_encoder_layers))
+        self.decoder: Any = nn.ModuleList(  # DecoderLayers (items of a ModuleList read as Module)
+            DecoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
         pre = cfg.norm == "pre"
         self.encoder_norm = nn.LayerNorm(cfg.d_model) if pre else nn.Identity()
         self.decoder_norm = nn.LayerNorm(cfg.d_model) if pre else nn.Identity()
@@ -179,9 +184,10 @@ class Seq2SeqTransformer(nn.Module):
             cache.plan, cache.planned = step_plan(self, cache.cross_kv, src_mask), True
         plan = cache.plan
         if plan is not None and plan.src_mask is src_mask and not self.training:
-            logits, self_maps, cross_maps = plan.step(token, cache.self_kv, cache.length, head_mask, cache.residuals)
+            logits, planned_self, planned_cross = plan.step(token, cache.self_kv, cache.length, head_mask,
+                                                            cache.residuals)
             cache.length += 1
-            return StepOutput(logits, self_maps, cross_maps)
+            return StepOutput(logits, planned_self, planned_cross)
         x = self._embed(self.tgt_embed, token, offset=cache.length)  # (B, 1, D)
         self_maps, cross_maps = [], []
         stream = None if cache.residuals is None else [x]
@@ -193,7 +199,7 @@ class Seq2SeqTransformer(nn.Module):
             cross_maps.append(wc)
             if stream is not None:
                 stream.append(x)
-        if stream is not None:
+        if stream is not None and cache.residuals is not None:
             cache.residuals.append(stream)
         cache.length += 1
         return StepOutput(self.generator(self.decoder_norm(x))[:, -1], tuple(self_maps), tuple(cross_maps))

@@ -12,6 +12,7 @@ keys are masked, so a padded row reads exactly as it would alone.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -35,6 +36,8 @@ def segments_of(ids: Tensor) -> Tensor:
 class EncoderOnlyTransformer(nn.Module):
     """One bidirectional stack of `cfg.n_encoder_layers` encoder layers and a masked-LM head."""
 
+    positions: Tensor  # a buffer (sinusoidal_positions)
+
     TIED_SOURCE = "embed.weight"  # the matrix the tied weights share
     TIED_WEIGHTS = ("generator.weight",)  # the same tensor as embed.weight when tied
 
@@ -45,7 +48,8 @@ class EncoderOnlyTransformer(nn.Module):
         self.segment_embed = nn.Embedding(2, cfg.d_model)
         self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = Dropout(cfg.dropout)
-        self.layers = nn.ModuleList(EncoderLayer(cfg=cfg) for _ in range(cfg.n_encoder_layers))
+        self.layers: Any = nn.ModuleList(  # EncoderLayers (items of a ModuleList read as Module)
+            EncoderLayer(cfg=cfg) for _ in range(cfg.n_encoder_layers))
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         self.scale = math.sqrt(cfg.d_model)

@@ -15,11 +15,12 @@ def head_label(head: int | None, layer: int | None = None, *, sep: str = " ", sp
     """'H2' for 0-based head 1 and 'mean' for the mean of heads (None or MEAN_HEAD); with a 0-based layer,
     'L1 H2' (or 'L1H2' with sep=""). Spelled out for prose and pickers: 'Head 2', 'Mean of heads', 'Layer 1 Head 2'.
     A head of a kind is `Head.label` ('cross:L1H2'), made with this."""
-    mean = head is None or head == MEAN_HEAD
+    if head is None or head == MEAN_HEAD:
+        name = "Mean of heads" if spelled else "mean"
+    else:
+        name = f"Head {head + 1}" if spelled else f"H{head + 1}"
     if spelled:
-        name = "Mean of heads" if mean else f"Head {head + 1}"
         return name if layer is None else f"Layer {layer + 1}{sep}{name}"
-    name = "mean" if mean else f"H{head + 1}"
     return name if layer is None else f"L{layer + 1}{sep}{name}"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -40,7 +41,7 @@ def _plain(modules: list[nn.Module]) -> bool:
                for m in modules)
 
 
-def _norm(norm: nn.Module) -> tuple | None:
+def _norm(norm: Any) -> tuple | None:
     """`torch.layer_norm`'s arguments after the input (as F.layer_norm passes them), or None for nn.Identity."""
     if isinstance(norm, nn.Identity):
         return None
@@ -49,7 +50,7 @@ def _norm(norm: nn.Module) -> tuple | None:
 
 @dataclass(frozen=True)
 class _Layer:
-    norms: tuple[tuple, tuple, tuple]  # `_norm`'s
+    norms: tuple[Any, Any, Any]  # `_norm`'s (a layer's norms are LayerNorms: never None)
     self_in: tuple[Tensor, Tensor]  # packed q/k/v projection
     self_out: tuple[Tensor, Tensor]
     cross_q: tuple[Tensor, Tensor]  # the query third of the packed projection
@@ -62,7 +63,7 @@ class _Layer:
 class StepPlan:
     """The decoder's weights and this decode's cross keys/values, looked up once; `step` is `decode_step`."""
 
-    def __init__(self, model: nn.Module, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor | None) -> None:
+    def __init__(self, model: Any, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor | None) -> None:
         cfg = model.cfg
         self.pre = cfg.norm == "pre"
         self.src_mask = src_mask  # the mask the cross bias was built from
@@ -72,7 +73,7 @@ class StepPlan:
         self.final_norm = _norm(model.decoder_norm)
         self.generator = (model.generator.weight, model.generator.bias)
         d = self.d_model
-        self.layers = []
+        self.layers: list[_Layer] = []
         for layer, (k, v) in zip(model.decoder, cross_kv, strict=True):
             n = layer.norms._modules
             sa, ca, ff = layer.self_attn, layer.cross_attn, layer.ff
@@ -134,14 +135,14 @@ class StepPlan:
             cross_maps.append(wc)
             if stream is not None:
                 stream.append(x)
-        if stream is not None:
+        if stream is not None and residuals is not None:
             residuals.append(stream)
         if self.final_norm is not None:
             x = norm(x, *self.final_norm)
         return F.linear(x, *self.generator)[:, -1], tuple(self_maps), tuple(cross_maps)
 
 
-def step_plan(model: nn.Module, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor | None
+def step_plan(model: Any, cross_kv: list[tuple[Tensor, Tensor]], src_mask: Tensor | None
               ) -> StepPlan | None:
     """A plan for `model`'s cached decoder steps, or None where the module path must run (training, a hook, a
     module that is not the plain class; checked when the decode starts)."""

@@ -38,7 +38,9 @@ def store_from_tensors(tensors: dict[str, Tensor], meta: dict[str, Any]) -> Atte
             out = []
             for i, e in enumerate(entries):
                 got = {name: tensors.get(f"{kind}.{i}.{name}") for name in _OPTIONAL}
-                relative = None if e["relative"] is None else RelativeBias(
+                if e["relative"] is not None and got["relative"] is None:
+                    raise StoreError(f"{kind} layer {i}: a relative bias without its table")
+                relative = None if e["relative"] is None or got["relative"] is None else RelativeBias(
                     got["relative"], bool(e["relative"]["bidirectional"]), int(e["relative"]["max_distance"]))
                 rules = ScoreRules(float(e["scale"]), bool(e["causal"]), e["window"], int(e["offset"]), got["keep"],
                                    e["softcap"], got["alibi"], got["sinks"], relative)
