@@ -12,13 +12,15 @@ from transformer.adapters import position_scheme
 from transformer.analysis import BatchMask, HeadComputation, HeadSelectionError, batch_mask, computation_at, mask_matrix
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import MAX_INPUT_CHARS, DecodeResult
-from ui.models import ActiveModel
+from ui.models import ActiveModel, model_options, select_model
 
 from ..features import captured_for
 from ..kit import (
     LINK_PARAMS,
     NEXT_STEP_KEY,
     PREV_STEP_KEY,
+    TEXT_KEY,
+    TEXT_TASK_KEY,
     Selection,
     bind_text,
     greedy_or_message,
@@ -27,6 +29,8 @@ from ..kit import (
 )
 
 STAGE_KEY = LINK_PARAMS["learn"]["stage"]  # the tour stage shown, 0-based (links: from 1)
+COMPOSITION_MODEL = "shipped:induction"  # the example of heads that build on heads (checkpoints/induction)
+COMPOSITION_PROMPT = "qXk3Bw7pLmZ2aRt9qXk3Bw7pLm"  # a chunk written twice: the second copy is predictable
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
                    for head in range(c.n_heads)]
         chart = heads_row_chart(weights, k_tokens, "Each head's weights from the same query")
         show_chart(chart, key="learn_heads", width="content")
+        composition_example(active)
         return
     if stage.name == "step":
         step = result.steps[0]
@@ -173,6 +178,29 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
             show_chart(charts[name], key=f"learn_{stage.name}_{name}", width="content")
             if name in STAGES:
                 st.latex(STAGES[name][1], width="content")
+
+
+def _open_composition_example() -> None:
+    select_model(COMPOSITION_MODEL)
+    state = st.session_state
+    state[TEXT_TASK_KEY], state[TEXT_KEY] = "induction", COMPOSITION_PROMPT  # the prompt kept for the new task
+    state[LINK_PARAMS["learn"]["text"]] = COMPOSITION_PROMPT
+
+
+def composition_example(active: ActiveModel) -> None:
+    """Heads that build on heads: on the induction model, its known heads named; elsewhere a button that opens it."""
+    known = active.card.get("known_heads") or {}
+    if active.option.id == COMPOSITION_MODEL and known:
+        named = " and ".join(f"`{label}` ({role})" for label, role in known.items())
+        st.markdown(f"**Heads that build on heads.** This model's card names {named}: in the second copy of a "
+                    "repeated chunk, the induction head finds the token after the earlier occurrence of the current "
+                    "one by keys that the previous-token head wrote there in layer 1. Pick them on the Attention page "
+                    "(layer 1 and 2) with this prompt.")
+    elif any(o.id == COMPOSITION_MODEL for o in model_options()):
+        st.button("Heads that build on heads: open the induction model", key="learn_composition",
+                  on_click=_open_composition_example, icon=":material/account_tree:",
+                  help="checkpoints/induction: a 2-layer model whose induction head reads what its previous-token "
+                  "head wrote, with a repeated prompt")
 
 
 def show_masks(active: ActiveModel, result: DecodeResult) -> None:
