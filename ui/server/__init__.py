@@ -1,6 +1,6 @@
 """The server: settings (paths, environment variables), server-side limits, Streamlit's static files served
 from memory, the page's chart code preloaded, the address the room opens, who is audience, and the one list of pages."""
-from .audience import REFUSALS, client_address, is_audience, is_local, refusal, refuse, speaker_only
+from .audience import REFUSALS, audience_refusal, client_address, is_audience, is_local, refusal, refuse, speaker_only
 from .limits import LIMITS, check_limits, limit_violations
 from .local_addresses import forget_addresses, is_this_machine, machine_addresses
 from .page_registry import PAGES, PageEntry, page_named, page_titled
@@ -27,7 +27,8 @@ from .static_cache import MAX_AGE, StaticFromMemory, precompress
 
 __all__ = ["AUDIENCE_ENV", "JS_DIR", "LIMITS", "MAX_AGE", "PAGES", "PATCHES_ENV", "PUBLIC_URL_ENV", "REFUSALS",
            "THREADS_ENV", "PageEntry", "PreloadChunks", "ShareAddress", "StaticFromMemory", "audience_mode",
-           "check_limits", "checkpoints_root", "client_address", "configure_charts", "configure_torch",
+           "audience_refusal", "check_limits", "checkpoints_root", "client_address", "configure_charts",
+           "configure_torch",
            "first_view_chunks", "forget_addresses", "hf_models_root", "is_audience", "is_local", "is_loopback",
            "is_this_machine", "limit_violations", "machine_addresses", "max_training_processes", "network_address",
            "page_named", "page_titled", "precompress", "preferred_default", "preload_links", "public_url", "refusal",

@@ -23,6 +23,8 @@ REFUSALS = {  # what the audience is told in place of a control it may not use
              "yours to explore.",
     "agreement": f"Attribution over every step is the speaker's: {_WHY}, and it keeps it busy for minutes. The "
                  "Decode page attributes one step at a time.",
+    "render": f"Files made from a view (animations, slides, images, replays) are the speaker's: {_WHY}, and each "
+              "takes it seconds to render. Every view is yours to explore here.",
 }
 
 
@@ -53,8 +55,13 @@ def is_audience() -> bool:
 
 
 def refusal(action: str) -> str:
-    """Why `action` ("train", "upload", "load", "sweep", "agreement") is not the audience's."""
+    """Why `action` ("train", "upload", "load", "sweep", "agreement", "render") is not the audience's."""
     return REFUSALS[action]
+
+
+def audience_refusal(action: str) -> str | None:
+    """Why `action` is not this session's (a control's help where it is switched off), or None for the speaker."""
+    return refusal(action) if is_audience() else None
 
 
 def refuse(action: str) -> bool:

@@ -159,3 +159,31 @@ def test_a_public_address_goes_into_the_qr_code_and_no_network_is_said(room, mon
     at.session_state["studio_share"] = True  # "Copy link" says how to give the room an address
     at.run()
     assert any("Only this machine can open it" in c and PUBLIC_URL_ENV in c for c in texts(at.caption))
+
+
+def _renderers(at: AppTest) -> tuple[list, list]:
+    """The popovers that make files (slides, animations) and the chart image buttons a page drew."""
+    popovers = [p for p in at.get("popover") if p.key and p.key.endswith("_slides")]
+    images = [b for b in at.get("download_button") if b.key and b.key.endswith(("_png", "_svg"))]
+    return popovers, images
+
+
+@pytest.mark.parametrize("page", ["decode", "attention"])
+def test_an_audience_session_cannot_render_animations_slides_or_images(room, monkeypatch, page):
+    """Each MP4 or slide costs the speaker's machine seconds of CPU: the audience's buttons are switched off with the
+    reason, and nothing is there to render behind them; the speaker keeps them."""
+    from tests.helpers.app_session import capture_downloads, open_link
+
+    downloads = capture_downloads(monkeypatch)
+    connect_from(monkeypatch, PHONE)
+    at = open_link(page, {"text": TEXT})
+    assert_no_exception(at)
+    popovers, images = _renderers(at)
+    assert popovers and all(p.proto.popover.disabled and p.proto.popover.help == REFUSALS["render"] for p in popovers)
+    assert all(b.disabled and b.help == REFUSALS["render"] for b in images)
+    assert not [name for name in downloads if name.endswith((".mp4", ".gif", ".pdf", ".png", ".svg"))]
+    connect_from(monkeypatch, None)  # the speaker
+    at = open_link(page, {"text": TEXT})
+    popovers, images = _renderers(at)
+    assert popovers and not any(p.proto.popover.disabled for p in popovers) and not any(b.disabled for b in images)
+    assert any(name.endswith((".mp4", ".png")) for name in downloads)

@@ -16,6 +16,7 @@ from transformer.charts import (
     animation_bytes,
     decode_slides,
 )
+from ui.server import audience_refusal
 
 from ..kit import SLIDES_SUFFIX, Selection, head_label, kind_title
 
@@ -32,7 +33,7 @@ def animation_downloads(make_slides: Callable[[], Sequence[Slide]], frames: int,
                         what: str) -> None:
     """A "Download animation" popover with an MP4 and a GIF button, each file made only when clicked from the slides
     `make_slides` returns (`frames` of them, `what` they show). Hidden in presenter mode (its key ends in
-    SLIDES_SUFFIX); more frames than an animation holds get a caption instead."""
+    SLIDES_SUFFIX); more frames than an animation holds get a caption instead; switched off for the audience."""
     if frames > MAX_ANIMATION_FRAMES:
         st.caption(f"No animation of this: it would have {frames} frames; an animation has at most "
                    f"{MAX_ANIMATION_FRAMES}.")
@@ -41,6 +42,11 @@ def animation_downloads(make_slides: Callable[[], Sequence[Slide]], frames: int,
     def make(fmt: str) -> Callable[[], bytes]:
         return lambda: animation_bytes(make_slides(), fmt)
 
+    why = audience_refusal("render")
+    if why:  # an MP4 costs the speaker's machine seconds of CPU: not the room's to ask for
+        st.popover("Download animation", icon=":material/movie:", type="tertiary", key=f"{key}{SLIDES_SUFFIX}",
+                   disabled=True, help=why)
+        return
     seconds = frames * SECONDS_PER_FRAME
     with st.popover("Download animation", icon=":material/movie:", type="tertiary", key=f"{key}{SLIDES_SUFFIX}",
                     help="A video for slides or a fallback when the demo cannot run live: 1920×1080, a second a "

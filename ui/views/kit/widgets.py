@@ -20,6 +20,7 @@ from transformer.charts import visible_token as visible
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace, head_label
 from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
+from ui.server import audience_refusal
 
 PAGE_PX = 760  # the main column at a 1280-px window with the sidebar open: the most a full-width chart may take
 MAP_LABELS_PX = 190  # a map's token labels and colour legend beside its plotting area
@@ -167,12 +168,15 @@ def grid_cell(n_heads: int, largest: int, width: int = PAGE_PX) -> int:
 
 
 def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], stem: str, key: str) -> None:
-    """PNG and SVG download buttons whose files are made only when clicked."""
+    """PNG and SVG download buttons whose files are made only when clicked; switched off for the audience (the
+    speaker's machine would render them), the reason as their help."""
+    why = audience_refusal("render")
+    png, svg = (b"", "") if why else (make_png, make_svg)  # nothing to render behind a switched-off button
     left, right = st.columns(2)
-    left.download_button("PNG", data=make_png, file_name=f"{stem}.png", mime="image/png", key=f"{key}_png",
-                         icon=":material/image:", on_click="ignore", width="stretch")
-    right.download_button("SVG", data=make_svg, file_name=f"{stem}.svg", mime="image/svg+xml", key=f"{key}_svg",
-                          icon=":material/draw:", on_click="ignore", width="stretch")
+    left.download_button("PNG", data=png, file_name=f"{stem}.png", mime="image/png", key=f"{key}_png",
+                         icon=":material/image:", on_click="ignore", width="stretch", disabled=bool(why), help=why)
+    right.download_button("SVG", data=svg, file_name=f"{stem}.svg", mime="image/svg+xml", key=f"{key}_svg",
+                          icon=":material/draw:", on_click="ignore", width="stretch", disabled=bool(why), help=why)
 
 
 SLIDES_SUFFIX = "_slides"  # the key of every "Download for slides" ends so: presenter mode hides them by it
@@ -198,7 +202,12 @@ class SlideTitle:
 def slide_downloads(chart: Chart, title_lines: Sequence[str], stem: str, key: str) -> None:
     """"Download for slides": the chart as on screen (an Altair chart or a spec of ui.views.kit.chart_cache) on a 16:9
     slide under `title_lines`, as SVG, PDF or PNG (1920x1080), each file made only when clicked. Hidden in presenter
-    mode (its key ends in SLIDES_SUFFIX)."""
+    mode (its key ends in SLIDES_SUFFIX); switched off for the audience, the reason as its help."""
+    why = audience_refusal("render")
+    if why:
+        st.popover("Download for slides", icon=":material/slideshow:", type="tertiary", key=f"{key}{SLIDES_SUFFIX}",
+                   disabled=True, help=why)
+        return
     if isinstance(chart, dict):
         chart = copy.deepcopy(chart)  # the file is made later, from the spec as it is now
     lines = list(title_lines)
