@@ -22,7 +22,7 @@ from .sampling import MAX_TEMPERATURE, SampledStep, Sampling, SamplingError, che
 from .scoring import score_parallel
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
 from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSION, AttentionTrace, head_label
-from .stored import model_context, stored_decode, stored_greedy
+from .stored import STORE_ABOVE, decode_text, model_context, stored_decode, stored_greedy
 from .trace_json import SIDE_FILE_ABOVE, TraceFormatError, load_trace_json, result_from_dict, save_trace_json
 from .words import merge_words, word_groups
 
@@ -35,4 +35,5 @@ __all__ = ["FillResult", "MaskPrediction", "fill_masks", "masked_decode", "no_ma
            "MAX_TEMPERATURE", "SampledStep", "Sampling", "SamplingError", "check_sampling", "warp",
            "BeamHypothesis", "BeamNode", "BeamTree", "beam_tree"]
 __all__ += ["DECODES", "DecodeQueue", "can_batch", "greedy_decode_many", "queued_greedy"]
-__all__ += ["SIDE_FILE_ABOVE", "model_context", "save_trace_json", "stored_decode", "stored_greedy"]
+__all__ += ["STORE_ABOVE", "decode_text", "SIDE_FILE_ABOVE", "model_context", "save_trace_json", "stored_decode",
+            "stored_greedy"]

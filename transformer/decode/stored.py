@@ -10,8 +10,11 @@ import torch
 
 from ..adapters import InspectableModel, build_store, store_chunks, store_feed
 from ..model import AttentionStore
-from .greedy import DecodeResult, InputError, Step, _choose
+from .greedy import DecodeResult, InputError, Step, _choose, greedy_decode
 from .trace import AttentionTrace
+
+
+STORE_ABOVE = 1024  # prompt tokens above which `decode_text` keeps the store instead of maps
 
 
 def model_context(lm: InspectableModel) -> int:
@@ -49,10 +52,29 @@ def stored_greedy(lm: InspectableModel, prompt: Sequence[int], n_source: int | N
 
 
 def stored_decode(lm: InspectableModel, prompt: Sequence[int], prompt_tokens: Sequence[str], *, max_steps: int = 3,
-                  top_k: int = 5, n_source: int | None = None) -> DecodeResult:
-    """`stored_greedy` as a DecodeResult whose trace holds the store (its maps are materialised only when read)."""
+                  top_k: int = 5, n_source: int | None = None, source_tokens: Sequence[str] | None = None
+                  ) -> DecodeResult:
+    """`stored_greedy` as a DecodeResult whose trace holds the store (its maps are materialised only when read);
+    `prompt_tokens` label the prompt's rows, `source_tokens` the trace's source (default: the prompt's)."""
     steps, store, finished = stored_greedy(lm, prompt, n_source, max_steps=max_steps, top_k=top_k)
     labels = [*prompt_tokens, *lm.ids_to_tokens([s.token_id for s in steps[:-1]])]
-    trace = AttentionTrace(prompt_tokens, labels, store=store, family=lm.family, head_groups=lm.head_groups(),
+    trace = AttentionTrace(prompt_tokens if source_tokens is None else source_tokens, labels, store=store,
+                           family=lm.family, head_groups=lm.head_groups(),
                            step_offset=len(prompt) - 1)
     return DecodeResult("", steps, trace, "greedy", finished, lm.detokenize([s.token_id for s in steps]))
+
+
+def decode_text(lm: InspectableModel, text: str, *, max_steps: int = 3, top_k: int = 5,
+                store_above: int = STORE_ABOVE) -> DecodeResult:
+    """Greedy decoding of `text` that keeps the attention store instead of maps when a decoder-only model's prompt
+    has more than `store_above` tokens (up to the model's own context; no character cap), else `greedy_decode`."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("The input is empty: type a sentence to decode.")
+    source = lm.tokenize_source(text)
+    prompt = lm.decoder_prefix(source)
+    if not lm.family.prompt_in_decoder or len(prompt) <= store_above:
+        return greedy_decode(lm, text, max_steps=max_steps, top_k=top_k, stop_at_end=True)
+    result = stored_decode(lm, prompt, lm.prefix_tokens(source), max_steps=max_steps, top_k=top_k,
+                           n_source=len(source.ids), source_tokens=source.tokens)
+    return DecodeResult(text, result.steps, result.trace, result.mode, result.finished, result.output_text,
+                        source.unknown)

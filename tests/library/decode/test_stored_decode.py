@@ -118,3 +118,18 @@ def test_a_sliding_window_shorter_than_the_prompt_is_stored_as_its_rule(tmp_path
                                    rtol=1e-6)
         torch.testing.assert_close(store.tile("self", layer, 3, slice(-4, None)),
                                    eager.tile("self", layer, 3, slice(-4, None)), atol=1e-5, rtol=0)
+
+
+def test_a_prompt_above_the_threshold_is_decoded_with_the_store(lm):
+    from transformer.decode import decode_text
+    _, _, text = _prompt(lm)
+    plain = greedy_decode(lm, text, max_steps=3, stop_at_end=True)
+    short = decode_text(lm, text, max_steps=3)
+    assert short.trace.store is None and [s.token_id for s in short.steps] == [s.token_id for s in plain.steps]
+    long = decode_text(lm, text, max_steps=3, store_above=4)
+    assert long.trace.store is not None
+    assert [s.token_id for s in long.steps] == [s.token_id for s in plain.steps]
+    assert long.trace.source_tokens == plain.trace.source_tokens
+    assert long.trace.decoder_input_tokens == plain.trace.decoder_input_tokens
+    assert long.source_text == text and long.output_text == plain.output_text
+    torch.testing.assert_close(long.trace.matrix("self", 0, 1), plain.trace.matrix("self", 0, 1), atol=1e-5, rtol=0)
