@@ -15,6 +15,8 @@ out. The norms are computed through small factors: ‖A B‖_F with B of rank Dh
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 
 import pandas as pd
@@ -25,6 +27,14 @@ from ..adapters import InspectableModel, ResidualPath, ResidualPathError
 from ..model import Head
 
 MODES = ("q", "k", "v")
+_KEPT: "weakref.WeakKeyDictionary[nn.Module, tuple[tuple, pd.DataFrame]]" = weakref.WeakKeyDictionary()
+_KEPT_GUARD = threading.Lock()
+
+
+def weights_version(network: nn.Module) -> tuple:
+    """What changes when any weight of `network` changes: each parameter's identity and in-place version counter
+    (an optimizer step, a load_state_dict or a copy_ bumps it)."""
+    return tuple((id(p), p._version) for p in network.parameters())
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,20 @@ def _modes(path: ResidualPath, writer: tuple[str, int], reader: _Reader) -> tupl
 
 def composition_scores(lm: InspectableModel) -> pd.DataFrame:
     """One row per (writing head, later reading head): `from`, `to` (`Head.label`) and `q`, `k`, `v` (NaN where the
-    reader does not read the writer that way). ResidualPathError when no head reads another's output."""
+    reader does not read the writer that way). ResidualPathError when no head reads another's output. Computed once
+    per weights and kept (a copy is returned); weights changed in place are seen and scored again."""
+    version = weights_version(lm.network)
+    with _KEPT_GUARD:
+        kept = _KEPT.get(lm.network)
+    if kept is not None and kept[0] == version:
+        return kept[1].copy()
+    frame = _scores(lm)
+    with _KEPT_GUARD:
+        _KEPT[lm.network] = (version, frame)
+    return frame.copy()
+
+
+def _scores(lm: InspectableModel) -> pd.DataFrame:
     path = lm.residual_path()
     counts, groups = lm.head_counts(), lm.head_groups()
     layers = [(kind, layer) for kind, (n, _) in counts.items() for layer in range(n)]

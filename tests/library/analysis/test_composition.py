@@ -91,3 +91,15 @@ def test_a_model_with_one_attention_layer_is_one_clear_line():
     one = adapter_for(build_model(cfg).eval(), task.src_tokenizer, task.tgt_tokenizer, name="one-layer")
     with pytest.raises(ResidualPathError, match="no head reads another head's output"):
         composition_scores(one)
+
+
+def test_scores_are_kept_per_weights_and_made_again_when_they_change():
+    lm = path_model("ours-pre", None)
+    first = composition_scores(lm)
+    first.loc[0, "q"] = -1.0  # a caller's copy: what is kept does not change
+    again = composition_scores(lm)
+    assert again.loc[0, "q"] != -1.0
+    with torch.no_grad():
+        lm.network.encoder[1].self_attn.in_proj.weight.mul_(2.0).add_(0.1)
+    changed = composition_scores(lm)
+    assert not changed[["q", "k", "v"]].fillna(0).equals(again[["q", "k", "v"]].fillna(0))
