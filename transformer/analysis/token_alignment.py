@@ -27,12 +27,12 @@ class TokenAlignment:
     @property
     def only_a(self) -> tuple[int, ...]:
         """Positions of A with no partner in B (deleted)."""
-        return tuple(a for a, b in self.pairs if b is None)
+        return tuple(a for a, b in self.pairs if b is None and a is not None)
 
     @property
     def only_b(self) -> tuple[int, ...]:
         """Positions of B with no partner in A (inserted)."""
-        return tuple(b for a, b in self.pairs if a is None)
+        return tuple(b for a, b in self.pairs if a is None and b is not None)
 
     def b_of(self, a: int) -> int | None:
         """B's position aligned with A's position `a`, or None."""

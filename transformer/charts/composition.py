@@ -58,5 +58,5 @@ def clicked_composition_pair(event: Mapping[str, Any] | None) -> tuple[str, str]
     points = ((event or {}).get("selection") or {}).get(COMPOSITION_PAIR) or []
     if not points or not isinstance(points, list) or not isinstance(points[0], Mapping):
         return None
-    pair = points[0].get("from"), points[0].get("to")
-    return pair if all(isinstance(p, str) for p in pair) else None
+    a, b = points[0].get("from"), points[0].get("to")
+    return (a, b) if isinstance(a, str) and isinstance(b, str) else None

@@ -54,7 +54,9 @@ class PackedIds(Sequence):
     def encode(cls, encode_many: Callable[[list[str]], list[list[int]]], texts: Iterable[str], limit: int,
                chunk: int = 20_000) -> "PackedIds":
         """Encode `texts` `chunk` at a time (never every list at once), each cut to `limit` ids."""
-        parts, lengths, batch = [], [], []
+        parts: list[np.ndarray] = []
+        lengths: list[int] = []
+        batch: list[str] = []
 
         def flush() -> None:
             for ids in encode_many(batch):

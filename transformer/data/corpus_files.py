@@ -13,10 +13,11 @@ A UTF-8 byte-order mark at the start of a file is ignored. `max_pairs` stops rea
 from __future__ import annotations
 
 import gzip
+import io
 import random
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from ..model import ConfigError, check_int
 from .examples import Example
@@ -29,7 +30,7 @@ class DataError(ValueError):
     """Data a user supplied (a file or typed text) cannot be used."""
 
 
-def _open_binary(path: Path) -> BinaryIO:
+def _open_binary(path: Path) -> io.BufferedIOBase:
     """Open a plain or gzip'd file for reading bytes; missing files become DataError."""
     try:
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")

@@ -46,6 +46,7 @@ def train_subword_tokenizer(texts: Iterable[str], kind: str = "bpe", vocab_size:
         raise TokenizerError(f"subword tokenizer kind must be one of {tuple(SUBWORD_KINDS)}, got {kind!r}")
     check_vocab_size(vocab_size)
     hf = _untrained(kind)
+    trainer: trainers.Trainer
     if kind == "bpe":
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
                                       show_progress=show_progress)

@@ -81,7 +81,7 @@ def gold_sources(task_name: str, source: str) -> tuple[GoldSource, ...] | None:
     for i, ch in enumerate(source):
         copies.setdefault(ch, []).append(i)
     accepted = {ch: where[0] if len(where) == 1 else tuple(where) for ch, where in copies.items()}
-    return tuple(accepted[source[i]] for i in gold)
+    return tuple(None if i is None else accepted[source[i]] for i in gold)
 
 
 def _target(task_name: str, source: str) -> str:
@@ -172,23 +172,26 @@ def make_task(spec: TaskSpec, *, tokenizers: tuple[Tokenizer, Tokenizer] | None 
     if name == "induction":
         if (spec.min_len, spec.max_len) == (TaskSpec.min_len, TaskSpec.max_len):  # the string tasks' lengths
             spec = replace(spec, min_len=INDUCTION_MIN_LEN, max_len=INDUCTION_MAX_LEN)
-        spec = replace(spec, n_train=50_000 if spec.n_train is None else spec.n_train)
-        train, valid = generate_induction(seed, spec.n_train, n_valid, spec.min_len, spec.max_len,
+        n_train = 50_000 if spec.n_train is None else spec.n_train
+        spec = replace(spec, n_train=n_train)
+        train, valid = generate_induction(seed, n_train, n_valid, spec.min_len, spec.max_len,
                                           INDUCTION_ALPHABET, MAX_GENERATED)
         tok = build_char_tokenizer(INDUCTION_ALPHABET)  # the probe: a sequence with its repeat, read as the prompt
         return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
     if name in GENERATED_TASKS:
-        spec = replace(spec, n_train=50_000 if spec.n_train is None else spec.n_train)
-        train, valid = _generate(name, seed, spec.n_train, n_valid, spec.min_len, spec.max_len)
+        n_train = 50_000 if spec.n_train is None else spec.n_train
+        spec = replace(spec, n_train=n_train)
+        train, valid = _generate(name, seed, n_train, n_valid, spec.min_len, spec.max_len)
         tok = build_char_tokenizer(LETTERS)
         return Task(name, "char", tok, tok, train, valid, valid[0].source, spec.to_dict())
     check_int("min_freq", spec.min_freq, 1, 10**9)
     if name == "toy-en-de":
         from .toy_en_de import make_splits  # imported lazily: only this task needs the toy grammar
 
-        spec = replace(spec, n_train=20_000 if spec.n_train is None else spec.n_train)
-        check_int("n_train", spec.n_train, 1, MAX_GENERATED)
-        train, valid = make_splits(spec.n_train, n_valid, seed=seed)
+        n_train = 20_000 if spec.n_train is None else spec.n_train
+        spec = replace(spec, n_train=n_train)
+        check_int("n_train", n_train, 1, MAX_GENERATED)
+        train, valid = make_splits(n_train, n_valid, seed=seed)
         if tokenizers is None:
             tokenizers = (build_word_tokenizer((ex.source for ex in train), min_freq=spec.min_freq),
                           build_word_tokenizer((ex.target for ex in train), min_freq=spec.min_freq))

@@ -145,7 +145,8 @@ def make_splits(n_train: int, n_valid: int, seed: int = 0, min_words: int = 3,
     """Train and validation sets of distinct sentences; no source sentence is in both."""
     if n_train < 0 or n_valid < 0:
         raise ValueError(f"n_train and n_valid must be >= 0, got {n_train} and {n_valid}")
-    total, seen, unique = n_train + n_valid, set(), []
+    total, seen = n_train + n_valid, set()
+    unique: list[Example] = []
     stream = _stream(seed, min_words, max_words)
     for _ in range(20 * total + 1000):
         if len(unique) == total:

@@ -43,7 +43,11 @@ def _nouns(gender: str, animate: bool, rows: str) -> tuple[Noun, ...]:
 
 def _verbs(rows: str, takes_clause: bool = False) -> tuple[Verb, ...]:
     """Verbs from rows of "en en_plural de de_plural"."""
-    return tuple(Verb(*line.split(), takes_clause=takes_clause) for line in rows.strip().splitlines())
+    verbs = []
+    for line in rows.strip().splitlines():
+        en, en_plural, de, de_plural = line.split()
+        verbs.append(Verb(en, en_plural, de, de_plural, takes_clause=takes_clause))
+    return tuple(verbs)
 
 
 # No English noun has the same singular and plural (sheep, fish), and none is also one of the verbs (cook, watch),

@@ -95,6 +95,7 @@ def _decode_rows(lm: InspectableModel, rows: dict[int, _Row]) -> dict[int, Decod
     start = list(lm.start_ids)
     with lm.running():
         merged = lm.encode_many([row.source.ids for row in batch])
+        assert merged is not None, "can_batch: this adapter encodes many sources at once"
         cache = lm.start_cache(merged)
         for token in start[:-1]:
             lm.step(torch.full((len(batch), 1), token), merged, cache)

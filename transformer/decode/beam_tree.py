@@ -45,8 +45,9 @@ class BeamNode:
     # of the step that chose this token (shared by siblings)
 
     def to_dict(self, with_attention: bool = False) -> dict:
-        out = {"id": self.id, "parent": self.parent, "step": self.step, "token": self.token, "token_id": self.token_id,
-               "log_prob": self.log_prob, "status": self.status, "score": self.score}
+        out: dict[str, object] = {"id": self.id, "parent": self.parent, "step": self.step, "token": self.token,
+                                  "token_id": self.token_id, "log_prob": self.log_prob, "status": self.status,
+                                  "score": self.score}
         if with_attention and self.attention is not None:
             out["attention"] = {k: [[[round(float(x), 6) for x in row] for row in layer] for layer in v.tolist()]
                                 for k, v in self.attention.items()}
@@ -80,9 +81,9 @@ class BeamTree:
     def path(self, node: int) -> list[BeamNode]:
         """The nodes from the root's first child down to `node`."""
         out = []
-        while node is not None and self.nodes[node].parent is not None:
+        while node is not None and (parent := self.nodes[node].parent) is not None:
             out.append(self.nodes[node])
-            node = self.nodes[node].parent
+            node = parent
         return out[::-1]
 
     def to_dict(self) -> dict:
@@ -178,9 +179,9 @@ def _tree(lm: InspectableModel, source, prefix: list[int], builder: _Builder, fi
 
 def _path(nodes: list[BeamNode], node: int) -> list[BeamNode]:
     out = []
-    while nodes[node].parent is not None:
+    while (parent := nodes[node].parent) is not None:
         out.append(nodes[node])
-        node = nodes[node].parent
+        node = parent
     return out[::-1]
 
 

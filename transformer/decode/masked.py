@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -104,27 +105,28 @@ def read_masked(lm: InspectableModel, text: str, second: str = "", mask_position
         article = "an" if lm.family.name[0] in "aeiou" else "a"
         raise InputError(f"{lm.name} is {article} {lm.family.name} model: predictions at masks need an encoder-only "
                          "model (BERT, RoBERTa, DistilBERT, ModernBERT)")
+    masked_lm: Any = lm  # an encoder-only adapter (checked above): its pairs, segments and mask id
     _check_text(text)
     if second:
         _check_text(second)
-    source = lm.tokenize_pair(text, second) if second else lm.tokenize_source(text)
+    source = masked_lm.tokenize_pair(text, second) if second else lm.tokenize_source(text)
     if len(source.ids) > lm.max_source_len:
         what = "The sentence pair has" if second else "The input has"
         raise InputError(f"{what} {len(source.ids):,} tokens with its special tokens; this model reads at most "
                          f"{lm.max_source_len}.")
-    special = set(lm.special_ids) - {lm.mask_id}
+    special = set(masked_lm.special_ids) - {masked_lm.mask_id}
     ids, originals = list(source.ids), {}
     for pos in sorted({int(p) for p in mask_positions}):
         if not 0 <= pos < len(ids):
             raise InputError(f"Token {pos} does not exist: the input has tokens 0 to {len(ids) - 1}.")
         if ids[pos] in special:
             raise InputError(f"{source.tokens[pos]!r} is a special token: only the text's own tokens can be masked.")
-        if ids[pos] != lm.mask_id:
+        if ids[pos] != masked_lm.mask_id:
             originals[pos] = source.tokens[pos]
-            ids[pos] = lm.mask_id
+            ids[pos] = masked_lm.mask_id
     masked = SourceText(tuple(ids), tuple(lm.ids_to_tokens(ids)), source.unknown,
                         source.n_specials)
-    return masked, lm.segments(ids), originals
+    return masked, masked_lm.segments(ids), originals
 
 
 def fill_masks(lm: InspectableModel, text: str, second: str = "", *, mask_positions: Sequence[int] = (),
@@ -135,9 +137,10 @@ def fill_masks(lm: InspectableModel, text: str, second: str = "", *, mask_positi
         raise InputError(f"top-k must be an integer between 1 and {MAX_TOP_K}, got {top_k!r}.")
     source, segments, originals = read_masked(lm, text, second, mask_positions)
     src = torch.tensor([source.ids])
+    masked_lm: Any = lm  # read_masked checked it is encoder-only: its forward takes no target
     with lm.running():
-        out = lm.forward(src, None, head_mask)
-    positions = [i for i, t in enumerate(source.ids) if t == lm.mask_id]
+        out = masked_lm.forward(src, None, head_mask)
+    positions = [i for i, t in enumerate(source.ids) if t == masked_lm.mask_id]
     predictions = []
     if positions:
         probs = out.logits[0, positions].float().softmax(-1)  # (M, V)

@@ -40,7 +40,8 @@ class StoreMaps(Mapping[str, Tensor]):
     short inputs: at long lengths read tiles from `trace.store`)."""
 
     def __init__(self, store: AttentionStore, kinds: Sequence[str]) -> None:
-        self.store, self._kinds, self._made = store, tuple(kinds), {}
+        self.store, self._kinds = store, tuple(kinds)
+        self._made: dict[str, Tensor] = {}
 
     def __getitem__(self, kind: str) -> Tensor:
         if kind not in self._kinds:

@@ -81,7 +81,7 @@ def result_from_dict(data: dict[str, Any], folder: Path | None = None) -> Decode
     format_version(data)  # every version reads the same way: 2 added the field itself, 3 optional keys and "sampled"
     store = _side_store(data, folder) if "store" in data and "attention" not in data else None
     try:
-        attention = data.get("attention") if store is None else None
+        attention: Any = data.get("attention") if store is None else None  # JSON: a bad shape is a TypeError below
         family = family_of(data["family"]) if "family" in data else family_with_kinds(list(attention))
         maps = None if store is not None else {kind: torch.tensor(attention[kind], dtype=torch.float32)
                                                for kind in family.kinds}

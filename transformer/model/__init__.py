@@ -1,6 +1,6 @@
 """The model stage: validated configs, our encoder-decoder, decoder-only and encoder-only models (`nn.Module`s
 only), the typed records of what they capture, and the optimizer they train with."""
-from .architectures import ARCHITECTURES, build_model, family_of_model
+from .architectures import ARCHITECTURES, Network, build_model, family_of_model
 from .attention import MultiHeadAttention, attention, attention_weights
 from .attention_store import (
                      AttentionStore,
@@ -55,8 +55,8 @@ __all__ = ["ALL_KINDS", "ALL_TITLES", "ARCHITECTURES", "ARCHITECTURE_NAMES", "DE
            "STAGE_RECIPES", "TARGET", "TASK_DEFAULTS", "AttentionInputs", "AttentionMaps", "AttentionStore",
            "CleanRule", "ConfigError", "DecoderLayer", "DecoderOnlyTransformer", "Dropout", "EncoderLayer",
            "EncoderOnlyTransformer", "EncoderOutput", "FeedForward", "ForwardOutput", "Head", "HeadError", "HeadMask",
-           "Insides", "LayerStore", "ModelConfig", "ModelFamily", "MultiHeadAttention", "PrefixCache", "RelativeBias",
-           "ScoreRules", "Seq2SeqTransformer", "StageRecipe", "StepOutput", "StoreError", "TrainConfig",
+           "Insides", "LayerStore", "ModelConfig", "ModelFamily", "MultiHeadAttention", "Network", "PrefixCache",
+           "RelativeBias", "ScoreRules", "Seq2SeqTransformer", "StageRecipe", "StepOutput", "StoreError", "TrainConfig",
            "additive_mask", "attention", "attention_weights", "build_model", "check_int", "default_configs", "dropout",
            "eval_mode", "family_of", "family_of_model", "family_with_kinds", "head_label", "layer_store",
            "make_optimizer", "row_lse", "segments_of", "sinusoidal_positions", "stage_configs", "stage_recipe",

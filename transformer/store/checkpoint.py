@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from ..data import Task, Tokenizer, task_from_spec
-from ..model import ARCHITECTURES, ModelConfig, Seq2SeqTransformer, TrainConfig, build_model
+from ..model import ARCHITECTURES, ModelConfig, Network, TrainConfig, build_model
 from .atomic import fsync_path, replace_directory, write_durably
 from .checkpoint_format import (
     CONFIG,
@@ -61,7 +61,7 @@ _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 class Checkpoint:
     """A trained model with everything needed to show it, evaluate it and resume training it."""
 
-    model: Seq2SeqTransformer
+    model: Network
     model_config: ModelConfig
     train_config: TrainConfig
     src_tokenizer: Tokenizer

@@ -23,7 +23,7 @@ from ..model import (
     Head,
     HeadError,
     ModelConfig,
-    Seq2SeqTransformer,
+    Network,
     TrainConfig,
     make_optimizer,
 )
@@ -246,7 +246,7 @@ def _tensor_names(path: Path) -> list[str]:
         raise CheckpointError(f"{path}: not a valid safetensors file ({exc})") from None
 
 
-def read_optimizer(folder: Path, model: Seq2SeqTransformer, train_cfg: TrainConfig) -> dict | None:
+def read_optimizer(folder: Path, model: Network, train_cfg: TrainConfig) -> dict | None:
     """The AdamW state_dict stored beside the model, checked against the optimizer the config builds."""
     json_path, tensor_path = folder / OPTIMIZER_JSON, folder / OPTIMIZER_TENSORS
     if not json_path.exists() and not tensor_path.exists():
@@ -257,14 +257,16 @@ def read_optimizer(folder: Path, model: Seq2SeqTransformer, train_cfg: TrainConf
     groups, scalars = (meta.get("param_groups"), meta.get("state")) if isinstance(meta, dict) else (None, None)
     _require(isinstance(groups, list) and all(isinstance(g, dict) for g in groups) and isinstance(scalars, dict),
              json_path, 'expected an object with "param_groups" (a list) and "state"')
+    assert isinstance(groups, list) and isinstance(scalars, dict)  # _require raised otherwise
     _require([g.get("params") for g in groups] == [g["params"] for g in ref_groups], json_path,
              "the parameter groups do not match the model in config.json")
     params = [p for g in reference.param_groups for p in g["params"]]
     expected: dict[str, tuple[int, ...]] = {}
     for key in _tensor_names(tensor_path):
         match = re.fullmatch(r"state\.(\d+)\.(\w+)", key)
-        _require(bool(match) and int(match[1]) < len(params) and match[2] in _OPTIMIZER_STATE_NAMES,
+        _require(match is not None and int(match[1]) < len(params) and match[2] in _OPTIMIZER_STATE_NAMES,
                  tensor_path, f"unexpected tensor {key!r}")
+        assert match is not None  # _require raised otherwise
         expected[key] = tuple(params[int(match[1])].shape)
     state: dict[int, dict[str, Any]] = {}
     for index, entries in scalars.items():

@@ -86,7 +86,7 @@ def _entries(path: Path, metadata: dict[str, str] | None) -> list[dict]:
         raise ProbeFramesError(f'{path}: the header has no "frames" list') from None
     _require(isinstance(entries, list) and len(entries) <= MAX_PROBE_FRAMES, path,
              f'"frames" must be a list of at most {MAX_PROBE_FRAMES} frames')
-    steps = [e.get("step") if isinstance(e, dict) else None for e in entries]
+    steps: list[Any] = [e.get("step") if isinstance(e, dict) else None for e in entries]
     _require(all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in steps), path,
              "every frame needs a non-negative integer step")
     _require(steps == sorted(set(steps)), path, "frames must be in increasing order of step, one per step")

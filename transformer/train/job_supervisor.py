@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..decode import AttentionTrace
-from ..model import Seq2SeqTransformer
+from ..model import Network
 from .job_launch import Launched, fork_server, launch_process
 from .job_messages import (
     Ended,
@@ -84,7 +84,7 @@ class JobSnapshot:
 
 @dataclass
 class _Published:
-    model: Seq2SeqTransformer | None = None
+    model: Network | None = None
     version: int = 0
     step: int = 0
     at: float = 0.0
@@ -160,7 +160,7 @@ class TrainingJob:
                                weights_version=self._published.version, run_seconds=self._run_seconds,
                                weights_step=self._published.step, weights_time=self._published.at)
 
-    def latest_model(self) -> tuple[int, Seq2SeqTransformer]:
+    def latest_model(self) -> tuple[int, Network]:
         """(version, an eval-mode copy of the newest published weights); never the training model itself."""
         with self._lock:
             return self._published.version, self._published.model

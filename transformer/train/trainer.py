@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from ..data import Batch, BucketSampler, MaskedBatches, PackedIds, Task, make_batch
 from ..data.masking import encode_pairs, evaluation_examples, masked_accuracy
-from ..model import ModelConfig, Seq2SeqTransformer, TrainConfig, build_model, make_optimizer
+from ..model import ModelConfig, Network, TrainConfig, build_model, make_optimizer
 from .device import cpu_copy
 from .precision import autocast, resolve_precision
 
@@ -66,7 +66,7 @@ class Trainer:
     """
 
     def __init__(self, task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig, *,
-                 model: Seq2SeqTransformer | None = None, step: int = 0, elapsed: float = 0.0,
+                 model: Network | None = None, step: int = 0, elapsed: float = 0.0,
                  optimizer_state: dict | None = None, history: Sequence[dict] = (), evals: Sequence[dict] = (),
                  callbacks: Sequence[Callback] = (), device: torch.device | str = "cpu") -> None:
         torch.manual_seed(train_cfg.seed)
@@ -189,7 +189,7 @@ class Trainer:
         return metrics
 
 
-def evaluate_model(model: Seq2SeqTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
+def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words.
     An encoder-only model: its masked-token accuracy instead (`evaluate_masked`)."""
     if model.cfg.architecture == "encoder-only":
