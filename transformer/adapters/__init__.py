@@ -14,7 +14,17 @@ from .native import NativeSeq2Seq
 from .native_base import UNEMITTABLE, NativeAdapter, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
 from .native_masked import NativeEncoderOnly
-from .paths import MLP, PathRecord, Projections, ResidualPath, ResidualPathError, StackPath, Sublayer
+from .paths import (
+    MLP,
+    PathRecord,
+    Projections,
+    ResidualPath,
+    ResidualPathError,
+    StackPath,
+    Sublayer,
+    hf_path,
+    native_path,
+)
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls
 from .store_capture import attention_store, store_of_insides
@@ -28,3 +38,4 @@ __all__ = ["DEFAULT_MAX_PARAMS", "HF_ADAPTERS", "LEARNED", "MAX_PROMPT_TOKENS", 
            "fast_output_head", "greedy_batch", "heads_off", "import_model_code", "load_hf_model", "load_pretrained",
            "masked_attention_outputs", "mlm_head", "model_lock", "position_scheme", "recording_calls"]
 __all__ += ["StoreChunks", "attention_store", "build_store", "store_chunks", "store_feed", "store_of_insides"]
+__all__ += ["hf_path", "native_path"]

@@ -66,3 +66,11 @@ def test_outside_positions_and_layers_are_one_clear_line(lm: InspectableModel):
         residual_parts(cap, stack, 0, [999])
     with pytest.raises(ResidualPathError, match="no"):
         residual_parts(cap, stack, 99, [0])
+
+
+def test_a_family_the_parts_do_not_cover_is_refused_in_one_line():
+    from types import SimpleNamespace
+
+    from transformer.adapters import hf_path
+    with pytest.raises(ResidualPathError, match="gemma2.*not taken apart into parts; the studio does this for"):
+        hf_path(SimpleNamespace(config=SimpleNamespace(model_type="gemma2")), "gemma-2")
