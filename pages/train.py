@@ -72,15 +72,14 @@ if st.session_state["train_task"] == "corpus":
     tokenizer_widgets(disabled=active)
 
 with st.expander("Every hyperparameter", icon=":material/tune:", key="train_settings_open"):
-    groups = st.columns(3, gap="medium")
-    for column, (group, title) in zip(groups, (("model", "Model"), ("train", "Optimisation"),
-                                               ("run", "Budget, data and probe")), strict=True):
-        with column:
+    # one group a row, four fields across: three groups side by side cut the pickers' values at 1280 px
+    for group, title in (("model", "Model"), ("train", "Optimisation"), ("run", "Budget, data and probe")):
+        with st.container():
             st.markdown(f"**{title}**")
             fields = [f for f in FIELDS if f.group == group]
-            inner = st.columns(2)
+            inner = st.columns(4)
             for i, f in enumerate(fields):
-                with inner[i % 2]:
+                with inner[i % 4]:
                     field_widget(f)
             if group == "run":
                 st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")

@@ -144,3 +144,64 @@ def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(tmp_path
                 page.context.close()
         finally:
             browser.close()
+
+
+# The layout check (tests/e2e/layout_check.py) on every page with every expander open: at a projector's 1280x720, in
+# presenter mode at 1920x1080, on the shipped default model and on a model of bart-large's shape. One browser, one
+# server, the pages in sequence.
+LEARN_STAGES = [f"learn?stage={i}" for i in range(1, 10)]
+OPENED = ["decode?enc_layer=1",  # the logit lens open (reading encoder layer 1)
+          "attention?query=3",  # Inside this head, at query 3
+          "compare?cmode=edit&edit=the+old+woman+sees+a+small+dog"]  # edit and compare: the patching maps
+EVERY_PAGE = ["", "decode", "attention", "compare", *OPENED, *LEARN_STAGES, "train", "head"]
+INPUT_PAGES = {"", "decode", "attention", "compare"}
+WALKS = [  # (model, viewport, presenter mode, pages)
+    ("shipped:multi30k-en-de", (1280, 720), False, EVERY_PAGE),
+    ("shipped:multi30k-en-de", (1920, 1080), True, ["", "decode", "attention", "compare", *LEARN_STAGES[:3], "train"]),
+    ("hf:bart-large-heads", (1280, 720), False, ["", "decode", "attention", "learn?stage=1", "learn?stage=3", "head"]),
+]
+
+
+def _open_checked(browser, url: str, size: tuple[int, int]) -> dict:
+    """The layout check's findings on `url` at `size`, once the page is drawn with every expander open."""
+    from tests.e2e.layout_check import LAYOUT_CHECK_JS, OPEN_EXPANDERS_JS
+
+    page = new_page(browser)
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(url)
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=120_000)
+    wait_idle(page, 120_000)
+    for _ in range(3):  # an expander's content may hold expanders of its own
+        if not page.evaluate(OPEN_EXPANDERS_JS):
+            break
+        page.wait_for_timeout(300)
+        wait_idle(page, 120_000)
+    found = page.evaluate(LAYOUT_CHECK_JS)
+    found["errors"] = page_errors(page)
+    page.context.close()
+    return found
+
+
+def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
+
+    build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
+    env = {"ATTENTION_STUDIO_HF_MODELS": str(tmp_path / "hf")}
+    problems = []
+    with running_app(shipped_checkpoints(), tmp_path / "runs", default="multi30k-en-de", extra_env=env) as server, \
+            sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            for model, size, present, pages in WALKS:
+                for path in pages:
+                    query = {"model": model, **({"text": TEXT} if path.split("?")[0] in INPUT_PAGES else {}),
+                             **({"present": "1"} if present else {})}
+                    url = f"{server.url}/{path}{'&' if '?' in path else '?'}{urlencode(query)}"
+                    found = _open_checked(browser, url, size)
+                    where = f"/{path} {model} {size[0]}x{size[1]}{' presenting' if present else ''}"
+                    problems += [f"{where}: {what}: {found[what][:4]}" for what in found if found[what]]
+        finally:
+            browser.close()
+    assert problems == [], "\n".join(problems)

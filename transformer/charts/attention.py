@@ -297,7 +297,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
                               + window_title(k_start, k_stop, n_keys),
                               subtitle=" · ".join(filter(None, [f"rows = {y_title}", f"columns = {x_title}",
                                                                 _CLICK_HINTS[clicks], hidden_note(trace, kind)])),
-                              anchor="start", fontSize=14, subtitleColor="#555"),
+                              anchor="start", fontSize=14, subtitleColor="#555", subtitlePadding=6),
     )
     return with_token_labels(grid, *trace.labels(kind))
 

@@ -63,7 +63,8 @@ def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int =
         x=x, y=y, tooltip=tooltip,
         color=alt.Color("value:Q", scale=scale, title=title,
                         condition={"test": "!isValid(datum.value)", "value": "#d4d4d4"},
-                        legend=alt.Legend(gradientLength=max(60, min(200, cell * n_layers)), format=".2f")),
+                        legend=alt.Legend(gradientLength=max(90, min(200, cell * n_layers)), format=".2f",
+                                          labelOverlap="greedy")),
         opacity=alt.OpacityValue(0.45, condition={"param": selection.name, "value": 1.0}),
     ).add_params(selection)
     return cells.properties(

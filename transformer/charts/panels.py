@@ -237,6 +237,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         title=alt.TitleParams(f"{KIND_TITLES[kind]} · {layer_text} × {trace.n_heads} heads and mean"
                               + window_title(*window, n_keys),
                               subtitle=f"rows = {y_title} · columns = {x_title} · {hover} · "
-                                       f"{_CLICK_HINTS[clicks]}", anchor="start", fontSize=14, subtitleColor="#555"))
+                                       f"{_CLICK_HINTS[clicks]}", anchor="start", fontSize=14, subtitleColor="#555",
+                              subtitlePadding=6))
     chart.usermeta = {"embedOptions": {"renderer": renderer}}
     return chart

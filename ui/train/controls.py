@@ -163,8 +163,8 @@ def run_controls() -> None:
         st.session_state[RESUME_SECONDS_KEY + "_for"] = run.id
         st.session_state[RESUME_SECONDS_KEY] = float(run.max_seconds)
     with st.container(border=True):
-        c_stop, c_resume, c_more, c_secs, c_name, c_over, c_save = st.columns([1.1, 2.4, 1.3, 1.3, 2, 1.1, 1.1],
-                                                                              vertical_alignment="bottom")
+        # two rows: seven controls in one cut their labels short at a 1280-px window
+        c_stop, c_resume, c_more, c_secs = st.columns([1.2, 3, 1.5, 1.5], vertical_alignment="bottom")
         c_stop.button("Stop", key="train_stop", icon=":material/stop:", on_click=stop, disabled=not active or locked,
                       width="stretch", help=why)
         resume_label = "Resume"
@@ -179,6 +179,7 @@ def run_controls() -> None:
                             disabled=run is None,
                             help="Resume's time budget: a new one, counted from the moment Resume is pressed. "
                                  "Whichever budget (steps or seconds) runs out first ends the run.")
+        c_name, c_over, c_save = st.columns([4, 1.5, 1.5], vertical_alignment="bottom")
         c_name.text_input("Save as…", key="train_save_name", placeholder="run name, e.g. reverse-small",
                           disabled=run is None or locked)
         c_over.checkbox("Overwrite", key="train_save_overwrite", disabled=run is None or locked)

@@ -143,7 +143,7 @@ def attention_selection(active: ActiveModel, *, words_asked: bool | None = None)
     st.caption(f"Output: **{md(result.output_text.strip()) or '(empty)'}**" + (
         "" if result.finished or reference is not None else " (stopped at the step limit)"))
 
-    c_kind, c_layer, c_head, c_opts = st.columns([5, 2, 2, 2], vertical_alignment="bottom")
+    c_kind, c_layer, c_head, c_opts = st.columns([4, 2, 3, 2], vertical_alignment="bottom")
     with c_kind:
         kind = kind_picker("Attention", KEYS["kind"], trace)
     with c_layer:
@@ -197,7 +197,7 @@ def show_large_map(sel: Selection) -> None:
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,
                             gold=gold if show_gold else (),
-                            size=460 if presenting() else 336, large_labels=presenting(), keys=keys)
+                            size=460 if presenting() else 300, large_labels=presenting(), keys=keys)
         show_chart(heatmap, key="attention_heatmap", width="content")
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included

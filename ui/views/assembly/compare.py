@@ -151,7 +151,7 @@ def compare_selection(sel: Selection) -> Selection:
     choices, each side with its kind (each model's own where the families differ)."""
     other = sel.against
     trace_a, trace_b = sel.result.trace, other.result.trace
-    c_kind, c_step, c_layer, c_head = st.columns([4, 3, 2, 2], vertical_alignment="bottom")
+    c_kind, c_step, c_layer, c_head = st.columns([3, 3, 2, 3], vertical_alignment="bottom")
     kinds = compare_kinds((trace_a, trace_b))  # each model's own kind when the families differ
     with c_kind:
         if kinds is None:

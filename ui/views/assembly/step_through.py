@@ -146,7 +146,7 @@ def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
 
 def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
     """Prev / Next, the step slider, the layer and head pickers; returns (layer, head)."""
-    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.8, 1.8, 4.6, 2, 2], vertical_alignment="bottom")
+    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.8, 1.8, 3.6, 2, 3], vertical_alignment="bottom")
     nav_prev.button("Prev", key="decode_prev", icon=":material/chevron_left:", on_click=ds.move_step,
                     args=(-1, n_steps), disabled=t == 0, width="stretch", shortcut=PREV_STEP_KEY)
     nav_next.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=ds.move_step,
@@ -187,7 +187,7 @@ def _step_panels(sel: Selection) -> None:
                         f"{spec.decoder_kind}_prefix_step{t + 1}", "decode_prefix_strip")
     with right:
         chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
-        top = cached_chart(topk_bars, step.top_k, chosen=step.token, width=240)
+        top = cached_chart(topk_bars, step.top_k, chosen=step.token, width=200)
         show_chart(top, key="decode_topk", width="content")
         slide_downloads(top, title.lines(f"Top-{len(step.top_k)} candidates · step {t + 1} of {len(result.steps)}"),
                         f"topk_step{t + 1}", "decode_topk")
@@ -195,7 +195,7 @@ def _step_panels(sel: Selection) -> None:
         if alternatives:
             if st.session_state.get(ds.FORCE_CHOICE_KEY) not in alternatives:
                 st.session_state[ds.FORCE_CHOICE_KEY] = alternatives[0]
-            pick, go = st.columns([3, 2], vertical_alignment="bottom")
+            pick, go = st.columns([1, 1], vertical_alignment="bottom")
             pick.selectbox("Force another token here", alternatives, format_func=visible, key=ds.FORCE_CHOICE_KEY)
             go.button("Decode on", key="decode_force", icon=":material/call_split:", on_click=ds.force_token,
                       args=(active.task_name, text, result, t), width="stretch",
@@ -229,7 +229,7 @@ def _maps(sel: Selection) -> None:
                       + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
         heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
                                gold=gold if st.session_state.get(KEYS["gold"], True) else (),
-                               size=440 if presenting() else 330, title="", large_labels=presenting(), keys=keys,
+                               size=440 if presenting() else 300, title="", large_labels=presenting(), keys=keys,
                                max_width=MAP_WIDTH)
         show_chart(heatmap, key="decode_heatmap", width="content")
         slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head, spelled=True).lower()} · "
