@@ -19,7 +19,7 @@ import torch
 
 from ..data import END_ID, GoldSource, make_batch
 from ..data.masking import MaskedExample, masked_batch
-from ..model import eval_mode
+from ..model import DecoderOnlyTransformer, EncoderOnlyTransformer, eval_mode
 from .alignment import accepted, alignment_hits, scores_frame, summarize
 
 
@@ -37,7 +37,7 @@ def _add(total: Any, hits: torch.Tensor) -> torch.Tensor:
     return hits if total is None else total + hits
 
 
-def masked_pair_alignment(model: torch.nn.Module, examples: Sequence[MaskedExample],
+def masked_pair_alignment(model: EncoderOnlyTransformer, examples: Sequence[MaskedExample],
                           golds: Sequence[Sequence[GoldSource] | None], batch_size: int = 128
                           ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Per head of an encoder-only model, how often a masked token's highest weight in the other sentence is on its
@@ -64,14 +64,14 @@ def masked_pair_alignment(model: torch.nn.Module, examples: Sequence[MaskedExamp
                 want = [g if g is not None and all(i < block.shape[-1] for i in accepted(g)) else None for g in want]
                 hits, n = alignment_hits(block, want)
                 total_hits, total = _add(total_hits, hits), total + n
-    if not total:
+    if not total or total_hits is None:
         return None
     frame = scores_frame(total_hits, total)
     return frame, summarize(frame)
 
 
-def prefix_alignment(model: torch.nn.Module, examples: Sequence, src_tokenizer, tgt_tokenizer, batch_size: int = 128
-                     ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+def prefix_alignment(model: DecoderOnlyTransformer, examples: Sequence, src_tokenizer, tgt_tokenizer,
+                     batch_size: int = 128) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Per head of a decoder-only model (a prefix LM), how often the query that predicts a target token puts its
     highest weight among the source tokens on that token's gold source; None when no example has one."""
     aligned = [e for e in examples if e.alignment is not None]
@@ -94,7 +94,7 @@ def prefix_alignment(model: torch.nn.Module, examples: Sequence, src_tokenizer, 
                         for g in example.alignment[:n_t]]
                 hits, n = alignment_hits(block, want)
                 total_hits, total = _add(total_hits, hits), total + n
-    if not total:
+    if not total or total_hits is None:
         return None
     frame = scores_frame(total_hits, total)
     return frame, summarize(frame)

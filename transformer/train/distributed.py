@@ -14,14 +14,14 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from ..data import Batch, PackedIds, ShardedBucketSampler
+from ..data import Batch, ShardedBucketSampler
 from .device import backend_for
 from .precision import autocast
 from .trainer import StepStats, Trainer
@@ -117,7 +117,7 @@ class DistributedTrainer(Trainer):
     def global_batch_size(self) -> int:
         return self.cfg.batch_size * self.env.world
 
-    def _sampler(self, src: PackedIds, tgt: PackedIds) -> Iterable[Batch]:
+    def _sampler(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Iterable[Batch]:
         """This rank's share of the global batches a single process with the global batch size would draw."""
         return ShardedBucketSampler(src, tgt, self.cfg.batch_size, rank=self.env.rank, world=self.env.world,
                                     seed=self.cfg.seed + self.step)

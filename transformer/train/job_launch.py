@@ -47,6 +47,7 @@ class ForkServer:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
         self._process = subprocess.Popen([sys.executable, "-m", "transformer.train.job_server", self._address],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=root)
+        assert self._process.stdout is not None  # a pipe (stdout=PIPE)
         if self._process.stdout.readline().strip() != b"ready":
             raise RuntimeError(f"the training server did not start (exit code {self._process.wait()})")
 

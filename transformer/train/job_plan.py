@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..data import Task
-from ..model import CleanRule, ModelConfig, TrainConfig, build_model, make_optimizer
+from ..model import CleanRule, ModelConfig, Network, TrainConfig, build_model, make_optimizer
 from .device import cpu_copy
 
 
@@ -80,7 +80,7 @@ class RunRecord:
         return model_from_weights(model_cfg, self.state["model"])
 
 
-def model_from_weights(model_cfg: ModelConfig, state_dict: dict[str, Any]) -> torch.nn.Module:
+def model_from_weights(model_cfg: ModelConfig, state_dict: dict[str, Any]) -> Network:
     """A new eval-mode model of `model_cfg` holding `state_dict`."""
     model = build_model(model_cfg)
     model.load_state_dict(state_dict)

@@ -51,6 +51,7 @@ class Ranks:
             env = DistEnv(rank=rank, world=self.processes, local_rank=rank, local_world=self.processes)
             start_process_group(env, init_method=init, cores=self.threads)
             trainer = make_trainer(order, env)
+            assert isinstance(trainer, DistributedTrainer)  # with an env
             trainer.follow()
             return 0
         except BaseException:  # noqa: BLE001 - rank 0 sees a lost peer and reports; nothing to print here

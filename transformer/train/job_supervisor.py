@@ -160,8 +160,9 @@ class TrainingJob:
                                weights_version=self._published.version, run_seconds=self._run_seconds,
                                weights_step=self._published.step, weights_time=self._published.at)
 
-    def latest_model(self) -> tuple[int, Network]:
-        """(version, an eval-mode copy of the newest published weights); never the training model itself."""
+    def latest_model(self) -> tuple[int, Network | None]:
+        """(version, an eval-mode copy of the newest published weights, None before the first); never the training
+        model itself."""
         with self._lock:
             return self._published.version, self._published.model
 
@@ -224,6 +225,7 @@ class TrainingJob:
                 if conn.poll(0.05):
                     message = receive(conn)
                     ended = isinstance(message, Ended)
+                    assert not isinstance(message, (Order, Stop, ProbeChange))  # the worker sends FromWorker
                     committed = self._handle(message)
         except (EOFError, OSError):
             pass  # the process died; reported below

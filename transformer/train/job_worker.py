@@ -151,6 +151,8 @@ class _Worker:
 
     def rule_ended(self) -> bool:
         """Send the stage rule's newest check; True (with the note) when it found the picture clean."""
+        if self.rule is None:
+            return False
         check = self.rule.own
         if check is not None and check is not self.sent_check:
             send(self.conn, EvalDone(metrics=check))

@@ -34,7 +34,8 @@ def masked_probe(lm: InspectableModel, task_name: str, text: str) -> DecodeResul
     if MASK_TOKEN in text or "</s>" in text:
         return masked_decode(lm, text)
     answer = known_output(task_name, text) or ""
-    source = lm.tokenize_pair(text, answer) if answer else lm.tokenize_source(text)
+    masked_lm: Any = lm  # an encoder-only adapter (its decode reads pairs)
+    source = masked_lm.tokenize_pair(text, answer) if answer else lm.tokenize_source(text)
     return masked_decode(lm, text, answer, mask_positions=probe_positions(source.ids))
 
 
@@ -76,6 +77,7 @@ class ProbeRecorder:
     def on_step_end(self, trainer: Trainer, stats: StepStats) -> None:
         if self.every is None:
             self.start(trainer)
+        assert self.every is not None  # start set it
         due = stats.step % self.every == 0
         if not due and self.every_s is not None:
             due = time.perf_counter() - self.last_at >= self.every_s

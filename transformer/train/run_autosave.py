@@ -34,7 +34,7 @@ def run_checkpoint(run: LiveRun, state: dict[str, Any] | None = None) -> Checkpo
         state, history, evals = record.state, record.history, record.evals
     else:
         snap = run.job.snapshot()
-        history, evals = snap.history, snap.evals
+        history, evals = list(snap.history), list(snap.evals)
     return checkpoint_from_state(plan.task, plan.model_cfg, plan.train_cfg, state, history, evals, run.timeline())
 
 

@@ -31,7 +31,7 @@ class StopWhenClean:
         self.accuracy.append(stats.accuracy)
         if self.clean is not None or stats.step % self.rule.check_every:
             return
-        if len(self.accuracy) < self.accuracy.maxlen or sum(self.accuracy) / len(self.accuracy) < \
+        if len(self.accuracy) < (self.accuracy.maxlen or 0) or sum(self.accuracy) / len(self.accuracy) < \
                 self.rule.gate_accuracy:
             return
         self.checks += 1

@@ -12,7 +12,15 @@ import torch.nn.functional as F
 
 from ..data import Batch, BucketSampler, MaskedBatches, PackedIds, Task, make_batch
 from ..data.masking import encode_pairs, evaluation_examples, masked_accuracy
-from ..model import ModelConfig, Network, TrainConfig, build_model, make_optimizer
+from ..model import (
+    DecoderOnlyTransformer,
+    EncoderOnlyTransformer,
+    ModelConfig,
+    Network,
+    TrainConfig,
+    build_model,
+    make_optimizer,
+)
 from .device import cpu_copy
 from .precision import autocast, resolve_precision
 
@@ -100,7 +108,7 @@ class Trainer:
             self._batches = iter(self._sampler(src, tgt))
         return next(self._batches)
 
-    def _sampler(self, src: PackedIds, tgt: PackedIds) -> Iterable[Batch]:
+    def _sampler(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> Iterable[Batch]:
         """The batches of the encoded training pairs, from seed + step (so a resumed run draws new ones)."""
         return BucketSampler(src, tgt, self.cfg.batch_size, seed=self.cfg.seed + self.step)
 
@@ -192,7 +200,7 @@ class Trainer:
 def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words.
     An encoder-only model: its masked-token accuracy instead (`evaluate_masked`)."""
-    if model.cfg.architecture == "encoder-only":
+    if isinstance(model, EncoderOnlyTransformer):
         return evaluate_masked(model, task, n, batch_size)
     from ..adapters import decode_texts
     from ..analysis import corpus_scores, evaluate_alignment
@@ -225,7 +233,7 @@ def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 2
     if task.level == "word":  # standard scores: detokenized, cased output against the raw reference lines
         metrics.update(corpus_scores(outputs, [e.target for e in examples]))
     aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
-    if aligned is None and model.cfg.architecture == "decoder-only":  # no cross-attention: the rows that predict
+    if aligned is None and isinstance(model, DecoderOnlyTransformer):  # no cross-attention: the rows that predict
         from ..analysis.pair_alignment import prefix_alignment  # each target token, read against the source
 
         aligned = prefix_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
@@ -236,7 +244,7 @@ def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 2
     return metrics
 
 
-def evaluate_masked(model: torch.nn.Module, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
+def evaluate_masked(model: EncoderOnlyTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
     """An encoder-only model on up to n validation pairs with a share of one sentence masked (the same masks at
     every evaluation, `transformer.data.masking`): loss and accuracy on the masked tokens ("token_accuracy" is the
     masked-token accuracy), the share of pairs with every mask right ("exact_match"), and where the task has gold
