@@ -11,6 +11,7 @@ and record only the calling thread.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ class Projections:
     bk: Tensor | None
     wv: Tensor
     bv: Tensor | None
+    q_norm: nn.Module | None = None  # a per-head norm of the queries (Qwen3), before RoPE
+    k_norm: nn.Module | None = None
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ def native_path(model: Any) -> ResidualPath:
 
 # -- Hugging Face ---------------------------------------------------------------------------------------------------
 PRE_NORM = {"mbart": True, "bart": False, "marian": False, "t5": True, "mt5": True, "gpt2": True, "llama": True,
-            "qwen2": True, "bert": False, "roberta": False, "distilbert": False, "modernbert": True}
+            "qwen2": True, "qwen3": True, "bert": False, "roberta": False, "distilbert": False, "modernbert": True}
 
 
 def hf_path(model: Any, name: str) -> ResidualPath:
@@ -134,7 +137,7 @@ def hf_path(model: Any, name: str) -> ResidualPath:
     if kind not in PRE_NORM:
         raise ResidualPathError(f"{name} ({kind or type(model).__name__}): its residual stream is not taken apart "
                                 f"into parts; the studio does this for {', '.join(sorted(PRE_NORM))}")
-    build = {"gpt2": _gpt2, "llama": _llama, "qwen2": _llama, "bert": _bert, "roberta": _bert,
+    build = {"gpt2": _gpt2, "llama": _llama, "qwen2": _llama, "qwen3": _llama, "bert": _bert, "roberta": _bert,
              "distilbert": _distilbert, "modernbert": _modernbert, "t5": _t5, "mt5": _t5}.get(kind, _bart)
     stacks, projections, attention = build(model)
     return ResidualPath(PRE_NORM[kind], stacks, projections, attention)
@@ -184,9 +187,9 @@ def _llama(model: Any) -> tuple:
     base = model.model
     layers = tuple((Sublayer("self", b.input_layernorm), Sublayer(MLP, b.post_attention_layernorm))
                    for b in base.layers)
-    proj = tuple(_separate(b.self_attn.q_proj, b.self_attn.k_proj, b.self_attn.v_proj) for b in base.layers)
-    if any(hasattr(b.self_attn, n) for b in base.layers for n in ("q_norm", "k_norm")):
-        raise ResidualPathError(f"{type(model).__name__} normalises its queries and keys per head: not taken apart yet")
+    proj = tuple(dataclasses.replace(_separate(b.self_attn.q_proj, b.self_attn.k_proj, b.self_attn.v_proj),
+                                     q_norm=getattr(b.self_attn, "q_norm", None),
+                                     k_norm=getattr(b.self_attn, "k_norm", None)) for b in base.layers)
     return ({"decoder": StackPath(None, None, layers, base.norm)}, {"self": proj},
             {"self": tuple(b.self_attn for b in base.layers)})
 
@@ -228,8 +231,8 @@ class PathRecord:
     positions: dict[str, Tensor] = field(default_factory=dict)
     rotary: dict[tuple[str, int], tuple[Tensor, Tensor]] = field(default_factory=dict)
 
-    def norm_input(self, norm: nn.Module) -> Tensor:
-        """The one input `norm` read in the call, (B, T, D)."""
+    def norm_input(self, norm: nn.Module | None) -> Tensor:
+        """The one input `norm` read in the call, (B, T, D) (ResidualPathError where it did not run once)."""
         found = self.norm_inputs.get(id(norm), [])
         if len(found) != 1:
             raise ResidualPathError(f"{type(norm).__name__} ran {len(found)} times in the call, not once: its input "

@@ -65,6 +65,7 @@ def aggregate_trace(trace: AttentionTrace, how: str) -> AttentionTrace:
             maps[spec.cross_kind] = cross_through_encoder(trace.weights(spec.cross_kind),
                                                           trace.weights(spec.encoder_kind))
         # exact 0 above the diagonal
+        assert spec.decoder_kind is not None  # a family with an encoder kind decodes here
         maps[spec.decoder_kind] = maps[spec.decoder_kind] * ~trace.masked(spec.decoder_kind)
     maps = {k: m.unsqueeze(1) for k, m in maps.items()}
     return replace(trace, maps=maps, head_groups={k: (0,) for k in maps})

@@ -100,7 +100,7 @@ def substituted(root: nn.Module, replacements: Mapping[str, nn.Module]) -> nn.Mo
         else:
             view._modules[name] = module
     for name, inner in nested.items():
-        view._modules[name] = substituted(root._modules[name], inner)
+        view._modules[name] = substituted(root.get_submodule(name), inner)
     return view
 
 

@@ -127,8 +127,8 @@ def average_linkage_order(distance: torch.Tensor) -> list[int]:
         best, pair = math.inf, (ids[0], ids[1])
         for x in range(len(ids)):
             for y in range(x + 1, len(ids)):
-                a, b = clusters[ids[x]], clusters[ids[y]]
-                mean = float(d[a][:, b].mean())
+                rows, columns = clusters[ids[x]], clusters[ids[y]]
+                mean = float(d[rows][:, columns].mean())
                 if mean < best:
                     best, pair = mean, (ids[x], ids[y])
         a, b = pair
@@ -250,7 +250,7 @@ def corpus_sums(lm: InspectableModel, sources: Sequence[str], references: Sequen
             if entry is None:
                 entry = sums[kind] = _KindSums({name: torch.zeros(w.shape[:2], dtype=torch.float64)
                                                 for name in STATISTICS if name != "alignment"},
-                                               keep=KindKeep(tuple(w.shape[:2]), q_axis == k_axis))
+                                               keep=KindKeep((int(w.shape[0]), int(w.shape[1])), q_axis == k_axis))
             for name, value in stats.items():
                 entry.sums[name] += value.double()
             entry.rows += w.shape[2]

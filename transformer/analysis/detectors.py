@@ -77,6 +77,7 @@ def detect_heads(lm: InspectableModel, n: int = INDUCTION_LENGTH, seed: int = 0)
     with lm.running():
         _, maps = lm.forward(src, torch.tensor([inputs]))
     kind = lm.family.decoder_kind
+    assert kind is not None, "heads are detected on a model that decodes"
     weights = torch.stack([w[0] for w in maps[kind]])  # (L, H, T, T)
     frame = per_head_frame(previous_token=previous_token_scores(weights, len(prefix) + 1),
                            induction=induction_scores(weights, len(prefix), n))

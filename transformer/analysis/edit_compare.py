@@ -41,6 +41,7 @@ def _status(alignment: TokenAlignment, a: Sequence[str], b: Sequence[str]) -> tu
 def _label(pair: tuple[int | None, int | None], a: Sequence[str], b: Sequence[str]) -> str:
     i, j = pair
     if i is None:
+        assert j is not None  # a pair has a side in A or in B
         return f"+{b[j]}"
     if j is None:
         return f"−{a[i]}"
@@ -169,11 +170,11 @@ def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignmen
     rows = []
     for i, j in alignment.pairs:
         sa, sb = (a.steps[i] if i is not None else None), (b.steps[j] if j is not None else None)
-        delta, kl = moved.get((i, j), (np.nan, np.nan))
+        delta_prob, kl_step = moved.get((i, j), (np.nan, np.nan))
         rows.append({"step_a": None if i is None else i + 1, "step_b": None if j is None else j + 1,
                      "token_a": sa.token if sa else "", "token_b": sb.token if sb else "",
                      "prob_a": float(pa[i, sa.token_id]) if sa else np.nan,
-                     "prob_b": float(pb[j, sb.token_id]) if sb else np.nan, "delta_prob": delta, "kl": kl,
+                     "prob_b": float(pb[j, sb.token_id]) if sb else np.nan, "delta_prob": delta_prob, "kl": kl_step,
                      "status": (INSERTED if sa is None else DELETED if sb is None else
                                 SAME if sa.token_id == sb.token_id else CHANGED)})
     return pd.DataFrame(rows, columns=STEP_COLUMNS).astype({"step_a": "Int64", "step_b": "Int64"})
@@ -193,10 +194,12 @@ def compare_edit(lm: InspectableModel, text_a: str, text_b: str, *, max_steps: i
     already made, e.g. cached by the app); InputError for an empty or identical edit or one the model cannot read."""
     check_edit(text_a, text_b)
     if decoded is None:  # both decodes stepped as one batch where the model can (`greedy_decode_many`)
-        decoded = tuple(greedy_decode_many(lm, [text_a, text_b], max_steps=max_steps))  # type: ignore[assignment]
-        for result in decoded:
-            if isinstance(result, InputError):
-                raise result
+        first, second = greedy_decode_many(lm, [text_a, text_b], max_steps=max_steps)
+        if isinstance(first, InputError):
+            raise first
+        if isinstance(second, InputError):
+            raise second
+        decoded = (first, second)
     a, b = decoded
     alignment = align_tokens([s.token_id for s in a.steps], [s.token_id for s in b.steps])
     steps = _step_frame(lm, a, b, alignment, max_steps)

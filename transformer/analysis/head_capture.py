@@ -57,6 +57,7 @@ def decoder_ids(lm: InspectableModel, result: DecodeResult, reference: str | Non
         return list(source.ids), [], 0
     start = lm.decoder_prefix(source)
     first = 0 if lm.family.prompt_in_decoder else len(start) - 1
+    assert lm.family.decoder_kind is not None  # it decodes (the encoder-only case returned above)
     rows = result.trace.axis_sizes(lm.family.decoder_kind)[0]
     if result.mode == "teacher-forced" and reference is not None:
         rest = lm.target_ids(reference) if reference else []
@@ -83,7 +84,7 @@ def _capture_encoder_only(lm: InspectableModel, result: DecodeResult) -> Capture
     if tuple(source.tokens) != tuple(result.trace.source_tokens):
         raise HeadSelectionError("the head computation reads the text as typed; this view masked or paired it, so its "
                                  "tokens differ: type the masks into the text to see them here")
-    insides = lm.insides(torch.tensor([source.ids]), None)
+    insides = lm.insides(torch.tensor([source.ids]), None)  # type: ignore[arg-type]  # encoder-only: no target
     return CapturedDecode(lm.name, insides, tuple(source.tokens), (), 0, dict(lm.family.axes))
 
 
@@ -153,7 +154,7 @@ def batch_mask(lm: InspectableModel, text: str, other: str) -> BatchMask:
     if len(second.ids) <= len(first.ids):
         raise HeadSelectionError(f"the second input must be longer than the first ({len(second.ids)} tokens against "
                                  f"{len(first.ids)}) for the first to be padded")
-    kind = lm.family.encoder_kind or lm.family.decoder_kind
+    kind = lm.family.output_kind if lm.family.encoder_kind is None else lm.family.encoder_kind
     inputs = check_selection(lm.padded_insides([list(first.ids), list(second.ids)]), kind, 0, 0)
     term = inputs.terms.get("mask")
     if term is None:

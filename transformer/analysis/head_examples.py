@@ -228,7 +228,8 @@ class HeadExamples:
         """The `decile_examples` JSON (docs/formats.md)."""
         kinds = {}
         for kind, keep in self.kinds.items():
-            heads, used = [], set()
+            heads: list[dict] = []
+            used: set[int] = set()
             for layer in range(keep.shape[0]):
                 for head in range(keep.shape[1]):
                     rows = self.examples(kind, layer, head)

@@ -54,6 +54,7 @@ def agreement_frames(trace: AttentionTrace, attributions: Sequence[Attribution])
     self-attention rows for an output of a single step: there is nothing to rank)."""
     family = trace.family
     if not family.has_cross:  # a decoder-only model: its one kind against the prompt and earlier outputs
+        assert family.decoder_kind is not None  # attributions come from a decode
         kinds: tuple[str, ...] = (family.decoder_kind,)
     else:
         kinds = AGREEMENT_KINDS if any(a.step >= 1 for a in attributions) else ("cross",)

@@ -62,7 +62,9 @@ def _causal_forward(lm: InspectableModel, src: Tensor, inputs: list[int]) -> tup
     """(logits (T, V), weights (L, H, T, T)) of the causal kind, teacher-forced on `inputs`."""
     with lm.running():
         logits, maps = lm.forward(src, torch.tensor([inputs]))
-    weights = torch.stack([w[0] for w in maps[lm.family.decoder_kind]]).float()
+    kind = lm.family.decoder_kind
+    assert kind is not None, "a causal model decodes"
+    weights = torch.stack([w[0] for w in maps[kind]]).float()
     return logits[0].float(), weights
 
 
@@ -99,6 +101,7 @@ def retrieval_scores(lm: InspectableModel, length: int = LENGTH, depths: tuple[f
             copied += int(hit.sum())
     info = {"lengths": lengths, "depths": list(depths), "needle": NEEDLE, "cue": CUE, "inputs": len(lengths) *
             len(depths), "copy_rate": round(copied / asked, 4)}
+    assert events is not None, "at least one length and depth"
     return events.float() / asked, info
 
 
@@ -114,6 +117,7 @@ def _causal_patterns(lm: InspectableModel, length: int, seed: int) -> pd.DataFra
     tokens = lm.ids_to_tokens(inputs)
     scores = pattern_scores(w, tokens, tokens, same_axis=True)
     scores["induction"] = window_induction(w, len(prefix), n)
+    assert lm.family.decoder_kind is not None, "a causal model decodes"
     return pattern_frame(lm.family.decoder_kind, scores)
 
 

@@ -71,12 +71,13 @@ def mask_attribution(lm: InspectableModel, ids: Sequence[int], position: int, to
     with lm.differentiable():
         handle = embedding.register_forward_hook(keep)
         try:
-            logits = lm.teacher_logits(lm.network, src, None)
+            logits = lm.teacher_logits(lm.network, src, None)  # type: ignore[arg-type]  # encoder-only: no target
         finally:
             handle.remove()
         logp = logits[0, position].float().log_softmax(-1)[token_id]
         logp.backward()
     emb = kept[0]
+    assert emb.grad is not None  # the embedding output kept its gradient (retain_grad)
     scores = (emb.grad * emb.detach()).sum(-1)[0].abs()  # (S,)
     total = float(scores.sum())
     return [float(s) / total if total > 0 else 0.0 for s in scores]

@@ -29,7 +29,8 @@ class DecodeParts:
     def tokens(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(query tokens, key tokens) of `kind`."""
         q_axis, k_axis = self.axes[kind]
-        return tuple(self.source_tokens if a == SOURCE else self.decoder_tokens for a in (q_axis, k_axis))
+        return (self.source_tokens if q_axis == SOURCE else self.decoder_tokens,
+                self.source_tokens if k_axis == SOURCE else self.decoder_tokens)
 
     @property
     def n_steps(self) -> int:

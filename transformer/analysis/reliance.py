@@ -125,6 +125,7 @@ def reliance(lm: InspectableModel, result: DecodeResult, captured: CapturedDecod
         raise InputError("the decode has no steps")
     captured = captured or capture_decode(lm, result)
     cross, self_kind = family.cross_kind, family.decoder_kind
+    assert self_kind is not None  # a family with cross-attention decodes
     rows = torch.arange(len(result.steps)) + captured.first
     c = sublayer_writes(lm, captured, cross)[:, rows]  # (L, steps)
     p = sublayer_writes(lm, captured, self_kind)[:, rows]

@@ -34,13 +34,17 @@ class PathCapture:
     outputs: dict[str, tuple[tuple[Tensor, Tensor | None], ...]]  # kind -> per layer (W_O (D, H*Dv), b_O)
 
 
+def _detached(weight: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    return weight.detach().float(), None if bias is None else bias.detach().float()
+
+
 def capture_path(lm: InspectableModel, src: Tensor, tgt: Tensor | None) -> PathCapture:
     """A teacher-forced forward of `lm` over source ids (1, S) and decoder inputs (1, T) (None: encoder-only) with
     everything the parts need; ResidualPathError for a family that is not taken apart."""
     path = lm.residual_path()
     insides, record = lm.path_insides(src, tgt)
-    outputs = {kind: tuple(tuple(t.detach().float() if t is not None else None for t in lm.output_projection(kind, i))
-                           for i in range(n)) for kind, (n, _) in lm.head_counts().items()}
+    outputs = {kind: tuple(_detached(*lm.output_projection(kind, i)) for i in range(n))
+               for kind, (n, _) in lm.head_counts().items()}
     return PathCapture(lm.name, insides, record, path, outputs)
 
 

@@ -89,7 +89,9 @@ class RouteGraph:
                 if last:
                     out.append(resid[layer + 1])
                 elif pre or sub.norm is None:
-                    out.append(out[-1] + cap.insides.inputs[sub.name][layer].output[0].float())
+                    written = cap.insides.inputs[sub.name][layer].output
+                    assert written is not None  # the path's capture keeps each attention's output
+                    out.append(out[-1] + written[0].float())
                 else:
                     with torch.no_grad():
                         out.append(sub.norm(cap.record.norm_input(sub.norm)[0]).float())
