@@ -78,11 +78,11 @@ def _reader(lm: InspectableModel, path: ResidualPath, kind: str, layer: int, n_h
             ) -> _Reader:
     stack, sub = path.sublayer(kind, layer)
     proj = path.projections[kind][layer]
-    d = proj.wq.shape[1]
+    d, dh = proj.wq.shape[1], proj.wq.shape[0] // n_heads
     own = path.stacks[stack].layers[layer][sub].norm if path.pre_norm else None
     key_norm = path.stacks["encoder"].final_norm if kind == "cross" else own
-    wq = _heads(proj.wq, n_heads) * _gain(own, d)
-    wk = _heads(proj.wk, max(groups) + 1)[list(groups)] * _gain(key_norm, d)
+    wq = _heads(proj.wq, n_heads) * _gain(own, d) * _gain(proj.q_norm, dh)[:, None]
+    wk = _heads(proj.wk, max(groups) + 1)[list(groups)] * _gain(key_norm, d) * _gain(proj.k_norm, dh)[:, None]
     wv = _heads(proj.wv, max(groups) + 1)[list(groups)] * _gain(key_norm, d)
     wo = lm.output_projection(kind, layer)[0].detach().float()
     wo = wo.reshape(wo.shape[0], n_heads, -1).permute(1, 0, 2)  # (H, D, Dv)

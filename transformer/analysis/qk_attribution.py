@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..adapters import ResidualPathError
 from ..model import Head
-from .residual_parts import BIAS, Parts, PathCapture, reading_parts
+from .residual_parts import BIAS, Parts, PathCapture, frozen_norm, reading_parts
 
 TOLERANCE = 1e-4  # |sum - score| <= TOLERANCE * max(1, |score|)
 
@@ -77,6 +77,14 @@ def _project(parts: Parts, weight: Tensor, bias: Tensor | None, rows: slice) -> 
     return out
 
 
+def _head_norm(norm: nn.Module | None, parts: Tensor) -> Tensor:
+    """A per-head query or key norm (Qwen3's RMSNorm over the head's dimensions), frozen at the whole projection."""
+    if norm is None:
+        return parts
+    out, _ = frozen_norm(norm, parts[:, None], parts.sum(0)[None])
+    return out[:, 0]
+
+
 def _check_head(cap: PathCapture, head: Head) -> None:
     inputs = cap.insides.inputs.get(head.kind)
     if inputs is None:
@@ -100,8 +108,8 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
     dh, g = inputs.queries.shape[-1], inputs.groups[h]
     q_parts = reading_parts(cap, kind, layer, [query])
     k_parts = reading_parts(cap, kind, layer, [key], keys=True)
-    q = _project(q_parts, proj.wq, proj.bq, slice(h * dh, (h + 1) * dh))
-    k = _project(k_parts, proj.wk, proj.bk, slice(g * dh, (g + 1) * dh))
+    q = _head_norm(proj.q_norm, _project(q_parts, proj.wq, proj.bq, slice(h * dh, (h + 1) * dh)))
+    k = _head_norm(proj.k_norm, _project(k_parts, proj.wk, proj.bk, slice(g * dh, (g + 1) * dh)))
     tables = cap.record.rotary.get((kind, layer))
     if tables is not None:
         cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, Dh)

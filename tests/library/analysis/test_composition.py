@@ -36,7 +36,11 @@ def _full(lm: InspectableModel, head: Head) -> dict[str, torch.Tensor]:
 
     dh = proj.wq.shape[0] // n
     rows = lambda w, i: w.detach().float()[i * dh:(i + 1) * dh]  # noqa: E731
-    wq, wk, wv = rows(proj.wq, head.head) * gain(own), rows(proj.wk, g) * gain(key_norm), rows(proj.wv, g)
+    def head_gain(norm):  # a per-head query or key norm (Qwen3): its gain over the head's dimensions
+        return torch.ones(dh, 1) if norm is None else norm.weight.detach().float()[:, None]
+
+    wq = rows(proj.wq, head.head) * gain(own) * head_gain(proj.q_norm)
+    wk, wv = rows(proj.wk, g) * gain(key_norm) * head_gain(proj.k_norm), rows(proj.wv, g)
     wo = lm.output_projection(head.kind, head.layer)[0].detach().float()[:, head.head * dh:(head.head + 1) * dh]
     return {"QK": wq.T @ wk, "OV_write": wv.T @ wo.T, "OV_read": (wv * gain(key_norm)).T @ wo.T}
 
