@@ -14,13 +14,16 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from ..model import AttentionStore, LayerStore, ScoreRules, StoreError, row_lse, value_norms
+from ..model import AttentionStore, LayerStore, MultiHeadAttention, ScoreRules, StoreError, row_lse, value_norms
 from .capture import _groups, hf_rules, projection_weights, recording_native
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
 
 STORE_IMPLEMENTATION = "studio_store"
 _STORING: dict[int, Callable[..., None]] = {}  # id(attention module) -> its recorder, while a store forward runs
@@ -87,7 +90,7 @@ def _register() -> None:
 
 
 @contextmanager
-def storing_hf(model: nn.Module, modules: Sequence[nn.Module], projections: Sequence[nn.Module],
+def storing_hf(model: PreTrainedModel, modules: Sequence[nn.Module], projections: Sequence[nn.Module],
                chunks: list[StoreChunks]) -> Iterator[None]:
     """For the call: `model` runs the fused store kernel and each attention module's rows go into its chunks.
     Hold the model's lock around it."""
@@ -115,7 +118,7 @@ def storing_hf(model: nn.Module, modules: Sequence[nn.Module], projections: Sequ
 
 
 @contextmanager
-def storing_native(modules: Sequence[nn.Module], chunks: list[StoreChunks]) -> Iterator[None]:
+def storing_native(modules: Sequence[MultiHeadAttention], chunks: list[StoreChunks]) -> Iterator[None]:
     """Our attention modules (run without weights: the fused SDPA path) with their rows going into the chunks;
     the log-sum-exp is computed in blocks from the queries and keys."""
     with recording_native({"self": list(modules)}) as found:
@@ -153,7 +156,7 @@ def store_feed(lm: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChu
             out = lm.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1, return_dict=True)
         return out.logits[:, -1]
     if isinstance(lm, NativeDecoderOnly):
-        modules = [layer.self_attn for layer in lm.model.layers]
-        with torch.no_grad(), storing_native(modules, chunks["self"]):
+        attentions = [layer.self_attn for layer in lm.model.layers]
+        with torch.no_grad(), storing_native(attentions, chunks["self"]):
             return lm.model.feed(ids, cache, n_source, need_weights=False).logits
     raise StoreError(f"{lm.name}: the store's forward reads decoder-only models (Hugging Face causal LMs and ours)")

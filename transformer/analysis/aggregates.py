@@ -61,7 +61,7 @@ def aggregate_trace(trace: AttentionTrace, how: str) -> AttentionTrace:
         maps = {k: max_over_heads(trace.weights(k).float()) for k in trace.kinds}
     else:
         maps = {k: rollout(trace.weights(k)) for k in trace.kinds if k != spec.cross_kind}
-        if spec.cross_kind is not None:
+        if spec.cross_kind is not None and spec.encoder_kind is not None:  # cross-attention reads an encoder
             maps[spec.cross_kind] = cross_through_encoder(trace.weights(spec.cross_kind),
                                                           trace.weights(spec.encoder_kind))
         # exact 0 above the diagonal

@@ -158,7 +158,7 @@ def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignmen
                 max_steps: int | None) -> pd.DataFrame:
     pa, pb = _distributions(lm, a, max_steps), _distributions(lm, b, max_steps)
     both = [(i, j) for i, j in alignment.pairs if i is not None and j is not None]
-    moved: dict[tuple[int, int], tuple[float, float]] = {}
+    moved: dict[tuple[int | None, int | None], tuple[float, float]] = {}
     if both:  # every aligned pair at once: a distribution is a row of V probabilities
         ia, ja = torch.tensor([i for i, _ in both]), torch.tensor([j for _, j in both])
         token_a = torch.tensor([a.steps[i].token_id for i, _ in both])

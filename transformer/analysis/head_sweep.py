@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -52,7 +52,7 @@ class ScaledProjection(nn.Module):
 
 def projection_paths(lm: InspectableModel) -> dict[str, list[str]]:
     """Dotted paths in `lm.network` of every attention's output projection, per kind and layer."""
-    network = lm.network
+    network: Any = lm.network  # ours or a Hugging Face network, told apart by its attributes
     names = {id(m): n for n, m in network.named_modules()}
     if hasattr(network, "get_encoder"):  # Hugging Face encoder-decoders
         from ..adapters.hf_seq2seq import attention_outputs
@@ -65,7 +65,7 @@ def projection_paths(lm: InspectableModel) -> dict[str, list[str]]:
 def layer_paths(lm: InspectableModel) -> dict[str, list[str]] | None:
     """Dotted paths of the encoder's and the decoder's layers, or None where a layer's output is not all the next
     layer reads (T5's blocks hand a position bias along), so layers cannot be replayed."""
-    network = lm.network
+    network: Any = lm.network  # ours or a Hugging Face network, told apart by its attributes
     if not hasattr(network, "get_encoder"):
         return {side: [f"{side}.{i}" for i in range(len(getattr(network, side)))] for side in ("encoder", "decoder")}
     stacks = {"encoder": network.get_encoder(), "decoder": network.get_decoder()}
@@ -128,7 +128,7 @@ def scaled_view(lm: InspectableModel, scales: dict[str, Tensor], replay: dict[st
                                           for path, out in (replay or {}).items()}
     for kind, scale in scales.items():
         for layer, path in enumerate(paths[kind]):
-            proj = lm.network.get_submodule(path)
+            proj: Any = lm.network.get_submodule(path)  # an nn.Linear (or GPT-2's Conv1D)
             per_head = scale[:, layer]  # (N, H)
             wide = per_head.repeat_interleave(proj.in_features // per_head.shape[1], dim=1)  # (N, H * Dh)
             replacements[path] = ScaledProjection(proj, wide[:, None, :])
@@ -145,14 +145,15 @@ class _Encoded:
     """The encoder's output for one source, reused by every decoder-side ablation (ours and Hugging Face's)."""
 
     def __init__(self, lm: InspectableModel, src: Tensor) -> None:
-        self.lm, self.src, net = lm, src, lm.network
+        net: Any = lm.network  # ours or a Hugging Face network, told apart by its attributes
+        self.lm, self.src = lm, src
         if hasattr(net, "get_encoder"):
             self.mask = torch.ones_like(src)
             self.state = net.get_encoder()(input_ids=src, attention_mask=self.mask, return_dict=True)[0]
         else:
             self.state, self.mask = net.encode(src)
 
-    def logits(self, view: nn.Module, tgt: Tensor) -> Tensor:
+    def logits(self, view: Any, tgt: Tensor) -> Tensor:
         n = tgt.shape[0]
         memory = self.state.expand(n, *self.state.shape[1:])
         if hasattr(view, "get_encoder"):

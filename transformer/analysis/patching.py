@@ -136,7 +136,7 @@ def prepare_patching(lm: InspectableModel, clean_text: str, corrupted_text: str,
     if not output:
         raise InputError("The model produced no output for the clean input, so there is nothing to patch.")
     prefixes = lm.decoder_prefix(sources[0]), lm.decoder_prefix(sources[1])
-    src = tuple(torch.tensor([s.ids]) for s in sources)
+    src = torch.tensor([sources[0].ids]), torch.tensor([sources[1].ids])
     if step is None:
         step = _default_step(lm, src, prefixes, output)
     if not 0 <= step < len(output):
@@ -151,11 +151,11 @@ def prepare_patching(lm: InspectableModel, clean_text: str, corrupted_text: str,
     if contrast_id == token:
         raise InputError(f"The contrast {contrast!r} is the clean output's own token at step {step + 1}: pick "
                          "another token.")
-    tgt = tuple(torch.tensor([[*p, *output[:step]]]) for p in prefixes)
+    tgt = torch.tensor([[*prefixes[0], *output[:step]]]), torch.tensor([[*prefixes[1], *output[:step]]])
     (clean_logits, clean), (corrupted_logits, corrupted) = _record(lm, src[0], tgt[0]), _record(lm, src[1], tgt[1])
     metrics = metric_of(lm, torch.cat([clean_logits, corrupted_logits]), token, contrast_id).tolist()
     done = lm.ids_to_tokens(output[:step])
-    labels = {"decoder": tuple((*lm.prefix_tokens(s), *done) for s in sources)}
+    labels = {"decoder": ((*lm.prefix_tokens(sources[0]), *done), (*lm.prefix_tokens(sources[1]), *done))}
     if lm.family.has_cross:
         alignment = {"encoder": align_tokens(sources[0].ids, sources[1].ids),
                      "decoder": identity_alignment(tgt[0].shape[1])}
@@ -240,6 +240,7 @@ def patched_metrics(lm: InspectableModel, setup: PatchingSetup, rows: Sequence[S
                 members = [i for i in chunk if key[i][0] == group]
                 n = len(members)
                 if group == 0:  # the encoder's output: its rows written into a batch of corrupted memories
+                    assert encoded is not None  # groups 0 and 1 come with an encoder (`_group`)
                     memory = encoded.state.expand(n, *encoded.state.shape[1:]).clone()
                     for r, i in enumerate(members):
                         for p in rows[i]:
@@ -256,6 +257,7 @@ def patched_metrics(lm: InspectableModel, setup: PatchingSetup, rows: Sequence[S
                     patches = [replace(p, row=r) for r, i in enumerate(members) for p in rows[i]]
                     with patching(points, patches, counts):
                         if group == 1:
+                            assert encoded is not None
                             logits = encoded.logits(view, tgt.expand(n, -1))
                         else:
                             logits = lm.teacher_logits(view, src.expand(n, -1), tgt.expand(n, -1))

@@ -40,7 +40,10 @@ class Slide:
 
 def animated_kind(family: ModelFamily) -> str:
     """The kind an animation shows: cross-attention where the model has it, else the decoder's own."""
-    return family.cross_kind or family.decoder_kind
+    kind = family.cross_kind or family.decoder_kind
+    if kind is None:
+        raise ValueError(f"a {family.name} model does not decode: there are no steps to animate")
+    return kind
 
 
 def _check(trace: AttentionTrace, kind: str, layer: int, head: int | None) -> None:

@@ -37,7 +37,7 @@ def difference_heatmap(diff: AttentionDifference, *, size: int = 420, title: str
 
 
 def difference_chart(frame: pd.DataFrame, query_tokens: Sequence[str], key_tokens: Sequence[str], kind: str,
-                     cell: int, title: str, extra_tooltips: Sequence[alt.Tooltip] = ()) -> alt.Chart:
+                     cell: float, title: str, extra_tooltips: Sequence[alt.Tooltip] = ()) -> alt.Chart:
     """A B − A frame (query_index, key_index, tokens, a, b, difference, difference_text) as the heatmap on a fixed
     −1..1 scale, queries down and keys across; `extra_tooltips` after the common ones."""
     q, k = len(query_tokens), len(key_tokens)

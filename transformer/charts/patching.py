@@ -75,7 +75,7 @@ def clicked_patch_cell(event: Mapping[str, Any] | None) -> dict[str, Any] | None
     points = ((event or {}).get("selection") or {}).get(PATCH_CELL) or []
     if not points or not isinstance(points, list) or not isinstance(points[0], Mapping):
         return None
-    cell = {name: points[0].get(name) for name in CELL_FIELDS}
+    cell: dict[str, Any] = {name: points[0].get(name) for name in CELL_FIELDS}
     if any(v is None for v in cell.values()):
         return None
     return {**cell, **{k: int(cell[k]) for k in ("layer", "head", "position")}}

@@ -43,7 +43,8 @@ def vega_bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one script (from vl-convert, so no CDN), safe inside a <script> element."""
     import vl_convert
 
-    bundle = vl_convert.javascript_bundle(vl_version=_VL_VERSION)
+    # vl-convert's stub marks the optional `snippet` as required
+    bundle = vl_convert.javascript_bundle(vl_version=_VL_VERSION)  # type: ignore[call-arg]
     return re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE)
 
 

@@ -32,8 +32,11 @@ def _stepped(charts: Sequence[alt.LayerChart], param: alt.Parameter) -> alt.Laye
 
     only = f"datum.step == {param.name}"
     shared = isinstance(first.data, pd.DataFrame)  # `alt.layer` lifts data that all its layers share
-    layers = [(layer if shared else layer.properties(data=stacked(lambda chart, i=i: chart.layer[i].data)))
-              .transform_filter(only) for i, layer in enumerate(first.layer)]
+    def layer_data(i: int) -> Callable[[alt.TopLevelMixin], pd.DataFrame]:
+        return lambda chart: chart.layer[i].data
+
+    layers = [(layer if shared else layer.properties(data=stacked(layer_data(i)))).transform_filter(only)
+              for i, layer in enumerate(first.layer)]
     stepped = first.copy(deep=False)
     stepped.layer = layers
     stepped.autosize = alt.Undefined  # a part of a concatenated chart may not carry it; the whole chart does
