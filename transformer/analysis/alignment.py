@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..data import GoldSource, make_batch
 from ..decode import MEAN_HEAD, AttentionTrace
-from ..model import DecoderOnlyTransformer, Seq2SeqTransformer, family_of_model
+from ..model import Network, family_of_model
 from .heads import per_head_frame
 
 
@@ -72,7 +72,7 @@ def summarize(frame: pd.DataFrame) -> dict[str, Any]:
             "head_mean": round(float(best_mean["score"]), 4), "head_mean_layer": int(best_mean["layer"]) + 1}
 
 
-def evaluate_alignment(model: Seq2SeqTransformer | DecoderOnlyTransformer, examples: Sequence, src_tokenizer,
+def evaluate_alignment(model: Network, examples: Sequence, src_tokenizer,
                        tgt_tokenizer, batch_size: int = 128) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Teacher-forced alignment scores over examples with gold alignments; None when none has one, or when the
     model has no cross-attention (a decoder-only model)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import torch
@@ -132,7 +133,7 @@ def _scores(lm: InspectableModel) -> pd.DataFrame:
                 if not modes:
                     continue
                 h2 = counts[reader.kind][1]
-                block = {"from": writers * h2, "to": [Head(reader.kind, reader.layer, h).label
+                block: dict[str, Any] = {"from": writers * h2, "to": [Head(reader.kind, reader.layer, h).label
                                                       for h in range(h2) for _ in range(h1)]}
                 for mode in MODES:
                     if mode not in modes:

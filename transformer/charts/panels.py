@@ -49,8 +49,8 @@ def panels_frame(trace: AttentionTrace, kind: str, layers: Sequence[int], max_ro
     """One row per drawn cell of every panel: layer, head (MEAN_HEAD for the mean), q, k, w (weight, 4 decimals)
     and masked (0/1); rows past max_row and keys outside the window `keys` (start, stop) left out."""
     start, stop = check_window(keys, trace.axis_sizes(kind)[1])
-    w = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]  # (L, H, Q, K)
-    w = np.concatenate([w.numpy(), w.mean(1, keepdim=True).numpy()], axis=1)  # (L, H + 1, Q, K)
+    t = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]  # (L, H, Q, K)
+    w = np.concatenate([t.numpy(), t.mean(1, keepdim=True).numpy()], axis=1)  # (L, H + 1, Q, K)
     n_layers, n_panels, q, k = w.shape
     rows = q if max_row is None else min(q, max_row + 1)
     w = w[:, :, :rows]
@@ -109,8 +109,8 @@ def panel_images(trace: AttentionTrace, kind: str, layers: Sequence[int], rows: 
     """One PNG per panel (rows 0..rows-1, the keys of `window` (start, stop) or all, each cell `step` pixels or a
     little more), as data URLs: layer, head, panel, url."""
     start, stop = check_window(window, trace.axis_sizes(kind)[1])
-    w = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]
-    w = torch.cat([w, w.mean(1, keepdim=True)], 1)[:, :, :rows].numpy()  # (L, H + 1, rows, K)
+    t = trace.weights(kind).detach().float().cpu()[list(layers)][..., start:stop]
+    w = torch.cat([t, t.mean(1, keepdim=True)], 1)[:, :, :rows].numpy()  # (L, H + 1, rows, K)
     rgb = blues_rgb(w, domain, trace.masked(kind).numpy()[:rows, start:stop])
     scale = max(1, int(np.ceil(step)))  # whole pixels per cell, so the browser only shrinks the image a little
     found = []

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..analysis import corpus_scores
 from ..data import TaskSpec, read_aligned_files
 from ..decode import beam_texts, perplexity, score_parallel
+from ..model import Seq2SeqTransformer
 from ..store import finite_json, is_checkpoint_folder, load_checkpoint, open_model, task_for_checkpoint
 from ..train import evaluate_model
 from .common import Commands, UsageError, add_model_arguments, positive_int
@@ -74,11 +75,14 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.dir).is_dir() and not is_checkpoint_folder(Path(args.dir)):
         raise UsageError(f"{args.dir} is not one of our checkpoints: give --data SRC TGT to score it")
     ckpt = load_checkpoint(args.dir, load_optimizer=False)
+    if args.beam > 1 and not isinstance(ckpt.model, Seq2SeqTransformer):
+        raise UsageError(f"--beam searches an encoder-decoder's outputs; {args.dir} is "
+                         f"{ckpt.model_config.architecture}: leave --beam out")
     _check_corpus_files(ckpt.task_spec, args.dir)
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
     metrics.pop("examples", None)
-    if args.beam > 1 and "bleu" in metrics:
+    if args.beam > 1 and "bleu" in metrics and isinstance(ckpt.model, Seq2SeqTransformer):
         examples = task.valid[: args.n or len(task.valid)]
         outputs = beam_texts(ckpt.model, task.src_tokenizer, task.tgt_tokenizer, [e.source for e in examples],
                              args.beam, args.length_penalty)

@@ -127,7 +127,7 @@ def _top_k(probs: Tensor, k: int, lm: InspectableModel) -> tuple[tuple[str, floa
 def _candidates(probs: Tensor, k: int) -> list[tuple[int, float]]:
     """The k most probable (id, probability), best first; only what can be emitted (probability > 0)."""
     p, i = probs.topk(min(k, probs.numel()))
-    return [(t, v) for t, v in zip(i.tolist(), p.tolist()) if v > 0]
+    return [(t, v) for t, v in zip(i.tolist(), p.tolist(), strict=True) if v > 0]
 
 
 def _choose(lm: InspectableModel, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
@@ -203,18 +203,18 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
             probs = logits.softmax(-1)
             if recorder is not None:
                 recorder.note(logits)
-            forced = forced_ids[t] if t < len(forced_ids) else None
-            if forced is not None and forced in lm.banned_after(inputs):
-                raise InputError(f"{lm.id_to_token(forced)!r} cannot be forced after "
+            forced_id = forced_ids[t] if t < len(forced_ids) else None
+            if forced_id is not None and forced_id in lm.banned_after(inputs):
+                raise InputError(f"{lm.id_to_token(forced_id)!r} cannot be forced after "
                                  f"{' '.join(lm.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
                                  "config bans that sequence (bad_words_ids), so it never outputs it.")
-            if sampler is not None and forced is None:
+            if sampler is not None and forced_id is None:
                 token, sample = sampler.draw(logits, lm.id_to_token)
                 samples.append(sample)
                 steps.append(_drawn(lm, probs, top_k, token))
             else:
                 samples.append(None)
-                steps.append(_choose(lm, logits, probs, top_k, forced))
+                steps.append(_choose(lm, logits, probs, top_k, forced_id))
             token = steps[-1].token_id
             if token in lm.end_ids and stop_at_end:
                 finished = True

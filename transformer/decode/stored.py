@@ -4,7 +4,7 @@ every step's rows are in the store and any tile is recomputed from it. The token
 generation rules, the first of equal probabilities)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -13,14 +13,14 @@ from ..model import AttentionStore
 from .greedy import DecodeResult, InputError, Step, _choose, greedy_decode
 from .trace import AttentionTrace
 
-
 STORE_ABOVE = 1024  # prompt tokens above which `decode_text` keeps the store instead of maps
 
 
 def model_context(lm: InspectableModel) -> int:
     """The longest sequence the model itself reads (its config's positions; ours: `max_len`)."""
     context = getattr(lm, "context", None)
-    return int(context) if context else int(lm.model.cfg.max_len)
+    native: Any = lm  # without a context: one of our adapters, whose network's config has max_len
+    return int(context) if context else int(native.model.cfg.max_len)
 
 
 def stored_greedy(lm: InspectableModel, prompt: Sequence[int], n_source: int | None = None, *, max_steps: int = 3,
