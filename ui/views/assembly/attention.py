@@ -220,7 +220,8 @@ def show_large_map(sel: Selection) -> None:
                              "the table lists the layer picked for the large map.")
         else:
             st.markdown(f"**Head statistics · {ALL_TITLES[kind].lower()}**")
-        stats.insert(0, "map", [head_label(int(h), int(lay)) for lay, h in zip(stats["layer"], stats["head"])])
+        stats.insert(0, "map", [head_label(int(h), int(lay))
+                                for lay, h in zip(stats["layer"], stats["head"], strict=True)])
         show_small_table(stats, STATS_COLUMNS, key="attention_stats")
         if gold:
             show_alignment_scores(trace, alignment, key="attention_alignment")

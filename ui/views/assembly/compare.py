@@ -178,7 +178,7 @@ def show_outputs(sel: Selection) -> None:
     result_a, result_b = sel.result, sel.against.result
     split = divergence_message(result_a, result_b)
     for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (sel.model, sel.against.model),
-                                          (result_a, result_b)):
+                                          (result_a, result_b), strict=True):
         with column:
             st.markdown(model_caption(tag, model))
             show_chips(result.output_tokens, highlight=split, caption="output (first divergence outlined)")
@@ -216,7 +216,7 @@ def show_both_maps(sel: Selection) -> None:
     wide = needs_page_width(traces[longest], kinds[longest])
     window = key_window(traces[longest], kinds[longest], "compare") if wide else None
     columns = map_columns(traces[longest], kinds[longest], [1, 1])
-    for column, tag, model, trace, kind in zip(columns, "AB", models, traces, kinds):
+    for column, tag, model, trace, kind in zip(columns, "AB", models, traces, kinds, strict=True):
         stepped = kind != trace.family.encoder_kind
         row = min(trace.step_offset + t, trace.axis_sizes(kind)[0] - 1) if stepped else None
         keys = None if window is None else _within(window, trace.axis_sizes(kind)[1])

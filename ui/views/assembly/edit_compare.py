@@ -63,8 +63,8 @@ def edited_text(text_a: str) -> str:
     if not st.session_state.get(EDIT_KEY):
         st.session_state[EDIT_KEY] = text_a
     return model_text_input(st, "Edited input (B)", key=EDIT_KEY,
-                            help="Change a word (or insert or delete some): both inputs are decoded by the model picked "
-                                 "in the sidebar and everything is compared.")
+                            help="Change a word (or insert or delete some): both inputs are decoded by the model "
+                                 "picked in the sidebar and everything is compared.")
 
 
 # cache_resource, not cache_data: cache_data pickled both decodes' traces and the aligned maps into the cache (and
@@ -113,7 +113,7 @@ def show_edit_outputs(active: ActiveModel, c: EditComparison) -> None:
     b_split = None
     if c.first_divergence is not None and not pd.isna(c.steps.loc[c.first_divergence, "step_b"]):
         b_split = int(c.steps.loc[c.first_divergence, "step_b"]) - 1
-    for column, tag, result, mark in zip(st.columns(2, gap="large"), "AB", (c.a, c.b), (split, b_split)):
+    for column, tag, result, mark in zip(st.columns(2, gap="large"), "AB", (c.a, c.b), (split, b_split), strict=True):
         with column:
             show_chips(result.output_tokens, highlight=mark, caption=f"{tag}'s output (first divergence outlined)")
     with st.expander("Aligned steps: Δ probability and KL", icon=":material/table_rows:"):
@@ -148,8 +148,8 @@ def show_edit_difference(sel: Selection, c: EditComparison) -> None:
     show_chart(aligned_difference_heatmap(diff, layer, head, title="", rows=rows, cols=cols),
                key="compare_edit_difference", width="content")
     st.subheader("Which heads moved", anchor=False)
-    ranked = c.ranking.head(10).assign(head=lambda f: [f"{ALL_TITLES[k]} · L{lay + 1} H{h + 1}"
-                                                       for k, lay, h in zip(f["kind"], f["layer"], f["head"])])
+    ranked = c.ranking.head(10).assign(head=lambda f: [
+        f"{ALL_TITLES[k]} · L{lay + 1} H{h + 1}" for k, lay, h in zip(f["kind"], f["layer"], f["head"], strict=True)])
     show_small_table(ranked, RANK_COLUMNS, key="compare_edit_ranking")
     chart_heading(f"Mean |B − A| per head · {ALL_TITLES[kind]}")
     show_chart(head_movement_heatmap(c.ranking, kind), key="compare_edit_movement", width="content")

@@ -106,7 +106,7 @@ def show_masked_compare(active: ActiveModel) -> None:
 def show_masked_sides(sel: Selection) -> None:
     """Both sides (A: `sel`, B: `sel.against`) with their predictions and the same map, and where both read the
     same number of tokens how far each head's attention moved from A to B."""
-    for column, (tag, side) in zip(st.columns(2, gap="large"), (("A", sel), ("B", sel.against))):
+    for column, (tag, side) in zip(st.columns(2, gap="large"), (("A", sel), ("B", sel.against)), strict=True):
         with column:
             _side(tag, side)
     a, b, kind = sel.fill.trace, sel.against.fill.trace, sel.kind
