@@ -45,7 +45,7 @@ def measure(part: str) -> dict:
         for _ in range(REPEATS):  # interleaved, so both see the same machine
             result, seconds = _timed(lambda: greedy_decode(lm, TEXT, **run))
             decode.append(seconds)
-            found.append(_timed(lambda: reliance(lm, result))[1])
+            found.append(_timed(lambda result=result: reliance(lm, result))[1])
         return {"part": part, "model": lm.name, "words": len(TEXT.split()), "steps": len(result.steps),
                 "decode_s": round(min(decode), 3), "reliance_s": round(min(found), 3),
                 "ratio": round(min(found) / min(decode), 3), "median_ratio": round(
