@@ -12,6 +12,7 @@ predicts the step's token downwards, every edge above a threshold and the nodes 
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import torch
@@ -24,6 +25,8 @@ from .residual_parts import BIAS, PathCapture, frozen_norm, mlp_label
 
 RESIDUAL = "residual"
 THRESHOLD = 0.04  # the paper's τ for its graphs
+KEPT_INFLOW_BYTES = 8 * 2 ** 20  # one node's inflow vectors kept between steps up to this size
+KEPT_BYTES = 256 * 2 ** 20  # the heads' W_O v kept per layer while a route is followed, most recent first
 Node = tuple[str, int, int]  # (stack, depth, position): depth 0 the embeddings, d after the stack's d-th sublayer
 
 
@@ -67,7 +70,7 @@ class RouteGraph:
     def __init__(self, cap: PathCapture) -> None:
         self.cap = cap
         self._streams: dict[str, list[Tensor]] = {}
-        self._ov: dict[tuple[str, int], Tensor] = {}
+        self._ov: OrderedDict[tuple[str, int], Tensor] = OrderedDict()  # most recently used last
         self._inflows: dict[Node, Inflow] = {}
 
     def sublayers(self, stack: str) -> list[tuple[int, int]]:
@@ -100,12 +103,18 @@ class RouteGraph:
 
     def _head_vectors(self, kind: str, layer: int) -> Tensor:
         """W_O^h v_hj for every head and key, (H, Tk, D)."""
-        if (kind, layer) not in self._ov:
-            inputs = self.cap.insides.inputs[kind][layer]
-            weight = self.cap.outputs[kind][layer][0]
-            v = inputs.head_values()[0].float()  # (H, Tk, Dv)
-            self._ov[(kind, layer)] = torch.einsum("hjv,dhv->hjd", v, weight.view(weight.shape[0], inputs.n_heads, -1))
-        return self._ov[(kind, layer)]
+        key = (kind, layer)
+        if key in self._ov:
+            self._ov.move_to_end(key)
+            return self._ov[key]
+        inputs = self.cap.insides.inputs[kind][layer]
+        weight = self.cap.outputs[kind][layer][0]
+        v = inputs.head_values()[0].float()  # (H, Tk, Dv)
+        made = torch.einsum("hjv,dhv->hjd", v, weight.view(weight.shape[0], inputs.n_heads, -1))
+        self._ov[key] = made
+        while len(self._ov) > 1 and sum(t.numel() * 4 for t in self._ov.values()) > KEPT_BYTES:
+            self._ov.popitem(last=False)  # a long input at a real size: 64 MB a layer (bart-large, 1,024 keys)
+        return made
 
     def inflow(self, node: Node) -> Inflow:
         """What is added into `node` and how much each part counts."""
@@ -148,7 +157,8 @@ class RouteGraph:
         output = self.stream(stack)[depth][i]
         importance = proximity(stacked, output)
         made = Inflow(node, (*names, BIAS), (*sources, None), stacked, output, importance)
-        self._inflows[node] = made
+        if stacked.numel() * 4 <= KEPT_INFLOW_BYTES:  # kept for the next step's route; a long input's are not
+            self._inflows[node] = made
         return made
 
 
