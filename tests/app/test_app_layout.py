@@ -54,7 +54,7 @@ def app_violations(path: Path, source: str) -> list[str]:
     breaks the layout."""
     rel = path.relative_to(ROOT)
     role = rel.parts[1] if rel.parts[0] == "ui" and len(rel.parts) >= 3 else None
-    depth = len(rel.parts) - 2  # how far up a relative import may reach and stay inside the role (a module of ui/views/kit/: 2)
+    depth = len(rel.parts) - 2  # how far a relative import may reach up inside the role (ui/views/kit/*.py: 2)
     driver = rel.parts[0] == "studio_browser"
     problems = []
     for line, module, level in _imports(path, source):

@@ -56,7 +56,8 @@ def _resolves_dotted(name: str) -> bool:
             path = path / f"{part}.py"
         else:
             source = path / "__init__.py" if path.is_dir() else path
-            return i > 0 and source.is_file() and re.search(rf"\b{part}\b", source.read_text(encoding="utf-8")) is not None
+            return i > 0 and source.is_file() and \
+                re.search(rf"\b{part}\b", source.read_text(encoding="utf-8")) is not None
         if path.is_file() and i < len(parts) - 1:
             return re.search(rf"\b{parts[i + 1]}\b", path.read_text(encoding="utf-8")) is not None
     return True

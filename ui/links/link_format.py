@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from transformer.analysis import SEGMENT_FILTERS
+from transformer.analysis import CORPUS_STATISTICS, METHODS, SEGMENT_FILTERS, STATISTICS
 from transformer.decode import MAX_INPUT_CHARS, MEAN_HEAD
 from transformer.model import ALL_KINDS, Head
 
@@ -19,6 +19,8 @@ MODES = ("greedy", "teacher")
 COMPARE_MODES = ("models", "edit")  # Compare: two models on one input, or one model on an input and its edit
 COMPARE_WAYS = ("inputs", "models")  # an encoder-only model's Compare: two inputs through it, or one through two models
 MAX_STAGE = 99  # the Learn tour's stages (the page checks the number against its tour)
+# the head overview's "Colour each head by": a statistic of this input, or ("corpus:" + name) of the corpus statistics
+OVERVIEW_COLOURS = (*STATISTICS, *(f"corpus:{name}" for name in CORPUS_STATISTICS))
 COMBINE = ("pick", "max", "rollout", "group")  # the Attention page's "Combine heads" (group: key/value group mean)
 MAP_SHOWS = ("weight", "contribution")  # the Attention page's "Map shows": the weight α or ||α·W_O v||
 VIEWS = ("greedy", "teacher", "forced")  # the Decode page's step-through views ("forced" needs `force`)
@@ -176,6 +178,9 @@ PARSERS: dict[str, Any] = {
     "text_b": _text,
     "stage": lambda v: _int(v, 1, MAX_STAGE) - 1,  # the Learn tour's stage, numbered from 1 as its titles
     "gold": _flag,  # the gold alignment outlined on a map (Decode, Attention); on unless the link says 0
+    "colour": lambda v: _choice(v, OVERVIEW_COLOURS),
+    "attr": lambda v: _choice(v, METHODS),  # the step's attribution method (Decode)
+    "pred": lambda v: _int(v, 1, 99_999) - 1,  # an encoder-only model's prediction whose attribution is shown
     "pfrom": _text,
     "psite": _patch_site,
     "text": _text,
@@ -205,6 +210,9 @@ PARSERS: dict[str, Any] = {
     # layer (0: the embeddings; the encoder's own output, the default, is left out of a link)
     "beam": lambda v: _int(v, 2, 8),
     "enc_layer": lambda v: _int(v, 0, 999),
+    # Decode's expanders kept open by a reload: the logit lens, and Inside one head with the attention kind it shows
+    "lens": _flag,
+    "inside": lambda v: _choice(v, ALL_KINDS),
     # an encoder-only model's Decode page: the pair's second sentence, the masked tokens, the segments shown
     "pair": _text,
     "masks": _positions,
@@ -214,11 +222,11 @@ PARSERS: dict[str, Any] = {
 
 def format_value(name: str, value: Any) -> str:
     """A view value as it appears in a link."""
-    if name in ("layer", "query", "stage"):
+    if name in ("layer", "query", "stage", "pred"):
         return str(int(value) + 1)
     if name == "head":
         return "mean" if value is None or int(value) == MEAN else str(int(value) + 1)
-    if name in ("fixed", "hide", "words", "present", "gold"):
+    if name in ("fixed", "hide", "words", "present", "gold", "lens"):
         return "1" if value else "0"
     if name == "ablate":
         return format_ablated(tuple(value))

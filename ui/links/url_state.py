@@ -14,6 +14,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
+from transformer.analysis import METHODS
 from transformer.charts import qr_svg
 from transformer.decode import InputError
 from transformer.model import Head
@@ -55,7 +56,9 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 "pair": lambda v: v or None, "masks": lambda v: tuple(v) or None,
                 "segment": lambda v: None if v == "all" else v,
                 # on by default (the gold alignment outlined), two inputs through one model: out of the link
-                "gold": lambda v: None if v else False, "way": lambda v: None if v == "inputs" else v}
+                "gold": lambda v: None if v else False, "way": lambda v: None if v == "inputs" else v,
+                "pred": lambda v: v or None,  # the first prediction: out of the link
+                "attr": lambda v: None if v == METHODS[0] else v}  # the default method: no open expander
 
 
 def page_name(title: str) -> str:
@@ -145,6 +148,8 @@ def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], not
         state[REFERENCE_FOR_KEY], state[REFERENCE_KEY] = (active.task_name, text), values["ref"]
     if page == "decode":
         _restore_forced(active, values, notes, text)
+    if page == "decode" and "inside" in values and not sizes.has(values["inside"]):
+        notes.append(f"inside={values.pop('inside')} ignored (this model has no such attention)")
     if page == "learn" and values.get("stage", 0) >= len(TOUR):
         notes.append(f"stage {values.pop('stage') + 1} ignored (the tour has {len(TOUR)})")
     if "step" in values and page == "decode":
@@ -206,6 +211,11 @@ def link_values(page: str) -> dict[str, Any]:
             values.pop("view")
     if not values.get("ref"):
         values.pop("ref", None)
+    if page == "decode":  # Decode's expanders: in the link while open
+        if not values.get("lens"):
+            values.pop("lens", None)
+        if not state.get(LINK_OPENS["decode"]["inside"]):
+            values.pop("inside", None)
     if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
         values.pop("cmode", None)
         values.pop("edit", None)

@@ -104,7 +104,7 @@ def test_a_pair_offers_the_segment_filter_and_keeps_the_models_weights(hf_env, l
 def test_heads_switched_off_and_the_attribution_are_the_models(hf_env, lm):
     text = "a man in a [MASK] shirt"
     at = _open("decode", text)
-    at.multiselect(key="decode_masked_ablate").set_value(["enc:L1H1", "enc:L2H3"]).run()
+    at.multiselect(key=LINK_PARAMS["decode"]["ablate"]).set_value(["enc:L1H1", "enc:L2H3"]).run()
     assert_no_exception(at)
     heads = [Head("encoder_self", 0, 0), Head("encoder_self", 1, 2)]
     before = fill_masks(lm, text).predictions[0]

@@ -32,6 +32,7 @@ from transformer.decode import (
 from transformer.model import Head
 from ui.models import ActiveModel
 
+from ..features import chosen_heads
 from ..kit import (
     LINK_PARAMS,
     Selection,
@@ -170,7 +171,9 @@ def _show_ablation(sel: Selection) -> None:
     lm = sel.model.adapter
     n_layers, n_heads = lm.head_counts()[sel.kind]
     labels = [Head(sel.kind, layer, head).label for layer in range(n_layers) for head in range(n_heads)]
-    chosen = st.multiselect("Heads to switch off", labels, key="decode_masked_ablate",
+    key = sel.param_key("ablate")  # the Decode page's picker: a link's `ablate=` fills it
+    chosen_heads(sel.model, key)  # labels of another model dropped
+    chosen = st.multiselect("Heads to switch off", labels, key=key,
                             help="Each head's output is multiplied by 0 inside this call only.")
     if not chosen:
         st.caption("Pick heads to see the predictions without them.")
@@ -190,7 +193,10 @@ def _show_attribution(sel: Selection) -> None:
     st.subheader("Which tokens the prediction leans on", anchor=False)
     result = sel.fill
     names = [f"token {p.position}: {p.token}" for p in result.predictions]
-    pick = st.selectbox("Prediction", range(len(names)), format_func=names.__getitem__, key="decode_masked_attr")
+    key = sel.param_key("pred")
+    if st.session_state.get(key) not in range(len(names)):  # a link's or another input's prediction: the first
+        st.session_state[key] = 0
+    pick = st.selectbox("Prediction", range(len(names)), format_func=names.__getitem__, key=key)
     prediction = result.predictions[pick or 0]
     shares = mask_attribution(sel.model.adapter, result.source.ids, prediction.position, prediction.top_k[0][1])
     top = max(shares) or 1.0

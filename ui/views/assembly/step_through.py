@@ -225,14 +225,15 @@ def _maps(sel: Selection) -> None:
     map_col, side_col = map_columns(trace, kind, [9, 6])
     with map_col:
         keys = key_window(trace, kind, "decode")
-        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {head_label(head, spelled=True).lower()}"
+        named = head_label(head, spelled=True).lower()
+        chart_heading(f"{kind_name} rows up to step {t + 1} · layer {layer + 1} · {named}"
                       + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
         heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
                                gold=gold if st.session_state.get(KEYS["gold"], True) else (),
                                size=440 if presenting() else 300, title="", large_labels=presenting(), keys=keys,
                                max_width=MAP_WIDTH)
         show_chart(heatmap, key="decode_heatmap", width="content")
-        slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {head_label(head, spelled=True).lower()} · "
+        slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {named} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")
         show_step_contribution(sel, row)

@@ -98,7 +98,7 @@ def show_step_attribution(sel: Selection, *, key: str) -> None:
     of the decode shown."""
     active, text, trace, t = sel.model, sel.text, sel.result.trace, sel.step
     output = [s.token_id for s in sel.result.steps]
-    method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=f"{key}_method",
+    method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=sel.param_key("attr"),
                       horizontal=True, help=EXPLAIN_METHODS)
     try:
         attr = _attribution(active.cache_key, active, text, tuple(output), t, method)

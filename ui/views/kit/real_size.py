@@ -53,6 +53,7 @@ def _open_overview_head() -> None:
         st.session_state[keys["head"]] = MEAN_HEAD if head is None else head
 
 
+OVERVIEW_COLOUR_KEY = LINK_PARAMS["attention"]["colour"]  # "Colour each head by" (the link's colour=)
 CORPUS_PREFIX = "corpus:"  # an overview option naming a corpus statistic ("corpus:entropy")
 CORPUS_SHARES = frozenset(CORPUS_STATISTICS) - {"entropy", "distance"}  # statistics that lie in [0, 1]
 
@@ -79,12 +80,12 @@ def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSour
                     frame[CORPUS_PREFIX + name] = [float(values.loc[(la, h), name]) for la, h in
                                                    zip(frame["layer"], frame["head"], strict=True)]
                     stats.append(CORPUS_PREFIX + name)
-    if st.session_state.get("attention_overview_stat") not in stats:
-        st.session_state["attention_overview_stat"] = stats[0]
-    st.selectbox("Colour each head by", stats, format_func=_overview_title, key="attention_overview_stat",
+    if st.session_state.get(OVERVIEW_COLOUR_KEY) not in stats:
+        st.session_state[OVERVIEW_COLOUR_KEY] = stats[0]
+    st.selectbox("Colour each head by", stats, format_func=_overview_title, key=OVERVIEW_COLOUR_KEY,
                  help="This input's statistics, and once computed (Head statistics over a corpus, below) the "
                       "corpus's.")
-    statistic = st.session_state["attention_overview_stat"]
+    statistic = st.session_state[OVERVIEW_COLOUR_KEY]
     chart = head_overview(frame, statistic, kind, title=_overview_title(statistic),
                           share=statistic.removeprefix(CORPUS_PREFIX) in CORPUS_SHARES)
     show_chart(chart, key="attention_overview", on_select=_open_overview_head, selection_mode="cell", width="content")
