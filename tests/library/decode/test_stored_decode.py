@@ -133,3 +133,15 @@ def test_a_prompt_above_the_threshold_is_decoded_with_the_store(lm):
     assert long.trace.decoder_input_tokens == plain.trace.decoder_input_tokens
     assert long.source_text == text and long.output_text == plain.output_text
     torch.testing.assert_close(long.trace.matrix("self", 0, 1), plain.trace.matrix("self", 0, 1), atol=1e-5, rtol=0)
+
+
+def test_nothing_of_the_store_forward_stays_on_the_model(lm):
+    from transformer.adapters import store_forward
+    hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.network.named_modules()}
+    before = getattr(getattr(lm.network, "config", None), "_attn_implementation", None)
+    stored_greedy(lm, _prompt(lm)[0], max_steps=2)
+    assert getattr(getattr(lm.network, "config", None), "_attn_implementation", None) == before
+    assert store_forward._STORING == {}
+    assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))
+            for name, m in lm.network.named_modules()} == hooks
+    assert not lm.network.training
