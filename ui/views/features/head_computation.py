@@ -24,9 +24,10 @@ from transformer.charts import (
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 
-from ..kit import Selection, cached_chart, show_chart, slide_downloads, slide_title
+from ..kit import LINK_OPENS, LINK_PARAMS, Selection, cached_chart, show_chart, slide_downloads, slide_title
 
 MAP_VALUES = {"weight": "Weight α", "contribution": "Contribution ‖α·W_O v‖"}
+INSIDE_OPEN_KEY, INSIDE_KIND_KEY = LINK_OPENS["decode"]["inside"], LINK_PARAMS["decode"]["inside"]  # in Decode's link
 CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this bounds)
 
 
@@ -159,12 +160,12 @@ def show_step_inside(sel: Selection) -> None:
     """Decode: the selected head's computation at the selected step (the step's query; the encoder's query is
     picked)."""
     result, t = sel.result, sel.step
-    with st.expander("Inside one head at this step: how its weights are computed", key="decode_inside_open",
+    with st.expander("Inside one head at this step: how its weights are computed", key=INSIDE_OPEN_KEY,
                      on_change="rerun", icon=":material/calculate:") as box:
         if not box.open:  # captured and drawn only while open
             return
         family = result.trace.family
-        kind = st.radio("Attention", family.kinds, format_func=family.title, key="decode_inside_kind",
+        kind = st.radio("Attention", family.kinds, format_func=family.title, key=INSIDE_KIND_KEY,
                         horizontal=True, index=family.kinds.index(family.cross_kind or family.output_kind))
         row = None if kind == family.encoder_kind else result.trace.step_offset + t
         show_head_computation(sel, kind=kind, row=row)
