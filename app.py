@@ -37,6 +37,6 @@ else:
     render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
     with st.sidebar:
         share_control()
-    presenter_switch()
+    presenter_switch(name)
     show_notes()
     run_page(page, name)  # then the page as it is now into the URL

@@ -10,9 +10,10 @@ TOY_OPTION = f"{SHIPPED}:toy-en-de"  # the model whose gold alignment is perfect
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)
-st.markdown("Train a small encoder-decoder transformer live, type a sentence, and watch what it attends to: "
-            "step through greedy decoding token by token and inspect encoder self-, decoder self- and "
-            "cross-attention for every layer and head. Everything runs on CPU, in seconds.")
+with st.container(key="home_intro"):  # (presenter mode hides it: the speaker says it, the map takes the screen)
+    st.markdown("Train a small encoder-decoder transformer live, type a sentence, and watch what it attends to: "
+                "step through greedy decoding token by token and inspect encoder self-, decoder self- and "
+                "cross-attention for every layer and head. Everything runs on CPU, in seconds.")
 
 active = require_model()
 with st.container(border=True):

@@ -58,3 +58,60 @@ def test_the_qr_code_covers_no_chart_or_control(server, width, height):
                 page.context.close()
         finally:
             browser.close()
+
+
+# A talk in presenter mode at a projector's 1280x720: Home -> Decode -> Attention -> Learn -> Train through the bar's
+# page strip and the clicker's page keys, never leaving presenter mode, each title below the bar; Home's and Learn's
+# main picture (the page's first chart) within the first screen. (Decode's and Attention's are not yet: their
+# controls come first.)
+WALK = [("Home", True), ("Decode", False), ("Attention", False), ("Learn", True), ("Train", False)]
+FIRST_SCREEN_JS = r"""() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const bar = document.querySelector('.st-key-studio_present_bar');
+  const title = main.querySelector('h1');
+  const chart = main.querySelector('[data-testid="stVegaLiteChart"] svg, [data-testid="stVegaLiteChart"] canvas');
+  const r = chart && chart.getBoundingClientRect();
+  const box = r && [Math.round(r.left), Math.round(r.top), Math.round(r.right), Math.round(r.bottom)];
+  return {presenting: !!bar && !document.querySelector('[data-testid="stSidebar"]')?.offsetWidth, box,
+          title: title && Math.round(title.getBoundingClientRect().top), bar: bar && Math.round(bar.getBoundingClientRect().bottom),
+          url: location.href};
+}"""
+
+
+def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the_first_screen(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from studio_browser import running_app, shipped_checkpoints
+
+    width, height = 1280, 720
+    with running_app(shipped_checkpoints(), tmp_path / "runs", default="multi30k-en-de") as server, \
+            sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = new_page(browser)
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(f"{server.url}/?text=A+man+plays+the+guitar+on+a+stage.&present=1")
+            for i, (title, fits) in enumerate(WALK):
+                if i == 3:  # Attention -> Learn: the strip (Compare and Train come between)
+                    page.locator(".st-key-studio_present_pages a", has_text=title).click()
+                elif i > 0:  # the clicker's page keys: Home -> Decode -> Attention, and Learn -> Train (before it)
+                    page.keyboard.press("PageUp" if title == "Train" else "PageDown")
+                if i > 0:
+                    page.wait_for_url(f"**/{title.lower()}?*", timeout=60_000)
+                page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+                wait_idle(page, 120_000)
+                if title != "Train":
+                    page.locator('[data-testid="stVegaLiteChart"] svg, [data-testid="stVegaLiteChart"] canvas'
+                                 ).first.wait_for(timeout=60_000)
+                    wait_idle(page, 120_000)
+                page.screenshot(path=f"/tmp/presenter_walk_{i}_{title.lower()}.png")
+                seen = page.evaluate(FIRST_SCREEN_JS)
+                assert seen["presenting"] and "present=1" in seen["url"], f"{title}: presenter mode left: {seen}"
+                assert seen["title"] is not None and seen["title"] >= seen["bar"], f"{title}: title under the bar"
+                if fits:
+                    assert seen["box"] is not None, f"{title}: no main picture"
+                    left, top, right, bottom = seen["box"]
+                    assert 0 <= left and right <= width and 0 <= top and bottom <= height, (title, seen)
+                assert page_errors(page) == []
+        finally:
+            browser.close()
