@@ -73,7 +73,8 @@ FIRST_SCREEN_JS = r"""() => {
   const r = chart && chart.getBoundingClientRect();
   const box = r && [Math.round(r.left), Math.round(r.top), Math.round(r.right), Math.round(r.bottom)];
   return {presenting: !!bar && !document.querySelector('[data-testid="stSidebar"]')?.offsetWidth, box,
-          title: title && Math.round(title.getBoundingClientRect().top), bar: bar && Math.round(bar.getBoundingClientRect().bottom),
+          title: title && Math.round(title.getBoundingClientRect().top),
+          bar: bar && Math.round(bar.getBoundingClientRect().bottom),
           url: location.href};
 }"""
 

@@ -180,7 +180,7 @@ def _show_ablation(sel: Selection) -> None:
         return
     sel = replace(sel, ablated=tuple(parse_head(h, lm) for h in chosen))
     ablated = fill(sel.model, sel.text, sel.second, sel.masks, sel.top_k, sel.ablated)
-    for before, after in zip(sel.fill.predictions, ablated.predictions):
+    for before, after in zip(sel.fill.predictions, ablated.predictions, strict=True):
         old = {i: v for _, i, v in after.top_k}
         kept = old.get(before.top_k[0][1])
         st.markdown(f"Token {before.position}: **{md(before.token)}** {before.prob:.3f} → with the heads off "
