@@ -164,7 +164,7 @@ def test_a_public_address_goes_into_the_qr_code_and_no_network_is_said(room, mon
 def _renderers(at: AppTest) -> tuple[list, list]:
     """The popovers that make files (slides, animations) and the chart image buttons a page drew."""
     popovers = [p for p in at.get("popover") if p.key and p.key.endswith("_slides")]
-    images = [b for b in at.get("download_button") if b.key and b.key.endswith(("_png", "_svg"))]
+    images = [b for b in at.get("download_button") if b.key and b.key.endswith(("_png", "_svg", "_replay"))]
     return popovers, images
 
 
@@ -181,7 +181,8 @@ def test_an_audience_session_cannot_render_animations_slides_or_images(room, mon
     popovers, images = _renderers(at)
     assert popovers and all(p.proto.popover.disabled and p.proto.popover.help == REFUSALS["render"] for p in popovers)
     assert all(b.disabled and b.help == REFUSALS["render"] for b in images)
-    assert not [name for name in downloads if name.endswith((".mp4", ".gif", ".pdf", ".png", ".svg"))]
+    assert page != "decode" or any(b.key == "decode_replay" for b in images)
+    assert not [name for name in downloads if name.endswith((".mp4", ".gif", ".pdf", ".png", ".svg", ".html"))]
     connect_from(monkeypatch, None)  # the speaker
     at = open_link(page, {"text": TEXT})
     popovers, images = _renderers(at)

@@ -1,6 +1,6 @@
 """A paste longer than a text box's limit keeps the box's first 10,000 characters and says so, on every box whose text
-a model reads (Home, Decode's input and reference, Attention, Compare, Compare's edit, the masked pages); before, the
-box ignored the paste and said nothing."""
+a model reads (Home, Decode's input and reference, Attention, Compare, Compare's edit, Learn, the masked pages);
+before, the box ignored the paste and said nothing."""
 from __future__ import annotations
 
 import pytest
@@ -30,7 +30,7 @@ def test_the_limit_is_one_function_of_the_text_and_the_limit():
 
 @pytest.mark.parametrize(("page", "key"), [(None, "home_text"), ("decode", "decode_text"),
                                            ("decode", "decode_reference"), ("attention", "attention_text"),
-                                           ("compare", "compare_text")])
+                                           ("compare", "compare_text"), ("learn", "learn_text")])
 def test_an_overlong_paste_keeps_the_first_characters_and_says_so(studio_env, page, key):
     at = open_app(page)
     _pasted(at, key)

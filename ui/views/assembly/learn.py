@@ -11,7 +11,7 @@ import streamlit as st
 from transformer.adapters import position_scheme
 from transformer.analysis import BatchMask, HeadComputation, HeadSelectionError, batch_mask, computation_at, mask_matrix
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
-from transformer.decode import MAX_INPUT_CHARS, DecodeResult
+from transformer.decode import DecodeResult
 from ui.models import ActiveModel, model_options, select_model
 
 from ..features import captured_for
@@ -24,6 +24,7 @@ from ..kit import (
     Selection,
     bind_text,
     greedy_or_message,
+    model_text_input,
     share_text,
     show_chart,
 )
@@ -110,8 +111,7 @@ def learn_selection(active: ActiveModel) -> Selection | None:
     """The Learn page's input and its greedy decode as a Selection; None after a message when it cannot be read."""
     key = LINK_PARAMS["learn"]["text"]
     bind_text(key, active)
-    text = st.text_input(active.family.input_role.capitalize(), key=key, on_change=share_text, args=(key,),
-                         max_chars=MAX_INPUT_CHARS)
+    text = model_text_input(st, active.family.input_role.capitalize(), key=key, on_change=share_text, args=(key,))
     result = greedy_or_message(active, text)
     return None if result is None else Selection("learn", active, text, result)
 

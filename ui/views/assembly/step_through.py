@@ -23,6 +23,7 @@ from transformer.charts import (
 )
 from transformer.decode import DecodeResult, InputError
 from ui.models import ActiveModel
+from ui.server import audience_refusal
 
 from ..features import (
     ablated_run,
@@ -275,11 +276,12 @@ def replay_download(active: ActiveModel, result: DecodeResult, view: str) -> Non
         return
     name = active.option.label.replace("  ·  ", " · ")
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", active.option.name)  # a Hugging Face name holds a slash
-    st.download_button("Download replay", data=partial(replay_html, result, name, weights_of(active)),
+    why = audience_refusal("render")  # the speaker's machine would build it: switched off for the audience
+    st.download_button("Download replay", data=b"" if why else partial(replay_html, result, name, weights_of(active)),
                        file_name=f"replay_{stem}_{view}.html", mime="text/html", key="decode_replay",
-                       icon=":material/play_circle:", on_click="ignore",
-                       help="One HTML file that replays this decode step by step, offline: Next / Prev or the arrow "
-                            "keys, every attention kind, layer and head, the top-k of each step.")
+                       icon=":material/play_circle:", on_click="ignore", disabled=bool(why),
+                       help=why or "One HTML file that replays this decode step by step, offline: Next / Prev or the "
+                                   "arrow keys, every attention kind, layer and head, the top-k of each step.")
 
 
 @st.fragment
