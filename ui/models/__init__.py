@@ -29,12 +29,14 @@ from .options import (
     UPLOAD,
     ActiveModel,
     ModelOption,
+    card_help,
     card_lines,
     select_model,
 )
 
 __all__ = ["HF", "LIVE", "LOAD_ERROR_KEY", "MODEL_KEY", "PICKER_FONT_PX", "PICKER_LABEL_PX", "RUN", "SHIPPED", "UPLOAD",
-           "ActiveModel", "ModelOption", "add_upload", "card_lines", "checkpoint_stamp", "current_model", "hf_loader",
+           "ActiveModel", "ModelOption", "add_upload", "card_help", "card_lines", "checkpoint_stamp", "current_model",
+           "hf_loader",
            "live_cache_key", "live_option_id", "load_shared_checkpoint", "loading_message", "model_options", "resolve",
            "run_of", "select_model", "selected_option", "shared_model", "train_page_note", "uploaded_bundle",
            "uploaded_checkpoint"]

@@ -117,9 +117,13 @@ def selected_option() -> ModelOption | None:
 
 
 def _examples(metrics: dict, evals: list[dict]) -> tuple[tuple[str, str], ...]:
+    """The last evaluation's (source, reference) examples, those the model got exactly right first (the first is the
+    pages' default input: a newcomer's first look shows the model at its best, not a mistranslation)."""
     rows = metrics.get("examples") or next((e.get("examples") for e in reversed(evals) if e.get("examples")), [])
-    return tuple((r["source"], r["reference"]) for r in rows
-                 if isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("reference"), str))
+    rows = [r for r in rows
+            if isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("reference"), str)]
+    rows.sort(key=lambda r: str(r.get("output", "")).strip() != r["reference"].strip())  # stable: right ones first
+    return tuple((r["source"], r["reference"]) for r in rows)
 
 
 def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> ActiveModel:

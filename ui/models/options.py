@@ -111,6 +111,35 @@ def select_model(option_id: str) -> None:
     st.session_state[MODEL_KEY] = option_id
 
 
+_TASKS = {"corpus": "translation, learned from a parallel corpus", "reverse": "reverse a string of letters",
+          "copy": "copy a string of letters", "sort": "sort a string of letters"}
+_LEVELS = {"bpe": "subword tokens (pieces of words)", "char": "one token per character", "word": "one token per word"}
+
+
+def _translates(card: dict[str, Any]) -> bool:
+    return card.get("task") not in ("reverse", "copy", "sort") and isinstance(
+        (card.get("metrics") or {}).get("bleu"), (int, float))
+
+
+def _task_words(card: dict[str, Any]) -> str:
+    task, level = card.get("task"), card.get("level")
+    return f"{_TASKS.get(task, task)} · reads {_LEVELS.get(level, f'{level} tokens')}"
+
+
+def card_help(card: dict[str, Any]) -> str | None:
+    """What the card's scores are, with the sacrebleu signatures that say how BLEU and chrF were computed (a tooltip:
+    the signature itself means nothing to a newcomer), or None for a card with no such scores."""
+    metrics = card.get("metrics") or {}
+    if not _translates(card):
+        return ("Exact match: the share of validation examples whose whole output is right. Tokens right: the share "
+                "of output tokens right when the model is fed the reference (teacher forcing).") if metrics else None
+    signatures = [f"`{metrics[k]}`" for k in ("bleu_signature", "chrf_signature") if isinstance(metrics.get(k), str)]
+    return ("BLEU and chrF compare the model's translations of the validation set with the reference translations, "
+            "0 to 100, higher is better (BLEU counts matching word sequences, chrF matching character sequences). "
+            "Tokens right: the share of output tokens right when the model is fed the reference."
+            + ("\n\nComputed by sacrebleu, signature: " + " · ".join(signatures) if signatures else ""))
+
+
 def card_lines(card: dict[str, Any]) -> list[str]:
     """The model card as short Markdown lines."""
     if card.get("source") == "huggingface":
@@ -129,19 +158,20 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     enc, dec = card.get("n_encoder_layers"), card.get("n_decoder_layers")
     layers = {"encoder-only": f"{enc} layers (encoder only)", "decoder-only": f"{dec} layers (decoder only)"}.get(
         card.get("architecture"), f"{enc}+{dec} layers")
-    lines = [f"**Task** {card.get('task')} ({card.get('level')}-level)",
+    lines = [f"**Task** {_task_words(card)}",
              f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · {layers} · "
              f"d_ff {card.get('d_ff')}",
              f"**Parameters** {card.get('parameters', 0):,}",
              f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]
+    # what means something for the task: a translation's BLEU and chrF (an exact match of a whole sentence is rare
+    # and says little), a built-in task's exact match
+    scores = (("bleu", "BLEU", "{:.1f}"), ("chrf", "chrF", "{:.1f}")) if _translates(card) else (
+        ("exact_match", "exact match", "{:.0%}"),)
     shown = [(label, metrics[key], fmt) for key, label, fmt in (
-        ("exact_match", "exact match", "{:.0%}"), ("token_accuracy", "token acc.", "{:.1%}"),
-        ("loss", "val. loss", "{:.3f}"), ("bleu", "BLEU", "{:.1f}"), ("chrf", "chrF", "{:.1f}"))
+        *scores, ("token_accuracy", "tokens right", "{:.1%}"), ("loss", "validation loss", "{:.3f}"))
         if isinstance(metrics.get(key), (int, float))]
     if shown:
-        lines.append("**Metrics** " + " · ".join(f"{label} {fmt.format(value)}" for label, value, fmt in shown))
-    if isinstance(metrics.get("bleu_signature"), str):
-        lines.append(f"**BLEU signature** `{metrics['bleu_signature']}`")
+        lines.append("**Scores** " + " · ".join(f"{label} {fmt.format(value)}" for label, value, fmt in shown))
     if card.get("weights", "last") != "last":
         lines.append(f"**Weights** {card['weights']}")
     known = card.get("known_heads")

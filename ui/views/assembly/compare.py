@@ -2,6 +2,7 @@
 the same map of both models at one step, and their difference."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pandas as pd
@@ -52,14 +53,22 @@ STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
                 "same": Column("tokens")}
 
 
+def default_model_b(a: ModelOption, options: list[ModelOption]) -> str:
+    """Model B's first choice: the live run or a saved run (the training case), else another model of A's language
+    pair (named so: multi30k-en-de and toy-en-de), else A against itself (the one model there is)."""
+    others = [o for o in options if o.id != a.id]
+    runs = [o.id for o in others if o.source in (LIVE, RUN)]
+    pair = re.search(r"[a-z]{2}-[a-z]{2}$", a.name)
+    same_pair = [o.id for o in others if pair and o.name.endswith(pair.group()) and o.name != pair.group()]
+    return (runs or same_pair or [a.id])[0]
+
+
 def pick_model_b(active: ActiveModel) -> ActiveModel | None:
     """The "Model B" picker (another model than A by default); None after saying why B cannot be loaded."""
     options = model_options()
     by_id = {o.id: o for o in options}
     if st.session_state.get(MODEL_B_KEY) not in by_id:
-        # the live run or a saved run against A (the training case), else A against itself
-        others = [o.id for o in options if o.id != active.option.id and o.source in (LIVE, RUN)]
-        st.session_state[MODEL_B_KEY] = others[0] if others else active.option.id
+        st.session_state[MODEL_B_KEY] = default_model_b(active.option, options)
     chosen = st.selectbox("Model B", list(by_id), format_func=lambda i: by_id[i].label, key=MODEL_B_KEY,
                           help="Model A is the one picked in the sidebar. The live training run compares its "
                                "newest weights with any saved checkpoint.")
