@@ -96,10 +96,17 @@ def tour_navigation() -> TourStage:
     return TOUR[int(st.session_state[STAGE_KEY])]
 
 
+def spread_row(result: DecodeResult, kind: str, head: int = 0) -> int:
+    """The row (query) of layer 1, `head` of `kind` whose weights are the most spread (highest entropy): the tour
+    shows a softmax with several bars, not the first decoder query's single bar at 1.0."""
+    weights = result.trace.maps[kind][0, head].float()  # (Q, K)
+    entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1)
+    return int(entropy.argmax())
+
+
 def _computation(active: ActiveModel, result: DecodeResult, kind: str, head: int) -> HeadComputation | None:
     captured = captured_for(active, result, None)
-    family = result.trace.family
-    row = result.trace.step_offset if kind != family.encoder_kind else result.trace.axis_sizes(kind)[0] - 1
+    row = spread_row(result, kind, head)
     try:
         return computation_at(active.adapter, captured, kind, 0, head, row)
     except HeadSelectionError as exc:
@@ -148,7 +155,8 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
         return
     q_tokens, k_tokens = captured_for(active, result, None).tokens(kind)
     st.caption(f"{active.option.name} · {family.title(kind)} · layer 1 · head 1 · the query of "
-               f"‹{visible_token(q_tokens[c.query])}› (position {c.query + 1}), as the first greedy step reads it. "
+               f"‹{visible_token(q_tokens[c.query])}› (position {c.query + 1}), the query whose weights are the most "
+               "spread here (the highest entropy), in the greedy decode. "
                f"[Open the full view on the Attention page](/attention)")
     if stage.name == "heads":
         captured = captured_for(active, result, None)
