@@ -7,6 +7,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from ..model import SOURCE, TARGET
 from .trace import AttentionTrace
 
 WORD_STARTS = ("▁", "Ġ")  # SentencePiece and byte-level BPE mark a piece that starts a word
@@ -19,11 +20,13 @@ def _is_special(piece: str) -> bool:
 
 def word_groups(pieces: Sequence[str]) -> list[list[int]]:
     """Indices of the pieces of each word: a piece starting with ▁/Ġ or a special starts a word; a "##" piece
-    (WordPiece) or any other piece continues the current one. Specials are words of their own."""
+    (WordPiece) or any other piece continues the current one. Specials are words of their own. Where no piece is
+    marked ▁/Ġ (WordPiece: BERT, DistilBERT), every piece but a "##" one starts a word."""
     groups: list[list[int]] = []
+    wordpiece = not any(piece.startswith(WORD_STARTS) for piece in pieces)
     for i, piece in enumerate(pieces):
         special = _is_special(piece)
-        starts = special or piece.startswith(WORD_STARTS) or not groups or _is_special(pieces[i - 1])
+        starts = special or piece.startswith(WORD_STARTS) or not groups or _is_special(pieces[i - 1]) or wordpiece
         if starts and not piece.startswith("##"):
             groups.append([i])
         else:
@@ -48,8 +51,14 @@ def _matrices(pieces: Sequence[str]) -> tuple[tuple[str, ...], Tensor, Tensor]:
 
 
 def merge_words(trace: AttentionTrace) -> AttentionTrace:
-    """The same trace over words instead of pieces (rows still sum to 1; future words stay 0)."""
+    """The same trace over words instead of pieces (rows still sum to 1; future words stay 0), for every family: each
+    kind's queries averaged and keys summed along its own axes."""
     src_words, src_avg, src_sum = _matrices(trace.source_tokens)
     dec_words, dec_avg, dec_sum = _matrices(trace.decoder_input_tokens)
-    return AttentionTrace(src_words, dec_words, src_avg @ trace.encoder_self @ src_sum,
-                          dec_avg @ trace.decoder_self @ dec_sum, dec_avg @ trace.cross @ src_sum)
+    average, total = {SOURCE: src_avg, TARGET: dec_avg}, {SOURCE: src_sum, TARGET: dec_sum}
+    spec = trace.family
+    maps = {kind: average[spec.axes[kind][0]] @ trace.weights(kind) @ total[spec.axes[kind][1]] for kind in spec.kinds}
+    rows = word_groups(trace.decoder_input_tokens)
+    offset = next((w for w, group in enumerate(rows) if trace.step_offset in group), 0)  # the first step's word
+    return AttentionTrace(src_words, dec_words, maps=maps, family=spec, head_groups=trace.head_groups,
+                          step_offset=offset)

@@ -14,7 +14,6 @@ from .presenter import apply_presenter, presenter_switch
 from .read_ahead import ReadAhead, ReadAheadLinks, link_decodes
 from .url_state import (
     current_link,
-    merged_words,
     page_name,
     restore,
     run_page,
@@ -26,6 +25,6 @@ from .url_state import (
 )
 
 __all__ = ["EXAMPLE_LINKS", "MEAN", "ModelSizes", "ReadAhead", "ReadAheadLinks", "apply_presenter", "check_sizes",
-           "current_link", "labels_to_heads", "link_decodes", "merged_words", "page_name",
+           "current_link", "labels_to_heads", "link_decodes", "page_name",
            "parse_ablated", "parse_params", "presenter_switch", "restore", "run_page", "share_control",
            "show_gallery", "show_link_qr", "show_notes", "to_params", "write", "write_link"]

@@ -39,13 +39,11 @@ from ui.views import decode_state as ds
 
 from .link_format import ModelSizes, check_sizes, labels_to_heads, parse_params, to_params
 
-WORDS_KEY = "studio_merged_words"  # the merged-words switch a link asks for; read by merged_words()
 WRITTEN_KEY = "studio_url_written"
 QR_KEY = "studio_present_qr"  # presenter mode's QR code of the page's link (its margin is in presenter.py's CSS)
 QR_SHOWN_KEY = "studio_present_qr_shown"
 NOTES_KEY = "studio_url_notes"
 PAGE_WIDGETS = LINK_PARAMS  # page -> link parameter -> the session-state key of the widget it restores
-_SESSION_PARAMS = {"words": WORDS_KEY}  # not widgets: kept for the pages that use them
 # link value <-> widget value where they differ: the ablation picker holds labels ("cross:L1H2"), links triples
 _TO_WIDGET = {"ablate": lambda heads: [Head(*h).label for h in heads], "masks": list}
 _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
@@ -58,17 +56,13 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 # on by default (the gold alignment outlined), two inputs through one model: out of the link
                 "gold": lambda v: None if v else False, "way": lambda v: None if v == "inputs" else v,
                 "pred": lambda v: v or None,  # the first prediction: out of the link
+                "words": lambda v: v or None,  # pieces as the tokenizer cut them (the default): out of the link
                 "attr": lambda v: None if v == METHODS[0] else v}  # the default method: no open expander
 
 
 def page_name(title: str) -> str:
     """The PAGE_WIDGETS name of a page from its navigation title."""
     return page_titled(title).name
-
-
-def merged_words() -> bool | None:
-    """The merged-words switch the link asked for (None when it did not say)."""
-    return st.session_state.get(WORDS_KEY)
 
 
 def _sizes(active: ActiveModel) -> ModelSizes:
@@ -164,9 +158,6 @@ def _restore_widgets(page: str, active: ActiveModel, values: dict[str, Any], not
     for name, key in LINK_OPENS.get(page, {}).items():
         if name in values:
             state[key] = True  # the expander whose widget the link names
-    for name, key in _SESSION_PARAMS.items():
-        if name in values:
-            state[key] = values[name]
 
 
 def restore(page: str) -> None:
@@ -219,9 +210,6 @@ def link_values(page: str) -> dict[str, Any]:
     if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
         values.pop("cmode", None)
         values.pop("edit", None)
-    for name, key in _SESSION_PARAMS.items():
-        if state.get(key):
-            values[name] = state[key]
     values["present"] = True if presenting() else None
     return values
 

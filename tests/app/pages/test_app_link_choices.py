@@ -1,7 +1,7 @@
 """AppTest: every choice a page shows is in its link. Each test sets a choice, reads the link the page wrote, opens it
 in a fresh session and sees the same choice drawn the same way: Learn's stage, the gold outline on Decode's and
-Attention's maps, the head overview's colour, Decode's attribution method, an encoder-only model's heads switched off
-and prediction explained (Decode) and its Compare (the way and input B)."""
+Attention's maps, the head overview's colour, merged words, Decode's attribution method, an encoder-only model's
+heads switched off and prediction explained (Decode) and its Compare (the way and input B)."""
 from __future__ import annotations
 
 import pytest
@@ -138,3 +138,21 @@ def test_an_encoder_only_decode_keeps_its_heads_off_and_the_prediction_explained
     assert [t for t in texts(fresh.markdown) if "with the heads off" in t] == \
         [t for t in texts(at.markdown) if "with the heads off" in t] != []
     assert _drawn(fresh) == _drawn(at)
+
+
+def test_attention_keeps_its_words_merged(studio_env, hf_root, monkeypatch):
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(hf_root))
+    keys = LINK_PARAMS["attention"]
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("hf:links-bert").run()
+    at.switch_page("pages/attention.py").run()
+    at.text_input(key=keys["text"]).input("the unbelievable dog runs").run()
+    assert "words" not in dict(at.query_params)  # pieces as the tokenizer cut them: the default
+    pieces = _drawn(at), [c["title"] for c in charts(at)]
+    at.toggle(key=keys["words"]).set_value(True).run()
+    assert_no_exception(at)
+    assert dict(at.query_params)["words"] == "1"
+    fresh = _reopened(at, "attention")
+    assert fresh.session_state[keys["words"]] is True and _drawn(fresh) == _drawn(at)
+    at.toggle(key=keys["words"]).set_value(False).run()
+    assert "words" not in dict(at.query_params) and (_drawn(at), [c["title"] for c in charts(at)]) == pieces

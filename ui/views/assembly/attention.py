@@ -102,10 +102,10 @@ def attention_result(active: ActiveModel, text: str, mode: str) -> tuple[DecodeR
         return None
 
 
-def attention_selection(active: ActiveModel, *, words_asked: bool | None = None) -> Selection | None:
+def attention_selection(active: ActiveModel) -> Selection | None:
     """The Attention page's widget row, top to bottom (the input, decoder input, a pair's segment, merged words,
     hidden sinks, kind, layer, head, combine, scale, what the map shows) as one Selection; None after a message
-    when there is nothing to show. `words_asked`: the merged-words switch a shared link asked for."""
+    when there is nothing to show."""
     bind_text(KEYS["text"], active)
     col_text, col_mode = st.columns([3, 2])
     text = model_text_input(col_text, active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
@@ -123,11 +123,9 @@ def attention_selection(active: ActiveModel, *, words_asked: bool | None = None)
         return None
     result, reference = shown
     trace = segment_choice(active, text, second, result.trace, key=KEYS["segment"])  # a pair's segment filter
-    if words_asked is not None:  # a shared link's choice
-        st.session_state.setdefault("attention_merge_words", words_asked)
     subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words
     merged = subword and st.toggle(
-        "Merge subword pieces into words", key="attention_merge_words",
+        "Merge subword pieces into words", key=KEYS["words"],
         help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. A piece "
              "starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces.")
     if merged:

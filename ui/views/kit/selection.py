@@ -30,7 +30,7 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
                   "fixed": "attention_fixed_scale", "hide": "attention_hide_sinks", "combine": "attention_combine",
                   "ablate": "attention_ablate", "show": "attention_show", "pair": "attention_pair",
                   "segment": "attention_segment", "query": "attention_inside_query", "gold": "attention_gold",
-                  "colour": "attention_overview_stat"},
+                  "colour": "attention_overview_stat", "words": "attention_merge_words"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit",
                 "way": "compare_masked_way", "text_b": "compare_text_b"},
