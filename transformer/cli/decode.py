@@ -7,8 +7,9 @@ import argparse
 import json
 import sys
 
+from ..adapters import InspectableModel
 from ..analysis import head_mask
-from ..decode import greedy_decode, teacher_forced
+from ..decode import greedy_decode, save_trace_json, teacher_forced
 from ..store import open_model
 from .common import (
     Commands,
@@ -23,6 +24,7 @@ from .common import (
     write_output,
 )
 from .decode_beam import beam_entry
+from .decode_input import add_input_arguments, is_long, long_decode, read_input
 from .decode_insides import add_insides_arguments, insides_conflict, insides_entry
 from .decode_lens import add_lens_arguments, lens_conflict, lens_entry
 from .decode_outputs import weights_line, write_decode_video, write_replay
@@ -37,7 +39,7 @@ def register(commands: Commands) -> None:
                               "one head's computation, every head's contributions, the beam tree), the replay page "
                               "and a video of the steps.")
     dec.add_argument("dir", metavar="DIR", help="checkpoint, Hugging Face model folder or hub id")
-    dec.add_argument("text", metavar="TEXT")
+    add_input_arguments(dec)
     dec.add_argument("--top-k", type=positive_int, default=5, help="candidates recorded per step")
     dec.add_argument("--max-steps", type=positive_int, help="stop after this many output tokens")
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
@@ -70,14 +72,17 @@ def run(args: argparse.Namespace) -> int:
         video_head(args.video_head)
     if insides_conflict(args):  # before the model loads
         raise UsageError(insides_conflict(args))
+    text = args.text = read_input(args)  # a missing file or bytes that are not UTF-8 fail before the model loads
     lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    if is_long(lm, text):
+        return _long(lm, text, args)
     mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
     if lens_conflict(args):
         raise UsageError(lens_conflict(args))
     if args.reference is not None:
-        result = teacher_forced(lm, args.text, args.reference, top_k=args.top_k, head_mask=mask, residuals=args.lens)
+        result = teacher_forced(lm, text, args.reference, top_k=args.top_k, head_mask=mask, residuals=args.lens)
     else:
-        result = greedy_decode(lm, args.text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
+        result = greedy_decode(lm, text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
                                residuals=args.lens, encoder_layer=args.encoder_layer, sampling=sampling_from(args))
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
@@ -105,5 +110,18 @@ def run(args: argparse.Namespace) -> int:
     if tree is not None:
         print(tree.hypotheses[0].text)
         return 0
+    print(result.output_text)
+    return 0
+
+
+def _long(lm: InspectableModel, text: str, args: argparse.Namespace) -> int:
+    """A decoder-only prompt past the store's threshold: decoded with the attention store; the trace JSON keeps the
+    store in a side file when its maps would be large."""
+    result = long_decode(lm, text, args)
+    if args.verbose:
+        for i, step in enumerate(result.steps, start=1):
+            print(f"{i:>3}  {step.token:<12} {step.prob:.3f}", file=sys.stderr)
+    if args.trace_json:
+        save_trace_json(result, args.trace_json)
     print(result.output_text)
     return 0
