@@ -79,3 +79,48 @@ def build(family: str, folder: Path, seed: int = 0, size: dict[str, int] | None 
     lm.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+# -- more decoder-only families: Mistral, GPT-NeoX (Pythia), Phi-3, OLMo 2, Falcon, Gemma 3, Gemma 2 -----------------
+NEW_CAUSAL = ("mistral", "gpt_neox", "phi3", "olmo2", "falcon", "gemma3_text", "gemma2")
+WINDOW = 16  # the sliding window of the families that have one, shorter than the long inputs
+
+
+def new_model(family: str, vocab: int, tok, window: int | None = None, **extra):
+    """A random 2-layer model of one of `NEW_CAUSAL` (hidden 32, 4 heads of 8, 2 key/value heads where the family
+    groups them); `window` a sliding window (Mistral; Gemma's first layer is local); `extra` config overrides."""
+    import transformers as hf
+    ends = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id)
+    common = dict(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=64, max_position_embeddings=1100, tie_word_embeddings=False, **ends)
+    gqa = dict(common, num_key_value_heads=2)
+    gemma = dict(gqa, head_dim=8, query_pre_attn_scalar=8, sliding_window=window or 512,
+                 layer_types=["sliding_attention", "full_attention"])
+    configs = {
+        "mistral": lambda: hf.MistralConfig(**gqa, sliding_window=window),
+        "gpt_neox": lambda: hf.GPTNeoXConfig(**common, rotary_pct=0.5, use_parallel_residual=True),
+        "phi3": lambda: hf.Phi3Config(**gqa, sliding_window=window, partial_rotary_factor=1.0),
+        "olmo2": lambda: hf.Olmo2Config(**gqa),
+        "falcon": lambda: hf.FalconConfig(**{k: v for k, v in common.items() if k not in (
+            "intermediate_size", "max_position_embeddings")}, new_decoder_architecture=True, num_kv_heads=2,
+            ffn_hidden_size=64, max_position_embeddings=1100),
+        "gemma3_text": lambda: hf.Gemma3TextConfig(**gemma),
+        "gemma2": lambda: hf.Gemma2Config(**gemma),
+    }
+    config = configs[family]()
+    for key, value in extra.items():
+        setattr(config, key, value)
+    return hf.AutoModelForCausalLM.from_config(config)
+
+
+def build_new(family: str, folder: Path, seed: int = 0, window: int | None = None, **extra) -> Path:
+    """Save a random `NEW_CAUSAL` model and a trained tokenizer (Llama's: <s> in front) into `folder` (created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tok = tokenizer("llama", lines())
+    torch.manual_seed(seed)
+    lm = new_model(family, len(tok), tok, window, **extra)
+    with torch.no_grad():  # a random model stops at once if its end token wins: make its end logit lose
+        lm.get_output_embeddings().weight[tok.eos_token_id] = 0.0
+    lm.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

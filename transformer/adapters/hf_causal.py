@@ -39,8 +39,10 @@ def _layers(model: PreTrainedModel) -> list[nn.Module]:
 
 
 def _attention(layer: Any) -> nn.Module:
-    """A decoder block's attention module (Llama's `self_attn`, GPT-2's `attn`)."""
-    attn = getattr(layer, "self_attn", None) or getattr(layer, "attn", None) or getattr(layer, "attention", None)
+    """A decoder block's attention module (Llama's `self_attn`, GPT-2's `attn`, GPT-NeoX's `attention`, Falcon's
+    `self_attention`)."""
+    attn = next((found for found in (getattr(layer, n, None) for n in ("self_attn", "attn", "attention",
+                                                                        "self_attention")) if found is not None), None)
     if attn is None:
         raise HFModelError(f"cannot find the attention of {type(layer).__name__}")
     return attn

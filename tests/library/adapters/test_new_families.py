@@ -1,0 +1,139 @@
+"""More decoder-only families (Mistral, GPT-NeoX/Pythia, Phi-3, OLMo 2, Falcon, Gemma 3, Gemma 2), each a tiny random
+model built from its config and opened through `load_hf_model`: greedy tokens and weights equal `generate`, every
+captured weight and every tile recomputed from the attention store equals the eager weights (a sliding window
+shorter than the input included), and the stored decode gives `generate`'s tokens; what cannot be shown is refused
+in one line."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers.hf_causal_models import NEW_CAUSAL, WINDOW, build_new, lines
+from transformer.adapters import HFCausalLM, attention_store, load_hf_model, store_of_insides
+from transformer.decode import greedy_decode, stored_greedy
+
+PROMPT = "A man in a blue shirt is riding a bike"
+LONG = " ".join(lines(12))  # ~300 tokens: longer than the sliding windows
+STORED = tuple(f for f in NEW_CAUSAL if f != "falcon")  # Falcon's attention is its own code (refused below)
+WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,)}  # layers with the window
+
+
+@pytest.fixture(scope="module", params=("mistral", "gpt_neox", "phi3", "olmo2", "gemma3_text"))
+def lm(request, tmp_path_factory) -> HFCausalLM:
+    family = request.param
+    return load_hf_model(str(build_new(family, tmp_path_factory.mktemp(family) / family, window=WINDOW)))
+
+
+def _family(lm: HFCausalLM) -> str:
+    return lm.model.config.model_type
+
+
+def _ids(lm: HFCausalLM, text: str) -> torch.Tensor:
+    return torch.tensor([lm.tokenize_source(text).ids])
+
+
+def _stored(lm: HFCausalLM) -> None:
+    if _family(lm) not in STORED:
+        pytest.skip(f"{_family(lm)}'s attention is refused by the capture (tested below)")
+
+
+def test_it_opens_as_a_causal_lm(lm):
+    assert isinstance(lm, HFCausalLM) and lm.family.name == "decoder-only"
+    assert lm.describe()["model_type"] == _family(lm) and lm.n_layers == 2 and lm.n_heads == 4
+
+
+def test_greedy_tokens_and_weights_equal_generate(lm):
+    result = greedy_decode(lm, PROMPT, max_steps=6, stop_at_end=True)
+    ids = _ids(lm, PROMPT)
+    with torch.no_grad():
+        out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                max_new_tokens=6, output_attentions=True, return_dict_in_generate=True)
+    n = ids.shape[1]
+    assert [s.token_id for s in result.steps] == out.sequences[0, n:].tolist()
+    w = result.trace.weights("self")
+    for layer in range(w.shape[0]):
+        torch.testing.assert_close(w[layer, :, :n, :n], out.attentions[0][layer][0].float(), atol=1e-5, rtol=0)
+        for t in range(1, len(result.steps)):
+            theirs = out.attentions[t][layer][0, :, 0].float()  # a sliding-window cache: the last keys only
+            row, kept = w[layer, :, n - 1 + t, : n + t], theirs.shape[-1]
+            torch.testing.assert_close(row[:, n + t - kept:], theirs, atol=1e-5, rtol=0)
+            assert float(row[:, : n + t - kept].abs().sum()) == 0.0
+
+
+def _tiles_equal_eager(lm: HFCausalLM, ids: torch.Tensor):
+    insides = lm.insides(ids, ids)
+    store = store_of_insides(lm, insides)
+    for layer in range(lm.n_layers):
+        eager = insides.attentions["self"][layer][0].float()
+        torch.testing.assert_close(insides.inputs["self"][layer].pattern()[0], eager, atol=1e-5, rtol=0)
+        q, k = eager.shape[1:]
+        for head in range(lm.n_heads):
+            torch.testing.assert_close(store.tile("self", layer, head), eager[head], atol=1e-5, rtol=0)
+            rows, keys = slice(q // 3, q), slice(k // 4, k // 2 + 1)
+            torch.testing.assert_close(store.tile("self", layer, head, rows, keys), eager[head][rows, keys],
+                                       atol=1e-5, rtol=0)
+        torch.testing.assert_close(store.tile("self", layer, None), eager.mean(0), atol=1e-5, rtol=0)
+        lse = insides.inputs["self"][layer].scores()[0].logsumexp(-1)
+        torch.testing.assert_close(store.layer("self", layer).lse, lse, atol=1e-5, rtol=1e-6)
+    return store
+
+
+def test_captured_weights_and_every_tile_equal_the_eager_weights(lm):
+    _stored(lm)
+    _tiles_equal_eager(lm, _ids(lm, PROMPT))
+
+
+def test_a_sliding_window_shorter_than_the_input_is_exact(lm):
+    _stored(lm)
+    ids = _ids(lm, LONG)
+    assert ids.shape[1] > 10 * WINDOW
+    store = _tiles_equal_eager(lm, ids)
+    windowed = WINDOWED.get(_family(lm), ())
+    for layer in range(lm.n_layers):
+        assert store.layer("self", layer).rules.window == (WINDOW if layer in windowed else None)
+    if windowed:
+        layer = windowed[0]
+        assert float(store.tile("self", layer, 0, [100], [100 - WINDOW])) == 0.0
+        assert float(store.tile("self", layer, 0, [100], [101 - WINDOW])) > 0.0
+
+
+def test_the_stored_decode_gives_generates_tokens(lm):
+    _stored(lm)
+    prompt = lm.tokenize_source(LONG).ids
+    steps, store, _ = stored_greedy(lm, prompt, max_steps=4)
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                max_new_tokens=4)
+    assert [s.token_id for s in steps] == out[0, len(prompt):].tolist()
+    fed = torch.tensor([[*prompt, *(s.token_id for s in steps[:-1])]])
+    eager = attention_store(lm, fed, fed)
+    for layer in range(lm.n_layers):
+        assert store.layer("self", layer).rules.window == eager.layer("self", layer).rules.window
+        torch.testing.assert_close(store.layer("self", layer).lse, eager.layer("self", layer).lse, atol=1e-5,
+                                   rtol=1e-6)
+        rows = slice(len(prompt) - 1, None)
+        torch.testing.assert_close(store.tile("self", layer, None, rows), eager.tile("self", layer, None, rows),
+                                   atol=1e-5, rtol=0)
+
+
+def test_gpt_neox_rotates_only_its_rotary_share_of_each_head(tmp_path):
+    lm = load_hf_model(str(build_new("gpt_neox", tmp_path / "neox")))  # rotary_pct 0.5: 4 of 8 dims rotate
+    ids = _ids(lm, PROMPT)
+    insides = lm.insides(ids, ids)
+    block = lm.model.gpt_neox.layers[0]
+    with torch.no_grad():
+        qkv = block.attention.query_key_value(block.input_layernorm(insides.residual["decoder"][0]))
+    q, k, _ = qkv.view(*ids.shape, 4, 24).transpose(1, 2).chunk(3, dim=-1)  # (B, H, T, 8) before rotation
+    captured = insides.inputs["self"][0]
+    torch.testing.assert_close(captured.queries[..., 4:], q[..., 4:], atol=1e-6, rtol=0)  # the part RoPE leaves
+    torch.testing.assert_close(captured.keys[..., 4:], k[..., 4:], atol=1e-6, rtol=0)
+    torch.testing.assert_close(captured.queries[:, :, 0], q[:, :, 0], atol=1e-6, rtol=0)  # position 0: no turn
+    assert not torch.allclose(captured.queries[:, :, 5:, :4], q[:, :, 5:, :4], atol=1e-3)  # later ones turned
+
+
+def test_a_residual_path_the_studio_does_not_take_apart_is_one_line(lm):
+    from transformer.adapters.paths import ResidualPathError
+    with pytest.raises(ResidualPathError) as refused:
+        lm.residual_path()  # Phi-3's fused qkv_proj among them
+    assert "\n" not in str(refused.value) and f"({_family(lm)})" in str(refused.value)
