@@ -198,6 +198,9 @@ PARSERS: dict[str, Any] = {
     "combine": lambda v: _choice(v, COMBINE),
     "show": lambda v: _choice(v, MAP_SHOWS),
     "query": lambda v: _int(v, 1, 99_999) - 1,  # the head computation's query position
+    "qkq": lambda v: _int(v, 1, 99_999) - 1,  # What made this score: its query and key positions
+    "qkk": lambda v: _int(v, 1, 99_999) - 1,
+    "tau": lambda v: _float(v, 0.0, 0.5),  # the route graph's threshold
     "words": _flag,
     "present": _flag,
     "ablate": parse_ablated,
@@ -222,7 +225,7 @@ PARSERS: dict[str, Any] = {
 
 def format_value(name: str, value: Any) -> str:
     """A view value as it appears in a link."""
-    if name in ("layer", "query", "stage", "pred"):
+    if name in ("layer", "query", "stage", "pred", "qkq", "qkk"):
         return str(int(value) + 1)
     if name == "head":
         return "mean" if value is None or int(value) == MEAN else str(int(value) + 1)

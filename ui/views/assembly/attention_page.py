@@ -10,6 +10,8 @@ from ..features import (
     latest_corpus_statistics,
     show_agreement,
     show_attention_inside,
+    show_attention_qk,
+    show_composition,
     show_contribution_map,
     show_corpus_statistics,
     show_head_finder,
@@ -29,6 +31,7 @@ def show_attention_views(sel: Selection) -> None:
             st.info(f"{COMBINE[sel.combine]} combines weights only: the map shows weights.", icon=":material/info:")
         show_large_map(sel)
     show_attention_inside(sel)
+    show_attention_qk(sel, sel.param_key("qkq"), sel.param_key("qkk"))
     show_line_view(sel)
 
     st.subheader("Switch heads off", anchor=False)
@@ -36,6 +39,7 @@ def show_attention_views(sel: Selection) -> None:
 
     st.subheader("Model view: every layer × head", anchor=False)
     show_model_view(sel)
+    show_composition(sel)
 
     active = sel.model
     if active.family.decodes:

@@ -41,11 +41,15 @@ from ..features import (
     show_sampled_step,
     show_step_attribution,
     show_step_contribution,
+    show_reliance,
     show_step_inside,
     show_step_lens,
+    show_step_qk,
+    show_step_route,
     toggle_clicked_head,
 )
 from ..kit import (
+    LINK_OPENS,
     LINK_PARAMS,
     MAP_WIDTH,
     NEXT_STEP_KEY,
@@ -325,6 +329,10 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
                 show_step_attribution(sel, key="decode_attr")
     show_step_lens(sel)
     show_step_inside(sel)
+    show_step_qk(sel, LINK_OPENS["decode"]["qkk"], KEYS["qkk"])
+    show_step_route(sel, LINK_OPENS["decode"]["tau"], KEYS["tau"],
+                    (LINK_OPENS["decode"]["inside"], KEYS["inside"], KEYS["layer"], KEYS["head"]))
+    show_reliance(sel, "decode_reliance_open")
     st.divider()
     _maps(sel)
     after()

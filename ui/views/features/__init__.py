@@ -19,6 +19,7 @@ from .alignment import show_alignment_scores
 from .animation import animation_downloads, decode_animation, file_stem
 from .attribution import show_agreement, show_step_attribution
 from .beam import show_beam_tree
+from .composition_view import show_composition
 from .corpus import latest_corpus_statistics, show_corpus_statistics
 from .head_computation import (
     MAP_VALUES,
@@ -32,6 +33,9 @@ from .head_computation import (
 from .head_finder import open_head_page, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
+from .qk_table import show_attention_qk, show_qk, show_step_qk
+from .reliance_view import show_reliance
+from .routes_view import show_step_route
 from .patching import show_patched_link, show_patching
 from .sampling import sampled_or_message, sampling_controls, show_sampled_step
 
@@ -43,3 +47,4 @@ __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablati
            "show_patched_link", "show_patching", "show_sampled_step", "show_step_attribution",
            "show_step_contribution", "show_step_inside", "show_step_lens", "show_sweep", "toggle_clicked_head"]
 __all__ += ["open_head_page", "show_head_finder"]
+__all__ += ["show_attention_qk", "show_composition", "show_qk", "show_reliance", "show_step_qk", "show_step_route"]

@@ -60,6 +60,7 @@ from .real_size import (
 from .selection import LINK_OPENS, LINK_PARAMS, Selection
 from .text_box import model_text_input
 from .weights import model_caption, show_weights, slide_title, weights_of
+from .why_parts import composition_for, decode_parts_for, parts_key, reliance_for
 from .widgets import (
     PAGE_PX,
     SLIDES_SUFFIX,
@@ -99,3 +100,4 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
 __all__ += ["model_text_input"]
+__all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]

@@ -1,0 +1,144 @@
+"""What made this score (Attention and Decode pages): one head's score at a (query, key) cell taken apart into pairs
+of residual parts (query part, key part) through the norms, frozen at this input, and W_Q / W_K, plus the model's
+additive terms; the sum is shown beside the score the model computed. The parts are captured once per decode."""
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from transformer.adapters import ResidualPathError
+from transformer.analysis import QKTable, qk_attribution
+from transformer.charts import visible_token
+from transformer.model import Head
+
+from ..kit import PAGE_PX, Selection, decode_parts_for, show_chart
+
+HIDDEN = -1e30  # a term at or below this is the mask hiding the key
+TOP_PAIRS = 15
+MAX_CELL = 22
+
+
+def part_group(name: str) -> str:
+    """The row or column of the part map: one head's part joins its sublayer's ('cross:L1H2' -> 'cross:L1 heads')."""
+    stack, _, point = name.partition(":")
+    if point.startswith("L") and "H" in point and ".mlp" not in point:
+        return f"{stack}:{point.split('H')[0]} heads"
+    return name
+
+
+def grouped(table: QKTable) -> pd.DataFrame:
+    """The contributions summed per (query group, key group), in the model's order on each axis."""
+    frame = pd.DataFrame(table.contributions.numpy(), index=list(table.query_parts), columns=list(table.key_parts))
+    frame = frame.T.groupby(part_group, sort=False).sum().T.groupby(part_group, sort=False).sum()
+    return frame.stack().rename("contribution").rename_axis(["query part", "key part"]).reset_index()
+
+
+def part_map(table: QKTable, width: int = PAGE_PX - 200) -> alt.Chart:
+    """Query part groups (rows) x key part groups (columns), coloured by their share of the score."""
+    data = grouped(table)
+    rows, cols = list(dict.fromkeys(data["query part"])), list(dict.fromkeys(data["key part"]))
+    cell = float(max(8, min(MAX_CELL, (width - 160) / max(len(cols), 1))))
+    top = float(data["contribution"].abs().max() or 1.0)
+    return alt.Chart(data).mark_rect().encode(
+        x=alt.X("key part:N", sort=cols, title="key part", axis=alt.Axis(labelAngle=-50, labelLimit=110)),
+        y=alt.Y("query part:N", sort=rows, title="query part", axis=alt.Axis(labelLimit=110)),
+        color=alt.Color("contribution:Q", scale=alt.Scale(scheme="redblue", domain=[-top, top], reverse=True),
+                        title="share of score"),
+        tooltip=["query part:N", "key part:N", alt.Tooltip("contribution:Q", format="+.4f")],
+    ).properties(width=cell * len(cols), height=cell * len(rows), title="Score by query part × key part")
+
+
+def hidden_by_mask(table: QKTable) -> bool:
+    return any(v <= HIDDEN or math.isinf(v) for v in table.terms.values())
+
+
+def show_qk(sel: Selection, kind: str, query: int, key_widget: str) -> QKTable | None:
+    """The table of the selection's head at `query` (0-based on the kind's query axis) and a key picked here (the
+    widget `key_widget`, defaulting to the key the head weighs most); returns the table shown, or None after a
+    message."""
+    if sel.head is None or sel.head < 0:
+        st.info("A score is per head: pick one head (not the mean) to take its score apart.", icon=":material/info:")
+        return None
+    got = decode_parts_for(sel.model, sel.result)
+    if got is None:
+        return None
+    parts, _ = got
+    head = Head(kind, sel.layer, sel.head)
+    q_tokens, k_tokens = parts.tokens(kind)
+    if not 0 <= query < len(q_tokens):
+        st.warning(f"Query position {query + 1} is outside the input: {head.label} has query positions "
+                   f"1–{len(q_tokens)}.", icon=":material/error:")
+        return None
+    asked = st.session_state.get(key_widget)
+    if asked is not None and not 0 <= int(asked) < len(k_tokens):
+        st.info(f"Key position {int(asked) + 1} is not in this input ({head.label} has key positions "
+                f"1–{len(k_tokens)}): showing the key it weighs most.", icon=":material/info:")
+        asked = None
+    if asked is None:
+        row = sel.result.trace.matrix(kind, sel.layer, sel.head)
+        asked = int(row[query].argmax()) if query < row.shape[0] and row.shape[1] == len(k_tokens) else 0
+    st.session_state[key_widget] = int(asked)
+    key = st.selectbox("Key", range(len(k_tokens)), key=key_widget,
+                       format_func=lambda j: f"{j + 1}: {visible_token(k_tokens[j])}")
+    try:
+        table = qk_attribution(parts.capture, head, query, int(key))
+    except ResidualPathError as exc:
+        st.warning(str(exc), icon=":material/error:")
+        return None
+    active = sel.model
+    step = "" if active.weights_step is None else f" · weights at step {active.weights_step:,}"
+    st.markdown(f"**{active.option.name}{step} · {head.label} · query {query + 1} ({visible_token(q_tokens[query])}) · "
+                f"key {int(key) + 1} ({visible_token(k_tokens[int(key)])})**")
+    if hidden_by_mask(table):
+        st.info(f"Key {int(key) + 1} is hidden from query {query + 1} by the mask (weight 0): there is no score to "
+                "take apart.", icon=":material/info:")
+        return None
+    pairs = float(table.contributions.sum())
+    terms = " + ".join(f"{name} {value:+.4f}" for name, value in table.terms.items())
+    st.markdown(f"Sum of the pairs **{pairs:+.4f}**" + (f" + terms ({terms})" if terms else "")
+                + f" = **{table.total:+.4f}**; the score the model computed: **{table.score:+.4f}**.")
+    st.caption("Each part of the residual stream goes through every norm on its path frozen at this input's scale "
+               "(the norm's centring kept, its shift counted in `bias`) and through W_Q or W_K; RoPE is applied to "
+               "each part. A model that soft-caps its scores: this explains the score before the cap. Sources: "
+               "Elhage et al. 2021 (the residual stream as a sum), docs/why-it-looks-there.md.")
+    show_chart(part_map(table), key=f"{sel.page}_qk_map", width="content")
+    top = pd.DataFrame(table.pairs()[:TOP_PAIRS], columns=["query part", "key part", "contribution"])
+    named = pd.DataFrame([(name, "", value) for name, value in table.terms.items()],
+                         columns=["query part", "key part", "contribution"])
+    st.markdown(f"**The {min(TOP_PAIRS, len(top))} largest pairs** (and the model's additive terms)")
+    st.dataframe(pd.concat([top, named], ignore_index=True), hide_index=True, key=f"{sel.page}_qk_pairs",
+                 column_config={"contribution": st.column_config.NumberColumn(format="%+.4f")})
+    return table
+
+
+def show_attention_qk(sel: Selection, query_widget: str, key_widget: str) -> None:
+    """Attention: "What made this score" for the page's kind, layer and head at a query and a key picked here."""
+    if st.session_state.get(key_widget) is not None:
+        st.session_state.setdefault(sel.key("qk_open"), True)  # a link naming the key opens it
+    with st.expander("What made this score: the query and key taken apart", key=sel.key("qk_open"),
+                     on_change="rerun", icon=":material/join_inner:") as box:
+        if not box.open:  # captured and drawn only while open
+            return
+        q_tokens = sel.result.trace.labels(sel.kind)[0]
+        asked = st.session_state.get(query_widget)
+        if asked is not None and not 0 <= int(asked) < len(q_tokens):
+            st.info(f"Query position {int(asked) + 1} is not in this input (positions 1–{len(q_tokens)}): showing "
+                    "the last.", icon=":material/info:")
+            asked = None
+        st.session_state[query_widget] = len(q_tokens) - 1 if asked is None else int(asked)
+        query = st.selectbox("Query", range(len(q_tokens)), key=query_widget,
+                             format_func=lambda r: f"{r + 1}: {visible_token(q_tokens[r])}")
+        show_qk(sel, sel.kind, int(query), key_widget)
+
+
+def show_step_qk(sel: Selection, open_widget: str, key_widget: str) -> None:
+    """Decode: "What made this score" for the page's head at the step's query (the map's kind) and a key picked."""
+    if st.session_state.get(key_widget) is not None:
+        st.session_state.setdefault(open_widget, True)
+    with st.expander("What made this score at this step: the query and key taken apart", key=open_widget,
+                     on_change="rerun", icon=":material/join_inner:") as box:
+        if box.open:
+            show_qk(sel, sel.kind, sel.result.trace.step_offset + (sel.step or 0), key_widget)
