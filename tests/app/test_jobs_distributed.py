@@ -79,8 +79,9 @@ def test_the_train_page_trains_on_the_processes_asked_for(studio_env) -> None:
     at.run()  # the page after the run: what the job used, and its curves over every global step
     assert_no_exception(at)
     layout = [c for c in texts(at.caption) if c.startswith("Trains on")]
-    assert layout and re.match(r"Trains on 2 processes × \d+ threads? each \(DistributedDataParallel over gloo, on "
-                               r"the CPU\); a step sees 8 × 2 = 16 examples\.$", layout[0]), layout
+    assert layout and re.match(r"Trains on 2 processes × \d+ threads? each \(copies of the model that average their "
+                               r"gradients every step, on the CPU\); a step sees 8 × 2 = 16 examples\.$",
+                               layout[0]), layout
     curves = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
     loss = next(c for c in curves if c["name"] == "train loss (per step)")
     assert _values(loss["x"]) == [1, 2, 3, 4, 5, 6] and all(y > 0 for y in _values(loss["y"]))

@@ -23,6 +23,7 @@ from .style import (
     MASKED_COLOR,
     NOT_REACHED_COLOR,
     PLAIN_AXIS,
+    counted,
     readable_piece,
     text_width,
     visible_token,
@@ -175,7 +176,7 @@ def _cell_size(n_queries: int, n_keys: int, size: float) -> float:
 
 
 def _map_title(trace: AttentionTrace, kind: str, layer: int, head: int | None) -> str:
-    which = f"mean of {trace.n_heads} heads" if head is None else f"head {head + 1}"
+    which = f"mean of {counted(trace.n_heads, 'head')}" if head is None else f"head {head + 1}"
     return f"{KIND_TITLES[kind]} · layer {layer + 1} · {which}"
 
 
@@ -293,8 +294,8 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
         facet=alt.Facet("panel:N", sort=panels, title=None,
                         header=alt.Header(labelFontSize=12, labelFontWeight="bold", labelPadding=4)),
         columns=len(heads), spacing=10, autosize=AUTOSIZE,
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {len(layer_list)} layer(s) × {trace.n_heads} heads and mean"
-                              + window_title(k_start, k_stop, n_keys),
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {counted(len(layer_list), 'layer')} × "
+                              f"{counted(trace.n_heads, 'head')} and mean" + window_title(k_start, k_stop, n_keys),
                               subtitle=" · ".join(filter(None, [f"rows = {y_title}", f"columns = {x_title}",
                                                                 _CLICK_HINTS[clicks], hidden_note(trace, kind)])),
                               anchor="start", fontSize=14, subtitleColor="#555", subtitlePadding=6),

@@ -64,11 +64,17 @@ def _key_labels(tokens: Sequence[str], start: int, stop: int) -> list[str]:
     return [f"{j}: {visible_token(tokens[j])}" for j in range(start, stop)]
 
 
+# the dimension labels (d4 = the vector's 4th number) say what they are, and the colours have their scale
+DIMENSIONS_TITLE = "dimensions of the vector (d4: its 4th number), those that matter most here"
+_LEGEND = alt.Legend(title="value (red > 0 > blue)", orient="bottom", direction="horizontal", gradientLength=140,
+                     titleFontWeight="normal")
+
+
 def _strip(vector: Tensor, dims: list[int], title: str, width: int = WIDTH) -> alt.Chart:
     frame = pd.DataFrame({"dimension": [f"d{d}" for d in dims], "value": vector[dims].tolist(), "order": dims})
     return alt.Chart(frame, title=title, width=width, height=28, autosize=AUTOSIZE).mark_rect().encode(
-        x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
-        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
+        x=alt.X("dimension:N", sort=alt.SortField("order"), title=DIMENSIONS_TITLE),
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=_LEGEND),
         tooltip=[_tip("dimension"), alt.Tooltip("value:Q", format=".4f")])
 
 
@@ -78,9 +84,9 @@ def _matrix(matrix: Tensor, dims: list[int], keys: list[str], title: str, width:
             for key, row in zip(keys, values, strict=True) for d, value in zip(dims, row, strict=True)]
     return alt.Chart(pd.DataFrame(rows), title=title, width=width, height=max(ROW * len(keys), 40),
                      autosize=AUTOSIZE).mark_rect().encode(
-        x=alt.X("dimension:N", sort=alt.SortField("order"), title=None),
+        x=alt.X("dimension:N", sort=alt.SortField("order"), title=DIMENSIONS_TITLE),
         y=alt.Y("key:N", sort=keys, title=None, axis=KEY_AXIS),
-        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=None),
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), legend=_LEGEND),
         tooltip=[_tip("key"), _tip("dimension"), alt.Tooltip("value:Q", format=".4f")])
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..analysis import SIGNED_STATISTICS, STATISTICS
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
-from .style import AUTOSIZE, BLUES, DIVERGING, PLAIN_AXIS
+from .style import AUTOSIZE, BLUES, DIVERGING, PLAIN_AXIS, counted
 
 OVERVIEW_SIZE = 360  # pixels the longer side of the map aims for
 MIN_CELL, MAX_CELL = 14, 28
@@ -69,6 +69,7 @@ def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int =
     ).add_params(selection)
     return cells.properties(
         width=cell * n_heads, height=cell * n_layers, autosize=AUTOSIZE, view=alt.ViewBackground(stroke=None),
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {n_layers} layers × {n_heads} heads · {title}",
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {counted(n_layers, 'layer')} × {counted(n_heads, 'head')} · "
+                              f"{title}",
                               subtitle="click a head to open it, double-click to clear", anchor="start",
                               fontSize=13, subtitleColor="#555"))

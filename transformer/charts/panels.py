@@ -21,7 +21,7 @@ import torch
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from ..decode import MEAN_HEAD, AttentionTrace, head_label
 from .attention import _CLICK_HINTS, MAX_GRID_CELLS, ChartTooLargeError, axis_titles
-from .style import AUTOSIZE, BLUES, MASKED_COLOR, NOT_REACHED_COLOR, visible_token
+from .style import AUTOSIZE, BLUES, MASKED_COLOR, NOT_REACHED_COLOR, counted, visible_token
 from .window import check_window, window_title
 
 PANEL_GAP = 10  # pixels between panels, across and down
@@ -227,7 +227,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     y_title, x_title = axis_titles(kind)
     hover = "open a panel for its tokens" if draw == "images" else "hover a cell for its tokens"
     first, last = layer_list[0] + 1, layer_list[-1] + 1
-    layer_text = (f"{n_layers} layer(s)" if layer_list == list(range(n_layers))
+    layer_text = (counted(n_layers, "layer") if layer_list == list(range(n_layers))
                   else f"layer {first} of {n_layers}" if len(layer_list) == 1
                   else f"layers {first}–{last} of {n_layers}" if layer_list == list(range(first - 1, last))
                   else f"{len(layer_list)} of {n_layers} layers")

@@ -87,3 +87,8 @@ def text_width(text: str, font_size: float) -> float:
         else:
             em += 0.56
     return em * font_size
+
+
+def counted(n: int, word: str) -> str:
+    """'1 head', '4 heads': a count with its noun in the right number (titles a newcomer reads)."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

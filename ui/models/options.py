@@ -158,8 +158,9 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     enc, dec = card.get("n_encoder_layers"), card.get("n_decoder_layers")
     layers = {"encoder-only": f"{enc} layers (encoder only)", "decoder-only": f"{dec} layers (decoder only)"}.get(
         card.get("architecture"), f"{enc}+{dec} layers")
+    heads = card.get("n_heads")
     lines = [f"**Task** {_task_words(card)}",
-             f"**Size** d_model {card.get('d_model')} · {card.get('n_heads')} heads · {layers} · "
+             f"**Size** d_model {card.get('d_model')} · {heads} head{'s' if heads != 1 else ''} · {layers} · "
              f"d_ff {card.get('d_ff')}",
              f"**Parameters** {card.get('parameters', 0):,}",
              f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]

@@ -11,15 +11,17 @@ def _plural(n: int, word: str) -> str:
 
 
 def job_layout(job: TrainingJob) -> str:
-    """E.g. "Trains on 2 processes × 1 thread each (DistributedDataParallel over gloo, on the CPU); …"."""
+    """E.g. "Trains on 2 processes × 1 thread each (copies of the model that average their gradients …); …"
+    (PyTorch's DistributedDataParallel over gloo)."""
     plan = job.plan
     threads, processes = plan.threads or torch.get_num_threads(), plan.processes
     batch = plan.train_cfg.batch_size
     if processes <= 1:
         return f"Trains on 1 process × {_plural(threads, 'thread')} on the CPU; a step sees {batch:,} examples."
     each = threads_per_rank(processes, threads)
-    return (f"Trains on {processes} processes × {_plural(each, 'thread')} each (DistributedDataParallel over "
-            f"gloo, on the CPU); a step sees {batch:,} × {processes} = {batch * processes:,} examples.")
+    return (f"Trains on {processes} processes × {_plural(each, 'thread')} each (copies of the model that average "
+            f"their gradients every step, on the CPU); a step sees {batch:,} × {processes} = {batch * processes:,} "
+            "examples.")
 
 
 def waiting_reason(job: TrainingJob) -> str:

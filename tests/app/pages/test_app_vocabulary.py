@@ -14,9 +14,9 @@ def test_unknown_tokens_offer_examples_and_the_vocabulary(studio_env, tiny_check
     assert any("Not in the model's vocabulary" in t for t in texts(at.warning))
     hint = [t for t in texts(at.caption) if t.startswith("Inputs this model knows: *")]
     assert len(hint) == 1
-    expander = [e for e in at.expander if e.label.startswith(f"The {len(known)} characters this model can read")]
+    expander = [e for e in at.expander if e.label.startswith(f"The {len(known)} characters this model knows")]
     assert len(expander) == 1
     shown = expander[0].markdown[0].value
     assert all(ch in shown for ch in known) and "!" not in shown
     at.text_input(key="decode_text").input("hello").run()
-    assert not [e for e in at.expander if "this model can read" in e.label]  # only when something is unknown
+    assert not [e for e in at.expander if "this model knows" in e.label]  # only when something is unknown

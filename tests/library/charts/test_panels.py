@@ -47,7 +47,7 @@ def test_bart_large_grid_is_one_chart_of_204_panel_images(bart_large_trace):
     assert spec["usermeta"] == {"embedOptions": {"renderer": "svg"}}
     (selection,) = spec["params"]  # a click selects a panel: read back by selected_panel, as the facet grid's
     assert selection["name"] == "cell" and selection["select"]["fields"] == ["layer", "head"]
-    assert spec["title"]["text"] == "Cross-attention · 12 layer(s) × 16 heads and mean"
+    assert spec["title"]["text"] == "Cross-attention · 12 layers × 16 heads and mean"
 
 
 def test_a_panel_image_shows_its_weights(bart_large_trace):

@@ -66,12 +66,16 @@ def show_beam_tree(sel: Selection) -> None:
         except InputError as exc:
             st.warning(str(exc), icon=":material/edit_note:")
             return
-        rule = ("as Hugging Face's generate(num_beams=…) ranks them: summed log-probability / length ** "
-                f"{tree.length_penalty:g}" if tree.rule == "generate" else
-                f"by the GNMT length penalty: summed log-probability / ((5 + length) / 6) ** {tree.length_penalty:g}")
+        formula = (f"score = summed log-probability / length ** {tree.length_penalty:g} (Hugging Face's "
+                   "generate(num_beams=…))" if tree.rule == "generate" else
+                   f"score = summed log-probability / ((5 + length) / 6) ** {tree.length_penalty:g} (the GNMT length "
+                   "penalty, Wu et al. 2016)")
+        rule = ("by their score: how likely the whole output is, adjusted so that longer outputs are not penalised "
+                "just for being long")
         st.dataframe([{"rank": i + 1, "output": h.text, "log p": round(h.log_prob, 3), "score": round(h.score, 3),
                        "ended": h.finished} for i, h in enumerate(tree.hypotheses)], hide_index=True, width="stretch")
-        st.caption(f"The {len(tree.hypotheses)} final hypotheses of {active.option.name}, ranked {rule}.")
+        st.caption(f"The {len(tree.hypotheses)} final hypotheses of {active.option.name}, ranked {rule}.",
+                   help=formula)
         node = st.session_state.get(NODE_KEY)
         if not isinstance(node, int) or not 0 < node < len(tree.nodes):
             node = tree.hypotheses[0].node

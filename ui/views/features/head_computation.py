@@ -26,7 +26,7 @@ from ui.models import ActiveModel
 
 from ..kit import LINK_OPENS, LINK_PARAMS, Selection, cached_chart, show_chart, slide_downloads, slide_title
 
-MAP_VALUES = {"weight": "Weight α", "contribution": "Contribution ‖α·W_O v‖"}
+MAP_VALUES = {"weight": "Weight", "contribution": "What each key adds"}
 INSIDE_OPEN_KEY, INSIDE_KIND_KEY = LINK_OPENS["decode"]["inside"], LINK_PARAMS["decode"]["inside"]  # in Decode's link
 CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this bounds)
 
@@ -86,7 +86,7 @@ def show_contribution_map(sel: Selection) -> None:
         first = st.slider("Keys shown", 1, len(keys) - 59, 1, key=f"{page}_contribution_keys",
                           help="A long input's contribution map shows 60 keys at a time.")
         window = (first - 1, first + 59)
-    who = "mean of heads (norm of the mean vector)" if head is None else f"head {head + 1}"
+    who = "mean of heads" if head is None else f"head {head + 1}"
     title = f"{trace.family.title(kind)} · layer {layer + 1} · {who} · contribution"
     chart = cached_chart(contribution_heatmap, matrix, queries, keys, title, window)  # a switch back: a lookup
     show_chart(chart, key=f"{page}_contribution_map", width="content")
@@ -187,9 +187,11 @@ def show_step_contribution(sel: Selection, row: int) -> None:
     active, result, reference, kind, layer, head = (sel.model, sel.result, sel.reference, sel.kind, sel.layer,
                                                     sel.head)
     st.session_state.setdefault("decode_contribution", False)
-    if not st.toggle("Contribution map (‖α·W_O v‖) too", key="decode_contribution",
-                     help="What each key adds to the head's output: the weight times the size of its projected value "
-                          "(Kobayashi et al. 2020); the mean of heads is the norm of their mean vector."):
+    if not st.toggle("Also show what each key adds to the output", key="decode_contribution",
+                     help="A key can get a large weight and still add little: this map shows how much each key "
+                          "actually adds to the head's output, ‖α_ij · W_O^h v_j‖ (the weight times the size of its "
+                          "projected value; Kobayashi et al. 2020). For the mean of heads: the size of the mean of "
+                          "the heads' vectors."):
         return
     head = None if head is None or head < 0 else head  # the mean of heads
     captured = _captured_or_message(active, result, reference)

@@ -24,6 +24,6 @@ def show_vocabulary_hint(active: ActiveModel) -> None:
     if active.src_tokenizer is None:  # a Hugging Face model: subword pieces, no word list to show
         return
     words = known_words(active)
-    with st.expander(f"The {len(words):,} {'words' if active.level == 'word' else 'characters'} this model can read",
-                     icon=":material/dictionary:"):
+    unit = {"word": "words", "char": "characters"}.get(active.level, "tokens (words and pieces of words)")
+    with st.expander(f"The {len(words):,} {unit} this model knows", icon=":material/dictionary:"):
         st.markdown(" · ".join(md(visible(w)) for w in words))
