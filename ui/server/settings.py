@@ -17,6 +17,8 @@ HF_MODELS_ENV = "ATTENTION_STUDIO_HF_MODELS"
 PUBLIC_URL_ENV = "ATTENTION_STUDIO_PUBLIC_URL"
 AUDIENCE_ENV = "ATTENTION_STUDIO_AUDIENCE"
 PATCHES_ENV = "ATTENTION_STUDIO_SERVER_PATCHES"  # "off": Streamlit as it ships, none of our patches of its server
+SHARED_CACHE_ENV = "ATTENTION_STUDIO_SHARED_CACHE_MB"  # the bytes decodes and stores shared across sessions may hold
+SHARED_CACHE_MB = 2048
 AUDIENCE_MODES = ("remote", "none", "all")  # who is audience: sessions from other machines, nobody, everybody
 
 
@@ -55,6 +57,16 @@ def server_patches() -> bool:
     """Whether the app patches Streamlit's server (TCP_NODELAY on its listeners, its static files from memory, the
     page's chunks preloaded, a link's decode read ahead): on unless ATTENTION_STUDIO_SERVER_PATCHES is off/0/false."""
     return (os.environ.get(PATCHES_ENV) or "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def shared_cache_bytes() -> int:
+    """The bound on the decodes, traces and stores the sessions share (least recently used dropped past it):
+    $ATTENTION_STUDIO_SHARED_CACHE_MB megabytes, default 2,048."""
+    try:
+        mb = float(os.environ.get(SHARED_CACHE_ENV) or SHARED_CACHE_MB)
+    except ValueError:
+        mb = SHARED_CACHE_MB
+    return max(int(mb * 2**20), 0)
 
 
 def audience_mode() -> str:

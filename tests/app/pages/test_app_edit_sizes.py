@@ -16,6 +16,7 @@ from tests.helpers.app_session import APP, assert_no_exception, chart_titled, ch
 from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
 from transformer.analysis import prepare_patching, sites_of
 from transformer.store import open_model
+from ui.server.shared_cache import shared_cache
 from ui.views.assembly.edit_compare import _compare
 
 
@@ -35,6 +36,7 @@ def released():
     caches are the test process's (a later test would run on top of them)."""
     yield
     st.cache_data.clear()
+    shared_cache.clear()  # the decodes the sessions share
     _compare.clear()
 
 

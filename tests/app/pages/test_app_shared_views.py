@@ -10,6 +10,7 @@ from transformer.adapters import adapter_for
 from transformer.analysis import ablated_decode, parse_head
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
+from ui.server.shared_cache import shared_cache
 from ui.views.kit import inference
 
 TEXT = "sharedview"
@@ -40,6 +41,7 @@ def _probabilities(at) -> dict[str, list[float]]:
 
 def test_two_sessions_share_the_decode_and_each_sees_its_own_ablation_and_forced_token(studio_env, lm, monkeypatch):
     st.cache_data.clear()
+    shared_cache.clear()  # the decodes the sessions share
     decodes: list[str] = []
     queued = inference.queued_greedy
 

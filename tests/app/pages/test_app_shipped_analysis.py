@@ -13,6 +13,7 @@ from tests.helpers.app_session import assert_no_exception, chart_titled, charts,
 from transformer.model import SOURCE, family_of
 from transformer.store import checkpoint_family
 from ui.models.catalog import PAGE_FAMILIES
+from ui.server.shared_cache import shared_cache
 
 CHECKPOINTS = ROOT / "checkpoints"
 SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir()  # those of the families the pages draw (PAGE_FAMILIES) that
@@ -79,6 +80,8 @@ def test_agreement_stays_per_piece_when_the_maps_merge_words(shipped_env):
     import streamlit as st
 
     st.cache_data.clear()  # nothing computed by an earlier test for this input
+
+    shared_cache.clear()  # the decodes the sessions share
     at = _open("multi30k-en-de", "attention")
     at.text_input(key="attention_text").input("A man rides a bicycle through the mountains.").run()
     at.toggle(key="attention_merge_words").set_value(True).run()
@@ -94,6 +97,8 @@ def test_agreement_stays_per_piece_when_the_maps_merge_words(shipped_env):
     assert len(shown) >= 4, "expected Spearman and top-1 heatmaps for cross and decoder self-attention"
 
     st.cache_data.clear()
+
+    shared_cache.clear()  # the decodes the sessions share
     at.toggle(key="attention_merge_words").set_value(False).run()
     assert not any("per subword piece" in t for t in texts(at.caption))
     per_piece = agreement_charts(at)

@@ -31,6 +31,7 @@ from transformer.decode import (
 )
 from transformer.model import Head
 from ui.models import ActiveModel
+from ui.server.shared_cache import shared
 
 from ..features import chosen_heads
 from ..kit import (
@@ -53,7 +54,7 @@ POSITIONS_KEY, SEGMENT_KEY = KEYS["masks"], KEYS["segment"]
 POSITIONS_FOR_KEY = "decode_mask_positions_for"  # the input the clicked positions belong to
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@shared
 def _fill(model_key: str, _active: ActiveModel, text: str, second: str, positions: tuple[int, ...], top_k: int,
           heads: tuple[Head, ...] = ()) -> FillResult:
     lm = _active.adapter
@@ -225,7 +226,7 @@ def show_mask_page(active: ActiveModel) -> None:
         _show_attribution(sel)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@shared
 def _pair_result(model_key: str, _active: ActiveModel, text: str, second: str) -> DecodeResult:
     return masked_decode(_active.adapter, text, second)
 

@@ -26,6 +26,7 @@ from transformer.charts import (
 )
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
 from ui.models import ActiveModel
+from ui.server.shared_cache import shared
 
 from ..kit import (
     PAGE_PX,
@@ -60,7 +61,7 @@ def head_title(label: str) -> str:
     return f"{HEAD_KIND_NAMES.get(kind, kind)} {rest.replace('H', ' H')}"
 
 
-@st.cache_data(max_entries=128, show_spinner="Decoding with the heads switched off…")
+@shared(spinner="Decoding with the heads switched off…")
 def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | None, labels: tuple[str, ...],
              top_k: int) -> DecodeResult:
     lm = _active.adapter

@@ -23,6 +23,7 @@ from transformer.decode import AttentionTrace, InputError
 from transformer.model import SOURCE
 from ui.models import ActiveModel
 from ui.server import refuse
+from ui.server.shared_cache import shared
 
 from ..kit import (
     PAGE_PX,
@@ -71,7 +72,7 @@ def attributed_tokens(trace: AttentionTrace, attr: Attribution, t: int) -> tuple
     return tuple(source), tuple(target)
 
 
-@st.cache_data(max_entries=256, show_spinner="Computing the attribution…")
+@shared(spinner="Computing the attribution…")
 def _attribution(model_key: str, _active: ActiveModel, text: str, output: tuple[int, ...], step: int,
                  method: str) -> Attribution:
     return attribute_step(_active.adapter, text, list(output), step, method)

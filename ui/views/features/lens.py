@@ -11,6 +11,7 @@ from transformer.analysis import LENS_TOP_K, LensError, StepLens, every_step_len
 from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from transformer.decode import InputError, Sampling, greedy_decode, teacher_forced
 from ui.models import ActiveModel
+from ui.server.shared_cache import shared
 
 from ..kit import LINK_OPENS, LINK_PARAMS, Selection, chart_heading, md_token, show_chart
 from ..kit import decode_state as ds
@@ -21,7 +22,7 @@ GRID_KEY = "decode_lens_grid"
 LAYER_KEY = LINK_PARAMS["decode"]["layer"]  # the step-through's decoder layer picker (0-based)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@shared
 def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...],
             encoder_layer: int | None, sampling: tuple | None = None
             ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
@@ -33,7 +34,7 @@ def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
     return every_step_lens(lm, result), result.output_tokens, result.output_text
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@shared
 def _teacher_lenses(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int
                     ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
     """Every position's lens of the teacher-forced pass on `reference` (its insides: one pass)."""

@@ -28,6 +28,7 @@ from transformer.analysis import (
 from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode
 from ui.models import MODEL_KEY, ActiveModel
+from ui.server.shared_cache import shared
 
 from ..kit import (
     LINK_PARAMS,
@@ -232,7 +233,7 @@ def _site_value(site: Site, step: int) -> str:
     return f"{site.site}|{site.where}|{site.layer}|{site.head}|{site.position}|{step + 1}"
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@shared
 def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str
              ) -> tuple[DecodeResult, DecodeResult, str]:
     lm = _active.adapter

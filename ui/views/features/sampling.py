@@ -8,6 +8,7 @@ import streamlit as st
 from transformer.charts import topk_bars
 from transformer.decode import MAX_TEMPERATURE, DecodeResult, InputError, Sampling, greedy_decode
 from ui.models import ActiveModel
+from ui.server.shared_cache import shared
 
 from ..kit import LINK_PARAMS, cached_chart, chart_heading, md_token, show_chart
 
@@ -18,7 +19,7 @@ MAX_SEED = 999_999  # what a link and the seed box take
 MIN_TOP_P = 0.01
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@shared
 def _sampled(model_key: str, _active: ActiveModel, text: str, top_k: int, settings: tuple[float, int, float, int]
              ) -> DecodeResult:
     return greedy_decode(_active.adapter, text, top_k=top_k, sampling=Sampling(*settings))

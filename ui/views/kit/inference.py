@@ -18,6 +18,7 @@ from transformer.decode import (
     teacher_forced,
 )
 from ui.models import ActiveModel
+from ui.server.shared_cache import shared
 
 from .vocabulary_hint import show_vocabulary_hint
 from .widgets import md_token
@@ -29,7 +30,7 @@ REFERENCE_FOR_KEY = "studio_reference_for"
 FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@shared
 def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
     if not _active.adapter.family.decodes:  # encoder-only: the predictions at the masks, one forward pass
         return masked_decode(_active.adapter, text, top_k=top_k)
@@ -38,7 +39,7 @@ def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
     return greedy_decode(_active.adapter, text, top_k=top_k, forced=forced)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@shared
 def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
     if not _active.adapter.family.decodes:
         raise InputError(f"{_active.option.name} is an encoder-only model: it has no decoder to feed a reference.")
