@@ -105,7 +105,8 @@ def new_model(family: str, vocab: int, tok, window: int | None = None, **extra):
             "intermediate_size", "max_position_embeddings")}, new_decoder_architecture=True, num_kv_heads=2,
             ffn_hidden_size=64, max_position_embeddings=1100),
         "gemma3_text": lambda: hf.Gemma3TextConfig(**gemma),
-        "gemma2": lambda: hf.Gemma2Config(**gemma),
+        # large weights and a low cap, so that the soft-cap changes the weights visibly
+        "gemma2": lambda: hf.Gemma2Config(**gemma, attn_logit_softcapping=5.0, initializer_range=0.5),
     }
     config = configs[family]()
     for key, value in extra.items():

@@ -28,8 +28,9 @@ from torch import Tensor, nn
 from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRules, additive_mask
 from .hf_load import HFModelError
 
-# kwargs of an eager kernel that put a non-additive step between scores and softmax: such a family is refused
-NOT_ADDITIVE = {"softcap": "logit soft-capping (tanh of the scores)", "s_aux": "attention sinks (an extra logit)"}
+# kwargs of an eager kernel that put a step between scores and softmax the capture does not reproduce: refused (a
+# soft-cap, `softcap`, is recorded as a rule and applied by `AttentionInputs.scores` and the store)
+NOT_ADDITIVE = {"s_aux": "attention sinks (an extra logit)"}
 
 
 def _tensor(out: Any) -> Tensor:

@@ -94,7 +94,7 @@ def head_computation(lm: InspectableModel, insides: Insides, kind: str, layer: i
     values = inputs.values[0, kv].float()  # (Tk, Dv)
     dots = keys @ q  # (Tk,)
     terms = {name: _row(t, head, query, keys.shape[0]) for name, t in inputs.terms.items()}
-    scores = dots * inputs.scale
+    scores = inputs.capped(dots * inputs.scale)
     for term in terms.values():
         scores = scores + term
     weights = scores.softmax(-1)
@@ -150,7 +150,8 @@ def head_contribution_map(inputs: AttentionInputs, weight: Tensor, head: int) ->
     w_o = head_slice(weight.detach().float(), head, inputs.n_heads)  # (D, Dv)
     norms = (values @ w_o.T).norm(dim=-1)  # (B, Tk)
     kv = inputs.groups[head]
-    scores = (inputs.queries[:, head].float() @ inputs.keys[:, kv].float().transpose(-2, -1)) * inputs.scale
+    scores = inputs.capped((inputs.queries[:, head].float() @ inputs.keys[:, kv].float().transpose(-2, -1))
+                           * inputs.scale)
     for term in inputs.terms.values():  # broadcastable to (B, H, Tq, Tk): this head's slice
         t = term.float()
         scores = scores + (t[:, head if t.shape[1] > 1 else 0] if t.dim() == 4 else t)

@@ -72,9 +72,15 @@ class AttentionInputs:
         """q . k for every head, query and key, before scale and terms; (B, H, Tq, Tk), float32."""
         return self.queries.float() @ self.head_keys().float().transpose(-2, -1)
 
+    def capped(self, scaled: Tensor) -> Tensor:
+        """Scaled dot products through the model's soft-cap, cap * tanh(s / cap) (Gemma 2), before any term."""
+        cap = None if self.rules is None else self.rules.softcap
+        return scaled if cap is None else torch.tanh(scaled / cap) * cap
+
     def scores(self) -> Tensor:
-        """The softmax's input: scale * q . k + every term; (B, H, Tq, Tk), float32."""
-        scores = self.dot_products() * self.scale
+        """The softmax's input: scale * q . k (soft-capped where the model caps it) + every term; (B, H, Tq, Tk),
+        float32."""
+        scores = self.capped(self.dot_products() * self.scale)
         for term in self.terms.values():
             scores = scores + term.float()
         return scores

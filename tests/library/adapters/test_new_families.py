@@ -18,7 +18,7 @@ STORED = tuple(f for f in NEW_CAUSAL if f != "falcon")  # Falcon's attention is 
 WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,)}  # layers with the window
 
 
-@pytest.fixture(scope="module", params=("mistral", "gpt_neox", "phi3", "olmo2", "gemma3_text"))
+@pytest.fixture(scope="module", params=("mistral", "gpt_neox", "phi3", "olmo2", "gemma3_text", "gemma2"))
 def lm(request, tmp_path_factory) -> HFCausalLM:
     family = request.param
     return load_hf_model(str(build_new(family, tmp_path_factory.mktemp(family) / family, window=WINDOW)))
@@ -137,3 +137,28 @@ def test_a_residual_path_the_studio_does_not_take_apart_is_one_line(lm):
     with pytest.raises(ResidualPathError) as refused:
         lm.residual_path()  # Phi-3's fused qkv_proj among them
     assert "\n" not in str(refused.value) and f"({_family(lm)})" in str(refused.value)
+
+
+def test_gemma2s_soft_cap_is_a_rule_the_store_applies(tmp_path):
+    lm = load_hf_model(str(build_new("gemma2", tmp_path / "gemma2", window=WINDOW)))  # cap 5, large weights
+    ids = _ids(lm, LONG)
+    insides = lm.insides(ids, ids)
+    store = store_of_insides(lm, insides)
+    eager = insides.attentions["self"][1][0].float()
+    assert store.layer("self", 1).rules.softcap == 5.0 and insides.inputs["self"][1].rules.softcap == 5.0
+    uncapped = store.with_rules("self", 1, softcap=None)  # the same store without the rule: other weights
+    assert (uncapped.tile("self", 1, 0) - eager[0]).abs().max() > 1e-2
+    torch.testing.assert_close(store.tile("self", 1, 0), eager[0], atol=1e-5, rtol=0)
+
+
+def test_attention_sinks_are_refused_in_one_line():
+    from transformer.adapters.capture import _hf_inputs
+    from transformer.adapters.hf_load import HFModelError
+    from transformer.adapters.store_forward import _store_attention
+    from transformer.model import StoreError
+    q = torch.randn(1, 2, 3, 4)
+    with pytest.raises(HFModelError, match="attention sinks") as refused:
+        _hf_inputs(torch.nn.Identity(), q, q, q, None, {"s_aux": torch.zeros(2)})
+    assert "\n" not in str(refused.value)
+    with pytest.raises(StoreError, match="attention sinks"):
+        _store_attention(torch.nn.Identity(), q, q, q, None, s_aux=torch.zeros(2))
