@@ -44,8 +44,9 @@ def _texts() -> dict[str, str]:
 
 
 def _resolves_dotted(name: str) -> bool:
-    """`transformer.decode.trace` (a module or package), or a name one of them defines (`transformer.decode.greedy_decode`).
-    A first part that is no module of ours is another library's attribute path (GPT-2's `transformer.h`): skipped."""
+    """`transformer.decode.trace` (a module or package), or a name one of them defines
+    (`transformer.decode.greedy_decode`). A first part that is no module of ours is another library's attribute path
+    (GPT-2's `transformer.h`): skipped."""
     path, parts = ROOT / "transformer", name.split(".")[1:]
     if not ((path / parts[0]).is_dir() or (path / f"{parts[0]}.py").is_file()):
         return True
