@@ -48,6 +48,20 @@ def test_a_stage_run_trains_under_the_rule_and_says_whether_the_picture_is_clean
         assert poll(at, lambda a: not run.active, seconds=120), "the run never ended"
         message = run.job.snapshot(history_tail=1).message
         assert "the picture is not clean yet at step 3" in message and "exact match 0.99" in message
+        at.run()  # the finished run's bar: full, and it says so
+        bar = at.get("progress")[0]
+        assert bar.value == 100 and bar.proto.text.startswith(f"Finished · {run.name} · done at step 3 in"), bar.proto
     finally:
         run.job.stop()
         run.job.join(20)
+
+
+def test_a_stage_run_finished_long_before_the_step_cap_reads_as_done():
+    from transformer.train.job_supervisor import JobSnapshot
+    from ui.train.live_view import status_bar
+
+    snap = JobSnapshot(status="finished", message="the picture is clean", step=450, target_steps=5000, elapsed=25.0,
+                       max_seconds=300.0, steps_per_s=0.0, tokens_per_s=0.0, history=(), evals=(),
+                       weights_version=1, run_seconds=25.0)
+    assert status_bar("reverse", snap) == (
+        1.0, "Finished · reverse · done at step 450 in 25 s (before the cap of 5,000 steps or 5:00)")
