@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRules, additive_mask
+from .falcon import check_falcon, falcon_hook, own_attention
 from .hf_load import HFModelError
 
 # kwargs of an eager kernel that put a step between scores and softmax the capture does not reproduce: refused (a
@@ -254,6 +255,23 @@ def _unrotated(kept: dict[str, Tensor], inputs: AttentionInputs) -> AttentionInp
     return dataclasses.replace(inputs, unrotated=(q, k))
 
 
+def _record_falcon(module: nn.Module, found: list[AttentionInputs | None], layer: int, undo: ExitStack) -> None:
+    """Hooks that put a Falcon attention's inputs, and its output projection's input and output, in `found`."""
+    check_falcon(module)
+    projected: list[tuple[Tensor, Tensor]] = []
+
+    def out_hook(m: nn.Module, args: tuple, out: Any) -> None:
+        projected[:] = [(args[0].detach(), _tensor(out).detach())]
+
+    def record(m: nn.Module, inputs: AttentionInputs) -> None:
+        merged, output = projected[0] if projected else (None, None)
+        found[layer] = dataclasses.replace(inputs, merged=merged, output=output)
+
+    for handle in (module.dense.register_forward_hook(out_hook),
+                   module.register_forward_hook(falcon_hook(record), with_kwargs=True)):
+        undo.callback(handle.remove)
+
+
 @contextmanager
 def recording_eager(modules: Mapping[str, Sequence[nn.Module]],
                     projections: Mapping[str, Sequence[nn.Module]] | None = None
@@ -265,6 +283,9 @@ def recording_eager(modules: Mapping[str, Sequence[nn.Module]],
     with ExitStack() as undo:
         for kind, mods in modules.items():
             for layer, module in enumerate(mods):
+                if own_attention(module):  # Falcon: its own attention code, read by a hook
+                    _record_falcon(module, found[kind], layer, undo)
+                    continue
                 _install(module)
                 kept = _before_rotation(module, undo)
 

@@ -24,7 +24,6 @@ from .interface import SourceText, padded_rows
 if TYPE_CHECKING:
     from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
 
-MAX_PROMPT_TOKENS = 2048  # the longest prompt (and prompt + output) a decode takes, whatever the model's context
 NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say
 
 
@@ -91,12 +90,13 @@ class HFCausalLM(HFAdapter):
         self.unemittable_ids = frozenset(int(i) for i in [*(w[0] for w in bad if len(w) == 1),
                                                           *(gen.suppress_tokens or [])])
         self.context = _config_int(cfg, "max_position_embeddings", "n_positions", "n_ctx") or NO_CONTEXT_LIMIT
-        self.max_source_len = self.max_target_len = min(self.context, MAX_PROMPT_TOKENS)
+        self.max_source_len = self.max_target_len = self.context  # the model's own: prompt and output together
         n_heads = _config_int(cfg, "num_attention_heads", "n_head")
         if n_heads is None:
             raise HFModelError(f"{name}: its config gives no number of attention heads (num_attention_heads, n_head)")
         self.n_heads = n_heads
-        self.n_kv_heads = _config_int(cfg, "num_key_value_heads") or n_heads
+        self.n_kv_heads = (_config_int(cfg, "num_key_value_heads")  # Falcon: its attention's num_kv_heads
+                           or _config_int(_attention(_layers(model)[0]), "num_kv_heads") or n_heads)
         self.n_layers = len(_layers(model))
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self._lock = model_lock(model)

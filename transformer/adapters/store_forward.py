@@ -12,15 +12,16 @@ A prefill computes logits at its last position only (`logits_to_keep=1`).
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from ..model import AttentionStore, LayerStore, MultiHeadAttention, ScoreRules, StoreError, row_lse, value_norms
+from ..model import AttentionInputs, AttentionStore, LayerStore, MultiHeadAttention, ScoreRules, StoreError, row_lse, value_norms
 from .capture import _groups, hf_rules, projection_weights, recording_native
+from .falcon import check_falcon, falcon_hook, own_attention
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
@@ -150,6 +151,31 @@ def storing_hf(model: PreTrainedModel, modules: Sequence[nn.Module], projections
 
 
 @contextmanager
+def storing_falcon(model: PreTrainedModel, modules: Sequence[nn.Module], projections: Sequence[nn.Module],
+                   chunks: list[StoreChunks]) -> Iterator[None]:
+    """Falcon (its own attention code) runs SDPA for the call, with hooks that read each layer's queries and keys
+    (`falcon_inputs`); the log-sum-exp is computed in blocks. Hold the model's lock around it."""
+    config, before, undo = model.config, model.config._attn_implementation, ExitStack()
+    for layer, module in enumerate(modules):
+        check_falcon(module)
+        weight = projection_weights(projections[layer])[0].detach()
+
+        def record(m: nn.Module, inputs: AttentionInputs, layer: int = layer, weight: Tensor = weight) -> None:
+            q, k, t = inputs.queries[0], inputs.keys[0], inputs.queries.shape[2]
+            rules = ScoreRules(inputs.scale, causal=True, offset=k.shape[1] - t)
+            chunks[layer].add(q, k[:, -t:], row_lse(q, k, rules, inputs.groups),
+                              value_norms(inputs.values[0, :, -t:], inputs.groups, weight), rules, inputs.groups)
+
+        undo.callback(module.register_forward_hook(falcon_hook(record), with_kwargs=True).remove)
+    try:
+        config._attn_implementation = "sdpa"  # Falcon's fused path (its eager one makes every weight)
+        yield
+    finally:
+        config._attn_implementation = before
+        undo.close()
+
+
+@contextmanager
 def storing_native(modules: Sequence[MultiHeadAttention], chunks: list[StoreChunks]) -> Iterator[None]:
     """Our attention modules (run without weights: the fused SDPA path) with their rows going into the chunks;
     the log-sum-exp is computed in blocks from the queries and keys."""
@@ -184,7 +210,8 @@ def store_feed(lm: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChu
     from .native_causal import NativeDecoderOnly
     if isinstance(lm, HFCausalLM):
         modules, projections = _hf_parts(lm)
-        with torch.no_grad(), lm._lock, storing_hf(lm.model, modules, projections, chunks["self"]):
+        storing = storing_falcon if own_attention(modules[0]) else storing_hf
+        with torch.no_grad(), lm._lock, storing(lm.model, modules, projections, chunks["self"]):
             out = lm.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1, return_dict=True)
         return out.logits[:, -1]
     if isinstance(lm, NativeDecoderOnly):

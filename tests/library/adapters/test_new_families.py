@@ -14,11 +14,10 @@ from transformer.decode import greedy_decode, stored_greedy
 
 PROMPT = "A man in a blue shirt is riding a bike"
 LONG = " ".join(lines(12))  # ~300 tokens: longer than the sliding windows
-STORED = tuple(f for f in NEW_CAUSAL if f != "falcon")  # Falcon's attention is its own code (refused below)
 WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,)}  # layers with the window
 
 
-@pytest.fixture(scope="module", params=("mistral", "gpt_neox", "phi3", "olmo2", "gemma3_text", "gemma2"))
+@pytest.fixture(scope="module", params=NEW_CAUSAL)
 def lm(request, tmp_path_factory) -> HFCausalLM:
     family = request.param
     return load_hf_model(str(build_new(family, tmp_path_factory.mktemp(family) / family, window=WINDOW)))
@@ -30,11 +29,6 @@ def _family(lm: HFCausalLM) -> str:
 
 def _ids(lm: HFCausalLM, text: str) -> torch.Tensor:
     return torch.tensor([lm.tokenize_source(text).ids])
-
-
-def _stored(lm: HFCausalLM) -> None:
-    if _family(lm) not in STORED:
-        pytest.skip(f"{_family(lm)}'s attention is refused by the capture (tested below)")
 
 
 def test_it_opens_as_a_causal_lm(lm):
@@ -79,12 +73,10 @@ def _tiles_equal_eager(lm: HFCausalLM, ids: torch.Tensor):
 
 
 def test_captured_weights_and_every_tile_equal_the_eager_weights(lm):
-    _stored(lm)
     _tiles_equal_eager(lm, _ids(lm, PROMPT))
 
 
 def test_a_sliding_window_shorter_than_the_input_is_exact(lm):
-    _stored(lm)
     ids = _ids(lm, LONG)
     assert ids.shape[1] > 10 * WINDOW
     store = _tiles_equal_eager(lm, ids)
@@ -98,7 +90,6 @@ def test_a_sliding_window_shorter_than_the_input_is_exact(lm):
 
 
 def test_the_stored_decode_gives_generates_tokens(lm):
-    _stored(lm)
     prompt = lm.tokenize_source(LONG).ids
     steps, store, _ = stored_greedy(lm, prompt, max_steps=4)
     ids = torch.tensor([prompt])
@@ -162,3 +153,15 @@ def test_attention_sinks_are_refused_in_one_line():
     assert "\n" not in str(refused.value)
     with pytest.raises(StoreError, match="attention sinks"):
         _store_attention(torch.nn.Identity(), q, q, q, None, s_aux=torch.zeros(2))
+
+
+def test_a_falcon_with_alibi_decodes_but_its_insides_are_refused_by_name(tmp_path):
+    from transformer.adapters.hf_load import HFModelError
+    lm = load_hf_model(str(build_new("falcon", tmp_path / "falcon", alibi=True)))
+    result = greedy_decode(lm, PROMPT, max_steps=3)  # the maps the model returns
+    assert len(result.steps) == 3
+    ids = _ids(lm, PROMPT)
+    for call in (lambda: lm.insides(ids, ids), lambda: stored_greedy(lm, ids[0].tolist(), max_steps=2)):
+        with pytest.raises(HFModelError, match="uses ALiBi") as refused:
+            call()
+        assert "\n" not in str(refused.value)
