@@ -165,3 +165,14 @@ def test_a_falcon_with_alibi_decodes_but_its_insides_are_refused_by_name(tmp_pat
         with pytest.raises(HFModelError, match="uses ALiBi") as refused:
             call()
         assert "\n" not in str(refused.value)
+
+
+def test_a_multi_query_falcon_reads_one_key_head(tmp_path):
+    lm = load_hf_model(str(build_new("falcon", tmp_path / "falcon", new_decoder_architecture=False,
+                                     multi_query=True)))  # Falcon-7B's layout: one key/value head for all
+    assert lm.head_groups()["self"] == (0, 0, 0, 0)
+    store = _tiles_equal_eager(lm, _ids(lm, LONG))
+    assert store.layer("self", 0).keys.shape[0] == 1
+    prompt = lm.tokenize_source(PROMPT).ids
+    steps, _, _ = stored_greedy(lm, prompt, max_steps=3)
+    assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(lm, PROMPT, max_steps=3).steps]
