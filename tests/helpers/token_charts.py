@@ -8,7 +8,7 @@ import altair as alt
 import torch
 
 from tests.helpers.chart_traces import random_trace
-from transformer.analysis import AttentionDifference
+from transformer.analysis import AttentionDifference, LensGrid
 from transformer.charts import (
     aggregate_heatmap,
     attention_grid,
@@ -18,13 +18,16 @@ from transformer.charts import (
     decoder_row_chart,
     difference_heatmap,
     heads_row_chart,
+    lens_grid_chart,
     line_view,
     mask_picture,
     node_attention_chart,
+    prediction_bars,
     source_strip,
     topk_bars,
     visible_token,
 )
+from transformer.decode import MaskPrediction
 
 # Vega keywords and names, quotes, a backslash, a line separator, markup, an emoji, right-to-left text; one repeated
 HOSTILE_TOKENS = ("if", "else", "this", "datum", "NaN", '"q"', "it's", "a\\b", "x\u2028y", "</script>", "😀", "שלום",
@@ -82,6 +85,11 @@ def token_charts() -> list[TokenChart]:
         TokenChart("mask", mask_picture(None, tgt, src, "mask"), _numbered(src)),
         TokenChart("heads row", heads_row_chart(list(weights[0]), src, "heads"), _numbered(src)),
         TokenChart("beam node", node_attention_chart(weights, src), _numbered(src)),
+        TokenChart("lens grid", lens_grid_chart(LensGrid(tokens=tuple(src[:6]), ranks=((1,) * 6,) * 3,
+                                                         probs=((0.5,) * 6,) * 3, top=(tuple(src[:6]),) * 3)),
+                   tuple(f"{i + 1} {t}" for i, t in enumerate(_shown(src[:6])))),
+        TokenChart("mask top-k", prediction_bars(MaskPrediction(2, "if", tuple((t, i, 0.1) for i, t in enumerate(src)))),
+                   tuple(dict.fromkeys(_shown(src)))),
     ]
 
 

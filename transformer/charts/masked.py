@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from ..decode import MaskPrediction
-from .style import AUTOSIZE
+from .style import AUTOSIZE, visible_token
 
 if TYPE_CHECKING:
     import torch
@@ -17,9 +17,10 @@ if TYPE_CHECKING:
 def prediction_bars(prediction: MaskPrediction, *, width: int = 260) -> alt.Chart:
     """The top-k at one mask, best first, with each probability as a bar and its tooltip."""
     frame = pd.DataFrame({"rank": range(1, len(prediction.top_k) + 1),
-                          "token": [t for t, _, _ in prediction.top_k],
+                          "token": [visible_token(t) for t, _, _ in prediction.top_k],
                           "prob": [v for _, _, v in prediction.top_k]})
-    title = f"Mask at token {prediction.position}" + (f" (was {prediction.original})" if prediction.original else "")
+    title = f"Mask at token {prediction.position}" + (f" (was {visible_token(prediction.original)})"
+                                                      if prediction.original else "")
     return alt.Chart(frame, title=title).mark_bar().encode(
         y=alt.Y("token:N", sort=alt.SortField("rank"), title=None, axis=alt.Axis(labelOverlap=False)),  # every token
         x=alt.X("prob:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
