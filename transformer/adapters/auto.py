@@ -2,8 +2,8 @@
 the adapter classes, by family ("encoder-decoder", "decoder-only", "encoder-only", the names of
 `transformer/model/families.py` and of the trace JSON). Ours: `NativeSeq2Seq`, `NativeDecoderOnly`,
 `NativeEncoderOnly` (on `NativeAdapter`); Hugging Face's: `HFSeq2Seq` (Marian, BART, T5...), `HFCausalLM` (GPT-2,
-Llama, Qwen2), `HFMaskedLM` (BERT, RoBERTa, DistilBERT, ModernBERT) (on `HFAdapter`); anything else is refused by
-name in `hf_load`."""
+Llama, Qwen2, Mistral, Gemma, Phi-3, OLMo, GPT-NeoX, Falcon), `HFMaskedLM` (BERT, RoBERTa, DistilBERT, ModernBERT)
+(on `HFAdapter`); anything else is refused by name in `hf_load`."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,6 +1,6 @@
-"""`HFCausalLM`: a Hugging Face decoder-only language model (GPT-2, Llama, Qwen2...) behind the same interface as
-the encoder-decoders, with eager attention so every weight is really there, and greedy decoding that follows the
-model's generation config so it equals `generate(do_sample=False, num_beams=1)`.
+"""`HFCausalLM`: a Hugging Face decoder-only language model (GPT-2, Llama, Qwen2, Mistral, Gemma...) behind the same
+interface as the encoder-decoders, with eager attention so every weight is really there, and greedy decoding that
+follows the model's generation config so it equals `generate(do_sample=False, num_beams=1)`.
 
 The prompt is the model's "source" and also its first decoder inputs: a decode runs the prompt through the model
 once (`prefill`, one matrix of prompt x prompt weights), then feeds each chosen token (one row per step), so the

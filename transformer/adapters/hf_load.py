@@ -19,7 +19,8 @@ class HFModelError(ValueError):
     """A Hugging Face model that cannot or must not be loaded; the message is one line for the user."""
 
 
-SUPPORTED = ("encoder-decoders (Marian, BART/mBART, T5/mT5), decoder-only language models (GPT-2, Llama, Qwen2) and "
+SUPPORTED = ("encoder-decoders (Marian, BART/mBART, T5/mT5), decoder-only language models (GPT-2, Llama, Qwen2, "
+             "Mistral, Gemma 2/3, Phi-3, OLMo 2, GPT-NeoX/Pythia, Falcon) and "
              "encoder-only masked language models (BERT, RoBERTa, DistilBERT, ModernBERT)")
 LOADABLE = ("encoder-decoder", "decoder-only", "encoder-only")  # the family names (transformer/model/families.py)
 FAMILY_NOUNS = {"encoder-decoder": "encoder-decoder", "decoder-only": "decoder-only language model",

@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import AttentionInputs, AttentionStore, LayerStore, MultiHeadAttention, ScoreRules, StoreError, row_lse, value_norms
+from ..model import (
+    AttentionInputs,
+    AttentionStore,
+    LayerStore,
+    MultiHeadAttention,
+    ScoreRules,
+    StoreError,
+    row_lse,
+    value_norms,
+)
 from .capture import _groups, hf_rules, projection_weights, recording_native
 from .falcon import check_falcon, falcon_hook, own_attention
 

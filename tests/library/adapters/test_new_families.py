@@ -176,3 +176,15 @@ def test_a_multi_query_falcon_reads_one_key_head(tmp_path):
     prompt = lm.tokenize_source(PROMPT).ids
     steps, _, _ = stored_greedy(lm, prompt, max_steps=3)
     assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(lm, PROMPT, max_steps=3).steps]
+
+
+def test_the_output_head_of_the_last_residual_is_the_models_logits(lm):
+    ids = _ids(lm, PROMPT)
+    insides = lm.insides(ids, ids)
+    if _family(lm) == "gemma2":  # soft-capped logits: refused in one line
+        with pytest.raises(Exception, match="soft-caps its logits"):
+            lm.output_head(insides.residual["decoder"][-1])
+        return
+    with torch.no_grad():
+        torch.testing.assert_close(lm.output_head(insides.residual["decoder"][-1]), insides.logits, atol=1e-4,
+                                   rtol=1e-4)
