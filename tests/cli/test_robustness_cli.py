@@ -87,7 +87,8 @@ def test_words_outside_the_vocabulary_are_named(tmp_path: Path, capsys: pytest.C
 def test_very_long_text_in_a_real_process(good: Path) -> None:
     result = run_process("decode", str(good), "y" * 120_000)  # one argument holds at most 128 KiB on Linux
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == "error: The input has 120,000 characters; the limit is 10,000.\n"
+    assert result.stderr.startswith("error: The input has 120,000 characters; this model reads at most ")
+    assert result.stderr.endswith(" tokens (its own context), so at most 768 characters.\n")  # derived: 24 x 32
 
 
 # -- checkpoints -----------------------------------------------------------------------------------------------

@@ -48,8 +48,8 @@ class TextCase:
 TEXTS = {
     "empty": TextCase("", refused="The input is empty"),
     "whitespace only": TextCase(" \t \n  ", refused="The input is empty"),
-    "200,000 characters": TextCase("x" * 200_000, refused="The input has 200,000 characters; the limit is 10,000",
-                                   app_refused="The input has 10,000 tokens; this model reads at most"),
+    "200,000 characters": TextCase("x" * 200_000, refused="The input has 200,000 characters; this model reads at most",
+                                   app_refused="The input has 10,000 characters; this model reads at most"),
     "outside the vocabulary": TextCase("ab1c", unknown="1"),
     "emoji": TextCase("ab😀c", unknown="😀"),
     "right-to-left": TextCase("abשלוםc", unknown="ש"),

@@ -4,7 +4,7 @@ decoder steps with their attention, heads, gradients), one adapter per family, a
 from . import capture
 from .auto import HF_ADAPTERS, NATIVE_ADAPTERS, adapter_for, load_hf_model
 from .hf_base import HFAdapter, model_lock
-from .hf_causal import MAX_PROMPT_TOKENS, HFCausalLM, causal_attention_outputs
+from .hf_causal import HFCausalLM, causal_attention_outputs
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, import_model_code, load_pretrained
 from .hf_masked import HFMaskedLM, masked_attention_outputs, mlm_head
@@ -30,7 +30,7 @@ from .residual_steps import check_encoder_layer, recording_calls
 from .store_capture import attention_store, store_of_insides
 from .store_forward import StoreChunks, build_store, store_chunks, store_feed
 
-__all__ = ["DEFAULT_MAX_PARAMS", "HF_ADAPTERS", "LEARNED", "MAX_PROMPT_TOKENS", "MLP", "NATIVE_ADAPTERS", "RELATIVE",
+__all__ = ["DEFAULT_MAX_PARAMS", "HF_ADAPTERS", "LEARNED", "MLP", "NATIVE_ADAPTERS", "RELATIVE",
            "ROTARY", "SINUSOIDAL", "UNEMITTABLE", "HFAdapter", "HFCausalLM", "HFMaskedLM", "HFModelError", "HFSeq2Seq",
            "InspectableModel", "NativeAdapter", "NativeDecoderOnly", "NativeEncoderOnly", "NativeSeq2Seq", "PathRecord",
            "PositionScheme", "Projections", "ResidualPath", "ResidualPathError", "SourceText", "StackPath", "Sublayer",

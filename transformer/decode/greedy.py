@@ -17,7 +17,8 @@ from .sampling import SampledStep, Sampler, Sampling, SamplingError, check_sampl
 from .sinks import hidden_dict
 from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
-MAX_INPUT_CHARS = 10_000
+MAX_INPUT_CHARS = 10_000  # what a one-line box and a link carry themselves; longer text: a document box, a link by hash
+CHARS_PER_TOKEN = 32  # a text longer than this many characters per token of the context cannot fit it (derived bound)
 
 
 class InputError(ValueError):
@@ -94,23 +95,31 @@ def fit_input(text: str, limit: int = MAX_INPUT_CHARS) -> tuple[str, str | None]
                           f"is {limit:,}).")
 
 
-def _check_text(text: str) -> None:
+def char_limit(lm: InspectableModel) -> int:
+    """The most characters a text `lm` can read may have: its own context in tokens × CHARS_PER_TOKEN (a bound
+    derived from the model's, checked before tokenizing; the tokens are checked against the context itself)."""
+    return int(lm.max_source_len) * CHARS_PER_TOKEN
+
+
+def _check_text(text: str, lm: InspectableModel) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InputError("The input is empty: type a sentence to decode.")
-    if len(text) > MAX_INPUT_CHARS:
-        raise InputError(f"The input has {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}.")
+    if len(text) > char_limit(lm):
+        raise InputError(f"The input has {len(text):,} characters; this model reads at most {lm.max_source_len:,} "
+                         f"tokens (its own context), so at most {char_limit(lm):,} characters.")
 
 
 def read_source(lm: InspectableModel, text: str) -> SourceText:
-    """The source as `lm` reads it; raises InputError for empty, unreadable or too long text."""
-    _check_text(text)
+    """The source as `lm` reads it; raises InputError for empty, unreadable or too long text (longer than the
+    model's own context)."""
+    _check_text(text, lm)
     source = lm.tokenize_source(text)
     if not source.ids:
         raise InputError("The input has no tokens this model can read.")
     if len(source.ids) > lm.max_source_len:
         n = source.n_specials
         raise InputError(f"The input has {len(source.ids) - n:,} tokens; this model reads at most "
-                         f"{lm.max_source_len - n}.")
+                         f"{lm.max_source_len - n:,} tokens (its own context).")
     return source
 
 

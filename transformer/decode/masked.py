@@ -106,9 +106,9 @@ def read_masked(lm: InspectableModel, text: str, second: str = "", mask_position
         raise InputError(f"{lm.name} is {article} {lm.family.name} model: predictions at masks need an encoder-only "
                          "model (BERT, RoBERTa, DistilBERT, ModernBERT)")
     masked_lm: Any = lm  # an encoder-only adapter (checked above): its pairs, segments and mask id
-    _check_text(text)
+    _check_text(text, lm)
     if second:
-        _check_text(second)
+        _check_text(second, lm)
     source = masked_lm.tokenize_pair(text, second) if second else lm.tokenize_source(text)
     if len(source.ids) > lm.max_source_len:
         what = "The sentence pair has" if second else "The input has"

@@ -12,7 +12,7 @@ import torch
 
 from tests.helpers import TEST_DATA
 from tests.helpers.hf_causal_models import CAUSAL, build
-from transformer.adapters import MAX_PROMPT_TOKENS, HFCausalLM
+from transformer.adapters import HFCausalLM
 from transformer.analysis import (
     alignment_scores,
     attention_difference,
@@ -122,13 +122,13 @@ def test_chat_formatting_shows_the_templates_tokens(folders):
 
 def test_a_long_prompt_decodes_and_one_over_the_cap_is_refused(models):
     lm = models["gpt2"]
-    assert lm.max_source_len == min(1100, MAX_PROMPT_TOKENS) >= 1024
+    assert lm.max_source_len == lm.context == 1100  # the model's own context, no cap of the studio's below it
     words = "a dog runs on the grass " * 400
     ids = lm.tokenizer(words).input_ids
     prompt = lm.tokenizer.decode(ids[:1024])
     result = greedy_decode(lm, prompt, max_steps=2)
     assert result.trace.step_offset == len(lm.tokenize_source(prompt).ids) - 1 >= 1000
-    with pytest.raises(InputError, match="reads at most 1100"):
+    with pytest.raises(InputError, match="reads at most 1,100 tokens .its own context"):
         greedy_decode(lm, words)
     with pytest.raises(InputError, match="empty"):
         greedy_decode(lm, "  ")
