@@ -88,7 +88,8 @@ def token_charts() -> list[TokenChart]:
         TokenChart("lens grid", lens_grid_chart(LensGrid(tokens=tuple(src[:6]), ranks=((1,) * 6,) * 3,
                                                          probs=((0.5,) * 6,) * 3, top=(tuple(src[:6]),) * 3)),
                    tuple(f"{i + 1} {t}" for i, t in enumerate(_shown(src[:6])))),
-        TokenChart("mask top-k", prediction_bars(MaskPrediction(2, "if", tuple((t, i, 0.1) for i, t in enumerate(src)))),
+        TokenChart("mask top-k",
+                   prediction_bars(MaskPrediction(2, "if", tuple((t, i, 0.1) for i, t in enumerate(src)))),
                    tuple(dict.fromkeys(_shown(src)))),
     ]
 
