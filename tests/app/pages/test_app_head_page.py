@@ -69,3 +69,37 @@ def test_the_head_page_opens_on_the_shipped_models_within_1280_px(monkeypatch, s
     assert_no_exception(at)
     page = at.get("download_button")[0]
     assert page is not None
+
+
+@pytest.mark.parametrize("name, family", [("bart-large-heads", "bart"), ("gpt2-heads", "gpt2")])
+def test_the_finder_and_a_head_page_at_real_shapes_within_1280_px(monkeypatch, tmp_path, name, family):
+    """bart-large's 576 heads and GPT-2 small's 144, built from config: the finder draws every head, a click opens a
+    head of the last layer, and no chart of either is wider than 1280 px."""
+    from tests.helpers.hf_causal_models import build as build_causal
+    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
+    from tests.helpers.real_shapes import GPT2_HEADS, PAGE_PX, point_app_at
+    from ui.models import MODEL_KEY
+
+    root = point_app_at(monkeypatch, tmp_path / "runs", tmp_path / "hf")
+    (build(family, root / name, size=BART_LARGE_HEADS) if family == "bart"
+     else build_causal(family, root / name, size=GPT2_HEADS))
+    at = open_app()
+    at.query_params.clear()  # not the Home page's link (its model is the default one)
+    at.selectbox(key=MODEL_KEY).set_value(f"hf:{name}").run()
+    at.switch_page("pages/attention.py").run()
+    at.button(key="attention_corpus_run").click().run()
+    at.button(key="attention_finder_long_range").click().run()
+    assert_no_exception(at)
+    finder = next(c for c in charts(at) if re.fullmatch(r"\d+ heads", c["title"]))
+    points = next(iter(finder["frames"].values()))
+    assert len(points) == (576 if family == "bart" else 144) and points["label"].is_unique
+    assert max(_widths(finder["spec"]), default=0) <= PAGE_PX
+    label = "cross:L12H16" if family == "bart" else "self:L12H12"
+    at.query_params.clear()  # the page's own link, not the one AppTest kept from the first run
+    at.session_state["attention_finder_chart"] = {"selection": {FINDER_SELECTION: [{"label": label}]}}
+    at.run()
+    assert_no_exception(at)
+    drawn = charts(at)
+    assert any(f"{label} against layer 12" in c["title"] for c in drawn)
+    for chart in drawn:
+        assert max(_widths(chart["spec"]), default=0) <= PAGE_PX, chart["title"]

@@ -8,7 +8,7 @@ import streamlit as st
 from transformer.analysis import FINDER_COLUMNS, NOMINAL, CorpusStats, finder_table, head_finder_frame, long_range_heads
 from transformer.charts import FINDER_SELECTION, head_finder_chart
 from transformer.model import Head
-from ui.models import ActiveModel
+from ui.models import MODEL_KEY, ActiveModel
 
 from ..kit import LINK_PARAMS, show_chart
 
@@ -18,11 +18,13 @@ CHOICES = [*FINDER_COLUMNS, *NOMINAL]
 
 
 def open_head_page(head: Head) -> None:
-    """Switch to the head's page (its pickers set to the head)."""
+    """Switch to the head's page (its pickers set to the head), with its link: the model and the head."""
     keys = LINK_PARAMS["head"]
     st.session_state[keys["kind"]], st.session_state[keys["layer"]] = head.kind, head.layer
     st.session_state[keys["head"]] = head.head
-    st.switch_page(HEAD_PAGE)
+    link = {"model": st.session_state.get(MODEL_KEY, ""), "kind": head.kind, "layer": str(head.layer + 1),
+            "head": str(head.head + 1)}
+    st.switch_page(HEAD_PAGE, query_params=link)
 
 
 def clicked_head(key: str) -> Head | None:
