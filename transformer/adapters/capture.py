@@ -255,7 +255,7 @@ def _unrotated(kept: dict[str, Tensor], inputs: AttentionInputs) -> AttentionInp
     return dataclasses.replace(inputs, unrotated=(q, k))
 
 
-def _record_falcon(module: nn.Module, found: list[AttentionInputs | None], layer: int, undo: ExitStack) -> None:
+def _record_falcon(module: Any, found: list[AttentionInputs | None], layer: int, undo: ExitStack) -> None:
     """Hooks that put a Falcon attention's inputs, and its output projection's input and output, in `found`."""
     check_falcon(module)
     projected: list[tuple[Tensor, Tensor]] = []
