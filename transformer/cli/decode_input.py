@@ -4,17 +4,16 @@ attention store, no maps) with the flags that need maps refused by name."""
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 from pathlib import Path
 from typing import BinaryIO
 
 from ..adapters import InspectableModel
-from ..decode import STORE_ABOVE, DecodeResult, InputError, decode_text
+from ..data import text_from_bytes
+from ..decode import STORE_ABOVE, DecodeResult, decode_text
 from .common import UsageError
 
 LONG_STEPS = 16  # a long input's steps when --max-steps is not given
-GZIP_MAGIC = b"\x1f\x8b"
 # flags that need the dense maps or another decode, refused at long inputs (the flag, how to tell it was given)
 NEEDS_MAPS = (("--reference", lambda a: a.reference is not None), ("--ablate", lambda a: bool(a.ablate)),
               ("--lens", lambda a: bool(getattr(a, "lens", False))), ("--beam", lambda a: a.beam > 1),
@@ -35,20 +34,6 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
                    "UTF-8 such as FILE.gz), line breaks kept; instead of TEXT")
 
 
-def decode_bytes(data: bytes, where: str) -> str:
-    """`data` as text: gunzipped when it is gzip, then UTF-8 (a byte-order mark dropped); one line when it is not."""
-    if data.startswith(GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"{where} is not a readable gzip file ({exc}).") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where} is not UTF-8 text (byte {exc.start:,} is 0x{data[exc.start]:02x}); save it as "
-                         "UTF-8 and try again.") from None
-
-
 def read_input(args: argparse.Namespace, stdin: BinaryIO | None = None) -> str:
     """The one input `decode` reads: TEXT, standard input for `-`, or the whole of --input-file."""
     if args.input_file is not None:
@@ -57,11 +42,11 @@ def read_input(args: argparse.Namespace, stdin: BinaryIO | None = None) -> str:
         path = Path(args.input_file).expanduser()
         if not path.is_file():
             raise UsageError(f"--input-file: no such file: {args.input_file}")
-        return decode_bytes(path.read_bytes(), args.input_file)
+        return text_from_bytes(path.read_bytes(), args.input_file)
     if args.text is None:
         raise UsageError("the following arguments are required: TEXT (or --input-file FILE, or - for standard input)")
     if args.text == "-":
-        return decode_bytes((stdin or sys.stdin.buffer).read(), "standard input")
+        return text_from_bytes((stdin or sys.stdin.buffer).read(), "standard input")
     return args.text
 
 

@@ -9,6 +9,7 @@ from .masking import MASK_ID, MASK_SHARE, MASK_TOKEN, MaskedBatches, masked_lm_t
 from .sharding import ShardedBucketSampler, rank_share
 from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
 from .task_spec import TaskSpec
+from .text_bytes import text_from_bytes
 from .tasks import (
                     GENERATED_TASKS,
                     TASK_NAMES,
@@ -38,3 +39,4 @@ __all__ = ["DEFAULT_SUBWORD_VOCAB", "END", "END_ID", "GENERATED_TASKS", "MIN_SUB
            "read_pairs_tsv", "source_ids", "task_from_spec", "toy_en_de"]
 __all__ += ["MASK_ID", "MASK_SHARE", "MASK_TOKEN", "MaskedBatches", "masked_lm_task", "pair_ids", "probe_positions"]
 __all__ += ["MAX_CORPUS_BYTES", "MAX_CORPUS_LINES", "Corpus", "CorpusError", "read_corpus"]
+__all__ += ["text_from_bytes"]
