@@ -65,7 +65,7 @@ def test_head_choice_and_colour_scale(studio_env, trace):
 
 def test_model_view_and_statistics_cover_every_layer_and_head(studio_env, trace):
     at = _attention_page()
-    frames = chart_titled(at, "Cross-attention · 2 layer(s)")["frames"].values()
+    frames = chart_titled(at, "Cross-attention · 2 layers × 2 heads and mean")["frames"].values()
     grid = next(frame for frame in frames if "url" in frame)  # one image per panel
     n_layers, n_heads = trace.n_layers("cross"), trace.n_heads
     assert len(grid) == n_layers * (n_heads + 1)
