@@ -81,8 +81,8 @@ def build(family: str, folder: Path, seed: int = 0, size: dict[str, int] | None 
     return folder
 
 
-# -- more decoder-only families: Mistral, GPT-NeoX (Pythia), Phi-3, OLMo 2, Falcon, Gemma 3, Gemma 2 -----------------
-NEW_CAUSAL = ("mistral", "gpt_neox", "phi3", "olmo2", "falcon", "gemma3_text", "gemma2")
+# -- more decoder-only families: Mistral, GPT-NeoX (Pythia), Phi-3, OLMo 2, Falcon, Gemma 3, Gemma 2, gpt-oss ---------
+NEW_CAUSAL = ("mistral", "gpt_neox", "phi3", "olmo2", "falcon", "gemma3_text", "gemma2", "gpt_oss")
 WINDOW = 16  # the sliding window of the families that have one, shorter than the long inputs
 
 
@@ -107,6 +107,9 @@ def new_model(family: str, vocab: int, tok, window: int | None = None, **extra):
         "gemma3_text": lambda: hf.Gemma3TextConfig(**gemma),
         # large weights and a low cap, so that the soft-cap changes the weights visibly
         "gemma2": lambda: hf.Gemma2Config(**gemma, attn_logit_softcapping=5.0, initializer_range=0.5),
+        "gpt_oss": lambda: hf.GptOssConfig(**dict(gqa, head_dim=8, sliding_window=window or 512, num_local_experts=4,
+                                                  num_experts_per_tok=2,
+                                                  layer_types=["sliding_attention", "full_attention"])),
     }
     config = configs[family]()
     for key, value in extra.items():

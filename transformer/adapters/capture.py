@@ -29,11 +29,6 @@ from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRule
 from .falcon import check_falcon, falcon_hook, own_attention
 from .hf_load import HFModelError
 
-# kwargs of an eager kernel that put a step between scores and softmax the capture does not reproduce: refused (a
-# soft-cap, `softcap`, is recorded as a rule and applied by `AttentionInputs.scores` and the store)
-NOT_ADDITIVE = {"s_aux": "attention sinks (an extra logit)"}
-
-
 def _tensor(out: Any) -> Tensor:
     return out[0] if isinstance(out, tuple) else out
 
@@ -175,8 +170,8 @@ def _groups(module: nn.Module, n_heads: int, n_kv: int) -> tuple[int, ...]:
 
 def hf_rules(module: Any, query: Tensor, kwargs: dict, tables: Tables) -> ScoreRules:
     """The score rules an eager kernel's arguments and its module state: the scale, a sliding window (Qwen2's and
-    Mistral's causal `sliding_window`, ModernBERT's half window + 1: either way |i - j| < window), soft-capping,
-    T5's relative bias table (the stack's first layer holds it; later layers get the same bias tensor, found in
+    Mistral's causal `sliding_window`, ModernBERT's half window + 1: either way |i - j| < window), soft-capping
+    (Gemma 2's `softcap`), sinks (gpt-oss's `s_aux`), T5's relative bias table (the stack's first layer holds it; later layers get the same bias tensor, found in
     `tables`). Causality and padding are the store builder's (they come with the kind and the input)."""
     scale = kwargs.get("scaling")
     scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
@@ -189,17 +184,14 @@ def hf_rules(module: Any, query: Tensor, kwargs: dict, tables: Tables) -> ScoreR
             tables[id(bias)] = (bias, relative)  # the tensor kept: its id is not reused while the table is read
     elif bias is not None and id(bias) in tables and tables[id(bias)][0] is bias:
         relative = tables[id(bias)][1]
-    softcap = kwargs.get("softcap")
+    softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
     return ScoreRules(scale, window=int(window) if isinstance(window, int) and window > 0 else None,
-                      softcap=None if softcap is None else float(softcap), relative=relative)
+                      softcap=None if softcap is None else float(softcap), relative=relative,
+                      sinks=None if sinks is None else sinks.detach().float().reshape(-1))
 
 
 def _hf_inputs(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
                kwargs: dict, tables: Tables | None = None) -> AttentionInputs:
-    for name, what in NOT_ADDITIVE.items():
-        if kwargs.get(name) is not None:
-            raise HFModelError(f"{type(module).__name__} applies {what} to its scores: they are not a softmax of "
-                               "scaled scores plus additive terms, so its insides are not shown")
     rules = hf_rules(module, query, kwargs, {} if tables is None else tables)
     scale = rules.scale
     terms = {}

@@ -81,12 +81,10 @@ def _store_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tenso
     if mask is not None and mask.dtype == torch.bool:
         mask = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf"))
     causal = mask is None and query.shape[2] > 1 and bool(getattr(module, "is_causal", True))
-    if kwargs.get("s_aux") is not None:
-        raise StoreError(f"{type(module).__name__} adds attention sinks (an extra logit): the store's forward does "
-                         "not reproduce them, so its attention is not stored")
-    if kwargs.get("softcap") is not None:  # the fused kernel cannot cap: exact attention in blocks of rows
+    softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
+    if softcap is not None or sinks is not None:  # the fused kernel cannot cap or sink: exact, in blocks of rows
         out, lse = capped_attention(query, key, value, None if mask is None else mask[..., : key.shape[-2]],
-                                    scaling, float(kwargs["softcap"]), causal)
+                                    scaling, None if softcap is None else float(softcap), causal, sinks)
     else:
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             query, key, value, 0.0, causal, attn_mask=None if mask is None else mask[..., : key.shape[-2]],
@@ -98,9 +96,11 @@ def _store_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tenso
 
 
 def capped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scaling: float | None,
-                     softcap: float, causal: bool, block: int = 512) -> tuple[Tensor, Tensor]:
-    """Soft-capped attention (Gemma 2: s -> cap * tanh(s / cap), then the mask) computed exactly a block of query
-    rows at a time, (output (B, H, Tq, Dv), log-sum-exp (B, H, Tq)); at most a block of rows x keys per head."""
+                     softcap: float | None, causal: bool, sinks: Tensor | None = None, block: int = 512
+                     ) -> tuple[Tensor, Tensor]:
+    """Soft-capped attention (Gemma 2: s -> cap * tanh(s / cap), then the mask) or attention with a sink logit per
+    head in the normaliser (gpt-oss), computed exactly a block of query rows at a time: (output (B, H, Tq, Dv),
+    log-sum-exp (B, H, Tq), the sink's included); at most a block of rows x keys per head."""
     per_group = query.shape[1] // key.shape[1]
     k = key.repeat_interleave(per_group, 1).float()
     v = value.repeat_interleave(per_group, 1).float()
@@ -110,13 +110,16 @@ def capped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | N
     for r0 in range(0, tq, block):
         rows = slice(r0, min(r0 + block, tq))
         s = query[:, :, rows].float() @ k.transpose(-2, -1) * scale
-        s = torch.tanh(s / softcap) * softcap
+        if softcap is not None:
+            s = torch.tanh(s / softcap) * softcap
         if mask is not None:
             s = s + (mask[..., rows, :] if mask.shape[-2] > 1 else mask).float()
         elif causal:
             seen = torch.arange(tk)[None, :] <= torch.arange(rows.start, rows.stop)[:, None] + tk - tq
             s = s.masked_fill(~seen, float("-inf"))
         lse = s.logsumexp(-1)
+        if sinks is not None:
+            lse = torch.logaddexp(lse, sinks.float().view(1, -1, 1).expand_as(lse))
         outs.append(torch.exp(s - lse[..., None]) @ v)
         lses.append(lse)
     return torch.cat(outs, 2).to(query.dtype), torch.cat(lses, 2)

@@ -97,7 +97,7 @@ def head_computation(lm: InspectableModel, insides: Insides, kind: str, layer: i
     scores = inputs.capped(dots * inputs.scale)
     for term in terms.values():
         scores = scores + term
-    weights = scores.softmax(-1)
+    weights = inputs.normalised(scores, head)
     weighted = weights[:, None] * values  # (Tk, Dv)
     z = weighted.sum(0)  # (Dv,)
     model_z = inputs.model_head_outputs()
@@ -155,7 +155,7 @@ def head_contribution_map(inputs: AttentionInputs, weight: Tensor, head: int) ->
     for term in inputs.terms.values():  # broadcastable to (B, H, Tq, Tk): this head's slice
         t = term.float()
         scores = scores + (t[:, head if t.shape[1] > 1 else 0] if t.dim() == 4 else t)
-    return scores.softmax(-1) * norms.unsqueeze(-2)  # (B, Tq, Tk)
+    return inputs.normalised(scores, head) * norms.unsqueeze(-2)  # (B, Tq, Tk)
 
 
 def mean_contribution_map(inputs: AttentionInputs, weight: Tensor) -> Tensor:

@@ -85,9 +85,20 @@ class AttentionInputs:
             scores = scores + term.float()
         return scores
 
+    def normalised(self, scores: Tensor, head: int | None = None) -> Tensor:
+        """softmax over the last axis of `scores` (every head, (B, H, ..., Tk), or one `head`'s), with the model's
+        sink logit in the normaliser where it has one (gpt-oss: the sink takes weight, the keys' sum below 1)."""
+        sinks = None if self.rules is None else self.rules.sinks
+        if sinks is None:
+            return scores.softmax(-1)
+        sink = sinks.float()[head] if head is not None else sinks.float().view(-1, *[1] * (scores.dim() - 3))
+        sink = sink.expand(*scores.shape[:-1]).unsqueeze(-1)
+        return torch.cat([scores, sink], -1).softmax(-1)[..., :-1]
+
     def pattern(self) -> Tensor:
-        """softmax(scores): the attention weights, recomputed from the captured inputs; (B, H, Tq, Tk)."""
-        return self.scores().softmax(-1)
+        """softmax(scores) (a sink in the normaliser): the attention weights, recomputed from the captured inputs;
+        (B, H, Tq, Tk)."""
+        return self.normalised(self.scores())
 
     def head_outputs(self) -> Tensor:
         """Each head's output before the output projection: weights @ values; (B, H, Tq, Dv)."""

@@ -14,7 +14,7 @@ from transformer.decode import greedy_decode, stored_greedy
 
 PROMPT = "A man in a blue shirt is riding a bike"
 LONG = " ".join(lines(12))  # ~300 tokens: longer than the sliding windows
-WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,)}  # layers with the window
+WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,), "gpt_oss": (0,)}  # layers with the window
 
 
 @pytest.fixture(scope="module", params=NEW_CAUSAL)
@@ -67,7 +67,10 @@ def _tiles_equal_eager(lm: HFCausalLM, ids: torch.Tensor):
             torch.testing.assert_close(store.tile("self", layer, head, rows, keys), eager[head][rows, keys],
                                        atol=1e-5, rtol=0)
         torch.testing.assert_close(store.tile("self", layer, None), eager.mean(0), atol=1e-5, rtol=0)
-        lse = insides.inputs["self"][layer].scores()[0].logsumexp(-1)
+        inputs = insides.inputs["self"][layer]
+        lse = inputs.scores()[0].logsumexp(-1)
+        if inputs.rules.sinks is not None:  # the sink's logit is in the normaliser
+            lse = torch.logaddexp(lse, inputs.rules.sinks[:, None].expand_as(lse))
         torch.testing.assert_close(store.layer("self", layer).lse, lse, atol=1e-5, rtol=1e-6)
     return store
 
@@ -142,17 +145,23 @@ def test_gemma2s_soft_cap_is_a_rule_the_store_applies(tmp_path):
     torch.testing.assert_close(store.tile("self", 1, 0), eager[0], atol=1e-5, rtol=0)
 
 
-def test_attention_sinks_are_refused_in_one_line():
-    from transformer.adapters.capture import _hf_inputs
-    from transformer.adapters.hf_load import HFModelError
-    from transformer.adapters.store_forward import _store_attention
-    from transformer.model import StoreError
-    q = torch.randn(1, 2, 3, 4)
-    with pytest.raises(HFModelError, match="attention sinks") as refused:
-        _hf_inputs(torch.nn.Identity(), q, q, q, None, {"s_aux": torch.zeros(2)})
-    assert "\n" not in str(refused.value)
-    with pytest.raises(StoreError, match="attention sinks"):
-        _store_attention(torch.nn.Identity(), q, q, q, None, s_aux=torch.zeros(2))
+def test_gpt_oss_sinks_are_a_rule_the_store_applies(tmp_path):
+    from dataclasses import replace
+
+    from transformer.model import AttentionStore, layer_store
+    lm = load_hf_model(str(build_new("gpt_oss", tmp_path / "gpt_oss", window=WINDOW)))
+    ids = _ids(lm, PROMPT)
+    insides = lm.insides(ids, ids)
+    store = store_of_insides(lm, insides)
+    sinks = lm.model.model.layers[1].self_attn.sinks.detach().float()
+    torch.testing.assert_close(store.layer("self", 1).rules.sinks, sinks)
+    eager = insides.attentions["self"][1][0].float()
+    assert float((1 - eager.sum(-1)).min()) > 1e-3  # the sink takes weight: rows sum below 1
+    torch.testing.assert_close(store.tile("self", 1, None).sum(-1), eager.mean(0).sum(-1), atol=1e-5, rtol=0)
+    one = store.layer("self", 1)
+    sinkless = AttentionStore({"self": (layer_store(one.queries, one.keys, replace(one.rules, sinks=None),
+                                                    one.groups),)})
+    torch.testing.assert_close(sinkless.tile("self", 0, None).sum(-1), torch.ones(ids.shape[1]))  # other weights
 
 
 def test_a_falcon_with_alibi_decodes_but_its_insides_are_refused_by_name(tmp_path):
