@@ -17,6 +17,7 @@ HF_MODELS_ENV = "ATTENTION_STUDIO_HF_MODELS"
 PUBLIC_URL_ENV = "ATTENTION_STUDIO_PUBLIC_URL"
 AUDIENCE_ENV = "ATTENTION_STUDIO_AUDIENCE"
 PATCHES_ENV = "ATTENTION_STUDIO_SERVER_PATCHES"  # "off": Streamlit as it ships, none of our patches of its server
+INPUTS_ENV = "ATTENTION_STUDIO_INPUTS"
 SHARED_CACHE_ENV = "ATTENTION_STUDIO_SHARED_CACHE_MB"  # the bytes decodes and stores shared across sessions may hold
 SHARED_CACHE_MB = 2048
 AUDIENCE_MODES = ("remote", "none", "all")  # who is audience: sessions from other machines, nobody, everybody
@@ -30,6 +31,11 @@ def checkpoints_root() -> Path:
 def runs_root() -> Path:
     """Directory where runs saved from the Train page live."""
     return Path(os.environ.get(RUNS_ENV) or APP_ROOT / "runs")
+
+
+def inputs_root() -> Path:
+    """Directory where long inputs are kept by their hash, so a link carries the hash, never the text."""
+    return Path(os.environ.get(INPUTS_ENV) or runs_root() / "inputs")
 
 
 def hf_models_root() -> Path:

@@ -1,0 +1,95 @@
+"""A document on the Decode page (a tiny Qwen2 with an 8,192-token context, a few thousand tokens): the box keeps its
+line breaks, a file that is not UTF-8 is one message, the estimate comes before the confirming button, the decode
+runs as a background job with the store, the overview, zoomed tile and row strip draw within 1280 px, the zoomed
+tile equals the eager weights, and a link by the document's hash opens it again without carrying the text."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import torch
+
+from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, texts
+from tests.helpers.hf_causal_models import SIZE, build, lines
+from tests.helpers.real_shapes import point_app_at
+from transformer.adapters import attention_store
+from transformer.data import DataError, text_from_bytes
+from transformer.store import open_model
+from ui.links.long_text import kept_text, text_hash
+from ui.models import MODEL_KEY
+from ui.server.shared_cache import shared_cache
+
+DOC = "\n".join(lines(70))  # about 2,800 tokens, line breaks kept
+NAME = "qwen2-long"
+
+
+@pytest.fixture
+def app_root(monkeypatch, tmp_path):
+    root = point_app_at(monkeypatch, tmp_path / "runs", tmp_path / "hf")
+    build("qwen2", root / NAME, size={**SIZE, "positions": 8192})
+    shared_cache.clear()
+    yield root
+    shared_cache.clear()
+
+
+def _document_open(text: str = DOC):
+    at = open_app()
+    at.query_params.clear()
+    at.selectbox(key=MODEL_KEY).set_value(f"hf:{NAME}").run()
+    at.switch_page("pages/decode.py").run()
+    at.toggle(key="long_doc_on").set_value(True).run()
+    at.text_area(key="long_doc_text").input(text).run()
+    at.number_input(key="long_doc_steps").set_value(3).run()
+    assert_no_exception(at)
+    return at
+
+
+def test_a_document_decodes_in_the_background_and_its_zoom_is_exact(app_root):
+    at = _document_open()
+    assert at.text_area(key="long_doc_text").value == DOC  # the line breaks kept
+    estimate = " ".join(texts(at.caption))
+    assert "tokens of the model's 8,192" in estimate and "Estimated: about" in estimate and " MB" in estimate
+    at.button(key="long_doc_job_run").click().run()
+    assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=180)
+    drawn = charts(at)
+    titles = [c["title"] for c in drawn]
+    assert any(t.startswith("Overview: L1 H1") for t in titles) and any("exact weights" in t for t in titles)
+    assert all(c["spec"].get("width", 0) <= 1280 for c in drawn)
+    assert any("Not drawn at this length" in t and "attention rollout" in t for t in texts(at.caption))
+    layer, head, r0, r1, k0, k1, shown = at.session_state["long_zoom_tile"]
+    lm = open_model(str(app_root / NAME))
+    ids = torch.tensor([lm.decoder_prefix(lm.tokenize_source(DOC))])
+    kept = shared_cache()._items  # the decode every session shares: the tokens it fed
+    decode = next(v for k, (v, _, _) in kept.items() if k[0] == "long-decode")
+    tokens = ids[0].tolist() + [s.token_id for s in decode.steps[:-1]]
+    full = torch.tensor([tokens])
+    eager = attention_store(lm, full, full)
+    torch.testing.assert_close(shown, eager.tile("self", layer, head, slice(r0, r1), slice(k0, k1)), atol=1e-5,
+                               rtol=1e-4)
+    assert any(t.startswith("Top keys of row") for t in texts(at.caption))
+    assert kept_text(text_hash(DOC)) == DOC  # kept on the server under its hash for the link
+
+
+def test_the_link_carries_the_hash_and_opens_the_document(app_root):
+    at = _document_open()
+    at.button(key="long_doc_job_run").click().run()
+    assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=180)
+    digest = text_hash(DOC)
+    assert any(f"doc={digest}" in t for t in texts(at.caption))
+    other = open_link("decode", {"model": f"hf:{NAME}", "doc": digest})
+    assert other.toggle(key="long_doc_on").value and other.text_area(key="long_doc_text").value == DOC
+    assert all(len(v) < 100 for v in {"model": f"hf:{NAME}", "doc": digest}.values())
+    gone = open_link("decode", {"model": f"hf:{NAME}", "doc": "0" * 32})
+    assert any("not kept on this server" in t for t in texts(gone.info))
+
+
+def test_a_document_past_the_models_context_is_refused_by_the_models_limit(app_root):
+    at = _document_open("\n".join(lines(220)))  # past 8,192 tokens
+    assert any("reads at most 8,192 tokens (its own context)" in t for t in texts(at.error))
+    assert not [b for b in at.button if b.key == "long_doc_job_run"]
+
+
+def test_bytes_that_are_not_utf8_text_are_one_message():
+    with pytest.raises(DataError, match=r"^notes.txt is not UTF-8 text \(byte 2 is 0xfc\)"):
+        text_from_bytes("Grüße".encode("latin-1"), "notes.txt")
+    assert text_from_bytes(gzip.compress("a\nb".encode()), "x.gz") == "a\nb"

@@ -1,0 +1,193 @@
+"""A document as the input (decoder-only models whose context reads past the store's threshold): a multi-line box
+that keeps line breaks or a text file (UTF-8 or .gz), its tokens against the model's own context, the estimated time
+and memory confirmed by a button, the decode as a background job with the attention store (never the shared decode
+queue, which pads a batch to its longest member), then an overview of the whole input with a region to zoom whose
+weights are recomputed exactly from the store, and a query's row as a strip over every key with its top keys named.
+The link carries the document's hash (`doc=`), never its text."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer.analysis.streamed import summarise_layer
+from transformer.data import DataError, text_from_bytes
+from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, decode_text, model_context
+from ui.links.long_text import DOC_PARAM, keep_text, kept_text, text_hash
+from ui.models import ActiveModel
+from ui.server.shared_cache import shared_cache
+
+from ..kit import show_chart
+from ..kit.background import JobTexts, analysis_result, can_start, start_button
+
+ON_KEY, TEXT_KEY, UPLOAD_KEY, STEPS_KEY = "long_doc_on", "long_doc_text", "long_doc_upload", "long_doc_steps"
+JOB_KEY, LINK_READ_KEY, UPLOADED_KEY = "long_doc_job", "long_doc_link_read", "long_doc_uploaded"
+ZOOM_ROWS_KEY, ZOOM_KEYS_KEY, LAYER_KEY, HEAD_KEY, QUERY_KEY = ("long_zoom_rows", "long_zoom_keys", "long_layer",
+                                                                "long_head", "long_query")
+TILE_MAX = 256  # rows and keys of the zoomed tile drawn cell by cell
+STRIP_BINS = 512  # a row's strip pooled (max) to this many bins of keys
+FLOPS = 4e9  # a CPU core's sustained float32 rate, for the estimate
+REFUSED = ("attention rollout (every layer's whole map multiplied)", "the line view", "the model-view grid of every "
+           "head", "animation", "video", "slides beyond a window")
+CHART_PX = 600
+
+
+def reads_long(active: ActiveModel) -> bool:
+    """Whether the model takes a document: decoder-only, its own context past the store's threshold."""
+    return active.family.prompt_in_decoder and model_context(active.adapter) > STORE_ABOVE
+
+
+def estimate(lm: Any, n_tokens: int, steps: int) -> tuple[float, int, int]:
+    """(seconds, bytes of memory, bytes of the store) a stored decode of `n_tokens` and `steps` steps will take,
+    roughly: the weights' products and the attention's n² score products at FLOPS, the store's float32 queries,
+    keys, log-sum-exps and value norms, and a few activations of the whole input."""
+    layers, heads = lm.head_counts()["self"]
+    cfg = getattr(lm.model, "config", None) or getattr(lm.model, "cfg", None)
+    width = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", 64))
+    d_head = int(getattr(cfg, "head_dim", None) or width // heads)
+    kv = int(getattr(lm, "n_kv_heads", heads))
+    n = n_tokens + steps
+    params = sum(p.numel() for p in lm.model.parameters())
+    flops = 2 * params * n + 2 * layers * heads * d_head * n * n  # the causal half, twice (scores and weighted sum)
+    store = layers * 4 * n * ((heads + kv) * d_head + 2 * heads)
+    return flops / FLOPS, store + 16 * n * width * 4, store
+
+
+def free_memory() -> int:
+    """Bytes of memory the machine has free (available pages), or a large number where it cannot say."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def _read_link() -> None:
+    digest = st.query_params.get(DOC_PARAM)
+    if not digest or st.session_state.get(LINK_READ_KEY) == digest:
+        return
+    st.session_state[LINK_READ_KEY] = digest
+    text = kept_text(digest)
+    if text is None:
+        st.info("The document this link names is not kept on this server (it was cleared, or the link is from "
+                "another one): paste or upload it again.", icon=":material/link_off:")
+        return
+    st.session_state[TEXT_KEY], st.session_state[ON_KEY] = text, True
+
+
+def _read_upload() -> None:
+    upload = st.session_state.get(UPLOAD_KEY)
+    if upload is None or st.session_state.get(UPLOADED_KEY) == upload.file_id:
+        return
+    st.session_state[UPLOADED_KEY] = upload.file_id
+    try:
+        st.session_state[TEXT_KEY] = text_from_bytes(upload.getvalue(), upload.name)
+    except DataError as exc:
+        st.session_state[UPLOADED_KEY + "_error"] = str(exc)
+
+
+def show_long_input(active: ActiveModel) -> DecodeResult | None:
+    """The document switch and, when on, its box, file, estimate, job and views; the decode once it is done."""
+    if not reads_long(active):
+        return None
+    _read_link()
+    lm, context = active.adapter, model_context(active.adapter)
+    if not st.toggle("Expand to a document", key=ON_KEY, help=f"A long input (up to {active.option.name}'s own "
+                     f"context, {context:,} tokens): pasted with its line breaks or read from a text file."):
+        return None
+    st.file_uploader("Text file (UTF-8 or .gz)", key=UPLOAD_KEY, on_change=_read_upload)
+    error = st.session_state.pop(UPLOADED_KEY + "_error", None)
+    if error:
+        st.error(error, icon=":material/description:")
+    text = st.text_area("Document", key=TEXT_KEY, height=180, placeholder="Paste a document, a chat or code here")
+    if not text.strip():
+        return None
+    if len(text) > char_limit(lm):
+        st.error(f"The document has {len(text):,} characters; {active.option.name} reads at most {context:,} tokens "
+                 f"(its own context), so at most {char_limit(lm):,} characters.", icon=":material/straighten:")
+        return None
+    n = len(lm.decoder_prefix(lm.tokenize_source(text)))
+    steps = int(st.number_input("Steps to decode", 1, 64, 8, key=STEPS_KEY))
+    if n + steps > context:
+        st.error(f"The document has {n:,} tokens and {steps} steps; {active.option.name} reads at most "
+                 f"{context:,} tokens (its own context).", icon=":material/straighten:")
+        return None
+    seconds, memory, store = estimate(lm, n, steps)
+    if memory > free_memory():
+        st.error(f"Decoding {n:,} tokens needs about {memory / 2**20:,.0f} MB; the machine has "
+                 f"{free_memory() / 2**20:,.0f} MB free. Shorten the document.", icon=":material/memory:")
+        return None
+    identity = ("long-decode", active.cache_key, text_hash(text), steps)
+    st.caption(f"{n:,} tokens of the model's {context:,}. Estimated: about {max(seconds, 1):,.0f} s and "
+               f"{memory / 2**20:,.0f} MB (the attention store {store / 2**20:,.1f} MB; no n × n map is kept).")
+    if can_start(identity):
+        start_button(f"Decode the document (about {max(seconds, 1):,.0f} s, {memory / 2**20:,.0f} MB)", identity,
+                     key=JOB_KEY, icon=":material/play_arrow:")
+
+    def run(progress: Any) -> DecodeResult:
+        progress(0.0)
+        return shared_cache().get(identity, lambda: decode_text(lm, text, max_steps=steps))
+
+    result = analysis_result(identity, f"Decoding {n:,} tokens", run, key=JOB_KEY, texts=JobTexts())
+    if result is None:
+        return None
+    digest = keep_text(text)
+    st.success(f"**{result.output_text.strip() or '(no text)'}** after {n:,} tokens.", icon=":material/done:")
+    st.caption(f"Link to this document: add `{DOC_PARAM}={digest}` to the page's address (the text stays on this "
+               "server; the link carries its hash).")
+    show_long_views(result)
+    return result
+
+
+def _heat(frame: pd.DataFrame, x: str, y: str, title: str) -> alt.Chart:
+    return alt.Chart(frame, title=title, width=CHART_PX, height=CHART_PX // 2).mark_rect().encode(
+        x=alt.X(f"{x}:O", axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y(f"{y}:O", axis=alt.Axis(labels=False, ticks=False)),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues")))
+
+
+def show_long_views(result: DecodeResult) -> None:
+    """The overview of one head over the whole input, its zoomed tile (exact) and a query's row."""
+    store, labels = result.trace.store, result.trace.decoder_input_tokens
+    if store is None:
+        return
+    n_layers, n_heads = result.trace.n_layers("self"), result.trace.n_heads
+    rows, keys = store.layer("self", 0).n_rows, store.layer("self", 0).n_keys
+    left, right = st.columns(2)
+    layer = int(left.number_input("Layer", 1, n_layers, 1, key=LAYER_KEY)) - 1
+    head = int(right.number_input("Head", 1, n_heads, 1, key=HEAD_KEY)) - 1
+    summary = shared_cache().get(("long-summary", id(store), layer),
+                                 lambda: summarise_layer(store, "self", layer, resolution=96))
+    grid = summary.overview[head]
+    cells = pd.DataFrame([(r, c, float(grid[r, c])) for r in range(grid.shape[0]) for c in range(grid.shape[1])],
+                         columns=["row_cell", "key_cell", "weight"])
+    show_chart(_heat(cells, "key_cell", "row_cell", f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × "
+                     f"{keys:,} keys (the max of each cell)"))
+    top = min(rows, TILE_MAX)
+    r0, r1 = st.slider("Zoom: rows", 0, rows, (rows - top, rows), key=ZOOM_ROWS_KEY)
+    k0, k1 = st.slider("Zoom: keys", 0, keys, (max(keys - TILE_MAX, 0), keys), key=ZOOM_KEYS_KEY)
+    if r1 - r0 > TILE_MAX or k1 - k0 > TILE_MAX or r1 <= r0 or k1 <= k0:
+        st.info(f"Pick a region of at most {TILE_MAX} rows × {TILE_MAX} keys to see its exact weights.",
+                icon=":material/zoom_in:")
+    else:
+        w = store.tile("self", layer, head, slice(r0, r1), slice(k0, k1))
+        tile = pd.DataFrame([(r0 + i, k0 + j, float(w[i, j])) for i in range(w.shape[0]) for j in range(w.shape[1])],
+                            columns=["row", "key", "weight"])
+        st.session_state["long_zoom_tile"] = (layer, head, r0, r1, k0, k1, w)
+        show_chart(_heat(tile, "key", "row", f"Rows {r0:,}–{r1 - 1:,} × keys {k0:,}–{k1 - 1:,}: exact weights"))
+    query = int(st.number_input("A query's row", 0, rows - 1, rows - 1, key=QUERY_KEY))
+    row = store.tile("self", layer, head, [query], slice(None))[0]
+    bins = torch.nn.functional.adaptive_max_pool1d(row[None, None], min(STRIP_BINS, keys))[0, 0]
+    size = keys / bins.numel()
+    strip = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "weight": bins.tolist()})
+    show_chart(alt.Chart(strip, title=f"Row {query:,} over all {keys:,} keys (max per bin)", width=CHART_PX,
+                         height=80).mark_area().encode(x="key:Q", y="weight:Q"))
+    best = torch.topk(row, min(5, keys))
+    named = ", ".join(f"{int(k):,} `{labels[int(k)] if int(k) < len(labels) else '?'}` {float(p):.3f}"
+                      for p, k in zip(best.values, best.indices, strict=True))
+    st.caption(f"Top keys of row {query:,}: {named}")
+    st.caption("Not drawn at this length (each reads every weight): " + ", ".join(REFUSED) + ". Zoom to a window "
+               f"of at most {TILE_MAX} tokens for its exact weights.")
