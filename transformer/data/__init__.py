@@ -9,7 +9,6 @@ from .masking import MASK_ID, MASK_SHARE, MASK_TOKEN, MaskedBatches, masked_lm_t
 from .sharding import ShardedBucketSampler, rank_share
 from .subword import DEFAULT_SUBWORD_VOCAB, MIN_SUBWORD_VOCAB
 from .task_spec import TaskSpec
-from .text_bytes import text_from_bytes
 from .tasks import (
                     GENERATED_TASKS,
                     TASK_NAMES,
@@ -19,6 +18,7 @@ from .tasks import (
                     make_task,
                     task_from_spec,
 )
+from .text_bytes import text_from_bytes
 from .tokenizers import (
                     END,
                     PAD,

@@ -28,13 +28,13 @@ from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSI
 from .trace_json import SIDE_FILE_ABOVE, TraceFormatError, load_trace_json, result_from_dict, save_trace_json
 from .words import merge_words, word_groups
 
-__all__ = ["ALL_TITLES", "CHARS_PER_TOKEN", "DECODES", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MAX_TEMPERATURE", "MEAN_HEAD",
-           "SIDE_FILE_ABOVE", "STORE_ABOVE", "TRACE_FORMAT_VERSION", "AttentionTrace", "BeamHypothesis", "BeamNode",
-           "BeamTree", "DecodeQueue", "DecodeResult", "FillResult", "Hypothesis", "InputError", "MaskPrediction",
-           "ResidualRecorder", "Residuals", "SampledStep", "Sampling", "SamplingError", "Step", "TraceFormatError",
-           "beam_search", "beam_texts", "beam_tree", "can_batch", "char_limit", "check_sampling", "decode_text", "encode_source",
-           "fill_masks", "fit_input", "greedy_decode", "greedy_decode_many", "head_label", "hidden_dict", "hidden_note",
-           "hide_tokens", "load_trace_json", "masked_decode", "merge_words", "model_context", "no_mask_message",
-           "perplexity", "queued_greedy", "read_masked", "read_source", "result_from_dict", "save_trace_json",
-           "score_parallel", "sink_positions", "stored_decode", "stored_greedy", "teacher_forced", "warp",
-           "word_groups"]
+__all__ = ["ALL_TITLES", "CHARS_PER_TOKEN", "DECODES", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MAX_TEMPERATURE",
+           "MEAN_HEAD", "SIDE_FILE_ABOVE", "STORE_ABOVE", "TRACE_FORMAT_VERSION", "AttentionTrace", "BeamHypothesis",
+           "BeamNode", "BeamTree", "DecodeQueue", "DecodeResult", "FillResult", "Hypothesis", "InputError",
+           "MaskPrediction", "ResidualRecorder", "Residuals", "SampledStep", "Sampling", "SamplingError", "Step",
+           "TraceFormatError", "beam_search", "beam_texts", "beam_tree", "can_batch", "char_limit", "check_sampling",
+           "decode_text", "encode_source", "fill_masks", "fit_input", "greedy_decode", "greedy_decode_many",
+           "head_label", "hidden_dict", "hidden_note", "hide_tokens", "load_trace_json", "masked_decode", "merge_words",
+           "model_context", "no_mask_message", "perplexity", "queued_greedy", "read_masked", "read_source",
+           "result_from_dict", "save_trace_json", "score_parallel", "sink_positions", "stored_decode", "stored_greedy",
+           "teacher_forced", "warp", "word_groups"]

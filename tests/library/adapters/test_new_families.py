@@ -14,7 +14,8 @@ from transformer.decode import greedy_decode, stored_greedy
 
 PROMPT = "A man in a blue shirt is riding a bike"
 LONG = " ".join(lines(12))  # ~300 tokens: longer than the sliding windows
-WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,), "gpt_oss": (0,)}  # layers with the window
+# the layers with the window
+WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0,), "gpt_oss": (0,)}
 
 
 @pytest.fixture(scope="module", params=NEW_CAUSAL)
@@ -197,3 +198,15 @@ def test_the_output_head_of_the_last_residual_is_the_models_logits(lm):
     with torch.no_grad():
         torch.testing.assert_close(lm.output_head(insides.residual["decoder"][-1]), insides.logits, atol=1e-4,
                                    rtol=1e-4)
+
+
+def test_queries_and_keys_before_rotation_are_the_ones_rope_turns(lm):
+    ids = _ids(lm, PROMPT)
+    inputs = lm.insides(ids, ids).inputs["self"][0]
+    if inputs.unrotated is None:  # a fused projection (GPT-NeoX, Phi-3) or Falcon's own code: not offered
+        assert _family(lm) in ("gpt_neox", "phi3", "falcon")
+        return
+    q, k = inputs.unrotated  # after any query/key norm (Gemma 3, OLMo 2): only the rotation between
+    torch.testing.assert_close(q[:, :, 0], inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0
+    torch.testing.assert_close(k[:, :, 0], inputs.keys[:, :, 0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(q.norm(dim=-1), inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
