@@ -177,6 +177,10 @@ def _open_checked(browser, url: str, size: tuple[int, int]) -> dict:
         page.wait_for_timeout(300)
         wait_idle(page, 120_000)
     found = page.evaluate(LAYOUT_CHECK_JS)
+    if any(found.values()):  # a chart still being laid out after the last rerun: what holds a second later counts
+        page.wait_for_timeout(1000)
+        wait_idle(page, 120_000)
+        found = page.evaluate(LAYOUT_CHECK_JS)
     found["errors"] = page_errors(page)
     page.context.close()
     return found

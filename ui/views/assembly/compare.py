@@ -234,7 +234,7 @@ def show_both_maps(sel: Selection) -> None:
                        f"{head_label(head, spelled=True).lower()}" + (f" · step {row + 1}" if stepped else "")
                        + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
             chart_heading(heading)
-            heatmap = attention_heatmap(trace, kind, layer, head, size=220, max_row=row, highlight_row=row, title="",
+            heatmap = attention_heatmap(trace, kind, layer, head, size=200, max_row=row, highlight_row=row, title="",
                                         keys=keys, max_width=MAP_WIDTH if wide else None)
             show_chart(heatmap, key=f"compare_map_{tag.lower()}", width="content")
             slide_downloads(heatmap, slide_title(model, text).lines(f"Model {heading}"),
