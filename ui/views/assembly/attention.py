@@ -30,11 +30,14 @@ from ui.models import ActiveModel
 
 from ..features import (
     MAP_VALUES,
+    QK_CELL,
     chosen_heads,
+    clickable_cells,
     clicked_note,
     grid_key,
     latest_corpus_statistics,
     off_panels,
+    open_clicked_cell,
     show_alignment_scores,
     toggle_clicked_head,
 )
@@ -196,7 +199,12 @@ def show_large_map(sel: Selection) -> None:
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,
                             gold=gold if show_gold else (),
                             size=460 if presenting() else 300, large_labels=presenting(), keys=keys)
-        show_chart(heatmap, key="attention_heatmap", width="content")
+        if combine == "pick" and head is not None and sel.maps is sel.result.trace:  # a cell: What made this score
+            show_chart(clickable_cells(heatmap), key="attention_heatmap", width="content", selection_mode=QK_CELL,
+                       on_select=partial(open_clicked_cell, "attention_heatmap", KEYS["qkq"], KEYS["qkk"],
+                                         sel.key("qk_open")))
+        else:
+            show_chart(heatmap, key="attention_heatmap", width="content")
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
             st.markdown("**Download**")

@@ -26,22 +26,25 @@ from ui.models import ActiveModel
 from ui.server import audience_refusal
 
 from ..features import (
+    QK_CELL,
     ablated_run,
     chosen_heads,
+    clickable_cells,
     clicked_note,
     decode_animation,
     grid_key,
     head_selection,
     off_panels,
+    open_clicked_cell,
     sampled_or_message,
     sampling_controls,
     show_ablated_step,
     show_alignment_scores,
     show_comparison,
+    show_reliance,
     show_sampled_step,
     show_step_attribution,
     show_step_contribution,
-    show_reliance,
     show_step_inside,
     show_step_lens,
     show_step_qk,
@@ -237,7 +240,12 @@ def _maps(sel: Selection) -> None:
                                gold=gold if st.session_state.get(KEYS["gold"], True) else (),
                                size=440 if presenting() else 300, title="", large_labels=presenting(), keys=keys,
                                max_width=MAP_WIDTH)
-        show_chart(heatmap, key="decode_heatmap", width="content")
+        if head is not None:  # a cell opens What made this score at this step's query
+            show_chart(clickable_cells(heatmap), key="decode_heatmap", width="content", selection_mode=QK_CELL,
+                       on_select=partial(open_clicked_cell, "decode_heatmap", None, KEYS["qkk"],
+                                         LINK_OPENS["decode"]["qkk"]))
+        else:
+            show_chart(heatmap, key="decode_heatmap", width="content")
         slide_downloads(heatmap, title.lines(f"{kind_name} · layer {layer + 1} · {named} · "
                                              f"rows up to step {t + 1} of {len(result.steps)}"),
                         f"{kind}_layer{layer + 1}_{_head_stem(head)}_step{t + 1}", "decode_heatmap")

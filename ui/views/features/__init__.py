@@ -33,10 +33,10 @@ from .head_computation import (
 from .head_finder import open_head_page, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
-from .qk_table import show_attention_qk, show_qk, show_step_qk
+from .patching import show_patched_link, show_patching
+from .qk_table import QK_CELL, clickable_cells, open_clicked_cell, show_attention_qk, show_qk, show_step_qk
 from .reliance_view import show_reliance
 from .routes_view import show_step_route
-from .patching import show_patched_link, show_patching
 from .sampling import sampled_or_message, sampling_controls, show_sampled_step
 
 __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablation", "captured_for", "chosen_heads",
@@ -47,4 +47,5 @@ __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablati
            "show_patched_link", "show_patching", "show_sampled_step", "show_step_attribution",
            "show_step_contribution", "show_step_inside", "show_step_lens", "show_sweep", "toggle_clicked_head"]
 __all__ += ["open_head_page", "show_head_finder"]
-__all__ += ["show_attention_qk", "show_composition", "show_qk", "show_reliance", "show_step_qk", "show_step_route"]
+__all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_qk", "show_composition", "show_qk",
+            "show_reliance", "show_step_qk", "show_step_route"]

@@ -4,6 +4,7 @@ additive terms; the sum is shown beside the score the model computed. The parts 
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 import altair as alt
 import pandas as pd
@@ -14,11 +15,43 @@ from transformer.analysis import QKTable, qk_attribution
 from transformer.charts import visible_token
 from transformer.model import Head
 
-from ..kit import PAGE_PX, Selection, decode_parts_for, show_chart
+from ..kit import PAGE_PX, Selection, chart_spec, decode_parts_for, show_chart
 
+QK_CELL = "qk_cell"  # the point selection a clickable map carries: the clicked (query, key)
 HIDDEN = -1e30  # a term at or below this is the mask hiding the key
 TOP_PAIRS = 15
-MAX_CELL = 22
+MAX_CELL = 30
+AUTOSIZE = {"type": "pad", "contains": "padding"}  # the chart grows by its labels and legend
+
+
+def clickable_cells(chart: Any) -> dict:
+    """A map's spec (an Altair layered chart or its spec) whose cells can be clicked: its heatmap layer carries the
+    point selection QK_CELL over query_index and key_index. The spec given is left as it was (it may be cached)."""
+    spec = chart if isinstance(chart, dict) else chart_spec(chart)
+    first = spec["layer"][0]
+    pick = {"name": QK_CELL, "select": {"type": "point", "fields": ["query_index", "key_index"], "on": "click",
+                                        "toggle": False}}
+    return {**spec, "layer": [{**first, "params": [*first.get("params", []), pick]}, *spec["layer"][1:]]}
+
+
+def clicked_cell(event: Any) -> tuple[int, int] | None:
+    """(query, key) of the clicked cell of a `clickable_cells` map from Streamlit's selection state, or None."""
+    points = ((event or {}).get("selection") or {}).get(QK_CELL) or []
+    if not points or not isinstance(points[0], Mapping):
+        return None
+    q, k = points[0].get("query_index"), points[0].get("key_index")
+    return (int(q), int(k)) if isinstance(q, (int, float)) and isinstance(k, (int, float)) else None
+
+
+def open_clicked_cell(chart_key: str, query_widget: str | None, key_widget: str, open_widget: str) -> None:
+    """Callback of a clickable map: What made this score opened on the clicked query (unless the view's query is
+    fixed, as at Decode's step) and key."""
+    cell = clicked_cell(st.session_state.get(chart_key))
+    if cell is None:
+        return
+    if query_widget is not None:
+        st.session_state[query_widget] = cell[0]
+    st.session_state[key_widget], st.session_state[open_widget] = cell[1], True
 
 
 def part_group(name: str) -> str:
@@ -40,15 +73,17 @@ def part_map(table: QKTable, width: int = PAGE_PX - 200) -> alt.Chart:
     """Query part groups (rows) x key part groups (columns), coloured by their share of the score."""
     data = grouped(table)
     rows, cols = list(dict.fromkeys(data["query part"])), list(dict.fromkeys(data["key part"]))
-    cell = float(max(8, min(MAX_CELL, (width - 160) / max(len(cols), 1))))
+    cell = float(max(12, min(MAX_CELL, (width - 160) / max(len(cols), 1))))
     top = float(data["contribution"].abs().max() or 1.0)
     return alt.Chart(data).mark_rect().encode(
-        x=alt.X("key part:N", sort=cols, title="key part", axis=alt.Axis(labelAngle=-50, labelLimit=110)),
-        y=alt.Y("query part:N", sort=rows, title="query part", axis=alt.Axis(labelLimit=110)),
+        x=alt.X("key part:N", sort=cols, title="key part",
+                axis=alt.Axis(labelAngle=-90, labelLimit=110, labelOverlap=False)),
+        y=alt.Y("query part:N", sort=rows, title="query part", axis=alt.Axis(labelLimit=110, labelOverlap=False)),
         color=alt.Color("contribution:Q", scale=alt.Scale(scheme="redblue", domain=[-top, top], reverse=True),
-                        title="share of score"),
+                        title="contribution"),
         tooltip=["query part:N", "key part:N", alt.Tooltip("contribution:Q", format="+.4f")],
-    ).properties(width=cell * len(cols), height=cell * len(rows), title="Score by query part × key part")
+    ).properties(width=cell * len(cols), height=cell * len(rows), autosize=AUTOSIZE,
+                 title=alt.TitleParams("Score by query part × key part", anchor="start"))
 
 
 def hidden_by_mask(table: QKTable) -> bool:

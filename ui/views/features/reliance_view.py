@@ -12,6 +12,8 @@ from transformer.decode import InputError
 
 from ..kit import PAGE_PX, Selection, reliance_for, show_chart
 
+AUTOSIZE = {"type": "pad", "contains": "padding"}  # the chart grows by its labels and legend
+
 
 def share_chart(frame: pd.DataFrame, current: int, width: int) -> alt.LayerChart:
     """The source share of every step as bars (a detached step in red), the current step outlined."""
@@ -23,7 +25,8 @@ def share_chart(frame: pd.DataFrame, current: int, width: int) -> alt.LayerChart
                  alt.Tooltip("to_uniform:Q", title="distance to uniform", format=".2f"), "detached:N"])
     mark = alt.Chart(frame[frame["step"] == current]).mark_bar(filled=False, stroke="black", strokeWidth=2).encode(
         x="step:O", y="source:Q")
-    return alt.layer(bars, mark).properties(width=width, height=160, title="Share from the source at each step")
+    return alt.layer(bars, mark).properties(width=width, height=160, title="Share from the source at each step",
+                                          autosize=AUTOSIZE)
 
 
 def show_reliance(sel: Selection, open_widget: str) -> None:

@@ -17,11 +17,12 @@ from transformer.analysis import Route, RouteGraph, node_label, step_route
 from transformer.charts import visible_token
 from transformer.model import Head, HeadError
 
-from ..kit import PAGE_PX, Selection, decode_parts_for, show_chart
+from ..kit import Selection, decode_parts_for, show_chart
 
 ROUTE_EDGE = "route_edge"
 KINDS = {"residual": "residual", "mlp": "MLP", "cross": "cross-attention head", "self": "self-attention head"}
-MAX_WIDTH = PAGE_PX - 120
+MAX_WIDTH = 680  # the plotting area; with its axis and labels it fits the page's column beside the sidebar
+AUTOSIZE = {"type": "pad", "contains": "padding"}  # the chart grows by its labels and legend
 
 
 def edge_kind(via: str) -> str:
@@ -58,20 +59,22 @@ def route_chart(graph: RouteGraph, found: Route, tokens: Mapping[str, tuple[str,
     nodes, edges, axis = route_frames(graph, found, tokens)
     n_x = max(int(axis["x"].max()) + 1, 1)
     n_y = max(int(nodes["y"].max()) + 2, 2)
-    width = float(min(MAX_WIDTH, max(240, 28 * n_x)))
+    width = float(min(MAX_WIDTH, max(240, 24 * n_x)))
     height = float(min(560, max(200, 16 * n_y)))
     x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.5, n_x - 0.5]))
-    y = alt.Y("y:Q", title="depth (0: embeddings; each sublayer one step)", scale=alt.Scale(domain=[-1.5, n_y - 1]))
+    y = alt.Y("y:Q", title="depth (0: embeddings)", scale=alt.Scale(domain=[-1.5, n_y - 1]))
     pick = alt.selection_point(name=ROUTE_EDGE, fields=["via"], on="click", toggle=False)
     rules = alt.Chart(edges).mark_rule(opacity=0.75).encode(
         x=x, y=y, x2="x2:Q", y2="y2:Q",
-        color=alt.Color("kind:N", title="through", scale=alt.Scale(domain=list(KINDS.values()))),
+        color=alt.Color("kind:N", title="through", scale=alt.Scale(domain=list(KINDS.values())),
+                        legend=alt.Legend(orient="bottom", direction="horizontal")),
         strokeWidth=alt.StrokeWidth("importance:Q", scale=alt.Scale(domain=[0, 1], range=[1, 7]), legend=None),
         tooltip=["via:N", "from:N", "to:N", alt.Tooltip("importance:Q", format=".3f")]).add_params(pick)
     points = alt.Chart(nodes).mark_circle(size=45, color="#333").encode(x=x, y=y, tooltip=["node:N", "token:N"])
     labels = alt.Chart(axis).mark_text(angle=300, align="right", fontSize=10, dy=4).encode(
         x=x, y=y, text="token:N", color=alt.value("#555"))
-    return alt.layer(rules, points, labels).properties(width=width, height=height, title=title)
+    return alt.layer(rules, points, labels).properties(width=width, height=height, title=title,
+                                                      autosize=AUTOSIZE)
 
 
 def clicked_via(event: Any) -> str | None:
