@@ -168,6 +168,13 @@ def labels_to_heads(labels: list[str]) -> tuple[tuple[str, int, int], ...]:
     return parse_ablated(",".join(labels))
 
 
+def _doc(value: str) -> str:
+    """A document's hash (its text is kept on the server, never in the link)."""
+    if not re.fullmatch(r"[0-9a-f]{32}", value):
+        raise ValueError("not a document's hash")
+    return value
+
+
 # parameter -> (parser of the link's text, formatter back to text)
 PARSERS: dict[str, Any] = {
     "model": _model,
@@ -184,6 +191,7 @@ PARSERS: dict[str, Any] = {
     "pfrom": _text,
     "psite": _patch_site,
     "text": _text,
+    "doc": _doc,  # a long input by its hash (ui.links.long_text), on Decode
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),

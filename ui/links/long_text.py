@@ -11,6 +11,7 @@ import tempfile
 from ui.server.settings import inputs_root
 
 DOC_PARAM = "doc"
+DOC_STATE_KEY = "studio_document_hash"  # session state: the hash of the document whose decode the page shows
 _HASH = re.compile(r"[0-9a-f]{32}")
 
 

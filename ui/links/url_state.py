@@ -38,6 +38,7 @@ from ui.views import (
 from ui.views import decode_state as ds
 
 from .link_format import ModelSizes, check_sizes, labels_to_heads, parse_params, to_params
+from .long_text import DOC_STATE_KEY
 
 WRITTEN_KEY = "studio_url_written"
 QR_KEY = "studio_present_qr"  # presenter mode's QR code of the page's link (its margin is in presenter.py's CSS)
@@ -207,6 +208,8 @@ def link_values(page: str) -> dict[str, Any]:
             values.pop("lens", None)
         if not state.get(LINK_OPENS["decode"]["inside"]):
             values.pop("inside", None)
+    if page in ("decode", "attention"):  # a document's hash while its decode is shown (its text stays here)
+        values["doc"] = state.get(DOC_STATE_KEY)
     if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
         values.pop("cmode", None)
         values.pop("edit", None)

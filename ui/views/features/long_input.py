@@ -17,7 +17,7 @@ import torch
 from transformer.analysis.streamed import summarise_layer
 from transformer.data import DataError, text_from_bytes
 from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, decode_text, model_context
-from ui.links.long_text import DOC_PARAM, keep_text, kept_text, text_hash
+from ui.links.long_text import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, text_hash
 from ui.models import ActiveModel
 from ui.server.shared_cache import shared_cache
 
@@ -91,6 +91,7 @@ def _read_upload() -> None:
 
 def show_long_input(active: ActiveModel) -> DecodeResult | None:
     """The document switch and, when on, its box, file, estimate, job and views; the decode once it is done."""
+    st.session_state.pop(DOC_STATE_KEY, None)  # in the link only while a document's decode is shown
     if not reads_long(active):
         return None
     _read_link()
@@ -131,13 +132,16 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
         progress(0.0)
         return shared_cache().get(identity, lambda: decode_text(lm, text, max_steps=steps))
 
-    result = analysis_result(identity, f"Decoding {n:,} tokens", run, key=JOB_KEY, texts=JobTexts())
+    if identity in shared_cache():  # decoded already (another session, a link): no job to wait for
+        result = shared_cache().get(identity, lambda: decode_text(lm, text, max_steps=steps))
+    else:
+        result = analysis_result(identity, f"Decoding {n:,} tokens", run, key=JOB_KEY, texts=JobTexts())
     if result is None:
         return None
-    digest = keep_text(text)
+    digest = st.session_state[DOC_STATE_KEY] = keep_text(text)
     st.success(f"**{result.output_text.strip() or '(no text)'}** after {n:,} tokens.", icon=":material/done:")
-    st.caption(f"Link to this document: add `{DOC_PARAM}={digest}` to the page's address (the text stays on this "
-               "server; the link carries its hash).")
+    st.caption(f"The page's link names this document as `{DOC_PARAM}={digest}`: the text stays on this server, "
+               "the link carries its hash and the view.")
     show_long_views(result)
     return result
 
