@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .dropout import dropout
+from .rotary import Rotation, apply_rotation
 
 
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None, is_causal: bool = False) -> Tensor:
@@ -61,8 +62,15 @@ class KVBuffer:
         self.length = 0
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store new (B, H, t, Dh) keys/values; return views of everything stored so far."""
+        """Store new (B, H, t, Dh) keys/values; return views of everything stored so far (doubles when full)."""
         end = self.length + k.size(2)
+        if end > self.k.size(2):
+            size = max(end, 2 * self.k.size(2))
+            for name in ("k", "v"):
+                old = getattr(self, name)
+                grown = old.new_empty(old.size(0), old.size(1), size, old.size(3))
+                grown.narrow(2, 0, self.length).copy_(old.narrow(2, 0, self.length))
+                setattr(self, name, grown)
         self.k.narrow(2, self.length, k.size(2)).copy_(k)  # narrow: one view op where indexing makes several
         self.v.narrow(2, self.length, v.size(2)).copy_(v)
         self.length = end
@@ -104,13 +112,16 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, *, kv: tuple[Tensor, Tensor] | None = None, mask: Tensor | None = None,
                 is_causal: bool = False, need_weights: bool = False, head_mask: Tensor | None = None,
-                cache: KVBuffer | None = None) -> tuple[Tensor, Tensor | None]:
+                cache: KVBuffer | None = None, rotary: Rotation | None = None) -> tuple[Tensor, Tensor | None]:
         """Self-attention over `x` (after earlier positions held in `cache`, if given), or attention from `x`
-        to precomputed per-head keys/values `kv`."""
+        to precomputed per-head keys/values `kv`; `rotary` rotates this call's queries and keys (RoPE; the cache
+        holds rotated keys)."""
         b, t, d = x.shape
         if kv is None:
             q, k, v = self.in_proj(x).chunk(3, dim=-1)  # (B, T, D) each
             q, k, v = self._heads(q), self._heads(k), self._heads(v)  # (B, H, T, Dh)
+            if rotary is not None:
+                q, k = apply_rotation(q, rotary), apply_rotation(k, rotary)
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, H, past + T, Dh)
         else:

@@ -12,12 +12,14 @@ MAX_LAYERS = 12
 MAX_D_FF = 8192
 MAX_VOCAB = 200_000
 MAX_LEN = 1024
+MAX_ROPE_LEN = 131_072  # a decoder-only model with RoPE has no position table: it reads this far
 MAX_BATCH = 4096
 MAX_STEPS = 1_000_000
 MAX_SECONDS = 24 * 3600.0
 
 
 ARCHITECTURE_NAMES = ("encoder-decoder", "decoder-only", "encoder-only")
+POSITION_SCHEMES = ("sinusoidal", "rope")  # a table added to the tokens, or queries and keys rotated (decoder-only)
 
 
 class ConfigError(ValueError):
@@ -71,6 +73,7 @@ class ModelConfig:
     tie_embeddings: bool = False  # source, target embeddings and generator share one matrix (joint vocabulary)
     architecture: str = "encoder-decoder"  # or "decoder-only": one causal stack of n_decoder_layers (a prefix LM);
     # or "encoder-only": one bidirectional stack of n_encoder_layers with a masked-LM head (one joint vocabulary)
+    positions: str = "sinusoidal"  # or "rope" (decoder-only): no table, so max_len up to MAX_ROPE_LEN
 
     def __post_init__(self) -> None:
         check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
@@ -81,7 +84,11 @@ class ModelConfig:
         check_int("n_decoder_layers", self.n_decoder_layers, 1, MAX_LAYERS)
         check_int("d_ff", self.d_ff, 1, MAX_D_FF)
         _check_float("dropout", self.dropout, 0.0, 0.9)
-        check_int("max_len", self.max_len, 2, MAX_LEN)
+        if self.positions not in POSITION_SCHEMES:
+            raise ConfigError(f"positions must be one of {', '.join(POSITION_SCHEMES)}, got {self.positions!r}")
+        if self.positions == "rope" and self.architecture != "decoder-only":
+            raise ConfigError(f"positions 'rope' is for the decoder-only architecture, not {self.architecture}")
+        check_int("max_len", self.max_len, 2, MAX_ROPE_LEN if self.positions == "rope" else MAX_LEN)
         check_int("pad_id", self.pad_id, 0, 0)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")

@@ -1,12 +1,14 @@
 """Our decoder-only transformer: the same blocks as the encoder-decoder (multi-head attention, feed-forward,
-pre/post-LN, sinusoidal positions), one causal stack over the source, a separator and the target.
+pre/post-LN, sinusoidal positions or RoPE), one causal stack over the source, a separator and the target.
 
 It trains as a prefix language model with the encoder-decoder's calling convention, so the trainer, evaluation and
 batched greedy decoding drive it unchanged: `forward(src, tgt)` reads source ids (B, S) (ending in </s>, the
 separator) and decoder inputs (B, T) (starting with <s>) as one sequence and returns the logits of the target
 positions only (B, T, V), so the loss covers the target part. Source tokens go through `src_embed`, target tokens
 through `tgt_embed` (one matrix when tied), both inside `embed`. Padding inside a batch is skipped: pad keys are
-masked and positions count real tokens only, so a padded sequence reads exactly as it would alone.
+masked and positions count real tokens only, so a padded sequence reads exactly as it would alone. With
+`positions="rope"` nothing is added to the tokens: every layer rotates its queries and keys (the cache holds rotated
+keys), so `max_len` can be far beyond the table's.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .dropout import Dropout
 from .encoder_decoder import sinusoidal_positions
 from .layers import EncoderLayer
 from .outputs import AttentionMaps, ForwardOutput, HeadMask, StepOutput
+from .rotary import inverse_frequencies, rotation
 
 KIND = "self"
 
@@ -63,7 +66,8 @@ class PrefixCache:
 class DecoderOnlyTransformer(nn.Module):
     """Decoder-only transformer (`cfg.n_decoder_layers` causal self-attention blocks); a prefix LM."""
 
-    positions: Tensor  # a buffer (sinusoidal_positions)
+    positions: Tensor | None  # a buffer (sinusoidal_positions); None with RoPE
+    inv_freq: Tensor | None  # a buffer (RoPE's frequencies); None with the sinusoidal table
 
     TIED_SOURCE = "embed.src_embed.weight"  # the matrix the tied weights share
     TIED_WEIGHTS = ("embed.tgt_embed.weight", "generator.weight")  # the same tensor as embed.src_embed.weight
@@ -72,7 +76,10 @@ class DecoderOnlyTransformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = JointEmbedding(cfg)
-        self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
+        rope = cfg.positions == "rope"
+        self.register_buffer("positions", None if rope else sinusoidal_positions(cfg.max_len, cfg.d_model),
+                             persistent=False)
+        self.register_buffer("inv_freq", inverse_frequencies(cfg.head_dim) if rope else None, persistent=False)
         self.drop = Dropout(cfg.dropout)
         self.layers: Any = nn.ModuleList(  # EncoderLayers (items of a ModuleList read as Module)
             EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
@@ -103,7 +110,13 @@ class DecoderOnlyTransformer(nn.Module):
         pos = seen[:, None] + keep.long().cumsum(1) - 1  # positions of real tokens; a pad repeats its neighbour's
         if pos.numel() and int(pos.max()) >= self.cfg.max_len:
             raise ValueError(f"sequence longer than max_len {self.cfg.max_len}")
-        x = self.drop(self.embed(ids, n_source) * self.scale + self.positions[pos.clamp(min=0)])  # (B, t, D)
+        x = self.embed(ids, n_source) * self.scale
+        rot = None
+        if self.inv_freq is not None:
+            rot = rotation(pos.clamp(min=0), self.inv_freq, x.dtype)  # (B, 1, t, Dh) each
+        else:
+            x = x + self.positions[pos.clamp(min=0)]
+        x = self.drop(x)  # (B, t, D)
         past = cache.keep if cache is not None else keep[:, :0]
         keys = torch.cat([past, keep], dim=1)  # (B, K)
         mask, causal = None, False
@@ -119,7 +132,8 @@ class DecoderOnlyTransformer(nn.Module):
         for i, layer in enumerate(self.layers):
             hm = None if head_mask is None or KIND not in head_mask else head_mask[KIND][i]
             kv = cache.self_kv[i] if cache is not None else None
-            x, w = layer(x, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv)
+            x, w = layer(x, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv,
+                         rotary=rot)
             maps.append(w)
         if cache is not None:
             cache.keep = keys
@@ -150,9 +164,10 @@ class DecoderOnlyTransformer(nn.Module):
         """A cache that has read nothing yet (for `feed`)."""
         cfg = self.cfg
         like = self.generator.weight
-        return PrefixCache([KVBuffer(batch, cfg.n_heads, cfg.max_len, cfg.head_dim, like) for _ in self.layers],
-                           torch.ones(batch, 0, dtype=torch.bool, device=self.positions.device),
-                           torch.zeros(batch, dtype=torch.long, device=self.positions.device))
+        room = min(cfg.max_len, 1024)  # the buffers grow past this (a RoPE model's max_len can be 131,072)
+        return PrefixCache([KVBuffer(batch, cfg.n_heads, room, cfg.head_dim, like) for _ in self.layers],
+                           torch.ones(batch, 0, dtype=torch.bool, device=like.device),
+                           torch.zeros(batch, dtype=torch.long, device=like.device))
 
     def start_cache(self, src: Tensor) -> PrefixCache:
         """A cache that has read the source ids (B, S) (fast path, no weights)."""

@@ -7,6 +7,7 @@ from torch import Tensor, nn
 from .attention import KVBuffer, MultiHeadAttention
 from .config import ModelConfig
 from .dropout import Dropout, add_dropout
+from .rotary import Rotation
 
 
 class FeedForward(nn.Module):
@@ -49,11 +50,13 @@ class EncoderLayer(_Sublayers):
         self.ff = FeedForward(d_model=cfg.d_model, d_ff=cfg.d_ff, dropout=cfg.dropout)
 
     def forward(self, x: Tensor, *, mask: Tensor | None, need_weights: bool, head_mask: Tensor | None = None,
-                is_causal: bool = False, cache: KVBuffer | None = None) -> tuple[Tensor, Tensor | None]:
-        """`is_causal` and `cache` serve our decoder-only model, whose layers are these with a causal mask."""
+                is_causal: bool = False, cache: KVBuffer | None = None, rotary: Rotation | None = None
+                ) -> tuple[Tensor, Tensor | None]:
+        """`is_causal`, `cache` and `rotary` serve our decoder-only model, whose layers are these with a causal
+        mask (and RoPE, when its config says so)."""
         x, w = self.residual(0, x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal,
                                                             need_weights=need_weights, head_mask=head_mask,
-                                                            cache=cache))
+                                                            cache=cache, rotary=rotary))
         x, _ = self.residual(1, x, self.ff)
         return x, w
 
