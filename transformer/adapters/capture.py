@@ -29,6 +29,7 @@ from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRule
 from .falcon import check_falcon, falcon_hook, own_attention
 from .hf_load import HFModelError
 
+
 def _tensor(out: Any) -> Tensor:
     return out[0] if isinstance(out, tuple) else out
 
@@ -171,8 +172,9 @@ def _groups(module: nn.Module, n_heads: int, n_kv: int) -> tuple[int, ...]:
 def hf_rules(module: Any, query: Tensor, kwargs: dict, tables: Tables) -> ScoreRules:
     """The score rules an eager kernel's arguments and its module state: the scale, a sliding window (Qwen2's and
     Mistral's causal `sliding_window`, ModernBERT's half window + 1: either way |i - j| < window), soft-capping
-    (Gemma 2's `softcap`), sinks (gpt-oss's `s_aux`), T5's relative bias table (the stack's first layer holds it; later layers get the same bias tensor, found in
-    `tables`). Causality and padding are the store builder's (they come with the kind and the input)."""
+    (Gemma 2's `softcap`), sinks (gpt-oss's `s_aux`), T5's relative bias table (the stack's first layer holds it;
+    later layers get the same bias tensor, found in `tables`). Causality and padding are the store builder's (they
+    come with the kind and the input)."""
     scale = kwargs.get("scaling")
     scale = query.shape[-1] ** -0.5 if scale is None else float(scale)
     window = kwargs.get("sliding_window")

@@ -115,6 +115,7 @@ class DecoderOnlyTransformer(nn.Module):
         if self.inv_freq is not None:
             rot = rotation(pos.clamp(min=0), self.inv_freq, x.dtype)  # (B, 1, t, Dh) each
         else:
+            assert self.positions is not None  # sinusoidal positions where there is no RoPE
             x = x + self.positions[pos.clamp(min=0)]
         x = self.drop(x)  # (B, t, D)
         past = cache.keep if cache is not None else keep[:, :0]

@@ -136,7 +136,7 @@ def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
     available = [view for view, result in results.items() if result is not None]
     if presenting():
         available = [v for v in available if v != ds.TEACHER or st.session_state.get(ds.MODE_KEY) == ds.TEACHER]
-    for column, view in zip(st.columns(len(available)), available):
+    for column, view in zip(st.columns(len(available)), available, strict=True):
         result = results[view]
         with column.container(border=True):
             st.markdown(f"**{ds.view_label(view, result)}**")
