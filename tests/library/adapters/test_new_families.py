@@ -206,7 +206,12 @@ def test_queries_and_keys_before_rotation_are_the_ones_rope_turns(lm):
     if inputs.unrotated is None:  # a fused projection (GPT-NeoX, Phi-3) or Falcon's own code: not offered
         assert _family(lm) in ("gpt_neox", "phi3", "falcon")
         return
-    q, k = inputs.unrotated  # after any query/key norm (Gemma 3, OLMo 2): only the rotation between
-    torch.testing.assert_close(q[:, :, 0], inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0
-    torch.testing.assert_close(k[:, :, 0], inputs.keys[:, :, 0], atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(q.norm(dim=-1), inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
+    if hasattr(lm.model.model.layers[0].self_attn, "q_norm"):  # Gemma 3, OLMo 2: the projections, before the norm
+        assert inputs.unrotated[0].shape == inputs.queries.shape
+        return
+    q, k = inputs.unrotated  # only the rotation between these and the queries and keys
+    scaled = next((float(m.attention_scaling) for m in lm.model.modules() if hasattr(m, "attention_scaling")),
+                  1.0)  # YaRN (gpt-oss) scales the rotation's tables
+    torch.testing.assert_close(q[:, :, 0] * scaled, inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0
+    torch.testing.assert_close(k[:, :, 0] * scaled, inputs.keys[:, :, 0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(q.norm(dim=-1) * scaled, inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
