@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRules, additive_mask
+from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRules, additive_mask, apply_rotation
 from .falcon import check_falcon, falcon_hook, own_attention
 from .hf_load import HFModelError
 
@@ -65,6 +65,9 @@ def _native_inputs(module: MultiHeadAttention, args: tuple, kwargs: dict) -> Att
     x, kv, cache = args[0], kwargs.get("kv"), kwargs.get("cache")
     if kv is None:
         q, k, v = (_heads(t, module.n_heads) for t in module.in_proj(x).chunk(3, dim=-1))
+        rotary = kwargs.get("rotary")
+        if rotary is not None:  # RoPE: the queries and keys the softmax saw are the rotated ones
+            q, k = apply_rotation(q, rotary), apply_rotation(k, rotary)
         if cache is not None:  # a cached step: the keys and values of every position so far
             k, v = cache.k.narrow(2, 0, cache.length), cache.v.narrow(2, 0, cache.length)
     else:
