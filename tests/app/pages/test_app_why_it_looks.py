@@ -125,3 +125,19 @@ def test_the_routes_button_and_the_compositions_button_open_their_heads(shipped_
     button.click().run()
     assert_no_exception(at)
     assert tuple(at.session_state[f"attention_{p}"] for p in ("kind", "layer", "head")) == tuple(reader)
+
+
+def test_a_link_with_a_head_the_model_has_not_got_says_so_once(shipped_env):
+    at = open_link("attention", {"model": "shipped:reverse", "text": "abc", "head": "99", "qkk": "2"})
+    said = texts(at.info) + texts(at.warning) + texts(at.markdown) + texts(at.caption)
+    assert any("head" in t.lower() and ("ignored" in t or "pick one head" in t) for t in said), said
+    assert not sums(at)  # no table of a head that does not exist
+
+
+def test_the_route_is_rebuilt_at_each_step(shipped_env):
+    at = open_page("shipped:reverse", "decode", "abcdef", DECODE_OPEN)
+    assert any("predicts step 1 " in t for t in texts(at.caption))
+    at.button(key="decode_next").click().run()
+    assert_no_exception(at)
+    assert any("predicts step 2 " in t for t in texts(at.caption))
+    assert any("step 2 →" in t for t in texts(at.markdown))  # source or prefix follows the step too
