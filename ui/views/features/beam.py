@@ -15,6 +15,7 @@ from transformer.charts import (
 )
 from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
+from ui.server.shared_cache import shared
 
 from ..kit import LINK_OPENS, LINK_PARAMS, PAGE_PX, Selection, chart_heading, md_token, show_chart
 from ..kit import decode_state as ds
@@ -27,7 +28,7 @@ NODE_KEY = "decode_beam_node"  # the node shown (not a widget: set by a click or
 MAX_WIDTH = 8
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@shared
 def _tree(model_key: str, _active: ActiveModel, text: str, width: int) -> BeamTree:
     return beam_tree(_active.adapter, text, width)
 
