@@ -215,3 +215,18 @@ def test_queries_and_keys_before_rotation_are_the_ones_rope_turns(lm):
     torch.testing.assert_close(q[:, :, 0] * scaled, inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0
     torch.testing.assert_close(k[:, :, 0] * scaled, inputs.keys[:, :, 0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(q.norm(dim=-1) * scaled, inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
+
+
+def test_nothing_of_a_capture_or_a_stored_decode_stays_on_the_model(lm):
+    from transformer.adapters import store_forward
+    from transformer.adapters.capture import _RECORDERS
+    ids = _ids(lm, PROMPT)
+    lm.insides(ids, ids)  # transformers puts its own output-capturing hooks on at the first call: they stay
+    hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.model.named_modules()}
+    before = lm.model.config._attn_implementation
+    lm.insides(ids, ids)
+    stored_greedy(lm, ids[0].tolist(), max_steps=2)
+    assert lm.model.config._attn_implementation == before == "eager"
+    assert store_forward._STORING == {} and _RECORDERS == {}
+    assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))
+            for name, m in lm.model.named_modules()} == hooks
