@@ -142,7 +142,7 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
     st.success(f"**{result.output_text.strip() or '(no text)'}** after {n:,} tokens.", icon=":material/done:")
     st.caption(f"The page's link names this document as `{DOC_PARAM}={digest}`: the text stays on this server, "
                "the link carries its hash and the view.")
-    show_long_views(result)
+    show_long_views(result, identity)
     return result
 
 
@@ -153,8 +153,9 @@ def _heat(frame: pd.DataFrame, x: str, y: str, title: str) -> alt.Chart:
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues")))
 
 
-def show_long_views(result: DecodeResult) -> None:
-    """The overview of one head over the whole input, its zoomed tile (exact) and a query's row."""
+def show_long_views(result: DecodeResult, identity: tuple) -> None:
+    """The overview of one head over the whole input, its zoomed tile (exact) and a query's row (`identity`: the
+    decode's, under which its summaries are shared)."""
     store, labels = result.trace.store, result.trace.decoder_input_tokens
     if store is None:
         return
@@ -163,8 +164,9 @@ def show_long_views(result: DecodeResult) -> None:
     left, right = st.columns(2)
     layer = int(left.number_input("Layer", 1, n_layers, 1, key=LAYER_KEY)) - 1
     head = int(right.number_input("Head", 1, n_heads, 1, key=HEAD_KEY)) - 1
-    summary = shared_cache().get(("long-summary", id(store), layer),
-                                 lambda: summarise_layer(store, "self", layer, resolution=96))
+    with st.spinner(f"Summarising layer {layer + 1} in one streamed pass…"):
+        summary = shared_cache().get(("long-summary", *identity, layer),
+                                     lambda: summarise_layer(store, "self", layer, resolution=96))
     grid = summary.overview[head]
     cells = pd.DataFrame([(r, c, float(grid[r, c])) for r in range(grid.shape[0]) for c in range(grid.shape[1])],
                          columns=["row_cell", "key_cell", "weight"])
