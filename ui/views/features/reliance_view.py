@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from transformer.adapters import ResidualPathError
 from transformer.charts import visible_token
 from transformer.decode import InputError
 
@@ -40,7 +41,7 @@ def show_reliance(sel: Selection, open_widget: str) -> None:
             return
         try:
             found = reliance_for(active, result)
-        except InputError as exc:
+        except (InputError, ResidualPathError) as exc:
             st.warning(str(exc), icon=":material/error:")
             return
         steps = found.steps

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.adapters import ResidualPathError
+from transformer.adapters import InspectableModel, ResidualPathError
 from transformer.analysis import (
     DecodeParts,
     Reliance,
@@ -23,6 +23,12 @@ from ui.models import ActiveModel
 PARTS_KEPT = 8  # captures kept per server, as Inside one head keeps its own
 
 
+def _adapter(active: ActiveModel) -> InspectableModel:
+    if active.adapter is None:
+        raise ResidualPathError(f"{active.option.name}'s insides cannot be read here")
+    return active.adapter
+
+
 def parts_key(active: ActiveModel, result: DecodeResult) -> tuple:
     """What identifies a decode for its parts: the weights, the input, the mode and the tokens it chose."""
     return active.cache_key, result.source_text, result.mode, tuple(s.token_id for s in result.steps)
@@ -30,7 +36,7 @@ def parts_key(active: ActiveModel, result: DecodeResult) -> tuple:
 
 @st.cache_resource(max_entries=PARTS_KEPT, show_spinner=False)
 def _parts(key: tuple, _active: ActiveModel, _result: DecodeResult) -> tuple[DecodeParts, RouteGraph]:
-    lm = _active.adapter
+    lm = _adapter(_active)
     source = lm.tokenize_source(_result.source_text)
     src = torch.tensor([list(source.ids)])
     if not lm.family.decodes:
@@ -64,19 +70,20 @@ def decode_parts_for(active: ActiveModel, result: DecodeResult) -> tuple[DecodeP
 
 @st.cache_resource(max_entries=PARTS_KEPT, show_spinner=False)
 def _reliance(key: tuple, _active: ActiveModel, _result: DecodeResult) -> Reliance:
-    lm = _active.adapter
+    lm = _adapter(_active)
     return reliance(lm, _result, capture_decode(lm, _result))
 
 
 def reliance_for(active: ActiveModel, result: DecodeResult) -> Reliance:
-    """Source or prefix per step of the decode, its detached steps and omitted tokens, kept with the decode."""
+    """Source or prefix per step of the decode, its detached steps and omitted tokens, kept with the decode
+    (ResidualPathError for a model whose insides cannot be read, InputError for a decode without steps)."""
     with st.spinner("Measuring what came from the source…", show_time=True):
         return _reliance(parts_key(active, result), active, result)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _composition(model_key: str, _active: ActiveModel) -> pd.DataFrame:
-    return composition_scores(_active.adapter)
+    return composition_scores(_adapter(_active))
 
 
 def composition_for(active: ActiveModel) -> pd.DataFrame:
