@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from ..data import TASK_NAMES
-from ..model import ARCHITECTURE_NAMES, PRESETS
+from ..model import ARCHITECTURE_NAMES, POSITION_SCHEMES, PRESETS
 from ..store import SNAPSHOTS, save_checkpoint
 from ..train import (
     DEVICES,
@@ -96,6 +96,10 @@ def register(commands: Commands) -> None:
                        "over source, separator and target (a prefix LM; loss on the target part); encoder-only: one "
                        "bidirectional stack of --enc-layers blocks over source </s> target </s> with a share of one "
                        "sentence's tokens masked (a masked LM, scored by masked-token accuracy; one joint vocabulary)")
+    sizes.add_argument("--positions", choices=POSITION_SCHEMES,
+                       help="sinusoidal (default): the paper's table added to the tokens, up to 1,024 positions; "
+                       "rope (decoder-only): queries and keys rotated by the position, no table, --max-len up to "
+                       "131,072")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int),

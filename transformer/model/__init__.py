@@ -16,6 +16,7 @@ from .attention_store import (
 from .config import (
                      ARCHITECTURE_NAMES,
                      MAX_STEPS,
+                     POSITION_SCHEMES,
                      PRESETS,
                      TASK_DEFAULTS,
                      ConfigError,
@@ -52,8 +53,8 @@ from .stage_recipe import STAGE_RECIPES, CleanRule, StageRecipe, stage_configs, 
 from .store_tensors import store_from_tensors, store_tensors
 
 __all__ = ["ALL_KINDS", "ALL_TITLES", "ARCHITECTURES", "ARCHITECTURE_NAMES", "DECODER_ONLY", "ENCODER_DECODER",
-           "ENCODER_ONLY", "FAMILIES", "KINDS", "KIND_CODES", "MAX_STEPS", "MEAN_HEAD", "PRESETS", "SOURCE",
-           "STAGE_RECIPES", "TARGET", "TASK_DEFAULTS", "AttentionInputs", "AttentionMaps", "AttentionStore",
+           "ENCODER_ONLY", "FAMILIES", "KINDS", "KIND_CODES", "MAX_STEPS", "MEAN_HEAD", "POSITION_SCHEMES", "PRESETS",
+           "SOURCE", "STAGE_RECIPES", "TARGET", "TASK_DEFAULTS", "AttentionInputs", "AttentionMaps", "AttentionStore",
            "CleanRule", "ConfigError", "DecoderLayer", "DecoderOnlyTransformer", "Dropout", "EncoderLayer",
            "EncoderOnlyTransformer", "EncoderOutput", "FeedForward", "ForwardOutput", "Head", "HeadError", "HeadMask",
            "Insides", "LayerStore", "ModelConfig", "ModelFamily", "MultiHeadAttention", "Network", "PrefixCache",

@@ -22,6 +22,7 @@ from transformer.data import (
 )
 from transformer.model import (
     ARCHITECTURE_NAMES,
+    POSITION_SCHEMES,
     PRESETS,
     STAGE_RECIPES,
     TASK_DEFAULTS,
@@ -82,6 +83,10 @@ FIELDS = (
                "Encoder-only: one bidirectional stack of the encoder layers reads source </s> output </s> with 15 % "
                "of one sentence masked and predicts the masked tokens (a masked LM, scored by masked-token accuracy; "
                "one joint vocabulary); the decoder layers are unused."),
+    Field("positions", "Positions", "model", options=POSITION_SCHEMES,
+          help="sinusoidal: the paper's fixed table added to the tokens. rope (decoder-only): each layer rotates "
+               "its queries and keys by the position (as Llama does), so there is no table and its maximum length "
+               "is not bounded by one."),
     Field("d_model", "d_model", "model", 8, L.max_d_model, 8, help="Width of every token vector."),
     Field("n_heads", "Heads", "model", 1, L.max_heads, 1, help="d_model must be divisible by it."),
     Field("n_encoder_layers", "Encoder layers", "model", 1, L.max_layers, 1),
