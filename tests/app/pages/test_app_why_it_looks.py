@@ -1,7 +1,7 @@
 """AppTest: what made a score (the QK table), heads that build on heads (composition), the route of an output token
 and source or prefix open on every shipped model with one word, a 20-word caption and the longest input; the QK
 table's sum is the score the model computed; a link's key or query outside the input gets one message; the route's
-and composition's buttons open their heads."""
+and composition's buttons open their heads; a model in which no head reads another's output says so."""
 from __future__ import annotations
 
 import re
@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, texts
+from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.real_shapes import CAPTION, PAGE_PX
 from transformer.analysis import decode_parts, qk_attribution
 from transformer.model import Head
@@ -141,3 +142,13 @@ def test_the_route_is_rebuilt_at_each_step(shipped_env):
     assert_no_exception(at)
     assert any("predicts step 2 " in t for t in texts(at.caption))
     assert any("step 2 →" in t for t in texts(at.markdown))  # source or prefix follows the step too
+
+
+def test_a_model_in_which_no_head_reads_another_says_so_in_one_line(shipped_env, monkeypatch, tmp_path):
+    one_layer = dict(d_model=32, layers=1, heads=2, kv_heads=2, ffn=64, positions=64)
+    build_causal("gpt2", tmp_path / "hf" / "one-layer-gpt2", size=one_layer)
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    at = open_page("hf:one-layer-gpt2", "attention", "hello there", ATTENTION_OPEN)
+    said = [t for t in texts(at.warning) + texts(at.info) if "no head reads another" in t]
+    assert len(said) == 1, texts(at.warning) + texts(at.info)
+    assert sums(at)  # its QK table still opens
