@@ -98,3 +98,13 @@ def test_bytes_that_are_not_utf8_text_are_one_message():
     with pytest.raises(DataError, match=r"^notes.txt is not UTF-8 text \(byte 2 is 0xfc\)"):
         text_from_bytes("Grüße".encode("latin-1"), "notes.txt")
     assert text_from_bytes(gzip.compress("a\nb".encode()), "x.gz") == "a\nb"
+
+
+def test_a_long_prompt_in_the_one_line_box_points_to_the_document(app_root):
+    at = open_app()
+    at.query_params.clear()
+    at.selectbox(key=MODEL_KEY).set_value(f"hf:{NAME}").run()
+    at.switch_page("pages/decode.py").run()
+    at.text_input(key="decode_text").input(" ".join(lines(40))).run()  # about 1,500 tokens, under 10,000 characters
+    assert_no_exception(at)
+    assert any("read as a document" in t and "Expand to a document" in t for t in texts(at.error) + texts(at.warning))

@@ -9,6 +9,7 @@ import streamlit as st
 from transformer.analysis import gold_cells as alignment_gold_cells
 from transformer.data import GoldSource, known_alignment, known_output
 from transformer.decode import (
+    STORE_ABOVE,
     DecodeResult,
     InputError,
     can_batch,
@@ -30,8 +31,22 @@ REFERENCE_FOR_KEY = "studio_reference_for"
 FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 
+def check_not_document(active: ActiveModel, text: str) -> None:
+    """A decoder-only prompt past STORE_ABOVE tokens is a document: its maps would be n × n, so the page's own decode
+    refuses it and points to the document switch (a background job with the attention store)."""
+    lm = active.adapter
+    if not lm.family.prompt_in_decoder:
+        return
+    n = len(lm.decoder_prefix(lm.tokenize_source(text)))
+    if n > STORE_ABOVE:
+        raise InputError(f"The input has {n:,} tokens: above {STORE_ABOVE:,} a decoder-only prompt is read as a "
+                         "document. Switch on 'Expand to a document' above (Decode, Attention): it decodes with the "
+                         "attention store as a background job, after an estimate of its time and memory.")
+
+
 @shared
 def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced: tuple[str, ...]) -> DecodeResult:
+    check_not_document(_active, text)
     if not _active.adapter.family.decodes:  # encoder-only: the predictions at the masks, one forward pass
         return masked_decode(_active.adapter, text, top_k=top_k)
     if not forced:  # a plain decode: stepped in one batch with other sessions' (transformer.decode.DecodeQueue)
@@ -43,6 +58,7 @@ def _greedy(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
 def _teacher(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int) -> DecodeResult:
     if not _active.adapter.family.decodes:
         raise InputError(f"{_active.option.name} is an encoder-only model: it has no decoder to feed a reference.")
+    check_not_document(_active, text)
     return teacher_forced(_active.adapter, text, reference, top_k=top_k)
 
 
