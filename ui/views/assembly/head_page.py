@@ -12,6 +12,7 @@ from ui.models import ActiveModel
 
 from ..features import latest_corpus_statistics, show_corpus_statistics
 from ..kit import LINK_PARAMS, show_chart
+from .head_partners import show_partners
 
 KEYS = LINK_PARAMS["head"]
 
@@ -38,6 +39,7 @@ def show_head_page(active: ActiveModel) -> None:
     head = head_picker(active)
     stats = latest_corpus_statistics(active)
     if stats is None or stats.kept is None:
+        show_partners(active, head)  # from the weights: no statistics needed
         st.info("A head's page is drawn from the head statistics over a corpus: compute them here (or on the "
                 "Attention page).", icon=":material/query_stats:")
         show_corpus_statistics(active, key="head_corpus")
@@ -66,6 +68,7 @@ def show_head_page(active: ActiveModel) -> None:
     if charts["distance"] is not None:
         show_chart(charts["distance"], key="head_page_distance", width="content")
     show_chart(charts["layer"], key="head_page_layer_chart", width="content")
+    show_partners(active, head)
     if st.button("Prepare this page as HTML", key="head_page_html", icon=":material/html:"):
         st.download_button("Download the page (HTML)", head_page_html(stats, head, model=active.adapter.name),
                            file_name=f"{head.format('_')}.html", mime="text/html", key="head_page_download")

@@ -14,6 +14,7 @@ from .background import (
 )
 from .chart_cache import cached_chart
 from .decode_state import RERUN_APP_KEY
+from .head_link import HEAD_PAGE, head_link_params, head_page_link
 from .inference import (
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
@@ -35,6 +36,7 @@ from .inference import (
     share_text,
     teacher,
 )
+from .link_params import LINK_OPENS, LINK_PARAMS
 from .presenting import (
     NEXT_HEAD_KEY,
     NEXT_STEP_KEY,
@@ -57,7 +59,7 @@ from .real_size import (
     overview_first,
     show_head_overview,
 )
-from .selection import LINK_OPENS, LINK_PARAMS, Selection
+from .selection import Selection
 from .text_box import model_text_input
 from .weights import model_caption, show_weights, slide_title, weights_of
 from .why_parts import composition_for, decode_parts_for, parts_key, reliance_for
@@ -100,4 +102,5 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
 __all__ += ["model_text_input"]
+__all__ += ["HEAD_PAGE", "head_link_params", "head_page_link"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]

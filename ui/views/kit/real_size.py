@@ -21,7 +21,9 @@ from transformer.analysis import (
 from transformer.charts import aggregate_heatmap, attention_heatmap, head_overview, keys_per_window, selected_panel
 from transformer.data import GoldSource
 from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
+from transformer.model import Head
 
+from .head_link import head_page_link
 from .selection import LINK_PARAMS
 from .widgets import MAP_LABELS_PX, PAGE_PX, SlideTitle, show_chart, slide_downloads
 
@@ -96,6 +98,11 @@ def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSour
         and corpus is not None else ""
     st.caption(f"{trace.n_layers(kind)} layers × {trace.n_heads} heads; a click on a cell opens that head large "
                f"below.{corpus_note}")
+    keys = LINK_PARAMS["attention"]
+    layer, head = st.session_state.get(keys["layer"]), st.session_state.get(keys["head"])
+    if isinstance(layer, int) and isinstance(head, int) and 0 <= head < trace.n_heads:
+        picked = Head(kind, layer, head)
+        head_page_link(picked, label=f"Open {picked.label}'s page (the head picked)")
 
 
 def overview_first(trace: AttentionTrace, kind: str) -> bool:

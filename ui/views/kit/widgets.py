@@ -22,6 +22,8 @@ from transformer.model import ModelFamily
 from ui.models import LOAD_ERROR_KEY, ActiveModel, current_model
 from ui.server import audience_refusal
 
+from .head_link import picker_head_link
+
 PAGE_PX = 760  # the main column at a 1280-px window with the sidebar open: the most a full-width chart may take
 MAP_LABELS_PX = 190  # a map's token labels and colour legend beside its plotting area
 _CHIP = ("display:inline-block;margin:2px 3px;padding:2px 7px;border-radius:6px;font-family:ui-monospace,"
@@ -135,12 +137,15 @@ def group_head_name(trace: AttentionTrace | None, kind: str | None, head: int | 
 def head_picker(label: str, n_heads: int, key: str, *, trace: AttentionTrace | None = None,
                 kind: str | None = None) -> int | None:
     """Select one head or the mean of heads (returned as None; stored as -1 in session state); given the trace and
-    kind, a grouped-query model's heads are labelled with their key/value group."""
+    kind, a grouped-query model's heads are labelled with their key/value group; on the Attention and Decode pages a
+    link below opens the picked head's page."""
     options = [MEAN_HEAD, *range(n_heads)]
     if st.session_state.get(key) not in options:
         st.session_state[key] = MEAN_HEAD
     head = st.selectbox(label, options, format_func=partial(group_head_name, trace, kind), key=key)
-    return None if head == MEAN_HEAD else head
+    head = None if head == MEAN_HEAD else head
+    picker_head_link(key, kind, head)  # the Attention and Decode pages' pickers: a link to the head's page
+    return head
 
 
 def map_kind(of: AttentionTrace | ModelFamily) -> str:

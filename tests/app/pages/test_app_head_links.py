@@ -1,0 +1,111 @@
+"""AppTest: a head's page links its composition partners (each score the model's own, each link that head's page),
+a model where no head reads another says so; the Attention and Decode pages' head pickers and the head overview link
+the picked head's page; the head page opens in presenter mode on the shipped models."""
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import pytest
+
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, open_link, texts
+from transformer.analysis import composition_scores
+from transformer.data import TaskSpec, make_task
+from transformer.model import Head, default_configs
+from transformer.store import open_model, save_checkpoint
+from transformer.train import Trainer, checkpoint_from_trainer
+from ui.views import LINK_PARAMS
+
+KEYS = LINK_PARAMS["head"]
+TEXT = "a b c d"
+
+
+@pytest.fixture
+def shipped_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+
+
+def head_links(at) -> list[tuple[str, dict[str, str]]]:
+    """Every link to a head's page: its label and query parameters."""
+    return [(link.proto.label, {k: v[0] for k, v in parse_qs(link.proto.query_string).items()})
+            for link in at.get("page_link") if link.proto.page == "head"]
+
+
+def test_the_head_page_links_its_composition_partners_with_the_models_scores(shipped_env):
+    head = Head("cross", 0, 0)  # reads the encoder (K, V) and the decoder's self-attention (Q); the last layer
+    at = open_link("head", {"model": "shipped:reverse", "kind": head.kind, "layer": "1", "head": "1"})
+    assert_no_exception(at)
+    assert "Composition partners" in texts(at.subheader)
+    frame = composition_scores(open_model(str(ROOT / "checkpoints" / "reverse")))
+    links = [(label, params) for label, params in head_links(at) if "·" in label]
+    assert len(links) == 5 and "No later head reads this head's output." in texts(at.caption)
+    for label, params in links:
+        partner, score = label.split(" · ")
+        mode, value = score.split()
+        other = Head.parse(partner)
+        pair = (frame["to"] == head.label) & (frame["from"] == partner) | \
+               (frame["from"] == head.label) & (frame["to"] == partner)
+        assert abs(float(frame.loc[pair, mode.lower()].iloc[0]) - float(value)) < 0.006, label
+        assert params == {"model": "shipped:reverse", "kind": other.kind, "layer": str(other.layer + 1),
+                          "head": str(other.head + 1)}
+    opened = open_link("head", links[0][1])
+    assert_no_exception(opened)
+    other = Head.parse(links[0][0].split(" · ")[0])
+    assert (opened.session_state[KEYS["kind"]], opened.session_state[KEYS["layer"]],
+            opened.session_state[KEYS["head"]]) == (other.kind, other.layer, other.head)
+
+
+def test_a_model_where_no_head_reads_another_says_so(monkeypatch, tmp_path):
+    task = make_task(TaskSpec(name="reverse", n_train=40, n_valid=5, min_len=4, max_len=8))
+    cfg, train = default_configs("reverse", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
+                                 model_overrides=dict(d_model=16, d_ff=32, n_heads=2, n_decoder_layers=1, max_len=32,
+                                                      architecture="decoder-only"),
+                                 train_overrides=dict(batch_size=8, max_steps=1, max_seconds=None, eval_every=1000))
+    trainer = Trainer(task, cfg, train)
+    trainer.run(max_steps=1)
+    save_checkpoint(checkpoint_from_trainer(trainer), tmp_path / "ckpt" / "one-layer")
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tmp_path / "ckpt"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    at = open_link("head", {"model": "shipped:one-layer"})
+    assert_no_exception(at)
+    assert any("No composition partners" in t and "no head reads another head's output" in t for t in texts(at.info))
+
+
+def test_the_attention_pickers_and_overview_link_the_picked_heads_page(studio_env):
+    at = open_link("attention", {"text": TEXT, "kind": "cross", "layer": "2", "head": "2"})
+    assert_no_exception(at)
+    links = dict(head_links(at))
+    assert links["Open this head's page"] == {"model": "shipped:reverse", "kind": "cross", "layer": "2", "head": "2"}
+    assert links["Open cross:L2H2's page (the head picked)"]["kind"] == "cross"  # the head overview's
+    opened = open_link("head", links["Open this head's page"])
+    assert (opened.session_state[KEYS["kind"]], opened.session_state[KEYS["layer"]],
+            opened.session_state[KEYS["head"]]) == ("cross", 1, 1)
+    mean = open_link("attention", {"text": TEXT, "kind": "cross", "layer": "2", "head": "mean"})
+    assert [link.proto.disabled for link in mean.get("page_link") if link.proto.label == "Open this head's page"] \
+        == [True]
+
+
+def test_the_decode_head_picker_links_the_picked_heads_page(studio_env):
+    at = open_link("decode", {"text": TEXT, "layer": "1", "head": "2"})
+    assert_no_exception(at)
+    links = dict(head_links(at))
+    assert links["Open this head's page"] == {"model": "shipped:reverse", "kind": "cross", "layer": "1", "head": "2"}
+
+
+@pytest.mark.parametrize("name", ["reverse", "reverse-decoder-only", "toy-en-de-encoder-only", "induction"])
+def test_the_head_page_opens_in_presenter_mode_on_the_shipped_models(shipped_env, name):
+    at = open_link("head", {"model": f"shipped:{name}", "present": "1"})
+    assert_no_exception(at)
+    assert [h for h in at.get("html") if "presenter mode" in str(h.proto.body)]
+    assert "Composition partners" in texts(at.subheader)  # from the weights, before any statistics
+    if name == "induction":  # no validation sentences: its statistics need an uploaded file
+        return
+    at.number_input(key="head_corpus_cap").set_value(30)
+    at.button(key="head_corpus_run").click().run()
+    assert_no_exception(at)
+    assert "Composition partners" in texts(at.subheader) and "Strongest rows, by decile of the peak weight" in \
+        texts(at.subheader)
