@@ -54,6 +54,8 @@ def test_a_document_decodes_in_the_background_and_its_zoom_is_exact(app_root):
     titles = [c["title"] for c in drawn]
     assert any(t.startswith("Overview: L1 H1") for t in titles) and any("exact weights" in t for t in titles)
     assert all(c["spec"].get("width", 0) <= 1280 for c in drawn)
+    stats = at.dataframe[0].value
+    assert len(stats) == 4 and stats["on the first token"].between(0, 1).all()  # the layer's heads, from the pass
     assert any("Not drawn at this length" in t and "attention rollout" in t for t in texts(at.caption))
     layer, head, r0, r1, k0, k1, shown = at.session_state["long_zoom_tile"]
     lm = open_model(str(app_root / NAME))

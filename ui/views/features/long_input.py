@@ -172,6 +172,14 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
                          columns=["row_cell", "key_cell", "weight"])
     show_chart(_heat(cells, "key_cell", "row_cell", f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × "
                      f"{keys:,} keys (the max of each cell)"))
+    stats = pd.DataFrame({"head": [f"H{h + 1}" for h in range(n_heads)],
+                          "entropy (nats, mean of rows)": summary.entropy.mean(-1).tolist(),
+                          "peak weight": summary.peak.mean(-1).tolist(),
+                          "on the first token": summary.first.mean(-1).tolist(),
+                          f"within {summary.window} positions": summary.local.mean(-1).tolist()})
+    st.dataframe(stats, hide_index=True, width=CHART_PX, column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                                                         for c in stats.columns[1:]})
+    st.caption(f"Layer {layer + 1}'s heads over all {rows:,} rows, from the same streamed pass.")
     top = min(rows, TILE_MAX)
     r0, r1 = st.slider("Zoom: rows", 0, rows, (rows - top, rows), key=ZOOM_ROWS_KEY)
     k0, k1 = st.slider("Zoom: keys", 0, keys, (max(keys - TILE_MAX, 0), keys), key=ZOOM_KEYS_KEY)
