@@ -12,11 +12,12 @@ from ..model import ConfigError, check_int
 from .corpus_files import read_corpus, split_corpus
 from .examples import Example, GoldSource
 from .induction import INDUCTION_ALPHABET, INDUCTION_MAX_LEN, INDUCTION_MIN_LEN, generate_induction
+from .recall import RECALL_MAX_LEN, RECALL_MIN_LEN, generate_recall
 from .subword import check_vocab_size, train_subword_tokenizer
 from .task_spec import TaskSpec
 from .tokenizers import SUBWORD_KINDS, Tokenizer, build_char_tokenizer, build_word_tokenizer
 
-TASK_NAMES = ("reverse", "copy", "sort", "induction", "toy-en-de", "corpus")
+TASK_NAMES = ("reverse", "copy", "sort", "induction", "recall", "toy-en-de", "corpus")
 GENERATED_TASKS = ("reverse", "copy", "sort")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 MAX_GENERATED = 2_000_000
@@ -47,7 +48,7 @@ class Task:
         """True when source and target use one joint vocabulary, so a model may tie its embeddings and generator
         (the default then, in the CLI and the app): a joint subword vocabulary, or `induction`, whose prompt and
         continuation are one stream of letters."""
-        if self.name == "induction":
+        if self.name in ("induction", "recall"):
             return True
         return self.spec.get("joint") is True and self.spec.get("tokenizer") in SUBWORD_KINDS
 
@@ -178,6 +179,13 @@ def make_task(spec: TaskSpec, *, tokenizers: tuple[Tokenizer, Tokenizer] | None 
                                           INDUCTION_ALPHABET, MAX_GENERATED)
         tok = build_char_tokenizer(INDUCTION_ALPHABET)  # the probe: a sequence with its repeat, read as the prompt
         return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
+    if name == "recall":  # one alphabet: keys, values and filler (the probe: a validation stream and its key)
+        if (spec.min_len, spec.max_len) == (TaskSpec.min_len, TaskSpec.max_len):
+            spec = replace(spec, min_len=RECALL_MIN_LEN, max_len=RECALL_MAX_LEN)
+        spec = replace(spec, n_train=50_000 if spec.n_train is None else spec.n_train)
+        train, valid = generate_recall(seed, spec.n_train, n_valid, spec.min_len, spec.max_len, MAX_GENERATED)
+        tok = build_char_tokenizer(INDUCTION_ALPHABET)
+        return Task(name, "char", tok, tok, train, valid, valid[0].source, spec.to_dict())
     if name in GENERATED_TASKS:
         n_train = 50_000 if spec.n_train is None else spec.n_train
         spec = replace(spec, n_train=n_train)

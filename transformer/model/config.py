@@ -214,6 +214,13 @@ TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
                       max_len=64, architecture="decoder-only"),
         "train": dict(batch_size=64, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=2000, eval_every=500),
     },
+    # recall: a decoder-only model with RoPE (no position table, so it reads 2k-token streams and more); 2 layers:
+    # a head that moves each key onto its value in the first feeds the retrieval head in the second
+    "recall": {
+        "model": dict(d_model=64, n_heads=4, n_encoder_layers=1, n_decoder_layers=2, d_ff=128, dropout=0.0,
+                      max_len=4096, architecture="decoder-only", positions="rope"),
+        "train": dict(batch_size=32, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=3000, eval_every=500),
+    },
     "copy": _CHAR_TASK,
     "sort": _CHAR_TASK,
     "toy-en-de": {

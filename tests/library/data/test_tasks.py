@@ -281,7 +281,7 @@ def test_real_multi30k_files_with_max_pairs():
 
 
 def test_every_task_name_is_known():
-    assert TASK_NAMES == ("reverse", "copy", "sort", "induction", "toy-en-de", "corpus")
+    assert TASK_NAMES == ("reverse", "copy", "sort", "induction", "recall", "toy-en-de", "corpus")
 
 
 def test_encoded_training_pairs_are_packed_compactly_and_batch_as_lists_would():
