@@ -46,6 +46,7 @@ def test_nbytes_counts_every_map_of_a_decode_once(tiny_checkpoint_dir):
     maps = sum(t.untyped_storage().nbytes() for t in {id(m): m for m in result.trace.maps.values()}.values())
     assert maps <= nbytes(result) <= maps + 1024 * (len(result.steps) + 1)
     assert nbytes((result, result)) == nbytes(result)
+    assert nbytes((result, adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer))) == nbytes(result)
 
 
 def test_a_value_changed_after_it_was_kept_is_caught():

@@ -17,6 +17,8 @@ import numpy as np
 import streamlit as st
 import torch
 
+from transformer.adapters import InspectableModel
+
 from .settings import shared_cache_bytes
 
 CHECK_ENV = "ATTENTION_STUDIO_CHECK_SHARED"
@@ -35,8 +37,8 @@ def _parts(value: Any, seen: set[int]) -> Iterator[Any]:
     seen.add(id(value))
     if isinstance(value, (torch.Tensor, np.ndarray)):
         yield value
-    elif isinstance(value, torch.nn.Module):
-        return  # the model's weights are the model cache's, never a decode's
+    elif isinstance(value, (torch.nn.Module, InspectableModel)):
+        return  # the model and what its adapter keeps are the model cache's, never a decode's
     elif isinstance(value, dict):
         for item in value.values():
             yield from _parts(item, seen)
