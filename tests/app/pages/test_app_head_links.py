@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_link, texts
-from transformer.analysis import composition_scores
+from transformer.analysis import composition_scores, estimate_head_effects
 from transformer.data import TaskSpec, make_task
 from transformer.model import Head, default_configs
 from transformer.store import open_model, save_checkpoint
@@ -109,3 +109,23 @@ def test_the_head_page_opens_in_presenter_mode_on_the_shipped_models(shipped_env
     assert_no_exception(at)
     assert "Composition partners" in texts(at.subheader) and "Strongest rows, by decile of the peak weight" in \
         texts(at.subheader)
+
+
+def test_the_finder_takes_the_one_pass_estimate_on_this_input_once_computed(studio_env, tiny_checkpoint_dir):
+    at = open_link("attention", {"text": TEXT})
+    at.button(key="attention_corpus_run").click().run()
+    assert_no_exception(at)
+    assert any("ablation estimate is n/a until estimated" in t for t in texts(at.caption))
+    at.button(key="attention_finder_estimate").click().run()
+    assert_no_exception(at)
+    _, text, output, _ = at.session_state["finder_estimate"]
+    assert text == TEXT
+    table = next(d.value for d in at.dataframe if "estimate" in d.value.columns and "label" in d.value.columns)
+    model = estimate_head_effects(open_model(str(tiny_checkpoint_dir / "reverse")), TEXT, list(output))
+    shown = table.set_index("label")["estimate"]
+    assert len(shown) == len(model) and shown.notna().all()
+    for label, value in zip(model["label"], model["estimate"], strict=True):
+        assert abs(shown[label] - value) < 1e-4, label
+    at.session_state["attention_finder_x"] = "estimate"
+    at.run()
+    assert_no_exception(at)

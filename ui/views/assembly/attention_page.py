@@ -59,4 +59,5 @@ def show_attention_views(sel: Selection) -> None:
     stats = latest_corpus_statistics(active)
     if stats is not None and stats.kept is not None:
         st.subheader("Find heads", anchor=False)
-        show_head_finder(active, stats, key="attention_finder")
+        show_head_finder(active, stats, key="attention_finder",
+                         on=(sel.text, output) if active.family.decodes else None)

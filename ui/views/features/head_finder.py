@@ -3,9 +3,20 @@ picked from the corpus statistics and the long-range scores, a click opening tha
 sortable table. Drawn from the statistics computed for the model in this session."""
 from __future__ import annotations
 
+from typing import Sequence
+
+import pandas as pd
 import streamlit as st
 
-from transformer.analysis import FINDER_COLUMNS, NOMINAL, CorpusStats, finder_table, head_finder_frame, long_range_heads
+from transformer.analysis import (
+    FINDER_COLUMNS,
+    NOMINAL,
+    CorpusStats,
+    estimate_head_effects,
+    finder_table,
+    head_finder_frame,
+    long_range_heads,
+)
 from transformer.charts import FINDER_SELECTION, head_finder_chart
 from transformer.model import Head
 from ui.models import MODEL_KEY, ActiveModel
@@ -14,6 +25,7 @@ from ..kit import LINK_PARAMS, show_chart
 
 HEAD_PAGE = "pages/head.py"
 LONG_RANGE_KEY = "finder_long_range"  # (model cache key, LongRange): the detectors last run for a model
+ESTIMATE_KEY = "finder_estimate"  # (model cache key, text, output ids, frame): the one-pass estimate last computed
 CHOICES = [*FINDER_COLUMNS, *NOMINAL]
 
 
@@ -49,10 +61,39 @@ def _long_range(active: ActiveModel, key: str):
     return None
 
 
-def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str) -> None:
-    """The finder's scatter (a click opens that head's page) and table for the statistics `stats`."""
+def _estimate(active: ActiveModel, on: tuple[str, Sequence[int]] | None, key: str) -> tuple[pd.DataFrame | None, str]:
+    """The one-pass ablation estimate (`heads --estimate`'s) for this model and the page's input and output: kept,
+    or computed on the button's click; else None and why the column is n/a."""
+    if on is None:
+        return None, "the ablation estimate is n/a: an encoder-only model writes no output to estimate against."
+    text, output = on[0], tuple(int(i) for i in on[1])
+    kept = st.session_state.get(ESTIMATE_KEY)
+    if kept is not None and kept[:3] == (active.cache_key, text, output):
+        tokens = f"{len(output)} output token" + "s" * (len(output) != 1)
+        return kept[3], f"estimate: the one-pass ablation estimate on this input ({tokens})."
+    flag = f"{key}_estimate_asked"  # the click kept as a flag: the page may rerun once before it gets here
+    st.button("Estimate each head's effect on this input", key=f"{key}_estimate", icon=":material/bolt:",
+              on_click=st.session_state.__setitem__, args=(flag, True),
+              help="Attribution patching (`heads --estimate`): one forward and one backward estimate how much "
+                   "less likely the current output becomes with each head switched off.")
+    if st.session_state.pop(flag, False):
+        try:
+            with st.spinner("Estimating every head's effect…"):
+                frame = estimate_head_effects(active.adapter, text, list(output))
+        except ValueError as err:
+            return None, f"the ablation estimate is n/a: {err}"
+        st.session_state[ESTIMATE_KEY] = (active.cache_key, text, output, frame)
+        st.rerun()  # drawn again with the column
+    return None, "the ablation estimate is n/a until estimated on this input (the button above)."
+
+
+def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str,
+                     on: tuple[str, Sequence[int]] | None = None) -> None:
+    """The finder's scatter (a click opens that head's page) and table for the statistics `stats`; `on`: the page's
+    input and output, for the ablation estimate (None: a model that writes no output)."""
     found = _long_range(active, key)
-    frame = head_finder_frame(stats, long_range=found)
+    estimate, estimate_note = _estimate(active, on, key)
+    frame = head_finder_frame(stats, estimate=estimate, long_range=found)
     c_x, c_y, c_colour = st.columns(3)
     for name, default, column in (("x", "entropy", c_x), ("y", "max_weight", c_y), ("colour", "kind", c_colour)):
         st.session_state.setdefault(f"{key}_{name}", default)
@@ -68,7 +109,7 @@ def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str) -> No
                selection_mode=FINDER_SELECTION, width="content")
     n_a = "" if found is not None else " Induction, retrieval and the pattern: run the long-range detectors."
     st.caption(f"A point a head; a click opens its page. Induction and retrieval apply to causal self-attention "
-               f"only (n/a elsewhere); the ablation estimate is n/a until kept.{n_a}")
+               f"only (n/a elsewhere); {estimate_note}{n_a}")
     st.dataframe(finder_table(frame, sort=y if y not in NOMINAL else "max_weight"), hide_index=True,
                  key=f"{key}_table", height=260, column_config={
                      name: st.column_config.NumberColumn(name, format="%.3f", help=what)
