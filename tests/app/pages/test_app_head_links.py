@@ -1,6 +1,7 @@
 """AppTest: a head's page links its composition partners (each score the model's own, each link that head's page),
 a model where no head reads another says so; the Attention and Decode pages' head pickers and the head overview link
-the picked head's page; the head page opens in presenter mode on the shipped models."""
+the picked head's page; the finder takes the one-pass ablation estimate and, for a run with weight snapshots, a slider
+over training; the head page opens in presenter mode on the shipped models."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs
@@ -129,3 +130,36 @@ def test_the_finder_takes_the_one_pass_estimate_on_this_input_once_computed(stud
     at.session_state["attention_finder_x"] = "estimate"
     at.run()
     assert_no_exception(at)
+
+
+@pytest.mark.slow  # trains a tiny run
+def test_a_slider_over_training_moves_the_finders_points_to_each_snapshots_statistics(studio_env):
+    from tests.helpers.app_session import open_app
+    from transformer.analysis import corpus_statistics
+    from transformer.cli import main
+    from transformer.store import list_snapshots, load_checkpoint
+    from ui.models import MODEL_KEY
+
+    run = studio_env / "snap-run"
+    assert main(["train", "--task", "reverse", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--batch-size",
+                 "16", "--n-train", "200", "--n-valid", "10", "--eval-examples", "10", "--steps", "6",
+                 "--keep-snapshots", "3", "--probe-frames", "0", "--out", str(run)]) == 0
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("run:snap-run").run()
+    at.switch_page("pages/attention.py").run()
+    at.button(key="attention_corpus_run").click().run()
+    at.button(key="attention_corpus_snapshots_run").click().run()
+    assert_no_exception(at)
+    sources = [e["source"] for e in load_checkpoint(str(run), load_optimizer=False).metrics["examples"]]
+    snapshots = list_snapshots(run)
+    assert [step for step, _ in snapshots] == [3, 6]
+    for step, folder in snapshots:
+        at.select_slider(key="attention_finder_step").set_value(step).run()
+        assert_no_exception(at)
+        assert any(f"Statistics at step {step:,}" in t for t in texts(at.caption))
+        table = next(d.value for d in at.dataframe if "label" in d.value.columns and "entropy" in d.value.columns)
+        shown = table.set_index("label")["entropy"]
+        want = corpus_statistics(open_model(str(folder)), sources).frame
+        assert len(shown) == len(want)
+        for kind, layer, head, value in zip(want["kind"], want["layer"], want["head"], want["entropy"], strict=True):
+            assert shown[Head(kind, layer, head).label] == pytest.approx(float(value), abs=1e-6)

@@ -21,7 +21,7 @@ from transformer.charts import FINDER_SELECTION, head_finder_chart
 from transformer.model import Head
 from ui.models import MODEL_KEY, ActiveModel
 
-from ..kit import LINK_PARAMS, show_chart
+from ..kit import LINK_PARAMS, SNAPSHOTS_KEY, show_chart
 
 HEAD_PAGE = "pages/head.py"
 LONG_RANGE_KEY = "finder_long_range"  # (model cache key, LongRange): the detectors last run for a model
@@ -87,13 +87,37 @@ def _estimate(active: ActiveModel, on: tuple[str, Sequence[int]] | None, key: st
     return None, "the ablation estimate is n/a until estimated on this input (the button above)."
 
 
+def _over_training(active: ActiveModel, frame: pd.DataFrame, key: str) -> tuple[pd.DataFrame, str]:
+    """For a run whose statistics were computed over its weight snapshots: a slider over the steps, the statistics'
+    columns taken at the step picked (the others stay the final model's), and a note saying which step."""
+    kept = st.session_state.get(SNAPSHOTS_KEY)
+    if kept is None or kept[0] != active.cache_key:
+        return frame, ""
+    curves = kept[1]
+    steps = list(curves["steps"])
+    if st.session_state.get(f"{key}_step") not in steps:
+        st.session_state[f"{key}_step"] = steps[-1]
+    step = st.select_slider("Over training: the weight snapshot at step", steps, key=f"{key}_step",
+                            format_func=lambda s: f"{s:,}",
+                            help="The corpus statistics over each weight snapshot of the run (Over training, "
+                                 "above): the points move with the step.")
+    at = steps.index(step)
+    heads = {(h["kind"], h["layer"], h["head"]): h for h in curves["heads"]}
+    moved = frame.copy()
+    rows = list(zip(frame["kind"], frame["layer"], frame["head"], strict=True))
+    for name in curves["statistics"]:
+        if name in moved:
+            moved[name] = [heads[r][name][at] if r in heads else float("nan") for r in rows]
+    return moved, f" Statistics at step {step:,} (weight snapshot {at + 1} of {len(steps)})."
+
+
 def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str,
                      on: tuple[str, Sequence[int]] | None = None) -> None:
     """The finder's scatter (a click opens that head's page) and table for the statistics `stats`; `on`: the page's
     input and output, for the ablation estimate (None: a model that writes no output)."""
     found = _long_range(active, key)
     estimate, estimate_note = _estimate(active, on, key)
-    frame = head_finder_frame(stats, estimate=estimate, long_range=found)
+    frame, step_note = _over_training(active, head_finder_frame(stats, estimate=estimate, long_range=found), key)
     c_x, c_y, c_colour = st.columns(3)
     for name, default, column in (("x", "entropy", c_x), ("y", "max_weight", c_y), ("colour", "kind", c_colour)):
         st.session_state.setdefault(f"{key}_{name}", default)
@@ -109,7 +133,7 @@ def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str,
                selection_mode=FINDER_SELECTION, width="content")
     n_a = "" if found is not None else " Induction, retrieval and the pattern: run the long-range detectors."
     st.caption(f"A point a head; a click opens its page. Induction and retrieval apply to causal self-attention "
-               f"only (n/a elsewhere); {estimate_note}{n_a}")
+               f"only (n/a elsewhere); {estimate_note}{n_a}{step_note}")
     st.dataframe(finder_table(frame, sort=y if y not in NOMINAL else "max_weight"), hide_index=True,
                  key=f"{key}_table", height=260, column_config={
                      name: st.column_config.NumberColumn(name, format="%.3f", help=what)

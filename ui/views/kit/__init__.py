@@ -14,6 +14,7 @@ from .background import (
 )
 from .chart_cache import cached_chart
 from .decode_state import RERUN_APP_KEY
+from .finder_state import SNAPSHOTS_KEY
 from .head_link import HEAD_PAGE, head_link_params, head_page_link
 from .inference import (
     REFERENCE_FOR_KEY,
@@ -102,5 +103,5 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
 __all__ += ["model_text_input"]
-__all__ += ["HEAD_PAGE", "head_link_params", "head_page_link"]
+__all__ += ["HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
