@@ -109,10 +109,10 @@ def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = N
 
     Raises CheckpointError, HFModelError or InputError.
     """
-    lm = load(model)
-    if not lm.family.decodes:
-        return masked_decode(lm, text, top_k=top_k)
-    return greedy_decode(lm, text, top_k=top_k, max_steps=max_steps, sampling=sampling)
+    adapter = load(model)
+    if not adapter.family.decodes:
+        return masked_decode(adapter, text, top_k=top_k)
+    return greedy_decode(adapter, text, top_k=top_k, max_steps=max_steps, sampling=sampling)
 
 
 @_one_line_errors
@@ -148,9 +148,9 @@ def patch(model: Model, clean: str, corrupted: str, *, step: int | None = None, 
     `corrupted`'s; `.frame` has one row per site (site, where, layer, head, position, token, metric, difference,
     recovery), `.summary()` the metric and the unaligned positions. `contrast`: the metric is log p(clean token) −
     log p(contrast). Raises CheckpointError, HFModelError or InputError."""
-    lm = load(model)
-    setup = prepare_patching(lm, clean, corrupted, step=None if step is None else step - 1, contrast=contrast)
-    return patch_sites(lm, setup, [s for s in sites if s != "encoder output" or lm.family.has_cross])
+    adapter = load(model)
+    setup = prepare_patching(adapter, clean, corrupted, step=None if step is None else step - 1, contrast=contrast)
+    return patch_sites(adapter, setup, [s for s in sites if s != "encoder output" or adapter.family.has_cross])
 
 
 @_one_line_errors
@@ -161,11 +161,11 @@ def lens(model: Model, text: str, *, step: int | None = None, k: int = 5, max_st
     the layers x steps grid (layer, label, step, token, rank, prob, top). `encoder_layer`: an encoder-decoder's
     decoder reads that encoder layer instead of the last (DecoderLens). Raises CheckpointError, HFModelError,
     InputError or ValueError (LensError)."""
-    lm = load(model)
-    result = greedy_decode(lm, text, max_steps=max_steps, residuals=True, encoder_layer=encoder_layer)
+    adapter = load(model)
+    result = greedy_decode(adapter, text, max_steps=max_steps, residuals=True, encoder_layer=encoder_layer)
     if step is None:
-        return lens_grid(every_step_lens(lm, result, k)).to_frame()
-    return step_lens(lm, result, step - 1, k).to_frame()
+        return lens_grid(every_step_lens(adapter, result, k)).to_frame()
+    return step_lens(adapter, result, step - 1, k).to_frame()
 
 
 def _pick_layer(result: DecodeResult, kind: str, layer: int | None) -> int:
@@ -228,11 +228,11 @@ def inside(model: Model, text: str, *, kind: str = "cross", layer: int | None = 
     `text`: `.query_vector`, `.keys`, `.products`, `.dots`, `.scale`, `.terms`, `.scores`, `.weights` (the map's row),
     `.values`, `.weighted_values`, `.head_output`, `.share` (after W_O), `.contributions` (||α_j W_O v_j||).
     Raises CheckpointError, HFModelError, InputError or ValueError (a kind, layer, head or query it has not got)."""
-    lm = load(model)
-    result = decode(lm, text)
-    lm.family.check(kind)
+    adapter = load(model)
+    result = decode(adapter, text)
+    adapter.family.check(kind)
     chosen = _pick_layer(result, kind, layer)
-    return computation_at(lm, capture_decode(lm, result), kind, chosen, head, _row(result, kind, query))
+    return computation_at(adapter, capture_decode(adapter, result), kind, chosen, head, _row(result, kind, query))
 
 
 @_one_line_errors
@@ -241,12 +241,12 @@ def contributions(model: Model, text: str, *, kind: str = "cross", layer: int | 
     """The contribution map ||α_ij W_O^h v_j|| of `kind`, `layer` (the last by default) and `head` (None: the norm
     of the mean of the heads' vectors) for the greedy decode of `text`, as the Attention page's "Map shows:
     contribution" draws it. Raises ValueError."""
-    lm = load(model)
-    result = decode(lm, text)
-    lm.family.check(kind)
+    adapter = load(model)
+    result = decode(adapter, text)
+    adapter.family.check(kind)
     chosen = _pick_layer(result, kind, layer)
-    captured = capture_decode(lm, result)
-    matrix = trace_view(captured, kind, _contributions(lm, captured, kind, chosen, head))
+    captured = capture_decode(adapter, result)
+    matrix = trace_view(captured, kind, _contributions(adapter, captured, kind, chosen, head))
     queries, keys = result.trace.labels(kind)
     who = "mean of heads" if head is None else f"head {head + 1}"
     return contribution_heatmap(matrix, queries, keys, f"{result.trace.family.title(kind)} · layer {chosen + 1}"
@@ -259,9 +259,9 @@ def qk(model: Model, text: str, head: str | Head, query: int, key: int, *, step:
     its query and key axes, specials included) of the greedy decode of `text` (read up to output `step`, 1-based) as
     one row per pair (query_part, key_part, contribution), largest first; `.attrs` holds "score" (the model's),
     "terms" (mask, T5's position bias) and the two tokens. Raises ValueError (a head or position it has not got)."""
-    lm = load(model)
+    adapter = load(model)
     chosen = Head.parse(head) if isinstance(head, str) else head
-    parts = decode_parts(lm, text, step=step)
+    parts = decode_parts(adapter, text, step=step)
     table = qk_attribution(parts.capture, chosen, query, key)
     rows = pd.DataFrame(table.pairs(), columns=["query_part", "key_part", "contribution"])
     q_tokens, k_tokens = parts.tokens(chosen.kind)

@@ -23,7 +23,7 @@ def opus_size_marian(folder: Path) -> HFSeq2Seq:
     from transformers import MarianConfig, MarianMTModel
 
     from tests.helpers.hf_tiny_models import build
-    lm = HFSeq2Seq.load(str(build("marian", folder)))
+    adapter = HFSeq2Seq.load(str(build("marian", folder)))
     vocab = 58101
     torch.manual_seed(0)
     # opus-mt-en-de's shape; MarianConfig's own defaults are twice as deep and wide (12+12 layers, d_model 1024)
@@ -33,7 +33,7 @@ def opus_size_marian(folder: Path) -> HFSeq2Seq:
                                        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
                                        attn_implementation="eager")).eval()
     model.generation_config.bad_words_ids = [[vocab - 1]]
-    return adapter_for(model, lm.tokenizer, name="random Marian, opus-mt size")
+    return adapter_for(model, adapter.tokenizer, name="random Marian, opus-mt size")
 
 
 def bart_large_shape(folder: Path) -> HFSeq2Seq:

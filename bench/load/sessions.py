@@ -124,8 +124,8 @@ def run(checkpoints: Path, sessions: int = 8, clicks: int = 15) -> tuple[list[Me
     with tempfile.TemporaryDirectory(prefix="attention-studio-bench-") as runs:
         with running_app(checkpoints, Path(runs), default=default) as server:
             text = asyncio.run(_default_text(server.url))
-            lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
-            expected = greedy_decode(lm, text, top_k=TOP_K)
+            adapter = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+            expected = greedy_decode(adapter, text, top_k=TOP_K)
             latencies, errors, cpu = asyncio.run(run_sessions(server.url, server.pid, expected, sessions, clicks))
             if "Traceback" in server.log_text():
                 errors.append("server log: Traceback")

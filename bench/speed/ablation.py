@@ -42,22 +42,22 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
     return sorted(times)[repeats // 2]
 
 
-def measure(lm: InspectableModel, text: str, repeats: int = 3, all_steps: bool = True) -> dict:
+def measure(adapter: InspectableModel, text: str, repeats: int = 3, all_steps: bool = True) -> dict:
     """Seconds (and ratios to one greedy decode) of the sweep and the attributions for one model."""
-    decode = lambda: greedy_decode(lm, text, max_steps=20, stop_at_end=False)  # noqa: E731
+    decode = lambda: greedy_decode(adapter, text, max_steps=20, stop_at_end=False)  # noqa: E731
     out = output_ids(decode())
     step = len(out) // 2
     figures = {
         "greedy_decode_s": median_time(decode, repeats),
-        "sweep_s": median_time(lambda: sweep_heads(lm, text, out), repeats),
-        "ig_one_step_s": median_time(lambda: attribute_step(lm, text, out, step), repeats),
+        "sweep_s": median_time(lambda: sweep_heads(adapter, text, out), repeats),
+        "ig_one_step_s": median_time(lambda: attribute_step(adapter, text, out, step), repeats),
         "grad_x_input_one_step_s": median_time(
-            lambda: attribute_step(lm, text, out, step, method="gradient_x_input"), repeats),
+            lambda: attribute_step(adapter, text, out, step, method="gradient_x_input"), repeats),
     }
     if all_steps:
-        figures["ig_all_steps_s"] = median_time(lambda: attribute_steps(lm, text, out), max(1, repeats - 2))
+        figures["ig_all_steps_s"] = median_time(lambda: attribute_steps(adapter, text, out), max(1, repeats - 2))
     base = figures["greedy_decode_s"]
-    return {"heads_swept": len(all_heads(lm)), "source_tokens": len(lm.tokenize_source(text).ids),
+    return {"heads_swept": len(all_heads(adapter)), "source_tokens": len(adapter.tokenize_source(text).ids),
             "output_steps": len(out), "ig_points": IG_STEPS,
             **{k: round(v, 4) for k, v in figures.items()},
             **{k[:-2] + "_x_decode": round(v / base, 1) for k, v in figures.items() if k != "greedy_decode_s"}}

@@ -39,9 +39,9 @@ def frames_of(data: bytes, fmt: str) -> tuple[int, tuple[int, int]]:
 
 
 def run(repeats: int) -> dict:
-    lm = open_model("checkpoints/multi30k-en-de")
-    result = greedy_decode(lm, TEXT, max_steps=20)
-    model = f"{lm.name} · weights of step 6,684 (last)"
+    adapter = open_model("checkpoints/multi30k-en-de")
+    result = greedy_decode(adapter, TEXT, max_steps=20)
+    model = f"{adapter.name} · weights of step 6,684 (last)"
     out: dict = {"steps": len(result.steps), "rounds": []}
     for _ in range(repeats):
         began, cpu = time.perf_counter(), time.process_time()

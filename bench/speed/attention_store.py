@@ -71,34 +71,35 @@ def toy_t():
                                                  max_position_embeddings=131072, attn_implementation="eager")))
 
 
-def dense_decode(lm, prompt: list[int]):
+def dense_decode(adapter, prompt: list[int]):
     """Today's capture: the eager prefill and steps with every weight, stitched into the trace's maps."""
     from transformer.decode import AttentionTrace
     from transformer.model import AttentionMaps
     outputs, token = [], None
-    with lm.running():
-        encoded = lm.encode(torch.tensor([prompt]))
-        cache = lm.start_cache(encoded)
+    with adapter.running():
+        encoded = adapter.encode(torch.tensor([prompt]))
+        cache = adapter.start_cache(encoded)
         for t in range(STEPS):
-            out = lm.prefill(prompt, encoded, cache) if t == 0 else lm.step(torch.tensor([[token]]), encoded, cache)
+            out = adapter.prefill(prompt, encoded, cache) if t == 0 else adapter.step(torch.tensor([[token]]), encoded,
+                                                                                      cache)
             outputs.append(out)
             token = int(out.logits[0].argmax())
-    maps = AttentionMaps.from_steps((), outputs, lm.family)
+    maps = AttentionMaps.from_steps((), outputs, adapter.family)
     n = maps["self"][0].shape[2]
-    return AttentionTrace.from_maps(["x"] * len(prompt), ["x"] * n, maps, lm.family, lm.head_groups(),
+    return AttentionTrace.from_maps(["x"] * len(prompt), ["x"] * n, maps, adapter.family, adapter.head_groups(),
                                     len(prompt) - 1)
 
 
-def plain_forward(lm, prompt: list[int]) -> None:
+def plain_forward(adapter, prompt: list[int]) -> None:
     """The baseline: Hugging Face's own SDPA prefill (logits at the last position) and steps, nothing kept."""
     from transformers.cache_utils import DynamicCache
-    config, before = lm.model.config, lm.model.config._attn_implementation
+    config, before = adapter.model.config, adapter.model.config._attn_implementation
     config._attn_implementation = "sdpa"
     try:
         with torch.no_grad():
             cache, ids = DynamicCache(), torch.tensor([prompt])
             for _ in range(STEPS):
-                out = lm.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                out = adapter.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
                 ids = out.logits[:, -1].argmax(-1, keepdim=True)
     finally:
         config._attn_implementation = before
@@ -108,20 +109,20 @@ def measure(what: str, length: int) -> dict:
     """One measure in this process."""
     from transformer.decode import stored_greedy
     torch.manual_seed(0)
-    lm = gpt2_2k() if what.endswith("G") else toy_t()
+    adapter = gpt2_2k() if what.endswith("G") else toy_t()
     prompt = torch.randint(5, 490, (length,), generator=torch.Generator().manual_seed(1)).tolist()
     result: dict = {"what": what, "tokens": length}
     if what == "store-T":
         start, cpu = time.perf_counter(), time.process_time()
-        plain_forward(lm, prompt)
+        plain_forward(adapter, prompt)
         result["plain_s"], result["plain_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
     with PeakRSS() as rss:
         start, cpu = time.perf_counter(), time.process_time()
         if what == "dense-G":
-            trace = dense_decode(lm, prompt)
+            trace = dense_decode(adapter, prompt)
             result["maps_bytes"] = sum(w.numel() * 4 for w in trace.maps.values())
         else:
-            _, store, _ = stored_greedy(lm, prompt, max_steps=STEPS)
+            _, store, _ = stored_greedy(adapter, prompt, max_steps=STEPS)
             result["store_bytes"] = store.nbytes()
             result["dense_bytes"] = store.dense_nbytes()
         result["forward_s"] = time.perf_counter() - start

@@ -48,13 +48,13 @@ def _sentences(n: int) -> list[str]:
 def bench_multi30k(n: int) -> None:
     from transformer.analysis import corpus_statistics
     from transformer.store import open_model
-    lm = open_model("checkpoints/multi30k-en-de")
+    adapter = open_model("checkpoints/multi30k-en-de")
     texts = _sentences(n)
     start = time.perf_counter()
-    lm.translate(texts)
+    adapter.translate(texts)
     base = time.perf_counter() - start
     start = time.perf_counter()
-    stats = corpus_statistics(lm, texts)
+    stats = corpus_statistics(adapter, texts)
     took = time.perf_counter() - start
     print(f"multi30k: {stats.sentences} sentences, {len(stats.frame)} heads: statistics {took:.1f} s, batched greedy "
           f"alone {base:.1f} s (ratio {took / base:.2f})")
@@ -70,9 +70,9 @@ def _memory(n: int) -> None:
     from transformer.analysis import corpus_statistics
     from transformer.store import open_model
     empty = _status_mb("VmRSS")
-    lm = open_model("checkpoints/multi30k-en-de")
+    adapter = open_model("checkpoints/multi30k-en-de")
     texts = _sentences(n)
-    corpus_statistics(lm, texts[:1])  # the warm-up: one decode and one teacher-forced pass with weights
+    corpus_statistics(adapter, texts[:1])  # the warm-up: one decode and one teacher-forced pass with weights
     loaded = _status_mb("VmRSS")
     peak = [loaded]
     done = threading.Event()
@@ -85,7 +85,7 @@ def _memory(n: int) -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.perf_counter()
-    stats = corpus_statistics(lm, texts)
+    stats = corpus_statistics(adapter, texts)
     took = time.perf_counter() - start
     done.set()
     sampler.join()
@@ -104,15 +104,15 @@ def _bert_base(folder: Path):
 def bench_bert(n: int) -> None:
     from transformer.analysis import corpus_statistics
     with tempfile.TemporaryDirectory() as tmp:
-        lm = _bert_base(Path(tmp) / "bert-base")
-        texts = [t for t in _sentences(3 * n) if len(lm.tokenize_source(t).ids) <= 40][:n]
+        adapter = _bert_base(Path(tmp) / "bert-base")
+        texts = [t for t in _sentences(3 * n) if len(adapter.tokenize_source(t).ids) <= 40][:n]
         start = time.perf_counter()
-        with lm.running():
+        with adapter.running():
             for t in texts:
-                lm.model(input_ids=torch.tensor([lm.tokenize_source(t).ids]))
+                adapter.model(input_ids=torch.tensor([adapter.tokenize_source(t).ids]))
         base = time.perf_counter() - start
         start = time.perf_counter()
-        stats = corpus_statistics(lm, texts)
+        stats = corpus_statistics(adapter, texts)
         took = time.perf_counter() - start
     print(f"bert-base shape: {stats.sentences} sentences of <= 40 tokens, {len(stats.frame)} heads: statistics "
           f"{took:.1f} s, plain forwards {base:.1f} s (ratio {took / base:.2f})")
@@ -123,21 +123,21 @@ def bench_mask(repeats: int = 5) -> None:
     from transformer.charts import attention_heatmap, head_change_map, prediction_bars
     from transformer.decode import fill_masks
     with tempfile.TemporaryDirectory() as tmp:
-        lm = _bert_base(Path(tmp) / "bert-base")
+        adapter = _bert_base(Path(tmp) / "bert-base")
         words = "a man in a blue shirt is standing on a ladder cleaning the windows of a tall building".split()
         text = " ".join(words * 3)
-        ids = lm.tokenize_source(text).ids[:39]
-        text = lm.tokenizer.decode(ids[1:-1] if ids[0] == lm.tokenizer.cls_token_id else ids)
-        n = len(lm.tokenize_source(text).ids)
-        plain = fill_masks(lm, text)
+        ids = adapter.tokenize_source(text).ids[:39]
+        text = adapter.tokenizer.decode(ids[1:-1] if ids[0] == adapter.tokenizer.cls_token_id else ids)
+        n = len(adapter.tokenize_source(text).ids)
+        plain = fill_masks(adapter, text)
         times, bases = [], []
         for r in range(repeats):
             start = time.perf_counter()
-            with lm.running():
-                lm.model(input_ids=torch.tensor([plain.source.ids]))
+            with adapter.running():
+                adapter.model(input_ids=torch.tensor([plain.source.ids]))
             bases.append(time.perf_counter() - start)
             start = time.perf_counter()
-            masked = fill_masks(lm, text, mask_positions=[3 + r])
+            masked = fill_masks(adapter, text, mask_positions=[3 + r])
             frame = attention_change(plain.trace, masked.trace)
             for chart in (prediction_bars(masked.predictions[0]), head_change_map(frame, "encoder_self"),
                           attention_heatmap(masked.trace, "encoder_self", 11, None)):

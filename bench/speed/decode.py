@@ -31,13 +31,13 @@ def run(repeats: int = 5) -> dict:
     model = Seq2SeqTransformer(cfg).eval()
     text = "thequickbrownfoxjumps"
     src = torch.tensor([task.src_tokenizer.encode(text) + [2]])
-    lm = adapter_for(model, task.src_tokenizer, task.tgt_tokenizer)
-    greedy_decode(lm, text, max_steps=STEPS, stop_at_end=False)
+    adapter = adapter_for(model, task.src_tokenizer, task.tgt_tokenizer)
+    greedy_decode(adapter, text, max_steps=STEPS, stop_at_end=False)
     recompute_prefix(model, src, 5)
     cached, uncached, cached_cpu, uncached_cpu = [], [], [], []
     for _ in range(repeats):
         start, cpu = time.perf_counter(), time.process_time()
-        result = greedy_decode(lm, text, max_steps=STEPS, stop_at_end=False)
+        result = greedy_decode(adapter, text, max_steps=STEPS, stop_at_end=False)
         cached.append(time.perf_counter() - start)
         cached_cpu.append(time.process_time() - cpu)
         start, cpu = time.perf_counter(), time.process_time()

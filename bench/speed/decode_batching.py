@@ -42,7 +42,7 @@ def twenty_word_texts(n: int = N) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(20)) for _ in range(n)]
 
 
-def at_once(queue: DecodeQueue, lm, texts: list[str]) -> tuple[float, dict[int, tuple[str, ...]]]:
+def at_once(queue: DecodeQueue, adapter, texts: list[str]) -> tuple[float, dict[int, tuple[str, ...]]]:
     """Seconds from eight threads asking at once to the last result, and each thread's output tokens."""
     barrier = threading.Barrier(len(texts) + 1)
     done: list[float] = []
@@ -50,7 +50,7 @@ def at_once(queue: DecodeQueue, lm, texts: list[str]) -> tuple[float, dict[int, 
 
     def ask(i: int) -> None:
         barrier.wait()
-        tokens[i] = queue.greedy(lm, texts[i], max_steps=STEPS).output_tokens
+        tokens[i] = queue.greedy(adapter, texts[i], max_steps=STEPS).output_tokens
         done.append(time.perf_counter())
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(texts))]
@@ -77,22 +77,22 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     texts = twenty_word_texts()
     with tempfile.TemporaryDirectory() as tmp:
-        lm = bart_large_shape(Path(tmp) / "bart")
+        adapter = bart_large_shape(Path(tmp) / "bart")
         with torch.no_grad():
-            lm.model.final_logits_bias[0, lm.model.config.eos_token_id] = -10.0  # every decode runs 20 steps
-        greedy_decode(lm, texts[-1], max_steps=STEPS)  # warm-up
+            adapter.model.final_logits_bias[0, adapter.model.config.eos_token_id] = -10.0  # every decode runs 20 steps
+        greedy_decode(adapter, texts[-1], max_steps=STEPS)  # warm-up
         queue = DecodeQueue()
         rows, batched_tokens, alone_tokens = [], [], {}
 
         def in_turns() -> None:
             for i, t in enumerate(texts):
-                alone_tokens[i] = greedy_decode(lm, t, max_steps=STEPS).output_tokens
+                alone_tokens[i] = greedy_decode(adapter, t, max_steps=STEPS).output_tokens
 
         for r in range(args.rounds):
-            before = timed(lambda r=r: greedy_decode(lm, texts[r % N], max_steps=STEPS))
+            before = timed(lambda r=r: greedy_decode(adapter, texts[r % N], max_steps=STEPS))
             sizes = len(queue.batch_sizes)
-            batched, tokens = at_once(queue, lm, texts)
-            after = timed(lambda r=r: greedy_decode(lm, texts[(r + 1) % N], max_steps=STEPS))
+            batched, tokens = at_once(queue, adapter, texts)
+            after = timed(lambda r=r: greedy_decode(adapter, texts[(r + 1) % N], max_steps=STEPS))
             turns = timed(in_turns) if r == 0 else None  # 8 decodes: once is enough for its ratio
             batched_tokens.append(tokens)
             one = (before + after) / 2
@@ -101,7 +101,7 @@ def main() -> None:
                          **({"turns_s": round(turns, 2), "turns_over_one": round(turns / one, 2)} if turns else {}),
                          "load": round(os.getloadavg()[0], 1)})
             print(json.dumps(rows[-1]), flush=True)
-    print(json.dumps({"source_tokens": [len(lm.tokenize_source(t).ids) for t in texts], "output_tokens": STEPS,
+    print(json.dumps({"source_tokens": [len(adapter.tokenize_source(t).ids) for t in texts], "output_tokens": STEPS,
                       "median_batched_over_one": statistics.median(r["batched_over_one"] for r in rows),
                       "same_tokens_as_alone": all(t == alone_tokens for t in batched_tokens)}))
 

@@ -37,11 +37,11 @@ def run(shape: str, repeats: int = 3) -> dict:
     model.generation_config.eos_token_id = None  # 64 new tokens every time
     with tempfile.TemporaryDirectory():
         tok = tokenizer("gpt2", lines())
-    lm = adapter_for(model, tok, name=shape)
-    lm.end_ids = frozenset()
+    adapter = adapter_for(model, tok, name=shape)
+    adapter.end_ids = frozenset()
     text = " ".join(lines(200))
     prompt = tok.decode(tok(text).input_ids[:PROMPT_TOKENS])
-    ids = torch.tensor([lm.tokenize_source(prompt).ids])
+    ids = torch.tensor([adapter.tokenize_source(prompt).ids])
 
     def theirs():
         with torch.inference_mode():
@@ -49,7 +49,7 @@ def run(shape: str, repeats: int = 3) -> dict:
                                   max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, output_attentions=True,
                                   return_dict_in_generate=True, pad_token_id=0)
 
-    ours = lambda: greedy_decode(lm, prompt, max_steps=NEW_TOKENS)  # noqa: E731
+    ours = lambda: greedy_decode(adapter, prompt, max_steps=NEW_TOKENS)  # noqa: E731
     result, ref = ours(), theirs()  # warm-up, and the two must agree
     assert [s.token_id for s in result.steps] == ref.sequences[0, ids.shape[1]:].tolist(), "ours and generate disagree"
     figures = time_pair(ours, theirs, repeats)

@@ -42,16 +42,16 @@ def median_time(fn: Callable[[], object], repeats: int = 3) -> float:
 
 
 def run() -> dict:
-    lm = open_model("checkpoints/multi30k-en-de")
-    result = greedy_decode(lm, TEXT, max_steps=20)
+    adapter = open_model("checkpoints/multi30k-en-de")
+    result = greedy_decode(adapter, TEXT, max_steps=20)
     trace, t = result.trace, 5
-    page = replay_html(result, lm.name, "Weights of step 6,684 (last)")
-    decode_s = median_time(lambda: greedy_decode(lm, TEXT, max_steps=20))
-    replay_s = median_time(lambda: replay_html(result, lm.name, "Weights of step 6,684 (last)"))
+    page = replay_html(result, adapter.name, "Weights of step 6,684 (last)")
+    decode_s = median_time(lambda: greedy_decode(adapter, TEXT, max_steps=20))
+    replay_s = median_time(lambda: replay_html(result, adapter.name, "Weights of step 6,684 (last)"))
     out = {"steps": len(result.steps), "source_tokens": len(trace.source_tokens),
            "replay_bytes": len(page.encode("utf-8")), "replay_s": round(replay_s, 3),
            "replay_vs_decode": round(replay_s / decode_s, 2), "slides": {}}
-    title = [f"{lm.name} · weights of step 6,684", f"“{TEXT}” · step {t + 1} of {len(result.steps)}"]
+    title = [f"{adapter.name} · weights of step 6,684", f"“{TEXT}” · step {t + 1} of {len(result.steps)}"]
     figures = {"heatmap (cross, step)": attention_heatmap(trace, "cross", 0, None, max_row=t, highlight_row=t),
                "grid (cross, 2 layers x 4 heads + mean)": attention_grid(trace, "cross"),
                "source strip": source_strip(trace.source_tokens, trace.matrix("cross", 0)[t].tolist(), max_width=1000),

@@ -42,35 +42,35 @@ def _best(fn) -> float:
     return min(_timed(fn)[1] for _ in range(REPEATS))
 
 
-def _long_text(lm, n_tokens: int) -> str:
+def _long_text(adapter, n_tokens: int) -> str:
     """Words of TEXT repeated until the source has about `n_tokens` tokens (under the model's limit)."""
     words = TEXT.split()
     out: list[str] = []
-    while len(lm.tokenize_source(" ".join(out)).ids) < min(n_tokens, lm.max_source_len - 8):
+    while len(adapter.tokenize_source(" ".join(out)).ids) < min(n_tokens, adapter.max_source_len - 8):
         out.append(words[len(out) % len(words)])
     return " ".join(out)
 
 
 def measure(part: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        lm = PARTS[part](Path(tmp) / part)
-        text = _long_text(lm, 500) if part == "opus" else TEXT
+        adapter = PARTS[part](Path(tmp) / part)
+        text = _long_text(adapter, 500) if part == "opus" else TEXT
         run = dict(max_steps=STEPS, stop_at_end=False)
-        result = greedy_decode(lm, text, **run)  # warm up
+        result = greedy_decode(adapter, text, **run)  # warm up
         decode, capture = [], []
         for _ in range(REPEATS):  # interleaved, so both see the same machine
-            decode.append(_timed(lambda: greedy_decode(lm, text, **run))[1])
-            captured, seconds = _timed(lambda: capture_decode(lm, result))
+            decode.append(_timed(lambda: greedy_decode(adapter, text, **run))[1])
+            captured, seconds = _timed(lambda: capture_decode(adapter, result))
             capture.append(seconds)
-        kind = lm.family.cross_kind or lm.family.decoder_kind
-        n_layers, n_heads = lm.head_counts()[kind]
+        kind = adapter.family.cross_kind or adapter.family.decoder_kind
+        n_layers, n_heads = adapter.head_counts()[kind]
         row = result.trace.axis_sizes(kind)[0] - 1
         keys = captured.tokens(kind)[1]
         picks = iter([(layer, head) for layer in range(n_layers) for head in range(n_heads)][::7] * REPEATS)
 
         def new_head():
             layer, head = next(picks)
-            computation = computation_at(lm, captured, kind, layer, head, row)
+            computation = computation_at(adapter, captured, kind, layer, head, row)
             return {n: c.to_dict(validate=False) for n, c in stage_charts(computation, keys).items()}
 
         head_s = _best(new_head)
@@ -79,10 +79,10 @@ def measure(part: str) -> dict:
         weight_s = _best(lambda: attention_heatmap(result.trace, kind, n_layers - 1, 0, max_width=1100)
                          .to_dict(validate=False))
         contribution_s = _best(lambda: contribution_heatmap(
-            contributions(lm, captured, kind, n_layers - 1, 0)[captured.first:], q_tokens, k_tokens, "c",
+            contributions(adapter, captured, kind, n_layers - 1, 0)[captured.first:], q_tokens, k_tokens, "c",
             window).to_dict(validate=False))
-        mean_s = _best(lambda: contributions(lm, captured, kind, n_layers - 1, None))
-        return {"part": part, "model": lm.name, "source_tokens": len(result.trace.source_tokens),
+        mean_s = _best(lambda: contributions(adapter, captured, kind, n_layers - 1, None))
+        return {"part": part, "model": adapter.name, "source_tokens": len(result.trace.source_tokens),
                 "steps": len(result.steps), "decode_s": round(min(decode), 3), "capture_s": round(min(capture), 3),
                 "capture_ratio": round(min(capture) / min(decode), 3), "new_head_s": round(head_s, 3),
                 "weight_map_s": round(weight_s, 3), "contribution_map_s": round(contribution_s, 3),

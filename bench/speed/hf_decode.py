@@ -41,7 +41,7 @@ def run(repeats: int = 5) -> dict:
     model = opus_mt_shape()
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer = _marian_tokenizer(Path(tmp), corpus())
-    lm = adapter_for(model, tokenizer, name="opus-mt-en-de shape")
+    adapter = adapter_for(model, tokenizer, name="opus-mt-en-de shape")
     batch = tokenizer(TEXT, return_tensors="pt")
 
     def theirs():
@@ -49,7 +49,7 @@ def run(repeats: int = 5) -> dict:
             return model.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=STEPS, output_attentions=True,
                                   return_dict_in_generate=True)
 
-    ours = lambda: greedy_decode(lm, TEXT, max_steps=STEPS)  # noqa: E731
+    ours = lambda: greedy_decode(adapter, TEXT, max_steps=STEPS)  # noqa: E731
     result, ref = ours(), theirs()  # warm-up, and the two must agree
     assert [s.token_id for s in result.steps] == ref.sequences[0, 1:].tolist(), "ours and generate disagree"
     assert "forward" not in vars(model.get_output_embeddings()), "generate must run the model as loaded"

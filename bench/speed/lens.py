@@ -94,26 +94,26 @@ def _cpu(fn) -> float:
 
 def measure(part: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        lm = PARTS[part](Path(tmp) / part)
-        text = TEXT if lm.source == "huggingface" else "A man in a blue shirt is riding a bike."
+        adapter = PARTS[part](Path(tmp) / part)
+        text = TEXT if adapter.source == "huggingface" else "A man in a blue shirt is riding a bike."
         run = dict(max_steps=STEPS, stop_at_end=False)
-        greedy_decode(lm, text, **run)  # warm up
+        greedy_decode(adapter, text, **run)  # warm up
         plain, recorded, plain_cpu, recorded_cpu = [], [], [], []
         for _ in range(DECODE_REPEATS):
             cpu = time.process_time()
-            plain.append(_timed(lambda: greedy_decode(lm, text, **run))[1])
+            plain.append(_timed(lambda: greedy_decode(adapter, text, **run))[1])
             plain_cpu.append(time.process_time() - cpu)
             cpu = time.process_time()
-            result, seconds = _timed(lambda: greedy_decode(lm, text, residuals=True, **run))
+            result, seconds = _timed(lambda: greedy_decode(adapter, text, residuals=True, **run))
             recorded_cpu.append(time.process_time() - cpu)
             recorded.append(seconds)
-        step_lens(lm, result, 0)  # warm up
-        one = min(_timed(lambda: step_lens(lm, result, len(result.steps) // 2))[1] for _ in range(REPEATS))
-        grid = min(_timed(lambda: every_step_lens(lm, result))[1] for _ in range(REPEATS))
-        one_cpu = min(_cpu(lambda: step_lens(lm, result, len(result.steps) // 2)) for _ in range(REPEATS))
-        grid_cpu = min(_cpu(lambda: every_step_lens(lm, result)) for _ in range(REPEATS))
-        return {"part": part, "model": lm.name, "steps": len(result.steps), "layers": result.residuals.n_layers,
-                "vocabulary": lm.vocab_size, "decode_s": round(min(plain), 3),
+        step_lens(adapter, result, 0)  # warm up
+        one = min(_timed(lambda: step_lens(adapter, result, len(result.steps) // 2))[1] for _ in range(REPEATS))
+        grid = min(_timed(lambda: every_step_lens(adapter, result))[1] for _ in range(REPEATS))
+        one_cpu = min(_cpu(lambda: step_lens(adapter, result, len(result.steps) // 2)) for _ in range(REPEATS))
+        grid_cpu = min(_cpu(lambda: every_step_lens(adapter, result)) for _ in range(REPEATS))
+        return {"part": part, "model": adapter.name, "steps": len(result.steps), "layers": result.residuals.n_layers,
+                "vocabulary": adapter.vocab_size, "decode_s": round(min(plain), 3),
                 "decode_recording_s": round(min(recorded), 3), "recording_ratio": round(min(recorded) / min(plain), 3),
                 "decode_cpu_s": round(min(plain_cpu), 3),
                 "recording_cpu_ratio": round(min(recorded_cpu) / min(plain_cpu), 3),
@@ -122,49 +122,49 @@ def measure(part: str) -> dict:
                 "residuals_kb": round(result.residuals.nbytes() / 1024, 1)}
 
 
-def sampling_vs_greedy(lm) -> dict:
+def sampling_vs_greedy(adapter) -> dict:
     """A 20-token sampled decode against the greedy one (what a sampled Next reads), interleaved, best of each."""
     run = dict(max_steps=STEPS, stop_at_end=False)
     settings = Sampling(temperature=0.8, top_k=50, top_p=0.95, seed=1)
-    greedy_decode(lm, TEXT, **run)
+    greedy_decode(adapter, TEXT, **run)
     plain, sampled = [], []
     for _ in range(REPEATS):
-        plain.append(_timed(lambda: greedy_decode(lm, TEXT, **run))[1])
-        sampled.append(_timed(lambda: greedy_decode(lm, TEXT, sampling=settings, **run))[1])
-    return {"part": "sampling", "model": lm.name, "greedy_s": round(min(plain), 3),
+        plain.append(_timed(lambda: greedy_decode(adapter, TEXT, **run))[1])
+        sampled.append(_timed(lambda: greedy_decode(adapter, TEXT, sampling=settings, **run))[1])
+    return {"part": "sampling", "model": adapter.name, "greedy_s": round(min(plain), 3),
             "sampled_s": round(min(sampled), 3), "sampled_ratio": round(min(sampled) / min(plain), 3)}
 
 
-def beam_vs_generate(lm) -> dict:
+def beam_vs_generate(adapter) -> dict:
     """Beam width 4, 20 tokens: the tree with every node's attention against generate(num_beams=4,
     output_attentions=True), best of each."""
-    ids = torch.tensor([read_source(lm, TEXT).ids])
+    ids = torch.tensor([read_source(adapter, TEXT).ids])
 
     def generate():
-        with lm.running():
-            return lm.network.generate(ids, attention_mask=torch.ones_like(ids), num_beams=4, do_sample=False,
-                                       max_new_tokens=STEPS, min_new_tokens=STEPS, output_attentions=True,
-                                       return_dict_in_generate=True)
+        with adapter.running():
+            return adapter.network.generate(ids, attention_mask=torch.ones_like(ids), num_beams=4, do_sample=False,
+                                            max_new_tokens=STEPS, min_new_tokens=STEPS, output_attentions=True,
+                                            return_dict_in_generate=True)
 
     generate()
     ours, theirs = [], []
     for _ in range(REPEATS):
         theirs.append(_timed(generate)[1])
-        tree, seconds = _timed(lambda: beam_tree(lm, TEXT, 4, max_steps=STEPS))
+        tree, seconds = _timed(lambda: beam_tree(adapter, TEXT, 4, max_steps=STEPS))
         ours.append(seconds)
-    return {"part": "beam", "model": lm.name, "generate_s": round(min(theirs), 3), "tree_s": round(min(ours), 3),
+    return {"part": "beam", "model": adapter.name, "generate_s": round(min(theirs), 3), "tree_s": round(min(ours), 3),
             "tree_ratio": round(min(ours) / min(theirs), 3), "nodes": len(tree.nodes)}
 
 
-def trace_size(lm) -> dict:
+def trace_size(adapter) -> dict:
     """The trace JSON of a 20-token decode at bart-large's shape with the lens and the width-4 beam tree, against the
     replay's 20 MB limit."""
     from transformer.analysis import every_step_lens, lens_dict
-    result = greedy_decode(lm, TEXT, max_steps=STEPS, stop_at_end=False, residuals=True)
+    result = greedy_decode(adapter, TEXT, max_steps=STEPS, stop_at_end=False, residuals=True)
     plain = len(json.dumps(result.to_dict()))
-    lens = len(json.dumps(lens_dict(every_step_lens(lm, result))))
-    beam = len(json.dumps(beam_tree(lm, TEXT, 4, max_steps=STEPS).to_dict()))
-    return {"part": "size", "model": lm.name, "trace_mb": round(plain / 1e6, 2), "lens_mb": round(lens / 1e6, 3),
+    lens = len(json.dumps(lens_dict(every_step_lens(adapter, result))))
+    beam = len(json.dumps(beam_tree(adapter, TEXT, 4, max_steps=STEPS).to_dict()))
+    return {"part": "size", "model": adapter.name, "trace_mb": round(plain / 1e6, 2), "lens_mb": round(lens / 1e6, 3),
             "beam_mb": round(beam / 1e6, 2), "total_mb": round((plain + lens + beam) / 1e6, 2)}
 
 
@@ -173,8 +173,8 @@ def main(argv: list[str]) -> None:
     for part in argv or [*PARTS, *EXTRA]:
         if part in EXTRA:
             with tempfile.TemporaryDirectory() as tmp:
-                lm = EXTRA[part](Path(tmp) / part)
-                figures = {"sampling": sampling_vs_greedy, "beam": beam_vs_generate, "size": trace_size}[part](lm)
+                adapter = EXTRA[part](Path(tmp) / part)
+                figures = {"sampling": sampling_vs_greedy, "beam": beam_vs_generate, "size": trace_size}[part](adapter)
             print(json.dumps(figures), flush=True)
         else:
             print(json.dumps(measure(part)), flush=True)

@@ -62,43 +62,43 @@ def timed(fn, name: str = ""):
     return value, time.perf_counter() - start
 
 
-def weights_gb(lm) -> float:
-    return sum(p.numel() * p.element_size() for p in lm.network.parameters()) / 2**30
+def weights_gb(adapter) -> float:
+    return sum(p.numel() * p.element_size() for p in adapter.network.parameters()) / 2**30
 
 
-def _baseline_s(lm, setup, site: str) -> float:
+def _baseline_s(adapter, setup, site: str) -> float:
     """Seconds to patch every site of `site` one forward each (batch 1), from a sample."""
-    sites = sites_of(lm, setup, [site])
+    sites = sites_of(adapter, setup, [site])
     sample = sites[:: max(1, len(sites) // BASELINE_SAMPLE)][:BASELINE_SAMPLE]
-    _, seconds = timed(lambda: patched_metrics(lm, setup, [s.patches for s in sample], batch=1))
+    _, seconds = timed(lambda: patched_metrics(adapter, setup, [s.patches for s in sample], batch=1))
     return seconds / len(sample) * len(sites)
 
 
 def part_bart() -> dict:
     from bench.common.shapes import bart_large_shape
     with tempfile.TemporaryDirectory() as tmp:
-        lm = bart_large_shape(Path(tmp) / "bart")
+        adapter = bart_large_shape(Path(tmp) / "bart")
         loaded = peak_rss_gb()
         g = torch.Generator().manual_seed(0)
-        output = torch.randint(4, len(lm.tokenizer), (20,), generator=g).tolist()  # 20 output tokens
-        setup = prepare_patching(lm, TEXT, EDITED, step=19, output=output)
-        baseline = _baseline_s(lm, setup, HEADS)
-        exact, exact_s = timed(lambda: patch_sites(lm, setup, [HEADS]), "exact")
-        estimate, estimate_s = timed(lambda: estimate_patching(lm, setup, [HEADS]), "estimate")
+        output = torch.randint(4, len(adapter.tokenizer), (20,), generator=g).tolist()  # 20 output tokens
+        setup = prepare_patching(adapter, TEXT, EDITED, step=19, output=output)
+        baseline = _baseline_s(adapter, setup, HEADS)
+        exact, exact_s = timed(lambda: patch_sites(adapter, setup, [HEADS]), "exact")
+        estimate, estimate_s = timed(lambda: estimate_patching(adapter, setup, [HEADS]), "estimate")
         return {"heads": len(exact.frame), "source_tokens": setup.src[1].shape[1], "target_step": 20,
                 "exact_s": round(exact_s, 2), "baseline_batch1_s": round(baseline, 1),
                 "speedup": round(baseline / exact_s, 2), "estimate_s": round(estimate_s, 2),
                 "spearman_estimate_vs_exact": round(patching_agreement(estimate, exact.frame), 3),
-                "weights_gb": round(weights_gb(lm), 2), "rss_after_load_gb": round(loaded, 2),
+                "weights_gb": round(weights_gb(adapter), 2), "rss_after_load_gb": round(loaded, 2),
                 "peak_rss_gb": round(peak_rss_gb(), 2), "peak_over_load_gb": round(peak_rss_gb() - loaded, 2),
                 "cpu_s": CPU, "threads": torch.get_num_threads()}
 
 
-def edit_compare_server(lm, text_a: str, text_b: str):
+def edit_compare_server(adapter, text_a: str, text_b: str):
     """What Compare's edit mode computes on the server for a new pair of inputs: both decodes as one batch, the
     comparison, and the specs of the charts it opens on (B − A of the first kind's first layer, heads' movement)."""
-    decoded = tuple(greedy_decode_many(lm, [text_a, text_b]))
-    compared = compare_edit(lm, text_a, text_b, decoded=decoded)
+    decoded = tuple(greedy_decode_many(adapter, [text_a, text_b]))
+    compared = compare_edit(adapter, text_a, text_b, decoded=decoded)
     kind = compared.a.trace.kinds[0]
     aligned_difference_heatmap(compared.differences[kind], 0, None).to_dict()
     head_movement_heatmap(compared.ranking, kind).to_dict()
@@ -108,19 +108,19 @@ def edit_compare_server(lm, text_a: str, text_b: str):
 def part_opus() -> dict:
     from bench.common.shapes import opus_size_marian
     with tempfile.TemporaryDirectory() as tmp:
-        lm = opus_size_marian(Path(tmp) / "marian")
+        adapter = opus_size_marian(Path(tmp) / "marian")
         loaded = peak_rss_gb()
-        greedy_decode(lm, "warm up", max_steps=3)  # one-off costs (first calls into torch) outside every figure
-        clean = greedy_decode(lm, SHORT, max_steps=20)
+        greedy_decode(adapter, "warm up", max_steps=3)  # one-off costs (first calls into torch) outside every figure
+        clean = greedy_decode(adapter, SHORT, max_steps=20)
         output = [s.token_id for s in clean.steps]
-        setup = prepare_patching(lm, SHORT, SHORT.replace(" dog ", " cat "), step=len(output) - 1, output=output)
-        baseline = _baseline_s(lm, setup, ENCODER_OUTPUT)
-        encoder, encoder_s = timed(lambda: patch_sites(lm, setup, [ENCODER_OUTPUT]), "encoder_output")
-        decoded, decodes_s = timed(lambda: tuple(greedy_decode(lm, t) for t in (TEXT, EDITED)),
+        setup = prepare_patching(adapter, SHORT, SHORT.replace(" dog ", " cat "), step=len(output) - 1, output=output)
+        baseline = _baseline_s(adapter, setup, ENCODER_OUTPUT)
+        encoder, encoder_s = timed(lambda: patch_sites(adapter, setup, [ENCODER_OUTPUT]), "encoder_output")
+        decoded, decodes_s = timed(lambda: tuple(greedy_decode(adapter, t) for t in (TEXT, EDITED)),
                                    "two_decodes_one_after_the_other")
-        _, batched_s = timed(lambda: greedy_decode_many(lm, [TEXT, EDITED]), "two_decodes_batched")
-        compared, server_s = timed(lambda: edit_compare_server(lm, TEXT, EDITED), "edit_compare_server")
-        _, after_s = timed(lambda: compare_edit(lm, TEXT, EDITED, decoded=decoded), "edit_compare_cached_decodes")
+        _, batched_s = timed(lambda: greedy_decode_many(adapter, [TEXT, EDITED]), "two_decodes_batched")
+        compared, server_s = timed(lambda: edit_compare_server(adapter, TEXT, EDITED), "edit_compare_server")
+        _, after_s = timed(lambda: compare_edit(adapter, TEXT, EDITED, decoded=decoded), "edit_compare_cached_decodes")
         maps = sum(d.a.shape[0] * d.a.shape[1] for d in compared.differences.values())
         return {"source_tokens": setup.src[0].shape[1], "encoder_positions": len(encoder.frame),
                 "encoder_output_s": round(encoder_s, 2), "encoder_baseline_batch1_s": round(baseline, 2),
@@ -128,7 +128,7 @@ def part_opus() -> dict:
                 "edit_compare_source_tokens": [len(compared.a.trace.source_tokens),
                                                len(compared.b.trace.source_tokens)],
                 "output_tokens": [len(compared.a.steps), len(compared.b.steps)],
-                "max_steps": lm.default_max_steps(len(compared.a.trace.source_tokens)),
+                "max_steps": adapter.default_max_steps(len(compared.a.trace.source_tokens)),
                 "edit_compare_server_s": round(server_s, 2), "two_decodes_one_after_the_other_s": round(decodes_s, 2),
                 "two_decodes_batched_s": round(batched_s, 2),
                 "server_over_sequential_decodes": round(server_s / decodes_s, 2),

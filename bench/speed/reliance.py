@@ -37,16 +37,16 @@ def _timed(fn):
 
 def measure(part: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        lm = PARTS[part](Path(tmp) / part)
+        adapter = PARTS[part](Path(tmp) / part)
         run = dict(max_steps=STEPS, stop_at_end=False)
-        result = greedy_decode(lm, TEXT, **run)  # warm up both
-        reliance(lm, result)
+        result = greedy_decode(adapter, TEXT, **run)  # warm up both
+        reliance(adapter, result)
         decode, found = [], []
         for _ in range(REPEATS):  # interleaved, so both see the same machine
-            result, seconds = _timed(lambda: greedy_decode(lm, TEXT, **run))
+            result, seconds = _timed(lambda: greedy_decode(adapter, TEXT, **run))
             decode.append(seconds)
-            found.append(_timed(lambda result=result: reliance(lm, result))[1])
-        return {"part": part, "model": lm.name, "words": len(TEXT.split()), "steps": len(result.steps),
+            found.append(_timed(lambda result=result: reliance(adapter, result))[1])
+        return {"part": part, "model": adapter.name, "words": len(TEXT.split()), "steps": len(result.steps),
                 "decode_s": round(min(decode), 3), "reliance_s": round(min(found), 3),
                 "ratio": round(min(found) / min(decode), 3), "median_ratio": round(
                     sorted(f / d for f, d in zip(found, decode, strict=True))[REPEATS // 2], 3)}

@@ -49,21 +49,21 @@ def timed(fn):
     return value, time.perf_counter() - start
 
 
-def sweep_figures(lm, text: str, out: list[int], bf16: bool = True) -> dict:
+def sweep_figures(adapter, text: str, out: list[int], bf16: bool = True) -> dict:
     """Exact sweep (fp32, bf16), the estimate, the baseline per head, Spearman of estimate vs exact."""
-    src, tgt_in = teacher_inputs(lm, text, out)
+    src, tgt_in = teacher_inputs(adapter, text, out)
     targets = torch.tensor(out)
-    heads = all_heads(lm)
+    heads = all_heads(adapter)
     sample = heads[:: max(1, len(heads) // BASELINE_SAMPLE)][:BASELINE_SAMPLE]
-    _, one = timed(lambda: [output_log_prob(lm, src, tgt_in, targets, head_mask(lm, [h])) for h in sample])
-    sweep, exact_s = timed(lambda: sweep_heads(lm, text, out))
-    estimate, estimate_s = timed(lambda: estimate_head_effects(lm, text, out))
+    _, one = timed(lambda: [output_log_prob(adapter, src, tgt_in, targets, head_mask(adapter, [h])) for h in sample])
+    sweep, exact_s = timed(lambda: sweep_heads(adapter, text, out))
+    estimate, estimate_s = timed(lambda: estimate_head_effects(adapter, text, out))
     figures = {"heads": len(heads), "output_tokens": len(out), "source_tokens": len(src[0]),
                "baseline_one_at_a_time_s": round(one / len(sample) * len(heads), 1),
                "exact_fp32_s": round(exact_s, 2), "estimate_s": round(estimate_s, 2),
                "spearman_estimate_vs_exact": round(estimate_agreement(estimate, sweep.frame), 3)}
     if bf16:
-        fast, bf16_s = timed(lambda: sweep_heads(lm, text, out, dtype=torch.bfloat16))
+        fast, bf16_s = timed(lambda: sweep_heads(adapter, text, out, dtype=torch.bfloat16))
         both = sweep.frame.merge(fast.frame, on="label", suffixes=("", "_bf16"))
         figures |= {"exact_bf16_s": round(bf16_s, 2),
                     "bf16_max_abs_error": round(float((both["drop"] - both["drop_bf16"]).abs().max()), 4)}
@@ -73,23 +73,23 @@ def sweep_figures(lm, text: str, out: list[int], bf16: bool = True) -> dict:
 
 def part_bart() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        lm = bart_large_shape(Path(tmp) / "bart")
+        adapter = bart_large_shape(Path(tmp) / "bart")
         g = torch.Generator().manual_seed(0)
-        out = torch.randint(4, len(lm.tokenizer), (20,), generator=g).tolist()  # 20 output tokens, teacher-forced
-        return sweep_figures(lm, TEXT, out) | {"peak_rss_gb": round(peak_rss_gb(), 2)}
+        out = torch.randint(4, len(adapter.tokenizer), (20,), generator=g).tolist()  # 20 output tokens, teacher-forced
+        return sweep_figures(adapter, TEXT, out) | {"peak_rss_gb": round(peak_rss_gb(), 2)}
 
 
 def part_opus() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        lm = opus_size_marian(Path(tmp) / "marian")
+        adapter = opus_size_marian(Path(tmp) / "marian")
         loaded = peak_rss_gb()
         # the `heads` report (sweep + agreement) with each attribution method; a random model never stops
-        fast, fast_s = timed(lambda: head_report(lm, TEXT, max_steps=20, method="gradient_x_input"))
+        fast, fast_s = timed(lambda: head_report(adapter, TEXT, max_steps=20, method="gradient_x_input"))
         fast_rss = peak_rss_gb()
-        report, report_s = timed(lambda: head_report(lm, TEXT, max_steps=20))
+        report, report_s = timed(lambda: head_report(adapter, TEXT, max_steps=20))
         rss = peak_rss_gb()
         out = output_ids(report.result)
-        figures = sweep_figures(lm, TEXT, out, bf16=False)
+        figures = sweep_figures(adapter, TEXT, out, bf16=False)
     return {"heads_report_gradient_x_input_s": round(fast_s, 2), "peak_rss_gradient_x_input_gb": round(fast_rss, 2),
             "heads_report_ig_s": round(report_s, 2), "heads_report_ig_points": 32,
             "rss_after_load_gb": round(loaded, 2), "peak_rss_gb": round(rss, 2), **figures}
@@ -97,10 +97,10 @@ def part_opus() -> dict:
 
 def part_multi30k() -> dict:
     from transformer.store import open_model
-    lm = open_model(str(ROOT / "checkpoints" / "multi30k-en-de"))
+    adapter = open_model(str(ROOT / "checkpoints" / "multi30k-en-de"))
     text = "Two young children in blue shirts are playing soccer on a green field."
-    out = output_ids(greedy_decode(lm, text))
-    return sweep_figures(lm, text, out, bf16=False)
+    out = output_ids(greedy_decode(adapter, text))
+    return sweep_figures(adapter, text, out, bf16=False)
 
 
 PARTS = {"opus": part_opus, "multi30k": part_multi30k, "bart": part_bart}

@@ -40,8 +40,8 @@ def _best(fn, repeats: int = REPEATS) -> tuple[object, float]:
 
 
 def qk(folder: Path) -> dict:
-    lm = bart_large_shape(folder)
-    parts, capture_s = _best(lambda: decode_parts(lm, TEXT, max_steps=STEPS), 1)
+    adapter = bart_large_shape(folder)
+    parts, capture_s = _best(lambda: decode_parts(adapter, TEXT, max_steps=STEPS), 1)
     n_src, n_dec = len(parts.source_tokens), len(parts.decoder_tokens)
     out = {"part": "qk", "shape": "bart-large", "source_tokens": n_src, "decoder_tokens": n_dec,
            "capture_s": round(capture_s, 3), "capture_mb": round(parts.capture.insides.nbytes() / 2 ** 20, 1)}
@@ -57,11 +57,11 @@ def qk(folder: Path) -> dict:
 def composition(folder: Path) -> dict:
     """The scores, against the 20-step decode with its capture and against one (1024 x 1024) @ (1024 x 1024) fp32
     product (the unit the scores are made of: one per writing layer, reading layer and type)."""
-    lm = bart_large_shape(folder)
-    _, decode_s = _best(lambda: decode_parts(lm, TEXT, max_steps=STEPS), 1)
+    adapter = bart_large_shape(folder)
+    _, decode_s = _best(lambda: decode_parts(adapter, TEXT, max_steps=STEPS), 1)
     a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
     _, gemm_s = _best(lambda: a @ b, 5)
-    frame, seconds = _best(lambda: composition_scores(lm), 1)
+    frame, seconds = _best(lambda: composition_scores(adapter), 1)
     products = sum(frame[m].notna().sum() for m in ("q", "k", "v")) // 256  # 16 x 16 heads a product
     return {"part": "composition", "shape": "bart-large", "pairs": len(frame), "seconds": round(seconds, 2),
             "decode_and_capture_s": round(decode_s, 2), "vs_decode": round(seconds / decode_s, 2),
@@ -70,8 +70,8 @@ def composition(folder: Path) -> dict:
 
 
 def routes(folder: Path) -> dict:
-    lm = opus_size_marian(folder)
-    parts, capture_s = _best(lambda: decode_parts(lm, TEXT, max_steps=STEPS), 1)
+    adapter = opus_size_marian(folder)
+    parts, capture_s = _best(lambda: decode_parts(adapter, TEXT, max_steps=STEPS), 1)
     step = parts.n_steps
     (found, _), seconds = _best(lambda: step_route(parts, step), 3)  # a fresh graph each time: nothing reused
     return {"part": "routes", "shape": "opus-mt", "step": step, "edges": len(found.edges), "nodes": len(found.nodes),

@@ -39,10 +39,11 @@ def test_heads_json_reports_decoder_self_attention_agreement_as_the_library_comp
     code, out, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--ig-steps", "16")
     assert code == 0
     block = json.loads(out)["agreement"]["decoder_self"]
-    lm = open_model(REVERSE)
-    result = greedy_decode(lm, "attention")
+    adapter = open_model(REVERSE)
+    result = greedy_decode(adapter, "attention")
     expected = agreement_frame(result.trace.decoder_self,
-                               attribute_steps(lm, "attention", output_ids(result), n_steps=16), kind="decoder_self")
+                               attribute_steps(adapter, "attention", output_ids(result), n_steps=16),
+                               kind="decoder_self")
     expected = expected[expected["head"] >= 0]
     assert [h["label"] for h in block["heads"]] == [f"dec:{label}" for label in expected["label"]] == \
         [f"dec:L1H{h}" for h in range(1, 5)]
@@ -98,9 +99,9 @@ def test_heads_compares_attention_with_gradient_x_input_when_asked(capsys):
     code, out, _ = run(capsys, "heads", REVERSE, "attention", "--json", "--attribution", "gradient_x_input")
     agreement = json.loads(out)["agreement"]
     assert code == 0 and agreement["method"] == "gradient_x_input" and "baseline" not in agreement
-    lm = open_model(str(REVERSE))
-    result = greedy_decode(lm, "attention", top_k=1)
-    attributions = attribute_steps(lm, "attention", output_ids(result), method="gradient_x_input")
+    adapter = open_model(str(REVERSE))
+    result = greedy_decode(adapter, "attention", top_k=1)
+    attributions = attribute_steps(adapter, "attention", output_ids(result), method="gradient_x_input")
     frame = agreement_frames(result.trace, attributions)
     cross = frame[(frame["kind"] == "cross") & (frame["head"] >= 0)].sort_values("head")
     assert [h["spearman"] for h in agreement["heads"]] == pytest.approx(cross["spearman"].round(4).tolist(), abs=1e-4)

@@ -42,13 +42,13 @@ def test_contributions_are_every_heads_map(reverse: Path, tmp_path: Path) -> Non
     assert main(["decode", str(reverse), TEXT, "--trace-json", str(out), "--contributions"]) == 0
     saved = json.loads(out.read_text())["contributions"]
     ckpt = load_checkpoint(reverse, load_optimizer=False)
-    lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
-    result = greedy_decode(lm, TEXT)
-    captured = capture_decode(lm, result)
+    adapter = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+    result = greedy_decode(adapter, TEXT)
+    captured = capture_decode(adapter, result)
     last = result.trace.axis_sizes("cross")[0] - 1
-    expected = key_vectors(lm, captured.insides, "cross", 1, 0, captured.query_of_row("cross", last)).norm(dim=-1)
+    expected = key_vectors(adapter, captured.insides, "cross", 1, 0, captured.query_of_row("cross", last)).norm(dim=-1)
     assert saved["heads"]["cross"][1][0][last] == pytest.approx(expected.tolist(), abs=1e-5)
-    assert set(saved["mean"]) == set(lm.family.kinds)
+    assert set(saved["mean"]) == set(adapter.family.kinds)
     assert "Kobayashi" in saved["formula"]
 
 
@@ -81,6 +81,6 @@ def test_a_decoder_only_model_has_its_self_attention(tmp_path: Path) -> None:
     assert main(["decode", "checkpoints/reverse-decoder-only", "abc", "--trace-json", str(out),
                  "--internals", "self:L1H1", "--contributions"]) == 0
     saved = json.loads(out.read_text())
-    lm = open_model("checkpoints/reverse-decoder-only")
-    assert set(saved["contributions"]["heads"]) == {"self"} == set(lm.family.kinds)
+    adapter = open_model("checkpoints/reverse-decoder-only")
+    assert set(saved["contributions"]["heads"]) == {"self"} == set(adapter.family.kinds)
     assert saved["internals"]["first_row"] == 0

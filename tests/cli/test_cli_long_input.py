@@ -38,14 +38,14 @@ def test_standard_input_is_one_long_input_decoded_as_generate_does(qwen, capsys,
     code, out, err = run(capsys, "decode", qwen, "-", "--max-steps", "4", "--trace-json", path)
     assert code == 0, err
     data = json.loads(path.read_text())
-    lm = open_model(str(qwen))
-    prompt = lm.decoder_prefix(lm.tokenize_source(LONG))
+    adapter = open_model(str(qwen))
+    prompt = adapter.decoder_prefix(adapter.tokenize_source(LONG))
     assert len(prompt) > 2048  # past the studio's old cap of 2,048 tokens
     ids = torch.tensor([prompt])
-    with lm.running():
-        want = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=4)
+    with adapter.running():
+        want = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=4)
     assert [s["token_id"] for s in data["steps"]] == want[0, len(prompt):].tolist()
-    assert out.strip() == lm.detokenize(want[0, len(prompt):].tolist()).strip()
+    assert out.strip() == adapter.detokenize(want[0, len(prompt):].tolist()).strip()
 
 
 def test_an_input_file_gz_or_plain_is_the_same_input_as_standard_input(qwen, capsys, monkeypatch, tmp_path):

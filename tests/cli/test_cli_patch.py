@@ -20,8 +20,9 @@ def test_json_holds_each_site_and_matches_the_library(capsys):
     encoder = [r for r in out["sites"] if r["site"] == ENCODER_OUTPUT]
     best = max(encoder, key=lambda r: r["recovery"])
     assert best["token"] == "g" and best["position"] == 6
-    lm = open_model(MODEL)
-    frame = patch_sites(lm, prepare_patching(lm, "abcdefghijkl", "abcdefxhijkl", contrast="x"), [ENCODER_OUTPUT]).frame
+    adapter = open_model(MODEL)
+    frame = patch_sites(adapter, prepare_patching(adapter, "abcdefghijkl", "abcdefxhijkl", contrast="x"),
+                        [ENCODER_OUTPUT]).frame
     assert best["recovery"] == pytest.approx(float(frame["recovery"].max()), abs=1e-6)
     assert {r["site"] for r in out["sites"]} == {"encoder output", "head", "residual"}
 

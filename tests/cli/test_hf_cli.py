@@ -54,8 +54,8 @@ def test_eval_scores_any_model_on_parallel_files_like_sacrebleu(folders, capsys,
                          str(tmp_path / "t.txt"))
     assert code == 0, err
     scores = json.loads(out)
-    lm = HFSeq2Seq.load(str(folders["bart"]))
-    hyps = [greedy_decode(lm, line).output_text for line in lines]  # batched eval = one sentence at a time
+    adapter = HFSeq2Seq.load(str(folders["bart"]))
+    hyps = [greedy_decode(adapter, line).output_text for line in lines]  # batched eval = one sentence at a time
     assert scores["n"] == 12
     assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [list(reversed(lines))]).score)
 

@@ -23,9 +23,9 @@ def test_decode_lens_writes_the_librarys_lens_into_the_trace_json(tmp_path: Path
     path = tmp_path / "trace.json"
     assert main(["decode", REVERSE, TEXT, "--lens", "--lens-top-k", "3", "--trace-json", str(path)]) == 0
     captured = capsys.readouterr()
-    lm = open_model(REVERSE)
-    result = greedy_decode(lm, TEXT, residuals=True)
-    expected = every_step_lens(lm, result, k=3)
+    adapter = open_model(REVERSE)
+    result = greedy_decode(adapter, TEXT, residuals=True)
+    expected = every_step_lens(adapter, result, k=3)
     assert captured.out == result.output_text + "\n"
     assert "lens, step 1:" in captured.err and "embeddings" in captured.err
     data = json.loads(path.read_text())["lens"]
@@ -42,8 +42,8 @@ def test_decode_lens_with_a_reference_is_the_teacher_forced_lens(tmp_path: Path,
     from transformer.decode import teacher_forced
     path = tmp_path / "trace.json"
     assert main(["decode", REVERSE, TEXT, "--reference", "jihgfedcba", "--lens", "--trace-json", str(path)]) == 0
-    lm = open_model(REVERSE)
-    expected = every_step_lens(lm, teacher_forced(lm, TEXT, "jihgfedcba", residuals=True))
+    adapter = open_model(REVERSE)
+    expected = every_step_lens(adapter, teacher_forced(adapter, TEXT, "jihgfedcba", residuals=True))
     written = json.loads(path.read_text())["lens"]["steps"]
     assert [[layer["rank"] for layer in s["layers"]] for s in written] == [[p.rank for p in s.layers] for s in expected]
 
@@ -70,11 +70,11 @@ def test_bad_lens_requests_get_one_line(model, flags, message, capsys):
 
 
 def test_the_notebook_lens_is_the_librarys():
-    lm = open_model(REVERSE)
-    result = greedy_decode(lm, TEXT, residuals=True)
-    grid = notebook.lens(lm, TEXT)
-    assert grid.equals(lens_grid(every_step_lens(lm, result)).to_frame())
+    adapter = open_model(REVERSE)
+    result = greedy_decode(adapter, TEXT, residuals=True)
+    grid = notebook.lens(adapter, TEXT)
+    assert grid.equals(lens_grid(every_step_lens(adapter, result)).to_frame())
     one = notebook.lens(REVERSE, TEXT, step=2)
-    assert list(one["rank"]) == [p.rank for p in step_lens(lm, result, 1).layers]
+    assert list(one["rank"]) == [p.rank for p in step_lens(adapter, result, 1).layers]
     with pytest.raises(ValueError, match="steps 1 to"):
-        notebook.lens(lm, TEXT, step=99)
+        notebook.lens(adapter, TEXT, step=99)

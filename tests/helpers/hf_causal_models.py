@@ -71,12 +71,12 @@ def build(family: str, folder: Path, seed: int = 0, size: dict[str, int] | None 
     folder.mkdir(parents=True, exist_ok=True)
     tok = tokenizer(family, lines())
     torch.manual_seed(seed)
-    lm = model(family, len(tok), size or SIZE, tok)
+    network = model(family, len(tok), size or SIZE, tok)
     with torch.no_grad():  # a random model stops at once if an end token wins: make its end logits lose
-        for eos in lm.generation_config.eos_token_id if isinstance(lm.generation_config.eos_token_id, list) else \
-                [lm.generation_config.eos_token_id]:
-            lm.lm_head.weight[eos] = 0.0
-    lm.save_pretrained(folder)
+        eos_ids = network.generation_config.eos_token_id
+        for eos in eos_ids if isinstance(eos_ids, list) else [eos_ids]:
+            network.lm_head.weight[eos] = 0.0
+    network.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
 
@@ -122,9 +122,9 @@ def build_new(family: str, folder: Path, seed: int = 0, window: int | None = Non
     folder.mkdir(parents=True, exist_ok=True)
     tok = tokenizer("llama", lines())
     torch.manual_seed(seed)
-    lm = new_model(family, len(tok), tok, window, **extra)
+    network = new_model(family, len(tok), tok, window, **extra)
     with torch.no_grad():  # a random model stops at once if its end token wins: make its end logit lose
-        lm.get_output_embeddings().weight[tok.eos_token_id] = 0.0
-    lm.save_pretrained(folder)
+        network.get_output_embeddings().weight[tok.eos_token_id] = 0.0
+    network.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder

@@ -92,13 +92,13 @@ def build(family: str, folder: Path, seed: int = 0, size: dict[str, int] | None 
     folder.mkdir(parents=True, exist_ok=True)
     tok = tokenizer(family, lines())
     torch.manual_seed(seed)
-    lm = model(family, len(tok), size or SIZE, tok)
+    network = model(family, len(tok), size or SIZE, tok)
     with torch.no_grad():  # norms away from 1/0, so a norm left out or used twice shows in the output head
-        for module in lm.modules():
+        for module in network.modules():
             if isinstance(module, torch.nn.LayerNorm):
                 module.weight.uniform_(0.5, 1.5)
                 if module.bias is not None:
                     module.bias.uniform_(-0.5, 0.5)
-    lm.save_pretrained(folder)
+    network.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder

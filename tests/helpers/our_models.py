@@ -30,9 +30,9 @@ def _ours(name: str) -> InspectableModel:
     return adapter_for(model, task.src_tokenizer, task.tgt_tokenizer, name=name)
 
 
-def _inputs(lm: InspectableModel, text: str = TEXT) -> tuple[torch.Tensor, torch.Tensor]:
+def _inputs(adapter: InspectableModel, text: str = TEXT) -> tuple[torch.Tensor, torch.Tensor]:
     """Source ids (1, S) and decoder inputs (1, T): the start and a few target pieces, or the prompt and more."""
-    ours = "abcdefg" if lm.family.decodes else "abc<mask>efg </s> gfedcba"  # our masked LM: a pair with a mask
-    source = lm.tokenize_source(text if lm.source == "huggingface" else ours)
-    more = lm.target_ids("the dog sees" if lm.source == "huggingface" else "gfed")[:4]
-    return torch.tensor([source.ids]), torch.tensor([[*lm.decoder_prefix(source), *more]])
+    ours = "abcdefg" if adapter.family.decodes else "abc<mask>efg </s> gfedcba"  # our masked LM: a pair with a mask
+    source = adapter.tokenize_source(text if adapter.source == "huggingface" else ours)
+    more = adapter.target_ids("the dog sees" if adapter.source == "huggingface" else "gfed")[:4]
+    return torch.tensor([source.ids]), torch.tensor([[*adapter.decoder_prefix(source), *more]])

@@ -39,10 +39,10 @@ def _qwen3(folder: Path) -> InspectableModel:
     return adapter_for(Qwen3ForCausalLM(config).eval(), tiny.tokenizer, name="qwen3")
 
 
-def _rescaled(lm: InspectableModel) -> InspectableModel:
+def _rescaled(adapter: InspectableModel) -> InspectableModel:
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        for module in lm.network.modules():
+        for module in adapter.network.modules():
             weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
             if not isinstance(weight, torch.Tensor) or isinstance(module, nn.Embedding):
                 continue
@@ -55,4 +55,4 @@ def _rescaled(lm: InspectableModel) -> InspectableModel:
                 weight.copy_(torch.randn(weight.shape, generator=gen) * fan_in ** -0.5)
                 if isinstance(bias, torch.Tensor):
                     bias.copy_(torch.randn(bias.shape, generator=gen) * 0.1)
-    return lm
+    return adapter

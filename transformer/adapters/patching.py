@@ -9,7 +9,7 @@ Two kinds of place, named by the model itself (`patch_points`):
   h * Dh .. (h + 1) * Dh): a forward pre-hook on the projection (GPT-2's `c_proj` is a Conv1D, the same input);
   grouped-query models have one such slice per query head, so patching is per query head.
 `recording_activations` reads the same places (the clean run), `patching` writes them (the corrupted runs), one
-patch per batch row or for every row. Hold the model's lock (`lm.running()`) around either.
+patch per batch row or for every row. Hold the model's lock (`adapter.running()`) around either.
 """
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ class PatchPoints:
     projections: Mapping[str, Sequence[nn.Module]]  # attention kind -> each layer's output projection
 
 
-def patch_points(lm: Any) -> PatchPoints:
-    """Where `lm` (an `InspectableModel`) is patched: the layers of its residual stream (`residual_layers`) and its
+def patch_points(adapter: Any) -> PatchPoints:
+    """Where `adapter` (an `InspectableModel`) is patched: the layers of its residual stream (`residual_layers`) and its
     attention output projections (`output_projections`), as the model itself names them."""
     try:
-        return PatchPoints(lm.residual_layers(), lm.output_projections())
+        return PatchPoints(adapter.residual_layers(), adapter.output_projections())
     except (NotImplementedError, AttributeError) as e:
-        raise NotImplementedError(f"{lm.name}: this model's activations cannot be patched ({e})") from e
+        raise NotImplementedError(f"{adapter.name}: this model's activations cannot be patched ({e})") from e
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """How a model knows where a token is, read from the model itself (never from its family's name): a fixed table of
 sines and cosines, a learned table, T5's learned bias per relative-distance bucket, or RoPE's rotation frequencies.
-`position_scheme(lm)` finds the one the network has and returns its numbers with one sentence on what it does."""
+`position_scheme(adapter)` finds the one the network has and returns its numbers with one sentence on what it does."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,8 +67,8 @@ def _table(network: nn.Module) -> PositionScheme | None:
     return None
 
 
-def position_scheme(lm: InspectableModel) -> PositionScheme | None:
+def position_scheme(adapter: InspectableModel) -> PositionScheme | None:
     """The network's positions (rotary, relative buckets, or a table added to the embeddings), or None if none of
     these is found."""
-    network = lm.network
+    network = adapter.network
     return _rotary(network) or _relative(network) or _table(network)

@@ -80,17 +80,17 @@ def layer_of(inputs: AttentionInputs, causal: bool, where: str, projection: Tens
     return layer_store(one.queries[0], one.keys[0], rules, one.groups, norms)
 
 
-def store_of_insides(lm: InspectableModel, insides: Insides) -> AttentionStore:
+def store_of_insides(adapter: InspectableModel, insides: Insides) -> AttentionStore:
     """The attention store of the first sequence of `insides`, every kind and layer."""
     layers = {}
     for kind, captured in insides.inputs.items():
-        layers[kind] = tuple(layer_of(inputs, lm.family.causal(kind), f"{lm.name} {kind} layer {i}",
-                                      lm.output_projection(kind, i)[0].detach())
+        layers[kind] = tuple(layer_of(inputs, adapter.family.causal(kind), f"{adapter.name} {kind} layer {i}",
+                                      adapter.output_projection(kind, i)[0].detach())
                              for i, inputs in enumerate(captured))
     return AttentionStore(layers)
 
 
-def attention_store(lm: InspectableModel, src: Tensor, tgt: Tensor) -> AttentionStore:
+def attention_store(adapter: InspectableModel, src: Tensor, tgt: Tensor) -> AttentionStore:
     """The store of one teacher-forced input (`insides`' arguments): eager attention, so for short inputs."""
     with torch.no_grad():
-        return store_of_insides(lm, lm.insides(src, tgt))
+        return store_of_insides(adapter, adapter.insides(src, tgt))

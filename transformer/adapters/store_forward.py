@@ -204,30 +204,32 @@ def storing_native(modules: Sequence[MultiHeadAttention], chunks: list[StoreChun
             found["self"][layer] = None
 
 
-def _hf_parts(lm: Any) -> tuple[list[nn.Module], list[nn.Module]]:
+def _hf_parts(adapter: Any) -> tuple[list[nn.Module], list[nn.Module]]:
     from .hf_causal import _attention, _layers, causal_attention_outputs
-    return [_attention(layer) for layer in _layers(lm.model)], causal_attention_outputs(lm.model)["self"]
+    return [_attention(layer) for layer in _layers(adapter.model)], causal_attention_outputs(adapter.model)["self"]
 
 
-def store_chunks(lm: Any) -> dict[str, list[StoreChunks]]:
+def store_chunks(adapter: Any) -> dict[str, list[StoreChunks]]:
     """Empty chunks for every layer of a decoder-only model's one kind."""
-    return {"self": [StoreChunks() for _ in range(lm.head_counts()["self"][0])]}
+    return {"self": [StoreChunks() for _ in range(adapter.head_counts()["self"][0])]}
 
 
-def store_feed(lm: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
+def store_feed(adapter: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
                ) -> Tensor:
     """Feed `ids` (1, t) after what `cache` holds through the fused path, the rows going into `chunks`; the logits
     (1, V) after the last id (a prefill computes no other position's logits)."""
     from .hf_causal import HFCausalLM
     from .native_causal import NativeDecoderOnly
-    if isinstance(lm, HFCausalLM):
-        modules, projections = _hf_parts(lm)
+    if isinstance(adapter, HFCausalLM):
+        modules, projections = _hf_parts(adapter)
         storing = storing_falcon if own_attention(modules[0]) else storing_hf
-        with torch.no_grad(), lm._lock, storing(lm.model, modules, projections, chunks["self"]):
-            out = lm.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1, return_dict=True)
+        with torch.no_grad(), adapter._lock, storing(adapter.model, modules, projections, chunks["self"]):
+            out = adapter.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1,
+                                return_dict=True)
         return out.logits[:, -1]
-    if isinstance(lm, NativeDecoderOnly):
-        attentions = [layer.self_attn for layer in lm.model.layers]
+    if isinstance(adapter, NativeDecoderOnly):
+        attentions = [layer.self_attn for layer in adapter.model.layers]
         with torch.no_grad(), storing_native(attentions, chunks["self"]):
-            return lm.model.feed(ids, cache, n_source, need_weights=False).logits
-    raise StoreError(f"{lm.name}: the store's forward reads decoder-only models (Hugging Face causal LMs and ours)")
+            return adapter.model.feed(ids, cache, n_source, need_weights=False).logits
+    raise StoreError(f"{adapter.name}: the store's forward reads decoder-only models "
+                     "(Hugging Face causal LMs and ours)")

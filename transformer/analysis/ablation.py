@@ -21,20 +21,20 @@ from ..decode import DecodeResult, InputError, greedy_decode, masked_decode, rea
 from ..model import Head, HeadError, HeadMask
 
 
-def all_heads(lm: InspectableModel, kinds: Sequence[str] | None = None) -> list[Head]:
+def all_heads(adapter: InspectableModel, kinds: Sequence[str] | None = None) -> list[Head]:
     """Every head of the given kinds (the model's own by default), in (kind, layer, head) order."""
-    counts = lm.head_counts()
-    kinds = lm.family.kinds if kinds is None else kinds
+    counts = adapter.head_counts()
+    kinds = adapter.family.kinds if kinds is None else kinds
     return [Head(kind, layer, head) for kind in kinds for layer in range(counts[kind][0])
             for head in range(counts[kind][1])]
 
 
-def check_head(lm: InspectableModel, head: Head) -> Head:
+def check_head(adapter: InspectableModel, head: Head) -> Head:
     """The head itself, or HeadError naming what the model has."""
-    if head.kind not in lm.family.kinds:
-        raise HeadError(f"{head.label}: {lm.family.name} models have no {head.kind.replace('_', ' ')} attention; "
-                        f"their kinds are {', '.join(lm.family.kinds)}")
-    layers, heads = lm.head_counts()[head.kind]
+    if head.kind not in adapter.family.kinds:
+        raise HeadError(f"{head.label}: {adapter.family.name} models have no {head.kind.replace('_', ' ')} attention; "
+                        f"their kinds are {', '.join(adapter.family.kinds)}")
+    layers, heads = adapter.head_counts()[head.kind]
     if not 0 <= head.layer < layers:
         raise HeadError(f"{head.label}: the model has {layers} {head.kind.replace('_', ' ')} layer(s), "
                         f"numbered 1 to {layers}")
@@ -43,30 +43,30 @@ def check_head(lm: InspectableModel, head: Head) -> Head:
     return head
 
 
-def parse_head(text: str, lm: InspectableModel) -> Head:
+def parse_head(text: str, adapter: InspectableModel) -> Head:
     """A head from its label ('cross:L1H2', 'enc.L2H1', 'dec L1H4'; 1-based), checked against the model."""
-    return check_head(lm, Head.parse(text))
+    return check_head(adapter, Head.parse(text))
 
 
-def head_mask(lm: InspectableModel, heads: Iterable[Head]) -> HeadMask | None:
+def head_mask(adapter: InspectableModel, heads: Iterable[Head]) -> HeadMask | None:
     """The head mask switching `heads` off (None when there is none): kind -> (layers, heads) of 0/1."""
-    heads = [check_head(lm, h) for h in heads]
+    heads = [check_head(adapter, h) for h in heads]
     if not heads:
         return None
-    counts = lm.head_counts()
+    counts = adapter.head_counts()
     mask = {kind: torch.ones(*counts[kind]) for kind in {h.kind for h in heads}}
     for h in heads:
         mask[h.kind][h.layer, h.head] = 0.0
     return mask
 
 
-def ablated_decode(lm: InspectableModel, text: str, heads: Sequence[Head], *, top_k: int = 5) -> DecodeResult:
+def ablated_decode(adapter: InspectableModel, text: str, heads: Sequence[Head], *, top_k: int = 5) -> DecodeResult:
     """Greedy decoding with `heads` switched off (raises HeadError for an empty selection or a missing head)."""
     if not heads:
         raise HeadError("no head selected: choose at least one head to switch off")
-    if not lm.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
-        return masked_decode(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
-    return greedy_decode(lm, text, top_k=top_k, head_mask=head_mask(lm, heads))
+    if not adapter.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
+        return masked_decode(adapter, text, top_k=top_k, head_mask=head_mask(adapter, heads))
+    return greedy_decode(adapter, text, top_k=top_k, head_mask=head_mask(adapter, heads))
 
 
 def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFrame:
@@ -81,34 +81,34 @@ def comparison_frame(intact: DecodeResult, ablated: DecodeResult) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def output_log_prob(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def output_log_prob(adapter: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                     mask: HeadMask | None = None) -> float:
     """Sum of log p(targets) teacher-forced on `tgt_in` (1, start + T - 1), optionally with heads switched off.
 
     Scored as decoding sees the model: tokens it never emits (<pad>, <s>) excluded, before any generation rule."""
-    with lm.running():
-        logits, _ = lm.forward(src, tgt_in, mask)  # (1, positions, V)
+    with adapter.running():
+        logits, _ = adapter.forward(src, tgt_in, mask)  # (1, positions, V)
     rows = logits[0, tgt_in.shape[1] - targets.shape[0]:].float()  # the rows that predict `targets`
-    return float(ban(rows, sorted(lm.unemittable_ids)).log_softmax(-1).gather(-1, targets[:, None]).sum())
+    return float(ban(rows, sorted(adapter.unemittable_ids)).log_softmax(-1).gather(-1, targets[:, None]).sum())
 
 
-def check_output(lm: InspectableModel, output: Sequence[int], what: str = "score") -> None:
+def check_output(adapter: InspectableModel, output: Sequence[int], what: str = "score") -> None:
     """InputError when there is no output or it is longer than the decoder reads."""
     if not output:
         raise InputError(f"The model produced no output for this input, so there is nothing to {what}.")
-    limit = lm.max_target_len - len(lm.start_ids) + 1
+    limit = adapter.max_target_len - len(adapter.start_ids) + 1
     if len(output) > limit:
         raise InputError(f"The output has {len(output)} tokens; this model reads at most {limit}.")
 
 
-def teacher_inputs(lm: InspectableModel, text: str, output: Sequence[int]) -> tuple[Tensor, Tensor]:
+def teacher_inputs(adapter: InspectableModel, text: str, output: Sequence[int]) -> tuple[Tensor, Tensor]:
     """Source ids (1, S) of `text` and decoder inputs (1, T) that teacher-force `output`: the decoder prefix (start
     ids, or a decoder-only model's prompt) + output[:-1]."""
-    source = read_source(lm, text)
-    inputs = [*lm.decoder_prefix(source), *output[:-1]]
-    if len(inputs) > lm.max_target_len:
+    source = read_source(adapter, text)
+    inputs = [*adapter.decoder_prefix(source), *output[:-1]]
+    if len(inputs) > adapter.max_target_len:
         raise InputError(f"The input and output have {len(inputs)} tokens; this model reads at most "
-                         f"{lm.max_target_len}.")
+                         f"{adapter.max_target_len}.")
     return torch.tensor([source.ids]), torch.tensor([inputs])
 
 

@@ -13,7 +13,7 @@ A token's attribution is the sum over its embedding dimensions.
 Nothing is put on the shared model. The embeddings go in through a *view* (`substituted`): shallow copies of the
 modules on the way to the two embedding modules, which are replaced by modules returning the given tensors;
 every other module and every weight is the model's own. Captum differentiates with respect to those tensors
-(`torch.autograd.grad`), so it registers no hook and no parameter's `.grad` changes. `lm.differentiable()` keeps
+(`torch.autograd.grad`), so it registers no hook and no parameter's `.grad` changes. `adapter.differentiable()` keeps
 other callers off a Hugging Face model meanwhile (its lock) and turns dropout off.
 
 A decoder-only model has one token embedding for the prompt and the output (`embedding_paths` gives "" for the
@@ -107,36 +107,36 @@ def substituted(root: nn.Module, replacements: Mapping[str, nn.Module]) -> nn.Mo
 Scorer = Callable[..., Tensor]
 
 
-def _scorer(lm: InspectableModel) -> Scorer:
+def _scorer(adapter: InspectableModel) -> Scorer:
     """forward(*embeddings, src (N, S), tgt_in (N, T), positions (N,), tokens (N,)) -> log p(tokens[n]) at decoder
     position positions[n], (N,); the embeddings are (src_emb (N, S, E), tgt_emb (N, T, E)), or tgt_emb alone for a
     model without a source embedding."""
-    paths = [p for p in lm.embedding_paths() if p]
-    banned = sorted(lm.unemittable_ids)
-    head_path = lm.output_path()  # looked up once: a Hugging Face model names it by walking its modules
-    head = lm.network.get_submodule(head_path)
+    paths = [p for p in adapter.embedding_paths() if p]
+    banned = sorted(adapter.unemittable_ids)
+    head_path = adapter.output_path()  # looked up once: a Hugging Face model names it by walking its modules
+    head = adapter.network.get_submodule(head_path)
 
     def forward(*args: Tensor) -> Tensor:
         embeds, (src, tgt_in, positions, tokens) = args[: len(paths)], args[len(paths):]
-        view = substituted(lm.network, {**{path: Given(e) for path, e in zip(paths, embeds, strict=True)},
-                                        head_path: RowsAt(head, positions)})
-        logits = lm.teacher_logits(view, src, tgt_in)  # (N, 1, V): the scored position's row only
+        view = substituted(adapter.network, {**{path: Given(e) for path, e in zip(paths, embeds, strict=True)},
+                                             head_path: RowsAt(head, positions)})
+        logits = adapter.teacher_logits(view, src, tgt_in)  # (N, 1, V): the scored position's row only
         rows = ban(logits[:, 0].float(), banned)
         return rows.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
     return forward
 
 
-def _embeddings(lm: InspectableModel, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, ...]:
+def _embeddings(adapter: InspectableModel, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, ...]:
     """The token embeddings the model's own modules give the ids (no gradient): source and target, or target only."""
     with torch.no_grad():
-        return tuple(e.detach() for e in lm.token_embeddings(src, tgt_in))
+        return tuple(e.detach() for e in adapter.token_embeddings(src, tgt_in))
 
 
-def _batch(lm: InspectableModel, text: str, output: Sequence[int], steps: Sequence[int]
+def _batch(adapter: InspectableModel, text: str, output: Sequence[int], steps: Sequence[int]
            ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """One example per step: sources (n, S), decoder inputs (n, T), decoder positions (n,), chosen tokens (n,)."""
-    check_output(lm, output, "attribute")
-    src, tgt_in = teacher_inputs(lm, text, output)
+    check_output(adapter, output, "attribute")
+    src, tgt_in = teacher_inputs(adapter, text, output)
     for step in steps:
         if not 0 <= step < len(output):
             raise InputError(f"step {step + 1} does not exist: the output has {len(output)} step(s)")
@@ -146,7 +146,7 @@ def _batch(lm: InspectableModel, text: str, output: Sequence[int], steps: Sequen
             torch.tensor([int(output[s]) for s in steps]))
 
 
-def attribute_steps(lm: InspectableModel, text: str, output: Sequence[int], steps: Sequence[int] | None = None,
+def attribute_steps(adapter: InspectableModel, text: str, output: Sequence[int], steps: Sequence[int] | None = None,
                     method: str = "integrated_gradients", n_steps: int = IG_STEPS,
                     max_batch: int = 512) -> list[Attribution]:
     """Attribution of each step's chosen token (output[step]) to the source and the decoder inputs before it.
@@ -157,10 +157,10 @@ def attribute_steps(lm: InspectableModel, text: str, output: Sequence[int], step
     if method not in METHODS:
         raise ValueError(f"unknown attribution method {method!r}; expected one of {', '.join(METHODS)}")
     steps = list(range(len(output))) if steps is None else list(steps)
-    src, tgt_in, positions, tokens = _batch(lm, text, output, steps)
-    forward = _scorer(lm)
-    with lm.differentiable():
-        embeds = _embeddings(lm, src, tgt_in)
+    src, tgt_in, positions, tokens = _batch(adapter, text, output, steps)
+    forward = _scorer(adapter)
+    with adapter.differentiable():
+        embeds = _embeddings(adapter, src, tgt_in)
         args = (src, tgt_in, positions, tokens)
         if method == "integrated_gradients":
             attrs = IntegratedGradients(forward).attribute(
@@ -182,15 +182,15 @@ def attribute_steps(lm: InspectableModel, text: str, output: Sequence[int], step
             for i, s in enumerate(steps)]
 
 
-def attribute_step(lm: InspectableModel, text: str, output: Sequence[int], step: int,
+def attribute_step(adapter: InspectableModel, text: str, output: Sequence[int], step: int,
                    method: str = "integrated_gradients", n_steps: int = IG_STEPS) -> Attribution:
     """Attribution of the log-probability of output[step] to the source tokens and the decoder inputs before it."""
-    return attribute_steps(lm, text, output, [step], method, n_steps)[0]
+    return attribute_steps(adapter, text, output, [step], method, n_steps)[0]
 
 
-def baseline_score(lm: InspectableModel, text: str, output: Sequence[int], step: int) -> float:
+def baseline_score(adapter: InspectableModel, text: str, output: Sequence[int], step: int) -> float:
     """The step's score with every token embedding zero (the Integrated Gradients baseline), masks unchanged."""
-    src, tgt_in, positions, tokens = _batch(lm, text, output, [step])
-    with lm.differentiable(), torch.no_grad():
-        zeros = [torch.zeros_like(e) for e in _embeddings(lm, src, tgt_in)]
-        return float(_scorer(lm)(*zeros, src, tgt_in, positions, tokens)[0])
+    src, tgt_in, positions, tokens = _batch(adapter, text, output, [step])
+    with adapter.differentiable(), torch.no_grad():
+        zeros = [torch.zeros_like(e) for e in _embeddings(adapter, src, tgt_in)]
+        return float(_scorer(adapter)(*zeros, src, tgt_in, positions, tokens)[0])

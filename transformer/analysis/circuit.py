@@ -20,6 +20,6 @@ def circuit_heads(found: Detection) -> dict[str, str]:
     return named
 
 
-def known_circuit(lm: InspectableModel) -> dict[str, str]:
-    """`circuit_heads` of `lm`'s detectors (previous-token and induction scores on repeated random tokens)."""
-    return circuit_heads(detect_heads(lm))
+def known_circuit(adapter: InspectableModel) -> dict[str, str]:
+    """`circuit_heads` of `adapter`'s detectors (previous-token and induction scores on repeated random tokens)."""
+    return circuit_heads(detect_heads(adapter))

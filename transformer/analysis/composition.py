@@ -64,18 +64,18 @@ def _r(x: Tensor) -> Tensor:
     return torch.linalg.qr(x, mode="r")[1]  # (n, Dh, Dh)
 
 
-def _writers(lm: InspectableModel, path: ResidualPath, kind: str, layer: int, n_heads: int, groups: tuple[int, ...]
+def _writers(adapter: InspectableModel, path: ResidualPath, kind: str, layer: int, n_heads: int, groups: tuple[int, ...]
              ) -> tuple[Tensor, Tensor]:
     """Each head's OV factor V1 = W_O^h R(W_V^hᵀ)ᵀ (H, D, Dh), and ‖OV^h‖_F (H,)."""
     proj = path.projections[kind][layer]
     wv = _heads(proj.wv, max(groups) + 1)[list(groups)]  # (H, Dv, D)
-    wo = lm.output_projection(kind, layer)[0].detach().float()  # (D, H*Dv)
+    wo = adapter.output_projection(kind, layer)[0].detach().float()  # (D, H*Dv)
     wo = wo.reshape(wo.shape[0], n_heads, -1).permute(1, 0, 2)  # (H, D, Dv)
     factor = wo @ _r(wv.transpose(1, 2)).transpose(1, 2)
     return factor, factor.flatten(1).norm(dim=1)
 
 
-def _reader(lm: InspectableModel, path: ResidualPath, kind: str, layer: int, n_heads: int, groups: tuple[int, ...]
+def _reader(adapter: InspectableModel, path: ResidualPath, kind: str, layer: int, n_heads: int, groups: tuple[int, ...]
             ) -> _Reader:
     stack, sub = path.sublayer(kind, layer)
     proj = path.projections[kind][layer]
@@ -85,7 +85,7 @@ def _reader(lm: InspectableModel, path: ResidualPath, kind: str, layer: int, n_h
     wq = _heads(proj.wq, n_heads) * _gain(own, d) * _gain(proj.q_norm, dh)[:, None]
     wk = _heads(proj.wk, max(groups) + 1)[list(groups)] * _gain(key_norm, d) * _gain(proj.k_norm, dh)[:, None]
     wv = _heads(proj.wv, max(groups) + 1)[list(groups)] * _gain(key_norm, d)
-    wo = lm.output_projection(kind, layer)[0].detach().float()
+    wo = adapter.output_projection(kind, layer)[0].detach().float()
     wo = wo.reshape(wo.shape[0], n_heads, -1).permute(1, 0, 2)  # (H, D, Dv)
     factors = {"q": _r(wk.transpose(1, 2)) @ wq, "k": _r(wq.transpose(1, 2)) @ wk, "v": _r(wo) @ wv}
     return _Reader(kind, layer, stack, sub, factors, {m: f.flatten(1).norm(dim=1) for m, f in factors.items()})
@@ -101,30 +101,30 @@ def _modes(path: ResidualPath, writer: tuple[str, int], reader: _Reader) -> tupl
     return MODES
 
 
-def composition_scores(lm: InspectableModel) -> pd.DataFrame:
+def composition_scores(adapter: InspectableModel) -> pd.DataFrame:
     """One row per (writing head, later reading head): `from`, `to` (`Head.label`) and `q`, `k`, `v` (NaN where the
     reader does not read the writer that way). ResidualPathError when no head reads another's output. Computed once
     per weights and kept (a copy is returned); weights changed in place are seen and scored again."""
-    version = weights_version(lm.network)
+    version = weights_version(adapter.network)
     with _KEPT_GUARD:
-        kept = _KEPT.get(lm.network)
+        kept = _KEPT.get(adapter.network)
     if kept is not None and kept[0] == version:
         return kept[1].copy()
-    frame = _scores(lm)
+    frame = _scores(adapter)
     with _KEPT_GUARD:
-        _KEPT[lm.network] = (version, frame)
+        _KEPT[adapter.network] = (version, frame)
     return frame.copy()
 
 
-def _scores(lm: InspectableModel) -> pd.DataFrame:
-    path = lm.residual_path()
-    counts, groups = lm.head_counts(), lm.head_groups()
+def _scores(adapter: InspectableModel) -> pd.DataFrame:
+    path = adapter.residual_path()
+    counts, groups = adapter.head_counts(), adapter.head_groups()
     layers = [(kind, layer) for kind, (n, _) in counts.items() for layer in range(n)]
-    readers = [_reader(lm, path, k, i, counts[k][1], groups[k]) for k, i in layers]
+    readers = [_reader(adapter, path, k, i, counts[k][1], groups[k]) for k, i in layers]
     blocks: list[pd.DataFrame] = []
     with torch.no_grad():
         for kind, layer in layers:
-            factor, norm = _writers(lm, path, kind, layer, counts[kind][1], groups[kind])
+            factor, norm = _writers(adapter, path, kind, layer, counts[kind][1], groups[kind])
             h1, d, dh = factor.shape
             flat = factor.permute(1, 0, 2).reshape(d, h1 * dh)  # (D, H1*Dh): one matrix product per reader and mode
             writers = [Head(kind, layer, h).label for h in range(h1)]
@@ -144,8 +144,8 @@ def _scores(lm: InspectableModel) -> pd.DataFrame:
                     block[mode] = (both / reader.norms[mode][:, None] / norm[None, :]).flatten().numpy()
                 blocks.append(pd.DataFrame(block))
     if not blocks:
-        raise ResidualPathError(f"{lm.name} has one attention layer: no head reads another head's output, so there "
-                                "is no composition to score")
+        raise ResidualPathError(f"{adapter.name} has one attention layer: no head reads another head's output, so "
+                                "there is no composition to score")
     return pd.concat(blocks, ignore_index=True)[["from", "to", *MODES]]
 
 

@@ -136,16 +136,16 @@ def average_linkage_order(distance: torch.Tensor) -> list[int]:
     return next(iter(clusters.values()))
 
 
-def _trace(lm: InspectableModel, text: str, output: str | None) -> AttentionTrace:
+def _trace(adapter: InspectableModel, text: str, output: str | None) -> AttentionTrace:
     """The maps of one sentence: an encoder-only model's forward pass, else the teacher-forced pass on `output`."""
-    if not lm.family.decodes:
-        return masked_decode(lm, text, top_k=1).trace
-    return teacher_forced(lm, text, output or "", top_k=1).trace
+    if not adapter.family.decodes:
+        return masked_decode(adapter, text, top_k=1).trace
+    return teacher_forced(adapter, text, output or "", top_k=1).trace
 
 
-def _one_output(lm: InspectableModel, text: str) -> str | None:
+def _one_output(adapter: InspectableModel, text: str) -> str | None:
     try:
-        return lm.translate([text])[0]
+        return adapter.translate([text])[0]
     except InputError:
         return None
 
@@ -200,24 +200,24 @@ class CorpusSums:
     mode: str
 
 
-def _outputs_of(lm: InspectableModel, sources: Sequence[str], indices: Sequence[int]) -> list[str | None]:
+def _outputs_of(adapter: InspectableModel, sources: Sequence[str], indices: Sequence[int]) -> list[str | None]:
     """The greedy outputs of the sentences at `indices` (None for an encoder-only model, which has none)."""
     chunk = [sources[i] for i in indices]
-    if not lm.family.decodes:
+    if not adapter.family.decodes:
         return [None] * len(chunk)
     try:
-        return list(lm.translate(chunk))
+        return list(adapter.translate(chunk))
     except InputError:  # a sentence the batch cannot take: one at a time, each failing on its own
-        return [_one_output(lm, text) for text in chunk]
+        return [_one_output(adapter, text) for text in chunk]
 
 
-def corpus_sums(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
+def corpus_sums(adapter: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
                 shard: tuple[int, int] = (0, 1), js_sentences: int = JS_SENTENCES,
                 progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None,
                 gold: Callable[[str], Sequence[GoldSource] | None] | None = None) -> CorpusSums:
     """The sums over this process's sentences: those whose index i has i % world == rank (`shard` = (rank,
     world)); the divergences over the sentences with i < `js_sentences`, whichever process reads them."""
-    spec = lm.family
+    spec = adapter.family
     rank, world = shard
     mine = list(range(rank, len(sources), world))
     sums: dict[str, _KindSums] = {}
@@ -228,13 +228,13 @@ def corpus_sums(lm: InspectableModel, sources: Sequence[str], references: Sequen
         if stop is not None and stop():
             break
         if references is None and n % BATCH == 0:
-            outputs = _outputs_of(lm, sources, mine[n:n + BATCH])
+            outputs = _outputs_of(adapter, sources, mine[n:n + BATCH])
         text = sources[i]
         output = references[i] if references is not None else outputs[n % BATCH]
         try:
             if output is None and spec.decodes:
                 raise InputError("the model could not decode it")
-            trace = _trace(lm, text, output)
+            trace = _trace(adapter, text, output)
         except InputError as exc:
             skipped.append((i, str(exc)))
             continue
@@ -326,7 +326,7 @@ def stats_from_sums(sums: CorpusSums) -> CorpusStats:
                        HeadExamples(keeps) if keeps else None)
 
 
-def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
+def corpus_statistics(adapter: InspectableModel, sources: Sequence[str], references: Sequence[str] | None = None, *,
                       js_sentences: int = JS_SENTENCES, progress: Callable[[int, int], None] | None = None,
                       stop: Callable[[], bool] | None = None,
                       gold: Callable[[str], Sequence[GoldSource] | None] | None = None) -> CorpusStats:
@@ -334,7 +334,7 @@ def corpus_statistics(lm: InspectableModel, sources: Sequence[str], references: 
     cannot read is skipped and said; `progress(done, total)` after each, `stop()` ends early (what was read so far).
     `gold(sentence)`: the source position of each output token, where the task knows it (cross-attention's
     alignment column; as `eval` scores it, row j of the cross-attention against the j-th output token)."""
-    return stats_from_sums(corpus_sums(lm, sources, references, js_sentences=js_sentences, progress=progress,
+    return stats_from_sums(corpus_sums(adapter, sources, references, js_sentences=js_sentences, progress=progress,
                                        stop=stop, gold=gold))
 
 

@@ -55,30 +55,30 @@ class Detection:
     tokens: tuple[str, ...]  # the sequence the model read (its prefix, then r r)
 
 
-def _random_ids(lm: InspectableModel, n: int, seed: int) -> list[int]:
+def _random_ids(adapter: InspectableModel, n: int, seed: int) -> list[int]:
     """n ids of ordinary tokens (no specials, nothing the model cannot emit), drawn without replacement."""
-    banned = set(lm.unemittable_ids) | set(lm.end_ids) | {lm.pad_id, *lm.start_ids}
-    pool = torch.tensor([i for i in range(lm.vocab_size)
-                         if i not in banned and not lm.id_to_token(i).startswith(("<", "["))])  # no specials
+    banned = set(adapter.unemittable_ids) | set(adapter.end_ids) | {adapter.pad_id, *adapter.start_ids}
+    pool = torch.tensor([i for i in range(adapter.vocab_size)
+                         if i not in banned and not adapter.id_to_token(i).startswith(("<", "["))])  # no specials
     if pool.numel() < 4:
         raise InputError(f"the model has only {pool.numel()} ordinary tokens: too few for the induction test")
     gen = torch.Generator().manual_seed(seed)
     return pool[torch.randperm(pool.numel(), generator=gen)[:n]].tolist()  # at most the pool: no repeats in r
 
 
-def detect_heads(lm: InspectableModel, n: int = INDUCTION_LENGTH, seed: int = 0) -> Detection:
-    """Previous-token and induction scores of every head of `lm`'s causal self-attention, on r r (teacher-forced
+def detect_heads(adapter: InspectableModel, n: int = INDUCTION_LENGTH, seed: int = 0) -> Detection:
+    """Previous-token and induction scores of every head of `adapter`'s causal self-attention, on r r (teacher-forced
     after the model's decoder prefix: its start token, or a decoder-only model's first prompt token)."""
-    r = _random_ids(lm, min(n, (lm.max_target_len - 2) // 2), seed)
+    r = _random_ids(adapter, min(n, (adapter.max_target_len - 2) // 2), seed)
     n = len(r)
-    prefix = lm.decoder_prefix(lm.tokenize_source(""))  # start ids; a decoder-only model's BOS, if it adds one
+    prefix = adapter.decoder_prefix(adapter.tokenize_source(""))  # start ids; a decoder-only model's BOS, if any
     inputs = [*prefix, *r, *r]
-    src = torch.tensor([lm.tokenize_source("a").ids])  # an encoder-decoder's encoder reads something short
-    with lm.running():
-        _, maps = lm.forward(src, torch.tensor([inputs]))
-    kind = lm.family.decoder_kind
+    src = torch.tensor([adapter.tokenize_source("a").ids])  # an encoder-decoder's encoder reads something short
+    with adapter.running():
+        _, maps = adapter.forward(src, torch.tensor([inputs]))
+    kind = adapter.family.decoder_kind
     assert kind is not None, "heads are detected on a model that decodes"
     weights = torch.stack([w[0] for w in maps[kind]])  # (L, H, T, T)
     frame = per_head_frame(previous_token=previous_token_scores(weights, len(prefix) + 1),
                            induction=induction_scores(weights, len(prefix), n))
-    return Detection(frame, kind, tuple(lm.ids_to_tokens(inputs)))
+    return Detection(frame, kind, tuple(adapter.ids_to_tokens(inputs)))

@@ -139,24 +139,24 @@ class EditComparison:
     ranking: pd.DataFrame
 
 
-def _distributions(lm: InspectableModel, result: DecodeResult, max_steps: int | None) -> torch.Tensor:
+def _distributions(adapter: InspectableModel, result: DecodeResult, max_steps: int | None) -> torch.Tensor:
     """(steps, V) next-token probabilities at each step of a decode, teacher-forced on its own output, under the
     generation rules `greedy_decode` applied (the same length limit)."""
-    source = read_source(lm, result.source_text)
-    prefix, output = lm.decoder_prefix(source), [s.token_id for s in result.steps]
-    limit = lm.max_target_len - len(prefix) + 1
-    n_max = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
+    source = read_source(adapter, result.source_text)
+    prefix, output = adapter.decoder_prefix(source), [s.token_id for s in result.steps]
+    limit = adapter.max_target_len - len(prefix) + 1
+    n_max = min(limit, max_steps if max_steps is not None else adapter.default_max_steps(len(source.ids)))
     max_length = max(n_max, min(limit, 1)) + len(prefix)
     tgt = torch.tensor([[*prefix, *output[:-1]]])
-    with lm.running():
-        logits = lm.teacher_logits(lm.network, torch.tensor([source.ids]), tgt)[0, len(prefix) - 1:].float()
-    rows = [lm.constrain([*prefix, *output[:t]], logits[t], max_length) for t in range(len(output))]
+    with adapter.running():
+        logits = adapter.teacher_logits(adapter.network, torch.tensor([source.ids]), tgt)[0, len(prefix) - 1:].float()
+    rows = [adapter.constrain([*prefix, *output[:t]], logits[t], max_length) for t in range(len(output))]
     return torch.stack(rows).softmax(-1)
 
 
-def _step_frame(lm: InspectableModel, a: DecodeResult, b: DecodeResult, alignment: TokenAlignment,
+def _step_frame(adapter: InspectableModel, a: DecodeResult, b: DecodeResult, alignment: TokenAlignment,
                 max_steps: int | None) -> pd.DataFrame:
-    pa, pb = _distributions(lm, a, max_steps), _distributions(lm, b, max_steps)
+    pa, pb = _distributions(adapter, a, max_steps), _distributions(adapter, b, max_steps)
     both = [(i, j) for i, j in alignment.pairs if i is not None and j is not None]
     moved: dict[tuple[int | None, int | None], tuple[float, float]] = {}
     if both:  # every aligned pair at once: a distribution is a row of V probabilities
@@ -188,13 +188,13 @@ def check_edit(text_a: str, text_b: str) -> None:
         raise InputError("The edited input is the same as the input: change at least one word.")
 
 
-def compare_edit(lm: InspectableModel, text_a: str, text_b: str, *, max_steps: int | None = None,
+def compare_edit(adapter: InspectableModel, text_a: str, text_b: str, *, max_steps: int | None = None,
                  decoded: tuple[DecodeResult, DecodeResult] | None = None) -> EditComparison:
     """Decode `text_a` and its edit `text_b` with one model and diff everything (`decoded`: their greedy decodes
     already made, e.g. cached by the app); InputError for an empty or identical edit or one the model cannot read."""
     check_edit(text_a, text_b)
     if decoded is None:  # both decodes stepped as one batch where the model can (`greedy_decode_many`)
-        first, second = greedy_decode_many(lm, [text_a, text_b], max_steps=max_steps)
+        first, second = greedy_decode_many(adapter, [text_a, text_b], max_steps=max_steps)
         if isinstance(first, InputError):
             raise first
         if isinstance(second, InputError):
@@ -202,7 +202,7 @@ def compare_edit(lm: InspectableModel, text_a: str, text_b: str, *, max_steps: i
         decoded = (first, second)
     a, b = decoded
     alignment = align_tokens([s.token_id for s in a.steps], [s.token_id for s in b.steps])
-    steps = _step_frame(lm, a, b, alignment, max_steps)
+    steps = _step_frame(adapter, a, b, alignment, max_steps)
     changed = steps.index[steps["status"] != SAME]
     axes = {SOURCE: align_tokens(a.trace.source_tokens, b.trace.source_tokens),
             TARGET: align_tokens(a.trace.decoder_input_tokens, b.trace.decoder_input_tokens)}

@@ -48,58 +48,58 @@ class CapturedDecode:
         return self.insides.nbytes()
 
 
-def decoder_ids(lm: InspectableModel, result: DecodeResult, reference: str | None = None) -> tuple[list[int],
+def decoder_ids(adapter: InspectableModel, result: DecodeResult, reference: str | None = None) -> tuple[list[int],
                                                                                                     list[int], int]:
     """(source ids, decoder inputs, first) of the forward that reproduces `result`'s trace: the reference after the
     start tokens for a teacher-forced decode, else the chosen tokens; `first` as in `CapturedDecode`."""
-    source = read_source(lm, result.source_text)
-    if not lm.family.decodes:  # an encoder-only model: its one forward pass reads the input alone
+    source = read_source(adapter, result.source_text)
+    if not adapter.family.decodes:  # an encoder-only model: its one forward pass reads the input alone
         return list(source.ids), [], 0
-    start = lm.decoder_prefix(source)
-    first = 0 if lm.family.prompt_in_decoder else len(start) - 1
-    assert lm.family.decoder_kind is not None  # it decodes (the encoder-only case returned above)
-    rows = result.trace.axis_sizes(lm.family.decoder_kind)[0]
+    start = adapter.decoder_prefix(source)
+    first = 0 if adapter.family.prompt_in_decoder else len(start) - 1
+    assert adapter.family.decoder_kind is not None  # it decodes (the encoder-only case returned above)
+    rows = result.trace.axis_sizes(adapter.family.decoder_kind)[0]
     if result.mode == "teacher-forced" and reference is not None:
-        rest = lm.target_ids(reference) if reference else []
+        rest = adapter.target_ids(reference) if reference else []
     else:
         rest = [s.token_id for s in result.steps]
     return list(source.ids), [*start, *rest][: first + rows], first
 
 
-def capture_decode(lm: InspectableModel, result: DecodeResult, reference: str | None = None) -> CapturedDecode:
+def capture_decode(adapter: InspectableModel, result: DecodeResult, reference: str | None = None) -> CapturedDecode:
     """One teacher-forced forward over `result`'s tokens with every insides kept (eval mode, nothing left on the
     model); `reference` is what a teacher-forced result was fed."""
-    if not lm.family.decodes:  # encoder-only: one forward over the text as the model read it
-        return _capture_encoder_only(lm, result)
-    src, tgt, first = decoder_ids(lm, result, reference)
-    source = read_source(lm, result.source_text)
-    insides = lm.insides(torch.tensor([src]), torch.tensor([tgt]))
-    n_start = len(lm.decoder_prefix(source))
-    labels = (*lm.prefix_tokens(source), *lm.ids_to_tokens(tgt[n_start:]))[: len(tgt)]
-    return CapturedDecode(lm.name, insides, tuple(source.tokens), tuple(labels), first, dict(lm.family.axes))
+    if not adapter.family.decodes:  # encoder-only: one forward over the text as the model read it
+        return _capture_encoder_only(adapter, result)
+    src, tgt, first = decoder_ids(adapter, result, reference)
+    source = read_source(adapter, result.source_text)
+    insides = adapter.insides(torch.tensor([src]), torch.tensor([tgt]))
+    n_start = len(adapter.decoder_prefix(source))
+    labels = (*adapter.prefix_tokens(source), *adapter.ids_to_tokens(tgt[n_start:]))[: len(tgt)]
+    return CapturedDecode(adapter.name, insides, tuple(source.tokens), tuple(labels), first, dict(adapter.family.axes))
 
 
-def _capture_encoder_only(lm: InspectableModel, result: DecodeResult) -> CapturedDecode:
-    source = lm.tokenize_source(result.source_text)
+def _capture_encoder_only(adapter: InspectableModel, result: DecodeResult) -> CapturedDecode:
+    source = adapter.tokenize_source(result.source_text)
     if tuple(source.tokens) != tuple(result.trace.source_tokens):
         raise HeadSelectionError("the head computation reads the text as typed; this view masked or paired it, so its "
                                  "tokens differ: type the masks into the text to see them here")
-    insides = lm.insides(torch.tensor([source.ids]), None)  # type: ignore[arg-type]  # encoder-only: no target
-    return CapturedDecode(lm.name, insides, tuple(source.tokens), (), 0, dict(lm.family.axes))
+    insides = adapter.insides(torch.tensor([source.ids]), None)  # type: ignore[arg-type]  # encoder-only: no target
+    return CapturedDecode(adapter.name, insides, tuple(source.tokens), (), 0, dict(adapter.family.axes))
 
 
-def computation_at(lm: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int, row: int
+def computation_at(adapter: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int, row: int
                    ) -> HeadComputation:
     """The head computation for the trace's row `row` of `kind` (HeadSelectionError when out of range)."""
-    return head_computation(lm, captured.insides, kind, layer, head, captured.query_of_row(kind, row))
+    return head_computation(adapter, captured.insides, kind, layer, head, captured.query_of_row(kind, row))
 
 
-def contributions(lm: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int | None
+def contributions(adapter: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int | None
                   ) -> Tensor:
     """The contribution map ||alpha_ij W_O^h v_j|| of one head (None: the norm of the mean of the heads' vectors)
     over the capture's rows and keys, (Tq, Tk)."""
     inputs = check_selection(captured.insides, kind, layer, 0 if head is None else head)
-    weight, _ = lm.output_projection(kind, layer)
+    weight, _ = adapter.output_projection(kind, layer)
     if head is None:
         return _mean_map(inputs, weight)[0]
     # the weights as the model computed them (head_contribution_map recomputes the same softmax from q, k and the
@@ -147,23 +147,23 @@ class BatchMask:
 PAD_LABEL = "<pad>"
 
 
-def batch_mask(lm: InspectableModel, text: str, other: str) -> BatchMask:
+def batch_mask(adapter: InspectableModel, text: str, other: str) -> BatchMask:
     """`text` and the longer `other` as one padded batch (`InspectableModel.padded_insides`): the mask the model
     added for `text`'s row (HeadSelectionError when `other` is not longer, or the model added no mask)."""
-    first, second = lm.tokenize_source(text), lm.tokenize_source(other)
+    first, second = adapter.tokenize_source(text), adapter.tokenize_source(other)
     if len(second.ids) <= len(first.ids):
         raise HeadSelectionError(f"the second input must be longer than the first ({len(second.ids)} tokens against "
                                  f"{len(first.ids)}) for the first to be padded")
-    kind = lm.family.output_kind if lm.family.encoder_kind is None else lm.family.encoder_kind
-    inputs = check_selection(lm.padded_insides([list(first.ids), list(second.ids)]), kind, 0, 0)
+    kind = adapter.family.output_kind if adapter.family.encoder_kind is None else adapter.family.encoder_kind
+    inputs = check_selection(adapter.padded_insides([list(first.ids), list(second.ids)]), kind, 0, 0)
     term = inputs.terms.get("mask")
     if term is None:
-        raise HeadSelectionError(f"{lm.name} added no mask to its {kind} scores in a padded batch")
+        raise HeadSelectionError(f"{adapter.name} added no mask to its {kind} scores in a padded batch")
     t = term.float()
     t = t[0] if t.dim() == 4 else t  # row 0: (H|1, Tq|1, Tk) or (Tq|1, Tk)
     t = t[0] if t.dim() == 3 else t
     n_q, n_k = inputs.queries.shape[2], inputs.keys.shape[2]
     labels = [*first.tokens, *[PAD_LABEL] * (len(second.ids) - len(first.ids))]
-    labels += lm.ids_to_tokens(list(lm.start_ids))[: max(n_k - len(labels), 0)]  # a decoder-only model's start
+    labels += adapter.ids_to_tokens(list(adapter.start_ids))[: max(n_k - len(labels), 0)]  # a decoder-only start
     return BatchMask(kind, t.expand(n_q, n_k), tuple(labels[:n_q]), tuple(labels[:n_k]),
                      (len(first.ids), len(second.ids)))

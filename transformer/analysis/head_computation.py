@@ -82,11 +82,11 @@ def head_slice(weight: Tensor, head: int, n_heads: int) -> Tensor:
     return weight[:, head * width:(head + 1) * width]
 
 
-def head_computation(lm: InspectableModel, insides: Insides, kind: str, layer: int, head: int, query: int
+def head_computation(adapter: InspectableModel, insides: Insides, kind: str, layer: int, head: int, query: int
                      ) -> HeadComputation:
     """Every stage of head `head` of `kind` layer `layer` for query position `query` (0-based, batch item 0)."""
     inputs = check_selection(insides, kind, layer, head, query).select(0)
-    weight, _ = lm.output_projection(kind, layer)
+    weight, _ = adapter.output_projection(kind, layer)
     w_o = head_slice(weight.detach().float(), head, inputs.n_heads)  # (D, Dv)
     kv = inputs.groups[head]
     q = inputs.queries[0, head, query].float()  # (Dh,)
@@ -104,7 +104,7 @@ def head_computation(lm: InspectableModel, insides: Insides, kind: str, layer: i
     u_norms = (values @ w_o.T).norm(dim=-1)  # (Tk,) ||W_O^h v_j||
     unrotated = inputs.unrotated
     return HeadComputation(
-        model=lm.name, kind=kind, layer=layer, head=head, query=query, kv_head=kv, n_heads=inputs.n_heads,
+        model=adapter.name, kind=kind, layer=layer, head=head, query=query, kv_head=kv, n_heads=inputs.n_heads,
         n_kv_heads=inputs.keys.shape[1], query_vector=q, keys=keys, products=keys * q, dots=dots,
         scale=inputs.scale, terms=terms, scores=scores, weights=weights, values=values, weighted_values=weighted,
         head_output=z, model_head_output=None if model_z is None else model_z[0, head, query].float(),
@@ -121,10 +121,10 @@ def _row(term: Tensor, head: int, query: int, n_keys: int) -> Tensor:
     return t[query if t.shape[0] > 1 else 0].float().expand(n_keys)
 
 
-def key_vectors(lm: InspectableModel, insides: Insides, kind: str, layer: int, head: int, query: int) -> Tensor:
+def key_vectors(adapter: InspectableModel, insides: Insides, kind: str, layer: int, head: int, query: int) -> Tensor:
     """The per-key vectors alpha_j W_O^h v_j of one head and query, (Tk, D): they add up to the head's share."""
-    c = head_computation(lm, insides, kind, layer, head, query)
-    w_o = head_slice(lm.output_projection(kind, layer)[0].detach().float(), head, c.n_heads)
+    c = head_computation(adapter, insides, kind, layer, head, query)
+    w_o = head_slice(adapter.output_projection(kind, layer)[0].detach().float(), head, c.n_heads)
     return c.weighted_values @ w_o.T
 
 

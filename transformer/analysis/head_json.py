@@ -22,13 +22,13 @@ def _plain(t: Tensor, digits: int = 6) -> Any:
     return fix(t.detach().float().tolist())
 
 
-def internals_dict(lm: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int
+def internals_dict(adapter: InspectableModel, captured: CapturedDecode, kind: str, layer: int, head: int
                    ) -> dict[str, Any]:
     """One head's computation for every query: what its softmax saw and what it gave (HeadSelectionError for a head
     the model has not got). Rows and keys are the capture's: the trace's row r is row r + `first_row`."""
     inputs = check_selection(captured.insides, kind, layer, head).select(0)
     kv = inputs.groups[head]
-    weight, bias = lm.output_projection(kind, layer)
+    weight, bias = adapter.output_projection(kind, layer)
     w_o = head_slice(weight.detach().float(), head, inputs.n_heads)  # (D, Dv)
     scores = inputs.scores()[0, head]  # (Tq, Tk)
     weights = scores.softmax(-1)
@@ -52,14 +52,14 @@ def internals_dict(lm: InspectableModel, captured: CapturedDecode, kind: str, la
     return entry
 
 
-def contributions_dict(lm: InspectableModel, captured: CapturedDecode) -> dict[str, Any]:
+def contributions_dict(adapter: InspectableModel, captured: CapturedDecode) -> dict[str, Any]:
     """Per kind, every layer's and head's contribution map over the trace's rows and keys ([layer][head][q][k], as
     the trace's attention), and the mean of heads (the norm of the mean vector, [layer][q][k])."""
     heads, means = {}, {}
     for kind, layers in captured.insides.inputs.items():
         per_layer, mean_layer = [], []
         for layer, inputs in enumerate(layers):
-            weight, _ = lm.output_projection(kind, layer)
+            weight, _ = adapter.output_projection(kind, layer)
             maps = contribution_maps(inputs, weight)[0]  # (H, Tq, Tk)
             per_layer.append([_plain(trace_view(captured, kind, m)) for m in maps])
             mean_layer.append(_plain(trace_view(captured, kind, mean_contribution_map(inputs, weight)[0])))

@@ -28,7 +28,7 @@ class HeadReport:
     agreement: pd.DataFrame | None  # agreement_frame columns and "kind"; None when not asked for
 
 
-def head_report(lm: InspectableModel, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
+def head_report(adapter: InspectableModel, text: str, *, agreement: bool = True, ig_steps: int = IG_STEPS,
                 method: str = "integrated_gradients", time_cap: float | None = None, progress: Progress | None = None,
                 dtype: torch.dtype | None = None, max_steps: int | None = None) -> HeadReport:
     """Decode `text` greedily, sweep every head on that output, and (optionally) compare attention with attribution
@@ -36,14 +36,14 @@ def head_report(lm: InspectableModel, text: str, *, agreement: bool = True, ig_s
 
     `progress` gets the fraction done (the sweep is the first half when agreement is asked for) and may raise
     `Cancelled`; `dtype=torch.bfloat16` runs the sweep in bf16 (`bf16_bound`); `max_steps` caps the output."""
-    result = greedy_decode(lm, text, top_k=1, max_steps=max_steps)
+    result = greedy_decode(adapter, text, top_k=1, max_steps=max_steps)
     out = output_ids(result)
     share = 0.5 if agreement else 1.0
-    sweep = sweep_heads(lm, text, out, time_cap=time_cap, dtype=dtype,
+    sweep = sweep_heads(adapter, text, out, time_cap=time_cap, dtype=dtype,
                         on_fraction=None if progress is None else (lambda f: progress(share * f)))
     frame = None
     if agreement:
-        attributions = attribute_in_chunks(lm, text, out, n_steps=ig_steps, method=method,
+        attributions = attribute_in_chunks(adapter, text, out, n_steps=ig_steps, method=method,
                                            progress=None if progress is None else (lambda f: progress(0.5 + 0.5 * f)))
         frame = agreement_frames(result.trace, attributions)
     return HeadReport(result, sweep, frame)

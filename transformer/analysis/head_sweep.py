@@ -50,9 +50,9 @@ class ScaledProjection(nn.Module):
         return self.projection(x * self.scale.to(x.dtype), *args, **kwargs)
 
 
-def projection_paths(lm: InspectableModel) -> dict[str, list[str]]:
-    """Dotted paths in `lm.network` of every attention's output projection, per kind and layer."""
-    network: Any = lm.network  # ours or a Hugging Face network, told apart by its attributes
+def projection_paths(adapter: InspectableModel) -> dict[str, list[str]]:
+    """Dotted paths in `adapter.network` of every attention's output projection, per kind and layer."""
+    network: Any = adapter.network  # ours or a Hugging Face network, told apart by its attributes
     names = {id(m): n for n, m in network.named_modules()}
     if hasattr(network, "get_encoder"):  # Hugging Face encoder-decoders
         from ..adapters.hf_seq2seq import attention_outputs
@@ -62,10 +62,10 @@ def projection_paths(lm: InspectableModel) -> dict[str, list[str]]:
             "cross": [f"decoder.{i}.cross_attn.out_proj" for i in range(len(network.decoder))]}
 
 
-def layer_paths(lm: InspectableModel) -> dict[str, list[str]] | None:
+def layer_paths(adapter: InspectableModel) -> dict[str, list[str]] | None:
     """Dotted paths of the encoder's and the decoder's layers, or None where a layer's output is not all the next
     layer reads (T5's blocks hand a position bias along), so layers cannot be replayed."""
-    network: Any = lm.network  # ours or a Hugging Face network, told apart by its attributes
+    network: Any = adapter.network  # ours or a Hugging Face network, told apart by its attributes
     if not hasattr(network, "get_encoder"):
         return {side: [f"{side}.{i}" for i in range(len(getattr(network, side)))] for side in ("encoder", "decoder")}
     stacks = {"encoder": network.get_encoder(), "decoder": network.get_decoder()}
@@ -118,35 +118,35 @@ class Replay(_LayerStandIn):
         return self.output
 
 
-def scaled_view(lm: InspectableModel, scales: dict[str, Tensor], replay: dict[str, object] | None = None
+def scaled_view(adapter: InspectableModel, scales: dict[str, Tensor], replay: dict[str, object] | None = None
                 ) -> nn.Module:
     """A view of the network whose heads of each kind are scaled by scales[kind] (N, layers, heads), and whose
     layers named in `replay` (path -> recorded output) return that output without running."""
-    paths = projection_paths(lm)
+    paths = projection_paths(adapter)
     n = next(iter(scales.values())).shape[0]
-    replacements: dict[str, nn.Module] = {path: Replay(lm.network.get_submodule(path), out, n)
+    replacements: dict[str, nn.Module] = {path: Replay(adapter.network.get_submodule(path), out, n)
                                           for path, out in (replay or {}).items()}
     for kind, scale in scales.items():
         for layer, path in enumerate(paths[kind]):
-            proj: Any = lm.network.get_submodule(path)  # an nn.Linear (or GPT-2's Conv1D)
+            proj: Any = adapter.network.get_submodule(path)  # an nn.Linear (or GPT-2's Conv1D)
             per_head = scale[:, layer]  # (N, H)
             wide = per_head.repeat_interleave(proj.in_features // per_head.shape[1], dim=1)  # (N, H * Dh)
             replacements[path] = ScaledProjection(proj, wide[:, None, :])
-    return substituted(lm.network, replacements)
+    return substituted(adapter.network, replacements)
 
 
-def _log_probs(lm: InspectableModel, logits: Tensor, targets: Tensor) -> Tensor:
+def _log_probs(adapter: InspectableModel, logits: Tensor, targets: Tensor) -> Tensor:
     """(N, positions, V) logits -> (N,) sum of log p(targets) over the output steps, as decoding scores them."""
-    rows = ban(logits[:, len(lm.start_ids) - 1:].float(), sorted(lm.unemittable_ids))
+    rows = ban(logits[:, len(adapter.start_ids) - 1:].float(), sorted(adapter.unemittable_ids))
     return rows.log_softmax(-1).gather(-1, targets.expand(rows.shape[0], -1)[..., None])[..., 0].sum(-1)
 
 
 class _Encoded:
     """The encoder's output for one source, reused by every decoder-side ablation (ours and Hugging Face's)."""
 
-    def __init__(self, lm: InspectableModel, src: Tensor) -> None:
-        net: Any = lm.network  # ours or a Hugging Face network, told apart by its attributes
-        self.lm, self.src = lm, src
+    def __init__(self, adapter: InspectableModel, src: Tensor) -> None:
+        net: Any = adapter.network  # ours or a Hugging Face network, told apart by its attributes
+        self.adapter, self.src = adapter, src
         if hasattr(net, "get_encoder"):
             self.mask = torch.ones_like(src)
             self.state = net.get_encoder()(input_ids=src, attention_mask=self.mask, return_dict=True)[0]
@@ -162,40 +162,40 @@ class _Encoded:
         return view.decode(tgt, memory, self.mask)
 
 
-def masked_log_probs(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def masked_log_probs(adapter: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                      masks: dict[str, Tensor], encoded: _Encoded | None = None,
                      replay: dict[str, object] | None = None) -> Tensor:
     """log p(targets) (N,) for N head masks at once (kind -> (N, layers, heads)); with `encoded`, only decoder
     kinds may be masked and the encoder's output is reused; layers in `replay` return their recorded output
-    (only layers before every masked head may be replayed). Call inside `lm.running()`."""
+    (only layers before every masked head may be replayed). Call inside `adapter.running()`."""
     n = next(iter(masks.values())).shape[0]
-    view = scaled_view(lm, masks, replay)
+    view = scaled_view(adapter, masks, replay)
     if encoded is not None:
         if "encoder_self" in masks:
             raise ValueError("encoder heads change the encoder's output: it cannot be reused")
-        return _log_probs(lm, encoded.logits(view, tgt_in.expand(n, -1)), targets)
-    return _log_probs(lm, lm.teacher_logits(view, src.expand(n, -1), tgt_in.expand(n, -1)), targets)
+        return _log_probs(adapter, encoded.logits(view, tgt_in.expand(n, -1)), targets)
+    return _log_probs(adapter, adapter.teacher_logits(view, src.expand(n, -1), tgt_in.expand(n, -1)), targets)
 
 
-def sweep_log_probs(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def sweep_log_probs(adapter: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                     heads: Sequence[tuple[str, int, int]], *, batch: int = DEFAULT_BATCH,
                     dtype: torch.dtype | None = None, progress: Progress | None = None,
                     time_cap: float | None = None) -> tuple[float, dict[int, float]]:
     """(intact log p, {index in `heads`: log p with that head off}), `batch` ablations per pass, decoder heads
     first; heads are missing when `time_cap` seconds passed (checked between passes). `progress` gets the
     fraction done after each pass."""
-    counts = lm.head_counts()
+    counts = adapter.head_counts()
     start = time.perf_counter()
     autocast = torch.autocast("cpu", dtype=dtype) if dtype is not None else nullcontext()
     results: dict[int, float] = {}
-    layers = layer_paths(lm)
+    layers = layer_paths(adapter)
     recorded: dict[str, object] = {}
-    with lm.running(), autocast:
-        recording = lm.network if layers is None else substituted(lm.network, {
-            path: Recorder(lm.network.get_submodule(path), recorded, path) for side in layers.values()
+    with adapter.running(), autocast:
+        recording = adapter.network if layers is None else substituted(adapter.network, {
+            path: Recorder(adapter.network.get_submodule(path), recorded, path) for side in layers.values()
             for path in side})
-        base = float(_log_probs(lm, lm.teacher_logits(recording, src, tgt_in), targets)[0])
-        encoded = _Encoded(lm, src)
+        base = float(_log_probs(adapter, adapter.teacher_logits(recording, src, tgt_in), targets)[0])
+        encoded = _Encoded(adapter, src)
         # decoder heads first (the encoder's output is reused), layer by layer (the layers before are replayed)
         order = sorted(range(len(heads)), key=lambda i: (heads[i][0] == "encoder_self", heads[i][1], heads[i][0],
                                                          heads[i][2]))
@@ -217,23 +217,23 @@ def sweep_log_probs(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: 
                     lowest = min(heads[i][1] for i in members)
                     side = layers["encoder" if on_encoder else "decoder"]
                     replay = {path: recorded[path] for path in side[:lowest]}
-                lp = masked_log_probs(lm, src, tgt_in, targets, masks, None if on_encoder else encoded, replay)
+                lp = masked_log_probs(adapter, src, tgt_in, targets, masks, None if on_encoder else encoded, replay)
                 results.update(zip(members, lp.float().tolist(), strict=True))
             if progress is not None:
                 progress(min(1.0, (first + len(chunk)) / len(order)))
     return base, results
 
 
-def head_gradients(lm: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
+def head_gradients(adapter: InspectableModel, src: Tensor, tgt_in: Tensor, targets: Tensor,
                    kinds: Sequence[str] | None = None) -> tuple[float, dict[str, Tensor]]:
     """(log p(targets), kind -> (layers, heads) d log p / d head scale at 1): one forward and one backward.
 
     Only the head scales get gradients (`torch.autograd.grad`), so no parameter's `.grad` changes."""
-    counts = lm.head_counts()
-    kinds = tuple(lm.family.kinds if kinds is None else kinds)
-    with lm.differentiable():
+    counts = adapter.head_counts()
+    kinds = tuple(adapter.family.kinds if kinds is None else kinds)
+    with adapter.differentiable():
         alphas = {k: torch.ones(1, *counts[k], requires_grad=True) for k in kinds}
-        view = scaled_view(lm, alphas)
-        lp = _log_probs(lm, lm.teacher_logits(view, src, tgt_in), targets)[0]
+        view = scaled_view(adapter, alphas)
+        lp = _log_probs(adapter, adapter.teacher_logits(view, src, tgt_in), targets)[0]
         grads = torch.autograd.grad(lp, [alphas[k] for k in kinds])
     return float(lp.detach()), {k: g[0].detach() for k, g in zip(kinds, grads, strict=True)}

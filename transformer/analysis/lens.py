@@ -76,34 +76,34 @@ def residuals_of(result: DecodeResult) -> Residuals:
     return result.residuals
 
 
-def _output_head(lm: InspectableModel, rows: Tensor) -> Tensor:
-    """lm.output_head of rows (N, D) -> (N, V) float32; a Hugging Face head multiplies by its transposed copy (the
+def _output_head(adapter: InspectableModel, rows: Tensor) -> Tensor:
+    """adapter.output_head of rows (N, D) -> (N, V) float32; a Hugging Face head multiplies by its transposed copy (the
     decode's own fast head, `fast_output_head`: the same values up to float rounding, about twice as fast)."""
-    network = lm.network
+    network = adapter.network
     if hasattr(network, "get_output_embeddings"):
         with model_lock(network), fast_output_head(network):
-            return lm.output_head(rows).float()
-    return lm.output_head(rows).float()
+            return adapter.output_head(rows).float()
+    return adapter.output_head(rows).float()
 
 
-def _block_log_probs(lm: InspectableModel, rows: Tensor, banned: Sequence[Tensor]) -> Tensor:
+def _block_log_probs(adapter: InspectableModel, rows: Tensor, banned: Sequence[Tensor]) -> Tensor:
     """Log-probabilities (S, L + 1, V) of residual rows (S, L + 1, D), each step's banned ids left out."""
     s, n, d = rows.shape
-    with lm.running():
-        logits = _output_head(lm, rows.reshape(s * n, d)).view(s, n, -1)
+    with adapter.running():
+        logits = _output_head(adapter, rows.reshape(s * n, d)).view(s, n, -1)
         for i, ids in enumerate(banned):
             if ids.numel():
                 logits[i].index_fill_(-1, ids.to(logits.device), float("-inf"))
         return logits.log_softmax(-1)
 
 
-def lens_log_probs(lm: InspectableModel, residual: Tensor, banned: Tensor) -> Tensor:
+def lens_log_probs(adapter: InspectableModel, residual: Tensor, banned: Tensor) -> Tensor:
     """Log-probabilities (N, V), float32, of the output function of residual rows (N, D), `banned` ids left out
     (-inf) and the rest renormalised."""
-    return _block_log_probs(lm, residual[None], [banned])[0]
+    return _block_log_probs(adapter, residual[None], [banned])[0]
 
 
-def _block_predictions(lm: InspectableModel, logp: Tensor, chosen: Sequence[int], k: int
+def _block_predictions(adapter: InspectableModel, logp: Tensor, chosen: Sequence[int], k: int
                        ) -> list[tuple[tuple[LayerPrediction, ...], int]]:
     """Per step of `logp` (S, L + 1, V): every layer's prediction (top-k, the chosen token's rank and probability,
     entropy, KL(last layer || layer)) and how many tokens the step could emit."""
@@ -129,7 +129,7 @@ def _block_predictions(lm: InspectableModel, logp: Tensor, chosen: Sequence[int]
     for step in range(s):
         n_allowed, layers = allowed[step], []
         for layer in range(n):
-            top = tuple((lm.id_to_token(i), q) for i, q in zip(top_ids[step][layer][:n_allowed],
+            top = tuple((adapter.id_to_token(i), q) for i, q in zip(top_ids[step][layer][:n_allowed],
                                                                 top_ps[step][layer][:n_allowed], strict=True))
             layers.append(LayerPrediction(layer, top, n_allowed + 1 if banned[step] else ranks[step][layer],
                                           probs[step][layer], entropies[step][layer], kls[step][layer]))
@@ -143,34 +143,34 @@ def _check_k(k: int) -> int:
     return k
 
 
-def _lenses(lm: InspectableModel, result: DecodeResult, steps: range, k: int) -> tuple[StepLens, ...]:
+def _lenses(adapter: InspectableModel, result: DecodeResult, steps: range, k: int) -> tuple[StepLens, ...]:
     residuals, k = residuals_of(result), _check_k(k)
     rows = residuals.decoder.shape[1]
     per_block = max(1, MAX_BLOCK_ROWS // rows)
     out: list[StepLens] = []
     for first in range(steps.start, steps.stop, per_block):
         block = range(first, min(first + per_block, steps.stop))
-        logp = _block_log_probs(lm, residuals.decoder[block.start: block.stop],
+        logp = _block_log_probs(adapter, residuals.decoder[block.start: block.stop],
                                 residuals.banned[block.start: block.stop])
         chosen = [result.steps[t].token_id for t in block]
-        for t, (layers, n_allowed) in zip(block, _block_predictions(lm, logp, chosen, k), strict=True):
+        for t, (layers, n_allowed) in zip(block, _block_predictions(adapter, logp, chosen, k), strict=True):
             out.append(StepLens(t, result.steps[t].token, chosen[t - block.start], layers, n_allowed))
     return tuple(out)
 
 
-def step_lens(lm: InspectableModel, result: DecodeResult, step: int, k: int = LENS_TOP_K) -> StepLens:
+def step_lens(adapter: InspectableModel, result: DecodeResult, step: int, k: int = LENS_TOP_K) -> StepLens:
     """Every decoder layer's prediction at `step` (0-based) of a decode that recorded its residuals."""
     residuals_of(result)
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < len(result.steps):
         shown = step + 1 if isinstance(step, int) and not isinstance(step, bool) else step
         raise LensError(f"the decode has steps 1 to {len(result.steps)}, not {shown!r}")
-    return _lenses(lm, result, range(step, step + 1), k)[0]
+    return _lenses(adapter, result, range(step, step + 1), k)[0]
 
 
-def every_step_lens(lm: InspectableModel, result: DecodeResult, k: int = LENS_TOP_K) -> tuple[StepLens, ...]:
+def every_step_lens(adapter: InspectableModel, result: DecodeResult, k: int = LENS_TOP_K) -> tuple[StepLens, ...]:
     """`step_lens` of every step, the output head run on blocks of steps (at most `MAX_BLOCK_ROWS` rows at once:
     the memory of that many vocabulary-wide rows)."""
-    return _lenses(lm, result, range(len(result.steps)), k)
+    return _lenses(adapter, result, range(len(result.steps)), k)
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,11 @@ LENGTH = 512  # default total length (clamped to the model's)
 SOURCE_LENGTH = 16  # random source tokens for the encoder's and the cross-attention's patterns
 
 
-def _pool(lm: InspectableModel) -> Tensor:
+def _pool(adapter: InspectableModel) -> Tensor:
     """The ids of ordinary tokens: no specials, nothing the model cannot emit."""
-    banned = set(lm.unemittable_ids) | set(lm.end_ids) | {lm.pad_id, *lm.start_ids}
-    pool = torch.tensor([i for i in range(lm.vocab_size)
-                         if i not in banned and not lm.id_to_token(i).startswith(("<", "["))])
+    banned = set(adapter.unemittable_ids) | set(adapter.end_ids) | {adapter.pad_id, *adapter.start_ids}
+    pool = torch.tensor([i for i in range(adapter.vocab_size)
+                         if i not in banned and not adapter.id_to_token(i).startswith(("<", "["))])
     if pool.numel() < NEEDLE + 2:
         raise InputError(f"the model has only {pool.numel()} ordinary tokens: too few for the long-range detectors")
     return pool
@@ -50,36 +50,36 @@ def _draw(pool: Tensor, n: int, gen: torch.Generator, distinct: bool = True) -> 
     return pool[torch.randint(pool.numel(), (n,), generator=gen)].tolist()
 
 
-def _causal_setup(lm: InspectableModel) -> tuple[Tensor, list[int]]:
+def _causal_setup(adapter: InspectableModel) -> tuple[Tensor, list[int]]:
     """(source tensor, decoder prefix) of a causal forward over a sequence we choose."""
-    if lm.family.prompt_in_decoder:
-        source = lm.tokenize_source("")
-        return torch.tensor([list(source.ids)], dtype=torch.long), lm.decoder_prefix(source)
-    return torch.tensor([lm.tokenize_source("a").ids]), list(lm.start_ids)
+    if adapter.family.prompt_in_decoder:
+        source = adapter.tokenize_source("")
+        return torch.tensor([list(source.ids)], dtype=torch.long), adapter.decoder_prefix(source)
+    return torch.tensor([adapter.tokenize_source("a").ids]), list(adapter.start_ids)
 
 
-def _causal_forward(lm: InspectableModel, src: Tensor, inputs: list[int]) -> tuple[Tensor, Tensor]:
+def _causal_forward(adapter: InspectableModel, src: Tensor, inputs: list[int]) -> tuple[Tensor, Tensor]:
     """(logits (T, V), weights (L, H, T, T)) of the causal kind, teacher-forced on `inputs`."""
-    with lm.running():
-        logits, maps = lm.forward(src, torch.tensor([inputs]))
-    kind = lm.family.decoder_kind
+    with adapter.running():
+        logits, maps = adapter.forward(src, torch.tensor([inputs]))
+    kind = adapter.family.decoder_kind
     assert kind is not None, "a causal model decodes"
     weights = torch.stack([w[0] for w in maps[kind]]).float()
     return logits[0].float(), weights
 
 
-def max_length(lm: InspectableModel, length: int) -> int:
+def max_length(adapter: InspectableModel, length: int) -> int:
     """The causal sequence's length: `length`, at most the model's decoder positions."""
-    return max(4 * NEEDLE, min(length, lm.max_target_len))
+    return max(4 * NEEDLE, min(length, adapter.max_target_len))
 
 
-def retrieval_scores(lm: InspectableModel, length: int = LENGTH, depths: tuple[float, ...] = DEPTHS,
+def retrieval_scores(adapter: InspectableModel, length: int = LENGTH, depths: tuple[float, ...] = DEPTHS,
                      seed: int = 0) -> tuple[Tensor, dict]:
     """(L, H) retrieval score of each causal head over needle-in-a-haystack inputs at each depth and at lengths
     length / 2 and length; and what was measured (lengths, depths, needle, copy_rate)."""
-    pool, gen = _pool(lm), torch.Generator().manual_seed(seed)
-    src, prefix = _causal_setup(lm)
-    total = max_length(lm, length)
+    pool, gen = _pool(adapter), torch.Generator().manual_seed(seed)
+    src, prefix = _causal_setup(adapter)
+    total = max_length(adapter, length)
     lengths = sorted({max(4 * NEEDLE, total // 2), total})
     events, asked, copied = None, 0, 0
     for n in lengths:
@@ -90,7 +90,7 @@ def retrieval_scores(lm: InspectableModel, length: int = LENGTH, depths: tuple[f
             at = round(depth * len(hay))
             inputs = [*prefix, *hay[:at], *needle, *hay[at:], *needle]
             start, copy = len(prefix) + at, len(inputs) - NEEDLE
-            logits, w = _causal_forward(lm, src, inputs)
+            logits, w = _causal_forward(adapter, src, inputs)
             rows = torch.arange(copy + CUE - 1, copy + NEEDLE - 1)  # each predicts needle[j], j = CUE..NEEDLE-1
             want = torch.tensor(needle[CUE:])
             hit = logits[rows].argmax(-1) == want  # the model copies
@@ -105,37 +105,38 @@ def retrieval_scores(lm: InspectableModel, length: int = LENGTH, depths: tuple[f
     return events.float() / asked, info
 
 
-def _causal_patterns(lm: InspectableModel, length: int, seed: int) -> pd.DataFrame:
+def _causal_patterns(adapter: InspectableModel, length: int, seed: int) -> pd.DataFrame:
     """The causal kind's patterns on r r (distinct random tokens repeated twice), with the induction score on the
     window."""
-    src, prefix = _causal_setup(lm)
-    pool = _pool(lm)
-    n = min((max_length(lm, length) - len(prefix)) // 2, pool.numel())  # no token twice in r
+    src, prefix = _causal_setup(adapter)
+    pool = _pool(adapter)
+    n = min((max_length(adapter, length) - len(prefix)) // 2, pool.numel())  # no token twice in r
     r = _draw(pool, n, torch.Generator().manual_seed(seed))
     inputs = [*prefix, *r, *r]
-    _, w = _causal_forward(lm, src, inputs)
-    tokens = lm.ids_to_tokens(inputs)
+    _, w = _causal_forward(adapter, src, inputs)
+    tokens = adapter.ids_to_tokens(inputs)
     scores = pattern_scores(w, tokens, tokens, same_axis=True)
     scores["induction"] = window_induction(w, len(prefix), n)
-    assert lm.family.decoder_kind is not None, "a causal model decodes"
-    return pattern_frame(lm.family.decoder_kind, scores)
+    assert adapter.family.decoder_kind is not None, "a causal model decodes"
+    return pattern_frame(adapter.family.decoder_kind, scores)
 
 
-def _other_patterns(lm: InspectableModel, source_length: int, seed: int) -> list[pd.DataFrame]:
+def _other_patterns(adapter: InspectableModel, source_length: int, seed: int) -> list[pd.DataFrame]:
     """The patterns of the kinds that read the source: random tokens as the source (detokenized)."""
-    kinds = [k for k in lm.family.kinds if k != lm.family.decoder_kind]
+    kinds = [k for k in adapter.family.kinds if k != adapter.family.decoder_kind]
     if not kinds:
         return []
-    ids = _draw(_pool(lm), max(2, min(source_length, lm.max_source_len - 2)), torch.Generator().manual_seed(seed + 1))
-    text = lm.detokenize(ids)
-    if lm.family.decodes:
-        trace = teacher_forced(lm, text, lm.translate([text])[0], top_k=1).trace
+    ids = _draw(_pool(adapter), max(2, min(source_length, adapter.max_source_len - 2)),
+                torch.Generator().manual_seed(seed + 1))
+    text = adapter.detokenize(ids)
+    if adapter.family.decodes:
+        trace = teacher_forced(adapter, text, adapter.translate([text])[0], top_k=1).trace
     else:
-        trace = masked_decode(lm, text, top_k=1).trace
+        trace = masked_decode(adapter, text, top_k=1).trace
     frames = []
     for kind in kinds:
         q_tokens, k_tokens = trace.labels(kind)
-        q_axis, k_axis = lm.family.axes[kind]
+        q_axis, k_axis = adapter.family.axes[kind]
         scores = pattern_scores(trace.weights(kind), q_tokens, k_tokens, same_axis=q_axis == k_axis)
         frames.append(pattern_frame(kind, scores))
     return frames
@@ -151,23 +152,23 @@ class LongRange:
     length: int
 
 
-def long_range_heads(lm: InspectableModel, length: int = LENGTH, source_length: int = SOURCE_LENGTH,
+def long_range_heads(adapter: InspectableModel, length: int = LENGTH, source_length: int = SOURCE_LENGTH,
                      seed: int = 0) -> LongRange:
     """The pattern label of every head of every kind, and the causal heads' retrieval scores (their `retrieval`
     column; NaN for other kinds), at `length` tokens (clamped to the model's decoder positions)."""
-    frames = _other_patterns(lm, source_length, seed)
+    frames = _other_patterns(adapter, source_length, seed)
     info = None
-    if lm.family.decoder_kind is not None:
-        causal = _causal_patterns(lm, length, seed)
-        scores, info = retrieval_scores(lm, length, seed=seed)
+    if adapter.family.decoder_kind is not None:
+        causal = _causal_patterns(adapter, length, seed)
+        scores, info = retrieval_scores(adapter, length, seed=seed)
         causal["retrieval"] = [float(scores[la, h]) for la, h in zip(causal["layer"], causal["head"], strict=True)]
         causal["pattern"] = label_frame(causal)
-        frames.insert(0 if lm.family.prompt_in_decoder else 1, causal)
+        frames.insert(0 if adapter.family.prompt_in_decoder else 1, causal)
     frame = pd.concat(frames, ignore_index=True)
-    order = {k: i for i, k in enumerate(lm.family.kinds)}
+    order = {k: i for i, k in enumerate(adapter.family.kinds)}
     frame = frame.sort_values(["kind", "layer", "head"], key=lambda s: s.map(order) if s.name == "kind" else s,
                               kind="stable").reset_index(drop=True)
-    return LongRange(frame, info, max_length(lm, length) if lm.family.decodes else 0)
+    return LongRange(frame, info, max_length(adapter, length) if adapter.family.decodes else 0)
 
 
 def long_range_dict(found: LongRange) -> dict:

@@ -57,10 +57,10 @@ def segment_filter(trace: AttentionTrace, segments: Sequence[int], which: str) -
         hidden_target=trace.hidden_target)
 
 
-def mask_attribution(lm: InspectableModel, ids: Sequence[int], position: int, token_id: int) -> list[float]:
+def mask_attribution(adapter: InspectableModel, ids: Sequence[int], position: int, token_id: int) -> list[float]:
     """Gradient x input of log p(token_id at `position`) for each input token, as a share of their absolute sum."""
     src = torch.tensor([list(ids)])
-    embedding = lm.network.get_submodule(lm.embedding_paths()[0])
+    embedding = adapter.network.get_submodule(adapter.embedding_paths()[0])
     kept: list[torch.Tensor] = []
 
     def keep(module: torch.nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
@@ -68,10 +68,10 @@ def mask_attribution(lm: InspectableModel, ids: Sequence[int], position: int, to
         kept.append(out)
         return out
 
-    with lm.differentiable():
+    with adapter.differentiable():
         handle = embedding.register_forward_hook(keep)
         try:
-            logits = lm.teacher_logits(lm.network, src, None)  # type: ignore[arg-type]  # encoder-only: no target
+            logits = adapter.teacher_logits(adapter.network, src, None)  # type: ignore[arg-type]  # encoder-only: no target
         finally:
             handle.remove()
         logp = logits[0, position].float().log_softmax(-1)[token_id]

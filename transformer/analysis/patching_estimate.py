@@ -22,11 +22,11 @@ from .patching_sites import SITES, site_frame, sites_of
 ESTIMATE_COLUMNS = ["site", "where", "layer", "head", "position", "token", "estimate", "estimated_recovery"]
 
 
-def _gradients(lm: InspectableModel, setup: PatchingSetup) -> dict[tuple[str, str, int], Tensor]:
+def _gradients(adapter: InspectableModel, setup: PatchingSetup) -> dict[tuple[str, str, int], Tensor]:
     """d metric / d activation on the corrupted run, per (point, where, index): (T, width)."""
-    with lm.differentiable(), recording_activations(patch_points(lm), detach=False) as acts:
-        logits = lm.teacher_logits(lm.network, setup.src[1], setup.tgt[1])
-        metric = metric_of(lm, logits[:, -1], setup.token, setup.contrast)[0]
+    with adapter.differentiable(), recording_activations(patch_points(adapter), detach=False) as acts:
+        logits = adapter.teacher_logits(adapter.network, setup.src[1], setup.tgt[1])
+        metric = metric_of(adapter, logits[:, -1], setup.token, setup.contrast)[0]
         keys = [(RESIDUAL, s, i) for s, ts in acts.residual.items() for i in range(len(ts))]
         keys += [("head", k, i) for k, ts in acts.heads.items() for i in range(len(ts))]
         tensors = [(acts.residual if p == RESIDUAL else acts.heads)[w][i] for p, w, i in keys]
@@ -47,16 +47,16 @@ def _estimate(setup: PatchingSetup, patch: Patch, grads: dict, n_heads: dict[str
     return float(((patch.value.float() - now[rows, cols]) * grad[rows, cols]).sum())
 
 
-def estimate_patching(lm: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES,
+def estimate_patching(adapter: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES,
                       progress: Progress | None = None) -> pd.DataFrame:
     """Every site's estimated difference (`estimate`) and recovery, from one forward and one backward; largest
     |estimate| first."""
     if progress is not None:
         progress(0.0)
-    grads = _gradients(lm, setup)
-    n_heads = {k: h for k, (_, h) in lm.head_counts().items()}
+    grads = _gradients(adapter, setup)
+    n_heads = {k: h for k, (_, h) in adapter.head_counts().items()}
     rows = []
-    for s in sites_of(lm, setup, which):
+    for s in sites_of(adapter, setup, which):
         estimate = sum(_estimate(setup, p, grads, n_heads) for p in s.patches)
         rows.append({"site": s.site, "where": s.where, "layer": s.layer, "head": s.head, "position": s.position,
                      "token": s.token, "estimate": estimate,
@@ -68,19 +68,19 @@ def estimate_patching(lm: InspectableModel, setup: PatchingSetup, which: Sequenc
                          ).reset_index(drop=True)
 
 
-def preview_patching(lm: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES, *, top_k: int = 10,
+def preview_patching(adapter: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES, *, top_k: int = 10,
                      progress: Progress | None = None) -> pd.DataFrame:
     """The estimate for every site, with the exact `difference` and `recovery` measured for the `top_k` sites of
     largest |estimate| (NaN for the others)."""
-    estimate = estimate_patching(lm, setup, which)
+    estimate = estimate_patching(adapter, setup, which)
     if progress is not None:
         progress(0.2)
     keys = ["site", "where", "layer", "head", "position"]
     top = estimate.head(top_k)
     wanted = {tuple(r) for r in top[keys].itertuples(index=False)}
-    sites = [s for s in sites_of(lm, setup, which) if (s.site, s.where, s.layer, s.head, s.position) in wanted]
+    sites = [s for s in sites_of(adapter, setup, which) if (s.site, s.where, s.layer, s.head, s.position) in wanted]
     scaled = None if progress is None else (lambda f: progress(0.2 + 0.8 * f))
-    exact = site_frame(setup, sites, patched_metrics(lm, setup, [s.patches for s in sites], progress=scaled))
+    exact = site_frame(setup, sites, patched_metrics(adapter, setup, [s.patches for s in sites], progress=scaled))
     return estimate.merge(exact[[*keys, "difference", "recovery"]], on=keys, how="left")
 
 

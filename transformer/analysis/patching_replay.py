@@ -20,20 +20,20 @@ from .patching import PatchingSetup
 from .patching_sites import Site, sites_of
 
 
-def find_site(lm: InspectableModel, setup: PatchingSetup, cell: Mapping[str, Any]) -> Site:
+def find_site(adapter: InspectableModel, setup: PatchingSetup, cell: Mapping[str, Any]) -> Site:
     """The site a map's cell names ({site, where, layer, head, position}); KeyError if the experiment has none."""
-    for s in sites_of(lm, setup, [cell["site"]]):
+    for s in sites_of(adapter, setup, [cell["site"]]):
         if (s.where, s.layer, s.head, s.position) == (cell["where"], cell["layer"], cell["head"], cell["position"]):
             return s
     raise KeyError(f"no patch site {dict(cell)}")
 
 
-def patched_decode(lm: InspectableModel, setup: PatchingSetup, site: Site, *, top_k: int = 5) -> DecodeResult:
+def patched_decode(adapter: InspectableModel, setup: PatchingSetup, site: Site, *, top_k: int = 5) -> DecodeResult:
     """The corrupted input's greedy decode with `site` copied from the clean run; InputError when the decode ends
     before a position the site writes (it emitted its end token before the target step)."""
-    counts = {k: h for k, (_, h) in lm.head_counts().items()}
-    with lm.running(), patching(patch_points(lm), site.patches, counts, decoding=True) as writes:
-        result = greedy_decode(lm, setup.corrupted_text, top_k=top_k)
+    counts = {k: h for k, (_, h) in adapter.head_counts().items()}
+    with adapter.running(), patching(patch_points(adapter), site.patches, counts, decoding=True) as writes:
+        result = greedy_decode(adapter, setup.corrupted_text, top_k=top_k)
     if writes.unwritten(site.patches):
         raise InputError(f"The corrupted input's decode ends after {len(result.steps)} tokens, before the target "
                          f"step {setup.step + 1} this site writes: the patch is never reached.")

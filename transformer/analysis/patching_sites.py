@@ -63,10 +63,10 @@ def residual_site(setup: PatchingSetup, stack: str, i: int, positions: Sequence[
                 (_residual(setup, stack, i, pairs),))
 
 
-def sites_of(lm: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES) -> list[Site]:
+def sites_of(adapter: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES) -> list[Site]:
     """Every run of the chosen sites, in frame order."""
     out: list[Site] = []
-    family, counts = lm.family, lm.head_counts()
+    family, counts = adapter.family, adapter.head_counts()
     if ENCODER_OUTPUT in which and family.has_cross:
         last = len(setup.clean.residual["encoder"]) - 1
         out += [residual_site(setup, "encoder", last, [a], ENCODER_OUTPUT)
@@ -122,10 +122,10 @@ def site_frame(setup: PatchingSetup, sites: Sequence[Site], metrics: Sequence[fl
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def patch_sites(lm: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES, *,
+def patch_sites(adapter: InspectableModel, setup: PatchingSetup, which: Sequence[str] = SITES, *,
                 batch: int = DEFAULT_BATCH, progress: Progress | None = None) -> PatchingResult:
     """Patch every site of `which`, one batched run per site; `progress` (may raise `Cancelled`) after each batch."""
     start = time.perf_counter()
-    sites = sites_of(lm, setup, which)
-    metrics = patched_metrics(lm, setup, [s.patches for s in sites], batch=batch, progress=progress)
+    sites = sites_of(adapter, setup, which)
+    metrics = patched_metrics(adapter, setup, [s.patches for s in sites], batch=batch, progress=progress)
     return PatchingResult(site_frame(setup, sites, metrics), setup, time.perf_counter() - start)

@@ -45,25 +45,25 @@ class DecodeParts:
         return self.n_prefix - 1 + step - 1
 
 
-def decode_parts(lm: InspectableModel, text: str, *, step: int | None = None, max_steps: int | None = None
+def decode_parts(adapter: InspectableModel, text: str, *, step: int | None = None, max_steps: int | None = None
                  ) -> DecodeParts:
     """The greedy decode of `text` (an encoder-only model: its one forward pass over `text`) captured for the
     residual parts; with `step` (1-based) the decoder reads up to the position that produces that step's token."""
-    lm.residual_path()  # refuse a family the parts do not cover before decoding
-    source = lm.tokenize_source(text)
-    if not lm.family.decodes:
+    adapter.residual_path()  # refuse a family the parts do not cover before decoding
+    source = adapter.tokenize_source(text)
+    if not adapter.family.decodes:
         if step is not None:
-            raise ResidualPathError(f"{lm.name} is an encoder-only model: it has no decode steps (--step)")
-        cap = capture_path(lm, torch.tensor([list(source.ids)]), None)
-        return DecodeParts(cap, tuple(source.tokens), (), 0, (), dict(lm.family.axes))
-    result = greedy_decode(lm, text, top_k=1, max_steps=max_steps)
-    prefix = lm.decoder_prefix(source)
+            raise ResidualPathError(f"{adapter.name} is an encoder-only model: it has no decode steps (--step)")
+        cap = capture_path(adapter, torch.tensor([list(source.ids)]), None)
+        return DecodeParts(cap, tuple(source.tokens), (), 0, (), dict(adapter.family.axes))
+    result = greedy_decode(adapter, text, top_k=1, max_steps=max_steps)
+    prefix = adapter.decoder_prefix(source)
     outputs = [s.token_id for s in result.steps]
     if step is not None and not 1 <= step <= len(outputs):
         raise ResidualPathError(f"step {step} does not exist: the decode of this text has steps 1-{len(outputs)}")
     read = [*prefix, *outputs][: len(prefix) - 1 + (step if step is not None else len(outputs))]
     read = read or list(prefix)
-    cap = capture_path(lm, torch.tensor([list(source.ids)]), torch.tensor([read]))
-    labels = (*lm.prefix_tokens(source), *lm.ids_to_tokens(read[len(prefix):]))[: len(read)]
+    cap = capture_path(adapter, torch.tensor([list(source.ids)]), torch.tensor([read]))
+    labels = (*adapter.prefix_tokens(source), *adapter.ids_to_tokens(read[len(prefix):]))[: len(read)]
     return DecodeParts(cap, tuple(source.tokens), tuple(labels), len(prefix),
-                       tuple(lm.ids_to_tokens(outputs)), dict(lm.family.axes))
+                       tuple(adapter.ids_to_tokens(outputs)), dict(adapter.family.axes))

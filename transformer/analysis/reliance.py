@@ -103,60 +103,61 @@ class Reliance:
                            "special_mass": round(s.special_mass, 4), "detached": s.detached} for s in self.steps]}
 
 
-def sublayer_writes(lm: InspectableModel, captured: CapturedDecode, kind: str) -> Tensor:
+def sublayer_writes(adapter: InspectableModel, captured: CapturedDecode, kind: str) -> Tensor:
     """||sum_h W_O^h z_h|| per decoder layer and decoder row of `kind`'s sublayer, (L, T): what it wrote into the
     residual stream, the output projection's bias left out."""
     norms = []
     for layer, inputs in enumerate(captured.insides.inputs[kind]):
         if inputs.output is None:
-            raise InputError(f"{lm.name}: the {kind} output projection was not captured")
-        _, bias = lm.output_projection(kind, layer)
+            raise InputError(f"{adapter.name}: the {kind} output projection was not captured")
+        _, bias = adapter.output_projection(kind, layer)
         written = inputs.output[0].float() - (0 if bias is None else bias.detach().float())
         norms.append(written.norm(dim=-1))
     return torch.stack(norms)
 
 
-def reliance(lm: InspectableModel, result: DecodeResult, captured: CapturedDecode | None = None) -> Reliance:
-    """Source and prefix shares per step of `result` (a decode of `lm`), detached steps, omitted source tokens."""
-    family = lm.family
+def reliance(adapter: InspectableModel, result: DecodeResult, captured: CapturedDecode | None = None) -> Reliance:
+    """Source and prefix shares per step of `result` (a decode of `adapter`), detached steps, omitted source tokens."""
+    family = adapter.family
     if family.cross_kind is None:
-        raise InputError(f"{lm.name} has no cross-attention: source or prefix is for encoder-decoder models")
+        raise InputError(f"{adapter.name} has no cross-attention: source or prefix is for encoder-decoder models")
     if not result.steps:
         raise InputError("the decode has no steps")
-    captured = captured or capture_decode(lm, result)
+    captured = captured or capture_decode(adapter, result)
     cross, self_kind = family.cross_kind, family.decoder_kind
     assert self_kind is not None  # a family with cross-attention decodes
     rows = torch.arange(len(result.steps)) + captured.first
-    c = sublayer_writes(lm, captured, cross)[:, rows]  # (L, steps)
-    p = sublayer_writes(lm, captured, self_kind)[:, rows]
+    c = sublayer_writes(adapter, captured, cross)[:, rows]  # (L, steps)
+    p = sublayer_writes(adapter, captured, self_kind)[:, rows]
     source = c.sum(0) / (c + p).sum(0).clamp_min(1e-12)
     per_layer = c / (c + p).clamp_min(1e-12)
     attention = captured.insides.attentions.by_kind[cross][-1][0].float().mean(0)[rows]  # (steps, S)
     specials = sink_positions(captured.source_tokens, first=False, specials=True)
     distance, mass, detached = detached_steps(attention, specials)
-    ends = torch.tensor([s.token_id in set(lm.end_ids) for s in result.steps])
+    ends = torch.tensor([s.token_id in set(adapter.end_ids) for s in result.steps])
     detached &= ~ends  # the step that emits </s> reads the source's </s> by design
     omitted = omitted_tokens(attention, specials, ~detached)
     steps = tuple(StepReliance(i + 1, s.token, float(source[i]), 1.0 - float(source[i]),
                                tuple(float(x) for x in per_layer[:, i]), float(distance[i]), float(mass[i]),
                                bool(detached[i])) for i, s in enumerate(result.steps))
     mean = attention.mean(0, keepdim=True)
-    return Reliance(lm.name, captured.source_tokens, result.output_text, steps, tuple(j + 1 for j in omitted),
+    return Reliance(adapter.name, captured.source_tokens, result.output_text, steps, tuple(j + 1 for j in omitted),
                     float(wasserstein_to_uniform(mean)[0]))
 
 
-def text_reliance(lm: InspectableModel, text: str, max_steps: int | None = None) -> Reliance:
+def text_reliance(adapter: InspectableModel, text: str, max_steps: int | None = None) -> Reliance:
     """`reliance` of `text`'s greedy decode."""
-    return reliance(lm, greedy_decode(lm, text, top_k=1, max_steps=max_steps))
+    return reliance(adapter, greedy_decode(adapter, text, top_k=1, max_steps=max_steps))
 
 
-def rank_corpus(lm: InspectableModel, sources: Sequence[str], max_steps: int | None = None) -> list[dict[str, Any]]:
+def rank_corpus(adapter: InspectableModel, sources: Sequence[str],
+                max_steps: int | None = None) -> list[dict[str, Any]]:
     """One row per sentence (line, source, output, wass_to_unif, source_share, detached, omitted), most detached
     first; a sentence the model cannot read gets its error instead."""
     rows = []
     for line, text in enumerate(sources, 1):
         try:
-            r = text_reliance(lm, text, max_steps)
+            r = text_reliance(adapter, text, max_steps)
         except InputError as exc:
             rows.append({"line": line, "source": text, "error": str(exc)})
             continue

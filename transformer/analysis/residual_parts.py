@@ -38,14 +38,14 @@ def _detached(weight: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor | Non
     return weight.detach().float(), None if bias is None else bias.detach().float()
 
 
-def capture_path(lm: InspectableModel, src: Tensor, tgt: Tensor | None) -> PathCapture:
-    """A teacher-forced forward of `lm` over source ids (1, S) and decoder inputs (1, T) (None: encoder-only) with
+def capture_path(adapter: InspectableModel, src: Tensor, tgt: Tensor | None) -> PathCapture:
+    """A teacher-forced forward of `adapter` over source ids (1, S) and decoder inputs (1, T) (None: encoder-only) with
     everything the parts need; ResidualPathError for a family that is not taken apart."""
-    path = lm.residual_path()
-    insides, record = lm.path_insides(src, tgt)
-    outputs = {kind: tuple(_detached(*lm.output_projection(kind, i)) for i in range(n))
-               for kind, (n, _) in lm.head_counts().items()}
-    return PathCapture(lm.name, insides, record, path, outputs)
+    path = adapter.residual_path()
+    insides, record = adapter.path_insides(src, tgt)
+    outputs = {kind: tuple(_detached(*adapter.output_projection(kind, i)) for i in range(n))
+               for kind, (n, _) in adapter.head_counts().items()}
+    return PathCapture(adapter.name, insides, record, path, outputs)
 
 
 @dataclass(frozen=True)

@@ -78,10 +78,10 @@ def video_target(path: str) -> str:
     return fmt
 
 
-def parse_ablate(values: list[str] | None, lm: InspectableModel) -> list[Head]:
+def parse_ablate(values: list[str] | None, adapter: InspectableModel) -> list[Head]:
     """Heads named by `--ablate` (repeatable, comma-separated), checked against the model; HeadError if wrong."""
     labels = [part for value in values or [] for part in value.split(",")]
-    return [parse_ablated_head(label, lm) for label in labels]
+    return [parse_ablated_head(label, adapter) for label in labels]
 
 
 def write_output(path: str, data: str | bytes) -> None:

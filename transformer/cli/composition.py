@@ -31,15 +31,15 @@ def register(commands: Commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`composition`: the strongest pairs of each type, or every pair as JSON."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     try:
-        frame = composition_scores(lm)
+        frame = composition_scores(adapter)
     except ResidualPathError as exc:
         raise InputError(str(exc)) from None
     if args.json:
         print(json.dumps(finite_json(frame.to_dict("records"))))
         return 0
-    print(f"{lm.name}: {len(frame):,} pairs of heads where the later reads the earlier")
+    print(f"{adapter.name}: {len(frame):,} pairs of heads where the later reads the earlier")
     for mode in COMPOSITION_MODES:
         top = strongest(frame, mode, args.top)
         if top.empty:

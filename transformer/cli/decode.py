@@ -73,16 +73,16 @@ def run(args: argparse.Namespace) -> int:
     if insides_conflict(args):  # before the model loads
         raise UsageError(insides_conflict(args))
     text = args.text = read_input(args)  # a missing file or bytes that are not UTF-8 fail before the model loads
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    if is_long(lm, text):
-        return _long(lm, text, args)
-    mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    if is_long(adapter, text):
+        return _long(adapter, text, args)
+    mask = head_mask(adapter, parse_ablate(args.ablate, adapter)) if args.ablate else None
     if lens_conflict(args):
         raise UsageError(lens_conflict(args))
     if args.reference is not None:
-        result = teacher_forced(lm, text, args.reference, top_k=args.top_k, head_mask=mask, residuals=args.lens)
+        result = teacher_forced(adapter, text, args.reference, top_k=args.top_k, head_mask=mask, residuals=args.lens)
     else:
-        result = greedy_decode(lm, text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
+        result = greedy_decode(adapter, text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
                                residuals=args.lens, encoder_layer=args.encoder_layer, sampling=sampling_from(args))
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
@@ -94,18 +94,18 @@ def run(args: argparse.Namespace) -> int:
             top = "  ".join(f"{tok} {p:.3f}" for tok, p in step.top_k)
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}   top: {top}", file=sys.stderr)
         print_samples(result)
-    lens = lens_entry(lm, result, args)
-    tree, beam = beam_entry(lm, args)
+    lens = lens_entry(adapter, result, args)
+    tree, beam = beam_entry(adapter, args)
     try:
-        insides = insides_entry(lm, result, args)
+        insides = insides_entry(adapter, result, args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.trace_json:
         write_output(args.trace_json, json.dumps({**result.to_dict(), **lens, **insides, **beam}))
     if args.html:
-        write_replay(args.html, result, lm.name, weights_line(args.dir), tree)
+        write_replay(args.html, result, adapter.name, weights_line(args.dir), tree)
     if args.video:
-        write_decode_video(args.video, result, f"{lm.name} · {weights_line(args.dir).lower()}",
+        write_decode_video(args.video, result, f"{adapter.name} · {weights_line(args.dir).lower()}",
                            layer=args.video_layer, head=args.video_head)
     if tree is not None:
         print(tree.hypotheses[0].text)
@@ -114,10 +114,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _long(lm: InspectableModel, text: str, args: argparse.Namespace) -> int:
+def _long(adapter: InspectableModel, text: str, args: argparse.Namespace) -> int:
     """A decoder-only prompt past the store's threshold: decoded with the attention store; the trace JSON keeps the
     store in a side file when its maps would be large."""
-    result = long_decode(lm, text, args)
+    result = long_decode(adapter, text, args)
     if args.verbose:
         for i, step in enumerate(result.steps, start=1):
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}", file=sys.stderr)

@@ -50,15 +50,15 @@ def read_input(args: argparse.Namespace, stdin: BinaryIO | None = None) -> str:
     return args.text
 
 
-def is_long(lm: InspectableModel, text: str) -> bool:
+def is_long(adapter: InspectableModel, text: str) -> bool:
     """Whether a decoder-only model's prompt for `text` has more than STORE_ABOVE tokens (decoded with the store)."""
-    return lm.family.prompt_in_decoder and len(lm.decoder_prefix(lm.tokenize_source(text))) > STORE_ABOVE
+    return adapter.family.prompt_in_decoder and len(adapter.decoder_prefix(adapter.tokenize_source(text))) > STORE_ABOVE
 
 
-def long_decode(lm: InspectableModel, text: str, args: argparse.Namespace) -> DecodeResult:
+def long_decode(adapter: InspectableModel, text: str, args: argparse.Namespace) -> DecodeResult:
     """The stored decode of a long prompt, after refusing by name the flags that need maps."""
     given = [flag for flag, on in NEEDS_MAPS if on(args)]
     if given:
         raise UsageError(f"{', '.join(given)}: not available above {STORE_ABOVE:,} prompt tokens (the decode keeps "
                          "the attention store, not maps); drop the flag or shorten the input")
-    return decode_text(lm, text, max_steps=args.max_steps or LONG_STEPS, top_k=args.top_k)
+    return decode_text(adapter, text, max_steps=args.max_steps or LONG_STEPS, top_k=args.top_k)

@@ -33,31 +33,31 @@ def insides_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def insides_entry(lm: InspectableModel, result: DecodeResult, args: argparse.Namespace) -> dict[str, Any]:
+def insides_entry(adapter: InspectableModel, result: DecodeResult, args: argparse.Namespace) -> dict[str, Any]:
     """The trace JSON's "internals" and "contributions" entries asked for (none: {}); ValueError with the model's
     ranges for a head it has not got."""
     if not (args.internals or args.contributions):
         return {}
     head = Head.parse(args.internals) if args.internals else None
     if head is not None:
-        _check_head(lm, head, args.internals)  # before the capture: a head the model has not got costs no forward
-    captured = capture_decode(lm, result, args.reference)
+        _check_head(adapter, head, args.internals)  # before the capture: a head the model has not got costs no forward
+    captured = capture_decode(adapter, result, args.reference)
     entry: dict[str, Any] = {}
     if head is not None:
         try:
-            entry["internals"] = internals_dict(lm, captured, head.kind, head.layer, head.head)
+            entry["internals"] = internals_dict(adapter, captured, head.kind, head.layer, head.head)
         except HeadSelectionError as exc:
             raise ValueError(f"--internals {args.internals}: {exc}") from None
     if args.contributions:
-        entry["contributions"] = contributions_dict(lm, captured)
+        entry["contributions"] = contributions_dict(adapter, captured)
     return entry
 
 
-def _check_head(lm: InspectableModel, head: Head, asked: str) -> None:
+def _check_head(adapter: InspectableModel, head: Head, asked: str) -> None:
     """ValueError naming, as the flag numbers them (L1H1 first), the layers and heads the model has."""
-    counts = lm.head_counts()
+    counts = adapter.head_counts()
     if head.kind not in counts:
-        raise ValueError(f"--internals {asked}: no attention kind {head.kind!r} in {lm.name}; it has "
+        raise ValueError(f"--internals {asked}: no attention kind {head.kind!r} in {adapter.name}; it has "
                          f"{', '.join(counts)}")
     n_layers, n_heads = counts[head.kind]
     if not 0 <= head.layer < n_layers:

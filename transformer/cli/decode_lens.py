@@ -50,10 +50,10 @@ def print_lens(lenses: tuple[StepLens, ...]) -> None:
             print(_line(p, width), file=sys.stderr)
 
 
-def lens_entry(lm: InspectableModel, result: DecodeResult, args: argparse.Namespace) -> dict[str, Any]:
+def lens_entry(adapter: InspectableModel, result: DecodeResult, args: argparse.Namespace) -> dict[str, Any]:
     """With --lens: print the lens and return the trace JSON's {"lens": ...}; otherwise {}."""
     if not args.lens:
         return {}
-    lenses = every_step_lens(lm, result, k=args.lens_top_k)
+    lenses = every_step_lens(adapter, result, k=args.lens_top_k)
     print_lens(lenses)
     return {"lens": lens_dict(lenses, result.encoder_layer)}

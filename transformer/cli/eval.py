@@ -59,17 +59,17 @@ def read_text_lines(path: str, n: int | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
     if args.text_file:
-        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+        adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
         lines = read_text_lines(args.text_file, args.n)
-        print(json.dumps(finite_json({"model": args.dir, "text_file": args.text_file, **perplexity(lm, lines)})))
+        print(json.dumps(finite_json({"model": args.dir, "text_file": args.text_file, **perplexity(adapter, lines)})))
         return 0
     if args.data:
         src, tgt = args.data  # nargs=2: exactly two paths
         pairs = read_aligned_files(src, tgt, max_pairs=args.n)
         if not pairs:
             raise UsageError(f"{src} and {tgt} hold no sentence pairs")
-        lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-        scores = score_parallel(lm, [s for s, _ in pairs], [t for _, t in pairs])
+        adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+        scores = score_parallel(adapter, [s for s, _ in pairs], [t for _, t in pairs])
         print(json.dumps(finite_json({"model": args.dir, "data": list(args.data), **scores})))
         return 0
     if Path(args.dir).is_dir() and not is_checkpoint_folder(Path(args.dir)):

@@ -35,11 +35,11 @@ def register(commands: Commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`fill`: print each mask's top-k (or the JSON); optionally write the fill JSON with the maps."""
-    lm = open_model(args.dir, max_params=args.max_params)
-    mask = head_mask(lm, parse_ablate(args.ablate, lm)) if args.ablate else None
-    result = fill_masks(lm, args.text, args.pair, mask_positions=args.mask_token, top_k=args.top_k, head_mask=mask)
+    adapter = open_model(args.dir, max_params=args.max_params)
+    mask = head_mask(adapter, parse_ablate(args.ablate, adapter)) if args.ablate else None
+    result = fill_masks(adapter, args.text, args.pair, mask_positions=args.mask_token, top_k=args.top_k, head_mask=mask)
     if not result.predictions:
-        raise InputError(no_mask_message(lm))
+        raise InputError(no_mask_message(adapter))
     if args.trace_json:
         write_output(args.trace_json, result.to_json())
     if args.json:

@@ -79,7 +79,7 @@ def register(commands: Commands) -> None:
     p.set_defaults(run=run)
 
 
-def _inputs(args: argparse.Namespace, lm: InspectableModel) -> tuple[list[str], str]:
+def _inputs(args: argparse.Namespace, adapter: InspectableModel) -> tuple[list[str], str]:
     given = [x for x in (args.text is not None, args.file is not None, args.valid is not None, bool(args.corpus))
              if x]
     if len(given) != 1:
@@ -97,7 +97,7 @@ def _inputs(args: argparse.Namespace, lm: InspectableModel) -> tuple[list[str], 
         if not lines:
             raise InputError(f"{args.file}: no input lines")
         return lines[:MAX_FILE_LINES], "file"
-    if lm.source != "checkpoint":
+    if adapter.source != "checkpoint":
         raise HeadError("--valid needs one of our checkpoints (it reads the task's validation inputs); "
                          "give TEXT or --file PATH for a Hugging Face model")
     task = task_for_checkpoint(load_checkpoint(args.dir, load_optimizer=False))
@@ -116,14 +116,14 @@ def run(args: argparse.Namespace) -> int:
         return run_long_range(args, detectors_dict)
     if args.corpus and not args.sweep:
         return run_corpus(args)
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    texts, source = _inputs(args, lm)
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    texts, source = _inputs(args, adapter)
     start = time.perf_counter()
     reports, skipped = [], []
     dtype = torch.bfloat16 if args.bf16 else None
     for i, text in enumerate(texts):
         try:
-            reports.append(head_report(lm, text, agreement=not args.no_agreement, ig_steps=args.ig_steps,
+            reports.append(head_report(adapter, text, agreement=not args.no_agreement, ig_steps=args.ig_steps,
                                        method=args.attribution, dtype=dtype))
         except InputError as exc:
             if len(texts) == 1:
@@ -133,15 +133,16 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("none of the inputs could be decoded")
     drops = average_drops([r.sweep for r in reports])
     agreement = None if args.no_agreement else average_agreement([r.agreement for r in reports])
-    out: dict[str, Any] = {"checkpoint": str(args.dir), "model": lm.name, "inputs": len(reports), "skipped": skipped,
+    out: dict[str, Any] = {"checkpoint": str(args.dir), "model": adapter.name, "inputs": len(reports),
+                           "skipped": skipped,
                            **({"text": texts[0], "output": reports[0].result.output_text,
                                "base_log_prob": round(reports[0].sweep.base_log_prob, 6)} if source == "text" else {}),
                            **report_dict(drops, agreement, args.attribution),
-                           "detectors": detectors_dict(detect_heads(lm)),
+                           "detectors": detectors_dict(detect_heads(adapter)),
                            "seconds": round(time.perf_counter() - start, 3)}
     if args.estimate:
-        out["estimate"] = _estimates(lm, reports)
-    if source == "valid":  # our checkpoint (_inputs refused --valid for other models): the network lm wraps
+        out["estimate"] = _estimates(adapter, reports)
+    if source == "valid":  # our checkpoint (_inputs refused --valid for other models): the network adapter wraps
         ckpt = load_checkpoint(args.dir, load_optimizer=False)
         task = task_for_checkpoint(ckpt)
         aligned = evaluate_alignment(ckpt.model, task.valid[: args.valid], ckpt.src_tokenizer, ckpt.tgt_tokenizer)
@@ -169,11 +170,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _estimates(lm: InspectableModel, reports: list[HeadReport]) -> dict[str, Any]:
+def _estimates(adapter: InspectableModel, reports: list[HeadReport]) -> dict[str, Any]:
     """The "estimate" block: per head the mean estimated drop, and the mean Spearman vs the exact sweep."""
     frames, rhos = [], []
     for report in reports:
-        frame = estimate_head_effects(lm, report.result.source_text, output_ids(report.result))
+        frame = estimate_head_effects(adapter, report.result.source_text, output_ids(report.result))
         frames.append(frame)
         rhos.append(estimate_agreement(frame, report.sweep.frame))
     mean = (frames[0] if len(frames) == 1 else

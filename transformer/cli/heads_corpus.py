@@ -57,15 +57,15 @@ def _gold(folder: str) -> Any:
     return lambda text: known_alignment(name, text, ckpt.src_tokenizer)
 
 
-def _statistics(lm: InspectableModel, sources: Any, references: Any, gold: Any, env: Any) -> CorpusStats | None:
+def _statistics(adapter: InspectableModel, sources: Any, references: Any, gold: Any, env: Any) -> CorpusStats | None:
     """One process's statistics, or under torchrun each process's share of the sentences (i % world == rank),
     their sums gathered and merged on rank 0 (None on the others)."""
     if env is None:
-        return corpus_statistics(lm, sources, references, gold=gold)
+        return corpus_statistics(adapter, sources, references, gold=gold)
     import torch.distributed as dist
     start_process_group(env)
     try:
-        part = corpus_sums(lm, sources, references, shard=(env.rank, env.world), gold=gold)
+        part = corpus_sums(adapter, sources, references, shard=(env.rank, env.world), gold=gold)
         parts: list[Any] = [None] * env.world
         dist.all_gather_object(parts, part)  # between our own processes only
     finally:
@@ -82,12 +82,12 @@ def run_corpus(args: argparse.Namespace) -> int:
     use_ref = corpus.references is not None and (args.use_reference or args.corpus_reference is not None)
     if getattr(args, "snapshots", False):
         return _over_snapshots(args, corpus, use_ref)
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     env = torchrun_env()
     if env is None or env.is_main:
         print(f"reading {corpus.describe()}", file=sys.stderr)
     start = time.perf_counter()
-    stats = _statistics(lm, corpus.sources, corpus.references if use_ref else None, _gold(args.dir), env)
+    stats = _statistics(adapter, corpus.sources, corpus.references if use_ref else None, _gold(args.dir), env)
     seconds = time.perf_counter() - start
     if stats is None:  # another process than torchrun's first: rank 0 prints
         return 0
@@ -120,8 +120,8 @@ def _over_snapshots(args: argparse.Namespace, corpus: Any, use_ref: bool) -> int
     gold = _gold(str(snapshots[0][1]))
     stats = []
     for _step, folder in snapshots:
-        lm = open_model(str(folder))
-        stats.append(corpus_statistics(lm, corpus.sources, corpus.references if use_ref else None, gold=gold))
+        adapter = open_model(str(folder))
+        stats.append(corpus_statistics(adapter, corpus.sources, corpus.references if use_ref else None, gold=gold))
     seconds = time.perf_counter() - start
     curves = snapshot_curves([step for step, _ in snapshots], stats)
     if args.json:

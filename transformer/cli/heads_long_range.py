@@ -26,12 +26,12 @@ def add_long_range_arguments(p: Any) -> None:
 
 def run_long_range(args: argparse.Namespace, detectors_dict: Any) -> int:
     """`heads --long-range`: the pattern table (or the JSON with the extended `detectors` object)."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     start = time.perf_counter()
-    found = long_range_heads(lm, args.length)
-    detectors = detectors_dict(detect_heads(lm)) if lm.family.decoder_kind is not None else {}
+    found = long_range_heads(adapter, args.length)
+    detectors = detectors_dict(detect_heads(adapter)) if adapter.family.decoder_kind is not None else {}
     detectors.update(long_range_dict(found))
-    out = {"checkpoint": str(args.dir), "model": lm.name, "length": found.length, "detectors": detectors,
+    out = {"checkpoint": str(args.dir), "model": adapter.name, "length": found.length, "detectors": detectors,
            "seconds": round(time.perf_counter() - start, 3)}
     if args.json:
         print(json.dumps(finite_json(out)))

@@ -77,33 +77,33 @@ def _rows(frame: pd.DataFrame, value: str) -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """`patch`: the recoveries (or raw differences when the edit barely moves the target) as a table or JSON."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    which = [s for s in _sites(args.sites) if s != ENCODER_OUTPUT or lm.family.has_cross]
-    setup = prepare_patching(lm, args.clean, args.corrupted, step=None if args.step is None else args.step - 1,
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    which = [s for s in _sites(args.sites) if s != ENCODER_OUTPUT or adapter.family.has_cross]
+    setup = prepare_patching(adapter, args.clean, args.corrupted, step=None if args.step is None else args.step - 1,
                              contrast=args.contrast)
     value = "difference" if setup.barely else "recovery"
-    out: dict[str, Any] = {"model": lm.name, "clean": args.clean, "corrupted": args.corrupted,
-                           "output": lm.detokenize(setup.output)}
+    out: dict[str, Any] = {"model": adapter.name, "clean": args.clean, "corrupted": args.corrupted,
+                           "output": adapter.detokenize(setup.output)}
     if args.estimate:
-        frame = preview_patching(lm, setup, which)
+        frame = preview_patching(adapter, setup, which)
         out.update(PatchingResult(frame, setup, 0.0).summary(), method="attribution patching (one forward and one "
                    "backward on the corrupted run), exact figures for the top ten",
                    spearman_vs_exact=patching_agreement(frame, frame), sites=_rows(frame, "estimate"),
                    exact=_rows(frame.dropna(subset=[value]), value))
     else:
-        result = patch_sites(lm, setup, which)
+        result = patch_sites(adapter, setup, which)
         frame = result.frame
         out.update(result.summary(), shows=value, sites=_rows(frame, value), seconds=round(result.seconds, 3))
     if args.json:
         print(json.dumps(finite_json(out)))
         return 0
-    _print_table(out, frame, "estimate" if args.estimate else value, lm)
+    _print_table(out, frame, "estimate" if args.estimate else value, adapter)
     return 0
 
 
-def _print_table(out: dict[str, Any], frame: pd.DataFrame, value: str, lm: Any) -> None:
+def _print_table(out: dict[str, Any], frame: pd.DataFrame, value: str, adapter: Any) -> None:
     print(f"{out['model']}: clean {out['clean']!r} -> {out['output']!r}; corrupted {out['corrupted']!r}")
-    print(f"target: output token {out['step']} {lm.id_to_token(out['token'])!r}; metric {out['metric']}: clean "
+    print(f"target: output token {out['step']} {adapter.id_to_token(out['token'])!r}; metric {out['metric']}: clean "
           f"{out['clean_metric']:.4f}, corrupted {out['corrupted_metric']:.4f}")
     if out["barely_moves"]:
         print("  the edit barely moves the target (under 0.1 nats): raw differences metric - corrupted, no ratio")

@@ -63,13 +63,13 @@ def run(args: argparse.Namespace) -> int:
         head = Head.parse(args.head)
     except HeadError as exc:
         raise InputError(str(exc)) from None
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    if head.kind not in lm.family.kinds:
-        raise InputError(f"{lm.name} has no {head.kind} heads (its heads: "
-                         f"{', '.join(Head(k, 0, 0).label.split(':')[0] for k in lm.family.kinds)})")
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    if head.kind not in adapter.family.kinds:
+        raise InputError(f"{adapter.name} has no {head.kind} heads (its heads: "
+                         f"{', '.join(Head(k, 0, 0).label.split(':')[0] for k in adapter.family.kinds)})")
     try:
-        parts = decode_parts(lm, args.text, step=args.step)
-        q_axis = lm.family.axes[head.kind][0]
+        parts = decode_parts(adapter, args.text, step=args.step)
+        q_axis = adapter.family.axes[head.kind][0]
         if args.query is not None:
             query = args.query - 1
         elif args.step is not None and parts.decoder_tokens and q_axis != SOURCE:

@@ -45,12 +45,12 @@ def run(args: argparse.Namespace) -> int:
             corpus = read_corpus(args.corpus, cap=args.corpus_cap)
         except CorpusError as exc:
             raise InputError(str(exc)) from None
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     if corpus is not None:
         print(f"reading {corpus.describe()}", file=sys.stderr)
-        rows = rank_corpus(lm, corpus.sources, args.max_steps)
+        rows = rank_corpus(adapter, corpus.sources, args.max_steps)
         if args.json:
-            print(json.dumps(finite_json({"model": lm.name, "corpus": args.corpus, "sentences": rows})))
+            print(json.dumps(finite_json({"model": adapter.name, "corpus": args.corpus, "sentences": rows})))
             return 0
         print(f"{'line':>5} {'W1-unif':>7} {'source':>6} {'detached':>8}  output <- source")
         for row in rows:
@@ -60,11 +60,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row['line']:>5} {row['wass_to_unif']:>7.3f} {row['source_share']:>6.2f} {row['detached']:>8}  "
                   f"{row['output']} <- {row['source']}")
         return 0
-    found = text_reliance(lm, args.text, args.max_steps)
+    found = text_reliance(adapter, args.text, args.max_steps)
     if args.json:
         print(json.dumps(finite_json(found.to_dict())))
         return 0
-    print(f"{lm.name}: {found.output}")
+    print(f"{adapter.name}: {found.output}")
     print(f"source share {found.source_share:.2f} (mean of steps); cross-attention's distance to uniform "
           f"{found.wass_to_unif:.3f}")
     print(f"{'step':>4} {'token':<14} {'source':>6} {'prefix':>6} {'W1-unif':>7} {'on </s>':>7}")

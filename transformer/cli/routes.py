@@ -45,11 +45,11 @@ def register(commands: Commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`routes`: each step's strongest edges, or the route graphs as JSON."""
-    lm = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    if not lm.family.decodes:
-        raise InputError(f"{lm.name} is an encoder-only model: routes follow a decode step, and it has none")
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    if not adapter.family.decodes:
+        raise InputError(f"{adapter.name} is an encoder-only model: routes follow a decode step, and it has none")
     try:
-        parts = decode_parts(lm, args.text)
+        parts = decode_parts(adapter, args.text)
         steps = [args.step] if args.step is not None else list(range(1, parts.n_steps + 1))
         graph, found = None, []
         for step in steps:

@@ -22,18 +22,18 @@ from .greedy import DecodeResult, InputError, Step, _choose, greedy_decode, read
 from .trace import AttentionTrace
 
 
-def can_batch(lm: InspectableModel) -> bool:
-    """Whether `lm`'s decodes can share a batch: an encoder-decoder whose adapter pads encoder outputs."""
-    family = lm.family
+def can_batch(adapter: InspectableModel) -> bool:
+    """Whether `adapter`'s decodes can share a batch: an encoder-decoder whose adapter pads encoder outputs."""
+    family = adapter.family
     return (family.decodes and family.cross_kind is not None and not family.prompt_in_decoder
-            and type(lm).encode_many is not InspectableModel.encode_many)
+            and type(adapter).encode_many is not InspectableModel.encode_many)
 
 
 @dataclass
 class _Row:
     """One decode in the batch: its source, limits, and what it has chosen so far."""
 
-    lm: InspectableModel  # the row's own adapter: its tokenizer, prefix and generation rules
+    adapter: InspectableModel  # the row's own adapter: its tokenizer, prefix and generation rules
     text: str
     source: SourceText
     top_k: int
@@ -51,18 +51,19 @@ def _row_output(out: StepOutput, b: int, n_source: int) -> StepOutput:
                       tuple(w[b: b + 1, ..., :n_source] for w in out.cross))
 
 
-def greedy_decode_many(lm: InspectableModel, texts: Sequence[str], *, top_k: int | Sequence[int] = 5,
+def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k: int | Sequence[int] = 5,
                        max_steps: int | None = None, readers: Sequence[InspectableModel] | None = None
                        ) -> list[DecodeResult | InputError]:
-    """`greedy_decode(lm, text, top_k=k)` for each text, stepped as one batch where `lm` can (`can_batch`); a text
-    the model cannot read gives its InputError in its place instead of a result. `readers`: each text's own adapter
-    of `lm`'s network (sessions build their own; its tokenizer, prefix and generation rules read and choose that
-    text's tokens), `lm` for all by default."""
+    """`greedy_decode(adapter, text, top_k=k)` for each text, stepped as one batch where `adapter` can (`can_batch`);
+    a text the model cannot read gives its InputError in its place instead of a result. `readers`: each text's own
+    adapter
+    of `adapter`'s network (sessions build their own; its tokenizer, prefix and generation rules read and choose that
+    text's tokens), `adapter` for all by default."""
     ks = [int(top_k)] * len(texts) if isinstance(top_k, int) else [int(k) for k in top_k]
-    readers = list(readers) if readers is not None else [lm] * len(texts)
-    if any(r.network is not lm.network or r.start_ids != lm.start_ids for r in readers):
+    readers = list(readers) if readers is not None else [adapter] * len(texts)
+    if any(r.network is not adapter.network or r.start_ids != adapter.start_ids for r in readers):
         raise ValueError("greedy_decode_many: every reader must be an adapter of the same network")
-    if not can_batch(lm) or len(texts) < 2:
+    if not can_batch(adapter) or len(texts) < 2:
         return [_alone(r, text, k, max_steps) for r, text, k in zip(readers, texts, ks, strict=True)]
     results: list[DecodeResult | InputError | None] = [None] * len(texts)
     rows: dict[int, _Row] = {}
@@ -77,29 +78,29 @@ def greedy_decode_many(lm: InspectableModel, texts: Sequence[str], *, top_k: int
         n_max = min(limit, max_steps if max_steps is not None else reader.default_max_steps(len(source.ids)))
         rows[i] = _Row(reader, text, source, k, max(n_max, min(limit, 1)), list(start))
     if rows:
-        for i, result in _decode_rows(lm, rows).items():
+        for i, result in _decode_rows(adapter, rows).items():
             results[i] = result
     return results  # type: ignore[return-value]
 
 
-def _alone(lm: InspectableModel, text: str, top_k: int, max_steps: int | None) -> DecodeResult | InputError:
+def _alone(adapter: InspectableModel, text: str, top_k: int, max_steps: int | None) -> DecodeResult | InputError:
     try:
-        return greedy_decode(lm, text, top_k=top_k, max_steps=max_steps)
+        return greedy_decode(adapter, text, top_k=top_k, max_steps=max_steps)
     except InputError as exc:
         return exc
 
 
-def _decode_rows(lm: InspectableModel, rows: dict[int, _Row]) -> dict[int, DecodeResult]:
+def _decode_rows(adapter: InspectableModel, rows: dict[int, _Row]) -> dict[int, DecodeResult]:
     order = list(rows)
     batch = [rows[i] for i in order]
-    start = list(lm.start_ids)
-    with lm.running():
-        merged = lm.encode_many([row.source.ids for row in batch])
+    start = list(adapter.start_ids)
+    with adapter.running():
+        merged = adapter.encode_many([row.source.ids for row in batch])
         assert merged is not None, "can_batch: this adapter encodes many sources at once"
-        cache = lm.start_cache(merged)
+        cache = adapter.start_cache(merged)
         for token in start[:-1]:
-            lm.step(torch.full((len(batch), 1), token), merged, cache)
-        out = lm.step(torch.full((len(batch), 1), start[-1]), merged, cache)
+            adapter.step(torch.full((len(batch), 1), token), merged, cache)
+        out = adapter.step(torch.full((len(batch), 1), start[-1]), merged, cache)
         t = 0
         while True:
             feed = []
@@ -110,7 +111,7 @@ def _decode_rows(lm: InspectableModel, rows: dict[int, _Row]) -> dict[int, Decod
             if all(row.done for row in batch):
                 break
             t += 1
-            out = lm.step(torch.tensor(feed)[:, None], merged, cache)
+            out = adapter.step(torch.tensor(feed)[:, None], merged, cache)
     return {i: _result(row, _own_rows(merged.encoder_self, b, len(row.source.ids)), len(start))
             for b, (i, row) in enumerate(zip(order, batch, strict=True))}
 
@@ -122,12 +123,12 @@ def _own_rows(encoder_self: tuple[torch.Tensor, ...], b: int, n_source: int) -> 
 
 def _advance(row: _Row, out: StepOutput, b: int, t: int, n_start: int) -> None:
     """Row `row` chooses its token at step `t` from the batch's output, as `greedy_decode` would."""
-    lm = row.lm
+    adapter = row.adapter
     row.outputs.append(_row_output(out, b, len(row.source.ids)))
-    logits = lm.constrain(row.inputs, out.logits[b].float(), row.n_max + n_start)
-    row.steps.append(_choose(lm, logits, logits.softmax(-1), row.top_k, None))
+    logits = adapter.constrain(row.inputs, out.logits[b].float(), row.n_max + n_start)
+    row.steps.append(_choose(adapter, logits, logits.softmax(-1), row.top_k, None))
     token = row.steps[-1].token_id
-    if token in lm.end_ids:
+    if token in adapter.end_ids:
         row.finished = row.done = True
     elif t + 1 >= row.n_max:
         row.done = True
@@ -137,13 +138,13 @@ def _advance(row: _Row, out: StepOutput, b: int, t: int, n_start: int) -> None:
 
 def _result(row: _Row, encoder_self: tuple[torch.Tensor, ...], n_start: int) -> DecodeResult:
     """The row's DecodeResult, built as `greedy_decode` builds it."""
-    lm = row.lm
+    adapter = row.adapter
     source, steps = row.source, row.steps
     first = n_start - row.outputs[0].decoder_self[0].shape[2]
-    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(row.inputs[n_start:])]
+    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(row.inputs[n_start:])]
     dec_tokens = labels[first: n_start - 1 + len(steps)]
-    maps = AttentionMaps.from_steps(encoder_self, row.outputs, lm.family)
-    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, lm.family, lm.head_groups(),
+    maps = AttentionMaps.from_steps(encoder_self, row.outputs, adapter.family)
+    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, adapter.family, adapter.head_groups(),
                                      n_start - 1 - first)
-    text_out = lm.detokenize([s.token_id for s in steps])
+    text_out = adapter.detokenize([s.token_id for s in steps])
     return DecodeResult(row.text, tuple(steps), trace, "greedy", row.finished, text_out, source.unknown)

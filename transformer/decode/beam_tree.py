@@ -98,13 +98,13 @@ class BeamTree:
 
 
 class _Builder:
-    def __init__(self, lm: InspectableModel, prefix: list[int]) -> None:
-        self.lm, self.nodes = lm, [BeamNode(0, None, -1, prefix[-1] if prefix else -1, "", 0.0, "root")]
+    def __init__(self, adapter: InspectableModel, prefix: list[int]) -> None:
+        self.adapter, self.nodes = adapter, [BeamNode(0, None, -1, prefix[-1] if prefix else -1, "", 0.0, "root")]
 
     def add(self, parent: int, step: int, token: int, log_prob: float, status: str,
             attention: dict[str, Tensor] | None) -> int:
-        self.nodes.append(BeamNode(len(self.nodes), parent, step, token, self.lm.id_to_token(token), log_prob, status,
-                                   attention=attention))
+        self.nodes.append(BeamNode(len(self.nodes), parent, step, token, self.adapter.id_to_token(token), log_prob,
+                                   status, attention=attention))
         return len(self.nodes) - 1
 
     def mark(self, node: int, status: str, score: float | None = None) -> None:
@@ -113,10 +113,10 @@ class _Builder:
                                     old.attention)
 
 
-def _check(lm: InspectableModel, width: int) -> None:
-    if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= min(MAX_BEAM, lm.vocab_size):
-        raise InputError(f"The beam width must be a whole number from 1 to {min(MAX_BEAM, lm.vocab_size)} "
-                         f"(this model's vocabulary has {lm.vocab_size:,} tokens), got {width!r}.")
+def _check(adapter: InspectableModel, width: int) -> None:
+    if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= min(MAX_BEAM, adapter.vocab_size):
+        raise InputError(f"The beam width must be a whole number from 1 to {min(MAX_BEAM, adapter.vocab_size)} "
+                         f"(this model's vocabulary has {adapter.vocab_size:,} tokens), got {width!r}.")
 
 
 class _Hypotheses:
@@ -124,56 +124,56 @@ class _Hypotheses:
     encoder output and the cache are reordered by the rows the new hypotheses continue (`select_rows`, as `generate`
     reorders its cache by beam index), so a step costs one token per hypothesis, not its whole prefix."""
 
-    def __init__(self, lm: InspectableModel, src: Tensor, prefix: list[int]) -> None:
-        family = lm.family
-        self.lm, self.kinds = lm, [(k, i) for i, k in enumerate((family.decoder_kind, family.cross_kind))
-                                   if k is not None]
-        self.encoded = lm.encode(src)
-        self.cache = lm.start_cache(self.encoded)
-        self.out = lm.prefill(prefix, self.encoded, self.cache)
+    def __init__(self, adapter: InspectableModel, src: Tensor, prefix: list[int]) -> None:
+        family = adapter.family
+        self.adapter, self.kinds = adapter, [(k, i) for i, k in enumerate((family.decoder_kind, family.cross_kind))
+                                             if k is not None]
+        self.encoded = adapter.encode(src)
+        self.cache = adapter.start_cache(self.encoded)
+        self.out = adapter.prefill(prefix, self.encoded, self.cache)
 
     def advance(self, parents: list[int], tokens: list[int]) -> None:
         """Hypothesis b of the next step continues row `parents[b]` with `tokens[b]`."""
-        self.encoded, self.cache = self.lm.select_rows(self.encoded, self.cache, torch.tensor(parents))
-        self.out = self.lm.step(torch.tensor(tokens)[:, None], self.encoded, self.cache)
+        self.encoded, self.cache = self.adapter.select_rows(self.encoded, self.cache, torch.tensor(parents))
+        self.out = self.adapter.step(torch.tensor(tokens)[:, None], self.encoded, self.cache)
 
     def scored(self, prefixes: list[list[int]], max_length: int) -> tuple[Tensor, list[dict[str, Tensor]]]:
         """Log-probabilities (n, V) of the next token of each live prefix, the model's rules applied to them as
         `generate` applies its processors, and each prefix's last attention row per decoder kind."""
         out = self.out
         logp = out.logits.float().log_softmax(-1)
-        logp = torch.stack([self.lm.constrain(p, row, max_length) for p, row in zip(prefixes, logp, strict=True)])
+        logp = torch.stack([self.adapter.constrain(p, row, max_length) for p, row in zip(prefixes, logp, strict=True)])
         maps = {k: (out.decoder_self, out.cross)[i] for k, i in self.kinds}
         rows = {k: torch.stack([m[:, :, -1] for m in layers], 1).float() for k, layers in maps.items()}  # (n, L, H, K)
         return logp, [{k: v[b] for k, v in rows.items()} for b in range(len(prefixes))]
 
 
-def beam_tree(lm: InspectableModel, text: str, width: int = 4, *, max_steps: int | None = None,
+def beam_tree(adapter: InspectableModel, text: str, width: int = 4, *, max_steps: int | None = None,
               length_penalty_alpha: float = 0.6) -> BeamTree:
     """The beam tree of `text`: Hugging Face models as `generate(num_beams=width)` with their generation config's
     length penalty and early stopping; ours with the GNMT penalty `length_penalty_alpha` (as `beam_search`)."""
-    _check(lm, width)
-    source = read_source(lm, text)
-    prefix = lm.decoder_prefix(source)
-    limit = lm.max_target_len - len(prefix) + 1
-    steps = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
+    _check(adapter, width)
+    source = read_source(adapter, text)
+    prefix = adapter.decoder_prefix(source)
+    limit = adapter.max_target_len - len(prefix) + 1
+    steps = min(limit, max_steps if max_steps is not None else adapter.default_max_steps(len(source.ids)))
     src = torch.tensor([source.ids])
-    with lm.running():
-        if lm.source == "huggingface":
-            return _generate_rule(lm, source, prefix, src, width, steps)
-        return _gnmt_rule(lm, source, prefix, src, width, steps, length_penalty_alpha)
+    with adapter.running():
+        if adapter.source == "huggingface":
+            return _generate_rule(adapter, source, prefix, src, width, steps)
+        return _gnmt_rule(adapter, source, prefix, src, width, steps, length_penalty_alpha)
 
 
-def _tree(lm: InspectableModel, source, prefix: list[int], builder: _Builder, finals: list[tuple[int, float, bool]],
-          width: int, rule: str, penalty: float) -> BeamTree:
+def _tree(adapter: InspectableModel, source, prefix: list[int], builder: _Builder,
+          finals: list[tuple[int, float, bool]], width: int, rule: str, penalty: float) -> BeamTree:
     hypotheses = []
     for node, score, done in finals:
         path = [n.token_id for n in _path(builder.nodes, node)]
         builder.mark(node, "finished" if done else builder.nodes[node].status, score)
-        words = lm.detokenize([i for i in path if i not in lm.end_ids])
+        words = adapter.detokenize([i for i in path if i not in adapter.end_ids])
         hypotheses.append(BeamHypothesis(node, tuple(path), words, builder.nodes[node].log_prob,
                                          score, done))
-    return BeamTree(tuple(source.tokens), tuple(lm.prefix_tokens(source)), tuple(builder.nodes), tuple(hypotheses),
+    return BeamTree(tuple(source.tokens), tuple(adapter.prefix_tokens(source)), tuple(builder.nodes), tuple(hypotheses),
                     width, rule, penalty)
 
 
@@ -185,19 +185,20 @@ def _path(nodes: list[BeamNode], node: int) -> list[BeamNode]:
     return out[::-1]
 
 
-def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int) -> BeamTree:
+def _generate_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor, width: int,
+                   steps: int) -> BeamTree:
     """transformers 5's `_beam_search`, one sequence, step by step (see the module's docstring)."""
-    gen = lm.generation_config  # type: ignore[attr-defined]
+    gen = adapter.generation_config  # type: ignore[attr-defined]
     penalty = float(gen.length_penalty if gen.length_penalty is not None else 1.0)
     early = gen.early_stopping if gen.early_stopping is not None else False
-    eos = sorted(lm.end_ids)
+    eos = sorted(adapter.end_ids)
     keep = max(2, 1 + len(eos)) * width
     prompt_len, max_length = len(prefix), len(prefix) + steps
-    builder = _Builder(lm, prefix)
+    builder = _Builder(adapter, prefix)
     running = [(0, list(prefix), 0.0)]  # (node, ids, summed log-probability)
     finished: list[tuple[int, float]] = []  # (node, score), best first, at most `width`
     unsatisfied, cur_len = True, prompt_len
-    hypotheses = _Hypotheses(lm, src, prefix)
+    hypotheses = _Hypotheses(adapter, src, prefix)
     while True:
         logp, rows = hypotheses.scored([ids for _, ids, _ in running], max_length)
         total = (logp + torch.tensor([s for _, _, s in running])[:, None]).flatten()
@@ -236,20 +237,20 @@ def _generate_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor,
         if not (unsatisfied and not all_finished and not all(c[3] for c in candidates)):
             break
         hypotheses.advance([candidates[i][5] for i in order], [candidates[i][1][-1] for i in order])
-    return _tree(lm, source, prefix, builder, [(n, s, True) for n, s in finished], width, "generate", penalty)
+    return _tree(adapter, source, prefix, builder, [(n, s, True) for n, s in finished], width, "generate", penalty)
 
 
-def _gnmt_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int,
+def _gnmt_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int,
                alpha: float) -> BeamTree:
     """`beam.beam_search_ids`'s rule over the adapter (ours): the GNMT penalty, an ending counts among the best
     `width` candidates only, stop when no live hypothesis can beat the worst of the best finished."""
     from .beam import _done
-    builder = _Builder(lm, prefix)
+    builder = _Builder(adapter, prefix)
     alive: list[tuple[int, list[int], float]] = [(0, list(prefix), 0.0)]
     finished: list[tuple[int, float, float, bool]] = []  # (node, log_prob, score, ended)
-    eos = lm.end_ids
+    eos = adapter.end_ids
     n_prefix = len(prefix)
-    hypotheses = _Hypotheses(lm, src, prefix)
+    hypotheses = _Hypotheses(adapter, src, prefix)
     for t in range(steps):
         logp, rows = hypotheses.scored([ids for _, ids, _ in alive], 1 << 30)
         total = (torch.tensor([s for _, _, s in alive])[:, None] + logp).flatten()
@@ -283,5 +284,5 @@ def _gnmt_rule(lm: InspectableModel, source, prefix: list[int], src: Tensor, wid
         hypotheses.advance(parents, [ids[-1] for _, ids, _ in alive])
     finished += [(node, s, s / length_penalty(len(ids) - n_prefix, alpha), False) for node, ids, s in alive]
     finished.sort(key=lambda h: (not h[3], -h[2]))
-    return _tree(lm, source, prefix, builder, [(n, score, done) for n, _, score, done in finished[:width]], width,
+    return _tree(adapter, source, prefix, builder, [(n, score, done) for n, _, score, done in finished[:width]], width,
                  "gnmt", alpha)

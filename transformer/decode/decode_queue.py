@@ -29,7 +29,7 @@ THREAD = "studio-decode-batch"
 
 @dataclass
 class _Request:
-    lm: InspectableModel
+    adapter: InspectableModel
     text: str
     top_k: int
     max_steps: int | None
@@ -46,12 +46,12 @@ class DecodeQueue:
         self._ready = threading.Condition()
         self._worker: threading.Thread | None = None
 
-    def greedy(self, lm: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None
+    def greedy(self, adapter: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None
                ) -> DecodeResult:
-        """`greedy_decode(lm, text, top_k=top_k, max_steps=max_steps)`, batched with others' where it can be."""
-        if not can_batch(lm):
-            return greedy_decode(lm, text, top_k=top_k, max_steps=max_steps)
-        request = _Request(lm, text, int(top_k), max_steps)
+        """`greedy_decode(adapter, text, top_k=top_k, max_steps=max_steps)`, batched with others' where it can be."""
+        if not can_batch(adapter):
+            return greedy_decode(adapter, text, top_k=top_k, max_steps=max_steps)
+        request = _Request(adapter, text, int(top_k), max_steps)
         with self._ready:
             self._pending.append(request)
             if self._worker is None or not self._worker.is_alive():
@@ -75,7 +75,8 @@ class DecodeQueue:
         """One batch of one model's requests, the same decode once; every request gets its result or error."""
         distinct: dict[tuple[int, str, int, int | None], list[_Request]] = {}
         for request in group:  # the same adapter, text and settings: one decode
-            distinct.setdefault((id(request.lm), request.text, request.top_k, request.max_steps), []).append(request)
+            distinct.setdefault((id(request.adapter), request.text, request.top_k, request.max_steps),
+                                []).append(request)
         by_steps: dict[int | None, list[tuple[int, str, int, int | None]]] = {}
         for key in distinct:
             by_steps.setdefault(key[3], []).append(key)
@@ -83,8 +84,8 @@ class DecodeQueue:
             self.batch_sizes.append(len(keys))
             try:
                 results: list[Any] = greedy_decode_many(
-                    group[0].lm, [k[1] for k in keys], top_k=[k[2] for k in keys], max_steps=max_steps,
-                    readers=[distinct[k][0].lm for k in keys])
+                    group[0].adapter, [k[1] for k in keys], top_k=[k[2] for k in keys], max_steps=max_steps,
+                    readers=[distinct[k][0].adapter for k in keys])
             except Exception as exc:  # noqa: BLE001 - a programming error reaches every caller, not the worker
                 results = [exc] * len(keys)
             for key, result in zip(keys, results, strict=True):
@@ -99,13 +100,14 @@ def _by_model(requests: list[_Request]) -> dict[int, list[_Request]]:
     """Requests grouped by the network they run on (each session has its own adapter of a shared network)."""
     groups: dict[int, list[_Request]] = {}
     for request in requests:
-        groups.setdefault(id(request.lm.network), []).append(request)
+        groups.setdefault(id(request.adapter.network), []).append(request)
     return groups
 
 
 DECODES = DecodeQueue()  # the one queue of a server
 
 
-def queued_greedy(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None) -> DecodeResult:
+def queued_greedy(adapter: InspectableModel, text: str, *, top_k: int = 5,
+                  max_steps: int | None = None) -> DecodeResult:
     """A plain greedy decode through the server's queue (`DECODES`); raises InputError as `greedy_decode` does."""
-    return DECODES.greedy(lm, text, top_k=top_k, max_steps=max_steps)
+    return DECODES.greedy(adapter, text, top_k=top_k, max_steps=max_steps)

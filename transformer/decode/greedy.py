@@ -95,31 +95,31 @@ def fit_input(text: str, limit: int = MAX_INPUT_CHARS) -> tuple[str, str | None]
                           f"is {limit:,}).")
 
 
-def char_limit(lm: InspectableModel) -> int:
-    """The most characters a text `lm` can read may have: its own context in tokens × CHARS_PER_TOKEN (a bound
+def char_limit(adapter: InspectableModel) -> int:
+    """The most characters a text `adapter` can read may have: its own context in tokens × CHARS_PER_TOKEN (a bound
     derived from the model's, checked before tokenizing; the tokens are checked against the context itself)."""
-    return int(lm.max_source_len) * CHARS_PER_TOKEN
+    return int(adapter.max_source_len) * CHARS_PER_TOKEN
 
 
-def _check_text(text: str, lm: InspectableModel) -> None:
+def _check_text(text: str, adapter: InspectableModel) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InputError("The input is empty: type a sentence to decode.")
-    if len(text) > char_limit(lm):
-        raise InputError(f"The input has {len(text):,} characters; this model reads at most {lm.max_source_len:,} "
-                         f"tokens (its own context), so at most {char_limit(lm):,} characters.")
+    if len(text) > char_limit(adapter):
+        raise InputError(f"The input has {len(text):,} characters; this model reads at most {adapter.max_source_len:,} "
+                         f"tokens (its own context), so at most {char_limit(adapter):,} characters.")
 
 
-def read_source(lm: InspectableModel, text: str) -> SourceText:
-    """The source as `lm` reads it; raises InputError for empty, unreadable or too long text (longer than the
+def read_source(adapter: InspectableModel, text: str) -> SourceText:
+    """The source as `adapter` reads it; raises InputError for empty, unreadable or too long text (longer than the
     model's own context)."""
-    _check_text(text, lm)
-    source = lm.tokenize_source(text)
+    _check_text(text, adapter)
+    source = adapter.tokenize_source(text)
     if not source.ids:
         raise InputError("The input has no tokens this model can read.")
-    if len(source.ids) > lm.max_source_len:
+    if len(source.ids) > adapter.max_source_len:
         n = source.n_specials
         raise InputError(f"The input has {len(source.ids) - n:,} tokens; this model reads at most "
-                         f"{lm.max_source_len - n:,} tokens (its own context).")
+                         f"{adapter.max_source_len - n:,} tokens (its own context).")
     return source
 
 
@@ -129,8 +129,8 @@ def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) ->
     return list(source.ids), list(source.unknown)
 
 
-def _top_k(probs: Tensor, k: int, lm: InspectableModel) -> tuple[tuple[str, float], ...]:
-    return tuple((lm.id_to_token(t), v) for t, v in _candidates(probs, k))
+def _top_k(probs: Tensor, k: int, adapter: InspectableModel) -> tuple[tuple[str, float], ...]:
+    return tuple((adapter.id_to_token(t), v) for t, v in _candidates(probs, k))
 
 
 def _candidates(probs: Tensor, k: int) -> list[tuple[int, float]]:
@@ -139,7 +139,7 @@ def _candidates(probs: Tensor, k: int) -> list[tuple[int, float]]:
     return [(t, v) for t, v in zip(i.tolist(), p.tolist(), strict=True) if v > 0]
 
 
-def _choose(lm: InspectableModel, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
+def _choose(adapter: InspectableModel, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
     """The Step for the forced token or the most probable one (the first of equals, as argmax), with the top k;
     read off one top-k, so a decoder step costs few tensor ops."""
     top = _candidates(probs, max(k, 2))
@@ -152,28 +152,29 @@ def _choose(lm: InspectableModel, logits: Tensor, probs: Tensor, k: int, forced:
     prob = top[0][1] if top and top[0][0] == token else float(probs[token])
     # one choice left by the model's rules: exactly one finite logit (its probability is then exactly 1)
     only_choice = bool(top) and top[0][1] == 1.0 and int(torch.isfinite(logits).sum()) == 1
-    return Step(lm.id_to_token(token), token, prob, tuple((lm.id_to_token(t), v) for t, v in top[:k]),
+    return Step(adapter.id_to_token(token), token, prob, tuple((adapter.id_to_token(t), v) for t, v in top[:k]),
                 forced is not None or only_choice)
 
 
-def _forced_ids(lm: InspectableModel, tokens: Sequence[str] | str) -> list[int]:
+def _forced_ids(adapter: InspectableModel, tokens: Sequence[str] | str) -> list[int]:
     """Target ids of forced tokens; raises InputError for a piece the model cannot output."""
     if isinstance(tokens, str):
-        ids = lm.target_ids(tokens) if tokens else []
+        ids = adapter.target_ids(tokens) if tokens else []
     else:
         ids = []
         for t in tokens:
-            i = lm.token_to_id(t)
+            i = adapter.token_to_id(t)
             if i is None:
                 raise InputError(f"{t!r} is not in this model's output vocabulary and cannot be forced.")
             ids.append(i)
     for i in ids:
-        if i in lm.unemittable_ids:
-            raise InputError(f"{lm.id_to_token(i)!r} is a special token the model never outputs; it cannot be forced.")
+        if i in adapter.unemittable_ids:
+            raise InputError(f"{adapter.id_to_token(i)!r} is a special token the model never outputs; it cannot be "
+                             "forced.")
     return ids
 
 
-def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None,
+def greedy_decode(adapter: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None,
                   forced: Sequence[str] | str = (), stop_at_end: bool = True,
                   head_mask: HeadMask | None = None, residuals: bool = False,
                   encoder_layer: int | None = None, sampling: Sampling | None = None) -> DecodeResult:
@@ -186,129 +187,131 @@ def greedy_decode(lm: InspectableModel, text: str, *, top_k: int = 5, max_steps:
     `sampling` draws each step with temperature, top-k and top-p from a seeded generator (`sampling.py`; temperature
     0: greedy); the result's mode is then "sampled" and `samples` says what each step was drawn from.
     """
-    sampler = _sampler(lm, sampling)
+    sampler = _sampler(adapter, sampling)
     samples: list[SampledStep | None] = []
-    source = read_source(lm, text)
-    forced_ids = _forced_ids(lm, forced)
-    start = lm.decoder_prefix(source)
-    limit = lm.max_target_len - len(start) + 1
-    n_max = min(limit, max_steps if max_steps is not None else lm.default_max_steps(len(source.ids)))
+    source = read_source(adapter, text)
+    forced_ids = _forced_ids(adapter, forced)
+    start = adapter.decoder_prefix(source)
+    limit = adapter.max_target_len - len(start) + 1
+    n_max = min(limit, max_steps if max_steps is not None else adapter.default_max_steps(len(source.ids)))
     n_max = max(n_max, min(limit, len(forced_ids) + 1))
     steps: list[Step] = []
     outputs = []
     inputs = list(start)
-    recorder = ResidualRecorder(lm) if residuals else None
-    with lm.running(), ExitStack() as recording:
-        encoded = _encode(lm, torch.tensor([source.ids]), head_mask, encoder_layer)
-        cache = lm.start_cache(encoded)
+    recorder = ResidualRecorder(adapter) if residuals else None
+    with adapter.running(), ExitStack() as recording:
+        encoded = _encode(adapter, torch.tensor([source.ids]), head_mask, encoder_layer)
+        cache = adapter.start_cache(encoded)
         if recorder is not None:
             recording.enter_context(recorder.recording(cache))
         finished, token = False, start[-1]  # `token`: the last input, fed at every step after the prefill
         for t in range(n_max):
-            out = (lm.prefill(start, encoded, cache, head_mask) if t == 0 else
-                   lm.step(torch.tensor([[token]]), encoded, cache, head_mask))
+            out = (adapter.prefill(start, encoded, cache, head_mask) if t == 0 else
+                   adapter.step(torch.tensor([[token]]), encoded, cache, head_mask))
             outputs.append(out)
-            logits = lm.constrain(inputs, out.logits[0].float(), n_max + len(start))
+            logits = adapter.constrain(inputs, out.logits[0].float(), n_max + len(start))
             probs = logits.softmax(-1)
             if recorder is not None:
                 recorder.note(logits)
             forced_id = forced_ids[t] if t < len(forced_ids) else None
-            if forced_id is not None and forced_id in lm.banned_after(inputs):
-                raise InputError(f"{lm.id_to_token(forced_id)!r} cannot be forced after "
-                                 f"{' '.join(lm.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
+            if forced_id is not None and forced_id in adapter.banned_after(inputs):
+                raise InputError(f"{adapter.id_to_token(forced_id)!r} cannot be forced after "
+                                 f"{' '.join(adapter.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
                                  "config bans that sequence (bad_words_ids), so it never outputs it.")
             if sampler is not None and forced_id is None:
-                token, sample = sampler.draw(logits, lm.id_to_token)
+                token, sample = sampler.draw(logits, adapter.id_to_token)
                 samples.append(sample)
-                steps.append(_drawn(lm, probs, top_k, token))
+                steps.append(_drawn(adapter, probs, top_k, token))
             else:
                 samples.append(None)
-                steps.append(_choose(lm, logits, probs, top_k, forced_id))
+                steps.append(_choose(adapter, logits, probs, top_k, forced_id))
             token = steps[-1].token_id
-            if token in lm.end_ids and stop_at_end:
+            if token in adapter.end_ids and stop_at_end:
                 finished = True
                 break
             if t + 1 < n_max:
                 inputs.append(token)
     first = len(start) - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the trace's first row
-    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(inputs[len(start):])]
+    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(inputs[len(start):])]
     dec_tokens = labels[first: len(start) - 1 + len(steps)]
-    maps = AttentionMaps.from_steps(encoded.encoder_self, outputs, lm.family)
-    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, lm.family, lm.head_groups(),
+    maps = AttentionMaps.from_steps(encoded.encoder_self, outputs, adapter.family)
+    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, adapter.family, adapter.head_groups(),
                                      len(start) - 1 - first)
-    text_out = lm.detokenize([s.token_id for s in steps])
+    text_out = adapter.detokenize([s.token_id for s in steps])
     return DecodeResult(text, tuple(steps), trace, "greedy" if sampler is None else "sampled", finished, text_out,
                         source.unknown, recorder.result() if recorder is not None else None, encoder_layer,
                         None if sampler is None else sampler.sampling, () if sampler is None else tuple(samples))
 
 
-def _sampler(lm: InspectableModel, sampling: Sampling | None) -> Sampler | None:
+def _sampler(adapter: InspectableModel, sampling: Sampling | None) -> Sampler | None:
     """A seeded sampler for the settings, None for greedy ones; InputError for settings out of range."""
     if sampling is None:
         return None
     try:
-        check_sampling(sampling, lm.vocab_size)
+        check_sampling(sampling, adapter.vocab_size)
     except SamplingError as exc:
         raise InputError(str(exc)) from None
     return None if sampling.greedy else Sampler(sampling)
 
 
-def _drawn(lm: InspectableModel, probs: Tensor, k: int, token: int) -> Step:
+def _drawn(adapter: InspectableModel, probs: Tensor, k: int, token: int) -> Step:
     """The Step of a drawn token: its probability and the top k in the model's own (constrained) distribution."""
     top = _candidates(probs, k)
-    return Step(lm.id_to_token(token), token, float(probs[token]), tuple((lm.id_to_token(t), v) for t, v in top))
+    return Step(adapter.id_to_token(token), token, float(probs[token]),
+                tuple((adapter.id_to_token(t), v) for t, v in top))
 
 
-def _encode(lm: InspectableModel, src: torch.Tensor, head_mask: HeadMask | None, encoder_layer: int | None
+def _encode(adapter: InspectableModel, src: torch.Tensor, head_mask: HeadMask | None, encoder_layer: int | None
             ) -> EncoderOutput:
     """The encoder's output, or with `encoder_layer` that layer's residual as the decoder reads it (DecoderLens)."""
     if encoder_layer is None:
-        return lm.encode(src, head_mask)
-    if lm.family.encoder_kind is None or lm.family.decoder_kind is None:
-        raise InputError(f"{lm.name} has no encoder: the decoder cannot read an earlier encoder layer.")
-    n = lm.head_counts()[lm.family.encoder_kind][0]
+        return adapter.encode(src, head_mask)
+    if adapter.family.encoder_kind is None or adapter.family.decoder_kind is None:
+        raise InputError(f"{adapter.name} has no encoder: the decoder cannot read an earlier encoder layer.")
+    n = adapter.head_counts()[adapter.family.encoder_kind][0]
     if isinstance(encoder_layer, bool) or not isinstance(encoder_layer, int) or not 0 <= encoder_layer <= n:
         raise InputError(f"The encoder has layers 1 to {n}: the decoder can read layer 0 (the embeddings) to {n}, "
                          f"not {encoder_layer!r}.")
-    return lm.encode_at(src, encoder_layer, head_mask)
+    return adapter.encode_at(src, encoder_layer, head_mask)
 
 
-def teacher_forced(lm: InspectableModel, text: str, reference: str, *, top_k: int = 5,
+def teacher_forced(adapter: InspectableModel, text: str, reference: str, *, top_k: int = 5,
                    head_mask: HeadMask | None = None, residuals: bool = False) -> DecodeResult:
     """One forward pass on the reference target: the decoder axis shows the reference, steps the predictions.
-    `residuals`: the pass is `lm.insides`, and the decoder's residual stream at each prediction is kept (the lens)."""
-    source = read_source(lm, text)
-    ref = lm.target_ids(reference) if reference else []
-    start = lm.decoder_prefix(source)
-    if len(ref) + len(start) > lm.max_target_len:
+    `residuals`: the pass is `adapter.insides`, and the decoder's residual stream at each prediction is kept (the
+    lens)."""
+    source = read_source(adapter, text)
+    ref = adapter.target_ids(reference) if reference else []
+    start = adapter.decoder_prefix(source)
+    if len(ref) + len(start) > adapter.max_target_len:
         raise InputError(f"The reference has {len(ref):,} tokens; this model reads at most "
-                         f"{lm.max_target_len - len(start)}.")
+                         f"{adapter.max_target_len - len(start)}.")
     inputs = [*start, *ref]
-    with lm.running():
+    with adapter.running():
         if residuals:
-            insides = lm.insides(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
+            insides = adapter.insides(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
             logits, maps = insides.logits, insides.attentions
         else:
-            logits, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
+            logits, maps = adapter.forward(torch.tensor([source.ids]), torch.tensor([inputs]), head_mask)
     steps = []
     offset = len(start) - 1  # the row of the first prediction
     rows, banned = [], []
     for pos in range(offset, len(inputs)):
-        constrained = lm.constrain(inputs[: pos + 1], logits[0, pos].float(), 1 << 30)
+        constrained = adapter.constrain(inputs[: pos + 1], logits[0, pos].float(), 1 << 30)
         if residuals:
             rows.append(torch.stack([r[0, pos] for r in insides.residual["decoder"]]))
             banned.append(torch.nonzero(constrained == float("-inf")).flatten())
         row = constrained.softmax(-1)
         token = int(row.argmax())
-        steps.append(Step(lm.id_to_token(token), token, float(row[token]), _top_k(row, top_k, lm)))
+        steps.append(Step(adapter.id_to_token(token), token, float(row[token]), _top_k(row, top_k, adapter)))
     # an encoder-decoder's decoder axis starts at its last start token, as in greedy decoding; a decoder-only
     # model's at the prompt's first token
-    first = 0 if lm.family.prompt_in_decoder else offset
-    maps = maps.rows_from(first, lm.family)
-    labels = [*lm.prefix_tokens(source), *lm.ids_to_tokens(ref)]
-    trace = AttentionTrace.from_maps(source.tokens, labels[first:], maps, lm.family,
-                                     lm.head_groups(), offset - first)
-    finished = bool(steps) and steps[-1].token_id in lm.end_ids
-    text_out = lm.detokenize([s.token_id for s in steps])
+    first = 0 if adapter.family.prompt_in_decoder else offset
+    maps = maps.rows_from(first, adapter.family)
+    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(ref)]
+    trace = AttentionTrace.from_maps(source.tokens, labels[first:], maps, adapter.family,
+                                     adapter.head_groups(), offset - first)
+    finished = bool(steps) and steps[-1].token_id in adapter.end_ids
+    text_out = adapter.detokenize([s.token_id for s in steps])
     return DecodeResult(text, tuple(steps), trace, "teacher-forced", finished, text_out, source.unknown,
                         Residuals(torch.stack(rows), tuple(banned)) if residuals else None)

@@ -91,29 +91,29 @@ class FillResult:
         return json.dumps(self.to_dict())
 
 
-def no_mask_message(lm: InspectableModel) -> str:
+def no_mask_message(adapter: InspectableModel) -> str:
     """What to say about an input with nothing to predict."""
-    return (f"The input has no {getattr(lm, 'mask_token', 'mask')} token: type {getattr(lm, 'mask_token', 'it')} "
-            "where a word should be predicted, or pick a token to mask.")
+    return (f"The input has no {getattr(adapter, 'mask_token', 'mask')} token: type "
+            f"{getattr(adapter, 'mask_token', 'it')} where a word should be predicted, or pick a token to mask.")
 
 
-def read_masked(lm: InspectableModel, text: str, second: str = "", mask_positions: Sequence[int] = ()
+def read_masked(adapter: InspectableModel, text: str, second: str = "", mask_positions: Sequence[int] = ()
                 ) -> tuple[SourceText, tuple[int, ...], dict[int, str]]:
     """The input as the model reads it with the tokens at `mask_positions` masked, its segments, and the masked
     positions' original tokens; raises InputError for an empty, too long or wrong-family input or a bad position."""
-    if lm.family.decodes or not hasattr(lm, "mask_id"):
-        article = "an" if lm.family.name[0] in "aeiou" else "a"
-        raise InputError(f"{lm.name} is {article} {lm.family.name} model: predictions at masks need an encoder-only "
-                         "model (BERT, RoBERTa, DistilBERT, ModernBERT)")
-    masked_lm: Any = lm  # an encoder-only adapter (checked above): its pairs, segments and mask id
-    _check_text(text, lm)
+    if adapter.family.decodes or not hasattr(adapter, "mask_id"):
+        article = "an" if adapter.family.name[0] in "aeiou" else "a"
+        raise InputError(f"{adapter.name} is {article} {adapter.family.name} model: predictions at masks need an "
+                         "encoder-only model (BERT, RoBERTa, DistilBERT, ModernBERT)")
+    masked_lm: Any = adapter  # an encoder-only adapter (checked above): its pairs, segments and mask id
+    _check_text(text, adapter)
     if second:
-        _check_text(second, lm)
-    source = masked_lm.tokenize_pair(text, second) if second else lm.tokenize_source(text)
-    if len(source.ids) > lm.max_source_len:
+        _check_text(second, adapter)
+    source = masked_lm.tokenize_pair(text, second) if second else adapter.tokenize_source(text)
+    if len(source.ids) > adapter.max_source_len:
         what = "The sentence pair has" if second else "The input has"
         raise InputError(f"{what} {len(source.ids):,} tokens with its special tokens; this model reads at most "
-                         f"{lm.max_source_len}.")
+                         f"{adapter.max_source_len}.")
     special = set(masked_lm.special_ids) - {masked_lm.mask_id}
     ids, originals = list(source.ids), {}
     for pos in sorted({int(p) for p in mask_positions}):
@@ -124,21 +124,21 @@ def read_masked(lm: InspectableModel, text: str, second: str = "", mask_position
         if ids[pos] != masked_lm.mask_id:
             originals[pos] = source.tokens[pos]
             ids[pos] = masked_lm.mask_id
-    masked = SourceText(tuple(ids), tuple(lm.ids_to_tokens(ids)), source.unknown,
+    masked = SourceText(tuple(ids), tuple(adapter.ids_to_tokens(ids)), source.unknown,
                         source.n_specials)
     return masked, masked_lm.segments(ids), originals
 
 
-def fill_masks(lm: InspectableModel, text: str, second: str = "", *, mask_positions: Sequence[int] = (),
+def fill_masks(adapter: InspectableModel, text: str, second: str = "", *, mask_positions: Sequence[int] = (),
                top_k: int = 5, head_mask: HeadMask | None = None) -> FillResult:
     """The model's predictions at every mask of `text` (and `second`, a pair), masking `mask_positions` first,
     with the top-k of each and the trace of the forward pass; no mask gives no predictions (`no_mask_message`)."""
     if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise InputError(f"top-k must be an integer between 1 and {MAX_TOP_K}, got {top_k!r}.")
-    source, segments, originals = read_masked(lm, text, second, mask_positions)
+    source, segments, originals = read_masked(adapter, text, second, mask_positions)
     src = torch.tensor([source.ids])
-    masked_lm: Any = lm  # read_masked checked it is encoder-only: its forward takes no target
-    with lm.running():
+    masked_lm: Any = adapter  # read_masked checked it is encoder-only: its forward takes no target
+    with adapter.running():
         out = masked_lm.forward(src, None, head_mask)
     positions = [i for i, t in enumerate(source.ids) if t == masked_lm.mask_id]
     predictions = []
@@ -146,14 +146,16 @@ def fill_masks(lm: InspectableModel, text: str, second: str = "", *, mask_positi
         probs = out.logits[0, positions].float().softmax(-1)  # (M, V)
         values, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
         for row, pos in enumerate(positions):
-            top = tuple((lm.id_to_token(int(i)), int(i), float(v)) for v, i in zip(values[row], ids[row], strict=True))
+            top = tuple((adapter.id_to_token(int(i)), int(i), float(v)) for v, i in zip(values[row], ids[row],
+                                                                                        strict=True))
             predictions.append(MaskPrediction(pos, originals.get(pos), top))
-    trace = AttentionTrace.from_maps(source.tokens, (), out.attentions, lm.family, lm.head_groups())
+    trace = AttentionTrace.from_maps(source.tokens, (), out.attentions, adapter.family, adapter.head_groups())
     return FillResult(text, second, source, segments, tuple(predictions), trace)
 
 
-def masked_decode(lm: InspectableModel, text: str, second: str = "", *, mask_positions: Sequence[int] = (),
+def masked_decode(adapter: InspectableModel, text: str, second: str = "", *, mask_positions: Sequence[int] = (),
                   top_k: int = 5, head_mask: HeadMask | None = None) -> DecodeResult:
     """`fill_masks` as the `DecodeResult` every view of a decode reads: one step per mask (its best prediction and
     top-k), the trace of the one forward pass, the input with each mask filled as the output; mode "masked"."""
-    return fill_masks(lm, text, second, mask_positions=mask_positions, top_k=top_k, head_mask=head_mask).as_decode()
+    return fill_masks(adapter, text, second, mask_positions=mask_positions, top_k=top_k,
+                      head_mask=head_mask).as_decode()

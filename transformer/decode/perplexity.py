@@ -13,24 +13,24 @@ COUNTED = ("the model's own tokens: each line tokenized on its own as the model'
            "included where it adds one); every token after a line's first is predicted and counted")
 
 
-def perplexity(lm: InspectableModel, lines: Sequence[str]) -> dict[str, Any]:
-    """exp(mean negative log-likelihood per predicted token) of `lm` over `lines`, no weights captured; a line
+def perplexity(adapter: InspectableModel, lines: Sequence[str]) -> dict[str, Any]:
+    """exp(mean negative log-likelihood per predicted token) of `adapter` over `lines`, no weights captured; a line
     longer than the model reads is scored in consecutive windows. InputError for a model that does not read its
     input as the start of its own sequence (an encoder-decoder) or text with nothing to predict."""
-    if not lm.family.prompt_in_decoder:
-        raise InputError(f"perplexity on plain text needs a decoder-only language model; {lm.name} is "
-                         f"an {lm.family.name} model (score it with --data SRC TGT)")
+    if not adapter.family.prompt_in_decoder:
+        raise InputError(f"perplexity on plain text needs a decoder-only language model; {adapter.name} is "
+                         f"an {adapter.family.name} model (score it with --data SRC TGT)")
     total, count, used = 0.0, 0, 0
-    window = lm.max_target_len
-    with lm.running():
+    window = adapter.max_target_len
+    with adapter.running():
         for line in lines:
-            ids = list(lm.tokenize_source(line).ids) if line.strip() else []
+            ids = list(adapter.tokenize_source(line).ids) if line.strip() else []
             if len(ids) < 2:
                 continue
             used += 1
             for start in range(0, len(ids) - 1, window - 1):
                 chunk = torch.tensor([ids[start: start + window]])
-                logits = lm.teacher_logits(lm.network, chunk, chunk)[0, :-1].float()  # (n - 1, V)
+                logits = adapter.teacher_logits(adapter.network, chunk, chunk)[0, :-1].float()  # (n - 1, V)
                 total -= float(logits.log_softmax(-1).gather(-1, chunk[0, 1:, None]).sum())
                 count += chunk.shape[1] - 1
     if count == 0:

@@ -47,17 +47,17 @@ class ResidualRecorder:
     """Records the decoder's stream call by call while `recording()` is open; `note(logits)` after each step keeps
     that step's row (the last position of the newest call) and the ids its constrained logits ban."""
 
-    def __init__(self, lm: InspectableModel) -> None:
-        self.lm = lm
+    def __init__(self, adapter: InspectableModel) -> None:
+        self.adapter = adapter
         self._rows: list[Tensor] = []
         self._banned: list[Tensor] = []
         self._calls: list[list[Tensor]] | None = None
 
     @contextmanager
     def recording(self, cache: Any) -> Iterator[ResidualRecorder]:
-        """For the decode with `cache` (inside `lm.running()`): the cache's own record where the adapter offers one,
-        else hooks on the decoder's layers, removed in `finally`."""
-        own = self.lm.record_in_cache(cache)
+        """For the decode with `cache` (inside `adapter.running()`): the cache's own record where the adapter offers
+        one, else hooks on the decoder's layers, removed in `finally`."""
+        own = self.adapter.record_in_cache(cache)
         if own is not None:
             self._calls = own
             try:
@@ -65,7 +65,7 @@ class ResidualRecorder:
             finally:
                 self._calls = None
             return
-        with recording_calls({"decoder": self.lm.residual_layers()["decoder"]}) as found:
+        with recording_calls({"decoder": self.adapter.residual_layers()["decoder"]}) as found:
             self._calls = found["decoder"]
             try:
                 yield self

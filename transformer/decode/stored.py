@@ -16,33 +16,33 @@ from .trace import AttentionTrace
 STORE_ABOVE = 1024  # prompt tokens above which `decode_text` keeps the store instead of maps
 
 
-def model_context(lm: InspectableModel) -> int:
+def model_context(adapter: InspectableModel) -> int:
     """The longest sequence the model itself reads (its config's positions; ours: `max_len`)."""
-    context = getattr(lm, "context", None)
-    native: Any = lm  # without a context: one of our adapters, whose network's config has max_len
+    context = getattr(adapter, "context", None)
+    native: Any = adapter  # without a context: one of our adapters, whose network's config has max_len
     return int(context) if context else int(native.model.cfg.max_len)
 
 
-def stored_greedy(lm: InspectableModel, prompt: Sequence[int], n_source: int | None = None, *, max_steps: int = 3,
+def stored_greedy(adapter: InspectableModel, prompt: Sequence[int], n_source: int | None = None, *, max_steps: int = 3,
                   top_k: int = 5) -> tuple[tuple[Step, ...], AttentionStore, bool]:
     """Greedy steps after the prompt ids (a decoder-only model's whole prefix), the store of every row fed and
     whether an end token stopped it. `n_source`: how many prompt ids are source tokens (ours), default all but
     the start."""
     prompt = [int(i) for i in prompt]
-    if len(prompt) + max_steps > model_context(lm):
+    if len(prompt) + max_steps > model_context(adapter):
         raise InputError(f"The input has {len(prompt):,} tokens and {max_steps} steps; this model reads at most "
-                         f"{model_context(lm):,}.")
-    chunks, steps, inputs, finished = store_chunks(lm), [], list(prompt), False
-    with lm.running():
-        cache = lm.start_cache(lm.encode(torch.tensor([prompt[: n_source or 0]])))
+                         f"{model_context(adapter):,}.")
+    chunks, steps, inputs, finished = store_chunks(adapter), [], list(prompt), False
+    with adapter.running():
+        cache = adapter.start_cache(adapter.encode(torch.tensor([prompt[: n_source or 0]])))
         ids = torch.tensor([prompt])
         for t in range(max_steps):
             first = (len(prompt) - 1 if n_source is None else n_source) if t == 0 else 0  # source ids: the prompt's
-            logits = store_feed(lm, ids, cache, chunks, first)
-            logits = lm.constrain(inputs, logits[0].float(), max_steps + len(prompt))
-            steps.append(_choose(lm, logits, logits.softmax(-1), top_k, None))
+            logits = store_feed(adapter, ids, cache, chunks, first)
+            logits = adapter.constrain(inputs, logits[0].float(), max_steps + len(prompt))
+            steps.append(_choose(adapter, logits, logits.softmax(-1), top_k, None))
             token = steps[-1].token_id
-            if token in lm.end_ids:
+            if token in adapter.end_ids:
                 finished = True
                 break
             if t + 1 < max_steps:
@@ -51,30 +51,30 @@ def stored_greedy(lm: InspectableModel, prompt: Sequence[int], n_source: int | N
     return tuple(steps), build_store(chunks), finished
 
 
-def stored_decode(lm: InspectableModel, prompt: Sequence[int], prompt_tokens: Sequence[str], *, max_steps: int = 3,
+def stored_decode(adapter: InspectableModel, prompt: Sequence[int], prompt_tokens: Sequence[str], *, max_steps: int = 3,
                   top_k: int = 5, n_source: int | None = None, source_tokens: Sequence[str] | None = None
                   ) -> DecodeResult:
     """`stored_greedy` as a DecodeResult whose trace holds the store (its maps are materialised only when read);
     `prompt_tokens` label the prompt's rows, `source_tokens` the trace's source (default: the prompt's)."""
-    steps, store, finished = stored_greedy(lm, prompt, n_source, max_steps=max_steps, top_k=top_k)
-    labels = [*prompt_tokens, *lm.ids_to_tokens([s.token_id for s in steps[:-1]])]
+    steps, store, finished = stored_greedy(adapter, prompt, n_source, max_steps=max_steps, top_k=top_k)
+    labels = [*prompt_tokens, *adapter.ids_to_tokens([s.token_id for s in steps[:-1]])]
     trace = AttentionTrace(prompt_tokens if source_tokens is None else source_tokens, labels, store=store,
-                           family=lm.family, head_groups=lm.head_groups(),
+                           family=adapter.family, head_groups=adapter.head_groups(),
                            step_offset=len(prompt) - 1)
-    return DecodeResult("", steps, trace, "greedy", finished, lm.detokenize([s.token_id for s in steps]))
+    return DecodeResult("", steps, trace, "greedy", finished, adapter.detokenize([s.token_id for s in steps]))
 
 
-def decode_text(lm: InspectableModel, text: str, *, max_steps: int = 3, top_k: int = 5,
+def decode_text(adapter: InspectableModel, text: str, *, max_steps: int = 3, top_k: int = 5,
                 store_above: int = STORE_ABOVE) -> DecodeResult:
     """Greedy decoding of `text` that keeps the attention store instead of maps when a decoder-only model's prompt
     has more than `store_above` tokens (up to the model's own context; no character cap), else `greedy_decode`."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("The input is empty: type a sentence to decode.")
-    source = lm.tokenize_source(text)
-    prompt = lm.decoder_prefix(source)
-    if not lm.family.prompt_in_decoder or len(prompt) <= store_above:
-        return greedy_decode(lm, text, max_steps=max_steps, top_k=top_k, stop_at_end=True)
-    result = stored_decode(lm, prompt, lm.prefix_tokens(source), max_steps=max_steps, top_k=top_k,
+    source = adapter.tokenize_source(text)
+    prompt = adapter.decoder_prefix(source)
+    if not adapter.family.prompt_in_decoder or len(prompt) <= store_above:
+        return greedy_decode(adapter, text, max_steps=max_steps, top_k=top_k, stop_at_end=True)
+    result = stored_decode(adapter, prompt, adapter.prefix_tokens(source), max_steps=max_steps, top_k=top_k,
                            n_source=len(source.ids), source_tokens=source.tokens)
     return DecodeResult(text, result.steps, result.trace, result.mode, result.finished, result.output_text,
                         source.unknown)

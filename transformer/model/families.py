@@ -1,7 +1,7 @@
 """Model families: the one place that knows which attention kinds a model has, what its input is called and how
 each kind's rows and columns are labelled (in the spirit of Hugging Face's `AutoModelFor...` mappings).
 
-Callers never branch on a family's name: they ask `lm.family` (or `trace.family`) for its kinds, titles,
+Callers never branch on a family's name: they ask `adapter.family` (or `trace.family`) for its kinds, titles,
 axes and input role.
 """
 from __future__ import annotations

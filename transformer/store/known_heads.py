@@ -29,5 +29,5 @@ def name_circuit_heads(path: str | Path) -> dict[str, str]:
     from ..analysis import known_circuit  # only here: the analysis stage (and Captum) loads slowly
 
     ckpt = load_checkpoint(path, load_optimizer=False, load_frames=False)
-    lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=ckpt.name)
-    return write_known_heads(path, known_circuit(lm))
+    adapter = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=ckpt.name)
+    return write_known_heads(path, known_circuit(adapter))

@@ -20,23 +20,23 @@ def probe_trace(trainer: Trainer, text: str) -> AttentionTrace | None:
     task = trainer.task
     try:
         with eval_mode(trainer.model):
-            lm = adapter_for(trainer.model, task.src_tokenizer, task.tgt_tokenizer)
-            if not lm.family.decodes:
-                return masked_probe(lm, task.name, text).trace
-            return greedy_decode(lm, text).trace
+            adapter = adapter_for(trainer.model, task.src_tokenizer, task.tgt_tokenizer)
+            if not adapter.family.decodes:
+                return masked_probe(adapter, task.name, text).trace
+            return greedy_decode(adapter, text).trace
     except InputError:
         return None
 
 
-def masked_probe(lm: InspectableModel, task_name: str, text: str) -> DecodeResult:
+def masked_probe(adapter: InspectableModel, task_name: str, text: str) -> DecodeResult:
     """An encoder-only model's probe: a text with masks (or "A </s> B") as typed; a plain text as the pair it
     trains on, the text and its task's answer (where the task knows it), every third token of the answer masked."""
     if MASK_TOKEN in text or "</s>" in text:
-        return masked_decode(lm, text)
+        return masked_decode(adapter, text)
     answer = known_output(task_name, text) or ""
-    masked_lm: Any = lm  # an encoder-only adapter (its decode reads pairs)
-    source = masked_lm.tokenize_pair(text, answer) if answer else lm.tokenize_source(text)
-    return masked_decode(lm, text, answer, mask_positions=probe_positions(source.ids))
+    masked_lm: Any = adapter  # an encoder-only adapter (its decode reads pairs)
+    source = masked_lm.tokenize_pair(text, answer) if answer else adapter.tokenize_source(text)
+    return masked_decode(adapter, text, answer, mask_positions=probe_positions(source.ids))
 
 
 class ProbeRecorder:

@@ -68,15 +68,15 @@ def resolve_hf(option: ModelOption, *, new_session: bool = False) -> ActiveModel
     name = option.id.split(":", 1)[1]
     path = str(option.path) if option.path is not None else name
     shared = _load_shared_hf(path) if new_session else load_shared_hf(path)
-    lm = session_adapter(shared, option.name, *(("", False) if new_session else (None, None)))
-    options = f"{getattr(lm, 'prefix', '')}:{int(getattr(lm, 'chat', False))}"
+    adapter = session_adapter(shared, option.name, *(("", False) if new_session else (None, None)))
+    options = f"{getattr(adapter, 'prefix', '')}:{int(getattr(adapter, 'chat', False))}"
     return ActiveModel(option, f"{HF}:{name}:{options}", None, None, None, {"name": "huggingface"},
-                       lm.describe(), ((EXAMPLE_TEXT, ""),), adapter=lm)
+                       adapter.describe(), ((EXAMPLE_TEXT, ""),), adapter=adapter)
 
 
-def chat_available(lm: InspectableModel | None) -> bool:
+def chat_available(adapter: InspectableModel | None) -> bool:
     """Whether the model is a causal language model whose tokenizer has a chat template."""
-    return isinstance(lm, HFCausalLM) and HFCausalLM.has_chat_template(lm.tokenizer)
+    return isinstance(adapter, HFCausalLM) and HFCausalLM.has_chat_template(adapter.tokenizer)
 
 
 def session_adapter(shared: Any, name: str, prefix: str | None = None, chat: bool | None = None

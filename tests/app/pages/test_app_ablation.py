@@ -37,8 +37,8 @@ def _page(name: str):
 def test_decode_compares_the_ablated_run_with_the_intact_one(studio_env, ckpt):
     model, st, tt = ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer
     intact = greedy_decode(adapter_for(model, st, tt), TEXT)
-    lm = adapter_for(model, st, tt)
-    ablated = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in ALL_CROSS])
+    adapter = adapter_for(model, st, tt)
+    ablated = ablated_decode(adapter, TEXT, [parse_head(label, adapter) for label in ALL_CROSS])
     at = _page("decode")
     at.multiselect(key="decode_ablate").set_value(ALL_CROSS).run()
     assert_no_exception(at)
@@ -83,14 +83,14 @@ def test_attention_sweep_and_agreement_show_the_library_figures(studio_env, ckpt
     at = _page("attention")
     at.button(key="attention_sweep_run").click().run()
     assert_no_exception(at)
-    lm = adapter_for(model, st, tt)
-    sweep = sweep_heads(lm, TEXT, out).frame
+    adapter = adapter_for(model, st, tt)
+    sweep = sweep_heads(adapter, TEXT, out).frame
     table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
     assert len(table) == len(sweep) == 3 * 2 * 2
     assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-5)
     at.toggle(key="attention_agreement_on").set_value(True).run()
     assert_no_exception(at)
-    attributions = attribute_steps(lm, TEXT, out)
+    attributions = attribute_steps(adapter, TEXT, out)
     shown = [only_frame(c).sort_values(["layer", "head"])["score"].tolist() for c in _charts_with(at, "score")]
     for kind in ("cross", "decoder_self"):  # a heatmap of each figure for each kind
         weights = result.trace.cross if kind == "cross" else result.trace.decoder_self

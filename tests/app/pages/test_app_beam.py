@@ -14,7 +14,7 @@ TEXT = "abcdefg"
 
 
 @pytest.fixture(scope="module")
-def lm(tiny_checkpoint_dir):
+def adapter(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name="reverse")
 
@@ -28,8 +28,8 @@ def _page():
     return at
 
 
-def test_the_tree_is_the_librarys_search(studio_env, lm):
-    tree = beam_tree(lm, TEXT, 4)
+def test_the_tree_is_the_librarys_search(studio_env, adapter):
+    tree = beam_tree(adapter, TEXT, 4)
     at = _page()
     table = next(d.value for d in at.dataframe if "score" in d.value.columns)
     assert list(table["output"]) == [h.text for h in tree.hypotheses]
@@ -41,8 +41,8 @@ def test_the_tree_is_the_librarys_search(studio_env, lm):
     assert [c for c in charts(at) if c["title"].startswith("Cross-attention of step")]
 
 
-def test_decode_from_here_forces_the_hypothesis(studio_env, lm):
-    tree = beam_tree(lm, TEXT, 4)
+def test_decode_from_here_forces_the_hypothesis(studio_env, adapter):
+    tree = beam_tree(adapter, TEXT, 4)
     at = _page()
     at.selectbox(key="decode_beam_hypothesis").set_value(1).run()
     tokens = [n.token for n in tree.path(tree.hypotheses[1].node)]
@@ -50,12 +50,12 @@ def test_decode_from_here_forces_the_hypothesis(studio_env, lm):
     at.button(key="decode_beam_from_here").click().run()
     assert_no_exception(at)
     assert at.session_state["decode_view"] == "forced"
-    forced = greedy_decode(lm, TEXT, forced=tokens)
+    forced = greedy_decode(adapter, TEXT, forced=tokens)
     assert list(forced.output_tokens[: len(tokens)]) == tokens
     assert at.subheader[0].value.startswith(f"Step {len(tokens)} of {len(forced.steps)}")
 
 
-def test_the_beam_width_is_in_the_link_and_the_link_opens_the_tree(studio_env, lm):
+def test_the_beam_width_is_in_the_link_and_the_link_opens_the_tree(studio_env, adapter):
     at = _page()
     assert at.query_params["beam"] == "4"
     at.number_input(key="decode_beam_width").set_value(3).run()
@@ -63,6 +63,6 @@ def test_the_beam_width_is_in_the_link_and_the_link_opens_the_tree(studio_env, l
     assert params["beam"] == "3"
     shared = open_link("decode", params)
     table = next(d.value for d in shared.dataframe if "score" in d.value.columns)
-    assert list(table["output"]) == [h.text for h in beam_tree(lm, TEXT, 3).hypotheses]
+    assert list(table["output"]) == [h.text for h in beam_tree(adapter, TEXT, 3).hypotheses]
     assert "beam" not in open_app("decode").query_params  # the tree closed: no width in the link
     assert "beam='9' ignored (expected 2–8)" in texts(open_link("decode", {**params, "beam": "9"}).info)[0]

@@ -26,8 +26,8 @@ def test_statistics_of_the_validation_sentences_are_the_librarys(studio_env, tin
     table = _compute(at)
     ckpt = load_checkpoint(str(tiny_checkpoint_dir / "reverse"), load_optimizer=False)
     examples = [(r["source"], r["reference"]) for r in ckpt.metrics["examples"]]
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
-    want_stats = corpus_statistics(lm, [s for s, _ in examples][:200])
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
+    want_stats = corpus_statistics(adapter, [s for s, _ in examples][:200])
     want = want_stats.ranked("max_weight")
     assert list(table["head"]) == [Head(k, la, h).label
                                    for k, la, h in zip(want["kind"], want["layer"], want["head"], strict=True)]
@@ -54,8 +54,8 @@ def test_an_encoder_only_model_gets_the_same_section(studio_env, tmp_path, monke
     at.switch_page("pages/attention.py").run()
     assert_no_exception(at)
     table = _compute(at)
-    lm = open_model(str(tmp_path / "models" / "tiny-bert"))
-    want = corpus_statistics(lm, ["The house is small."]).ranked("max_weight")  # its example sentence
+    adapter = open_model(str(tmp_path / "models" / "tiny-bert"))
+    want = corpus_statistics(adapter, ["The house is small."]).ranked("max_weight")  # its example sentence
     assert set(table["kind"]) == {"Encoder self-attention"} and len(table) == len(want)
     assert table["special"].tolist() == pytest.approx(want["special"].tolist(), abs=1e-6)
     assert any("1 sentences" in t or "1 sentence " in t for t in texts(at.caption))
@@ -73,9 +73,9 @@ def test_the_head_overview_can_be_coloured_by_a_corpus_statistic(studio_env, tin
     assert_no_exception(at)
     chart = next(c for c in charts(at) if c["title"].endswith("heads · first over the corpus"))
     kind = at.session_state["attention_kind"]
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
     ckpt = load_checkpoint(str(tiny_checkpoint_dir / "reverse"), load_optimizer=False)
-    want = corpus_statistics(lm, [r["source"] for r in ckpt.metrics["examples"]][:200]).frame
+    want = corpus_statistics(adapter, [r["source"] for r in ckpt.metrics["examples"]][:200]).frame
     want = want[want["kind"] == kind].set_index(["layer", "head"])["first"]
     cells = only_frame(chart).set_index(["layer", "head"])["value"]
     assert len(cells) == len(want) and want.notna().all()

@@ -175,8 +175,8 @@ def test_grouped_query_heads_are_labelled_with_their_group_and_chat_formats_the_
     at.selectbox(key="attention_layer").set_value(0).run()
     at.selectbox(key="attention_combine").set_value("group").run()
     assert_no_exception(at)
-    lm = open_model(str(llama_root / "tiny-llama"))
-    w = greedy_decode(lm, "A dog runs.").trace.weights("self")[0]  # (heads, queries, keys) of layer 1
+    adapter = open_model(str(llama_root / "tiny-llama"))
+    w = greedy_decode(adapter, "A dog runs.").trace.weights("self")[0]  # (heads, queries, keys) of layer 1
     group = (w[2] + w[3]) / 2  # heads 3 and 4 share key/value group 2
     drawn = only_frame(charts(at)[0])
     assert drawn["weight"].tolist() == pytest.approx(group[drawn["query_index"], drawn["key_index"]].tolist(),

@@ -40,24 +40,24 @@ def released():
     _compare.clear()
 
 
-def longest(lm, word: str) -> str:
+def longest(adapter, word: str) -> str:
     """The most `word`s whose source the model still reads (specials included)."""
-    lo, hi = 1, lm.max_source_len
+    lo, hi = 1, adapter.max_source_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = len(lm.tokenize_source(" ".join([word] * mid)).ids) <= lm.max_source_len
+        fits = len(adapter.tokenize_source(" ".join([word] * mid)).ids) <= adapter.max_source_len
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return " ".join([word] * lo)
 
 
-def pairs(lm, letters: bool) -> dict[str, tuple[str, str]]:
+def pairs(adapter, letters: bool) -> dict[str, tuple[str, str]]:
     """(A, B) per length: a one-word (letter) swap, a word swapped in the caption, the longest input less its first
     word (an edit of another length)."""
     if letters:
-        long = longest(lm, "b")
+        long = longest(adapter, "b")
         return {"one word": ("abc", "abd"), "20 words": ("stressedoutdesserts", "stressedoutdessertx"),
                 "longest": (long, long[2:])}
-    long = longest(lm, "dog")
+    long = longest(adapter, "dog")
     return {"one word": ("dog", "cat"), "20 words": (CAPTION, CAPTION.replace("children", "women")),
             "longest": (long, long[4:])}
 
@@ -94,10 +94,10 @@ def patch_estimate(at: AppTest) -> None:
     assert [c for c in charts(at) if c["title"].startswith("Estimated: ")]
 
 
-def patched_link(lm, option: str, a: str, b: str, kind: str) -> None:
+def patched_link(adapter, option: str, a: str, b: str, kind: str) -> None:
     """Decode opened on a decoder-side head's patched decode (what a click on its cell links to)."""
-    setup = prepare_patching(lm, a, b, step=0)
-    site = next(s for s in sites_of(lm, setup, ["head"]) if s.where == kind)
+    setup = prepare_patching(adapter, a, b, step=0)
+    site = next(s for s in sites_of(adapter, setup, ["head"]) if s.where == kind)
     at = AppTest.from_file(str(APP), default_timeout=300)
     at.query_params.update({"model": option, "text": b, "pfrom": a,
                             "psite": f"head|{kind}|{site.layer}|{site.head}|{site.position}|1"})
@@ -109,25 +109,25 @@ def patched_link(lm, option: str, a: str, b: str, kind: str) -> None:
 
 @pytest.mark.parametrize("name", ["reverse", "multi30k-en-de", "reverse-decoder-only"])
 def test_shipped_models_at_every_length(sizes_env, name):
-    lm = open_model(str(ROOT / "checkpoints" / name))
-    for a, b in pairs(lm, letters=name.startswith("reverse")).values():
+    adapter = open_model(str(ROOT / "checkpoints" / name))
+    for a, b in pairs(adapter, letters=name.startswith("reverse")).values():
         edit_mode(f"shipped:{name}", a, b)
 
 
 def test_an_opus_mt_shape_at_every_length_with_patching_and_its_replay(sizes_env):
-    lm = open_model(str(sizes_env / "opus-mt-shape"))
-    for label, (a, b) in pairs(lm, letters=False).items():
+    adapter = open_model(str(sizes_env / "opus-mt-shape"))
+    for label, (a, b) in pairs(adapter, letters=False).items():
         at = edit_mode("hf:opus-mt-shape", a, b)
         if label == "longest":
             patch_estimate(at)
-            patched_link(lm, "hf:opus-mt-shape", a, b, "cross")
+            patched_link(adapter, "hf:opus-mt-shape", a, b, "cross")
 
 
 @pytest.mark.parametrize("name, kind", [("bart-large-heads", "cross"), ("gpt2-heads", "self")])
 def test_bart_large_and_gpt2_heads_at_their_longest_with_patching(sizes_env, released, name, kind):
     """576 and 144 heads with the longest input (1,024 source tokens; GPT-2's 1,023-token prompt, one step): the edit
     mode and the patching estimate, one AppTest; the patched replay (Decode) with the caption."""
-    lm = open_model(str(sizes_env / name))
-    long = longest(lm, "dog")
+    adapter = open_model(str(sizes_env / name))
+    long = longest(adapter, "dog")
     patch_estimate(edit_mode(f"hf:{name}", long, long[4:]))
-    patched_link(lm, f"hf:{name}", CAPTION, CAPTION.replace("children", "women"), kind)
+    patched_link(adapter, f"hf:{name}", CAPTION, CAPTION.replace("children", "women"), kind)

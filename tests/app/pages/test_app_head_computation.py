@@ -17,9 +17,9 @@ TEXT = "hello"
 @pytest.fixture(scope="module")
 def decoded(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
-    lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
-    result = greedy_decode(lm, TEXT)
-    return lm, result, capture_decode(lm, result)
+    adapter = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
+    result = greedy_decode(adapter, TEXT)
+    return adapter, result, capture_decode(adapter, result)
 
 
 def _attention_page():
@@ -32,7 +32,7 @@ def _attention_page():
 
 
 def test_the_contribution_switch_draws_each_keys_contribution(studio_env, decoded):
-    lm, result, captured = decoded
+    adapter, result, captured = decoded
     at = _attention_page()
     at.segmented_control(key="attention_show").set_value("contribution").run()
     assert_no_exception(at)
@@ -40,14 +40,14 @@ def test_the_contribution_switch_draws_each_keys_contribution(studio_env, decode
     frame = only_frame(chart)
     n_rows = result.trace.axis_sizes("cross")[0]
     last = frame[frame["query"].str.startswith(f"{n_rows - 1}:")]["contribution"].tolist()
-    expected = key_vectors(lm, captured.insides, "cross", 0, 1, captured.query_of_row("cross", n_rows - 1))
+    expected = key_vectors(adapter, captured.insides, "cross", 0, 1, captured.query_of_row("cross", n_rows - 1))
     assert last == pytest.approx(expected.norm(dim=-1).tolist(), abs=1e-5)
     at.selectbox(key="attention_combine").set_value("max").run()  # max over heads: weights only, and said so
     assert any("weights only" in t for t in texts(at.info))
 
 
 def test_the_computation_of_a_head_is_the_maps_row(studio_env, decoded):
-    lm, result, captured = decoded
+    adapter, result, captured = decoded
     at = _attention_page()
     at.session_state["attention_inside_open"] = True  # the user opens "Inside this head"
     at.run()
@@ -63,7 +63,7 @@ def test_the_computation_of_a_head_is_the_maps_row(studio_env, decoded):
 
 
 def test_decode_shows_the_steps_query(studio_env, decoded):
-    lm, result, captured = decoded
+    adapter, result, captured = decoded
     at = open_app("decode")
     at.text_input(key="decode_text").input(TEXT).run()
     at.session_state["decode_inside_open"] = True
@@ -102,7 +102,7 @@ def test_the_contribution_switch_is_in_the_link(studio_env):
 
 
 def test_the_line_view_draws_the_maps_weights(studio_env, decoded):
-    lm, result, captured = decoded
+    adapter, result, captured = decoded
     at = _attention_page()
     at.session_state["attention_lines_open"] = True
     at.run()
@@ -126,14 +126,14 @@ def test_the_contribution_map_downloads_as_a_slide(studio_env, monkeypatch):
 
 
 def test_decode_shows_the_contribution_map_up_to_the_step_on_request(studio_env, decoded):
-    lm, result, captured = decoded
+    adapter, result, captured = decoded
     at = open_app("decode")
     at.text_input(key="decode_text").input(TEXT).run()
     at.toggle(key="decode_contribution").set_value(True).run()
     assert_no_exception(at)
     frame = only_frame(chart_titled(at, "Cross-attention · layer 2 · mean of heads · contribution"))
     assert set(frame["query"].str.split(":").str[0]) == {"0"}  # step 1: its row only
-    mean = (sum(key_vectors(lm, captured.insides, "cross", 1, h, 0) for h in range(2)) / 2).norm(dim=-1)
+    mean = (sum(key_vectors(adapter, captured.insides, "cross", 1, h, 0) for h in range(2)) / 2).norm(dim=-1)
     assert frame["contribution"].tolist() == pytest.approx(mean.tolist(), abs=1e-5)
     at.selectbox(key="decode_head").set_value(0).run()
     assert_no_exception(at)
@@ -142,7 +142,7 @@ def test_decode_shows_the_contribution_map_up_to_the_step_on_request(studio_env,
 
 def test_the_query_position_travels_in_the_link_and_one_the_input_has_not_got_is_said(studio_env, decoded):
     from tests.helpers.app_session import open_link
-    lm, result, captured = decoded
+    adapter, result, captured = decoded
     at = _attention_page()
     at.session_state["attention_inside_open"] = True
     at.run()
@@ -168,9 +168,9 @@ def test_inside_one_head_opens_at_bart_large_heads_and_its_longest_input(monkeyp
     folder = build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
     monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    lm = open_model(str(folder))
+    adapter = open_model(str(folder))
     words = []
-    while len(lm.tokenize_source(" ".join(words)).ids) < lm.max_source_len - 8:
+    while len(adapter.tokenize_source(" ".join(words)).ids) < adapter.max_source_len - 8:
         words.append(("the", "red", "bird", "eats", "a", "fish")[len(words) % 6])
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()

@@ -112,9 +112,9 @@ def test_unknown_pieces_of_an_hf_model_are_named_without_a_word_list(hf_env):
 
 
 def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
-    lm = HFSeq2Seq.load(str(hf_env / "tiny-marian"))
-    intact = greedy_decode(lm, TEXT)
-    ablated = ablated_decode(lm, TEXT, [parse_head("cross:L2H1", lm), parse_head("enc:L1H2", lm)])
+    adapter = HFSeq2Seq.load(str(hf_env / "tiny-marian"))
+    intact = greedy_decode(adapter, TEXT)
+    ablated = ablated_decode(adapter, TEXT, [parse_head("cross:L2H1", adapter), parse_head("enc:L1H2", adapter)])
     at = _open("decode", hf_env, "decode_text")
     at.multiselect(key="decode_ablate").set_value(["cross:L2H1", "enc:L1H2"]).run()
     assert_no_exception(at)
@@ -124,13 +124,13 @@ def test_ablation_sweep_and_attribution_work_on_an_hf_model(hf_env):
     assert by_run["intact"].dropna().tolist() == pytest.approx([s.prob for s in intact.steps], abs=1e-5)
     at.session_state["decode_attr_open"] = True  # the user opens the attribution expander
     at.run()
-    expected = attribute_step(lm, TEXT, output_ids(intact), 0)
+    expected = attribute_step(adapter, TEXT, output_ids(intact), 0)
     strip = only_frame(chart_titled(at, "Source tokens shaded by their Integrated Gradients attribution to step 1"))
     assert strip["weight"].tolist() == pytest.approx(expected.source_share(), abs=1e-5)
     at = _open("attention", hf_env, "attention_text")
     at.button(key="attention_sweep_run").click().run()
     assert_no_exception(at)
-    sweep = sweep_heads(lm, TEXT, output_ids(intact)).frame
+    sweep = sweep_heads(adapter, TEXT, output_ids(intact)).frame
     table = next(d.value for d in at.dataframe if "drop" in d.value.columns)
     assert len(table) == len(sweep) == 3 * 2 * 2
     assert table["drop"].tolist() == pytest.approx(sweep["drop"].tolist(), abs=1e-4)

@@ -28,8 +28,8 @@ def test_the_tour_walks_every_stage_on_the_shipped_encoder_decoder(studio_env, t
     text = at.text_input(key="learn_text").value
     assert_no_exception(at)
     at.selectbox(key="learn_stage").set_value(3).run()  # softmax: the map's row
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
-    trace = greedy_decode(lm, text).trace
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
+    trace = greedy_decode(adapter, text).trace
     weights = only_frame(chart_titled(at, "Softmax"))["value"].tolist()
     first = trace.matrix("decoder_self", 0, 0)
     row = int((-(first * first.clamp_min(1e-12).log()).sum(-1)).argmax())  # the tour's query: the most spread
@@ -42,7 +42,7 @@ def test_the_tour_walks_every_stage_on_the_shipped_encoder_decoder(studio_env, t
     at.selectbox(key="learn_stage").set_value(2).run()  # masks: a batch pads this input beside a longer one
     from transformer.analysis import batch_mask
     from ui.views.assembly.learn import longer_input
-    expected = batch_mask(lm, text, longer_input(text))
+    expected = batch_mask(adapter, text, longer_input(text))
     cells = only_frame(chart_titled(at, "Encoder self-attention · in a batch: this input padded beside"))
     hidden = cells[cells["added"] == "hidden (−∞)"]
     assert len(hidden) == int((expected.mask < -1e4).sum()) > 0  # the model's own mask, padding included

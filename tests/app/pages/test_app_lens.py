@@ -17,7 +17,7 @@ GRID = "The chosen token's rank at every layer and step"
 
 
 @pytest.fixture(scope="module")
-def lm(tiny_checkpoint_dir):
+def adapter(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name="reverse")
 
@@ -33,8 +33,8 @@ def _lens_table(at):
     return next(d.value for d in at.dataframe if "entropy (nats)" in d.value.columns)
 
 
-def test_the_lens_shows_the_librarys_figures_at_the_step(studio_env, lm):
-    expected = every_step_lens(lm, greedy_decode(lm, TEXT, residuals=True))
+def test_the_lens_shows_the_librarys_figures_at_the_step(studio_env, adapter):
+    expected = every_step_lens(adapter, greedy_decode(adapter, TEXT, residuals=True))
     at = _page()
     assert not [c for c in charts(at) if c["title"].startswith(GRID)], "the lens was computed before it was opened"
     at.session_state["decode_lens_open"] = True  # the user opens the expander
@@ -59,16 +59,16 @@ def test_the_lens_shows_the_librarys_figures_at_the_step(studio_env, lm):
     assert any(f"step 2 of {len(expected)}" in t for t in texts(at.markdown))
 
 
-def test_the_decoder_lens_decodes_from_an_earlier_encoder_layer(studio_env, lm):
+def test_the_decoder_lens_decodes_from_an_earlier_encoder_layer(studio_env, adapter):
     at = _page()
     at.session_state["decode_lens_open"] = True
     at.run()
     at.selectbox(key="decode_lens_encoder_layer").set_value(0).run()
     assert_no_exception(at)
-    early = greedy_decode(lm, TEXT, encoder_layer=0)
+    early = greedy_decode(adapter, TEXT, encoder_layer=0)
     assert any(f"Reading encoder layer 0, the decoder writes: **{md_token(early.output_text)}" in t
                for t in texts(at.markdown))
-    expected = every_step_lens(lm, greedy_decode(lm, TEXT, encoder_layer=0, residuals=True))
+    expected = every_step_lens(adapter, greedy_decode(adapter, TEXT, encoder_layer=0, residuals=True))
     rank_column = next(c for c in _lens_table(at).columns if c.startswith("rank of"))
     assert list(_lens_table(at)[rank_column]) == [p.rank for p in reversed(expected[0].layers)]
     params = dict(at.query_params)
@@ -78,14 +78,14 @@ def test_the_decoder_lens_decodes_from_an_earlier_encoder_layer(studio_env, lm):
                for t in texts(shared.markdown))
     at.selectbox(key="decode_lens_encoder_layer").set_value(None).run()  # the encoder's output: the default
     assert "enc_layer" not in at.query_params
-    n = lm.head_counts()["encoder_self"][0]
+    n = adapter.head_counts()["encoder_self"][0]
     assert f"Parts of this link were ignored: enc_layer=9 ignored (the encoder has layers 0 to {n})" in \
         texts(open_link("decode", {**params, "enc_layer": "9"}).info)[0]
 
 
-def test_the_teacher_forced_view_shows_the_lens_of_each_prediction(studio_env, lm):
+def test_the_teacher_forced_view_shows_the_lens_of_each_prediction(studio_env, adapter):
     from transformer.decode import teacher_forced
-    expected = every_step_lens(lm, teacher_forced(lm, TEXT, "gfedcba", residuals=True))
+    expected = every_step_lens(adapter, teacher_forced(adapter, TEXT, "gfedcba", residuals=True))
     at = _page()
     at.text_input(key="decode_reference").input("gfedcba").run()
     at.radio(key="decode_view").set_value("teacher").run()

@@ -30,12 +30,12 @@ def sizes_env(monkeypatch, tmp_path, hf_root):
     return point_app_at(monkeypatch, tmp_path / "runs", hf_root)
 
 
-def longest(lm, word: str) -> str:
+def longest(adapter, word: str) -> str:
     """The most `word`s whose source the model still reads (specials included)."""
-    lo, hi = 1, lm.max_source_len
+    lo, hi = 1, adapter.max_source_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = len(lm.tokenize_source(" ".join([word] * mid)).ids) <= lm.max_source_len
+        fits = len(adapter.tokenize_source(" ".join([word] * mid)).ids) <= adapter.max_source_len
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return " ".join([word] * lo)
 
@@ -64,11 +64,11 @@ def check_views(option: str, texts_by_length: dict[str, str]) -> None:
 
 
 def test_the_views_hold_on_the_shipped_model_at_every_length(sizes_env):
-    lm = open_model(str(ROOT / "checkpoints" / "multi30k-en-de"))
-    check_views("shipped:multi30k-en-de", {"one word": "dog", "20 words": CAPTION, "longest": longest(lm, "dog")})
+    adapter = open_model(str(ROOT / "checkpoints" / "multi30k-en-de"))
+    check_views("shipped:multi30k-en-de", {"one word": "dog", "20 words": CAPTION, "longest": longest(adapter, "dog")})
 
 
 @pytest.mark.parametrize("folder", ["opus-mt-shape", "bart-large-heads", "gpt2-heads"])
 def test_the_views_hold_at_real_shapes_at_every_length(sizes_env, folder):
-    lm = open_model(str(sizes_env / folder))
-    check_views(f"hf:{folder}", {"one word": "dog", "20 words": CAPTION, "longest": longest(lm, "dog")})
+    adapter = open_model(str(sizes_env / folder))
+    check_views(f"hf:{folder}", {"one word": "dog", "20 words": CAPTION, "longest": longest(adapter, "dog")})

@@ -33,7 +33,7 @@ def hf_env(studio_env, hf_root, monkeypatch):
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_lens_sampling_and_beam_on_a_hugging_face_model(hf_env, name):
-    lm = open_model(str(hf_env / name))
+    adapter = open_model(str(hf_env / name))
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(f"hf:{name}").run()
     at.switch_page("pages/decode.py").run()
@@ -42,11 +42,11 @@ def test_lens_sampling_and_beam_on_a_hugging_face_model(hf_env, name):
     at.session_state["decode_beam_open"] = True
     at.run()
     assert_no_exception(at)
-    lens = every_step_lens(lm, greedy_decode(lm, TEXT, residuals=True))[0]
+    lens = every_step_lens(adapter, greedy_decode(adapter, TEXT, residuals=True))[0]
     table = next(d.value for d in at.dataframe if "entropy (nats)" in d.value.columns)
     rank_column = next(c for c in table.columns if c.startswith("rank of"))
     assert list(table[rank_column]) == [p.rank for p in reversed(lens.layers)]
-    tree = beam_tree(lm, TEXT, 4)
+    tree = beam_tree(adapter, TEXT, 4)
     hypotheses = next(d.value for d in at.dataframe if "score" in d.value.columns)
     assert list(hypotheses["output"]) == [h.text for h in tree.hypotheses]
     assert chart_titled(at, "The beam tree")
@@ -55,5 +55,5 @@ def test_lens_sampling_and_beam_on_a_hugging_face_model(hf_env, name):
     at.number_input(key="decode_top_p").set_value(settings.top_p)
     at.number_input(key="decode_seed").set_value(settings.seed).run()
     assert_no_exception(at)
-    sampled = greedy_decode(lm, TEXT, sampling=settings)
+    sampled = greedy_decode(adapter, TEXT, sampling=settings)
     assert f"output ‹{md_token(sampled.steps[0].token)}›" in at.subheader[0].value

@@ -58,13 +58,13 @@ def test_a_document_decodes_in_the_background_and_its_zoom_is_exact(app_root):
     assert len(stats) == 4 and stats["on the first token"].between(0, 1).all()  # the layer's heads, from the pass
     assert any("Not drawn at this length" in t and "attention rollout" in t for t in texts(at.caption))
     layer, head, r0, r1, k0, k1, shown = at.session_state["long_zoom_tile"]
-    lm = open_model(str(app_root / NAME))
-    ids = torch.tensor([lm.decoder_prefix(lm.tokenize_source(DOC))])
+    adapter = open_model(str(app_root / NAME))
+    ids = torch.tensor([adapter.decoder_prefix(adapter.tokenize_source(DOC))])
     kept = shared_cache()._items  # the decode every session shares: the tokens it fed
     decode = next(v for k, (v, _, _) in kept.items() if k[0] == "long-decode")
     tokens = ids[0].tolist() + [s.token_id for s in decode.steps[:-1]]
     full = torch.tensor([tokens])
-    eager = attention_store(lm, full, full)
+    eager = attention_store(adapter, full, full)
     torch.testing.assert_close(shown, eager.tile("self", layer, head, slice(r0, r1), slice(k0, k1)), atol=1e-5,
                                rtol=1e-4)
     assert any(t.startswith("Top keys of row") for t in texts(at.caption))

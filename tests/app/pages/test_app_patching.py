@@ -34,11 +34,11 @@ def test_exact_patching_maps_hold_the_models_recoveries(studio_env, tiny_checkpo
     assert any(t.startswith("Weights: ") for t in texts(at.caption))
     maps = [c for c in charts(at) if c["title"].startswith("The encoder output at each source position")]
     assert len(maps) == 1
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
     step = at.session_state["compare_patch_step"] - 1
-    output = [s.token_id for s in greedy_decode(lm, TEXT).steps]
-    setup = prepare_patching(lm, TEXT, EDITED, step=step, output=output)
-    expected = patch_sites(lm, setup, ["encoder output"]).frame
+    output = [s.token_id for s in greedy_decode(adapter, TEXT).steps]
+    setup = prepare_patching(adapter, TEXT, EDITED, step=step, output=output)
+    expected = patch_sites(adapter, setup, ["encoder output"]).frame
     column = "difference" if setup.barely else "recovery"
     shown = only_frame(maps[0]).sort_values("position")[column].to_numpy()
     assert shown == pytest.approx(expected.sort_values("position")[column].to_numpy(), abs=1e-5)
@@ -121,10 +121,11 @@ def test_a_clicked_cell_opens_the_patched_decode_on_decode(studio_env, tiny_chec
                        "psite": "encoder output|encoder|2|-1|3"})
     said = [t for t in texts(at.markdown) if "patched in from" in t]
     assert said and "position 3" in said[0]
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
-    setup = prepare_patching(lm, TEXT, EDITED, step=0)
-    site = find_site(lm, setup, {"site": "encoder output", "where": "encoder", "layer": 2, "head": -1, "position": 3})
-    tokens = patched_decode(lm, setup, site).output_tokens
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
+    setup = prepare_patching(adapter, TEXT, EDITED, step=0)
+    site = find_site(adapter, setup,
+                     {"site": "encoder output", "where": "encoder", "layer": 2, "head": -1, "position": 3})
+    tokens = patched_decode(adapter, setup, site).output_tokens
     chips = [t for t in texts(at.markdown) if "patched decode" in t]
     assert chips and all(tok in chips[0] for tok in tokens if tok.isalpha())
     assert dict(at.query_params)["psite"] == "encoder output|encoder|2|-1|3"  # the link keeps it
@@ -139,10 +140,10 @@ def test_a_decoder_side_site_opens_its_patched_decode_on_decode(shipped):
                        "psite": "residual|decoder|1|-1|5|6"})  # the decoder's last residual at step 6
     said = [t for t in texts(at.markdown) if "patched in from" in t]
     assert said and "position 5" in said[0]
-    lm = open_model(str(ROOT / "checkpoints" / "reverse"))
-    setup = prepare_patching(lm, clean, corrupted, step=5)
-    site = find_site(lm, setup, {"site": "residual", "where": "decoder", "layer": 1, "head": -1, "position": 5})
-    tokens = list(patched_decode(lm, setup, site).output_tokens)
+    adapter = open_model(str(ROOT / "checkpoints" / "reverse"))
+    setup = prepare_patching(adapter, clean, corrupted, step=5)
+    site = find_site(adapter, setup, {"site": "residual", "where": "decoder", "layer": 1, "head": -1, "position": 5})
+    tokens = list(patched_decode(adapter, setup, site).output_tokens)
     assert tokens[5] == "g"  # A's character where B's own decode writes x
     chips = [t for t in texts(at.markdown) if "patched decode" in t]
     assert chips
@@ -161,9 +162,9 @@ def test_a_click_on_a_decoder_side_cell_replays_it_and_links_to_decode(shipped):
     at.session_state["compare_patch_map_residual_decoder"] = {"selection": {"patch_cell": [cell]}}  # the click
     at.run()
     assert_no_exception(at)
-    lm = open_model(str(ROOT / "checkpoints" / "reverse"))
-    setup = prepare_patching(lm, clean, corrupted, step=5, contrast="x")
-    tokens = list(patched_decode(lm, setup, find_site(lm, setup, cell)).output_tokens)
+    adapter = open_model(str(ROOT / "checkpoints" / "reverse"))
+    setup = prepare_patching(adapter, clean, corrupted, step=5, contrast="x")
+    tokens = list(patched_decode(adapter, setup, find_site(adapter, setup, cell)).output_tokens)
     chips = [t for t in texts(at.markdown) if "patched decode of B" in t]
     assert chips and [html.unescape(c) for c in re.findall(r'title="position \d+[^"]*">([^<]*)</span>', chips[0])] \
         == tokens and tokens[5] == "g"

@@ -18,7 +18,7 @@ DRAWN = "was drawn at temperature"
 
 
 @pytest.fixture(scope="module")
-def lm(tiny_checkpoint_dir):
+def adapter(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name="reverse")
 
@@ -38,9 +38,9 @@ def _heading(at) -> str:
     return at.subheader[0].value
 
 
-def test_the_page_walks_the_librarys_sample(studio_env, lm):
-    expected = greedy_decode(lm, TEXT, sampling=SETTINGS)
-    assert expected.output_tokens != greedy_decode(lm, TEXT).output_tokens  # a sample, not the greedy output
+def test_the_page_walks_the_librarys_sample(studio_env, adapter):
+    expected = greedy_decode(adapter, TEXT, sampling=SETTINGS)
+    assert expected.output_tokens != greedy_decode(adapter, TEXT).output_tokens  # a sample, not the greedy output
     at = _sampling_page()
     assert _heading(at).startswith(f"Step 1 of {len(expected.steps)}:")
     assert f"output ‹{md_token(expected.steps[0].token)}›" in _heading(at)
@@ -62,12 +62,12 @@ def test_the_page_walks_the_librarys_sample(studio_env, lm):
     assert table[rank_column].iloc[0] == expected.samples[1].rank  # the last layer ranks the draw as the model did
 
 
-def test_one_seed_gives_the_same_tokens_in_the_app_the_cli_and_the_notebook(studio_env, lm, tiny_checkpoint_dir,
+def test_one_seed_gives_the_same_tokens_in_the_app_the_cli_and_the_notebook(studio_env, adapter, tiny_checkpoint_dir,
                                                                              capsys):
     from transformer import notebook
     from transformer.cli import main
     from ui.views.kit.widgets import token_chips
-    expected = greedy_decode(lm, TEXT, sampling=SETTINGS)
+    expected = greedy_decode(adapter, TEXT, sampling=SETTINGS)
     at = _sampling_page()
     at.session_state["decode_step"] = len(expected.steps)  # the last step: the whole output so far
     at.run()
@@ -78,10 +78,10 @@ def test_one_seed_gives_the_same_tokens_in_the_app_the_cli_and_the_notebook(stud
     assert main(["decode", str(tiny_checkpoint_dir / "reverse"), TEXT, "--temperature", "3", "--sample-top-k", "6",
                  "--top-p", "0.95", "--seed", "11"]) == 0
     assert capsys.readouterr().out == expected.output_text + "\n"
-    assert notebook.decode(lm, TEXT, sampling=SETTINGS).output_tokens == expected.output_tokens
+    assert notebook.decode(adapter, TEXT, sampling=SETTINGS).output_tokens == expected.output_tokens
 
 
-def test_the_settings_are_in_the_link_and_the_link_replays_the_sample(studio_env, lm):
+def test_the_settings_are_in_the_link_and_the_link_replays_the_sample(studio_env, adapter):
     at = _sampling_page()
     params = dict(at.query_params)
     assert (params["temperature"], params["sample_topk"], params["top_p"], params["seed"]) == ("3.0", "6", "0.95", "11")
@@ -93,14 +93,14 @@ def test_the_settings_are_in_the_link_and_the_link_replays_the_sample(studio_env
     assert_no_exception(fresh)
     assert _heading(fresh) == _heading(at)
     assert fresh.number_input(key="decode_seed").value == 11
-    expected = greedy_decode(lm, TEXT, sampling=SETTINGS)
+    expected = greedy_decode(adapter, TEXT, sampling=SETTINGS)
     assert f"output ‹{md_token(expected.steps[0].token)}›" in _heading(fresh)
 
 
-def test_the_output_card_says_it_shows_the_sample(studio_env, lm):
+def test_the_output_card_says_it_shows_the_sample(studio_env, adapter):
     """With sampling on, the card above the step-through shows the sampled output under a label that says so (the
     greedy label would claim tokens the model did not pick greedily); back at temperature 0 it is greedy again."""
-    expected, plain = greedy_decode(lm, TEXT, sampling=SETTINGS), greedy_decode(lm, TEXT)
+    expected, plain = greedy_decode(adapter, TEXT, sampling=SETTINGS), greedy_decode(adapter, TEXT)
     assert expected.output_tokens != plain.output_tokens
     at = _sampling_page()
     shown = texts(at.markdown)

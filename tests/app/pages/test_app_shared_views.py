@@ -19,7 +19,7 @@ HEADS_B = ["cross:L2H1", "cross:L2H2", "enc:L1H1"]
 
 
 @pytest.fixture(scope="module")
-def lm(tiny_checkpoint_dir):
+def adapter(tiny_checkpoint_dir):
     ckpt = load_checkpoint(tiny_checkpoint_dir / "reverse", load_optimizer=False)
     return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
 
@@ -39,7 +39,8 @@ def _probabilities(at) -> dict[str, list[float]]:
     return {run: by_run[run].dropna().tolist() for run in by_run.columns}
 
 
-def test_two_sessions_share_the_decode_and_each_sees_its_own_ablation_and_forced_token(studio_env, lm, monkeypatch):
+def test_two_sessions_share_the_decode_and_each_sees_its_own_ablation_and_forced_token(studio_env, adapter,
+                                                                                       monkeypatch):
     st.cache_data.clear()
     shared_cache.clear()  # the decodes the sessions share
     decodes: list[str] = []
@@ -51,9 +52,9 @@ def test_two_sessions_share_the_decode_and_each_sees_its_own_ablation_and_forced
 
     monkeypatch.setattr(inference, "queued_greedy", counted)
     a, b = _session(HEADS_A), _session(HEADS_B)
-    intact = greedy_decode(lm, TEXT)
+    intact = greedy_decode(adapter, TEXT)
     for at, heads in ((a, HEADS_A), (b, HEADS_B)):
-        ablated = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in heads])
+        ablated = ablated_decode(adapter, TEXT, [parse_head(label, adapter) for label in heads])
         probs = _probabilities(at)
         assert probs["intact"] == pytest.approx([s.prob for s in intact.steps], abs=1e-6)
         assert probs["ablated"] == pytest.approx([s.prob for s in ablated.steps], abs=1e-6)
@@ -70,6 +71,6 @@ def test_two_sessions_share_the_decode_and_each_sees_its_own_ablation_and_forced
     assert_no_exception(a)
     assert "**With the forced token**" not in " ".join(texts(a.markdown))
     assert a.multiselect(key="decode_ablate").value == HEADS_A
-    ablated_a = ablated_decode(lm, TEXT, [parse_head(label, lm) for label in HEADS_A])
+    ablated_a = ablated_decode(adapter, TEXT, [parse_head(label, adapter) for label in HEADS_A])
     assert _probabilities(a)["ablated"] == pytest.approx([s.prob for s in ablated_a.steps], abs=1e-6)
     assert decodes.count(TEXT) == 1

@@ -31,20 +31,20 @@ def shipped_env(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
 
 
-def longest(lm, word: str) -> str:
+def longest(adapter, word: str) -> str:
     """The most `word`s whose source the model still reads (specials included)."""
-    lo, hi = 1, lm.max_source_len
+    lo, hi = 1, adapter.max_source_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = len(lm.tokenize_source(" ".join([word] * mid)).ids) <= lm.max_source_len
+        fits = len(adapter.tokenize_source(" ".join([word] * mid)).ids) <= adapter.max_source_len
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return " ".join([word] * lo)
 
 
-def inputs(lm, name: str) -> list[str]:
+def inputs(adapter, name: str) -> list[str]:
     letters = name.startswith("reverse") or name == "induction"  # letters, not words
-    return (["abc", "".join(CAPTION.lower().split())[:19], longest(lm, "b")] if letters
-            else ["dog", CAPTION, longest(lm, "dog")])
+    return (["abc", "".join(CAPTION.lower().split())[:19], longest(adapter, "b")] if letters
+            else ["dog", CAPTION, longest(adapter, "dog")])
 
 
 def sums(at) -> list[tuple[float, float]]:
@@ -66,19 +66,19 @@ def open_page(option: str | None, page: str, text: str, opened: tuple[str, ...])
     return at
 
 
-def check_views(option: str | None, lm, text: str) -> None:
+def check_views(option: str | None, adapter, text: str) -> None:
     at = open_page(option, "attention", text, ATTENTION_OPEN)
     assert sums(at) and all(abs(s - score) <= 1e-4 * max(1, abs(score)) for s, score in sums(at))
     assert any("composition" in t.lower() for t in texts(at.markdown) + texts(at.info) + texts(at.caption))
     wide = [(c["title"], c["spec"]["width"]) for c in charts(at)
             if isinstance(c["spec"].get("width"), (int, float)) and c["spec"]["width"] > PAGE_PX]
     assert not wide, wide
-    if not lm.family.decodes:
+    if not adapter.family.decodes:
         return
     at = open_page(option, "decode", text, DECODE_OPEN)
     assert sums(at)
     assert any("edges above" in t for t in texts(at.caption))
-    if lm.family.cross_kind is not None:
+    if adapter.family.cross_kind is not None:
         assert any("came from the source" in t for t in texts(at.markdown))
     wide = [(c["title"], c["spec"]["width"]) for c in charts(at)
             if isinstance(c["spec"].get("width"), (int, float)) and c["spec"]["width"] > PAGE_PX]
@@ -87,19 +87,19 @@ def check_views(option: str | None, lm, text: str) -> None:
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_the_views_open_on_every_shipped_model_at_every_length(shipped_env, name):
-    lm = open_model(str(ROOT / "checkpoints" / name))
-    for text in inputs(lm, name):
-        check_views(f"shipped:{name}", lm, text)
+    adapter = open_model(str(ROOT / "checkpoints" / name))
+    for text in inputs(adapter, name):
+        check_views(f"shipped:{name}", adapter, text)
 
 
 def test_the_qk_tables_score_is_the_models_own(shipped_env):
-    lm = open_model(str(ROOT / "checkpoints" / "reverse"))
+    adapter = open_model(str(ROOT / "checkpoints" / "reverse"))
     at = open_page("shipped:reverse", "attention", "abcdef", ATTENTION_OPEN)
     at.selectbox(key="attention_qk_query").set_value(2).run()
     at.selectbox(key="attention_qk_key").set_value(4).run()
     assert_no_exception(at)
     kind = at.session_state["attention_kind"]
-    table = qk_attribution(decode_parts(lm, "abcdef").capture, Head(kind, 0, 0), 2, 4)
+    table = qk_attribution(decode_parts(adapter, "abcdef").capture, Head(kind, 0, 0), 2, 4)
     (total, score), = sums(at)
     assert score == pytest.approx(table.score, abs=1e-4) and total == pytest.approx(table.score, abs=1e-4)
     assert "qkk" in at.query_params and "qkq" in at.query_params

@@ -26,7 +26,7 @@ LONG_FAMILIES = (*CAUSAL, *MASKED, "t5", "mt5")
 
 
 @pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL, *MASKED])
-def lm(request, tmp_path_factory):
+def adapter(request, tmp_path_factory):
     family = request.param
     if family in OURS:
         return _ours(family)
@@ -34,11 +34,11 @@ def lm(request, tmp_path_factory):
     return open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
 
 
-def _assert_tiles_equal_eager(lm, src, tgt) -> AttentionStore:
-    insides = lm.insides(src, tgt)
-    store = store_of_insides(lm, insides)
-    assert set(store.kinds) == set(lm.family.kinds)
-    for kind, (n_layers, n_heads) in lm.head_counts().items():
+def _assert_tiles_equal_eager(adapter, src, tgt) -> AttentionStore:
+    insides = adapter.insides(src, tgt)
+    store = store_of_insides(adapter, insides)
+    assert set(store.kinds) == set(adapter.family.kinds)
+    for kind, (n_layers, n_heads) in adapter.head_counts().items():
         assert store.shape(kind)[:2] == (n_layers, n_heads)
         for layer in range(n_layers):
             eager = insides.attentions[kind][layer][0].float()  # (H, Q, K)
@@ -54,26 +54,26 @@ def _assert_tiles_equal_eager(lm, src, tgt) -> AttentionStore:
     return store
 
 
-def test_every_tile_recomputed_from_the_store_is_the_eager_weight(lm):
-    _assert_tiles_equal_eager(lm, *_inputs(lm))
+def test_every_tile_recomputed_from_the_store_is_the_eager_weight(adapter):
+    _assert_tiles_equal_eager(adapter, *_inputs(adapter))
 
 
-def test_every_tile_is_exact_on_a_few_hundred_tokens(lm):
-    name = getattr(getattr(getattr(lm, "model", None), "config", None), "model_type", "")
+def test_every_tile_is_exact_on_a_few_hundred_tokens(adapter):
+    name = getattr(getattr(getattr(adapter, "model", None), "config", None), "model_type", "")
     if name not in LONG_FAMILIES:
-        pytest.skip(f"{lm.name}'s positions stop before a few hundred tokens (its short input is checked)")
-    src, tgt = _inputs(lm, LONG)
+        pytest.skip(f"{adapter.name}'s positions stop before a few hundred tokens (its short input is checked)")
+    src, tgt = _inputs(adapter, LONG)
     assert max(src.shape[1], tgt.shape[1]) >= 150
-    _assert_tiles_equal_eager(lm, src, tgt)
+    _assert_tiles_equal_eager(adapter, src, tgt)
 
 
-def test_value_norms_are_each_heads_share_of_the_output_projection(lm):
-    src, tgt = _inputs(lm)
-    insides = lm.insides(src, tgt)
-    store = store_of_insides(lm, insides)
-    kind = lm.family.output_kind
+def test_value_norms_are_each_heads_share_of_the_output_projection(adapter):
+    src, tgt = _inputs(adapter)
+    insides = adapter.insides(src, tgt)
+    store = store_of_insides(adapter, insides)
+    kind = adapter.family.output_kind
     inputs = insides.inputs[kind][0]
-    weight = lm.output_projection(kind, 0)[0]
+    weight = adapter.output_projection(kind, 0)[0]
     dv = inputs.values.shape[-1]
     head = inputs.n_heads - 1
     with torch.no_grad():
@@ -81,9 +81,9 @@ def test_value_norms_are_each_heads_share_of_the_output_projection(lm):
     torch.testing.assert_close(store.layer(kind, 0).value_norms[head], direct.norm(dim=-1), atol=1e-5, rtol=1e-5)
 
 
-def test_the_store_is_smaller_than_the_maps_on_long_inputs(lm):
-    src, tgt = _inputs(lm)
-    store = attention_store(lm, src, tgt)
+def test_the_store_is_smaller_than_the_maps_on_long_inputs(adapter):
+    src, tgt = _inputs(adapter)
+    store = attention_store(adapter, src, tgt)
     assert store.nbytes() > 0 and store.dense_nbytes() > 0
 
 
@@ -106,9 +106,9 @@ def test_a_sliding_window_shorter_than_the_input_is_a_rule(windowed_qwen2):
 
 
 def test_modernberts_local_layers_are_a_bidirectional_window(tmp_path):
-    lm = open_model(str(build_masked("modernbert", tmp_path / "modernbert")))
-    src, tgt = _inputs(lm, LONG)
-    store = _assert_tiles_equal_eager(lm, src, tgt)
+    adapter = open_model(str(build_masked("modernbert", tmp_path / "modernbert")))
+    src, tgt = _inputs(adapter, LONG)
+    store = _assert_tiles_equal_eager(adapter, src, tgt)
     windows = [store.layer("encoder_self", i).rules.window for i in range(3)]
     assert windows == [None, 3, None]  # local_attention 4: two keys either side
     assert float(store.tile("encoder_self", 1, 0, [50], [53])) == 0.0 and float(store.tile(
@@ -117,9 +117,9 @@ def test_modernberts_local_layers_are_a_bidirectional_window(tmp_path):
 
 def test_a_two_thousand_token_input_on_a_tiny_decoder_only_model(tmp_path):
     size = {"d_model": 32, "layers": 1, "heads": 4, "kv_heads": 2, "ffn": 64, "positions": 2100}
-    lm = open_model(str(build_causal("llama", tmp_path / "llama", size=size)))
+    adapter = open_model(str(build_causal("llama", tmp_path / "llama", size=size)))
     ids = torch.randint(10, 250, (1, 2000), generator=torch.Generator().manual_seed(0))
-    _assert_tiles_equal_eager(lm, ids, ids)
+    _assert_tiles_equal_eager(adapter, ids, ids)
 
 
 # -- rules no family in the tests has: against the dense computation ------------------------------------------------

@@ -53,19 +53,19 @@ def models(folders):
     return {family: open_model(str(folder)) for family, folder in folders.items()}
 
 
-def _generate(lm: HFCausalLM, prompt: str, **kwargs):
-    ids = torch.tensor([lm.tokenize_source(prompt).ids])
+def _generate(adapter: HFCausalLM, prompt: str, **kwargs):
+    ids = torch.tensor([adapter.tokenize_source(prompt).ids])
     with torch.no_grad():
-        out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
-                                output_attentions=True, return_dict_in_generate=True, **kwargs)
+        out = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                     output_attentions=True, return_dict_in_generate=True, **kwargs)
     return ids.shape[1], out
 
 
 @pytest.mark.parametrize("family", CAUSAL)
 def test_greedy_tokens_and_every_attention_weight_equal_generate(models, family):
-    lm = models[family]
-    result = greedy_decode(lm, PROMPT, max_steps=7, stop_at_end=True)
-    n_prompt, out = _generate(lm, PROMPT, max_new_tokens=7)
+    adapter = models[family]
+    result = greedy_decode(adapter, PROMPT, max_steps=7, stop_at_end=True)
+    n_prompt, out = _generate(adapter, PROMPT, max_new_tokens=7)
     assert [s.token_id for s in result.steps] == out.sequences[0, n_prompt:].tolist()
     trace = result.trace
     assert trace.kinds == ("self",) and trace.family_name == "decoder-only"
@@ -84,19 +84,19 @@ def test_greedy_tokens_and_every_attention_weight_equal_generate(models, family)
 
 @pytest.mark.parametrize("family", CAUSAL)
 def test_the_generation_config_decides_length_and_end_tokens(models, family):
-    lm = models[family]
-    free = greedy_decode(lm, PROMPT, max_steps=6)
+    adapter = models[family]
+    free = greedy_decode(adapter, PROMPT, max_steps=6)
     end = free.steps[3].token_id
-    gen = lm.generation_config
+    gen = adapter.generation_config
     saved = (gen.eos_token_id, gen.max_new_tokens)
     try:
-        gen.eos_token_id, gen.max_new_tokens = [12345 % lm.vocab_size, end], 9  # an EOS list
-        lm.end_ids = frozenset(gen.eos_token_id)
-        ours = greedy_decode(lm, PROMPT)
-        n_prompt, out = _generate(lm, PROMPT)
+        gen.eos_token_id, gen.max_new_tokens = [12345 % adapter.vocab_size, end], 9  # an EOS list
+        adapter.end_ids = frozenset(gen.eos_token_id)
+        ours = greedy_decode(adapter, PROMPT)
+        n_prompt, out = _generate(adapter, PROMPT)
     finally:
         gen.eos_token_id, gen.max_new_tokens = saved
-        lm.end_ids = frozenset(saved[0] if isinstance(saved[0], list) else [saved[0]])
+        adapter.end_ids = frozenset(saved[0] if isinstance(saved[0], list) else [saved[0]])
     assert ours.finished and [s.token_id for s in ours.steps] == out.sequences[0, n_prompt:].tolist()
     assert ours.steps[-1].token_id == end and len(ours.steps) <= 4
 
@@ -121,54 +121,54 @@ def test_chat_formatting_shows_the_templates_tokens(folders):
 
 
 def test_a_long_prompt_decodes_and_one_over_the_cap_is_refused(models):
-    lm = models["gpt2"]
-    assert lm.max_source_len == lm.context == 1100  # the model's own context, no cap of the studio's below it
+    adapter = models["gpt2"]
+    assert adapter.max_source_len == adapter.context == 1100  # the model's own context, no cap of the studio's below it
     words = "a dog runs on the grass " * 400
-    ids = lm.tokenizer(words).input_ids
-    prompt = lm.tokenizer.decode(ids[:1024])
-    result = greedy_decode(lm, prompt, max_steps=2)
-    assert result.trace.step_offset == len(lm.tokenize_source(prompt).ids) - 1 >= 1000
+    ids = adapter.tokenizer(words).input_ids
+    prompt = adapter.tokenizer.decode(ids[:1024])
+    result = greedy_decode(adapter, prompt, max_steps=2)
+    assert result.trace.step_offset == len(adapter.tokenize_source(prompt).ids) - 1 >= 1000
     with pytest.raises(InputError, match="reads at most 1,100 tokens .its own context"):
-        greedy_decode(lm, words)
+        greedy_decode(adapter, words)
     with pytest.raises(InputError, match="empty"):
-        greedy_decode(lm, "  ")
+        greedy_decode(adapter, "  ")
 
 
 def test_teacher_forcing_puts_prompt_and_reference_on_one_axis(models):
-    lm = models["llama"]
-    result = teacher_forced(lm, PROMPT, "on a bike")
-    n_prompt = len(lm.tokenize_source(PROMPT).ids)
-    ref = lm.target_ids("on a bike")
+    adapter = models["llama"]
+    result = teacher_forced(adapter, PROMPT, "on a bike")
+    n_prompt = len(adapter.tokenize_source(PROMPT).ids)
+    ref = adapter.target_ids("on a bike")
     assert len(result.trace.decoder_input_tokens) == n_prompt + len(ref)
     assert len(result.steps) == len(ref) + 1 and result.trace.step_offset == n_prompt - 1
-    greedy = greedy_decode(lm, PROMPT, max_steps=1)
+    greedy = greedy_decode(adapter, PROMPT, max_steps=1)
     torch.testing.assert_close(result.trace.weights("self")[:, :, :n_prompt, :n_prompt],
                                greedy.trace.weights("self")[:, :, :n_prompt, :n_prompt], atol=1e-5, rtol=0)
 
 
 def test_switching_query_heads_off_changes_the_output_and_leaves_no_hook(models):
-    lm = models["llama"]
-    intact = greedy_decode(lm, PROMPT, max_steps=4)
-    heads = [parse_head(f"self:L{layer}H{h}", lm) for layer in (1, 2) for h in (1, 2, 3)]
-    ablated = greedy_decode(lm, PROMPT, max_steps=4, head_mask=head_mask(lm, heads))
+    adapter = models["llama"]
+    intact = greedy_decode(adapter, PROMPT, max_steps=4)
+    heads = [parse_head(f"self:L{layer}H{h}", adapter) for layer in (1, 2) for h in (1, 2, 3)]
+    ablated = greedy_decode(adapter, PROMPT, max_steps=4, head_mask=head_mask(adapter, heads))
     assert not torch.equal(intact.trace.weights("self")[1], ablated.trace.weights("self")[1])
-    assert all(not m._forward_pre_hooks for m in lm.model.modules())
-    again = greedy_decode(lm, PROMPT, max_steps=4)
+    assert all(not m._forward_pre_hooks for m in adapter.model.modules())
+    again = greedy_decode(adapter, PROMPT, max_steps=4)
     assert torch.equal(again.trace.weights("self"), intact.trace.weights("self"))
-    sweep = sweep_heads(lm, PROMPT, [s.token_id for s in intact.steps])
+    sweep = sweep_heads(adapter, PROMPT, [s.token_id for s in intact.steps])
     assert set(sweep.frame["kind"]) == {"self"} and len(sweep.frame) == 2 * 4
     with pytest.raises(Exception, match="no cross attention"):
-        parse_head("cross:L1H1", lm)
+        parse_head("cross:L1H1", adapter)
 
 
 def test_integrated_gradients_over_the_prompt_is_complete(models):
-    lm = models["gpt2"]
-    out = [s.token_id for s in greedy_decode(lm, PROMPT, max_steps=3).steps]
-    attr = attribute_step(lm, PROMPT, out, 2, n_steps=64)
-    n_prompt = len(lm.tokenize_source(PROMPT).ids)
+    adapter = models["gpt2"]
+    out = [s.token_id for s in greedy_decode(adapter, PROMPT, max_steps=3).steps]
+    attr = attribute_step(adapter, PROMPT, out, 2, n_steps=64)
+    n_prompt = len(adapter.tokenize_source(PROMPT).ids)
     assert attr.source.shape == (n_prompt,) and attr.target.shape == (2,)
     total = float(attr.source.sum() + attr.target.sum())
-    assert total == pytest.approx(attr.score - baseline_score(lm, PROMPT, out, 2), abs=0.02)
+    assert total == pytest.approx(attr.score - baseline_score(adapter, PROMPT, out, 2), abs=0.02)
 
 
 def test_head_views_work_on_the_one_causal_kind(models):
@@ -214,8 +214,8 @@ def test_a_trace_json_names_its_format_version_and_reads_back_the_same(tmp_path)
 
 def test_a_sampled_trace_reads_back_with_its_settings_and_draws(tiny_checkpoint_dir):
     from transformer.decode import Sampling
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
-    result = greedy_decode(lm, "abcdefg", sampling=Sampling(temperature=3.0, top_k=6, top_p=0.95, seed=11))
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
+    result = greedy_decode(adapter, "abcdefg", sampling=Sampling(temperature=3.0, top_k=6, top_p=0.95, seed=11))
     data = json.loads(result.to_json())
     assert data["mode"] == "sampled" and data["format_version"] == 4  # version 3 on: a version-2 reader misreads it
     back = result_from_dict(data)
@@ -293,10 +293,10 @@ def test_bad_prompts_are_one_clear_line(folders, capsys, prompt, message):
 
 
 def test_forced_tokens_come_first_and_top_k_lists_what_can_be_emitted(models):
-    lm = models["qwen2"]
-    free = greedy_decode(lm, PROMPT, max_steps=4, top_k=3)
+    adapter = models["qwen2"]
+    free = greedy_decode(adapter, PROMPT, max_steps=4, top_k=3)
     other = next(tok for tok, _ in free.steps[0].top_k if tok != free.steps[0].token)
-    forced = greedy_decode(lm, PROMPT, max_steps=4, forced=[other])
+    forced = greedy_decode(adapter, PROMPT, max_steps=4, forced=[other])
     assert forced.steps[0].token == other and forced.steps[0].forced and not forced.steps[1].forced
     row = forced.trace.step_offset + 1
     assert forced.trace.decoder_input_tokens[row] == other  # the model read the forced token next

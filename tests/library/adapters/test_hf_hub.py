@@ -42,9 +42,9 @@ def test_a_hub_id_downloads_only_safe_files_and_decodes_like_its_folder(marian, 
     (repo / "pytorch_model.bin").write_bytes(pickle.dumps(PickleBomb(tmp_path / "PWNED")))
     (repo / "modeling_evil.py").write_text("raise SystemExit('remote code ran')\n")
     fake = _hub(monkeypatch, tmp_path, repo)
-    lm = HFSeq2Seq.load(REPO)
+    adapter = HFSeq2Seq.load(REPO)
     assert fake.asked and not {"pytorch_model.bin", "modeling_evil.py"} & {p.name for p in fake.cached.iterdir()}
-    assert [s.token_id for s in greedy_decode(lm, TEXT).steps] == \
+    assert [s.token_id for s in greedy_decode(adapter, TEXT).steps] == \
         [s.token_id for s in greedy_decode(HFSeq2Seq.load(str(marian)), TEXT).steps]
     HFSeq2Seq.load(REPO)  # now cached: no second download
     assert len(fake.asked) == 1 and not (tmp_path / "PWNED").exists()

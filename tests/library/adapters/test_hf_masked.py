@@ -30,7 +30,7 @@ def family(request):
 
 
 @pytest.fixture(scope="module")
-def lm(folders, family) -> InspectableModel:
+def adapter(folders, family) -> InspectableModel:
     return open_model(str(folders[family]))
 
 
@@ -39,15 +39,15 @@ def _reference(folder):
     return AutoTokenizer.from_pretrained(folder), AutoModelForMaskedLM.from_pretrained(folder).eval()
 
 
-def test_the_model_opens_as_an_encoder_only_family(lm):
-    assert lm.family is ENCODER_ONLY and not lm.family.decodes
-    assert set(lm.head_counts()) == {"encoder_self"} == set(lm.family.kinds)
-    assert lm.family.causal("encoder_self") is False
+def test_the_model_opens_as_an_encoder_only_family(adapter):
+    assert adapter.family is ENCODER_ONLY and not adapter.family.decodes
+    assert set(adapter.head_counts()) == {"encoder_self"} == set(adapter.family.kinds)
+    assert adapter.family.causal("encoder_self") is False
 
 
-def test_predictions_at_the_masks_are_the_masked_lms_own(lm, folders, family):
-    text = f"a man in a {lm.mask_token} shirt sees the {lm.mask_token}"
-    result = fill_masks(lm, text, top_k=7)
+def test_predictions_at_the_masks_are_the_masked_lms_own(adapter, folders, family):
+    text = f"a man in a {adapter.mask_token} shirt sees the {adapter.mask_token}"
+    result = fill_masks(adapter, text, top_k=7)
     tok, ref = _reference(folders[family])
     enc = tok(text, return_tensors="pt")
     assert list(result.source.ids) == enc.input_ids[0].tolist()
@@ -62,24 +62,24 @@ def test_predictions_at_the_masks_are_the_masked_lms_own(lm, folders, family):
         assert [t for t, _, _ in p.top_k] == tok.convert_ids_to_tokens(ids.tolist())
 
 
-def test_masking_a_token_by_position_equals_typing_the_mask(lm):
-    plain = lm.tokenize_source(TEXT)
+def test_masking_a_token_by_position_equals_typing_the_mask(adapter):
+    plain = adapter.tokenize_source(TEXT)
     position = 3
-    by_click = fill_masks(lm, TEXT, mask_positions=[position], top_k=5)
+    by_click = fill_masks(adapter, TEXT, mask_positions=[position], top_k=5)
     typed_ids = list(plain.ids)
-    typed_ids[position] = lm.mask_id
+    typed_ids[position] = adapter.mask_id
     assert list(by_click.source.ids) == typed_ids
     (prediction,) = by_click.predictions
     assert prediction.original == plain.tokens[position] and prediction.position == position
-    with lm.running():
-        logits = lm.forward(torch.tensor([typed_ids])).logits[0, position]
+    with adapter.running():
+        logits = adapter.forward(torch.tensor([typed_ids])).logits[0, position]
     assert prediction.prob == pytest.approx(float(logits.softmax(-1).max()), abs=1e-6)
 
 
-def test_a_pair_has_the_tokenizers_segments_and_its_predictions(lm, folders, family):
-    result = fill_masks(lm, f"a man {lm.mask_token} the dog", "the dog runs", top_k=3)
+def test_a_pair_has_the_tokenizers_segments_and_its_predictions(adapter, folders, family):
+    result = fill_masks(adapter, f"a man {adapter.mask_token} the dog", "the dog runs", top_k=3)
     tok, ref = _reference(folders[family])
-    enc = tok(f"a man {lm.mask_token} the dog", "the dog runs", return_tensors="pt")
+    enc = tok(f"a man {adapter.mask_token} the dog", "the dog runs", return_tensors="pt")
     assert list(result.source.ids) == enc.input_ids[0].tolist()
     if "token_type_ids" in enc:  # BERT: the tokenizer's own segments
         assert list(result.segments) == enc.token_type_ids[0].tolist()
@@ -91,10 +91,10 @@ def test_a_pair_has_the_tokenizers_segments_and_its_predictions(lm, folders, fam
     assert [v for _, _, v in p.top_k] == pytest.approx(probs[p.position].topk(3).values.tolist(), abs=1e-5)
 
 
-def test_the_trace_holds_every_layer_and_head_of_the_one_kind(lm):
-    result = fill_masks(lm, f"the {lm.mask_token} runs")
+def test_the_trace_holds_every_layer_and_head_of_the_one_kind(adapter):
+    result = fill_masks(adapter, f"the {adapter.mask_token} runs")
     trace = result.trace
-    n_layers, n_heads = lm.head_counts()["encoder_self"]
+    n_layers, n_heads = adapter.head_counts()["encoder_self"]
     assert trace.kinds == ("encoder_self",) and trace.family_name == "encoder-only"
     assert tuple(trace.weights("encoder_self").shape) == (n_layers, n_heads, len(result.source.ids),
                                                           len(result.source.ids))
@@ -104,27 +104,27 @@ def test_the_trace_holds_every_layer_and_head_of_the_one_kind(lm):
     assert not trace.masked("encoder_self").any()  # bidirectional: nothing is masked
 
 
-def test_bad_input_is_one_clear_message(lm):
+def test_bad_input_is_one_clear_message(adapter):
     with pytest.raises(InputError, match="empty"):
-        fill_masks(lm, "   ")
+        fill_masks(adapter, "   ")
     with pytest.raises(InputError, match="special token"):
-        fill_masks(lm, TEXT, mask_positions=[0])
+        fill_masks(adapter, TEXT, mask_positions=[0])
     with pytest.raises(InputError, match="does not exist"):
-        fill_masks(lm, TEXT, mask_positions=[500])
+        fill_masks(adapter, TEXT, mask_positions=[500])
     with pytest.raises(InputError, match="reads at most"):
-        fill_masks(lm, " ".join(["dog"] * 700), "the cat")
-    assert fill_masks(lm, TEXT).predictions == ()  # no mask: nothing predicted, the maps are there
+        fill_masks(adapter, " ".join(["dog"] * 700), "the cat")
+    assert fill_masks(adapter, TEXT).predictions == ()  # no mask: nothing predicted, the maps are there
     with pytest.raises(HFModelError, match="does not decode"):
-        greedy_decode(lm, TEXT)
+        greedy_decode(adapter, TEXT)
 
 
 def test_fill_cli_prints_the_top_k_as_json(folders, family, capsys):
-    lm = open_model(str(folders[family]))
-    assert main(["fill", str(folders[family]), f"the dog {lm.mask_token} the cat", "--top-k", "4", "--json"]) == 0
+    adapter = open_model(str(folders[family]))
+    assert main(["fill", str(folders[family]), f"the dog {adapter.mask_token} the cat", "--top-k", "4", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     (p,) = data["predictions"]
     assert len(p["top_k"]) == 4 and p["masked"] is None
-    expected = fill_masks(lm, f"the dog {lm.mask_token} the cat", top_k=4).predictions[0]
+    expected = fill_masks(adapter, f"the dog {adapter.mask_token} the cat", top_k=4).predictions[0]
     assert [t["id"] for t in p["top_k"]] == [i for _, i, _ in expected.top_k]
     assert [t["prob"] for t in p["top_k"]] == pytest.approx([v for _, _, v in expected.top_k], abs=1e-6)
 

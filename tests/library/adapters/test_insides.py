@@ -18,7 +18,7 @@ from transformer.store import open_model
 
 
 @pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *MORE_FAMILIES, *CAUSAL, *MASKED])
-def lm(request, tmp_path_factory) -> InspectableModel:
+def adapter(request, tmp_path_factory) -> InspectableModel:
     family = request.param
     if family in OURS:
         return _ours(family)
@@ -26,48 +26,49 @@ def lm(request, tmp_path_factory) -> InspectableModel:
     return open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
 
 
-def test_softmax_of_the_captured_scores_is_the_captured_attention(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    insides = lm.insides(src, tgt)
-    assert set(insides.inputs) == set(lm.family.kinds)
-    for kind, (n_layers, n_heads) in lm.head_counts().items():
+def test_softmax_of_the_captured_scores_is_the_captured_attention(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    insides = adapter.insides(src, tgt)
+    assert set(insides.inputs) == set(adapter.family.kinds)
+    for kind, (n_layers, n_heads) in adapter.head_counts().items():
         assert len(insides.inputs[kind]) == n_layers
         for layer, inputs in enumerate(insides.inputs[kind]):
             captured = insides.attentions[kind][layer]
             assert inputs.queries.shape[1] == n_heads
             torch.testing.assert_close(inputs.pattern(), captured.float(), atol=1e-5, rtol=0)
-            assert inputs.groups == lm.head_groups()[kind]
+            assert inputs.groups == adapter.head_groups()[kind]
 
 
-def test_the_output_function_of_the_last_residual_is_the_logits(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    insides = lm.insides(src, tgt)
-    residual = insides.residual[lm.family.output_stack]
-    assert len(residual) == lm.head_counts()[lm.family.output_kind][0] + 1  # the embeddings, then every layer
+def test_the_output_function_of_the_last_residual_is_the_logits(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    insides = adapter.insides(src, tgt)
+    residual = insides.residual[adapter.family.output_stack]
+    assert len(residual) == adapter.head_counts()[adapter.family.output_kind][0] + 1  # the embeddings, then every layer
     with torch.no_grad():
-        logits = lm.output_head(residual[-1])
+        logits = adapter.output_head(residual[-1])
     torch.testing.assert_close(logits, insides.logits.float(), atol=1e-5, rtol=1e-5)
-    if lm.family.encoder_kind is not None:
-        assert len(insides.residual["encoder"]) == lm.head_counts()[lm.family.encoder_kind][0] + 1
+    if adapter.family.encoder_kind is not None:
+        assert len(insides.residual["encoder"]) == adapter.head_counts()[adapter.family.encoder_kind][0] + 1
 
 
-def test_the_insides_logits_are_the_teacher_forced_logits(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    with lm.running():
-        logits = lm.forward(src, tgt).logits
-    rows = slice(src.shape[1], None) if lm.family.prompt_in_decoder and lm.source == "checkpoint" else slice(None)
-    torch.testing.assert_close(lm.insides(src, tgt).logits[:, rows], logits[:, rows], atol=1e-5, rtol=1e-5)
+def test_the_insides_logits_are_the_teacher_forced_logits(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    with adapter.running():
+        logits = adapter.forward(src, tgt).logits
+    rows = slice(src.shape[1],
+                 None) if adapter.family.prompt_in_decoder and adapter.source == "checkpoint" else slice(None)
+    torch.testing.assert_close(adapter.insides(src, tgt).logits[:, rows], logits[:, rows], atol=1e-5, rtol=1e-5)
 
 
-def test_each_family_adds_what_it_really_adds(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    insides = lm.insides(src, tgt)
-    t5 = getattr(getattr(lm, "model", None), "model_dim", None) is not None and lm.source == "huggingface"
-    decoder_self = insides.inputs[lm.family.output_kind][0]
+def test_each_family_adds_what_it_really_adds(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    insides = adapter.insides(src, tgt)
+    t5 = getattr(getattr(adapter, "model", None), "model_dim", None) is not None and adapter.source == "huggingface"
+    decoder_self = insides.inputs[adapter.family.output_kind][0]
     assert decoder_self.scale == pytest.approx(1.0 if t5 else decoder_self.queries.shape[-1] ** -0.5)
     assert ("position_bias" in decoder_self.terms) == t5
     scores = decoder_self.scores()
-    if not lm.family.causal(lm.family.output_kind):  # encoder-only: every query sees every key (a full layer)
+    if not adapter.family.causal(adapter.family.output_kind):  # encoder-only: every query sees every key (a full layer)
         assert bool((scores > -1e3).all())
         return
     # the causal rule is in the scores: a query's later keys get no weight, and that comes from the terms
@@ -76,17 +77,17 @@ def test_each_family_adds_what_it_really_adds(lm: InspectableModel):
     assert bool((decoder_self.dot_products()[..., later] * decoder_self.scale > -1e3).all())
 
 
-def test_grouped_query_heads_read_their_shared_key_head(lm: InspectableModel):
-    (_, n_heads), = [lm.head_counts()[lm.family.output_kind]]
-    inputs = lm.insides(*_inputs(lm)).inputs[lm.family.output_kind][0]
+def test_grouped_query_heads_read_their_shared_key_head(adapter: InspectableModel):
+    (_, n_heads), = [adapter.head_counts()[adapter.family.output_kind]]
+    inputs = adapter.insides(*_inputs(adapter)).inputs[adapter.family.output_kind][0]
     n_kv = inputs.keys.shape[1]
     assert inputs.groups == tuple(h // (n_heads // n_kv) for h in range(n_heads))
     torch.testing.assert_close(inputs.head_keys()[:, -1], inputs.keys[:, inputs.groups[-1]])
 
 
-def test_named_points_read_the_captured_tensors(lm: InspectableModel):
-    insides = lm.insides(*_inputs(lm))
-    kind, stack = lm.family.output_kind, lm.family.output_stack
+def test_named_points_read_the_captured_tensors(adapter: InspectableModel):
+    insides = adapter.insides(*_inputs(adapter))
+    kind, stack = adapter.family.output_kind, adapter.family.output_stack
     assert insides.point(f"{kind}.0.q") is insides.inputs[kind][0].queries
     assert insides.point(f"{stack}.1.resid") is insides.residual[stack][1]
     torch.testing.assert_close(insides.point(f"{kind}.0.pattern"), insides.inputs[kind][0].pattern())
@@ -95,23 +96,23 @@ def test_named_points_read_the_captured_tensors(lm: InspectableModel):
     assert insides.nbytes() > 0
 
 
-def test_nothing_of_the_capture_stays_on_the_model(lm: InspectableModel):
-    before = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.network.named_modules()}
-    lm.insides(*_inputs(lm))
-    after = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.network.named_modules()}
+def test_nothing_of_the_capture_stays_on_the_model(adapter: InspectableModel):
+    before = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.network.named_modules()}
+    adapter.insides(*_inputs(adapter))
+    after = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.network.named_modules()}
     assert after == before
     assert capture._RECORDERS == {}
-    assert not lm.network.training
+    assert not adapter.network.training
 
 
-def test_head_ablation_reaches_the_insides(lm: InspectableModel):
+def test_head_ablation_reaches_the_insides(adapter: InspectableModel):
     """Heads switched off change what later layers read, never the switched-off layer's own softmax inputs."""
-    kind = lm.family.output_kind
-    n_layers, n_heads = lm.head_counts()[kind]
+    kind = adapter.family.output_kind
+    n_layers, n_heads = adapter.head_counts()[kind]
     mask = {kind: torch.ones(n_layers, n_heads)}
     mask[kind][0] = 0
-    src, tgt = _inputs(lm)
-    plain, ablated = lm.insides(src, tgt), lm.insides(src, tgt, head_mask=mask)
+    src, tgt = _inputs(adapter)
+    plain, ablated = adapter.insides(src, tgt), adapter.insides(src, tgt, head_mask=mask)
     torch.testing.assert_close(ablated.inputs[kind][0].queries, plain.inputs[kind][0].queries)
-    stack = lm.family.output_stack
+    stack = adapter.family.output_stack
     assert not torch.allclose(ablated.residual[stack][1], plain.residual[stack][1])

@@ -19,30 +19,30 @@ WINDOWED = {"mistral": (0, 1), "phi3": (0, 1), "gemma3_text": (0,), "gemma2": (0
 
 
 @pytest.fixture(scope="module", params=NEW_CAUSAL)
-def lm(request, tmp_path_factory) -> HFCausalLM:
+def adapter(request, tmp_path_factory) -> HFCausalLM:
     family = request.param
     return load_hf_model(str(build_new(family, tmp_path_factory.mktemp(family) / family, window=WINDOW)))
 
 
-def _family(lm: HFCausalLM) -> str:
-    return lm.model.config.model_type
+def _family(adapter: HFCausalLM) -> str:
+    return adapter.model.config.model_type
 
 
-def _ids(lm: HFCausalLM, text: str) -> torch.Tensor:
-    return torch.tensor([lm.tokenize_source(text).ids])
+def _ids(adapter: HFCausalLM, text: str) -> torch.Tensor:
+    return torch.tensor([adapter.tokenize_source(text).ids])
 
 
-def test_it_opens_as_a_causal_lm(lm):
-    assert isinstance(lm, HFCausalLM) and lm.family.name == "decoder-only"
-    assert lm.describe()["model_type"] == _family(lm) and lm.n_layers == 2 and lm.n_heads == 4
+def test_it_opens_as_a_causal_lm(adapter):
+    assert isinstance(adapter, HFCausalLM) and adapter.family.name == "decoder-only"
+    assert adapter.describe()["model_type"] == _family(adapter) and adapter.n_layers == 2 and adapter.n_heads == 4
 
 
-def test_greedy_tokens_and_weights_equal_generate(lm):
-    result = greedy_decode(lm, PROMPT, max_steps=6, stop_at_end=True)
-    ids = _ids(lm, PROMPT)
+def test_greedy_tokens_and_weights_equal_generate(adapter):
+    result = greedy_decode(adapter, PROMPT, max_steps=6, stop_at_end=True)
+    ids = _ids(adapter, PROMPT)
     with torch.no_grad():
-        out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
-                                max_new_tokens=6, output_attentions=True, return_dict_in_generate=True)
+        out = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                     max_new_tokens=6, output_attentions=True, return_dict_in_generate=True)
     n = ids.shape[1]
     assert [s.token_id for s in result.steps] == out.sequences[0, n:].tolist()
     w = result.trace.weights("self")
@@ -55,14 +55,14 @@ def test_greedy_tokens_and_weights_equal_generate(lm):
             assert float(row[:, : n + t - kept].abs().sum()) == 0.0
 
 
-def _tiles_equal_eager(lm: HFCausalLM, ids: torch.Tensor):
-    insides = lm.insides(ids, ids)
-    store = store_of_insides(lm, insides)
-    for layer in range(lm.n_layers):
+def _tiles_equal_eager(adapter: HFCausalLM, ids: torch.Tensor):
+    insides = adapter.insides(ids, ids)
+    store = store_of_insides(adapter, insides)
+    for layer in range(adapter.n_layers):
         eager = insides.attentions["self"][layer][0].float()
         torch.testing.assert_close(insides.inputs["self"][layer].pattern()[0], eager, atol=1e-5, rtol=0)
         q, k = eager.shape[1:]
-        for head in range(lm.n_heads):
+        for head in range(adapter.n_heads):
             torch.testing.assert_close(store.tile("self", layer, head), eager[head], atol=1e-5, rtol=0)
             rows, keys = slice(q // 3, q), slice(k // 4, k // 2 + 1)
             torch.testing.assert_close(store.tile("self", layer, head, rows, keys), eager[head][rows, keys],
@@ -76,16 +76,16 @@ def _tiles_equal_eager(lm: HFCausalLM, ids: torch.Tensor):
     return store
 
 
-def test_captured_weights_and_every_tile_equal_the_eager_weights(lm):
-    _tiles_equal_eager(lm, _ids(lm, PROMPT))
+def test_captured_weights_and_every_tile_equal_the_eager_weights(adapter):
+    _tiles_equal_eager(adapter, _ids(adapter, PROMPT))
 
 
-def test_a_sliding_window_shorter_than_the_input_is_exact(lm):
-    ids = _ids(lm, LONG)
+def test_a_sliding_window_shorter_than_the_input_is_exact(adapter):
+    ids = _ids(adapter, LONG)
     assert ids.shape[1] > 10 * WINDOW
-    store = _tiles_equal_eager(lm, ids)
-    windowed = WINDOWED.get(_family(lm), ())
-    for layer in range(lm.n_layers):
+    store = _tiles_equal_eager(adapter, ids)
+    windowed = WINDOWED.get(_family(adapter), ())
+    for layer in range(adapter.n_layers):
         assert store.layer("self", layer).rules.window == (WINDOW if layer in windowed else None)
     if windowed:
         layer = windowed[0]
@@ -93,17 +93,17 @@ def test_a_sliding_window_shorter_than_the_input_is_exact(lm):
         assert float(store.tile("self", layer, 0, [100], [101 - WINDOW])) > 0.0
 
 
-def test_the_stored_decode_gives_generates_tokens(lm):
-    prompt = lm.tokenize_source(LONG).ids
-    steps, store, _ = stored_greedy(lm, prompt, max_steps=4)
+def test_the_stored_decode_gives_generates_tokens(adapter):
+    prompt = adapter.tokenize_source(LONG).ids
+    steps, store, _ = stored_greedy(adapter, prompt, max_steps=4)
     ids = torch.tensor([prompt])
     with torch.no_grad():
-        out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
-                                max_new_tokens=4)
+        out = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                     max_new_tokens=4)
     assert [s.token_id for s in steps] == out[0, len(prompt):].tolist()
     fed = torch.tensor([[*prompt, *(s.token_id for s in steps[:-1])]])
-    eager = attention_store(lm, fed, fed)
-    for layer in range(lm.n_layers):
+    eager = attention_store(adapter, fed, fed)
+    for layer in range(adapter.n_layers):
         assert store.layer("self", layer).rules.window == eager.layer("self", layer).rules.window
         torch.testing.assert_close(store.layer("self", layer).lse, eager.layer("self", layer).lse, atol=1e-5,
                                    rtol=1e-6)
@@ -113,10 +113,10 @@ def test_the_stored_decode_gives_generates_tokens(lm):
 
 
 def test_gpt_neox_rotates_only_its_rotary_share_of_each_head(tmp_path):
-    lm = load_hf_model(str(build_new("gpt_neox", tmp_path / "neox")))  # rotary_pct 0.5: 4 of 8 dims rotate
-    ids = _ids(lm, PROMPT)
-    insides = lm.insides(ids, ids)
-    block = lm.model.gpt_neox.layers[0]
+    adapter = load_hf_model(str(build_new("gpt_neox", tmp_path / "neox")))  # rotary_pct 0.5: 4 of 8 dims rotate
+    ids = _ids(adapter, PROMPT)
+    insides = adapter.insides(ids, ids)
+    block = adapter.model.gpt_neox.layers[0]
     with torch.no_grad():
         qkv = block.attention.query_key_value(block.input_layernorm(insides.residual["decoder"][0]))
     q, k, _ = qkv.view(*ids.shape, 4, 24).transpose(1, 2).chunk(3, dim=-1)  # (B, H, T, 8) before rotation
@@ -127,18 +127,18 @@ def test_gpt_neox_rotates_only_its_rotary_share_of_each_head(tmp_path):
     assert not torch.allclose(captured.queries[:, :, 5:, :4], q[:, :, 5:, :4], atol=1e-3)  # later ones turned
 
 
-def test_a_residual_path_the_studio_does_not_take_apart_is_one_line(lm):
+def test_a_residual_path_the_studio_does_not_take_apart_is_one_line(adapter):
     from transformer.adapters.paths import ResidualPathError
     with pytest.raises(ResidualPathError) as refused:
-        lm.residual_path()  # Phi-3's fused qkv_proj among them
-    assert "\n" not in str(refused.value) and f"({_family(lm)})" in str(refused.value)
+        adapter.residual_path()  # Phi-3's fused qkv_proj among them
+    assert "\n" not in str(refused.value) and f"({_family(adapter)})" in str(refused.value)
 
 
 def test_gemma2s_soft_cap_is_a_rule_the_store_applies(tmp_path):
-    lm = load_hf_model(str(build_new("gemma2", tmp_path / "gemma2", window=WINDOW)))  # cap 5, large weights
-    ids = _ids(lm, LONG)
-    insides = lm.insides(ids, ids)
-    store = store_of_insides(lm, insides)
+    adapter = load_hf_model(str(build_new("gemma2", tmp_path / "gemma2", window=WINDOW)))  # cap 5, large weights
+    ids = _ids(adapter, LONG)
+    insides = adapter.insides(ids, ids)
+    store = store_of_insides(adapter, insides)
     eager = insides.attentions["self"][1][0].float()
     assert store.layer("self", 1).rules.softcap == 5.0 and insides.inputs["self"][1].rules.softcap == 5.0
     uncapped = store.with_rules("self", 1, softcap=None)  # the same store without the rule: other weights
@@ -150,11 +150,11 @@ def test_gpt_oss_sinks_are_a_rule_the_store_applies(tmp_path):
     from dataclasses import replace
 
     from transformer.model import AttentionStore, layer_store
-    lm = load_hf_model(str(build_new("gpt_oss", tmp_path / "gpt_oss", window=WINDOW)))
-    ids = _ids(lm, PROMPT)
-    insides = lm.insides(ids, ids)
-    store = store_of_insides(lm, insides)
-    sinks = lm.model.model.layers[1].self_attn.sinks.detach().float()
+    adapter = load_hf_model(str(build_new("gpt_oss", tmp_path / "gpt_oss", window=WINDOW)))
+    ids = _ids(adapter, PROMPT)
+    insides = adapter.insides(ids, ids)
+    store = store_of_insides(adapter, insides)
+    sinks = adapter.model.model.layers[1].self_attn.sinks.detach().float()
     torch.testing.assert_close(store.layer("self", 1).rules.sinks, sinks)
     eager = insides.attentions["self"][1][0].float()
     assert float((1 - eager.sum(-1)).min()) > 1e-3  # the sink takes weight: rows sum below 1
@@ -167,66 +167,66 @@ def test_gpt_oss_sinks_are_a_rule_the_store_applies(tmp_path):
 
 def test_a_falcon_with_alibi_decodes_but_its_insides_are_refused_by_name(tmp_path):
     from transformer.adapters.hf_load import HFModelError
-    lm = load_hf_model(str(build_new("falcon", tmp_path / "falcon", alibi=True)))
-    result = greedy_decode(lm, PROMPT, max_steps=3)  # the maps the model returns
+    adapter = load_hf_model(str(build_new("falcon", tmp_path / "falcon", alibi=True)))
+    result = greedy_decode(adapter, PROMPT, max_steps=3)  # the maps the model returns
     assert len(result.steps) == 3
-    ids = _ids(lm, PROMPT)
-    for call in (lambda: lm.insides(ids, ids), lambda: stored_greedy(lm, ids[0].tolist(), max_steps=2)):
+    ids = _ids(adapter, PROMPT)
+    for call in (lambda: adapter.insides(ids, ids), lambda: stored_greedy(adapter, ids[0].tolist(), max_steps=2)):
         with pytest.raises(HFModelError, match="uses ALiBi") as refused:
             call()
         assert "\n" not in str(refused.value)
 
 
 def test_a_multi_query_falcon_reads_one_key_head(tmp_path):
-    lm = load_hf_model(str(build_new("falcon", tmp_path / "falcon", new_decoder_architecture=False,
-                                     multi_query=True)))  # Falcon-7B's layout: one key/value head for all
-    assert lm.head_groups()["self"] == (0, 0, 0, 0)
-    store = _tiles_equal_eager(lm, _ids(lm, LONG))
+    adapter = load_hf_model(str(build_new("falcon", tmp_path / "falcon", new_decoder_architecture=False,
+                                          multi_query=True)))  # Falcon-7B's layout: one key/value head for all
+    assert adapter.head_groups()["self"] == (0, 0, 0, 0)
+    store = _tiles_equal_eager(adapter, _ids(adapter, LONG))
     assert store.layer("self", 0).keys.shape[0] == 1
-    prompt = lm.tokenize_source(PROMPT).ids
-    steps, _, _ = stored_greedy(lm, prompt, max_steps=3)
-    assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(lm, PROMPT, max_steps=3).steps]
+    prompt = adapter.tokenize_source(PROMPT).ids
+    steps, _, _ = stored_greedy(adapter, prompt, max_steps=3)
+    assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(adapter, PROMPT, max_steps=3).steps]
 
 
-def test_the_output_head_of_the_last_residual_is_the_models_logits(lm):
-    ids = _ids(lm, PROMPT)
-    insides = lm.insides(ids, ids)
-    if _family(lm) == "gemma2":  # soft-capped logits: refused in one line
+def test_the_output_head_of_the_last_residual_is_the_models_logits(adapter):
+    ids = _ids(adapter, PROMPT)
+    insides = adapter.insides(ids, ids)
+    if _family(adapter) == "gemma2":  # soft-capped logits: refused in one line
         with pytest.raises(Exception, match="soft-caps its logits"):
-            lm.output_head(insides.residual["decoder"][-1])
+            adapter.output_head(insides.residual["decoder"][-1])
         return
     with torch.no_grad():
-        torch.testing.assert_close(lm.output_head(insides.residual["decoder"][-1]), insides.logits, atol=1e-4,
+        torch.testing.assert_close(adapter.output_head(insides.residual["decoder"][-1]), insides.logits, atol=1e-4,
                                    rtol=1e-4)
 
 
-def test_queries_and_keys_before_rotation_are_the_ones_rope_turns(lm):
-    ids = _ids(lm, PROMPT)
-    inputs = lm.insides(ids, ids).inputs["self"][0]
+def test_queries_and_keys_before_rotation_are_the_ones_rope_turns(adapter):
+    ids = _ids(adapter, PROMPT)
+    inputs = adapter.insides(ids, ids).inputs["self"][0]
     if inputs.unrotated is None:  # a fused projection (GPT-NeoX, Phi-3) or Falcon's own code: not offered
-        assert _family(lm) in ("gpt_neox", "phi3", "falcon")
+        assert _family(adapter) in ("gpt_neox", "phi3", "falcon")
         return
-    if hasattr(lm.model.model.layers[0].self_attn, "q_norm"):  # Gemma 3, OLMo 2: the projections, before the norm
+    if hasattr(adapter.model.model.layers[0].self_attn, "q_norm"):  # Gemma 3, OLMo 2: the projections, before the norm
         assert inputs.unrotated[0].shape == inputs.queries.shape
         return
     q, k = inputs.unrotated  # only the rotation between these and the queries and keys
-    scaled = next((float(m.attention_scaling) for m in lm.model.modules() if hasattr(m, "attention_scaling")),
+    scaled = next((float(m.attention_scaling) for m in adapter.model.modules() if hasattr(m, "attention_scaling")),
                   1.0)  # YaRN (gpt-oss) scales the rotation's tables
     torch.testing.assert_close(q[:, :, 0] * scaled, inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0
     torch.testing.assert_close(k[:, :, 0] * scaled, inputs.keys[:, :, 0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(q.norm(dim=-1) * scaled, inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
 
 
-def test_nothing_of_a_capture_or_a_stored_decode_stays_on_the_model(lm):
+def test_nothing_of_a_capture_or_a_stored_decode_stays_on_the_model(adapter):
     from transformer.adapters import store_forward
     from transformer.adapters.capture import _RECORDERS
-    ids = _ids(lm, PROMPT)
-    lm.insides(ids, ids)  # transformers puts its own output-capturing hooks on at the first call: they stay
-    hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.model.named_modules()}
-    before = lm.model.config._attn_implementation
-    lm.insides(ids, ids)
-    stored_greedy(lm, ids[0].tolist(), max_steps=2)
-    assert lm.model.config._attn_implementation == before == "eager"
+    ids = _ids(adapter, PROMPT)
+    adapter.insides(ids, ids)  # transformers puts its own output-capturing hooks on at the first call: they stay
+    hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.model.named_modules()}
+    before = adapter.model.config._attn_implementation
+    adapter.insides(ids, ids)
+    stored_greedy(adapter, ids[0].tolist(), max_steps=2)
+    assert adapter.model.config._attn_implementation == before == "eager"
     assert store_forward._STORING == {} and _RECORDERS == {}
     assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))
-            for name, m in lm.model.named_modules()} == hooks
+            for name, m in adapter.model.named_modules()} == hooks

@@ -23,12 +23,12 @@ def _lm(max_len: int = 4096):
 
 
 def test_store_tiles_equal_the_eager_weights_at_two_thousand_tokens():
-    lm = _lm()
+    adapter = _lm()
     ids = torch.randint(4, TOK.vocab_size, (1, 2000), generator=torch.Generator().manual_seed(0))
     src, tgt = ids[:, :1990], torch.cat([ids[:, :1990], torch.ones(1, 1, dtype=torch.long), ids[:, 1990:]], 1)
     with torch.no_grad():
-        insides = lm.insides(src, tgt)
-        store = attention_store(lm, src, tgt)
+        insides = adapter.insides(src, tgt)
+        store = attention_store(adapter, src, tgt)
     for layer in range(2):
         eager = insides.attentions["self"][layer][0]
         for head in (0, 3):
@@ -38,12 +38,12 @@ def test_store_tiles_equal_the_eager_weights_at_two_thousand_tokens():
 
 
 def test_the_stored_forward_decodes_the_same_tokens_and_rows_as_greedy():
-    lm = _lm()
+    adapter = _lm()
     text = "thequickbrownfoxjumpsoverthelazydog" * 40  # 1,400 characters: past the table's 1,024
-    source = lm.tokenize_source(text)
-    prompt = lm.decoder_prefix(source)
-    steps, store, _ = stored_greedy(lm, prompt, len(source.ids), max_steps=4)
-    result = greedy_decode(lm, text, max_steps=4)
+    source = adapter.tokenize_source(text)
+    prompt = adapter.decoder_prefix(source)
+    steps, store, _ = stored_greedy(adapter, prompt, len(source.ids), max_steps=4)
+    result = greedy_decode(adapter, text, max_steps=4)
     assert [s.token_id for s in steps] == [s.token_id for s in result.steps]
     n = len(prompt) + len(steps) - 1  # every row fed: the prompt's, then one a step
     for layer in range(2):

@@ -69,16 +69,16 @@ def test_gradient_x_input_gives_one_number_per_token(setup):
 
 
 def test_the_shared_model_keeps_no_hook_no_gradient_and_its_mode(setup):
-    lm, st, result = setup
-    intact = attribute_step(lm, TEXT, output_ids(result), 1)
-    assert all(p.grad is None for p in lm.model.parameters())
-    assert not any(m._forward_hooks or m._forward_pre_hooks for m in lm.model.modules())
-    lm.model.train()  # dropout is switched off for the attribution and the mode given back
+    adapter, st, result = setup
+    intact = attribute_step(adapter, TEXT, output_ids(result), 1)
+    assert all(p.grad is None for p in adapter.model.parameters())
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in adapter.model.modules())
+    adapter.model.train()  # dropout is switched off for the attribution and the mode given back
     try:
-        again = attribute_step(lm, TEXT, output_ids(result), 1)
-        assert lm.model.training
+        again = attribute_step(adapter, TEXT, output_ids(result), 1)
+        assert adapter.model.training
     finally:
-        lm.model.eval()
+        adapter.model.eval()
     torch.testing.assert_close(again.source, intact.source)
 
 

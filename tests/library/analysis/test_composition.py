@@ -16,16 +16,16 @@ from transformer.model import Head, build_model, default_configs
 
 
 @pytest.fixture(scope="module", params=PATH_FAMILIES)
-def lm(request, tmp_path_factory) -> InspectableModel:
+def adapter(request, tmp_path_factory) -> InspectableModel:
     return path_model(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def _full(lm: InspectableModel, head: Head) -> dict[str, torch.Tensor]:
+def _full(adapter: InspectableModel, head: Head) -> dict[str, torch.Tensor]:
     """TransformerLens's (row-vector) OV and QK of one head, the reader's norm gains folded in."""
-    path = lm.residual_path()
+    path = adapter.residual_path()
     proj = path.projections[head.kind][head.layer]
-    n = lm.head_counts()[head.kind][1]
-    g = lm.head_groups()[head.kind][head.head]
+    n = adapter.head_counts()[head.kind][1]
+    g = adapter.head_groups()[head.kind][head.head]
     stack, sub = path.sublayer(head.kind, head.layer)
     own = path.stacks[stack].layers[head.layer][sub].norm if path.pre_norm else None
     key_norm = path.stacks["encoder"].final_norm if head.kind == "cross" else own
@@ -41,7 +41,7 @@ def _full(lm: InspectableModel, head: Head) -> dict[str, torch.Tensor]:
 
     wq = rows(proj.wq, head.head) * gain(own) * head_gain(proj.q_norm)
     wk, wv = rows(proj.wk, g) * gain(key_norm) * head_gain(proj.k_norm), rows(proj.wv, g)
-    wo = lm.output_projection(head.kind, head.layer)[0].detach().float()[:, head.head * dh:(head.head + 1) * dh]
+    wo = adapter.output_projection(head.kind, head.layer)[0].detach().float()[:, head.head * dh:(head.head + 1) * dh]
     return {"QK": wq.T @ wk, "OV_write": wv.T @ wo.T, "OV_read": (wv * gain(key_norm)).T @ wo.T}
 
 
@@ -49,10 +49,10 @@ def _score(left: torch.Tensor, right: torch.Tensor) -> float:
     return float((left @ right).norm() / left.norm() / right.norm())
 
 
-def test_scores_equal_the_full_matrix_formula(lm: InspectableModel):
-    frame = composition_scores(lm)
+def test_scores_equal_the_full_matrix_formula(adapter: InspectableModel):
+    frame = composition_scores(adapter)
     for _, row in frame.sample(min(len(frame), 6), random_state=0).iterrows():
-        writer, reader = _full(lm, Head.parse(row["from"])), _full(lm, Head.parse(row["to"]))
+        writer, reader = _full(adapter, Head.parse(row["from"])), _full(adapter, Head.parse(row["to"]))
         want = {"q": _score(writer["OV_write"], reader["QK"]), "k": _score(writer["OV_write"], reader["QK"].T),
                 "v": _score(writer["OV_write"], reader["OV_read"])}
         for mode, value in want.items():
@@ -60,9 +60,9 @@ def test_scores_equal_the_full_matrix_formula(lm: InspectableModel):
                 assert row[mode] == pytest.approx(value, rel=1e-3, abs=1e-5), (row["from"], row["to"], mode)
 
 
-def test_exactly_the_pairs_that_read_each_other(lm: InspectableModel):
-    frame = composition_scores(lm)
-    counts = lm.head_counts()
+def test_exactly_the_pairs_that_read_each_other(adapter: InspectableModel):
+    frame = composition_scores(adapter)
+    counts = adapter.head_counts()
     assert frame[["q", "k", "v"]].stack().dropna().between(0, 1).all()
     stack = {"encoder_self": "encoder", "decoder_self": "decoder", "cross": "decoder", "self": "decoder"}
     order = {"encoder_self": 0, "self": 0, "decoder_self": 0, "cross": 1}  # a layer's sublayers, in order
@@ -98,12 +98,12 @@ def test_a_model_with_one_attention_layer_is_one_clear_line():
 
 
 def test_scores_are_kept_per_weights_and_made_again_when_they_change():
-    lm = path_model("ours-pre", None)
-    first = composition_scores(lm)
+    adapter = path_model("ours-pre", None)
+    first = composition_scores(adapter)
     first.loc[0, "q"] = -1.0  # a caller's copy: what is kept does not change
-    again = composition_scores(lm)
+    again = composition_scores(adapter)
     assert again.loc[0, "q"] != -1.0
     with torch.no_grad():
-        lm.network.encoder[1].self_attn.in_proj.weight.mul_(2.0).add_(0.1)
-    changed = composition_scores(lm)
+        adapter.network.encoder[1].self_attn.in_proj.weight.mul_(2.0).add_(0.1)
+    changed = composition_scores(adapter)
     assert not changed[["q", "k", "v"]].fillna(0).equals(again[["q", "k", "v"]].fillna(0))

@@ -90,10 +90,10 @@ def test_js_divergence_is_zero_on_the_diagonal_and_clusters_identical_heads(reve
 
 
 def test_an_encoder_only_model_over_a_corpus(tmp_path):
-    lm = open_model(str(build_masked("bert", tmp_path / "bert")))
-    stats = corpus_statistics(lm, ["a man sees the dog .", "two women walk , talking ."])
+    adapter = open_model(str(build_masked("bert", tmp_path / "bert")))
+    stats = corpus_statistics(adapter, ["a man sees the dog .", "two women walk , talking ."])
     assert set(stats.frame["kind"]) == {"encoder_self"} and stats.mode == "masked"
-    trace = lm.tokenize_source("a man sees the dog .")
+    trace = adapter.tokenize_source("a man sees the dog .")
     assert trace.tokens[0] == "[CLS]"
     assert (stats.frame["special"] > 0).all() and (stats.frame["punctuation"] > 0).all()
     assert is_punctuation(",") and is_punctuation("Ġ.") and not is_punctuation("##s")
@@ -149,8 +149,8 @@ def test_the_shipped_reversal_models_best_aligned_head_is_evals():
     from transformer.store import task_for_checkpoint
     ckpt = load_checkpoint("checkpoints/reverse", load_optimizer=False)
     examples = task_for_checkpoint(ckpt).valid[:300]
-    lm = open_model("checkpoints/reverse")
-    stats = corpus_statistics(lm, [e.source for e in examples], [e.target for e in examples],
+    adapter = open_model("checkpoints/reverse")
+    stats = corpus_statistics(adapter, [e.source for e in examples], [e.target for e in examples],
                               gold=lambda text: known_alignment("reverse", text, ckpt.src_tokenizer))
     frame, _ = evaluate_alignment(ckpt.model, examples, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
     ours = stats.frame.query("kind == 'cross'").set_index(["layer", "head"])["alignment"]
@@ -158,7 +158,7 @@ def test_the_shipped_reversal_models_best_aligned_head_is_evals():
     assert ours.idxmax() == theirs.idxmax()
     assert abs(ours.max() - theirs.max()) <= 0.02
     assert stats.frame.query("kind != 'cross'")["alignment"].isna().all()
-    greedy = corpus_statistics(lm, [e.source for e in examples],
+    greedy = corpus_statistics(adapter, [e.source for e in examples],
                                gold=lambda text: known_alignment("reverse", text, ckpt.src_tokenizer))
     assert abs(greedy.frame.query("kind == 'cross'")["alignment"].max() - theirs.max()) <= 0.02
 

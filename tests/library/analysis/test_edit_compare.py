@@ -20,7 +20,7 @@ OURS = ("ours-pre", "ours-decoder-only-post")
 
 
 @pytest.fixture(scope="module", params=[*OURS, *FAMILIES, *CAUSAL])
-def lm(request, tmp_path_factory) -> InspectableModel:
+def adapter(request, tmp_path_factory) -> InspectableModel:
     family = request.param
     if family in OURS:
         return _ours(family)
@@ -28,13 +28,14 @@ def lm(request, tmp_path_factory) -> InspectableModel:
     return open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
 
 
-def _texts(lm: InspectableModel) -> tuple[str, str]:
-    return ("abcdefg", "abxdefg") if lm.source == "checkpoint" else ("the dog sees a red house", "the cat sees a house")
+def _texts(adapter: InspectableModel) -> tuple[str, str]:
+    return ("abcdefg", "abxdefg") if adapter.source == "checkpoint" else ("the dog sees a red house",
+                                                                          "the cat sees a house")
 
 
-def test_each_step_shows_the_decodes_own_probabilities(lm):
-    a, b = _texts(lm)
-    c = compare_edit(lm, a, b, max_steps=6)
+def test_each_step_shows_the_decodes_own_probabilities(adapter):
+    a, b = _texts(adapter)
+    c = compare_edit(adapter, a, b, max_steps=6)
     both = c.steps.dropna(subset=["prob_a", "prob_b"])
     for row in both.itertuples():
         assert row.prob_a == pytest.approx(c.a.steps[row.step_a - 1].prob, abs=1e-5)
@@ -44,9 +45,9 @@ def test_each_step_shows_the_decodes_own_probabilities(lm):
     assert (same["token_a"] == same["token_b"]).all()
 
 
-def test_the_aligned_maps_hold_each_sides_weights(lm):
-    a, b = _texts(lm)
-    c = compare_edit(lm, a, b, max_steps=6)
+def test_the_aligned_maps_hold_each_sides_weights(adapter):
+    a, b = _texts(adapter)
+    c = compare_edit(adapter, a, b, max_steps=6)
     for kind, diff in c.differences.items():
         layers, heads = diff.a.shape[:2]
         assert (layers, heads) == tuple(c.a.trace.weights(kind).shape[:2])
@@ -60,8 +61,8 @@ def test_the_aligned_maps_hold_each_sides_weights(lm):
 
 
 def test_an_inserted_word_is_its_own_row_and_column():
-    lm = open_model("checkpoints/toy-en-de")
-    c = compare_edit(lm, "the dog sees the cat", "the big dog sees the cat")
+    adapter = open_model("checkpoints/toy-en-de")
+    c = compare_edit(adapter, "the dog sees the cat", "the big dog sees the cat")
     encoder = c.differences["encoder_self"]
     assert encoder.query_tokens == ("the", "+big", "dog", "sees", "the", "cat", "</s>")
     assert encoder.query_status[1] == INSERTED and np.isnan(encoder.a[:, :, 1]).all()
@@ -72,8 +73,8 @@ def test_an_inserted_word_is_its_own_row_and_column():
 
 
 def test_a_swapped_character_marks_the_first_divergence():
-    lm = open_model("checkpoints/reverse")
-    c = compare_edit(lm, "abcdefgh", "abcxefgh")
+    adapter = open_model("checkpoints/reverse")
+    c = compare_edit(adapter, "abcdefgh", "abcxefgh")
     assert c.steps.loc[c.first_divergence, "status"] == CHANGED
     assert (c.steps.loc[c.first_divergence, "token_a"], c.steps.loc[c.first_divergence, "token_b"]) == ("d", "x")
     assert c.steps.loc[c.first_divergence, "kl"] > 1.0

@@ -31,82 +31,82 @@ ROPE = ("llama", "qwen2", "modernbert")  # the families here that rotate their q
 def case(request, tmp_path_factory):
     family = request.param
     if family in OURS:
-        lm = _ours(family)
+        adapter = _ours(family)
     else:
         build = build_causal if family in CAUSAL else build_masked if family in MASKED else build_seq2seq
-        lm = open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
+        adapter = open_model(str(build(family, tmp_path_factory.mktemp(family) / family)))
     if family in MASKED:  # encoder-only: one stack reads the text, nothing is decoded
-        return lm, lm.insides(torch.tensor([lm.tokenize_source(TEXT).ids]))
-    return lm, lm.insides(*_inputs(lm))
+        return adapter, adapter.insides(torch.tensor([adapter.tokenize_source(TEXT).ids]))
+    return adapter, adapter.insides(*_inputs(adapter))
 
 
-def _kind(lm: InspectableModel) -> str:
+def _kind(adapter: InspectableModel) -> str:
     """The causal kind, or an encoder-only model's one kind."""
-    return lm.family.decoder_kind or lm.family.encoder_kind
+    return adapter.family.decoder_kind or adapter.family.encoder_kind
 
 
-def _every_head(lm: InspectableModel):
-    for kind, (n_layers, n_heads) in lm.head_counts().items():
+def _every_head(adapter: InspectableModel):
+    for kind, (n_layers, n_heads) in adapter.head_counts().items():
         yield kind, n_layers - 1, n_heads - 1
 
 
 def test_the_softmax_of_one_head_is_the_map_and_its_output_the_models(case):
-    lm, insides = case
-    for kind, layer, head in _every_head(lm):
+    adapter, insides = case
+    for kind, layer, head in _every_head(adapter):
         n_queries = insides.attentions[kind][layer].shape[2]
         for query in (0, n_queries - 1):
-            c = head_computation(lm, insides, kind, layer, head, query)
+            c = head_computation(adapter, insides, kind, layer, head, query)
             captured = insides.attentions[kind][layer][0, head, query].float()
             torch.testing.assert_close(c.weights, captured, atol=1e-5, rtol=0)
             assert c.model_head_output is not None
             torch.testing.assert_close(c.head_output, c.model_head_output, atol=1e-5, rtol=1e-4)
             torch.testing.assert_close(c.dots * c.scale + sum(c.terms.values(), torch.zeros(c.n_keys)), c.scores)
-            assert c.kv_head == lm.head_groups()[kind][head]
+            assert c.kv_head == adapter.head_groups()[kind][head]
 
 
 def test_the_heads_shares_and_the_bias_are_the_attention_output(case):
     """The model's own attention output = sum of every head's share + the output bias."""
-    lm, insides = case
-    for kind, layer, _ in _every_head(lm):
+    adapter, insides = case
+    for kind, layer, _ in _every_head(adapter):
         inputs = insides.inputs[kind][layer]
         query = inputs.queries.shape[2] - 1
-        _weight, bias = lm.output_projection(kind, layer)
-        shares = sum(head_computation(lm, insides, kind, layer, h, query).share for h in range(inputs.n_heads))
+        _weight, bias = adapter.output_projection(kind, layer)
+        shares = sum(head_computation(adapter, insides, kind, layer, h, query).share for h in range(inputs.n_heads))
         out = shares + (0 if bias is None else bias.detach().float())
         expected = inputs.output[0, query].float()
         assert (out - expected).abs().max() <= 1e-5 * max(expected.norm(), 1.0)
 
 
 def test_the_per_key_vectors_add_up_to_the_heads_share(case):
-    lm, insides = case
-    for kind, layer, head in _every_head(lm):
+    adapter, insides = case
+    for kind, layer, head in _every_head(adapter):
         inputs = insides.inputs[kind][layer]
         query = inputs.queries.shape[2] - 1
-        vectors = key_vectors(lm, insides, kind, layer, head, query)  # (Tk, D)
-        weight, _ = lm.output_projection(kind, layer)
+        vectors = key_vectors(adapter, insides, kind, layer, head, query)  # (Tk, D)
+        weight, _ = adapter.output_projection(kind, layer)
         model_z = inputs.model_head_outputs()[0, head, query].float()
         share = head_slice(weight.detach().float(), head, inputs.n_heads) @ model_z  # from the model's own z
         assert (vectors.sum(0) - share).abs().max() <= 1e-5 * max(share.norm(), 1.0)
-        c = head_computation(lm, insides, kind, layer, head, query)
+        c = head_computation(adapter, insides, kind, layer, head, query)
         torch.testing.assert_close(vectors.norm(dim=-1), c.contributions, atol=1e-5, rtol=1e-4)
         maps = contribution_maps(inputs, weight)
         torch.testing.assert_close(maps[0, head, query], c.contributions, atol=1e-5, rtol=1e-4)
 
 
 def test_the_mean_of_heads_is_the_norm_of_the_mean_vector(case):
-    lm, insides = case
-    kind = _kind(lm)
+    adapter, insides = case
+    kind = _kind(adapter)
     inputs = insides.inputs[kind][0]
     query = inputs.queries.shape[2] - 1
-    mean = sum(key_vectors(lm, insides, kind, 0, h, query) for h in range(inputs.n_heads)) / inputs.n_heads
-    weight, _ = lm.output_projection(kind, 0)
+    mean = sum(key_vectors(adapter, insides, kind, 0, h, query) for h in range(inputs.n_heads)) / inputs.n_heads
+    weight, _ = adapter.output_projection(kind, 0)
     torch.testing.assert_close(mean_contribution_map(inputs, weight)[0, query], mean.norm(dim=-1), atol=1e-5,
                                rtol=1e-4)
 
 
 def test_rope_models_show_queries_and_keys_before_rotation(case, request):
-    lm, insides = case
-    inputs = insides.inputs[_kind(lm)][0]
+    adapter, insides = case
+    inputs = insides.inputs[_kind(adapter)][0]
     rope = request.node.callspec.params["case"] in ROPE
     assert (inputs.unrotated is not None) == rope
     if rope:
@@ -115,7 +115,7 @@ def test_rope_models_show_queries_and_keys_before_rotation(case, request):
         assert not torch.allclose(q[:, :, 1:], inputs.queries[:, :, 1:])  # position 0 is not rotated
         torch.testing.assert_close(q.norm(dim=-1), inputs.queries.norm(dim=-1), atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(q[:, :, 0], inputs.queries[:, :, 0], atol=1e-5, rtol=1e-5)  # angle 0: as it was
-        c = head_computation(lm, insides, _kind(lm), 0, 0, 1)  # and the computation view carries them
+        c = head_computation(adapter, insides, _kind(adapter), 0, 0, 1)  # and the computation view carries them
         assert c.query_unrotated is not None and c.keys_unrotated is not None
 
 
@@ -127,19 +127,19 @@ def test_rope_models_show_queries_and_keys_before_rotation(case, request):
     ({"layer": -1}, "no layer -1"),
 ])
 def test_a_head_the_model_has_not_got_is_one_clear_message(case, where, message):
-    lm, insides = case
-    chosen = {"kind": _kind(lm), "layer": 0, "head": 0, "query": 0} | where
+    adapter, insides = case
+    chosen = {"kind": _kind(adapter), "layer": 0, "head": 0, "query": 0} | where
     with pytest.raises(HeadSelectionError, match=message):
-        head_computation(lm, insides, **chosen)
+        head_computation(adapter, insides, **chosen)
     assert issubclass(HeadSelectionError, ValueError)
 
 
 def test_one_heads_contribution_map_is_its_slice_of_every_heads(case):
     from transformer.analysis import head_contribution_map
-    lm, insides = case
-    for kind, layer, head in _every_head(lm):
+    adapter, insides = case
+    for kind, layer, head in _every_head(adapter):
         inputs = insides.inputs[kind][layer]
-        weight, _ = lm.output_projection(kind, layer)
+        weight, _ = adapter.output_projection(kind, layer)
         torch.testing.assert_close(head_contribution_map(inputs, weight, head),
                                    contribution_maps(inputs, weight)[:, head], atol=1e-5, rtol=1e-4)
 
@@ -152,19 +152,19 @@ EXPECTED_POSITIONS = {"marian": "sinusoidal", "bart": "learned", "mbart": "learn
 def test_the_positions_picture_is_the_models_own(case, request):
     from transformer.adapters import position_scheme
     from transformer.charts import position_frame, position_picture
-    lm, _ = case
+    adapter, _ = case
     family = request.node.callspec.params["case"]
-    scheme = position_scheme(lm)
+    scheme = position_scheme(adapter)
     assert scheme is not None and scheme.sentence
     assert scheme.kind == EXPECTED_POSITIONS.get(family, "sinusoidal")  # ours: the paper's sinusoidal table
-    owner = dict(lm.network.named_buffers()) | {n: p for n, p in lm.network.named_parameters()}
+    owner = dict(adapter.network.named_buffers()) | {n: p for n, p in adapter.network.named_parameters()}
     stored = owner.get(scheme.where, owner.get(f"{scheme.where}.weight"))
     if stored is not None:  # the picture's numbers are the module's own
         torch.testing.assert_close(scheme.table, stored.float())
     if family == "bart":
         assert scheme.offset == 2  # BART's learned table starts two rows in
     frame = position_frame(scheme)
-    assert len(frame) > 0 and position_picture(scheme, lm.name).to_dict(validate=False)["title"]
+    assert len(frame) > 0 and position_picture(scheme, adapter.name).to_dict(validate=False)["title"]
 
 
 def test_a_padded_batch_masks_the_padding_as_in_training(case):
@@ -172,15 +172,15 @@ def test_a_padded_batch_masks_the_padding_as_in_training(case):
     and the mask picture shows the mask the model added."""
     from transformer.analysis import batch_mask
     from transformer.charts import mask_picture
-    lm, _ = case
+    adapter, _ = case
     short, longer = "the cat sat", "the cat sat on the mat with a hat by the door"
-    m = batch_mask(lm, short, longer)
+    m = batch_mask(adapter, short, longer)
     start, stop = m.padding
     hidden = m.mask < -1e4
     assert stop > start and hidden[:start, start:stop].all()  # every real query: the padding hidden
     assert m.key_tokens[start:stop] == ("<pad>",) * (stop - start)
-    ids = [list(lm.tokenize_source(t).ids) for t in (short, longer)]
-    batch, alone = lm.padded_insides(ids), lm.padded_insides(ids[:1])
+    ids = [list(adapter.tokenize_source(t).ids) for t in (short, longer)]
+    batch, alone = adapter.padded_insides(ids), adapter.padded_insides(ids[:1])
     torch.testing.assert_close(batch.attentions[m.kind][0][0, :, :start, :start],
                                alone.attentions[m.kind][0][0, :, :start, :start], atol=1e-5, rtol=1e-4)
     rows = next(iter(mask_picture(m.mask, m.query_tokens, m.key_tokens, "m").to_dict()["datasets"].values()))

@@ -36,17 +36,17 @@ def decoder_only():
     return adapter_for(build_model(cfg).eval(), tok, tok, name="decoder-only-test")
 
 
-def _traces(lm, texts):
-    return [teacher_forced(lm, t, t, top_k=1).trace for t in texts]
+def _traces(adapter, texts):
+    return [teacher_forced(adapter, t, t, top_k=1).trace for t in texts]
 
 
 @pytest.mark.parametrize("which", ["seq2seq", "decoder_only"])
 def test_each_example_peaks_in_its_decile_on_an_ordinary_key(which, request):
-    lm = request.getfixturevalue(which)
-    stats = corpus_statistics(lm, STRINGS, STRINGS)
-    traces = _traces(lm, STRINGS)
+    adapter = request.getfixturevalue(which)
+    stats = corpus_statistics(adapter, STRINGS, STRINGS)
+    traces = _traces(adapter, STRINGS)
     seen = 0
-    for kind in lm.family.kinds:
+    for kind in adapter.family.kinds:
         for layer in range(2):
             for head in range(4):
                 rows = stats.kept.examples(kind, layer, head)
@@ -91,10 +91,10 @@ def test_the_kept_rows_are_each_decile_s_largest_peaks(seq2seq):
 
 @pytest.mark.parametrize("which", ["seq2seq", "decoder_only"])
 def test_token_totals_and_distances_equal_a_dense_recount(which, request):
-    lm = request.getfixturevalue(which)
-    stats = corpus_statistics(lm, STRINGS, STRINGS)
-    traces = _traces(lm, STRINGS)
-    for kind in lm.family.kinds:
+    adapter = request.getfixturevalue(which)
+    stats = corpus_statistics(adapter, STRINGS, STRINGS)
+    traces = _traces(adapter, STRINGS)
+    for kind in adapter.family.kinds:
         to, frm = defaultdict(float), defaultdict(float)
         for trace in traces:
             w = trace.weights(kind)[1, 2].double()  # layer 2, head 3

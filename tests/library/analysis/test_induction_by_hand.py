@@ -18,7 +18,7 @@ SEQUENCE = TOKENS + TOKENS  # random tokens repeated: an induction head looks fr
 
 
 @pytest.fixture(scope="module")
-def lm(tmp_path_factory):
+def adapter(tmp_path_factory):
     folder = build("gpt2", tmp_path_factory.mktemp("gpt2") / "gpt2",
                    size={"d_model": D, "layers": 2, "heads": 2, "kv_heads": 2, "ffn": 64, "positions": 64})
     model = open_model(str(folder))
@@ -51,15 +51,15 @@ def lm(tmp_path_factory):
     return model
 
 
-def test_the_induction_heads_strongest_k_composition_partner_is_the_previous_token_head(lm):
-    frame = composition_scores(lm)
+def test_the_induction_heads_strongest_k_composition_partner_is_the_previous_token_head(adapter):
+    frame = composition_scores(adapter)
     into = frame[frame["to"] == "self:L2H1"]
     assert into.loc[into["k"].idxmax(), "from"] == "self:L1H1"
 
 
-def test_an_induction_cells_largest_key_part_is_the_previous_token_heads_output(lm):
+def test_an_induction_cells_largest_key_part_is_the_previous_token_heads_output(adapter):
     ids = torch.tensor([SEQUENCE])
-    cap = capture_path(lm, ids, ids)
+    cap = capture_path(adapter, ids, ids)
     pattern = cap.insides.attentions["self"]
     n = len(TOKENS)
     for query in range(n + 1, 2 * n):  # the second copy: it looks right after its token's earlier occurrence

@@ -83,8 +83,8 @@ def test_retrieval_counts_only_copy_events_and_the_json_extends_detectors():
     cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32, n_heads=4,
                       n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=96, architecture="decoder-only")
     torch.manual_seed(0)
-    lm = adapter_for(build_model(cfg).eval(), tok, tok, name="tiny")
-    found = long_range_heads(lm, length=64)
+    adapter = adapter_for(build_model(cfg).eval(), tok, tok, name="tiny")
+    found = long_range_heads(adapter, length=64)
     assert len(found.frame) == 8 and set(found.frame["kind"]) == {"self"}
     assert found.frame["retrieval"].between(0, found.retrieval["copy_rate"]).all()  # no copy, no copy event
     assert found.retrieval["lengths"] == [32, 64] and len(found.retrieval["depths"]) == 4

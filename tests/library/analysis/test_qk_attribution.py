@@ -16,18 +16,18 @@ from transformer.model import Head
 
 
 @pytest.fixture(scope="module", params=PATH_FAMILIES)
-def lm(request, tmp_path_factory) -> InspectableModel:
+def adapter(request, tmp_path_factory) -> InspectableModel:
     return path_model(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def _capture(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    return capture_path(lm, src, tgt if lm.family.decodes else None)
+def _capture(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    return capture_path(adapter, src, tgt if adapter.family.decodes else None)
 
 
-def test_pairs_plus_terms_sum_to_the_models_score(lm: InspectableModel):
-    cap, rng = _capture(lm), random.Random(lm.name)
-    for kind, (n_layers, n_heads) in lm.head_counts().items():
+def test_pairs_plus_terms_sum_to_the_models_score(adapter: InspectableModel):
+    cap, rng = _capture(adapter), random.Random(adapter.name)
+    for kind, (n_layers, n_heads) in adapter.head_counts().items():
         for layer in range(n_layers):
             inputs = cap.insides.inputs[kind][layer]
             head = rng.randrange(n_heads)
@@ -42,9 +42,9 @@ def test_pairs_plus_terms_sum_to_the_models_score(lm: InspectableModel):
             assert set(table.terms) == set(inputs.terms)  # the mask, T5's position bias: named entries
 
 
-def test_the_table_lists_every_pair_largest_first(lm: InspectableModel):
-    cap = _capture(lm)
-    kind = lm.family.cross_kind or lm.family.kinds[0]
+def test_the_table_lists_every_pair_largest_first(adapter: InspectableModel):
+    cap = _capture(adapter)
+    kind = adapter.family.cross_kind or adapter.family.kinds[0]
     table = qk_attribution(cap, Head(kind, 0, 0), 0, 0)
     pairs = table.pairs()
     assert len(pairs) == len(table.query_parts) * len(table.key_parts)
@@ -58,9 +58,9 @@ def test_the_table_lists_every_pair_largest_first(lm: InspectableModel):
         assert not any(q.startswith("enc:") for q in table.query_parts)
 
 
-def test_the_paths_projections_give_the_captured_queries_and_keys(lm: InspectableModel):
-    cap = _capture(lm)
-    for kind in lm.family.kinds:
+def test_the_paths_projections_give_the_captured_queries_and_keys(adapter: InspectableModel):
+    cap = _capture(adapter)
+    for kind in adapter.family.kinds:
         inputs = cap.insides.inputs[kind][0]
         proj = cap.path.projections[kind][0]
         q_in = reading_parts(cap, kind, 0, [0]).total()[0]
@@ -72,9 +72,9 @@ def test_the_paths_projections_give_the_captured_queries_and_keys(lm: Inspectabl
         torch.testing.assert_close(k, keys[0, :, 0].flatten().float(), atol=1e-4, rtol=1e-4)
 
 
-def test_a_head_or_position_that_is_not_there_is_one_clear_line(lm: InspectableModel):
-    cap = _capture(lm)
-    kind = lm.family.kinds[0]
+def test_a_head_or_position_that_is_not_there_is_one_clear_line(adapter: InspectableModel):
+    cap = _capture(adapter)
+    kind = adapter.family.kinds[0]
     with pytest.raises(ResidualPathError, match="no head"):
         qk_attribution(cap, Head(kind, 0, 99), 0, 0)
     with pytest.raises(ResidualPathError, match="outside"):

@@ -20,40 +20,40 @@ TEXTS = {"ours": "abcdefg", "hf": "the dog sees a big red house"}
 
 
 @pytest.fixture(scope="module", params=("ours", *FAMILIES))
-def lm(request, tmp_path_factory):
+def adapter(request, tmp_path_factory):
     if request.param == "ours":
         model, src, tgt = tiny_reverse_model(seed=3)
         return adapter_for(model, src, tgt, name="tiny reverse")
     return HFSeq2Seq.load(str(build(request.param, tmp_path_factory.mktemp(request.param))))
 
 
-def _text(lm) -> str:
-    return TEXTS["hf" if lm.source == "huggingface" else "ours"]
+def _text(adapter) -> str:
+    return TEXTS["hf" if adapter.source == "huggingface" else "ours"]
 
 
-def _shares_from_heads(lm, result) -> torch.Tensor:
+def _shares_from_heads(adapter, result) -> torch.Tensor:
     """Each step's source share from a fresh forward's per-head outputs z_h and W_O's slices, summed per layer."""
-    captured = capture_decode(lm, result)
+    captured = capture_decode(adapter, result)
     rows = torch.arange(len(result.steps)) + captured.first
     norms = {}
-    for kind in (lm.family.cross_kind, lm.family.decoder_kind):
+    for kind in (adapter.family.cross_kind, adapter.family.decoder_kind):
         per_layer = []
         for layer, inputs in enumerate(captured.insides.inputs[kind]):
             z = inputs.model_head_outputs()[0].float()  # (H, T, Dv) as the model computed them
-            weight, _ = lm.output_projection(kind, layer)
+            weight, _ = adapter.output_projection(kind, layer)
             dv = z.shape[-1]
             written = sum(z[h] @ weight[:, h * dv:(h + 1) * dv].detach().float().T for h in range(z.shape[0]))
             per_layer.append(written.norm(dim=-1)[rows])
         norms[kind] = torch.stack(per_layer)
-    c, p = norms[lm.family.cross_kind], norms[lm.family.decoder_kind]
+    c, p = norms[adapter.family.cross_kind], norms[adapter.family.decoder_kind]
     return c.sum(0) / (c + p).sum(0)
 
 
-def test_each_steps_source_and_prefix_shares_come_from_the_heads_outputs_the_model_computed(lm):
-    result = greedy_decode(lm, _text(lm), max_steps=6)
-    found = reliance(lm, result)
+def test_each_steps_source_and_prefix_shares_come_from_the_heads_outputs_the_model_computed(adapter):
+    result = greedy_decode(adapter, _text(adapter), max_steps=6)
+    found = reliance(adapter, result)
     assert [s.step for s in found.steps] == list(range(1, len(result.steps) + 1))
-    expected = _shares_from_heads(lm, result)
+    expected = _shares_from_heads(adapter, result)
     got = torch.tensor([s.source for s in found.steps])
     assert torch.allclose(got, expected, atol=1e-4), (got, expected)
     assert all(abs(s.source + s.prefix - 1) < 1e-6 and 0 < s.source < 1 for s in found.steps)
@@ -79,23 +79,23 @@ def test_the_wasserstein_distance_to_uniform_is_the_area_between_the_cumulative_
     assert wasserstein_to_uniform(weights).tolist() == pytest.approx([1 / 6, 1 / 3])
 
 
-def test_a_decode_whose_cross_attention_was_put_on_end_tokens_is_flagged_at_every_step_but_the_last(lm):
-    result = greedy_decode(lm, _text(lm), max_steps=5)
-    captured = capture_decode(lm, result)
-    kind = lm.family.cross_kind
+def test_a_decode_whose_cross_attention_was_put_on_end_tokens_is_flagged_at_every_step_but_the_last(adapter):
+    result = greedy_decode(adapter, _text(adapter), max_steps=5)
+    captured = capture_decode(adapter, result)
+    kind = adapter.family.cross_kind
     maps = list(captured.insides.attentions.by_kind[kind])
     end = torch.zeros_like(maps[-1])
     end[..., -1] = 1.0  # every source ends with </s>
     maps[-1] = end
     by_kind = {**captured.insides.attentions.by_kind, kind: tuple(maps)}
     insides = dataclasses.replace(captured.insides, attentions=AttentionMaps(by_kind=by_kind))
-    found = reliance(lm, result, dataclasses.replace(captured, insides=insides))
+    found = reliance(adapter, result, dataclasses.replace(captured, insides=insides))
     assert captured.source_tokens[-1] == "</s>"
-    ends = {lm.id_to_token(i) for i in lm.end_ids}
+    ends = {adapter.id_to_token(i) for i in adapter.end_ids}
     emitting = [s.token in ends for s in found.steps]  # the step that emits </s> reads the source's </s> by design
     assert [s.detached for s in found.steps] == [not e for e in emitting] and not all(emitting)
     assert found.wass_to_unif == pytest.approx(0.5)
-    assert not any(s.detached for s in reliance(lm, result, captured).steps if s.special_mass < 0.5)
+    assert not any(s.detached for s in reliance(adapter, result, captured).steps if s.special_mass < 0.5)
 
 
 def test_source_tokens_no_step_attends_to_most_are_omitted_and_detached_steps_do_not_count():
@@ -104,8 +104,8 @@ def test_source_tokens_no_step_attends_to_most_are_omitted_and_detached_steps_do
     assert omitted_tokens(weights, [3], keep) == [2]
 
 
-def test_a_corpus_is_ranked_by_distance_to_uniform_and_an_unreadable_line_keeps_its_place(lm):
-    rows = rank_corpus(lm, ["dog " * 3000, _text(lm)], max_steps=4)
+def test_a_corpus_is_ranked_by_distance_to_uniform_and_an_unreadable_line_keeps_its_place(adapter):
+    rows = rank_corpus(adapter, ["dog " * 3000, _text(adapter)], max_steps=4)
     assert [r["line"] for r in rows] == [2, 1]
     assert "error" in rows[1] and rows[0]["wass_to_unif"] >= 0
 

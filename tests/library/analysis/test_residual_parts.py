@@ -13,17 +13,17 @@ from transformer.analysis import capture_path, reading_parts, residual_parts
 
 
 @pytest.fixture(scope="module", params=PATH_FAMILIES)
-def lm(request, tmp_path_factory) -> InspectableModel:
+def adapter(request, tmp_path_factory) -> InspectableModel:
     return path_model(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def _capture(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    return capture_path(lm, src, tgt if lm.family.decodes else None)
+def _capture(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    return capture_path(adapter, src, tgt if adapter.family.decodes else None)
 
 
-def test_the_parts_sum_to_the_captured_residual_at_every_layer(lm: InspectableModel):
-    cap = _capture(lm)
+def test_the_parts_sum_to_the_captured_residual_at_every_layer(adapter: InspectableModel):
+    cap = _capture(adapter)
     for stack, streams in cap.insides.residual.items():
         everywhere = list(range(streams[0].shape[1]))
         for index, stream in enumerate(streams):
@@ -33,23 +33,23 @@ def test_the_parts_sum_to_the_captured_residual_at_every_layer(lm: InspectableMo
             assert error.max() <= 1e-4, (stack, index)
 
 
-def test_the_parts_are_named_as_the_cli_names_heads(lm: InspectableModel):
-    cap = _capture(lm)
+def test_the_parts_are_named_as_the_cli_names_heads(adapter: InspectableModel):
+    cap = _capture(adapter)
     stack = "encoder" if "encoder" in cap.insides.residual else "decoder"
     n = len(cap.insides.residual[stack]) - 1
     names = residual_parts(cap, stack, n, [0]).names
     assert names[:2] == ("bias", "embed")
     code = {"encoder_self": "enc", "decoder_self": "dec", "self": "self"}
-    kind = next(k for k in lm.family.kinds if k != "cross" and (stack == "encoder") == (k == "encoder_self"))
+    kind = next(k for k in adapter.family.kinds if k != "cross" and (stack == "encoder") == (k == "encoder_self"))
     assert f"{code[kind]}:L1H1" in names and f"{code[kind]}:L{n}.mlp" in names
-    if lm.family.cross_kind and stack == "encoder":
+    if adapter.family.cross_kind and stack == "encoder":
         assert "cross:L1H1" in residual_parts(cap, "decoder", 1, [0]).names
 
 
-def test_what_a_head_reads_sums_to_its_normed_input(lm: InspectableModel):
+def test_what_a_head_reads_sums_to_its_normed_input(adapter: InspectableModel):
     """A pre-norm model's sublayer reads its norm of the stream: the frozen parts sum to the norm's output."""
-    cap = _capture(lm)
-    kind = lm.family.kinds[0]
+    cap = _capture(adapter)
+    kind = adapter.family.kinds[0]
     parts = reading_parts(cap, kind, 0, [0, 1])
     stack, s = cap.path.sublayer(kind, 0)
     stream = cap.insides.residual[stack][0][0, :2].float()
@@ -59,8 +59,8 @@ def test_what_a_head_reads_sums_to_its_normed_input(lm: InspectableModel):
     torch.testing.assert_close(parts.total(), want, atol=1e-4, rtol=1e-4)
 
 
-def test_outside_positions_and_layers_are_one_clear_line(lm: InspectableModel):
-    cap = _capture(lm)
+def test_outside_positions_and_layers_are_one_clear_line(adapter: InspectableModel):
+    cap = _capture(adapter)
     stack = next(iter(cap.insides.residual))
     with pytest.raises(ResidualPathError, match="outside"):
         residual_parts(cap, stack, 0, [999])

@@ -14,13 +14,13 @@ from transformer.store import open_model
 
 
 @pytest.fixture(scope="module", params=PATH_FAMILIES)
-def lm(request, tmp_path_factory) -> InspectableModel:
+def adapter(request, tmp_path_factory) -> InspectableModel:
     return path_model(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def test_what_flows_into_each_node_sums_to_its_output(lm: InspectableModel):
-    src, tgt = _inputs(lm)
-    graph = RouteGraph(capture_path(lm, src, tgt if lm.family.decodes else None))
+def test_what_flows_into_each_node_sums_to_its_output(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    graph = RouteGraph(capture_path(adapter, src, tgt if adapter.family.decodes else None))
     for stack, streams in graph.cap.insides.residual.items():
         for depth in range(1, graph.last(stack) + 1):
             for i in range(streams[0].shape[1]):
@@ -33,8 +33,8 @@ def test_what_flows_into_each_node_sums_to_its_output(lm: InspectableModel):
 
 
 def test_the_route_of_each_step_runs_through_cross_attention_to_the_mirrored_source():
-    lm = open_model("checkpoints/reverse")
-    parts = decode_parts(lm, "abcdefghij")
+    adapter = open_model("checkpoints/reverse")
+    parts = decode_parts(adapter, "abcdefghij")
     assert "".join(parts.outputs[:-1]) == "jihgfedcba"  # the model reverses this input
     n, graph = len(parts.source_tokens) - 1, None  # the source ends in </s>
     for step in range(1, n + 1):

@@ -31,8 +31,8 @@ TEXT = "abcd"
 
 @pytest.fixture(scope="module")
 def decoded(tiny_checkpoint_dir: Path):
-    lm = open_model(str(tiny_checkpoint_dir / "reverse"))
-    return greedy_decode(lm, TEXT, max_steps=4)
+    adapter = open_model(str(tiny_checkpoint_dir / "reverse"))
+    return greedy_decode(adapter, TEXT, max_steps=4)
 
 
 def mp4_frames(data: bytes) -> tuple[str, list[Image.Image], float]:

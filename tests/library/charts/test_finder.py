@@ -36,18 +36,18 @@ def _points(chart) -> list[dict]:
 @pytest.fixture(scope="module", params=list(MODELS))
 def finder(request, tmp_path_factory):
     build, texts = MODELS[request.param]
-    lm = open_model(str(build(tmp_path_factory.mktemp(request.param))))
-    stats = corpus_statistics(lm, texts)
-    return lm, stats, head_finder_frame(stats, long_range=long_range_heads(lm, length=48))
+    adapter = open_model(str(build(tmp_path_factory.mktemp(request.param))))
+    stats = corpus_statistics(adapter, texts)
+    return adapter, stats, head_finder_frame(stats, long_range=long_range_heads(adapter, length=48))
 
 
 @pytest.mark.parametrize("x, y, color", [("entropy", "max_weight", "kind"), ("first", "special", "distance"),
                                          ("previous", "next", "retrieval"), ("alignment", "max_weight", "pattern")])
 def test_the_finders_points_are_the_librarys_statistics(finder, x, y, color):
-    lm, stats, frame = finder
+    adapter, stats, frame = finder
     points = _points(head_finder_chart(frame, x, y, color))
     placed = frame.dropna(subset=[x, y])  # a head without an x or a y cannot be placed
-    assert len(points) == len(placed) and (x not in ("previous", "next") or lm.family.has_cross is False
+    assert len(points) == len(placed) and (x not in ("previous", "next") or adapter.family.has_cross is False
                                            or len(placed) < len(frame))
     by_label = {p["label"]: p for p in points}
     library = stats.frame.set_index(["kind", "layer", "head"])
@@ -66,28 +66,28 @@ def test_the_finders_points_are_the_librarys_statistics(finder, x, y, color):
 
 
 def test_every_head_of_every_kind_is_a_point_and_long_range_scores_only_on_causal_heads(finder):
-    lm, stats, frame = finder
+    adapter, stats, frame = finder
     points = _points(head_finder_chart(frame, "entropy", "max_weight"))
-    want = {Head(k, la, h).label for k, (n_layers, n_heads) in lm.head_counts().items()
+    want = {Head(k, la, h).label for k, (n_layers, n_heads) in adapter.head_counts().items()
             for la in range(n_layers) for h in range(n_heads)}
     assert {p["label"] for p in points} == want
-    causal = frame["kind"] == lm.family.decoder_kind
+    causal = frame["kind"] == adapter.family.decoder_kind
     assert frame.loc[~causal, ["induction", "retrieval"]].isna().all().all()
     assert frame.loc[causal, ["induction", "retrieval"]].notna().all().all()
     assert (frame["pattern"] != "").all()
 
 
 def test_a_heads_page_draws_its_examples_and_its_layer(finder):
-    lm, stats, _ = finder
-    kind = lm.family.kinds[-1]
+    adapter, stats, _ = finder
+    kind = adapter.family.kinds[-1]
     head = Head(kind, 0, 1)
     charts = head_page_charts(stats, head)
     assert charts["examples"] is not None and charts["layer"] is not None
-    assert (charts["distance"] is None) == (lm.family.axes[kind][0] != lm.family.axes[kind][1])
+    assert (charts["distance"] is None) == (adapter.family.axes[kind][0] != adapter.family.axes[kind][1])
     layer = layer_frame(stats, head)
     mine = layer[layer["this"]]
     row = stats.frame.query("kind == @kind and layer == 0 and head == 1").iloc[0]
     for r in mine.itertuples():
         assert r.value == pytest.approx(row[r.statistic])
-    page = head_page_html(stats, head, model=lm.name)
+    page = head_page_html(stats, head, model=adapter.name)
     assert page.startswith("<!DOCTYPE html>") and head.label in page and 'src="http' not in page

@@ -31,7 +31,7 @@ GPT2_HEADS = dict(d_model=48, layers=12, heads=12, kv_heads=12, ffn=64, position
 
 
 @pytest.fixture(scope="module", params=["reverse", "multi30k-en-de", "bart-large-heads", "opus-mt-heads", "gpt2-heads"])
-def lm(request, tmp_path_factory):
+def adapter(request, tmp_path_factory):
     if request.param in ("reverse", "multi30k-en-de"):
         return open_model(f"checkpoints/{request.param}")
     folder = tmp_path_factory.mktemp(request.param) / request.param
@@ -41,27 +41,27 @@ def lm(request, tmp_path_factory):
     return open_model(str(build_seq2seq(family, folder, size=size)))
 
 
-def _texts(lm) -> list[str]:
-    if lm.name == "reverse":  # letters, no spaces
-        return ["a", CAPTION[:40].replace(" ", ""), "z" * (lm.max_source_len - 2)]
+def _texts(adapter) -> list[str]:
+    if adapter.name == "reverse":  # letters, no spaces
+        return ["a", CAPTION[:40].replace(" ", ""), "z" * (adapter.max_source_len - 2)]
     words, longest = CAPTION.split(), []
-    while len(lm.tokenize_source(" ".join(longest)).ids) < lm.max_source_len - 8:  # a few tokens short of its limit
+    while len(adapter.tokenize_source(" ".join(longest)).ids) < adapter.max_source_len - 8:  # a few tokens short
         longest.append(words[len(longest) % len(words)])
     return ["dog", CAPTION, " ".join(longest)]
 
 
-def test_every_view_draws_within_the_page(lm):
-    for text in _texts(lm):
-        result = greedy_decode(lm, text, max_steps=6)
-        captured = capture_decode(lm, result)
-        for kind in lm.family.kinds:
-            n_layers, n_heads = lm.head_counts()[kind]
+def test_every_view_draws_within_the_page(adapter):
+    for text in _texts(adapter):
+        result = greedy_decode(adapter, text, max_steps=6)
+        captured = capture_decode(adapter, result)
+        for kind in adapter.family.kinds:
+            n_layers, n_heads = adapter.head_counts()[kind]
             row = result.trace.axis_sizes(kind)[0] - 1
-            c = computation_at(lm, captured, kind, n_layers - 1, n_heads - 1, row)
+            c = computation_at(adapter, captured, kind, n_layers - 1, n_heads - 1, row)
             q_tokens, k_tokens = captured.tokens(kind)
             for name, chart in stage_charts(c, k_tokens).items():
                 assert _width(chart) <= PAGE_PX - 320, (text[:20], kind, name)  # beside its formula
-            matrix = trace_view(captured, kind, contributions(lm, captured, kind, 0, None))
+            matrix = trace_view(captured, kind, contributions(adapter, captured, kind, 0, None))
             queries, keys = result.trace.labels(kind)
             window = (0, min(len(keys), 60))
             assert _width(contribution_heatmap(matrix, queries, keys, "c", window)) <= PAGE_PX

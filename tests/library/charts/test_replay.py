@@ -111,11 +111,11 @@ def test_a_20_token_multi30k_replay_fits_in_2_mb():
     from transformer.decode import greedy_decode
     from transformer.store import open_model
 
-    lm = open_model(str(MULTI30K))
-    result = greedy_decode(lm, "A man in a blue shirt and a woman in a red dress are riding their bikes down a "
+    adapter = open_model(str(MULTI30K))
+    result = greedy_decode(adapter, "A man in a blue shirt and a woman in a red dress are riding their bikes down a "
                                "busy street next to a large old building.", max_steps=20)
     assert len(result.steps) == 20
-    page = replay_html(result, lm.name, "Weights of step 6,684 (last)")
+    page = replay_html(result, adapter.name, "Weights of step 6,684 (last)")
     assert len(page.encode("utf-8")) <= 2_000_000
     assert torch.equal(torch.tensor(page_data(page)["kinds"][2]["weights"][0][0][:3]),
                        (result.trace.cross[0, 0].flatten()[:3] * 1000).round().int())

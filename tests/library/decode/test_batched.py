@@ -45,12 +45,12 @@ def assert_same(batched, alone) -> None:
         torch.testing.assert_close(batched.trace.weights(kind), alone.trace.weights(kind), atol=1e-5, rtol=1e-4)
 
 
-def check_batch(lm, texts: list[str]) -> None:
+def check_batch(adapter, texts: list[str]) -> None:
     ks = [5, 3, 5, 2, 4]
-    assert can_batch(lm)
-    results = greedy_decode_many(lm, texts, top_k=ks, max_steps=12)
+    assert can_batch(adapter)
+    results = greedy_decode_many(adapter, texts, top_k=ks, max_steps=12)
     for text, k, result in zip(texts, ks, results, strict=True):
-        assert_same(result, greedy_decode(lm, text, top_k=k, max_steps=12))
+        assert_same(result, greedy_decode(adapter, text, top_k=k, max_steps=12))
 
 
 def test_a_batch_of_different_decodes_equals_each_decode_alone(native):

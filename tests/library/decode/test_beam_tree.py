@@ -46,22 +46,22 @@ def test_hugging_face_hypotheses_equal_generates(hf, width):
 
 @pytest.mark.parametrize("name", ["ours-pre", "ours-post"])
 def test_our_hypotheses_equal_beam_search(name):
-    lm = _ours(name)
-    tree = beam_tree(lm, "abcdefg", 3, max_steps=10, length_penalty_alpha=0.6)
-    expected = beam_search(lm.model, lm.src_tokenizer, lm.tgt_tokenizer, "abcdefg", 3, 0.6, 10)
+    adapter = _ours(name)
+    tree = beam_tree(adapter, "abcdefg", 3, max_steps=10, length_penalty_alpha=0.6)
+    expected = beam_search(adapter.model, adapter.src_tokenizer, adapter.tgt_tokenizer, "abcdefg", 3, 0.6, 10)
     ours = [(h.token_ids[:-1] if h.finished else h.token_ids, round(h.score, 4)) for h in tree.hypotheses]
     assert ours == [(h.token_ids, round(h.score, 4)) for h in expected]
 
 
 def test_the_tree_keeps_every_candidate_and_its_attention():
-    lm = _ours("ours-pre")
-    tree = beam_tree(lm, "abcdefg", 2, max_steps=6)
+    adapter = _ours("ours-pre")
+    tree = beam_tree(adapter, "abcdefg", 2, max_steps=6)
     assert tree.nodes[0].status == "root"
     statuses = {n.status for n in tree.nodes}
     assert "pruned" in statuses and "kept" in statuses
     for node in tree.nodes[1:]:
         assert node.parent is not None and tree.nodes[node.parent].step == node.step - 1
-        assert node.attention["cross"].shape[:2] == lm.head_counts()["cross"]
+        assert node.attention["cross"].shape[:2] == adapter.head_counts()["cross"]
         assert torch.allclose(node.attention["cross"].sum(-1), torch.ones(()), atol=1e-5)
     best = tree.hypotheses[0]
     assert [n.token_id for n in tree.path(best.node)][: len(best.token_ids)] == list(best.token_ids)
@@ -137,21 +137,21 @@ def test_the_offline_replay_shows_the_beam_trace(tmp_path, capsys):
     assert len(nodes) >= len(expected.nodes) - 1 and 'id="beam-box"' in text
 
 
-def _rows_of_the_model(lm, text: str, tree, node) -> dict[str, torch.Tensor]:
+def _rows_of_the_model(adapter, text: str, tree, node) -> dict[str, torch.Tensor]:
     """What the model's own teacher-forced forward attends to at the query that chose `node`: its parent's prefix."""
-    source = read_source(lm, text)
-    prefix = [*lm.decoder_prefix(source), *[n.token_id for n in tree.path(node.id)[:-1]]]
-    with lm.running():
-        _, maps = lm.forward(torch.tensor([source.ids]), torch.tensor([prefix]))
+    source = read_source(adapter, text)
+    prefix = [*adapter.decoder_prefix(source), *[n.token_id for n in tree.path(node.id)[:-1]]]
+    with adapter.running():
+        _, maps = adapter.forward(torch.tensor([source.ids]), torch.tensor([prefix]))
     return {kind: torch.stack([m[0, :, -1] for m in maps[kind]]) for kind in node.attention}
 
 
-def _check_every_hypothesis_attention(lm, text: str, width: int, steps: int) -> None:
-    tree = beam_tree(lm, text, width, max_steps=steps)
+def _check_every_hypothesis_attention(adapter, text: str, width: int, steps: int) -> None:
+    tree = beam_tree(adapter, text, width, max_steps=steps)
     on_final = {n.id for h in tree.hypotheses for n in tree.path(h.node)}
     pruned = [n for n in tree.nodes[1:] if n.id not in on_final][:3]
     for node in [*(tree.nodes[i] for i in sorted(on_final)), *pruned]:
-        for kind, expected in _rows_of_the_model(lm, text, tree, node).items():
+        for kind, expected in _rows_of_the_model(adapter, text, tree, node).items():
             torch.testing.assert_close(node.attention[kind], expected, atol=2e-5, rtol=1e-4)
 
 

@@ -24,27 +24,27 @@ HOT = Sampling(temperature=2.0, top_k=0, top_p=1.0, seed=7)
 
 
 def test_one_seed_gives_the_same_tokens_in_the_library_the_cli_and_the_notebook(capsys):
-    lm = open_model(SHIPPED)
-    first = greedy_decode(lm, TEXT, sampling=HOT)
+    adapter = open_model(SHIPPED)
+    first = greedy_decode(adapter, TEXT, sampling=HOT)
     assert first.mode == "sampled" and len(first.samples) == len(first.steps)
-    assert greedy_decode(lm, TEXT, sampling=HOT).output_tokens == first.output_tokens
-    other = greedy_decode(lm, TEXT, sampling=Sampling(temperature=2.0, seed=8))
+    assert greedy_decode(adapter, TEXT, sampling=HOT).output_tokens == first.output_tokens
+    other = greedy_decode(adapter, TEXT, sampling=Sampling(temperature=2.0, seed=8))
     assert other.output_tokens != first.output_tokens  # at temperature 2 two seeds part at once
     assert main(["decode", SHIPPED, TEXT, "--temperature", "2", "--seed", "7"]) == 0
     assert capsys.readouterr().out == first.output_text + "\n"
-    assert notebook.decode(lm, TEXT, sampling=HOT).output_tokens == first.output_tokens
+    assert notebook.decode(adapter, TEXT, sampling=HOT).output_tokens == first.output_tokens
 
 
 def test_temperature_zero_is_greedy():
-    lm = open_model(SHIPPED)
-    greedy = greedy_decode(lm, TEXT)
-    cold = greedy_decode(lm, TEXT, sampling=Sampling(temperature=0, top_k=3, seed=5))
+    adapter = open_model(SHIPPED)
+    greedy = greedy_decode(adapter, TEXT)
+    cold = greedy_decode(adapter, TEXT, sampling=Sampling(temperature=0, top_k=3, seed=5))
     assert cold.output_tokens == greedy.output_tokens and cold.mode == "greedy"
 
 
 def test_each_step_says_what_it_was_drawn_from():
-    lm = open_model(SHIPPED)
-    result = greedy_decode(lm, TEXT, sampling=Sampling(temperature=1.5, top_k=5, top_p=0.8, seed=3))
+    adapter = open_model(SHIPPED)
+    result = greedy_decode(adapter, TEXT, sampling=Sampling(temperature=1.5, top_k=5, top_p=0.8, seed=3))
     for step, sample in zip(result.steps, result.samples, strict=True):
         assert 1 <= sample.kept <= 5  # top-k 5, then top-p
         assert len(sample.top_after) == sample.kept

@@ -16,42 +16,42 @@ PROMPT = " ".join(lines(12))  # a few hundred tokens
 
 
 @pytest.fixture(scope="module", params=[*CAUSAL, "ours-decoder-only-pre"])
-def lm(request, tmp_path_factory):
+def adapter(request, tmp_path_factory):
     if request.param.startswith("ours"):
         return _ours(request.param)
     return open_model(str(build_causal(request.param, tmp_path_factory.mktemp(request.param) / request.param)))
 
 
-def _prompt(lm) -> tuple[list[int], list[str], str]:
-    text = PROMPT if lm.source == "huggingface" else "abcdefgabc"
-    source = lm.tokenize_source(text)
-    return lm.decoder_prefix(source), [*source.tokens, *lm.prefix_tokens(source)[len(source.tokens):]], text
+def _prompt(adapter) -> tuple[list[int], list[str], str]:
+    text = PROMPT if adapter.source == "huggingface" else "abcdefgabc"
+    source = adapter.tokenize_source(text)
+    return adapter.decoder_prefix(source), [*source.tokens, *adapter.prefix_tokens(source)[len(source.tokens):]], text
 
 
-def test_the_stored_decode_gives_the_greedy_tokens_and_generates(lm):
-    prompt, _, text = _prompt(lm)
-    steps, store, _ = stored_greedy(lm, prompt, max_steps=4)
-    plain = greedy_decode(lm, text, max_steps=4, stop_at_end=True)
+def test_the_stored_decode_gives_the_greedy_tokens_and_generates(adapter):
+    prompt, _, text = _prompt(adapter)
+    steps, store, _ = stored_greedy(adapter, prompt, max_steps=4)
+    plain = greedy_decode(adapter, text, max_steps=4, stop_at_end=True)
     assert [s.token_id for s in steps] == [s.token_id for s in plain.steps]
-    if lm.source == "huggingface":
+    if adapter.source == "huggingface":
         ids = torch.tensor([prompt])
-        with lm.running():
-            out = lm.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
-                                    max_new_tokens=4)
+        with adapter.running():
+            out = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                                         max_new_tokens=4)
         assert [s.token_id for s in steps] == out[0, len(prompt):].tolist()
     for a, b in zip(steps, plain.steps, strict=True):
         assert a.prob == pytest.approx(b.prob, abs=1e-5)
 
 
-def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(lm):
-    prompt, tokens, text = _prompt(lm)
-    result = stored_decode(lm, prompt, tokens, max_steps=4)
+def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(adapter):
+    prompt, tokens, text = _prompt(adapter)
+    result = stored_decode(adapter, prompt, tokens, max_steps=4)
     store = result.trace.store
     fed = [*prompt, *(s.token_id for s in result.steps[:-1])]
     ids = torch.tensor([fed])
-    src = ids[:, : len(prompt) - 1] if lm.source == "checkpoint" else ids
-    eager = attention_store(lm, src, ids)
-    n_layers, n_heads = lm.head_counts()["self"]
+    src = ids[:, : len(prompt) - 1] if adapter.source == "checkpoint" else ids
+    eager = attention_store(adapter, src, ids)
+    n_layers, n_heads = adapter.head_counts()["self"]
     for layer in range(n_layers):
         torch.testing.assert_close(store.layer("self", layer).lse, eager.layer("self", layer).lse, atol=1e-5,
                                    rtol=1e-6)
@@ -61,23 +61,23 @@ def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(lm):
             rows = slice(len(prompt) - 1, None)  # the decode steps' rows: exact at every step
             torch.testing.assert_close(store.tile("self", layer, head, rows), eager.tile("self", layer, head, rows),
                                        atol=1e-5, rtol=0)
-    plain = greedy_decode(lm, text, max_steps=4, stop_at_end=True).trace
+    plain = greedy_decode(adapter, text, max_steps=4, stop_at_end=True).trace
     assert result.trace.decoder_input_tokens == plain.decoder_input_tokens
     assert result.trace.step_offset == plain.step_offset
     assert result.trace.shape("self") == plain.shape("self") and result.trace.n_heads == n_heads
     torch.testing.assert_close(result.trace.weights("self"), plain.weights("self"), atol=1e-5, rtol=0)
 
 
-def test_a_prompt_past_the_models_context_is_refused(lm):
+def test_a_prompt_past_the_models_context_is_refused(adapter):
     from transformer.decode import InputError, model_context
     with pytest.raises(InputError, match="reads at most"):
-        stored_greedy(lm, [5] * model_context(lm), max_steps=2)
+        stored_greedy(adapter, [5] * model_context(adapter), max_steps=2)
 
 
-def test_a_long_trace_keeps_its_store_in_a_side_file_and_recomputes_any_tile(lm, tmp_path):
+def test_a_long_trace_keeps_its_store_in_a_side_file_and_recomputes_any_tile(adapter, tmp_path):
     from transformer.decode import TRACE_FORMAT_VERSION, load_trace_json, save_trace_json
-    prompt, tokens, _ = _prompt(lm)
-    result = stored_decode(lm, prompt, tokens, max_steps=3)
+    prompt, tokens, _ = _prompt(adapter)
+    result = stored_decode(adapter, prompt, tokens, max_steps=3)
     side = save_trace_json(result, tmp_path / "long.json", side_above=0)
     assert side == tmp_path / "long.store.safetensors" and side.is_file()
     data = __import__("json").loads((tmp_path / "long.json").read_text())
@@ -85,7 +85,7 @@ def test_a_long_trace_keeps_its_store_in_a_side_file_and_recomputes_any_tile(lm,
     assert data["format_version"] == TRACE_FORMAT_VERSION == 4
     back = load_trace_json(tmp_path / "long.json")
     assert [s.token_id for s in back.steps] == [s.token_id for s in result.steps]
-    n_layers, n_heads = lm.head_counts()["self"]
+    n_layers, n_heads = adapter.head_counts()["self"]
     for layer in range(n_layers):
         rows = [len(prompt) - 1, len(prompt)]
         torch.testing.assert_close(back.trace.store.tile("self", layer, n_heads - 1, rows),
@@ -106,13 +106,13 @@ def test_a_sliding_window_shorter_than_the_prompt_is_stored_as_its_rule(tmp_path
     config.update(use_sliding_window=True, sliding_window=16, max_window_layers=1,
                   layer_types=["full_attention", "sliding_attention"])
     (folder / "config.json").write_text(json.dumps(config))
-    lm = open_model(str(folder))
-    prompt, _, text = _prompt(lm)
-    steps, store, _ = stored_greedy(lm, prompt, max_steps=3)
-    assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(lm, text, max_steps=3).steps]
+    adapter = open_model(str(folder))
+    prompt, _, text = _prompt(adapter)
+    steps, store, _ = stored_greedy(adapter, prompt, max_steps=3)
+    assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(adapter, text, max_steps=3).steps]
     assert store.layer("self", 1).rules.window == 16 and store.layer("self", 0).rules.window is None
     ids = torch.tensor([[*prompt, *(s.token_id for s in steps[:-1])]])
-    eager = attention_store(lm, ids, ids)
+    eager = attention_store(adapter, ids, ids)
     for layer in range(2):
         torch.testing.assert_close(store.layer("self", layer).lse, eager.layer("self", layer).lse, atol=1e-5,
                                    rtol=1e-6)
@@ -120,13 +120,13 @@ def test_a_sliding_window_shorter_than_the_prompt_is_stored_as_its_rule(tmp_path
                                    eager.tile("self", layer, 3, slice(-4, None)), atol=1e-5, rtol=0)
 
 
-def test_a_prompt_above_the_threshold_is_decoded_with_the_store(lm):
+def test_a_prompt_above_the_threshold_is_decoded_with_the_store(adapter):
     from transformer.decode import decode_text
-    _, _, text = _prompt(lm)
-    plain = greedy_decode(lm, text, max_steps=3, stop_at_end=True)
-    short = decode_text(lm, text, max_steps=3)
+    _, _, text = _prompt(adapter)
+    plain = greedy_decode(adapter, text, max_steps=3, stop_at_end=True)
+    short = decode_text(adapter, text, max_steps=3)
     assert short.trace.store is None and [s.token_id for s in short.steps] == [s.token_id for s in plain.steps]
-    long = decode_text(lm, text, max_steps=3, store_above=4)
+    long = decode_text(adapter, text, max_steps=3, store_above=4)
     assert long.trace.store is not None
     assert [s.token_id for s in long.steps] == [s.token_id for s in plain.steps]
     assert long.trace.source_tokens == plain.trace.source_tokens
@@ -135,13 +135,13 @@ def test_a_prompt_above_the_threshold_is_decoded_with_the_store(lm):
     torch.testing.assert_close(long.trace.matrix("self", 0, 1), plain.trace.matrix("self", 0, 1), atol=1e-5, rtol=0)
 
 
-def test_nothing_of_the_store_forward_stays_on_the_model(lm):
+def test_nothing_of_the_store_forward_stays_on_the_model(adapter):
     from transformer.adapters import store_forward
-    hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in lm.network.named_modules()}
-    before = getattr(getattr(lm.network, "config", None), "_attn_implementation", None)
-    stored_greedy(lm, _prompt(lm)[0], max_steps=2)
-    assert getattr(getattr(lm.network, "config", None), "_attn_implementation", None) == before
+    hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.network.named_modules()}
+    before = getattr(getattr(adapter.network, "config", None), "_attn_implementation", None)
+    stored_greedy(adapter, _prompt(adapter)[0], max_steps=2)
+    assert getattr(getattr(adapter.network, "config", None), "_attn_implementation", None) == before
     assert store_forward._STORING == {}
     assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))
-            for name, m in lm.network.named_modules()} == hooks
-    assert not lm.network.training
+            for name, m in adapter.network.named_modules()} == hooks
+    assert not adapter.network.training

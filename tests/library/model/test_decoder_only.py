@@ -27,18 +27,18 @@ def _model(seed: int = 0):
 
 
 def test_the_trace_is_one_causal_matrix_over_source_separator_and_output():
-    lm = adapter_for(_model(), TOK, TOK)
-    result = greedy_decode(lm, "abcde", max_steps=5)
+    adapter = adapter_for(_model(), TOK, TOK)
+    result = greedy_decode(adapter, "abcde", max_steps=5)
     trace = result.trace
-    assert lm.family.name == "decoder-only" and trace.kinds == ("self",)
+    assert adapter.family.name == "decoder-only" and trace.kinds == ("self",)
     assert trace.decoder_input_tokens[:7] == ("a", "b", "c", "d", "e", "</s>", "<s>")
     assert trace.step_offset == 6 and trace.source_tokens == ("a", "b", "c", "d", "e", "</s>")
-    src = torch.tensor([lm.tokenize_source("abcde").ids])
+    src = torch.tensor([adapter.tokenize_source("abcde").ids])
     tgt = torch.tensor([[1, *[s.token_id for s in result.steps[:-1]]]])
-    full = lm.model.forward_with_attention(src, tgt).attentions["self"]
+    full = adapter.model.forward_with_attention(src, tgt).attentions["self"]
     for layer, w in enumerate(full):  # cached steps equal the full forward
         torch.testing.assert_close(w[0], trace.weights("self")[layer], atol=1e-5, rtol=0)
-    teacher = teacher_forced(lm, "abcde", "edcba")
+    teacher = teacher_forced(adapter, "abcde", "edcba")
     assert teacher.trace.decoder_input_tokens[-5:] == tuple("edcba") and teacher.trace.step_offset == 6
 
 
@@ -85,8 +85,8 @@ def test_a_decoder_only_model_learns_reversal_with_a_causal_trace():
     trainer.run()
     metrics = evaluate_model(trainer.model, trainer.task, n=50)
     assert metrics["exact_match"] >= 0.8, metrics
-    lm = adapter_for(trainer.model, trainer.task.src_tokenizer, trainer.task.tgt_tokenizer)
-    result = greedy_decode(lm, "abcde")
+    adapter = adapter_for(trainer.model, trainer.task.src_tokenizer, trainer.task.tgt_tokenizer)
+    result = greedy_decode(adapter, "abcde")
     assert result.output_text == "edcba"
     w = result.trace.weights("self")
     assert float((w * result.trace.masked("self")).abs().max()) == 0.0  # no weight on a future position
@@ -97,13 +97,13 @@ def test_perplexity_scores_every_token_with_the_models_own_next_token_probabilit
     """Each token after the first is scored by the row of the token before it, the prompt's rows included (they were
     zero rows once, which gave every text the perplexity of a uniform guess: the vocabulary size)."""
     from transformer.decode import perplexity
-    lm = adapter_for(_model(), TOK, TOK, name="tiny decoder-only")
+    adapter = adapter_for(_model(), TOK, TOK, name="tiny decoder-only")
     line = "attention"
-    ids = torch.tensor([lm.tokenize_source(line).ids])
+    ids = torch.tensor([adapter.tokenize_source(line).ids])
     with torch.no_grad():  # the text is read as the prompt; the explicit-softmax path, not the fast one perplexity runs
-        logits = lm.model.full(ids, ids[:, :0], need_weights=True)[0][0, :-1]
+        logits = adapter.model.full(ids, ids[:, :0], need_weights=True)[0][0, :-1]
     nll = -float(logits.log_softmax(-1).gather(-1, ids[0, 1:, None]).mean())
-    scored = perplexity(lm, [line])
+    scored = perplexity(adapter, [line])
     assert scored["tokens"] == ids.shape[1] - 1
     assert scored["nll_per_token"] == pytest.approx(nll, abs=1e-5)
     assert abs(scored["perplexity"] - TOK.vocab_size) > 1.0

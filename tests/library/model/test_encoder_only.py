@@ -37,30 +37,30 @@ PAIR = ("the old man sees a small dog", "der alte mann sieht einen kleinen <mask
 
 
 @pytest.fixture(scope="module")
-def lm():
+def adapter():
     return open_model(str(SHIPPED))
 
 
-def test_the_shipped_model_opens_as_our_encoder_only_family(lm):
-    assert lm.family is ENCODER_ONLY and lm.source == "checkpoint"
-    assert set(lm.head_counts()) == {"encoder_self"}
-    source = lm.tokenize_pair(*PAIR)
+def test_the_shipped_model_opens_as_our_encoder_only_family(adapter):
+    assert adapter.family is ENCODER_ONLY and adapter.source == "checkpoint"
+    assert set(adapter.head_counts()) == {"encoder_self"}
+    source = adapter.tokenize_pair(*PAIR)
     assert source.tokens[-8:] == ("der", "alte", "mann", "sieht", "einen", "kleinen", "<mask>", "</s>")
-    assert lm.segments(source.ids) == tuple([0] * 8 + [1] * 8)  # A and its </s>, then B and its </s>
-    assert lm.tokenize_source(" </s> ".join(PAIR)).ids == source.ids  # a pair typed in one box
+    assert adapter.segments(source.ids) == tuple([0] * 8 + [1] * 8)  # A and its </s>, then B and its </s>
+    assert adapter.tokenize_source(" </s> ".join(PAIR)).ids == source.ids  # a pair typed in one box
 
 
-def test_predictions_at_the_masks_are_the_networks_own(lm):
-    result = fill_masks(lm, *PAIR, top_k=5)
+def test_predictions_at_the_masks_are_the_networks_own(adapter):
+    result = fill_masks(adapter, *PAIR, top_k=5)
     src = torch.tensor([result.source.ids])
     with torch.no_grad():
-        probs = lm.network(src)[0].softmax(-1)  # the plain forward: no capture, no adapter
+        probs = adapter.network(src)[0].softmax(-1)  # the plain forward: no capture, no adapter
     (p,) = result.predictions
     values, ids = probs[p.position].topk(5)
     assert [i for _, i, _ in p.top_k] == ids.tolist()
     assert [v for _, _, v in p.top_k] == pytest.approx(values.tolist(), abs=1e-6)
     assert p.token == "hund"  # the English sentence holds the answer
-    by_click = fill_masks(lm, PAIR[0], PAIR[1].replace("<mask>", "hund"), mask_positions=[p.position], top_k=5)
+    by_click = fill_masks(adapter, PAIR[0], PAIR[1].replace("<mask>", "hund"), mask_positions=[p.position], top_k=5)
     assert by_click.source.ids == result.source.ids and by_click.predictions[0].top_k == p.top_k
     assert by_click.predictions[0].original == "hund"
 
@@ -194,7 +194,7 @@ def _hits(weights: torch.Tensor, rows: list[int], keys: range, gold: list[tuple[
     return sum(torch.stack([picked[..., r] == k for k in g]).any(0).double() for r, g in enumerate(gold))
 
 
-def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_maps(lm):
+def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_maps(adapter):
     """The `alignment` that eval reports for the one-stack architectures equals the hits counted by hand on each
     example's own forward: a masked token's best key in the other sentence (encoder-only), the row that predicts a
     target token's best source key (decoder-only)."""
@@ -208,8 +208,9 @@ def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_ma
     frame, _ = masked_pair_alignment(ckpt.model, examples, golds)
     total, n = 0, 0
     for example, gold in zip(examples, golds, strict=True):
-        with lm.running():
-            weights = torch.stack(lm.forward(torch.tensor([example.ids])).attentions.encoder_self)[:, 0]  # (L, H, S, S)
+        with adapter.running():
+            out = adapter.forward(torch.tensor([example.ids]))
+            weights = torch.stack(out.attentions.encoder_self)[:, 0]  # (L, H, S, S)
         sep = example.ids.index(END_ID)
         masked = [i for i, label in enumerate(example.labels) if label]
         if masked[0] > sep:  # B masked: its source in A

@@ -94,16 +94,16 @@ def test_padding_changes_nothing_with_rope():
 
 @pytest.mark.skipif(not OLD.exists(), reason="no shipped checkpoint")
 def test_an_old_checkpoint_still_loads_and_decodes_the_same_tokens():
-    lm = open_model(str(OLD))
-    assert lm.model.cfg.positions == "sinusoidal" and lm.model.positions is not None
+    adapter = open_model(str(OLD))
+    assert adapter.model.cfg.positions == "sinusoidal" and adapter.model.positions is not None
     card = json.loads((OLD / "config.json").read_text()) if (OLD / "config.json").exists() else {}
     assert "positions" not in card.get("model_config", {})  # written before the field existed
     for text, before in (("abcdefg", [10, 9, 8, 7, 5, 4, 2]), ("studio", [18, 12, 22, 24, 23, 2])):
-        result = greedy_decode(lm, text, max_steps=12)  # the tokens it decoded before positions were a choice
+        result = greedy_decode(adapter, text, max_steps=12)  # the tokens it decoded before positions were a choice
         assert [s.token_id for s in result.steps] == before
 
 
 def test_greedy_decoding_through_the_adapter_with_rope():
-    lm = adapter_for(_rope(), TOK, TOK)
-    result = greedy_decode(lm, "abcde", max_steps=4)
+    adapter = adapter_for(_rope(), TOK, TOK)
+    result = greedy_decode(adapter, "abcde", max_steps=4)
     assert len(result.steps) >= 1 and result.trace.kinds == ("self",)

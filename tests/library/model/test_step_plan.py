@@ -107,18 +107,18 @@ def test_a_recording_decode_runs_on_the_plan_and_leaves_no_hook(monkeypatch):
     from tests.helpers.our_models import _ours
     from transformer.decode import greedy_decode
 
-    lm = _ours("ours-pre")  # our encoder-decoder
+    adapter = _ours("ours-pre")  # our encoder-decoder
     hooked = []
     original = StepPlan.step
 
     def step(self, *args, **kwargs):
-        hooked.append(any(m._forward_hooks or m._forward_pre_hooks for m in lm.network.modules()))
+        hooked.append(any(m._forward_hooks or m._forward_pre_hooks for m in adapter.network.modules()))
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(StepPlan, "step", step)
-    result = greedy_decode(lm, "abcdefg", max_steps=4, stop_at_end=False, residuals=True)
+    result = greedy_decode(adapter, "abcdefg", max_steps=4, stop_at_end=False, residuals=True)
     assert len(hooked) == len(result.steps) and not any(hooked)
-    assert result.residuals.decoder.shape[:2] == (len(result.steps), lm.head_counts()["decoder_self"][0] + 1)
+    assert result.residuals.decoder.shape[:2] == (len(result.steps), adapter.head_counts()["decoder_self"][0] + 1)
 
 
 def test_a_hook_on_the_output_projection_is_honoured():

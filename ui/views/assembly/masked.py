@@ -57,8 +57,8 @@ POSITIONS_FOR_KEY = "decode_mask_positions_for"  # the input the clicked positio
 @shared
 def _fill(model_key: str, _active: ActiveModel, text: str, second: str, positions: tuple[int, ...], top_k: int,
           heads: tuple[Head, ...] = ()) -> FillResult:
-    lm = _active.adapter
-    return fill_masks(lm, text, second, mask_positions=positions, top_k=top_k, head_mask=head_mask(lm, heads))
+    adapter = _active.adapter
+    return fill_masks(adapter, text, second, mask_positions=positions, top_k=top_k, head_mask=head_mask(adapter, heads))
 
 
 def fill(active: ActiveModel, text: str, second: str = "", positions: Sequence[int] = (), top_k: int = 5,
@@ -70,14 +70,14 @@ def fill(active: ActiveModel, text: str, second: str = "", positions: Sequence[i
 
 def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...] | None:
     """The tokens the user clicked to mask (positions among the tokens the model reads); None after a message."""
-    lm = active.adapter
+    adapter = active.adapter
     try:
-        source, _, _ = read_masked(lm, text, second)
+        source, _, _ = read_masked(adapter, text, second)
     except InputError as exc:
         st.warning(str(exc), icon=":material/edit_note:")
         return None
     state = st.session_state
-    special = set(lm.special_ids)
+    special = set(adapter.special_ids)
     options = [i for i, t in enumerate(source.ids) if t not in special]
     if POSITIONS_FOR_KEY in state and state[POSITIONS_FOR_KEY] != (text, second):  # a new input: its own clicks
         state[POSITIONS_KEY] = []
@@ -85,7 +85,8 @@ def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...]
     state[POSITIONS_KEY] = [i for i in state.get(POSITIONS_KEY) or [] if i in options]  # a link's, checked
     chosen = st.pills("Click tokens to mask them", options, selection_mode="multi", key=POSITIONS_KEY,
                       format_func=lambda i: f"{source.tokens[i]}", help="Each clicked token is replaced by "
-                      f"{lm.mask_token} and the model predicts it from the rest; or type {lm.mask_token} in the text.")
+                      f"{adapter.mask_token} and the model predicts it from the rest; or type {adapter.mask_token} in "
+                      "the text.")
     return tuple(int(i) for i in chosen or ())
 
 
@@ -169,8 +170,8 @@ def _show_map(sel: Selection) -> Selection:
 
 def _show_ablation(sel: Selection) -> None:
     st.subheader("Switch heads off", anchor=False)
-    lm = sel.model.adapter
-    n_layers, n_heads = lm.head_counts()[sel.kind]
+    adapter = sel.model.adapter
+    n_layers, n_heads = adapter.head_counts()[sel.kind]
     labels = [Head(sel.kind, layer, head).label for layer in range(n_layers) for head in range(n_heads)]
     key = sel.param_key("ablate")  # the Decode page's picker: a link's `ablate=` fills it
     chosen_heads(sel.model, key)  # labels of another model dropped
@@ -179,7 +180,7 @@ def _show_ablation(sel: Selection) -> None:
     if not chosen:
         st.caption("Pick heads to see the predictions without them.")
         return
-    sel = replace(sel, ablated=tuple(parse_head(h, lm) for h in chosen))
+    sel = replace(sel, ablated=tuple(parse_head(h, adapter) for h in chosen))
     ablated = fill(sel.model, sel.text, sel.second, sel.masks, sel.top_k, sel.ablated)
     for before, after in zip(sel.fill.predictions, ablated.predictions, strict=True):
         old = {i: v for _, i, v in after.top_k}
@@ -208,9 +209,9 @@ def _show_attribution(sel: Selection) -> None:
 def show_mask_page(active: ActiveModel) -> None:
     """The Decode page of an encoder-only model: predictions at the masks."""
     st.title("Predict at the masks", anchor=False)
-    lm = active.adapter
+    adapter = active.adapter
     st.caption(f"{md(active.option.name)} reads the whole input at once (no decoding): it predicts the tokens hidden "
-               f"by its mask token {md(lm.mask_token)}. Type it in the text, or click tokens below to mask them.")
+               f"by its mask token {md(adapter.mask_token)}. Type it in the text, or click tokens below to mask them.")
     sel = masked_selection(active)  # the pair, the masks, top-k and the one forward pass
     if sel is None:
         return
@@ -218,7 +219,7 @@ def show_mask_page(active: ActiveModel) -> None:
     if sel.fill.predictions:
         _show_predictions(sel)
     else:
-        st.info(no_mask_message(lm), icon=":material/touch_app:")
+        st.info(no_mask_message(adapter), icon=":material/touch_app:")
     _show_change(sel)
     sel = _show_map(sel)  # its row: layer, head, segment
     if sel.fill.predictions:

@@ -64,37 +64,37 @@ def head_title(label: str) -> str:
 @shared(spinner="Decoding with the heads switched off…")
 def _ablated(model_key: str, _active: ActiveModel, text: str, reference: str | None, labels: tuple[str, ...],
              top_k: int) -> DecodeResult:
-    lm = _active.adapter
-    mask = head_mask(lm, [parse_head(label, lm) for label in labels])
-    if not lm.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
-        return masked_decode(lm, text, top_k=top_k, head_mask=mask)
+    adapter = _active.adapter
+    mask = head_mask(adapter, [parse_head(label, adapter) for label in labels])
+    if not adapter.family.decodes:  # an encoder-only model: its predictions at the masks with the heads off
+        return masked_decode(adapter, text, top_k=top_k, head_mask=mask)
     if reference is None:
-        return greedy_decode(lm, text, top_k=top_k, head_mask=mask)
-    return teacher_forced(lm, text, reference, top_k=top_k, head_mask=mask)
+        return greedy_decode(adapter, text, top_k=top_k, head_mask=mask)
+    return teacher_forced(adapter, text, reference, top_k=top_k, head_mask=mask)
 
 
 def chosen_heads(active: ActiveModel, key: str) -> tuple[Head, ...]:
     """The heads a page's "Switch heads off" picker holds (what it returns when drawn this run); selections the
     current model lacks are dropped from it."""
-    lm = active.adapter
-    options = {h.label for h in all_heads(lm)}
+    adapter = active.adapter
+    options = {h.label for h in all_heads(adapter)}
     chosen = st.session_state.get(key)
     if isinstance(chosen, list) and any(label not in options for label in chosen):
         st.session_state[key] = [label for label in chosen if label in options]
-    return tuple(parse_head(label, lm) for label in st.session_state.get(key) or ())
+    return tuple(parse_head(label, adapter) for label in st.session_state.get(key) or ())
 
 
 def head_selection(active: ActiveModel, key: str, *, help_text: str = "") -> list[Head]:
     """Multiselect of heads to switch off (kind, layer, head); selections the current model lacks are dropped. A link's
     `ablate=` fills it (ui.url_state, which notes heads the model lacks), and a change goes into the link."""
-    lm = active.adapter
-    options = [h.label for h in all_heads(lm)]
+    adapter = active.adapter
+    options = [h.label for h in all_heads(adapter)]
     chosen_heads(active, key)
     labels = st.multiselect("Switch heads off", options, key=key, format_func=head_title,
                             placeholder="Choose heads to ablate", help=help_text or
                             "An ablated head contributes nothing to its attention output: its slice of the "
                             "concatenated heads is zeroed before the output projection.")
-    return [parse_head(label, lm) for label in labels]
+    return [parse_head(label, adapter) for label in labels]
 
 
 def add_head(key: str, label: str) -> None:
@@ -195,13 +195,13 @@ SWEEP_TEXTS = JobTexts(cancelled="Sweep cancelled: nothing was kept.", cancelled
 def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_text: str, *, key: str) -> None:
     """'Ablate each head in turn': drop in log p(output) per head, as heatmaps per kind and a ranked table."""
     identity = ("sweep", active.cache_key, text, tuple(output))
-    lm = active.adapter
-    n_heads = len(all_heads(lm))
+    adapter = active.adapter
+    n_heads = len(all_heads(adapter))
     st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
                f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
                f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
     sweep = analysis_result(identity, f"Ablating {n_heads} heads",
-                            lambda progress: sweep_heads(lm, text, output, time_cap=SWEEP_TIME_CAP,
+                            lambda progress: sweep_heads(adapter, text, output, time_cap=SWEEP_TIME_CAP,
                                                          on_fraction=progress), key=key, texts=SWEEP_TEXTS)
     if sweep is None:
         if can_start(identity):
@@ -250,8 +250,8 @@ def show_ablated_step(ablated: DecodeResult, t: int, layer: int, head: int | Non
 def current_output(active: ActiveModel, result: DecodeResult, reference: str | None) -> list[int]:
     """The output the page shows, as ids: the reference and </s> when teacher-forced, else the decode's own."""
     if reference:
-        lm = active.adapter
-        return [*lm.target_ids(reference), min(lm.end_ids)]
+        adapter = active.adapter
+        return [*adapter.target_ids(reference), min(adapter.end_ids)]
     return sweep_output(result)
 
 

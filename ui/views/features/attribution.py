@@ -83,10 +83,10 @@ AGREEMENT_METHOD_HELP = (
     f"gradient per output step instead of {IG_STEPS}, so it is much faster on a large model.")
 
 
-def _agreement(lm: InspectableModel, text: str, output: Sequence[int], trace: AttentionTrace, method: str,
+def _agreement(adapter: InspectableModel, text: str, output: Sequence[int], trace: AttentionTrace, method: str,
                progress: Progress) -> pd.DataFrame:
     """`trace` is the trace of this output (its decoder inputs follow from `output`)."""
-    return agreement_frames(trace, attribute_in_chunks(lm, text, output, method=method, progress=progress))
+    return agreement_frames(trace, attribute_in_chunks(adapter, text, output, method=method, progress=progress))
 
 
 def _clear_cancelled(flag: str) -> None:

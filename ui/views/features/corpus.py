@@ -118,14 +118,14 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
     if corpus is None:
         return
     st.caption(f"Reads {md(corpus.describe())}.")
-    lm = active.adapter
-    use_refs = corpus.references is not None and lm.family.decodes and st.toggle(
+    adapter = active.adapter
+    use_refs = corpus.references is not None and adapter.family.decodes and st.toggle(
         "Teacher-force the references", key=f"{key}_refs", help="Off: the model's own greedy output.")
     refs = corpus.references if use_refs else None
     identity = ("corpus", active.cache_key, corpus.sources, refs)
 
     def run(progress) -> CorpusStats:
-        return corpus_statistics(lm, corpus.sources, refs, progress=lambda done, total: progress(done / total))
+        return corpus_statistics(adapter, corpus.sources, refs, progress=lambda done, total: progress(done / total))
 
     stats = _computed(identity, f"Reading {len(corpus.sources):,} sentences", run, key,
                       ("Compute the statistics", ":material/play_arrow:"))

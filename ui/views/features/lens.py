@@ -28,19 +28,19 @@ def _lenses(model_key: str, _active: ActiveModel, text: str, top_k: int, forced:
             ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
     """Every step's lens of the decode (recording its residuals; a sample's with its settings and seed), its output
     tokens and text; small, so cached."""
-    lm = _active.adapter
-    result = greedy_decode(lm, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer,
+    adapter = _active.adapter
+    result = greedy_decode(adapter, text, top_k=top_k, forced=forced, residuals=True, encoder_layer=encoder_layer,
                            sampling=None if sampling is None else Sampling(*sampling))
-    return every_step_lens(lm, result), result.output_tokens, result.output_text
+    return every_step_lens(adapter, result), result.output_tokens, result.output_text
 
 
 @shared
 def _teacher_lenses(model_key: str, _active: ActiveModel, text: str, reference: str, top_k: int
                     ) -> tuple[tuple[StepLens, ...], tuple[str, ...], str]:
     """Every position's lens of the teacher-forced pass on `reference` (its insides: one pass)."""
-    lm = _active.adapter
-    result = teacher_forced(lm, text, reference, top_k=top_k, residuals=True)
-    return every_step_lens(lm, result), result.output_tokens, result.output_text
+    adapter = _active.adapter
+    result = teacher_forced(adapter, text, reference, top_k=top_k, residuals=True)
+    return every_step_lens(adapter, result), result.output_tokens, result.output_text
 
 
 def lenses(active: ActiveModel, text: str, top_k: int, forced: Sequence[str] = (), encoder_layer: int | None = None,

@@ -41,17 +41,17 @@ def reads_long(active: ActiveModel) -> bool:
     return active.family.prompt_in_decoder and model_context(active.adapter) > STORE_ABOVE
 
 
-def estimate(lm: Any, n_tokens: int, steps: int) -> tuple[float, int, int]:
+def estimate(adapter: Any, n_tokens: int, steps: int) -> tuple[float, int, int]:
     """(seconds, bytes of memory, bytes of the store) a stored decode of `n_tokens` and `steps` steps will take,
     roughly: the weights' products and the attention's n² score products at FLOPS, the store's float32 queries,
     keys, log-sum-exps and value norms, and a few activations of the whole input."""
-    layers, heads = lm.head_counts()["self"]
-    cfg = getattr(lm.model, "config", None) or getattr(lm.model, "cfg", None)
+    layers, heads = adapter.head_counts()["self"]
+    cfg = getattr(adapter.model, "config", None) or getattr(adapter.model, "cfg", None)
     width = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", 64))
     d_head = int(getattr(cfg, "head_dim", None) or width // heads)
-    kv = int(getattr(lm, "n_kv_heads", heads))
+    kv = int(getattr(adapter, "n_kv_heads", heads))
     n = n_tokens + steps
-    params = sum(p.numel() for p in lm.model.parameters())
+    params = sum(p.numel() for p in adapter.model.parameters())
     flops = 2 * params * n + 2 * layers * heads * d_head * n * n  # the causal half, twice (scores and weighted sum)
     store = layers * 4 * n * ((heads + kv) * d_head + 2 * heads)
     return flops / FLOPS, store + 16 * n * width * 4, store
@@ -95,7 +95,7 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
     if not reads_long(active):
         return None
     _read_link()
-    lm, context = active.adapter, model_context(active.adapter)
+    adapter, context = active.adapter, model_context(active.adapter)
     if not st.toggle("Expand to a document", key=ON_KEY, help=f"A long input (up to {active.option.name}'s own "
                      f"context, {context:,} tokens): pasted with its line breaks or read from a text file."):
         return None
@@ -106,17 +106,17 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
     text = st.text_area("Document", key=TEXT_KEY, height=180, placeholder="Paste a document, a chat or code here")
     if not text.strip():
         return None
-    if len(text) > char_limit(lm):
+    if len(text) > char_limit(adapter):
         st.error(f"The document has {len(text):,} characters; {active.option.name} reads at most {context:,} tokens "
-                 f"(its own context), so at most {char_limit(lm):,} characters.", icon=":material/straighten:")
+                 f"(its own context), so at most {char_limit(adapter):,} characters.", icon=":material/straighten:")
         return None
-    n = len(lm.decoder_prefix(lm.tokenize_source(text)))
+    n = len(adapter.decoder_prefix(adapter.tokenize_source(text)))
     steps = int(st.number_input("Steps to decode", 1, 64, 8, key=STEPS_KEY))
     if n + steps > context:
         st.error(f"The document has {n:,} tokens and {steps} steps; {active.option.name} reads at most "
                  f"{context:,} tokens (its own context).", icon=":material/straighten:")
         return None
-    seconds, memory, store = estimate(lm, n, steps)
+    seconds, memory, store = estimate(adapter, n, steps)
     if memory > free_memory():
         st.error(f"Decoding {n:,} tokens needs about {memory / 2**20:,.0f} MB; the machine has "
                  f"{free_memory() / 2**20:,.0f} MB free. Shorten the document.", icon=":material/memory:")
@@ -130,10 +130,10 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
 
     def run(progress: Any) -> DecodeResult:
         progress(0.0)
-        return shared_cache().get(identity, lambda: decode_text(lm, text, max_steps=steps))
+        return shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps))
 
     if identity in shared_cache():  # decoded already (another session, a link): no job to wait for
-        result = shared_cache().get(identity, lambda: decode_text(lm, text, max_steps=steps))
+        result = shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps))
     else:
         result = analysis_result(identity, f"Decoding {n:,} tokens", run, key=JOB_KEY, texts=JobTexts())
     if result is None:

@@ -75,13 +75,13 @@ class PatchingRun:
 
 def _run(active: ActiveModel, c: EditComparison, step: int, contrast: str, sites: tuple[str, ...], how: str,
          weights: str, progress) -> PatchingRun:
-    lm = active.adapter
-    setup = prepare_patching(lm, c.a.source_text, c.b.source_text, step=step, contrast=contrast or None,
+    adapter = active.adapter
+    setup = prepare_patching(adapter, c.a.source_text, c.b.source_text, step=step, contrast=contrast or None,
                              output=[s.token_id for s in c.a.steps])
     if how == ESTIMATE:
-        frame = preview_patching(lm, setup, sites, progress=progress)
+        frame = preview_patching(adapter, setup, sites, progress=progress)
         return PatchingRun(frame, setup, weights, how, 0.0)
-    result = patch_sites(lm, setup, sites, progress=progress)
+    result = patch_sites(adapter, setup, sites, progress=progress)
     return PatchingRun(result.frame, setup, weights, how, result.seconds)
 
 
@@ -202,15 +202,15 @@ def _replay(active: ActiveModel, view: PatchingRun) -> None:
     if cell is None:
         st.caption("Click a cell to decode B with that activation patched in from A.")
         return
-    lm = active.adapter
+    adapter = active.adapter
     replays = st.session_state.setdefault(f"{KEY}_replays", {})  # a rerun (any widget) does not decode again
     s = view.setup
     mark = (view.weights, s.clean_text, s.corrupted_text, s.step, tuple(sorted(cell.items())))
     try:
-        site = find_site(lm, view.setup, cell)
+        site = find_site(adapter, view.setup, cell)
         if mark not in replays:
             replays.clear()  # the last click's decode only
-            replays[mark] = patched_decode(lm, view.setup, site)
+            replays[mark] = patched_decode(adapter, view.setup, site)
         result = replays[mark]
     except (KeyError, InputError) as exc:
         st.info(str(exc).strip("'\""), icon=":material/info:")
@@ -236,12 +236,12 @@ def _site_value(site: Site, step: int) -> str:
 @shared
 def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str
              ) -> tuple[DecodeResult, DecodeResult, str]:
-    lm = _active.adapter
+    adapter = _active.adapter
     name, where, layer, head, position, *step = value.split("|")
-    setup = prepare_patching(lm, clean, corrupted, step=int(step[0]) - 1 if step else 0)
-    site = find_site(lm, setup, {"site": name, "where": where, "layer": int(layer), "head": int(head),
+    setup = prepare_patching(adapter, clean, corrupted, step=int(step[0]) - 1 if step else 0)
+    site = find_site(adapter, setup, {"site": name, "where": where, "layer": int(layer), "head": int(head),
                                  "position": int(position)})
-    return patched_decode(lm, setup, site), greedy_decode(lm, corrupted), _site_label(site)
+    return patched_decode(adapter, setup, site), greedy_decode(adapter, corrupted), _site_label(site)
 
 
 def _stop_patching() -> None:

@@ -34,10 +34,10 @@ FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 def check_not_document(active: ActiveModel, text: str) -> None:
     """A decoder-only prompt past STORE_ABOVE tokens is a document: its maps would be n × n, so the page's own decode
     refuses it and points to the document switch (a background job with the attention store)."""
-    lm = active.adapter
-    if not lm.family.prompt_in_decoder:
+    adapter = active.adapter
+    if not adapter.family.prompt_in_decoder:
         return
-    n = len(lm.decoder_prefix(lm.tokenize_source(text)))
+    n = len(adapter.decoder_prefix(adapter.tokenize_source(text)))
     if n > STORE_ABOVE:
         raise InputError(f"The input has {n:,} tokens: above {STORE_ABOVE:,} a decoder-only prompt is read as a "
                          "document. Switch on 'Expand to a document' above (Decode, Attention): it decodes with the "

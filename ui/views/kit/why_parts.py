@@ -36,20 +36,20 @@ def parts_key(active: ActiveModel, result: DecodeResult) -> tuple:
 
 @st.cache_resource(max_entries=PARTS_KEPT, show_spinner=False)
 def _parts(key: tuple, _active: ActiveModel, _result: DecodeResult) -> tuple[DecodeParts, RouteGraph]:
-    lm = _adapter(_active)
-    source = lm.tokenize_source(_result.source_text)
+    adapter = _adapter(_active)
+    source = adapter.tokenize_source(_result.source_text)
     src = torch.tensor([list(source.ids)])
-    if not lm.family.decodes:
-        cap = capture_path(lm, src, None)
-        parts = DecodeParts(cap, tuple(source.tokens), (), 0, (), dict(lm.family.axes))
+    if not adapter.family.decodes:
+        cap = capture_path(adapter, src, None)
+        parts = DecodeParts(cap, tuple(source.tokens), (), 0, (), dict(adapter.family.axes))
     else:
-        prefix = list(lm.decoder_prefix(source))
+        prefix = list(adapter.decoder_prefix(source))
         outputs = [s.token_id for s in _result.steps]
         read = [*prefix, *outputs][: len(prefix) - 1 + len(outputs)] or prefix
-        cap = capture_path(lm, src, torch.tensor([read]))
-        labels = (*lm.prefix_tokens(source), *lm.ids_to_tokens(read[len(prefix):]))[: len(read)]
+        cap = capture_path(adapter, src, torch.tensor([read]))
+        labels = (*adapter.prefix_tokens(source), *adapter.ids_to_tokens(read[len(prefix):]))[: len(read)]
         parts = DecodeParts(cap, tuple(source.tokens), tuple(labels), len(prefix),
-                            tuple(lm.ids_to_tokens(outputs)), dict(lm.family.axes))
+                            tuple(adapter.ids_to_tokens(outputs)), dict(adapter.family.axes))
     return parts, RouteGraph(parts.capture)
 
 
@@ -70,8 +70,8 @@ def decode_parts_for(active: ActiveModel, result: DecodeResult) -> tuple[DecodeP
 
 @st.cache_resource(max_entries=PARTS_KEPT, show_spinner=False)
 def _reliance(key: tuple, _active: ActiveModel, _result: DecodeResult) -> Reliance:
-    lm = _adapter(_active)
-    return reliance(lm, _result, capture_decode(lm, _result))
+    adapter = _adapter(_active)
+    return reliance(adapter, _result, capture_decode(adapter, _result))
 
 
 def reliance_for(active: ActiveModel, result: DecodeResult) -> Reliance:
