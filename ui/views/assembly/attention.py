@@ -51,6 +51,7 @@ from ..kit import (
     chart_downloads,
     combine_options,
     combined_title,
+    folded_controls,
     gold_for,
     greedy_or_message,
     grid_cell,
@@ -109,6 +110,11 @@ def attention_selection(active: ActiveModel) -> Selection | None:
     """The Attention page's widget row, top to bottom (the input, decoder input, a pair's segment, merged words,
     hidden sinks, kind, layer, head, combine, scale, what the map shows) as one Selection; None after a message
     when there is nothing to show."""
+    with folded_controls("Input and pickers", key="attention_controls", keys=True):  # presenter mode: folded
+        return _attention_selection(active)
+
+
+def _attention_selection(active: ActiveModel) -> Selection | None:
     bind_text(KEYS["text"], active)
     col_text, col_mode = st.columns([3, 2])
     text = model_text_input(col_text, active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
@@ -195,10 +201,11 @@ def show_large_map(sel: Selection) -> None:
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
                                                                     key=KEYS["gold"])
         keys = key_window(trace, kind, "attention")
-        # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole
+        # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole; on a
+        # projector (1280x720) the map with its axis title fits the first screen under the folded controls
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,
                             gold=gold if show_gold else (),
-                            size=460 if presenting() else 300, large_labels=presenting(), keys=keys)
+                            size=400 if presenting() else 300, large_labels=presenting(), keys=keys)
         if combine == "pick" and head is not None and sel.maps is sel.result.trace:  # a cell: What made this score
             show_chart(clickable_cells(heatmap), key="attention_heatmap", width="content", selection_mode=QK_CELL,
                        on_select=partial(open_clicked_cell, "attention_heatmap", KEYS["qkq"], KEYS["qkk"],

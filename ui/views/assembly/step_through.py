@@ -63,6 +63,7 @@ from ..kit import (
     bind_text,
     cached_chart,
     chart_heading,
+    folded_controls,
     gold_for,
     greedy,
     greedy_or_message,
@@ -96,6 +97,11 @@ Results = dict[str, DecodeResult | None]
 def decode_selection(active: ActiveModel) -> Selection | None:
     """The Decode page's top row (the input, the reference, top-k) and sampling settings with the free-running decode
     (greedy or sampled) as a Selection; None after a message when the input cannot be decoded."""
+    with folded_controls("Input and settings", key="decode_controls"):  # presenter mode: folded
+        return _decode_selection(active)
+
+
+def _decode_selection(active: ActiveModel) -> Selection | None:
     st.session_state.setdefault(KEYS["topk"], 5)
     bind_text(KEYS["text"], active)
     col_text, col_ref, col_k = st.columns([5, 4, 1])

@@ -45,6 +45,7 @@ from .presenting import (
     PREV_HEAD_KEY,
     PREV_STEP_KEY,
     SWITCH_KEY,
+    folded_controls,
     head_keys,
     presenting,
 )
@@ -102,6 +103,6 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model", "share_reference",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
-__all__ += ["model_text_input"]
+__all__ += ["folded_controls", "model_text_input"]
 __all__ += ["HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]

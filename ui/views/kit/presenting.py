@@ -4,7 +4,9 @@ The switch itself, its CSS and the link parameter are in ui/links (presenter.py,
 """
 from __future__ import annotations
 
-from typing import Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Sequence
 
 import streamlit as st
 
@@ -32,8 +34,27 @@ def head_keys(key: str, n_heads: int) -> None:
     if not presenting() or n_heads < 2:
         return
     options = [MEAN_HEAD, *range(n_heads)]
-    prev_col, next_col = st.container(key=f"{key}_keys").columns(2)
+    slot = _slot.get()
+    prev_col, next_col = (slot if slot is not None else st).container(key=f"{key}_keys").columns(2)
     prev_col.button("Head", key=f"{key}_prev", icon=":material/chevron_left:", on_click=_cycle,
                     args=(key, list(options), -1), shortcut=PREV_HEAD_KEY, type="tertiary")
     next_col.button("Head", key=f"{key}_next", icon=":material/chevron_right:", on_click=_cycle,
                     args=(key, list(options), 1), shortcut=NEXT_HEAD_KEY, type="tertiary")
+
+
+_slot: ContextVar[object | None] = ContextVar("folded_keys_slot", default=None)  # per script run's thread
+
+
+@contextmanager
+def folded_controls(label: str, key: str, *, keys: bool = False) -> Iterator[None]:
+    """In presenter mode, a page's controls drawn inside a collapsed expander `label` (so its main picture is on the
+    first screen), the head keys (`keys`) kept outside it, visible; otherwise the controls as they are."""
+    if not presenting():
+        yield
+        return
+    token = _slot.set(st.container(horizontal=True, key=f"{key}_keys_row") if keys else None)
+    try:
+        with st.expander(label, expanded=False, icon=":material/tune:", key=key):
+            yield
+    finally:
+        _slot.reset(token)
