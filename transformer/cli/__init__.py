@@ -69,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # a command that relaunches itself (train --stage)
         return args.run(args)
     except (*USER_ERRORS, OSError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)

@@ -36,7 +36,7 @@ from ..train import (
 from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Commands, positive_int
 from .train_progress import ProgressLine, metrics_text, stop_on_ctrl_c, stop_on_signals
 from .train_setup import MODEL_FLAGS, TRAIN_FLAGS, check_out, new_trainer, probe_recorder, resumed_trainer
-from .train_stage import check_stage, stage_hint
+from .train_stage import check_stage, launch_stage, stage_hint, stage_processes
 
 
 def register(commands: Commands) -> None:
@@ -123,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     """`train`: build or resume a trainer, train within the budgets, evaluate, save, print a summary."""
     env = torchrun_env()
     if env is None:
+        check_stage(args)
+        processes = stage_processes(args)
+        if processes > 1 and getattr(args, "argv", None) is not None:  # the stage demo as its recipe's processes
+            return launch_stage(args.argv, processes)
         return _train(args, None)
     try:
         return _train(args, env)

@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
 
 from ..data import Task
 from ..model import STAGE_RECIPES, CleanRule, ModelConfig, TrainConfig, stage_configs
+from ..train import available_cores, cuda_devices
 from .common import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the package, for the launched processes
 
 
 def check_stage(args: argparse.Namespace) -> None:
@@ -39,3 +46,29 @@ def stage_hint(task_name: str, processes: int, cores: int) -> str | None:
         return None
     return (f"note: on {cores} cores the stage demo trains faster as {wanted} processes (the same steps): "
             f"torchrun --standalone --nproc-per-node {wanted} -m transformer train --task {task_name} --stage ...")
+
+
+def stage_processes(args: argparse.Namespace) -> int:
+    """How many processes a new `train --stage` on the CPU launches itself (the recipe's, at most the machine's
+    cores); 1, train in this process, otherwise (no --stage, --resume, a GPU, no task named)."""
+    if not getattr(args, "stage", False) or args.resume or args.task not in STAGE_RECIPES:
+        return 1
+    if args.device == "cuda" or (args.device == "auto" and cuda_devices() > 0):
+        return 1
+    return max(1, min(STAGE_RECIPES[args.task].processes, available_cores()))
+
+
+def launch_stage(argv: Sequence[str], processes: int) -> int:
+    """Run this same `train` command as `processes` processes (torch.distributed.run, standalone, one thread each
+    unless OMP_NUM_THREADS says otherwise); returns their exit status. Ctrl-C reaches them all: they stop and save."""
+    print(f"stage demo: training as {processes} processes, the recipe's (torchrun --standalone --nproc-per-node "
+          f"{processes})", file=sys.stderr, flush=True)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
+           "-m", "transformer", *argv]
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    with subprocess.Popen(cmd, env=env) as proc:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # the processes got it too (one process group): they stop and save
+            return proc.wait()

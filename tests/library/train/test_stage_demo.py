@@ -85,12 +85,12 @@ def test_the_app_s_training_process_stops_on_a_clean_picture():
 
 
 @pytest.mark.slow
-def test_train_stage_flag(tmp_path, capsys):
+def test_train_stage_flag(tmp_path, capfd):  # capfd: the stage demo launches its processes
     out = tmp_path / "rev"
     code = main(["train", "--task", "reverse", "--stage", "--n-train", "200", "--n-valid", "20", "--steps", "3",
                  "--d-model", "16", "--batch-size", "8", "--probe-frames", "0", "--out", str(out)])
     assert code == 0
-    printed = capsys.readouterr().out
+    printed = capfd.readouterr().out
     assert "stage demo: the picture is not clean yet at step 3" in printed
     assert (out / "config.json").is_file()
 
