@@ -12,11 +12,12 @@ train --task toy-en-de --out checkpoints/toy-en-de --steps 4000 --eval-every 100
 # target part), 2 layers of the reverse model's width, for the Compare page (cross- vs self-attention on reversal)
 train --task reverse --architecture decoder-only --dec-layers 2 --out checkpoints/reverse-decoder-only --steps 3000 --batch-size 64 --warmup 50 --eval-every 1000
 # induction: a decoder-only language model over random letters in which one chunk repeats at a random offset (the
-# induction task; loss on every token), 2 layers x 8 heads, d_model 64, tied embeddings. It grows a previous-token head
-# and an induction head from the data alone; the detectors pick them and the card names them ("known_heads"). The
-# shipped weights are this recipe run on a GPU (~130 s); on the 2-core CPU it takes ~10-20 minutes. The loss falls from
-# ln 62 once the circuit forms (~5,000 steps); the model then completes a repeat 99 % of the time.
-train --task induction --heads 8 --out checkpoints/induction --steps 10000 --schedule constant --batch-size 64 --lr 3e-3 --warmup 50 --eval-every 100000 --eval-examples 100
+# induction task; loss on every token), 2 layers x 2 heads, d_model 64, tied embeddings and a one-unit MLP (d_ff 1:
+# attention-only in effect, so the circuit runs through the heads alone). It grows a previous-token head and an
+# induction head from the data alone; the detectors pick them and the card names them ("known_heads"), and the
+# induction head reads the previous-token head's output (its strongest K-composition partner). ~300 s on the 2-core
+# CPU; the loss falls from ln 62 once the circuit forms (~6,000 steps); the model then completes every repeat.
+train --task induction --heads 2 --d-ff 1 --out checkpoints/induction --steps 12000 --schedule constant --batch-size 64 --lr 3e-3 --warmup 50 --eval-every 100000 --eval-examples 100
 "$PY" -c 'import sys; from transformer.store import name_circuit_heads; print(name_circuit_heads(sys.argv[1]))' checkpoints/induction
 # toy-en-de-encoder-only: the toy sentences as one bidirectional stack over "English </s> German </s>" with 15 % of one
 # sentence's tokens masked (a masked LM over a pair: what is masked is always in the other sentence), the toy

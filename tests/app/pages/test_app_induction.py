@@ -46,4 +46,6 @@ def test_the_learn_tours_several_heads_stage_opens_the_induction_model_as_the_ex
     assert at.session_state[MODEL_KEY] == "shipped:induction"
     assert at.text_input(key="learn_text").value == REPEATED
     page = "\n".join(m.value for m in at.main.markdown)
-    assert "Heads that build on heads" in page and "`self:L2H8` (induction)" in page
+    known = load_checkpoint(ROOT / "checkpoints" / "induction", load_optimizer=False).known_heads
+    (induction,) = [label for label, role in known.items() if role == "induction"]
+    assert "Heads that build on heads" in page and f"`{induction}` (induction)" in page

@@ -1,5 +1,6 @@
-"""The shipped induction model (checkpoints/induction): the heads its card names are the ones the detectors pick, and
-the model completes a repeat from its earlier occurrence, which it cannot do without its previous-token head."""
+"""The shipped induction model (checkpoints/induction): the heads its card names are the ones the detectors pick, the
+model completes a repeat from its earlier occurrence, which it cannot do without its previous-token head, and the
+induction head reads that head's output (K-composition and the key side of an induction cell's QK table)."""
 from __future__ import annotations
 
 import random
@@ -9,7 +10,14 @@ import torch
 
 from tests.helpers import ROOT
 from transformer.adapters import adapter_for
-from transformer.analysis import INDUCTION, PREVIOUS_TOKEN, detect_heads
+from transformer.analysis import (
+    INDUCTION,
+    PREVIOUS_TOKEN,
+    capture_path,
+    composition_scores,
+    detect_heads,
+    qk_attribution,
+)
 from transformer.data import END_ID, START_ID
 from transformer.data.induction import INDUCTION_ALPHABET, draw_repeat
 from transformer.model import Head
@@ -53,8 +61,9 @@ def test_the_card_names_the_heads_the_detectors_pick():
         top = heads.loc[heads[column].idxmax()]
         assert Head(found.kind, int(top["layer"]), int(top["head"])) == _role(role), column
     assert _role(PREVIOUS_TOKEN).layer < _role(INDUCTION).layer  # the induction head reads what the other wrote
-    top_induction = heads["induction"].nlargest(2).tolist()
-    assert top_induction[0] > 3 * top_induction[1]
+    top_previous = heads["previous_token"].nlargest(2).tolist()
+    assert top_previous[0] > 3 * top_previous[1]  # one clear previous-token head
+    assert heads["induction"].max() >= 0.9
 
 
 def test_the_model_completes_a_repeat_and_needs_its_previous_token_head_to():
@@ -64,3 +73,25 @@ def test_the_model_completes_a_repeat_and_needs_its_previous_token_head_to():
     head = _role(PREVIOUS_TOKEN)
     mask[head.layer, head.head] = 0
     assert repeat_accuracy({"self": mask}) <= 0.5
+
+
+def test_the_induction_heads_strongest_k_composition_partner_is_the_previous_token_head():
+    ckpt = shipped()
+    frame = composition_scores(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name="induction"))
+    into = frame[frame["to"] == _role(INDUCTION).label]
+    assert into.loc[into["k"].idxmax(), "from"] == _role(PREVIOUS_TOKEN).label
+
+
+def test_an_induction_cells_largest_key_part_is_the_previous_token_heads_output():
+    ckpt, rng = shipped(), random.Random(7)
+    lm = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name="induction")
+    induction, previous = _role(INDUCTION), _role(PREVIOUS_TOKEN).label
+    for _ in range(3):
+        r = draw_repeat(rng, 24, 60, INDUCTION_ALPHABET)
+        ids = ckpt.tgt_tokenizer.encode(r.text)
+        cap = capture_path(lm, torch.tensor([[END_ID]]), torch.tensor([[START_ID, *ids]]))
+        for k in range(r.second, r.second + r.length - 1):  # token k of the second copy sits at position k + 1
+            query, key = k + 1, k - (r.second - r.first) + 2  # the key: right after its token's earlier occurrence
+            table = qk_attribution(cap, induction, query, key)
+            by_key = table.by_key_part()
+            assert max(by_key, key=lambda part: by_key[part]) == previous, (query, key)
