@@ -2,8 +2,7 @@
 import streamlit as st
 
 from ui.shell import ensure_frame
-from ui.views import attention_selection, require_model, show_attention_views, show_weights
-from ui.views.features.long_input import show_long_input
+from ui.views import attention_selection, require_model, show_attention_views, show_document, show_weights
 
 ensure_frame()
 active = require_model()
@@ -11,7 +10,7 @@ st.title("Attention explorer", anchor=False)
 st.caption("Every attention map for one input. Rows are queries and columns keys; tokens are indexed by position, "
            "so repeated tokens stay apart. Maps come from the model in eval mode, on the tokens it actually saw.")
 show_weights(active)
-show_long_input(active)  # a document (decoder-only models with a long context): overview, exact zoom, a row's strip
+show_document(active)  # a document (decoder-only models with a long context): overview, exact zoom, a row's strip
 
 sel = attention_selection(active)  # the input and every picker, as one record
 if sel is None:

@@ -157,6 +157,7 @@ from .routes import (
     THRESHOLD as ROUTE_THRESHOLD,
 )
 from .scores import corpus_scores
+from .streamed import LayerSummaries, summarise, summarise_layer
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 
 __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSITION_MODES", "CORPUS_STATISTICS",
@@ -192,3 +193,5 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
            "retrieval_scores", "rollout", "route", "route_dict", "segment_filter", "sites_of", "snapshot_curves",
            "spearman", "stats_from_sums", "step_lens", "step_route", "strongest", "substituted", "summarize",
            "sweep_heads", "text_reliance", "trace_view", "wasserstein_to_uniform", "window_induction"]
+
+__all__ += ["LayerSummaries", "summarise", "summarise_layer"]

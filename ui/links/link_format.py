@@ -191,7 +191,7 @@ PARSERS: dict[str, Any] = {
     "pfrom": _text,
     "psite": _patch_site,
     "text": _text,
-    "doc": _doc,  # a long input by its hash (ui.links.long_text), on Decode
+    "doc": _doc,  # a long input by its hash (ui.server.kept_inputs), on Decode
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),

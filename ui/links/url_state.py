@@ -19,7 +19,7 @@ from transformer.charts import qr_svg
 from transformer.decode import InputError
 from transformer.model import Head
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
-from ui.server import PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
+from ui.server import DOC_STATE_KEY, PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
 from ui.views import (
     LINK_OPENS,
     LINK_PARAMS,
@@ -38,7 +38,6 @@ from ui.views import (
 from ui.views import decode_state as ds
 
 from .link_format import ModelSizes, check_sizes, labels_to_heads, parse_params, to_params
-from .long_text import DOC_STATE_KEY
 
 WRITTEN_KEY = "studio_url_written"
 QR_KEY = "studio_present_qr"  # presenter mode's QR code of the page's link (its margin is in presenter.py's CSS)

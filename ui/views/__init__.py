@@ -170,3 +170,7 @@ __all__ = ["COMBINE", "COMPARE_MODES", "EDIT", "EDIT_KEY", "LINK_OPENS", "LINK_P
            "slide_title", "step_caption", "step_picker", "step_table", "teacher", "toggle_clicked_head",
            "tour_navigation", "visible", "weights_of"]
 __all__ += ["show_head_page"]
+
+from .assembly import show_document  # noqa: E402
+
+__all__ += ["show_document"]

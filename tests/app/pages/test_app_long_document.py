@@ -15,8 +15,8 @@ from tests.helpers.real_shapes import point_app_at
 from transformer.adapters import attention_store
 from transformer.data import DataError, text_from_bytes
 from transformer.store import open_model
-from ui.links.long_text import kept_text, text_hash
 from ui.models import MODEL_KEY
+from ui.server import kept_text, text_hash
 from ui.server.shared_cache import shared_cache
 
 DOC = "\n".join(lines(70))  # about 2,800 tokens, line breaks kept

@@ -53,3 +53,7 @@ __all__ = ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODELS", "MODES", "MODE_KEY", "
            "show_stage", "show_step_through", "show_try_it", "step_caption", "step_picker", "step_table",
            "tour_navigation"]
 __all__ += ["show_head_page"]
+
+from .document import show_document  # noqa: E402
+
+__all__ += ["show_document"]

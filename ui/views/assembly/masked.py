@@ -31,7 +31,7 @@ from transformer.decode import (
 )
 from transformer.model import Head
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from ..features import chosen_heads
 from ..kit import (

@@ -49,3 +49,7 @@ __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablati
 __all__ += ["open_head_page", "show_head_finder"]
 __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_qk", "show_composition", "show_qk",
             "show_reliance", "show_step_qk", "show_step_route"]
+
+from .long_input import show_long_input  # noqa: E402
+
+__all__ += ["show_long_input"]

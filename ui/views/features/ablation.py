@@ -26,7 +26,7 @@ from transformer.charts import (
 )
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode, masked_decode, teacher_forced
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from ..kit import (
     PAGE_PX,

@@ -22,8 +22,7 @@ from transformer.charts import agreement_chart, decoder_row_chart, source_strip
 from transformer.decode import AttentionTrace, InputError
 from transformer.model import SOURCE
 from ui.models import ActiveModel
-from ui.server import refuse
-from ui.server.shared_cache import shared
+from ui.server import refuse, shared
 
 from ..kit import (
     PAGE_PX,

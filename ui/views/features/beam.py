@@ -15,7 +15,7 @@ from transformer.charts import (
 )
 from transformer.decode import BeamTree, InputError, beam_tree
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from ..kit import LINK_OPENS, LINK_PARAMS, PAGE_PX, Selection, chart_heading, md_token, show_chart
 from ..kit import decode_state as ds

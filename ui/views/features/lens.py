@@ -11,7 +11,7 @@ from transformer.analysis import LENS_TOP_K, LensError, StepLens, every_step_len
 from transformer.charts import clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from transformer.decode import InputError, Sampling, greedy_decode, teacher_forced
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from ..kit import LINK_OPENS, LINK_PARAMS, Selection, chart_heading, md_token, show_chart
 from ..kit import decode_state as ds

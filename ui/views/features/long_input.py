@@ -14,15 +14,13 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.analysis.streamed import summarise_layer
+from transformer.analysis import summarise_layer
 from transformer.data import DataError, text_from_bytes
 from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, decode_text, model_context
-from ui.links.long_text import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, text_hash
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared_cache
+from ui.server import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, shared_cache, text_hash
 
-from ..kit import show_chart
-from ..kit.background import JobTexts, analysis_result, can_start, start_button
+from ..kit import JobTexts, analysis_result, can_start, show_chart, start_button
 
 ON_KEY, TEXT_KEY, UPLOAD_KEY, STEPS_KEY = "long_doc_on", "long_doc_text", "long_doc_upload", "long_doc_steps"
 JOB_KEY, LINK_READ_KEY, UPLOADED_KEY = "long_doc_job", "long_doc_link_read", "long_doc_uploaded"

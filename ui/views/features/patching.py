@@ -28,7 +28,7 @@ from transformer.analysis import (
 from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode
 from ui.models import MODEL_KEY, ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from ..kit import (
     LINK_PARAMS,

@@ -8,7 +8,7 @@ import streamlit as st
 from transformer.charts import topk_bars
 from transformer.decode import MAX_TEMPERATURE, DecodeResult, InputError, Sampling, greedy_decode
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from ..kit import LINK_PARAMS, cached_chart, chart_heading, md_token, show_chart
 

@@ -19,7 +19,7 @@ from transformer.decode import (
     teacher_forced,
 )
 from ui.models import ActiveModel
-from ui.server.shared_cache import shared
+from ui.server import shared
 
 from .vocabulary_hint import show_vocabulary_hint
 from .widgets import md_token

@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 
-from ui.server.settings import inputs_root
+from .settings import inputs_root
 
 DOC_PARAM = "doc"
 DOC_STATE_KEY = "studio_document_hash"  # session state: the hash of the document whose decode the page shows
