@@ -49,7 +49,9 @@ def test_heads_json_reports_decoder_self_attention_agreement_as_the_library_comp
         [f"dec:L1H{h}" for h in range(1, 5)]
     assert [h["spearman"] for h in block["heads"]] == pytest.approx(expected["spearman"].tolist(), abs=1e-4)
     assert [h["top1"] for h in block["heads"]] == pytest.approx(expected["top1"].tolist(), abs=1e-4)
-    assert block["best"]["best_head"] == f"dec:{expected.loc[expected['spearman'].idxmax(), 'label']}"
+    best = expected.set_index("label")["spearman"]  # the named best head is one within float noise of the top
+    chosen = block["best"]["best_head"].removeprefix("dec:")
+    assert chosen in best.index and best[chosen] >= best.max() - 1e-4
 
 
 def test_heads_averages_validation_inputs_and_names_the_best_aligned_head(capsys):
