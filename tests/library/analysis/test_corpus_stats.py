@@ -155,7 +155,8 @@ def test_the_shipped_reversal_models_best_aligned_head_is_evals():
     frame, _ = evaluate_alignment(ckpt.model, examples, ckpt.src_tokenizer, ckpt.tgt_tokenizer)
     ours = stats.frame.query("kind == 'cross'").set_index(["layer", "head"])["alignment"]
     theirs = frame[frame["head"] >= 0].set_index(["layer", "head"])["score"]
-    assert ours.idxmax() == theirs.idxmax()
+    # each side's best head is among the other's best within 0.02 (two heads can both saturate near 1.0)
+    assert theirs[ours.idxmax()] >= theirs.max() - 0.02 and ours[theirs.idxmax()] >= ours.max() - 0.02
     assert abs(ours.max() - theirs.max()) <= 0.02
     assert stats.frame.query("kind != 'cross'")["alignment"].isna().all()
     greedy = corpus_statistics(adapter, [e.source for e in examples],
