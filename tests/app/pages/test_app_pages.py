@@ -21,7 +21,8 @@ def test_page_loads_on_the_default_checkpoint(studio_env, page):
     assert not at.error
     assert at.sidebar.selectbox(key="sidebar_model").value == "shipped:reverse"
     card = " ".join(texts(at.sidebar.markdown))
-    assert "reverse (char-level)" in card and "Parameters" in card and f"{TINY_STEPS} steps" in card
+    assert "reverse a string of letters" in card and "one token per character" in card
+    assert "Parameters" in card and f"{TINY_STEPS} steps" in card
 
 
 def test_home_opens_with_an_example_decoded(studio_env, tiny_checkpoint_dir):
