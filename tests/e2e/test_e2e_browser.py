@@ -139,7 +139,7 @@ def _train_page(page) -> None:
         field.fill(str(value))
         field.press("Tab")
     page.locator(".st-key-train_start button").click()
-    page.get_by_text(re.compile(r"^Finished · reverse run #\d+ · step 40 of 40")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"^Finished · reverse run #\d+ · done at step 40 in")).wait_for(timeout=120_000)
     wait_charts(page, r"\bStep 40 · layer \d+", 1)
     curves = page.locator(".st-key-train_curves .js-plotly-plot")
     curves.wait_for()

@@ -68,7 +68,7 @@ def test_the_tour_walks_a_reversal_model_just_trained_on_the_train_page(server, 
         field.fill(str(value))
         field.press("Tab")
     page.locator(".st-key-train_start button").click()
-    page.get_by_text(re.compile(r"^Finished · reverse run #\d+ · step 40 of 40")).wait_for(timeout=180_000)
+    page.get_by_text(re.compile(r"^Finished · reverse run #\d+ · done at step 40 in")).wait_for(timeout=180_000)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Learn", exact=True).click()
     page.get_by_role("heading", name="Learn: attention step by step").wait_for(timeout=60_000)
     page.get_by_text(re.compile(r"^Weights of step 40\b")).first.wait_for(timeout=60_000)  # the run just trained
