@@ -32,6 +32,7 @@ from .assembly import (
     show_both_maps,
     show_decode_views,
     show_difference,
+    show_document,
     show_edit_difference,
     show_edit_mode,
     show_edit_outputs,
@@ -171,6 +172,5 @@ __all__ = ["COMBINE", "COMPARE_MODES", "EDIT", "EDIT_KEY", "LINK_OPENS", "LINK_P
            "tour_navigation", "visible", "weights_of"]
 __all__ += ["show_head_page"]
 
-from .assembly import show_document  # noqa: E402
 
 __all__ += ["show_document"]

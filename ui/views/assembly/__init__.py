@@ -16,6 +16,7 @@ from .compare import (
     step_table,
 )
 from .decode_page import show_decode_views
+from .document import show_document
 from .edit_compare import (
     EDIT,
     EDIT_KEY,
@@ -54,6 +55,5 @@ __all__ = ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODELS", "MODES", "MODE_KEY", "
            "tour_navigation"]
 __all__ += ["show_head_page"]
 
-from .document import show_document  # noqa: E402
 
 __all__ += ["show_document"]

@@ -33,6 +33,7 @@ from .head_computation import (
 from .head_finder import open_head_page, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
+from .long_input import show_long_input
 from .patching import show_patched_link, show_patching
 from .qk_table import QK_CELL, clickable_cells, open_clicked_cell, show_attention_qk, show_qk, show_step_qk
 from .reliance_view import show_reliance
@@ -50,6 +51,5 @@ __all__ += ["open_head_page", "show_head_finder"]
 __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_qk", "show_composition", "show_qk",
             "show_reliance", "show_step_qk", "show_step_route"]
 
-from .long_input import show_long_input  # noqa: E402
 
 __all__ += ["show_long_input"]
