@@ -1,7 +1,9 @@
 """Summaries of a layer's attention in one streamed pass over its store: query blocks x key blocks, every head at
 once, with a fixed memory bound (a block of weights per head, whatever the input's length). Per head: each row's
 entropy, peak weight, mass on the first token, on the special tokens and in a local window, each key's column sum,
-each row's top keys, and a pooled overview (max or mean of the weights in each cell of a grid)."""
+each row's top keys, and a pooled overview (max or mean of the weights in each cell of a grid). The store stays
+where it is (the CPU); `device` (a GPU) is where the blocks are computed and the summaries gathered, which come back
+to the CPU at the end."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,33 +36,35 @@ class LayerSummaries:
 
 def summarise_layer(store: AttentionStore, kind: str, layer: int, *, top_k: int = 5, window: int = 8,
                     specials: Sequence[int] = (), resolution: int = 256, pool: str = "max", block: int = BLOCK,
-                    progress: Callable[[float], None] | None = None) -> LayerSummaries:
+                    progress: Callable[[float], None] | None = None, device: torch.device | str | None = None
+                    ) -> LayerSummaries:
     """Every summary of one layer in one blocked pass (see the module's docstring); `resolution` caps the
     overview's rows and columns (cells of equal size, the last ones smaller); `progress(fraction)` is called after
-    each query block."""
+    each query block; `device` is where the pass runs (None: the store's), the summaries come back to the CPU."""
     if pool not in ("max", "mean"):
         raise ValueError(f"pool is 'max' or 'mean', not {pool!r}")
     one = store.layer(kind, layer)
     h, q, k = one.n_heads, one.n_rows, one.n_keys
     heads, rules = torch.arange(h), one.rules
+    dev = one.queries.device if device is None else torch.device(device)
     rb, kb = -(-q // resolution), -(-k // resolution)  # rows and keys per overview cell (the last cells: fewer)
     rows_out, cols_out = -(-q // rb), -(-k // kb)
     row_block, key_block = max(block // rb, 1) * rb, max(block // kb, 1) * kb  # blocks of whole cells
-    special = torch.zeros(k, dtype=torch.bool)
+    special = torch.zeros(k, dtype=torch.bool, device=dev)
     special[[s for s in specials if 0 <= s < k]] = True
-    entropy, peak, first, spec, local = (torch.zeros(h, q) for _ in range(5))
-    columns = torch.zeros(h, k)
+    entropy, peak, first, spec, local = (torch.zeros(h, q, device=dev) for _ in range(5))
+    columns = torch.zeros(h, k, device=dev)
     kk = min(top_k, k)
-    top_w, top_i = torch.full((h, q, kk), -1.0), torch.zeros(h, q, kk, dtype=torch.long)
-    grid = torch.zeros(h, rows_out, cols_out)
+    top_w, top_i = torch.full((h, q, kk), -1.0, device=dev), torch.zeros(h, q, kk, dtype=torch.long, device=dev)
+    grid = torch.zeros(h, rows_out, cols_out, device=dev)
     for r0 in range(0, q, row_block):
-        rows = torch.arange(r0, min(r0 + row_block, q))
+        rows = torch.arange(r0, min(r0 + row_block, q), device=dev)
         qpos, r_cells = rows + rules.offset, slice(r0 // rb, -(-(r0 + len(rows)) // rb))
         for k0 in range(0, k, key_block):
-            keys = torch.arange(k0, min(k0 + key_block, k))
+            keys = torch.arange(k0, min(k0 + key_block, k), device=dev)
             if rules.block_unseen(r0, int(rows[-1]), k0, int(keys[-1])):
                 continue
-            log_w = one.scores(heads, rows, keys) - one.lse[:, rows, None]  # (H, r, c): log of each weight
+            log_w = one.scores(heads, rows, keys, dev) - one.lse_rows(heads, rows, dev)  # (H, r, c): log weights
             torch.nan_to_num_(log_w, nan=-1e4, neginf=-1e4)  # hidden keys (and rows that see nothing): weight 0
             w = torch.exp(log_w)
             entropy[:, rows] -= (w * log_w).sum(-1)
@@ -93,12 +97,13 @@ def summarise_layer(store: AttentionStore, kind: str, layer: int, *, top_k: int 
         if progress is not None:
             progress(min(r0 + row_block, q) / q)
     if pool == "mean":
-        row_n = torch.full((rows_out,), float(rb))
+        row_n = torch.full((rows_out,), float(rb), device=dev)
         row_n[-1] = q - rb * (rows_out - 1)
-        key_n = torch.full((cols_out,), float(kb))
+        key_n = torch.full((cols_out,), float(kb), device=dev)
         key_n[-1] = k - kb * (cols_out - 1)
         grid = grid / (row_n[:, None] * key_n[None, :])
-    return LayerSummaries(entropy, peak, first, spec, local, columns, top_i, top_w.clamp(min=0), grid, window, pool)
+    out = (t.cpu() for t in (entropy, peak, first, spec, local, columns, top_i, top_w.clamp(min=0), grid))
+    return LayerSummaries(*out, window, pool)
 
 
 def summarise(store: AttentionStore, kind: str, **options) -> tuple[LayerSummaries, ...]:

@@ -9,6 +9,8 @@ and key j in head h is then `exp(s_hij - lse_hi)`, where
 
 and the mask is the causal rule, a sliding window and padding keys; attention sinks (one extra logit per head) enter
 only the log-sum-exp. `tile(store, kind, layer, head, rows, keys)` recomputes any rows x keys block of one head.
+The store stays where it was filled (the CPU); `device` names where a tile's arithmetic runs (a GPU): the rows and
+keys a tile reads are copied there, and the tile comes back to the CPU.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import torch
 from torch import Tensor
 
 Index = slice | Sequence[int] | Tensor  # which rows or keys of a tile: a slice, positions, or a LongTensor
+Device = torch.device | str | None  # where a tile is computed; None: where the store is
 BLOCK = 1024  # rows and keys per block when a whole row's log-sum-exp is computed here
 
 
@@ -52,8 +55,8 @@ class RelativeBias:
         return out + torch.where(relative < exact, relative, large)
 
     def bias(self, heads: Tensor, query_pos: Tensor, key_pos: Tensor) -> Tensor:
-        """(heads, rows, keys) of bias."""
-        table = self.table.float()[:, heads]  # (buckets, h)
+        """(heads, rows, keys) of bias (on the positions' device)."""
+        table = self.table.float().to(query_pos.device)[:, heads]  # (buckets, h)
         return table[self.buckets(key_pos[None, :] - query_pos[:, None])].permute(2, 0, 1)
 
 
@@ -89,7 +92,7 @@ class ScoreRules:
             near = (query_pos[:, None] - key_pos[None, :]).abs() < self.window
             seen = near if seen is None else seen & near
         if self.keep is not None:
-            real = self.keep[key_pos][None, :].expand(len(query_pos), -1)
+            real = self.keep[key_pos.cpu()].to(key_pos.device)[None, :].expand(len(query_pos), -1)
             seen = real if seen is None else seen & real
         return seen
 
@@ -103,13 +106,14 @@ class ScoreRules:
         return False
 
     def scores(self, dots: Tensor, heads: Tensor, rows: Tensor, keys: Tensor) -> Tensor:
-        """The softmax's input from q . k, (heads, rows, keys); masked entries -inf."""
+        """The softmax's input from q . k, (heads, rows, keys), on the device of `dots`, `heads`, `rows` and
+        `keys`; masked entries -inf."""
         s = dots * self.scale
         query_pos = rows + self.offset
         if self.relative is not None:
             s = s + self.relative.bias(heads, query_pos, keys)
         if self.alibi is not None:
-            s = s + self.alibi.float()[heads][:, None, None] * (keys[None, :] - query_pos[:, None]).float()
+            s = s + self.alibi.float().to(s.device)[heads][:, None, None] * (keys[None, :] - query_pos[:, None]).float()
         if self.softcap is not None:
             s = torch.tanh(s / self.softcap) * self.softcap
         seen = self.visible(query_pos, keys)
@@ -151,16 +155,25 @@ class LayerStore:
     def n_keys(self) -> int:
         return self.keys.shape[1]
 
-    def scores(self, heads: Tensor, rows: Tensor, keys: Tensor) -> Tensor:
-        """(heads, rows, keys) of the softmax's input."""
-        q = self.queries.index_select(1, rows).index_select(0, heads).float()  # rows first: a block, not the input
-        k = self.keys.index_select(1, keys).index_select(0, torch.tensor(self.groups)[heads]).float()
-        return self.rules.scores(q @ k.transpose(-2, -1), heads, rows, keys)
+    def scores(self, heads: Tensor, rows: Tensor, keys: Tensor, device: Device = None) -> Tensor:
+        """(heads, rows, keys) of the softmax's input, computed on `device` (None: the store's); `heads`, `rows`
+        and `keys` index the store where it is."""
+        heads, rows, keys = heads.cpu(), rows.cpu(), keys.cpu()
+        q = self.queries.index_select(1, rows).index_select(0, heads)  # rows first: a block, not the input
+        k = self.keys.index_select(1, keys).index_select(0, torch.tensor(self.groups)[heads])
+        to = q.device if device is None else torch.device(device)
+        q, k = q.to(to, torch.float32), k.to(to, torch.float32)
+        return self.rules.scores(q @ k.transpose(-2, -1), heads.to(to), rows.to(to), keys.to(to))
 
-    def weights(self, heads: Tensor, rows: Tensor, keys: Tensor) -> Tensor:
-        """(heads, rows, keys) of weights, exp(s - lse); a row that sees nothing is 0."""
-        lse = self.lse.float()[heads][:, rows, None]
-        return torch.exp(self.scores(heads, rows, keys) - lse).nan_to_num_(0.0)
+    def lse_rows(self, heads: Tensor, rows: Tensor, device: Device = None) -> Tensor:
+        """(heads, rows, 1) of log-sum-exps, on `device` (None: the store's)."""
+        lse = self.lse.index_select(1, rows.cpu()).index_select(0, heads.cpu())[..., None]
+        return lse.to(lse.device if device is None else torch.device(device), torch.float32)
+
+    def weights(self, heads: Tensor, rows: Tensor, keys: Tensor, device: Device = None) -> Tensor:
+        """(heads, rows, keys) of weights, exp(s - lse), computed on `device`; a row that sees nothing is 0."""
+        s = self.scores(heads, rows, keys, device)
+        return torch.exp(s - self.lse_rows(heads, rows, device)).nan_to_num_(0.0)
 
     def nbytes(self) -> int:
         tensors = [self.queries, self.keys, self.lse, self.value_norms, self.rules.keep, self.rules.alibi,
@@ -225,10 +238,10 @@ class AttentionStore:
         first = self.layer(kind, 0)
         return len(self.layers[kind]), first.n_heads, first.n_rows, first.n_keys
 
-    def tile(self, kind: str, layer: int, head: int | None, rows: Index = slice(None), keys: Index = slice(None)
-             ) -> Tensor:
-        """(rows, keys) of one head's weights; head None: the mean of heads."""
-        return tile(self, kind, layer, head, rows, keys)
+    def tile(self, kind: str, layer: int, head: int | None, rows: Index = slice(None), keys: Index = slice(None),
+             device: Device = None) -> Tensor:
+        """(rows, keys) of one head's weights; head None: the mean of heads; computed on `device`."""
+        return tile(self, kind, layer, head, rows, keys, device)
 
     def dense(self, kind: str) -> Tensor:
         """Every weight of a kind, (layers, heads, queries, keys): for short inputs only."""
@@ -254,12 +267,13 @@ class AttentionStore:
 
 
 def tile(store: AttentionStore, kind: str, layer: int, head: int | None, rows: Index = slice(None),
-         keys: Index = slice(None)) -> Tensor:
+         keys: Index = slice(None), device: Device = None) -> Tensor:
     """One head's weights for `rows` x `keys`, recomputed exactly from the store, (rows, keys); head None gives the
-    mean of heads."""
+    mean of heads. `device` (a GPU, or "cpu"; None: the store's) is where it is computed; the tile comes back to
+    the store's device."""
     one = store.layer(kind, layer)
     if head is not None and not 0 <= head < one.n_heads:
         raise IndexError(f"{kind} has {one.n_heads} head(s); head {head} does not exist")
     heads = torch.arange(one.n_heads) if head is None else torch.tensor([head])
-    w = one.weights(heads, positions(rows, one.n_rows), positions(keys, one.n_keys))
-    return w.mean(0)
+    w = one.weights(heads, positions(rows, one.n_rows), positions(keys, one.n_keys), device)
+    return w.mean(0).to(one.queries.device)
