@@ -22,11 +22,21 @@ from .perplexity import perplexity
 from .residuals import ResidualRecorder, Residuals
 from .sampling import MAX_TEMPERATURE, SampledStep, Sampling, SamplingError, check_sampling, warp
 from .scoring import score_parallel
+from .segments import (
+                     GROUPINGS,
+                     GroupingError,
+                     group_index,
+                     group_sums,
+                     merge_segments,
+                     piece_text,
+                     segment_groups,
+                     segment_labels,
+)
 from .sinks import hidden_dict, hidden_note, hide_tokens, sink_positions
 from .stored import STORE_ABOVE, decode_text, model_context, stored_decode, stored_greedy
 from .trace import ALL_TITLES, KIND_TITLES, KINDS, MEAN_HEAD, TRACE_FORMAT_VERSION, AttentionTrace, head_label
 from .trace_json import SIDE_FILE_ABOVE, TraceFormatError, load_trace_json, result_from_dict, save_trace_json
-from .words import merge_words, word_groups
+from .words import merge_groups, merge_words, word_groups
 
 __all__ = ["ALL_TITLES", "CHARS_PER_TOKEN", "DECODES", "KINDS", "KIND_TITLES", "MAX_INPUT_CHARS", "MAX_TEMPERATURE",
            "MEAN_HEAD", "SIDE_FILE_ABOVE", "STORE_ABOVE", "TRACE_FORMAT_VERSION", "AttentionTrace", "BeamHypothesis",
@@ -38,3 +48,5 @@ __all__ = ["ALL_TITLES", "CHARS_PER_TOKEN", "DECODES", "KINDS", "KIND_TITLES", "
            "model_context", "no_mask_message", "perplexity", "queued_greedy", "read_masked", "read_source",
            "result_from_dict", "save_trace_json", "score_parallel", "sink_positions", "stored_decode", "stored_greedy",
            "teacher_forced", "warp", "word_groups"]
+__all__ += ["GROUPINGS", "GroupingError", "group_index", "group_sums", "merge_groups", "merge_segments", "piece_text",
+            "segment_groups", "segment_labels"]
