@@ -36,16 +36,21 @@ class LayerSummaries:
 
 def summarise_layer(store: AttentionStore, kind: str, layer: int, *, top_k: int = 5, window: int = 8,
                     specials: Sequence[int] = (), resolution: int = 256, pool: str = "max", block: int = BLOCK,
-                    progress: Callable[[float], None] | None = None, device: torch.device | str | None = None
-                    ) -> LayerSummaries:
+                    progress: Callable[[float], None] | None = None, device: torch.device | str | None = None,
+                    heads: Sequence[int] | None = None) -> LayerSummaries:
     """Every summary of one layer in one blocked pass (see the module's docstring); `resolution` caps the
     overview's rows and columns (cells of equal size, the last ones smaller); `progress(fraction)` is called after
-    each query block; `device` is where the pass runs (None: the store's), the summaries come back to the CPU."""
+    each query block; `device` is where the pass runs (None: the store's), the summaries come back to the CPU;
+    `heads` (default every head) are the heads summarised, in that order (one head first: a view's current head,
+    at 1/H of the cost)."""
     if pool not in ("max", "mean"):
         raise ValueError(f"pool is 'max' or 'mean', not {pool!r}")
     one = store.layer(kind, layer)
-    h, q, k = one.n_heads, one.n_rows, one.n_keys
-    heads, rules = torch.arange(h), one.rules
+    q, k, rules = one.n_rows, one.n_keys, one.rules
+    picked = torch.arange(one.n_heads) if heads is None else torch.as_tensor(heads, dtype=torch.long).reshape(-1)
+    if picked.numel() == 0 or int(picked.min()) < 0 or int(picked.max()) >= one.n_heads:
+        raise IndexError(f"{kind} layer {layer} has heads 0-{one.n_heads - 1}; asked for {picked.tolist()}")
+    h = len(picked)
     dev = one.queries.device if device is None else torch.device(device)
     rb, kb = -(-q // resolution), -(-k // resolution)  # rows and keys per overview cell (the last cells: fewer)
     rows_out, cols_out = -(-q // rb), -(-k // kb)
@@ -64,7 +69,7 @@ def summarise_layer(store: AttentionStore, kind: str, layer: int, *, top_k: int 
             keys = torch.arange(k0, min(k0 + key_block, k), device=dev)
             if rules.block_unseen(r0, int(rows[-1]), k0, int(keys[-1])):
                 continue
-            log_w = one.scores(heads, rows, keys, dev) - one.lse_rows(heads, rows, dev)  # (H, r, c): log weights
+            log_w = one.scores(picked, rows, keys, dev) - one.lse_rows(picked, rows, dev)  # (H, r, c): log weights
             torch.nan_to_num_(log_w, nan=-1e4, neginf=-1e4)  # hidden keys (and rows that see nothing): weight 0
             w = torch.exp(log_w)
             entropy[:, rows] -= (w * log_w).sum(-1)
@@ -102,8 +107,8 @@ def summarise_layer(store: AttentionStore, kind: str, layer: int, *, top_k: int 
         key_n = torch.full((cols_out,), float(kb), device=dev)
         key_n[-1] = k - kb * (cols_out - 1)
         grid = grid / (row_n[:, None] * key_n[None, :])
-    out = (t.cpu() for t in (entropy, peak, first, spec, local, columns, top_i, top_w.clamp(min=0), grid))
-    return LayerSummaries(*out, window, pool)
+    return LayerSummaries(entropy.cpu(), peak.cpu(), first.cpu(), spec.cpu(), local.cpu(), columns.cpu(),
+                          top_i.cpu(), top_w.clamp(min=0).cpu(), grid.cpu(), window, pool)
 
 
 def summarise(store: AttentionStore, kind: str, **options) -> tuple[LayerSummaries, ...]:

@@ -53,3 +53,14 @@ def test_summaries_on_a_device_equal_those_on_the_store(device, rules):
         torch.testing.assert_close(got, getattr(here, name), atol=1e-5, rtol=1e-5, msg=name)
     dense = store.dense("self")[0]
     torch.testing.assert_close(dense.gather(-1, there.top_keys), there.top_weights, atol=1e-5, rtol=0)
+
+
+def test_one_head_first_equals_its_share_of_every_head():
+    store = _store(RULES[0])
+    every = summarise_layer(store, "self", 0, top_k=3, resolution=16, block=16)
+    for picked in ([2], [3, 0]):
+        some = summarise_layer(store, "self", 0, top_k=3, resolution=16, block=16, heads=picked)
+        for name in ("entropy", "peak", "local", "column_sums", "top_weights", "overview"):
+            torch.testing.assert_close(getattr(some, name), getattr(every, name)[picked], msg=name)
+    with pytest.raises(IndexError, match="heads 0-3"):
+        summarise_layer(store, "self", 0, heads=[4])
