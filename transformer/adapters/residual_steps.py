@@ -22,9 +22,11 @@ def _tensor(out: Any) -> Tensor:
 
 
 @contextmanager
-def recording_calls(stacks: Mapping[str, Sequence[nn.Module]]) -> Iterator[dict[str, list[list[Tensor]]]]:
+def recording_calls(stacks: Mapping[str, Sequence[nn.Module]], last_only: bool = False
+                    ) -> Iterator[dict[str, list[list[Tensor]]]]:
     """Per stack, one entry per forward of its layers on this thread: [embeddings, after layer 1, ..., after n],
-    each (B, T, D) as the layers saw them (T: the positions fed in that call)."""
+    each (B, T, D) as the layers saw them (T: the positions fed in that call; `last_only`: its last position only,
+    so a long prefill keeps one row per layer)."""
     owner = threading.get_ident()
     found: dict[str, list[list[Tensor]]] = {name: [] for name in stacks}
     handles = []
@@ -32,11 +34,11 @@ def recording_calls(stacks: Mapping[str, Sequence[nn.Module]]) -> Iterator[dict[
         for name, layers in stacks.items():
             def first(module: nn.Module, args: tuple, kwargs: dict, name: str = name) -> None:
                 if threading.get_ident() == owner:
-                    found[name].append([(args[0] if args else kwargs["hidden_states"]).detach()])
+                    found[name].append([_last((args[0] if args else kwargs["hidden_states"]).detach(), last_only)])
 
             def after(module: nn.Module, args: tuple, kwargs: dict, out: Any, name: str = name) -> None:
                 if threading.get_ident() == owner and found[name]:
-                    found[name][-1].append(_tensor(out).detach())
+                    found[name][-1].append(_last(_tensor(out).detach(), last_only))
 
             handles.append(layers[0].register_forward_pre_hook(first, with_kwargs=True))
             handles += [layer.register_forward_hook(after, with_kwargs=True) for layer in layers]
@@ -44,6 +46,10 @@ def recording_calls(stacks: Mapping[str, Sequence[nn.Module]]) -> Iterator[dict[
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _last(t: Tensor, last_only: bool) -> Tensor:
+    return t[:, -1:] if last_only else t
 
 
 def check_encoder_layer(layer: int, n_layers: int, name: str) -> None:

@@ -47,8 +47,9 @@ class ResidualRecorder:
     """Records the decoder's stream call by call while `recording()` is open; `note(logits)` after each step keeps
     that step's row (the last position of the newest call) and the ids its constrained logits ban."""
 
-    def __init__(self, adapter: InspectableModel) -> None:
+    def __init__(self, adapter: InspectableModel, last_only: bool = False) -> None:
         self.adapter = adapter
+        self.last_only = last_only  # hooks keep each call's last position only (a long prefill: one row per layer)
         self._rows: list[Tensor] = []
         self._banned: list[Tensor] = []
         self._calls: list[list[Tensor]] | None = None
@@ -65,7 +66,7 @@ class ResidualRecorder:
             finally:
                 self._calls = None
             return
-        with recording_calls({"decoder": self.adapter.residual_layers()["decoder"]}) as found:
+        with recording_calls({"decoder": self.adapter.residual_layers()["decoder"]}, self.last_only) as found:
             self._calls = found["decoder"]
             try:
                 yield self

@@ -1,0 +1,61 @@
+"""A long input's one-row views from the attention store (~1.3k tokens on tiny decoder-only models, above
+STORE_ABOVE): Inside one head's recomputed q . k row, its softmax and each key's contribution equal the eager
+head computation's; the logit lens at the decode steps (residuals kept at the steps' positions only) equals the
+lens of the plain decode."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers.hf_causal_models import SIZE, build, lines
+from transformer.analysis import HeadSelectionError, every_step_lens, head_computation, stored_row
+from transformer.decode import STORE_ABOVE, decode_text, greedy_decode
+from transformer.store import open_model
+
+TEXT = "\n".join(lines(32))  # ~1,300 tokens
+
+
+@pytest.fixture(scope="module", params=["qwen2", "llama"])
+def adapter(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param) / request.param
+    return open_model(str(build(request.param, folder, size={**SIZE, "positions": 2048})))
+
+
+@pytest.fixture(scope="module")
+def decoded(adapter):
+    result = decode_text(adapter, TEXT, max_steps=3, residuals=True)
+    assert result.trace.store is not None and len(result.trace.decoder_input_tokens) > STORE_ABOVE
+    return result
+
+
+def test_one_rows_scores_weights_and_contributions_equal_the_eager_head(adapter, decoded):
+    store = decoded.trace.store
+    fed = [*adapter.decoder_prefix(adapter.tokenize_source(TEXT)), *(s.token_id for s in decoded.steps[:-1])]
+    insides = adapter.insides(torch.tensor([fed]), torch.tensor([fed]))
+    n_rows = store.layer("self", 0).n_rows
+    for layer, head, row in [(0, 0, n_rows - 1), (1, 3, n_rows - 2), (1, 1, 700)]:
+        mine = stored_row(store, "self", layer, head, row)
+        eager = head_computation(adapter, insides, "self", layer, head, row)
+        torch.testing.assert_close(mine.weights, eager.weights, atol=1e-5, rtol=0)
+        torch.testing.assert_close(mine.weights, store.tile("self", layer, head, [row])[0], atol=1e-6, rtol=0)
+        seen = eager.weights > 0
+        torch.testing.assert_close(mine.scores[seen], eager.scores[seen], atol=1e-4, rtol=1e-5)
+        torch.testing.assert_close(mine.dots, eager.dots, atol=1e-4, rtol=1e-5)
+        torch.testing.assert_close(mine.contributions, eager.contributions, atol=1e-5, rtol=1e-4)
+        assert float(mine.weights.sum()) == pytest.approx(1.0, abs=1e-5)
+        assert mine.kv_head == eager.kv_head and mine.position == row
+        assert mine.top(3)[0][0] == int(eager.weights.argmax())
+    with pytest.raises(HeadSelectionError, match="no query row"):
+        stored_row(store, "self", 0, 0, n_rows)
+
+
+def test_the_lens_at_the_decode_steps_equals_the_plain_decodes(adapter, decoded):
+    plain = greedy_decode(adapter, TEXT, max_steps=3, residuals=True)
+    assert [s.token_id for s in plain.steps] == [s.token_id for s in decoded.steps]
+    assert decoded.residuals.decoder.shape == plain.residuals.decoder.shape  # one row per step and layer, no more
+    torch.testing.assert_close(decoded.residuals.decoder, plain.residuals.decoder, atol=1e-4, rtol=1e-4)
+    for mine, theirs in zip(every_step_lens(adapter, decoded), every_step_lens(adapter, plain), strict=True):
+        assert [p.rank for p in mine.layers] == [p.rank for p in theirs.layers]
+        for a, b in zip(mine.layers, theirs.layers, strict=True):
+            assert a.prob == pytest.approx(b.prob, abs=1e-4) and a.kl == pytest.approx(b.kl, abs=1e-4)
+        assert mine.layers[-1].prob == pytest.approx(decoded.steps[mine.step].prob, abs=1e-5)
