@@ -14,6 +14,7 @@ from ui.train import (
     evaluation_panel,
     field_widget,
     init_state,
+    length_note,
     live_panel,
     live_run,
     preset_names,
@@ -81,6 +82,9 @@ with st.expander("Every hyperparameter", icon=":material/tune:", key="train_sett
             for i, f in enumerate(fields):
                 with inner[i % 4]:
                     field_widget(f)
+            note = length_note() if group == "model" else None
+            if note is not None:
+                (st.error if note[0] == "error" else st.caption)(note[1])
             if group == "run":
                 st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
                 keep = st.toggle("Keep weight snapshots", key="train_snapshots",

@@ -2,7 +2,7 @@
 from memory, the page's chart code preloaded, the address the room opens, who is audience, and the one list of pages."""
 from .audience import REFUSALS, audience_refusal, client_address, is_audience, is_local, refusal, refuse, speaker_only
 from .kept_inputs import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, text_hash
-from .limits import LIMITS, check_limits, limit_violations
+from .limits import LIMITS, check_limits, length_cap, length_problem, limit_violations, training_memory
 from .local_addresses import forget_addresses, is_this_machine, machine_addresses
 from .page_registry import PAGES, PageEntry, page_named, page_titled
 from .preload import JS_DIR, PreloadChunks, first_view_chunks, preload_links
@@ -61,6 +61,8 @@ __all__ = [
     "is_this_machine",
     "keep_text",
     "kept_text",
+    "length_cap",
+    "length_problem",
     "limit_violations",
     "machine_addresses",
     "max_training_processes",
@@ -80,5 +82,6 @@ __all__ = [
     "shared_cache",
     "speaker_only",
     "text_hash",
+    "training_memory",
     "training_threads",
 ]

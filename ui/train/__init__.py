@@ -9,6 +9,7 @@ from .form import (
     build_plan,
     field_widget,
     init_state,
+    length_note,
     preset_names,
     tokenizer_widgets,
 )
@@ -18,7 +19,7 @@ from .run_list import server_runs_panel
 from .stage_demo import STAGE_KEY, stage_available, stage_caption, stage_help, stage_on, stage_rule
 
 __all__ = ["CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "PLAYING_KEY", "STAGE_KEY", "TASKS", "BusyError",
-           "apply_defaults", "build_plan", "evaluation_panel", "field_widget", "init_state", "live_checkpoint",
-           "live_panel", "live_run", "new_live_run", "preset_names", "resume_run", "run_just_ended",
+           "apply_defaults", "build_plan", "evaluation_panel", "field_widget", "init_state", "length_note",
+           "live_checkpoint", "live_panel", "live_run", "new_live_run", "preset_names", "resume_run", "run_just_ended",
            "server_runs_panel", "stage_available", "stage_caption", "stage_help", "stage_on", "stage_rule", "start_run",
            "timeline_panel", "tokenizer_widgets"]

@@ -33,7 +33,7 @@ from transformer.model import (
     stage_configs,
 )
 from transformer.train import JobPlan
-from ui.server import LIMITS, max_training_processes
+from ui.server import LIMITS, length_cap, length_problem, max_training_processes, training_memory
 
 from .stage_demo import STAGE_KEY, stage_available, stage_rule
 
@@ -95,7 +95,9 @@ FIELDS = (
     Field("dropout", "Dropout", "model", 0.0, 0.9, 0.05, "%.2f"),
     Field("norm", "Normalisation", "model", options=("pre", "post"), help="pre-LN (Annotated Transformer) or post-LN "
                                                                             "(the paper)."),
-    Field("max_len", "Max tokens per sentence", "model", 8, L.max_len, 8),
+    Field("max_len", "Max tokens per sentence", "model", 8, L.max_rope_len, 8,
+          help=f"At most {L.max_len:,} with sinusoidal positions (a table); the decoder-only architecture with rope "
+               f"positions reads up to {L.max_rope_len:,}, as far as the machine's memory allows (estimated below)."),
     Field("batch_size", "Batch size", "train", 1, L.max_batch_size, 8),
     Field("lr", "Learning rate", "train", 1e-6, 1.0, 1e-4, "%.5f"),
     Field("beta1", "Adam β1", "train", 0.0, 0.999, 0.01, "%.3f"),
@@ -277,9 +279,33 @@ def build_task() -> Task:
     return masked_lm_task(built) if state.get("train_architecture") == "encoder-only" else built
 
 
+def length_note() -> tuple[str, str] | None:
+    """("caption" or "error", text): the longest sentence the form's architecture and positions allow, and the
+    memory a batch of that length takes in training (estimated); an error when the length is refused."""
+    state = st.session_state
+    architecture, positions = state.get("train_architecture"), state.get("train_positions")
+    max_len, batch = int(state.get("train_max_len") or 0), int(state.get("train_batch_size") or 1)
+    problem = length_problem(str(architecture), str(positions), max_len)
+    if problem:
+        return "error", problem[0].upper() + problem[1:] + "."
+    vocab = int(state.get("train_vocab_size", DEFAULT_SUBWORD_VOCAB)) if state.get("train_task") == "corpus" else 64
+    try:
+        cfg = ModelConfig(vocab, vocab, **{f.name: state[f.key] for f in FIELDS if f.group == "model"})
+    except (ConfigError, KeyError, TypeError):
+        return None  # the form's own check says what is wrong when it starts
+    need = training_memory(cfg, batch)
+    return "caption", (f"Sentences of up to {max_len:,} tokens (this architecture and positions: at most "
+                       f"{length_cap(str(architecture), str(positions)):,}); a batch of {batch:,} that long takes "
+                       f"about {need / 2**30:,.2f} GB in training (estimated; refused past the machine's free memory).")
+
+
 def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
     """Configs from the form (every field given); raises ConfigError for invalid combinations."""
     state = st.session_state
+    problem = length_problem(str(state.get("train_architecture")), str(state.get("train_positions")),
+                             int(state["train_max_len"]))
+    if problem:
+        raise ConfigError(problem[0].upper() + problem[1:] + ".")
     model = {f.name: state[f.key] for f in FIELDS if f.group == "model"}
     train = {f.name: state[f.key] for f in FIELDS if f.group == "train" and f.name not in ("beta1", "beta2")}
     train["betas"] = (float(state["train_beta1"]), float(state["train_beta2"]))
