@@ -24,6 +24,7 @@ from .paths import (
     Sublayer,
     hf_path,
     native_path,
+    norm_gain,
 )
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls
@@ -38,4 +39,4 @@ __all__ = ["DEFAULT_MAX_PARAMS", "HF_ADAPTERS", "LEARNED", "MLP", "NATIVE_ADAPTE
            "fast_output_head", "greedy_batch", "heads_off", "import_model_code", "load_hf_model", "load_pretrained",
            "masked_attention_outputs", "mlm_head", "model_lock", "position_scheme", "recording_calls"]
 __all__ += ["StoreChunks", "attention_store", "build_store", "store_chunks", "store_feed", "store_of_insides"]
-__all__ += ["hf_path", "native_path"]
+__all__ += ["hf_path", "native_path", "norm_gain"]

@@ -3,9 +3,11 @@ at any position of any layer can be taken apart into a sum of parts (`transforme
 
 A `ResidualPath` names, per stack, the module whose output is the position embedding (or a fixed table), the
 embedding norm (BART, BERT, ModernBERT), each layer's sublayers in order (an attention kind or "mlp") with the norm
-each goes through (before it in pre-norm models, after the sum in post-norm ones), and the final norm; and, per
+each goes through (before it in pre-norm models, after the sum in post-norm ones) and the norm on its output before
+it joins the stream (OLMo 2, Gemma 2 and 3), and the final norm; and, per
 attention kind and layer, W_Q, W_K, W_V and their biases as nn.Linear holds them ((out, D); GPT-2's Conv1D and the
-fused projections of ours and ModernBERT split). `recording_path` keeps, for one call, every such norm's input, the
+fused projections of ours and ModernBERT split; the families added for long inputs are in `paths_families`).
+`recording_path` keeps, for one call, every such norm's input, the
 position embeddings and the rotary tables (cos, sin) an attention is handed; the hooks are borrowed for the call
 and record only the calling thread.
 """
@@ -36,16 +38,18 @@ class Projections:
     bk: Tensor | None
     wv: Tensor
     bv: Tensor | None
-    q_norm: nn.Module | None = None  # a per-head norm of the queries (Qwen3), before RoPE
-    k_norm: nn.Module | None = None
+    q_norm: nn.Module | None = None  # a norm of the queries before RoPE: per head (Qwen3, Gemma 3) or over every
+    k_norm: nn.Module | None = None  # head's projection at once (OLMo 2), told apart by its size
 
 
 @dataclass(frozen=True)
 class Sublayer:
-    """One sublayer: an attention kind or MLP, and its norm (None: none on this sublayer)."""
+    """One sublayer: an attention kind or MLP, its norm (None: none on this sublayer) and the norm on its output
+    before the output joins the stream (OLMo 2, Gemma 2 and 3; None: none)."""
 
     name: str
     norm: nn.Module | None
+    out_norm: nn.Module | None = None
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,16 @@ class StackPath:
 @dataclass(frozen=True)
 class ResidualPath:
     """A model's residual path: pre-norm (norm before each sublayer) or post-norm (after each sum), its stacks,
-    each attention's projections and the modules handed rotary tables (RoPE families)."""
+    each attention's projections and the modules handed rotary tables (RoPE families); `parallel`: each layer's
+    attention and MLP read the layer's input and add to it together (GPT-NeoX, Falcon); `half_tables`: the rotary
+    tables give each half's angle once (gpt-oss)."""
 
     pre_norm: bool
     stacks: dict[str, StackPath]
     projections: dict[str, tuple[Projections, ...]]
     attention: dict[str, tuple[nn.Module, ...]] = field(default_factory=dict)  # kind -> modules (RoPE families)
+    parallel: bool = False
+    half_tables: bool = False
 
     def sublayer(self, kind: str, layer: int) -> tuple[str, int]:
         """(stack, index of the sublayer in its layer) where attention `kind`'s layer `layer` sits."""
@@ -81,8 +89,18 @@ class ResidualPath:
     def norms(self) -> list[nn.Module]:
         """Every norm on the path, each once."""
         found = [p.embedding_norm for p in self.stacks.values()] + [p.final_norm for p in self.stacks.values()]
-        found += [s.norm for p in self.stacks.values() for layer in p.layers for s in layer]
+        found += [n for p in self.stacks.values() for layer in p.layers for s in layer for n in (s.norm, s.out_norm)]
         return list({id(m): m for m in found if m is not None and not isinstance(m, nn.Identity)}.values())
+
+
+def norm_gain(norm: nn.Module | None) -> Tensor | None:
+    """A norm's scale per dimension as it multiplies (detached, float): its weight, or 1 + weight for Gemma's
+    RMSNorm; None for a norm without one."""
+    weight = getattr(norm, "weight", None) if norm is not None else None
+    if not isinstance(weight, Tensor):
+        return None
+    gemma = type(norm).__name__.startswith("Gemma") and "RMSNorm" in type(norm).__name__
+    return weight.detach().float() + 1 if gemma else weight.detach().float()
 
 
 def _linear(m: Any) -> tuple[Tensor, Tensor | None]:
@@ -128,7 +146,9 @@ def native_path(model: Any) -> ResidualPath:
 
 # -- Hugging Face ---------------------------------------------------------------------------------------------------
 PRE_NORM = {"mbart": True, "bart": False, "marian": False, "t5": True, "mt5": True, "gpt2": True, "llama": True,
-            "qwen2": True, "qwen3": True, "bert": False, "roberta": False, "distilbert": False, "modernbert": True}
+            "qwen2": True, "qwen3": True, "bert": False, "roberta": False, "distilbert": False, "modernbert": True,
+            "mistral": True, "gpt_neox": True, "phi3": True, "olmo2": True, "falcon": True, "gemma3_text": True,
+            "gemma2": True, "gpt_oss": True}
 
 
 def hf_path(model: Any, name: str) -> ResidualPath:
@@ -137,6 +157,12 @@ def hf_path(model: Any, name: str) -> ResidualPath:
     if kind not in PRE_NORM:
         raise ResidualPathError(f"{name} ({kind or type(model).__name__}): its residual stream is not taken apart "
                                 f"into parts; the studio does this for {', '.join(sorted(PRE_NORM))}")
+    from .paths_families import BUILDERS, HALF_TABLES, PARALLEL  # it builds on this module's types
+
+    if kind in BUILDERS:
+        stacks, projections, attention, options = BUILDERS[kind](model)
+        return ResidualPath(PRE_NORM[kind], stacks, projections, attention, PARALLEL in options,
+                            HALF_TABLES in options)
     build = {"gpt2": _gpt2, "llama": _llama, "qwen2": _llama, "qwen3": _llama, "bert": _bert, "roberta": _bert,
              "distilbert": _distilbert, "modernbert": _modernbert, "t5": _t5, "mt5": _t5}.get(kind, _bart)
     stacks, projections, attention = build(model)

@@ -10,8 +10,9 @@ A head writes into its own stack; a later head of that stack reads it through it
 cross-attention head reads the decoder through its queries (Q only) and the encoder through its keys and values, so an
 encoder head feeding a cross-attention head is K- and V-composition across the stack. The reading head's norm gains
 (pre-norm models: its sublayer's norm; a cross-attention's keys: the encoder's final norm) are folded into its
-W_Q / W_K / W_V, as TransformerLens's `fold_ln` folds them; centring and the post-norm models' later norms are left
-out. The norms are computed through small factors: ‖A B‖_F with B of rank Dh reduces to Dh x Dh products (QR).
+W_Q / W_K / W_V, as TransformerLens's `fold_ln` folds them, and a norm on the writer's output (OLMo 2, Gemma) into
+its W_O; centring, those norms' scales and the post-norm models' later norms are left out. The norms are computed
+through small factors: ‖A B‖_F with B of rank Dh reduces to Dh x Dh products (QR).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from ..adapters import InspectableModel, ResidualPath, ResidualPathError
+from ..adapters import InspectableModel, ResidualPath, ResidualPathError, norm_gain
 from ..model import Head
 
 MODES = ("q", "k", "v")
@@ -51,8 +52,14 @@ class _Reader:
 
 
 def _gain(norm: nn.Module | None, d: int) -> Tensor:
-    weight = getattr(norm, "weight", None) if norm is not None else None
-    return torch.ones(d) if weight is None else weight.detach().float()
+    gain = norm_gain(norm)
+    return torch.ones(d) if gain is None else gain
+
+
+def _head_gain(norm: nn.Module | None, n: int, dh: int) -> Tensor:
+    """A query or key norm's gain as (n, Dh, 1): per head (Qwen3, Gemma 3) or over every head at once (OLMo 2)."""
+    gain = _gain(norm, dh)
+    return (gain.view(n, dh) if gain.numel() == n * dh else gain.expand(n, dh))[..., None]
 
 
 def _heads(w: Tensor, n: int) -> Tensor:
@@ -70,6 +77,8 @@ def _writers(adapter: InspectableModel, path: ResidualPath, kind: str, layer: in
     proj = path.projections[kind][layer]
     wv = _heads(proj.wv, max(groups) + 1)[list(groups)]  # (H, Dv, D)
     wo = adapter.output_projection(kind, layer)[0].detach().float()  # (D, H*Dv)
+    stack, sub = path.sublayer(kind, layer)
+    wo = wo * _gain(path.stacks[stack].layers[layer][sub].out_norm, wo.shape[0])[:, None]  # an output norm's gain
     wo = wo.reshape(wo.shape[0], n_heads, -1).permute(1, 0, 2)  # (H, D, Dv)
     factor = wo @ _r(wv.transpose(1, 2)).transpose(1, 2)
     return factor, factor.flatten(1).norm(dim=1)
@@ -82,10 +91,12 @@ def _reader(adapter: InspectableModel, path: ResidualPath, kind: str, layer: int
     d, dh = proj.wq.shape[1], proj.wq.shape[0] // n_heads
     own = path.stacks[stack].layers[layer][sub].norm if path.pre_norm else None
     key_norm = path.stacks["encoder"].final_norm if kind == "cross" else own
-    wq = _heads(proj.wq, n_heads) * _gain(own, d) * _gain(proj.q_norm, dh)[:, None]
-    wk = _heads(proj.wk, max(groups) + 1)[list(groups)] * _gain(key_norm, d) * _gain(proj.k_norm, dh)[:, None]
+    n_kv = max(groups) + 1
+    wq = _heads(proj.wq, n_heads) * _gain(own, d) * _head_gain(proj.q_norm, n_heads, dh)
+    wk = (_heads(proj.wk, n_kv) * _head_gain(proj.k_norm, n_kv, dh))[list(groups)] * _gain(key_norm, d)
     wv = _heads(proj.wv, max(groups) + 1)[list(groups)] * _gain(key_norm, d)
     wo = adapter.output_projection(kind, layer)[0].detach().float()
+    wo = wo * _gain(path.stacks[stack].layers[layer][sub].out_norm, d)[:, None]
     wo = wo.reshape(wo.shape[0], n_heads, -1).permute(1, 0, 2)  # (H, D, Dv)
     factors = {"q": _r(wk.transpose(1, 2)) @ wq, "k": _r(wq.transpose(1, 2)) @ wk, "v": _r(wo) @ wv}
     return _Reader(kind, layer, stack, sub, factors, {m: f.flatten(1).norm(dim=1) for m, f in factors.items()})

@@ -6,9 +6,13 @@ The parts are those of `residual_parts` (embeddings, positions, each earlier hea
 the norms on the way, frozen at this input; the q and k biases join the `bias` part; RoPE, linear at a fixed
 position, rotates each part (Su et al. 2021). Elhage et al. 2021 split the QK circuit this way over the residual
 stream's terms; the score is bilinear in the query's and the key's inputs, so the pairs add up to q.k exactly.
+A model that soft-caps its scores (Gemma 2: cap * tanh(s / cap)) is explained before the cap, the cap a named
+transform beside the table; a sliding window acts through the mask term; gpt-oss's sink logit is named beside the
+table (it joins the softmax's normaliser, not the score).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -34,11 +38,37 @@ class QKTable:
     contributions: Tensor
     terms: dict[str, float]
     score: float
+    soft_cap: float | None = None  # Gemma 2: the softmax reads cap * tanh(s / cap) + terms, s = scale * q.k
+    sink: float | None = None  # gpt-oss: the head's sink logit, beside the keys in the softmax's normaliser
+    window: int | None = None  # a sliding window: keys |i - j| >= window are hidden by the mask
 
     @property
     def total(self) -> float:
         """Σ pairs + Σ terms."""
         return float(self.contributions.sum()) + sum(self.terms.values())
+
+    @property
+    def softmax_input(self) -> float:
+        """What the softmax reads at this cell: `score`, or with a soft-cap cap * tanh((score - terms) / cap) + terms
+        (the terms, the mask, are added after the cap)."""
+        if self.soft_cap is None:
+            return self.score
+        terms = sum(self.terms.values())
+        return self.soft_cap * math.tanh((self.score - terms) / self.soft_cap) + terms
+
+    def rules_line(self) -> str:
+        """One line on what lies between the score and the weights beyond the terms ("" for none): the soft-cap,
+        the sink, the window."""
+        said = []
+        if self.soft_cap is not None:
+            said.append(f"soft-capped: the table explains the score before the cap, {self.score:+.4f}; the softmax "
+                        f"reads {self.soft_cap:g}·tanh(s/{self.soft_cap:g}) = {self.softmax_input:+.4f}")
+        if self.sink is not None:
+            said.append(f"the head's sink logit {self.sink:+.4f} competes with the keys in the softmax (not a part "
+                        "of this score)")
+        if self.window is not None:
+            said.append(f"sliding window of {self.window}: keys {self.window} or more positions away are masked")
+        return "; ".join(said)
 
     def pairs(self) -> list[tuple[str, str, float]]:
         """(query part, key part, contribution), largest magnitude first."""
@@ -57,16 +87,30 @@ class QKTable:
 
     def as_dict(self) -> dict:
         """{"score", "pairs": [{"query_part", "key_part", "contribution"}], "terms": {name: value}}."""
-        return {"score": self.score, "head": self.head.label, "query": self.query + 1, "key": self.key + 1,
-                "pairs": [{"query_part": q, "key_part": k, "contribution": c} for q, k, c in self.pairs()],
-                "terms": self.terms}
+        out = {"score": self.score, "head": self.head.label, "query": self.query + 1, "key": self.key + 1,
+               "pairs": [{"query_part": q, "key_part": k, "contribution": c} for q, k, c in self.pairs()],
+               "terms": self.terms}
+        if self.soft_cap is not None:
+            out.update(soft_cap={"cap": self.soft_cap, "transform": "cap * tanh(s / cap)", "before": "terms"},
+                       pre_cap_score=self.score, softmax_input=self.softmax_input)
+        if self.sink is not None:
+            out["sink"] = self.sink
+        if self.window is not None:
+            out["sliding_window"] = self.window
+        return out
 
 
-def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """RoPE as Llama, Qwen2 and ModernBERT apply it (halves rotated), to rows x (P, Dh) at one position."""
-    half = x.shape[-1] // 2
-    turned = torch.cat([-x[..., half:], x[..., :half]], -1)
-    return x * cos + turned * sin
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor, half_tables: bool = False) -> Tensor:
+    """RoPE as Llama, Qwen2 and ModernBERT apply it (halves rotated), to rows x (P, Dh) at one position: on the
+    table's width of each head (GPT-NeoX and Phi-3 rotate a share, the rest passes); `half_tables`: the table gives
+    each half's angle once (gpt-oss)."""
+    if half_tables:
+        cos, sin = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+    width = cos.shape[-1]
+    rot, rest = x[..., :width], x[..., width:]
+    half = width // 2
+    turned = torch.cat([-rot[..., half:], rot[..., :half]], -1)
+    return torch.cat([rot * cos + turned * sin, rest], -1)
 
 
 def _project(parts: Parts, weight: Tensor, bias: Tensor | None, rows: slice) -> Tensor:
@@ -83,6 +127,17 @@ def _head_norm(norm: nn.Module | None, parts: Tensor) -> Tensor:
         return parts
     out, _ = frozen_norm(norm, parts[:, None], parts.sum(0)[None])
     return out[:, 0]
+
+
+def _projected(parts: Parts, weight: Tensor, bias: Tensor | None, norm: nn.Module | None, rows: slice) -> Tensor:
+    """The parts through W (one head's `rows`) and the query or key norm: per head (Qwen3, Gemma 3), or over every
+    head's projection at once (OLMo 2: frozen at the whole projection, then the head's rows)."""
+    size = getattr(getattr(norm, "weight", None), "shape", (rows.stop - rows.start,))[0]
+    if norm is None or size == rows.stop - rows.start:
+        return _head_norm(norm, _project(parts, weight, bias, rows))
+    every = _project(parts, weight, bias, slice(None))
+    out, _ = frozen_norm(norm, every[:, None], every.sum(0)[None])
+    return out[:, 0, rows]
 
 
 def _check_head(cap: PathCapture, head: Head) -> None:
@@ -108,12 +163,13 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
     dh, g = inputs.queries.shape[-1], inputs.groups[h]
     q_parts = reading_parts(cap, kind, layer, [query])
     k_parts = reading_parts(cap, kind, layer, [key], keys=True)
-    q = _head_norm(proj.q_norm, _project(q_parts, proj.wq, proj.bq, slice(h * dh, (h + 1) * dh)))
-    k = _head_norm(proj.k_norm, _project(k_parts, proj.wk, proj.bk, slice(g * dh, (g + 1) * dh)))
+    q = _projected(q_parts, proj.wq, proj.bq, proj.q_norm, slice(h * dh, (h + 1) * dh))
+    k = _projected(k_parts, proj.wk, proj.bk, proj.k_norm, slice(g * dh, (g + 1) * dh))
     tables = cap.record.rotary.get((kind, layer))
     if tables is not None:
-        cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, Dh)
-        q, k = _rotate(q, cos[query], sin[query]), _rotate(k, cos[key], sin[key])
+        cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, rotary width)
+        halves = cap.path.half_tables
+        q, k = _rotate(q, cos[query], sin[query], halves), _rotate(k, cos[key], sin[key], halves)
     contributions = inputs.scale * q @ k.T
     terms = {}
     for name, t in inputs.terms.items():
@@ -124,4 +180,7 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
         terms[name] = float(t[min(h, t.shape[0] - 1), query, key] if t.dim() == 3 else t[query, key])
     dot = float(inputs.queries[0, h, query].float() @ inputs.keys[0, g, key].float())
     score = inputs.scale * dot + sum(terms.values())
-    return QKTable(head, query, key, q_parts.names, k_parts.names, contributions, terms, score)
+    rules = inputs.rules
+    sink = None if rules is None or rules.sinks is None else float(rules.sinks[h])
+    return QKTable(head, query, key, q_parts.names, k_parts.names, contributions, terms, score,
+                   None if rules is None else rules.softcap, sink, None if rules is None else rules.window)

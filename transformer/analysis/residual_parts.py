@@ -6,7 +6,8 @@ A head's part is its slice of the output projection applied to its output, `W_O^
 view of Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits"). Norms are not linear, but at one
 input each is a fixed linear map per position: LayerNorm is `(x - mean(x)) / std(x) * gamma + beta` with std taken from
 the whole stream x this input gave it, so each part p goes to `(p - mean(p)) / std(x) * gamma` (the centring kept as a
-linear projection) and `beta` joins `bias`; an RMSNorm is `p / rms(x) * gamma`. In post-norm models (BART, Marian,
+linear projection) and `beta` joins `bias`; an RMSNorm is `p / rms(x) * gamma` (Gemma's `* (1 + gamma)`). A norm on a
+sublayer's output (OLMo 2, Gemma 2 and 3) is frozen the same way at that output. In post-norm models (BART, Marian,
 BERT) every later sum is normed, so the parts go through every norm on the path, each frozen this way.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..adapters import MLP, InspectableModel, PathRecord, ResidualPath, ResidualPathError
+from ..adapters import MLP, InspectableModel, PathRecord, ResidualPath, ResidualPathError, norm_gain
 from ..model import Head, Insides
 
 BIAS, EMBED, POS = "bias", "embed", "pos"
@@ -79,15 +80,15 @@ def frozen_norm(norm: nn.Module | None, vectors: Tensor, total: Tensor) -> tuple
     its shift (N, D) or None). LayerNorm keeps its centring; RMSNorm divides by the stream's RMS."""
     if norm is None or isinstance(norm, nn.Identity):
         return vectors, None
-    weight = getattr(norm, "weight", None)
-    gain = 1.0 if weight is None else weight.detach().float()
+    found = norm_gain(norm)
+    gain: Tensor | float = 1.0 if found is None else found
     if isinstance(norm, nn.LayerNorm):
         std = (total.var(-1, unbiased=False) + norm.eps).sqrt()  # (N,)
         out = (vectors - vectors.mean(-1, keepdim=True)) / std[None, :, None] * gain
         bias = getattr(norm, "bias", None)
         return out, None if bias is None else bias.detach().float().expand_as(total)
     eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
-    if eps is None or "gemma" in type(norm).__name__.lower():
+    if eps is None:
         raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: the stream is not taken "
                                 "apart")
     rms = (total.pow(2).mean(-1) + eps).sqrt()
@@ -157,6 +158,10 @@ def _stream(cap: PathCapture, stack: str, pos: Tensor) -> Iterator[tuple[int, in
                 new_names, new = [mlp_label(kind, layer)], (after - total)[None]
             else:
                 new_names, new = _head_parts(cap, sub.name, layer, pos)
+                if sub.out_norm is not None:  # the heads' sum passes a norm before it joins the stream: frozen
+                    if BIAS not in new_names:  # a row for the norm's shift, if it has one
+                        new_names, new = [BIAS, *new_names], torch.cat([torch.zeros_like(new[:1]), new])
+                    new = _normed(sub.out_norm, new_names, new, cap.record.norm_input(sub.out_norm)[0, pos].float())
             names, vectors = _add(names, vectors, new_names, new)
             if pre or sub.norm is None:
                 total = total + new.sum(0)

@@ -5,7 +5,10 @@ the residual connection adds into a node, weighted by its proximity to the node'
 
 Into node y (position i, after sublayer s): the residual x_i, each head h's share from key j, α_hij W_O^h v_hj (a
 cross-attention's keys are the encoder's last points), the MLP's output, and the biases; they sum to y (post-norm
-models: each through the sublayer's norm, frozen at this input, its shift in the biases). An edge's importance is
+models: each through the sublayer's norm, frozen at this input, its shift in the biases; a norm on the sublayer's
+output, OLMo 2's and Gemma's, frozen the same way on all but the residual). In a parallel block (GPT-NeoX, Falcon)
+the point after the attention is the layer's input plus the heads' outputs, and the MLP's edge comes from the
+layer's input, which it reads. An edge's importance is
 its proximity max(‖y‖₁ − ‖y − c‖₁, 0), normalised over everything added into y (the paper's eq. 3, after ALTI,
 Ferrando et al. 2022; the LLM Transparency Tool's `get_contributions`). The route keeps, from the node that
 predicts the step's token downwards, every edge above a threshold and the nodes they reach.
@@ -94,6 +97,9 @@ class RouteGraph:
                 elif pre or sub.norm is None:
                     written = cap.insides.inputs[sub.name][layer].output
                     assert written is not None  # the path's capture keeps each attention's output
+                    if sub.out_norm is not None:  # OLMo 2, Gemma: the output passes a norm before it joins
+                        with torch.no_grad():
+                            written = sub.out_norm(written)
                     out.append(out[-1] + written[0].float())
                 else:
                     with torch.no_grad():
@@ -131,7 +137,8 @@ class RouteGraph:
             after = (self.stream(stack)[depth][i] if cap.path.pre_norm
                      else cap.record.norm_input(sub.norm)[0, i].float())
             names.append(mlp_label(cap.path.stacks[stack].layers[layer][0].name, layer))
-            sources.append((stack, depth - 1, i))
+            parallel = cap.path.parallel and s > 0  # GPT-NeoX, Falcon: the MLP reads the layer's input
+            sources.append((stack, depth - 1 - s if parallel else depth - 1, i))
             vectors.append(after - before)
             bias = torch.zeros_like(before)
         else:
@@ -148,6 +155,12 @@ class RouteGraph:
             b = cap.outputs[sub.name][layer][1]
             bias = torch.zeros_like(before) if b is None else b.float()
         stacked = torch.stack([*vectors, bias])
+        if sub.out_norm is not None and sub.name != MLP:  # the heads' sum through its norm, frozen at that sum
+            written = cap.record.norm_input(sub.out_norm)[0, i].float()
+            normed, shift = frozen_norm(sub.out_norm, stacked[1:, None], written[None])
+            stacked = torch.cat([stacked[:1], normed[:, 0]])
+            if shift is not None:
+                stacked[-1] += shift[0]
         if not cap.path.pre_norm and sub.norm is not None:
             total = cap.record.norm_input(sub.norm)[0, i].float()
             stacked, shift = frozen_norm(sub.norm, stacked[:, None], total[None])

@@ -49,7 +49,9 @@ def _text(table: QKTable, q_token: str, k_token: str, top: int) -> str:
     lines = [f"{table.head.label}  query {table.query + 1} {printable(q_token)!r}  key {table.key + 1} "
              f"{printable(k_token)!r}",
              f"score {table.score:+.4f} (the model's) = pairs {float(table.contributions.sum()):+.4f} + terms "
-             f"({terms}); sum {table.total:+.4f}", "", f"{'query part':<16} {'key part':<16} contribution"]
+             f"({terms}); sum {table.total:+.4f}"]
+    lines += [table.rules_line()] if table.rules_line() else []
+    lines += ["", f"{'query part':<16} {'key part':<16} contribution"]
     lines += [f"{q:<16} {k:<16} {c:+.4f}" for q, k, c in table.pairs()[:top]]
     for side, shares in (("query", table.by_query_part()), ("key", table.by_key_part())):
         best = sorted(shares.items(), key=lambda kv: -abs(kv[1]))[:top]
@@ -80,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
     except ResidualPathError as exc:
         raise InputError(str(exc)) from None
     if any(v <= HIDDEN or math.isinf(v) for v in table.terms.values()):
-        raise InputError(f"key {args.key} is hidden from query {query + 1} by the mask (weight 0): there is no score "
-                         "to take apart")
+        window = f" (its sliding window of {table.window})" if table.window is not None else ""
+        raise InputError(f"key {args.key} is hidden from query {query + 1} by the mask{window} (weight 0): there is "
+                         "no score to take apart")
     q_tokens, k_tokens = parts.tokens(head.kind)
     if args.json:
         out = table.as_dict()

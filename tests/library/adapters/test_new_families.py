@@ -127,11 +127,14 @@ def test_gpt_neox_rotates_only_its_rotary_share_of_each_head(tmp_path):
     assert not torch.allclose(captured.queries[:, :, 5:, :4], q[:, :, 5:, :4], atol=1e-3)  # later ones turned
 
 
-def test_a_residual_path_the_studio_does_not_take_apart_is_one_line(adapter):
-    from transformer.adapters.paths import ResidualPathError
-    with pytest.raises(ResidualPathError) as refused:
-        adapter.residual_path()  # Phi-3's fused qkv_proj among them
-    assert "\n" not in str(refused.value) and f"({_family(adapter)})" in str(refused.value)
+def test_each_familys_residual_path_is_taken_apart(adapter):
+    """Its layers, norms and projections (tests/library/analysis/test_why_new_families.py checks the sums)."""
+    path = adapter.residual_path()  # Phi-3's, GPT-NeoX's and Falcon's fused projections split
+    assert [tuple(s.name for s in layer) for layer in path.stacks["decoder"].layers] == [("self", "mlp")] * 2
+    proj = path.projections["self"][0]
+    assert proj.wq.shape == (32, 32) and proj.wk.shape[0] == proj.wv.shape[0] == (32 if _family(adapter) ==
+                                                                                    "gpt_neox" else 16)
+    assert path.parallel == (_family(adapter) in ("gpt_neox", "falcon"))
 
 
 def test_gemma2s_soft_cap_is_a_rule_the_store_applies(tmp_path):

@@ -72,5 +72,5 @@ def test_a_family_the_parts_do_not_cover_is_refused_in_one_line():
     from types import SimpleNamespace
 
     from transformer.adapters import hf_path
-    with pytest.raises(ResidualPathError, match="gemma2.*not taken apart into parts; the studio does this for"):
-        hf_path(SimpleNamespace(config=SimpleNamespace(model_type="gemma2")), "gemma-2")
+    with pytest.raises(ResidualPathError, match="mamba.*not taken apart into parts; the studio does this for"):
+        hf_path(SimpleNamespace(config=SimpleNamespace(model_type="mamba")), "mamba")

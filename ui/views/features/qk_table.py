@@ -135,6 +135,8 @@ def show_qk(sel: Selection, kind: str, query: int, key_widget: str) -> QKTable |
     terms = " + ".join(f"{name} {value:+.4f}" for name, value in table.terms.items())
     st.markdown(f"Sum of the pairs **{pairs:+.4f}**" + (f" + terms ({terms})" if terms else "")
                 + f" = **{table.total:+.4f}**; the score the model computed: **{table.score:+.4f}**.")
+    if table.rules_line():
+        st.markdown(table.rules_line()[0].upper() + table.rules_line()[1:] + ".")
     st.caption("Each part of the residual stream goes through every norm on its path frozen at this input's scale "
                "(the norm's centring kept, its shift counted in `bias`) and through W_Q or W_K; RoPE is applied to "
                "each part. A model that soft-caps its scores: this explains the score before the cap. Sources: "
