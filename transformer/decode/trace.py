@@ -50,6 +50,9 @@ class StoreMaps(Mapping[str, Tensor]):
             self._made[kind] = self.store.dense(kind)
         return self._made[kind]
 
+    def __contains__(self, kind: object) -> bool:  # Mapping's would read (materialise) the kind
+        return kind in self._kinds
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._kinds)
 
