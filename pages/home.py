@@ -1,12 +1,10 @@
 """Home: what Attention Studio is, a try-it box, and the way to the other pages."""
 import streamlit as st
 
-from ui.links import show_gallery
-from ui.models import SHIPPED, model_options, select_model
+from ui.links import TOY_MODEL, show_gallery
+from ui.models import model_options, select_model
 from ui.shell import ensure_frame
 from ui.views import home_selection, md, require_model, show_try_it
-
-TOY_OPTION = f"{SHIPPED}:toy-en-de"  # the model whose gold alignment is perfect
 
 ensure_frame()
 st.title("Attention Studio", anchor=False)
@@ -22,9 +20,9 @@ with st.container(border=True):
     if sel is not None:
         show_try_it(sel)
 
-if active.option.id != TOY_OPTION and TOY_OPTION in {o.id for o in model_options()}:
+if active.option.id != TOY_MODEL and TOY_MODEL in {o.id for o in model_options()}:
     st.button("Open the toy English → German model: its word alignment is known, so attention can be checked "
-              "against it", key="home_toy", icon=":material/school:", on_click=select_model, args=(TOY_OPTION,),
+              "against it", key="home_toy", icon=":material/school:", on_click=select_model, args=(TOY_MODEL,),
               type="tertiary")
 show_gallery()
 st.markdown("#### Explore")

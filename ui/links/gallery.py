@@ -6,10 +6,14 @@ from typing import Any
 
 import streamlit as st
 
-from ui.models import SHIPPED, model_options
+from ui.models import SHIPPED, model_options, shared_model
 from ui.server import page_named
+from ui.views import default_text, read_ahead_greedy
 
 from .link_format import to_params
+from .read_ahead import link_decodes, read_ahead
+
+TOY_MODEL = f"{SHIPPED}:toy-en-de"  # Home's button opens it: the model whose gold alignment is perfect
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,15 @@ def available_examples() -> list[ExampleLink]:
     """The example links whose shipped model is installed."""
     installed = {o.id for o in model_options()}
     return [e for e in EXAMPLE_LINKS if f"{SHIPPED}:{e.checkpoint}" in installed]
+
+
+def warm_examples() -> int:
+    """Load the models of Home's offers (the toy model's button, the example links) into the shared cache and decode
+    what each first shows (the toy model's own input on Home, each link's input), so that the first click on one only
+    draws; returns how many decodes ran. A model that is not installed or does not load is skipped."""
+    done = sum(read_ahead(link_decodes(e.page, e.params())) for e in EXAMPLE_LINKS)
+    toy = shared_model(TOY_MODEL)
+    return done + int(toy is not None and read_ahead_greedy(toy, default_text(toy)))
 
 
 def show_gallery() -> None:

@@ -22,8 +22,9 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 
 def warm_up() -> float:
     """Import what every page imports, gzip the JavaScript of a first visit (`ui.static_cache`), load the default
-    shipped checkpoint into the shared cache and decode once (first torch calls are slow); returns the seconds it
-    took. Never fails: the app reports problems."""
+    shipped checkpoint into the shared cache and decode once (first torch calls are slow), then the models and
+    decodes of Home's offers (`ui.links.warm_examples`); returns the seconds it took. Never fails: the app reports
+    problems."""
     began = time.perf_counter()
     import altair  # noqa: F401
     import pandas  # noqa: F401
@@ -59,6 +60,10 @@ def warm_up() -> float:
             decode.greedy_decode(adapters.adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), str(source))
     except Exception as exc:  # noqa: BLE001 - the app shows what is wrong with a checkpoint; this is only a head start
         print(f"warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+    try:
+        links.warm_examples()  # Home's toy-model button and example links: their models and decodes
+    except Exception as exc:  # noqa: BLE001 - each page loads and decodes what it needs itself
+        print(f"examples not warmed: {type(exc).__name__}: {exc}", file=sys.stderr)
     threading.Thread(target=read_ahead_hf_code, name="studio-hf-code", daemon=True).start()
     return time.perf_counter() - began
 
