@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from transformer.analysis import CORPUS_STATISTICS, METHODS, SEGMENT_FILTERS, STATISTICS
-from transformer.decode import MAX_INPUT_CHARS, MEAN_HEAD
+from transformer.decode import GROUPINGS, MAX_INPUT_CHARS, MEAN_HEAD
 from transformer.model import ALL_KINDS, Head
 
 MEAN = MEAN_HEAD  # the head pickers' value for "mean of heads"
@@ -210,6 +210,7 @@ PARSERS: dict[str, Any] = {
     "qkk": lambda v: _int(v, 1, 99_999) - 1,
     "tau": lambda v: _float(v, 0.0, 0.5),  # the route graph's threshold
     "words": _flag,
+    "group": lambda v: _choice(v, GROUPINGS),  # a document's tokens grouped into words, sentences, lines or turns
     "present": _flag,
     "ablate": parse_ablated,
     # sampling on the Decode page: not `topk`, which is how many candidates each step shows

@@ -57,6 +57,7 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 "gold": lambda v: None if v else False, "way": lambda v: None if v == "inputs" else v,
                 "pred": lambda v: v or None,  # the first prediction: out of the link
                 "words": lambda v: v or None,  # pieces as the tokenizer cut them (the default): out of the link
+                "group": lambda v: None if v == "token" else v,  # a document's tokens ungrouped: out of the link
                 "attr": lambda v: None if v == METHODS[0] else v}  # the default method: no open expander
 
 

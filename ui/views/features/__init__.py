@@ -33,7 +33,11 @@ from .head_computation import (
 from .head_finder import open_head_page, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
+from .long_input import HEAD_KEY as LONG_HEAD_KEY
+from .long_input import LAYER_KEY as LONG_LAYER_KEY
+from .long_input import QUERY_KEY as LONG_QUERY_KEY
 from .long_input import show_long_input
+from .long_rows import show_long_rows
 from .patching import show_patched_link, show_patching
 from .qk_table import QK_CELL, clickable_cells, open_clicked_cell, show_attention_qk, show_qk, show_step_qk
 from .reliance_view import show_reliance
@@ -53,3 +57,4 @@ __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_q
 
 
 __all__ += ["show_long_input"]
+__all__ += ["LONG_HEAD_KEY", "LONG_LAYER_KEY", "LONG_QUERY_KEY", "show_long_rows"]

@@ -1,0 +1,86 @@
+"""A document's one-row views on the Decode page (a tiny Qwen2, ~1,300 tokens: above STORE_ABOVE, decoded with the
+store): Inside one head's row equals the eager head computation, the row grouped into sentences sums each sentence's
+tokens and the grouping is in the link, and the logit lens at the decode steps equals the plain decode's; nothing
+drawn is wider than 1280 px and nothing raises."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, texts
+from tests.helpers.hf_causal_models import SIZE, build, lines
+from tests.helpers.real_shapes import point_app_at
+from transformer.analysis import every_step_lens, head_computation
+from transformer.decode import STORE_ABOVE, greedy_decode, segment_groups
+from transformer.store import open_model
+from ui.models import MODEL_KEY
+from ui.server.shared_cache import shared_cache
+from ui.views import LINK_PARAMS
+
+DOC = "\n".join(lines(32))  # about 1,300 tokens
+NAME = "qwen2-rows"
+GROUP = LINK_PARAMS["decode"]["group"]
+
+
+@pytest.fixture
+def app_root(monkeypatch, tmp_path):
+    root = point_app_at(monkeypatch, tmp_path / "runs", tmp_path / "hf")
+    build("qwen2", root / NAME, size={**SIZE, "positions": 2048})
+    shared_cache.clear()
+    yield root
+    shared_cache.clear()
+
+
+def _decoded():
+    at = open_app()
+    at.query_params.clear()
+    at.selectbox(key=MODEL_KEY).set_value(f"hf:{NAME}").run()
+    at.switch_page("pages/decode.py").run()
+    at.toggle(key="long_doc_on").set_value(True).run()
+    at.text_area(key="long_doc_text").input(DOC).run()
+    at.button(key="long_doc_job_run").click().run()
+    assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=180)
+    assert_no_exception(at)
+    return at
+
+
+def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
+    at = _decoded()
+    adapter = open_model(str(app_root / NAME))
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    fed = [*adapter.decoder_prefix(adapter.tokenize_source(DOC)), *(s.token_id for s in decode.steps[:-1])]
+    assert len(fed) > STORE_ABOVE
+    layer, head, query, row = at.session_state["long_inside_row"]
+    insides = adapter.insides(torch.tensor([fed]), torch.tensor([fed]))
+    eager = head_computation(adapter, insides, "self", layer, head, query)
+    torch.testing.assert_close(row.weights, eager.weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(row.contributions, eager.contributions, atol=1e-5, rtol=1e-4)
+    assert any("Top contributions of row" in t for t in texts(at.caption))
+
+    at.selectbox(key=GROUP).set_value("sentence").run()
+    assert_no_exception(at)
+    by, layer, head, query, sums = at.session_state["long_group_sums"]
+    groups = segment_groups(decode.trace.decoder_input_tokens, "sentence")
+    weights = decode.trace.store.tile("self", layer, head, [query])[0]
+    assert by == "sentence" and sums.shape == (len(groups),)
+    torch.testing.assert_close(sums, torch.stack([weights[g].sum() for g in groups]), atol=1e-6, rtol=0)
+    assert any(c["title"].startswith(f"Row {query:,} over {len(groups):,} sentences") for c in charts(at))
+    link = {k: (v[-1] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert link["group"] == "sentence" and "doc" in link
+
+    at.button(key="long_lens_job_run").click().run()
+    assert poll(at, lambda a: "long_lens_grid" in a.session_state, seconds=180)
+    assert_no_exception(at)
+    grid = at.session_state["long_lens_grid"]
+    plain = every_step_lens(adapter, greedy_decode(adapter, DOC, max_steps=len(decode.steps), residuals=True))
+    assert grid.tokens == tuple(s.token for s in plain)
+    assert grid.ranks == tuple(tuple(s.layers[i].rank for s in plain) for i in range(len(plain[0].layers)))
+    for mine, theirs in zip(grid.probs, ([s.layers[i].prob for s in plain] for i in range(len(grid.probs))),
+                            strict=True):
+        assert list(mine) == pytest.approx(theirs, abs=1e-4)
+    assert all(c["spec"].get("width", 0) <= 1280 for c in charts(at))
+
+    other = open_link("decode", link)  # the link: the document by its hash, grouped by sentences
+    assert_no_exception(other)
+    assert other.selectbox(key=GROUP).value == "sentence"
+    assert any(c["title"].startswith("Row ") and "sentences" in c["title"] for c in charts(other))

@@ -1,0 +1,133 @@
+"""A document's one-row views, recomputed from the attention store (no n x n map): the picked query's row summed
+over words, sentences, lines or chat turns (the grouping is in the link); Inside one head for that row (q . k
+against every key, the scores, their softmax, each key's contribution ||alpha W_O v||); and the logit lens at the
+decode steps (the residual stream kept at the steps' positions only)."""
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer.analysis import LensError, every_step_lens, lens_grid, stored_row
+from transformer.charts import lens_grid_chart
+from transformer.decode import GROUPINGS, DecodeResult, decode_text, group_sums, segment_groups, segment_labels
+from ui.models import ActiveModel
+from ui.server import shared_cache, text_hash
+
+from ..kit import LINK_PARAMS, JobTexts, analysis_result, can_start, show_chart, start_button
+
+GROUP_KEY = LINK_PARAMS["decode"]["group"]
+LENS_JOB_KEY = "long_lens_job"
+TOP_GROUPS = 12  # groups named in a grouped row's bars
+TOP_KEYS = 10  # keys in Inside one head's table
+STRIP_BINS = 512
+CHART_PX = 600
+GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
+               "line": "lines", "turn": "chat turns"}
+
+
+def show_long_rows(active: ActiveModel, result: DecodeResult, layer: int, head: int, query: int) -> None:
+    """The grouped row, Inside one head and the lens at the steps for a document's decode; `layer`, `head` and
+    `query` as the document view picked them (0-based)."""
+    store = result.trace.store
+    if store is None:
+        return
+    identity = (active.cache_key, text_hash(result.source_text), len(result.steps))
+    labels = list(result.trace.decoder_input_tokens)
+    show_grouped_row(store, labels, identity, layer, head, query)
+    show_inside_row(store, labels, layer, head, query)
+    show_step_lens_long(active, result, identity)
+
+
+def _groups(labels: list[str], identity: tuple, by: str) -> tuple[list[list[int]], list[str]]:
+    def group() -> tuple[list[list[int]], list[str]]:
+        groups = segment_groups(labels, by)
+        return groups, segment_labels(labels, groups)
+
+    return shared_cache().get(("long-groups", *identity, by), group)
+
+
+def show_grouped_row(store: Any, labels: list[str], identity: tuple, layer: int, head: int, query: int) -> None:
+    """The row's weights summed over each group of tokens, the heaviest groups named."""
+    by = st.selectbox("Group tokens into", GROUPINGS, key=GROUP_KEY, format_func=GROUP_NAMES.get,
+                      help="Each group's weight is the sum of its tokens' weights (the row still sums to 1).")
+    if by == "token":
+        return
+    groups, names = _groups(labels, identity, by)
+    row = store.tile("self", layer, head, [query], slice(None))[0]
+    sums = group_sums(row, groups)
+    best = torch.topk(sums, min(TOP_GROUPS, len(groups)))
+    frame = pd.DataFrame({"group": [f"{int(g) + 1:,}. {names[int(g)] or '(blank)'}" for g in best.indices],
+                          "weight": best.values.tolist()})
+    show_chart(alt.Chart(frame, title=f"Row {query:,} over {len(groups):,} {GROUP_NAMES[by]}: the "
+                         f"{len(frame)} heaviest", width=CHART_PX).mark_bar().encode(
+        x=alt.X("weight:Q", title="sum of the tokens' weights"), y=alt.Y("group:N", sort=None, title=None,
+                                                                           axis=alt.Axis(labelLimit=260))))
+    st.session_state["long_group_sums"] = (by, layer, head, query, sums)
+    st.caption(f"The {len(groups):,} {GROUP_NAMES[by]} together hold {float(sums.sum()):.4f} of row {query:,}'s "
+               f"weight (each the sum of its tokens').")
+
+
+def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query: int) -> None:
+    """Inside one head for one query row: the top keys' q . k, score, weight, value norm and contribution."""
+    row = stored_row(store, "self", layer, head, query)
+    st.markdown(f"**Inside one head**: L{layer + 1} H{head + 1}, query row {query:,} "
+                f"(`{labels[query] if query < len(labels) else '?'}`) against all {row.n_keys:,} keys")
+    top = row.top(TOP_KEYS)
+    frame = pd.DataFrame([{"key": j, "token": labels[j] if j < len(labels) else "?", "q·k": float(row.dots[j]),
+                           "score": float(row.scores[j]), "weight α": w, "‖W_O v‖": None if c is None else
+                           float(row.value_norms[j]), "contribution ‖α·W_O v‖": c} for j, w, c in top])
+    st.dataframe(frame, hide_index=True, width=CHART_PX, column_config={
+        c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns[2:]})
+    st.session_state["long_inside_row"] = (layer, head, query, row)
+    st.caption(f"score = {row.scale:.4g} · q·k (with the model's rules: causal mask"
+               f"{', window' if store.layer('self', layer).rules.window else ''}), α = exp(score − {row.lse:.4f}) "
+               f"(the row's log-sum-exp); key/value head {row.kv_head + 1}. Recomputed from the store: q·k for this "
+               "row only, never an n × n map.")
+    if row.contributions is None:
+        return
+    bins = torch.nn.functional.adaptive_max_pool1d(row.contributions[None, None], min(STRIP_BINS, row.n_keys))[0, 0]
+    size = row.n_keys / bins.numel()
+    strip = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "contribution": bins.tolist()})
+    show_chart(alt.Chart(strip, title=f"Row {query:,}'s contributions ‖α·W_O v‖ over all {row.n_keys:,} keys (max "
+                         "per bin)", width=CHART_PX, height=80).mark_area(color="#e6550d").encode(
+        x="key:Q", y="contribution:Q"))
+    named = ", ".join(f"{j:,} `{labels[j] if j < len(labels) else '?'}` {c:.3f}"
+                      for j, _, c in row.top(5, by="contribution"))
+    st.caption(f"Top contributions of row {query:,}: {named}")
+
+
+def show_step_lens_long(active: ActiveModel, result: DecodeResult, identity: tuple) -> None:
+    """The logit lens at the decode steps: each layer's rank of the token each step chose (the residual stream at
+    the steps' positions only; a decode that did not keep it is run again with it, as a background job)."""
+    st.markdown("**Logit lens at the decode steps**")
+    lensed: DecodeResult | None = result if result.residuals is not None else None
+    if lensed is None:
+        text, steps = result.source_text, len(result.steps)
+        key = ("long-lens", *identity)
+
+        def run(progress: Any) -> DecodeResult:
+            progress(0.0)
+            return shared_cache().get(key, lambda: decode_text(active.adapter, text, max_steps=steps, residuals=True))
+
+        if key in shared_cache():
+            lensed = shared_cache().get(key, lambda: None)
+        else:
+            if can_start(key):
+                start_button("Run the lens at the decode steps (the document again, keeping each step's residual "
+                             "stream)", key, key=LENS_JOB_KEY, icon=":material/layers:")
+            lensed = analysis_result(key, "The lens at the decode steps", run, key=LENS_JOB_KEY, texts=JobTexts())
+    if lensed is None:
+        return
+    try:
+        grid = lens_grid(every_step_lens(active.adapter, lensed))
+    except LensError as exc:
+        st.info(str(exc), icon=":material/layers:")
+        return
+    st.session_state["long_lens_grid"] = grid
+    show_chart(lens_grid_chart(grid, max_width=CHART_PX))
+    st.caption(f"Each layer's lens at the {len(grid.tokens)} decode steps: the rank of the token the step chose "
+               "(dark: rank 1). Only the steps' positions are read through the output head.")
