@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -67,7 +68,7 @@ def _check_size(result: DecodeResult, kinds: Sequence[str], bundle_bytes: int | 
                                   f"{MAX_REPLAY_STEPS} steps. Decode fewer tokens (e.g. --max-steps "
                                   f"{MAX_REPLAY_STEPS}).")
     causal = result.trace.family.causal
-    values = sum(result.trace.weights(k).numel() // (2 if causal(k) else 1) for k in kinds)
+    values = sum(math.prod(result.trace.shape(k)) // (2 if causal(k) else 1) for k in kinds)  # no map made
     bundle = len(vega_bundle()) if bundle_bytes is None else bundle_bytes
     estimate = bundle + 3 * values  # a stored weight takes at least "0," (most take more)
     if estimate > MAX_REPLAY_BYTES:
