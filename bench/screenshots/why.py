@@ -1,6 +1,6 @@
 """Screenshots for docs/why-it-looks-there.md at 1280 px, from the real app in headless Chromium: the Attention
 page's "What made this score" (the QK table) on the shipped default model, the composition maps of the shipped
-induction model, and Decode's route graph and source-or-prefix view at one step.
+induction model (its K tab: the induction head's keys reading the previous-token head), and Decode's route graph and source-or-prefix view at one step.
 
     PYTHONPATH=. .venv/bin/python -m bench.screenshots.why [--out docs/screenshots]
 """
@@ -43,10 +43,12 @@ def _pictures(page: Any, server: Any, out: Path) -> None:
     page.goto(f"{server.url}/attention?text={TEXT}&layer=1&head=2&qkq=4&qkk=3")
     wait_charts(page, r"Score by query part", 1, timeout_ms=180_000)
     _shot(page, "attention_qk_open", out / "qk_table.png")
-    page.goto(f"{server.url}/attention?model=shipped:induction&text={REPEATED}&layer=2&head=8")
-    wait_charts(page, r"layer 2 · head 8", 1, timeout_ms=180_000)
+    page.goto(f"{server.url}/attention?model=shipped:induction&text={REPEATED}&layer=2&head=2")
+    wait_charts(page, r"layer 2 · head 2", 1, timeout_ms=180_000)
     page.locator(".st-key-attention_composition_open summary").click()
     wait_charts(page, r"K-composition|Q-composition", 1, timeout_ms=180_000)
+    page.get_by_role("tab", name="K (keys read it)").click()  # the keys' side of the induction circuit
+    wait_charts(page, r"K-composition", 1, timeout_ms=180_000)
     _shot(page, "attention_composition_open", out / "composition.png")
     page.goto(f"{server.url}/decode?text={TEXT}&step=3&tau=0.04")
     wait_charts(page, r"· step 3 →", 1, timeout_ms=180_000)

@@ -34,3 +34,19 @@ def test_a_wide_model_stays_within_the_page_and_a_click_gives_the_pair():
         composition_heatmap(FRAME, "x")
     event = {"selection": {"composition_pair": [{"from": "enc:L1H1", "to": "cross:L1H1"}]}}
     assert clicked_composition_pair(event) == ("enc:L1H1", "cross:L1H1") and clicked_composition_pair(None) is None
+
+
+def test_every_head_label_shows_where_the_cells_can_carry_one():
+    heads = [f"self:L{layer}H{h}" for layer in (1, 2) for h in range(1, 9)]  # 2 layers x 8 heads, at the page's width
+    frame = pd.DataFrame([{"from": w, "to": r, "q": 0.5, "k": 0.5, "v": 0.5} for w in heads[:8] for r in heads[8:]])
+    spec = composition_heatmap(frame, "k", max_width=500).to_dict()
+    for axis in ("x", "y"):
+        shown = spec["encoding"][axis]["axis"]
+        assert shown["labelOverlap"] is False and "not every label" not in spec["encoding"][axis]["title"]
+        assert shown["labelFontSize"] <= 11 and shown["labelFontSize"] < spec["width"] / 8
+    assert spec["encoding"]["x"]["axis"]["labelAngle"] == -90  # a vertical label takes a cell's width only
+    many = [f"enc:L{i // 16 + 1}H{i % 16 + 1}" for i in range(192)]
+    dense = composition_heatmap(pd.DataFrame({"from": many, "to": many[::-1], "k": 0.5}).assign(q=0.5, v=0.5), "k",
+                                max_width=500).to_dict()
+    assert dense["encoding"]["x"]["axis"]["labelOverlap"] is True and "192 heads, not every label fits" in \
+        dense["encoding"]["x"]["title"]
