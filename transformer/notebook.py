@@ -257,8 +257,10 @@ def contributions(model: Model, text: str, *, kind: str = "cross", layer: int | 
 def qk(model: Model, text: str, head: str | Head, query: int, key: int, *, step: int | None = None) -> pd.DataFrame:
     """One score taken apart (docs/why-it-looks-there.md): the head's score at (`query`, `key`) (0-based positions on
     its query and key axes, specials included) of the greedy decode of `text` (read up to output `step`, 1-based) as
-    one row per pair (query_part, key_part, contribution), largest first; `.attrs` holds "score" (the model's),
-    "terms" (mask, T5's position bias) and the two tokens. Raises ValueError (a head or position it has not got)."""
+    one row per pair (query_part, key_part, contribution), largest first; `.attrs` holds "score" (the model's; Gemma
+    2's before its soft-cap), "terms" (mask, T5's position bias), the two tokens and, where the model has them,
+    "soft_cap", "pre_cap_score", "softmax_input", "sink", "sliding_window". Raises ValueError (a head or position it
+    has not got)."""
     adapter = load(model)
     chosen = Head.parse(head) if isinstance(head, str) else head
     parts = decode_parts(adapter, text, step=step)
@@ -266,4 +268,6 @@ def qk(model: Model, text: str, head: str | Head, query: int, key: int, *, step:
     rows = pd.DataFrame(table.pairs(), columns=["query_part", "key_part", "contribution"])
     q_tokens, k_tokens = parts.tokens(chosen.kind)
     rows.attrs.update(score=table.score, terms=table.terms, query_token=q_tokens[query], key_token=k_tokens[key])
+    rows.attrs.update({k: v for k, v in table.as_dict().items() if k in ("soft_cap", "pre_cap_score",
+                                                                       "softmax_input", "sink", "sliding_window")})
     return rows

@@ -179,3 +179,7 @@ def test_the_cli_says_the_cap_the_sink_and_the_window(family, tmp_path, capsys):
     assert main([*ask, "--key", str(30 - WINDOW)]) == 2  # 1-based: WINDOW positions before the query
     err = capsys.readouterr().err
     assert f"hidden from query 30 by the mask (its sliding window of {WINDOW})" in err and err.count("\n") == 1
+    from transformer import notebook
+    rows = notebook.qk(folder, TEXT, "self:L1H2", 29, 27)  # the notebook: 0-based, the same attributes
+    assert rows.attrs["sliding_window"] == WINDOW and ("soft_cap" in rows.attrs) == (family == "gemma2")
+    assert rows.attrs["score"] == pytest.approx(out["score"], abs=1e-5)
