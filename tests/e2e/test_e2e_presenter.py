@@ -64,11 +64,10 @@ def test_the_qr_code_covers_no_chart_or_control(server, width, height):
 # page strip and the clicker's page keys, never leaving presenter mode, each title below the bar; each page's main
 # picture within the first screen, the controls folded (Decode: the top-k bars and the cross-attention map;
 # Attention: the large map with its axis title); then Decode and Attention again at 1920x1080.
-# the main pictures: the first chart after a heading that reads so (None: the page's first chart). Decode's top-k
-# bars and cross-attention map ("candidates at step", "rows up to step") are not yet: the output card and the step's
-# navigation come first even with the controls folded; nor Learn's query vector since its colour legend went under
-# it (its bottom at y~762).
-MAIN = {"Home": [None], "Decode": [], "Attention": [None], "Learn": [], "Train": []}
+# the main pictures: the first chart after a heading that reads so (None: the page's first chart); Decode's are its
+# top-k bars and its cross-attention map, side by side under the folded controls.
+MAIN = {"Home": [None], "Decode": ["candidates at step", "rows up to step"], "Attention": [None], "Learn": [None],
+        "Train": []}
 WALK = ["Home", "Decode", "Attention", "Learn", "Train"]
 FIRST_SCREEN_JS = r"""(headings) => {
   const main = document.querySelector('[data-testid="stMain"]');

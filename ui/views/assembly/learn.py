@@ -23,8 +23,10 @@ from ..kit import (
     TEXT_TASK_KEY,
     Selection,
     bind_text,
+    folded_controls,
     greedy_or_message,
     model_text_input,
+    presenting,
     share_text,
     show_chart,
 )
@@ -92,7 +94,8 @@ def tour_navigation() -> TourStage:
                     disabled=stage == 0, width="stretch", shortcut=PREV_STEP_KEY)
     next_col.button("Next", key="learn_next", icon=":material/chevron_right:", on_click=_move, args=(1,),
                     disabled=stage == len(TOUR) - 1, width="stretch", shortcut=NEXT_STEP_KEY)
-    pick_col.selectbox("Stage", range(len(TOUR)), format_func=lambda i: TOUR[i].title, key=STAGE_KEY)
+    pick_col.selectbox("Stage", range(len(TOUR)), format_func=lambda i: TOUR[i].title, key=STAGE_KEY,
+                       label_visibility="collapsed" if presenting() else "visible")  # (on a projector: its title)
     return TOUR[int(st.session_state[STAGE_KEY])]
 
 
@@ -115,10 +118,13 @@ def _computation(active: ActiveModel, result: DecodeResult, kind: str, head: int
 
 
 def learn_selection(active: ActiveModel) -> Selection | None:
-    """The Learn page's input and its greedy decode as a Selection; None after a message when it cannot be read."""
+    """The Learn page's input (folded in presenter mode, so the stage's first picture is on the first screen) and its
+    greedy decode as a Selection; None after a message when it cannot be read."""
     key = LINK_PARAMS["learn"]["text"]
     bind_text(key, active)
-    text = model_text_input(st, active.family.input_role.capitalize(), key=key, on_change=share_text, args=(key,))
+    with folded_controls("Input", key="learn_controls"):
+        text = model_text_input(st, active.family.input_role.capitalize(), key=key, on_change=share_text,
+                                args=(key,))
     result = greedy_or_message(active, text)
     return None if result is None else Selection("learn", active, text, result)
 
