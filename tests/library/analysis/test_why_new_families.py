@@ -17,6 +17,7 @@ from tests.helpers.path_models import _rescaled
 from transformer.adapters import InspectableModel, ResidualPathError, hf_path, norm_gain
 from transformer.analysis import RouteGraph, capture_path, composition_scores, qk_attribution, residual_parts
 from transformer.model import Head
+from transformer.store import open_model
 
 TEXT = "a man in a blue shirt sees the dog and a woman in a red hat rides a bike down the long road to the sea"
 PARALLEL = ("gpt_neox", "falcon")
@@ -25,7 +26,6 @@ PARALLEL = ("gpt_neox", "falcon")
 @pytest.fixture(scope="module", params=NEW_CAUSAL)
 def adapter(request, tmp_path_factory) -> InspectableModel:
     folder = build_new(request.param, tmp_path_factory.mktemp(request.param) / request.param, window=WINDOW)
-    from transformer.store import open_model
     return _rescaled(open_model(str(folder)))
 
 
@@ -112,7 +112,7 @@ def test_what_flows_into_each_route_node_sums_to_its_output(adapter, cap):
     torch.testing.assert_close(graph.stream("decoder")[-1], cap.insides.residual["decoder"][-1][0].float())
     mlp = graph.inflow(("decoder", 2, 3))  # layer 1's MLP: in a parallel block it reads the layer's input
     source = mlp.sources[mlp.names.index("self:L1.mlp")]
-    assert source == ("decoder", 0 if _family(adapter) in PARALLEL else 1, 3)
+    assert source == ("decoder", 0 if cap.path.parallel else 1, 3)
 
 
 def _full(adapter, head: Head) -> dict[str, torch.Tensor]:
@@ -183,3 +183,21 @@ def test_the_cli_says_the_cap_the_sink_and_the_window(family, tmp_path, capsys):
     rows = notebook.qk(folder, TEXT, "self:L1H2", 29, 27)  # the notebook: 0-based, the same attributes
     assert rows.attrs["sliding_window"] == WINDOW and ("soft_cap" in rows.attrs) == (family == "gemma2")
     assert rows.attrs["score"] == pytest.approx(out["score"], abs=1e-5)
+
+
+@pytest.mark.parametrize(("family", "extra"), [
+    ("falcon", dict(new_decoder_architecture=False, multi_query=True, parallel_attn=True)),  # one key, q first
+    ("falcon", dict(new_decoder_architecture=False, multi_query=False, parallel_attn=False, num_kv_heads=4)),
+    ("falcon", dict(num_ln_in_parallel_attn=1)),  # one norm shared by attention and MLP
+    ("gpt_neox", dict(use_parallel_residual=False)),
+])
+def test_other_layouts_of_the_fused_families(family, extra, tmp_path):
+    """Falcon's old layouts (multi-query; per head, sequential) and one shared norm, GPT-NeoX sequential."""
+    adapter = _rescaled(open_model(str(build_new(family, tmp_path / family, **extra))))
+    ids = torch.tensor([adapter.tokenize_source(TEXT).ids])
+    cap = capture_path(adapter, ids, ids)
+    assert cap.path.parallel == (_family(adapter) in PARALLEL and extra.get("parallel_attn", True)
+                                 and extra.get("use_parallel_residual", True))
+    test_the_parts_sum_to_the_captured_residual_at_every_layer(cap)
+    test_pairs_plus_terms_sum_to_the_models_score(adapter, cap)
+    test_what_flows_into_each_route_node_sums_to_its_output(adapter, cap)
