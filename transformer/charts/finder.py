@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 
 from ..analysis import FINDER_COLUMNS, NOMINAL
-from .style import AUTOSIZE
+from .style import AUTOSIZE, counted
 
 FINDER_SELECTION = "finder_head"
 
@@ -32,7 +32,7 @@ def head_finder_chart(frame: pd.DataFrame, x: str = "entropy", y: str = "max_wei
     pick = alt.selection_point(name=FINDER_SELECTION, fields=["label"], on="click", empty=False)
     colour = (alt.Color(f"{color}:N", title=color) if color in NOMINAL or data[color].dtype == object
               else alt.Color(f"{color}:Q", title=color, scale=alt.Scale(scheme="viridis")))
-    title = f"{len(data)} heads" + (f" ({hidden} without {x} or {y} not drawn)" if hidden else "")
+    title = counted(len(data), "head") + (f" ({hidden} without {x} or {y} not drawn)" if hidden else "")
     return (alt.Chart(data, title=title, width=width, height=height, autosize=AUTOSIZE)
             .mark_circle(size=70, opacity=0.8, stroke="black")
             .encode(x=alt.X(f"{x}:Q", title=_title(x)), y=alt.Y(f"{y}:Q", title=_title(y)), color=colour,

@@ -134,6 +134,9 @@ def stage_charts(c: HeadComputation, key_tokens: Sequence[str], window: tuple[in
     return charts
 
 
+CONTRIBUTION_TITLE = "what the key adds"  # the colour of a contribution map; its formula is in the page's help
+
+
 def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
                          window: tuple[int, int] | None = None, width: int = 460) -> alt.Chart:
     """A (queries, keys) map of contributions ||alpha_ij W_O^h v_j|| (colour from 0 to its largest value)."""
@@ -149,7 +152,7 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
         x=alt.X("key:N", sort=keys, title="keys", axis=alt.Axis(labelAngle=-60)),
         y=alt.Y("query:N", sort=queries, title="queries"),
         color=alt.Color("contribution:Q", scale=alt.Scale(scheme="greens", domainMin=0),
-                        legend=alt.Legend(title="‖α·W_O v‖")),
+                        legend=alt.Legend(title=CONTRIBUTION_TITLE)),
         tooltip=[_tip("query"), _tip("key"), alt.Tooltip("contribution:Q", format=".4f")])
 
 

@@ -234,7 +234,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     chart = alt.layer(*layers_drawn).properties(
         width=n_panels * across - PANEL_GAP, height=len(layer_list) * down - PANEL_GAP, autosize=AUTOSIZE,
         view=alt.ViewBackground(stroke=None),
-        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {layer_text} × {trace.n_heads} heads and mean"
+        title=alt.TitleParams(f"{KIND_TITLES[kind]} · {layer_text} × {counted(trace.n_heads, 'head')} and mean"
                               + window_title(*window, n_keys),
                               subtitle=f"rows = {y_title} · columns = {x_title} · {hover} · "
                                        f"{_CLICK_HINTS[clicks]}", anchor="start", fontSize=14, subtitleColor="#555",

@@ -1,9 +1,11 @@
 """AppTest: the words a newcomer reads say what things are, the formulas behind a tooltip: the beam search's ranking,
-the contribution map's switch, the vector charts' dimension labels and colour scale, the training layout."""
+the contribution map's switch, caption and colour, the vector charts' dimension labels and colour scale, the training
+layout, and counts in the right number."""
 from __future__ import annotations
 
+from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, texts
-from transformer.charts.head_computation import DIMENSIONS_TITLE
+from transformer.charts.head_computation import CONTRIBUTION_TITLE, DIMENSIONS_TITLE
 from ui.views import MAP_VALUES
 
 
@@ -41,3 +43,23 @@ def test_the_card_and_titles_count_heads_in_the_right_number():
             "n_decoder_layers": 1, "d_ff": 64, "metrics": {"exact_match": 0.5}}
     size = next(line for line in card_lines(card) if line.startswith("**Size**"))
     assert "· 1 head ·" in size and "1 heads" not in size
+
+
+def test_the_contribution_map_says_what_it_shows_in_words_and_keeps_its_formula_in_the_help(studio_env):
+    at = open_app("attention")
+    at.segmented_control(key="attention_show").set_value("contribution").run()
+    assert_no_exception(at)
+    (said,) = [c for c in at.caption if "how much key j adds" in c.value]
+    assert "‖" not in said.value and "W_O" not in said.value
+    assert "‖α_ij · W_O^h (W_V x_j + b_V)‖" in said.help and "mean vector" in said.help
+    chart = next(c for c in charts(at) if c["title"].endswith("· contribution"))
+    assert chart["spec"]["encoding"]["color"]["legend"]["title"] == CONTRIBUTION_TITLE
+
+
+def test_a_one_head_model_is_counted_in_the_singular(studio_env, monkeypatch):
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))  # sort: one head, one decoder layer
+    at = open_link("attention", {"model": "shipped:sort", "text": "transformer", "mode": "greedy", "kind": "cross"})
+    words = [c["title"] for c in charts(at)] + texts(at.caption)
+    assert any(t.endswith("1 layer × 1 head and mean") for t in words), words
+    assert any(t.startswith("1 layer × 1 head;") for t in words), words
+    assert not [t for t in words if "1 heads" in t or "1 layers" in t]

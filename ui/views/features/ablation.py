@@ -198,9 +198,9 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
     adapter = active.adapter
     n_heads = len(all_heads(adapter))
     st.caption(f"Teacher-forced on the current output ‹{md(output_text) or '(empty)'}›: how much less likely the "
-               f"model finds it with each of the {n_heads} heads switched off on its own (natural log; "
-               f"larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
-    sweep = analysis_result(identity, f"Ablating {n_heads} heads",
+               f"model finds it with each of its {n_heads} head{'s' * (n_heads != 1)} switched off on its own "
+               f"(natural log; larger = the head matters more). Stops after {SWEEP_TIME_CAP:.0f} s.")
+    sweep = analysis_result(identity, f"Ablating {n_heads} head{'s' * (n_heads != 1)}",
                             lambda progress: sweep_heads(adapter, text, output, time_cap=SWEEP_TIME_CAP,
                                                          on_fraction=progress), key=key, texts=SWEEP_TEXTS)
     if sweep is None:

@@ -70,6 +70,11 @@ def _what(active: ActiveModel) -> str:
     return f"{active.option.name}{step}"
 
 
+CONTRIBUTION_FORMULA = ("‖α_ij · W_O^h (W_V x_j + b_V)‖: the length of key j's value vector weighted by its "
+                        "attention α_ij and put through the head's output projection W_O^h (Kobayashi et al. 2020); "
+                        "for the mean of heads, the length of the heads' mean vector.")
+
+
 def show_contribution_map(sel: Selection) -> None:
     """The contribution map of the selected head (or of the mean of heads: the norm of their mean vector) over the
     decode's rows and keys, said to be the contribution, with its formula."""
@@ -93,9 +98,10 @@ def show_contribution_map(sel: Selection) -> None:
     slide_downloads(chart, slide_title(active, result.source_text, reference).lines(title),
                     f"{kind}_layer{layer + 1}_{'mean' if head is None else f'head{head + 1}'}_contribution",
                     f"{page}_contribution")
-    st.caption(f"{_what(active)}. Each cell is ‖α_ij · W_O^h (W_V x_j + b_V)‖, what key j adds to the head's output "
-               "at query i (Kobayashi et al. 2020): a key with a large weight but a small value vector adds little. "
-               "The map covers every piece; merging words and hiding sinks apply to the weight map only.")
+    st.caption(f"{_what(active)}. Each cell is how much key j adds to the head's output at query i: its weight "
+               "times the size of what it passes on, so a key with a large weight but a small value vector adds "
+               "little. The map covers every piece; merging words and hiding sinks apply to the weight map only.",
+               help=CONTRIBUTION_FORMULA)
 
 
 def show_head_computation(sel: Selection, *, kind: str | None = None, row: int | None = None) -> None:

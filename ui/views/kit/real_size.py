@@ -96,8 +96,9 @@ def show_head_overview(trace: AttentionTrace, kind: str, gold: Sequence[GoldSour
                         f"{kind}_head_overview", "attention_overview")
     corpus_note = f" Corpus statistics: {corpus.sentences:,} sentences." if statistic.startswith(CORPUS_PREFIX) \
         and corpus is not None else ""
-    st.caption(f"{trace.n_layers(kind)} layers × {trace.n_heads} heads; a click on a cell opens that head large "
-               f"below.{corpus_note}")
+    n_layers, n_heads = trace.n_layers(kind), trace.n_heads
+    st.caption(f"{n_layers} layer{'s' * (n_layers != 1)} × {n_heads} head{'s' * (n_heads != 1)}; a click on a cell "
+               f"opens that head large below.{corpus_note}")
     keys = LINK_PARAMS["attention"]
     layer, head = st.session_state.get(keys["layer"]), st.session_state.get(keys["head"])
     if isinstance(layer, int) and isinstance(head, int) and 0 <= head < trace.n_heads:
