@@ -1,6 +1,7 @@
 """A document's one-row views on the Decode page (a tiny Qwen2, ~1,300 tokens: above STORE_ABOVE, decoded with the
 store): Inside one head's row equals the eager head computation, the row grouped into sentences sums each sentence's
-tokens and the grouping is in the link, and the logit lens at the decode steps equals the plain decode's; nothing
+tokens and the grouping is in the link, the logit lens at the decode steps equals the plain decode's, a second
+model's row at a step equals its eager weights, and a window of the document opens as the page's own input; nothing
 drawn is wider than 1280 px and nothing raises."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, texts
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from tests.helpers.real_shapes import point_app_at
+from transformer.adapters import attention_store
 from transformer.analysis import every_step_lens, head_computation
 from transformer.decode import STORE_ABOVE, greedy_decode, segment_groups
 from transformer.store import open_model
@@ -18,7 +20,7 @@ from ui.server.shared_cache import shared_cache
 from ui.views import LINK_PARAMS
 
 DOC = "\n".join(lines(32))  # about 1,300 tokens
-NAME = "qwen2-rows"
+NAME, OTHER = "qwen2-rows", "qwen2-rows-b"
 GROUP = LINK_PARAMS["decode"]["group"]
 
 
@@ -26,6 +28,7 @@ GROUP = LINK_PARAMS["decode"]["group"]
 def app_root(monkeypatch, tmp_path):
     root = point_app_at(monkeypatch, tmp_path / "runs", tmp_path / "hf")
     build("qwen2", root / NAME, size={**SIZE, "positions": 2048})
+    build("qwen2", root / OTHER, seed=1, size={**SIZE, "positions": 2048})  # the same tokenizer, other weights
     shared_cache.clear()
     yield root
     shared_cache.clear()
@@ -84,3 +87,33 @@ def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     assert_no_exception(other)
     assert other.selectbox(key=GROUP).value == "sentence"
     assert any(c["title"].startswith("Row ") and "sentences" in c["title"] for c in charts(other))
+
+
+def _eager_row(adapter, decode, layer: int, head: int, row: int) -> torch.Tensor:
+    fed = [*adapter.decoder_prefix(adapter.tokenize_source(DOC)), *(s.token_id for s in decode.steps[:-1])]
+    full = torch.tensor([fed])
+    return attention_store(adapter, full, full).tile("self", layer, head, [row])[0][: row + 1]
+
+
+def test_a_second_models_row_at_a_step_and_a_window_as_the_pages_input(app_root):
+    at = _decoded()
+    at.selectbox(key="long_compare_model").set_value(f"hf:{OTHER}").run()
+    at.button(key="long_compare_job_run").click().run()
+    assert poll(at, lambda a: "long_compare_rows" in a.session_state, seconds=180)
+    at.number_input(key="long_compare_step").set_value(2).run()
+    assert_no_exception(at)
+    _, step, (la, ha, ra, wa), (lb, hb, rb, wb) = at.session_state["long_compare_rows"]
+    assert step == 1
+    kept = {k[0]: v for k, (v, _, _) in shared_cache()._items.items()}
+    a, b = open_model(str(app_root / NAME)), open_model(str(app_root / OTHER))
+    torch.testing.assert_close(wa, _eager_row(a, kept["long-decode"], la, ha, ra), atol=1e-5, rtol=0)
+    torch.testing.assert_close(wb, _eager_row(b, kept["long-compare"], lb, hb, rb), atol=1e-5, rtol=0)
+    titles = [c["title"] for c in charts(at)]
+    assert any(t.startswith("Step 2's row in each model") for t in titles) and any("B − A" in t for t in titles)
+    assert any("activation patching" in t for t in texts(at.caption))
+
+    at.button(key="long_window_open").click().run()
+    assert_no_exception(at)
+    assert at.toggle(key="long_doc_on").value is False
+    text = at.text_input(key=LINK_PARAMS["decode"]["text"]).value
+    assert 0 < len(a.decoder_prefix(a.tokenize_source(text))) <= STORE_ABOVE and text.strip() in DOC

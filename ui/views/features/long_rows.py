@@ -13,11 +13,20 @@ import torch
 
 from transformer.analysis import LensError, every_step_lens, lens_grid, stored_row
 from transformer.charts import lens_grid_chart
-from transformer.decode import GROUPINGS, DecodeResult, decode_text, group_sums, segment_groups, segment_labels
+from transformer.decode import (
+    GROUPINGS,
+    MAX_INPUT_CHARS,
+    STORE_ABOVE,
+    DecodeResult,
+    decode_text,
+    group_sums,
+    segment_groups,
+    segment_labels,
+)
 from ui.models import ActiveModel
 from ui.server import shared_cache, text_hash
 
-from ..kit import LINK_PARAMS, JobTexts, analysis_result, can_start, show_chart, start_button
+from ..kit import LINK_PARAMS, TEXT_KEY, JobTexts, analysis_result, can_start, show_chart, start_button
 
 GROUP_KEY = LINK_PARAMS["decode"]["group"]
 LENS_JOB_KEY = "long_lens_job"
@@ -25,6 +34,8 @@ TOP_GROUPS = 12  # groups named in a grouped row's bars
 TOP_KEYS = 10  # keys in Inside one head's table
 STRIP_BINS = 512
 CHART_PX = 600
+WINDOW = STORE_ABOVE // 2  # tokens of a window opened as the page's own input (its maps are then n x n)
+NOT_HERE = ("activation patching and its estimate", "Compare's edit mode (an edited document)")
 GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
                "line": "lines", "turn": "chat turns"}
 
@@ -131,3 +142,31 @@ def show_step_lens_long(active: ActiveModel, result: DecodeResult, identity: tup
     show_chart(lens_grid_chart(grid, max_width=CHART_PX))
     st.caption(f"Each layer's lens at the {len(grid.tokens)} decode steps: the rank of the token the step chose "
                "(dark: rank 1). Only the steps' positions are read through the output head.")
+
+
+def window_text(active: ActiveModel, labels: list[str], query: int) -> tuple[str, int, int]:
+    """The text of the WINDOW tokens of the document ending at row `query` (at most MAX_INPUT_CHARS characters, its
+    start cut), and the window's first and last token."""
+    first = max(0, query + 1 - WINDOW)
+    ids = [active.adapter.token_to_id(t) for t in labels[first: query + 1]]
+    text = active.adapter.detokenize([i for i in ids if i is not None])
+    return text[-MAX_INPUT_CHARS:].lstrip(), first, query
+
+
+def _open_window(text: str, on_key: str) -> None:
+    state = st.session_state
+    state[TEXT_KEY], state[on_key] = text, False  # the input every page shows; the document switched off
+    for page in ("decode", "attention"):
+        state.pop(LINK_PARAMS[page]["text"], None)  # each page's box takes the shared input again
+
+
+def show_window_offer(active: ActiveModel, result: DecodeResult, query: int, on_key: str) -> None:
+    """What needs every weight or an edited pass, named, with a window of the document (ending at the picked row)
+    offered as the page's own input, where every view works (`on_key`: the document switch's key)."""
+    labels = list(result.trace.decoder_input_tokens)
+    text, first, last = window_text(active, labels, min(query, result.trace.step_offset))  # the document's tokens
+    st.caption("Not at this length either (each needs a second, edited pass with gradients): " + ", ".join(NOT_HERE)
+               + ". A window of the document opens as the page's own input, where they and the views above work "
+               "with every weight.")
+    st.button(f"Open tokens {first:,}–{last:,} as the page's input ({last - first + 1:,} tokens)",
+              key="long_window_open", icon=":material/crop:", on_click=_open_window, args=(text, on_key))
