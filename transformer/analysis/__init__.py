@@ -157,6 +157,7 @@ from .routes import (
     THRESHOLD as ROUTE_THRESHOLD,
 )
 from .scores import corpus_scores
+from .stored_patching import STEP_COLUMNS, StepPatching, step_patching_estimate
 from .stored_row import StoredRow, stored_row
 from .streamed import LayerSummaries, summarise, summarise_layer
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
@@ -196,4 +197,4 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
            "sweep_heads", "text_reliance", "trace_view", "wasserstein_to_uniform", "window_induction"]
 
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
-__all__ += ["StoredRow", "stored_row"]
+__all__ += ["STEP_COLUMNS", "StepPatching", "StoredRow", "step_patching_estimate", "stored_row"]

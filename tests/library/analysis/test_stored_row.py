@@ -1,14 +1,24 @@
 """A long input's one-row views from the attention store (~1.3k tokens on tiny decoder-only models, above
 STORE_ABOVE): Inside one head's recomputed q . k row, its softmax and each key's contribution equal the eager
 head computation's; the logit lens at the decode steps (residuals kept at the steps' positions only) equals the
-lens of the plain decode."""
+lens of the plain decode; the patching estimate at a step equals the whole-sequence estimate's sites there."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 from tests.helpers.hf_causal_models import SIZE, build, lines
-from transformer.analysis import HeadSelectionError, every_step_lens, head_computation, stored_row
+from transformer.analysis import (
+    HEADS,
+    RESIDUAL_STREAM,
+    HeadSelectionError,
+    estimate_patching,
+    every_step_lens,
+    head_computation,
+    prepare_patching,
+    step_patching_estimate,
+    stored_row,
+)
 from transformer.decode import STORE_ABOVE, decode_text, greedy_decode
 from transformer.store import open_model
 
@@ -59,3 +69,23 @@ def test_the_lens_at_the_decode_steps_equals_the_plain_decodes(adapter, decoded)
         for a, b in zip(mine.layers, theirs.layers, strict=True):
             assert a.prob == pytest.approx(b.prob, abs=1e-4) and a.kl == pytest.approx(b.kl, abs=1e-4)
         assert mine.layers[-1].prob == pytest.approx(decoded.steps[mine.step].prob, abs=1e-5)
+
+
+def test_the_patching_estimate_at_a_step_equals_the_full_estimate(adapter, decoded):
+    """Heads and residuals at the step's position: the step alone against the prefix's cache gives the gradient a
+    whole-sequence backward gives (nothing earlier depends on the last position)."""
+    edited = TEXT.replace(" man ", " dog ", 1)
+    assert edited != TEXT
+    setup = prepare_patching(adapter, TEXT, edited, step=1, output=[s.token_id for s in decoded.steps])
+    full = estimate_patching(adapter, setup, (HEADS, RESIDUAL_STREAM))
+    last = setup.tgt[0].shape[1] - 1
+    full = full[(full["site"] == HEADS) | (full["position"] == last)]
+    mine = step_patching_estimate(adapter, setup.tgt[0][0].tolist(), setup.tgt[1][0].tolist(), setup.token)
+    assert len(setup.tgt[0][0]) > STORE_ABOVE
+    assert mine.clean_metric == pytest.approx(setup.clean_metric, abs=1e-4)
+    assert mine.corrupted_metric == pytest.approx(setup.corrupted_metric, abs=1e-4)
+    merged = full.merge(mine.frame, on=["site", "layer", "head"], suffixes=("_full", "_step"))
+    assert len(merged) == len(mine.frame) == len(full)
+    for a, b in zip(merged["estimate_full"], merged["estimate_step"], strict=True):
+        assert b == pytest.approx(a, abs=1e-4, rel=1e-3)
+    assert mine.head_grid().shape == adapter.head_counts()["self"]
