@@ -14,6 +14,7 @@ from .native import NativeSeq2Seq
 from .native_base import UNEMITTABLE, NativeAdapter, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
 from .native_masked import NativeEncoderOnly
+from .path_types import norm_gain
 from .paths import (
     MLP,
     PathRecord,
@@ -24,7 +25,6 @@ from .paths import (
     Sublayer,
     hf_path,
     native_path,
-    norm_gain,
 )
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls

@@ -1,5 +1,5 @@
 """The residual paths of the decoder-only families added for long inputs: Mistral, GPT-NeoX (Pythia), Phi-3, OLMo 2,
-Falcon, Gemma 2, Gemma 3 and gpt-oss (`transformer.adapters.paths` holds the types and the older families).
+Falcon, Gemma 2, Gemma 3 and gpt-oss (`path_types` holds the types, `paths` the older families).
 
 What each adds to the path: GPT-NeoX's fused `query_key_value` is laid out per head (q, k, v of head 1, then of head
 2, ...) and its attention and MLP read the same stream (parallel residual), with RoPE on a share of each head's
@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import Tensor
 
-from .paths import MLP, Projections, StackPath, Sublayer, _separate
+from .path_types import MLP, Projections, StackPath, Sublayer, _separate
 
 PARALLEL = "parallel"  # a path option: each layer's attention and MLP read the layer's input (GPT-NeoX, Falcon)
 HALF_TABLES = "half_tables"  # a path option: the rotary tables give each half's angle once (gpt-oss)
