@@ -201,3 +201,13 @@ def test_other_layouts_of_the_fused_families(family, extra, tmp_path):
     test_the_parts_sum_to_the_captured_residual_at_every_layer(cap)
     test_pairs_plus_terms_sum_to_the_models_score(adapter, cap)
     test_what_flows_into_each_route_node_sums_to_its_output(adapter, cap)
+
+
+def test_a_falcon_with_alibi_is_refused_in_one_line(tmp_path):
+    """Its insides cannot be reproduced exactly (Falcon builds ALiBi in bfloat16 and adds it twice): no table."""
+    from transformer.adapters import HFModelError
+    from transformer.analysis import decode_parts
+    adapter = open_model(str(build_new("falcon", tmp_path / "falcon", alibi=True)))
+    with pytest.raises(HFModelError) as refused:
+        decode_parts(adapter, TEXT)
+    assert "\n" not in str(refused.value) and "ALiBi" in str(refused.value)
