@@ -78,21 +78,24 @@ def _step_logits(adapter: InspectableModel, ids: Tensor, cache: object) -> Tenso
 
 
 def step_patching_estimate(adapter: InspectableModel, clean_ids: Sequence[int], corrupted_ids: Sequence[int],
-                           token: int, contrast: int | None = None, *, n_source: int | None = None,
+                           token: int, contrast: int | None = None, *,
+                           n_source: int | tuple[int | None, int | None] | None = None,
                            progress: Progress | None = None) -> StepPatching:
     """Every head's and residual's estimate at the step whose query is the last of `clean_ids` / `corrupted_ids`
     (each a decoder-only model's whole fed sequence up to that step), for the metric log p(token) [- log
-    p(contrast)]. `n_source`: source ids at the start (our decoder-only models), as `stored_greedy`."""
+    p(contrast)]. `n_source`: source ids at the start (our decoder-only models), as `stored_greedy`; one for both
+    runs or (clean, corrupted)."""
+    sources = n_source if isinstance(n_source, tuple) else (n_source, n_source)
     if not adapter.family.prompt_in_decoder:
         raise InputError(f"{adapter.name} is not a decoder-only model: the step estimate reads one sequence.")
     if list(clean_ids) == list(corrupted_ids):
         raise InputError("The edited document reads the same as the clean one: change at least one word.")
     if progress is not None:
         progress(0.0)
-    clean_logits, clean = _run(adapter, clean_ids, n_source, grad=False)
+    clean_logits, clean = _run(adapter, clean_ids, sources[0], grad=False)
     if progress is not None:
         progress(0.45)
-    corrupted_logits, corrupted = _run(adapter, corrupted_ids, n_source, grad=True)
+    corrupted_logits, corrupted = _run(adapter, corrupted_ids, sources[1], grad=True)
     with adapter.differentiable():
         metric = metric_of(adapter, corrupted_logits, token, contrast)[0]
         kind = adapter.family.kinds[0]

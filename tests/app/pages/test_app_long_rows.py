@@ -1,7 +1,8 @@
 """A document's one-row views on the Decode page (a tiny Qwen2, ~1,300 tokens: above STORE_ABOVE, decoded with the
 store): Inside one head's row equals the eager head computation, the row grouped into sentences sums each sentence's
 tokens and the grouping is in the link, the logit lens at the decode steps equals the plain decode's, a second
-model's row at a step equals its eager weights, and a window of the document opens as the page's own input; nothing
+model's row at a step equals its eager weights, the patching estimate at a step equals the model's whole-sequence
+estimate, and a window of the document opens as the page's own input; nothing
 drawn is wider than 1280 px and nothing raises."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.helpers.app_session import assert_no_exception, charts, open_app, ope
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from tests.helpers.real_shapes import point_app_at
 from transformer.adapters import attention_store
-from transformer.analysis import every_step_lens, head_computation
+from transformer.analysis import HEADS, estimate_patching, every_step_lens, head_computation, prepare_patching
 from transformer.decode import STORE_ABOVE, greedy_decode, segment_groups
 from transformer.store import open_model
 from ui.models import MODEL_KEY
@@ -117,3 +118,24 @@ def test_a_second_models_row_at_a_step_and_a_window_as_the_pages_input(app_root)
     assert at.toggle(key="long_doc_on").value is False
     text = at.text_input(key=LINK_PARAMS["decode"]["text"]).value
     assert 0 < len(a.decoder_prefix(a.tokenize_source(text))) <= STORE_ABOVE and text.strip() in DOC
+
+
+def test_the_patching_estimate_at_a_step_equals_the_models_whole_estimate(app_root):
+    at = _decoded()
+    at.text_input(key="long_patch_find").input(" man ").run()
+    at.text_input(key="long_patch_with").input(" dog ").run()
+    at.number_input(key="long_patch_step").set_value(2).run()
+    at.button(key="long_patch_job_run").click().run()
+    assert poll(at, lambda a: "long_patching" in a.session_state, seconds=180)
+    assert_no_exception(at)
+    text, edited, step, found = at.session_state["long_patching"]
+    assert step == 1 and edited == DOC.replace(" man ", " dog ", 1)
+    adapter = open_model(str(app_root / NAME))
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    setup = prepare_patching(adapter, DOC, edited, step=1, output=[s.token_id for s in decode.steps])
+    whole = estimate_patching(adapter, setup, (HEADS,))
+    merged = whole.merge(found.frame, on=["site", "layer", "head"], suffixes=("_whole", "_step"))
+    assert len(merged) == len(whole) == 8
+    assert merged["estimate_step"].tolist() == pytest.approx(merged["estimate_whole"].tolist(), abs=1e-4, rel=1e-3)
+    assert any(c["title"].startswith("Step 2 (") for c in charts(at))
+    assert any("Largest estimates" in t for t in texts(at.caption))

@@ -1,7 +1,8 @@
 """A page's document section: where a decoder-only model with a long context takes a whole document (placed by the
 Decode and Attention pages above their one-line input), and under its views the picked row's: grouped into words,
-sentences, lines or turns, Inside one head, the logit lens at the decode steps, another model's row at a step, and a
-window of the document offered as the page's own input for what needs every weight."""
+sentences, lines or turns, Inside one head, the logit lens at the decode steps, another model's row at a step, the
+patching estimate at a step, and a window of the document offered as the page's own input for what needs every
+weight."""
 from __future__ import annotations
 
 import streamlit as st
@@ -15,6 +16,7 @@ from ..features import (
     LONG_QUERY_KEY,
     show_long_compare,
     show_long_input,
+    show_long_patching,
     show_long_rows,
     show_window_offer,
 )
@@ -25,7 +27,8 @@ __all__ = ["show_document"]
 
 def show_document(active: ActiveModel) -> None:
     """The 'Expand to a document' switch and, when on, the document's overview, exact zoom and a row's strip, then
-    that row's grouped, inside-the-head, lens and Compare views (the layer, head and row the document view picked)."""
+    that row's grouped, inside-the-head, lens, Compare and patching views (the layer, head and row the document view
+    picked)."""
     result = show_long_input(active)
     if result is None or result.trace.store is None:
         return
@@ -34,4 +37,5 @@ def show_document(active: ActiveModel) -> None:
     query = int(state.get(LONG_QUERY_KEY, result.trace.store.layer("self", 0).n_rows - 1))
     show_long_rows(active, result, layer, head, query)
     show_long_compare(active, result, layer, head, state.get(LINK_PARAMS["decode"]["group"], "token"))
+    show_long_patching(active, result)
     show_window_offer(active, result, query, LONG_ON_KEY)

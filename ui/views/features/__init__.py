@@ -39,6 +39,7 @@ from .long_input import LAYER_KEY as LONG_LAYER_KEY
 from .long_input import ON_KEY as LONG_ON_KEY
 from .long_input import QUERY_KEY as LONG_QUERY_KEY
 from .long_input import show_long_input
+from .long_patching import show_long_patching
 from .long_rows import show_long_rows, show_window_offer
 from .patching import show_patched_link, show_patching
 from .qk_table import QK_CELL, clickable_cells, open_clicked_cell, show_attention_qk, show_qk, show_step_qk
@@ -59,5 +60,5 @@ __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_q
 
 
 __all__ += ["show_long_input"]
-__all__ += ["LONG_HEAD_KEY", "LONG_LAYER_KEY", "LONG_ON_KEY", "LONG_QUERY_KEY", "show_long_compare", "show_long_rows",
-            "show_window_offer"]
+__all__ += ["LONG_HEAD_KEY", "LONG_LAYER_KEY", "LONG_ON_KEY", "LONG_QUERY_KEY", "show_long_compare",
+            "show_long_patching", "show_long_rows", "show_window_offer"]

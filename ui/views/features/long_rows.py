@@ -35,7 +35,7 @@ TOP_KEYS = 10  # keys in Inside one head's table
 STRIP_BINS = 512
 CHART_PX = 600
 WINDOW = STORE_ABOVE // 2  # tokens of a window opened as the page's own input (its maps are then n x n)
-NOT_HERE = ("activation patching and its estimate", "Compare's edit mode (an edited document)")
+NOT_HERE = ("exact activation patching (a run per site)", "Compare's edit mode (an edited document)")
 GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
                "line": "lines", "turn": "chat turns"}
 
@@ -165,7 +165,7 @@ def show_window_offer(active: ActiveModel, result: DecodeResult, query: int, on_
     offered as the page's own input, where every view works (`on_key`: the document switch's key)."""
     labels = list(result.trace.decoder_input_tokens)
     text, first, last = window_text(active, labels, min(query, result.trace.step_offset))  # the document's tokens
-    st.caption("Not at this length either (each needs a second, edited pass with gradients): " + ", ".join(NOT_HERE)
+    st.caption("Not at this length either (each needs many passes of an edited document): " + ", ".join(NOT_HERE)
                + ". A window of the document opens as the page's own input, where they and the views above work "
                "with every weight.")
     st.button(f"Open tokens {first:,}–{last:,} as the page's input ({last - first + 1:,} tokens)",

@@ -1,0 +1,82 @@
+"""Patching (estimate) at a document's decode step: the document with one edit (the first occurrence of a text
+replaced) is the corrupted run, and every head's output and every layer's residual at the step's position is
+estimated, to first order, as if copied from the clean run (attribution patching restricted to the step), as a
+background job: each run's prefix goes through the fused store path once, the step's token with gradients."""
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from transformer.analysis import HEADS, StepPatching, step_patching_estimate
+from transformer.decode import DecodeResult
+from ui.models import ActiveModel
+from ui.server import shared_cache, text_hash
+
+from ..kit import JobTexts, analysis_result, can_start, show_chart, start_button
+
+FIND_KEY, WITH_KEY, STEP_KEY, JOB_KEY = "long_patch_find", "long_patch_with", "long_patch_step", "long_patch_job"
+CHART_PX = 600
+TOP_SITES = 5
+
+
+def _fed(active: ActiveModel, text: str, output: list[int]) -> tuple[list[int], int]:
+    """The sequence fed up to the step (the document's prefix, then the output before it) and its source ids."""
+    source = active.adapter.tokenize_source(text)
+    return [*active.adapter.decoder_prefix(source), *output], len(source.ids)
+
+
+def _site(site: str, layer: int, head: int) -> str:
+    return f"L{layer + 1}H{head + 1}" if site == HEADS else f"the residual after layer {layer}"
+
+
+def show_long_patching(active: ActiveModel, result: DecodeResult) -> None:
+    """The edit, the step and the job; then each head's estimate as a layers x heads map, the largest named."""
+    st.markdown("**Patching (estimate) at a decode step**")
+    left, right, step_col = st.columns([2, 2, 1])
+    find = left.text_input("Edit: replace", key=FIND_KEY, placeholder="a word of the document")
+    with_ = right.text_input("with", key=WITH_KEY, placeholder="its replacement")
+    step = int(step_col.number_input("Step", 1, len(result.steps), 1, key=STEP_KEY)) - 1
+    text = result.source_text
+    if not find:
+        st.caption("The document with one edit (the first occurrence of a text replaced) is the corrupted run: each "
+                   "head's output at the step's position is estimated as if copied from the clean run.")
+        return
+    if find not in text:
+        st.info(f"{find!r} is not in the document: pick a text it contains.", icon=":material/find_replace:")
+        return
+    edited = text.replace(find, with_, 1)
+    output = [s.token_id for s in result.steps[:step]]
+    token = result.steps[step].token_id
+    key = ("long-patch", active.cache_key, text_hash(text), text_hash(edited), step)
+
+    def run(progress: Any) -> StepPatching:
+        (clean, n_clean), (corrupted, n_corrupted) = _fed(active, text, output), _fed(active, edited, output)
+        return shared_cache().get(key, lambda: step_patching_estimate(
+            active.adapter, clean, corrupted, token, n_source=(n_clean, n_corrupted), progress=progress))
+
+    if key in shared_cache():
+        found = shared_cache().get(key, lambda: None)
+    else:
+        if can_start(key):
+            start_button(f"Estimate every head at step {step + 1} (both documents through the model once)", key,
+                         key=JOB_KEY, icon=":material/healing:")
+        found = analysis_result(key, f"Patching estimate at step {step + 1}", run, key=JOB_KEY, texts=JobTexts())
+    if found is None:
+        return
+    st.session_state["long_patching"] = (text, edited, step, found)
+    heads = found.frame[found.frame["site"] == HEADS]
+    frame = pd.DataFrame({"layer": [f"L{int(v) + 1}" for v in heads["layer"]],
+                          "head": [f"H{int(v) + 1}" for v in heads["head"]], "estimate": heads["estimate"].tolist()})
+    show_chart(alt.Chart(frame, title=f"Step {step + 1} ({result.steps[step].token!r}): each head's clean output "
+                         "copied into the edited run, estimated", width=min(CHART_PX, 40 * heads["head"].nunique()),
+                         height=min(360, 28 * heads["layer"].nunique())).mark_rect().encode(
+        x=alt.X("head:N", sort=None), y=alt.Y("layer:N", sort=None),
+        color=alt.Color("estimate:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True))))
+    top = found.frame.head(TOP_SITES)
+    named = ", ".join(f"{_site(r.site, int(r.layer), int(r.head))} {r.estimate:+.3f}" for r in top.itertuples())
+    st.caption(f"log p of the step's token: clean {found.clean_metric:.3f}, edited {found.corrupted_metric:.3f} "
+               f"(gap {found.gap:+.3f}). Largest estimates: {named}. First order only (attribution patching); the "
+               "exact patch of a site needs a run per site: open a window of the document for it.")
