@@ -88,6 +88,10 @@ def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     assert_no_exception(other)
     assert other.selectbox(key=GROUP).value == "sentence"
     assert any(c["title"].startswith("Row ") and "sentences" in c["title"] for c in charts(other))
+    attention = open_link("attention", link)  # the same views under the Attention page's document
+    assert_no_exception(attention)
+    assert attention.session_state["long_group_sums"][0] == "sentence" and "long_inside_row" in attention.session_state
+    assert all(c["spec"].get("width", 0) <= 1280 for c in charts(attention))
 
 
 def _eager_row(adapter, decode, layer: int, head: int, row: int) -> torch.Tensor:
