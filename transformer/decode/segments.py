@@ -26,8 +26,9 @@ _BYTES = {"Ġ": " ", "Ċ": "\n", "ĉ": "\t", "▁": " ", "<0x0A>": "\n", "<0x09>
 
 
 def _special(piece: str) -> bool:
-    """A special token (`<s>`, `[CLS]`), not a byte-fallback piece (`<0x0A>`)."""
-    return _is_special(piece) and not re.fullmatch(r"<0x[0-9A-Fa-f]{2}>", piece)
+    """A special token (`<s>`, `[CLS]`), not a byte-fallback piece (`<0x0A>`) nor an id past the tokenizer
+    (`<id 300>`, how an adapter labels it)."""
+    return _is_special(piece) and not re.fullmatch(r"<0x[0-9A-Fa-f]{2}>|<id \d+>", piece)
 
 
 class GroupingError(ValueError):

@@ -42,6 +42,7 @@ def test_chat_markers_start_turns_and_sentencepiece_line_breaks_end_lines():
     sp = ["<s>", "▁One", "▁line", ".", "<0x0A>", "▁Next", "▁one", "."]
     assert segment_groups(sp, "line") == [[0], [1, 2, 3, 4], [5, 6, 7]]
     assert segment_groups(sp, "sentence") == [[0], [1, 2, 3, 4], [5, 6, 7]]
+    assert segment_groups(["a", "<id 300>", "b"], "line") == [[0, 1, 2]]  # an id past the tokenizer is no special
 
 
 @pytest.fixture(scope="module")
