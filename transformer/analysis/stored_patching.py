@@ -105,7 +105,7 @@ def step_patching_estimate(adapter: InspectableModel, clean_ids: Sequence[int], 
     corrupted_metric = float(metric.detach())
     gap = clean_metric - corrupted_metric
     n_heads = adapter.head_counts()[kind][1]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for layer, (now, g) in enumerate(zip(heads, grads[: len(heads)], strict=True)):
         delta = (clean.heads[kind][layer][0, -1].float() - now[0, -1].detach().float())
         g = torch.zeros_like(delta) if g is None else g[0, -1].float()
@@ -116,7 +116,7 @@ def step_patching_estimate(adapter: InspectableModel, clean_ids: Sequence[int], 
         value = 0.0 if g is None else float((delta * g[0, -1].float()).sum())
         rows.append({"site": RESIDUAL_STREAM, "layer": i, "head": -1, "estimate": value})
     for row in rows:
-        row["estimated_recovery"] = float("nan") if abs(gap) < BARELY else row["estimate"] / gap
+        row["estimated_recovery"] = float("nan") if abs(gap) < BARELY else float(row["estimate"]) / gap
     frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
     frame = frame.reindex(frame["estimate"].abs().sort_values(ascending=False, kind="stable").index)
     if progress is not None:
