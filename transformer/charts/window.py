@@ -1,5 +1,8 @@
-"""Key windows: how a long input's map fits a page width (cells shrink to a floor, then a window of keys)."""
+"""Key windows: how a long input's map fits a page width (cells shrink to a floor, then a window of keys), and the
+token window a drag on a long input's overview covers."""
 from __future__ import annotations
+
+import math
 
 MIN_MAP_CELL = 8.0  # pixels; below this a cell cannot be pointed at, so a window of keys is drawn instead
 
@@ -37,3 +40,16 @@ def keys_per_window(max_width: float) -> int:
 def window_title(start: int, stop: int, n_keys: int) -> str:
     """" · keys 101–200 of 500" (1-based) for a window, "" when every key is drawn."""
     return "" if (start, stop) == (0, n_keys) else f" · keys {start + 1}–{stop} of {n_keys}"
+
+
+def drag_window(low: float, high: float, n: int, max_side: int, name: str = "region") -> tuple[int, int]:
+    """(start, stop) of the token window a drag covers, from its two ends in token positions (either order): snapped
+    outward to whole tokens, clipped to the `n` tokens, cut to `max_side` from its start. ValueError (one line) if
+    it covers no token of the input (`name`, e.g. "rows", says which axis)."""
+    low, high = sorted((float(low), float(high)))
+    start = math.floor(low)
+    start, stop = max(start, 0), min(max(math.ceil(high), start + 1), n)  # a drag within one token: that token
+    if stop <= start:
+        raise ValueError(f"the {name} {low:,.0f}–{high:,.0f} lie outside the input's {n:,} tokens (0–{n - 1:,})")
+    start, stop = check_window((start, min(stop, start + max_side)), n)
+    return start, stop

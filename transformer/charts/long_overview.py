@@ -1,0 +1,77 @@
+"""A long input's overview drawn in token positions: each cell of the streamed pass's pooled grid over the rows and
+keys it covers, an interval brush (named `OVERVIEW_BRUSH`) to drag a region to zoom, and the region zoomed outlined.
+
+A drag's selection holds its two ends on each axis in token positions (`{"key": [a, b], "row": [c, d]}`);
+`brushed_region` turns it into the rows and keys to zoom (snapped to whole tokens, clipped to the input, at most a
+side's maximum), through `window.drag_window`.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import altair as alt
+import pandas as pd
+from torch import Tensor
+
+from .style import HIGHLIGHT_COLOR
+from .window import drag_window
+
+OVERVIEW_BRUSH = "region"  # the interval selection's name: Streamlit's selection state holds it under this
+Region = tuple[tuple[int, int], tuple[int, int]]  # ((first row, row after the last), (first key, key after the last))
+
+
+def overview_frame(grid: Tensor, n_rows: int, n_keys: int, resolution: int) -> pd.DataFrame:
+    """One line per cell of the pooled grid (R, C) of an overview made at `resolution` (`summarise_layer`'s: cells
+    of ceil(n / resolution) tokens, the last ones fewer): row, row_end, key, key_end (token positions, end
+    exclusive) and weight."""
+    rb, kb = -(-n_rows // resolution), -(-n_keys // resolution)
+    if tuple(grid.shape) != (-(-n_rows // rb), -(-n_keys // kb)):
+        raise ValueError(f"a grid of {tuple(grid.shape)} cells is not the overview of {n_rows} rows x {n_keys} keys "
+                         f"at resolution {resolution}")
+    rows, keys = grid.shape
+    frame = pd.DataFrame({"row": [r * rb for r in range(rows) for _ in range(keys)],
+                          "key": [k * kb for _ in range(rows) for k in range(keys)],
+                          "weight": grid.reshape(-1).double().numpy()})
+    frame["row_end"] = (frame["row"] + rb).clip(upper=n_rows)
+    frame["key_end"] = (frame["key"] + kb).clip(upper=n_keys)
+    return frame
+
+
+def overview_chart(frame: pd.DataFrame, n_rows: int, n_keys: int, title: str, region: Region | None = None, *,
+                   width: int = 600, height: int = 300) -> alt.LayerChart:
+    """The overview (`overview_frame`) with rows down and keys across in token positions, a brush named
+    `OVERVIEW_BRUSH` over both axes to drag a region, and `region` (the one zoomed) outlined."""
+    x = alt.X("key:Q", title="key (token position)", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False))
+    y = alt.Y("row:Q", title="row (query position)",
+              scale=alt.Scale(domain=[0, n_rows], nice=False, zero=False, reverse=True))
+    brush = alt.selection_interval(name=OVERVIEW_BRUSH, encodings=["x", "y"], clear="dblclick")
+    cells = alt.Chart(frame).mark_rect().encode(
+        x=x, x2="key_end:Q", y=y, y2="row_end:Q",
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues"), title="weight"),
+        tooltip=[alt.Tooltip("row:Q", title="rows from"), alt.Tooltip("key:Q", title="keys from"),
+                 alt.Tooltip("weight:Q", format=".3f", title="max weight")]).add_params(brush)
+    layers: list[alt.Chart] = [cells]
+    if region is not None:
+        (r0, r1), (k0, k1) = region
+        box = pd.DataFrame({"row": [r0], "row_end": [r1], "key": [k0], "key_end": [k1]})
+        layers.append(alt.Chart(box).mark_rect(fill=None, stroke=HIGHLIGHT_COLOR, strokeWidth=2).encode(
+            x=x, x2="key_end:Q", y=y, y2="row_end:Q"))
+    return alt.layer(*layers, title=title, width=width, height=height)
+
+
+def brushed_ends(state: Mapping[str, Any] | None) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The dragged region's ends ((row, row), (key, key)) in token positions from Streamlit's selection state of the
+    overview, None when nothing is dragged (or the drag was cleared)."""
+    selection = ((state or {}).get("selection") or {}).get(OVERVIEW_BRUSH) or {}
+    rows, keys = selection.get("row"), selection.get("key")
+    if not rows or not keys or len(rows) != 2 or len(keys) != 2:
+        return None
+    return (float(rows[0]), float(rows[1])), (float(keys[0]), float(keys[1]))
+
+
+def brushed_region(ends: tuple[tuple[float, float], tuple[float, float]], n_rows: int, n_keys: int,
+                   max_side: int) -> Region:
+    """The rows and keys to zoom for a drag's ends (`brushed_ends`): snapped outward to whole tokens, clipped to the
+    input, each side cut to `max_side` from its start. ValueError (one line) when the drag covers no token."""
+    (r_low, r_high), (k_low, k_high) = ends
+    return (drag_window(r_low, r_high, n_rows, max_side, "rows"), drag_window(k_low, k_high, n_keys, max_side, "keys"))
