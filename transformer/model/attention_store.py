@@ -120,6 +120,15 @@ class ScoreRules:
         return s if seen is None else s.masked_fill(~seen, float("-inf"))
 
 
+def _take(t: Tensor, index: Tensor) -> Tensor:
+    """`t`'s positions `index` along dim 1: a view where they are one run (a block, a whole row's keys), else a
+    gathered copy."""
+    n = index.numel()
+    if n and int(index[-1]) - int(index[0]) == n - 1 and (n == 1 or bool((index.diff() == 1).all())):
+        return t.narrow(1, int(index[0]), n)
+    return t.index_select(1, index)
+
+
 def positions(index: Index, n: int) -> Tensor:
     """A tile's rows or keys as a LongTensor of positions in [0, n)."""
     if isinstance(index, slice):
@@ -159,11 +168,21 @@ class LayerStore:
         """(heads, rows, keys) of the softmax's input, computed on `device` (None: the store's); `heads`, `rows`
         and `keys` index the store where it is."""
         heads, rows, keys = heads.cpu(), rows.cpu(), keys.cpu()
-        q = self.queries.index_select(1, rows).index_select(0, heads)  # rows first: a block, not the input
-        k = self.keys.index_select(1, keys).index_select(0, torch.tensor(self.groups)[heads])
+        q = _take(self.queries, rows).index_select(0, heads)  # rows first: a block, not the input
+        kv = torch.tensor(self.groups)[heads]
+        used = kv.unique()  # each key/value head read once, not copied for every query head that reads it
+        k = _take(self.keys, keys).index_select(0, used)
         to = q.device if device is None else torch.device(device)
         q, k = q.to(to, torch.float32), k.to(to, torch.float32)
-        return self.rules.scores(q @ k.transpose(-2, -1), heads.to(to), rows.to(to), keys.to(to))
+        if len(used) == 1:
+            dots = q @ k[0].transpose(-2, -1)
+        else:
+            slot = torch.searchsorted(used, kv)
+            dots = q.new_empty(q.shape[0], q.shape[1], k.shape[1])
+            for i in range(len(used)):
+                sel = (slot == i).nonzero().view(-1).to(to)
+                dots.index_copy_(0, sel, q.index_select(0, sel) @ k[i].transpose(-2, -1))
+        return self.rules.scores(dots, heads.to(to), rows.to(to), keys.to(to))
 
     def lse_rows(self, heads: Tensor, rows: Tensor, device: Device = None) -> Tensor:
         """(heads, rows, 1) of log-sum-exps, on `device` (None: the store's)."""
