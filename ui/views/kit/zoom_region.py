@@ -1,0 +1,79 @@
+"""A long input's zoom region, dragged or picked: a drag on the overview (an interval brush, read back through
+Streamlit's selection state) or a link's `zoom=` moves the two pickers (rows, keys), snapped to whole tokens, clipped
+to the input and at most the zoom's side; a region that covers no token is refused in one message and the pickers
+keep theirs. The pickers' region is what the link keeps and what the overview outlines."""
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from transformer.charts import (
+    OVERVIEW_BRUSH,
+    Region,
+    brushed_ends,
+    brushed_region,
+    drag_window,
+    overview_chart,
+    overview_frame,
+)
+
+from .link_params import LINK_PARAMS
+from .widgets import show_chart
+
+ZOOM_ROWS_KEY, ZOOM_KEYS_KEY = "long_zoom_rows", "long_zoom_keys"  # the pickers
+OVERVIEW_KEY = "long_overview"  # the overview's selection state (the drag)
+REGION_KEY = LINK_PARAMS["decode"]["zoom"]  # the region as the link keeps it
+SYNCED_KEY, DRAGGED_KEY = "long_zoom_synced", "long_zoom_dragged"  # the region last linked, the drag last applied
+
+
+def _inside(region: object, rows: int, keys: int) -> bool:
+    try:
+        (r0, r1), (k0, k1) = region  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return False
+    return 0 <= r0 <= r1 <= rows and 0 <= k0 <= k1 <= keys
+
+
+def take_region(rows: int, keys: int, max_side: int, default: Region) -> Region:
+    """Before the overview is drawn: a new drag, else a link's new region, moved into the pickers (refused in one
+    message when it covers no token of the input); the region the pickers hold now (`default` at first)."""
+    state = st.session_state
+    if not _inside((state.get(ZOOM_ROWS_KEY), state.get(ZOOM_KEYS_KEY)), rows, keys):
+        state[ZOOM_ROWS_KEY], state[ZOOM_KEYS_KEY] = default  # new pickers (or another input's): the default,
+        state[SYNCED_KEY] = None  # then the region the link keeps, if any (below)
+    ends = brushed_ends(state.get(OVERVIEW_KEY))
+    linked = state.get(REGION_KEY)
+    try:
+        if ends is not None and ends != state.get(DRAGGED_KEY):
+            state[DRAGGED_KEY] = ends
+            region = brushed_region(ends, rows, keys, max_side)
+        elif linked is not None and linked != state.get(SYNCED_KEY):
+            state[SYNCED_KEY] = linked
+            (r0, r1), (k0, k1) = linked
+            region = (drag_window(r0, r1, rows, max_side, "rows"), drag_window(k0, k1, keys, max_side, "keys"))
+        else:
+            region = None
+    except ValueError as exc:
+        st.error(f"Not zoomed: {exc}. The zoom keeps its region.", icon=":material/zoom_out_map:")
+        region = None
+    if region is not None:
+        state[ZOOM_ROWS_KEY], state[ZOOM_KEYS_KEY] = region
+    return tuple(state[ZOOM_ROWS_KEY]), tuple(state[ZOOM_KEYS_KEY])  # type: ignore[return-value]
+
+
+def show_overview(grid: torch.Tensor, rows: int, keys: int, resolution: int, title: str, region: Region,
+                  width: int) -> None:
+    """The overview in token positions with `region` outlined; a drag on it picks the region to zoom (rerun)."""
+    chart = overview_chart(overview_frame(grid, rows, keys, resolution), rows, keys, title, region, width=width,
+                           height=width // 2)
+    show_chart(chart, on_select="rerun", selection_mode=[OVERVIEW_BRUSH], key=OVERVIEW_KEY)
+    st.caption("Drag a region on the overview to zoom to it (double-click clears the drag), or pick it below.")
+
+
+def zoom_pickers(rows: int, keys: int) -> Region:
+    """The rows and keys pickers (after `take_region`, which sets them); their region is kept for the link."""
+    r0, r1 = st.slider("Zoom: rows", 0, rows, key=ZOOM_ROWS_KEY)
+    k0, k1 = st.slider("Zoom: keys", 0, keys, key=ZOOM_KEYS_KEY)
+    region = ((int(r0), int(r1)), (int(k0), int(k1)))
+    st.session_state[REGION_KEY] = st.session_state[SYNCED_KEY] = region
+    return region
