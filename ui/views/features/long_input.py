@@ -14,19 +14,30 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.analysis import summarise_layer
 from transformer.data import DataError, text_from_bytes
 from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, decode_text, model_context
 from ui.models import ActiveModel
 from ui.server import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, shared_cache, text_hash
 
-from ..kit import JobTexts, analysis_result, can_start, show_chart, start_button
+from ..kit import (
+    LINK_PARAMS,
+    JobTexts,
+    analysis_result,
+    can_start,
+    long_replay_download,
+    show_chart,
+    show_step_rows,
+    start_button,
+    stored_summaries,
+)
 
-ON_KEY, TEXT_KEY, UPLOAD_KEY, STEPS_KEY = "long_doc_on", "long_doc_text", "long_doc_upload", "long_doc_steps"
+ON_KEY, TEXT_KEY, UPLOAD_KEY = "long_doc_on", "long_doc_text", "long_doc_upload"
+STEPS_KEY = LINK_PARAMS["decode"]["dsteps"]  # the document's decode steps, in its link
 JOB_KEY, LINK_READ_KEY, UPLOADED_KEY = "long_doc_job", "long_doc_link_read", "long_doc_uploaded"
 ZOOM_ROWS_KEY, ZOOM_KEYS_KEY, LAYER_KEY, HEAD_KEY, QUERY_KEY = ("long_zoom_rows", "long_zoom_keys", "long_layer",
                                                                 "long_head", "long_query")
-TILE_MAX = 256  # rows and keys of the zoomed tile drawn cell by cell
+TILE_MAX = 256  # cells a side of the zoomed tile as drawn: a larger region is drawn as the max of each cell
+REGION_MAX = 1024  # rows and keys of a zoomed region, its weights recomputed exactly from the store
 STRIP_BINS = 512  # a row's strip pooled (max) to this many bins of keys
 FLOPS = 4e9  # a CPU core's sustained float32 rate, for the estimate
 REFUSED = ("attention rollout (every layer's whole map multiplied)", "the line view", "the model-view grid of every "
@@ -109,7 +120,8 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
                  f"(its own context), so at most {char_limit(adapter):,} characters.", icon=":material/straighten:")
         return None
     n = len(adapter.decoder_prefix(adapter.tokenize_source(text)))
-    steps = int(st.number_input("Steps to decode", 1, 64, 8, key=STEPS_KEY))
+    st.session_state.setdefault(STEPS_KEY, 8)  # a link's `dsteps` restores it (the widget takes no default then)
+    steps = int(st.number_input("Steps to decode", 1, 64, key=STEPS_KEY))
     if n + steps > context:
         st.error(f"The document has {n:,} tokens and {steps} steps; {active.option.name} reads at most "
                  f"{context:,} tokens (its own context).", icon=":material/straighten:")
@@ -151,6 +163,31 @@ def _heat(frame: pd.DataFrame, x: str, y: str, title: str) -> alt.Chart:
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues")))
 
 
+def zoom_frame(store: Any, layer: int, head: int, rows: tuple[int, int], keys: tuple[int, int]
+               ) -> tuple[pd.DataFrame, str, torch.Tensor]:
+    """A region's cells (row, key, weight), their title and the weights (rows, keys), recomputed exactly from the
+    store; a region wider than TILE_MAX a side is drawn as the max of each cell of at most TILE_MAX x TILE_MAX."""
+    (r0, r1), (k0, k1) = rows, keys
+    w = store.tile("self", layer, head, slice(r0, r1), slice(k0, k1))
+    rb, kb = -(-w.shape[0] // TILE_MAX), -(-w.shape[1] // TILE_MAX)  # rows and keys a cell
+    cells = torch.nn.functional.max_pool2d(w[None], (rb, kb), ceil_mode=True)[0] if rb * kb > 1 else w
+    r, k = torch.meshgrid(r0 + rb * torch.arange(cells.shape[0]), k0 + kb * torch.arange(cells.shape[1]),
+                          indexing="ij")
+    frame = pd.DataFrame({"row": r.reshape(-1).numpy(), "key": k.reshape(-1).numpy(),
+                          "weight": cells.reshape(-1).double().numpy()})
+    drawn = "exact weights" if rb * kb == 1 else f"exact weights, the max of each {rb} × {kb} cell"
+    return frame, f"Rows {r0:,}–{r1 - 1:,} × keys {k0:,}–{k1 - 1:,}: {drawn}", w
+
+
+def zoom_spec(title: str) -> dict[str, Any]:
+    """The zoomed region's Vega-Lite spec without its data (handed to Streamlit beside it, as Arrow: tens of
+    thousands of cells written into the spec as JSON took most of a zoom's time)."""
+    spec = _heat(pd.DataFrame({"row": [], "key": [], "weight": []}), "key", "row", title).to_dict(validate=False)
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    return spec
+
+
 def show_long_views(result: DecodeResult, identity: tuple) -> None:
     """The overview of one head over the whole input, its zoomed tile (exact) and a query's row (`identity`: the
     decode's, under which its summaries are shared)."""
@@ -162,14 +199,18 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     left, right = st.columns(2)
     layer = int(left.number_input("Layer", 1, n_layers, 1, key=LAYER_KEY)) - 1
     head = int(right.number_input("Head", 1, n_heads, 1, key=HEAD_KEY)) - 1
-    with st.spinner(f"Summarising layer {layer + 1} in one streamed pass…"):
-        summary = shared_cache().get(("long-summary", *identity, layer),
-                                     lambda: summarise_layer(store, "self", layer, resolution=96))
-    grid = summary.overview[head]
+    show_step_rows(result, layer, head)  # exact and cheap: before the streamed pass
+    summary, first = stored_summaries(store, identity, layer, head)  # the current head's pass first, then every head
+    if summary is None and first is None:
+        return
+    grid = summary.overview[head] if summary is not None else first.overview[0]
     cells = pd.DataFrame([(r, c, float(grid[r, c])) for r in range(grid.shape[0]) for c in range(grid.shape[1])],
                          columns=["row_cell", "key_cell", "weight"])
     show_chart(_heat(cells, "key_cell", "row_cell", f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × "
                      f"{keys:,} keys (the max of each cell)"))
+    if summary is None:
+        st.caption(f"This head's overview, from its own pass; layer {layer + 1}'s other heads follow.")
+        return
     stats = pd.DataFrame({"head": [f"H{h + 1}" for h in range(n_heads)],
                           "entropy (nats, mean of rows)": summary.entropy.mean(-1).tolist(),
                           "peak weight": summary.peak.mean(-1).tolist(),
@@ -178,18 +219,21 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     st.dataframe(stats, hide_index=True, width=CHART_PX, column_config={c: st.column_config.NumberColumn(format="%.3f")
                                                                          for c in stats.columns[1:]})
     st.caption(f"Layer {layer + 1}'s heads over all {rows:,} rows, from the same streamed pass.")
+    default = ((rows - min(rows, TILE_MAX), rows), (max(keys - TILE_MAX, 0), keys))
+    (z0, z1), (y0, y1) = (st.session_state.get(k, d) for k, d in zip((ZOOM_ROWS_KEY, ZOOM_KEYS_KEY), default,
+                                                                      strict=True))
+    if z1 > z0 and y1 > y0:
+        long_replay_download(result, layer, (z0, z1, y0, y1), summary)
     top = min(rows, TILE_MAX)
     r0, r1 = st.slider("Zoom: rows", 0, rows, (rows - top, rows), key=ZOOM_ROWS_KEY)
     k0, k1 = st.slider("Zoom: keys", 0, keys, (max(keys - TILE_MAX, 0), keys), key=ZOOM_KEYS_KEY)
-    if r1 - r0 > TILE_MAX or k1 - k0 > TILE_MAX or r1 <= r0 or k1 <= k0:
-        st.info(f"Pick a region of at most {TILE_MAX} rows × {TILE_MAX} keys to see its exact weights.",
+    if r1 - r0 > REGION_MAX or k1 - k0 > REGION_MAX or r1 <= r0 or k1 <= k0:
+        st.info(f"Pick a region of at most {REGION_MAX:,} rows × {REGION_MAX:,} keys to see its exact weights.",
                 icon=":material/zoom_in:")
     else:
-        w = store.tile("self", layer, head, slice(r0, r1), slice(k0, k1))
-        tile = pd.DataFrame([(r0 + i, k0 + j, float(w[i, j])) for i in range(w.shape[0]) for j in range(w.shape[1])],
-                            columns=["row", "key", "weight"])
+        frame, title, w = zoom_frame(store, layer, head, (r0, r1), (k0, k1))
         st.session_state["long_zoom_tile"] = (layer, head, r0, r1, k0, k1, w)
-        show_chart(_heat(tile, "key", "row", f"Rows {r0:,}–{r1 - 1:,} × keys {k0:,}–{k1 - 1:,}: exact weights"))
+        st.vega_lite_chart(frame, zoom_spec(title))
     query = int(st.number_input("A query's row", 0, rows - 1, rows - 1, key=QUERY_KEY))
     row = store.tile("self", layer, head, [query], slice(None))[0]
     bins = torch.nn.functional.adaptive_max_pool1d(row[None, None], min(STRIP_BINS, keys))[0, 0]
@@ -202,4 +246,4 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
                       for p, k in zip(best.values, best.indices, strict=True))
     st.caption(f"Top keys of row {query:,}: {named}")
     st.caption("Not drawn at this length (each reads every weight): " + ", ".join(REFUSED) + ". Zoom to a window "
-               f"of at most {TILE_MAX} tokens for its exact weights.")
+               f"of at most {REGION_MAX:,} tokens for its exact weights.")
