@@ -53,6 +53,7 @@ class Detection:
     frame: pd.DataFrame  # layer, head, label, previous_token, induction; head -1 = mean of the layer's heads
     kind: str
     tokens: tuple[str, ...]  # the sequence the model read (its prefix, then r r)
+    per_copy: int  # n, the random tokens of each copy of r
 
 
 def _random_ids(adapter: InspectableModel, n: int, seed: int) -> list[int]:
@@ -66,14 +67,24 @@ def _random_ids(adapter: InspectableModel, n: int, seed: int) -> list[int]:
     return pool[torch.randperm(pool.numel(), generator=gen)[:n]].tolist()  # at most the pool: no repeats in r
 
 
+def _causal_setup(adapter: InspectableModel) -> tuple[Tensor, list[int]]:
+    """(source ids (1, S), decoder prefix) for a forward over inputs of our choosing. A decoder-only model reads its
+    prompt inside the decoder inputs (`forward` takes the first S of them as the prompt), so its source is the empty
+    prompt the prefix is built from; an encoder-decoder's encoder reads something short."""
+    if adapter.family.prompt_in_decoder:
+        source = adapter.tokenize_source("")
+        return torch.tensor([list(source.ids)], dtype=torch.long), adapter.decoder_prefix(source)
+    return torch.tensor([adapter.tokenize_source("a").ids]), list(adapter.start_ids)
+
+
 def detect_heads(adapter: InspectableModel, n: int = INDUCTION_LENGTH, seed: int = 0) -> Detection:
-    """Previous-token and induction scores of every head of `adapter`'s causal self-attention, on r r (teacher-forced
-    after the model's decoder prefix: its start token, or a decoder-only model's first prompt token)."""
+    """Previous-token and induction scores of every head of `adapter`'s causal self-attention, on r r teacher-forced
+    after the decoder prefix of an empty prompt (an encoder-decoder's start token; a decoder-only model's BOS, if
+    any; ours: <s>): `Detection.tokens` are the tokens the model read, position for position."""
     r = _random_ids(adapter, min(n, (adapter.max_target_len - 2) // 2), seed)
     n = len(r)
-    prefix = adapter.decoder_prefix(adapter.tokenize_source(""))  # start ids; a decoder-only model's BOS, if any
+    src, prefix = _causal_setup(adapter)
     inputs = [*prefix, *r, *r]
-    src = torch.tensor([adapter.tokenize_source("a").ids])  # an encoder-decoder's encoder reads something short
     with adapter.running():
         _, maps = adapter.forward(src, torch.tensor([inputs]))
     kind = adapter.family.decoder_kind
@@ -81,4 +92,4 @@ def detect_heads(adapter: InspectableModel, n: int = INDUCTION_LENGTH, seed: int
     weights = torch.stack([w[0] for w in maps[kind]])  # (L, H, T, T)
     frame = per_head_frame(previous_token=previous_token_scores(weights, len(prefix) + 1),
                            induction=induction_scores(weights, len(prefix), n))
-    return Detection(frame, kind, tuple(adapter.ids_to_tokens(inputs)))
+    return Detection(frame, kind, tuple(adapter.ids_to_tokens(inputs)), n)

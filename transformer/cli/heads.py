@@ -194,5 +194,5 @@ def detectors_dict(found: Detection) -> dict[str, Any]:
     best = {name: {"label": f"{code}:{heads.loc[heads[name].idxmax(), 'label']}",
                    "score": round(float(heads[name].max()), 4)} for name in ("previous_token", "induction")}
     return {"kind": found.kind, "induction_sequence": "random tokens repeated twice, "
-            f"{(len(found.tokens) - 1) // 2} per copy", "heads": rows, "best": best}
+            f"{found.per_copy} per copy", "heads": rows, "best": best}
 
