@@ -36,6 +36,7 @@ from .circuit import INDUCTION, PREVIOUS_TOKEN, circuit_heads, known_circuit
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .composition import MODES as COMPOSITION_MODES
 from .composition import composition_scores, strongest
+from .corpus_estimate import ESTIMATE_SENTENCES, CorpusEstimate, corpus_estimate, sentence_output
 from .corpus_stats import (
     JS_SENTENCES,
     CorpusStats,
@@ -198,3 +199,4 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
 
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
 __all__ += ["STEP_COLUMNS", "StepPatching", "StoredRow", "step_patching_estimate", "stored_row"]
+__all__ += ["ESTIMATE_SENTENCES", "CorpusEstimate", "corpus_estimate", "sentence_output"]

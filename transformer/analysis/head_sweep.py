@@ -54,6 +54,8 @@ def projection_paths(adapter: InspectableModel) -> dict[str, list[str]]:
     """Dotted paths in `adapter.network` of every attention's output projection, per kind and layer."""
     network: Any = adapter.network  # ours or a Hugging Face network, told apart by its attributes
     names = {id(m): n for n, m in network.named_modules()}
+    if adapter.family.cross_kind is None:  # one stack (decoder-only, encoder-only): where the adapter says
+        return {k: [names[id(m)] for m in mods] for k, mods in adapter.output_projections().items()}
     if hasattr(network, "get_encoder"):  # Hugging Face encoder-decoders
         from ..adapters.hf_seq2seq import attention_outputs
         return {k: [names[id(m)] for m in mods] for k, mods in attention_outputs(network).items()}
@@ -128,16 +130,18 @@ def scaled_view(adapter: InspectableModel, scales: dict[str, Tensor], replay: di
                                           for path, out in (replay or {}).items()}
     for kind, scale in scales.items():
         for layer, path in enumerate(paths[kind]):
-            proj: Any = adapter.network.get_submodule(path)  # an nn.Linear (or GPT-2's Conv1D)
+            proj: Any = adapter.network.get_submodule(path)  # an nn.Linear (or GPT-2's Conv1D: weight (in, out))
             per_head = scale[:, layer]  # (N, H)
-            wide = per_head.repeat_interleave(proj.in_features // per_head.shape[1], dim=1)  # (N, H * Dh)
+            width = proj.in_features if hasattr(proj, "in_features") else proj.weight.shape[0]
+            wide = per_head.repeat_interleave(width // per_head.shape[1], dim=1)  # (N, H * Dh)
             replacements[path] = ScaledProjection(proj, wide[:, None, :])
     return substituted(adapter.network, replacements)
 
 
 def _log_probs(adapter: InspectableModel, logits: Tensor, targets: Tensor) -> Tensor:
-    """(N, positions, V) logits -> (N,) sum of log p(targets) over the output steps, as decoding scores them."""
-    rows = ban(logits[:, len(adapter.start_ids) - 1:].float(), sorted(adapter.unemittable_ids))
+    """(N, positions, V) logits -> (N,) sum of log p(targets) over the output steps, as decoding scores them: the
+    last rows, one per target (a decoder-only model's logits cover its prompt too)."""
+    rows = ban(logits[:, logits.shape[1] - targets.shape[-1]:].float(), sorted(adapter.unemittable_ids))
     return rows.log_softmax(-1).gather(-1, targets.expand(rows.shape[0], -1)[..., None])[..., 0].sum(-1)
 
 
