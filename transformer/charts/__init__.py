@@ -48,7 +48,7 @@ from .heads import alignment_table_chart
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
-from .long_replay import long_replay_data, long_replay_html
+from .long_replay import long_replay_data, long_replay_html, long_replay_size
 from .masked import head_change_map, js_cluster_map, prediction_bars
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
@@ -108,4 +108,4 @@ from .composition import (  # noqa: E402
 
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
-__all__ += ["long_replay_data", "long_replay_html"]
+__all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]

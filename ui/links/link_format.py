@@ -192,6 +192,7 @@ PARSERS: dict[str, Any] = {
     "psite": _patch_site,
     "text": _text,
     "doc": _doc,  # a long input by its hash (ui.server.kept_inputs), on Decode
+    "dsteps": lambda v: _int(v, 1, 64),  # the document's decode steps (the Steps to decode box's range)
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),

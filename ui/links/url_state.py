@@ -210,6 +210,8 @@ def link_values(page: str) -> dict[str, Any]:
             values.pop("inside", None)
     if page in ("decode", "attention"):  # a document's hash while its decode is shown (its text stays here)
         values["doc"] = state.get(DOC_STATE_KEY)
+        if values["doc"] is None:  # the document's decode steps: in the link with its hash only
+            values.pop("dsteps", None)
     if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
         values.pop("cmode", None)
         values.pop("edit", None)

@@ -63,6 +63,7 @@ from .real_size import (
 )
 from .selection import Selection
 from .stored_summaries import DEVICE, stored_summaries, summary_key
+from .stored_views import long_replay_download, show_step_rows, step_rows
 from .text_box import model_text_input
 from .weights import model_caption, show_weights, slide_title, weights_of
 from .why_parts import composition_for, decode_parts_for, parts_key, reliance_for
@@ -107,4 +108,4 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
 __all__ += ["folded_controls", "model_text_input"]
 __all__ += ["HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
-__all__ += ["DEVICE", "stored_summaries", "summary_key"]
+__all__ += ["DEVICE", "long_replay_download", "show_step_rows", "step_rows", "stored_summaries", "summary_key"]
