@@ -9,9 +9,12 @@ from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from .heads import alignment_table_chart
 from .style import AUTOSIZE, BAR_COLOR, CHOSEN_COLOR
 
+SWEEP_SPACING, SWEEP_PANEL_MARGIN = 28, 110  # between panels; a panel's labels, axis title and legend
 
-def importance_chart(sweep: pd.DataFrame) -> alt.HConcatChart:
-    """Per attention kind, a layers x heads heatmap of the drop in log p(output) when the head is switched off."""
+
+def importance_chart(sweep: pd.DataFrame, max_width: int | None = None) -> alt.ConcatChart:
+    """Per attention kind, a layers x heads heatmap of the drop in log p(output) when the head is switched off; side
+    by side as many as fit `max_width` pixels (None: all in one row), the others wrapped below, each with its legend."""
     missing = {"kind", "layer", "head", "drop"} - set(sweep.columns)
     if missing:
         raise ValueError(f"sweep needs columns kind, layer, head and drop; missing {', '.join(sorted(missing))}")
@@ -23,7 +26,11 @@ def importance_chart(sweep: pd.DataFrame) -> alt.HConcatChart:
         panel = alignment_table_chart(part[["layer", "head", "score"]].astype({"layer": int, "head": int}), signed=True)
         panel.autosize = alt.Undefined  # a concatenated view may not size itself: the whole chart does
         panels.append(panel.properties(title=alt.TitleParams(KIND_TITLES[kind], anchor="start", fontSize=13)))
-    return alt.hconcat(*panels, spacing=28).resolve_scale(color="independent").properties(autosize=AUTOSIZE)
+    # a panel: 40 px a head, its layer labels and axis title at the left, its legend at the right, the spacing
+    panel_px = 40 * int(sweep["head"].nunique()) + SWEEP_PANEL_MARGIN + SWEEP_SPACING
+    columns = len(panels) if max_width is None else max(1, min(len(panels), max_width // panel_px))
+    return alt.concat(*panels, columns=columns, spacing=SWEEP_SPACING).resolve_scale(color="independent").properties(
+        autosize=AUTOSIZE)
 
 
 def agreement_chart(agreement: pd.DataFrame, column: str = "spearman") -> alt.LayerChart:

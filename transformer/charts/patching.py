@@ -6,7 +6,7 @@ back (recovery 1); white: nothing changes; red: it moves further away. A click s
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import altair as alt
@@ -36,6 +36,11 @@ def _labels(frame: pd.DataFrame, site: str) -> pd.DataFrame:
     return out
 
 
+def _fits_flat(labels: Sequence[str], cell: float) -> bool:
+    """Whether every label, set flat, fits its cell (about 7 px a character at the axis' 11 px)."""
+    return max((len(label) for label in labels), default=0) * 7 <= cell
+
+
 def patching_heatmap(frame: pd.DataFrame, value: str = "recovery", *, title: str = "",
                      max_width: int = MAX_MAP_PX) -> alt.Chart:
     """The cells of one site and one stack or kind (`frame` holds only those rows), coloured by `value`: "recovery"
@@ -55,7 +60,7 @@ def patching_heatmap(frame: pd.DataFrame, value: str = "recovery", *, title: str
     what = {"recovery": "recovery", "difference": "metric − corrupted (nats)", "estimate": "estimated difference"}
     return alt.Chart(data).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(
         x=alt.X("column:N", sort=columns, title="head" if site == "head" else "position (clean input)",
-                axis=alt.Axis(labelAngle=0 if site == "head" or cell >= 40 else -60, labelLimit=90,
+                axis=alt.Axis(labelAngle=0 if site == "head" or _fits_flat(columns, cell) else -60, labelLimit=90,
                               labelOverlap=cell < 12)),
         y=alt.Y("row:N", sort=rows, title={"encoder output": None, "head per position": "head"}.get(site, "layer")),
         color=alt.Color(f"{value}:Q", title=what.get(value, value),

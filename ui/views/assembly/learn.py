@@ -252,7 +252,8 @@ def show_batch_mask(active: ActiveModel, text: str) -> None:
     start, stop = m.padding
     window = (max(0, stop - 40), stop) if stop > 40 else (0, len(m.key_tokens))
     title = f"{active.family.title(m.kind)} · in a batch: this input padded beside a longer one"
-    show_chart(mask_picture(m.mask, m.query_tokens, m.key_tokens, title, window), key="learn_mask_batch")
+    show_chart(mask_picture(m.mask, m.query_tokens, m.key_tokens, title, window), key="learn_mask_batch",
+               width="content")  # its own size (stretched to the column, its last keys and legend went past it)
     st.caption(f"In training, inputs of different lengths share a batch: this one gets {stop - start} padding "
                f"position(s) to match “{longer_input(text)}”, and the model hides them (−∞) from every real token, so "
                "its weights are those it has alone.")

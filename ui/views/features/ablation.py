@@ -213,7 +213,7 @@ def show_sweep(active: ActiveModel, text: str, output: Sequence[int], output_tex
     st.caption(f"log p(output) intact: {sweep.base_log_prob:.3f} · swept in {sweep.seconds:.2f} s")
     if sweep.frame.empty:
         return
-    importance = importance_chart(sweep.frame)
+    importance = importance_chart(sweep.frame, max_width=PAGE_PX)  # the kinds wrapped to the column, legends in it
     show_chart(importance, key=f"{key}_heatmap", width="content")
     slide_downloads(importance, slide_title(active, text).lines(f"Drop in log p(output) with each head switched off · "
                                                                 f"output: {output_text}"),

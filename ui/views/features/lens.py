@@ -117,7 +117,10 @@ def show_step_lens(sel: Selection) -> None:
         st.dataframe(step_lens_frame(lens), hide_index=True, width="stretch",
                      column_config={"its probability": st.column_config.NumberColumn(format="%.3f"),
                                     "entropy (nats)": st.column_config.NumberColumn(format="%.2f"),
-                                    "KL(final ‖ layer) (nats)": st.column_config.NumberColumn(format="%.2f")})
+                                    "KL(final ‖ layer) (nats)": st.column_config.NumberColumn(  # fits 1280 px
+                                        "KL to final (nats)", format="%.2f",
+                                        help="KL(final ‖ layer): how far this layer's guess is from the model's own "
+                                             "distribution, in nats (0 at the last layer)")})
         st.caption(f"Each layer's residual stream through the model's own final norm and output projection, over "
                    f"the {lens.n_emittable:,} tokens this step could emit. The last layer's row is the model's own "
                    "distribution.")
