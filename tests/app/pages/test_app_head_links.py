@@ -1,7 +1,7 @@
 """AppTest: a head's page links its composition partners (each score the model's own, each link that head's page),
 a model where no head reads another says so; the Attention and Decode pages' head pickers and the head overview link
-the picked head's page; the finder takes the one-pass ablation estimate and, for a run with weight snapshots, a slider
-over training; the head page opens in presenter mode on the shipped models."""
+the picked head's page; the finder takes the one-pass ablation estimate over the corpus's first sentences and, for a
+run with weight snapshots, a slider over training; the head page opens in presenter mode on the shipped models."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs
@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_link, texts
-from transformer.analysis import composition_scores, estimate_head_effects
+from transformer.analysis import composition_scores, corpus_estimate
 from transformer.data import TaskSpec, make_task
 from transformer.model import Head, default_configs
 from transformer.store import open_model, save_checkpoint
@@ -112,20 +112,24 @@ def test_the_head_page_opens_in_presenter_mode_on_the_shipped_models(shipped_env
         texts(at.subheader)
 
 
-def test_the_finder_takes_the_one_pass_estimate_on_this_input_once_computed(studio_env, tiny_checkpoint_dir):
+def test_the_finder_takes_the_one_pass_estimate_over_the_first_sentences_once_computed(studio_env,
+                                                                                        tiny_checkpoint_dir):
     at = open_link("attention", {"text": TEXT})
     at.button(key="attention_corpus_run").click().run()
     assert_no_exception(at)
-    assert any("ablation estimate is n/a until estimated" in t for t in texts(at.caption))
-    at.button(key="attention_finder_estimate").click().run()
+    assert any("ablation estimate is n/a until estimated over the first" in t for t in texts(at.caption))
+    at.number_input(key="attention_finder_estimate_n").set_value(3).run()
+    at.button(key="attention_finder_estimate_run").click().run()
     assert_no_exception(at)
-    _, text, output, _ = at.session_state["finder_estimate"]
-    assert text == TEXT
+    sources, refs = at.session_state["corpus_latest_sentences"][1:]
+    assert any("estimate: the one-pass ablation estimate, mean over the corpus's first 3 sentences" in t
+               for t in texts(at.caption))
     table = next(d.value for d in at.dataframe if "estimate" in d.value.columns and "label" in d.value.columns)
-    model = estimate_head_effects(open_model(str(tiny_checkpoint_dir / "reverse")), TEXT, list(output))
+    model = corpus_estimate(open_model(str(tiny_checkpoint_dir / "reverse")), sources, refs, n=3)
+    assert model.sentences == 3
     shown = table.set_index("label")["estimate"]
-    assert len(shown) == len(model) and shown.notna().all()
-    for label, value in zip(model["label"], model["estimate"], strict=True):
+    assert len(shown) == len(model.frame) and shown.notna().all()
+    for label, value in zip(model.frame["label"], model.frame["estimate"], strict=True):
         assert abs(shown[label] - value) < 1e-4, label
     at.session_state["attention_finder_x"] = "estimate"
     at.run()

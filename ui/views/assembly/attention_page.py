@@ -7,6 +7,7 @@ import streamlit as st
 from ..features import (
     attention_ablation,
     current_output,
+    latest_corpus,
     latest_corpus_statistics,
     show_agreement,
     show_attention_inside,
@@ -59,5 +60,4 @@ def show_attention_views(sel: Selection) -> None:
     stats = latest_corpus_statistics(active)
     if stats is not None and stats.kept is not None:
         st.subheader("Find heads", anchor=False)
-        show_head_finder(active, stats, key="attention_finder",
-                         on=(sel.text, output) if active.family.decodes else None)
+        show_head_finder(active, stats, key="attention_finder", corpus=latest_corpus(active))

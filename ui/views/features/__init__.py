@@ -20,7 +20,7 @@ from .animation import animation_downloads, decode_animation, file_stem
 from .attribution import show_agreement, show_step_attribution
 from .beam import show_beam_tree
 from .composition_view import show_composition
-from .corpus import latest_corpus_statistics, show_corpus_statistics
+from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statistics
 from .head_computation import (
     MAP_VALUES,
     captured_for,
@@ -54,7 +54,7 @@ __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablati
            "show_contribution_map", "show_corpus_statistics", "show_head_computation", "show_line_view",
            "show_patched_link", "show_patching", "show_sampled_step", "show_step_attribution",
            "show_step_contribution", "show_step_inside", "show_step_lens", "show_sweep", "toggle_clicked_head"]
-__all__ += ["open_head_page", "show_head_finder"]
+__all__ += ["latest_corpus", "open_head_page", "show_head_finder"]
 __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_qk", "show_composition", "show_qk",
             "show_reliance", "show_step_qk", "show_step_route"]
 

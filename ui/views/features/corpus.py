@@ -22,12 +22,19 @@ from ui.models import MODEL_KEY, ActiveModel
 from ..kit import SNAPSHOTS_KEY, analysis_result, can_start, md, show_chart, start_button
 
 LATEST_KEY = "corpus_latest"  # (model cache key, CorpusStats): the statistics the head overview may be coloured by
+LATEST_CORPUS_KEY = "corpus_latest_sentences"  # (model cache key, sources, references or None): what they read
 
 
 def latest_corpus_statistics(active: ActiveModel) -> CorpusStats | None:
     """The corpus statistics last computed in this session for this model (None before any)."""
     latest = st.session_state.get(LATEST_KEY)
     return latest[1] if latest is not None and latest[0] == active.cache_key else None
+
+
+def latest_corpus(active: ActiveModel) -> tuple[tuple[str, ...], tuple[str, ...] | None] | None:
+    """The sentences (and the references, when teacher-forced) those statistics read; None before any."""
+    latest = st.session_state.get(LATEST_CORPUS_KEY)
+    return (latest[1], latest[2]) if latest is not None and latest[0] == active.cache_key else None
 
 
 SOURCES = {"examples": "The model's validation sentences", "upload": "A file (one sentence a line; .gz, TSV)"}
@@ -133,6 +140,7 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
         return
     st.session_state[f"{key}_sources"] = corpus.sources
     st.session_state[LATEST_KEY] = (active.cache_key, stats)
+    st.session_state[LATEST_CORPUS_KEY] = (active.cache_key, corpus.sources, refs)
     _show(stats, {k: h for k, (_, h) in active.adapter.head_counts().items()}, key)
     _show_snapshots(active, corpus.sources, refs, key)
 

@@ -3,16 +3,16 @@ picked from the corpus statistics and the long-range scores, a click opening tha
 sortable table. Drawn from the statistics computed for the model in this session."""
 from __future__ import annotations
 
-from typing import Sequence
-
 import pandas as pd
 import streamlit as st
 
 from transformer.analysis import (
+    ESTIMATE_SENTENCES,
     FINDER_COLUMNS,
     NOMINAL,
+    CorpusEstimate,
     CorpusStats,
-    estimate_head_effects,
+    corpus_estimate,
     finder_table,
     head_finder_frame,
     long_range_heads,
@@ -21,11 +21,13 @@ from transformer.charts import FINDER_SELECTION, head_finder_chart
 from transformer.model import Head
 from ui.models import MODEL_KEY, ActiveModel
 
-from ..kit import LINK_PARAMS, SNAPSHOTS_KEY, show_chart
+from ..kit import LINK_PARAMS, SNAPSHOTS_KEY, JobTexts, analysis_result, can_start, show_chart, start_button
 
 HEAD_PAGE = "pages/head.py"
 LONG_RANGE_KEY = "finder_long_range"  # (model cache key, LongRange): the detectors last run for a model
-ESTIMATE_KEY = "finder_estimate"  # (model cache key, text, output ids, frame): the one-pass estimate last computed
+ESTIMATE_TEXTS = JobTexts(cancelled="Estimate cancelled: nothing was kept.", cancelled_icon=":material/stop_circle:",
+                          refused="Cannot estimate: {error}", refused_icon=":material/block:")
+Corpus = tuple[tuple[str, ...], tuple[str, ...] | None]  # the statistics' sentences, their references or None
 CHOICES = [*FINDER_COLUMNS, *NOMINAL]
 
 
@@ -61,30 +63,37 @@ def _long_range(active: ActiveModel, key: str):
     return None
 
 
-def _estimate(active: ActiveModel, on: tuple[str, Sequence[int]] | None, key: str) -> tuple[pd.DataFrame | None, str]:
-    """The one-pass ablation estimate (`heads --estimate`'s) for this model and the page's input and output: kept,
-    or computed on the button's click; else None and why the column is n/a."""
-    if on is None:
+def _estimate(active: ActiveModel, corpus: Corpus | None, key: str) -> tuple[CorpusEstimate | None, str]:
+    """The one-pass ablation estimate (`heads --estimate`'s) averaged per head over the statistics' first N
+    sentences (N picked): kept, or computed in the background on the button's click; else None and why it is n/a."""
+    if not active.family.decodes:
         return None, "the ablation estimate is n/a: an encoder-only model writes no output to estimate against."
-    text, output = on[0], tuple(int(i) for i in on[1])
-    kept = st.session_state.get(ESTIMATE_KEY)
-    if kept is not None and kept[:3] == (active.cache_key, text, output):
-        tokens = f"{len(output)} output token" + "s" * (len(output) != 1)
-        return kept[3], f"estimate: the one-pass ablation estimate on this input ({tokens})."
-    flag = f"{key}_estimate_asked"  # the click kept as a flag: the page may rerun once before it gets here
-    st.button("Estimate each head's effect on this input", key=f"{key}_estimate", icon=":material/bolt:",
-              on_click=st.session_state.__setitem__, args=(flag, True),
-              help="Attribution patching (`heads --estimate`): one forward and one backward estimate how much "
-                   "less likely the current output becomes with each head switched off.")
-    if st.session_state.pop(flag, False):
-        try:
-            with st.spinner("Estimating every head's effect…"):
-                frame = estimate_head_effects(active.adapter, text, list(output))
-        except ValueError as err:
-            return None, f"the ablation estimate is n/a: {err}"
-        st.session_state[ESTIMATE_KEY] = (active.cache_key, text, output, frame)
-        st.rerun()  # drawn again with the column
-    return None, "the ablation estimate is n/a until estimated on this input (the button above)."
+    if corpus is None or not corpus[0]:
+        return None, "the ablation estimate is n/a until the statistics' sentences are known (compute them above)."
+    sources, refs = corpus
+    st.session_state.setdefault(f"{key}_estimate_n", min(ESTIMATE_SENTENCES, len(sources)))
+    n = int(st.number_input("Sentences for the ablation estimate (the statistics' first)", min_value=1,
+                            max_value=len(sources), step=10, key=f"{key}_estimate_n",
+                            help="The estimate column is each head's one-pass estimate (attribution patching, "
+                                 "`heads --estimate`), averaged over the first N sentences of the corpus the "
+                                 "statistics read, each on the output they read it with."))
+    first, first_refs = sources[:n], None if refs is None else refs[:n]
+    identity = ("finder-estimate", active.cache_key, first, first_refs)
+    adapter = active.adapter
+
+    def run(progress) -> CorpusEstimate:
+        return corpus_estimate(adapter, first, first_refs, n=n, progress=progress)
+
+    found = analysis_result(identity, f"Estimating every head's effect over {n:,} sentences", run,
+                            key=f"{key}_estimate", texts=ESTIMATE_TEXTS)
+    if found is not None:
+        return found, f"estimate: the one-pass ablation estimate, {found.caption()}."
+    if can_start(identity):
+        start_button(f"Estimate each head's effect over the first {n:,} sentences", identity, key=f"{key}_estimate",
+                     icon=":material/bolt:", help="Attribution patching (`heads --estimate`): per sentence one "
+                     "forward and one backward estimate how much less likely its output becomes with each head "
+                     "switched off; the column is the mean over the sentences.")
+    return None, f"the ablation estimate is n/a until estimated over the first {n:,} sentences (the button above)."
 
 
 def _over_training(active: ActiveModel, frame: pd.DataFrame, key: str) -> tuple[pd.DataFrame, str]:
@@ -111,13 +120,13 @@ def _over_training(active: ActiveModel, frame: pd.DataFrame, key: str) -> tuple[
     return moved, f" Statistics at step {step:,} (weight snapshot {at + 1} of {len(steps)})."
 
 
-def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str,
-                     on: tuple[str, Sequence[int]] | None = None) -> None:
-    """The finder's scatter (a click opens that head's page) and table for the statistics `stats`; `on`: the page's
-    input and output, for the ablation estimate (None: a model that writes no output)."""
+def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str, corpus: Corpus | None = None) -> None:
+    """The finder's scatter (a click opens that head's page) and table for the statistics `stats`; `corpus`: the
+    sentences they read (and their references), for the ablation estimate over the first of them."""
     found = _long_range(active, key)
-    estimate, estimate_note = _estimate(active, on, key)
-    frame, step_note = _over_training(active, head_finder_frame(stats, estimate=estimate, long_range=found), key)
+    estimate, estimate_note = _estimate(active, corpus, key)
+    frame, step_note = _over_training(active, head_finder_frame(
+        stats, estimate=None if estimate is None else estimate.frame, long_range=found), key)
     c_x, c_y, c_colour = st.columns(3)
     for name, default, column in (("x", "entropy", c_x), ("y", "max_weight", c_y), ("colour", "kind", c_colour)):
         st.session_state.setdefault(f"{key}_{name}", default)
@@ -136,5 +145,12 @@ def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str,
                f"only (n/a elsewhere); {estimate_note}{n_a}{step_note}")
     st.dataframe(finder_table(frame, sort=y if y not in NOMINAL else "max_weight"), hide_index=True,
                  key=f"{key}_table", height=260, column_config={
-                     name: st.column_config.NumberColumn(name, format="%.3f", help=what)
+                     name: st.column_config.NumberColumn(_header(name, estimate), format="%.3f", help=what)
                      for name, what in FINDER_COLUMNS.items()})
+
+
+def _header(name: str, estimate: CorpusEstimate | None) -> str:
+    """A table column's header: the estimate's says over how many sentences."""
+    if name != "estimate" or estimate is None:
+        return name
+    return f"estimate ({estimate.sentences:,} sentence{'s' * (estimate.sentences != 1)})"
