@@ -48,6 +48,7 @@ from .heads import alignment_table_chart
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
+from .long_overview import OVERVIEW_BRUSH, Region, brushed_ends, brushed_region, overview_chart, overview_frame
 from .long_replay import long_replay_data, long_replay_html, long_replay_size
 from .masked import head_change_map, js_cluster_map, prediction_bars
 from .overview import head_overview, overview_cell
@@ -63,7 +64,7 @@ from .step_slider import STEP_PARAM, step_slider_chart
 from .style import CHOSEN_COLOR, MASKED_COLOR, NOT_REACHED_COLOR, text_width, visible_token
 from .training import timeline_frame, training_curves
 from .video import MIME_TYPES, VIDEO_FORMATS, VideoError, gif_bytes, mp4_bytes, video_bytes, video_format
-from .window import MIN_MAP_CELL, keys_per_window, window_title
+from .window import MIN_MAP_CELL, drag_window, keys_per_window, window_title
 
 __all__ = ["BEAM_NODE", "CHOSEN_COLOR", "INLINE_RENDERER", "LENS_CELL", "LINE_THRESHOLD", "LINE_WINDOW", "MASKED_COLOR",
            "MAX_ANIMATION_FRAMES", "MAX_GRID_STEPS", "MAX_NODE_KEYS", "MAX_REPLAY_BYTES", "MAX_REPLAY_STEPS",
@@ -109,3 +110,5 @@ from .composition import (  # noqa: E402
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
 __all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
+__all__ += ["OVERVIEW_BRUSH", "Region", "brushed_ends", "brushed_region", "drag_window", "overview_chart",
+            "overview_frame"]

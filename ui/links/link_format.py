@@ -175,6 +175,18 @@ def _doc(value: str) -> str:
     return value
 
 
+def _region(value: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A document's zoomed region, 'rows,keys' each 'first-last' (0-based token positions, both ends included, as
+    the zoom's title): ((first row, row after the last), (first key, key after the last))."""
+    parts = value.split(",")
+    if len(parts) != 2 or not all(re.fullmatch(r"\s*\d{1,7}\s*-\s*\d{1,7}\s*", p) for p in parts):
+        raise ValueError("expected rows,keys as first-last (e.g. 0-255,0-255)")
+    (r0, r1), (k0, k1) = (tuple(int(n) for n in p.split("-")) for p in parts)
+    if r1 < r0 or k1 < k0:
+        raise ValueError("each range's last position comes after its first")
+    return (r0, r1 + 1), (k0, k1 + 1)
+
+
 # parameter -> (parser of the link's text, formatter back to text)
 PARSERS: dict[str, Any] = {
     "model": _model,
@@ -193,6 +205,7 @@ PARSERS: dict[str, Any] = {
     "text": _text,
     "doc": _doc,  # a long input by its hash (ui.server.kept_inputs), on Decode
     "dsteps": lambda v: _int(v, 1, 64),  # the document's decode steps (the Steps to decode box's range)
+    "zoom": _region,  # the document's zoomed region (checked against the input where it is drawn)
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),
@@ -245,6 +258,9 @@ def format_value(name: str, value: Any) -> str:
         return format_ablated(tuple(value))
     if name == "force":
         return f"{int(value[0])}:{value[1]}"
+    if name == "zoom":
+        (r0, r1), (k0, k1) = value
+        return f"{int(r0)}-{int(r1) - 1},{int(k0)}-{int(k1) - 1}"
     if name == "masks":
         return ",".join(str(int(i)) for i in value)
     return str(value)

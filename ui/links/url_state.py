@@ -212,6 +212,7 @@ def link_values(page: str) -> dict[str, Any]:
         values["doc"] = state.get(DOC_STATE_KEY)
         if values["doc"] is None:  # the document's decode steps: in the link with its hash only
             values.pop("dsteps", None)
+            values.pop("zoom", None)  # the zoomed region too
     if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
         values.pop("cmode", None)
         values.pop("edit", None)

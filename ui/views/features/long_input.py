@@ -26,16 +26,18 @@ from ..kit import (
     can_start,
     long_replay_download,
     show_chart,
+    show_overview,
     show_step_rows,
     start_button,
     stored_summaries,
+    take_region,
+    zoom_pickers,
 )
 
 ON_KEY, TEXT_KEY, UPLOAD_KEY = "long_doc_on", "long_doc_text", "long_doc_upload"
 STEPS_KEY = LINK_PARAMS["decode"]["dsteps"]  # the document's decode steps, in its link
 JOB_KEY, LINK_READ_KEY, UPLOADED_KEY = "long_doc_job", "long_doc_link_read", "long_doc_uploaded"
-ZOOM_ROWS_KEY, ZOOM_KEYS_KEY, LAYER_KEY, HEAD_KEY, QUERY_KEY = ("long_zoom_rows", "long_zoom_keys", "long_layer",
-                                                                "long_head", "long_query")
+LAYER_KEY, HEAD_KEY, QUERY_KEY = "long_layer", "long_head", "long_query"
 TILE_MAX = 256  # cells a side of the zoomed tile as drawn: a larger region is drawn as the max of each cell
 REGION_MAX = 1024  # rows and keys of a zoomed region, its weights recomputed exactly from the store
 STRIP_BINS = 512  # a row's strip pooled (max) to this many bins of keys
@@ -204,10 +206,10 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     if summary is None and first is None:
         return
     grid = summary.overview[head] if summary is not None else first.overview[0]
-    cells = pd.DataFrame([(r, c, float(grid[r, c])) for r in range(grid.shape[0]) for c in range(grid.shape[1])],
-                         columns=["row_cell", "key_cell", "weight"])
-    show_chart(_heat(cells, "key_cell", "row_cell", f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × "
-                     f"{keys:,} keys (the max of each cell)"))
+    default = ((rows - min(rows, TILE_MAX), rows), (max(keys - TILE_MAX, 0), keys))
+    region = take_region(rows, keys, REGION_MAX, default)  # a new drag on the overview (or a link's) moves the pickers
+    show_overview(grid, rows, keys, f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × {keys:,} keys (the max of "
+                  "each cell)", region, CHART_PX)
     if summary is None:
         st.caption(f"This head's overview, from its own pass; layer {layer + 1}'s other heads follow.")
         return
@@ -219,14 +221,10 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     st.dataframe(stats, hide_index=True, width=CHART_PX, column_config={c: st.column_config.NumberColumn(format="%.3f")
                                                                          for c in stats.columns[1:]})
     st.caption(f"Layer {layer + 1}'s heads over all {rows:,} rows, from the same streamed pass.")
-    default = ((rows - min(rows, TILE_MAX), rows), (max(keys - TILE_MAX, 0), keys))
-    (z0, z1), (y0, y1) = (st.session_state.get(k, d) for k, d in zip((ZOOM_ROWS_KEY, ZOOM_KEYS_KEY), default,
-                                                                      strict=True))
+    (z0, z1), (y0, y1) = region
     if z1 > z0 and y1 > y0:
         long_replay_download(result, layer, (z0, z1, y0, y1), summary)
-    top = min(rows, TILE_MAX)
-    r0, r1 = st.slider("Zoom: rows", 0, rows, (rows - top, rows), key=ZOOM_ROWS_KEY)
-    k0, k1 = st.slider("Zoom: keys", 0, keys, (max(keys - TILE_MAX, 0), keys), key=ZOOM_KEYS_KEY)
+    (r0, r1), (k0, k1) = zoom_pickers(rows, keys)  # the region picked, or dragged on the overview
     if r1 - r0 > REGION_MAX or k1 - k0 > REGION_MAX or r1 <= r0 or k1 <= k0:
         st.info(f"Pick a region of at most {REGION_MAX:,} rows × {REGION_MAX:,} keys to see its exact weights.",
                 icon=":material/zoom_in:")

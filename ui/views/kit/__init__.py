@@ -92,6 +92,7 @@ from .widgets import (
     slide_downloads,
     visible,
 )
+from .zoom_region import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY, show_overview, take_region, zoom_pickers
 
 __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PAGE_PX",
            "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "RERUN_APP_KEY",
@@ -109,3 +110,4 @@ __all__ += ["folded_controls", "model_text_input"]
 __all__ += ["HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
 __all__ += ["DEVICE", "long_replay_download", "show_step_rows", "step_rows", "stored_summaries", "summary_key"]
+__all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_overview", "take_region", "zoom_pickers"]

@@ -18,6 +18,7 @@ from transformer.charts import (
 )
 
 from .link_params import LINK_PARAMS
+from .stored_summaries import RESOLUTION
 from .widgets import show_chart
 
 ZOOM_ROWS_KEY, ZOOM_KEYS_KEY = "long_zoom_rows", "long_zoom_keys"  # the pickers
@@ -61,10 +62,10 @@ def take_region(rows: int, keys: int, max_side: int, default: Region) -> Region:
     return tuple(state[ZOOM_ROWS_KEY]), tuple(state[ZOOM_KEYS_KEY])  # type: ignore[return-value]
 
 
-def show_overview(grid: torch.Tensor, rows: int, keys: int, resolution: int, title: str, region: Region,
-                  width: int) -> None:
-    """The overview in token positions with `region` outlined; a drag on it picks the region to zoom (rerun)."""
-    chart = overview_chart(overview_frame(grid, rows, keys, resolution), rows, keys, title, region, width=width,
+def show_overview(grid: torch.Tensor, rows: int, keys: int, title: str, region: Region, width: int) -> None:
+    """The overview (a streamed pass's grid) in token positions with `region` outlined; a drag on it picks the
+    region to zoom (a rerun)."""
+    chart = overview_chart(overview_frame(grid, rows, keys, RESOLUTION), rows, keys, title, region, width=width,
                            height=width // 2)
     show_chart(chart, on_select="rerun", selection_mode=[OVERVIEW_BRUSH], key=OVERVIEW_KEY)
     st.caption("Drag a region on the overview to zoom to it (double-click clears the drag), or pick it below.")
