@@ -2,7 +2,9 @@
 returns what a user would see as broken. Its parts: sibling Streamlit elements whose boxes overlap; texts inside a
 chart that overprint each other (rotated axis labels aside: their boxes are slanted); a button, picker or tab label
 cut short (its scroll width past its visible width); a chart drawn wider than its column (a chart whose own box
-scrolls sideways excepted); a legend outside its drawing or its bordered card."""
+scrolls sideways excepted); a legend outside its drawing, its bordered card or the part of its chart's box in view (a
+legend to scroll to is a legend cut off); a text inside a chart cut short with "…"; a data table whose columns do
+not fit its width (the last ones cut off until scrolled to)."""
 from __future__ import annotations
 
 # opens every closed expander of the main area; the number opened
@@ -12,7 +14,7 @@ OPEN_EXPANDERS_JS = """() => {
   return n;
 }"""
 LAYOUT_CHECK_JS = r"""() => {
-  const out = {overlap: [], textOverlap: [], truncated: [], wider: [], legendOut: []};
+  const out = {overlap: [], textOverlap: [], truncated: [], wider: [], legendOut: [], textCut: [], tableScrolls: []};
   const visible = (r) => r.width > 1 && r.height > 1;
   const hit = (a, b, slack) => a.left < b.right - slack && b.left < a.right - slack
                             && a.top < b.bottom - slack && b.top < a.bottom - slack;
@@ -48,19 +50,28 @@ LAYOUT_CHECK_JS = r"""() => {
         if (hit(texts[i][1], texts[j][1], 1)) { out.textOverlap.push([cname, texts[i][0], texts[j][0]]); }
       }
     }
+    for (const [text] of texts) if (text.endsWith('…')) out.textCut.push([cname, text]);
     const clip = svg.getBoundingClientRect();
     const card = box.closest('[data-testid="stVerticalBlockBorderWrapper"], [data-testid="stLayoutWrapper"]');
     const cardBox = card ? card.getBoundingClientRect() : clip;
+    const inView = Math.min(clip.right, cardBox.right, box.getBoundingClientRect().right, room.right + 1);
     for (const legend of svg.querySelectorAll('.role-legend')) {
       const r = legend.getBoundingClientRect();
       if (!visible(r)) continue;
-      if (r.right > Math.min(clip.right, cardBox.right) + 1 || r.bottom > clip.bottom + 1 || r.left < clip.left - 1)
-        out.legendOut.push([cname, Math.round(r.right - clip.right), Math.round(r.right - cardBox.right)]);
+      if (r.right > inView + 1 || r.bottom > clip.bottom + 1 || r.left < clip.left - 1)
+        out.legendOut.push([cname, Math.round(r.right - clip.right), Math.round(r.right - inView)]);
     }
   }
   for (const e of main.querySelectorAll('button *, label *, [data-baseweb="select"] *, [data-baseweb="tab"] *')) {
     if (!e.textContent.trim() || e.clientWidth === 0 || getComputedStyle(e).overflowX === 'visible') continue;
     if (e.scrollWidth > e.clientWidth + 1) out.truncated.push(e.textContent.trim().slice(0, 40));
+  }
+  for (const table of main.querySelectorAll('[data-testid="stDataFrame"]')) {
+    const scroller = table.querySelector('.dvn-scroller');
+    if (scroller && scroller.clientWidth > 0 && scroller.scrollWidth > scroller.clientWidth + 1) {
+      const box = table.closest('[data-testid="stElementContainer"]');
+      out.tableScrolls.push([name(box || table), scroller.scrollWidth, scroller.clientWidth]);
+    }
   }
   for (const e of main.querySelectorAll('input[role="combobox"]')) {  // a picker's chosen value
     if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) out.truncated.push(e.value.slice(0, 40));
