@@ -68,7 +68,8 @@ def register(commands: Commands) -> None:
     p.add_argument("--bf16", action="store_true", help="run the sweep in bfloat16 (faster where the CPU has it; "
                    "drops within 0.05 nats per output token + 5%% of float32's)")
     p.add_argument("--estimate", action="store_true", help="also the one-pass first-order estimate of every head's "
-                   "drop (attribution patching) and its Spearman correlation with the exact drops")
+                   "drop (attribution patching) and its Spearman correlation with the exact drops; with --corpus "
+                   "(statistics): the estimate averaged over the corpus's first --estimate-sentences sentences")
     add_corpus_arguments(p)
     add_long_range_arguments(p)
     p.add_argument("--prefix", default="", metavar="P", help="text put before every input (T5 task prefixes)")

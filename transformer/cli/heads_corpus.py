@@ -15,7 +15,9 @@ from typing import Any, cast
 from ..adapters import InspectableModel
 from ..analysis import (
     CORPUS_STATISTICS,
+    ESTIMATE_SENTENCES,
     CorpusStats,
+    corpus_estimate,
     corpus_statistics,
     corpus_sums,
     merge_sums,
@@ -43,6 +45,9 @@ def add_corpus_arguments(p: argparse.ArgumentParser) -> None:
                    help="the table's order (default max_weight: the most confident heads first)")
     p.add_argument("--sweep", action="store_true", help="with --corpus: the per-sentence ablation and attribution "
                    "sweep averaged over the corpus's sentences (as --file does) instead of the statistics")
+    p.add_argument("--estimate-sentences", type=positive_int, default=ESTIMATE_SENTENCES, metavar="N",
+                   help=f"with --corpus --estimate: the one-pass ablation estimate averaged over the corpus's first N "
+                   f"sentences (default {ESTIMATE_SENTENCES})")
     p.add_argument("--snapshots", action="store_true", help="DIR is a training run kept with train "
                    "--keep-snapshots N: the statistics over each weight snapshot, every head's curve over the steps "
                    "(the text table shows --sort's)")
@@ -81,8 +86,12 @@ def run_corpus(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     use_ref = corpus.references is not None and (args.use_reference or args.corpus_reference is not None)
     if getattr(args, "snapshots", False):
+        if getattr(args, "estimate", False):
+            raise InputError("--estimate over a corpus is the final model's: not with --snapshots")
         return _over_snapshots(args, corpus, use_ref)
     adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    if getattr(args, "estimate", False) and not adapter.family.decodes:
+        raise InputError("--estimate: an encoder-only model writes no output to estimate against")
     env = torchrun_env()
     if env is None or env.is_main:
         print(f"reading {corpus.describe()}", file=sys.stderr)
@@ -93,17 +102,28 @@ def run_corpus(args: argparse.Namespace) -> int:
         return 0
     for line in stats.skipped[:5]:
         print(f"warning: skipped {line}", file=sys.stderr)
+    estimate = None
+    if getattr(args, "estimate", False):  # the one-pass ablation estimate over the corpus's first N sentences
+        estimate = corpus_estimate(adapter, corpus.sources, corpus.references if use_ref else None,
+                                   n=args.estimate_sentences)
+        seconds = time.perf_counter() - start
     if args.json:
+        extra = {} if estimate is None else {"estimate": estimate.to_dict()}
         print(json.dumps(finite_json({"model": args.dir, "corpus": corpus.path, "read": corpus.describe(),
-                                      "capped": corpus.capped, "seconds": round(seconds, 2), **stats.to_dict()})))
+                                      "capped": corpus.capped, "seconds": round(seconds, 2), **stats.to_dict(),
+                                      **extra})))
         return 0
     table = stats.ranked(args.sort)
     print(f"{stats.sentences:,} sentences ({stats.mode}), {seconds:.1f} s; heads by {args.sort}:")
     names = list(CORPUS_STATISTICS)
-    print(f"{'head':<14}" + "".join(f"{n[:11]:>12}" for n in names))
+    by_label = {} if estimate is None else dict(zip(estimate.frame["label"], estimate.frame["estimate"], strict=True))
+    if estimate is not None:
+        print(f"estimate: the one-pass ablation estimate, {estimate.caption()}")
+    print(f"{'head':<14}" + "".join(f"{n[:11]:>12}" for n in names) + ("    estimate" if by_label else ""))
     for row in table.itertuples():
         label = Head(row.kind, row.layer, row.head).label
-        print(f"{label:<14}" + "".join(f"{getattr(row, n):>12.3f}" for n in names))
+        tail = f"{by_label[label]:>12.3f}" if label in by_label else ""
+        print(f"{label:<14}" + "".join(f"{getattr(row, n):>12.3f}" for n in names) + tail)
     return 0
 
 
