@@ -82,6 +82,11 @@ def show_grouped_row(store: Any, labels: list[str], identity: tuple, layer: int,
                f"weight (each the sum of its tokens').")
 
 
+COLUMN_FORMULAS = {"value size": "‖W_O v_j‖: the length of key j's value vector through the head's output projection",
+                   "what it adds": "‖α_j · W_O v_j‖: the value size times the key's weight α_j, what key j adds to "
+                                   "the head's output at this row (Kobayashi et al. 2020)"}
+
+
 def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query: int) -> None:
     """Inside one head for one query row: the top keys' q . k, score, weight, value norm and contribution."""
     row = stored_row(store, "self", layer, head, query)
@@ -89,10 +94,10 @@ def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query:
                 f"(`{labels[query] if query < len(labels) else '?'}`) against all {row.n_keys:,} keys")
     top = row.top(TOP_KEYS)
     frame = pd.DataFrame([{"key": j, "token": labels[j] if j < len(labels) else "?", "q·k": float(row.dots[j]),
-                           "score": float(row.scores[j]), "weight α": w, "‖W_O v‖": None if c is None else
-                           float(row.value_norms[j]), "contribution ‖α·W_O v‖": c} for j, w, c in top])
+                           "score": float(row.scores[j]), "weight α": w, "value size": None if c is None else
+                           float(row.value_norms[j]), "what it adds": c} for j, w, c in top])
     st.dataframe(frame, hide_index=True, width=CHART_PX, column_config={
-        c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns[2:]})
+        c: st.column_config.NumberColumn(format="%.4f", help=COLUMN_FORMULAS.get(c)) for c in frame.columns[2:]})
     st.session_state["long_inside_row"] = (layer, head, query, row)
     st.caption(f"score = {row.scale:.4g} · q·k (with the model's rules: causal mask"
                f"{', window' if store.layer('self', layer).rules.window else ''}), α = exp(score − {row.lse:.4f}) "
@@ -103,7 +108,7 @@ def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query:
     bins = torch.nn.functional.adaptive_max_pool1d(row.contributions[None, None], min(STRIP_BINS, row.n_keys))[0, 0]
     size = row.n_keys / bins.numel()
     strip = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "contribution": bins.tolist()})
-    show_chart(alt.Chart(strip, title=f"Row {query:,}'s contributions ‖α·W_O v‖ over all {row.n_keys:,} keys (max "
+    show_chart(alt.Chart(strip, title=f"What each of the {row.n_keys:,} keys adds to row {query:,} (max "
                          "per bin)", width=CHART_PX, height=80).mark_area(color="#e6550d").encode(
         x="key:Q", y="contribution:Q"))
     named = ", ".join(f"{j:,} `{labels[j] if j < len(labels) else '?'}` {c:.3f}"
