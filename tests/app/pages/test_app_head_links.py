@@ -136,6 +136,22 @@ def test_the_finder_takes_the_one_pass_estimate_over_the_first_sentences_once_co
     assert_no_exception(at)
 
 
+def test_the_finders_estimate_on_our_decoder_only_model(shipped_env):
+    at = open_link("attention", {"model": "shipped:reverse-decoder-only", "text": "abcdef"})
+    at.number_input(key="attention_corpus_cap").set_value(6).run()
+    at.button(key="attention_corpus_run").click().run()
+    at.number_input(key="attention_finder_estimate_n").set_value(2).run()
+    at.button(key="attention_finder_estimate_run").click().run()
+    assert_no_exception(at)
+    sources, refs = at.session_state["corpus_latest_sentences"][1:]
+    table = next(d.value for d in at.dataframe if "estimate" in d.value.columns and "label" in d.value.columns)
+    model = corpus_estimate(open_model(str(ROOT / "checkpoints" / "reverse-decoder-only")), sources, refs, n=2)
+    shown = table.set_index("label")["estimate"]
+    assert len(shown) == len(model.frame) and any("first 2 sentences" in t for t in texts(at.caption))
+    for label, value in zip(model.frame["label"], model.frame["estimate"], strict=True):
+        assert abs(shown[label] - value) < 1e-4, label
+
+
 @pytest.mark.slow  # trains a tiny run
 def test_a_slider_over_training_moves_the_finders_points_to_each_snapshots_statistics(studio_env):
     from tests.helpers.app_session import open_app
