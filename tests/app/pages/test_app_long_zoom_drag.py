@@ -61,6 +61,7 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     at = _drag(at, rows=[-50.0, n + 70.0], keys=[n - 10.5, n + 99.0])  # past both ends, rows over 1,024
     assert _zoom(at) == ((0, 1024), (n - 11, n))  # clipped to the input, cut to the zoom's side from its start
     assert not at.error
+    assert f"The drag covered {n:,} rows × 11 keys; the zoom takes at most 1,024 a side" in " ".join(texts(at.caption))
 
     at = _drag(at, rows=[10.0, 20.0], keys=[n + 5.0, n + 60.0])  # wholly past the input
     assert [t for t in texts(at.error) if t.startswith("Not zoomed: the keys")] == [

@@ -48,6 +48,10 @@ def take_region(rows: int, keys: int, max_side: int, default: Region) -> Region:
         if ends is not None and ends != state.get(DRAGGED_KEY):
             state[DRAGGED_KEY] = ends
             region = brushed_region(ends, rows, keys, max_side)
+            whole = brushed_region(ends, rows, keys, max(rows, keys))
+            if whole != region:
+                st.caption(f"The drag covered {whole[0][1] - whole[0][0]:,} rows × {whole[1][1] - whole[1][0]:,} "
+                           f"keys; the zoom takes at most {max_side:,} a side, from the drag's start.")
         elif linked is not None and linked != state.get(SYNCED_KEY):
             state[SYNCED_KEY] = linked
             (r0, r1), (k0, k1) = linked
