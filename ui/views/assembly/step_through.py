@@ -184,42 +184,48 @@ def replay_download(active: ActiveModel, result: DecodeResult, view: str) -> Non
                                    "arrow keys, every attention kind, layer and head, the top-k of each step.")
 
 
+def _controls(sel: Selection, results: Results, view: str, *, presented: bool) -> Selection:
+    """Download replay and the animation, then the step, layer and head (in presenter mode the pickers stacked, for
+    the folded controls, Prev and Next left to the first screen): `sel` completed with the output `view` and them."""
+    active, result = sel.model, results[view]
+    downloads = st.container(horizontal=True, vertical_alignment="center", key="decode_downloads")
+    with downloads:
+        replay_download(active, result, view)
+    n_steps = len(result.steps)
+    t = ds.prepare_step(n_steps, (active.task_name, sel.text))
+    if presented:
+        layer, head = _pickers(n_steps, result.trace, st.container(), st.container(), st.container())
+    else:
+        layer, head = _navigation(n_steps, t, result.trace)
+    sel = replace(sel, result=result, mode=view, step=t, layer=layer, head=head, kind=map_kind(result.trace),
+                  reference=sel.reference if view == ds.TEACHER else None)
+    with downloads:  # beside "Download replay": it follows the layer and head picked below it
+        decode_animation(sel)
+    return sel
+
+
 @st.fragment
 def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | None, *,
                       prefix: ds.ForcedPrefix | None = None, after: Callable[[], None]) -> None:
     """Everything that follows the step, layer and head: Next, Prev, the slider and the pickers rerun only this
     part of the page (the inputs, the decoding and the sidebar stay as they are); they complete `sel` (the output
     stepped through, its step, layer and head) for the views below. `after` runs last (the page writes its link
-    there, so the URL follows the step). In presenter mode the step's controls are folded and the map sits beside
-    the step's heading, its buttons, the top-k and the output card (`prefix`: its forced token), all on the first
-    screen of a 1280x720 projector."""
+    there, so the URL follows the step). In presenter mode the map sits beside the folded step controls, the step's
+    heading, Prev and Next, the top-k and the output card (`prefix`: its forced token), all on the first screen of a
+    1280x720 projector."""
     if st.session_state.pop(ds.RERUN_APP_KEY, False):
         st.rerun(scope="app")  # a forced token: the outputs above change too
-    active, text = sel.model, sel.text
     available = [view for view, result in results.items() if result is not None]
     ds.prepare_view(available)
-    with folded_controls("Step, layer and head", key="decode_step_controls"):  # presenter mode: folded
-        view = st.radio("Step through", available, format_func=lambda v: ds.view_label(v, results[v]),
-                        key=KEYS["view"], horizontal=True) if len(available) > 1 else ds.GREEDY
-        result = results[view]
-        downloads = st.container(horizontal=True, vertical_alignment="center", key="decode_downloads")
-        with downloads:
-            replay_download(active, result, view)
-        n_steps = len(result.steps)
-        t = ds.prepare_step(n_steps, (active.task_name, text))
-        if presenting():  # Prev and Next beside the map instead
-            layer, head = _pickers(n_steps, result.trace, *st.columns([3, 2, 3], vertical_alignment="bottom"))
-        else:
-            layer, head = _navigation(n_steps, t, result.trace)
-    sel = replace(sel, result=result, mode=view, step=t, layer=layer, head=head, kind=map_kind(result.trace),
-                  reference=sel.reference if view == ds.TEACHER else None)
-    with downloads:  # beside "Download replay": it follows the layer and head picked below it
-        decode_animation(sel)
+    view = st.radio("Step through", available, format_func=lambda v: ds.view_label(v, results[v]), key=KEYS["view"],
+                    horizontal=True) if len(available) > 1 else ds.GREEDY  # (hidden on a projector)
     if presenting():
-        alignment, gold, keys = _presented_step(sel, results, prefix)
+        sel, (alignment, gold, keys) = _presented_step(sel, results, view, prefix)
     else:
+        sel = _controls(sel, results, view, presented=False)
         _step_heading(sel)
         show_step_panels(sel)
+    result, t, layer, head = sel.result, sel.step, sel.layer, sel.head
     show_sampled_step(result, t)
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, sel.title, key="decode_ablated_strip")
@@ -243,23 +249,27 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
     after()
 
 
-def _presented_step(sel: Selection, results: Results, prefix: ds.ForcedPrefix | None) -> tuple[object, list, object]:
-    """Presenter mode's first screen: the map at the left; at the right the step's heading, Prev and Next, the top-k
-    and the output card; the prefix and the source shading under both. Returns the map's (alignment, gold, keys)."""
-    trace = sel.result.trace
-    alignment, gold = map_gold(sel)
+def _presented_step(sel: Selection, results: Results, view: str,
+                    prefix: ds.ForcedPrefix | None) -> tuple[Selection, tuple[object, list, object]]:
+    """Presenter mode's first screen: the map at the left; at the right the folded step controls, the step's
+    heading, Prev and Next, the top-k and the output card; the prefix and the source shading under both. Returns
+    `sel` completed (step, layer, head) and the map's (alignment, gold, keys)."""
+    trace = results[view].trace
     map_col, side_col = map_columns(trace, map_kind(trace), [11, 9])
-    with map_col:
-        keys = show_step_map(sel, gold)
-    with side_col:
+    with side_col:  # first: the step, layer and head the map shows
+        with folded_controls("Step, layer and head", key="decode_step_controls"):
+            sel = _controls(sel, results, view, presented=True)
         _step_heading(sel)
         _step_buttons(len(sel.result.steps), sel.step, *st.columns(2))
         head_keys(KEYS["head"], trace.n_heads)  # H and Shift+H: mounted, out of sight, outside the folded pickers
         show_topk_panel(sel)
         show_output_cards(results, prefix)
+    alignment, gold = map_gold(sel)
+    with map_col:
+        keys = show_step_map(sel, gold)
     show_prefix_panel(sel)
     show_source_panel(sel)
-    return alignment, gold, keys
+    return sel, (alignment, gold, keys)
 
 
 def show_ablation_panel(sel: Selection) -> DecodeResult | None:
