@@ -238,7 +238,7 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     size = keys / bins.numel()
     strip = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "weight": bins.tolist()})
     show_chart(alt.Chart(strip, title=f"Row {query:,} over all {keys:,} keys (max per bin)", width=CHART_PX,
-                         height=80).mark_area().encode(x="key:Q", y="weight:Q"))
+                         height=160).mark_area().encode(x="key:Q", y="weight:Q"))
     best = torch.topk(row, min(5, keys))
     named = ", ".join(f"{int(k):,} `{labels[int(k)] if int(k) < len(labels) else '?'}` {float(p):.3f}"
                       for p, k in zip(best.values, best.indices, strict=True))

@@ -45,7 +45,7 @@ def show_step_rows(result: DecodeResult, layer: int, head: int) -> None:
     frame = pd.DataFrame({"step": [names[t] for t in range(len(rows)) for _ in range(bins)],
                           "key": [int(b * keys / bins) for _ in range(len(rows)) for b in range(bins)],
                           "weight": pooled.reshape(-1).double().numpy()})
-    chart = alt.Chart(frame, width=CHART_PX, height=max(18 * len(rows), 60),
+    chart = alt.Chart(frame, width=CHART_PX, height=100 + 22 * len(rows),  # the axes and title count in
                       title=f"The decode steps' rows: L{layer + 1} H{head + 1} over all {keys:,} keys (max per bin)"
                       ).mark_rect().encode(
         x=alt.X("key:O", title="key (bins)", axis=alt.Axis(labels=False, ticks=False)),
