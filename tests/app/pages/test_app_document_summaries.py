@@ -85,3 +85,15 @@ def test_the_link_keeps_the_documents_steps_and_the_replay_carries_the_view(app_
     plain = open_link("decode", {"model": f"hf:{NAME}"})
     assert "dsteps" not in plain.query_params  # no document shown: no steps in the link
     assert plain.session_state[MODEL_KEY] == f"hf:{NAME}"
+
+
+def test_another_layer_waits_for_the_running_pass_with_its_bar_and_cancel(app_root, held):  # noqa: F811
+    at = _decoded(_document_open())
+    assert poll(at, lambda a: any("This head's overview, from its own pass" in t for t in texts(a.caption)))
+    at.number_input(key="long_layer").set_value(2).run()
+    assert_no_exception(at)
+    assert [b for b in at.button if b.key == "long_summary_job_cancel"]  # layer 1's pass: still cancellable here
+    assert not any("still running" in t for t in texts(at.info))
+    held.set()
+    assert poll(at, lambda a: len(_stats(a)) == 1, seconds=90)  # then layer 2's pass, and its statistics
+    assert any("Layer 2's heads over all" in t for t in texts(at.caption))

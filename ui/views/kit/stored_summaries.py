@@ -15,7 +15,7 @@ from transformer.analysis import LayerSummaries, summarise_layer
 from transformer.model import AttentionStore
 from ui.server import shared_cache
 
-from .background import JobTexts, analysis_result, can_start, start_button
+from .background import JobTexts, analysis_result, can_start, current_job, show_job_progress, start_button
 
 SUMMARY_JOB_KEY = "long_summary_job"
 CANCELLED_KEY = "long_summary_cancelled"  # session state: the pass the user cancelled (not restarted by a rerun)
@@ -58,6 +58,11 @@ def stored_summaries(store: AttentionStore, identity: tuple, layer: int, head: i
         table.put(whole_key, whole)
         return whole
 
+    running = current_job()
+    if running is not None and running.identity != whole_key and running.identity[:1] == whole_key[:1] \
+            and not running.done.is_set():  # another layer's pass still runs: its bar and Cancel, then this one
+        show_job_progress(running.identity, SUMMARY_JOB_KEY)
+        return None, (table.get(head_key, lambda: None) if head_key in table else None)
     stopped = state.get(CANCELLED_KEY) == whole_key
     if stopped and can_start(whole_key):
         start_button(f"Summarise layer {layer + 1} (every head, one streamed pass)", whole_key, key=SUMMARY_JOB_KEY,
