@@ -1,65 +1,92 @@
-"""The `recall` task (associative recall): key-value pairs spread through a long stream of filler, then one of the
-keys; the answer is its value.
+"""The `recall` task (associative recall): key-value pairs spread through a long stream of filler, each pair seen
+again later; after its key, the answer is its value.
 
-A key is an upper-case letter (each at most once in a sequence), its value the lower-case letter right after it, and
-the filler digits. The source is the stream followed by the queried key, the target its value, so a decoder-only
-model (a prefix LM) is scored on the value alone. Where the pairs stand changes from one sequence to the next, so the
-model has to find the earlier occurrence of the queried key and copy what followed it: a retrieval head over the
-whole context.
+Each stream has its own keys and values: a key is a symbol, its value 1 to `RECALL_VALUE` symbols right after it, all
+of them distinct and never in the filler (random symbols of the rest of the alphabet). Every pair appears once and
+then `RECALL_ASKS` more times at random later places. A decoder-only model reads the stream as its continuation
+after an empty prompt (source "", target the stream, as `induction`) and is trained on every token, so the loss
+falls only where a token is determined: each value symbol of a later occurrence, after a symbol seen once before.
+Where the pairs stand changes from one stream to the next and the symbols are any of the alphabet, so the model has
+to find the earlier occurrence of the current symbol and copy what followed it, at any distance: a retrieval head
+over the whole context, as a needle in a haystack asks (Wu et al. 2024).
 """
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from ..model import ConfigError, check_int
 from .examples import Example
 
-RECALL_KEYS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-RECALL_VALUES = "abcdefghijklmnopqrstuvwxyz"
-RECALL_FILLER = "0123456789"
-RECALL_PAIRS = 8  # key-value pairs in a sequence
-RECALL_MIN_LEN = 32  # the task's default stream lengths (the TaskSpec's defaults are the string tasks')
-RECALL_MAX_LEN = 128
+RECALL_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+RECALL_PAIRS = 5  # key-value pairs in a stream
+RECALL_ASKS = 2  # later occurrences of each pair
+RECALL_VALUE = 3  # the longest value (1..RECALL_VALUE symbols)
+RECALL_FILLER = 8  # the fewest filler symbols in a stream (drawn anew for each, up to every other symbol)
+RECALL_LONG_SHARE = 0.125  # streams of min_len..max_len; the others min_len..2 min_len
+RECALL_MIN_LEN = 72  # the task's default stream lengths (the TaskSpec's defaults are the string tasks')
+RECALL_MAX_LEN = 512
 RECALL_LONGEST = 8192
 
 
-def draw_recall(rng: random.Random, min_len: int, max_len: int, pairs: int = RECALL_PAIRS) -> Example:
-    """A stream of min_len..max_len characters: filler digits with `pairs` key-value pairs at random places, then a
-    key of one of them as the source's last character; the target is that key's value."""
-    n = rng.randint(min_len, max_len)
-    keys = rng.sample(RECALL_KEYS, pairs)
-    values = [rng.choice(RECALL_VALUES) for _ in keys]
-    filler = [rng.choice(RECALL_FILLER) for _ in range(n - 2 * pairs)]
-    cuts = sorted(rng.sample(range(len(filler) + pairs), pairs))  # slots among the filler, one per pair
-    stream: list[str] = []
-    pair = 0
-    for slot in range(len(filler) + pairs):
-        if pair < pairs and slot == cuts[pair]:
-            stream += [keys[pair], values[pair]]
-            pair += 1
+@dataclass(frozen=True)
+class Recall:
+    """One stream and its determined positions (`asked`: 0-based, each value symbol of a pair's later occurrence)."""
+
+    text: str
+    asked: tuple[int, ...]
+
+
+def draw_recall(rng: random.Random, min_len: int, max_len: int, pairs: int = RECALL_PAIRS,
+                asks: int = RECALL_ASKS) -> Recall:
+    """A stream of min_len..max_len symbols: filler with `pairs` key-value pairs (a key, then a value of
+    1..RECALL_VALUE symbols), each at 1 + `asks` random places. Keys and value symbols are distinct and never in the
+    filler, so each value symbol of a later occurrence follows from the pair's first."""
+    short = min(max_len, 2 * min_len)  # most streams short (the lookup is learnt there), some up to max_len
+    n = rng.randint(min_len, max_len if rng.random() < RECALL_LONG_SHARE else short)
+    sizes = [rng.randint(1, RECALL_VALUE) for _ in range(pairs)]
+    reserved = rng.sample(RECALL_ALPHABET, pairs + sum(sizes))
+    chunks, at = [], pairs
+    for p, size in enumerate(sizes):  # a chunk: the key, then its value
+        chunks.append(reserved[p] + "".join(reserved[at:at + size]))
+        at += size
+    filler = [c for c in RECALL_ALPHABET if c not in reserved]
+    filler = rng.sample(filler, rng.randint(min(RECALL_FILLER, len(filler)), len(filler)))  # a few or all the rest
+    events = [p for p in range(pairs) for _ in range(1 + asks)]
+    rng.shuffle(events)
+    slots = n - sum(len(chunks[p]) for p in events) + len(events)  # a chunk takes one slot
+    at_slots = set(rng.sample(range(slots), len(events)))
+    stream, asked, done = "", [], set()
+    pending = iter(events)
+    for slot in range(slots):
+        if slot in at_slots:
+            p = next(pending)
+            if p in done:
+                asked += range(len(stream) + 1, len(stream) + len(chunks[p]))
+            done.add(p)
+            stream += chunks[p]
         else:
-            stream.append(filler[slot - pair])
-    asked = rng.randrange(pairs)
-    return Example("".join(stream) + keys[asked], values[asked])
+            stream += rng.choice(filler)
+    return Recall(stream, tuple(asked))
 
 
 def generate_recall(seed: int, n_train: int, n_valid: int, min_len: int, max_len: int,
                     max_generated: int) -> tuple[list[Example], list[Example]]:
-    """Train and validation examples; validation streams are distinct and never in training."""
-    check_int("min_len", min_len, 4 * RECALL_PAIRS, RECALL_LONGEST)
+    """Train and validation examples (source "", target a stream); validation streams are distinct and never in
+    training."""
+    check_int("min_len", min_len, RECALL_PAIRS * (1 + RECALL_ASKS) * (1 + RECALL_VALUE) + 8, RECALL_LONGEST)
     check_int("max_len", max_len, min_len, RECALL_LONGEST)
     check_int("n_train", n_train, 1, max_generated)
     check_int("n_valid", n_valid, 1, max_generated)
     if n_valid > 100_000:
         raise ConfigError(f"at most 100,000 validation streams, got {n_valid}")
     rng = random.Random(seed)
-    valid: dict[str, Example] = {}
+    valid: dict[str, None] = {}
     while len(valid) < n_valid:
-        ex = draw_recall(rng, min_len, max_len)
-        valid[ex.source] = ex
-    train: list[Example] = []
+        valid[draw_recall(rng, min_len, max_len).text] = None
+    train: list[str] = []
     while len(train) < n_train:
-        ex = draw_recall(rng, min_len, max_len)
-        if ex.source not in valid:
-            train.append(ex)
-    return train, list(valid.values())
+        text = draw_recall(rng, min_len, max_len).text
+        if text not in valid:
+            train.append(text)
+    return [Example("", t) for t in train], [Example("", t) for t in valid]

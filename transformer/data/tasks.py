@@ -179,14 +179,14 @@ def make_task(spec: TaskSpec, *, tokenizers: tuple[Tokenizer, Tokenizer] | None 
                                           INDUCTION_ALPHABET, MAX_GENERATED)
         tok = build_char_tokenizer(INDUCTION_ALPHABET)  # the probe: a sequence with its repeat, read as the prompt
         return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
-    if name == "recall":  # one alphabet: keys, values and filler (the probe: a validation stream and its key)
+    if name == "recall":  # one alphabet: keys, values and filler (the probe: a validation stream, as the prompt)
         if (spec.min_len, spec.max_len) == (TaskSpec.min_len, TaskSpec.max_len):
             spec = replace(spec, min_len=RECALL_MIN_LEN, max_len=RECALL_MAX_LEN)
         n_train = 50_000 if spec.n_train is None else spec.n_train
         spec = replace(spec, n_train=n_train)
         train, valid = generate_recall(seed, n_train, n_valid, spec.min_len, spec.max_len, MAX_GENERATED)
         tok = build_char_tokenizer(INDUCTION_ALPHABET)
-        return Task(name, "char", tok, tok, train, valid, valid[0].source, spec.to_dict())
+        return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
     if name in GENERATED_TASKS:
         n_train = 50_000 if spec.n_train is None else spec.n_train
         spec = replace(spec, n_train=n_train)

@@ -1,5 +1,5 @@
-"""The `recall` task: filler digits with key-value pairs at random places, then one key; the answer is its value,
-so only a lookup of the key's earlier occurrence solves it."""
+"""The `recall` task: key-value pairs in a stream of filler, each pair seen again later; every value symbol of a
+later occurrence follows from the pair's first occurrence, and nothing else in the stream is determined."""
 from __future__ import annotations
 
 import random
@@ -7,31 +7,34 @@ import random
 import pytest
 
 from transformer.data import TaskSpec, make_task
-from transformer.data.recall import RECALL_PAIRS, draw_recall
+from transformer.data.recall import RECALL_ALPHABET, RECALL_ASKS, RECALL_PAIRS, RECALL_VALUE, draw_recall
 from transformer.model import ConfigError, default_configs
 
 
-def test_the_answer_is_the_value_after_the_queried_keys_only_occurrence():
+def test_each_asked_symbol_follows_its_predecessors_only_earlier_occurrence():
     rng = random.Random(0)
     for _ in range(200):
-        ex = draw_recall(rng, 40, 300)
-        stream, key = ex.source[:-1], ex.source[-1]
-        assert 40 <= len(stream) <= 300 and key.isupper() and stream.count(key) == 1
-        assert ex.target == stream[stream.index(key) + 1] and ex.target.islower()
-        assert sum(c.isupper() for c in stream) == RECALL_PAIRS
-        assert all(c.isdigit() or c.isalpha() for c in stream)
+        r = draw_recall(rng, 72, 300)
+        text = r.text
+        assert 72 <= len(text) <= 300 and set(text) <= set(RECALL_ALPHABET)
+        assert RECALL_PAIRS * RECALL_ASKS <= len(r.asked) <= RECALL_PAIRS * RECALL_ASKS * RECALL_VALUE
+        for i in r.asked:
+            before = text[:i - 1]
+            cue = text[i - 1]  # a key or a value symbol: seen once or more before, always followed by the same one
+            assert cue in before and all(text[j + 1] == text[i] for j in range(i - 1) if text[j] == cue)
+            assert text.count(cue) == 1 + RECALL_ASKS  # never in the filler
 
 
-def test_where_the_pair_stands_changes_so_no_position_solves_it():
+def test_where_the_pairs_stand_changes_so_no_position_solves_it():
     rng = random.Random(1)
-    places = {(ex.source[:-1].index(ex.source[-1]) * 10) // len(ex.source) for ex in
-              (draw_recall(rng, 100, 100) for _ in range(300))}
-    assert len(places) == 10  # the queried pair falls in every tenth of the stream
+    places = {(p * 10) // 120 for _ in range(300) for p in draw_recall(rng, 120, 120).asked}
+    assert len(places) == 10  # an asked symbol falls in every tenth of the stream
 
 
 def test_the_task_holds_out_its_validation_streams_and_trains_a_rope_model():
     task = make_task(TaskSpec(name="recall", n_train=300, n_valid=20, seed=3))
-    assert not {ex.source for ex in task.train} & {ex.source for ex in task.valid}
+    assert not {ex.target for ex in task.train} & {ex.target for ex in task.valid}
+    assert {ex.source for ex in task.train} == {""} and task.probe == task.valid[0].target
     assert task.shares_vocabulary and task.spec["min_len"] < task.spec["max_len"]
     model, _ = default_configs("recall", task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size)
     assert (model.architecture, model.positions) == ("decoder-only", "rope") and model.max_len >= 2048
