@@ -9,7 +9,7 @@ import sys
 
 from ..adapters import InspectableModel
 from ..analysis import head_mask
-from ..decode import greedy_decode, save_trace_json, teacher_forced
+from ..decode import STORE_ABOVE, greedy_decode, save_trace_json, teacher_forced
 from ..store import open_model
 from .common import (
     Commands,
@@ -27,6 +27,7 @@ from .decode_beam import beam_entry
 from .decode_input import add_input_arguments, is_long, long_decode, read_input
 from .decode_insides import add_insides_arguments, insides_conflict, insides_entry
 from .decode_lens import add_lens_arguments, lens_conflict, lens_entry
+from .decode_long_html import add_long_html_arguments, check_long_html_flags, long_html_conflict, write_long_replay
 from .decode_outputs import weights_line, write_decode_video, write_replay
 from .decode_sampling import add_sampling_arguments, print_samples, sampling_from
 
@@ -45,7 +46,8 @@ def register(commands: Commands) -> None:
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
     dec.add_argument("--html", metavar="PATH", help="write one self-contained HTML page that replays the decode "
-                     "step by step, offline")
+                     f"step by step, offline (above {STORE_ABOVE:,} prompt tokens: the long replay page)")
+    add_long_html_arguments(dec)
     dec.add_argument("--video", metavar="FILE", help="write the step-through as a video, FILE.mp4 (H.264) or FILE.gif: "
                      "1920x1080, a second a step, the map of --video-layer and --video-head beside the top-k")
     add_video_view_arguments(dec, "video-")
@@ -72,9 +74,14 @@ def run(args: argparse.Namespace) -> int:
         video_head(args.video_head)
     if insides_conflict(args):  # before the model loads
         raise UsageError(insides_conflict(args))
+    check_long_html_flags(args)
     text = args.text = read_input(args)  # a missing file or bytes that are not UTF-8 fail before the model loads
     adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    if is_long(adapter, text):
+    long = is_long(adapter, text)
+    why = long_html_conflict(args, long, adapter.head_counts().get("self", (0, 0))[0])
+    if why:
+        raise UsageError(why)
+    if long:
         return _long(adapter, text, args)
     mask = head_mask(adapter, parse_ablate(args.ablate, adapter)) if args.ablate else None
     if lens_conflict(args):
@@ -116,12 +123,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _long(adapter: InspectableModel, text: str, args: argparse.Namespace) -> int:
     """A decoder-only prompt past the store's threshold: decoded with the attention store; the trace JSON keeps the
-    store in a side file when its maps would be large."""
+    store in a side file when its maps would be large, --html writes the long replay page."""
     result = long_decode(adapter, text, args)
     if args.verbose:
         for i, step in enumerate(result.steps, start=1):
             print(f"{i:>3}  {step.token:<12} {step.prob:.3f}", file=sys.stderr)
     if args.trace_json:
         save_trace_json(result, args.trace_json)
+    if args.html:
+        write_long_replay(args.html, result, adapter.name, weights_line(args.dir), args)
     print(result.output_text)
     return 0

@@ -17,7 +17,7 @@ LONG_STEPS = 16  # a long input's steps when --max-steps is not given
 # flags that need the dense maps or another decode, refused at long inputs (the flag, how to tell it was given)
 NEEDS_MAPS = (("--reference", lambda a: a.reference is not None), ("--ablate", lambda a: bool(a.ablate)),
               ("--lens", lambda a: bool(getattr(a, "lens", False))), ("--beam", lambda a: a.beam > 1),
-              ("--html", lambda a: bool(a.html)), ("--video", lambda a: bool(a.video)),
+              ("--video", lambda a: bool(a.video)),
               ("--internals", lambda a: bool(getattr(a, "internals", None))),
               ("--contributions", lambda a: bool(getattr(a, "contributions", None))),
               ("--encoder-layer", lambda a: getattr(a, "encoder_layer", None) is not None),
