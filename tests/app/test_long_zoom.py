@@ -32,8 +32,11 @@ def test_a_region_wider_than_the_drawing_is_the_max_of_each_cell_of_exact_weight
     torch.testing.assert_close(grid[5, 7].float(), exact[20:24, 21:24].max())
     torch.testing.assert_close(grid[-1, -1].float(), exact[-4:, -1:].max())
     assert "the max of each 4 × 3 cell" in title
-    spec = zoom_spec(title)  # the data goes beside the spec (as Arrow), not into it
+    spec = zoom_spec(title, *region)  # the data goes beside the spec (as Arrow), not into it
     assert "data" not in spec and "datasets" not in spec and spec["title"] == title and spec["width"] <= 1280
+    assert spec["encoding"]["x2"]["field"] == "key_end" and spec["encoding"]["y2"]["field"] == "row_end"
+    cell = frame.iloc[-1]  # each drawn cell spans the tokens it pools, clipped to the region
+    assert (cell["row_end"], cell["key_end"]) == (1100, 1100) and cell["key_end"] - cell["key"] == 1
 
 
 def test_a_small_region_is_drawn_weight_by_weight():

@@ -50,6 +50,7 @@ from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, len
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
 from .long_overview import OVERVIEW_BRUSH, Region, brushed_ends, brushed_region, overview_chart, overview_frame
 from .long_replay import long_replay_data, long_replay_html, long_replay_size
+from .long_tile import row_strip_chart, row_strip_frames, tile_sizes, zoom_chart, zoom_labelled, zoom_tokens
 from .masked import head_change_map, js_cluster_map, prediction_bars
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
@@ -112,3 +113,4 @@ __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap
 __all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
 __all__ += ["OVERVIEW_BRUSH", "Region", "brushed_ends", "brushed_region", "drag_window", "overview_chart",
             "overview_frame"]
+__all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]

@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 from torch import Tensor
 
-from .style import HIGHLIGHT_COLOR
+from .style import AUTOSIZE, HIGHLIGHT_COLOR
 from .window import drag_window
 
 OVERVIEW_BRUSH = "region"  # the interval selection's name: Streamlit's selection state holds it under this
@@ -39,11 +39,13 @@ def overview_frame(grid: Tensor, n_rows: int, n_keys: int, resolution: int) -> p
 
 def overview_chart(frame: pd.DataFrame, n_rows: int, n_keys: int, title: str, region: Region | None = None, *,
                    width: int = 600, height: int = 300) -> alt.LayerChart:
-    """The overview (`overview_frame`) with rows down and keys across in token positions, a brush named
-    `OVERVIEW_BRUSH` over both axes to drag a region, and `region` (the one zoomed) outlined."""
-    x = alt.X("key:Q", title="key (token position)", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False))
-    y = alt.Y("row:Q", title="row (query position)",
-              scale=alt.Scale(domain=[0, n_rows], nice=False, zero=False, reverse=True))
+    """The overview (`overview_frame`) with rows down and keys across, axes titled and ticked in token positions, a
+    brush named `OVERVIEW_BRUSH` over both axes to drag a region, and `region` (the one zoomed) outlined."""
+    x = alt.X("key:Q", title="key position", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False),
+              axis=alt.Axis(format=",d", tickMinStep=1))
+    y = alt.Y("row:Q", title="query position (row)",
+              scale=alt.Scale(domain=[0, n_rows], nice=False, zero=False, reverse=True),
+              axis=alt.Axis(format=",d", tickMinStep=1))
     brush = alt.selection_interval(name=OVERVIEW_BRUSH, encodings=["x", "y"], clear="dblclick")
     cells = alt.Chart(frame).mark_rect().encode(
         x=x, x2="key_end:Q", y=y, y2="row_end:Q",
@@ -56,7 +58,7 @@ def overview_chart(frame: pd.DataFrame, n_rows: int, n_keys: int, title: str, re
         box = pd.DataFrame({"row": [r0], "row_end": [r1], "key": [k0], "key_end": [k1]})
         layers.append(alt.Chart(box).mark_rect(fill=None, stroke=HIGHLIGHT_COLOR, strokeWidth=2).encode(
             x=x, x2="key_end:Q", y=y, y2="row_end:Q"))
-    return alt.layer(*layers, title=title, width=width, height=height)
+    return alt.layer(*layers, title=title, width=width, height=height, autosize=AUTOSIZE)  # the plot at that size
 
 
 def brushed_ends(state: Mapping[str, Any] | None) -> tuple[tuple[float, float], tuple[float, float]] | None:

@@ -10,7 +10,7 @@ import torch
 from tests.app.pages.test_app_long_document import _document_open, app_root  # noqa: F401 - the fixture
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
 from tests.helpers.hf_causal_models import lines
-from transformer.charts import OVERVIEW_BRUSH
+from transformer.charts import OVERVIEW_BRUSH, visible_token
 from ui.server.shared_cache import shared_cache
 from ui.views.kit import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY
 
@@ -75,5 +75,13 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     assert_no_exception(other)
     assert _zoom(other) == ((0, 1024), (n - 11, n))
     assert other.session_state["long_zoom_tile"][2:6] == (0, 1024, n - 11, n)
+    small = open_link("decode", {**link, "zoom": f"{n - 40}-{n - 1},{n - 30}-{n - 1}"})  # 40 x 30: tokens named
+    tile = next(c for c in charts(small) if c["title"].startswith(f"Rows {n - 40:,}–"))
+    labels = {p["name"]: p["value"] for p in tile["spec"]["params"]}
+    x_axis = tile["spec"]["encoding"]["x"]["axis"]
+    assert x_axis["title"].startswith("key position") and x_axis["labelExpr"].endswith(f"[datum.value - {n - 30}]")
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    shown = [visible_token(t) for t in decode.trace.decoder_input_tokens[n - 30: n]]
+    assert labels[x_axis["labelExpr"].split("[")[0]] == shown  # the labels are the tokens, as data
     outside = open_link("decode", {**link, "zoom": f"{n + 1}-{n + 9},0-5"})
     assert any(t.startswith("Not zoomed: the rows") for t in texts(outside.error))

@@ -7,13 +7,13 @@ The link carries the document's hash (`doc=`), never its text."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Sequence
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 import torch
 
+from transformer.charts import row_strip_chart, row_strip_frames, zoom_chart, zoom_labelled, zoom_tokens
 from transformer.data import DataError, text_from_bytes
 from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, decode_text, model_context
 from ui.models import ActiveModel
@@ -25,6 +25,7 @@ from ..kit import (
     analysis_result,
     can_start,
     long_replay_download,
+    presenting,
     show_chart,
     show_overview,
     show_step_rows,
@@ -44,7 +45,7 @@ STRIP_BINS = 512  # a row's strip pooled (max) to this many bins of keys
 FLOPS = 4e9  # a CPU core's sustained float32 rate, for the estimate
 REFUSED = ("attention rollout (every layer's whole map multiplied)", "the line view", "the model-view grid of every "
            "head", "animation", "video", "slides beyond a window")
-CHART_PX = 600
+MAP_SIDE, PRESENT_SIDE = 460, 520  # pixels a side of the overview's and the zoom's plots (presenter mode: larger)
 
 
 def reads_long(active: ActiveModel) -> bool:
@@ -142,10 +143,10 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
 
     def run(progress: Any) -> DecodeResult:
         progress(0.0)
-        return shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps))
+        return shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps, residuals=True))
 
     if identity in shared_cache():  # decoded already (another session, a link): no job to wait for
-        result = shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps))
+        result = shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps, residuals=True))
     else:
         result = analysis_result(identity, f"Decoding {n:,} tokens", run, key=JOB_KEY, texts=JobTexts())
     if result is None:
@@ -156,13 +157,6 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
                "the link carries its hash and the view.")
     show_long_views(result, identity)
     return result
-
-
-def _heat(frame: pd.DataFrame, x: str, y: str, title: str) -> alt.Chart:
-    return alt.Chart(frame, title=title, width=CHART_PX, height=CHART_PX // 2).mark_rect().encode(
-        x=alt.X(f"{x}:O", axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y(f"{y}:O", axis=alt.Axis(labels=False, ticks=False)),
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues")))
 
 
 def zoom_frame(store: Any, layer: int, head: int, rows: tuple[int, int], keys: tuple[int, int]
@@ -177,17 +171,40 @@ def zoom_frame(store: Any, layer: int, head: int, rows: tuple[int, int], keys: t
                           indexing="ij")
     frame = pd.DataFrame({"row": r.reshape(-1).numpy(), "key": k.reshape(-1).numpy(),
                           "weight": cells.reshape(-1).double().numpy()})
+    frame["row_end"], frame["key_end"] = (frame["row"] + rb).clip(upper=r1), (frame["key"] + kb).clip(upper=k1)
     drawn = "exact weights" if rb * kb == 1 else f"exact weights, the max of each {rb} × {kb} cell"
     return frame, f"Rows {r0:,}–{r1 - 1:,} × keys {k0:,}–{k1 - 1:,}: {drawn}", w
 
 
-def zoom_spec(title: str) -> dict[str, Any]:
+def zoom_spec(title: str, rows: tuple[int, int], keys: tuple[int, int], tokens: Sequence[str] | None = None
+              ) -> dict[str, Any]:
     """The zoomed region's Vega-Lite spec without its data (handed to Streamlit beside it, as Arrow: tens of
-    thousands of cells written into the spec as JSON took most of a zoom's time)."""
-    spec = _heat(pd.DataFrame({"row": [], "key": [], "weight": []}), "key", "row", title).to_dict(validate=False)
+    thousands of cells written into the spec as JSON took most of a zoom's time); axes in token positions, a small
+    region's ticks its `tokens`."""
+    spec = zoom_chart(title, rows, keys, tokens, side=side(), large=presenting()).to_dict(validate=False)
     spec.pop("datasets", None)
     spec.pop("data", None)
     return spec
+
+
+def side() -> int:
+    """Pixels a side of the overview's and the zoom's plots (a map of rows x keys): larger in presenter mode."""
+    return PRESENT_SIDE if presenting() else MAP_SIDE
+
+
+def show_row_strip(row: torch.Tensor, labels: Sequence[str], query: int) -> None:
+    """A query's row over every key, scaled to the row's max (its shape shows whatever its scale), top keys named."""
+    keys = row.numel()
+    bins = torch.nn.functional.adaptive_max_pool1d(row[None, None], min(STRIP_BINS, keys))[0, 0]
+    strip, named = row_strip_frames(row, bins, labels)
+    peak = float(row.max())
+    st.session_state["long_row_strip"] = (query, strip, named)
+    show_chart(row_strip_chart(strip, named, keys, f"Row {query:,} over all {keys:,} keys (max per bin, scaled to "
+                               f"the row's max {peak:.3g})", width=side() + 80), width="content")
+    listed = ", ".join(f"{k:,} `{t}` {w:.3g}" for k, t, w in zip(named["key"], named["token"], named["weight"],
+                                                                  strict=True))
+    st.caption(f"Top keys of row {query:,}: {listed}. A row spread evenly would give each of its {query + 1:,} "
+               f"keys {1 / (query + 1):.3g}.")
 
 
 def show_long_views(result: DecodeResult, identity: tuple) -> None:
@@ -209,7 +226,7 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     default = ((rows - min(rows, TILE_MAX), rows), (max(keys - TILE_MAX, 0), keys))
     region = take_region(rows, keys, REGION_MAX, default)  # a new drag on the overview (or a link's) moves the pickers
     show_overview(grid, rows, keys, f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × {keys:,} keys (the max of "
-                  "each cell)", region, CHART_PX)
+                  "each cell)", region, side())
     if summary is None:
         st.caption(f"This head's overview, from its own pass; layer {layer + 1}'s other heads follow.")
         return
@@ -218,8 +235,8 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
                           "peak weight": summary.peak.mean(-1).tolist(),
                           "on the first token": summary.first.mean(-1).tolist(),
                           f"within {summary.window} positions": summary.local.mean(-1).tolist()})
-    st.dataframe(stats, hide_index=True, width=CHART_PX, column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                                         for c in stats.columns[1:]})
+    st.dataframe(stats, hide_index=True, width="stretch",  # presenter mode's larger font: the columns still fit
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in stats.columns[1:]})
     st.caption(f"Layer {layer + 1}'s heads over all {rows:,} rows, from the same streamed pass.")
     (z0, z1), (y0, y1) = region
     if z1 > z0 and y1 > y0:
@@ -231,17 +248,10 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     else:
         frame, title, w = zoom_frame(store, layer, head, (r0, r1), (k0, k1))
         st.session_state["long_zoom_tile"] = (layer, head, r0, r1, k0, k1, w)
-        st.vega_lite_chart(frame, zoom_spec(title))
+        small = zoom_labelled((r0, r1), (k0, k1))
+        st.vega_lite_chart(zoom_tokens(frame, labels) if small else frame,
+                           zoom_spec(title, (r0, r1), (k0, k1), labels if small else None), width="content")
     query = int(st.number_input("A query's row", 0, rows - 1, rows - 1, key=QUERY_KEY))
-    row = store.tile("self", layer, head, [query], slice(None))[0]
-    bins = torch.nn.functional.adaptive_max_pool1d(row[None, None], min(STRIP_BINS, keys))[0, 0]
-    size = keys / bins.numel()
-    strip = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "weight": bins.tolist()})
-    show_chart(alt.Chart(strip, title=f"Row {query:,} over all {keys:,} keys (max per bin)", width=CHART_PX,
-                         height=160).mark_area().encode(x="key:Q", y="weight:Q"))
-    best = torch.topk(row, min(5, keys))
-    named = ", ".join(f"{int(k):,} `{labels[int(k)] if int(k) < len(labels) else '?'}` {float(p):.3f}"
-                      for p, k in zip(best.values, best.indices, strict=True))
-    st.caption(f"Top keys of row {query:,}: {named}")
+    show_row_strip(store.tile("self", layer, head, [query], slice(None))[0], labels, query)
     st.caption("Not drawn at this length (each reads every weight): " + ", ".join(REFUSED) + ". Zoom to a window "
                f"of at most {REGION_MAX:,} tokens for its exact weights.")

@@ -12,7 +12,7 @@ import streamlit as st
 import torch
 
 from transformer.analysis import LensError, every_step_lens, lens_grid, stored_row
-from transformer.charts import lens_grid_chart
+from transformer.charts import lens_grid_chart, row_strip_chart, row_strip_frames
 from transformer.decode import (
     GROUPINGS,
     MAX_INPUT_CHARS,
@@ -106,12 +106,11 @@ def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query:
     if row.contributions is None:
         return
     bins = torch.nn.functional.adaptive_max_pool1d(row.contributions[None, None], min(STRIP_BINS, row.n_keys))[0, 0]
-    size = row.n_keys / bins.numel()
-    strip = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "contribution": bins.tolist()})
-    show_chart(alt.Chart(strip, title=f"What each of the {row.n_keys:,} keys adds to row {query:,} (max "
-                         "per bin)", width=CHART_PX, height=80).mark_area(color="#e6550d").encode(
-        x="key:Q", y="contribution:Q"))
-    named = ", ".join(f"{j:,} `{labels[j] if j < len(labels) else '?'}` {c:.3f}"
+    strip, top = row_strip_frames(row.contributions, bins, labels)
+    show_chart(row_strip_chart(strip, top, row.n_keys, f"What each of the {row.n_keys:,} keys adds to row {query:,} "
+                               f"(max per bin, scaled to the largest, {float(row.contributions.max()):.3g})",
+                               width=CHART_PX, measure="contribution", color="#e6550d"), width="content")
+    named = ", ".join(f"{j:,} `{labels[j] if j < len(labels) else '?'}` {c:.3g}"
                       for j, _, c in row.top(5, by="contribution"))
     st.caption(f"Top contributions of row {query:,}: {named}")
 

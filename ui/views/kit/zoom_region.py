@@ -66,12 +66,14 @@ def take_region(rows: int, keys: int, max_side: int, default: Region) -> Region:
     return tuple(state[ZOOM_ROWS_KEY]), tuple(state[ZOOM_KEYS_KEY])  # type: ignore[return-value]
 
 
-def show_overview(grid: torch.Tensor, rows: int, keys: int, title: str, region: Region, width: int) -> None:
-    """The overview (a streamed pass's grid) in token positions with `region` outlined; a drag on it picks the
-    region to zoom (a rerun)."""
-    chart = overview_chart(overview_frame(grid, rows, keys, RESOLUTION), rows, keys, title, region, width=width,
-                           height=width // 2)
-    show_chart(chart, on_select="rerun", selection_mode=[OVERVIEW_BRUSH], key=OVERVIEW_KEY)
+def show_overview(grid: torch.Tensor, rows: int, keys: int, title: str, region: Region, side: int) -> None:
+    """The overview (a streamed pass's grid) in token positions with `region` outlined, drawn at its own size: a map
+    of rows × keys whose longer side is `side` pixels (not stretched to the column); a drag on it picks the region
+    to zoom (a rerun)."""
+    longest = max(rows, keys, 1)
+    chart = overview_chart(overview_frame(grid, rows, keys, RESOLUTION), rows, keys, title, region,
+                           width=max(120, round(side * keys / longest)), height=max(120, round(side * rows / longest)))
+    show_chart(chart, on_select="rerun", selection_mode=[OVERVIEW_BRUSH], key=OVERVIEW_KEY, width="content")
     st.caption("Drag a region on the overview to zoom to it (double-click clears the drag), or pick it below.")
 
 

@@ -1,0 +1,128 @@
+"""A long input's exact views in token positions: the zoomed tile (rows × keys of one head, recomputed from the
+store) with ticks at token positions, and the tokens themselves as labels when the region is small; and a query's
+row over every key scaled to the row's own max (a random or diffuse head's weights are ~1/N, too small to see on a
+0–1 scale), its top keys marked and named. Token labels are data (a parameter's value, a column), never part of a
+Vega expression."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import pandas as pd
+from torch import Tensor
+
+from .attention import label_angle, token_font_size, token_labels
+from .style import AUTOSIZE, BLUES, HIGHLIGHT_COLOR, PLAIN_AXIS, visible_token
+
+LABELLED_SIDE = 64  # a zoom of at most this many rows and keys (weight by weight) names its tokens on the axes
+MIN_LABEL_CELL = 9.0  # pixels: token labels need this much height each
+TILE_SIDE = 460  # pixels: the longer side of a zoomed tile's plot
+QUERY_TITLE, KEY_TITLE = "query position (row)", "key position"
+
+
+def tile_sizes(n_rows: int, n_keys: int, side: int = TILE_SIDE) -> tuple[int, int, float]:
+    """(width, height, cell) of a tile's plot: the longer side `side` pixels (more for a small zoom, so each
+    token's label has MIN_LABEL_CELL), the other in proportion (at least 80)."""
+    longest = max(n_rows, n_keys, 1)
+    cell = side / longest
+    if longest <= LABELLED_SIDE:
+        cell = max(cell, MIN_LABEL_CELL)
+    return max(80, round(cell * n_keys)), max(80, round(cell * n_rows)), cell
+
+
+def zoom_labelled(rows: tuple[int, int], keys: tuple[int, int]) -> bool:
+    """Whether a zoom of these rows and keys names its tokens on the axes (at most LABELLED_SIDE a side)."""
+    return max(rows[1] - rows[0], keys[1] - keys[0]) <= LABELLED_SIDE
+
+
+def _position_axis(tokens: Sequence[str] | None, start: int, title: str, cell: float, *, horizontal: bool,
+                   large: bool) -> alt.Axis:
+    if tokens is None:
+        return alt.Axis(title=title, format=",d", tickMinStep=1, labelOverlap=True, **PLAIN_AXIS)
+    font = token_font_size(cell, large)
+    angle = label_angle(tokens, cell, font) if horizontal else 0
+    # the label is read by position from the tokens' parameter (data): the expression holds only its name and a number
+    limit = 2 * cell if horizontal and not angle else 80
+    return alt.Axis(title=title, labelExpr=f"{token_labels(tokens).name}[datum.value - {start}]", labelAngle=angle,
+                    labelFontSize=font, labelLimit=limit, labelOverlap=False, labelFlush=False, **PLAIN_AXIS)
+
+
+def zoom_chart(title: str, rows: tuple[int, int], keys: tuple[int, int], tokens: Sequence[str] | None = None, *,
+               side: int = TILE_SIDE, large: bool = False) -> alt.LayerChart | alt.Chart:
+    """A zoomed tile's chart, its data to be handed beside it (`ui`: Arrow): cells with row, row_end, key, key_end
+    (token positions, end exclusive) and weight; a small zoom (`zoom_labelled`; `tokens` the input's labels) also
+    row_token and key_token. Axes in token positions; a small zoom's ticks are its tokens."""
+    (r0, r1), (k0, k1) = rows, keys
+    width, height, cell = tile_sizes(r1 - r0, k1 - k0, side)
+    empty = pd.DataFrame({"row": [], "row_end": [], "key": [], "key_end": [], "weight": []})
+    tooltip = [alt.Tooltip("row:Q", title="query #"), alt.Tooltip("key:Q", title="key #"),
+               alt.Tooltip("weight:Q", format=".4g", title="weight")]
+    color = alt.Color("weight:Q", scale=alt.Scale(range=list(BLUES)), title="weight",
+                      legend=alt.Legend(format=".2g", gradientLength=min(160, height)))
+    if tokens is None or not zoom_labelled(rows, keys):
+        x = alt.X("key:Q", scale=alt.Scale(domain=[k0, k1], nice=False, zero=False),
+                  axis=_position_axis(None, k0, KEY_TITLE, cell, horizontal=True, large=large))
+        y = alt.Y("row:Q", scale=alt.Scale(domain=[r0, r1], nice=False, zero=False, reverse=True),
+                  axis=_position_axis(None, r0, QUERY_TITLE, cell, horizontal=False, large=large))
+        return alt.Chart(empty, title=title, width=width, height=height, autosize=AUTOSIZE).mark_rect().encode(
+            x=x, x2="key_end:Q", y=y, y2="row_end:Q", color=color, tooltip=tooltip)
+    row_tokens = [visible_token(t) for t in tokens[r0:r1]]
+    key_tokens = [visible_token(t) for t in tokens[k0:k1]]
+    x = alt.X("key:O", scale=alt.Scale(domain=list(range(k0, k1))),
+              axis=_position_axis(key_tokens, k0, f"{KEY_TITLE} ({k0:,}–{k1 - 1:,})", cell, horizontal=True,
+                                  large=large))
+    y = alt.Y("row:O", scale=alt.Scale(domain=list(range(r0, r1))),
+              axis=_position_axis(row_tokens, r0, f"{QUERY_TITLE} ({r0:,}–{r1 - 1:,})", cell, horizontal=False,
+                                  large=large))
+    tooltip = [alt.Tooltip("row_token:N", title="query"), alt.Tooltip("key_token:N", title="key"), *tooltip]
+    chart = alt.Chart(empty, title=title, width=width, height=height, autosize=AUTOSIZE).mark_rect().encode(
+        x=x, y=y, color=color, tooltip=tooltip)
+    return chart.add_params(*{p.name: p for p in (token_labels(row_tokens), token_labels(key_tokens))}.values())
+
+
+def zoom_tokens(frame: pd.DataFrame, tokens: Sequence[str]) -> pd.DataFrame:
+    """A small zoom's cells with their tokens as drawn (row_token, key_token), for the tooltip."""
+    shown = [visible_token(t) for t in tokens]
+    return frame.assign(row_token=[shown[int(r)] if r < len(shown) else "?" for r in frame["row"]],
+                        key_token=[shown[int(k)] if k < len(shown) else "?" for k in frame["key"]])
+
+
+def row_strip_frames(row: Tensor, bins: Tensor, tokens: Sequence[str], top: int = 5
+                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the strip: each bin's first key, last key + 1, its max weight and that ÷ the row's max; the row's `top`
+    keys: key, token, weight, relative, rank), from a row over every key and its max-pooled `bins`."""
+    n, peak = row.numel(), float(row.max())
+    size = n / bins.numel()
+    starts = [int(i * size) for i in range(bins.numel())]
+    strip = pd.DataFrame({"key": starts, "key_end": [*starts[1:], n], "weight": bins.double().numpy()})
+    strip["relative"] = strip["weight"] / peak if peak > 0 else 0.0
+    best = row.topk(min(top, n))
+    keys = [int(k) for k in best.indices]
+    named = pd.DataFrame({"key": keys, "token": [f"{visible_token(tokens[k]) if k < len(tokens) else '?'}"
+                                                 for k in keys],
+                          "weight": best.values.double().numpy(), "rank": list(range(1, len(keys) + 1))})
+    named["relative"] = named["weight"] / peak if peak > 0 else 0.0
+    return strip, named
+
+
+def row_strip_chart(strip: pd.DataFrame, named: pd.DataFrame, n_keys: int, title: str, *, width: int = 600,
+                    height: int = 110, measure: str = "weight", color: str = BLUES[-2]) -> alt.LayerChart:
+    """A row over every key, each bin's max `measure` ÷ the row's max (its shape, whatever its scale; the axis
+    title gives the max), the top keys marked and labelled with their tokens (from the data)."""
+    peak = float(named["weight"].max()) if len(named) else 0.0
+    x = alt.X("key:Q", title="key position", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False),
+              axis=alt.Axis(format=",d", **PLAIN_AXIS))
+    y = alt.Y("relative:Q", title=f"÷ row max ({peak:.3g})", scale=alt.Scale(domain=[0, 1.3], nice=False),
+              axis=alt.Axis(values=[0, 0.5, 1], format=".1f", **PLAIN_AXIS))
+    area = alt.Chart(strip).mark_rect(color=color).encode(
+        x=x, x2="key_end:Q", y=y, y2=alt.datum(0),
+        tooltip=[alt.Tooltip("key:Q", title="keys from"),
+                 alt.Tooltip("weight:Q", format=".4g", title=f"max {measure}")])
+    marks = alt.Chart(named).encode(x=x, y=y, tooltip=[
+        alt.Tooltip("rank:Q"), alt.Tooltip("key:Q", title="key #"), alt.Tooltip("token:N"),
+        alt.Tooltip("weight:Q", format=".4g", title=measure)])
+    dots = marks.mark_point(filled=True, color=HIGHLIGHT_COLOR, size=36)
+    labels = marks.transform_filter(alt.datum.rank <= 3).mark_text(dy=-9, fontSize=11, color="#333").encode(
+        text="token:N")
+    return alt.layer(area, dots, labels, title=title, width=width, height=height, autosize=AUTOSIZE)
+
