@@ -5,7 +5,9 @@ log-sum-exps, the value norms and the rules; nothing n x n is made.
 Hugging Face decoder-only models: for the call (under the model's lock, undone in `finally`) the model's attention
 implementation is switched to `studio_store`, a registered kernel that runs
 `aten._scaled_dot_product_flash_attention_for_cpu` (output and log-sum-exp) where eager attention would have run,
-with SDPA's masks (none for one causal prompt, so no n x n mask either). Our decoder-only model runs its own fused
+with SDPA's masks (none for one causal prompt, so no n x n mask either); on a CUDA device its counterpart that returns
+the log-sum-exp, `aten._scaled_dot_product_efficient_attention` (every float dtype, an additive mask), the rows kept
+on the CPU all the same. Our decoder-only model runs its own fused
 path (`need_weights=False`) with hooks that read the queries and keys, and the log-sum-exp is computed in blocks.
 A prefill computes logits at its last position only (`logits_to_keep=1`).
 """
@@ -53,11 +55,13 @@ class StoreChunks:
 
     def add(self, q: Tensor, k_new: Tensor, lse: Tensor, norms: Tensor, rules: ScoreRules, groups: tuple[int, ...]
             ) -> None:
+        if rules.sinks is not None:  # the store stays on the CPU wherever the forward runs
+            rules = replace(rules, sinks=rules.sinks.cpu())
         self.rules, self.groups = rules, groups
-        self.queries.append(q.detach().float())
-        self.keys.append(k_new.detach().float())
-        self.lse.append(lse.detach().float())
-        self.norms.append(norms.detach().float())
+        self.queries.append(q.detach().float().cpu())
+        self.keys.append(k_new.detach().float().cpu())
+        self.lse.append(lse.detach().float().cpu())
+        self.norms.append(norms.detach().float().cpu())
 
     def build(self) -> LayerStore:
         """Every row so far: queries and keys of positions 0..n-1, causal from position 0."""
@@ -75,16 +79,19 @@ def build_store(chunks: dict[str, list[StoreChunks]]) -> AttentionStore:
 def _store_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
                      scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[Tensor, None]:
     """The fused kernel with the log-sum-exp, where eager attention would run; handed to the recorder."""
-    if query.device.type != "cpu":
-        raise StoreError("the store's fused forward runs on the CPU in this version")
+    if query.device.type not in ("cpu", "cuda"):
+        raise StoreError(f"the store's fused forward runs on the CPU or a CUDA device, not {query.device.type}")
     mask = attention_mask
     if mask is not None and mask.dtype == torch.bool:
-        mask = torch.zeros(mask.shape, dtype=query.dtype).masked_fill_(~mask, float("-inf"))
+        mask = torch.zeros(mask.shape, dtype=query.dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
     causal = mask is None and query.shape[2] > 1 and bool(getattr(module, "is_causal", True))
     softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
     if softcap is not None or sinks is not None:  # the fused kernel cannot cap or sink: exact, in blocks of rows
         out, lse = capped_attention(query, key, value, None if mask is None else mask[..., : key.shape[-2]],
                                     scaling, None if softcap is None else float(softcap), causal, sinks)
+    elif query.device.type == "cuda":
+        out, lse = cuda_attention(query, key, value, None if mask is None else mask[..., : key.shape[-2]], scaling,
+                                  causal)
     else:
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             query, key, value, 0.0, causal, attn_mask=None if mask is None else mask[..., : key.shape[-2]],
@@ -93,6 +100,24 @@ def _store_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tenso
     if recorder is not None:
         recorder(module, query, key, value, lse, dict(kwargs, scaling=scaling))
     return out.transpose(1, 2).contiguous(), None
+
+
+def cuda_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scaling: float | None,
+                   causal: bool) -> tuple[Tensor, Tensor]:
+    """The CUDA fused kernel that returns the log-sum-exp (memory-efficient attention: float32 too, an additive
+    mask): (output (B, H, Tq, Dv), log-sum-exp (B, H, Tq)). Grouped keys and values are repeated per query head;
+    the mask is expanded to every head with its rows padded to 16 keys, the alignment the kernel reads."""
+    per_group = query.shape[1] // key.shape[1]
+    if per_group > 1:
+        key, value = key.repeat_interleave(per_group, 1), value.repeat_interleave(per_group, 1)
+    bias = None
+    if mask is not None:
+        tk = key.shape[-2]
+        bias = torch.nn.functional.pad(mask.to(query.dtype), (0, -tk % 16))[..., :tk].expand(
+            query.shape[0], query.shape[1], query.shape[2], tk)
+    out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(
+        query, key, value, bias, True, 0.0, causal, scale=scaling)[:2]
+    return out, lse[..., : query.shape[2]]  # the kernel pads the log-sum-exp's rows
 
 
 def capped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scaling: float | None,
@@ -115,7 +140,8 @@ def capped_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | N
         if mask is not None:
             s = s + (mask[..., rows, :] if mask.shape[-2] > 1 else mask).float()
         elif causal:
-            seen = torch.arange(tk)[None, :] <= torch.arange(rows.start, rows.stop)[:, None] + tk - tq
+            seen = (torch.arange(tk, device=s.device)[None, :]
+                    <= torch.arange(rows.start, rows.stop, device=s.device)[:, None] + tk - tq)
             s = s.masked_fill(~seen, float("-inf"))
         lse = s.logsumexp(-1)
         if sinks is not None:
@@ -217,17 +243,23 @@ def store_chunks(adapter: Any) -> dict[str, list[StoreChunks]]:
 def store_feed(adapter: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
                ) -> Tensor:
     """Feed `ids` (1, t) after what `cache` holds through the fused path, the rows going into `chunks`; the logits
-    (1, V) after the last id (a prefill computes no other position's logits)."""
+    (1, V) after the last id (a prefill computes no other position's logits). A Hugging Face model on a CUDA device
+    runs there (the ids go to it; the logits and the store come back to the CPU)."""
     from .hf_causal import HFCausalLM
     from .native_causal import NativeDecoderOnly
     if isinstance(adapter, HFCausalLM):
+        device = next(adapter.model.parameters()).device
         modules, projections = _hf_parts(adapter)
         storing = storing_falcon if own_attention(modules[0]) else storing_hf
+        if storing is storing_falcon and device.type != "cpu":
+            raise StoreError(f"{adapter.name}: Falcon's store forward runs on the CPU")
         with torch.no_grad(), adapter._lock, storing(adapter.model, modules, projections, chunks["self"]):
-            out = adapter.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1,
+            out = adapter.model(input_ids=ids.to(device), past_key_values=cache, use_cache=True, logits_to_keep=1,
                                 return_dict=True)
-        return out.logits[:, -1]
+        return out.logits[:, -1].cpu()
     if isinstance(adapter, NativeDecoderOnly):
+        if next(adapter.model.parameters()).device.type != "cpu":
+            raise StoreError(f"{adapter.name}: the store forward of our models runs on the CPU")
         attentions = [layer.self_attn for layer in adapter.model.layers]
         with torch.no_grad(), storing_native(attentions, chunks["self"]):
             return adapter.model.feed(ids, cache, n_source, need_weights=False).logits
