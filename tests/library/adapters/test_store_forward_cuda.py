@@ -11,7 +11,7 @@ import torch
 
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from transformer.adapters.store_forward import capped_attention, cuda_attention
-from transformer.decode import stored_greedy
+from transformer.decode import decode_text, stored_greedy
 from transformer.store import open_model
 
 CUDA_REASON = "no CUDA device on this machine: the store's forward runs on CUDA where torch.cuda.is_available()"
@@ -63,10 +63,11 @@ def test_the_stored_decode_on_cuda_fills_the_cpu_runs_store(window, tmp_path):
     steps, store, _ = stored_greedy(adapter, prompt, max_steps=3)
     adapter.model.to("cuda")
     try:
-        gpu_steps, gpu_store, _ = stored_greedy(adapter, prompt, max_steps=3)
+        result = decode_text(adapter, TEXT, max_steps=3)  # the library's long-input entry, on the GPU
     finally:
         adapter.model.to("cpu")
-    assert [s.token_id for s in gpu_steps] == [s.token_id for s in steps]
+    gpu_store = result.trace.store
+    assert gpu_store is not None and [s.token_id for s in result.steps] == [s.token_id for s in steps]
     for layer in range(2):
         one, gpu = store.layer("self", layer), gpu_store.layer("self", layer)
         assert gpu.lse.device.type == gpu.queries.device.type == gpu.keys.device.type == "cpu"
