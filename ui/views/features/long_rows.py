@@ -97,7 +97,7 @@ def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query:
                            "score": float(row.scores[j]), "weight α": w, "value size": None if c is None else
                            float(row.value_norms[j]), "what it adds": c} for j, w, c in top])
     st.dataframe(frame, hide_index=True, width=CHART_PX, column_config={
-        c: st.column_config.NumberColumn(format="%.4f", help=COLUMN_FORMULAS.get(c)) for c in frame.columns[2:]})
+        c: st.column_config.NumberColumn(format="%.4g", help=COLUMN_FORMULAS.get(c)) for c in frame.columns[2:]})
     st.session_state["long_inside_row"] = (layer, head, query, row)
     st.caption(f"score = {row.scale:.4g} · q·k (with the model's rules: causal mask"
                f"{', window' if store.layer('self', layer).rules.window else ''}), α = exp(score − {row.lse:.4f}) "

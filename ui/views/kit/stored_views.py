@@ -54,7 +54,7 @@ def show_step_rows(result: DecodeResult, layer: int, head: int) -> None:
     show_chart(chart)
     best = w.topk(min(TOP_NAMED, keys), dim=-1)
     named = "; ".join(f"step {t + 1}: " + ", ".join(
-        f"{int(k):,} `{labels[int(k)] if int(k) < len(labels) else '?'}` {float(p):.2f}"
+        f"{int(k):,} `{labels[int(k)] if int(k) < len(labels) else '?'}` {float(p):.3g}"
         for p, k in zip(best.values[t], best.indices[t], strict=True)) for t in range(len(rows)))
     st.caption(f"Exact, from the store (the rows the decode read). Top keys: {named}.")
 
