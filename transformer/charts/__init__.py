@@ -48,7 +48,16 @@ from .heads import alignment_table_chart
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
-from .long_overview import OVERVIEW_BRUSH, Region, brushed_ends, brushed_region, overview_chart, overview_frame
+from .long_overview import (
+    OVERVIEW_BRUSH,
+    OVERVIEW_SCALES,
+    Region,
+    brushed_ends,
+    brushed_region,
+    log_floor,
+    overview_chart,
+    overview_frame,
+)
 from .long_replay import long_replay_data, long_replay_html, long_replay_size
 from .long_tile import row_strip_chart, row_strip_frames, tile_sizes, zoom_chart, zoom_labelled, zoom_tokens
 from .masked import head_change_map, js_cluster_map, prediction_bars
@@ -111,6 +120,6 @@ from .composition import (  # noqa: E402
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
 __all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
-__all__ += ["OVERVIEW_BRUSH", "Region", "brushed_ends", "brushed_region", "drag_window", "overview_chart",
-            "overview_frame"]
+__all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brushed_region", "drag_window", "log_floor",
+            "overview_chart", "overview_frame"]
 __all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]

@@ -4,12 +4,17 @@ keys it covers, an interval brush (named `OVERVIEW_BRUSH`) to drag a region to z
 A drag's selection holds its two ends on each axis in token positions (`{"key": [a, b], "row": [c, d]}`);
 `brushed_region` turns it into the rows and keys to zoom (snapped to whole tokens, clipped to the input, at most a
 side's maximum), through `window.drag_window`.
+
+The colour scale is `log` (default: a head whose one cell is 1.0 and the rest ~0.001-0.01 still shows its structure;
+weights below a floor, a power of ten named in the legend, drawn as the floor) or `linear` (0 to the map's max). The
+data's weights are never changed: the log scale colours a copy clipped at the floor.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 import altair as alt
+import numpy as np
 import pandas as pd
 from torch import Tensor
 
@@ -18,6 +23,30 @@ from .window import drag_window
 
 OVERVIEW_BRUSH = "region"  # the interval selection's name: Streamlit's selection state holds it under this
 Region = tuple[tuple[int, int], tuple[int, int]]  # ((first row, row after the last), (first key, key after the last))
+OVERVIEW_SCALES = ("log", "linear")  # the overview's colour scales, the default first
+FLOOR_PERCENTILE = 5  # the log scale's floor: the power of ten at or below this percentile of the positive weights
+FLOOR_DECADES = 6  # at most this many powers of ten below the map's max
+
+
+def log_floor(weights: np.ndarray | pd.Series) -> float:
+    """The log colour scale's floor for these weights: the power of ten at or below the FLOOR_PERCENTILE-th
+    percentile of the positive ones, at most FLOOR_DECADES below the largest and below it (1e-3 when none is
+    positive)."""
+    w = np.asarray(weights, dtype=float)
+    positive = w[w > 0]
+    if positive.size == 0:
+        return 1e-3
+    peak = float(positive.max())
+    low = max(float(np.percentile(positive, FLOOR_PERCENTILE)), peak * 10.0 ** -FLOOR_DECADES)
+    floor = 10.0 ** np.floor(np.log10(low))
+    return float(floor if floor < peak else 10.0 ** (np.ceil(np.log10(peak)) - 1))
+
+
+def scale_title(scale: str, floor: float) -> list[str]:
+    """The colour legend's title (two lines): what each cell is and how its colour is drawn."""
+    if scale == "linear":
+        return ["max weight", "linear, 0 to the max"]
+    return ["max weight", f"log; under {floor:.0e} as {floor:.0e}".replace("e-0", "e-")]
 
 
 def overview_frame(grid: Tensor, n_rows: int, n_keys: int, resolution: int) -> pd.DataFrame:
@@ -38,20 +67,32 @@ def overview_frame(grid: Tensor, n_rows: int, n_keys: int, resolution: int) -> p
 
 
 def overview_chart(frame: pd.DataFrame, n_rows: int, n_keys: int, title: str, region: Region | None = None, *,
-                   width: int = 600, height: int = 300) -> alt.LayerChart:
+                   width: int = 600, height: int = 300, scale: str = "log") -> alt.LayerChart:
     """The overview (`overview_frame`) with rows down and keys across, axes titled and ticked in token positions, a
-    brush named `OVERVIEW_BRUSH` over both axes to drag a region, and `region` (the one zoomed) outlined."""
+    brush named `OVERVIEW_BRUSH` over both axes to drag a region, `region` (the one zoomed) outlined, coloured on
+    `scale` (one of OVERVIEW_SCALES; log: from `log_floor` to the max, said in the legend's title)."""
+    if scale not in OVERVIEW_SCALES:
+        raise ValueError(f"colour scale {scale!r} is not one of {', '.join(OVERVIEW_SCALES)}")
     x = alt.X("key:Q", title="key position", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False),
               axis=alt.Axis(format=",d", tickMinStep=1))
     y = alt.Y("row:Q", title="query position (row)",
               scale=alt.Scale(domain=[0, n_rows], nice=False, zero=False, reverse=True),
               axis=alt.Axis(format=",d", tickMinStep=1))
     brush = alt.selection_interval(name=OVERVIEW_BRUSH, encodings=["x", "y"], clear="dblclick")
+    peak = float(frame["weight"].max()) if len(frame) else 1.0
+    floor = log_floor(frame["weight"])
+    if scale == "log":  # the colour reads a copy clipped at the floor (a log scale has no 0); `weight` stays exact
+        color = alt.Color("drawn:Q", title=scale_title(scale, floor), legend=alt.Legend(format="~g"),
+                          scale=alt.Scale(type="log", domain=[floor, max(peak, floor * 10)], scheme="blues"))
+    else:
+        color = alt.Color("weight:Q", title=scale_title(scale, floor),
+                          scale=alt.Scale(type="linear", domain=[0, peak or 1.0], scheme="blues"))
     cells = alt.Chart(frame).mark_rect().encode(
-        x=x, x2="key_end:Q", y=y, y2="row_end:Q",
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues"), title="weight"),
+        x=x, x2="key_end:Q", y=y, y2="row_end:Q", color=color,
         tooltip=[alt.Tooltip("row:Q", title="rows from"), alt.Tooltip("key:Q", title="keys from"),
-                 alt.Tooltip("weight:Q", format=".3f", title="max weight")]).add_params(brush)
+                 alt.Tooltip("weight:Q", format=".3g", title="max weight")]).add_params(brush)
+    if scale == "log":
+        cells = cells.transform_calculate(drawn=f"max(datum.weight, {floor!r})")
     layers: list[alt.Chart] = [cells]
     if region is not None:
         (r0, r1), (k0, k1) = region

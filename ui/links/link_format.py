@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from transformer.analysis import CORPUS_STATISTICS, METHODS, SEGMENT_FILTERS, STATISTICS
+from transformer.charts import OVERVIEW_SCALES
 from transformer.decode import GROUPINGS, MAX_INPUT_CHARS, MEAN_HEAD
 from transformer.model import ALL_KINDS, Head
 
@@ -206,6 +207,7 @@ PARSERS: dict[str, Any] = {
     "doc": _doc,  # a long input by its hash (ui.server.kept_inputs), on Decode
     "dsteps": lambda v: _int(v, 1, 64),  # the document's decode steps (the Steps to decode box's range)
     "zoom": _region,  # the document's zoomed region (checked against the input where it is drawn)
+    "oscale": lambda v: _choice(v, OVERVIEW_SCALES),  # the document's overview coloured on a log or linear scale
     "ref": _text,
     "mode": lambda v: _choice(v, MODES),
     "view": lambda v: _choice(v, VIEWS),

@@ -58,6 +58,7 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 "pred": lambda v: v or None,  # the first prediction: out of the link
                 "words": lambda v: v or None,  # pieces as the tokenizer cut them (the default): out of the link
                 "group": lambda v: None if v == "token" else v,  # a document's tokens ungrouped: out of the link
+                "oscale": lambda v: None if v == "log" else v,  # the overview's default colour scale: out of it
                 "attr": lambda v: None if v == METHODS[0] else v}  # the default method: no open expander
 
 
@@ -213,6 +214,7 @@ def link_values(page: str) -> dict[str, Any]:
         if values["doc"] is None:  # the document's decode steps: in the link with its hash only
             values.pop("dsteps", None)
             values.pop("zoom", None)  # the zoomed region too
+            values.pop("oscale", None)  # and the overview's colour scale
     if page == "compare" and values.get("cmode") != "edit":  # two models (the default): no edit in the link
         values.pop("cmode", None)
         values.pop("edit", None)

@@ -1,6 +1,7 @@
 """A long input's overview in token positions: each drawn cell covers the tokens whose weights it pools, the brush
 spans both axes over those positions, and a drag's selection maps to the token region it covers (snapped to whole
-tokens, clipped to the input, cut to the zoom's side, refused in one line when outside)."""
+tokens, clipped to the input, cut to the zoom's side, refused in one line when outside); its colour scale is log
+(the floor named in the legend) or linear, and either way the data's weights stay each cell's exact max."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +12,7 @@ from transformer.charts.long_overview import (
     OVERVIEW_BRUSH,
     brushed_ends,
     brushed_region,
+    log_floor,
     overview_chart,
     overview_frame,
 )
@@ -66,3 +68,52 @@ def test_a_drag_maps_to_the_tokens_it_covers():
         brushed_region(((10.0, 20.0), (1200.0, 1300.0)), N, N, 1024)
     assert brushed_ends({"selection": {OVERVIEW_BRUSH: {}}}) is None and brushed_ends(None) is None
     assert drag_window(3.0, 3.0, 10, 4) == (3, 4) and drag_window(3.2, 3.7, 10, 4) == (3, 4)  # within one token
+
+
+def _cells(spec: dict) -> tuple[dict, list[dict]]:
+    cells = spec["layer"][0]
+    return cells, spec["datasets"][(cells.get("data") or spec["data"])["name"]]  # a lone layer's data is hoisted
+
+
+def test_the_colour_scale_is_log_by_default_with_its_floor_named_and_linear_on_request(store):
+    # row 0 attends only to itself (1.0), the rest ~0.001-0.01: the case a linear scale draws all pale
+    grid = torch.full((4, 4), 0.004)
+    grid[0, 0], grid[1, 2], grid[3, 1], grid[0, 3] = 1.0, 0.001, 0.01, 0.0  # 0: a cell wholly above the diagonal
+    frame = overview_frame(grid, 40, 40, 4)
+    assert log_floor(frame["weight"]) == pytest.approx(1e-3)  # the power of ten under the 5th percentile
+    log = overview_chart(frame, 40, 40, "Overview").to_dict()
+    cells, data = _cells(log)
+    color = cells["encoding"]["color"]
+    assert color["scale"]["type"] == "log" and color["scale"]["domain"] == [pytest.approx(1e-3), 1.0]
+    assert color["title"] == ["max weight", "log; under 1e-3 as 1e-3"]
+    assert color["field"] == "drawn"
+    assert cells["transform"] == [{"calculate": "max(datum.weight, 0.001)", "as": "drawn"}]
+    linear = overview_chart(frame, 40, 40, "Overview", scale="linear").to_dict()
+    lcells, ldata = _cells(linear)
+    assert lcells["encoding"]["color"]["scale"]["type"] == "linear"
+    assert lcells["encoding"]["color"]["scale"]["domain"] == [0, 1.0]
+    assert lcells["encoding"]["color"]["title"] == ["max weight", "linear, 0 to the max"]
+    assert lcells["encoding"]["color"]["field"] == "weight" and "transform" not in lcells
+    for rows in (data, ldata):  # the weights handed to the chart (and its tooltip) are the grid's, unchanged
+        assert [r["weight"] for r in rows] == pytest.approx(grid.reshape(-1).double().tolist(), abs=0)
+    assert {t["field"] for t in cells["encoding"]["tooltip"]} >= {"weight"}
+    with pytest.raises(ValueError, match="colour scale 'sqrt' is not one of log, linear"):
+        overview_chart(frame, 40, 40, "Overview", scale="sqrt")
+
+
+def test_the_log_floor_on_a_real_head_keeps_each_weight_its_pooled_max(store):
+    grid = summarise_layer(store, "self", 0, resolution=RESOLUTION).overview[0]
+    frame = overview_frame(grid, N, N, RESOLUTION)
+    floor = log_floor(frame["weight"])
+    positive = frame["weight"][frame["weight"] > 0]
+    assert floor <= positive.quantile(0.05) < 10 * floor and floor < positive.max()  # a power of ten, named
+    assert floor == pytest.approx(10.0 ** round(float(torch.tensor(floor).log10())))
+    spec = overview_chart(frame, N, N, "Overview").to_dict()
+    cells, data = _cells(spec)
+    assert cells["encoding"]["color"]["title"][1] == f"log; under {floor:.0e} as {floor:.0e}".replace("e-0", "e-")
+    for i in (0, 41, len(data) - 1):
+        row = data[i]
+        exact = store.tile("self", 0, 0, slice(int(row["row"]), int(row["row_end"])),
+                           slice(int(row["key"]), int(row["key_end"])))
+        assert row["weight"] == pytest.approx(float(exact.max()), abs=1e-6)
+    assert log_floor([0.0, 0.0]) == 1e-3 and log_floor([0.5]) == pytest.approx(0.1)  # below the max, always

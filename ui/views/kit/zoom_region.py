@@ -9,6 +9,7 @@ import torch
 
 from transformer.charts import (
     OVERVIEW_BRUSH,
+    OVERVIEW_SCALES,
     Region,
     brushed_ends,
     brushed_region,
@@ -25,6 +26,8 @@ ZOOM_ROWS_KEY, ZOOM_KEYS_KEY = "long_zoom_rows", "long_zoom_keys"  # the pickers
 OVERVIEW_KEY = "long_overview"  # the overview's selection state (the drag)
 REGION_KEY = LINK_PARAMS["decode"]["zoom"]  # the region as the link keeps it
 SYNCED_KEY, DRAGGED_KEY = "long_zoom_synced", "long_zoom_dragged"  # the region last linked, the drag last applied
+SCALE_KEY = LINK_PARAMS["decode"]["oscale"]  # the overview's colour scale (log or linear), in the link
+SCALE_LABELS = {"log": "log (small weights visible)", "linear": "linear (0 to the max)"}
 
 
 def _inside(region: object, rows: int, keys: int) -> bool:
@@ -69,10 +72,16 @@ def take_region(rows: int, keys: int, max_side: int, default: Region) -> Region:
 def show_overview(grid: torch.Tensor, rows: int, keys: int, title: str, region: Region, side: int) -> None:
     """The overview (a streamed pass's grid) in token positions with `region` outlined, drawn at its own size: a map
     of rows × keys whose longer side is `side` pixels (not stretched to the column); a drag on it picks the region
-    to zoom (a rerun)."""
+    to zoom (a rerun); its colour scale picked above it (log by default: one cell at 1.0 leaves the rest pale on a
+    linear one)."""
+    scale = st.radio("Overview colour scale", OVERVIEW_SCALES, key=SCALE_KEY, horizontal=True,
+                     format_func=SCALE_LABELS.__getitem__, help="Log: each power of ten of weight a step of colour, "
+                     "weights under the floor named in the legend drawn as the floor. Linear: colour proportional to "
+                     "the weight, from 0 to the map's largest. The weights themselves (tooltip, zoom) never change.")
     longest = max(rows, keys, 1)
     chart = overview_chart(overview_frame(grid, rows, keys, RESOLUTION), rows, keys, title, region,
-                           width=max(120, round(side * keys / longest)), height=max(120, round(side * rows / longest)))
+                           width=max(120, round(side * keys / longest)), height=max(120, round(side * rows / longest)),
+                           scale=scale)
     show_chart(chart, on_select="rerun", selection_mode=[OVERVIEW_BRUSH], key=OVERVIEW_KEY, width="content")
     st.caption("Drag a region on the overview to zoom to it (double-click clears the drag), or pick it below.")
 
