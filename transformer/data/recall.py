@@ -22,7 +22,7 @@ RECALL_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 RECALL_PAIRS = 5  # key-value pairs in a stream
 RECALL_ASKS = 2  # later occurrences of each pair
 RECALL_VALUE = 3  # the longest value (1..RECALL_VALUE symbols)
-RECALL_FILLER = 8  # the fewest filler symbols in a stream (drawn anew for each, up to every other symbol)
+RECALL_FILLER = 8  # filler symbols in a stream: 8 to 16 of the others, drawn anew for each
 RECALL_LONG_SHARE = 0.125  # streams of min_len..max_len; the others min_len..2 min_len
 RECALL_MIN_LEN = 72  # the task's default stream lengths (the TaskSpec's defaults are the string tasks')
 RECALL_MAX_LEN = 512
@@ -51,7 +51,7 @@ def draw_recall(rng: random.Random, min_len: int, max_len: int, pairs: int = REC
         chunks.append(reserved[p] + "".join(reserved[at:at + size]))
         at += size
     filler = [c for c in RECALL_ALPHABET if c not in reserved]
-    filler = rng.sample(filler, rng.randint(min(RECALL_FILLER, len(filler)), len(filler)))  # a few or all the rest
+    filler = rng.sample(filler, min(rng.randint(RECALL_FILLER, 2 * RECALL_FILLER), len(filler)))
     events = [p for p in range(pairs) for _ in range(1 + asks)]
     rng.shuffle(events)
     slots = n - sum(len(chunks[p]) for p in events) + len(events)  # a chunk takes one slot

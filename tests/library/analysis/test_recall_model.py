@@ -1,0 +1,88 @@
+"""The shipped recall model (checkpoints/recall): its card names one recall head, the model recalls each value of a
+pair seen before and cannot without that head, and the retrieval detector (Wu et al. 2024's needle-in-a-haystack
+score) ranks that head first at the lengths it was trained on; at 2k and 8k tokens it does not yet (the model copies
+no needle there), which the xfail tests keep in view."""
+from __future__ import annotations
+
+import random
+from functools import cache
+
+import pytest
+import torch
+
+from tests.helpers import ROOT
+from transformer.adapters import adapter_for
+from transformer.analysis import long_range_dict, long_range_heads
+from transformer.data import END_ID, START_ID
+from transformer.data.recall import draw_recall
+from transformer.model import Head
+from transformer.store import load_checkpoint
+
+RECALL_MODEL = ROOT / "checkpoints" / "recall"
+HOLDS = 512  # the longest input (tokens) at which the detector finds the recall head (its longest training streams)
+pytestmark = pytest.mark.skipif(not (RECALL_MODEL / "config.json").exists(), reason="checkpoints/recall not shipped")
+
+
+@cache
+def shipped():
+    return load_checkpoint(RECALL_MODEL, load_optimizer=False)
+
+
+def recall_head() -> Head:
+    (label,) = [label for label, role in shipped().known_heads.items() if role == "retrieval"]
+    return Head.parse(label)
+
+
+def recall_accuracy(length: int, head_mask=None, n: int = 8) -> float:
+    """Greedy next-token accuracy on the asked symbols (each value symbol of a pair seen before) of fresh streams."""
+    ckpt, rng, hit, total = shipped(), random.Random(length), 0, 0
+    for _ in range(n):
+        r = draw_recall(rng, length, length)
+        ids = ckpt.tgt_tokenizer.encode(r.text)
+        with torch.no_grad():
+            logits, _ = ckpt.model.full(torch.tensor([[END_ID]]), torch.tensor([[START_ID, *ids]]), head_mask=head_mask)
+        predicted = logits[0, 1:].argmax(-1)  # the row of input k predicts symbol k of the stream
+        hit += sum(int(predicted[i] == ids[i]) for i in r.asked)
+        total += len(r.asked)
+    return hit / total
+
+
+def test_the_card_names_its_recall_head_and_the_previous_token_head_it_reads():
+    ckpt = shipped()
+    assert sorted(ckpt.known_heads.values()) == ["previous-token", "retrieval"]
+    assert Head.parse(next(k for k, v in ckpt.known_heads.items() if v == "previous-token")).layer < recall_head().layer
+    assert ckpt.card()["known_heads"] == ckpt.known_heads
+    assert (ckpt.model_config.positions, ckpt.model_config.architecture) == ("rope", "decoder-only")
+    assert ckpt.model_config.max_len >= 8192
+
+
+def test_the_model_recalls_each_value_and_needs_its_recall_head_to():
+    assert recall_accuracy(192) >= 0.9
+    cfg = shipped().model_config
+    mask = torch.ones(cfg.n_decoder_layers, cfg.n_heads)
+    head = recall_head()
+    mask[head.layer, head.head] = 0
+    assert recall_accuracy(192, {"self": mask}) <= 0.3
+
+
+def _ranked(length: int) -> dict:
+    ckpt = shipped()
+    adapter = adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name="recall")
+    found = long_range_heads(adapter, length)
+    out = long_range_dict(found)["retrieval"]
+    assert found.length == length and out["lengths"] == [length // 2, length]
+    return out
+
+
+def test_the_retrieval_detector_ranks_the_recall_head_first_where_it_was_trained():
+    out = _ranked(HOLDS)
+    assert out["best"]["label"] == recall_head().label and out["best"]["score"] >= 0.5
+    assert max(h["retrieval"] for h in out["heads"] if h["label"] != recall_head().label) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the recall head copies no needle beyond ~1k tokens yet (docs/finding-heads.md)")
+@pytest.mark.parametrize("length", [2048, 8192])
+def test_the_retrieval_detector_ranks_the_recall_head_first_at_2k_and_8k(length):
+    out = _ranked(length)
+    assert out["best"]["label"] == recall_head().label and out["best"]["score"] >= 0.1
