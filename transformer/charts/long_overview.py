@@ -7,7 +7,7 @@ side's maximum), through `window.drag_window`.
 
 The colour scale is `log` (default: a head whose one cell is 1.0 and the rest ~0.001-0.01 still shows its structure;
 weights below a floor, a power of ten named in the legend, drawn as the floor) or `linear` (0 to the map's max). The
-data's weights are never changed: the log scale colours a copy clipped at the floor.
+data's weights are never changed: the log scale colours a column beside them (`drawn`), a copy clipped at the floor.
 """
 from __future__ import annotations
 
@@ -81,18 +81,19 @@ def overview_chart(frame: pd.DataFrame, n_rows: int, n_keys: int, title: str, re
     brush = alt.selection_interval(name=OVERVIEW_BRUSH, encodings=["x", "y"], clear="dblclick")
     peak = float(frame["weight"].max()) if len(frame) else 1.0
     floor = log_floor(frame["weight"])
+    data = frame
     if scale == "log":  # the colour reads a copy clipped at the floor (a log scale has no 0); `weight` stays exact
+        data = frame.assign(drawn=frame["weight"].clip(lower=floor))  # in the data, not a transform: Streamlit
+        # counts a chart's marks to pick Vega's canvas renderer (thousands of cells), and cannot through a transform
         color = alt.Color("drawn:Q", title=scale_title(scale, floor), legend=alt.Legend(format="~g"),
                           scale=alt.Scale(type="log", domain=[floor, max(peak, floor * 10)], scheme="blues"))
     else:
         color = alt.Color("weight:Q", title=scale_title(scale, floor),
                           scale=alt.Scale(type="linear", domain=[0, peak or 1.0], scheme="blues"))
-    cells = alt.Chart(frame).mark_rect().encode(
+    cells = alt.Chart(data).mark_rect().encode(
         x=x, x2="key_end:Q", y=y, y2="row_end:Q", color=color,
         tooltip=[alt.Tooltip("row:Q", title="rows from"), alt.Tooltip("key:Q", title="keys from"),
                  alt.Tooltip("weight:Q", format=".3g", title="max weight")]).add_params(brush)
-    if scale == "log":
-        cells = cells.transform_calculate(drawn=f"max(datum.weight, {floor!r})")
     layers: list[alt.Chart] = [cells]
     if region is not None:
         (r0, r1), (k0, k1) = region

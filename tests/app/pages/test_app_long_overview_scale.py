@@ -41,6 +41,7 @@ def test_the_overview_switches_between_log_and_linear_and_the_link_keeps_it():
     floor = color["scale"]["domain"][0]
     assert color["title"][1] == f"log; under {floor:.0e} as {floor:.0e}".replace("e-0", "e-")
     assert 0 < floor < frame["weight"].max() and "oscale" not in _link(at)  # the default: out of the link
+    assert (frame["drawn"] == frame["weight"].clip(lower=floor)).all()  # the colour's copy, clipped at the floor
     for i in (0, 7, len(frame) // 3, len(frame) - 1):  # each cell's weight: the exact max of what it covers
         row = frame.iloc[i]
         exact = store.tile("self", 0, 0, slice(int(row["row"]), int(row["row_end"])),
