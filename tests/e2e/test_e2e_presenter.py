@@ -3,6 +3,8 @@ on Decode (its Attribution row included) and Attention, no chart or control reac
 and the page needs no sideways scrolling for it."""
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
 
 from studio_browser import charts_condition, launch_chromium, new_page, page_errors, wait_for, wait_idle
@@ -69,6 +71,8 @@ def test_the_qr_code_covers_no_chart_or_control(server, width, height):
 MAIN = {"Home": [None], "Decode": ["candidates at step", "rows up to step"], "Attention": [None], "Learn": [None],
         "Train": []}
 WALK = ["Home", "Decode", "Attention", "Learn", "Train"]
+REVERSE = {"model": "shipped:reverse", "text": "attentionisall", "kind": "cross", "layer": "1", "head": "4",
+           "present": "1"}
 FIRST_SCREEN_JS = r"""(headings) => {
   const main = document.querySelector('[data-testid="stMain"]');
   const bar = document.querySelector('.st-key-studio_present_bar');
@@ -95,9 +99,30 @@ FIRST_SCREEN_JS = r"""(headings) => {
 }"""
 
 
+# the bar's links, buttons and texts drawn outside the bar or under the QR code (the page keys' hidden buttons,
+# parked off the screen, aside), and whether the way out's key is drawn as a key cap (a bare "P" after "Leave" read as
+# a label cut short)
+BAR_JS = r"""() => {
+  const bar = document.querySelector('.st-key-studio_present_bar').getBoundingClientRect();
+  const qr = document.querySelector('.st-key-studio_present_qr')?.getBoundingClientRect();
+  const outside = [];
+  for (const e of document.querySelectorAll('.st-key-studio_present_bar :is(a, button, p, kbd)')) {
+    const r = e.getBoundingClientRect();
+    if (r.width < 1 || r.right < 0) continue;
+    if (r.left < bar.left - 1 || r.right > bar.right + 1 || (qr && r.right > qr.left && r.top < qr.bottom))
+      outside.push([e.textContent.trim().slice(0, 30), Math.round(r.left), Math.round(r.right)]);
+  }
+  const key = document.querySelector('.st-key-studio_present_leave kbd');
+  return {outside, keyCap: !!key && getComputedStyle(key).borderTopStyle === 'solid', barRight: Math.round(bar.right),
+          qrLeft: qr && Math.round(qr.left)};
+}"""
+
+
 def _main_pictures_seen(page, title: str, width: int, height: int) -> None:
-    """The page `title` is drawn in presenter mode, its title below the bar and its main pictures in the first
-    screen (a screenshot in /tmp to look at)."""
+    """The page `title` is drawn in presenter mode, its title below the bar, its main pictures in the first screen,
+    the bar whole and clear of the QR code, and the layout check clean (a screenshot in /tmp to look at)."""
+    from tests.e2e.layout_check import LAYOUT_CHECK_JS
+
     if title != "Train":
         page.locator('[data-testid="stVegaLiteChart"] svg, [data-testid="stVegaLiteChart"] canvas'
                      ).first.wait_for(timeout=60_000)
@@ -110,6 +135,10 @@ def _main_pictures_seen(page, title: str, width: int, height: int) -> None:
         assert box is not None, f"{title}: a main picture is missing: {seen}"
         left, top, right, bottom = box
         assert 0 <= left and right <= width and 0 <= top and bottom <= height, (title, width, height, seen)
+    bar = page.evaluate(BAR_JS)
+    assert bar["outside"] == [] and bar["keyCap"], f"{title} at {width}x{height}: the bar: {bar}"
+    found = {what: boxes for what, boxes in page.evaluate(LAYOUT_CHECK_JS).items() if boxes}
+    assert found == {}, f"{title} at {width}x{height}: the layout check: {found}"
     assert page_errors(page) == []
 
 
@@ -136,6 +165,12 @@ def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the
                 page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
                 wait_idle(page, 120_000)
                 _main_pictures_seen(page, title, 1280, 720)
+            # the reversal model's map (the docs' screenshot): a gold toggle above it, on the first screen
+            page.goto(f"{server.url}/attention?{urlencode(REVERSE)}")
+            page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+            wait_idle(page, 120_000)
+            page.get_by_text("Outline the gold alignment").wait_for(timeout=60_000)
+            _main_pictures_seen(page, "Attention", 1280, 720)
             page.set_viewport_size({"width": 1920, "height": 1080})  # a larger projector: the same pages fit
             for title in ("Decode", "Attention"):
                 page.goto(f"{server.url}/{title.lower()}?text={text}&present=1")

@@ -34,6 +34,9 @@ h1 { font-size: 1.5rem !important; padding: 0.1rem 0 0.2rem 0 !important; }
 .st-key-studio_present_bar > div { width: auto !important; flex: 0 1 auto; }
 .st-key-studio_present_pages a { padding: 0 0.3rem; }
 .st-key-studio_present_bar p { font-size: 14px; }
+/* the way out's key drawn as a key cap: a bare grey "P" after "Leave" read as a label cut short */
+.st-key-studio_present_leave kbd { border: 1px solid #9ca3af; border-radius: 4px; padding: 0 0.35em;
+  color: #374151 !important; font-size: 13px; line-height: 1.4; background: #f9fafb; }
 /* the head and page keys' buttons stay mounted (their shortcuts work) but take no room */
 [class*="_head_keys"], .st-key-studio_present_page_keys { position: absolute !important; left: -10000px; }
 .studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */

@@ -79,6 +79,7 @@ from .masked import masked_attention_result, segment_choice
 KEYS = LINK_PARAMS["attention"]  # link parameter -> widget key
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
 GRID_PAGE_FROM = 8  # models deeper than this get a range of layers to draw (every layer that fits, at first)
+PRESENTED_MAP_SIZE = 320  # on a projector: larger labels, yet the map's last rows on 1280x720's first screen
 GRID_CLICKS = {"open": "opens it large above", "ablate": "switches its head off (a second click: back on)"}
 STATS_COLUMNS = {"map": Column("layer · head"),
                  "entropy": Column("entropy", "%.3f", "In nats, mean over query rows; 0 = one-hot."),
@@ -202,10 +203,11 @@ def show_large_map(sel: Selection) -> None:
                                                                     key=KEYS["gold"])
         keys = key_window(trace, kind, "attention")
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole; on a
-        # projector (1280x720) the map with its axis title fits the first screen under the folded controls
+        # projector (1280x720) the map with its axis title fits the first screen under the folded controls and the
+        # gold toggle (its rows end above y=720)
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,
                             gold=gold if show_gold else (),
-                            size=400 if presenting() else 300, large_labels=presenting(), keys=keys)
+                            size=PRESENTED_MAP_SIZE if presenting() else 300, large_labels=presenting(), keys=keys)
         if combine == "pick" and head is not None and sel.maps is sel.result.trace:  # a cell: What made this score
             show_chart(clickable_cells(heatmap), key="attention_heatmap", width="content", selection_mode=QK_CELL,
                        on_select=partial(open_clicked_cell, "attention_heatmap", KEYS["qkq"], KEYS["qkk"],
