@@ -56,8 +56,9 @@ def native_path(model: Any) -> ResidualPath:
         return ResidualPath(pre, stacks, projections)
     kind = "encoder_self" if hasattr(model, "segment_embed") else "self"
     stack = "encoder" if kind == "encoder_self" else "decoder"
+    rope = {kind: tuple(m.self_attn for m in model.layers)} if getattr(model, "inv_freq", None) is not None else {}
     return ResidualPath(pre, {stack: StackPath(model.positions, None, layers(model.layers, [kind]), model.norm)},
-                        {kind: tuple(proj(m.self_attn) for m in model.layers)})
+                        {kind: tuple(proj(m.self_attn) for m in model.layers)}, rope)
 
 
 # -- Hugging Face ---------------------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ def recording_path(path: ResidualPath) -> Iterator[PathRecord]:
         for kind, modules in path.attention.items():
             for layer, module in enumerate(modules):
                 def rope_hook(m: nn.Module, args: tuple, kwargs: Mapping[str, Any], key: tuple = (kind, layer)) -> None:
-                    tables = kwargs.get("position_embeddings")
+                    tables = kwargs.get("position_embeddings", kwargs.get("rotary"))  # Hugging Face's, ours
                     if threading.get_ident() == me and tables is not None:
                         record.rotary[key] = (tables[0].detach(), tables[1].detach())
 

@@ -100,6 +100,9 @@ def register(commands: Commands) -> None:
                        help="sinusoidal (default): the paper's table added to the tokens, up to 1,024 positions; "
                        "rope (decoder-only): queries and keys rotated by the position, no table, --max-len up to "
                        "131,072")
+    sizes.add_argument("--rope-base", type=float, metavar="X",
+                       help="RoPE's base (default 10000): larger turns the slow pairs less per position, so a "
+                       "content match holds over longer streams")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int),

@@ -74,6 +74,7 @@ class ModelConfig:
     architecture: str = "encoder-decoder"  # or "decoder-only": one causal stack of n_decoder_layers (a prefix LM);
     # or "encoder-only": one bidirectional stack of n_encoder_layers with a masked-LM head (one joint vocabulary)
     positions: str = "sinusoidal"  # or "rope" (decoder-only): no table, so max_len up to MAX_ROPE_LEN
+    rope_base: float = 10000.0  # RoPE's base (pair i turns at base^(-2i/Dh) per position); larger: slower pairs
 
     def __post_init__(self) -> None:
         check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
@@ -89,6 +90,7 @@ class ModelConfig:
         if self.positions == "rope" and self.architecture != "decoder-only":
             raise ConfigError(f"positions 'rope' is for the decoder-only architecture, not {self.architecture}")
         check_int("max_len", self.max_len, 2, MAX_ROPE_LEN if self.positions == "rope" else MAX_LEN)
+        _check_float("rope_base", self.rope_base, 2.0, 1e12)
         check_int("pad_id", self.pad_id, 0, 0)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")

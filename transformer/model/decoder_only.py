@@ -79,7 +79,8 @@ class DecoderOnlyTransformer(nn.Module):
         rope = cfg.positions == "rope"
         self.register_buffer("positions", None if rope else sinusoidal_positions(cfg.max_len, cfg.d_model),
                              persistent=False)
-        self.register_buffer("inv_freq", inverse_frequencies(cfg.head_dim) if rope else None, persistent=False)
+        self.register_buffer("inv_freq", inverse_frequencies(cfg.head_dim, cfg.rope_base) if rope else None,
+                             persistent=False)
         self.drop = Dropout(cfg.dropout)
         self.layers: Any = nn.ModuleList(  # EncoderLayers (items of a ModuleList read as Module)
             EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
