@@ -143,7 +143,7 @@ def show_step_lens_long(active: ActiveModel, result: DecodeResult, identity: tup
         st.info(str(exc), icon=":material/layers:")
         return
     st.session_state["long_lens_grid"] = grid
-    show_chart(lens_grid_chart(grid, max_width=CHART_PX))
+    show_chart(lens_grid_chart(grid, max_width=CHART_PX), width="content")
     st.caption(f"Each layer's lens at the {len(grid.tokens)} decode steps: the rank of the token the step chose "
                "(dark: rank 1). Only the steps' positions are read through the output head.")
 
