@@ -39,10 +39,14 @@ CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChar
   const drawing = c.querySelector('svg, canvas');
   const box = c.closest('[data-testid="stElementContainer"]');
   const r = c.getBoundingClientRect();
+  let shown = r.right;  // its right edge as drawn: clipped by any box that scrolls or hides sideways
+  for (let e = c.parentElement; e; e = e.parentElement) {
+    if (getComputedStyle(e).overflowX !== 'visible') shown = Math.min(shown, e.getBoundingClientRect().right);
+  }
   return {index, key: (box && (box.getAttribute('class') || '').match(/st-key-\\S+/)?.[0]) || '',
           text: [...c.querySelectorAll('svg text')].map((t) => t.textContent).join(' | ').slice(0, 300),
           label: ((drawing && drawing.getAttribute('aria-label')) || '').slice(0, 300),
-          drawn: !!drawing, scroll: c.scrollWidth, right: Math.round(r.right + window.scrollX),
+          drawn: !!drawing, scroll: c.scrollWidth, right: Math.round(r.right), shown: Math.round(shown),
           width: Math.round(r.width), top: Math.round(r.top + window.scrollY)};
 })"""
 SCROLL_JS = """(i) => document.querySelectorAll('[data-testid="stVegaLiteChart"]')[i]
@@ -146,8 +150,11 @@ def check_page(page: Any, label: str, out: Path) -> dict:
     found = {"errors": page_errors(page), "widths": widths, "missing": [v for v in NAMES if v not in views],
              "charts": {n: {k: c[k] for k in ("scroll", "right", "width")} for n, c in views.items()},
              "layout": {k: v for k, v in layout.items() if v}}
-    wide = [f"{c['key'] or c['text'][:40] or 'a canvas chart'} (right {c['right']}, scroll {c['scroll']})"
-            for c in page.evaluate(CHARTS_JS) if c["scroll"] > WIDTH or c["right"] > WIDTH]  # every chart
+    charts = page.evaluate(CHARTS_JS)  # every chart of the page, the document's and the rest
+    found["scrolls"] = [f"{c['key'] or c['text'][:40] or 'a canvas chart'} ({c['scroll']} px)" for c in charts
+                        if c["right"] > WIDTH]  # in a box that scrolls sideways: only its part in view is drawn
+    wide = [f"{c['key'] or c['text'][:40] or 'a canvas chart'} (drawn to {c['shown']} px, scroll {c['scroll']})"
+            for c in charts if c["shown"] > WIDTH or c["scroll"] > WIDTH]
     if max(widths["page"], widths["main"], widths["block"]) > WIDTH:
         wide.append(f"page {widths}")
     found["wider"] = wide
@@ -242,7 +249,8 @@ def main() -> None:
             print(f"{kind} {page_name}: {p['estimate']}; step rows {p['step_rows_s']:.1f} s, overview "
                   f"{p['overview_s']:.1f} s, statistics {p['statistics_s']:.1f} s; widest page {p['widths']['page']} "
                   f"px; errors {p['errors'] or 'none'}; wider {p['wider'] or 'none'}; missing {p['missing'] or 'none'}"
-                  f"; layout {p['layout'] or 'clean'}; load {p['load']}", flush=True)
+                  f"; scrolling sideways {p['scrolls'] or 'none'}; layout {p['layout'] or 'clean'}; load {p['load']}",
+                  flush=True)
             if not p["ok"]:
                 failed.append(f"{kind} {page_name}")
     print(f"screenshots in {out}; {'FAILED: ' + ', '.join(failed) if failed else 'every page passed'}")
