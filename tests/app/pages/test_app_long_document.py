@@ -82,6 +82,7 @@ def test_the_link_carries_the_hash_and_opens_the_document(app_root):
     other = open_link("decode", {k: (v[-1] if isinstance(v, list) else v) for k, v in link.items()})
     assert other.toggle(key="long_doc_on").value and other.text_area(key="long_doc_text").value == DOC
     assert any(t.startswith("Overview: L1") for t in (c["title"] for c in charts(other)))  # shared: no job to wait
+    assert "long_doc_job_run" not in [b.key for b in other.button]  # kept for every session: nothing to start
     attention = open_link("attention", {k: (v[-1] if isinstance(v, list) else v) for k, v in link.items()})
     drawn = charts(attention)
     assert any(c["title"].startswith("Overview: L1") for c in drawn)

@@ -6,7 +6,9 @@ weights are recomputed exactly from the store, and a query's row as a strip over
 The link carries the document's hash (`doc=`), never its text."""
 from __future__ import annotations
 
+import functools
 import os
+import time
 from typing import Any, Sequence
 
 import pandas as pd
@@ -42,7 +44,8 @@ LAYER_KEY, HEAD_KEY, QUERY_KEY = "long_layer", "long_head", "long_query"
 TILE_MAX = 256  # cells a side of the zoomed tile as drawn: a larger region is drawn as the max of each cell
 REGION_MAX = 1024  # rows and keys of a zoomed region, its weights recomputed exactly from the store
 STRIP_BINS = 512  # a row's strip pooled (max) to this many bins of keys
-FLOPS = 4e9  # a CPU core's sustained float32 rate, for the estimate
+RATE_SHARE = 0.25  # of the machine's measured matrix-product rate that a whole forward sustains, for the estimate
+PER_TOKEN_S = 3e-4  # seconds a token costs beside its products: tokenizing, the store's copies, the job's drawing
 REFUSED = ("attention rollout (every layer's whole map multiplied)", "the line view", "the model-view grid of every "
            "head", "animation", "video", "slides beyond a window")
 MAP_SIDE, PRESENT_SIDE = 460, 520  # pixels a side of the overview's and the zoom's plots (presenter mode: larger)
@@ -53,20 +56,36 @@ def reads_long(active: ActiveModel) -> bool:
     return active.family.prompt_in_decoder and model_context(active.adapter) > STORE_ABOVE
 
 
+@functools.cache
+def machine_rate() -> float:
+    """Float32 products a second this machine's matrix multiply reaches (a 512 x 512 product timed, best of 5)."""
+    a = torch.randn(512, 512)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - start)
+    return 2 * 512**3 / max(best, 1e-9)
+
+
 def estimate(adapter: Any, n_tokens: int, steps: int) -> tuple[float, int, int]:
     """(seconds, bytes of memory, bytes of the store) a stored decode of `n_tokens` and `steps` steps will take,
-    roughly: the weights' products and the attention's n² score products at FLOPS, the store's float32 queries,
-    keys, log-sum-exps and value norms, and a few activations of the whole input."""
+    roughly: the layers' weight products at every position, the output layer at the prefill's last position and each
+    step's only (`logits_to_keep`), the embedding a lookup, and the attention's n² score products, at RATE_SHARE of
+    the machine's measured matrix-product rate, and PER_TOKEN_S a token (fitted to the Decode page's times for T at
+    32k tokens and Q at 8k in bench.app.long_pages: within 2x of both); the store's float32 queries, keys,
+    log-sum-exps and value norms, and a few activations of the whole input."""
     layers, heads = adapter.head_counts()["self"]
     cfg = getattr(adapter.model, "config", None) or getattr(adapter.model, "cfg", None)
     width = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", 64))
     d_head = int(getattr(cfg, "head_dim", None) or width // heads)
     kv = int(getattr(adapter, "n_kv_heads", heads))
     n = n_tokens + steps
-    params = sum(p.numel() for p in adapter.model.parameters())
-    flops = 2 * params * n + 2 * layers * heads * d_head * n * n  # the causal half, twice (scores and weighted sum)
+    vocab = int(getattr(cfg, "vocab_size", None) or getattr(cfg, "tgt_vocab_size", None) or 0)
+    params = sum(p.numel() for p in adapter.model.parameters() if not (vocab and tuple(p.shape[:1]) == (vocab,)))
+    flops = 2 * params * n + 2 * vocab * width * (steps + 1) + 2 * layers * heads * d_head * n * n
     store = layers * 4 * n * ((heads + kv) * d_head + 2 * heads)
-    return flops / FLOPS, store + 16 * n * width * 4, store
+    return flops / (RATE_SHARE * machine_rate()) + PER_TOKEN_S * n, store + 16 * n * width * 4, store
 
 
 def free_memory() -> int:
@@ -137,7 +156,7 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
     identity = ("long-decode", active.cache_key, text_hash(text), steps)
     st.caption(f"{n:,} tokens of the model's {context:,}. Estimated: about {max(seconds, 1):,.0f} s and "
                f"{memory / 2**20:,.0f} MB (the attention store {store / 2**20:,.1f} MB; no n × n map is kept).")
-    if can_start(identity):
+    if identity not in shared_cache() and can_start(identity):  # kept already: no decode to start
         start_button(f"Decode the document (about {max(seconds, 1):,.0f} s, {memory / 2**20:,.0f} MB)", identity,
                      key=JOB_KEY, icon=":material/play_arrow:")
 
