@@ -1,6 +1,7 @@
 """Screenshots for docs/why-it-looks-there.md at 1280 px, from the real app in headless Chromium: the Attention
 page's "What made this score" (the QK table) on the shipped default model, the composition maps of the shipped
-induction model (its K tab: the induction head's keys reading the previous-token head), and Decode's route graph and source-or-prefix view at one step.
+induction model (its K tab: the induction head's keys reading the previous-token head), and Decode's route graph
+and source-or-prefix view at one step.
 
     PYTHONPATH=. .venv/bin/python -m bench.screenshots.why [--out docs/screenshots]
 """
