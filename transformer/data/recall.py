@@ -56,7 +56,8 @@ def draw_recall(rng: random.Random, min_len: int, max_len: int, pairs: int = REC
     rng.shuffle(events)
     slots = n - sum(len(chunks[p]) for p in events) + len(events)  # a chunk takes one slot
     at_slots = set(rng.sample(range(slots), len(events)))
-    stream, asked, done = "", [], set()
+    stream, done = "", set()
+    asked: list[int] = []
     pending = iter(events)
     for slot in range(slots):
         if slot in at_slots:
