@@ -90,7 +90,7 @@ def speed_child(folder: str, doc: str) -> dict:
     for head in range(3):  # what the server does: the tile, its cells, the spec and the cells as Arrow
         def zoom(head: int = head) -> bytes:
             frame, title, _ = zoom_frame(store, 0, head, *region)
-            zoom_spec(title)
+            zoom_spec(title, *region)
             return convert_anything_to_arrow_bytes(frame)
 
         zooms.append(_timed(zoom)[1])
