@@ -37,6 +37,7 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     at = _document_open(DOC)
     at.button(key="long_doc_job_run").click().run()
     assert poll(at, lambda a: any(s.key == ZOOM_ROWS_KEY for s in a.slider), seconds=240)
+    assert "0 to 192 shows rows 0–191" in at.slider(key=ZOOM_ROWS_KEY).help  # the handles' end said as the title's
     store = _store()
     n = store.layer("self", 0).n_rows
     overview = next(c for c in charts(at) if c["title"].startswith("Overview: L1 H1"))

@@ -88,8 +88,10 @@ def show_overview(grid: torch.Tensor, rows: int, keys: int, title: str, region: 
 
 def zoom_pickers(rows: int, keys: int) -> Region:
     """The rows and keys pickers (after `take_region`, which sets them); their region is kept for the link."""
-    r0, r1 = st.slider("Zoom: rows", 0, rows, key=ZOOM_ROWS_KEY)
-    k0, k1 = st.slider("Zoom: keys", 0, keys, key=ZOOM_KEYS_KEY)
+    ends = ("The right handle is the position just past the last {0} shown: 0 to 192 shows {0}s 0–191, as the zoom's "
+            "title says.")
+    r0, r1 = st.slider("Zoom: rows", 0, rows, key=ZOOM_ROWS_KEY, help=ends.format("row"))
+    k0, k1 = st.slider("Zoom: keys", 0, keys, key=ZOOM_KEYS_KEY, help=ends.format("key"))
     region = ((int(r0), int(r1)), (int(k0), int(k1)))
     st.session_state[REGION_KEY] = st.session_state[SYNCED_KEY] = region
     return region
