@@ -14,6 +14,7 @@ from transformer.decode import greedy_decode
 from transformer.store import open_model
 from ui.models import MODEL_KEY
 from ui.views import md_token
+from ui.views.kit import PAGE_PX
 
 DECODER_ONLY = "shipped:reverse-decoder-only"
 TEXT = "abcdef"
@@ -72,6 +73,12 @@ def test_decode_steps_from_the_prompts_last_token_and_next_moves_the_row(shipped
                                             f"output ‹{md_token(expected.steps[-1].token)}›")
     assert not [c for c in charts(at) if c["title"].startswith("Source tokens shaded")]  # no separate source
     assert_no_exception(at)
+
+
+def test_a_long_prompts_prefix_strip_wraps_to_its_column_beside_the_top_k(shipped_env):
+    at = _page("decode", "decode_text", "abcdefghijklmnopqrstuvwxyzabcdefghijklmn")
+    strip = next(c for c in charts(at) if c["title"].endswith("of step 1 over the prefix"))
+    assert strip["spec"]["width"] <= PAGE_PX * 3 // 5 - 40  # wrapped to its column, not the page's (270 px past it)
 
 
 def test_forcing_a_token_and_attribution_work_on_the_decoder_only_model(shipped_env, expected):

@@ -27,8 +27,9 @@ def _at(sel: Selection) -> str:
             f"{len(sel.result.steps)}")
 
 
-def show_prefix_panel(sel: Selection) -> None:
-    """The output so far (and, teacher-forced, the reference fed) and the step's self-attention over the prefix."""
+def show_prefix_panel(sel: Selection, column_px: int | None = None) -> None:
+    """The output so far (and, teacher-forced, the reference fed) and the step's self-attention over the prefix,
+    its strip wrapped to `column_px` where it is placed in a column narrower than the page."""
     result, t, layer, head = sel.result, sel.step, sel.layer, sel.head
     trace = result.trace
     spec, row = trace.family, trace.step_offset + t  # the query row of step t
@@ -39,8 +40,9 @@ def show_prefix_panel(sel: Selection) -> None:
     self_title = kind_title(spec.decoder_kind)
     self_row = trace.matrix(spec.decoder_kind, layer, head)[row, : row + 1].tolist()
     chart_heading(f"{self_title} of step {t + 1} over the prefix")
+    width = min(420 if spec.has_cross else PAGE_PX, column_px or PAGE_PX)
     prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: row + 1], self_row,
-                                max_width=420 if spec.has_cross else PAGE_PX, all_tokens=trace.decoder_input_tokens)
+                                max_width=width, all_tokens=trace.decoder_input_tokens)
     show_chart(prefix_strip, width="content", key="decode_prefix_strip")
     slide_downloads(prefix_strip, sel.title.lines(f"{self_title} over the prefix · {_at(sel)}"),
                     f"{spec.decoder_kind}_prefix_step{t + 1}", "decode_prefix_strip")
@@ -86,8 +88,8 @@ def show_source_panel(sel: Selection) -> None:
 def show_step_panels(sel: Selection) -> None:
     """The step's panels as the page lays them out: the prefix beside the top-k, the source shading under both."""
     left, right = st.columns([3, 2], gap="large")
-    with left:
-        show_prefix_panel(sel)
+    with left:  # three fifths of the page less the large gap: a decoder-only prefix strip at PAGE_PX ran ~270 px past
+        show_prefix_panel(sel, column_px=PAGE_PX * 3 // 5 - 40)
     with right:
         show_topk_panel(sel)
     show_source_panel(sel)
