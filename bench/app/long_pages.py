@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from bench.common.long_models import build_model, document
+from bench.common.long_models import load_average as _load
 from studio_browser import PAGE_SETUP_JS, launch_chromium, page_errors, running_app, shipped_checkpoints, wait_idle
 from tests.e2e.layout_check import LAYOUT_CHECK_JS
 
@@ -60,50 +59,6 @@ WIDTHS_JS = """() => {
           beyond: wide.slice(0, 10)};
 }""" % WIDTH
 TEXT_JS = "(s) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(s)"
-
-
-def _load() -> str:
-    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def build_model(kind: str, folder: Path) -> Path:
-    """Save T or Q (random weights, the test tokenizer: a byte-level BPE of 300 ids) into `folder` (the models of
-    bench.speed.long_inputs)."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from tests.helpers.hf_causal_models import lines, tokenizer
-    folder.mkdir(parents=True, exist_ok=True)
-    tok = tokenizer("qwen2", lines())
-    torch.manual_seed(0)
-    ends = dict(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, max_position_embeddings=131072)
-    if kind == "T":
-        config = Qwen2Config(vocab_size=500, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                             num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False, **ends)
-    else:  # Qwen2-0.5B's config, 4 of its 24 layers
-        config = Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=4,
-                             num_attention_heads=14, num_key_value_heads=2, rope_theta=1000000.0, rms_norm_eps=1e-6,
-                             tie_word_embeddings=True, **ends)
-    network = Qwen2ForCausalLM(config)
-    with torch.no_grad():  # a random model stops at once if an end token wins: make its end logits lose
-        network.lm_head.weight[tok.eos_token_id] = 0.0
-    network.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
-def document(folder: Path, tokens: int) -> str:
-    """Multi30k lines joined by line breaks, as many as make at most `tokens` prompt tokens for this tokenizer."""
-    from transformers import AutoTokenizer
-
-    from tests.helpers.hf_causal_models import lines
-    tok = AutoTokenizer.from_pretrained(folder)
-    pool = lines(min(29000, tokens // 5 + 100))
-    low, high = 1, len(pool)
-    while low < high:
-        mid = (low + high + 1) // 2
-        fits = len(tok("\n".join(pool[:mid]), verbose=False).input_ids) <= tokens
-        low, high = (mid, high) if fits else (low, mid - 1)
-    return "\n".join(pool[:low])
 
 
 def _views(page: Any) -> dict[str, dict]:
