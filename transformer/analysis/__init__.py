@@ -86,6 +86,7 @@ from .head_computation import (
     mean_contribution_map,
 )
 from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
+from .head_estimate import HeadEstimate, head_estimate
 from .head_examples import DECILES, DISTANCE_EDGES, TOP_ROWS, HeadExamples, distance_bin_labels
 from .head_finder import FINDER_COLUMNS, NOMINAL, finder_table, head_finder_frame
 from .head_json import contributions_dict, internals_dict
@@ -200,3 +201,4 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
 __all__ += ["STEP_COLUMNS", "StepPatching", "StoredRow", "step_patching_estimate", "stored_row"]
 __all__ += ["ESTIMATE_SENTENCES", "CorpusEstimate", "corpus_estimate", "sentence_output"]
+__all__ += ["HeadEstimate", "head_estimate"]

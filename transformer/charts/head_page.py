@@ -9,7 +9,7 @@ import html
 import altair as alt
 import pandas as pd
 
-from ..analysis import DISTANCE_EDGES, CorpusStats, distance_bin_labels
+from ..analysis import DISTANCE_EDGES, CorpusStats, HeadEstimate, distance_bin_labels
 from ..model import Head
 from .inline_html import inline_chart_html
 from .style import AUTOSIZE, BLUES, visible_token
@@ -110,12 +110,15 @@ def head_page_charts(stats: CorpusStats, head: Head, *, examples: int = 6) -> di
             "layer": layer_chart(stats, head)}
 
 
-def head_page_html(stats: CorpusStats, head: Head, *, model: str = "") -> str:
-    """The head's page as one standalone HTML document (the charts draw offline)."""
+def head_page_html(stats: CorpusStats, head: Head, *, model: str = "", estimate: HeadEstimate | None = None) -> str:
+    """The head's page as one standalone HTML document (the charts draw offline); `estimate`: the head's one-pass
+    ablation estimate as the page shows it (its value and what it is over, or n/a and why)."""
     titles = {"examples": "Strongest rows by decile of the peak weight", "distance": "Attention distance",
               "to": "Tokens attended to", "from": "Tokens attending", "layer": "Against its layer"}
     parts = [f"<h1>{html.escape(head.label)}{' — ' + html.escape(model) if model else ''}</h1>",
              f"<p>{stats.sentences} sentences ({html.escape(stats.mode)}).</p>"]
+    if estimate is not None:
+        parts.append(f"<p class='estimate'>{html.escape(estimate.text())}.</p>")
     for name, chart in head_page_charts(stats, head).items():
         if chart is not None:
             parts.append(f"<h2>{titles[name]}</h2>{inline_chart_html(chart.to_dict())}")
