@@ -24,6 +24,8 @@ from torch import Tensor
 from ..adapters import InspectableModel
 from ..decode import InputError, masked_decode, teacher_forced
 from ..model import Head
+from .causal_rows import STORE_ABOVE, causal_rows
+from .detectors import _causal_setup
 from .patterns import WINDOW, label_frame, pattern_frame, pattern_scores, window_induction
 
 NEEDLE = 8  # needle tokens
@@ -50,33 +52,16 @@ def _draw(pool: Tensor, n: int, gen: torch.Generator, distinct: bool = True) -> 
     return pool[torch.randint(pool.numel(), (n,), generator=gen)].tolist()
 
 
-def _causal_setup(adapter: InspectableModel) -> tuple[Tensor, list[int]]:
-    """(source tensor, decoder prefix) of a causal forward over a sequence we choose."""
-    if adapter.family.prompt_in_decoder:
-        source = adapter.tokenize_source("")
-        return torch.tensor([list(source.ids)], dtype=torch.long), adapter.decoder_prefix(source)
-    return torch.tensor([adapter.tokenize_source("a").ids]), list(adapter.start_ids)
-
-
-def _causal_forward(adapter: InspectableModel, src: Tensor, inputs: list[int]) -> tuple[Tensor, Tensor]:
-    """(logits (T, V), weights (L, H, T, T)) of the causal kind, teacher-forced on `inputs`."""
-    with adapter.running():
-        logits, maps = adapter.forward(src, torch.tensor([inputs]))
-    kind = adapter.family.decoder_kind
-    assert kind is not None, "a causal model decodes"
-    weights = torch.stack([w[0] for w in maps[kind]]).float()
-    return logits[0].float(), weights
-
-
 def max_length(adapter: InspectableModel, length: int) -> int:
     """The causal sequence's length: `length`, at most the model's decoder positions."""
     return max(4 * NEEDLE, min(length, adapter.max_target_len))
 
 
 def retrieval_scores(adapter: InspectableModel, length: int = LENGTH, depths: tuple[float, ...] = DEPTHS,
-                     seed: int = 0) -> tuple[Tensor, dict]:
+                     seed: int = 0, store_above: int = STORE_ABOVE) -> tuple[Tensor, dict]:
     """(L, H) retrieval score of each causal head over needle-in-a-haystack inputs at each depth and at lengths
-    length / 2 and length; and what was measured (lengths, depths, needle, copy_rate)."""
+    length / 2 and length; and what was measured (lengths, depths, needle, copy_rate). Only the copy region's rows
+    are read: through the attention store for an input of more than `store_above` tokens (`causal_rows`)."""
     pool, gen = _pool(adapter), torch.Generator().manual_seed(seed)
     src, prefix = _causal_setup(adapter)
     total = max_length(adapter, length)
@@ -90,11 +75,13 @@ def retrieval_scores(adapter: InspectableModel, length: int = LENGTH, depths: tu
             at = round(depth * len(hay))
             inputs = [*prefix, *hay[:at], *needle, *hay[at:], *needle]
             start, copy = len(prefix) + at, len(inputs) - NEEDLE
-            logits, w = _causal_forward(adapter, src, inputs)
             rows = torch.arange(copy + CUE - 1, copy + NEEDLE - 1)  # each predicts needle[j], j = CUE..NEEDLE-1
+            read = causal_rows(adapter, src, inputs, rows, store_above=store_above)
+            assert read.logits is not None, "logits asked"
             want = torch.tensor(needle[CUE:])
-            hit = logits[rows].argmax(-1) == want  # the model copies
-            on_needle = w[:, :, rows].argmax(-1) == (start + torch.arange(CUE, NEEDLE))  # (L, H, rows)
+            hit = read.logits.argmax(-1) == want  # the model copies
+            peaks = torch.stack([w.argmax(-1) for w in read.layers()])  # (L, H, rows): each head's largest weight
+            on_needle = peaks == (start + torch.arange(CUE, NEEDLE))
             found = (on_needle & hit).sum(-1)
             events = found if events is None else events + found
             asked += len(rows)
@@ -105,18 +92,22 @@ def retrieval_scores(adapter: InspectableModel, length: int = LENGTH, depths: tu
     return events.float() / asked, info
 
 
-def _causal_patterns(adapter: InspectableModel, length: int, seed: int) -> pd.DataFrame:
+def _causal_patterns(adapter: InspectableModel, length: int, seed: int, store_above: int = STORE_ABOVE
+                     ) -> pd.DataFrame:
     """The causal kind's patterns on r r (distinct random tokens repeated twice), with the induction score on the
-    window."""
+    window: only the window's rows are read, a layer at a time (`causal_rows`)."""
     src, prefix = _causal_setup(adapter)
     pool = _pool(adapter)
     n = min((max_length(adapter, length) - len(prefix)) // 2, pool.numel())  # no token twice in r
     r = _draw(pool, n, torch.Generator().manual_seed(seed))
     inputs = [*prefix, *r, *r]
-    _, w = _causal_forward(adapter, src, inputs)
+    first = max(0, len(inputs) - WINDOW)
+    read = causal_rows(adapter, src, inputs, torch.arange(first, len(inputs)), with_logits=False,
+                       store_above=store_above)
     tokens = adapter.ids_to_tokens(inputs)
-    scores = pattern_scores(w, tokens, tokens, same_axis=True)
-    scores["induction"] = window_induction(w, len(prefix), n)
+    per_layer = [pattern_scores(w[None], tokens, tokens, same_axis=True, first=first) | {
+        "induction": window_induction(w[None], len(prefix), n, first=first)} for w in read.layers()]
+    scores = {name: torch.cat([one[name] for one in per_layer]) for name in per_layer[0]}
     assert adapter.family.decoder_kind is not None, "a causal model decodes"
     return pattern_frame(adapter.family.decoder_kind, scores)
 
@@ -153,14 +144,15 @@ class LongRange:
 
 
 def long_range_heads(adapter: InspectableModel, length: int = LENGTH, source_length: int = SOURCE_LENGTH,
-                     seed: int = 0) -> LongRange:
+                     seed: int = 0, store_above: int = STORE_ABOVE) -> LongRange:
     """The pattern label of every head of every kind, and the causal heads' retrieval scores (their `retrieval`
-    column; NaN for other kinds), at `length` tokens (clamped to the model's decoder positions)."""
+    column; NaN for other kinds), at `length` tokens (clamped to the model's decoder positions); inputs of more than
+    `store_above` tokens are read through the attention store (the rows only)."""
     frames = _other_patterns(adapter, source_length, seed)
     info = None
     if adapter.family.decoder_kind is not None:
-        causal = _causal_patterns(adapter, length, seed)
-        scores, info = retrieval_scores(adapter, length, seed=seed)
+        causal = _causal_patterns(adapter, length, seed, store_above)
+        scores, info = retrieval_scores(adapter, length, seed=seed, store_above=store_above)
         causal["retrieval"] = [float(scores[la, h]) for la, h in zip(causal["layer"], causal["head"], strict=True)]
         causal["pattern"] = label_frame(causal)
         frames.insert(0 if adapter.family.prompt_in_decoder else 1, causal)

@@ -51,13 +51,14 @@ def _line_share(peaks: Tensor, rows: Tensor, n_k: int, anti: bool) -> tuple[Tens
 
 
 def pattern_scores(w: Tensor, q_tokens: Sequence[str], k_tokens: Sequence[str], *, same_axis: bool,
-                   window: int = WINDOW) -> dict[str, Tensor]:
+                   window: int = WINDOW, first: int = 0) -> dict[str, Tensor]:
     """Per pattern score (L, H) of the weights w (L, H, Q, K) over its last `window` rows; the induction and
-    retrieval scores come from elsewhere. Self-attention only: previous-token and local (NaN for cross)."""
+    retrieval scores come from elsewhere. Self-attention only: previous-token and local (NaN for cross). `first`:
+    the query position of w's first row (w the last rows of a longer map)."""
     w = w.detach().float()
-    n_q, n_k = w.shape[-2:]
-    rows = torch.arange(max(0, n_q - window), n_q)
-    part = w[..., rows, :]  # (L, H, R, K)
+    n_q, n_k = first + w.shape[-2], w.shape[-1]
+    rows = torch.arange(max(first, n_q - window), n_q)
+    part = w[..., rows - first, :]  # (L, H, R, K)
     sinks = list(sink_positions(k_tokens))
     out = {"sink": part[..., sinks].sum(-1).mean(-1)}
     plain = part.clone()
@@ -68,7 +69,7 @@ def pattern_scores(w: Tensor, q_tokens: Sequence[str], k_tokens: Sequence[str], 
         gap = (torch.arange(n_k)[None, :] - rows[:, None]).abs()  # (R, K)
         out["local"] = (part * (gap <= LOCAL)).sum(-1).mean(-1)
         prev = rows[rows >= 1]
-        out["previous"] = w[..., prev, prev - 1].mean(-1) if len(prev) else nan
+        out["previous"] = w[..., prev - first, prev - 1].mean(-1) if len(prev) else nan
     else:
         out["local"] = out["previous"] = nan
     peaks = part.argmax(-1)  # (L, H, R)
@@ -80,14 +81,15 @@ def pattern_scores(w: Tensor, q_tokens: Sequence[str], k_tokens: Sequence[str], 
     return out
 
 
-def window_induction(w: Tensor, start: int, n: int, window: int = WINDOW) -> Tensor:
+def window_induction(w: Tensor, start: int, n: int, window: int = WINDOW, first: int = 0) -> Tensor:
     """(L, H) induction score on the last `window` rows of a causal map (L, H, T, T) over r r (each copy n tokens,
-    starting at `start`): the mean weight of query start + n + j on key start + j + 1 (j <= n − 2)."""
+    starting at `start`): the mean weight of query start + n + j on key start + j + 1 (j <= n − 2). `first`: the
+    query position of w's first row (w the last rows of the map)."""
     end = start + 2 * n - 1
-    rows = torch.arange(max(start + n, w.shape[-2] - window), end)
+    rows = torch.arange(max(start + n, first, first + w.shape[-2] - window), end)
     if len(rows) == 0:
         return torch.full(w.shape[:2], float("nan"))
-    return w[..., rows, rows - n + 1].float().mean(-1)
+    return w[..., rows - first, rows - n + 1].float().mean(-1)
 
 
 def label_of(scores: dict[str, float], strongest: Collection[str] = ()) -> str:
