@@ -1,7 +1,10 @@
 """One head's page (docs/finding-heads.md): the head picked by kind, layer and head; from the corpus statistics
 computed for the model in this session (or computed here), its strongest rows by decile of the peak weight, its
-attention distances, the tokens it attends from and to, its statistics against its layer, and the page as HTML."""
+attention distances, the tokens it attends from and to, its one-pass ablation estimate (the head finder's), its
+statistics against its layer, and the page as HTML."""
 from __future__ import annotations
+
+from functools import partial
 
 import streamlit as st
 
@@ -12,6 +15,7 @@ from ui.models import ActiveModel
 
 from ..features import latest_corpus_statistics, show_corpus_statistics
 from ..kit import LINK_PARAMS, show_chart
+from .head_estimate import page_estimate, show_estimate
 from .head_partners import show_partners
 
 KEYS = LINK_PARAMS["head"]
@@ -53,6 +57,8 @@ def show_head_page(active: ActiveModel) -> None:
     charts = head_page_charts(stats, head)
     st.caption(f"{head.label} over {stats.sentences:,} sentences: mean entropy {row['entropy'].iloc[0]:.2f} nats, "
                f"mean largest weight {row['max_weight'].iloc[0]:.2f}.")
+    estimate = page_estimate(active, stats, head)
+    show_estimate(estimate)
     st.subheader("Strongest rows, by decile of the peak weight", anchor=False)
     st.caption("Per decile of the row's largest weight (the first token and specials left out), the rows with the "
                "largest peaks; the top decile's first. The peak key is outlined.")
@@ -69,6 +75,7 @@ def show_head_page(active: ActiveModel) -> None:
         show_chart(charts["distance"], key="head_page_distance", width="content")
     show_chart(charts["layer"], key="head_page_layer_chart", width="content")
     show_partners(active, head)
-    if st.button("Prepare this page as HTML", key="head_page_html", icon=":material/html:"):
-        st.download_button("Download the page (HTML)", head_page_html(stats, head, model=active.adapter.name),
-                           file_name=f"{head.format('_')}.html", mime="text/html", key="head_page_download")
+    st.download_button("Download this page (HTML)", partial(head_page_html, stats, head, model=active.adapter.name,
+                                                            estimate=estimate),
+                       file_name=f"{head.format('_')}.html", mime="text/html", key="head_page_download",
+                       icon=":material/html:", help="One standalone page, made when clicked: the charts draw offline.")

@@ -21,7 +21,16 @@ from transformer.charts import FINDER_SELECTION, head_finder_chart
 from transformer.model import Head
 from ui.models import MODEL_KEY, ActiveModel
 
-from ..kit import LINK_PARAMS, SNAPSHOTS_KEY, JobTexts, analysis_result, can_start, show_chart, start_button
+from ..kit import (
+    ESTIMATE_KEY,
+    LINK_PARAMS,
+    SNAPSHOTS_KEY,
+    JobTexts,
+    analysis_result,
+    can_start,
+    show_chart,
+    start_button,
+)
 
 HEAD_PAGE = "pages/head.py"
 LONG_RANGE_KEY = "finder_long_range"  # (model cache key, LongRange): the detectors last run for a model
@@ -86,6 +95,7 @@ def _estimate(active: ActiveModel, corpus: Corpus | None, key: str) -> tuple[Cor
 
     found = analysis_result(identity, f"Estimating every head's effect over {n:,} sentences", run,
                             key=f"{key}_estimate", texts=ESTIMATE_TEXTS)
+    st.session_state[ESTIMATE_KEY] = (active.cache_key, first, first_refs, found)  # the head page shows the same
     if found is not None:
         return found, f"estimate: the one-pass ablation estimate, {found.caption()}."
     if can_start(identity):

@@ -14,7 +14,7 @@ from .background import (
 )
 from .chart_cache import cached_chart
 from .decode_state import RERUN_APP_KEY
-from .finder_state import SNAPSHOTS_KEY
+from .finder_state import ESTIMATE_KEY, SNAPSHOTS_KEY
 from .head_link import HEAD_PAGE, head_link_params, head_page_link
 from .inference import (
     REFERENCE_FOR_KEY,
@@ -107,7 +107,7 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
 __all__ += ["folded_controls", "model_text_input"]
-__all__ += ["HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
+__all__ += ["ESTIMATE_KEY", "HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
 __all__ += ["DEVICE", "long_replay_download", "show_step_rows", "step_rows", "stored_summaries", "summary_key"]
 __all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_overview", "take_region", "zoom_pickers"]
