@@ -18,6 +18,7 @@ from ui.train import (
     live_panel,
     live_run,
     preset_names,
+    rope_problem,
     server_runs_panel,
     stage_available,
     stage_caption,
@@ -85,6 +86,8 @@ with st.expander("Every hyperparameter", icon=":material/tune:", key="train_sett
             note = length_note() if group == "model" else None
             if note is not None:
                 (st.error if note[0] == "error" else st.caption)(note[1])
+            if group == "model" and (problem := rope_problem(st.session_state)):
+                st.error(problem)  # the model config's own words
             if group == "run":
                 st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
                 keep = st.toggle("Keep weight snapshots", key="train_snapshots",

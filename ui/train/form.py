@@ -4,7 +4,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import streamlit as st
 
@@ -35,6 +35,7 @@ from transformer.model import (
 from transformer.train import JobPlan
 from ui.server import LIMITS, length_cap, length_problem, max_training_processes, training_memory
 
+from .rope_base import ROPE_BASE_HELP, rope_chosen
 from .stage_demo import STAGE_KEY, stage_available, stage_rule
 
 TASKS = {"reverse": "Reverse a string", "copy": "Copy a string", "sort": "Sort the letters",
@@ -67,6 +68,7 @@ class Field:
     fmt: str | None = None
     options: tuple = ()
     help: str | None = None
+    rope_only: bool = False  # offered only for rope positions on the decoder-only architecture
 
     @property
     def key(self) -> str:
@@ -87,6 +89,7 @@ FIELDS = (
           help="sinusoidal: the paper's fixed table added to the tokens. rope (decoder-only): each layer rotates "
                "its queries and keys by the position (as Llama does), so there is no table and its maximum length "
                "is not bounded by one."),
+    Field("rope_base", "RoPE base", "model", step=1000.0, fmt="%g", help=ROPE_BASE_HELP, rope_only=True),
     Field("d_model", "d_model", "model", 8, L.max_d_model, 8, help="Width of every token vector."),
     Field("n_heads", "Heads", "model", 1, L.max_heads, 1, help="d_model must be divisible by it."),
     Field("n_encoder_layers", "Encoder layers", "model", 1, L.max_layers, 1),
@@ -192,11 +195,17 @@ def remember_form() -> None:
 
 def field_widget(f: Field) -> None:
     """The widget of one hyperparameter (its value lives in session state under f.key)."""
+    disabled = f.rope_only and not rope_chosen(st.session_state)
     if f.options:
-        st.selectbox(f.label, f.options, key=f.key, help=f.help)
+        st.selectbox(f.label, f.options, key=f.key, help=f.help, disabled=disabled)
     else:
         st.number_input(f.label, min_value=f.low, max_value=f.high, step=f.step, format=f.fmt, key=f.key,
-                        help=f.help)
+                        help=f.help, disabled=disabled)
+
+
+def model_values(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The model fields' values by config name; the RoPE base only where it applies (else the task's default)."""
+    return {f.name: state[f.key] for f in FIELDS if f.group == "model" and (not f.rope_only or rope_chosen(state))}
 
 
 def _read_uploads(files: list, reader) -> list[tuple[str, str]]:
@@ -290,7 +299,7 @@ def length_note() -> tuple[str, str] | None:
         return "error", problem[0].upper() + problem[1:] + "."
     vocab = int(state.get("train_vocab_size", DEFAULT_SUBWORD_VOCAB)) if state.get("train_task") == "corpus" else 64
     try:
-        cfg = ModelConfig(vocab, vocab, **{f.name: state[f.key] for f in FIELDS if f.group == "model"})
+        cfg = ModelConfig(vocab, vocab, **model_values(state))
     except (ConfigError, KeyError, TypeError):
         return None  # the form's own check says what is wrong when it starts
     need = training_memory(cfg, batch)
@@ -306,7 +315,7 @@ def build_configs(task: Task) -> tuple[ModelConfig, TrainConfig]:
                              int(state["train_max_len"]))
     if problem:
         raise ConfigError(problem[0].upper() + problem[1:] + ".")
-    model = {f.name: state[f.key] for f in FIELDS if f.group == "model"}
+    model = model_values(state)
     train = {f.name: state[f.key] for f in FIELDS if f.group == "train" and f.name not in ("beta1", "beta2")}
     train["betas"] = (float(state["train_beta1"]), float(state["train_beta2"]))
     train["max_steps"] = int(state["train_max_steps"])
