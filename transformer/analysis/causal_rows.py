@@ -47,8 +47,8 @@ def _from_maps(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], ro
         logits, maps = adapter.forward(src, torch.tensor([list(inputs)]))
     kind = adapter.family.decoder_kind
     assert kind is not None, "a causal model decodes"
-    taken = [w[0][:, rows].float() for w in maps[kind]]
-    return CausalRows(rows, logits[0, rows].float(), len(taken), taken.__getitem__, False)
+    taken = [w[0][:, rows.to(w.device)].float().cpu() for w in maps[kind]]
+    return CausalRows(rows, logits[0, rows.to(logits.device)].float().cpu(), len(taken), taken.__getitem__, False)
 
 
 def chunk_size(adapter: InspectableModel, n_keys: int) -> int:
