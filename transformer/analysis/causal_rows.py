@@ -5,21 +5,22 @@ the last window of queries (the pattern labels).
 A decoder-only model (ours, Hugging Face causal LMs) reads the input through the attention store's fused forward
 (`store_feed`: queries and keys as the model's own attention code made them, after RoPE, and each row's
 log-sum-exp), a chunk at a time (`chunk_size`: one call's causal mask would be n x n), and each row's weights are
-recomputed from the store (`LayerStore.weights`), a layer at a time; for logits at several rows the input goes in up
-to the first row, then one token a row. Elsewhere (the decoder side of encoder-decoders, whose decoder positions are
-few; a model the store refuses, `StoreError`) it is the plain forward with every map, whose rows are then taken: the
-numbers are the same either way, only the memory differs.
+recomputed from the store (`LayerStore.weights`; the queries of the rows not asked are dropped as they come), a
+layer at a time; for logits at several rows the input goes in up to the first row, then one token a row. Elsewhere
+(the decoder side of encoder-decoders, whose decoder positions are few; a model the store refuses, `StoreError`) it
+is the plain forward with every map, whose rows are then taken: the numbers are the same either way, only the
+memory differs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
 
-from ..adapters import InspectableModel, build_store, store_chunks, store_feed
-from ..model import StoreError
+from ..adapters import InspectableModel, StoreChunks, store_chunks, store_feed
+from ..model import LayerStore, StoreError
 
 STORE_ABOVE = 1024  # input tokens above which the rows are read from the store, not from whole maps
 CHUNK_BYTES = 256 * 2**20  # a fed chunk's masks (chunk x keys, per layer and head) stay about this size
@@ -58,13 +59,36 @@ def chunk_size(adapter: InspectableModel, n_keys: int) -> int:
     return max(64, min(4096, CHUNK_BYTES // (4 * n_keys * (layers + heads))))
 
 
-def _feed(adapter: InspectableModel, ids: Tensor, cache: object, chunks: dict, n_source: int, chunk: int) -> Tensor:
-    """`ids` (1, t) fed after `cache` a chunk at a time (the first `n_source` of them source ids); the logits after
-    the last."""
-    logits = torch.empty(0)
+def _trim(chunks: list[StoreChunks], first: int, end: int) -> None:
+    """Drop the queries and log-sum-exps of the rows before `first` from each layer's last call (rows up to `end`):
+    every key is read, only the rows asked are (a model's queries outweigh its keys under grouped-query
+    attention)."""
+    for layer in chunks:
+        t = layer.queries[-1].shape[1]
+        cut = max(0, min(t, first - (end - t)))
+        if cut:
+            layer.queries[-1], layer.lse[-1] = layer.queries[-1][:, cut:].clone(), layer.lse[-1][:, cut:].clone()
+
+
+def _feed(adapter: InspectableModel, ids: Tensor, cache: object, chunks: dict[str, list[StoreChunks]], n_source: int,
+          chunk: int, first: int) -> Tensor:
+    """`ids` (1, t) fed after `cache` a chunk at a time (the first `n_source` of them source ids), the rows before
+    `first` dropped as they come; the logits after the last."""
+    logits, fed = torch.empty(0), 0
     for start in range(0, ids.shape[1], chunk):
-        logits = store_feed(adapter, ids[:, start:start + chunk], cache, chunks, max(0, min(n_source - start, chunk)))
+        part = ids[:, start:start + chunk]
+        logits = store_feed(adapter, part, cache, chunks, max(0, min(n_source - start, chunk)))
+        fed += part.shape[1]
+        _trim(chunks["self"], first, fed)
     return logits
+
+
+def _layer(chunks: StoreChunks, first: int) -> LayerStore:
+    """A layer's store whose rows start at position `first` (every key from 0)."""
+    if chunks.rules is None:
+        raise StoreError("no attention was recorded for a layer (the store forward needs the fused path)")
+    return LayerStore(torch.cat(chunks.queries, 1), torch.cat(chunks.keys, 1), torch.cat(chunks.lse, 1),
+                      replace(chunks.rules, offset=first), chunks.groups, None)
 
 
 def _from_store(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], rows: Tensor,
@@ -75,19 +99,18 @@ def _from_store(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], r
     with adapter.running():
         cache = adapter.start_cache(adapter.encode(ids[:, :0]))
         at = (first if with_logits else last) + 1
-        logits = [_feed(adapter, ids[:, :at], cache, chunks, src.shape[1], chunk)]  # ours: its source ids first
+        logits = [_feed(adapter, ids[:, :at], cache, chunks, src.shape[1], chunk, first)]  # ours: source ids first
         for position in range(at, last + 1) if with_logits else ():
             logits.append(store_feed(adapter, ids[:, position:position + 1], cache, chunks))
-    store = build_store(chunks)
-    kind, n_keys = store.kinds[0], len(inputs)
+    layers, n_keys = [_layer(one, first) for one in chunks["self"]], len(inputs)
 
     def layer(i: int) -> Tensor:
-        one = store.layer(kind, i)
-        w = one.weights(torch.arange(one.n_heads), rows, torch.arange(one.n_keys))
+        one = layers[i]
+        w = one.weights(torch.arange(one.n_heads), rows - first, torch.arange(one.n_keys))
         return torch.nn.functional.pad(w, (0, n_keys - one.n_keys))
 
     found = torch.cat(logits)[rows - first].float() if with_logits else None
-    return CausalRows(rows, found, len(store.layers[kind]), layer, True)
+    return CausalRows(rows, found, len(layers), layer, True)
 
 
 def causal_rows(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], rows: Tensor, *,
