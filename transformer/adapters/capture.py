@@ -25,7 +25,15 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import AttentionInputs, MultiHeadAttention, RelativeBias, ScoreRules, additive_mask, apply_rotation
+from ..model import (
+    AttentionInputs,
+    MultiHeadAttention,
+    RelativeBias,
+    ScoreRules,
+    additive_mask,
+    apply_rotation,
+    band_mask,
+)
 from .falcon import check_falcon, falcon_hook, own_attention
 from .hf_load import HFModelError
 
@@ -60,8 +68,9 @@ def _heads(x: Tensor, n_heads: int) -> Tensor:
     return x.view(b, t, n_heads, -1).transpose(1, 2)  # (B, H, T, Dh)
 
 
-def _native_inputs(module: MultiHeadAttention, args: tuple, kwargs: dict) -> AttentionInputs:
-    """What our attention's softmax saw, from its own projections and mask arguments (see `attention_weights`)."""
+def _native_inputs(module: MultiHeadAttention, args: tuple, kwargs: dict, terms: bool = True) -> AttentionInputs:
+    """What our attention's softmax saw, from its own projections and mask arguments (see `attention_weights`);
+    without `terms`, no additive mask (the store reads the rules instead: no (Tq, Tk) tensor at long inputs)."""
     x, kv, cache = args[0], kwargs.get("kv"), kwargs.get("cache")
     if kv is None:
         q, k, v = (_heads(t, module.n_heads) for t in module.in_proj(x).chunk(3, dim=-1))
@@ -72,9 +81,15 @@ def _native_inputs(module: MultiHeadAttention, args: tuple, kwargs: dict) -> Att
             k, v = cache.k.narrow(2, 0, cache.length), cache.v.narrow(2, 0, cache.length)
     else:
         q, (k, v) = _heads(torch.nn.functional.linear(x, *_q_weights(module)), module.n_heads), kv
-    term = additive_mask(kwargs.get("mask"), bool(kwargs.get("is_causal")), q.shape[2], k.shape[2], q)
+    if kwargs.get("q_scale") is not None:  # log-n scaling: the queries the softmax saw are the scaled ones
+        q = q * kwargs["q_scale"]
+    mask, causal, window = kwargs.get("mask"), bool(kwargs.get("is_causal")), kwargs.get("window")
+    if window is not None and causal and mask is None:  # a local layer's one causal pass: its band
+        mask, causal = band_mask(q.shape[2], k.shape[2], window, q.device), False
+    term = additive_mask(mask, causal, q.shape[2], k.shape[2], q) if terms else None
+    rules = ScoreRules(q.shape[-1] ** -0.5, window=module.window) if module.window is not None else None
     return AttentionInputs(q.detach(), k.detach(), v.detach(), q.shape[-1] ** -0.5,
-                           {} if term is None else {"mask": term})
+                           {} if term is None else {"mask": term}, rules=rules)
 
 
 def _q_weights(module: MultiHeadAttention) -> tuple[Tensor, Tensor]:
@@ -110,10 +125,10 @@ def _projection_hooks(found: dict[str, list[AttentionInputs | None]],
 
 
 @contextmanager
-def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
+def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]], terms: bool = True
                      ) -> Iterator[dict[str, list[AttentionInputs | None]]]:
-    """Per kind and layer, what our attention modules' softmax saw during the call, and their output projection's
-    input and output."""
+    """Per kind and layer, what our attention modules' softmax saw during the call (without `terms`: no additive
+    mask), and their output projection's input and output."""
     found: dict[str, list[AttentionInputs | None]] = {kind: [None] * len(mods) for kind, mods in modules.items()}
     projected: dict[tuple[str, int], tuple[Tensor, Tensor]] = {}
     handles = []
@@ -122,7 +137,7 @@ def recording_native(modules: Mapping[str, Sequence[MultiHeadAttention]]
             for layer, module in enumerate(mods):
                 def hook(m: Any, args: tuple, kwargs: dict, out: Any, kind: str = kind, layer: int = layer
                          ) -> None:
-                    found[kind][layer] = _native_inputs(m, args, kwargs)
+                    found[kind][layer] = _native_inputs(m, args, kwargs, terms)
                     if (kind, layer) in projected:
                         _with_output(found, kind, layer, *projected.pop((kind, layer)))
 

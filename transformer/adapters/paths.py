@@ -56,7 +56,8 @@ def native_path(model: Any) -> ResidualPath:
         return ResidualPath(pre, stacks, projections)
     kind = "encoder_self" if hasattr(model, "segment_embed") else "self"
     stack = "encoder" if kind == "encoder_self" else "decoder"
-    rope = {kind: tuple(m.self_attn for m in model.layers)} if getattr(model, "inv_freq", None) is not None else {}
+    rotates = getattr(model, "inv_freq", None) is not None or bool(model.cfg.logn_length)  # hooks read each call
+    rope = {kind: tuple(m.self_attn for m in model.layers)} if rotates else {}
     return ResidualPath(pre, {stack: StackPath(model.positions, None, layers(model.layers, [kind]), model.norm)},
                         {kind: tuple(proj(m.self_attn) for m in model.layers)}, rope)
 
@@ -166,11 +167,13 @@ def _modernbert(model: Any) -> tuple:
 @dataclass
 class PathRecord:
     """What one call's residual path saw: each norm's input (by module id, in call order), each stack's position
-    embeddings (T, D) as the call added them, and the rotary tables (cos, sin) each RoPE attention was handed."""
+    embeddings (T, D) as the call added them, the rotary tables (cos, sin) each RoPE attention was handed and the
+    log-n factors (B, 1, T, 1) its queries were multiplied by (ours, past `logn_length`)."""
 
     norm_inputs: dict[int, list[Tensor]] = field(default_factory=dict)
     positions: dict[str, Tensor] = field(default_factory=dict)
     rotary: dict[tuple[str, int], tuple[Tensor, Tensor]] = field(default_factory=dict)
+    query_scales: dict[tuple[str, int], Tensor] = field(default_factory=dict)
 
     def norm_input(self, norm: nn.Module | None) -> Tensor:
         """The one input `norm` read in the call, (B, T, D) (ResidualPathError where it did not run once)."""
@@ -208,6 +211,8 @@ def recording_path(path: ResidualPath) -> Iterator[PathRecord]:
                     tables = kwargs.get("position_embeddings", kwargs.get("rotary"))  # Hugging Face's, ours
                     if threading.get_ident() == me and tables is not None:
                         record.rotary[key] = (tables[0].detach(), tables[1].detach())
+                    if threading.get_ident() == me and kwargs.get("q_scale") is not None:
+                        record.query_scales[key] = kwargs["q_scale"].detach()
 
                 handles.append(module.register_forward_pre_hook(rope_hook, with_kwargs=True))
         yield record

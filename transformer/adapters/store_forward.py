@@ -217,13 +217,13 @@ def storing_falcon(model: PreTrainedModel, modules: Sequence[nn.Module], project
 def storing_native(modules: Sequence[MultiHeadAttention], chunks: list[StoreChunks]) -> Iterator[None]:
     """Our attention modules (run without weights: the fused SDPA path) with their rows going into the chunks;
     the log-sum-exp is computed in blocks from the queries and keys."""
-    with recording_native({"self": list(modules)}) as found:
+    with recording_native({"self": list(modules)}, terms=False) as found:  # the rules, no (T, T) mask
         yield
         for layer, inputs in enumerate(found["self"]):
             if inputs is None:
                 continue
             q, k, t = inputs.queries[0], inputs.keys[0], inputs.queries.shape[2]
-            rules = ScoreRules(inputs.scale, causal=True, offset=k.shape[1] - t)
+            rules = ScoreRules(inputs.scale, causal=True, offset=k.shape[1] - t, window=modules[layer].window)
             weight = modules[layer].out_proj.weight.detach()
             chunks[layer].add(q, k[:, -t:], row_lse(q, k, rules, inputs.groups),
                               value_norms(inputs.values[0, :, -t:], inputs.groups, weight), rules, inputs.groups)

@@ -170,6 +170,9 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
         cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, rotary width)
         halves = cap.path.half_tables
         q, k = _rotate(q, cos[query], sin[query], halves), _rotate(k, cos[key], sin[key], halves)
+    factor = cap.record.query_scales.get((kind, layer))
+    if factor is not None:  # log-n scaling: the query times its factor (ours, past `logn_length`)
+        q = q * float(factor.reshape(factor.shape[0], -1)[0, query])
     contributions = inputs.scale * q @ k.T
     terms = {}
     for name, t in inputs.terms.items():

@@ -103,6 +103,15 @@ def register(commands: Commands) -> None:
     sizes.add_argument("--rope-base", type=float, metavar="X",
                        help="RoPE's base (default 10000): larger turns the slow pairs less per position, so a "
                        "content match holds over longer streams")
+    sizes.add_argument("--window", type=int, metavar="N",
+                       help="with rope: local layers see only the N latest positions (a sliding window); 0 (default): "
+                       "none")
+    sizes.add_argument("--global-every", type=int, metavar="K",
+                       help="with --window: every K-th layer is global, seeing every position with no positions at "
+                       "all (NoPE), as Command A and Llama 4 interleave them")
+    sizes.add_argument("--logn-length", type=int, metavar="N",
+                       help="decoder-only: a query that sees n > N keys is multiplied by ln n / ln N (log-n scaling), "
+                       "so its weights stay as sharp past the trained length; 0 (default): none")
     opt = p.add_argument_group("training")
     for flag, kind in (("batch-size", int), ("lr", float), ("warmup", int), ("label-smoothing", float),
                        ("grad-clip", float), ("weight-decay", float), ("eval-every", int), ("eval-examples", int),

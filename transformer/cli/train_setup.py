@@ -19,7 +19,8 @@ from .train_stage import stage_trainer_configs
 MODEL_FLAGS = {"d_model": "d_model", "heads": "n_heads", "enc_layers": "n_encoder_layers",
                "dec_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "norm": "norm",
                "max_len": "max_len", "architecture": "architecture",
-               "positions": "positions", "rope_base": "rope_base"}
+               "positions": "positions", "rope_base": "rope_base", "window": "window", "global_every": "global_every",
+               "logn_length": "logn_length"}
 TRAIN_FLAGS = {"batch_size": "batch_size", "lr": "lr", "warmup": "warmup_steps", "label_smoothing": "label_smoothing",
                "grad_clip": "grad_clip", "weight_decay": "weight_decay", "schedule": "schedule",
                "eval_every": "eval_every", "eval_examples": "eval_examples", "precision": "precision",

@@ -1,7 +1,7 @@
 """The model stage: validated configs, our encoder-decoder, decoder-only and encoder-only models (`nn.Module`s
 only), the typed records of what they capture, and the optimizer they train with."""
 from .architectures import ARCHITECTURES, Network, build_model, family_of_model
-from .attention import MultiHeadAttention, attention, attention_weights
+from .attention import MultiHeadAttention, attention, attention_weights, band_mask
 from .attention_store import (
                      AttentionStore,
                      LayerStore,
@@ -59,7 +59,7 @@ __all__ = ["ALL_KINDS", "ALL_TITLES", "ARCHITECTURES", "ARCHITECTURE_NAMES", "DE
            "EncoderOnlyTransformer", "EncoderOutput", "FeedForward", "ForwardOutput", "Head", "HeadError", "HeadMask",
            "Insides", "LayerStore", "ModelConfig", "ModelFamily", "MultiHeadAttention", "Network", "PrefixCache",
            "RelativeBias", "ScoreRules", "Seq2SeqTransformer", "StageRecipe", "StepOutput", "StoreError", "TrainConfig",
-           "additive_mask", "apply_rotation", "attention", "attention_weights", "build_model", "check_int",
+           "additive_mask", "apply_rotation", "attention", "attention_weights", "band_mask", "build_model", "check_int",
            "default_configs", "dropout", "eval_mode", "family_of", "family_of_model", "family_with_kinds", "head_label",
            "layer_store", "make_optimizer", "rotate_half", "row_lse", "segments_of", "sinusoidal_positions",
            "stage_configs", "stage_recipe", "store_from_tensors", "store_tensors", "tile", "value_norms"]

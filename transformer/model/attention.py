@@ -53,6 +53,33 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, need_weig
     return out, (attention_weights(q, k, mask, is_causal) if need_weights else None)
 
 
+LOCAL_BLOCK = 512  # query rows a local layer's long causal pass reads at a time
+
+
+def band_mask(n_queries: int, n_keys: int, window: int, device: torch.device | None = None) -> Tensor:
+    """(Tq, Tk) bool, True where causal query i (at position Tk - Tq + i) may see key j: j <= i and i - j < window."""
+    qi = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]
+    kj = torch.arange(n_keys, device=device)[None, :]
+    return (kj <= qi) & (qi - kj < window)
+
+
+def local_attention(q: Tensor, k: Tensor, v: Tensor, window: int, block: int = LOCAL_BLOCK) -> Tensor:
+    """Causal sliding-window attention over one unpadded sequence, a block of query rows at a time, each against
+    only the keys its window reaches: no (Tq, Tk) mask or score matrix (equal to SDPA with `band_mask`)."""
+    tq, tk = q.size(-2), k.size(-2)
+    out = torch.empty_like(q)
+    for start in range(0, tq, block):
+        end = min(start + block, tq)
+        first = max(0, tk - tq + start - window + 1)  # the earliest key the block's first row sees
+        last = tk - tq + end  # one past the block's last row's own key
+        qi = torch.arange(tk - tq + start, last, device=q.device)[:, None]
+        kj = torch.arange(first, last, device=q.device)[None, :]
+        mask = (kj <= qi) & (qi - kj < window)
+        out[..., start:end, :] = F.scaled_dot_product_attention(q[..., start:end, :], k[..., first:last, :],
+                                                                v[..., first:last, :], attn_mask=mask)
+    return out
+
+
 class KVBuffer:
     """Preallocated keys/values of one self-attention layer during incremental decoding."""
 
@@ -93,6 +120,7 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
+        self.window: int | None = None  # a local layer's sliding window (set once by its model; the rules read it)
 
     def _heads(self, x: Tensor) -> Tensor:
         b, t, _ = x.shape
@@ -112,10 +140,12 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, *, kv: tuple[Tensor, Tensor] | None = None, mask: Tensor | None = None,
                 is_causal: bool = False, need_weights: bool = False, head_mask: Tensor | None = None,
-                cache: KVBuffer | None = None, rotary: Rotation | None = None) -> tuple[Tensor, Tensor | None]:
+                cache: KVBuffer | None = None, rotary: Rotation | None = None, window: int | None = None,
+                q_scale: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Self-attention over `x` (after earlier positions held in `cache`, if given), or attention from `x`
         to precomputed per-head keys/values `kv`; `rotary` rotates this call's queries and keys (RoPE; the cache
-        holds rotated keys)."""
+        holds rotated keys). `window` with `is_causal`: a sliding window over the causal keys (a padded or cached
+        call passes it inside `mask` instead); `q_scale` (B, 1, Tq, 1) multiplies the queries (log-n scaling)."""
         b, t, d = x.shape
         if kv is None:
             q, k, v = self.in_proj(x).chunk(3, dim=-1)  # (B, T, D) each
@@ -126,9 +156,19 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)  # (B, H, past + T, Dh)
         else:
             q, (k, v) = self.project_q(x), kv
+        if q_scale is not None:
+            q = q * q_scale
         p = self.dropout if self.training else 0.0
+        if window is not None and is_causal and mask is None:
+            if not need_weights and p == 0.0 and t > LOCAL_BLOCK:  # a long pass: a block of rows at a time
+                return self._merge(local_attention(q, k, v, window), head_mask, b, t, d), None
+            mask, is_causal = band_mask(t, k.size(-2), window, q.device), False
         out, weights = attention(q, k, v, mask, need_weights=need_weights, dropout_p=p, is_causal=is_causal)
+        return self._merge(out, head_mask, b, t, d), weights
+
+    def _merge(self, out: Tensor, head_mask: Tensor | None, b: int, t: int, d: int) -> Tensor:
+        """The heads' outputs (B, H, Tq, Dh), after any head mask, through the output projection: (B, Tq, D)."""
         if head_mask is not None:
             out = out * head_mask.view(1, -1, 1, 1).to(out.dtype)  # (B, H, Tq, Dh)
         out = out.reshape(b, t, d) if t == 1 else out.transpose(1, 2).reshape(b, t, d)  # (B, Tq, D)
-        return self.out_proj(out), weights
+        return self.out_proj(out)

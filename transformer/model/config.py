@@ -75,6 +75,14 @@ class ModelConfig:
     # or "encoder-only": one bidirectional stack of n_encoder_layers with a masked-LM head (one joint vocabulary)
     positions: str = "sinusoidal"  # or "rope" (decoder-only): no table, so max_len up to MAX_ROPE_LEN
     rope_base: float = 10000.0  # RoPE's base (pair i turns at base^(-2i/Dh) per position); larger: slower pairs
+    # Local and global layers (with RoPE): a local layer rotates and sees only the `window` latest positions (a
+    # sliding window, |i - j| < window, as Mistral's); every `global_every`-th layer is global: it sees every position
+    # and has no positions at all (NoPE), as Cohere's Command A and Llama 4 interleave them. 0: every layer global.
+    window: int = 0
+    global_every: int = 0
+    # Log-n query scaling: a query that sees n keys is multiplied by max(1, ln n / ln logn_length), so its weights
+    # stay as sharp past the trained length as within it (Qwen's logn attention; Nakanishi 2025's scalable softmax).
+    logn_length: int = 0
 
     def __post_init__(self) -> None:
         check_int("src_vocab_size", self.src_vocab_size, 4, MAX_VOCAB)
@@ -91,6 +99,7 @@ class ModelConfig:
             raise ConfigError(f"positions 'rope' is for the decoder-only architecture, not {self.architecture}")
         check_int("max_len", self.max_len, 2, MAX_ROPE_LEN if self.positions == "rope" else MAX_LEN)
         _check_float("rope_base", self.rope_base, 2.0, 1e12)
+        self._check_layers()
         check_int("pad_id", self.pad_id, 0, 0)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
@@ -106,6 +115,33 @@ class ModelConfig:
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ConfigError("tie_embeddings needs one joint vocabulary (source and target sizes differ: "
                               f"{self.src_vocab_size} and {self.tgt_vocab_size})")
+
+    def _check_layers(self) -> None:
+        """The local and global layers' and the log-n scaling's fields."""
+        check_int("window", self.window, 0, MAX_ROPE_LEN)
+        check_int("global_every", self.global_every, 0, MAX_LAYERS)
+        check_int("logn_length", self.logn_length, 0, MAX_ROPE_LEN)
+        if self.window == 1:
+            raise ConfigError("window must be 0 (none) or at least 2 (a window of 1 sees only the query's own token)")
+        if self.window and self.positions != "rope":
+            raise ConfigError("window (local layers) needs positions 'rope' on the decoder-only architecture")
+        if self.global_every and not self.window:
+            raise ConfigError("global_every needs a window: without one every layer is global already")
+        if self.global_every == 1:
+            raise ConfigError("global_every 1 makes every layer global: set window 0 instead")
+        if self.logn_length == 1:
+            raise ConfigError("logn_length must be 0 (none) or at least 2 (keys up to which queries stay unscaled)")
+        if self.logn_length and self.architecture != "decoder-only":
+            raise ConfigError(f"logn_length is for the decoder-only architecture, not {self.architecture}")
+
+    def is_local(self, layer: int) -> bool:
+        """Whether decoder-only layer `layer` (0-based) is local: RoPE and a sliding window."""
+        return bool(self.window) and not (self.global_every and (layer + 1) % self.global_every == 0)
+
+    def rotates(self, layer: int) -> bool:
+        """Whether layer `layer` rotates its queries and keys (RoPE): every layer with RoPE and no window; with a
+        window, the local layers only (the global ones have no positions)."""
+        return self.positions == "rope" and (not self.window or self.is_local(layer))
 
     @property
     def head_dim(self) -> int:
@@ -217,10 +253,12 @@ TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
         "train": dict(batch_size=64, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=2000, eval_every=500),
     },
     # recall: a decoder-only model with RoPE (no position table, so it reads 2k-token streams and more); 2 layers:
-    # a head that moves each key onto its value in the first feeds the retrieval head in the second
+    # a head that moves each key onto its value in the first (local: RoPE, a window of 16) feeds the retrieval head in
+    # the second (global: no positions, log-n scaled past the 512 trained), so the lookup holds at 8k and beyond
     "recall": {
         "model": dict(d_model=64, n_heads=4, n_encoder_layers=1, n_decoder_layers=2, d_ff=128, dropout=0.0,
-                      max_len=4096, architecture="decoder-only", positions="rope"),
+                      max_len=4096, architecture="decoder-only", positions="rope", window=16, global_every=2,
+                      logn_length=512),
         "train": dict(batch_size=32, lr=3e-3, weight_decay=0.0, warmup_steps=50, max_steps=3000, eval_every=500),
     },
     "copy": _CHAR_TASK,

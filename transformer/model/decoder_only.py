@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .attention import KVBuffer
+from .attention import KVBuffer, MultiHeadAttention
 from .config import ModelConfig
 from .dropout import Dropout
 from .encoder_decoder import sinusoidal_positions
@@ -84,6 +84,10 @@ class DecoderOnlyTransformer(nn.Module):
         self.drop = Dropout(cfg.dropout)
         self.layers: Any = nn.ModuleList(  # EncoderLayers (items of a ModuleList read as Module)
             EncoderLayer(cfg=cfg) for _ in range(cfg.n_decoder_layers))
+        for i, layer in enumerate(self.layers):  # the local layers' window, read by the score rules
+            attn = layer.self_attn
+            assert isinstance(attn, MultiHeadAttention)
+            attn.window = cfg.window if cfg.is_local(i) else None
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         self.scale = math.sqrt(cfg.d_model)
@@ -124,23 +128,55 @@ class DecoderOnlyTransformer(nn.Module):
         mask, causal = None, False
         if t > 1 or not bool(keys.all()):
             k = keys.size(1)
-            allowed = torch.ones(t, k, dtype=torch.bool, device=ids.device).tril(k - t)  # (t, K) causal
             if bool(keys.all()) and k == t:
                 causal = True
             else:
+                allowed = torch.ones(t, k, dtype=torch.bool, device=ids.device).tril(k - t)  # (t, K) causal
                 mask = allowed & keys[:, None, None, :]  # (B, 1, t, K)
                 mask = mask | ~mask.any(-1, keepdim=True)  # a row of pads only: let it read anything (ignored)
+        local = self._local_mask(pos, keys, mask, causal)
+        scales = self._query_scales(pos, x.dtype)
         maps = []
         for i, layer in enumerate(self.layers):
             hm = None if head_mask is None or KIND not in head_mask else head_mask[KIND][i]
             kv = cache.self_kv[i] if cache is not None else None
-            x, w = layer(x, mask=mask, is_causal=causal, need_weights=need_weights, head_mask=hm, cache=kv,
-                         rotary=rot)
+            near = self.cfg.is_local(i)
+            x, w = layer(x, mask=local if near else mask, is_causal=causal if local is None or not near else False,
+                         need_weights=need_weights, head_mask=hm, cache=kv,
+                         rotary=rot if self.cfg.rotates(i) else None, window=self.cfg.window if near else None,
+                         q_scale=scales[near])
             maps.append(w)
         if cache is not None:
             cache.keep = keys
             cache.seen = seen + keep.long().sum(1)
         return self.generator(self.norm(x)), maps
+
+    def _local_mask(self, pos: Tensor, keys: Tensor, mask: Tensor | None, causal: bool) -> Tensor | None:
+        """The local layers' mask (B, 1, t, K): the causal one and |i - j| < window in real-token positions; None
+        where there is no window or the call is one unpadded causal pass (the layer applies its window itself)."""
+        if not self.cfg.window or (causal and mask is None):
+            return None
+        key_pos = keys.long().cumsum(1) - 1  # (B, K) each key's position (a pad's is its neighbour's: masked anyway)
+        near = (pos[:, :, None] - key_pos[:, None, :]) < self.cfg.window  # (B, t, K)
+        if mask is None:  # one unpadded decoder step: every key so far is causal
+            return near[:, None]
+        return mask & near[:, None]
+
+    def _query_scales(self, pos: Tensor, dtype: torch.dtype) -> dict[bool, Tensor | None]:
+        """Log-n scaling's factor (B, 1, t, 1) for the global (False) and local (True) layers: max(1, ln n / ln L)
+        with n the keys a query sees (its position + 1, at most the window on a local layer); None where every
+        factor is 1."""
+        length = self.cfg.logn_length
+        out: dict[bool, Tensor | None] = {False: None, True: None}
+        if not length or not pos.numel() or int(pos.max()) + 1 <= length:
+            return out
+        for near in (False, True):
+            seen = (pos + 1).clamp(min=1)
+            if near and self.cfg.window:
+                seen = seen.clamp(max=self.cfg.window)
+            if int(seen.max()) > length:
+                out[near] = (seen.to(torch.float32).log() / math.log(length)).clamp(min=1.0).to(dtype)[:, None, :, None]
+        return out
 
     def full(self, src: Tensor, tgt: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None
              ) -> tuple[Tensor, list[Tensor]]:
