@@ -93,6 +93,7 @@ from .head_json import contributions_dict, internals_dict
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .heads import head_stats
+from .layer_positions import model_positions, positions_summary, rotating_layers
 from .lens import (
     LENS_TOP_K,
     MAX_LENS_TOP_K,
@@ -202,3 +203,4 @@ __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
 __all__ += ["STEP_COLUMNS", "StepPatching", "StoredRow", "step_patching_estimate", "stored_row"]
 __all__ += ["ESTIMATE_SENTENCES", "CorpusEstimate", "corpus_estimate", "sentence_output"]
 __all__ += ["HeadEstimate", "head_estimate"]
+__all__ += ["model_positions", "positions_summary", "rotating_layers"]

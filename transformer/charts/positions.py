@@ -2,6 +2,8 @@
 per bucket and head, or RoPE's frequency per dimension pair."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import altair as alt
 import pandas as pd
 
@@ -25,11 +27,13 @@ def position_frame(scheme: PositionScheme) -> pd.DataFrame:
                          for p in range(rows.shape[0]) for d in range(rows.shape[1])])
 
 
-def position_picture(scheme: PositionScheme, model: str) -> alt.Chart:
-    """The picture of `scheme`, titled with the model and what it shows."""
+def position_picture(scheme: PositionScheme, model: str, layers: Sequence[int] = ()) -> alt.Chart:
+    """The picture of `scheme`, titled with the model and what it shows; `layers` (0-based) where only those layers
+    rotate (`analysis.rotating_layers`: the others are global, with no positions)."""
     frame = position_frame(scheme)
     if scheme.kind == ROTARY:
-        return alt.Chart(frame, title=f"{model} · RoPE: rotation frequency of each dimension pair", width=520,
+        where = f" (layer{'s' if len(layers) > 1 else ''} {', '.join(str(i + 1) for i in layers)})" if layers else ""
+        return alt.Chart(frame, title=f"{model} · RoPE{where}: rotation frequency of each dimension pair", width=520,
                          height=200, autosize=AUTOSIZE).mark_bar().encode(
             x=alt.X("pair:O", title="dimension pair"), y=alt.Y("frequency:Q", scale=alt.Scale(type="log"),
                                                                  title="radians per position"),

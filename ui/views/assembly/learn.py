@@ -8,8 +8,16 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from transformer.adapters import position_scheme
-from transformer.analysis import BatchMask, HeadComputation, HeadSelectionError, batch_mask, computation_at, mask_matrix
+from transformer.analysis import (
+    BatchMask,
+    HeadComputation,
+    HeadSelectionError,
+    batch_mask,
+    computation_at,
+    mask_matrix,
+    model_positions,
+    rotating_layers,
+)
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel, model_options, select_model
@@ -136,13 +144,14 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
     st.subheader(stage.title, anchor=False)
     st.markdown(stage.text)
     if stage.name == "positions":
-        scheme = position_scheme(active.adapter)
+        scheme = model_positions(active.adapter)  # the scheme, and which layers have it where only some do
         if scheme is None:
             st.info(f"{active.option.name}: no position table, relative bias or rotation was found in the model.",
                     icon=":material/info:")
             return
         st.markdown(scheme.sentence)
-        show_chart(position_picture(scheme, active.option.name), key="learn_positions", width="content")
+        show_chart(position_picture(scheme, active.option.name, rotating_layers(active.adapter)), key="learn_positions",
+                   width="content")
         return
     if stage.name == "cross" and not family.has_cross:
         reads = ("one self-attention reads the prompt and what it has written so far" if family.decodes else
