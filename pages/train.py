@@ -14,6 +14,7 @@ from ui.train import (
     evaluation_panel,
     field_widget,
     init_state,
+    layers_problem,
     length_note,
     live_panel,
     live_run,
@@ -86,8 +87,10 @@ with st.expander("Every hyperparameter", icon=":material/tune:", key="train_sett
             note = length_note() if group == "model" else None
             if note is not None:
                 (st.error if note[0] == "error" else st.caption)(note[1])
-            if group == "model" and (problem := rope_problem(st.session_state)):
-                st.error(problem)  # the model config's own words
+            if group == "model":
+                for problem in (rope_problem(st.session_state), layers_problem(st.session_state)):
+                    if problem:
+                        st.error(problem)  # the model config's own words
             if group == "run":
                 st.text_input("Probe sentence (its attention is recorded while training)", key="train_probe")
                 keep = st.toggle("Keep weight snapshots", key="train_snapshots",

@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from transformer.adapters import InspectableModel, adapter_for
+from transformer.analysis import positions_summary
 from transformer.charts import text_width
 from transformer.data import Tokenizer
 from transformer.model import ModelFamily, Seq2SeqTransformer
@@ -140,8 +141,18 @@ def card_help(card: dict[str, Any]) -> str | None:
             + ("\n\nComputed by sacrebleu, signature: " + " · ".join(signatures) if signatures else ""))
 
 
-def card_lines(card: dict[str, Any]) -> list[str]:
-    """The model card as short Markdown lines."""
+def card_lines(card: dict[str, Any], adapter: InspectableModel | None = None) -> list[str]:
+    """The model card as short Markdown lines; with the model's adapter, its local and global layers and log-n
+    scaling where it has them (read from the model)."""
+    lines = _card_lines(card)
+    positions = None if adapter is None else positions_summary(adapter)
+    if positions:  # after the sizes
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("**Size**")), len(lines))
+        lines.insert(at, f"**Positions** {positions}")
+    return lines
+
+
+def _card_lines(card: dict[str, Any]) -> list[str]:
     if card.get("source") == "huggingface":
         prefix = f" · prefix {card['prefix']!r}" if card.get("prefix") else ""
         prefix += " · formatted as chat" if card.get("chat") else ""

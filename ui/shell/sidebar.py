@@ -82,7 +82,7 @@ def _model_card(active: ActiveModel) -> None:
     with st.container(border=True):
         option = active.option
         named = [f"**Model** {md(option.name)}"] if option.short_label != option.label else []  # the picker cut it
-        st.markdown("  \n".join(named + card_lines(active.card)), help=card_help(active.card))
+        st.markdown("  \n".join(named + card_lines(active.card, active.adapter)), help=card_help(active.card))
         data = bundle_source(active)
         if data is not None:
             name = active.option.name.replace(" ", "_")

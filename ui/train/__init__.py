@@ -13,6 +13,7 @@ from .form import (
     preset_names,
     tokenizer_widgets,
 )
+from .layer_fields import layers_problem
 from .live_run import LIVE_RUN_KEY, live_run, run_just_ended
 from .live_view import PLAYING_KEY, evaluation_panel, live_panel, timeline_panel
 from .rope_base import rope_problem
@@ -24,4 +25,4 @@ __all__ = ["CORPUS_SOURCES", "FIELDS", "LIVE_RUN_KEY", "PLAYING_KEY", "STAGE_KEY
            "live_checkpoint", "live_panel", "live_run", "new_live_run", "preset_names", "resume_run", "run_just_ended",
            "server_runs_panel", "stage_available", "stage_caption", "stage_help", "stage_on", "stage_rule", "start_run",
            "timeline_panel", "tokenizer_widgets"]
-__all__ += ["rope_problem"]
+__all__ += ["layers_problem", "rope_problem"]

@@ -35,6 +35,7 @@ from transformer.model import (
 from transformer.train import JobPlan
 from ui.server import LIMITS, length_cap, length_problem, max_training_processes, training_memory
 
+from .layer_fields import GLOBAL_EVERY_HELP, LOGN_HELP, WINDOW_HELP, decoder_only_chosen
 from .rope_base import ROPE_BASE_HELP, rope_chosen
 from .stage_demo import STAGE_KEY, stage_available, stage_rule
 
@@ -69,11 +70,16 @@ class Field:
     options: tuple = ()
     help: str | None = None
     rope_only: bool = False  # offered only for rope positions on the decoder-only architecture
+    decoder_only: bool = False  # offered only on the decoder-only architecture
 
     @property
     def key(self) -> str:
         """Session-state key of the widget."""
         return f"train_{self.name}"
+
+    def offered(self, state: Mapping[str, Any]) -> bool:
+        """Whether the form's architecture and positions take this field (else it is off, the task's default used)."""
+        return (rope_chosen(state) or not self.rope_only) and (decoder_only_chosen(state) or not self.decoder_only)
 
 
 L = LIMITS
@@ -90,6 +96,11 @@ FIELDS = (
                "its queries and keys by the position (as Llama does), so there is no table and its maximum length "
                "is not bounded by one."),
     Field("rope_base", "RoPE base", "model", step=1000.0, fmt="%g", help=ROPE_BASE_HELP, rope_only=True),
+    Field("window", "Local window (0 = none)", "model", 0, L.max_rope_len, 8, help=WINDOW_HELP, rope_only=True),
+    Field("global_every", "Global every K layers", "model", 0, L.max_layers, 1, help=GLOBAL_EVERY_HELP,
+          rope_only=True),
+    Field("logn_length", "Log-n scaling past (0 = off)", "model", 0, L.max_rope_len, 64, help=LOGN_HELP,
+          decoder_only=True),
     Field("d_model", "d_model", "model", 8, L.max_d_model, 8, help="Width of every token vector."),
     Field("n_heads", "Heads", "model", 1, L.max_heads, 1, help="d_model must be divisible by it."),
     Field("n_encoder_layers", "Encoder layers", "model", 1, L.max_layers, 1),
@@ -195,7 +206,7 @@ def remember_form() -> None:
 
 def field_widget(f: Field) -> None:
     """The widget of one hyperparameter (its value lives in session state under f.key)."""
-    disabled = f.rope_only and not rope_chosen(st.session_state)
+    disabled = not f.offered(st.session_state)
     if f.options:
         st.selectbox(f.label, f.options, key=f.key, help=f.help, disabled=disabled)
     else:
@@ -204,8 +215,9 @@ def field_widget(f: Field) -> None:
 
 
 def model_values(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The model fields' values by config name; the RoPE base only where it applies (else the task's default)."""
-    return {f.name: state[f.key] for f in FIELDS if f.group == "model" and (not f.rope_only or rope_chosen(state))}
+    """The model fields' values by config name; the RoPE base, window, global layers and log-n scaling only where
+    they apply (else the task's default)."""
+    return {f.name: state[f.key] for f in FIELDS if f.group == "model" and f.offered(state)}
 
 
 def _read_uploads(files: list, reader) -> list[tuple[str, str]]:
