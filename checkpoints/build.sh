@@ -21,12 +21,13 @@ train --task induction --heads 2 --d-ff 1 --out checkpoints/induction --steps 12
 "$PY" -c 'import sys; from transformer.store import name_circuit_heads; print(name_circuit_heads(sys.argv[1]))' checkpoints/induction
 # recall: a decoder-only language model over associative-recall streams (the recall task: per-stream keys and values
 # of any symbol in filler, each pair seen again later; loss on every token, so it falls on each value symbol after a
-# symbol seen once before), RoPE, 1 head in each of 2 layers (head dim 64), d_model 64, one-unit MLP, streams of
-# 72-144 symbols with one in eight up to 512. It grows a previous-token head (L1) and the recall head that reads it
-# (L2), named in its card ("known_heads": the retrieval detector's best head at 512 tokens and the strongest
-# previous-token head). ~490 s on the 2-core CPU (under load); the loss leaves ln 62 at ~1,300 steps. The detector
-# finds the recall head up to ~1k tokens and not at 2k (docs/finding-heads.md).
-train --task recall --heads 1 --d-ff 1 --max-len 32768 --out checkpoints/recall --steps 6000 --schedule constant --batch-size 32 --lr 1e-2 --warmup 50 --eval-every 100000 --eval-examples 100 --probe-frames 0
+# symbol seen once before), 1 head in each of 2 layers (head dim 64), d_model 64, one-unit MLP, streams of 72-144
+# symbols with one in eight up to 512. Layer 1 is local (RoPE, a window of 16 positions), layer 2 global (no
+# positions, queries log-n scaled past 512 keys), as Command A and Llama 4 interleave them: it grows a previous-token
+# head (L1) and the recall head that reads it (L2), named in its card ("known_heads": the retrieval detector's best
+# head at 512 tokens and the strongest previous-token head). ~230 s on the 2-core CPU. The recall head holds at every
+# length the model reads: the detector finds it at 2k, 8k and 32k tokens (docs/finding-heads.md).
+train --task recall --heads 1 --d-ff 1 --max-len 32768 --window 16 --global-every 2 --logn-length 512 --out checkpoints/recall --steps 6000 --schedule constant --batch-size 32 --lr 1e-2 --warmup 50 --eval-every 100000 --eval-examples 100 --probe-frames 0
 "$PY" -c 'import sys; from transformer.analysis import long_range_heads; from transformer.store import open_model, write_known_heads; f = long_range_heads(open_model(sys.argv[1]), 512).frame; print(write_known_heads(sys.argv[1], {f.loc[f["previous"].idxmax(), "label"]: "previous-token", f.loc[f["retrieval"].idxmax(), "label"]: "retrieval"}))' checkpoints/recall
 # toy-en-de-encoder-only: the toy sentences as one bidirectional stack over "English </s> German </s>" with 15 % of one
 # sentence's tokens masked (a masked LM over a pair: what is masked is always in the other sentence), the toy
