@@ -41,6 +41,8 @@ class QKTable:
     soft_cap: float | None = None  # Gemma 2: the softmax reads cap * tanh(s / cap) + terms, s = scale * q.k
     sink: float | None = None  # gpt-oss: the head's sink logit, beside the keys in the softmax's normaliser
     window: int | None = None  # a sliding window: keys |i - j| >= window are hidden by the mask
+    rotated: bool = False  # RoPE rotated every part (False: a model without it, or a global layer without positions)
+    query_factor: float | None = None  # log-n scaling: the query (every part of it) was multiplied by this
 
     @property
     def total(self) -> float:
@@ -68,6 +70,9 @@ class QKTable:
                         "of this score)")
         if self.window is not None:
             said.append(f"sliding window of {self.window}: keys {self.window} or more positions away are masked")
+        if self.query_factor is not None:
+            said.append(f"log-n scaling: every query part is multiplied by {self.query_factor:.4f} (ln n / ln L, this "
+                        "query seeing n keys past L), as the model scales the query")
         return "; ".join(said)
 
     def pairs(self) -> list[tuple[str, str, float]]:
@@ -97,6 +102,8 @@ class QKTable:
             out["sink"] = self.sink
         if self.window is not None:
             out["sliding_window"] = self.window
+        if self.query_factor is not None:
+            out["query_factor"] = self.query_factor
         return out
 
 
@@ -170,9 +177,10 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
         cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, rotary width)
         halves = cap.path.half_tables
         q, k = _rotate(q, cos[query], sin[query], halves), _rotate(k, cos[key], sin[key], halves)
-    factor = cap.record.query_scales.get((kind, layer))
+    scales = cap.record.query_scales.get((kind, layer))
+    factor = None if scales is None else float(scales.reshape(scales.shape[0], -1)[0, query])
     if factor is not None:  # log-n scaling: the query times its factor (ours, past `logn_length`)
-        q = q * float(factor.reshape(factor.shape[0], -1)[0, query])
+        q = q * factor
     contributions = inputs.scale * q @ k.T
     terms = {}
     for name, t in inputs.terms.items():
@@ -186,4 +194,5 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
     rules = inputs.rules
     sink = None if rules is None or rules.sinks is None else float(rules.sinks[h])
     return QKTable(head, query, key, q_parts.names, k_parts.names, contributions, terms, score,
-                   None if rules is None else rules.softcap, sink, None if rules is None else rules.window)
+                   None if rules is None else rules.softcap, sink, None if rules is None else rules.window,
+                   tables is not None, factor if factor is not None and factor != 1.0 else None)

@@ -4,6 +4,7 @@ pass, cached steps and padding agree with the dense computation, and the capture
 read the queries and masks the softmax saw."""
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -129,3 +130,7 @@ def test_the_qk_attribution_adds_up_to_the_scaled_score_of_a_global_query():
         table = qk_attribution(cap, Head("self", layer, head), 199, key)
         score = float(cap.insides.inputs["self"][layer].scores()[0, head, 199, key])
         assert abs(table.total - score) <= 1e-4 * max(1.0, abs(score))
+        assert table.rotated == (layer == 0)  # the global layer has no positions
+        assert (table.query_factor is not None) == (layer == 2)  # a local query sees 7 keys: never scaled
+        assert ("log-n scaling" in table.rules_line()) == (layer == 2)
+    assert qk_attribution(cap, Head("self", 2, 0), 199, 3).query_factor == pytest.approx(math.log(200) / math.log(LOGN))

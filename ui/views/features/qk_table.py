@@ -137,10 +137,11 @@ def show_qk(sel: Selection, kind: str, query: int, key_widget: str) -> QKTable |
                 + f" = **{table.total:+.4f}**; the score the model computed: **{table.score:+.4f}**.")
     if table.rules_line():
         st.markdown(table.rules_line()[0].upper() + table.rules_line()[1:] + ".")
+    rope = " RoPE is applied to each part." if table.rotated else ""
     st.caption("Each part of the residual stream goes through every norm on its path frozen at this input's scale "
-               "(the norm's centring kept, its shift counted in `bias`) and through W_Q or W_K; RoPE is applied to "
-               "each part. A model that soft-caps its scores: this explains the score before the cap. Sources: "
-               "Elhage et al. 2021 (the residual stream as a sum), docs/why-it-looks-there.md.")
+               f"(the norm's centring kept, its shift counted in `bias`) and through W_Q or W_K.{rope} A model that "
+               "soft-caps its scores: this explains the score before the cap. Sources: Elhage et al. 2021 (the "
+               "residual stream as a sum), docs/why-it-looks-there.md.")
     show_chart(part_map(table), key=f"{sel.page}_qk_map", width="content")
     top = pd.DataFrame(table.pairs()[:TOP_PAIRS], columns=["query part", "key part", "contribution"])
     named = pd.DataFrame([(name, "", value) for name, value in table.terms.items()],
