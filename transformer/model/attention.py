@@ -63,18 +63,17 @@ def band_mask(n_queries: int, n_keys: int, window: int, device: torch.device | N
     return (kj <= qi) & (qi - kj < window)
 
 
-def local_attention(q: Tensor, k: Tensor, v: Tensor, window: int, block: int = LOCAL_BLOCK) -> Tensor:
-    """Causal sliding-window attention over one unpadded sequence, a block of query rows at a time, each against
-    only the keys its window reaches: no (Tq, Tk) mask or score matrix (equal to SDPA with `band_mask`)."""
+def causal_blocks(q: Tensor, k: Tensor, v: Tensor, window: int | None = None, block: int = LOCAL_BLOCK) -> Tensor:
+    """Causal attention of queries that are the last Tq of the Tk keys' positions (a chunk after a cache), with an
+    optional sliding window, over one unpadded sequence, a block of query rows at a time, each against only the keys
+    it can see: no (Tq, Tk) mask or score matrix (equal to SDPA with `band_mask`)."""
     tq, tk = q.size(-2), k.size(-2)
     out = torch.empty_like(q)
     for start in range(0, tq, block):
         end = min(start + block, tq)
-        first = max(0, tk - tq + start - window + 1)  # the earliest key the block's first row sees
+        first = 0 if window is None else max(0, tk - tq + start - window + 1)  # the block's earliest key seen
         last = tk - tq + end  # one past the block's last row's own key
-        qi = torch.arange(tk - tq + start, last, device=q.device)[:, None]
-        kj = torch.arange(first, last, device=q.device)[None, :]
-        mask = (kj <= qi) & (qi - kj < window)
+        mask = band_mask(end - start, last - first, last - first if window is None else window, q.device)
         out[..., start:end, :] = F.scaled_dot_product_attention(q[..., start:end, :], k[..., first:last, :],
                                                                 v[..., first:last, :], attn_mask=mask)
     return out
@@ -144,8 +143,9 @@ class MultiHeadAttention(nn.Module):
                 q_scale: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Self-attention over `x` (after earlier positions held in `cache`, if given), or attention from `x`
         to precomputed per-head keys/values `kv`; `rotary` rotates this call's queries and keys (RoPE; the cache
-        holds rotated keys). `window` with `is_causal`: a sliding window over the causal keys (a padded or cached
-        call passes it inside `mask` instead); `q_scale` (B, 1, Tq, 1) multiplies the queries (log-n scaling)."""
+        holds rotated keys). `is_causal`: the queries are the last Tq of the keys' positions (after a cache too);
+        `window` with it: a sliding window over them (a padded call passes both inside `mask` instead); `q_scale`
+        (B, 1, Tq, 1) multiplies the queries (log-n scaling)."""
         b, t, d = x.shape
         if kv is None:
             q, k, v = self.in_proj(x).chunk(3, dim=-1)  # (B, T, D) each
@@ -159,10 +159,11 @@ class MultiHeadAttention(nn.Module):
         if q_scale is not None:
             q = q * q_scale
         p = self.dropout if self.training else 0.0
-        if window is not None and is_causal and mask is None:
+        tk = k.size(-2)
+        if is_causal and mask is None and (window is not None or tk != t):  # a window, or a chunk after a cache
             if not need_weights and p == 0.0 and t > LOCAL_BLOCK:  # a long pass: a block of rows at a time
-                return self._merge(local_attention(q, k, v, window), head_mask, b, t, d), None
-            mask, is_causal = band_mask(t, k.size(-2), window, q.device), False
+                return self._merge(causal_blocks(q, k, v, window), head_mask, b, t, d), None
+            mask, is_causal = band_mask(t, tk, tk if window is None else window, q.device), False
         out, weights = attention(q, k, v, mask, need_weights=need_weights, dropout_p=p, is_causal=is_causal)
         return self._merge(out, head_mask, b, t, d), weights
 

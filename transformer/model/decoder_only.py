@@ -128,7 +128,7 @@ class DecoderOnlyTransformer(nn.Module):
         mask, causal = None, False
         if t > 1 or not bool(keys.all()):
             k = keys.size(1)
-            if bool(keys.all()) and k == t:
+            if bool(keys.all()):  # every key real: causal, the chunk's queries the last t positions (no mask)
                 causal = True
             else:
                 allowed = torch.ones(t, k, dtype=torch.bool, device=ids.device).tril(k - t)  # (t, K) causal

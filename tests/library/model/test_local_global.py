@@ -134,3 +134,15 @@ def test_the_qk_attribution_adds_up_to_the_scaled_score_of_a_global_query():
         assert (table.query_factor is not None) == (layer == 2)  # a local query sees 7 keys: never scaled
         assert ("log-n scaling" in table.rules_line()) == (layer == 2)
     assert qk_attribution(cap, Head("self", 2, 0), 199, 3).query_factor == pytest.approx(math.log(200) / math.log(LOGN))
+
+
+def test_a_long_chunk_after_a_cache_reads_causally_without_a_mask():
+    """A prompt fed after a cached source (the stored decode's prefill): its queries are the chunk's last positions;
+    the blockwise pass (no chunk x keys mask) equals feeding it in one dense pass with the weights."""
+    model, ids = _model(), _ids(1300)
+    with torch.no_grad():
+        cache = model.empty_cache(1)
+        model.feed(torch.tensor([[2]]), cache, 1)
+        blocks = model.feed(ids, cache).logits  # 1,300 rows after 1 cached: causal blocks in every layer
+        dense, _ = model.full(torch.tensor([[2]]), ids, need_weights=True)
+    torch.testing.assert_close(blocks, dense[:, -1], atol=1e-5, rtol=0)
