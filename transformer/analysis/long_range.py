@@ -53,8 +53,8 @@ def _draw(pool: Tensor, n: int, gen: torch.Generator, distinct: bool = True) -> 
 
 
 def max_length(adapter: InspectableModel, length: int) -> int:
-    """The causal sequence's length: `length`, at most the model's decoder positions."""
-    return max(4 * NEEDLE, min(length, adapter.max_target_len))
+    """The causal sequence's length: `length` (at least 4 needles), at most the model's decoder positions."""
+    return min(max(4 * NEEDLE, length), adapter.max_target_len)
 
 
 def retrieval_scores(adapter: InspectableModel, length: int = LENGTH, depths: tuple[float, ...] = DEPTHS,
@@ -65,7 +65,10 @@ def retrieval_scores(adapter: InspectableModel, length: int = LENGTH, depths: tu
     pool, gen = _pool(adapter), torch.Generator().manual_seed(seed)
     src, prefix = _causal_setup(adapter)
     total = max_length(adapter, length)
-    lengths = sorted({max(4 * NEEDLE, total // 2), total})
+    if total < len(prefix) + 2 * NEEDLE + 2:
+        raise InputError(f"the model reads at most {total} tokens: too few for the long-range detectors' needle "
+                         f"inputs (at least {len(prefix) + 2 * NEEDLE + 2})")
+    lengths = sorted({min(total, max(4 * NEEDLE, total // 2)), total})
     events, asked, copied = None, 0, 0
     for n in lengths:
         for depth in depths:

@@ -18,6 +18,7 @@ from transformer.analysis import (
     long_range_heads,
 )
 from transformer.charts import FINDER_SELECTION, head_finder_chart
+from transformer.decode import InputError
 from transformer.model import Head
 from ui.models import MODEL_KEY, ActiveModel
 
@@ -58,18 +59,32 @@ def clicked_head(key: str) -> Head | None:
 
 
 def _long_range(active: ActiveModel, key: str):
-    """The long-range detectors' result for this model: kept, or run on the button's click (None before)."""
+    """The long-range detectors' result for this model: kept, or run once its button was clicked (None before). The
+    click is kept as a flag by the button's callback: the page may rerun before it gets here (the frame's rerun in
+    `ensure_frame`), and a plain button's click would be lost to that rerun."""
     kept = st.session_state.get(LONG_RANGE_KEY)
     if kept is not None and kept[0] == active.cache_key:
         return kept[1]
-    if st.button("Run the long-range detectors", key=f"{key}_long_range", icon=":material/radar:",
-                 help="Induction and retrieval scores of the causal self-attention's heads (needle-in-a-haystack "
-                      "inputs) and every head's pattern label, from synthetic inputs: no text needed."):
-        with st.spinner("Reading synthetic inputs…"):
-            found = long_range_heads(active.adapter)
+    flag = f"{key}_long_range_requested"
+    if st.session_state.pop(flag, None) == active.cache_key:
+        try:
+            with st.spinner("Reading synthetic inputs…"):
+                found = long_range_heads(active.adapter)
+        except InputError as exc:  # too few positions or ordinary tokens for the synthetic inputs
+            st.warning(f"Cannot run the long-range detectors: {exc}.", icon=":material/block:")
+            return None
         st.session_state[LONG_RANGE_KEY] = (active.cache_key, found)
-        st.rerun()  # drawn again without the button
+        return found  # drawn without the button
+    st.button("Run the long-range detectors", key=f"{key}_long_range", icon=":material/radar:",
+              on_click=_request_long_range, args=(flag, active.cache_key),
+              help="Induction and retrieval scores of the causal self-attention's heads (needle-in-a-haystack "
+                   "inputs) and every head's pattern label, from synthetic inputs: no text needed.")
     return None
+
+
+def _request_long_range(flag: str, model: object) -> None:
+    """on_click of "Run the long-range detectors": remember which model they were asked for."""
+    st.session_state[flag] = model
 
 
 def _estimate(active: ActiveModel, corpus: Corpus | None, key: str) -> tuple[CorpusEstimate | None, str]:
