@@ -8,6 +8,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from tests.app.pages.test_app_head_page import SHIPPED, assert_within_page, open_with_statistics
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_link, texts
 from transformer.analysis import composition_scores, corpus_estimate
@@ -97,19 +98,17 @@ def test_the_decode_head_picker_links_the_picked_heads_page(studio_env):
     assert links["Open this head's page"] == {"model": "shipped:reverse", "kind": "cross", "layer": "1", "head": "2"}
 
 
-@pytest.mark.parametrize("name", ["reverse", "reverse-decoder-only", "toy-en-de-encoder-only", "induction"])
+@pytest.mark.parametrize("name", SHIPPED)
 def test_the_head_page_opens_in_presenter_mode_on_the_shipped_models(shipped_env, name):
     at = open_link("head", {"model": f"shipped:{name}", "present": "1"})
     assert_no_exception(at)
     assert [h for h in at.get("html") if "presenter mode" in str(h.proto.body)]
     assert "Composition partners" in texts(at.subheader)  # from the weights, before any statistics
-    if name == "induction":  # no validation sentences: its statistics need an uploaded file
-        return
-    at.number_input(key="head_corpus_cap").set_value(30)
-    at.button(key="head_corpus_run").click().run()
-    assert_no_exception(at)
+    at = open_with_statistics({"model": f"shipped:{name}", "present": "1"}, 30)  # an upload where no validation set
+    assert [h for h in at.get("html") if "presenter mode" in str(h.proto.body)]
     assert "Composition partners" in texts(at.subheader) and "Strongest rows, by decile of the peak weight" in \
         texts(at.subheader)
+    assert_within_page(at)
 
 
 def test_the_finder_takes_the_one_pass_estimate_over_the_first_sentences_once_computed(studio_env,
