@@ -24,3 +24,44 @@ def test_the_card_names_the_recall_head_on_the_head_and_learn_pages(monkeypatch,
     assert "`self:L2H1` retrieval" in _card(at) and "`self:L1H1` previous-token" in _card(at)
     if page == "head":  # the recall head reads the previous-token head (its composition partners, from the weights)
         assert "**Earlier heads it reads**" in [m.value for m in at.markdown]
+
+
+def test_a_long_stream_decodes_on_the_document_view_and_the_zoom_is_the_models(monkeypatch, studio_env):
+    """An 8,000-symbol recall stream as a document on the Decode page: the store's decode (a local layer, a global
+    one, queries log-n scaled past 512) runs in the background, draws within 1280 px, and the zoomed tile equals the
+    model's own weights on the same tokens."""
+    import random
+
+    import torch
+
+    from tests.helpers.app_session import charts, open_app, poll, texts
+    from transformer.adapters import attention_store
+    from transformer.data.recall import draw_recall
+    from transformer.store import open_model
+    from ui.models import MODEL_KEY
+    from ui.server.shared_cache import shared_cache
+
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    doc = draw_recall(random.Random(0), 8000, 8000).text
+    shared_cache.clear()
+    at = open_app()
+    at.query_params.clear()
+    at.selectbox(key=MODEL_KEY).set_value("shipped:recall").run()
+    at.switch_page("pages/decode.py").run()
+    at.toggle(key="long_doc_on").set_value(True).run()
+    at.text_area(key="long_doc_text").input(doc).run()
+    at.button(key="long_doc_job_run").click().run()
+    assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=300)
+    assert_no_exception(at)
+    drawn = charts(at)
+    assert any(c["title"].startswith("Overview: L2 H1") or c["title"].startswith("Overview: L1 H1") for c in drawn)
+    assert all(c["spec"].get("width", 0) <= 1280 for c in drawn)
+    layer, head, r0, r1, k0, k1, shown = at.session_state["long_zoom_tile"]
+    adapter = open_model(str(RECALL))
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    prefix = adapter.decoder_prefix(adapter.tokenize_source(doc))
+    full = torch.tensor([prefix + [s.token_id for s in decode.steps[:-1]]])
+    eager = attention_store(adapter, full, full)
+    torch.testing.assert_close(shown, eager.tile("self", layer, head, slice(r0, r1), slice(k0, k1)), atol=1e-5,
+                               rtol=1e-4)
+    shared_cache.clear()
