@@ -65,3 +65,32 @@ def test_a_long_stream_decodes_on_the_document_view_and_the_zoom_is_the_models(m
     torch.testing.assert_close(shown, eager.tile("self", layer, head, slice(r0, r1), slice(k0, k1)), atol=1e-5,
                                rtol=1e-4)
     shared_cache.clear()
+
+
+def test_the_finder_runs_the_long_range_detectors_at_8k_and_finds_the_recall_head(monkeypatch, studio_env):
+    """Find heads on the Attention page: the detectors' length picked (8,192 tokens), the button runs them there, and
+    the finder's table gives the card's recall head the retrieval score 1 (the other head 0), its caption the length."""
+    import json
+
+    from tests.helpers.app_session import open_app, texts
+    from ui.models import MODEL_KEY
+
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    at = open_app()
+    at.query_params.clear()
+    at.selectbox(key=MODEL_KEY).set_value("shipped:recall").run()
+    at.switch_page("pages/attention.py").run()
+    examples = json.loads((RECALL / "config.json").read_text())["metrics"]["examples"]
+    at.radio(key="attention_corpus_source").set_value("upload").run()
+    lines = "\n".join(e["reference"] for e in examples)
+    at.get("file_uploader")[0].set_value(("corpus.txt", lines.encode(), "text/plain")).run()
+    at.button(key="attention_corpus_run").click().run()
+    assert_no_exception(at)
+    at.number_input(key="attention_finder_long_range_length").set_value(8192).run()
+    assert at.button(key="attention_finder_long_range").label == "Run the long-range detectors at 8,192 tokens"
+    at.button(key="attention_finder_long_range").click().run()
+    assert_no_exception(at)
+    table = next(d.value for d in at.dataframe if "pattern" in d.value.columns and "label" in d.value.columns)
+    scores = dict(zip(table["label"], table["retrieval"], strict=True))
+    assert scores == {"self:L1H1": 0.0, "self:L2H1": 1.0}
+    assert any("read 8,192-token inputs (copy rate 1.00)" in t for t in texts(at.caption))

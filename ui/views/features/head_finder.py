@@ -9,6 +9,7 @@ import streamlit as st
 from transformer.analysis import (
     ESTIMATE_SENTENCES,
     FINDER_COLUMNS,
+    LENGTH,
     NOMINAL,
     CorpusEstimate,
     CorpusStats,
@@ -34,7 +35,7 @@ from ..kit import (
 )
 
 HEAD_PAGE = "pages/head.py"
-LONG_RANGE_KEY = "finder_long_range"  # (model cache key, LongRange): the detectors last run for a model
+LONG_RANGE_KEY = "finder_long_range"  # ((model cache key, length), LongRange): the detectors last run
 ESTIMATE_TEXTS = JobTexts(cancelled="Estimate cancelled: nothing was kept.", cancelled_icon=":material/stop_circle:",
                           refused="Cannot estimate: {error}", refused_icon=":material/block:")
 Corpus = tuple[tuple[str, ...], tuple[str, ...] | None]  # the statistics' sentences, their references or None
@@ -58,24 +59,40 @@ def clicked_head(key: str) -> Head | None:
     return Head.parse(label) if label else None
 
 
+def _detector_length(active: ActiveModel, key: str) -> int:
+    """The long-range detectors' length in tokens, picked up to the model's decoder positions (a model without a
+    causal kind reads its synthetic sources at their own length: the default)."""
+    if active.family.decoder_kind is None:
+        return LENGTH
+    most = max(active.adapter.max_target_len, 32)
+    st.session_state.setdefault(f"{key}_long_range_length", min(LENGTH, most))
+    return int(st.number_input("Long-range detectors' length (tokens)", min_value=32, max_value=most, step=512,
+                               key=f"{key}_long_range_length",
+                               help="The needle-in-a-haystack inputs are this long and half as long (the retrieval "
+                                    f"score), as `heads --long-range --length N`; up to the model's {most:,} "
+                                    "positions. Inputs over 1,024 tokens are read through the attention store."))
+
+
 def _long_range(active: ActiveModel, key: str):
-    """The long-range detectors' result for this model: kept, or run once its button was clicked (None before). The
-    click is kept as a flag by the button's callback: the page may rerun before it gets here (the frame's rerun in
-    `ensure_frame`), and a plain button's click would be lost to that rerun."""
+    """The long-range detectors' result for this model at the length picked: kept, or run once its button was
+    clicked (None before). The click is kept as a flag by the button's callback: the page may rerun before it gets
+    here (the frame's rerun in `ensure_frame`), and a plain button's click would be lost to that rerun."""
+    length = _detector_length(active, key)
+    wanted = (active.cache_key, length)
     kept = st.session_state.get(LONG_RANGE_KEY)
-    if kept is not None and kept[0] == active.cache_key:
+    if kept is not None and kept[0] == wanted:
         return kept[1]
     flag = f"{key}_long_range_requested"
     if st.session_state.pop(flag, None) == active.cache_key:
         try:
-            with st.spinner("Reading synthetic inputs…"):
-                found = long_range_heads(active.adapter)
+            with st.spinner(f"Reading synthetic inputs of up to {length:,} tokens…"):
+                found = long_range_heads(active.adapter, length)
         except InputError as exc:  # too few positions or ordinary tokens for the synthetic inputs
             st.warning(f"Cannot run the long-range detectors: {exc}.", icon=":material/block:")
             return None
-        st.session_state[LONG_RANGE_KEY] = (active.cache_key, found)
+        st.session_state[LONG_RANGE_KEY] = (wanted, found)
         return found  # drawn without the button
-    st.button("Run the long-range detectors", key=f"{key}_long_range", icon=":material/radar:",
+    st.button(f"Run the long-range detectors at {length:,} tokens", key=f"{key}_long_range", icon=":material/radar:",
               on_click=_request_long_range, args=(flag, active.cache_key),
               help="Induction and retrieval scores of the causal self-attention's heads (needle-in-a-haystack "
                    "inputs) and every head's pattern label, from synthetic inputs: no text needed.")
@@ -165,7 +182,9 @@ def show_head_finder(active: ActiveModel, stats: CorpusStats, *, key: str, corpu
         open_head_page(head)
     show_chart(head_finder_chart(frame, x, y, colour), key=chart_key, on_select="rerun",
                selection_mode=FINDER_SELECTION, width="content")
-    n_a = "" if found is not None else " Induction, retrieval and the pattern: run the long-range detectors."
+    n_a = " Induction, retrieval and the pattern: run the long-range detectors." if found is None else (
+        f" The long-range detectors read {found.length:,}-token inputs" + (
+            f" (copy rate {found.retrieval['copy_rate']:.2f})." if found.retrieval else ".") if found.length else "")
     st.caption(f"A point a head; a click opens its page. Induction and retrieval apply to causal self-attention "
                f"only (n/a elsewhere); {estimate_note}{n_a}{step_note}")
     st.dataframe(finder_table(frame, sort=y if y not in NOMINAL else "max_weight"), hide_index=True,
