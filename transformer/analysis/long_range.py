@@ -11,7 +11,7 @@ model copies nothing, every score is 0 (`copy_rate` says how often it copied).
 
 Patterns: the causal kind's on random tokens repeated twice (r r, with its induction score on the window, as
 `detect_heads`); an encoder's and the cross-attention's on random tokens read as the source (the model's greedy
-output teacher-forced; `source_length` tokens).
+output as it decoded it, its own ids, never re-tokenized; `source_length` tokens).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ..adapters import InspectableModel
-from ..decode import InputError, masked_decode, teacher_forced
+from ..decode import InputError, greedy_decode, masked_decode
 from ..model import Head
 from .causal_rows import STORE_ABOVE, causal_rows
 from .detectors import _causal_setup
@@ -124,7 +124,7 @@ def _other_patterns(adapter: InspectableModel, source_length: int, seed: int) ->
                 torch.Generator().manual_seed(seed + 1))
     text = adapter.detokenize(ids)
     if adapter.family.decodes:
-        trace = teacher_forced(adapter, text, adapter.translate([text])[0], top_k=1).trace
+        trace = greedy_decode(adapter, text, top_k=1).trace  # its own output's ids: nothing re-tokenized
     else:
         trace = masked_decode(adapter, text, top_k=1).trace
     frames = []

@@ -34,3 +34,14 @@ def test_a_model_of_few_positions_is_read_within_them():
 def test_a_model_too_short_for_a_needle_and_its_copy_is_refused():
     with pytest.raises(InputError, match="too few for the long-range detectors"):
         long_range_heads(_adapter(16))  # two needles of 8 tokens and nothing around them
+
+
+def test_an_untrained_encoder_decoder_of_few_positions_gets_every_heads_pattern():
+    """Its greedy output runs to its last position; the cross-attention's patterns read that decode as it was made
+    (its own ids), so nothing is re-tokenized past the model's positions."""
+    cfg = ModelConfig(src_vocab_size=TOK.vocab_size, tgt_vocab_size=TOK.vocab_size, d_model=16, n_heads=2,
+                      n_encoder_layers=1, n_decoder_layers=1, d_ff=16, dropout=0.0, max_len=24)
+    torch.manual_seed(0)
+    found = long_range_heads(adapter_for(build_model(cfg).eval(), TOK, TOK))
+    kinds = set(found.frame["kind"])
+    assert {"encoder_self", "cross"} <= kinds and (found.frame["pattern"] != "").all()
