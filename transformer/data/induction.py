@@ -30,6 +30,12 @@ class Repeat:
     second: int
     length: int
 
+    @property
+    def determined(self) -> tuple[int, ...]:
+        """The 0-based positions the sequence determines: the repeat's tokens after its first, each the token that
+        followed the current one's only earlier occurrence (the repeat's first token and what follows it are not)."""
+        return tuple(range(self.second + 1, self.second + self.length))
+
 
 def draw_repeat(rng: random.Random, min_len: int, max_len: int, letters: str) -> Repeat:
     """min_len..max_len distinct random letters, except a chunk of len // 3..len // 2 of them (at least MIN_CHUNK)
@@ -44,9 +50,9 @@ def draw_repeat(rng: random.Random, min_len: int, max_len: int, letters: str) ->
 
 
 def generate_induction(seed: int, n_train: int, n_valid: int, min_len: int, max_len: int, letters: str,
-                       max_generated: int) -> tuple[list[Example], list[Example]]:
-    """Train and validation examples (source "", target a sequence); validation sequences are distinct and never
-    in training."""
+                       max_generated: int) -> tuple[list[Example], list[Example], dict[str, tuple[int, ...]]]:
+    """Train and validation examples (source "", target a sequence), validation sequences distinct and never in
+    training, and each validation sequence's determined positions (`Repeat.determined`)."""
     check_int("min_len", min_len, 2 * MIN_CHUNK, 200)
     check_int("max_len", max_len, min_len, len(letters))
     check_int("n_train", n_train, 1, max_generated)
@@ -54,12 +60,13 @@ def generate_induction(seed: int, n_train: int, n_valid: int, min_len: int, max_
     if len(letters) ** min_len < 4 * n_valid:
         raise ConfigError(f"too few distinct sequences of {min_len} letters for {n_valid} validation sequences")
     rng = random.Random(seed)
-    valid: dict[str, None] = {}
+    valid: dict[str, tuple[int, ...]] = {}
     while len(valid) < n_valid:
-        valid[draw_repeat(rng, min_len, max_len, letters).text] = None
+        r = draw_repeat(rng, min_len, max_len, letters)
+        valid.setdefault(r.text, r.determined)
     train: list[str] = []
     while len(train) < n_train:
         text = draw_repeat(rng, min_len, max_len, letters).text
         if text not in valid:
             train.append(text)
-    return [Example("", t) for t in train], [Example("", t) for t in valid]
+    return [Example("", t) for t in train], [Example("", t) for t in valid], valid

@@ -72,9 +72,9 @@ def draw_recall(rng: random.Random, min_len: int, max_len: int, pairs: int = REC
 
 
 def generate_recall(seed: int, n_train: int, n_valid: int, min_len: int, max_len: int,
-                    max_generated: int) -> tuple[list[Example], list[Example]]:
-    """Train and validation examples (source "", target a stream); validation streams are distinct and never in
-    training."""
+                    max_generated: int) -> tuple[list[Example], list[Example], dict[str, tuple[int, ...]]]:
+    """Train and validation examples (source "", target a stream), validation streams distinct and never in
+    training, and each validation stream's determined positions (`Recall.asked`)."""
     check_int("min_len", min_len, RECALL_PAIRS * (1 + RECALL_ASKS) * (1 + RECALL_VALUE) + 8, RECALL_LONGEST)
     check_int("max_len", max_len, min_len, RECALL_LONGEST)
     check_int("n_train", n_train, 1, max_generated)
@@ -82,12 +82,13 @@ def generate_recall(seed: int, n_train: int, n_valid: int, min_len: int, max_len
     if n_valid > 100_000:
         raise ConfigError(f"at most 100,000 validation streams, got {n_valid}")
     rng = random.Random(seed)
-    valid: dict[str, None] = {}
+    valid: dict[str, tuple[int, ...]] = {}
     while len(valid) < n_valid:
-        valid[draw_recall(rng, min_len, max_len).text] = None
+        r = draw_recall(rng, min_len, max_len)
+        valid.setdefault(r.text, r.asked)
     train: list[str] = []
     while len(train) < n_train:
         text = draw_recall(rng, min_len, max_len).text
         if text not in valid:
             train.append(text)
-    return [Example("", t) for t in train], [Example("", t) for t in valid]
+    return [Example("", t) for t in train], [Example("", t) for t in valid], valid

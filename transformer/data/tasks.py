@@ -26,7 +26,9 @@ MAX_STRING_LEN = 200
 
 @dataclass
 class Task:
-    """A dataset ready for training: tokenizers, train/valid examples, a probe sentence and its recipe."""
+    """A dataset ready for training: tokenizers, train/valid examples, a probe sentence and its recipe; for a stream
+    task (`induction`, `recall`), `determined` maps each validation target to its determined 0-based positions (the
+    tokens the stream fixes, e.g. a recalled value; the rest is random filler)."""
 
     name: str
     level: str
@@ -36,6 +38,7 @@ class Task:
     valid: list[Example]
     probe: str
     spec: dict[str, Any]
+    determined: dict[str, tuple[int, ...]] | None = None
 
     @property
     def has_alignment(self) -> bool:
@@ -175,18 +178,19 @@ def make_task(spec: TaskSpec, *, tokenizers: tuple[Tokenizer, Tokenizer] | None 
             spec = replace(spec, min_len=INDUCTION_MIN_LEN, max_len=INDUCTION_MAX_LEN)
         n_train = 50_000 if spec.n_train is None else spec.n_train
         spec = replace(spec, n_train=n_train)
-        train, valid = generate_induction(seed, n_train, n_valid, spec.min_len, spec.max_len,
-                                          INDUCTION_ALPHABET, MAX_GENERATED)
+        train, valid, determined = generate_induction(seed, n_train, n_valid, spec.min_len, spec.max_len,
+                                                      INDUCTION_ALPHABET, MAX_GENERATED)
         tok = build_char_tokenizer(INDUCTION_ALPHABET)  # the probe: a sequence with its repeat, read as the prompt
-        return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
+        return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict(), determined)
     if name == "recall":  # one alphabet: keys, values and filler (the probe: a validation stream, as the prompt)
         if (spec.min_len, spec.max_len) == (TaskSpec.min_len, TaskSpec.max_len):
             spec = replace(spec, min_len=RECALL_MIN_LEN, max_len=RECALL_MAX_LEN)
         n_train = 50_000 if spec.n_train is None else spec.n_train
         spec = replace(spec, n_train=n_train)
-        train, valid = generate_recall(seed, n_train, n_valid, spec.min_len, spec.max_len, MAX_GENERATED)
+        train, valid, determined = generate_recall(seed, n_train, n_valid, spec.min_len, spec.max_len,
+                                                   MAX_GENERATED)
         tok = build_char_tokenizer(INDUCTION_ALPHABET)
-        return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict())
+        return Task(name, "char", tok, tok, train, valid, valid[0].target, spec.to_dict(), determined)
     if name in GENERATED_TASKS:
         n_train = 50_000 if spec.n_train is None else spec.n_train
         spec = replace(spec, n_train=n_train)

@@ -198,8 +198,9 @@ class Trainer:
 
 
 def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
-    """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words.
-    An encoder-only model: its masked-token accuracy instead (`evaluate_masked`)."""
+    """Loss, token accuracy and greedy exact match on up to n validation examples; sacrebleu BLEU/chrF for words;
+    for a stream task (`task.determined`), the teacher-forced greedy accuracy on the tokens each stream determines
+    ("determined_accuracy"). An encoder-only model: its masked-token accuracy instead (`evaluate_masked`)."""
     if isinstance(model, EncoderOnlyTransformer):
         return evaluate_masked(model, task, n, batch_size)
     from ..adapters import decode_texts
@@ -212,16 +213,22 @@ def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 2
     limit = model.cfg.max_len - 1
     device = next(model.parameters()).device
     total_loss, total_tokens, total_correct = 0.0, 0, 0
+    determined_right, determined_total = 0, 0
     with eval_mode(model):
         for i in range(0, len(examples), batch_size):
             chunk = examples[i: i + batch_size]
-            batch = make_batch([task.src_tokenizer.encode(e.source)[:limit] for e in chunk],
-                               [task.tgt_tokenizer.encode(e.target)[:limit] for e in chunk]).to(device)
+            targets = [task.tgt_tokenizer.encode(e.target)[:limit] for e in chunk]
+            batch = make_batch([task.src_tokenizer.encode(e.source)[:limit] for e in chunk], targets).to(device)
             logits = model(batch.src, batch.tgt_in)
             keep = batch.tgt_out != 0
             total_loss += F.cross_entropy(logits[keep], batch.tgt_out[keep], reduction="sum").item()
             total_correct += int((logits.argmax(-1) == batch.tgt_out)[keep].sum())
             total_tokens += int(keep.sum())
+            if task.determined is not None:
+                where = [[p for p in task.determined.get(e.target, ()) if p < len(t)]  # a stream cut at max_len
+                         for e, t in zip(chunk, targets, strict=True)]  # keeps its earlier ones
+                right, asked = _determined_hits(logits, batch.tgt_out, where)
+                determined_right, determined_total = determined_right + right, determined_total + asked
     outputs = decode_texts(model, task.src_tokenizer, task.tgt_tokenizer, [e.source for e in examples], batch_size)
     refs = [task.tgt_tokenizer.decode(task.tgt_tokenizer.encode(e.target)) for e in examples]
     metrics: dict[str, Any] = {
@@ -230,6 +237,8 @@ def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 2
         "token_accuracy": total_correct / max(total_tokens, 1),
         "exact_match": sum(o == r for o, r in zip(outputs, refs, strict=True)) / len(examples),
     }
+    if task.determined is not None and determined_total:
+        metrics["determined_accuracy"] = determined_right / determined_total
     if task.level == "word":  # standard scores: detokenized, cased output against the raw reference lines
         metrics.update(corpus_scores(outputs, [e.target for e in examples]))
     aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
@@ -242,6 +251,16 @@ def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 2
     metrics["examples"] = [{"source": e.source, "reference": r, "output": o}
                            for e, r, o in list(zip(examples, refs, outputs, strict=True))[:5]]
     return metrics
+
+
+def _determined_hits(logits: torch.Tensor, labels: torch.Tensor, positions: list[list[int]]) -> tuple[int, int]:
+    """How many of each row's determined target positions the logits' argmax gets right, and how many there are."""
+    rows = [r for r, where in enumerate(positions) for _ in where]
+    cols = [p for where in positions for p in where]
+    if not rows:
+        return 0, 0
+    r, c = torch.tensor(rows, device=labels.device), torch.tensor(cols, device=labels.device)
+    return int((logits[r, c].argmax(-1) == labels[r, c]).sum()), len(rows)
 
 
 def evaluate_masked(model: EncoderOnlyTransformer, task: Task, n: int = 500, batch_size: int = 256) -> dict[str, Any]:
