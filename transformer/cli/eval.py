@@ -1,5 +1,6 @@
-"""`python -m transformer eval MODEL`: a checkpoint's validation metrics, BLEU/chrF of any model on aligned files
-(--data), or a decoder-only model's perplexity on a text (--text-file), printed as one JSON object."""
+"""`python -m transformer eval MODEL`: a checkpoint's validation metrics (--save: stored as its card's), BLEU/chrF of
+any model on aligned files (--data), or a decoder-only model's perplexity on a text (--text-file), as one JSON
+object."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,14 @@ from ..analysis import corpus_scores
 from ..data import TaskSpec, read_aligned_files
 from ..decode import beam_texts, perplexity, score_parallel
 from ..model import Seq2SeqTransformer
-from ..store import finite_json, is_checkpoint_folder, load_checkpoint, open_model, task_for_checkpoint
+from ..store import (
+    finite_json,
+    is_checkpoint_folder,
+    load_checkpoint,
+    open_model,
+    task_for_checkpoint,
+    write_metrics,
+)
 from ..train import evaluate_model
 from .common import Commands, UsageError, add_model_arguments, positive_int
 
@@ -29,6 +37,9 @@ def register(commands: Commands) -> None:
     ev.add_argument("--data", nargs=2, metavar=("SRC", "TGT"), help="score BLEU/chrF on these aligned files")
     ev.add_argument("--text-file", metavar="PATH", help="decoder-only models: perplexity on this text, one "
                     "line at a time (.gz ok)")
+    ev.add_argument("--save", action="store_true", help="our checkpoints: store these greedy validation metrics in "
+                    "its config.json (the model card's scores), as training's last evaluation did; nothing else "
+                    "is written")
     add_model_arguments(ev)
     ev.set_defaults(run=run)
 
@@ -58,6 +69,9 @@ def read_text_lines(path: str, n: int | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """`eval`: validation metrics of a checkpoint, or BLEU/chrF of any model on --data, as one JSON object."""
+    if args.save and (args.text_file or args.data or args.beam > 1):
+        raise UsageError("--save stores a checkpoint's greedy validation metrics: leave out --text-file, --data "
+                         "and --beam")
     if args.text_file:
         adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
         lines = read_text_lines(args.text_file, args.n)
@@ -81,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     _check_corpus_files(ckpt.task_spec, args.dir)
     task = task_for_checkpoint(ckpt)
     metrics = evaluate_model(ckpt.model, task, args.n or len(task.valid))
+    if args.save:  # as the trainer saves its evaluation: with the examples and the step
+        write_metrics(args.dir, {**metrics, "step": ckpt.step})
     metrics.pop("examples", None)
     if args.beam > 1 and "bleu" in metrics and isinstance(ckpt.model, Seq2SeqTransformer):
         examples = task.valid[: args.n or len(task.valid)]
