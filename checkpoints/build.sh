@@ -36,6 +36,12 @@ train --task toy-en-de --architecture encoder-only --out checkpoints/toy-en-de-e
 for c in reverse reverse-decoder-only sort toy-en-de toy-en-de-encoder-only; do
   "$PY" -m transformer eval "checkpoints/$c" --n 500
 done
+# the stream models: most of a stream is random filler, so their cards score the tokens a stream determines (the
+# repeat after its first token, each recalled value symbol); --save stores 500 validation streams' metrics in
+# config.json (the card's), the weights untouched (a checkpoint trained before this metric gets it the same way)
+for c in induction recall; do
+  "$PY" -m transformer eval "checkpoints/$c" --n 500 --save
+done
 
 # multi30k-en-de: the real-corpus model (not part of `make checkpoints`' default run: pass MULTI30K=1; it needs
 # ../shared/data/multi30k and a bit over an hour on 2 cores). Built with exactly this command on the shared 2-core

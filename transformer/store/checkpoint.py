@@ -90,7 +90,8 @@ class Checkpoint:
                           self.known_heads)
 
 
-_CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "bleu", "chrf", "bleu_signature")
+_CARD_METRICS = ("n", "loss", "token_accuracy", "exact_match", "determined_accuracy", "bleu", "chrf",
+                 "bleu_signature")
 
 
 def model_card(name: str, task: str, level: str, cfg: ModelConfig, parameters: int, steps: int, seconds: float,

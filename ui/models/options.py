@@ -122,6 +122,11 @@ def _translates(card: dict[str, Any]) -> bool:
         (card.get("metrics") or {}).get("bleu"), (int, float))
 
 
+def _streams(card: dict[str, Any]) -> bool:
+    """A stream task's card (induction, recall): scored on the tokens its streams determine."""
+    return isinstance((card.get("metrics") or {}).get("determined_accuracy"), (int, float))
+
+
 def _task_words(card: dict[str, Any]) -> str:
     task, level = card.get("task"), card.get("level")
     return f"{_TASKS.get(task, task)} · reads {_LEVELS.get(level, f'{level} tokens')}"
@@ -131,6 +136,12 @@ def card_help(card: dict[str, Any]) -> str | None:
     """What the card's scores are, with the sacrebleu signatures that say how BLEU and chrF were computed (a tooltip:
     the signature itself means nothing to a newcomer), or None for a card with no such scores."""
     metrics = card.get("metrics") or {}
+    if _streams(card):
+        return ("Determined tokens right: the share of the tokens a validation stream determines (e.g. a recalled "
+                "value: each symbol of a key's value when the pair is seen again; the repeat of a repeated chunk) "
+                "that the model predicts when fed the stream (teacher forcing). The rest of a stream is random "
+                "filler that no model can predict, so a whole stream is never exactly right. Tokens right: the "
+                "share of all the stream's tokens right, filler included.")
     if not _translates(card):
         return ("Exact match: the share of validation examples whose whole output is right. Tokens right: the share "
                 "of output tokens right when the model is fed the reference (teacher forcing).") if metrics else None
@@ -176,9 +187,10 @@ def _card_lines(card: dict[str, Any]) -> list[str]:
              f"**Parameters** {card.get('parameters', 0):,}",
              f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]
     # what means something for the task: a translation's BLEU and chrF (an exact match of a whole sentence is rare
-    # and says little), a built-in task's exact match
+    # and says little), a stream's determined tokens (the rest is random filler), a built-in task's exact match
     scores = (("bleu", "BLEU", "{:.1f}"), ("chrf", "chrF", "{:.1f}")) if _translates(card) else (
-        ("exact_match", "exact match", "{:.0%}"),)
+        (("determined_accuracy", "determined tokens right", "{:.1%}"),) if _streams(card) else (
+            ("exact_match", "exact match", "{:.0%}"),))
     shown = [(label, metrics[key], fmt) for key, label, fmt in (
         *scores, ("token_accuracy", "tokens right", "{:.1%}"), ("loss", "validation loss", "{:.3f}"))
         if isinstance(metrics.get(key), (int, float))]
