@@ -113,7 +113,10 @@ def select_model(option_id: str) -> None:
 
 
 _TASKS = {"corpus": "translation, learned from a parallel corpus", "reverse": "reverse a string of letters",
-          "copy": "copy a string of letters", "sort": "sort a string of letters"}
+          "copy": "copy a string of letters", "sort": "sort a string of letters",
+          "toy-en-de": "translation of the toy English–German grammar",
+          "induction": "continue a stream of random letters whose one chunk repeats",
+          "recall": "recall each key's value from earlier in a long stream"}
 _LEVELS = {"bpe": "subword tokens (pieces of words)", "char": "one token per character", "word": "one token per word"}
 
 
