@@ -51,7 +51,7 @@ class ProgressLine:
 
 def metrics_text(metrics: dict[str, Any]) -> str:
     """The figures of an evaluation, e.g. "loss 0.1234, token_accuracy 0.98"."""
-    keys = ("loss", "token_accuracy", "exact_match", "bleu", "chrf")
+    keys = ("loss", "token_accuracy", "exact_match", "determined_accuracy", "bleu", "chrf")
     return ", ".join(f"{k} {metrics[k]:.4g}" for k in keys if isinstance(metrics.get(k), (int, float)))
 
 
