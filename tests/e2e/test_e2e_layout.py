@@ -220,3 +220,68 @@ def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(tmp_pat
         finally:
             browser.close()
     assert problems == [], "\n".join(problems)
+
+
+# A model of Qwen2-0.5B's heads (14 a layer, 4 layers, a tiny width) under a long document at 1280x720: the document
+# view's decode, then Decode's and Attention's maps beside their side columns (their legends within the columns,
+# whatever width the step's token labels take) and the head overview's title clear of its subtitle; then presenter
+# mode at 1280x720 on the shipped model with ~40 target tokens: each page's map within its column and the screen.
+QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)
+LONG_TEXT = ("Two young children in blue shirts and a man in a red hat are playing soccer on a green field near the "
+             "old church while their parents and a small brown dog watch them from a wooden bench.")
+def _layout_found(page) -> dict:
+    from tests.e2e.layout_check import LAYOUT_CHECK_JS
+
+    wait_idle(page, 120_000)
+    page.wait_for_timeout(800)  # a chart laid out after the last rerun
+    wait_idle(page, 120_000)
+    return {what: boxes for what, boxes in page.evaluate(LAYOUT_CHECK_JS).items() if boxes}
+
+
+def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(tmp_path):
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.test_e2e_presenter import FIRST_SCREEN_JS
+    from tests.helpers.hf_causal_models import build, lines
+
+    build("qwen2", tmp_path / "hf" / "qwen2-14-heads", size=QWEN2_14)
+    env = {"ATTENTION_STUDIO_HF_MODELS": str(tmp_path / "hf")}
+    with running_app(shipped_checkpoints(), tmp_path / "runs", default="multi30k-en-de", extra_env=env) as server, \
+            sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = new_page(browser)
+            page.set_viewport_size({"width": 1280, "height": 720})
+            page.set_default_timeout(180_000)
+            page.goto(f"{server.url}/decode?model=hf:qwen2-14-heads")
+            page.locator(".st-key-long_doc_on label").click()
+            box = page.locator(".st-key-long_doc_text textarea")
+            box.fill("\n".join(lines(30)))
+            box.press("Control+Enter")
+            page.locator(".st-key-long_doc_job_run button").click()
+            page.get_by_text(re.compile(r"^Layer 1's heads over all")).wait_for()
+            page.wait_for_url(re.compile(r"[?&]zoom="))
+            page.get_by_text(re.compile(r"rows up to step 1 · layer 4")).first.wait_for(state="attached")
+            assert _layout_found(page) == {}, "Decode under a document"
+            page.goto(page.url.replace("/decode?", "/attention?"))  # the document's link: decode and pass kept
+            page.locator(".st-key-attention_overview svg.marks").wait_for(state="attached")
+            page.get_by_text("layer 4 · mean of 14 heads").first.wait_for(state="attached")
+            assert _layout_found(page) == {}, "Attention under a document"
+            assert page_errors(page) == []
+            page.context.close()
+            for path in ("decode", "attention"):
+                page = new_page(browser)
+                page.set_viewport_size({"width": 1280, "height": 720})
+                query = urlencode({"model": "shipped:multi30k-en-de", "text": LONG_TEXT, "present": "1"})
+                page.goto(f"{server.url}/{path}?{query}")
+                page.locator('[data-testid="stVegaLiteChart"] :is(svg.marks, canvas)').first.wait_for(timeout=120_000)
+                found = _layout_found(page)
+                assert found == {}, f"/{path} presenting at 1280x720: {found}"
+                [box] = page.evaluate(FIRST_SCREEN_JS, ["rows up to step" if path == "decode" else None])["boxes"]
+                assert box is not None and 0 <= box[0] and box[2] <= 1280 and box[3] <= 720, f"/{path}: the map {box}"
+                assert page_errors(page) == []
+                page.context.close()
+        finally:
+            browser.close()

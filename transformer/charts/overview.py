@@ -72,4 +72,4 @@ def head_overview(frame: pd.DataFrame, statistic: str, kind: str, *, size: int =
         title=alt.TitleParams(f"{KIND_TITLES[kind]} · {counted(n_layers, 'layer')} × {counted(n_heads, 'head')} · "
                               f"{title}",
                               subtitle="click a head to open it, double-click to clear", anchor="start",
-                              fontSize=13, subtitleColor="#555"))
+                              fontSize=13, subtitleColor="#555", subtitlePadding=4))  # (at 0 the boxes overlapped)

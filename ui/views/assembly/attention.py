@@ -44,6 +44,7 @@ from ..features import (
 from ..kit import (
     COMBINE,
     LINK_PARAMS,
+    MAP_WIDTH,
     Column,
     Selection,
     bind_reference,
@@ -62,6 +63,7 @@ from ..kit import (
     large_map,
     layer_picker,
     map_columns,
+    map_fit,
     md,
     model_text_input,
     overview_first,
@@ -205,9 +207,11 @@ def show_large_map(sel: Selection) -> None:
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole; on a
         # projector (1280x720) the map with its axis title fits the first screen under the folded controls and the
         # gold toggle (its rows end above y=720)
+        # (its size fitted to its column with its token labels and legend, and on a projector to the screen's height)
         heatmap = large_map(trace, kind, layer, head, combine, fixed_scale=sel.fixed_scale,
-                            gold=gold if show_gold else (),
-                            size=PRESENTED_MAP_SIZE if presenting() else 300, large_labels=presenting(), keys=keys)
+                            gold=gold if show_gold else (), large_labels=presenting(), keys=keys,
+                            **map_fit(trace, kind, PRESENTED_MAP_SIZE if presenting() else 300, MAP_WIDTH, keys,
+                                      presenting=presenting()))
         if combine == "pick" and head is not None and sel.maps is sel.result.trace:  # a cell: What made this score
             show_chart(clickable_cells(heatmap), key="attention_heatmap", width="content", selection_mode=QK_CELL,
                        on_select=partial(open_clicked_cell, "attention_heatmap", KEYS["qkq"], KEYS["qkk"],

@@ -32,6 +32,7 @@ from ..kit import (
     key_window,
     kind_title,
     map_columns,
+    map_fit,
     map_kind,
     presenting,
     show_chart,
@@ -67,8 +68,9 @@ def show_step_map(sel: Selection, gold: list) -> Window:
                   + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
     heatmap = cached_chart(attention_heatmap, trace, kind, layer, head, max_row=row, highlight_row=row,
                            gold=gold if st.session_state.get(KEYS["gold"], True) else (),
-                           size=PRESENTED_MAP_SIZE if presenting() else MAP_SIZE, title="",
-                           large_labels=presenting(), keys=keys, max_width=MAP_WIDTH)
+                           title="", large_labels=presenting(), keys=keys,
+                           **map_fit(trace, kind, PRESENTED_MAP_SIZE if presenting() else MAP_SIZE, MAP_WIDTH, keys,
+                                     presenting=presenting()))
     if head is not None:  # a cell opens What made this score at this step's query
         show_chart(clickable_cells(heatmap), key="decode_heatmap", width="content", selection_mode=QK_CELL,
                    on_select=partial(open_clicked_cell, "decode_heatmap", None, KEYS["qkk"],

@@ -38,6 +38,7 @@ from .inference import (
     teacher,
 )
 from .link_params import LINK_OPENS, LINK_PARAMS
+from .map_fit import map_fit
 from .presenting import (
     NEXT_HEAD_KEY,
     NEXT_STEP_KEY,
@@ -102,7 +103,7 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "decoding_message", "default_text", "gold_alignment_for", "gold_cells", "gold_for", "greedy",
            "greedy_or_message", "greedy_pair", "grid_cell", "group_head_name", "head_keys", "head_label", "head_picker",
            "job_running", "keep_result", "kept_result", "key_window", "kind_picker", "kind_title", "large_map",
-           "layer_picker", "map_columns", "map_kind", "md", "md_token", "model_caption", "needs_page_width",
+           "layer_picker", "map_columns", "map_fit", "map_kind", "md", "md_token", "model_caption", "needs_page_width",
            "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model", "share_reference",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]

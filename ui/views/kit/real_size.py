@@ -24,11 +24,11 @@ from transformer.decode import ALL_TITLES, MEAN_HEAD, AttentionTrace
 from transformer.model import Head
 
 from .head_link import head_page_link
+from .map_fit import fits_column
 from .selection import LINK_PARAMS
 from .widgets import MAP_LABELS_PX, PAGE_PX, SlideTitle, show_chart, slide_downloads
 
 MAP_WIDTH = PAGE_PX - MAP_LABELS_PX  # pixels a map's plotting area may take when it has the page's width
-COLUMN_MAP_WIDTH = 336  # ... and beside the side column: a map of more keys than fit here takes the page's width
 OVERVIEW_FIRST = 16  # more heads of one kind than this (layers x heads): the overview is the first view
 COMBINE = {"pick": "As picked (a head or the mean)", "max": "Max over heads", "rollout": "Rollout across layers",
            "group": "Mean within the key/value group"}  # "group": offered only for a grouped-query kind
@@ -112,8 +112,9 @@ def overview_first(trace: AttentionTrace, kind: str) -> bool:
 
 
 def needs_page_width(trace: AttentionTrace, kind: str) -> bool:
-    """Whether a map of this kind needs the page's whole width: its keys do not fit beside the side column."""
-    return trace.axis_sizes(kind)[1] > keys_per_window(COLUMN_MAP_WIDTH)
+    """Whether a map of this kind needs the page's whole width: its keys, beside its token labels and legend, do not
+    fit beside the side column."""
+    return not fits_column(trace, kind)
 
 
 def map_columns(trace: AttentionTrace, kind: str, spec: list[int]) -> tuple[Any, Any]:
@@ -152,11 +153,13 @@ def combined_title(kind: str, layer: int, head: int | None, combine: str) -> str
 
 def large_map(trace: AttentionTrace, kind: str, layer: int, head: int | None, combine: str,
               **options: Any) -> alt.LayerChart:
-    """The large map: one head (or the mean), or the heads combined (max, rollout), within the key window."""
+    """The large map: one head (or the mean), or the heads combined (max, rollout), within the key window (its
+    plotting area at most `max_width`, by default the page's)."""
+    options.setdefault("max_width", MAP_WIDTH)
     if combine == "pick":
-        return attention_heatmap(trace, kind, layer, head, max_width=MAP_WIDTH, **options)
+        return attention_heatmap(trace, kind, layer, head, **options)
     if combine == "group":
         options.pop("gold", None)
-        return attention_heatmap(group_mean_trace(trace, kind), kind, layer, head, max_width=MAP_WIDTH, **options)
+        return attention_heatmap(group_mean_trace(trace, kind), kind, layer, head, **options)
     options.pop("gold", None)  # a combined map is no head's: the gold outline belongs to heads
-    return aggregate_heatmap(trace, kind, combine, layer, max_width=MAP_WIDTH, **options)
+    return aggregate_heatmap(trace, kind, combine, layer, **options)

@@ -1,0 +1,52 @@
+"""How large a map may be drawn beside its side column: its plotting area, token labels and colour legend within the
+column's width at a 1280-px window (the sidebar open, or presenter mode's screen beside the QR code), and on a
+projector its rows within 1280x720's first screen."""
+from __future__ import annotations
+
+from transformer.charts import keys_per_window, text_width, visible_token
+from transformer.decode import AttentionTrace
+
+MAP_COLUMN_PX = 424  # the map's column beside its side column (3:2 or 9:6) in the 760-px main block at 1280 px
+PRESENTED_COLUMN_PX = 540  # ... in presenter mode (no sidebar; the QR code's margin; Decode's 11:9 the narrower)
+MAP_FRAME_PX = 112  # beside the plot and its token labels: the axis title, the colour legend and the paddings
+LABEL_LIMIT_PX = 120  # the charts cut a vertical axis's token label at this width
+PRESENTED_ROWS_PX = 340  # presenter mode: the rows a map may take so its last row and axis end above 720 px
+LABELLED_CELL, BARE_CELL = 12.0, 8.0  # pixels: the smallest cell whose token labels do not overprint; the charts' floor
+# (labels left off, each token in its tooltip)
+
+
+def label_px(trace: AttentionTrace, kind: str, large: bool = False) -> float:
+    """The widest query token label as drawn (11 px type; 18 px on a projector), at most the charts' limit."""
+    font = 18 if large else 11
+    widths = [text_width(visible_token(t), font) for t in trace.labels(kind)[0]]
+    return min(LABEL_LIMIT_PX, max(widths, default=0.0))
+
+
+def column_room(trace: AttentionTrace, kind: str, presenting: bool = False) -> int:
+    """Pixels the plotting area of a map of this kind may take beside its side column."""
+    column = PRESENTED_COLUMN_PX if presenting else MAP_COLUMN_PX
+    return int(column - MAP_FRAME_PX - label_px(trace, kind, presenting))
+
+
+def fits_column(trace: AttentionTrace, kind: str) -> bool:
+    """Whether every key of this kind fits beside the side column at the smallest pointable cell."""
+    return trace.axis_sizes(kind)[1] <= keys_per_window(column_room(trace, kind))
+
+
+def map_fit(trace: AttentionTrace, kind: str, size: int, page_width: int, keys: tuple[int, int] | None = None, *,
+            presenting: bool = False) -> dict[str, int]:
+    """`size` and `max_width` for `attention_heatmap`: a map beside a side column fits that column with its token
+    labels and legend, one with the page's width keeps `page_width`; on a projector the cells also shrink (to
+    LABELLED_CELL, past that to BARE_CELL without labels) until the rows fit PRESENTED_ROWS_PX."""
+    n_rows, n_keys = trace.axis_sizes(kind)
+    shown = n_keys if keys is None else keys[1] - keys[0]
+    width = page_width
+    if fits_column(trace, kind):
+        width = column_room(trace, kind, presenting)
+        size = min(size, width)
+    if presenting:
+        cell = PRESENTED_ROWS_PX / max(n_rows, 1)
+        cell = cell if cell >= LABELLED_CELL else BARE_CELL
+        width = min(width, int(cell * shown))
+        size = min(size, int(cell * max(n_rows, shown)))
+    return {"size": size, "max_width": width}
