@@ -119,21 +119,32 @@ class CorpusStats:
 
 
 def average_linkage_order(distance: torch.Tensor) -> list[int]:
-    """Leaf order of average-linkage agglomerative clustering of a symmetric distance matrix (N, N)."""
+    """Leaf order of average-linkage agglomerative clustering of a symmetric distance matrix (N, N): at each merge the
+    closest pair of clusters (mean distance between their members; the first such pair in index order), the later
+    one's members appended to the earlier one's. The clusters' distances are updated by Lance and Williams' (1967)
+    rule for average linkage, d(a ∪ b, c) = (|a| d(a, c) + |b| d(b, c)) / (|a| + |b|): O(N^2) a merge."""
+    n = distance.shape[0]
     d = distance.double().clone()
-    clusters: dict[int, list[int]] = {i: [i] for i in range(d.shape[0])}
-    while len(clusters) > 1:
-        ids = list(clusters)
-        best, pair = math.inf, (ids[0], ids[1])
-        for x in range(len(ids)):
-            for y in range(x + 1, len(ids)):
-                rows, columns = clusters[ids[x]], clusters[ids[y]]
-                mean = float(d[rows][:, columns].mean())
-                if mean < best:
-                    best, pair = mean, (ids[x], ids[y])
-        a, b = pair
-        clusters[a] = clusters[a] + clusters.pop(b)
-    return next(iter(clusters.values()))
+    d.fill_diagonal_(math.inf)
+    d = d.triu(1) + torch.full_like(d, math.inf).tril()  # pairs (x < y) only
+    sizes = [1] * n
+    members: dict[int, list[int]] = {i: [i] for i in range(n)}
+    full = distance.double().clone()  # the symmetric cluster distances, updated in place
+    for _ in range(n - 1):
+        a, b = divmod(int(d.argmin()), n)  # the first minimum in row-major order: x < y, as the pairs are read
+        merged = (sizes[a] * full[a] + sizes[b] * full[b]) / (sizes[a] + sizes[b])
+        full[a], full[:, a] = merged, merged
+        sizes[a] += sizes[b]
+        members[a] += members.pop(b)
+        full[b], full[:, b] = math.inf, math.inf
+        d[b], d[:, b] = math.inf, math.inf
+        row = full[a].clone()
+        row[: a + 1] = math.inf
+        d[a] = row
+        col = full[:, a].clone()
+        col[a:] = math.inf
+        d[:, a] = col
+    return next(iter(members.values()))
 
 
 def _trace(adapter: InspectableModel, text: str, output: str | None) -> AttentionTrace:

@@ -217,3 +217,28 @@ def test_examples_are_the_sentences_nearest_and_furthest_from_a_heads_average(re
     assert most == order[:2] and least == order[::-1][:2]
     with pytest.raises(KeyError, match="no head"):
         stats.examples("encoder_self", 5, 0)
+
+
+def _average_linkage_by_definition(distance: torch.Tensor) -> list[int]:
+    """Average linkage read off its definition: every pair of clusters' mean member distance, recomputed at each
+    merge, the first closest pair in index order merged (the later one's members appended)."""
+    clusters = {i: [i] for i in range(distance.shape[0])}
+    d = distance.double()
+    while len(clusters) > 1:
+        ids = list(clusters)
+        pairs = [(float(d[clusters[x]][:, clusters[y]].mean()), i, j)
+                 for i, x in enumerate(ids) for j, y in enumerate(ids) if i < j]
+        _, i, j = min(pairs)
+        clusters[ids[i]] += clusters.pop(ids[j])
+    return next(iter(clusters.values()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_clustering_order_is_average_linkage_by_its_definition(seed):
+    gen = torch.Generator().manual_seed(seed)
+    n = 3 + seed * 3
+    points = torch.rand(n, 4, generator=gen)
+    distance = torch.cdist(points, points)
+    if seed % 3 == 0:
+        distance = (distance * 4).round() / 4  # many ties: the first closest pair in index order
+    assert average_linkage_order(distance) == _average_linkage_by_definition(distance)
