@@ -83,16 +83,16 @@ def _native_inputs(module: MultiHeadAttention, args: tuple, kwargs: dict, terms:
         q, (k, v) = _heads(torch.nn.functional.linear(x, *_q_weights(module)), module.n_heads), kv
     if kwargs.get("q_scale") is not None:  # log-n scaling: the queries the softmax saw are the scaled ones
         q = q * kwargs["q_scale"]
-    term = _mask_term(kwargs, q, k.shape[2]) if terms else None
+    term = _mask_term(kwargs, module.window, q, k.shape[2]) if terms else None
     rules = ScoreRules(q.shape[-1] ** -0.5, window=module.window) if module.window is not None else None
     return AttentionInputs(q.detach(), k.detach(), v.detach(), q.shape[-1] ** -0.5,
                            {} if term is None else {"mask": term}, rules=rules)
 
 
-def _mask_term(kwargs: dict, q: Tensor, n_keys: int) -> Tensor | None:
+def _mask_term(kwargs: dict, window: int | None, q: Tensor, n_keys: int) -> Tensor | None:
     """The additive mask our attention applied: its mask argument, the causal rule (the queries the last of the keys'
-    positions) and a local layer's window."""
-    mask, causal, window = kwargs.get("mask"), bool(kwargs.get("is_causal")), kwargs.get("window")
+    positions) and a local layer's `window`."""
+    mask, causal = kwargs.get("mask"), bool(kwargs.get("is_causal"))
     if window is not None and causal and mask is None:  # a local layer's causal pass: its band
         mask, causal = band_mask(q.shape[2], n_keys, window, q.device), False
     return additive_mask(mask, causal, q.shape[2], n_keys, q)

@@ -139,13 +139,13 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, *, kv: tuple[Tensor, Tensor] | None = None, mask: Tensor | None = None,
                 is_causal: bool = False, need_weights: bool = False, head_mask: Tensor | None = None,
-                cache: KVBuffer | None = None, rotary: Rotation | None = None, window: int | None = None,
+                cache: KVBuffer | None = None, rotary: Rotation | None = None,
                 q_scale: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Self-attention over `x` (after earlier positions held in `cache`, if given), or attention from `x`
         to precomputed per-head keys/values `kv`; `rotary` rotates this call's queries and keys (RoPE; the cache
-        holds rotated keys). `is_causal`: the queries are the last Tq of the keys' positions (after a cache too);
-        `window` with it: a sliding window over them (a padded call passes both inside `mask` instead); `q_scale`
-        (B, 1, Tq, 1) multiplies the queries (log-n scaling)."""
+        holds rotated keys). `is_causal`: the queries are the last Tq of the keys' positions (after a cache too),
+        within a local layer's `window` (a padded call passes both inside `mask` instead); `q_scale` (B, 1, Tq, 1)
+        multiplies the queries (log-n scaling)."""
         b, t, d = x.shape
         if kv is None:
             q, k, v = self.in_proj(x).chunk(3, dim=-1)  # (B, T, D) each
@@ -159,7 +159,7 @@ class MultiHeadAttention(nn.Module):
         if q_scale is not None:
             q = q * q_scale
         p = self.dropout if self.training else 0.0
-        tk = k.size(-2)
+        tk, window = k.size(-2), self.window
         if is_causal and mask is None and (window is not None or tk != t):  # a window, or a chunk after a cache
             if not need_weights and p == 0.0 and t > LOCAL_BLOCK:  # a long pass: a block of rows at a time
                 return self._merge(causal_blocks(q, k, v, window), head_mask, b, t, d), None

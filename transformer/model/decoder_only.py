@@ -141,10 +141,9 @@ class DecoderOnlyTransformer(nn.Module):
             hm = None if head_mask is None or KIND not in head_mask else head_mask[KIND][i]
             kv = cache.self_kv[i] if cache is not None else None
             near = self.cfg.is_local(i)
-            x, w = layer(x, mask=local if near else mask, is_causal=causal if local is None or not near else False,
+            x, w = layer(x, mask=local if near else mask, is_causal=causal,
                          need_weights=need_weights, head_mask=hm, cache=kv,
-                         rotary=rot if self.cfg.rotates(i) else None, window=self.cfg.window if near else None,
-                         q_scale=scales[near])
+                         rotary=rot if self.cfg.rotates(i) else None, q_scale=scales[near])
             maps.append(w)
         if cache is not None:
             cache.keep = keys

@@ -51,13 +51,12 @@ class EncoderLayer(_Sublayers):
 
     def forward(self, x: Tensor, *, mask: Tensor | None, need_weights: bool, head_mask: Tensor | None = None,
                 is_causal: bool = False, cache: KVBuffer | None = None, rotary: Rotation | None = None,
-                window: int | None = None, q_scale: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """`is_causal`, `cache`, `rotary`, `window` and `q_scale` serve our decoder-only model, whose layers are these
-        with a causal mask (and RoPE, local windows and log-n scaling, when its config says so)."""
+                q_scale: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """`is_causal`, `cache`, `rotary` and `q_scale` serve our decoder-only model, whose layers are these with a
+        causal mask (and RoPE, local windows and log-n scaling, when its config says so)."""
         x, w = self.residual(0, x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal,
                                                             need_weights=need_weights, head_mask=head_mask,
-                                                            cache=cache, rotary=rotary, window=window,
-                                                            q_scale=q_scale))
+                                                            cache=cache, rotary=rotary, q_scale=q_scale))
         x, _ = self.residual(1, x, self.ff)
         return x, w
 
