@@ -32,7 +32,7 @@ from .attribution import (
     baseline_score,
     substituted,
 )
-from .circuit import INDUCTION, PREVIOUS_TOKEN, circuit_heads, known_circuit
+from .circuits import INDUCTION, PREVIOUS_TOKEN, CircuitResult, circuit_heads, find_circuit, known_circuit
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .composition import MODES as COMPOSITION_MODES
 from .composition import composition_scores, strongest
@@ -181,7 +181,7 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
            "attention_change", "attention_difference", "attribute_in_chunks", "attribute_step", "attribute_steps",
            "available_statistics", "average_agreement", "average_drops", "average_linkage_order", "baseline_score",
            "batch_mask", "bf16_bound", "capture_decode", "capture_path", "check_edit", "check_selection",
-           "checked_estimate", "circuit_heads", "common_prefix", "compare_edit", "comparison_frame",
+           "checked_estimate", "circuit_heads", "CircuitResult", "find_circuit", "common_prefix", "compare_edit", "comparison_frame",
            "composition_scores", "computation_at", "contribution_maps", "contributions", "contributions_dict",
            "corpus_scores", "corpus_statistics", "corpus_sums", "cross_through_encoder", "decode_parts", "decoder_ids",
            "detect_heads", "distance_bin_labels", "estimate_agreement", "estimate_head_effects", "estimate_patching",

@@ -13,6 +13,7 @@ The commands, in the order `--help` lists them (the registry is COMMANDS below; 
     composition  Q-, K- and V-composition between every earlier and later head (from the weights)
     routes    the route of each output token through heads, MLPs and positions (information flow routes)
     reliance  source or prefix: each decode step's reliance on the source, detached steps, omitted tokens; --corpus
+    circuit   the circuit carrying an answer: edges scored by EAP-IG or EAP, checked by real edge patching
 
 A command is a module `NAME.py` here with a docstring, `register(commands)` (adds its parser with
 `commands.add_parser("NAME", help=..., description=...)`, its flags, and `set_defaults(run=run)`) and
@@ -37,10 +38,10 @@ from ..decode import InputError
 from ..model import ConfigError
 from ..store import CheckpointError
 from ..train import DeviceError, NonFiniteLossError, PeerLostError
-from . import animate, composition, decode, eval, fill, heads, patch, qk, reliance, routes, train
+from . import animate, circuit, composition, decode, eval, fill, heads, patch, qk, reliance, routes, train
 from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Parser, UsageError
 
-COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, routes, reliance)
+COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, routes, reliance, circuit)
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
                HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError, VideoError, ChartExportError)
 

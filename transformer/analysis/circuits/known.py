@@ -2,9 +2,9 @@
 causal self-attention (Olsson et al. 2022), labelled as `Head.label` writes them ("self:L1H2")."""
 from __future__ import annotations
 
-from ..adapters import InspectableModel
-from ..model import Head
-from .detectors import Detection, detect_heads
+from ...adapters import InspectableModel
+from ...model import Head
+from ..detectors import Detection, detect_heads
 
 PREVIOUS_TOKEN, INDUCTION = "previous-token", "induction"
 

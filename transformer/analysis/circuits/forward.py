@@ -1,0 +1,258 @@
+"""The graph forward: a model run node by node, each downstream input read as a sum of upstream outputs, so that any
+edge can be patched (its upstream output taken from the corrupted run) and any input differentiated.
+
+One run of `graph_forward` starts from each stack's embeddings (`enc:emb`, `dec:emb`: the residual stream the first
+layer reads, as the model computed it) and recomputes every sublayer from the pieces the model itself uses: each
+sublayer's own norm (run live on each input, so patching every edge gives the corrupted run and none the clean one),
+W_Q, W_K, W_V and W_O per head, the rotary tables, query scales and additive score terms (masks, T5's bias), soft-cap
+and sinks its capture recorded, the MLP module itself, and the model's own output function for the logits. A cross-
+attention's keys and values read the encoder's nodes through the encoder's final norm. Pre-norm models only: a
+post-norm stream is not a sum of its nodes' outputs (refused in one line), nor is one whose sublayers norm their
+output before it joins the stream (OLMo 2, Gemma 2 and 3).
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import torch
+from torch import Tensor, nn
+
+from ...adapters import MLP, InspectableModel, ResidualPathError
+from ..qk_attribution import _rotate
+from ..residual_parts import PathCapture, capture_path
+from .graph import LOGITS, CircuitGraph, Sublayer, build_graph
+
+
+@contextmanager
+def finding_mlps(network: nn.Module, norms: dict[int, tuple[str, int]]) -> Iterator[dict[tuple[str, int], nn.Module]]:
+    """While inside, the first module each watched norm's output is handed to (the MLP it feeds), by (stack, layer);
+    `norms` maps id(norm) to (stack, layer). Hooks are borrowed for the call and record only this thread."""
+    me, handles = threading.get_ident(), []
+    outputs: dict[int, tuple[str, int]] = {}
+    found: dict[tuple[str, int], nn.Module] = {}
+    modules = dict(network.named_modules())
+
+    def after_norm(module: nn.Module, args: tuple, out: Tensor) -> None:
+        if threading.get_ident() == me:
+            outputs[id(out)] = norms[id(module)]
+
+    def before(module: nn.Module, args: tuple) -> None:
+        if threading.get_ident() == me and args and isinstance(args[0], Tensor):
+            key = outputs.get(id(args[0]))
+            if key is not None and key not in found:
+                found[key] = module
+
+    try:
+        for module in modules.values():
+            if id(module) in norms:
+                handles.append(module.register_forward_hook(after_norm))
+            elif module is not network:
+                handles.append(module.register_forward_pre_hook(before))
+        yield found
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One model on one input: the graph, the clean run's capture (what the recompute reads) and each MLP module."""
+
+    adapter: InspectableModel
+    graph: CircuitGraph
+    cap: PathCapture
+    mlps: dict[tuple[str, int], nn.Module]
+    position: int  # the output stack's position whose logits the metric reads
+
+    def embeddings(self) -> dict[str, Tensor]:
+        """Each stack's embeddings as this run's model computed them, (1, T, D) float."""
+        return {stack: r[0].float() for stack, r in self.cap.insides.residual.items()}
+
+
+def check_graphable(adapter: InspectableModel, cap: PathCapture) -> None:
+    """ResidualPathError (one line) for a model whose stream is not a sum of its nodes' outputs."""
+    path = cap.path
+    if not path.pre_norm:
+        raise ResidualPathError(f"{adapter.name} is a post-norm model: its residual stream is not a sum of its heads' "
+                                "and MLPs' outputs, so its edges cannot be patched one by one (circuits need pre-norm)")
+    for stack in path.stacks.values():
+        if any(s.out_norm is not None for layer in stack.layers for s in layer):
+            raise ResidualPathError(f"{adapter.name} norms each sublayer's output before it joins the stream: its "
+                                    "edges cannot be patched one by one")
+
+
+def make_plan(adapter: InspectableModel, src: Tensor, tgt: Tensor | None, position: int,
+              graph: CircuitGraph | None = None) -> Plan:
+    """Capture one input (source ids (1, S), decoder inputs (1, T); None for an encoder-only model) and find the MLP
+    modules; call inside `adapter.running()`."""
+    path = adapter.residual_path()
+    norms = {id(s.norm): (stack, layer) for stack, spec in path.stacks.items()
+             for layer, subs in enumerate(spec.layers) for s in subs if s.name == MLP and s.norm is not None}
+    with finding_mlps(adapter.network, norms) as mlps:
+        cap = capture_path(adapter, src, tgt)
+    check_graphable(adapter, cap)
+    missing = [key for key in norms.values() if key not in mlps]
+    if missing:
+        raise ResidualPathError(f"{adapter.name}: the MLP of {missing[0][0]} layer {missing[0][1] + 1} was not found "
+                                "after its norm")
+    if graph is None:
+        graph = build_graph(cap.path, adapter.head_counts(), adapter.head_groups(), adapter.family.output_stack)
+    return Plan(adapter, graph, cap, dict(mlps), position)
+
+
+@dataclass
+class Mixing:
+    """An edge-patched run: `keep[i]` (n_up,) per input, 1 where the edge is in the circuit (its upstream output comes
+    from this run), 0 where it takes the corrupted run's output (`corrupted[stack]`, (N, B, T, D))."""
+
+    corrupted: dict[str, Tensor]
+    keep: list[Tensor]
+
+
+@dataclass
+class _Stack:
+    outs: list[Tensor] = field(default_factory=list)  # each node's output (B, T, D)
+    resid: dict[int, Tensor] = field(default_factory=dict)  # nodes written -> the stream then (plain runs)
+    bias: dict[int, Tensor | float] = field(default_factory=dict)  # nodes written -> the output biases added so far
+
+
+@dataclass(frozen=True)
+class GraphRun:
+    """One graph forward: the logits at the target (B, V), every node's output per stack (N, B, T, D), and the zeros
+    added to the inputs (`probes`, when asked: (input indices, zeros (V, ...)); their gradient is the metric's gradient
+    at each input)."""
+
+    logits: Tensor
+    outs: dict[str, Tensor]
+    probes: list[tuple[tuple[int, ...], Tensor]]
+
+
+def _call(module: nn.Module, x: Tensor) -> Tensor:
+    """A module of the model on float input x, in its own dtype; float out."""
+    param = next(module.parameters(), None)
+    return module(x if param is None else x.to(param.dtype)).float()
+
+
+class _Forward:
+    def __init__(self, plan: Plan, emb: dict[str, Tensor], mixing: Mixing | None, probes: bool) -> None:
+        self.plan, self.mixing, self.want = plan, mixing, probes
+        self.stacks = {s: _Stack([e], {1: e}, {1: 0.0}) for s, e in emb.items()}
+        self.probes: list[tuple[tuple[int, ...], Tensor]] = []
+
+    def read(self, idxs: tuple[int, ...], position: int | None = None) -> Tensor:
+        """The inputs `idxs` (V, B, T, D) (at one position: (V, B, D)), all from one stack's first n_up nodes."""
+        first = self.plan.graph.inputs[idxs[0]]
+        state = self.stacks[first.source]
+        at = (slice(None), slice(None)) if position is None else (slice(None), position)
+        if self.mixing is None:
+            x = state.resid[first.n_up][at]
+            x = x.expand(len(idxs), *x.shape)
+            if self.want:
+                leaf = torch.zeros_like(x, requires_grad=True)
+                self.probes.append((idxs, leaf))
+                x = x + leaf
+            return x
+        outs = torch.stack(state.outs[:first.n_up])[(slice(None), *at)]  # (n, B, T, D)
+        corrupted = self.mixing.corrupted[first.source][:first.n_up][(slice(None), *at)]
+        w = torch.stack([self.mixing.keep[i] for i in idxs], 1).to(outs.dtype)  # (n, V)
+        mixed = torch.einsum("n...,nv->v...", outs, w) + torch.einsum("n...,nv->v...", corrupted, 1 - w)
+        return mixed + state.bias[first.n_up]
+
+    def written(self, stack: str, new: Tensor, bias: Tensor | None) -> None:
+        """Append nodes `new` (P, B, T, D) to `stack`; they and `bias` join its stream."""
+        state = self.stacks[stack]
+        n = len(state.outs)
+        state.outs += list(new)
+        if self.mixing is None:
+            state.resid[n + len(new)] = state.resid[n] + new.sum(0) + (0.0 if bias is None else bias)
+        state.bias[n + len(new)] = state.bias[n] + (0.0 if bias is None else bias)
+
+    def attention(self, sub: Sublayer) -> None:
+        plan, cap = self.plan, self.plan.cap
+        kind, layer = sub.kind, sub.layer
+        inputs = cap.insides.inputs[kind][layer]
+        proj = cap.path.projections[kind][layer]
+        spec = cap.path.stacks[sub.stack].layers[layer]
+        norm = next(s.norm for s in spec if s.name == kind)
+        h, n_kv = sub.n_heads, sub.n_kv
+        q_idx, k_idx, v_idx = sub.inputs[:h], sub.inputs[h:h + n_kv], sub.inputs[h + n_kv:]
+        xq = self.read(q_idx)
+        xq = xq if norm is None else _call(norm, xq)
+        xk, xv = self.read(k_idx), self.read(v_idx)
+        if kind == "cross":
+            xk, xv = plan.adapter.encoder_final_norm(xk).float(), plan.adapter.encoder_final_norm(xv).float()
+        elif norm is not None:
+            xk, xv = _call(norm, xk), _call(norm, xv)
+        dh = inputs.queries.shape[-1]
+        q = _project(xq, proj.wq, proj.bq, h, dh, proj.q_norm)  # (B, H, T, Dh)
+        k = _project(xk, proj.wk, proj.bk, n_kv, dh, proj.k_norm)  # (B, Hkv, S, Dh)
+        v = _project(xv, proj.wv, proj.bv, n_kv, inputs.values.shape[-1], None)
+        tables = cap.record.rotary.get((kind, layer))
+        if tables is not None:
+            cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, rotary width)
+            q = _rotate(q, cos[-q.shape[2]:], sin[-q.shape[2]:], cap.path.half_tables)
+            k = _rotate(k, cos[-k.shape[2]:], sin[-k.shape[2]:], cap.path.half_tables)
+        scales = cap.record.query_scales.get((kind, layer))
+        if scales is not None:
+            q = q * scales.float()
+        groups = list(sub.groups)
+        scores = inputs.capped(q @ k[:, groups].transpose(-2, -1) * inputs.scale)
+        for term in inputs.terms.values():
+            scores = scores + term.float()
+        z = inputs.normalised(scores) @ v[:, groups]  # (B, H, T, Dv)
+        weight, bias = cap.outputs[kind][layer]
+        heads = torch.einsum("bhtv,dhv->hbtd", z, weight.view(weight.shape[0], h, -1))
+        self.written(sub.stack, heads, bias)
+
+    def mlp(self, sub: Sublayer) -> None:
+        spec = self.plan.cap.path.stacks[sub.stack].layers[sub.layer]
+        norm = next(s.norm for s in spec if s.name == MLP)
+        x = self.read(sub.inputs)[0]
+        out = _call(self.plan.mlps[(sub.stack, sub.layer)], x if norm is None else _call(norm, x))
+        self.written(sub.stack, out[None], None)
+
+    def run(self) -> GraphRun:
+        graph = self.plan.graph
+        for stack in ("encoder", "decoder"):
+            for sub in graph.sublayers.get(stack, ()):
+                self.mlp(sub) if sub.kind == MLP else self.attention(sub)
+        x = self.read((graph.logits_input,), self.plan.position)[0]  # (B, D)
+        logits = self.plan.adapter.output_head(x.to(_dtype(self.plan))).float()
+        outs = {s: torch.stack(st.outs) for s, st in self.stacks.items()}
+        return GraphRun(logits, outs, self.probes)
+
+
+def _dtype(plan: Plan) -> torch.dtype:
+    return next(plan.adapter.network.parameters()).dtype
+
+
+def _project(x: Tensor, weight: Tensor, bias: Tensor | None, n: int, width: int, head_norm: nn.Module | None
+             ) -> Tensor:
+    """Head i's projection of its own input x[i] (n, B, T, D) -> (B, n, T, width); a per-head query or key norm
+    (Qwen3, Gemma 3) after it."""
+    w = weight.detach().float().view(n, width, -1)
+    out = torch.einsum("nbtd,nwd->bntw", x, w)
+    if bias is not None:
+        out = out + bias.detach().float().view(1, n, 1, width)
+    if head_norm is not None:
+        size = getattr(getattr(head_norm, "weight", None), "shape", (width,))[0]
+        if size != width:
+            raise ResidualPathError("a query or key norm over every head at once (OLMo 2) mixes the heads' inputs: "
+                                    "their edges cannot be patched one by one")
+        out = _call(head_norm, out)
+    return out
+
+
+def graph_forward(plan: Plan, emb: dict[str, Tensor] | None = None, mixing: Mixing | None = None, *,
+                  probes: bool = False) -> GraphRun:
+    """Run the graph from `emb` (each stack's embeddings (B, T, D); default: the plan's own) with `mixing`'s edges
+    patched (None: none); `probes`: a zero added to every input, whose gradient the caller takes."""
+    if probes and mixing is not None:
+        raise ValueError("probes are for plain runs")
+    return _Forward(plan, plan.embeddings() if emb is None else emb, mixing, probes).run()
+
+
+__all__ = ["LOGITS", "GraphRun", "Mixing", "Plan", "graph_forward", "make_plan"]
