@@ -32,7 +32,20 @@ from .attribution import (
     baseline_score,
     substituted,
 )
-from .circuits import INDUCTION, PREVIOUS_TOKEN, CircuitResult, circuit_heads, find_circuit, known_circuit
+from .circuits import (
+    EAP,
+    EAP_IG,
+    INDUCTION,
+    LOGIT_DIFF,
+    PREVIOUS_TOKEN,
+    CircuitResult,
+    circuit_heads,
+    find_circuit,
+    known_circuit,
+    pair_from_text,
+)
+from .circuits import IG_STEPS as CIRCUIT_IG_STEPS
+from .circuits import METRICS as CIRCUIT_METRICS
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .composition import MODES as COMPOSITION_MODES
 from .composition import composition_scores, strongest
@@ -181,7 +194,7 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
            "attention_change", "attention_difference", "attribute_in_chunks", "attribute_step", "attribute_steps",
            "available_statistics", "average_agreement", "average_drops", "average_linkage_order", "baseline_score",
            "batch_mask", "bf16_bound", "capture_decode", "capture_path", "check_edit", "check_selection",
-           "checked_estimate", "circuit_heads", "CircuitResult", "find_circuit", "common_prefix", "compare_edit", "comparison_frame",
+           "checked_estimate", "circuit_heads", "common_prefix", "compare_edit", "comparison_frame",
            "composition_scores", "computation_at", "contribution_maps", "contributions", "contributions_dict",
            "corpus_scores", "corpus_statistics", "corpus_sums", "cross_through_encoder", "decode_parts", "decoder_ids",
            "detect_heads", "distance_bin_labels", "estimate_agreement", "estimate_head_effects", "estimate_patching",
@@ -204,3 +217,5 @@ __all__ += ["STEP_COLUMNS", "StepPatching", "StoredRow", "step_patching_estimate
 __all__ += ["ESTIMATE_SENTENCES", "CorpusEstimate", "corpus_estimate", "sentence_output"]
 __all__ += ["HeadEstimate", "head_estimate"]
 __all__ += ["model_positions", "positions_summary", "rotating_layers"]
+__all__ += ["CIRCUIT_IG_STEPS", "CIRCUIT_METRICS", "EAP", "EAP_IG", "LOGIT_DIFF", "CircuitResult", "find_circuit",
+            "pair_from_text"]

@@ -13,7 +13,16 @@ import sys
 from typing import Any
 
 from ..adapters import ResidualPathError
-from ..analysis.circuits import EAP, EAP_IG, IG_STEPS, LOGIT_DIFF, METRICS, CircuitResult, find_circuit, pair_from_text
+from ..analysis import (
+    CIRCUIT_IG_STEPS,
+    CIRCUIT_METRICS,
+    EAP,
+    EAP_IG,
+    LOGIT_DIFF,
+    CircuitResult,
+    find_circuit,
+    pair_from_text,
+)
 from ..decode import InputError
 from ..store import finite_json, open_model
 from .common import Commands, add_model_arguments, positive_int, printable
@@ -31,13 +40,13 @@ def register(commands: Commands) -> None:
     p.add_argument("corrupted", metavar="CORRUPTED", help="the edited (corrupted) input, as many tokens as CLEAN")
     p.add_argument("--method", choices=(EAP, EAP_IG), default=EAP_IG, help="edge attribution: eap (one backward) or "
                    "eap-ig (integrated gradients, the default)")
-    p.add_argument("--ig-steps", type=positive_int, default=IG_STEPS, metavar="K",
-                   help=f"EAP-IG's points between the corrupted and the clean input (default {IG_STEPS})")
+    p.add_argument("--ig-steps", type=positive_int, default=CIRCUIT_IG_STEPS, metavar="K",
+                   help=f"EAP-IG's points between the corrupted and the clean input (default {CIRCUIT_IG_STEPS})")
     p.add_argument("--step", type=positive_int, metavar="N", help="the clean output's token N (1-based) is the "
                    "target (default: the first step where the corrupted run chooses another token)")
     p.add_argument("--contrast", metavar="TOKEN", help="the metric's second answer (default: the corrupted run's "
                    "own token at the target)")
-    p.add_argument("--metric", choices=METRICS, default=LOGIT_DIFF, help="logit-diff (clean answer - corrupted "
+    p.add_argument("--metric", choices=CIRCUIT_METRICS, default=LOGIT_DIFF, help="logit-diff (clean answer - corrupted "
                    "answer, the default), logprob (the clean answer's) or kl (minus KL to the clean distribution)")
     p.add_argument("--top", type=positive_int, default=20, metavar="N", help="edges the table lists (--json lists "
                    "every edge)")

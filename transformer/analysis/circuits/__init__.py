@@ -2,7 +2,17 @@
 head or an MLP into a later head's query, key or value, an MLP or the logits — is scored by edge attribution (EAP,
 EAP-IG) on clean/corrupted pairs and the circuits of the top edges are checked by real edge patching (a faithfulness
 curve). Also the heads of a known circuit named from the detectors (`known_circuit`)."""
-from .faithfulness import FRACTIONS, GOAL, Baseline, Faithfulness, baseline, edge_effects, faithfulness, top_edges
+from .faithfulness import (
+    FRACTIONS,
+    GOAL,
+    Baseline,
+    Faithfulness,
+    baseline,
+    edge_effects,
+    faithfulness,
+    patched_metric,
+    top_edges,
+)
 from .finder import CircuitResult, EdgeScore, find_circuit
 from .forward import GraphRun, Mixing, Plan, graph_forward, make_plan
 from .graph import INPUTS, LOGITS, CircuitGraph, Input, build_graph, emb_label, kv_label
@@ -14,4 +24,5 @@ __all__ = ["EAP", "EAP_IG", "FRACTIONS", "GOAL", "IG_STEPS", "INDUCTION", "INPUT
            "LOGPROB", "METHODS", "METRICS", "PREVIOUS_TOKEN", "Baseline", "CircuitGraph", "CircuitResult", "EdgeScore",
            "Faithfulness", "GraphRun", "Input", "Mixing", "Pair", "Plan", "baseline", "build_graph", "circuit_heads",
            "edge_effects", "edge_scores", "emb_label", "faithfulness", "find_circuit", "graph_forward", "known_circuit",
-           "kv_label", "make_plan", "metric", "pair_from_ids", "pair_from_text", "pair_scores", "top_edges"]
+           "kv_label", "make_plan", "metric", "pair_from_ids", "pair_from_text", "pair_scores",
+           "patched_metric", "top_edges"]

@@ -66,6 +66,8 @@ class Plan:
     cap: PathCapture
     mlps: dict[tuple[str, int], nn.Module]
     position: int  # the output stack's position whose logits the metric reads
+    src: Tensor  # the source ids (1, S) captured
+    tgt: Tensor | None  # the decoder inputs (1, T) (None: encoder-only)
 
     def embeddings(self) -> dict[str, Tensor]:
         """Each stack's embeddings as this run's model computed them, (1, T, D) float."""
@@ -100,7 +102,7 @@ def make_plan(adapter: InspectableModel, src: Tensor, tgt: Tensor | None, positi
                                 "after its norm")
     if graph is None:
         graph = build_graph(cap.path, adapter.head_counts(), adapter.head_groups(), adapter.family.output_stack)
-    return Plan(adapter, graph, cap, dict(mlps), position)
+    return Plan(adapter, graph, cap, dict(mlps), position, src, tgt)
 
 
 @dataclass

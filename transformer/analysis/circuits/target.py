@@ -10,15 +10,16 @@ answer's log-probability; or −KL(clean ‖ run), 0 on the clean run. Both inpu
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from ...adapters import InspectableModel, ban
+from ...adapters import InspectableModel, ResidualPathError, ban
 from ...decode import InputError, read_source
 from ..patching import _token_id, prepare_patching
-from .forward import Plan, make_plan
+from .forward import Plan, graph_forward, make_plan
 
 LOGIT_DIFF, LOGPROB, KL = "logit-diff", "logprob", "kl"
 METRICS = (LOGIT_DIFF, LOGPROB, KL)
@@ -62,6 +63,25 @@ def _same_length(clean: Tensor | None, corrupted: Tensor | None, what: str) -> N
                          "circuits patch edges position by position, so both need the same number of tokens.")
 
 
+TOLERANCE = 1e-3  # the graph's recompute of the logits, relative to their largest
+
+
+def _check_recompute(plan: Plan) -> None:
+    """ResidualPathError unless the graph forward reproduces the model's own logits at the target (a family whose
+    sublayers the graph does not read right is refused, never answered wrongly)."""
+    want = plan.cap.insides.logits[0, plan.position].float()
+    try:
+        with torch.no_grad():
+            got = graph_forward(plan).logits[0]
+        error = float((got - want).abs().max() / want.abs().max().clamp(min=1e-6))
+    except RuntimeError as e:
+        raise ResidualPathError(f"{plan.adapter.name}: its sublayers are not read as the graph reads them ({e})"
+                                ) from None
+    if not error <= TOLERANCE:
+        raise ResidualPathError(f"{plan.adapter.name}: the graph's recompute of the logits is off by {error:.1e} of "
+                                "their scale, so its edges cannot be patched one by one")
+
+
 def pair_from_ids(adapter: InspectableModel, src: tuple[Tensor, Tensor], tgt: tuple[Tensor, Tensor] | None,
                   position: int, *, contrast: int | None = None, step: int | None = None) -> Pair:
     """A pair from ids: sources (1, S) and decoder inputs (1, T) (None: encoder-only), the target `position` of the
@@ -73,7 +93,8 @@ def pair_from_ids(adapter: InspectableModel, src: tuple[Tensor, Tensor], tgt: tu
     with adapter.running():
         plans = [make_plan(adapter, s, None if tgt is None else t, position)
                  for s, t in zip(src, tgt if tgt is not None else (None, None), strict=True)]
-        plans[1] = Plan(adapter, plans[0].graph, plans[1].cap, plans[1].mlps, position)
+        plans[1] = dataclasses.replace(plans[1], graph=plans[0].graph)
+    _check_recompute(plans[0])
     logits = [_banned(adapter, p.cap.insides.logits[0, position]) for p in plans]
     answer = int(logits[0].argmax())
     other = int(logits[1].argmax()) if contrast is None else contrast
