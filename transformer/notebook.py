@@ -99,10 +99,12 @@ def load(model: Model, *, prefix: str = "", max_params: int = DEFAULT_MAX_PARAMS
 
 @_one_line_errors
 def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = None,
-           sampling: Sampling | None = None) -> DecodeResult:
+           sampling: Sampling | None = None, keep: str = "auto") -> DecodeResult:
     """Greedy decoding of `text`: the output, each step's top-k candidates and the attention trace (`.trace`).
     `sampling` (`transformer.decode.Sampling(temperature, top_k, top_p, seed)`) samples instead: the same seed gives
-    the same tokens as the app and `decode --temperature ... --seed S`.
+    the same tokens as the app and `decode --temperature ... --seed S`. `keep` ("auto", "maps", "store"): what the
+    trace holds, as `decode --keep`; by default a decoder-only model's prompt past `STORE_ABOVE` tokens (up to the
+    model's own context, 32k tokens and more) keeps the attention store, whose maps are made only where read.
 
     An encoder-only model (BERT...) predicts at the masks of `text` instead (`transformer.decode.masked_decode`: one
     step per mask, the trace of its one forward pass).
@@ -112,7 +114,7 @@ def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = N
     adapter = load(model)
     if not adapter.family.decodes:
         return masked_decode(adapter, text, top_k=top_k)
-    return greedy_decode(adapter, text, top_k=top_k, max_steps=max_steps, sampling=sampling)
+    return greedy_decode(adapter, text, top_k=top_k, max_steps=max_steps, sampling=sampling, keep=keep)
 
 
 @_one_line_errors

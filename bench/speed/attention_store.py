@@ -1,8 +1,9 @@
 """The attention store against dense maps at long inputs (random models built from configs, nothing downloaded).
 
 G: GPT-2 small's layout with `n_positions` 2,048, a 2,000-token prompt and 3 decode steps: memory (peak resident
-set during the decode less the resident set just before it) with the store (`stored_greedy`) against today's dense
-capture (eager prefill and steps with their maps stitched into a trace) in the same run, each in a fresh process.
+set during the decode less the resident set just before it) with the store (`greedy_decode(..., keep="store")`)
+against today's dense capture (eager prefill and steps with their maps stitched into a trace) in the same run,
+each in a fresh process.
 T: a 2-layer, 4-head, d_model-64 Qwen2-style toy with a 500-token vocabulary and a 131,072-token context: at 8k
 and 32k tokens, the store forward (prefill + 3 steps) and the streamed summaries of every head, wall time.
 
@@ -107,7 +108,8 @@ def plain_forward(adapter, prompt: list[int]) -> None:
 
 def measure(what: str, length: int) -> dict:
     """One measure in this process."""
-    from transformer.decode import stored_greedy
+    from transformer.adapters import SourceText
+    from transformer.decode import greedy_decode
     torch.manual_seed(0)
     adapter = gpt2_2k() if what.endswith("G") else toy_t()
     prompt = torch.randint(5, 490, (length,), generator=torch.Generator().manual_seed(1)).tolist()
@@ -122,7 +124,8 @@ def measure(what: str, length: int) -> dict:
             trace = dense_decode(adapter, prompt)
             result["maps_bytes"] = sum(w.numel() * 4 for w in trace.maps.values())
         else:
-            _, store, _ = stored_greedy(adapter, prompt, max_steps=STEPS)
+            source = SourceText(tuple(prompt), tuple(f"<{i}>" for i in prompt))
+            store = greedy_decode(adapter, source, max_steps=STEPS, keep="store").trace.store
             result["store_bytes"] = store.nbytes()
             result["dense_bytes"] = store.dense_nbytes()
         result["forward_s"] = time.perf_counter() - start

@@ -85,3 +85,17 @@ def test_a_short_input_from_standard_input_decodes_as_text_does(qwen, capsys, mo
     piped = run(capsys, "decode", qwen, "-", "--max-steps", "3")
     typed = run(capsys, "decode", qwen, "A dog runs on the grass.\n", "--max-steps", "3")
     assert piped == typed and piped[0] == 0
+
+
+def test_keep_chooses_what_the_trace_holds_at_any_length(qwen, capsys, tmp_path):
+    stored, maps = tmp_path / "store.json", tmp_path / "maps.json"
+    text = "A dog runs on the grass."
+    assert run(capsys, "decode", qwen, text, "--max-steps", "3", "--keep", "store", "--trace-json", stored)[0] == 0
+    assert run(capsys, "decode", qwen, text, "--max-steps", "3", "--trace-json", maps)[0] == 0
+    a, b = json.loads(stored.read_text()), json.loads(maps.read_text())
+    assert [s["token_id"] for s in a["steps"]] == [s["token_id"] for s in b["steps"]]
+    assert a["target_tokens"] == b["target_tokens"] and "attention" in b
+    code, _, err = run(capsys, "decode", qwen, text, "--keep", "store", "--lens")
+    assert code == 2 and "--lens: not available with --keep store" in err
+    code, out, err = run(capsys, "decode", "checkpoints/toy-en-de", "a dog", "--keep", "store")  # an encoder-decoder
+    assert code != 0 and not out and err.count("\n") == 1 and "not a decoder-only model" in err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.helpers.hf_causal_models import build, lines
 from transformer.charts import long_replay_html
-from transformer.decode import decode_text
+from transformer.decode import greedy_decode
 from transformer.store import open_model
 
 STATE = "([step, head]) => document.body.dataset.drawnStep === String(step) && document.body.dataset.drawnHead === " \
@@ -15,8 +15,8 @@ def test_the_long_replay_steps_and_switches_heads_offline(tmp_path):
     from playwright.sync_api import sync_playwright
 
     from studio_browser import launch_chromium
-    result = decode_text(open_model(str(build("qwen2", tmp_path / "qwen2"))), "\n".join(lines(24)), max_steps=4,
-                         store_above=64)
+    result = greedy_decode(open_model(str(build("qwen2", tmp_path / "qwen2"))), "\n".join(lines(24)), max_steps=4,
+                           keep="store")
     n = result.trace.store.layer("self", 1).n_keys
     path = tmp_path / "replay.html"
     path.write_text(long_replay_html(result, "qwen2-long", layer=1, region=(n - 300, n - 20, 5, 290)),

@@ -20,9 +20,9 @@ import torch
 from torch import Tensor
 
 from ..adapters import InspectableModel, StoreChunks, store_chunks, store_feed
+from ..decode import STORE_ABOVE, keeps_store
 from ..model import LayerStore, StoreError
 
-STORE_ABOVE = 1024  # input tokens above which the rows are read from the store, not from whole maps
 CHUNK_BYTES = 256 * 2**20  # a fed chunk's masks (chunk x keys, per layer and head) stay about this size
 
 
@@ -121,7 +121,7 @@ def causal_rows(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], r
     rows = torch.as_tensor(rows, dtype=torch.long)
     if len(rows) > 1 and not bool((rows.diff() == 1).all()):
         raise ValueError("the rows must be consecutive positions")
-    if adapter.family.prompt_in_decoder and len(inputs) > store_above:
+    if keeps_store(adapter, len(inputs), above=store_above):
         try:
             return _from_store(adapter, src, inputs, rows, with_logits)
         except StoreError:

@@ -57,7 +57,7 @@ def _run(adapter: InspectableModel, ids: Sequence[int], n_source: int | None, gr
     if len(ids) < 2:
         raise InputError("The step needs at least one token before it.")
     chunks, ids_t = store_chunks(adapter), torch.tensor([list(ids)])
-    first = len(ids) - 1 if n_source is None else n_source  # as stored_greedy: all but the start, by default
+    first = len(ids) - 1 if n_source is None else n_source  # all but the start by default, as a stored decode
     with adapter.differentiable() if grad else adapter.running():
         encoded = adapter.encode(ids_t[:, : n_source or 0])
         cache = adapter.start_cache(encoded)
@@ -83,8 +83,8 @@ def step_patching_estimate(adapter: InspectableModel, clean_ids: Sequence[int], 
                            progress: Progress | None = None) -> StepPatching:
     """Every head's and residual's estimate at the step whose query is the last of `clean_ids` / `corrupted_ids`
     (each a decoder-only model's whole fed sequence up to that step), for the metric log p(token) [- log
-    p(contrast)]. `n_source`: source ids at the start (our decoder-only models), as `stored_greedy`; one for both
-    runs or (clean, corrupted)."""
+    p(contrast)]. `n_source`: source ids at the start (our decoder-only models), as the stored decode's prefill; one
+    for both runs or (clean, corrupted)."""
     sources = n_source if isinstance(n_source, tuple) else (n_source, n_source)
     if not adapter.family.prompt_in_decoder:
         raise InputError(f"{adapter.name} is not a decoder-only model: the step estimate reads one sequence.")

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     check_long_html_flags(args)
     text = args.text = read_input(args)  # a missing file or bytes that are not UTF-8 fail before the model loads
     adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    long = is_long(adapter, text)
+    long = is_long(adapter, text, args.keep)
     why = long_html_conflict(args, long, adapter.head_counts().get("self", (0, 0))[0])
     if why:
         raise UsageError(why)
@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         result = teacher_forced(adapter, text, args.reference, top_k=args.top_k, head_mask=mask, residuals=args.lens)
     else:
         result = greedy_decode(adapter, text, top_k=args.top_k, max_steps=args.max_steps, head_mask=mask,
-                               residuals=args.lens, encoder_layer=args.encoder_layer, sampling=sampling_from(args))
+                               residuals=args.lens, encoder_layer=args.encoder_layer, sampling=sampling_from(args),
+                               keep=args.keep)
     if result.unknown_tokens:
         unknown = " ".join(printable(tok) for tok in result.unknown_tokens)
         print(f"warning: not in the vocabulary (read as <unk>): {unknown}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Where `decode` reads its input: TEXT itself, standard input (`-`) or `--input-file FILE` (the whole file as one
-input, UTF-8 or gzip-compressed UTF-8); and how a decoder-only prompt past the store's threshold is decoded (the
-attention store, no maps) with the flags that need maps refused by name."""
+input, UTF-8 or gzip-compressed UTF-8); what the decode keeps (`--keep`: auto, maps, store; `keeps_store`); and how a
+decode that keeps the attention store runs, with the flags that need maps refused by name."""
 from __future__ import annotations
 
 import argparse
@@ -10,10 +10,9 @@ from typing import BinaryIO
 
 from ..adapters import InspectableModel
 from ..data import text_from_bytes
-from ..decode import STORE_ABOVE, DecodeResult, decode_text
+from ..decode import KEEPS, STORE_ABOVE, DecodeResult, greedy_decode, keeps_store
 from .common import UsageError
 
-LONG_STEPS = 16  # a long input's steps when --max-steps is not given
 # flags that need the dense maps or another decode, refused at long inputs (the flag, how to tell it was given)
 NEEDS_MAPS = (("--reference", lambda a: a.reference is not None), ("--ablate", lambda a: bool(a.ablate)),
               ("--lens", lambda a: bool(getattr(a, "lens", False))), ("--beam", lambda a: a.beam > 1),
@@ -32,6 +31,9 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
                    help="the input; - reads it from standard input (UTF-8 or gzip), up to the model's own context")
     p.add_argument("--input-file", metavar="FILE", help="read the whole file as one input (UTF-8, or gzip-compressed "
                    "UTF-8 such as FILE.gz), line breaks kept; instead of TEXT")
+    p.add_argument("--keep", choices=KEEPS, default="auto",
+                   help=f"what the trace keeps: every map, or the attention store (a decoder-only model's prompt, no "
+                        f"n x n tensor); auto (default): the store above {STORE_ABOVE:,} prompt tokens")
 
 
 def read_input(args: argparse.Namespace, stdin: BinaryIO | None = None) -> str:
@@ -50,15 +52,17 @@ def read_input(args: argparse.Namespace, stdin: BinaryIO | None = None) -> str:
     return args.text
 
 
-def is_long(adapter: InspectableModel, text: str) -> bool:
-    """Whether a decoder-only model's prompt for `text` has more than STORE_ABOVE tokens (decoded with the store)."""
-    return adapter.family.prompt_in_decoder and len(adapter.decoder_prefix(adapter.tokenize_source(text))) > STORE_ABOVE
+def is_long(adapter: InspectableModel, text: str, keep: str = "auto") -> bool:
+    """Whether the decode of `text` keeps the attention store (`keeps_store`: by default a decoder-only model's
+    prompt of more than STORE_ABOVE tokens)."""
+    return keeps_store(adapter, len(adapter.decoder_prefix(adapter.tokenize_source(text))), keep)
 
 
 def long_decode(adapter: InspectableModel, text: str, args: argparse.Namespace) -> DecodeResult:
     """The stored decode of a long prompt, after refusing by name the flags that need maps."""
     given = [flag for flag, on in NEEDS_MAPS if on(args)]
     if given:
-        raise UsageError(f"{', '.join(given)}: not available above {STORE_ABOVE:,} prompt tokens (the decode keeps "
-                         "the attention store, not maps); drop the flag or shorten the input")
-    return decode_text(adapter, text, max_steps=args.max_steps or LONG_STEPS, top_k=args.top_k)
+        where = "with --keep store" if args.keep == "store" else f"above {STORE_ABOVE:,} prompt tokens"
+        raise UsageError(f"{', '.join(given)}: not available {where} (the decode keeps the attention store, not "
+                         "maps); drop the flag or shorten the input")
+    return greedy_decode(adapter, text, max_steps=args.max_steps, top_k=args.top_k, keep=args.keep)

@@ -1,4 +1,6 @@
-"""Greedy and teacher-forced decoding of any `InspectableModel`, producing a DecodeResult with its trace."""
+"""Greedy and teacher-forced decoding of any `InspectableModel`, producing a DecodeResult with its trace.
+`greedy_decode` is the one greedy entry at every length: its `keep` says whether the trace holds the maps or the
+attention store (`keep.py`), and one step loop serves both."""
 from __future__ import annotations
 
 import json
@@ -11,18 +13,17 @@ from torch import Tensor
 
 from ..adapters import InspectableModel, SourceText, adapter_for
 from ..data import Tokenizer
-from ..model import AttentionMaps, EncoderOutput, HeadMask, Seq2SeqTransformer
+from ..model import AttentionMaps, EncoderOutput, HeadMask, Seq2SeqTransformer, StepOutput
+from .errors import InputError
+from .keep import STORED_STEPS, keeps_store
 from .residuals import ResidualRecorder, Residuals
 from .sampling import SampledStep, Sampler, Sampling, SamplingError, check_sampling
 from .sinks import hidden_dict
+from .stored import StoreFeed
 from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
 MAX_INPUT_CHARS = 10_000  # what a one-line box and a link carry themselves; longer text: a document box, a link by hash
 CHARS_PER_TOKEN = 32  # a text longer than this many characters per token of the context cannot fit it (derived bound)
-
-
-class InputError(ValueError):
-    """Text a user typed cannot be decoded (empty, too long for the model)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,11 @@ def read_source(adapter: InspectableModel, text: str) -> SourceText:
     """The source as `adapter` reads it; raises InputError for empty, unreadable or too long text (longer than the
     model's own context)."""
     _check_text(text, adapter)
-    source = adapter.tokenize_source(text)
+    return _check_source(adapter, adapter.tokenize_source(text))
+
+
+def _check_source(adapter: InspectableModel, source: SourceText) -> SourceText:
+    """`source` if the model can read it; InputError when it has no tokens or more than the model's context."""
     if not source.ids:
         raise InputError("The input has no tokens this model can read.")
     if len(source.ids) > adapter.max_source_len:
@@ -174,10 +179,11 @@ def _forced_ids(adapter: InspectableModel, tokens: Sequence[str] | str) -> list[
     return ids
 
 
-def greedy_decode(adapter: InspectableModel, text: str, *, top_k: int = 5, max_steps: int | None = None,
+def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: int = 5, max_steps: int | None = None,
                   forced: Sequence[str] | str = (), stop_at_end: bool = True,
                   head_mask: HeadMask | None = None, residuals: bool = False,
-                  encoder_layer: int | None = None, sampling: Sampling | None = None) -> DecodeResult:
+                  encoder_layer: int | None = None, sampling: Sampling | None = None,
+                  keep: str = "auto") -> DecodeResult:
     """Greedy decoding of any `InspectableModel` with its cache and a full trace; `forced` tokens come first.
 
     Probabilities are renormalised over what the model can emit at that step (`constrain`). A step is marked
@@ -186,30 +192,38 @@ def greedy_decode(adapter: InspectableModel, text: str, *, top_k: int = 5, max_s
     `encoder_layer` lets an encoder-decoder's decoder read that encoder layer instead of the last (DecoderLens).
     `sampling` draws each step with temperature, top-k and top-p from a seeded generator (`sampling.py`; temperature
     0: greedy); the result's mode is then "sampled" and `samples` says what each step was drawn from.
+    `keep`: "maps" (every weight), "store" (the attention store: a decoder-only model's long prompt, up to its own
+    context, with no n × n tensor; `max_steps` defaults to STORED_STEPS) or "auto" (`keeps_store`: the store past
+    STORE_ABOVE prompt tokens). The tokens are the same either way. `text` may be a `SourceText` already read (ids
+    no text gives, as a benchmark's random prompt); the result's `source_text` is then empty.
     """
     sampler = _sampler(adapter, sampling)
     samples: list[SampledStep | None] = []
-    source = read_source(adapter, text)
+    source = _check_source(adapter, text) if isinstance(text, SourceText) else read_source(adapter, text)
     forced_ids = _forced_ids(adapter, forced)
     start = adapter.decoder_prefix(source)
+    stored = keeps_store(adapter, len(start), keep)
+    if stored and (head_mask is not None or encoder_layer is not None):
+        raise InputError(f"{'Switching heads off' if head_mask is not None else 'The DecoderLens'} needs the maps: "
+                         f"this decode of {len(start):,} prompt tokens keeps the attention store (keep='maps' makes "
+                         "the n × n maps).")
     limit = adapter.max_target_len - len(start) + 1
-    n_max = min(limit, max_steps if max_steps is not None else adapter.default_max_steps(len(source.ids)))
+    default = STORED_STEPS if stored else adapter.default_max_steps(len(source.ids))
+    n_max = min(limit, max_steps if max_steps is not None else default)
     n_max = max(n_max, min(limit, len(forced_ids) + 1))
     steps: list[Step] = []
-    outputs = []
     inputs = list(start)
-    recorder = ResidualRecorder(adapter) if residuals else None
+    recorder = ResidualRecorder(adapter, last_only=stored) if residuals else None
     with adapter.running(), ExitStack() as recording:
         encoded = _encode(adapter, torch.tensor([source.ids]), head_mask, encoder_layer)
         cache = adapter.start_cache(encoded)
+        feed = StoreFeed(adapter, cache, len(source.ids)) if stored else _MapsFeed(adapter, encoded, cache, head_mask)
         if recorder is not None:
             recording.enter_context(recorder.recording(cache))
         finished, token = False, start[-1]  # `token`: the last input, fed at every step after the prefill
         for t in range(n_max):
-            out = (adapter.prefill(start, encoded, cache, head_mask) if t == 0 else
-                   adapter.step(torch.tensor([[token]]), encoded, cache, head_mask))
-            outputs.append(out)
-            logits = adapter.constrain(inputs, out.logits[0].float(), n_max + len(start))
+            out = feed.prefill(start) if t == 0 else feed.step(token)
+            logits = adapter.constrain(inputs, out.float(), n_max + len(start))
             probs = logits.softmax(-1)
             if recorder is not None:
                 recorder.note(logits)
@@ -231,16 +245,37 @@ def greedy_decode(adapter: InspectableModel, text: str, *, top_k: int = 5, max_s
                 break
             if t + 1 < n_max:
                 inputs.append(token)
-    first = len(start) - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the trace's first row
-    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(inputs[len(start):])]
-    dec_tokens = labels[first: len(start) - 1 + len(steps)]
-    maps = AttentionMaps.from_steps(encoded.encoder_self, outputs, adapter.family)
-    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, adapter.family, adapter.head_groups(),
-                                     len(start) - 1 - first)
+    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(inputs[len(start):])]  # every decoder input
+    trace = feed.trace(source.tokens, labels, len(start) - 1)
     text_out = adapter.detokenize([s.token_id for s in steps])
-    return DecodeResult(text, tuple(steps), trace, "greedy" if sampler is None else "sampled", finished, text_out,
+    return DecodeResult(text if isinstance(text, str) else "", tuple(steps), trace,
+                        "greedy" if sampler is None else "sampled", finished, text_out,
                         source.unknown, recorder.result() if recorder is not None else None, encoder_layer,
                         None if sampler is None else sampler.sampling, () if sampler is None else tuple(samples))
+
+
+class _MapsFeed:
+    """Feeds a decode's inputs through the adapter's cached steps, keeping every step's maps; logits come back (V,)."""
+
+    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, cache: object,
+                 head_mask: HeadMask | None) -> None:
+        self.adapter, self.encoded, self.cache, self.head_mask = adapter, encoded, cache, head_mask
+        self.outputs: list[StepOutput] = []
+
+    def prefill(self, ids: Sequence[int]) -> Tensor:
+        self.outputs.append(self.adapter.prefill(ids, self.encoded, self.cache, self.head_mask))
+        return self.outputs[-1].logits[0]
+
+    def step(self, token: int) -> Tensor:
+        self.outputs.append(self.adapter.step(torch.tensor([[token]]), self.encoded, self.cache, self.head_mask))
+        return self.outputs[-1].logits[0]
+
+    def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
+        """The trace of the maps; an encoder-decoder's first rows (start ids before the last) have none."""
+        first = step_offset + 1 - self.outputs[0].decoder_self[0].shape[2]  # decoder inputs before the first row
+        maps = AttentionMaps.from_steps(self.encoded.encoder_self, self.outputs, self.adapter.family)
+        return AttentionTrace.from_maps(source_tokens, labels[first:], maps, self.adapter.family,
+                                        self.adapter.head_groups(), step_offset - first)
 
 
 def _sampler(adapter: InspectableModel, sampling: Sampling | None) -> Sampler | None:

@@ -78,7 +78,8 @@ def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     n_layers, width = len(adapter.residual_layers()["decoder"]), adapter.model.config.hidden_size
     assert decode.residuals.decoder.shape == (len(decode.steps), n_layers + 1, width)  # not one row per token
     grid = at.session_state["long_lens_grid"]
-    plain = every_step_lens(adapter, greedy_decode(adapter, DOC, max_steps=len(decode.steps), residuals=True))
+    plain = every_step_lens(adapter, greedy_decode(adapter, DOC, max_steps=len(decode.steps), residuals=True,
+                                                   keep="maps"))
     assert grid.tokens == tuple(s.token for s in plain)
     assert grid.ranks == tuple(tuple(s.layers[i].rank for s in plain) for i in range(len(plain[0].layers)))
     for mine, theirs in zip(grid.probs, ([s.layers[i].prob for s in plain] for i in range(len(grid.probs))),

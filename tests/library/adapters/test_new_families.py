@@ -10,7 +10,7 @@ import torch
 
 from tests.helpers.hf_causal_models import NEW_CAUSAL, WINDOW, build_new, lines
 from transformer.adapters import HFCausalLM, attention_store, load_hf_model, store_of_insides
-from transformer.decode import greedy_decode, stored_greedy
+from transformer.decode import greedy_decode
 
 PROMPT = "A man in a blue shirt is riding a bike"
 LONG = " ".join(lines(12))  # ~300 tokens: longer than the sliding windows
@@ -95,7 +95,8 @@ def test_a_sliding_window_shorter_than_the_input_is_exact(adapter):
 
 def test_the_stored_decode_gives_generates_tokens(adapter):
     prompt = adapter.tokenize_source(LONG).ids
-    steps, store, _ = stored_greedy(adapter, prompt, max_steps=4)
+    result = greedy_decode(adapter, LONG, max_steps=4, keep="store")
+    steps, store = result.steps, result.trace.store
     ids = torch.tensor([prompt])
     with torch.no_grad():
         out = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
@@ -174,7 +175,7 @@ def test_a_falcon_with_alibi_decodes_but_its_insides_are_refused_by_name(tmp_pat
     result = greedy_decode(adapter, PROMPT, max_steps=3)  # the maps the model returns
     assert len(result.steps) == 3
     ids = _ids(adapter, PROMPT)
-    for call in (lambda: adapter.insides(ids, ids), lambda: stored_greedy(adapter, ids[0].tolist(), max_steps=2)):
+    for call in (lambda: adapter.insides(ids, ids), lambda: greedy_decode(adapter, PROMPT, max_steps=2, keep="store")):
         with pytest.raises(HFModelError, match="uses ALiBi") as refused:
             call()
         assert "\n" not in str(refused.value)
@@ -186,8 +187,7 @@ def test_a_multi_query_falcon_reads_one_key_head(tmp_path):
     assert adapter.head_groups()["self"] == (0, 0, 0, 0)
     store = _tiles_equal_eager(adapter, _ids(adapter, LONG))
     assert store.layer("self", 0).keys.shape[0] == 1
-    prompt = adapter.tokenize_source(PROMPT).ids
-    steps, _, _ = stored_greedy(adapter, prompt, max_steps=3)
+    steps = greedy_decode(adapter, PROMPT, max_steps=3, keep="store").steps
     assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(adapter, PROMPT, max_steps=3).steps]
 
 
@@ -228,7 +228,7 @@ def test_nothing_of_a_capture_or_a_stored_decode_stays_on_the_model(adapter):
     hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.model.named_modules()}
     before = adapter.model.config._attn_implementation
     adapter.insides(ids, ids)
-    stored_greedy(adapter, ids[0].tolist(), max_steps=2)
+    greedy_decode(adapter, PROMPT, max_steps=2, keep="store")
     assert adapter.model.config._attn_implementation == before == "eager"
     assert store_forward._STORING == {} and _RECORDERS == {}
     assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))

@@ -8,7 +8,6 @@ import torch
 from transformer.adapters import adapter_for, attention_store
 from transformer.data import build_char_tokenizer
 from transformer.decode import greedy_decode
-from transformer.decode.stored import stored_greedy
 from transformer.model import ModelConfig, build_model, tile
 
 TOK = build_char_tokenizer("abcdefghijklmnopqrstuvwxyz")
@@ -42,8 +41,9 @@ def test_the_stored_forward_decodes_the_same_tokens_and_rows_as_greedy():
     text = "thequickbrownfoxjumpsoverthelazydog" * 40  # 1,400 characters: past the table's 1,024
     source = adapter.tokenize_source(text)
     prompt = adapter.decoder_prefix(source)
-    steps, store, _ = stored_greedy(adapter, prompt, len(source.ids), max_steps=4)
-    result = greedy_decode(adapter, text, max_steps=4)
+    stored = greedy_decode(adapter, text, max_steps=4)  # "auto": past the threshold, the store
+    steps, store = stored.steps, stored.trace.store
+    result = greedy_decode(adapter, text, max_steps=4, keep="maps")
     assert [s.token_id for s in steps] == [s.token_id for s in result.steps]
     n = len(prompt) + len(steps) - 1  # every row fed: the prompt's, then one a step
     for layer in range(2):

@@ -11,7 +11,7 @@ import torch
 
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from transformer.adapters.store_forward import capped_attention, cuda_attention
-from transformer.decode import decode_text, stored_greedy
+from transformer.decode import greedy_decode
 from transformer.store import open_model
 
 CUDA_REASON = "no CUDA device on this machine: the store's forward runs on CUDA where torch.cuda.is_available()"
@@ -60,10 +60,11 @@ def test_the_stored_decode_on_cuda_fills_the_cpu_runs_store(window, tmp_path):
     adapter = open_model(str(folder))
     prompt = adapter.decoder_prefix(adapter.tokenize_source(TEXT))
     assert len(prompt) > 1024
-    steps, store, _ = stored_greedy(adapter, prompt, max_steps=3)
+    cpu = greedy_decode(adapter, TEXT, max_steps=3, keep="store")
+    steps, store = cpu.steps, cpu.trace.store
     adapter.model.to("cuda")
     try:
-        result = decode_text(adapter, TEXT, max_steps=3)  # the library's long-input entry, on the GPU
+        result = greedy_decode(adapter, TEXT, max_steps=3)  # the one entry, "auto" past the threshold, on the GPU
     finally:
         adapter.model.to("cpu")
     gpu_store = result.trace.store

@@ -19,7 +19,7 @@ from transformer.analysis import (
     step_patching_estimate,
     stored_row,
 )
-from transformer.decode import STORE_ABOVE, decode_text, greedy_decode
+from transformer.decode import STORE_ABOVE, greedy_decode
 from transformer.store import open_model
 
 TEXT = "\n".join(lines(32))  # ~1,300 tokens
@@ -33,7 +33,7 @@ def adapter(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def decoded(adapter):
-    result = decode_text(adapter, TEXT, max_steps=3, residuals=True)
+    result = greedy_decode(adapter, TEXT, max_steps=3, residuals=True)
     assert result.trace.store is not None and len(result.trace.decoder_input_tokens) > STORE_ABOVE
     return result
 
@@ -60,7 +60,7 @@ def test_one_rows_scores_weights_and_contributions_equal_the_eager_head(adapter,
 
 
 def test_the_lens_at_the_decode_steps_equals_the_plain_decodes(adapter, decoded):
-    plain = greedy_decode(adapter, TEXT, max_steps=3, residuals=True)
+    plain = greedy_decode(adapter, TEXT, max_steps=3, residuals=True, keep="maps")
     assert [s.token_id for s in plain.steps] == [s.token_id for s in decoded.steps]
     assert decoded.residuals.decoder.shape == plain.residuals.decoder.shape  # one row per step and layer, no more
     torch.testing.assert_close(decoded.residuals.decoder, plain.residuals.decoder, atol=1e-4, rtol=1e-4)

@@ -11,7 +11,7 @@ from tests.library.charts.test_replay import page_data
 from transformer.analysis import summarise_layer
 from transformer.charts import MAX_REPLAY_BYTES, ReplayTooLargeError, long_replay_html
 from transformer.charts import long_replay as long_module
-from transformer.decode import decode_text
+from transformer.decode import greedy_decode
 from transformer.store import open_model
 
 TEXT = "\n".join(lines(24))  # about 1,000 tokens
@@ -20,7 +20,7 @@ TEXT = "\n".join(lines(24))  # about 1,000 tokens
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     adapter = open_model(str(build("qwen2", tmp_path_factory.mktemp("long") / "qwen2")))
-    out = decode_text(adapter, TEXT, max_steps=4, store_above=64)
+    out = greedy_decode(adapter, TEXT, max_steps=4, keep="store")
     assert out.trace.store is not None and out.trace.store.layer("self", 0).n_keys > 600
     return out
 

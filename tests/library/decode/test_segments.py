@@ -10,7 +10,6 @@ from tests.helpers.hf_causal_models import SIZE, build, lines
 from transformer.decode import (
     GROUPINGS,
     GroupingError,
-    decode_text,
     greedy_decode,
     group_sums,
     merge_segments,
@@ -52,7 +51,7 @@ def qwen(tmp_path_factory):
 
 def test_a_long_rows_group_sums_are_the_sums_of_its_tokens_weights(qwen):
     text = "\n".join(lines(32))  # ~1,300 tokens: decoded with the store
-    result = decode_text(qwen, text, max_steps=2)
+    result = greedy_decode(qwen, text, max_steps=2)
     store, pieces = result.trace.store, result.trace.decoder_input_tokens
     assert store is not None and len(pieces) > 1024
     row = store.tile("self", 1, 2, [store.layer("self", 1).n_rows - 1], slice(None))[0]

@@ -1,5 +1,6 @@
-"""Decoding with the attention store (the fused forward, no maps): the tokens are `generate`'s and `greedy_decode`'s,
-each row's log-sum-exp is the eager one, and the trace's maps materialised from the store are the eager maps."""
+"""Decoding with the attention store (`greedy_decode(..., keep="store")`: the fused forward, no maps): the tokens
+are `generate`'s and those of the decode with maps, each row's log-sum-exp is the eager one, and the trace's maps
+materialised from the store are the eager maps."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,7 @@ from tests.helpers.hf_causal_models import CAUSAL, lines
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.our_models import _ours
 from transformer.adapters import attention_store
-from transformer.decode import greedy_decode, stored_decode, stored_greedy
+from transformer.decode import InputError, greedy_decode
 from transformer.store import open_model
 
 PROMPT = " ".join(lines(12))  # a few hundred tokens
@@ -30,8 +31,8 @@ def _prompt(adapter) -> tuple[list[int], list[str], str]:
 
 def test_the_stored_decode_gives_the_greedy_tokens_and_generates(adapter):
     prompt, _, text = _prompt(adapter)
-    steps, store, _ = stored_greedy(adapter, prompt, max_steps=4)
-    plain = greedy_decode(adapter, text, max_steps=4, stop_at_end=True)
+    steps = greedy_decode(adapter, text, max_steps=4, keep="store").steps
+    plain = greedy_decode(adapter, text, max_steps=4, stop_at_end=True, keep="maps")
     assert [s.token_id for s in steps] == [s.token_id for s in plain.steps]
     if adapter.source == "huggingface":
         ids = torch.tensor([prompt])
@@ -45,8 +46,9 @@ def test_the_stored_decode_gives_the_greedy_tokens_and_generates(adapter):
 
 def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(adapter):
     prompt, tokens, text = _prompt(adapter)
-    result = stored_decode(adapter, prompt, tokens, max_steps=4)
+    result = greedy_decode(adapter, text, max_steps=4, keep="store")
     store = result.trace.store
+    assert list(result.trace.decoder_input_tokens[: len(prompt)]) == tokens
     fed = [*prompt, *(s.token_id for s in result.steps[:-1])]
     ids = torch.tensor([fed])
     src = ids[:, : len(prompt) - 1] if adapter.source == "checkpoint" else ids
@@ -69,15 +71,15 @@ def test_the_stored_rows_and_log_sum_exps_are_the_eager_ones(adapter):
 
 
 def test_a_prompt_past_the_models_context_is_refused(adapter):
-    from transformer.decode import InputError, model_context
+    from transformer.decode import model_context
     with pytest.raises(InputError, match="reads at most"):
-        stored_greedy(adapter, [5] * model_context(adapter), max_steps=2)
+        greedy_decode(adapter, "abc " * (2 * model_context(adapter)), max_steps=2, keep="store")
 
 
 def test_a_long_trace_keeps_its_store_in_a_side_file_and_recomputes_any_tile(adapter, tmp_path):
     from transformer.decode import TRACE_FORMAT_VERSION, load_trace_json, save_trace_json
-    prompt, tokens, _ = _prompt(adapter)
-    result = stored_decode(adapter, prompt, tokens, max_steps=3)
+    prompt, _, text = _prompt(adapter)
+    result = greedy_decode(adapter, text, max_steps=3, keep="store")
     side = save_trace_json(result, tmp_path / "long.json", side_above=0)
     assert side == tmp_path / "long.store.safetensors" and side.is_file()
     data = __import__("json").loads((tmp_path / "long.json").read_text())
@@ -108,7 +110,8 @@ def test_a_sliding_window_shorter_than_the_prompt_is_stored_as_its_rule(tmp_path
     (folder / "config.json").write_text(json.dumps(config))
     adapter = open_model(str(folder))
     prompt, _, text = _prompt(adapter)
-    steps, store, _ = stored_greedy(adapter, prompt, max_steps=3)
+    result = greedy_decode(adapter, text, max_steps=3, keep="store")
+    steps, store = result.steps, result.trace.store
     assert [s.token_id for s in steps] == [s.token_id for s in greedy_decode(adapter, text, max_steps=3).steps]
     assert store.layer("self", 1).rules.window == 16 and store.layer("self", 0).rules.window is None
     ids = torch.tensor([[*prompt, *(s.token_id for s in steps[:-1])]])
@@ -120,13 +123,12 @@ def test_a_sliding_window_shorter_than_the_prompt_is_stored_as_its_rule(tmp_path
                                    eager.tile("self", layer, 3, slice(-4, None)), atol=1e-5, rtol=0)
 
 
-def test_a_prompt_above_the_threshold_is_decoded_with_the_store(adapter):
-    from transformer.decode import decode_text
+def test_auto_keeps_the_maps_of_a_short_prompt_and_store_gives_the_same_result(adapter):
     _, _, text = _prompt(adapter)
-    plain = greedy_decode(adapter, text, max_steps=3, stop_at_end=True)
-    short = decode_text(adapter, text, max_steps=3)
+    plain = greedy_decode(adapter, text, max_steps=3, stop_at_end=True, keep="maps")
+    short = greedy_decode(adapter, text, max_steps=3)
     assert short.trace.store is None and [s.token_id for s in short.steps] == [s.token_id for s in plain.steps]
-    long = decode_text(adapter, text, max_steps=3, store_above=4)
+    long = greedy_decode(adapter, text, max_steps=3, keep="store")
     assert long.trace.store is not None
     assert [s.token_id for s in long.steps] == [s.token_id for s in plain.steps]
     assert long.trace.source_tokens == plain.trace.source_tokens
@@ -139,7 +141,7 @@ def test_nothing_of_the_store_forward_stays_on_the_model(adapter):
     from transformer.adapters import store_forward
     hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.network.named_modules()}
     before = getattr(getattr(adapter.network, "config", None), "_attn_implementation", None)
-    stored_greedy(adapter, _prompt(adapter)[0], max_steps=2)
+    greedy_decode(adapter, _prompt(adapter)[2], max_steps=2, keep="store")
     assert getattr(getattr(adapter.network, "config", None), "_attn_implementation", None) == before
     assert store_forward._STORING == {}
     assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))

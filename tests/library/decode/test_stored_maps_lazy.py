@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.helpers.hf_causal_models import build, lines
-from transformer.decode import load_trace_json, save_trace_json, stored_decode
+from transformer.decode import greedy_decode, load_trace_json, save_trace_json
 from transformer.model import AttentionStore
 from transformer.store import open_model
 
@@ -22,9 +22,9 @@ def test_decoding_and_writing_a_stored_trace_never_makes_its_maps(adapter, tmp_p
         raise AssertionError("the dense maps were made")
 
     monkeypatch.setattr(AttentionStore, "dense", refuse)
-    source = adapter.tokenize_source(" ".join(lines(6)))
-    prompt = adapter.decoder_prefix(source)
-    result = stored_decode(adapter, prompt, adapter.prefix_tokens(source), max_steps=3)
+    text = " ".join(lines(6))
+    prompt = adapter.decoder_prefix(adapter.tokenize_source(text))
+    result = greedy_decode(adapter, text, max_steps=3, keep="store")
     trace = result.trace
     assert "self" in trace.maps and "cross" not in trace.maps and list(trace.maps) == ["self"]
     assert trace.shape("self")[2:] == (len(prompt) + 2, len(prompt) + 2)

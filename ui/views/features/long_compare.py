@@ -12,7 +12,7 @@ import streamlit as st
 import torch
 
 from transformer.adapters import HFModelError
-from transformer.decode import DecodeResult, InputError, decode_text, group_sums, model_context, segment_groups
+from transformer.decode import DecodeResult, InputError, greedy_decode, group_sums, model_context, segment_groups
 from transformer.store import CheckpointError
 from ui.models import ActiveModel, model_options, resolve
 from ui.server import shared_cache, text_hash
@@ -55,7 +55,7 @@ def _decode_b(b: ActiveModel, text: str, steps: int) -> DecodeResult | None:
 
     def run(progress: Any) -> DecodeResult:
         progress(0.0)
-        return shared_cache().get(key, lambda: decode_text(b.adapter, text, max_steps=steps))
+        return shared_cache().get(key, lambda: greedy_decode(b.adapter, text, max_steps=steps))
 
     if key in shared_cache():
         return shared_cache().get(key, lambda: None)

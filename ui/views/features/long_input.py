@@ -17,7 +17,7 @@ import torch
 
 from transformer.charts import row_strip_chart, row_strip_frames, zoom_chart, zoom_labelled, zoom_tokens
 from transformer.data import DataError, text_from_bytes
-from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, decode_text, model_context
+from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, greedy_decode, model_context
 from ui.models import ActiveModel
 from ui.server import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, shared_cache, text_hash
 
@@ -162,10 +162,10 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
 
     def run(progress: Any) -> DecodeResult:
         progress(0.0)
-        return shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps, residuals=True))
+        return shared_cache().get(identity, lambda: greedy_decode(adapter, text, max_steps=steps, residuals=True))
 
     if identity in shared_cache():  # decoded already (another session, a link): no job to wait for
-        result = shared_cache().get(identity, lambda: decode_text(adapter, text, max_steps=steps, residuals=True))
+        result = shared_cache().get(identity, lambda: greedy_decode(adapter, text, max_steps=steps, residuals=True))
     else:
         result = analysis_result(identity, f"Decoding {n:,} tokens", run, key=JOB_KEY, texts=JobTexts())
     if result is None:

@@ -18,7 +18,7 @@ from transformer.decode import (
     MAX_INPUT_CHARS,
     STORE_ABOVE,
     DecodeResult,
-    decode_text,
+    greedy_decode,
     group_sums,
     segment_groups,
     segment_labels,
@@ -126,7 +126,7 @@ def show_step_lens_long(active: ActiveModel, result: DecodeResult, identity: tup
 
         def run(progress: Any) -> DecodeResult:
             progress(0.0)
-            return shared_cache().get(key, lambda: decode_text(active.adapter, text, max_steps=steps, residuals=True))
+            return shared_cache().get(key, lambda: greedy_decode(active.adapter, text, max_steps=steps, residuals=True))
 
         if key in shared_cache():
             lensed = shared_cache().get(key, lambda: None)
