@@ -28,7 +28,10 @@ import pandas as pd
 
 from .adapters import DEFAULT_MAX_PARAMS, HFModelError, InspectableModel, ResidualPathError
 from .analysis import (
+    EAP_IG,
+    LOGIT_DIFF,
     SITES,
+    CircuitResult,
     HeadComputation,
     HeadSelectionError,
     PatchingResult,
@@ -36,7 +39,9 @@ from .analysis import (
     computation_at,
     decode_parts,
     every_step_lens,
+    find_circuit,
     lens_grid,
+    pair_from_text,
     patch_sites,
     prepare_patching,
     qk_attribution,
@@ -62,7 +67,8 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 # picked a renderer of their own before importing this module)
 enable_inline_renderer()
 
-__all__ = ["VIEWS", "contributions", "decode", "frame", "inside", "lens", "load", "patch", "qk", "show", "trace"]
+__all__ = ["VIEWS", "circuit", "contributions", "decode", "frame", "inside", "lens", "load", "patch", "qk", "show",
+           "trace"]
 
 VIEWS = ("step", "grid", "head")
 Model = str | Path | InspectableModel
@@ -153,6 +159,18 @@ def patch(model: Model, clean: str, corrupted: str, *, step: int | None = None, 
     adapter = load(model)
     setup = prepare_patching(adapter, clean, corrupted, step=None if step is None else step - 1, contrast=contrast)
     return patch_sites(adapter, setup, [s for s in sites if s != "encoder output" or adapter.family.has_cross])
+
+
+@_one_line_errors
+def circuit(model: Model, clean: str, corrupted: str, *, method: str = EAP_IG, ig_steps: int = 5,
+            step: int | None = None, contrast: str | None = None, metric: str = LOGIT_DIFF) -> CircuitResult:
+    """The circuit carrying the answer (docs/circuits.md): every edge scored by EAP-IG (or `method="eap"`) at output
+    token `step` (1-based; by default the first the edit changes), and the faithfulness of circuits of the top edges by
+    real edge patching; `.ranked()`, `.circuit()`, `.faithfulness`, `.as_json()` (the CLI's --json). Raises
+    CheckpointError, HFModelError, InputError or ResidualPathError."""
+    adapter = load(model)
+    pair = pair_from_text(adapter, clean, corrupted, step=None if step is None else step - 1, contrast=contrast)
+    return find_circuit([pair], method=method, ig_steps=ig_steps, metric_name=metric)
 
 
 @_one_line_errors

@@ -1,0 +1,78 @@
+"""Clean/corrupted pairs generated for the shipped tasks, and a names template for a user's own decoder-only model:
+- induction: a repeated chunk, the target inside its second copy; the corrupted sequence has the first copy
+  resampled (fresh letters), so nothing earlier says what comes next;
+- reversal and sorting: a random string and the same string with one source token changed;
+- names (IOI-style, Wang et al. 2022): "When A and B went to the store, B gave a drink to" (answer A) against the same
+  sentence with two other names.
+Every pair is made ready (`Pair`); a draw whose two runs give one answer, or whose inputs differ in length, is skipped.
+"""
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Callable
+
+import torch
+
+from ...adapters import InspectableModel
+from ...data.induction import INDUCTION_ALPHABET, draw_repeat
+from ...decode import InputError
+from .target import Pair, pair_from_ids, pair_from_text
+
+NAMES = ("Mary", "John", "Alice", "Bob", "Tom", "Anna", "James", "Sarah", "David", "Emma", "Paul", "Kate")
+TEMPLATE = "When {a} and {b} went to the store, {b} gave a drink to"
+TRIES = 8  # draws per pair wanted before giving up
+
+
+def _collect(n: int, draw: Callable[[random.Random], Pair], seed: int) -> list[Pair]:
+    rng, out = random.Random(seed), []
+    for _ in range(TRIES * n):
+        if len(out) == n:
+            break
+        try:
+            out.append(draw(rng))
+        except InputError:
+            continue
+    if not out:
+        raise InputError("No pair could be made: every draw gave both runs one answer.")
+    return out
+
+
+def induction_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, min_len: int = 24, max_len: int = 40
+                    ) -> list[Pair]:
+    """Pairs for an induction model (source empty, the sequence its continuation): the target a token of the second
+    copy after its first, the corrupted sequence with the first copy resampled."""
+    prefix = adapter.decoder_prefix(adapter.tokenize_source(""))
+    src = torch.zeros(1, 0, dtype=torch.long)
+
+    def draw(rng: random.Random) -> Pair:
+        rep = draw_repeat(rng, min_len, max_len, INDUCTION_ALPHABET)
+        at = rng.choice(rep.determined)
+        unused = [c for c in INDUCTION_ALPHABET if c not in rep.text]
+        fresh = "".join(rng.sample(unused, rep.length))
+        corrupted = rep.text[:rep.first] + fresh + rep.text[rep.first + rep.length:]
+        tgt = [torch.tensor([[*prefix, *adapter.target_ids(text[:at])]]) for text in (rep.text, corrupted)]
+        return pair_from_ids(adapter, (src, src), (tgt[0], tgt[1]), tgt[0].shape[1] - 1)
+
+    return _collect(n, draw, seed)
+
+
+def edit_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, min_len: int = 8, max_len: int = 12
+               ) -> list[Pair]:
+    """Reversal or sorting pairs: a random lowercase string and the same string with one letter changed."""
+    def draw(rng: random.Random) -> Pair:
+        text = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(min_len, max_len)))
+        i = rng.randrange(len(text))
+        other = rng.choice([c for c in string.ascii_lowercase if c != text[i]])
+        return pair_from_text(adapter, text, text[:i] + other + text[i + 1:])
+
+    return _collect(n, draw, seed)
+
+
+def names_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, template: str = TEMPLATE) -> list[Pair]:
+    """IOI-style pairs for a decoder-only model: `template` with names A, B (answer A) against two other names."""
+    def draw(rng: random.Random) -> Pair:
+        a, b, c, d = rng.sample(NAMES, 4)
+        return pair_from_text(adapter, template.format(a=a, b=b), template.format(a=c, b=d))
+
+    return _collect(n, draw, seed)
