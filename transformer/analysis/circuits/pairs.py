@@ -25,7 +25,7 @@ TRIES = 8  # draws per pair wanted before giving up
 
 
 def _collect(n: int, draw: Callable[[random.Random], Pair], seed: int) -> list[Pair]:
-    rng, out = random.Random(seed), []
+    rng, out = random.Random(seed), list[Pair]()
     for _ in range(TRIES * n):
         if len(out) == n:
             break
