@@ -35,6 +35,6 @@ else:
     sel = compare_selection(sel)  # the picker row: kind, step, layer, head
     st.markdown(step_caption(sel))
     show_both_maps(sel)
-    if sel.kind == sel.against.kind:
+    if sel.kind == sel.other.kind:
         st.subheader("Difference B − A", anchor=False)
         show_difference(sel)

@@ -69,7 +69,7 @@ class _NoSessionHere(logging.Filter):
     design (the cached functions it calls look for one)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.threadName.startswith(THREAD) and "missing ScriptRunContext" in record.getMessage())
+        return not ((record.threadName or "").startswith(THREAD) and "missing ScriptRunContext" in record.getMessage())
 
 
 class ReadAhead:

@@ -8,8 +8,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from transformer.adapters import HFModelError
-from transformer.model import Seq2SeqTransformer
+from transformer.adapters import HFModelError, adapter_for
+from transformer.model import Network
 from transformer.store import (
     Checkpoint,
     CheckpointError,
@@ -119,7 +119,7 @@ def selected_option() -> ModelOption | None:
 def _examples(metrics: dict, evals: list[dict]) -> tuple[tuple[str, str], ...]:
     """The last evaluation's (source, reference) examples, those the model got exactly right first (the first is the
     pages' default input: a newcomer's first look shows the model at its best, not a mistranslation)."""
-    rows = metrics.get("examples") or next((e.get("examples") for e in reversed(evals) if e.get("examples")), [])
+    rows: list = metrics.get("examples") or next((e.get("examples") for e in reversed(evals) if e.get("examples")), [])
     rows = [r for r in rows
             if isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("reference"), str)]
     rows.sort(key=lambda r: str(r.get("output", "")).strip() != r["reference"].strip())  # stable: right ones first
@@ -130,7 +130,8 @@ def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> A
     card = ckpt.card()
     card["name"] = option.name
     return ActiveModel(option, cache_key, ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, ckpt.task_spec,
-                       card, _examples(ckpt.metrics, ckpt.evals), ckpt, weights_step=ckpt.step)
+                       card, _examples(ckpt.metrics, ckpt.evals), ckpt, weights_step=ckpt.step,
+                       adapter=adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=option.name))
 
 
 def checkpoint_stamp(path: Path) -> int:
@@ -141,7 +142,7 @@ def checkpoint_stamp(path: Path) -> int:
         return 0
 
 
-def live_card(run: LiveRun, model: Seq2SeqTransformer, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
+def live_card(run: LiveRun, model: Network, step: int, elapsed: float, evals: tuple[dict, ...]) -> dict:
     """The sidebar card of the live run, with the keys of Checkpoint.card()."""
     task = run.plan.task
     return model_card(run.name, task.name, task.level, run.plan.model_cfg, model.num_parameters(), step,
@@ -152,16 +153,21 @@ def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
     with run.lock:
         job, number = run.job, run.job_number
     version, model = job.latest_model()
+    if model is None:
+        raise CheckpointError("the live run has not published its first weights yet")
     snap = job.snapshot(history_tail=1)
     task = job.plan.task
     examples = tuple((e.source, e.target) for e in task.valid[:5])
     card = live_card(run, model, snap.step, snap.elapsed, snap.evals)
     return ActiveModel(option, live_cache_key(run, number, version), model, task.src_tokenizer, task.tgt_tokenizer,
                        dict(task.spec), card, ((run.probe, ""), *examples), weights_step=snap.weights_step,
-                       weights_time=snap.weights_time)
+                       weights_time=snap.weights_time,
+                       adapter=adapter_for(model, task.src_tokenizer, task.tgt_tokenizer, name=option.name))
 
 
 def _from_disk(option: ModelOption) -> ActiveModel:
+    if option.path is None:
+        raise CheckpointError(f"{option.name} names no folder")
     stamp = checkpoint_stamp(option.path)
     return _from_checkpoint(option, load_shared_checkpoint(str(option.path), stamp),
                             f"{option.source}:{option.path}:{stamp}")

@@ -10,7 +10,9 @@ import streamlit as st
 from transformer.adapters import (
     DEFAULT_MAX_PARAMS,
     HFCausalLM,
+    HFMaskedLM,
     HFModelError,
+    HFSeq2Seq,
     InspectableModel,
     adapter_for,
     load_hf_model,
@@ -71,7 +73,14 @@ def resolve_hf(option: ModelOption, *, new_session: bool = False) -> ActiveModel
     adapter = session_adapter(shared, option.name, *(("", False) if new_session else (None, None)))
     options = f"{getattr(adapter, 'prefix', '')}:{int(getattr(adapter, 'chat', False))}"
     return ActiveModel(option, f"{HF}:{name}:{options}", None, None, None, {"name": "huggingface"},
-                       adapter.describe(), ((EXAMPLE_TEXT, ""),), adapter=adapter)
+                       _card(adapter), ((EXAMPLE_TEXT, ""),), adapter=adapter)
+
+
+def _card(adapter: InspectableModel) -> dict[str, Any]:
+    """The sidebar card of a Hugging Face model, as its adapter describes it."""
+    if not isinstance(adapter, HFSeq2Seq | HFCausalLM | HFMaskedLM):
+        raise TypeError(f"{type(adapter).__name__} is not a Hugging Face adapter")
+    return adapter.describe()
 
 
 def chat_available(adapter: InspectableModel | None) -> bool:

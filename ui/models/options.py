@@ -12,11 +12,11 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.adapters import InspectableModel, adapter_for
+from transformer.adapters import InspectableModel
 from transformer.analysis import positions_summary
 from transformer.charts import text_width
 from transformer.data import Tokenizer
-from transformer.model import ModelFamily, Seq2SeqTransformer
+from transformer.model import ModelFamily, Network
 from transformer.store import Checkpoint
 
 SHIPPED, RUN, UPLOAD, LIVE, HF = "shipped", "run", "upload", "live", "hf"
@@ -64,7 +64,7 @@ class ActiveModel:
 
     option: ModelOption
     cache_key: str  # unique per weights: decoding results are cached under it
-    model: Seq2SeqTransformer | None  # our network; None for a Hugging Face model (see `adapter`)
+    model: Network | None  # our network; None for a Hugging Face model (see `adapter`)
     src_tokenizer: Tokenizer | None
     tgt_tokenizer: Tokenizer | None
     task_spec: dict
@@ -73,13 +73,9 @@ class ActiveModel:
     checkpoint: Checkpoint | None = field(default=None, repr=False)
     weights_step: int | None = None  # the training step the weights are from
     weights_time: float | None = None  # when a live run published them (time.time()); None for checkpoints
-    adapter: InspectableModel | None = field(default=None, repr=False)  # built from `model` when not given
-
-    def __post_init__(self) -> None:
-        if self.adapter is None:  # one shape: every active model carries its adapter (the model behind the
-            # interface decoding, traces and export use), built once
-            object.__setattr__(self, "adapter", adapter_for(self.model, self.src_tokenizer, self.tgt_tokenizer,
-                                                             name=self.option.name))
+    # one shape: every active model carries its adapter (the model behind the interface decoding, traces and
+    # export use), built once by whoever builds the ActiveModel (`native_adapter` for ours)
+    adapter: InspectableModel = field(repr=False, kw_only=True)
 
     @property
     def family(self) -> ModelFamily:
@@ -131,7 +127,7 @@ def _streams(card: dict[str, Any]) -> bool:
 
 
 def _task_words(card: dict[str, Any]) -> str:
-    task, level = card.get("task"), card.get("level")
+    task, level = str(card.get("task")), str(card.get("level"))
     return f"{_TASKS.get(task, task)} · reads {_LEVELS.get(level, f'{level} tokens')}"
 
 
@@ -182,10 +178,10 @@ def _card_lines(card: dict[str, Any]) -> list[str]:
     metrics = card.get("metrics") or {}
     enc, dec = card.get("n_encoder_layers"), card.get("n_decoder_layers")
     layers = {"encoder-only": f"{enc} layers (encoder only)", "decoder-only": f"{dec} layers (decoder only)"}.get(
-        card.get("architecture"), f"{enc}+{dec} layers")
-    heads = card.get("n_heads")
+        str(card.get("architecture")), f"{enc}+{dec} layers")
+    n_heads = card.get("n_heads")
     lines = [f"**Task** {_task_words(card)}",
-             f"**Size** d_model {card.get('d_model')} · {heads} head{'s' if heads != 1 else ''} · {layers} · "
+             f"**Size** d_model {card.get('d_model')} · {n_heads} head{'s' if n_heads != 1 else ''} · {layers} · "
              f"d_ff {card.get('d_ff')}",
              f"**Parameters** {card.get('parameters', 0):,}",
              f"**Trained** {card.get('steps', 0):,} steps · {card.get('seconds', 0):,.0f} s"]

@@ -102,8 +102,8 @@ class PreloadChunks:
                 if message.get("more_body"):
                     return
                 page = with_preloads_encoded(b"".join(body), path, encoding)
-                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
+                kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+                await send({**start, "headers": [*kept, (b"content-length", str(len(page)).encode())]})
                 await send({"type": "http.response.body", "body": page})
                 return
             await send(message)

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from transformer.decode import encode_source
+from transformer.adapters import adapter_for
+from transformer.decode import read_source
 from transformer.model import ConfigError
 from transformer.store import (
     SNAPSHOTS,
@@ -119,10 +120,15 @@ def resume_target(run: LiveRun, more_steps: int) -> int:
     return run.plan.max_steps if step < run.plan.max_steps else step + more_steps
 
 
+def run_budget(run: LiveRun) -> float:
+    """The run's time budget in seconds (the app's limit for a run planned without one)."""
+    return float(run.max_seconds) if run.max_seconds is not None else float(LIMITS.max_seconds)
+
+
 def resume_run(run: LiveRun, more_steps: int, max_seconds: float | None = None) -> None:
     """Train the same model further on a new job (optimizer, schedule and history carry on) with a new time
     budget of `max_seconds` (default: the run's own); another session may be watching the same run."""
-    max_seconds = run.max_seconds if max_seconds is None else float(max_seconds)
+    max_seconds = run_budget(run) if max_seconds is None else float(max_seconds)
     if not 0 < max_seconds <= LIMITS.max_seconds:
         raise ConfigError(f"The time budget is {max_seconds:,.0f} s; this app allows 1 to {LIMITS.max_seconds:,.0f} s.")
     with run.lock:  # two sessions watching one run: one training process per run
@@ -166,7 +172,8 @@ def change_probe(run: LiveRun, probe: str) -> None:
     probe = probe.strip()
     _check_probe(probe, run.probe_every)
     _, model = run.job.latest_model()
-    encode_source(model, run.plan.task.src_tokenizer, probe)  # raises InputError for text the model cannot read
+    if model is not None:  # raises InputError for text the model cannot read
+        read_source(adapter_for(model, run.plan.task.src_tokenizer), probe)
     run.job.probe = probe
 
 
@@ -201,6 +208,8 @@ def live_checkpoint(run: LiveRun) -> Checkpoint:
     if not run.active:
         return run_checkpoint(run)
     _, model = run.job.latest_model()
+    if model is None:  # nothing published yet: the run as it was saved
+        return run_checkpoint(run)
     snap = run.job.snapshot()
     plan, task = run.plan, run.plan.task
     return Checkpoint(model, plan.model_cfg, plan.train_cfg, task.src_tokenizer, task.tgt_tokenizer, dict(task.spec),

@@ -15,7 +15,16 @@ from transformer.train import fork_server
 from ui.models import HF, LIVE, SHIPPED, UPLOAD, ModelOption, selected_option, uploaded_checkpoint
 from ui.server import LIMITS, is_audience, refusal, speaker_only
 
-from .actions import BusyError, change_probe, continue_checkpoint, resume_run, resume_target, save_run, start_run
+from .actions import (
+    BusyError,
+    change_probe,
+    continue_checkpoint,
+    resume_run,
+    resume_target,
+    run_budget,
+    save_run,
+    start_run,
+)
 from .form import PROBES, build_plan, remember_form
 from .live_run import live_run
 
@@ -84,7 +93,7 @@ def resume() -> None:
     if run is None:
         return
     _report("Cannot resume", lambda: resume_run(run, int(st.session_state.get("train_more_steps", 500)),
-                                                 float(st.session_state.get(RESUME_SECONDS_KEY) or run.max_seconds)))
+                                                 float(st.session_state.get(RESUME_SECONDS_KEY) or run_budget(run))))
 
 
 @speaker_only
@@ -128,6 +137,8 @@ def _checkpoint_for(option: ModelOption) -> Checkpoint:
     """A private copy of a checkpoint with its optimizer state (never the shared, cached one)."""
     if option.source == UPLOAD:
         return uploaded_checkpoint(option)
+    if option.path is None:
+        raise CheckpointError(f"{option.name} names no folder")
     return load_checkpoint(option.path, load_optimizer=True)
 
 
@@ -161,7 +172,7 @@ def run_controls() -> None:
     state = st.session_state  # the box is gone after a visit to another page: back to the run's budget
     if run is not None and (RESUME_SECONDS_KEY not in state or state.get(RESUME_SECONDS_KEY + "_for") != run.id):
         st.session_state[RESUME_SECONDS_KEY + "_for"] = run.id
-        st.session_state[RESUME_SECONDS_KEY] = float(run.max_seconds)
+        st.session_state[RESUME_SECONDS_KEY] = run_budget(run)
     with st.container(border=True):
         # two rows: seven controls in one cut their labels short at a 1280-px window
         c_stop, c_resume, c_more, c_secs = st.columns([1.2, 3, 1.5, 1.5], vertical_alignment="bottom")

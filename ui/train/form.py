@@ -77,7 +77,7 @@ class Field:
         """Session-state key of the widget."""
         return f"train_{self.name}"
 
-    def offered(self, state: Mapping[str, Any]) -> bool:
+    def offered(self, state: Mapping[Any, Any]) -> bool:
         """Whether the form's architecture and positions take this field (else it is off, the task's default used)."""
         return (rope_chosen(state) or not self.rope_only) and (decoder_only_chosen(state) or not self.decoder_only)
 
@@ -214,7 +214,7 @@ def field_widget(f: Field) -> None:
                         help=f.help, disabled=disabled)
 
 
-def model_values(state: Mapping[str, Any]) -> dict[str, Any]:
+def model_values(state: Mapping[Any, Any]) -> dict[str, Any]:
     """The model fields' values by config name; the RoPE base, window, global layers and log-n scaling only where
     they apply (else the task's default)."""
     return {f.name: state[f.key] for f in FIELDS if f.group == "model" and f.offered(state)}
@@ -278,7 +278,7 @@ def tokenizer_widgets(disabled: bool = False) -> None:
 
 def corpus_tokenizer_options() -> dict[str, Any]:
     """TaskSpec's tokenizer fields from the widgets (word vocabularies are always separate)."""
-    state = VOCAB_DEFAULTS | {k: st.session_state[k] for k in VOCAB_DEFAULTS if k in st.session_state}
+    state: dict[str, Any] = VOCAB_DEFAULTS | {k: st.session_state[k] for k in VOCAB_DEFAULTS if k in st.session_state}
     kind = state["train_tokenizer"]
     if kind == "word":
         return {"tokenizer": "word", "joint": False}

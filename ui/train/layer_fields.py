@@ -22,12 +22,12 @@ ROPE_LAYER_FIELDS = ("window", "global_every")  # offered with rope positions on
 DECODER_FIELDS = ("logn_length",)  # offered on the decoder-only architecture
 
 
-def decoder_only_chosen(state: Mapping[str, Any]) -> bool:
+def decoder_only_chosen(state: Mapping[Any, Any]) -> bool:
     """Whether the form asks for the decoder-only architecture (where log-n scaling applies)."""
     return state.get("train_architecture") == "decoder-only"
 
 
-def layers_problem(state: Mapping[str, Any]) -> str | None:
+def layers_problem(state: Mapping[Any, Any]) -> str | None:
     """The model config's own message for the form's window, global layers and log-n scaling when it refuses them
     (None: fine, or none of them offered)."""
     if not decoder_only_chosen(state):

@@ -12,17 +12,18 @@ ROPE_BASE_HELP = ("RoPE's base (default 10000): pair i of a head's dimensions tu
                   "streams. Only with rope positions on the decoder-only architecture.")
 
 
-def rope_chosen(state: Mapping[str, Any]) -> bool:
+def rope_chosen(state: Mapping[Any, Any]) -> bool:
     """Whether the form asks for rope positions on the decoder-only architecture (where the base applies)."""
     return state.get("train_architecture") == "decoder-only" and state.get("train_positions") == "rope"
 
 
-def rope_problem(state: Mapping[str, Any]) -> str | None:
+def rope_problem(state: Mapping[Any, Any]) -> str | None:
     """The model config's own message for the form's RoPE base when it refuses it (None: fine, or not rope)."""
     if not rope_chosen(state):
         return None
     try:
-        ModelConfig(64, 64, architecture="decoder-only", positions="rope", rope_base=state.get(ROPE_BASE_KEY))
+        ModelConfig(64, 64, architecture="decoder-only", positions="rope",
+                    rope_base=state.get(ROPE_BASE_KEY, ModelConfig.rope_base))
     except ConfigError as exc:
         return f"RoPE base: {exc}."
     return None

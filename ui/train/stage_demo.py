@@ -35,9 +35,9 @@ def stage_help(task: str) -> str:
 
 def stage_caption() -> None:
     """One line under the task row while the stage demo is on: what will happen when Train is pressed."""
-    if not stage_on():
-        return
     rule = stage_rule()
+    if rule is None:  # the switch is off
+        return
     goal = (f"exact match ≥ {rule.min_exact_match:g} and " if rule.min_exact_match > 0 else "") + \
         f"one cross-attention head ≥ {rule.min_alignment:g} aligned with the gold alignment"
     st.caption(f"Stage demo: trains until the picture is clean ({goal}, checked every {rule.check_every} steps "

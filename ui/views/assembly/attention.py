@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import cast
 
 import streamlit as st
 
@@ -182,7 +183,8 @@ def _attention_selection(active: ActiveModel) -> Selection | None:
                                       "of the mean of the heads' vectors. Max, rollout and group means stay "
                                       "weight-only.")
     return Selection("attention", active, text, result, reference, mode, trace, kind=kind, layer=layer, head=head,
-                     ablated=chosen_heads(active, KEYS["ablate"]), combine=combine, shows=shows, fixed_scale=fixed,
+                     ablated=chosen_heads(active, KEYS["ablate"]), combine=combine, shows=shows or "weight",
+                     fixed_scale=fixed,
                      hide_sinks=hide, merge_words=bool(merged), second=second,
                      segment=(st.session_state.get(KEYS["segment"]) or "all") if second.strip() else "all")
 
@@ -242,7 +244,7 @@ def show_large_map(sel: Selection) -> None:
         stats.insert(0, "map", [head_label(int(h), int(lay))
                                 for lay, h in zip(stats["layer"], stats["head"], strict=True)])
         show_small_table(stats, STATS_COLUMNS, key="attention_stats")
-        if gold:
+        if gold and alignment is not None:
             show_alignment_scores(trace, alignment, key="attention_alignment")
     if not overview_first(trace, kind):
         with st.expander("Head overview: every head of this kind in one map", icon=":material/apps:"):
@@ -276,9 +278,10 @@ def grid_layers(trace: AttentionTrace, kind: str) -> list[int] | None:
     key = f"attention_grid_layers_{kind}_{n_layers}"  # its own range per kind and depth: kinds can differ in depth
     st.session_state.setdefault(key, (1, fit))  # a long input: the first layers that fit
     pick, every = st.columns([4, 1], vertical_alignment="bottom")
-    first, last = pick.slider(f"Layers (of {n_layers})", 1, n_layers, key=key,
-                              help="The grid draws every layer that fits at this input length; narrow the range to "
-                                   "look at fewer.")
+    # a range slider: its value in session state is a pair, which the stubs' overloads cannot see from `key`
+    first, last = cast(tuple[int, int], pick.slider(
+        f"Layers (of {n_layers})", 1, n_layers, key=key,
+        help="The grid draws every layer that fits at this input length; narrow the range to look at fewer."))
     every.button(f"All {n_layers} layers", key=f"attention_grid_all_{kind}", width="stretch",
                  on_click=_set_grid_layers, args=(key, 1, n_layers), disabled=(first, last) == (1, n_layers))
     if last - first + 1 > fit:

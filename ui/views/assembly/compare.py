@@ -124,14 +124,14 @@ def step_picker(a: DecodeResult, b: DecodeResult) -> int:
 def step_caption(sel: Selection) -> str:
     """What each model chose at the selected step: 'Step 3 · A ‹x› 91.0% · B ‹y› 55.2%' (or that its output has
     ended)."""
-    t = sel.step
+    t = sel.at
 
     def chose(tag: str, result: DecodeResult) -> str:
         if t >= len(result.steps):
             return f"{tag} (ended after {len(result.steps)} steps)"
         step = result.steps[t]
         return f"{tag} ‹{md_token(step.token)}› {step.prob:.1%}"
-    return f"**Step {t + 1}** · {chose('A', sel.result)} · {chose('B', sel.against.result)}"
+    return f"**Step {t + 1}** · {chose('A', sel.result)} · {chose('B', sel.other.result)}"
 
 
 def compare_decodes(active: ActiveModel) -> Selection | None:
@@ -158,7 +158,7 @@ def compare_decodes(active: ActiveModel) -> Selection | None:
 def compare_selection(sel: Selection) -> Selection:
     """Compare's picker row (kind, step, layer, head) under both outputs: `sel` (from compare_decodes) with the
     choices, each side with its kind (each model's own where the families differ)."""
-    other = sel.against
+    other = sel.other
     trace_a, trace_b = sel.result.trace, other.result.trace
     c_kind, c_step, c_layer, c_head = st.columns([3, 3, 2, 3], vertical_alignment="bottom")
     kinds = compare_kinds((trace_a, trace_b))  # each model's own kind when the families differ
@@ -178,15 +178,15 @@ def compare_selection(sel: Selection) -> Selection:
     if (trace_a.n_layers(kinds[0]), trace_a.n_heads) != (trace_b.n_layers(kinds[1]), trace_b.n_heads):
         st.caption(f"The models differ in size: only the {n_layers} layer(s) and {n_heads} head(s) both have are "
                    "offered.")
-    picks = {"layer": layer, "head": head, "step": t}
-    return replace(sel, kind=kinds[0], **picks, against=replace(other, kind=kinds[1], **picks))
+    return replace(sel, kind=kinds[0], layer=layer, head=head, step=t,
+                   against=replace(other, kind=kinds[1], layer=layer, head=head, step=t))
 
 
 def show_outputs(sel: Selection) -> None:
     """Both outputs side by side, the first divergence outlined, and the step-by-step table."""
-    result_a, result_b = sel.result, sel.against.result
+    result_a, result_b = sel.result, sel.other.result
     split = divergence_message(result_a, result_b)
-    for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (sel.model, sel.against.model),
+    for column, tag, model, result in zip(st.columns(2, gap="large"), "AB", (sel.model, sel.other.model),
                                           (result_a, result_b), strict=True):
         with column:
             st.markdown(model_caption(tag, model))
@@ -217,9 +217,9 @@ def compare_kinds(traces: tuple[AttentionTrace, AttentionTrace]) -> tuple[str, s
 def show_both_maps(sel: Selection) -> None:
     """The selected layer and head of both models (each side of its own kind), rows up to the selected step (the
     encoder's map is the same at every step); an output that ended shows its last row."""
-    sides = (sel, sel.against)
+    sides = (sel, sel.other)
     models, traces, kinds = (s.model for s in sides), [s.result.trace for s in sides], [s.kind for s in sides]
-    layer, head, t, text = sel.layer, sel.head, sel.step, sel.text
+    layer, head, t, text = sel.layer, sel.head, sel.at, sel.text
     # a long input's maps go one above the other at the page's width, through one window of keys for both
     longest = max(range(2), key=lambda i: traces[i].axis_sizes(kinds[i])[1])
     wide = needs_page_width(traces[longest], kinds[longest])
@@ -231,7 +231,7 @@ def show_both_maps(sel: Selection) -> None:
         keys = None if window is None else _within(window, trace.axis_sizes(kind)[1])
         with column:  # the title as page text: it wraps in the column, where a chart title widened the chart past it
             heading = (f"{tag} · {model.option.name} · {ALL_TITLES[kind]} · layer {layer + 1} · "
-                       f"{head_label(head, spelled=True).lower()}" + (f" · step {row + 1}" if stepped else "")
+                       f"{head_label(head, spelled=True).lower()}" + (f" · step {row + 1}" if row is not None else "")
                        + ("" if keys is None else window_title(*keys, trace.axis_sizes(kind)[1])))
             chart_heading(heading)
             heatmap = attention_heatmap(trace, kind, layer, head, size=200, max_row=row, highlight_row=row, title="",
@@ -250,8 +250,8 @@ def _within(window: tuple[int, int], n_keys: int) -> tuple[int, int]:
 def show_difference(sel: Selection) -> None:
     """B − A over the rows and columns whose tokens agree in both, or why there is no such map. Both models and the
     input are named on its slide."""
-    models, text = (sel.model, sel.against.model), sel.text
-    trace_a, trace_b, kind, layer, head = sel.result.trace, sel.against.result.trace, sel.kind, sel.layer, sel.head
+    models, text = (sel.model, sel.other.model), sel.text
+    trace_a, trace_b, kind, layer, head = sel.result.trace, sel.other.result.trace, sel.kind, sel.layer, sel.head
     try:
         diff = attention_difference(trace_a, trace_b, kind, layer, head)
     except ValueError as exc:

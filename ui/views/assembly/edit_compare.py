@@ -178,8 +178,8 @@ def show_edit_mode(active: ActiveModel) -> None:
         layer = layer_picker("Layer", trace.n_layers(kind), KEYS["layer"])
     with c_head:
         head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=kind)
-    picks = {"kind": kind, "layer": layer, "head": head}  # one model on A and on B (the other side), one picker row
-    sel = Selection("compare", active, text_a, comparison.a, **picks,
-                    against=Selection("compare", active, text_b, comparison.b, **picks))
+    # one model on A and on B (the other side), one picker row
+    sel = Selection("compare", active, text_a, comparison.a, kind=kind, layer=layer, head=head,
+                    against=Selection("compare", active, text_b, comparison.b, kind=kind, layer=layer, head=head))
     show_edit_difference(sel, comparison)
     show_patching(active, comparison)

@@ -41,7 +41,7 @@ def page_estimate(active: ActiveModel, stats: CorpusStats, head: Head) -> HeadEs
     kept = st.session_state.get(ESTIMATE_KEY)
     usable = (kept is not None and kept[0] == active.cache_key and kept[3] is not None
               and _same_sentences(kept, latest_corpus(active)))
-    return head_estimate(stats, head, kept[3] if usable else None, _why(active, kept))
+    return head_estimate(stats, head, kept[3] if usable and kept is not None else None, _why(active, kept))
 
 
 def show_estimate(estimate: HeadEstimate) -> None:

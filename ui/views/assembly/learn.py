@@ -164,7 +164,7 @@ def show_stage(sel: Selection, stage: TourStage) -> None:
                 "by its mask token, all at once: [Predict at the masks on the Decode page](/decode).",
                 icon=":material/info:")
         return
-    kind = family.cross_kind if stage.name == "cross" else family.output_kind
+    kind = family.cross_kind if stage.name == "cross" and family.cross_kind is not None else family.output_kind
     c = _computation(active, result, kind, 0)
     if c is None:
         return

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Protocol, runtime_checkable
 
 import streamlit as st
 
@@ -54,6 +55,22 @@ POSITIONS_KEY, SEGMENT_KEY = KEYS["masks"], KEYS["segment"]
 POSITIONS_FOR_KEY = "decode_mask_positions_for"  # the input the clicked positions belong to
 
 
+@runtime_checkable
+class MaskingModel(Protocol):
+    """What an encoder-only adapter has beyond the interface: its mask token and the ids a click never masks."""
+
+    mask_token: str
+    special_ids: frozenset[int]
+
+
+def masking(active: ActiveModel) -> MaskingModel:
+    """The active model's adapter as an encoder-only one (these pages are only offered for that family)."""
+    adapter = active.adapter
+    if not isinstance(adapter, MaskingModel):
+        raise TypeError(f"{active.option.name} is not an encoder-only model: it has no mask token")
+    return adapter
+
+
 @shared
 def _fill(model_key: str, _active: ActiveModel, text: str, second: str, positions: tuple[int, ...], top_k: int,
           heads: tuple[Head, ...] = ()) -> FillResult:
@@ -76,8 +93,8 @@ def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...]
     except InputError as exc:
         st.warning(str(exc), icon=":material/edit_note:")
         return None
-    state = st.session_state
-    special = set(adapter.special_ids)
+    state, mask = st.session_state, masking(active)
+    special = set(mask.special_ids)
     options = [i for i, t in enumerate(source.ids) if t not in special]
     if POSITIONS_FOR_KEY in state and state[POSITIONS_FOR_KEY] != (text, second):  # a new input: its own clicks
         state[POSITIONS_KEY] = []
@@ -85,7 +102,7 @@ def _mask_picker(active: ActiveModel, text: str, second: str) -> tuple[int, ...]
     state[POSITIONS_KEY] = [i for i in state.get(POSITIONS_KEY) or [] if i in options]  # a link's, checked
     chosen = st.pills("Click tokens to mask them", options, selection_mode="multi", key=POSITIONS_KEY,
                       format_func=lambda i: f"{source.tokens[i]}", help="Each clicked token is replaced by "
-                      f"{adapter.mask_token} and the model predicts it from the rest; or type {adapter.mask_token} in "
+                      f"{mask.mask_token} and the model predicts it from the rest; or type {mask.mask_token} in "
                       "the text.")
     return tuple(int(i) for i in chosen or ())
 
@@ -116,7 +133,7 @@ def masked_selection(active: ActiveModel) -> Selection | None:
 
 
 def _show_predictions(sel: Selection) -> None:
-    result = sel.fill
+    result = sel.filled
     st.subheader("Predictions at the masks", anchor=False)
     st.caption("The softmax of the masked-LM head over the whole vocabulary at each mask, as the model gives it.")
     columns = st.columns(min(3, len(result.predictions)))
@@ -132,7 +149,7 @@ def _show_change(sel: Selection) -> None:
         st.caption("Click tokens above to mask them: this map then shows how far each head's attention moved.")
         return
     plain = fill(sel.model, sel.text, sel.second, (), sel.top_k)
-    frame = attention_change(plain.trace, sel.fill.trace)
+    frame = attention_change(plain.trace, sel.filled.trace)
     st.caption("For each layer and head, the mean over query rows of the total variation distance between the "
                "attention without and with the masks (0: unchanged, 1: moved entirely).")
     show_chart(cached_chart(head_change_map, frame, sel.kind), width="content")
@@ -141,7 +158,7 @@ def _show_change(sel: Selection) -> None:
 def map_selection(sel: Selection) -> Selection:
     """The map's row under its heading (layer, head, and for a pair the segment filter): `sel` with them and the
     trace as drawn (the chosen segment's block of each map kept)."""
-    result, kind = sel.fill, sel.kind
+    result, kind = sel.filled, sel.kind
     trace = result.trace
     pair = 1 in result.segments
     c_layer, c_head, c_segment = st.columns([1, 1, 2], vertical_alignment="bottom")
@@ -182,7 +199,7 @@ def _show_ablation(sel: Selection) -> None:
         return
     sel = replace(sel, ablated=tuple(parse_head(h, adapter) for h in chosen))
     ablated = fill(sel.model, sel.text, sel.second, sel.masks, sel.top_k, sel.ablated)
-    for before, after in zip(sel.fill.predictions, ablated.predictions, strict=True):
+    for before, after in zip(sel.filled.predictions, ablated.predictions, strict=True):
         old = {i: v for _, i, v in after.top_k}
         kept = old.get(before.top_k[0][1])
         st.markdown(f"Token {before.position}: **{md(before.token)}** {before.prob:.3f} → with the heads off "
@@ -193,7 +210,7 @@ def _show_ablation(sel: Selection) -> None:
 
 def _show_attribution(sel: Selection) -> None:
     st.subheader("Which tokens the prediction leans on", anchor=False)
-    result = sel.fill
+    result = sel.filled
     names = [f"token {p.position}: {p.token}" for p in result.predictions]
     key = sel.param_key("pred")
     if st.session_state.get(key) not in range(len(names)):  # a link's or another input's prediction: the first
@@ -211,18 +228,19 @@ def show_mask_page(active: ActiveModel) -> None:
     st.title("Predict at the masks", anchor=False)
     adapter = active.adapter
     st.caption(f"{md(active.option.name)} reads the whole input at once (no decoding): it predicts the tokens hidden "
-               f"by its mask token {md(adapter.mask_token)}. Type it in the text, or click tokens below to mask them.")
+               f"by its mask token {md(masking(active).mask_token)}. Type it in the text, or click tokens below to "
+               "mask them.")
     sel = masked_selection(active)  # the pair, the masks, top-k and the one forward pass
     if sel is None:
         return
-    show_chips(sel.fill.source.tokens, caption="What the model reads (masks in place)")
-    if sel.fill.predictions:
+    show_chips(sel.filled.source.tokens, caption="What the model reads (masks in place)")
+    if sel.filled.predictions:
         _show_predictions(sel)
     else:
         st.info(no_mask_message(adapter), icon=":material/touch_app:")
     _show_change(sel)
     sel = _show_map(sel)  # its row: layer, head, segment
-    if sel.fill.predictions:
+    if sel.filled.predictions:
         _show_ablation(sel)
         _show_attribution(sel)
 

@@ -24,14 +24,14 @@ from ..kit import (
     show_chips,
 )
 from .compare import pick_model_b
-from .masked import fill
+from .masked import fill, masking
 
 KEYS = LINK_PARAMS["compare"]  # link parameter -> widget key
 WAYS = {"inputs": "Two masked inputs, one model", "models": "One masked input, two models"}
 
 
 def _side(tag: str, sel: Selection) -> None:
-    result = sel.fill
+    result = sel.filled
     st.markdown(f"**{tag}** · {md(sel.model.option.name)}")
     show_chips(result.source.tokens, caption="what the model reads")
     for prediction in result.predictions:
@@ -57,6 +57,7 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
     st.session_state.setdefault(KEYS["way"], "inputs")
     way = st.radio("Compare", list(WAYS), format_func=WAYS.__getitem__, key=KEYS["way"], horizontal=True)
     bind_text(KEYS["text"], active)
+    other: ActiveModel | None
     if way == "inputs":
         col_a, col_b = st.columns(2)
         text = model_text_input(col_a, "Input A", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
@@ -75,9 +76,10 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
                     "masks. Pick another encoder-only model.", icon=":material/info:")
             return None
         text_b = text
-    results = [_fill_or_message(model, t, tag) for tag, model, t in (("A", active, text), ("B", other, text_b))]
-    if any(r is None for r in results):
+    fill_a, fill_b = (_fill_or_message(model, t, tag) for tag, model, t in (("A", active, text), ("B", other, text_b)))
+    if fill_a is None or fill_b is None:
         return None
+    results = (fill_a, fill_b)
     kind = active.family.output_kind
     n_layers = min(r.trace.n_layers(kind) for r in results)
     n_heads = min(r.trace.n_heads for r in results)
@@ -86,7 +88,6 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
         layer = layer_picker("Layer", n_layers, KEYS["layer"])
     with c_head:
         head = head_picker("Head", n_heads, KEYS["head"], trace=results[0].trace, kind=kind)
-    fill_a, fill_b = results
     b = Selection("compare", other, text_b, fill_b.as_decode(), kind=kind, layer=layer, head=head, fill=fill_b)
     return Selection("compare", active, text, fill_a.as_decode(), kind=kind, layer=layer, head=head, fill=fill_a,
                      against=b)
@@ -94,7 +95,7 @@ def masked_compare_selection(active: ActiveModel) -> Selection | None:
 
 def show_masked_compare(active: ActiveModel) -> None:
     """The Compare page of an encoder-only model."""
-    st.caption(f"{md(active.option.name)} predicts at its mask token {md(active.adapter.mask_token)}: compare two "
+    st.caption(f"{md(active.option.name)} predicts at its mask token {md(masking(active).mask_token)}: compare two "
                "inputs (a word masked here and there, or changed) or the same input through a second encoder-only "
                "model. Rows are queries and columns keys; one layer / head selector drives both maps.")
     sel = masked_compare_selection(active)  # the way, the inputs, model B, both passes, the layer and head
@@ -106,10 +107,10 @@ def show_masked_compare(active: ActiveModel) -> None:
 def show_masked_sides(sel: Selection) -> None:
     """Both sides (A: `sel`, B: `sel.against`) with their predictions and the same map, and where both read the
     same number of tokens how far each head's attention moved from A to B."""
-    for column, (tag, side) in zip(st.columns(2, gap="large"), (("A", sel), ("B", sel.against)), strict=True):
+    for column, (tag, side) in zip(st.columns(2, gap="large"), (("A", sel), ("B", sel.other)), strict=True):
         with column:
             _side(tag, side)
-    a, b, kind = sel.fill.trace, sel.against.fill.trace, sel.kind
+    a, b, kind = sel.filled.trace, sel.other.filled.trace, sel.kind
     if a.weights(kind).shape == b.weights(kind).shape:
         st.subheader("How far each head's attention moved from A to B", anchor=False)
         show_chart(cached_chart(head_change_map, attention_change(a, b), kind), width="content")

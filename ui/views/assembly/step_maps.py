@@ -7,6 +7,7 @@ from functools import partial
 import streamlit as st
 
 from transformer.charts import ChartTooLargeError, attention_heatmap, attention_panels, window_title
+from transformer.data import GoldSource
 
 from ..features import (
     QK_CELL,
@@ -42,9 +43,10 @@ from ..kit import (
 KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
 MAP_SIZE, PRESENTED_MAP_SIZE = 300, 330  # on a projector larger, yet on 1280x720's first screen beside the top-k
 Window = tuple[int, int] | None
+Alignment = tuple[GoldSource, ...] | None  # the gold alignment, where the task knows it
 
 
-def map_gold(sel: Selection) -> tuple[object, list]:
+def map_gold(sel: Selection) -> tuple[Alignment, list[tuple[int, int]]]:
     """(alignment scores, gold cells) of the map, for a model with cross-attention and a task that has them."""
     trace = sel.result.trace
     if not trace.family.has_cross:
@@ -59,7 +61,7 @@ def _head_stem(head: int | None) -> str:
 def show_step_map(sel: Selection, gold: list) -> Window:
     """The map's heading and the map, rows up to the step (its row outlined, `gold` cells outlined while switched on),
     a click on a cell opening What made this score; then what each key contributes. Returns the window of keys."""
-    result, t, layer, head = sel.result, sel.step, sel.layer, sel.head
+    result, t, layer, head = sel.result, sel.at, sel.layer, sel.head
     trace = result.trace
     kind, row = map_kind(trace), trace.step_offset + t
     kind_name, named = kind_title(kind), head_label(head, spelled=True).lower()
@@ -84,11 +86,11 @@ def show_step_map(sel: Selection, gold: list) -> Window:
     return keys
 
 
-def show_map_notes(sel: Selection, alignment: object, gold: list) -> None:
+def show_map_notes(sel: Selection, alignment: Alignment, gold: list[tuple[int, int]]) -> None:
     """Beside the map: the gold alignment's switch and scores (where known), and how to read the map."""
     trace = sel.result.trace
     spec, kind = trace.family, map_kind(trace)
-    if gold:
+    if gold and alignment is not None:
         st.toggle("Outline the gold alignment", value=True, key=KEYS["gold"],
                   help="The source token each correct output token comes from.")
         show_alignment_scores(trace, alignment, key="decode_alignment")
@@ -99,7 +101,7 @@ def show_map_notes(sel: Selection, alignment: object, gold: list) -> None:
 
 def show_heads_grid(sel: Selection, keys: Window) -> None:
     """Every head of the layer (and their mean) up to the step; a click on a head's panel switches it off or on."""
-    result, t, layer = sel.result, sel.step, sel.layer
+    result, t, layer = sel.result, sel.at, sel.layer
     trace = result.trace
     kind, row = map_kind(trace), trace.step_offset + t
     clicked_note("decode_grid")

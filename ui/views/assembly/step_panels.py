@@ -23,22 +23,22 @@ from ..kit import decode_state as ds
 
 def _at(sel: Selection) -> str:
     """'layer 2 · mean of heads · step 3 of 9': where a slide of this step comes from."""
-    return (f"layer {sel.layer + 1} · {head_label(sel.head, spelled=True).lower()} · step {sel.step + 1} of "
+    return (f"layer {sel.layer + 1} · {head_label(sel.head, spelled=True).lower()} · step {sel.at + 1} of "
             f"{len(sel.result.steps)}")
 
 
 def show_prefix_panel(sel: Selection, column_px: int | None = None) -> None:
     """The output so far (and, teacher-forced, the reference fed) and the step's self-attention over the prefix,
     its strip wrapped to `column_px` where it is placed in a column narrower than the page."""
-    result, t, layer, head = sel.result, sel.step, sel.layer, sel.head
+    result, t, layer, head = sel.result, sel.at, sel.layer, sel.head
     trace = result.trace
     spec, row = trace.family, trace.step_offset + t  # the query row of step t
     if sel.mode == ds.TEACHER:
         show_chips(trace.decoder_input_tokens, highlight=row, dim_from=row + 1, caption="decoder input: the reference")
     show_chips(result.output_tokens[: t + 1], highlight=t,
                caption="predictions so far" if sel.mode == ds.TEACHER else "output so far")
-    self_title = kind_title(spec.decoder_kind)
-    self_row = trace.matrix(spec.decoder_kind, layer, head)[row, : row + 1].tolist()
+    self_title = kind_title(spec.output_kind)
+    self_row = trace.matrix(spec.output_kind, layer, head)[row, : row + 1].tolist()
     chart_heading(f"{self_title} of step {t + 1} over the prefix")
     width = min(420 if spec.has_cross else PAGE_PX, column_px or PAGE_PX)
     prefix_strip = cached_chart(decoder_row_chart, trace.decoder_input_tokens[: row + 1], self_row,
@@ -50,7 +50,7 @@ def show_prefix_panel(sel: Selection, column_px: int | None = None) -> None:
 
 def show_topk_panel(sel: Selection) -> None:
     """The step's top-k candidates as bars, and "force another token here" (not on a projector)."""
-    result, t = sel.result, sel.step
+    result, t = sel.result, sel.at
     step = result.steps[t]
     chart_heading(f"Top-{len(step.top_k)} candidates at step {t + 1}")
     top = cached_chart(topk_bars, step.top_k, chosen=step.token, width=200)
@@ -71,7 +71,7 @@ def show_topk_panel(sel: Selection) -> None:
 
 def show_source_panel(sel: Selection) -> None:
     """The source tokens shaded by the step's cross-attention (nothing for a model without a separate source)."""
-    trace, t = sel.result.trace, sel.step
+    trace, t = sel.result.trace, sel.at
     spec = trace.family
     if spec.cross_kind is None:
         return  # no separate source: the prefix strip is the step's whole row, the prompt included

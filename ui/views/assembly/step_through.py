@@ -57,7 +57,7 @@ from ..kit import (
     weights_of,
 )
 from ..kit import decode_state as ds
-from .step_maps import map_gold, show_heads_grid, show_map_notes, show_maps, show_step_map
+from .step_maps import Alignment, Window, map_gold, show_heads_grid, show_map_notes, show_maps, show_step_map
 from .step_panels import show_prefix_panel, show_source_panel, show_step_panels, show_topk_panel
 
 KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
@@ -109,17 +109,18 @@ def decode_results(sel: Selection) -> tuple[Results, ds.ForcedPrefix | None]:
 
 def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
     """One card per output (on a projector, the teacher-forced one only while it is being stepped through)."""
-    available = [view for view, result in results.items() if result is not None]
+    available = {view: result for view, result in results.items() if result is not None}
     if presenting():
-        available = [v for v in available if v != ds.TEACHER or st.session_state.get(ds.MODE_KEY) == ds.TEACHER]
-    for column, view in zip(st.columns(len(available)), available, strict=True):
-        result = results[view]
+        available = {v: r for v, r in available.items()
+                     if v != ds.TEACHER or st.session_state.get(ds.MODE_KEY) == ds.TEACHER}
+    for column, (view, result) in zip(st.columns(len(available)), available.items(), strict=True):
+        forced = prefix if view == ds.FORCED else None
         with column.container(border=True):
             st.markdown(f"**{ds.view_label(view, result)}**")
-            show_chips(result.output_tokens, highlight=prefix.step if view == ds.FORCED else None,
+            show_chips(result.output_tokens, highlight=forced.step if forced is not None else None,
                        caption="predictions at each reference position" if view == ds.TEACHER else "output")
-            if view == ds.FORCED:
-                st.caption(f"‹{md_token(prefix.tokens[-1])}› forced at step {prefix.step + 1}, then greedy again.")
+            if forced is not None:
+                st.caption(f"‹{md_token(forced.tokens[-1])}› forced at step {forced.step + 1}, then greedy again.")
                 st.button("Clear forced token", key="decode_unforce", on_click=ds.clear_forced, icon=":material/close:")
             elif view == ds.GREEDY and not result.finished:
                 st.caption("Stopped at the step limit without producing </s>.")
@@ -160,9 +161,9 @@ def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
 
 
 def _step_heading(sel: Selection) -> None:
-    step, trace = sel.result.steps[sel.step], sel.result.trace
-    fed = trace.decoder_input_tokens[trace.step_offset + sel.step]
-    st.subheader(f"Step {sel.step + 1} of {len(sel.result.steps)}: input ‹{md_token(fed)}› → "
+    step, trace = sel.result.steps[sel.at], sel.result.trace
+    fed = trace.decoder_input_tokens[trace.step_offset + sel.at]
+    st.subheader(f"Step {sel.at + 1} of {len(sel.result.steps)}: input ‹{md_token(fed)}› → "
                  f"output ‹{md_token(step.token)}› ({step.prob:.1%})", anchor=False)
 
 
@@ -188,6 +189,8 @@ def _controls(sel: Selection, results: Results, view: str, *, presented: bool) -
     """Download replay and the animation, then the step, layer and head (in presenter mode the pickers stacked, for
     the folded controls, Prev and Next left to the first screen): `sel` completed with the output `view` and them."""
     active, result = sel.model, results[view]
+    if result is None:
+        raise ValueError(f"no {view} output to step through")
     downloads = st.container(horizontal=True, vertical_alignment="center", key="decode_downloads")
     with downloads:
         replay_download(active, result, view)
@@ -225,7 +228,7 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
         sel = _controls(sel, results, view, presented=False)
         _step_heading(sel)
         show_step_panels(sel)
-    result, t, layer, head = sel.result, sel.step, sel.layer, sel.head
+    result, t, layer, head = sel.result, sel.at, sel.layer, sel.head
     show_sampled_step(result, t)
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, sel.title, key="decode_ablated_strip")
@@ -250,17 +253,21 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
 
 
 def _presented_step(sel: Selection, results: Results, view: str,
-                    prefix: ds.ForcedPrefix | None) -> tuple[Selection, tuple[object, list, object]]:
+                    prefix: ds.ForcedPrefix | None
+                    ) -> tuple[Selection, tuple[Alignment, list[tuple[int, int]], Window]]:
     """Presenter mode's first screen: the map at the left; at the right the folded step controls, the step's
     heading, Prev and Next, the top-k and the output card; the prefix and the source shading under both. Returns
     `sel` completed (step, layer, head) and the map's (alignment, gold, keys)."""
-    trace = results[view].trace
+    shown = results[view]
+    if shown is None:
+        raise ValueError(f"no {view} output to step through")
+    trace = shown.trace
     map_col, side_col = map_columns(trace, map_kind(trace), [11, 9])
     with side_col:  # first: the step, layer and head the map shows
         with folded_controls("Step, layer and head", key="decode_step_controls"):
             sel = _controls(sel, results, view, presented=True)
         _step_heading(sel)
-        _step_buttons(len(sel.result.steps), sel.step, *st.columns(2))
+        _step_buttons(len(sel.result.steps), sel.at, *st.columns(2))
         head_keys(KEYS["head"], trace.n_heads)  # H and Shift+H: mounted, out of sight, outside the folded pickers
         show_topk_panel(sel)
         show_output_cards(results, prefix)

@@ -161,7 +161,7 @@ def ablated_run(active: ActiveModel, text: str, heads: Sequence[Head], *, refere
 def show_comparison(intact: DecodeResult, ablated: DecodeResult, heads: Sequence[Head], *, key: str) -> None:
     """Output of both runs, where they first diverge, and per step the chosen token and its probability."""
     names = ", ".join(head_title(h.label) for h in heads)
-    diverge = first_divergence([s.token_id for s in intact.steps], [s.token_id for s in ablated.steps])
+    diverge = first_divergence([str(s.token_id) for s in intact.steps], [str(s.token_id) for s in ablated.steps])
     left, right = st.columns(2)
     with left.container(border=True):
         st.markdown("**Intact model**")

@@ -96,7 +96,7 @@ def _clear_cancelled(flag: str) -> None:
 def show_step_attribution(sel: Selection, *, key: str) -> None:
     """How much each source token and each earlier decoder input contributed to the token chosen at step `sel.step`
     of the decode shown."""
-    active, text, trace, t = sel.model, sel.text, sel.result.trace, sel.step
+    active, text, trace, t = sel.model, sel.text, sel.result.trace, sel.at
     output = [s.token_id for s in sel.result.steps]
     method = st.radio("Attribution", METHODS, format_func=METHOD_TITLES.__getitem__, key=sel.param_key("attr"),
                       horizontal=True, help=EXPLAIN_METHODS)

@@ -165,7 +165,7 @@ def show_head_computation(sel: Selection, *, kind: str | None = None, row: int |
 def show_step_inside(sel: Selection) -> None:
     """Decode: the selected head's computation at the selected step (the step's query; the encoder's query is
     picked)."""
-    result, t = sel.result, sel.step
+    result, t = sel.result, sel.at
     with st.expander("Inside one head at this step: how its weights are computed", key=INSIDE_OPEN_KEY,
                      on_change="rerun", icon=":material/calculate:") as box:
         if not box.open:  # captured and drawn only while open

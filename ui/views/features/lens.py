@@ -84,7 +84,7 @@ def _encoder_layer(active: ActiveModel) -> int | None:
 def show_step_lens(sel: Selection) -> None:
     """The expander "What each layer predicts": the lens at the step shown (`sel.step` of the output `sel.mode`) and
     the grid; computed only while open."""
-    active, text, result, view, t = sel.model, sel.text, sel.result, sel.mode, sel.step
+    active, text, result, view, t = sel.model, sel.text, sel.result, sel.mode, sel.at
     with st.expander("What each layer predicts (logit lens)", key=LENS_OPEN_KEY, on_change="rerun",
                      icon=":material/layers:") as expander:
         if not expander.open:

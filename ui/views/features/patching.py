@@ -107,7 +107,7 @@ def _inputs(active: ActiveModel, c: EditComparison) -> tuple[int, str, tuple[str
                                  help="The metric is log p(A's token) − log p(this token) (a logit difference); "
                                       "empty: log p(A's token).")
     with c_sites:
-        sites = st.multiselect("Patch", available, key=f"{KEY}_sites", format_func=SITE_TITLES.get)
+        sites = st.multiselect("Patch", available, key=f"{KEY}_sites", format_func=lambda s: SITE_TITLES.get(s, s))
     return step - 1, contrast.strip(), tuple(s for s in available if s in sites)
 
 

@@ -82,9 +82,11 @@ def sampled_or_message(active: ActiveModel, text: str, top_k: int, sampling: Sam
 def show_sampled_step(result: DecodeResult, t: int) -> None:
     """A sampled step: the distribution it was drawn from (after temperature and filtering), where the cut fell and
     where the drawn token ranked in the model's own distribution (the top-k chart above)."""
-    if result.sampling is None or t >= len(result.samples) or result.samples[t] is None:
+    s = result.sampling
+    sample = result.samples[t] if s is not None and t < len(result.samples) else None
+    if s is None or sample is None:
         return
-    sample, s, step = result.samples[t], result.sampling, result.steps[t]
+    step = result.steps[t]
     chart_heading(f"Step {t + 1} was drawn at temperature {s.temperature:g}, top-k {s.top_k or 'off'}, "
                   f"top-p {s.top_p:g}, seed {s.seed}: the distribution after temperature and filtering")
     bars = cached_chart(topk_bars, sample.top_after, chosen=step.token, width=300)

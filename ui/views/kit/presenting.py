@@ -9,6 +9,7 @@ from contextvars import ContextVar
 from typing import Iterator, Sequence
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from transformer.decode import MEAN_HEAD
 
@@ -25,7 +26,7 @@ def presenting() -> bool:
 
 def _cycle(key: str, options: Sequence[int], delta: int) -> None:
     current = st.session_state.get(key)
-    i = list(options).index(current) if current in options else 0
+    i = list(options).index(current) if isinstance(current, int) and current in options else 0
     st.session_state[key] = options[(i + delta) % len(options)]
 
 
@@ -42,7 +43,7 @@ def head_keys(key: str, n_heads: int) -> None:
                     args=(key, list(options), 1), shortcut=NEXT_HEAD_KEY, type="tertiary")
 
 
-_slot: ContextVar[object | None] = ContextVar("folded_keys_slot", default=None)  # per script run's thread
+_slot: ContextVar[DeltaGenerator | None] = ContextVar("folded_keys_slot", default=None)  # per script run's thread
 
 
 @contextmanager

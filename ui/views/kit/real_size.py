@@ -3,7 +3,7 @@ choice of how heads combine (as picked, max over heads, rollout across layers)."
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import altair as alt
 import streamlit as st
@@ -135,9 +135,11 @@ def key_window(trace: AttentionTrace, kind: str, page: str) -> tuple[int, int] |
         return None
     key = f"{page}_keys_{kind}_{n_keys}"
     st.session_state.setdefault(key, (1, fit))
-    first, last = st.slider(f"Keys shown (of {n_keys})", 1, n_keys, key=key,
-                            help=f"A long input's map shows up to {fit} keys at a time; move the window, or drag its "
-                                 "ends. Every key's weight is in the trace download.")
+    # a range slider: its value in session state is a pair, which the stubs' overloads cannot see from `key`
+    first, last = cast(tuple[int, int], st.slider(
+        f"Keys shown (of {n_keys})", 1, n_keys, key=key,
+        help=f"A long input's map shows up to {fit} keys at a time; move the window, or drag its ends. Every key's "
+             "weight is in the trace download."))
     return first - 1, min(last, first - 1 + fit)
 
 

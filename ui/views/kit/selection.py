@@ -54,6 +54,27 @@ class Selection:
         return self.trace if self.trace is not None else self.result.trace
 
     @property
+    def at(self) -> int:
+        """The step shown, on a page that picks one (Decode, Compare); asking elsewhere is a programming error."""
+        if self.step is None:
+            raise ValueError(f"the {self.page} page picked no step")
+        return self.step
+
+    @property
+    def other(self) -> Selection:
+        """Compare's model B side; asking on a page without one is a programming error."""
+        if self.against is None:
+            raise ValueError(f"the {self.page} page has no second side")
+        return self.against
+
+    @property
+    def filled(self) -> FillResult:
+        """An encoder-only model's predictions at the masks; asking for another family's is a programming error."""
+        if self.fill is None:
+            raise ValueError(f"the {self.page} page holds no mask predictions")
+        return self.fill
+
+    @property
     def title(self) -> SlideTitle:
         """What a slide's title says besides the view: the model with its weights, the input, the reference."""
         return slide_title(self.model, self.text, self.reference)

@@ -11,8 +11,10 @@ MAX_EXAMPLES = 4
 
 
 def known_words(active: ActiveModel) -> list[str]:
-    """The model's source vocabulary without the special tokens, sorted."""
+    """The model's source vocabulary without the special tokens, sorted (none for a Hugging Face model)."""
     tokenizer = active.src_tokenizer
+    if tokenizer is None:
+        return []
     return sorted(tokenizer.tokens[tokenizer.unk_id + 1:])  # ids 0..unk_id are the special tokens
 
 
@@ -21,9 +23,9 @@ def show_vocabulary_hint(active: ActiveModel) -> None:
     examples = [source for source, _ in active.examples if source.strip()][:MAX_EXAMPLES]
     if examples:
         st.caption("Inputs this model knows: " + " · ".join(f"*{md(e)}*" for e in examples))
-    if active.src_tokenizer is None:  # a Hugging Face model: subword pieces, no word list to show
-        return
     words = known_words(active)
+    if not words:  # a Hugging Face model: subword pieces, no word list to show
+        return
     unit = {"word": "words", "char": "characters"}.get(active.level, "tokens (words and pieces of words)")
     with st.expander(f"The {len(words):,} {unit} this model knows", icon=":material/dictionary:"):
         st.markdown(" · ".join(md(visible(w)) for w in words))

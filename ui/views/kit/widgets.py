@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence, TypeAlias
 
 import altair as alt
 import pandas as pd
@@ -185,7 +185,7 @@ def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], 
 
 
 SLIDES_SUFFIX = "_slides"  # the key of every "Download for slides" ends so: presenter mode hides them by it
-Chart = alt.TopLevelMixin | dict[str, Any]
+Chart: TypeAlias = "alt.TopLevelMixin | dict[str, Any]"
 
 
 @dataclass(frozen=True)
