@@ -65,8 +65,11 @@ from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
 from .patching import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from .positions import position_frame, position_picture
+from .qk_parts import grouped_parts, part_group, qk_part_map
 from .qr import qr_matrix, qr_png, qr_svg
+from .reliance import reliance_chart, reliance_frame
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
+from .route import EDGE_KINDS, ROUTE_EDGE, clicked_via, edge_kind, route_chart, route_frames
 from .slides import MIN_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, slide_pdf, slide_png, slide_svg
 from .snapshots import snapshot_curves_chart, snapshot_frame
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
@@ -108,6 +111,8 @@ __all__ += [
     "layer_frame",
 ]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]
+__all__ += ["grouped_parts", "part_group", "qk_part_map", "reliance_chart", "reliance_frame"]
+__all__ += ["EDGE_KINDS", "ROUTE_EDGE", "clicked_via", "edge_kind", "route_chart", "route_frames"]
 from .composition import (  # noqa: E402
     COMPOSITION_PAIR,
     clicked_composition_pair,

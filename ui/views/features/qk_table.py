@@ -6,13 +6,12 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from transformer.adapters import ResidualPathError
 from transformer.analysis import QKTable, qk_attribution
-from transformer.charts import visible_token
+from transformer.charts import qk_part_map, visible_token
 from transformer.model import Head
 
 from ..kit import PAGE_PX, Selection, chart_spec, decode_parts_for, show_chart
@@ -20,8 +19,6 @@ from ..kit import PAGE_PX, Selection, chart_spec, decode_parts_for, show_chart
 QK_CELL = "qk_cell"  # the point selection a clickable map carries: the clicked (query, key)
 HIDDEN = -1e30  # a term at or below this is the mask hiding the key
 TOP_PAIRS = 15
-MAX_CELL = 30
-AUTOSIZE = {"type": "pad", "contains": "padding"}  # the chart grows by its labels and legend
 
 
 def clickable_cells(chart: Any) -> dict:
@@ -52,38 +49,6 @@ def open_clicked_cell(chart_key: str, query_widget: str | None, key_widget: str,
     if query_widget is not None:
         st.session_state[query_widget] = cell[0]
     st.session_state[key_widget], st.session_state[open_widget] = cell[1], True
-
-
-def part_group(name: str) -> str:
-    """The row or column of the part map: one head's part joins its sublayer's ('cross:L1H2' -> 'cross:L1 heads')."""
-    stack, _, point = name.partition(":")
-    if point.startswith("L") and "H" in point and ".mlp" not in point:
-        return f"{stack}:{point.split('H')[0]} heads"
-    return name
-
-
-def grouped(table: QKTable) -> pd.DataFrame:
-    """The contributions summed per (query group, key group), in the model's order on each axis."""
-    frame = pd.DataFrame(table.contributions.numpy(), index=list(table.query_parts), columns=list(table.key_parts))
-    frame = frame.T.groupby(part_group, sort=False).sum().T.groupby(part_group, sort=False).sum()
-    return frame.stack().rename("contribution").rename_axis(["query part", "key part"]).reset_index()
-
-
-def part_map(table: QKTable, width: int = PAGE_PX - 200) -> alt.Chart:
-    """Query part groups (rows) x key part groups (columns), coloured by their share of the score."""
-    data = grouped(table)
-    rows, cols = list(dict.fromkeys(data["query part"])), list(dict.fromkeys(data["key part"]))
-    cell = float(max(12, min(MAX_CELL, (width - 160) / max(len(cols), 1))))
-    top = float(data["contribution"].abs().max() or 1.0)
-    return alt.Chart(data).mark_rect().encode(
-        x=alt.X("key part:N", sort=cols, title="key part",
-                axis=alt.Axis(labelAngle=-90, labelLimit=110, labelOverlap=False)),
-        y=alt.Y("query part:N", sort=rows, title="query part", axis=alt.Axis(labelLimit=110, labelOverlap=False)),
-        color=alt.Color("contribution:Q", scale=alt.Scale(scheme="redblue", domain=[-top, top], reverse=True),
-                        title="contribution"),
-        tooltip=["query part:N", "key part:N", alt.Tooltip("contribution:Q", format="+.4f")],
-    ).properties(width=cell * len(cols), height=cell * len(rows), autosize=AUTOSIZE,
-                 title=alt.TitleParams("Score by query part × key part", anchor="start"))
 
 
 def hidden_by_mask(table: QKTable) -> bool:
@@ -142,7 +107,7 @@ def show_qk(sel: Selection, kind: str, query: int, key_widget: str) -> QKTable |
                f"(the norm's centring kept, its shift counted in `bias`) and through W_Q or W_K.{rope} A model that "
                "soft-caps its scores: this explains the score before the cap. Sources: Elhage et al. 2021 (the "
                "residual stream as a sum), docs/why-it-looks-there.md.")
-    show_chart(part_map(table), key=f"{sel.page}_qk_map", width="content")
+    show_chart(qk_part_map(table, PAGE_PX - 200), key=f"{sel.page}_qk_map", width="content")
     top = pd.DataFrame(table.pairs()[:TOP_PAIRS], columns=["query part", "key part", "contribution"])
     named = pd.DataFrame([(name, "", value) for name, value in table.terms.items()],
                          columns=["query part", "key part", "contribution"])

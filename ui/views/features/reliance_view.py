@@ -3,31 +3,13 @@
 source and the source tokens never attended, said in words."""
 from __future__ import annotations
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 
 from transformer.adapters import ResidualPathError
-from transformer.charts import visible_token
+from transformer.charts import reliance_chart, visible_token
 from transformer.decode import InputError
 
 from ..kit import PAGE_PX, Selection, reliance_for, show_chart
-
-AUTOSIZE = {"type": "pad", "contains": "padding"}  # the chart grows by its labels and legend
-
-
-def share_chart(frame: pd.DataFrame, current: int, width: int) -> alt.LayerChart:
-    """The source share of every step as bars (a detached step in red), the current step outlined."""
-    bars = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("step:O", title="step", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("source:Q", title="share from the source", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        color=alt.condition("datum.detached", alt.value("#d62728"), alt.value("#4c78a8")),
-        tooltip=["step:O", "token:N", alt.Tooltip("source:Q", format=".1%"), alt.Tooltip("prefix:Q", format=".1%"),
-                 alt.Tooltip("to_uniform:Q", title="distance to uniform", format=".2f"), "detached:N"])
-    mark = alt.Chart(frame[frame["step"] == current]).mark_bar(filled=False, stroke="black", strokeWidth=2).encode(
-        x="step:O", y="source:Q")
-    return alt.layer(bars, mark).properties(width=width, height=160, title="Share from the source at each step",
-                                          autosize=AUTOSIZE)
 
 
 def show_reliance(sel: Selection, open_widget: str) -> None:
@@ -53,11 +35,7 @@ def show_reliance(sel: Selection, open_widget: str) -> None:
                     f"the prefix (decoder self-attention)." + (" This step is **detached** from the source: its "
                                                                "cross-attention collapsed onto special tokens."
                                                                if now.detached else ""))
-        frame = pd.DataFrame([{"step": s.step, "token": visible_token(s.token), "source": s.source,
-                               "prefix": s.prefix, "to_uniform": s.to_uniform, "detached": s.detached}
-                              for s in steps])
-        width = int(min(PAGE_PX - 200, max(200, 26 * len(steps))))
-        show_chart(share_chart(frame, t, width), key=sel.key("reliance_chart"), width="content")
+        show_chart(reliance_chart(found, t, PAGE_PX - 200), key=sel.key("reliance_chart"), width="content")
         detached = [s for s in steps if s.detached]
         said = [f"Detached steps: {', '.join(f'{s.step} ({visible_token(s.token)})' for s in detached)}."
                 if detached else "No step is detached from the source."]
