@@ -9,8 +9,7 @@ from transformer.analysis import FINDER_COLUMNS, CorpusStats, HeadEstimate, head
 from transformer.model import Head
 from ui.models import ActiveModel
 
-from ..features import latest_corpus
-from ..kit import ESTIMATE_KEY
+from ..features import latest_corpus, latest_estimate
 
 NOT_ESTIMATED = ("not estimated yet: \"Estimate each head's effect over the first N sentences\" under Find heads on "
                  "the Attention page")
@@ -38,7 +37,7 @@ def _same_sentences(kept: tuple, corpus: tuple | None) -> bool:
 def page_estimate(active: ActiveModel, stats: CorpusStats, head: Head) -> HeadEstimate:
     """The head's estimate as the finder last drew it for this model, when it was over these statistics' first
     sentences (the finder's own identity); else n/a and why."""
-    kept = st.session_state.get(ESTIMATE_KEY)
+    kept = latest_estimate()
     usable = (kept is not None and kept[0] == active.cache_key and kept[3] is not None
               and _same_sentences(kept, latest_corpus(active)))
     return head_estimate(stats, head, kept[3] if usable and kept is not None else None, _why(active, kept))

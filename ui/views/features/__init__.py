@@ -30,7 +30,7 @@ from .head_computation import (
     show_step_contribution,
     show_step_inside,
 )
-from .head_finder import open_head_page, show_head_finder
+from .head_finder import latest_estimate, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
 from .long_compare import show_long_compare
@@ -54,7 +54,7 @@ __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablati
            "show_contribution_map", "show_corpus_statistics", "show_head_computation", "show_line_view",
            "show_patched_link", "show_patching", "show_sampled_step", "show_step_attribution",
            "show_step_contribution", "show_step_inside", "show_step_lens", "show_sweep", "toggle_clicked_head"]
-__all__ += ["latest_corpus", "open_head_page", "show_head_finder"]
+__all__ += ["latest_corpus", "latest_estimate", "show_head_finder"]
 __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_qk", "show_composition", "show_qk",
             "show_reliance", "show_step_qk", "show_step_route"]
 

@@ -30,7 +30,6 @@ from ui.server import shared
 
 from ..kit import (
     PAGE_PX,
-    RERUN_APP_KEY,
     JobTexts,
     Selection,
     SlideTitle,
@@ -47,6 +46,7 @@ from ..kit import (
     slide_title,
     start_button,
 )
+from ..kit import decode_state as ds
 
 SWEEP_TIME_CAP = 300.0  # seconds; a sweep that runs out shows the heads it reached and says so (Cancel stops it)
 
@@ -131,7 +131,7 @@ def toggle_clicked_head(base: str, kind: str, target: str, *, rerun_app: bool = 
     else:
         toggle_head(target, Head(kind, layer, head).label)
     if rerun_app:  # a grid inside a fragment: the ablated run is computed by the page around it
-        st.session_state[RERUN_APP_KEY] = True
+        ds.rerun_whole_page()
 
 
 def clicked_note(base: str) -> None:

@@ -45,13 +45,6 @@ def _hypothesis_picked(tree: BeamTree) -> None:
         st.session_state[NODE_KEY] = tree.hypotheses[rank].node
 
 
-def decode_from_here(task: str, text: str, tokens: tuple[str, ...]) -> None:
-    """Callback: force the node's prefix and view the greedy continuation from there."""
-    st.session_state[ds.FORCED_KEY] = ds.ForcedPrefix(task, text, tokens)
-    st.session_state[ds.MODE_KEY] = ds.FORCED
-    st.session_state[ds.STEP_KEY] = len(tokens)
-
-
 def show_beam_tree(sel: Selection) -> None:
     """The expander "Beam search: the roads not taken" for the page's model and input, computed only while open."""
     active, text = sel.model, sel.text
@@ -103,8 +96,8 @@ def _show_node(active: ActiveModel, text: str, tree: BeamTree, node: int) -> Non
     tokens = tuple(n.token for n in path)
     st.markdown(f"**Prefix:** {' '.join(f'‹{md_token(t)}›' for t in tokens)} · step {chosen.step + 1} · "
                 f"log p {chosen.log_prob:.3f} · {chosen.status}")
-    st.button("Decode from here", key="decode_beam_from_here", icon=":material/call_split:", on_click=decode_from_here,
-              args=(active.task_name, text, tokens),
+    st.button("Decode from here", key="decode_beam_from_here", icon=":material/call_split:",
+              on_click=ds.decode_from_here, args=(active.task_name, text, tokens),
               help="Force this prefix and let the model decode greedily from there (the step-through above).")
     if chosen.attention is None:
         return

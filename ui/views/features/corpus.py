@@ -19,7 +19,7 @@ from transformer.model import Head
 from transformer.store import list_snapshots, open_model
 from ui.models import MODEL_KEY, ActiveModel
 
-from ..kit import SNAPSHOTS_KEY, analysis_result, can_start, md, show_chart, start_button
+from ..kit import analysis_result, can_start, keep_snapshot_curves, md, show_chart, start_button
 
 LATEST_KEY = "corpus_latest"  # (model cache key, CorpusStats): the statistics the head overview may be coloured by
 LATEST_CORPUS_KEY = "corpus_latest_sentences"  # (model cache key, sources, references or None): what they read
@@ -177,7 +177,7 @@ def _show_snapshots(active: ActiveModel, sources: tuple[str, ...], refs: tuple[s
                        f"{key}_snapshots", ("Compute over the snapshots", ":material/timeline:"))
     if curves is None:
         return
-    st.session_state[SNAPSHOTS_KEY] = (active.cache_key, curves)
+    keep_snapshot_curves(active, curves)
     kinds = list(dict.fromkeys(h["kind"] for h in curves["heads"]))
     c_stat, c_kind = st.columns([1, 2])
     st.session_state.setdefault(f"{key}_snapshots_stat", "entropy")

@@ -192,8 +192,8 @@ def show_step_contribution(sel: Selection, row: int) -> None:
     (the trace's `row`)."""
     active, result, reference, kind, layer, head = (sel.model, sel.result, sel.reference, sel.kind, sel.layer,
                                                     sel.head)
-    st.session_state.setdefault("decode_contribution", False)
-    if not st.toggle("Also show what each key adds to the output", key="decode_contribution",
+    st.session_state.setdefault(sel.key("contribution"), False)
+    if not st.toggle("Also show what each key adds to the output", key=sel.key("contribution"),
                      help="A key can get a large weight and still add little: this map shows how much each key "
                           "actually adds to the head's output, ‖α_ij · W_O^h v_j‖ (the weight times the size of its "
                           "projected value; Kobayashi et al. 2020). For the mean of heads: the size of the mean of "
@@ -209,4 +209,4 @@ def show_step_contribution(sel: Selection, row: int) -> None:
     title = f"{result.trace.family.title(kind)} · layer {layer + 1} · {who} · contribution · rows up to this step"
     show_chart(cached_chart(contribution_heatmap, matrix, queries[: row + 1], keys, title,
                             stage_key_window(len(keys), None, 60)),
-               key="decode_contribution_map", width="content")
+               key=sel.key("contribution_map"), width="content")

@@ -21,35 +21,32 @@ from transformer.analysis import (
 from transformer.charts import FINDER_SELECTION, head_finder_chart
 from transformer.decode import InputError
 from transformer.model import Head
-from ui.models import MODEL_KEY, ActiveModel
+from ui.models import ActiveModel
 
 from ..kit import (
-    ESTIMATE_KEY,
-    LINK_PARAMS,
-    SNAPSHOTS_KEY,
     JobTexts,
     analysis_result,
     can_start,
+    latest_snapshot_curves,
+    open_head_page,
     show_chart,
     start_button,
 )
 
-HEAD_PAGE = "pages/head.py"
 LONG_RANGE_KEY = "finder_long_range"  # ((model cache key, length), LongRange): the detectors last run
+# (model cache key, first sentences, their references or None, CorpusEstimate or None): the ablation estimate the
+# finder drew last (its `estimate` column), for the head page to show the same number
+ESTIMATE_KEY = "finder_estimate_latest"
 ESTIMATE_TEXTS = JobTexts(cancelled="Estimate cancelled: nothing was kept.", cancelled_icon=":material/stop_circle:",
                           refused="Cannot estimate: {error}", refused_icon=":material/block:")
 Corpus = tuple[tuple[str, ...], tuple[str, ...] | None]  # the statistics' sentences, their references or None
 CHOICES = [*FINDER_COLUMNS, *NOMINAL]
 
 
-def open_head_page(head: Head) -> None:
-    """Switch to the head's page (its pickers set to the head), with its link: the model and the head."""
-    keys = LINK_PARAMS["head"]
-    st.session_state[keys["kind"]], st.session_state[keys["layer"]] = head.kind, head.layer
-    st.session_state[keys["head"]] = head.head
-    link = {"model": st.session_state.get(MODEL_KEY, ""), "kind": head.kind, "layer": str(head.layer + 1),
-            "head": str(head.head + 1)}
-    st.switch_page(HEAD_PAGE, query_params=link)
+def latest_estimate() -> tuple | None:
+    """(model cache key, first sentences, their references or None, CorpusEstimate or None): the ablation estimate
+    the finder drew last, None before any (a head's page shows the same number)."""
+    return st.session_state.get(ESTIMATE_KEY)
 
 
 def clicked_head(key: str) -> Head | None:
@@ -141,10 +138,9 @@ def _estimate(active: ActiveModel, corpus: Corpus | None, key: str) -> tuple[Cor
 def _over_training(active: ActiveModel, frame: pd.DataFrame, key: str) -> tuple[pd.DataFrame, str]:
     """For a run whose statistics were computed over its weight snapshots: a slider over the steps, the statistics'
     columns taken at the step picked (the others stay the final model's), and a note saying which step."""
-    kept = st.session_state.get(SNAPSHOTS_KEY)
-    if kept is None or kept[0] != active.cache_key:
+    curves = latest_snapshot_curves(active)
+    if curves is None:
         return frame, ""
-    curves = kept[1]
     steps = list(curves["steps"])
     if st.session_state.get(f"{key}_step") not in steps:
         st.session_state[f"{key}_step"] = steps[-1]

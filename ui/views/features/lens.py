@@ -19,7 +19,6 @@ from ..kit import decode_state as ds
 LENS_OPEN_KEY = LINK_OPENS["decode"]["enc_layer"]
 ENCODER_LAYER_KEY = LINK_PARAMS["decode"]["enc_layer"]  # the DecoderLens picker, in the link
 GRID_KEY = "decode_lens_grid"
-LAYER_KEY = LINK_PARAMS["decode"]["layer"]  # the step-through's decoder layer picker (0-based)
 
 
 @shared
@@ -58,9 +57,7 @@ def go_to_cell() -> None:
     if cell is None:
         return
     layer, step = cell
-    st.session_state[ds.STEP_KEY] = step
-    if layer >= 1:
-        st.session_state[LAYER_KEY] = layer - 1
+    ds.show_step(step, layer - 1 if layer >= 1 else None)
 
 
 def _encoder_layer(active: ActiveModel) -> int | None:

@@ -13,9 +13,7 @@ from .background import (
     start_button,
 )
 from .chart_cache import cached_chart
-from .decode_state import RERUN_APP_KEY
-from .finder_state import ESTIMATE_KEY, SNAPSHOTS_KEY
-from .head_link import HEAD_PAGE, head_link_params, head_page_link
+from .head_link import HEAD_PAGE, head_link_params, head_page_link, open_head_page
 from .inference import (
     REFERENCE_FOR_KEY,
     REFERENCE_KEY,
@@ -39,6 +37,7 @@ from .inference import (
 )
 from .link_params import LINK_OPENS, LINK_PARAMS
 from .map_fit import map_fit
+from .over_training import keep_snapshot_curves, latest_snapshot_curves
 from .presenting import (
     NEXT_HEAD_KEY,
     NEXT_STEP_KEY,
@@ -96,7 +95,7 @@ from .widgets import (
 from .zoom_region import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY, show_overview, take_region, zoom_pickers
 
 __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PAGE_PX",
-           "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY", "RERUN_APP_KEY",
+           "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY",
            "SLIDES_SUFFIX", "SWITCH_KEY", "TEXT_KEY", "TEXT_TASK_KEY", "Column", "JobTexts", "Selection", "SlideTitle",
            "analysis_result", "background_result", "bind_reference", "bind_text", "cached_chart", "can_start",
            "chart_downloads", "chart_heading", "chart_spec", "combine_options", "combined_title", "decode_state",
@@ -108,7 +107,8 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
 __all__ += ["folded_controls", "model_text_input"]
-__all__ += ["ESTIMATE_KEY", "HEAD_PAGE", "SNAPSHOTS_KEY", "head_link_params", "head_page_link"]
+__all__ += ["HEAD_PAGE", "head_link_params", "head_page_link", "keep_snapshot_curves", "latest_snapshot_curves",
+            "open_head_page"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
 __all__ += ["DEVICE", "long_replay_download", "show_step_rows", "step_rows", "stored_summaries", "summary_key"]
 __all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_overview", "take_region", "zoom_pickers"]

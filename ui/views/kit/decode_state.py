@@ -1,4 +1,8 @@
-"""Session state of the Decode page: the step being shown, the forced-token experiment, which result is viewed."""
+"""Session state of the Decode page: the step being shown, the forced-token experiment, which result is viewed.
+
+The page's own keys are written here only: another view that hands over to the step-through (the beam tree's
+"Decode from here", a click on the lens's grid, a click on a grid that switches heads off) calls this module's
+functions, never the keys (tests/app/test_rooms.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,6 +14,7 @@ from transformer.decode import AttentionTrace, DecodeResult
 from .selection import LINK_PARAMS
 
 STEP_KEY, MODE_KEY = LINK_PARAMS["decode"]["step"], LINK_PARAMS["decode"]["view"]  # widget keys of the link table
+LAYER_KEY = LINK_PARAMS["decode"]["layer"]  # the step-through's decoder layer picker (0-based)
 FORCED_KEY = "decode_forced"
 FORCE_CHOICE_KEY = "decode_force_token"
 STEP_FOR_KEY = "decode_step_for"
@@ -66,7 +71,27 @@ def force_token(task: str, text: str, result: DecodeResult, t: int) -> None:
     st.session_state[FORCED_KEY] = ForcedPrefix(task, text, (*prefix, choice))
     st.session_state[MODE_KEY] = FORCED
     st.session_state[STEP_KEY] = t + 1
-    st.session_state[RERUN_APP_KEY] = True  # the step-through fragment reruns the page: the outputs change
+    rerun_whole_page()  # the step-through fragment reruns the page: the outputs change
+
+
+def decode_from_here(task: str, text: str, tokens: tuple[str, ...]) -> None:
+    """Callback: feed `tokens` (a prefix another view found, such as a beam node's) and step through the greedy
+    continuation from its last token."""
+    st.session_state[FORCED_KEY] = ForcedPrefix(task, text, tokens)
+    st.session_state[MODE_KEY] = FORCED
+    st.session_state[STEP_KEY] = len(tokens)
+
+
+def show_step(step: int, layer: int | None = None) -> None:
+    """Step through to `step` (1-based), with the decoder layer `layer` (0-based) when given."""
+    st.session_state[STEP_KEY] = step
+    if layer is not None:
+        st.session_state[LAYER_KEY] = layer
+
+
+def rerun_whole_page() -> None:
+    """Ask the step-through's fragment to rerun the whole page (a change the outputs above it depend on)."""
+    st.session_state[RERUN_APP_KEY] = True
 
 
 def clear_forced() -> None:

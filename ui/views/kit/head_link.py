@@ -1,4 +1,5 @@
-"""A link to one head's page (pages/head.py) with its link parameters: the model and the head."""
+"""A link to one head's page (pages/head.py) with its link parameters: the model and the head; and the hand-off
+to that page from another view (its pickers set here, not by the view)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -15,6 +16,14 @@ def head_link_params(head: Head) -> dict[str, str]:
     """The head page's link parameters for `head` (layer and head 1-based) and the model open now."""
     return {"model": str(st.session_state.get(MODEL_KEY, "")), "kind": head.kind, "layer": str(head.layer + 1),
             "head": str(head.head + 1)}
+
+
+def open_head_page(head: Head) -> None:
+    """Switch to the head's page (its pickers set to the head), with its link: the model and the head."""
+    keys = LINK_PARAMS["head"]
+    st.session_state[keys["kind"]], st.session_state[keys["layer"]] = head.kind, head.layer
+    st.session_state[keys["head"]] = head.head
+    st.switch_page(HEAD_PAGE, query_params=head_link_params(head))
 
 
 def head_page_link(head: Head | None, label: str = "Open this head's page") -> None:

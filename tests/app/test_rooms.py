@@ -1,0 +1,139 @@
+"""Rooms of the app's state: a feature reads and writes only its own session keys, and hands over to another room
+(Decode's step-through, a head's page, another feature) through that room's function, never by writing its keys."""
+from __future__ import annotations
+
+import ast
+import importlib
+from types import ModuleType
+from typing import Any
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from tests.helpers import ROOT
+from ui.views.kit import LINK_PARAMS, decode_state
+
+FEATURES = ROOT / "ui" / "views" / "features"
+# The rooms a feature hands over to, and the keys each owns: Decode's step-through (its state module), a head's
+# page (its pickers), the statistics over training (the kit's hand-off from the corpus statistics to the finder).
+ROOMS = {"decode_state": {v for k, v in vars(decode_state).items() if k.endswith("_KEY") and isinstance(v, str)},
+         "head page": set(LINK_PARAMS["head"].values()),
+         "over_training": {importlib.import_module("ui.views.kit.over_training").SNAPSHOTS_KEY}}
+
+
+def _is_session_state(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "session_state"
+
+
+def written_keys(source: str, namespace: dict[str, Any]) -> list[tuple[int, str]]:
+    """(line, key) of every session-state key `source` writes (item assignment, update, setdefault, pop, del) whose
+    key can be read from the module's names alone; keys a caller passes in are the caller's to choose."""
+    found: list[tuple[int, ast.AST]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                for item in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if isinstance(item, ast.Subscript) and _is_session_state(item.value):
+                        found.append((node.lineno, item.slice))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and _is_session_state(node.func.value) and node.args):
+            if node.func.attr == "update" and isinstance(node.args[0], ast.Dict):
+                found += [(node.lineno, k) for k in node.args[0].keys if k is not None]
+            elif node.func.attr in ("setdefault", "pop", "__setitem__", "__delitem__"):
+                found.append((node.lineno, node.args[0]))
+    keys = []
+    for line, expr in found:
+        try:
+            value = eval(compile(ast.Expression(expr), "<key>", "eval"), dict(namespace))  # noqa: S307 (our source)
+        except Exception:  # a parameter or a local: not known from the module's names
+            continue
+        if isinstance(value, str):
+            keys.append((line, value))
+    return keys
+
+
+def _feature(name: str) -> ModuleType:
+    return importlib.import_module(f"ui.views.features.{name}")
+
+
+def _own_keys(module: ModuleType) -> set[str]:
+    return {v for k, v in vars(module).items() if k.endswith("_KEY") and isinstance(v, str)}
+
+
+def foreign_writes(name: str, source: str, namespace: dict[str, Any]) -> list[str]:
+    """Keys `source` (the feature `name`) writes that another room owns: a room it hands over to, or another
+    feature (its module-level `..._KEY` names)."""
+    owners = dict(ROOMS)
+    for other in sorted(p.stem for p in FEATURES.glob("*.py")):
+        if other not in (name, "__init__"):
+            owners[other] = _own_keys(_feature(other)) - set().union(*ROOMS.values())
+    return [f"ui/views/features/{name}.py:{line} writes {key!r}, {room}'s"
+            for line, key in written_keys(source, namespace)
+            for room, keys in owners.items() if key in keys]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in FEATURES.glob("*.py")
+                                        if p.stem != "__init__"))
+def test_a_feature_writes_only_its_own_session_keys(name: str):
+    source = (FEATURES / f"{name}.py").read_text()
+    assert foreign_writes(name, source, vars(_feature(name))) == []
+
+
+@pytest.mark.parametrize("source", [
+    "def f():\n    st.session_state[ds.STEP_KEY] = 2\n",
+    "def f():\n    st.session_state.update({ds.MODE_KEY: ds.FORCED})\n",
+    "def f():\n    st.session_state[LINK_PARAMS['head']['layer']], st.session_state['x'] = 1, 2\n",
+    "def f():\n    st.session_state.pop('decode_forced', None)\n",
+])
+def test_the_check_finds_a_feature_writing_another_rooms_key(source: str):
+    namespace = {"st": st, "ds": decode_state, "LINK_PARAMS": LINK_PARAMS}
+    assert len(foreign_writes("probe", source, namespace)) == 1
+
+
+def test_the_check_lets_a_feature_write_its_own_and_its_callers_keys():
+    source = ("NODE_KEY = 'decode_beam_node'\ndef f(key):\n    st.session_state[NODE_KEY] = 1\n"
+              "    st.session_state[key] = 2\n    st.session_state[f'{key}_note'] = 3\n")
+    namespace = {"st": st, "NODE_KEY": "decode_beam_node"}
+    assert written_keys(source, namespace) == [(3, "decode_beam_node")]
+    assert foreign_writes("beam", source, namespace) == []
+
+
+def _lens_click(layer: int, step: int) -> None:
+    import streamlit as st
+
+    from transformer.charts import LENS_CELL
+    from ui.views.features.lens import GRID_KEY, go_to_cell
+    if st.button("click", key="click"):
+        st.session_state[GRID_KEY] = {"selection": {LENS_CELL: [{"layer": layer, "step": step}]}}
+        go_to_cell()
+
+
+def _beam_hand_off(tokens: tuple[str, ...]) -> None:
+    import streamlit as st
+
+    from ui.views.kit import decode_state as ds
+    st.button("Decode from here", key="from_here", on_click=ds.decode_from_here, args=("task", "text", tokens))
+
+
+@pytest.mark.parametrize("layer, step, shown_layer", [(3, 4, 2), (0, 2, None)])
+def test_a_click_on_the_lens_grid_shows_its_step_and_layer_in_the_step_through(layer, step, shown_layer):
+    """The lens hands over through Decode's `show_step`: the clicked step, and the layer unless the embeddings row."""
+    at = AppTest.from_function(_lens_click, args=(layer, step)).run(timeout=30)
+    at.button(key="click").click().run(timeout=30)
+    assert at.session_state[decode_state.STEP_KEY] == step
+    assert (at.session_state[decode_state.LAYER_KEY] if decode_state.LAYER_KEY in at.session_state
+            else None) == shown_layer
+
+
+def test_decode_from_here_forces_the_prefix_and_shows_its_last_step():
+    """The beam tree hands over through Decode's `decode_from_here`: the prefix forced, the forced view, its step."""
+    tokens = ("a", "b", "c")
+    at = AppTest.from_function(_beam_hand_off, args=(tokens,)).run(timeout=30)
+    at.button(key="from_here").click().run(timeout=30)
+    forced = at.session_state[decode_state.FORCED_KEY]
+    assert (forced.task, forced.text, forced.tokens, forced.step) == ("task", "text", tokens, 2)
+    assert at.session_state[decode_state.MODE_KEY] == decode_state.FORCED
+    assert at.session_state[decode_state.STEP_KEY] == len(tokens)
+
