@@ -137,3 +137,48 @@ def test_decode_from_here_forces_the_prefix_and_shows_its_last_step():
     assert at.session_state[decode_state.MODE_KEY] == decode_state.FORCED
     assert at.session_state[decode_state.STEP_KEY] == len(tokens)
 
+
+
+KIT = ROOT / "ui" / "views" / "kit"
+# The long work (issue 49, items 4 and 5) removes these with the long views they serve; this entry goes with them.
+KIT_FOLDING_AWAY = {"stored_views", "zoom_region"}
+
+
+def kit_users() -> dict[str, set[str]]:
+    """Each kit module and the modules that use it (through the kit's face or directly), the kit's own included."""
+    face = ast.parse((KIT / "__init__.py").read_text())
+    module_of = {alias.asname or alias.name: node.module or alias.name for node in face.body
+                 if isinstance(node, ast.ImportFrom) and node.level == 1 for alias in node.names}
+    users: dict[str, set[str]] = {p.stem: set() for p in KIT.glob("*.py") if p.stem != "__init__"}
+    paths = [*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
+    for path in paths:
+        if path == KIT / "__init__.py":
+            continue
+        user = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = node.module or ""
+            if path.parent == KIT and node.level == 1 and module in users:
+                users[module].add(user)
+            elif module.endswith("kit") or module == "ui.views":
+                for alias in node.names:
+                    name = module_of.get(alias.name, alias.name)
+                    if name in users:
+                        users[name].add(user)
+            elif module.split(".")[-1] in users and "kit" in module:
+                users[module.split(".")[-1]].add(user)
+    return users
+
+
+def test_no_kit_module_serves_a_single_feature():
+    """A feature's own helpers live beside it: a kit module used by one feature and nothing else belongs there."""
+    lonely = {name: sorted(who) for name, who in kit_users().items()
+              if len(who) == 1 and next(iter(who)).startswith("ui/views/features/") and name not in KIT_FOLDING_AWAY}
+    assert lonely == {}
+
+
+def test_the_kit_check_sees_a_feature_importing_through_the_face():
+    users = kit_users()
+    assert "ui/views/features/beam.py" in users["decode_state"]
+    assert {"ui/views/features/corpus.py", "ui/views/features/head_finder.py"} <= users["over_training"]

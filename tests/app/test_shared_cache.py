@@ -94,3 +94,31 @@ def test_two_sessions_read_one_decode_and_a_view_change_leaves_it_as_it_was(stud
     assert_no_exception(b)
     assert fingerprint(decode) == before  # B's decode (the one both read) is as it was
     shared_cache.clear()
+
+
+def test_a_data_frame_counts_its_columns():
+    import pandas as pd
+    frame = pd.DataFrame({"a": torch.zeros(MB // 8).numpy(), "b": torch.zeros(MB // 8).numpy()})  # 0.5 MB each
+    assert nbytes(frame) == MB and nbytes((frame, {"again": frame})) == MB  # each frame once
+
+
+# What the app keeps in Streamlit's own resource cache: the shared table itself, the models (shared objects with
+# their own locks, never a per-call output), and the training fork server's one start. Every per-call output a model
+# gives (decodes, captures, parts, comparisons, masks, scores) goes through `shared`, inside the byte bound.
+RESOURCES = {("ui/server/shared_cache.py", "shared_cache"), ("ui/models/catalog.py", "load_shared_checkpoint"),
+             ("ui/models/hf.py", "_load_shared_hf"), ("ui/train/controls.py", "warm_up_training")}
+
+
+def test_one_caching_policy_for_model_outputs():
+    import ast
+
+    from tests.helpers import ROOT
+    cached = set()
+    for path in [*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    call = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    if isinstance(call, ast.Attribute) and call.attr in ("cache_resource", "cache_data"):
+                        cached.add((str(path.relative_to(ROOT)), node.name))
+    assert cached == RESOURCES

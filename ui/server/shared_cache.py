@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 import torch
 
@@ -30,8 +31,8 @@ class SharedValueChanged(RuntimeError):
 
 
 def _parts(value: Any, seen: set[int]) -> Iterator[Any]:
-    """The tensors and arrays `value` holds, each once (dataclasses, containers and the studio's own objects are
-    walked; models and other objects are not)."""
+    """The tensors and arrays `value` holds, each once (dataclasses, containers, data frames' columns and the
+    studio's own objects are walked; models and other objects are not)."""
     if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float, bool)):
         return
     seen.add(id(value))
@@ -39,6 +40,9 @@ def _parts(value: Any, seen: set[int]) -> Iterator[Any]:
         yield value
     elif isinstance(value, (torch.nn.Module, InspectableModel)):
         return  # the model and what its adapter keeps are the model cache's, never a decode's
+    elif isinstance(value, pd.DataFrame):
+        for _, column in value.items():
+            yield column.to_numpy()
     elif isinstance(value, dict):
         for item in value.values():
             yield from _parts(item, seen)

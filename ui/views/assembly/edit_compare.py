@@ -10,6 +10,7 @@ from transformer.analysis import EditComparison, check_edit, compare_edit
 from transformer.charts import EDIT_WINDOW, aligned_difference_heatmap, edit_window, head_movement_heatmap
 from transformer.decode import ALL_TITLES, DecodeResult, InputError
 from ui.models import ActiveModel
+from ui.server import shared
 
 from ..features import show_patching
 from ..kit import (
@@ -67,10 +68,10 @@ def edited_text(text_a: str) -> str:
                                  "picked in the sidebar and everything is compared.")
 
 
-# cache_resource, not cache_data: cache_data pickled both decodes' traces and the aligned maps into the cache (and
-# unpickled them on every rerun), 2-3 copies of maps that are 0.6 GB a side at GPT-2's heads and 1,023 tokens. The
-# comparison is read-only (its maps are not writeable), so one object is shared.
-@st.cache_resource(max_entries=8, show_spinner=False)
+# shared, not cache_data: cache_data pickled both decodes' traces and the aligned maps into the cache (and unpickled
+# them on every rerun), 2-3 copies of maps that are 0.6 GB a side at GPT-2's heads and 1,023 tokens. The comparison
+# is read-only (its maps are not writeable), so one object is shared, its bytes counted in the shared bound.
+@shared
 def _compare(model_key: str, _active: ActiveModel, text_a: str, text_b: str,
              _decoded: tuple[DecodeResult, DecodeResult]) -> EditComparison:
     return compare_edit(_active.adapter, text_a, text_b, decoded=_decoded)

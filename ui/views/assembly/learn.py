@@ -21,6 +21,7 @@ from transformer.analysis import (
 from transformer.charts import STAGES, heads_row_chart, mask_picture, position_picture, stage_charts, visible_token
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel, model_options, select_model
+from ui.server import shared
 
 from ..features import captured_for
 from ..kit import (
@@ -246,7 +247,7 @@ def longer_input(text: str) -> str:
     return f"{text}{' ' if ' ' in text else ''}{text[: max(len(text) // 2, 1)]}"
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@shared
 def _batch_mask(weights: str, _active: ActiveModel, text: str) -> BatchMask:
     return batch_mask(_active.adapter, text, longer_input(text))
 

@@ -23,15 +23,15 @@ from transformer.charts import (
 )
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
+from ui.server import shared
 
 from ..kit import LINK_OPENS, LINK_PARAMS, Selection, cached_chart, show_chart, slide_downloads, slide_title
 
 MAP_VALUES = {"weight": "Weight", "contribution": "What each key adds"}
 INSIDE_OPEN_KEY, INSIDE_KIND_KEY = LINK_OPENS["decode"]["inside"], LINK_PARAMS["decode"]["inside"]  # in Decode's link
-CAPTURES_KEPT = 8  # captures kept per server (docs/insides.md: the memory this bounds)
 
 
-@st.cache_resource(max_entries=CAPTURES_KEPT, show_spinner=False)
+@shared  # the byte-bounded shared cache (docs/head-computation.md: a capture's size)
 def _capture(decode_key: tuple, _active: ActiveModel, _result: DecodeResult, reference: str | None
              ) -> CapturedDecode:
     return capture_decode(_active.adapter, _result, reference)
@@ -59,7 +59,7 @@ def _captured_or_message(active: ActiveModel, result: DecodeResult, reference: s
         return None
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared
 def _contribution(decode_key: tuple, _active: ActiveModel, _captured: CapturedDecode, kind: str, layer: int,
                   head: int | None):
     return trace_view(_captured, kind, contributions(_active.adapter, _captured, kind, layer, head))

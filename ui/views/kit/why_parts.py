@@ -1,13 +1,13 @@
 """A decode's residual parts, captured once per decode and kept (the QK table and the route graph read them), its
 route graph (whose inflows fill in as steps are asked), its source-or-prefix reliance, and the composition scores
-of a model's weights, kept per weights version."""
+of a model's weights, kept per weights version: all in the byte-bounded shared cache (ui.server.shared)."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.adapters import InspectableModel, ResidualPathError
+from transformer.adapters import ResidualPathError
 from transformer.analysis import (
     DecodeParts,
     Reliance,
@@ -19,14 +19,7 @@ from transformer.analysis import (
 )
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
-
-PARTS_KEPT = 8  # captures kept per server, as Inside one head keeps its own
-
-
-def _adapter(active: ActiveModel) -> InspectableModel:
-    if active.adapter is None:
-        raise ResidualPathError(f"{active.option.name}'s insides cannot be read here")
-    return active.adapter
+from ui.server import shared
 
 
 def parts_key(active: ActiveModel, result: DecodeResult) -> tuple:
@@ -34,9 +27,9 @@ def parts_key(active: ActiveModel, result: DecodeResult) -> tuple:
     return active.cache_key, result.source_text, result.mode, tuple(s.token_id for s in result.steps)
 
 
-@st.cache_resource(max_entries=PARTS_KEPT, show_spinner=False)
+@shared
 def _parts(key: tuple, _active: ActiveModel, _result: DecodeResult) -> tuple[DecodeParts, RouteGraph]:
-    adapter = _adapter(_active)
+    adapter = _active.adapter
     source = adapter.tokenize_source(_result.source_text)
     src = torch.tensor([list(source.ids)])
     if not adapter.family.decodes:
@@ -68,9 +61,9 @@ def decode_parts_for(active: ActiveModel, result: DecodeResult) -> tuple[DecodeP
         return None
 
 
-@st.cache_resource(max_entries=PARTS_KEPT, show_spinner=False)
+@shared
 def _reliance(key: tuple, _active: ActiveModel, _result: DecodeResult) -> Reliance:
-    adapter = _adapter(_active)
+    adapter = _active.adapter
     return reliance(adapter, _result, capture_decode(adapter, _result))
 
 
@@ -81,9 +74,9 @@ def reliance_for(active: ActiveModel, result: DecodeResult) -> Reliance:
         return _reliance(parts_key(active, result), active, result)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@shared
 def _composition(model_key: str, _active: ActiveModel) -> pd.DataFrame:
-    return composition_scores(_adapter(_active))
+    return composition_scores(_active.adapter)
 
 
 def composition_for(active: ActiveModel) -> pd.DataFrame:
