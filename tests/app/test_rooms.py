@@ -1,5 +1,5 @@
 """Rooms of the app's state: a feature reads and writes only its own session keys, and hands over to another room
-(Decode's step-through, a head's page, another feature) through that room's function, never by writing its keys."""
+(Decode's step-through, a head's page, another feature) through that room's function, never through its keys."""
 from __future__ import annotations
 
 import ast
@@ -11,46 +11,60 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+import ui.models
 from tests.helpers import ROOT
 from ui.views.kit import LINK_PARAMS, decode_state
 
 FEATURES = ROOT / "ui" / "views" / "features"
-# The rooms a feature hands over to, and the keys each owns: Decode's step-through (its state module), a head's
-# page (its pickers), the statistics over training (the kit's hand-off from the corpus statistics to the finder).
-ROOMS = {"decode_state": {v for k, v in vars(decode_state).items() if k.endswith("_KEY") and isinstance(v, str)},
-         "head page": set(LINK_PARAMS["head"].values()),
-         "over_training": {importlib.import_module("ui.views.kit.over_training").SNAPSHOTS_KEY}}
+
+
+def _named_keys(module: ModuleType) -> set[str]:
+    return {v for k, v in vars(module).items() if k.endswith("_KEY") and isinstance(v, str)}
+
+
+# The rooms a feature hands over to or reads from, and the keys each owns: Decode's step-through (its state
+# module), a head's page (its pickers), the statistics over training (the kit's hand-off from the corpus statistics
+# to the finder), the sidebar's model picker (ui.models: a feature reads the model it was given, not the picker).
+ROOMS = {"decode_state": _named_keys(decode_state), "head page": set(LINK_PARAMS["head"].values()),
+         "over_training": _named_keys(importlib.import_module("ui.views.kit.over_training")),
+         "the sidebar": _named_keys(ui.models)}
 
 
 def _is_session_state(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "session_state"
 
 
-def written_keys(source: str, namespace: dict[str, Any]) -> list[tuple[int, str]]:
-    """(line, key) of every session-state key `source` writes (item assignment, update, setdefault, pop, del) whose
-    key can be read from the module's names alone; keys a caller passes in are the caller's to choose."""
-    found: list[tuple[int, ast.AST]] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                for item in target.elts if isinstance(target, ast.Tuple) else [target]:
-                    if isinstance(item, ast.Subscript) and _is_session_state(item.value):
-                        found.append((node.lineno, item.slice))
+def _key_nodes(tree: ast.AST) -> list[tuple[int, ast.AST, str]]:
+    """(line, key expression, "writes" or "reads") of every session-state access in `tree`."""
+    found: list[tuple[int, ast.AST, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_session_state(node.value):
+            found.append((node.lineno, node.slice, "reads" if isinstance(node.ctx, ast.Load) else "writes"))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and _is_session_state(node.func.value) and node.args):
             if node.func.attr == "update" and isinstance(node.args[0], ast.Dict):
-                found += [(node.lineno, k) for k in node.args[0].keys if k is not None]
+                found += [(node.lineno, k, "writes") for k in node.args[0].keys if k is not None]
             elif node.func.attr in ("setdefault", "pop", "__setitem__", "__delitem__"):
-                found.append((node.lineno, node.args[0]))
+                found.append((node.lineno, node.args[0], "writes"))
+            elif node.func.attr in ("get", "__getitem__", "__contains__"):
+                found.append((node.lineno, node.args[0], "reads"))
+        elif isinstance(node, ast.Compare) and any(_is_session_state(c) for c in node.comparators):
+            found.append((node.lineno, node.left, "reads"))
+    return found
+
+
+def session_keys(source: str, namespace: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """(line, key, "writes" or "reads") of every session-state key `source` touches whose key can be read from the
+    module's names alone (item access, update, setdefault, pop, get, in, del); keys a caller passes in are the
+    caller's to choose."""
     keys = []
-    for line, expr in found:
+    for line, expr, how in _key_nodes(ast.parse(source)):
         try:
             value = eval(compile(ast.Expression(expr), "<key>", "eval"), dict(namespace))  # noqa: S307 (our source)
         except Exception:  # a parameter or a local: not known from the module's names
             continue
         if isinstance(value, str):
-            keys.append((line, value))
+            keys.append((line, value, how))
     return keys
 
 
@@ -58,27 +72,32 @@ def _feature(name: str) -> ModuleType:
     return importlib.import_module(f"ui.views.features.{name}")
 
 
-def _own_keys(module: ModuleType) -> set[str]:
-    return {v for k, v in vars(module).items() if k.endswith("_KEY") and isinstance(v, str)}
+def own_keys(module: ModuleType) -> set[str]:
+    """The keys a feature defines: its module-level `..._KEY` assignments (not the names it imports)."""
+    tree = ast.parse((FEATURES / f"{module.__name__.rsplit('.', 1)[-1]}.py").read_text())
+    names = {t.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+             for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+             if isinstance(t, ast.Name) and t.id.endswith("_KEY")}
+    return {vars(module)[n] for n in names if isinstance(vars(module).get(n), str)}
 
 
-def foreign_writes(name: str, source: str, namespace: dict[str, Any]) -> list[str]:
-    """Keys `source` (the feature `name`) writes that another room owns: a room it hands over to, or another
-    feature (its module-level `..._KEY` names)."""
+def foreign_keys(name: str, source: str, namespace: dict[str, Any]) -> list[str]:
+    """Keys `source` (the feature `name`) reads or writes that another room owns: a room it hands over to, or
+    another feature."""
     owners = dict(ROOMS)
     for other in sorted(p.stem for p in FEATURES.glob("*.py")):
         if other not in (name, "__init__"):
-            owners[other] = _own_keys(_feature(other)) - set().union(*ROOMS.values())
-    return [f"ui/views/features/{name}.py:{line} writes {key!r}, {room}'s"
-            for line, key in written_keys(source, namespace)
+            owners[other] = own_keys(_feature(other)) - set().union(*ROOMS.values())
+    return [f"ui/views/features/{name}.py:{line} {how} {key!r}, {room}'s"
+            for line, key, how in session_keys(source, namespace)
             for room, keys in owners.items() if key in keys]
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FEATURES.glob("*.py")
                                         if p.stem != "__init__"))
-def test_a_feature_writes_only_its_own_session_keys(name: str):
+def test_a_feature_reads_and_writes_only_its_own_session_keys(name: str):
     source = (FEATURES / f"{name}.py").read_text()
-    assert foreign_writes(name, source, vars(_feature(name))) == []
+    assert foreign_keys(name, source, vars(_feature(name))) == []
 
 
 @pytest.mark.parametrize("source", [
@@ -86,18 +105,20 @@ def test_a_feature_writes_only_its_own_session_keys(name: str):
     "def f():\n    st.session_state.update({ds.MODE_KEY: ds.FORCED})\n",
     "def f():\n    st.session_state[LINK_PARAMS['head']['layer']], st.session_state['x'] = 1, 2\n",
     "def f():\n    st.session_state.pop('decode_forced', None)\n",
+    "def f():\n    return st.session_state.get(ds.STEP_KEY, 1)\n",
+    "def f():\n    return MODEL_KEY in st.session_state\n",
 ])
-def test_the_check_finds_a_feature_writing_another_rooms_key(source: str):
-    namespace = {"st": st, "ds": decode_state, "LINK_PARAMS": LINK_PARAMS}
-    assert len(foreign_writes("probe", source, namespace)) == 1
+def test_the_check_finds_a_feature_touching_another_rooms_key(source: str):
+    namespace = {"st": st, "ds": decode_state, "LINK_PARAMS": LINK_PARAMS, "MODEL_KEY": ui.models.MODEL_KEY}
+    assert len(foreign_keys("probe", source, namespace)) == 1
 
 
 def test_the_check_lets_a_feature_write_its_own_and_its_callers_keys():
     source = ("NODE_KEY = 'decode_beam_node'\ndef f(key):\n    st.session_state[NODE_KEY] = 1\n"
               "    st.session_state[key] = 2\n    st.session_state[f'{key}_note'] = 3\n")
     namespace = {"st": st, "NODE_KEY": "decode_beam_node"}
-    assert written_keys(source, namespace) == [(3, "decode_beam_node")]
-    assert foreign_writes("beam", source, namespace) == []
+    assert session_keys(source, namespace) == [(3, "decode_beam_node", "writes")]
+    assert foreign_keys("beam", source, namespace) == []
 
 
 def _lens_click(layer: int, step: int) -> None:

@@ -17,7 +17,7 @@ from transformer.data import MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
 from transformer.decode import ALL_TITLES
 from transformer.model import Head
 from transformer.store import list_snapshots, open_model
-from ui.models import MODEL_KEY, ActiveModel
+from ui.models import ActiveModel
 
 from ..kit import analysis_result, can_start, keep_snapshot_curves, md, show_chart, start_button
 
@@ -63,7 +63,7 @@ def _corpus(active: ActiveModel, source: str, cap: int, key: str) -> Corpus | No
             return None
 
 
-def _show(stats: CorpusStats, n_heads: dict[str, int], key: str) -> None:
+def _show(stats: CorpusStats, n_heads: dict[str, int], key: str, model: str) -> None:
     maps = {"reference": "the references", "greedy": "the model's own output"}.get(stats.mode, "one forward pass each")
     skipped = f" Skipped {len(stats.skipped)}: {stats.skipped[0]}" if stats.skipped else ""
     st.caption(f"{stats.sentences:,} sentences ({maps}); divergences over the first {stats.js_sentences:,}.{skipped}")
@@ -78,15 +78,15 @@ def _show(stats: CorpusStats, n_heads: dict[str, int], key: str) -> None:
     st.dataframe(shown, hide_index=True, key=f"{key}_table", height=280, column_config={
         name: st.column_config.NumberColumn(name, format="%.3f", help=what)
         for name, what in CORPUS_STATISTICS.items()})
-    _show_examples(stats, shown["head"].tolist(), key)
+    _show_examples(stats, shown["head"].tolist(), key, model)
     kinds = list(stats.js)
     kind = st.radio("Clusters of", kinds, format_func=ALL_TITLES.__getitem__, key=f"{key}_kind", horizontal=True)
     show_chart(js_cluster_map(stats.js[kind], stats.clusters(kind), n_heads[kind]), width="content")
 
 
-def _show_examples(stats: CorpusStats, labels: list[str], key: str) -> None:
+def _show_examples(stats: CorpusStats, labels: list[str], key: str, model: str) -> None:
     """The sentences where a head is most and least like its average (by its mean entropy), each a link that opens
-    it on the Attention page at that head."""
+    it on the Attention page at that head (with the model `model`, an option id)."""
     sources = st.session_state.get(f"{key}_sources") or ()
     label = st.selectbox("Examples of head", labels, key=f"{key}_example_head",
                          help="The sentences where this head's mean entropy is nearest its corpus average, and "
@@ -95,7 +95,6 @@ def _show_examples(stats: CorpusStats, labels: list[str], key: str) -> None:
         return
     h = Head.parse(label)
     most, least = stats.examples(h.kind, h.layer, h.head)
-    model = st.session_state.get(MODEL_KEY, "")
 
     def link(i: int) -> str:
         query = urlencode({"model": model, "text": sources[i], "kind": h.kind, "layer": h.layer + 1,
@@ -141,7 +140,7 @@ def show_corpus_statistics(active: ActiveModel, *, key: str) -> None:
     st.session_state[f"{key}_sources"] = corpus.sources
     st.session_state[LATEST_KEY] = (active.cache_key, stats)
     st.session_state[LATEST_CORPUS_KEY] = (active.cache_key, corpus.sources, refs)
-    _show(stats, {k: h for k, (_, h) in active.adapter.head_counts().items()}, key)
+    _show(stats, {k: h for k, (_, h) in active.adapter.head_counts().items()}, key, active.option.id)
     _show_snapshots(active, corpus.sources, refs, key)
 
 

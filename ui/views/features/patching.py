@@ -27,7 +27,7 @@ from transformer.analysis import (
 )
 from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode
-from ui.models import MODEL_KEY, ActiveModel
+from ui.models import ActiveModel
 from ui.server import shared
 
 from ..kit import (
@@ -218,7 +218,7 @@ def _replay(active: ActiveModel, view: PatchingRun) -> None:
     st.markdown(f"**B with {_site_label(site)} patched in from A:**")
     show_chips(result.output_tokens, caption="patched decode of B")
     st.page_link("pages/decode.py", label="Open this patched decode on Decode", icon=":material/skip_next:",
-                 query_params={"model": str(st.session_state.get(MODEL_KEY, "")), "text": view.setup.corrupted_text,
+                 query_params={"model": active.option.id, "text": view.setup.corrupted_text,
                                "pfrom": view.setup.clean_text, "psite": _site_value(site, view.setup.step)})
 
 
