@@ -18,7 +18,7 @@ from tests.helpers import ROOT
 from transformer import cli
 from transformer.adapters import HFModelError
 from transformer.charts import INLINE_RENDERER, enable_inline_renderer, read_inline_chart
-from transformer.decode import InputError
+from transformer.decode import STORE_ABOVE, InputError
 from transformer.notebook import decode, frame, load, show, trace
 
 REVERSE = ROOT / "checkpoints" / "reverse"
@@ -91,6 +91,28 @@ def test_a_hugging_face_folder_opens_as_in_the_app(tmp_path):
     chart = show(str(folder), "the dog runs")
     assert _slider(chart.to_dict())["bind"]["input"] == "range"
     assert not frame(str(folder), "the dog runs", kind="cross").empty
+
+
+@pytest.mark.slow  # a 1,300-token prompt through the store and generate: seconds
+def test_a_document_decodes_with_the_store_as_generate_does_and_keep_store_asks_for_it_at_any_length(tmp_path):
+    import torch
+
+    from tests.helpers.hf_causal_models import SIZE, lines
+    from tests.helpers.hf_causal_models import build as build_causal
+    folder = build_causal("qwen2", tmp_path / "qwen2", size={**SIZE, "positions": 2048})
+    text = "\n".join(lines(32))  # ~1,300 tokens: past STORE_ABOVE
+    long = decode(str(folder), text, max_steps=3)
+    adapter = load(str(folder))
+    ids = torch.tensor([adapter.decoder_prefix(adapter.tokenize_source(text))])
+    assert long.trace.store is not None and ids.shape[1] > STORE_ABOVE
+    with adapter.running():
+        want = adapter.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=3)
+    assert [s.token_id for s in long.steps] == want[0, ids.shape[1]:].tolist()
+    short = decode(adapter, "A dog runs.", max_steps=3), decode(adapter, "A dog runs.", max_steps=3, keep="store")
+    assert short[0].trace.store is None and short[1].trace.store is not None
+    assert short[0].output_text == short[1].output_text
+    with pytest.raises(InputError, match="keep must be one of auto, maps, store"):
+        decode(adapter, text, keep="everything")
 
 
 def _cli_error(*args: str) -> str:
