@@ -110,7 +110,8 @@ def decode(model: Model, text: str, *, top_k: int = 5, max_steps: int | None = N
     `sampling` (`transformer.decode.Sampling(temperature, top_k, top_p, seed)`) samples instead: the same seed gives
     the same tokens as the app and `decode --temperature ... --seed S`. `keep` ("auto", "maps", "store"): what the
     trace holds, as `decode --keep`; by default a decoder-only model's prompt past `STORE_ABOVE` tokens (up to the
-    model's own context, 32k tokens and more) keeps the attention store, whose maps are made only where read.
+    model's own context, 32k tokens and more) keeps the attention store, whose maps are made only where read; its
+    steps are then, unless `max_steps` says, those of the model's own `generate`, at most 16.
 
     An encoder-only model (BERT...) predicts at the masks of `text` instead (`transformer.decode.masked_decode`: one
     step per mask, the trace of its one forward pass).

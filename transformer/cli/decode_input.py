@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from ..adapters import InspectableModel
 from ..data import text_from_bytes
-from ..decode import KEEPS, STORE_ABOVE, DecodeResult, greedy_decode, keeps_store
+from ..decode import KEEPS, STORE_ABOVE, STORED_STEPS, DecodeResult, greedy_decode, keeps_store
 from .common import UsageError
 
 # flags that need the dense maps or another decode, refused at long inputs (the flag, how to tell it was given)
@@ -65,4 +65,4 @@ def long_decode(adapter: InspectableModel, text: str, args: argparse.Namespace) 
         where = "with --keep store" if args.keep == "store" else f"above {STORE_ABOVE:,} prompt tokens"
         raise UsageError(f"{', '.join(given)}: not available {where} (the decode keeps the attention store, not "
                          "maps); drop the flag or shorten the input")
-    return greedy_decode(adapter, text, max_steps=args.max_steps, top_k=args.top_k, keep=args.keep)
+    return greedy_decode(adapter, text, max_steps=args.max_steps or STORED_STEPS, top_k=args.top_k, keep=args.keep)

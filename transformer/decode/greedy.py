@@ -193,7 +193,7 @@ def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: i
     `sampling` draws each step with temperature, top-k and top-p from a seeded generator (`sampling.py`; temperature
     0: greedy); the result's mode is then "sampled" and `samples` says what each step was drawn from.
     `keep`: "maps" (every weight), "store" (the attention store: a decoder-only model's long prompt, up to its own
-    context, with no n × n tensor; `max_steps` defaults to STORED_STEPS) or "auto" (`keeps_store`: the store past
+    context, with no n × n tensor; by default at most STORED_STEPS steps) or "auto" (`keeps_store`: the store past
     STORE_ABOVE prompt tokens). The tokens are the same either way. `text` may be a `SourceText` already read (ids
     no text gives, as a benchmark's random prompt); the result's `source_text` is then empty.
     """
@@ -208,8 +208,8 @@ def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: i
                          f"this decode of {len(start):,} prompt tokens keeps the attention store (keep='maps' makes "
                          "the n × n maps).")
     limit = adapter.max_target_len - len(start) + 1
-    default = STORED_STEPS if stored else adapter.default_max_steps(len(source.ids))
-    n_max = min(limit, max_steps if max_steps is not None else default)
+    default = adapter.default_max_steps(len(source.ids))  # as the model's own generate, at most STORED_STEPS stored
+    n_max = min(limit, max_steps if max_steps is not None else min(default, STORED_STEPS) if stored else default)
     n_max = max(n_max, min(limit, len(forced_ids) + 1))
     steps: list[Step] = []
     inputs = list(start)

@@ -10,7 +10,7 @@ from .errors import InputError
 
 KEEPS = ("auto", "maps", "store")
 STORE_ABOVE = 1024  # prompt tokens above which "auto" keeps the store (a decoder-only model's maps would be n × n)
-STORED_STEPS = 16  # a stored decode's steps when the caller does not say (each reads every key of a long prompt)
+STORED_STEPS = 16  # a stored decode's most steps when the caller does not say (each reads every key of the prompt)
 
 
 def keeps_store(adapter: InspectableModel, n_prompt: int, keep: str = "auto", above: int = STORE_ABOVE) -> bool:
