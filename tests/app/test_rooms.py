@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from types import ModuleType
 from typing import Any
@@ -81,13 +82,16 @@ def own_keys(module: ModuleType) -> set[str]:
     return {vars(module)[n] for n in names if isinstance(vars(module).get(n), str)}
 
 
+@functools.cache
+def _features_keys() -> dict[str, set[str]]:
+    return {p.stem: own_keys(_feature(p.stem)) - set().union(*ROOMS.values()) for p in FEATURES.glob("*.py")
+            if p.stem != "__init__"}
+
+
 def foreign_keys(name: str, source: str, namespace: dict[str, Any]) -> list[str]:
     """Keys `source` (the feature `name`) reads or writes that another room owns: a room it hands over to, or
     another feature."""
-    owners = dict(ROOMS)
-    for other in sorted(p.stem for p in FEATURES.glob("*.py")):
-        if other not in (name, "__init__"):
-            owners[other] = own_keys(_feature(other)) - set().union(*ROOMS.values())
+    owners = {**ROOMS, **{other: keys for other, keys in _features_keys().items() if other != name}}
     return [f"ui/views/features/{name}.py:{line} {how} {key!r}, {room}'s"
             for line, key, how in session_keys(source, namespace)
             for room, keys in owners.items() if key in keys]
@@ -165,6 +169,7 @@ KIT = ROOT / "ui" / "views" / "kit"
 KIT_FOLDING_AWAY = {"stored_views", "zoom_region"}
 
 
+@functools.cache
 def kit_users() -> dict[str, set[str]]:
     """Each kit module and the modules that use it (through the kit's face or directly), the kit's own included."""
     face = ast.parse((KIT / "__init__.py").read_text())

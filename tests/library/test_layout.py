@@ -182,7 +182,8 @@ def test_figures_are_built_only_in_the_charts_stage():
              *(root / "bench").rglob("*.py"), *(root / "studio_browser").rglob("*.py")]
     built = [f"{path.relative_to(root)}:{line}" for path in paths
              if not path.is_relative_to(CHARTS) and str(path.relative_to(root)) not in FOLDING_AWAY
-             for line in figures_built(path.read_text())]
+             and ("altair" in (text := path.read_text()) or "plotly" in text)  # no import of either: nothing to parse
+             for line in figures_built(text)]
     assert built == [], "figures built outside transformer/charts/: " + ", ".join(built)
 
 
