@@ -2,6 +2,9 @@
 one entry, and the one step loop gives the same tokens, forced or sampled, whichever it keeps."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -62,3 +65,12 @@ def test_a_stored_decode_defaults_to_a_few_steps_and_its_trace_reads_as_the_maps
     assert store.trace.decoder_input_tokens == maps.trace.decoder_input_tokens
     assert store.trace.step_offset == maps.trace.step_offset
     torch.testing.assert_close(store.trace.weights("self"), maps.trace.weights("self"), atol=1e-5, rtol=0)
+
+
+def test_the_threshold_is_defined_once_and_the_folded_decodes_are_gone():
+    from tests.helpers import ROOT
+    files = [p for folder in ("transformer", "ui", "pages", "bench", "tests") for p in (ROOT / folder).rglob("*.py")]
+    texts = {p: p.read_text(encoding="utf-8") for p in files if p.resolve() != Path(__file__).resolve()}
+    assert [p.name for p, t in texts.items() if "STORE_ABOVE" " = " in t] == ["keep.py"]
+    folded = re.compile(r"\b(stored" r"_greedy|def stored_decode\(|def decode_text\()")  # spelled apart
+    assert [p.name for p, t in texts.items() if folded.search(t)] == []
