@@ -3,10 +3,10 @@ cached spec stays as it was), and a click reads back as (query, key)."""
 from __future__ import annotations
 
 from tests.helpers import ROOT
-from transformer.charts import attention_heatmap
+from transformer.charts import QK_CELL, attention_heatmap, clicked_cell
 from transformer.decode import greedy_decode
 from transformer.store import open_model
-from ui.views.features.qk_table import QK_CELL, clickable_cells, clicked_cell
+from ui.views.features.qk_table import clickable_cells
 from ui.views.kit import chart_spec
 
 

@@ -65,7 +65,7 @@ from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
 from .patching import PATCH_CELL, clicked_patch_cell, patching_heatmap
 from .positions import position_frame, position_picture
-from .qk_parts import grouped_parts, part_group, qk_part_map
+from .qk_parts import QK_CELL, clicked_cell, grouped_parts, part_group, qk_part_map, with_cell_clicks
 from .qr import qr_matrix, qr_png, qr_svg
 from .reliance import reliance_chart, reliance_frame
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
@@ -111,7 +111,8 @@ __all__ += [
     "layer_frame",
 ]
 __all__ += ["PATCH_CELL", "clicked_patch_cell", "patching_heatmap"]
-__all__ += ["grouped_parts", "part_group", "qk_part_map", "reliance_chart", "reliance_frame"]
+__all__ += ["QK_CELL", "clicked_cell", "grouped_parts", "part_group", "qk_part_map", "reliance_chart",
+            "reliance_frame", "with_cell_clicks"]
 __all__ += ["EDGE_KINDS", "ROUTE_EDGE", "clicked_via", "edge_kind", "route_chart", "route_frames"]
 from .composition import (  # noqa: E402
     COMPOSITION_PAIR,

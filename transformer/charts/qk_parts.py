@@ -1,14 +1,36 @@
-"""What made this score, drawn: one head's score at a (query, key) cell as a map of query part groups x key part
-groups (`transformer.analysis.qk_attribution`'s table summed per sublayer's heads), coloured by their share."""
+"""What made this score, drawn: a map whose cells can be clicked to ask it (QK_CELL), and one head's score at a
+(query, key) cell as a map of query part groups x key part groups (`transformer.analysis.qk_attribution`'s table
+summed per sublayer's heads), coloured by their share."""
 from __future__ import annotations
+
+from typing import Any, Mapping
 
 import altair as alt
 import pandas as pd
 
 from ..analysis import QKTable
 
+QK_CELL = "qk_cell"  # the point selection a clickable map carries: the clicked (query, key)
 MAX_CELL = 30
 AUTOSIZE = {"type": "pad", "contains": "padding"}  # the chart grows by its labels and legend
+
+
+def with_cell_clicks(spec: dict[str, Any]) -> dict[str, Any]:
+    """A map's Vega-Lite spec whose cells can be clicked: its heatmap layer (the first) carries the point selection
+    QK_CELL over query_index and key_index. The spec given is left as it was (it may be cached)."""
+    first = spec["layer"][0]
+    pick = {"name": QK_CELL, "select": {"type": "point", "fields": ["query_index", "key_index"], "on": "click",
+                                        "toggle": False}}
+    return {**spec, "layer": [{**first, "params": [*first.get("params", []), pick]}, *spec["layer"][1:]]}
+
+
+def clicked_cell(event: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """(query, key) of the clicked cell of a `with_cell_clicks` map from Streamlit's selection state, or None."""
+    points = ((event or {}).get("selection") or {}).get(QK_CELL) or []
+    if not points or not isinstance(points[0], Mapping):
+        return None
+    q, k = points[0].get("query_index"), points[0].get("key_index")
+    return (int(q), int(k)) if isinstance(q, (int, float)) and isinstance(k, (int, float)) else None
 
 
 def part_group(name: str) -> str:

@@ -4,40 +4,27 @@ additive terms; the sum is shown beside the score the model computed. The parts 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from transformer.adapters import ResidualPathError
 from transformer.analysis import QKTable, qk_attribution
-from transformer.charts import qk_part_map, visible_token
+from transformer.charts import QK_CELL as QK_CELL  # the selection of a clickable map, for the views that show it
+from transformer.charts import clicked_cell, qk_part_map, visible_token, with_cell_clicks
 from transformer.model import Head
 
 from ..kit import PAGE_PX, Selection, chart_spec, decode_parts_for, show_chart
 
-QK_CELL = "qk_cell"  # the point selection a clickable map carries: the clicked (query, key)
 HIDDEN = -1e30  # a term at or below this is the mask hiding the key
 TOP_PAIRS = 15
 
 
 def clickable_cells(chart: Any) -> dict:
-    """A map's spec (an Altair layered chart or its spec) whose cells can be clicked: its heatmap layer carries the
-    point selection QK_CELL over query_index and key_index. The spec given is left as it was (it may be cached)."""
-    spec = chart if isinstance(chart, dict) else chart_spec(chart)
-    first = spec["layer"][0]
-    pick = {"name": QK_CELL, "select": {"type": "point", "fields": ["query_index", "key_index"], "on": "click",
-                                        "toggle": False}}
-    return {**spec, "layer": [{**first, "params": [*first.get("params", []), pick]}, *spec["layer"][1:]]}
-
-
-def clicked_cell(event: Any) -> tuple[int, int] | None:
-    """(query, key) of the clicked cell of a `clickable_cells` map from Streamlit's selection state, or None."""
-    points = ((event or {}).get("selection") or {}).get(QK_CELL) or []
-    if not points or not isinstance(points[0], Mapping):
-        return None
-    q, k = points[0].get("query_index"), points[0].get("key_index")
-    return (int(q), int(k)) if isinstance(q, (int, float)) and isinstance(k, (int, float)) else None
+    """A map (an Altair layered chart or its spec from the chart cache) as a spec whose cells can be clicked
+    (`transformer.charts.with_cell_clicks`); the spec given is left as it was."""
+    return with_cell_clicks(chart if isinstance(chart, dict) else chart_spec(chart))
 
 
 def open_clicked_cell(chart_key: str, query_widget: str | None, key_widget: str, open_widget: str) -> None:
