@@ -2,12 +2,13 @@
 decoder steps with their attention, heads, gradients), one adapter per family, and `adapter_for` /
 `load_hf_model`, the one place that picks an adapter for a loaded model."""
 from . import capture
-from .auto import HF_ADAPTERS, NATIVE_ADAPTERS, adapter_for, load_hf_model
-from .hf_base import HFAdapter, model_lock
-from .hf_causal import HFCausalLM, causal_attention_outputs
+from .architectures import Architecture, architecture, architecture_of, registered, supported
+from .auto import NATIVE_ADAPTERS, adapter_for, load_hf_model
+from .hf_base import HFAdapter, attention_outputs, model_lock
+from .hf_causal import HFCausalLM
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, import_model_code, load_pretrained
-from .hf_masked import HFMaskedLM, masked_attention_outputs, mlm_head
+from .hf_masked import HFMaskedLM, mlm_head
 from .hf_seq2seq import HFSeq2Seq, heads_off
 from .interface import InspectableModel, SourceText
 from .native import NativeSeq2Seq
@@ -31,12 +32,13 @@ from .residual_steps import check_encoder_layer, recording_calls
 from .store_capture import attention_store, store_of_insides
 from .store_forward import StoreChunks, build_store, store_chunks, store_feed
 
-__all__ = ["DEFAULT_MAX_PARAMS", "HF_ADAPTERS", "LEARNED", "MLP", "NATIVE_ADAPTERS", "RELATIVE",
+__all__ = ["DEFAULT_MAX_PARAMS", "LEARNED", "MLP", "NATIVE_ADAPTERS", "RELATIVE",
            "ROTARY", "SINUSOIDAL", "UNEMITTABLE", "HFAdapter", "HFCausalLM", "HFMaskedLM", "HFModelError", "HFSeq2Seq",
            "InspectableModel", "NativeAdapter", "NativeDecoderOnly", "NativeEncoderOnly", "NativeSeq2Seq", "PathRecord",
            "PositionScheme", "Projections", "ResidualPath", "ResidualPathError", "SourceText", "StackPath", "Sublayer",
-           "adapter_for", "ban", "capture", "causal_attention_outputs", "check_encoder_layer", "decode_texts",
+           "adapter_for", "attention_outputs", "ban", "capture", "check_encoder_layer", "decode_texts",
            "fast_output_head", "greedy_batch", "heads_off", "import_model_code", "load_hf_model", "load_pretrained",
-           "masked_attention_outputs", "mlm_head", "model_lock", "position_scheme", "recording_calls"]
+           "mlm_head", "model_lock", "position_scheme", "recording_calls"]
 __all__ += ["StoreChunks", "attention_store", "build_store", "store_chunks", "store_feed", "store_of_insides"]
 __all__ += ["hf_path", "native_path", "norm_gain"]
+__all__ += ["Architecture", "architecture", "architecture_of", "registered", "supported"]

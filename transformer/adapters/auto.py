@@ -3,13 +3,15 @@ the adapter classes, by family ("encoder-decoder", "decoder-only", "encoder-only
 `transformer/model/families.py` and of the trace JSON). Ours: `NativeSeq2Seq`, `NativeDecoderOnly`,
 `NativeEncoderOnly` (on `NativeAdapter`); Hugging Face's: `HFSeq2Seq` (Marian, BART, T5...), `HFCausalLM` (GPT-2,
 Llama, Qwen2, Mistral, Gemma, Phi-3, OLMo, GPT-NeoX, Falcon), `HFMaskedLM` (BERT, RoBERTa, DistilBERT, ModernBERT)
-(on `HFAdapter`); anything else is refused by name in `hf_load`."""
+(on `HFAdapter`), each reading its model through the model type's architecture file (`architectures/`); anything
+else is refused by name in `hf_load`."""
 from __future__ import annotations
 
 from typing import Any
 
 from torch import nn
 
+from .architectures import architecture_of
 from .hf_causal import HFCausalLM
 from .hf_load import DEFAULT_MAX_PARAMS, hf_family, read_config, resolve
 from .hf_masked import HFMaskedLM
@@ -19,7 +21,6 @@ from .native import NativeSeq2Seq
 from .native_causal import NativeDecoderOnly
 from .native_masked import NativeEncoderOnly
 
-HF_ADAPTERS = {"encoder-decoder": HFSeq2Seq, "decoder-only": HFCausalLM, "encoder-only": HFMaskedLM}
 NATIVE_ADAPTERS = {"encoder-decoder": NativeSeq2Seq, "decoder-only": NativeDecoderOnly,
                    "encoder-only": NativeEncoderOnly}
 
@@ -33,9 +34,10 @@ def adapter_for(network: nn.Module, tokenizer: Any, target_tokenizer: Any = None
     if config is None:  # ours: a `ModelConfig` on `cfg`
         cls = NATIVE_ADAPTERS[getattr(network.cfg, "architecture", "encoder-decoder")]
         return cls(network, tokenizer, target_tokenizer if target_tokenizer is not None else tokenizer, name)
-    if getattr(config, "is_encoder_decoder", False):
+    family = architecture_of(network, name).family  # refused in one line without an architecture file
+    if family == "encoder-decoder":
         return HFSeq2Seq(network, tokenizer, name, prefix)
-    if hf_family({"model_type": getattr(config, "model_type", "")}) == "encoder-only":
+    if family == "encoder-only":
         return HFMaskedLM(network, tokenizer, name)
     return HFCausalLM(network, tokenizer, name, chat)
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 import threading
 import weakref
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from ..model import eval_mode
+from .architectures import Architecture, architecture_of
+from .hf_capture import recording_hf
 from .hf_load import HFModelError
-from .interface import InspectableModel
-from .paths import ResidualPath, hf_path
+from .interface import Captured, InspectableModel
+from .paths import ResidualPath
+from .store_forward import StoreChunks
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
@@ -28,6 +31,11 @@ def model_lock(model: nn.Module) -> threading.RLock:
         return _LOCKS.setdefault(model, threading.RLock())
 
 
+def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
+    """Per kind, each layer's attention output projection, as the model's architecture file places them."""
+    return architecture_of(model).outputs(model)
+
+
 def _ids(value: Any) -> list[int]:
     return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
 
@@ -38,6 +46,7 @@ class HFAdapter(InspectableModel):
 
     source = "huggingface"
     model: PreTrainedModel
+    architecture: Architecture  # its architecture file's declaration (`adopt` sets it, with the `studio` kernel)
     tokenizer: Any
     _lock: threading.RLock
     _n_tokens: int
@@ -75,8 +84,14 @@ class HFAdapter(InspectableModel):
             raise HFModelError(f"{self.name} returned no {what} attention weights (needs eager attention)")
         return tuple(maps)
 
+    def capturing(self, chunks: Mapping[str, list[StoreChunks]] | None = None) -> AbstractContextManager[Captured]:
+        return recording_hf(self.model, self.architecture, chunks)
+
+    def output_projections(self) -> dict[str, list[nn.Module]]:
+        return self.architecture.outputs(self.model)
+
     def residual_path(self) -> ResidualPath:
-        return hf_path(self.model, self.name)
+        return self.architecture.path(self.model)
 
     @property
     def network(self) -> nn.Module:

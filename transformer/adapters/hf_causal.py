@@ -14,50 +14,19 @@ import torch
 from torch import Tensor, nn
 
 from ..model import DECODER_ONLY, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
-from .capture import complete, recording_eager, recording_residuals
+from .capture import complete, recording_residuals
 from .hf_base import HFAdapter, _ids, model_lock
+from .hf_capture import adopt
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import _logits_processors, heads_off
 from .interface import SourceText, padded_rows
+from .store_forward import StoreChunks
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
 
 NO_CONTEXT_LIMIT = 2048  # the context of a model whose config does not say
-
-
-def _layers(model: PreTrainedModel) -> list[nn.Module]:
-    """The decoder blocks: GPT-2's `transformer.h`, Llama/Qwen2/Mistral's `model.layers`."""
-    base = getattr(model, model.base_model_prefix, model)
-    for name in ("layers", "h", "blocks"):
-        found = getattr(base, name, None)
-        if isinstance(found, nn.ModuleList):
-            return list(found)
-    raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
-
-
-def _attention(layer: Any) -> nn.Module:
-    """A decoder block's attention module (Llama's `self_attn`, GPT-2's `attn`, GPT-NeoX's `attention`, Falcon's
-    `self_attention`)."""
-    attn = next((found for found in (getattr(layer, n, None) for n in ("self_attn", "attn", "attention",
-                                                                        "self_attention")) if found is not None), None)
-    if attn is None:
-        raise HFModelError(f"cannot find the attention of {type(layer).__name__}")
-    return attn
-
-
-def causal_attention_outputs(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
-    """Each layer's attention output projection (GPT-2's `attn.c_proj`, Llama's `self_attn.o_proj`) as "self"."""
-    found = []
-    for layer in _layers(model):
-        attn = _attention(layer)
-        proj = next((getattr(attn, n) for n in ("o_proj", "c_proj", "out_proj", "dense") if hasattr(attn, n)), None)
-        if proj is None:
-            raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be "
-                               "switched off")
-        found.append(proj)
-    return {"self": found}
 
 
 def _config_int(cfg: Any, *names: str) -> int | None:
@@ -77,6 +46,7 @@ class HFCausalLM(HFAdapter):
 
     def __init__(self, model: PreTrainedModel, tokenizer: Any, name: str, chat: bool = False) -> None:
         self.model, self.tokenizer, self.name, self.prefix, self.chat = model, tokenizer, name, "", chat
+        self.architecture = adopt(model, name)
         cfg, gen = model.config, model.generation_config
         self.generation_config = gen
         if chat and not self.has_chat_template(tokenizer):
@@ -95,9 +65,8 @@ class HFCausalLM(HFAdapter):
         if n_heads is None:
             raise HFModelError(f"{name}: its config gives no number of attention heads (num_attention_heads, n_head)")
         self.n_heads = n_heads
-        self.n_kv_heads = (_config_int(cfg, "num_key_value_heads")  # Falcon: its attention's num_kv_heads
-                           or _config_int(_attention(_layers(model)[0]), "num_kv_heads") or n_heads)
-        self.n_layers = len(_layers(model))
+        self.n_kv_heads = self.architecture.n_kv_heads(model)
+        self.n_layers = len(self._layers())
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self._lock = model_lock(model)
         self._n_tokens = len(tokenizer)
@@ -162,8 +131,11 @@ class HFCausalLM(HFAdapter):
         cache.reorder_cache(rows)  # in place, as `generate`'s `_reorder_cache`
         return encoded, cache
 
+    def _layers(self) -> list[nn.Module]:
+        return self.architecture.layers(self.model, "decoder")
+
     def _run(self, ids: Tensor, cache: Any, head_mask: HeadMask | None) -> Any:
-        with self._lock, heads_off(self.model, head_mask, causal_attention_outputs), fast_output_head(self.model):
+        with self._lock, heads_off(self.model, head_mask), fast_output_head(self.model):
             return self.model(input_ids=ids, past_key_values=cache, use_cache=cache is not None,
                               output_attentions=True, return_dict=True)
 
@@ -187,10 +159,8 @@ class HFCausalLM(HFAdapter):
                 attention_mask: Tensor | None = None) -> Insides:
         """`tgt` is the whole sequence (prompt and continuation); `src` is not read; `attention_mask` (B, T): a batch's
         real tokens (1) and padding (0), None: all real."""
-        layers = _layers(self.model)
-        attention = {"self": [_attention(layer) for layer in layers]}
-        with self.running(), heads_off(self.model, head_mask, causal_attention_outputs), \
-                recording_eager(attention, self.output_projections()) as found, \
+        layers = self._layers()
+        with self.running(), heads_off(self.model, head_mask), self.capturing() as found, \
                 recording_residuals({"decoder": layers}) as residual:
             out = self.model(input_ids=tgt, attention_mask=attention_mask, output_attentions=True, return_dict=True)
         maps = AttentionMaps(by_kind={"self": self._check("self", out.attentions, self.n_layers)})
@@ -202,20 +172,24 @@ class HFCausalLM(HFAdapter):
         ids, mask = padded_rows(sources, self.pad_id)
         return self.insides(ids, ids, attention_mask=mask)
 
-    def output_projections(self) -> dict[str, list[nn.Module]]:
-        return causal_attention_outputs(self.model)
+    def store_feed(self, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
+                   ) -> Tensor:
+        """The fused path on the model's device (the ids go there; the logits and the store come back to the CPU)."""
+        device = next(self.model.parameters()).device
+        with torch.no_grad(), self._lock, self.capturing(chunks):
+            out = self.model(input_ids=ids.to(device), past_key_values=cache, use_cache=True, logits_to_keep=1,
+                             return_dict=True)
+        return out.logits[:, -1].cpu()
 
     def output_head(self, residual: Tensor) -> Tensor:
         """The final norm (GPT-2's `ln_f`, Llama's and Qwen2's RMSNorm `norm`) and the output projection."""
-        base = getattr(self.model, self.model.base_model_prefix, self.model)
-        norm = next((m for m in (getattr(base, n, None) for n in ("norm", "ln_f", "final_layer_norm"))
-                     if isinstance(m, nn.Module)), None)
+        norm = self.architecture.final_norm(self.model, "decoder")
         if getattr(self.model.config, "final_logit_softcapping", None):
             raise HFModelError(f"{self.name} soft-caps its logits: a residual's logits are not shown")
         return self.model.get_output_embeddings()(norm(residual) if norm is not None else residual)
 
     def residual_layers(self) -> dict[str, list[nn.Module]]:
-        return {"decoder": _layers(self.model)}
+        return {"decoder": self._layers()}
 
     def encoder_final_norm(self, residual: Tensor) -> Tensor:
         raise ValueError(f"{self.name} has no encoder")

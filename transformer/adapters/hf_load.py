@@ -64,6 +64,8 @@ def read_config(folder: Path) -> dict[str, Any]:
     family = _family(model_type)
     if family not in LOADABLE:
         raise HFModelError(f"{model_type!r} is {family}; the studio shows {SUPPORTED}")
+    from .architectures import architecture
+    architecture(model_type, str(folder.name))  # refused in one line without an architecture file
     return config
 
 
@@ -134,10 +136,22 @@ def resolve(name: str) -> Path:
                            f"give it ({type(exc).__name__}): offline, or no such model") from None
 
 
+def _implementation(model_type: str) -> str:
+    """The attention implementation a model is loaded with: the studio's registered kernel (`hf_capture.STUDIO`), or
+    eager for a family whose attention is its own code (Falcon)."""
+    from .architectures import architecture
+    from .hf_capture import STUDIO, register
+    if architecture(model_type).own is not None:
+        return "eager"
+    register()
+    return STUDIO
+
+
 def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS,
                     families: tuple[str, ...] = ("encoder-decoder",)) -> tuple[Any, Any, Path]:
-    """(model in eval mode with eager attention, tokenizer, folder) after every check above; `families` are the
-    families ("encoder-decoder", "decoder-only", "encoder-only") the caller takes."""
+    """(model in eval mode with the studio's attention (eager unless a capture asks otherwise), tokenizer, folder)
+    after every check above; `families` are the families ("encoder-decoder", "decoder-only", "encoder-only") the
+    caller takes."""
     from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()  # no "Loading weights" bars on the CLI's stderr or the server's log
@@ -165,8 +179,8 @@ def load_pretrained(name: str, max_params: int = DEFAULT_MAX_PARAMS,
     hf_logging.set_verbosity_error()  # a mismatch is refused below in one line, not reported as a table
     try:
         model, info = _auto_class(family).from_pretrained(
-            folder, attn_implementation="eager", use_safetensors=True, trust_remote_code=False, local_files_only=True,
-            output_loading_info=True)
+            folder, attn_implementation=_implementation(config.model_type), use_safetensors=True,
+            trust_remote_code=False, local_files_only=True, output_loading_info=True)
     except Exception as exc:  # noqa: BLE001 - truncated weights, shape mismatches
         raise HFModelError(f"{folder}: the weights cannot be loaded ({type(exc).__name__}: {str(exc)[:160]})") from None
     finally:

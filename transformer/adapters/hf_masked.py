@@ -24,8 +24,10 @@ from ..model import (
     Insides,
     StepOutput,
 )
-from .capture import complete, recording_eager, recording_residuals
+from .architectures import architecture_of
+from .capture import complete, recording_residuals
 from .hf_base import HFAdapter, model_lock
+from .hf_capture import adopt
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .hf_seq2seq import heads_off
 from .interface import SourceText, padded_rows
@@ -36,69 +38,13 @@ if TYPE_CHECKING:
 NO_POSITION_LIMIT = 512
 
 
-def _base(model: PreTrainedModel) -> nn.Module:
-    return getattr(model, model.base_model_prefix, model)
-
-
-def _layers(model: PreTrainedModel) -> list[nn.Module]:
-    """The encoder blocks: BERT's and RoBERTa's `encoder.layer`, DistilBERT's `transformer.layer`, ModernBERT's
-    `layers`."""
-    base = _base(model)
-    for path in ("encoder.layer", "transformer.layer", "layers"):
-        try:
-            found = base.get_submodule(path)
-        except AttributeError:
-            continue
-        if isinstance(found, nn.ModuleList):
-            return list(found)
-    raise HFModelError(f"{type(model).__name__}: unknown layer layout (the studio reads BERT, RoBERTa, DistilBERT "
-                       "and ModernBERT)")
-
-
-def _attention(layer: Any) -> nn.Module:
-    """The module that calls the eager kernel: BERT's `attention.self`, DistilBERT's `attention`, ModernBERT's
-    `attn`."""
-    attn = getattr(layer, "attention", None) or getattr(layer, "attn", None)
-    inner = getattr(attn, "self", None)
-    if isinstance(inner, nn.Module):
-        return inner
-    if attn is None:
-        raise HFModelError(f"cannot find the attention of {type(layer).__name__}")
-    return attn
-
-
-def _out_projection(layer: Any) -> nn.Module:
-    """Each layer's attention output projection: BERT's `attention.output.dense`, DistilBERT's `out_lin`,
-    ModernBERT's `Wo` (its input is every head's output side by side)."""
-    attn = getattr(layer, "attention", None) or getattr(layer, "attn", None)
-    for path in ("output.dense", "out_lin", "Wo"):
-        try:
-            if attn is not None:
-                return attn.get_submodule(path)
-        except AttributeError:
-            continue
-    raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be switched off")
-
-
-def masked_attention_outputs(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
-    """Each layer's attention output projection as "encoder_self" (what `heads_off` scales per head)."""
-    return {"encoder_self": [_out_projection(layer) for layer in _layers(model)]}
-
-
 def mlm_head(model: PreTrainedModel) -> Callable[[Tensor], Tensor]:
-    """The model's own function from the last layer's output to the logits: ModernBERT's final norm, then the MLM
-    head's dense + activation + norm, then the projection (with its bias)."""
-    if hasattr(model, "cls"):  # BERT
-        return model.cls
-    if hasattr(model, "lm_head"):  # RoBERTa, XLM-R, CamemBERT
-        return model.lm_head
-    if hasattr(model, "vocab_transform"):  # DistilBERT
-        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
-    if hasattr(model, "head") and hasattr(model, "decoder"):  # ModernBERT: the base model's final norm first
-        norm = getattr(_base(model), "final_norm", None) or nn.Identity()
-        return lambda h: model.decoder(model.head(norm(h)))
-    raise HFModelError(f"{type(model).__name__}: unknown masked-LM head (the studio reads BERT, RoBERTa, "
-                       "DistilBERT and ModernBERT)")
+    """The model's own function from the last layer's output to the logits, as its architecture file declares it
+    (ModernBERT: the final norm, then the MLM head's dense + activation + norm, then the projection with its bias)."""
+    arch = architecture_of(model)
+    if arch.masked_head is None:
+        raise HFModelError(f"{type(model).__name__}: its architecture file declares no masked-LM head")
+    return arch.masked_head(model)
 
 
 class HFMaskedLM(HFAdapter):
@@ -109,6 +55,7 @@ class HFMaskedLM(HFAdapter):
 
     def __init__(self, model: PreTrainedModel, tokenizer: Any, name: str) -> None:
         self.model, self.tokenizer, self.name, self.prefix = model, tokenizer, name, ""
+        self.architecture = adopt(model, name)
         cfg = model.config
         self.generation_config = None
         if tokenizer.mask_token_id is None:
@@ -122,11 +69,10 @@ class HFMaskedLM(HFAdapter):
         self.special_ids = frozenset(int(i) for i in tokenizer.all_special_ids)  # the mask's included
         self.unemittable_ids = frozenset()
         positions = getattr(cfg, "max_position_embeddings", None) or NO_POSITION_LIMIT
-        if getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):  # positions start after pad
-            positions -= int(getattr(cfg, "pad_token_id", 1) or 1) + 1
+        positions -= self.architecture.position_offset(cfg)  # RoBERTa's start after the pad id
         self.max_source_len = self.max_target_len = int(positions)
         self.n_heads = int(getattr(cfg, "num_attention_heads", None) or cfg.n_heads)
-        self.n_layers = len(_layers(model))
+        self.n_layers = len(self._layers())
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self.uses_token_types = (getattr(cfg, "type_vocab_size", 0) or 0) > 1
         self._lock = model_lock(model)
@@ -187,8 +133,11 @@ class HFMaskedLM(HFAdapter):
                                                     dtype=torch.long, device=src.device)
         return inputs
 
+    def _layers(self) -> list[nn.Module]:
+        return self.architecture.layers(self.model, "encoder")
+
     def _run(self, src: Tensor, head_mask: HeadMask | None) -> Any:
-        with self._lock, heads_off(self.model, head_mask, masked_attention_outputs):
+        with self._lock, heads_off(self.model, head_mask):
             return self.model(**self._inputs(src), output_attentions=True, return_dict=True)
 
     def _maps(self, out: Any) -> AttentionMaps:
@@ -214,10 +163,8 @@ class HFMaskedLM(HFAdapter):
                 attention_mask: Tensor | None = None) -> Insides:
         """`forward` with every layer's softmax inputs and the residual stream "encoder"; `tgt` is not read;
         `attention_mask` (B, S): a batch's real tokens (1) and padding (0), None: all real."""
-        layers = _layers(self.model)
-        with self.running(), heads_off(self.model, head_mask, masked_attention_outputs), \
-                recording_eager({"encoder_self": [_attention(layer) for layer in layers]},
-                                self.output_projections()) as found, \
+        layers = self._layers()
+        with self.running(), heads_off(self.model, head_mask), self.capturing() as found, \
                 recording_residuals({"encoder": layers}) as residual:
             out = self.model(**self._inputs(src, attention_mask), output_attentions=True, return_dict=True)
         return Insides(out.logits, self._maps(out), complete(found, self.name),
@@ -255,11 +202,8 @@ class HFMaskedLM(HFAdapter):
         raise HFModelError(f"{self.name} is an encoder-only model: it predicts at its masks (fill) and does not "
                            "translate")
 
-    def output_projections(self) -> dict[str, list[nn.Module]]:
-        return masked_attention_outputs(self.model)
-
     def residual_layers(self) -> dict[str, list[nn.Module]]:
-        return {"encoder": _layers(self.model)}
+        return {"encoder": self._layers()}
 
     def encoder_final_norm(self, residual: Tensor) -> Tensor:
         raise ValueError(f"{self.name} is an encoder-only model: no decoder reads its encoder")

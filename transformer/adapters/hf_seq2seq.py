@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
-from ..model import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
-from .capture import complete, recording_eager, recording_residuals
-from .hf_base import HFAdapter, _ids, model_lock
+from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
+from .capture import complete, recording_residuals
+from .hf_base import HFAdapter, _ids, attention_outputs, model_lock
+from .hf_capture import adopt
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
 from .interface import SourceText, padded_rows
@@ -21,42 +22,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel  # its stubs are not followed (pyproject): Any to mypy
 
 NO_POSITION_LIMIT = 512  # sources/targets of models with relative positions (T5)
-
-
-def _out_projection(attn: Any) -> nn.Module:
-    for name in ("out_proj", "o", "dense"):
-        if isinstance(getattr(attn, name, None), nn.Linear):
-            return getattr(attn, name)
-    raise HFModelError(f"cannot find the output projection of {type(attn).__name__}: heads cannot be switched off")
-
-
-def attention_modules(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
-    """Each attention module per kind and layer (BART/Marian/mBART layout or T5 layout)."""
-    found: dict[str, list[nn.Module]] = {k: [] for k in KINDS}
-    for side in ("encoder", "decoder"):
-        for layer in stack_layers(model.get_encoder() if side == "encoder" else model.get_decoder()):
-            if hasattr(layer, "self_attn"):  # BART, Marian, mBART, Pegasus...
-                found[f"{side}_self"].append(layer.self_attn)
-                if side == "decoder":
-                    found["cross"].append(layer.encoder_attn)
-            elif hasattr(layer, "layer"):  # T5, mT5
-                found[f"{side}_self"].append(layer.layer[0].SelfAttention)
-                if side == "decoder":
-                    found["cross"].append(layer.layer[1].EncDecAttention)
-    if not all(found.values()):
-        raise HFModelError(f"{type(model).__name__}: unknown layer layout, heads cannot be switched off")
-    return found
-
-
-def attention_outputs(model: PreTrainedModel) -> dict[str, list[nn.Module]]:
-    """Each attention's output projection per kind and layer."""
-    return {kind: [_out_projection(m) for m in modules] for kind, modules in attention_modules(model).items()}
-
-
-def stack_layers(stack: Any) -> list[Any]:
-    """The layers of an encoder or decoder stack (`layers`, or T5's `block`)."""
-    layers = getattr(stack, "layers", None)
-    return list(layers if layers is not None else getattr(stack, "block", None) or [])
 
 
 def _in_width(proj: Any) -> int:
@@ -69,7 +34,7 @@ def heads_off(model: PreTrainedModel, head_mask: HeadMask | None,
               outputs: Callable[[nn.Module], dict[str, list[nn.Module]]] | None = None) -> Iterator[None]:
     """Multiply each head's slice of every attention's output-projection input by `head_mask` (kind ->
     (layers, heads)) while inside; the hooks are removed in `finally`. Hold `model_lock(model)` around it.
-    `outputs` finds the projections per kind and layer (an encoder-decoder's by default)."""
+    `outputs` finds the projections per kind and layer (by default where the model's architecture file places them)."""
     if not head_mask:
         yield
         return
@@ -123,16 +88,13 @@ def _logits_processors(gen: Any, eos: list[int], max_length: int, begin_index: i
     return out
 
 
-def _n_layers(stack: Any) -> int:
-    return len(stack_layers(stack))
-
-
 class HFSeq2Seq(HFAdapter):
     """A pretrained Hugging Face encoder-decoder and its tokenizer; `prefix` is prepended to every source
     (T5 task prefixes such as "translate English to German: ")."""
 
     def __init__(self, model: PreTrainedModel, tokenizer: Any, name: str, prefix: str = "") -> None:
         self.model, self.tokenizer, self.name, self.prefix = model, tokenizer, name, prefix
+        self.architecture = adopt(model, name)
         cfg, gen = model.config, model.generation_config
         self.generation_config = gen
         start = gen.decoder_start_token_id if gen.decoder_start_token_id is not None else cfg.decoder_start_token_id
@@ -165,7 +127,7 @@ class HFSeq2Seq(HFAdapter):
         cfg = self.model.config
         heads = getattr(cfg, "decoder_attention_heads", None) or getattr(cfg, "num_heads", None)
         return {"source": "huggingface", "name": self.name, "model_type": cfg.model_type, "d_model": cfg.d_model,
-                "n_heads": heads, "n_encoder_layers": _n_layers(self.model.get_encoder()),
+                "n_heads": heads, "n_encoder_layers": len(self._stack("encoder")),
                 "n_decoder_layers": self._decoder_layers(), "tgt_vocab_size": self.vocab_size,
                 "parameters": sum(p.numel() for p in self.model.parameters()), "prefix": self.prefix}
 
@@ -195,7 +157,7 @@ class HFSeq2Seq(HFAdapter):
         with self._lock, heads_off(self.model, head_mask):
             out = self.model.get_encoder()(input_ids=src, attention_mask=mask, output_attentions=True,
                                            return_dict=True)
-        n = _n_layers(self.model.get_encoder())
+        n = len(self._stack("encoder"))
         return EncoderOutput((out, mask), self._check("encoder", out.attentions, n))
 
     def encode_many(self, sources: Sequence[Sequence[int]]) -> EncoderOutput | None:
@@ -210,7 +172,7 @@ class HFSeq2Seq(HFAdapter):
         with self._lock:
             out = self.model.get_encoder()(input_ids=src, attention_mask=mask, output_attentions=True,
                                            return_dict=True)
-        return EncoderOutput((out, mask), self._check("encoder", out.attentions, _n_layers(self.model.get_encoder())))
+        return EncoderOutput((out, mask), self._check("encoder", out.attentions, len(self._stack("encoder"))))
 
     def start_cache(self, encoded: EncoderOutput) -> Any:
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache
@@ -224,8 +186,11 @@ class HFSeq2Seq(HFAdapter):
         cache.reorder_cache(rows)
         return EncoderOutput((selected, mask.index_select(0, rows)), encoded.encoder_self), cache
 
+    def _stack(self, side: str) -> list[nn.Module]:
+        return self.architecture.layers(self.model, side)
+
     def _decoder_layers(self) -> int:
-        return _n_layers(self.model.get_decoder())
+        return len(self._stack("decoder"))
 
     def step(self, token: Tensor, encoded: EncoderOutput, cache: Any, head_mask: HeadMask | None = None
              ) -> StepOutput:
@@ -245,17 +210,17 @@ class HFSeq2Seq(HFAdapter):
 
     def _maps(self, out: Any) -> AttentionMaps:
         n = self._decoder_layers()
-        encoder = self._check("encoder", out.encoder_attentions, _n_layers(self.model.get_encoder()))
+        encoder = self._check("encoder", out.encoder_attentions, len(self._stack("encoder")))
         return AttentionMaps(encoder, self._check("decoder self", out.decoder_attentions, n),
                              self._check("cross", out.cross_attentions, n))
 
     def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None,
                 attention_mask: Tensor | None = None) -> Insides:
         """`attention_mask` (B, S): the source's real tokens (1) and padding (0) of a batch; None: all real."""
-        stacks = {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
+        stacks = {"encoder": self._stack("encoder"), "decoder": self._stack("decoder")}
         mask = torch.ones_like(src) if attention_mask is None else attention_mask
         with self.running(), heads_off(self.model, head_mask), \
-                recording_eager(attention_modules(self.model), self.output_projections()) as found, \
+                self.capturing() as found, \
                 recording_residuals(stacks) as residual:
             out = self.model(input_ids=src, attention_mask=mask, decoder_input_ids=tgt, output_attentions=True,
                              return_dict=True)
@@ -267,15 +232,11 @@ class HFSeq2Seq(HFAdapter):
         src, mask = padded_rows(sources, self.pad_id)
         return self.insides(src, torch.tensor([list(self.start_ids)] * len(sources)), attention_mask=mask)
 
-    def output_projections(self) -> dict[str, list[nn.Module]]:
-        return attention_outputs(self.model)
-
     def output_head(self, residual: Tensor) -> Tensor:
         """The decoder's final norm where it has one (mBART's `layer_norm`, T5's `final_layer_norm`; BART and Marian
         are post-norm), T5's rescaling before its tied projection, the projection and BART's `final_logits_bias`."""
-        decoder = self.model.get_decoder()
-        norm = getattr(decoder, "layer_norm", None) or getattr(decoder, "final_layer_norm", None)
-        hidden = norm(residual) if isinstance(norm, nn.Module) else residual
+        norm = self.architecture.final_norm(self.model, "decoder")
+        hidden = norm(residual) if norm is not None else residual
         if getattr(self.model.config, "scale_decoder_outputs", False):  # T5 with tied embeddings; mT5 never rescales
             hidden = hidden * self.model.model_dim ** -0.5
         logits = self.model.get_output_embeddings()(hidden)
@@ -283,25 +244,23 @@ class HFSeq2Seq(HFAdapter):
         return logits if bias is None else logits + bias
 
     def residual_layers(self) -> dict[str, list[nn.Module]]:
-        return {"encoder": stack_layers(self.model.get_encoder()), "decoder": stack_layers(self.model.get_decoder())}
+        return {"encoder": self._stack("encoder"), "decoder": self._stack("decoder")}
 
     def encoder_final_norm(self, residual: Tensor) -> Tensor:
         """The encoder's final norm where it has one (mBART's `layer_norm`, T5's RMS `final_layer_norm`; BART and
         Marian are post-norm: as is)."""
-        encoder = self.model.get_encoder()
-        norm = getattr(encoder, "layer_norm", None) or getattr(encoder, "final_layer_norm", None)
-        return norm(residual) if isinstance(norm, nn.Module) else residual
+        norm = self.architecture.final_norm(self.model, "encoder")
+        return norm(residual) if norm is not None else residual
 
     def encode_at(self, src: Tensor, layer: int, head_mask: HeadMask | None = None) -> EncoderOutput:
-        encoder = self.model.get_encoder()
-        check_encoder_layer(layer, _n_layers(encoder), self.name)
+        encoder, layers = self.model.get_encoder(), self._stack("encoder")
+        check_encoder_layer(layer, len(layers), self.name)
         mask = torch.ones_like(src)
-        with self._lock, heads_off(self.model, head_mask), \
-                recording_calls({"encoder": stack_layers(encoder)}) as found:
+        with self._lock, heads_off(self.model, head_mask), recording_calls({"encoder": layers}) as found:
             out = encoder(input_ids=src, attention_mask=mask, output_attentions=True, return_dict=True)
             hidden = self.encoder_final_norm(found["encoder"][-1][layer])
         read = type(out)(last_hidden_state=hidden, attentions=out.attentions)
-        return EncoderOutput((read, mask), self._check("encoder", out.attentions, _n_layers(encoder)))
+        return EncoderOutput((read, mask), self._check("encoder", out.attentions, len(layers)))
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         processors = self._processors.get(max_length)
@@ -317,7 +276,7 @@ class HFSeq2Seq(HFAdapter):
         cfg = self.model.config
         enc = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
         dec = getattr(cfg, "decoder_attention_heads", None) or cfg.num_heads
-        n_enc, n_dec = _n_layers(self.model.get_encoder()), self._decoder_layers()
+        n_enc, n_dec = len(self._stack("encoder")), self._decoder_layers()
         return {"encoder_self": (n_enc, int(enc)), "decoder_self": (n_dec, int(dec)), "cross": (n_dec, int(dec))}
 
     def embedding_paths(self) -> tuple[str, str]:

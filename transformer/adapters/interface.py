@@ -5,14 +5,27 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
 
-from ..model import ENCODER_DECODER, EncoderOutput, ForwardOutput, HeadMask, Insides, ModelFamily, StepOutput
+from ..model import (
+    ENCODER_DECODER,
+    AttentionInputs,
+    EncoderOutput,
+    ForwardOutput,
+    HeadMask,
+    Insides,
+    ModelFamily,
+    StepOutput,
+    StoreError,
+)
 from .capture import projection_weights
 from .paths import PathRecord, ResidualPath, ResidualPathError, recording_path
+from .store_forward import StoreChunks
+
+Captured = dict[str, list[AttentionInputs | None]]  # kind -> each layer's softmax inputs (None: not run yet)
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,22 @@ class InspectableModel(ABC):
     @abstractmethod
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         """Teacher forcing: logits (1, T, V) and every weight for decoder inputs `tgt` (1, T)."""
+
+    # -- the capture (maps or the store) -----------------------------------------------------------------------
+    @abstractmethod
+    def capturing(self, chunks: Mapping[str, list[StoreChunks]] | None = None) -> AbstractContextManager[Captured]:
+        """For the calls this thread makes to the model inside: per kind and layer what each attention's softmax saw
+        (queries, keys after RoPE, values, additive terms, rules; its output projection's input and output), or, with
+        `chunks` (kind -> a `StoreChunks` per layer), each layer's store rows added to its chunks while the fused
+        kernel runs (no weights). The one capture every front end uses; nothing stays on the model after it. Hold
+        the model's lock around it (`running()`)."""
+
+    def store_feed(self, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
+                   ) -> Tensor:
+        """Feed `ids` (1, t) after what `cache` holds through the fused path, the rows going into `chunks`
+        (`capturing`); the logits (1, V) after the last id (a prefill computes no other position's logits)."""
+        raise StoreError(f"{self.name}: the store's forward reads decoder-only models (Hugging Face causal LMs and "
+                         "ours)")
 
     # -- insides (what each head computes, the residual stream, the output function) ---------------------------
     @abstractmethod

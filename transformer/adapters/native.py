@@ -9,7 +9,7 @@ from torch import Tensor, nn
 from ..data import pad
 from ..model import EncoderOutput, ForwardOutput, HeadMask, Insides, Seq2SeqTransformer, StepOutput
 from ..model.encoder_decoder import DecoderCache
-from .capture import complete, recording_native, recording_residuals
+from .capture import complete, recording_residuals
 from .native_base import NativeAdapter
 from .residual_steps import check_encoder_layer, recording_calls
 
@@ -44,13 +44,16 @@ class NativeSeq2Seq(NativeAdapter):
     def forward(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> ForwardOutput:
         return self.model.forward_with_attention(src, tgt, head_mask)
 
+    def attention_modules(self) -> dict[str, list[Any]]:
+        m = self.model
+        return {"encoder_self": [layer.self_attn for layer in m.encoder],
+                "decoder_self": [layer.self_attn for layer in m.decoder],
+                "cross": [layer.cross_attn for layer in m.decoder]}
+
     def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
         m = self.model
-        attention = {"encoder_self": [layer.self_attn for layer in m.encoder],
-                     "decoder_self": [layer.self_attn for layer in m.decoder],
-                     "cross": [layer.cross_attn for layer in m.decoder]}
         stacks = {"encoder": list(m.encoder), "decoder": list(m.decoder)}
-        with self.running(), recording_native(attention) as found, recording_residuals(stacks) as residual:
+        with self.running(), self.capturing() as found, recording_residuals(stacks) as residual:
             logits, maps = m.forward_with_attention(src, tgt, head_mask)
         return Insides(logits, maps, complete(found, self.name), {k: tuple(v) for k, v in residual.items()})
 

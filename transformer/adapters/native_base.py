@@ -2,8 +2,8 @@
 `NativeEncoderOnly`): the tokenizers, the special ids, eval mode, the residual path, batched greedy translation."""
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import Any, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -11,8 +11,10 @@ from torch import Tensor, nn
 from ..data import END_ID, START_ID, Tokenizer, pad, source_ids
 from ..data.batching import PAD_ID
 from ..model import DecoderOnlyTransformer, EncoderOnlyTransformer, Seq2SeqTransformer, eval_mode
-from .interface import InspectableModel, SourceText
+from .capture import recording_native
+from .interface import Captured, InspectableModel, SourceText
 from .paths import ResidualPath, native_path
+from .store_forward import StoreChunks, storing_native
 
 UNEMITTABLE = (PAD_ID, START_ID)  # never chosen, never in top-k, never forced: the model cannot output them
 
@@ -69,6 +71,24 @@ class NativeAdapter(InspectableModel):
 
     def residual_path(self) -> ResidualPath:
         return native_path(self.model)
+
+    def attention_modules(self) -> dict[str, list[Any]]:
+        """Per kind, each layer's attention module (`MultiHeadAttention`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not name its attention modules")
+
+    @contextmanager
+    def capturing(self, chunks: Mapping[str, list[StoreChunks]] | None = None) -> Iterator[Captured]:
+        """Our attention read with forward hooks (`capture.recording_native`); with `chunks`, the store's rows, the
+        log-sum-exp computed in blocks from the queries and keys (`store_forward.storing_native`)."""
+        modules = self.attention_modules()
+        if chunks is None:
+            with recording_native(modules) as found:
+                yield found
+            return
+        with ExitStack() as undo:
+            for kind, layers in chunks.items():
+                undo.enter_context(storing_native(modules[kind], layers))
+            yield {}
 
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         return ban(logits, _UNEMITTABLE_IDS.to(logits.device))

@@ -21,10 +21,12 @@ from ..model import (
     HeadMask,
     Insides,
     StepOutput,
+    StoreError,
 )
-from .capture import complete, recording_native, recording_residuals
+from .capture import complete, recording_residuals
 from .interface import SourceText
 from .native_base import NativeAdapter
+from .store_forward import StoreChunks
 
 
 def _with_source_rows(logits: Tensor, n_source: int) -> Tensor:
@@ -75,11 +77,22 @@ class NativeDecoderOnly(NativeAdapter):
 
     def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:
         n, layers = src.size(1), list(self.model.layers)
-        with self.running(), recording_native({"self": [layer.self_attn for layer in layers]}) as found, \
+        with self.running(), self.capturing() as found, \
                 recording_residuals({"decoder": layers}) as residual:
             logits, maps = self.model.full(src, tgt[:, n:], True, head_mask)
         return Insides(logits, AttentionMaps(by_kind={"self": tuple(maps)}), complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
+
+    def attention_modules(self) -> dict[str, list[Any]]:
+        return {"self": [layer.self_attn for layer in self.model.layers]}
+
+    def store_feed(self, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
+                   ) -> Tensor:
+        """Our fused path (`need_weights=False`) with the store's hooks; on the CPU only."""
+        if next(self.model.parameters()).device.type != "cpu":
+            raise StoreError(f"{self.name}: the store forward of our models runs on the CPU")
+        with torch.no_grad(), self.capturing(chunks):
+            return self.model.feed(ids, cache, n_source, need_weights=False).logits
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return {"self": [layer.self_attn.out_proj for layer in self.model.layers]}

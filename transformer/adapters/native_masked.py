@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from ..data import END_ID, MASK_ID, MASK_TOKEN, Tokenizer
 from ..data.batching import PAD_ID
 from ..model import ENCODER_ONLY, EncoderOnlyTransformer, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
-from .capture import complete, recording_native, recording_residuals
+from .capture import complete, recording_residuals
 from .hf_load import HFModelError
 from .interface import SourceText
 from .native_base import NativeAdapter
@@ -125,11 +125,14 @@ class NativeEncoderOnly(NativeAdapter):
     def insides(self, src: Tensor, tgt: Tensor | None = None, head_mask: HeadMask | None = None) -> Insides:
         """`forward` with every layer's softmax inputs and the residual stream "encoder"; `tgt` is not read."""
         layers = list(self.model.layers)
-        with self.running(), recording_native({"encoder_self": [layer.self_attn for layer in layers]}) as found, \
+        with self.running(), self.capturing() as found, \
                 recording_residuals({"encoder": layers}) as residual:
             out = self.model.forward_with_attention(src, None, head_mask)
         return Insides(out.logits, out.attentions, complete(found, self.name),
                        {k: tuple(v) for k, v in residual.items()})
+
+    def attention_modules(self) -> dict[str, list[Any]]:
+        return {"encoder_self": [layer.self_attn for layer in self.model.layers]}
 
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return {"encoder_self": [layer.self_attn.out_proj for layer in self.model.layers]}

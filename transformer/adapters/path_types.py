@@ -1,10 +1,10 @@
 """The residual path's types: what a family's path names (`ResidualPath`: its stacks of sublayers and norms, each
 attention's W_Q / W_K / W_V), the gain a norm multiplies by, and the helpers that split fused projections; the
-per-family builders are in `paths` and `paths_families`."""
+per-family declarations are in `architectures/` (ours: `paths.native_path`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from torch import Tensor, nn
 
@@ -81,24 +81,16 @@ class ResidualPath:
 
 
 def norm_gain(norm: nn.Module | None) -> Tensor | None:
-    """A norm's scale per dimension as it multiplies (detached, float): its weight, or 1 + weight for Gemma's
-    RMSNorm; None for a norm without one."""
+    """A norm's scale per dimension as it multiplies (detached, float): its weight, or 1 + weight for a norm class an
+    architecture file declares so (Gemma's RMSNorms); None for a norm without one."""
+    from .architectures import offset_norms
     weight = getattr(norm, "weight", None) if norm is not None else None
     if not isinstance(weight, Tensor):
         return None
-    gemma = type(norm).__name__.startswith("Gemma") and "RMSNorm" in type(norm).__name__
-    return weight.detach().float() + 1 if gemma else weight.detach().float()
-
-
-def _linear(m: Any) -> tuple[Tensor, Tensor | None]:
-    return m.weight, m.bias
+    return weight.detach().float() + 1 if type(norm).__name__ in offset_norms() else weight.detach().float()
 
 
 def _fused(weight: Tensor, bias: Tensor | None, sizes: Sequence[int]) -> Projections:
     ws = weight.split(list(sizes), 0)
     bs = (None,) * 3 if bias is None else bias.split(list(sizes), 0)
     return Projections(ws[0], bs[0], ws[1], bs[1], ws[2], bs[2])
-
-
-def _separate(q: Any, k: Any, v: Any) -> Projections:
-    return Projections(*_linear(q), *_linear(k), *_linear(v))

@@ -13,7 +13,7 @@ from tests.helpers.hf_masked_models import build as build_masked
 from tests.helpers.hf_tiny_models import FAMILIES, MORE_FAMILIES
 from tests.helpers.hf_tiny_models import build as build_seq2seq
 from tests.helpers.our_models import OURS, _inputs, _ours
-from transformer.adapters import InspectableModel, capture
+from transformer.adapters import InspectableModel, hf_capture
 from transformer.store import open_model
 
 
@@ -103,7 +103,7 @@ def test_nothing_of_the_capture_stays_on_the_model(adapter: InspectableModel):
     adapter.insides(*_inputs(adapter))
     after = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.network.named_modules()}
     assert after == before
-    assert capture._RECORDERS == {}
+    assert hf_capture._CALLS == {}
     assert not adapter.network.training
 
 

@@ -138,12 +138,12 @@ def test_auto_keeps_the_maps_of_a_short_prompt_and_store_gives_the_same_result(a
 
 
 def test_nothing_of_the_store_forward_stays_on_the_model(adapter):
-    from transformer.adapters import store_forward
+    from transformer.adapters import hf_capture
     hooks = {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks)) for name, m in adapter.network.named_modules()}
     before = getattr(getattr(adapter.network, "config", None), "_attn_implementation", None)
     greedy_decode(adapter, _prompt(adapter)[2], max_steps=2, keep="store")
     assert getattr(getattr(adapter.network, "config", None), "_attn_implementation", None) == before
-    assert store_forward._STORING == {}
+    assert hf_capture._CALLS == {}
     assert {name: (dict(m._forward_hooks), dict(m._forward_pre_hooks))
             for name, m in adapter.network.named_modules()} == hooks
     assert not adapter.network.training
