@@ -2,7 +2,7 @@
 decoder steps with their attention, heads, gradients), one adapter per family, and `adapter_for` /
 `load_hf_model`, the one place that picks an adapter for a loaded model."""
 from . import capture
-from .architectures import Architecture, architecture, architecture_of, registered, supported
+from .architectures import Architecture, architecture, architecture_of, norm_gain, registered, supported
 from .auto import NATIVE_ADAPTERS, adapter_for, load_hf_model
 from .hf_base import HFAdapter, attention_outputs, model_lock
 from .hf_causal import HFCausalLM
@@ -15,7 +15,6 @@ from .native import NativeSeq2Seq
 from .native_base import UNEMITTABLE, NativeAdapter, ban, decode_texts, greedy_batch
 from .native_causal import NativeDecoderOnly
 from .native_masked import NativeEncoderOnly
-from .path_types import norm_gain
 from .paths import (
     MLP,
     PathRecord,

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ..model import AttentionInputs, MultiHeadAttention, ScoreRules, additive_mask, apply_rotation, band_mask
-from .hf_load import HFModelError
+from .errors import HFModelError
 
 
 def first_tensor(out: Any) -> Tensor:

@@ -12,8 +12,8 @@ from torch import Tensor, nn
 
 from ..model import eval_mode
 from .architectures import Architecture, architecture_of
+from .errors import HFModelError
 from .hf_capture import recording_hf
-from .hf_load import HFModelError
 from .interface import Captured, InspectableModel
 from .paths import ResidualPath
 from .store_forward import StoreChunks

@@ -29,7 +29,7 @@ from ..model import AttentionInputs, ScoreRules, StoreError, value_norms
 from .architectures import Architecture, architecture_of
 from .architectures.spec import ALIBI, RELATIVE, SEPARATE, SEQUENTIAL, SINKS, SOFTCAP, WINDOW, find, heads_of
 from .capture import projection_hooks, projection_weights
-from .hf_load import HFModelError
+from .errors import HFModelError
 from .store_forward import StoreChunks, capped_attention, cuda_attention
 
 STUDIO = "studio"  # the registered attention implementation (and mask function) of every adopted model

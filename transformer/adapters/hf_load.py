@@ -10,13 +10,11 @@ from typing import Any
 
 import torch
 
+from .errors import HFModelError
+
 DEFAULT_MAX_PARAMS = 1_500_000_000
 HUB_FILES = ["*.json", "*.safetensors", "*.spm", "*.model", "*.txt", "vocab*", "merges*"]  # never *.bin/*.py
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-
-
-class HFModelError(ValueError):
-    """A Hugging Face model that cannot or must not be loaded; the message is one line for the user."""
 
 
 SUPPORTED = ("encoder-decoders (Marian, BART/mBART, T5/mT5), decoder-only language models (GPT-2, Llama, Qwen2, "

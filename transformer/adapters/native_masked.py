@@ -16,7 +16,7 @@ from ..data import END_ID, MASK_ID, MASK_TOKEN, Tokenizer
 from ..data.batching import PAD_ID
 from ..model import ENCODER_ONLY, EncoderOnlyTransformer, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_residuals
-from .hf_load import HFModelError
+from .errors import HFModelError
 from .interface import SourceText
 from .native_base import NativeAdapter
 

@@ -1,6 +1,7 @@
 """The residual path's types: what a family's path names (`ResidualPath`: its stacks of sublayers and norms, each
-attention's W_Q / W_K / W_V), the gain a norm multiplies by, and the helpers that split fused projections; the
-per-family declarations are in `architectures/` (ours: `paths.native_path`)."""
+attention's W_Q / W_K / W_V) and the helper that splits a fused projection; the
+per-family declarations are in `architectures/` (ours: `paths.native_path`), with the gain a frozen norm
+multiplies by (`architectures.norm_gain`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -78,16 +79,6 @@ class ResidualPath:
         found = [p.embedding_norm for p in self.stacks.values()] + [p.final_norm for p in self.stacks.values()]
         found += [n for p in self.stacks.values() for layer in p.layers for s in layer for n in (s.norm, s.out_norm)]
         return list({id(m): m for m in found if m is not None and not isinstance(m, nn.Identity)}.values())
-
-
-def norm_gain(norm: nn.Module | None) -> Tensor | None:
-    """A norm's scale per dimension as it multiplies (detached, float): its weight, or 1 + weight for a norm class an
-    architecture file declares so (Gemma's RMSNorms); None for a norm without one."""
-    from .architectures import offset_norms
-    weight = getattr(norm, "weight", None) if norm is not None else None
-    if not isinstance(weight, Tensor):
-        return None
-    return weight.detach().float() + 1 if type(norm).__name__ in offset_norms() else weight.detach().float()
 
 
 def _fused(weight: Tensor, bias: Tensor | None, sizes: Sequence[int]) -> Projections:

@@ -26,6 +26,8 @@ from transformer.adapters.architectures.spec import (
     SEQUENTIAL,
     SINUSOIDAL,
     TERMS,
+)
+from transformer.adapters.architectures.spec import (
     WINDOW as WINDOW_TERM,
 )
 from transformer.adapters.hf_load import LOADABLE

@@ -9,7 +9,9 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..hf_load import HFModelError
+from torch import Tensor, nn
+
+from ..errors import HFModelError
 from .spec import Architecture
 
 _NOT_ARCHITECTURES = {"spec", "own_attention"}
@@ -55,6 +57,15 @@ def offset_norms() -> frozenset[str]:
     return frozenset(n for arch in REGISTRY.values() for n in arch.offset_norms)
 
 
+def norm_gain(norm: nn.Module | None) -> Tensor | None:
+    """A norm's scale per dimension as it multiplies, frozen (detached, float): its weight, or 1 + weight for a norm
+    class an architecture file declares so (Gemma's RMSNorms); None for a norm without one."""
+    weight = getattr(norm, "weight", None) if norm is not None else None
+    if not isinstance(weight, Tensor):
+        return None
+    return weight.detach().float() + 1 if type(norm).__name__ in offset_norms() else weight.detach().float()
+
+
 @contextmanager
 def registered(arch: Architecture) -> Iterator[Architecture]:
     """`arch` in the registry while inside (an architecture defined outside this folder: a test's); removed in
@@ -70,4 +81,5 @@ def registered(arch: Architecture) -> Iterator[Architecture]:
             REGISTRY.pop(arch.model_type, None)
 
 
-__all__ = ["REGISTRY", "Architecture", "architecture", "architecture_of", "offset_norms", "registered", "supported"]
+__all__ = ["REGISTRY", "Architecture", "architecture", "architecture_of", "norm_gain", "offset_norms", "registered",
+           "supported"]

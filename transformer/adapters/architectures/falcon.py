@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from ...model import AttentionInputs, ScoreRules, StoreError, row_lse, value_norms
 from ..capture import first_tensor, projection_weights
-from ..hf_load import HFModelError
+from ..errors import HFModelError
 from ..path_types import MLP, Projections, Sublayer
 from ..store_forward import StoreChunks
 from .spec import ALIBI, GROUPED, ROTARY, ROTATE_HALF, Architecture, Kind, Qkv, Stack, grouped_rows

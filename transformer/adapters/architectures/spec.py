@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 
 from torch import Tensor, nn
 
-from ..hf_load import HFModelError
+from ..errors import HFModelError
 from ..path_types import MLP, Projections, ResidualPath, StackPath, Sublayer
 
 # the layouts of W_Q, W_K, W_V
