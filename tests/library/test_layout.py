@@ -12,7 +12,7 @@ from tests.helpers.import_graph import find_circle, import_graph
 
 PACKAGE = ROOT / "transformer"
 # Data flows down this list; a stage may import the stages before it, never one after it.
-STAGES = ("model", "data", "adapters", "decode", "analysis", "store", "train", "charts")
+STAGES = ("model", "data", "adapters", "decode", "analysis", "store", "train", "dictionaries", "charts")
 CLI = "cli"  # the command line: above every stage, one module per command (tests/cli/test_registry.py)
 APP = ("ui", "pages", "app", "studio_browser")
 

@@ -157,8 +157,10 @@ def _check_head(cap: PathCapture, head: Head) -> None:
                                 f"heads 1-{inputs[0].n_heads}")
 
 
-def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTable:
-    """The score of `head` at (query, key) (0-based positions on its axes) taken apart into pairs of parts."""
+def qk_attribution(cap: PathCapture, head: Head, query: int, key: int, parts: tuple[Parts, Parts] | None = None
+                   ) -> QKTable:
+    """The score of `head` at (query, key) (0-based positions on its axes) taken apart into pairs of parts: the
+    residual parts, or `parts` (what the query and the key read, as `reading_parts` gives them)."""
     _check_head(cap, head)
     kind, layer, h = head
     inputs = cap.insides.inputs[kind][layer]
@@ -168,8 +170,9 @@ def qk_attribution(cap: PathCapture, head: Head, query: int, key: int) -> QKTabl
             raise ResidualPathError(f"{name} position {at + 1} is outside {head.label}'s {n} {name} positions")
     proj = cap.path.projections[kind][layer]
     dh, g = inputs.queries.shape[-1], inputs.groups[h]
-    q_parts = reading_parts(cap, kind, layer, [query])
-    k_parts = reading_parts(cap, kind, layer, [key], keys=True)
+    if parts is None:
+        parts = reading_parts(cap, kind, layer, [query]), reading_parts(cap, kind, layer, [key], keys=True)
+    q_parts, k_parts = parts
     q = _projected(q_parts, proj.wq, proj.bq, proj.q_norm, slice(h * dh, (h + 1) * dh))
     k = _projected(k_parts, proj.wk, proj.bk, proj.k_norm, slice(g * dh, (g + 1) * dh))
     tables = cap.record.rotary.get((kind, layer))

@@ -143,13 +143,17 @@ def _embeddings(cap: PathCapture, stack: str, pos: Tensor) -> tuple[list[str], T
     return names, (_normed(norm, names, vectors, before) if norm is not None else vectors), resid
 
 
-def _stream(cap: PathCapture, stack: str, pos: Tensor) -> Iterator[tuple[int, int | None, list[str], Tensor, Tensor]]:
+def _stream(cap: PathCapture, stack: str, pos: Tensor, start: tuple[int, Parts] | None = None
+            ) -> Iterator[tuple[int, int | None, list[str], Tensor, Tensor]]:
     """(layer, sublayer or None, names, parts (P, N, D), stream (N, D)): before each sublayer, and after each layer
-    (sublayer None; layer i+1 there means the stream after layer i+1)."""
+    (sublayer None; layer i+1 there means the stream after layer i+1). `start` (layer, parts): the stream entering
+    that layer is taken apart as those parts (they sum to it, `bias` among them) instead of the earlier layers'."""
     names, vectors, total = _embeddings(cap, stack, pos)
     residual, pre = cap.insides.residual[stack], cap.path.pre_norm
     yield 0, None, names, vectors, total
     for layer, subs in enumerate(cap.path.stacks[stack].layers):
+        if start is not None and layer == start[0]:
+            names, vectors = list(start[1].names), start[1].vectors
         kind = subs[0].name
         for s, sub in enumerate(subs):
             yield layer, s, names, vectors, total
@@ -194,11 +198,15 @@ def residual_parts(cap: PathCapture, stack: str, index: int, positions: Sequence
     raise AssertionError("unreachable")
 
 
-def reading_parts(cap: PathCapture, kind: str, layer: int, positions: Sequence[int], keys: bool = False
-                  ) -> Parts:
+def reading_parts(cap: PathCapture, kind: str, layer: int, positions: Sequence[int], keys: bool = False,
+                  start: Parts | None = None) -> Parts:
     """The parts of what attention `kind`'s layer `layer` reads at `positions`: its queries' input (`keys` False) or
     its keys' input (a cross-attention's keys: the encoder's output through its final norm), after the sublayer's
-    own norm in a pre-norm model, each norm frozen at this input."""
+    own norm in a pre-norm model, each norm frozen at this input. `start`: parts of the stream entering the layer
+    (a cross-attention's keys: of the encoder's output as they read it) to take apart instead of the model's own
+    (a dictionary's features, its error and `bias`), with the sublayers between carried as parts."""
+    if kind == "cross" and keys and start is not None:
+        return Parts(start.names, start.vectors, tuple(positions))
     if kind == "cross" and keys:
         stack = "encoder"
         n = len(cap.path.stacks[stack].layers)
@@ -208,7 +216,7 @@ def reading_parts(cap: PathCapture, kind: str, layer: int, positions: Sequence[i
         return Parts(parts.names, vectors, parts.positions)
     stack, s = cap.path.sublayer(kind, layer)
     pos = _positions(cap, stack, positions)
-    for at, sub, names, vectors, total in _stream(cap, stack, pos):
+    for at, sub, names, vectors, total in _stream(cap, stack, pos, None if start is None else (layer, start)):
         if (at, sub) == (layer, s):
             norm = cap.path.stacks[stack].layers[layer][s].norm
             vectors = _normed(norm, names, vectors, total) if cap.path.pre_norm else vectors

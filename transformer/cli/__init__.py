@@ -14,6 +14,7 @@ The commands, in the order `--help` lists them (the registry is COMMANDS below; 
     routes    the route of each output token through heads, MLPs and positions (information flow routes)
     reliance  source or prefix: each decode step's reliance on the source, detached steps, omitted tokens; --corpus
     circuit   the circuit carrying an answer: edges scored by EAP-IG or EAP, checked by real edge patching
+    dictionary  train (or show) a sparse dictionary of features on one site, as a SAELens folder
 
 A command is a module `NAME.py` here with a docstring, `register(commands)` (adds its parser with
 `commands.add_parser("NAME", help=..., description=...)`, its flags, and `set_defaults(run=run)`) and
@@ -35,15 +36,17 @@ from ..analysis import HeadError
 from ..charts import ChartExportError, ReplayTooLargeError, VideoError
 from ..data import DataError, TokenizerError
 from ..decode import InputError
+from ..dictionaries import DictionaryError
 from ..model import ConfigError
 from ..store import CheckpointError
 from ..train import DeviceError, NonFiniteLossError, PeerLostError
-from . import animate, circuit, composition, decode, eval, fill, heads, patch, qk, reliance, routes, train
+from . import animate, circuit, composition, decode, dictionary, eval, fill, heads, patch, qk, reliance, routes, train
 from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Parser, UsageError
 
-COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, routes, reliance, circuit)
+COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, routes, reliance, circuit, dictionary)
 USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError, VideoError, ChartExportError)
+               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError, VideoError, ChartExportError,
+               DictionaryError)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,10 @@ biases); through the norms on the way (frozen at this input) and W_Q / W_K, the 
 part, key part) plus the model's additive terms (mask, T5's position bias). I and J are 1-based positions on the
 head's query and key axes, counting the tokens the model reads (specials included); a decoder position is an output
 position. With --step S the decode is read up to step S, and the query defaults to the position producing it.
+
+With --dictionary DIR (twice for a cross-attention: the decoder stream's and the encoder output's) each side's
+stream is taken apart into the dictionary's active features plus an error and a bias term instead: `pairs` are
+(query feature, key feature) records, `terms` everything else, and they sum to the score (docs/dictionaries.md).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import math
 from ..adapters import ResidualPathError
 from ..analysis import QKTable, decode_parts, qk_attribution
 from ..decode import InputError
+from ..dictionaries import FeatureQKTable, feature_qk, load_dictionary
 from ..model import SOURCE, Head, HeadError
 from ..store import finite_json, open_model
 from .common import Commands, add_model_arguments, positive_int, printable
@@ -40,6 +45,9 @@ def register(commands: Commands) -> None:
     p.add_argument("--top", type=positive_int, default=15, metavar="N",
                    help="pairs printed (default 15; --json has all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--dictionary", action="append", metavar="DIR", help="take the score apart into this "
+                   "dictionary's features (a SAELens folder at the stream the head reads, resid:L<l> for a layer-l "
+                   "head); twice for a cross-attention (its decoder stream's and resid:enc:out)")
     add_model_arguments(p)
     p.set_defaults(run=run)
 
@@ -56,6 +64,20 @@ def _text(table: QKTable, q_token: str, k_token: str, top: int) -> str:
     for side, shares in (("query", table.by_query_part()), ("key", table.by_key_part())):
         best = sorted(shares.items(), key=lambda kv: -abs(kv[1]))[:top]
         lines += ["", f"by {side} part: " + ", ".join(f"{n} {v:+.3f}" for n, v in best)]
+    return "\n".join(lines)
+
+
+def _feature_text(table: FeatureQKTable, q_token: str, k_token: str, top: int) -> str:
+    terms = sorted(table.terms().items(), key=lambda kv: -abs(kv[1]))
+    pairs = table.pairs()
+    lines = [f"{table.table.head.label}  query {table.table.query + 1} {printable(q_token)!r}  key "
+             f"{table.table.key + 1} {printable(k_token)!r}  (features of {table.query_site.label} x "
+             f"{table.key_site.label})",
+             f"score {table.score:+.4f} = feature pairs {sum(c for _, _, c in pairs):+.4f} + terms "
+             f"{sum(v for _, v in terms):+.4f}; the error terms are {100 * table.error_share():.0f} % of |score|",
+             "", f"{'query feature':>13} {'key feature':>11}  contribution"]
+    lines += [f"{q:>13} {k:>11}  {c:+.4f}" for q, k, c in pairs[:top]]
+    lines += ["", "terms: " + ", ".join(f"{n} {v:+.4f}" for n, v in terms)]
     return "\n".join(lines)
 
 
@@ -79,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             raise InputError("--query I is needed (or --step S for a decoder query)")
         table = qk_attribution(parts.capture, head, query, args.key - 1)
+        features = (feature_qk(parts.capture, head, query, args.key - 1, [load_dictionary(d) for d in args.dictionary])
+                    if args.dictionary else None)
     except ResidualPathError as exc:
         raise InputError(str(exc)) from None
     if any(v <= HIDDEN or math.isinf(v) for v in table.terms.values()):
@@ -86,6 +110,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"key {args.key} is hidden from query {query + 1} by the mask{window} (weight 0): there is "
                          "no score to take apart")
     q_tokens, k_tokens = parts.tokens(head.kind)
+    if features is not None:
+        if args.json:
+            out = features.as_dict()
+            out.update(query_token=q_tokens[query], key_token=k_tokens[table.key])
+            print(json.dumps(finite_json(out)))
+        else:
+            print(_feature_text(features, q_tokens[query], k_tokens[table.key], args.top))
+        return 0
     if args.json:
         out = table.as_dict()
         out.update(query_token=q_tokens[query], key_token=k_tokens[table.key])

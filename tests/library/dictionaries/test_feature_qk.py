@@ -1,0 +1,83 @@
+"""A score taken apart into dictionary features (dictionaries.feature_qk): per family and attention kind, the
+(query feature, key feature) pairs plus the error, bias and model terms sum to the score the model computed; the
+features are the dictionary's active ones at each side; a missing or misfit dictionary is one line."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from tests.helpers.dictionaries import random_dictionary
+from tests.helpers.hf_causal_models import NEW_CAUSAL, WINDOW, build_new
+from tests.helpers.our_models import _inputs
+from tests.helpers.path_models import PATH_FAMILIES, _rescaled, path_model
+from transformer.adapters import InspectableModel
+from transformer.analysis import capture_path
+from transformer.dictionaries import DictionaryError, Site, feature_qk, needed_sites
+from transformer.model import Head
+from transformer.store import open_model
+
+TEXT = "a man in a blue shirt sees the dog and a woman in a red hat rides a bike down the long road to the sea"
+
+
+def _check_every_kind(adapter: InspectableModel, cap, activation: str) -> None:
+    rng = random.Random(adapter.name)
+    for kind, (n_layers, n_heads) in adapter.head_counts().items():
+        layer, head = rng.randrange(n_layers), rng.randrange(n_heads)
+        inputs = cap.insides.inputs[kind][layer]
+        query = rng.randrange(inputs.queries.shape[2])
+        key = rng.randrange(query + 1 if kind in ("self", "decoder_self") else inputs.keys.shape[2])
+        sites = needed_sites(cap, Head(kind, layer, head))
+        width = next(iter(cap.insides.residual.values()))[0].shape[-1]  # d_model, every stream
+        dictionaries = [random_dictionary(s, width, 64, activation, seed=i) for i, s in enumerate(dict.fromkeys(sites))]
+        table = feature_qk(cap, Head(kind, layer, head), query, key, dictionaries)
+        score = float(inputs.scores()[0, head, query, key])
+        assert abs(table.total - score) <= 1e-4 * max(1.0, abs(score)), (kind, layer)
+        assert abs(table.score - score) <= 1e-4 * max(1.0, abs(score))
+        pairs = table.pairs()
+        assert len(pairs) == len(table.query_features) * len(table.key_features) > 0
+        assert {q for q, _, _ in pairs} == set(table.query_features)
+        assert {"error×error", "bias×bias", "features×error", "error×features"} <= set(table.terms())
+        assert set(inputs.terms) <= set(table.terms())  # the mask, T5's position bias: named as they are
+
+
+@pytest.fixture(scope="module", params=PATH_FAMILIES)
+def adapter(request, tmp_path_factory) -> InspectableModel:
+    return path_model(request.param, tmp_path_factory.mktemp(request.param))
+
+
+@pytest.mark.slow  # every family's tiny model built: `make test` runs it, `make test-fast` leaves it out
+def test_feature_pairs_plus_terms_sum_to_the_models_score(adapter: InspectableModel):
+    src, tgt = _inputs(adapter)
+    cap = capture_path(adapter, src, tgt if adapter.family.decodes else None)
+    _check_every_kind(adapter, cap, "topk" if "post" in adapter.name else "relu")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", NEW_CAUSAL)
+def test_the_newer_families_too(family, tmp_path):
+    adapter = _rescaled(open_model(str(build_new(family, tmp_path / family, window=WINDOW))))
+    ids = torch.tensor([adapter.tokenize_source(TEXT).ids])
+    _check_every_kind(adapter, capture_path(adapter, ids, ids), "jumprelu")
+
+
+def test_a_dictionary_of_another_site_or_width_is_refused_in_one_line():
+    adapter = path_model("ours-pre", None)  # type: ignore[arg-type]  # ours need no folder
+    src, tgt = _inputs(adapter)
+    cap = capture_path(adapter, src, tgt)
+    head = Head("cross", 1, 0)
+    assert [s.label for s in needed_sites(cap, head)] == ["resid:dec:L2", "resid:enc:out"]
+    query_side = random_dictionary(Site.parse("resid:dec:L2"), 32, 16)
+    with pytest.raises(DictionaryError, match="the key side of cross:L2H1 reads resid:enc:out"):
+        feature_qk(cap, head, 0, 0, [query_side])
+    with pytest.raises(DictionaryError, match="reads 16-wide"):
+        feature_qk(cap, head, 0, 0, [query_side, random_dictionary(Site.parse("resid:enc:out"), 16, 16)])
+    table = feature_qk(cap, head, 1, 2, [query_side, random_dictionary(Site.parse("resid:enc:out"), 32, 16)])
+    out = table.as_dict()
+    assert set(out) >= {"score", "pairs", "terms"} and set(out["pairs"][0]) == {"query_feature", "key_feature",
+                                                                                 "contribution"}
+    assert all(isinstance(v, float) for v in out["terms"].values())
+    total = sum(p["contribution"] for p in out["pairs"]) + sum(out["terms"].values())
+    assert abs(total - out["score"]) <= 1e-4 * max(1.0, abs(out["score"]))
+    assert any(name.startswith("dec:L2H") for name in table.table.query_parts)  # the self-attention between: parts

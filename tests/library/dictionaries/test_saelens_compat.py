@@ -1,0 +1,129 @@
+"""The studio's dictionaries and SAELens's agree (sae-lens 6.54.12, installed apart from the project): a folder
+written here loads in SAELens with the same encoder output and reconstruction (ReLU, top-k, JumpReLU, an attention
+site's hook_z), and a folder SAELens wrote loads here with the same encoder output.
+
+sae-lens pins transformer-lens, wandb, datasets and more, so it is not one of the project's requirements: the test
+builds a virtual environment of its own once (under ~/.cache/attention-studio/, or $STUDIO_SAELENS_VENV) that sees
+the project's packages through a .pth file and installs sae-lens beside them with torch and transformers constrained
+to the project's own versions, so the comparison runs on the same torch. Where no package registry answers, it
+skips with one line."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+from tests.helpers.dictionaries import random_dictionary
+from transformer.dictionaries import (
+    SAELENS_VERSION,
+    Dictionary,
+    Site,
+    TrainSettings,
+    load_dictionary,
+    save_dictionary,
+)
+from transformer.dictionaries import train_dictionary as train
+
+pytestmark = pytest.mark.slow  # builds a virtual environment once (a minute), then runs SAELens in it
+
+VENV = Path(os.environ.get("STUDIO_SAELENS_VENV", Path.home() / ".cache" / "attention-studio" /
+                           f"sae-lens-{SAELENS_VERSION}"))
+SCRIPT = """
+import sys, torch
+from safetensors.torch import load_file, save_file
+from sae_lens import SAE, StandardSAE, StandardSAEConfig
+torch.manual_seed(0)
+written = StandardSAE(StandardSAEConfig(d_in=12, d_sae=20))
+with torch.no_grad():
+    written.b_enc.normal_(); written.b_dec.normal_()
+written.cfg.metadata.hook_name = "blocks.0.hook_resid_pre"
+written.save_model(sys.argv[1])
+x = torch.randn(4, 12)
+save_file({"x": x, "acts": written.encode(x).contiguous()}, sys.argv[1] + "/check.safetensors")
+for folder in sys.argv[2:]:
+    sae = SAE.load_from_disk(folder)
+    x = load_file(folder + "/x.safetensors")["x"]
+    if sae.cfg.reshape_activations == "hook_z":
+        x = x.view(*x.shape[:-1], 4, -1)
+    acts = sae.encode(x)
+    recon = sae.decode(acts).reshape(*acts.shape[:-1], -1)
+    save_file({"acts": acts.contiguous(), "recon": recon.contiguous()}, folder + "/saelens.safetensors")
+"""
+KINDS = ("relu", "topk", "jumprelu", "hook_z", "trained")
+
+
+def _saelens_python() -> Path:
+    python = VENV / "bin" / "python"
+    if (VENV / ".installed").is_file():
+        return python
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".{VENV.name}-", dir=VENV.parent))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(build)], check=True, capture_output=True, timeout=300)
+        site = subprocess.run([str(build / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                               "['purelib'])"], check=True, capture_output=True, text=True).stdout.strip()
+        Path(site, "attention_studio.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        pins = build / "constraints.txt"
+        pins.write_text(f"torch=={torch.__version__}\ntransformers=={transformers.__version__}\n")
+        done = subprocess.run([str(build / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                               "--disable-pip-version-check", f"sae-lens=={SAELENS_VERSION}", "transformer-lens<4",
+                               "-c", str(pins)], capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            pytest.skip(f"sae-lens {SAELENS_VERSION} could not be installed apart (no package registry?): {last}")
+        (build / ".installed").write_text("")
+        if not (VENV / ".installed").is_file():
+            shutil.rmtree(VENV, ignore_errors=True)
+            os.rename(build, VENV)  # venvs keep absolute paths in their scripts: `python -m pip` still works
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return python
+
+
+def _trained(site: Site) -> Dictionary:
+    data = torch.randn(600, 16) @ torch.randn(16, 16)
+    return train(data, site, TrainSettings(24, k=3, steps=30, batch_size=128))[0]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> Path:
+    """One folder per kind written here with its input, and one SAELens wrote; SAELens run once over them all."""
+    root = tmp_path_factory.mktemp("saelens")
+    for kind in KINDS:
+        site = Site.parse("attn:self:L1" if kind == "hook_z" else "resid:L2")
+        d = _trained(site) if kind == "trained" else random_dictionary(site, 16, 40,
+                                                                        "relu" if kind == "hook_z" else kind)
+        save_dictionary(d, root / kind)
+        save_file({"x": torch.randn(3, 5, 16)}, str(root / kind / "x.safetensors"))
+    done = subprocess.run([str(_saelens_python()), "-c", SCRIPT, str(root / "written"),
+                           *(str(root / kind) for kind in KINDS)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_folder_written_here_encodes_the_same_in_saelens(kind: str, folders: Path):
+    theirs = load_file(str(folders / kind / "saelens.safetensors"))
+    x = load_file(str(folders / kind / "x.safetensors"))["x"]
+    ours = load_dictionary(folders / kind)
+    acts = ours.encode(x)
+    torch.testing.assert_close(acts, theirs["acts"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours.decode(acts), theirs["recon"], atol=1e-5, rtol=1e-5)
+    assert (acts > 0).any() and (acts == 0).any()
+
+
+def test_a_folder_saelens_wrote_encodes_the_same_here(folders: Path):
+    ours = load_dictionary(folders / "written")
+    assert ours.site.label == "resid:L1" and (ours.activation, ours.n_features) == ("relu", 20)
+    theirs = load_file(str(folders / "written" / "check.safetensors"))
+    torch.testing.assert_close(ours.encode(theirs["x"]), theirs["acts"], atol=1e-5, rtol=1e-5)
+    assert (theirs["acts"] > 0).any()

@@ -1,0 +1,16 @@
+"""The dictionaries stage: sparse autoencoders ("dictionaries") on one site of a model, their features, in SAELens's
+folder format, trained on the model's own activations, and a score taken apart into pairs of dictionary features
+(docs/dictionaries.md)."""
+from .activations import MAX_TOKENS, Activations, site_activations
+from .corpus import CORPUS_LINES, TrainingTexts, corpus_texts, task_texts
+from .dictionary import ACTIVATIONS, Dictionary
+from .feature_qk import ERROR, FEATURES, FeatureQKTable, feature_qk, needed_sites
+from .saelens_folder import SAELENS_VERSION, config_of, is_dictionary_folder, load_dictionary, save_dictionary
+from .sites import ATTN, RESID, DictionaryError, Place, Site, place
+from .training import TRAINABLE, Report, TrainSettings, TrainStep, evaluate, train_dictionary
+
+__all__ = ["ACTIVATIONS", "ATTN", "CORPUS_LINES", "ERROR", "FEATURES", "MAX_TOKENS", "RESID", "SAELENS_VERSION",
+           "TRAINABLE", "Activations", "Dictionary", "DictionaryError", "FeatureQKTable", "Place", "Report", "Site",
+           "TrainSettings", "TrainStep", "TrainingTexts", "config_of", "corpus_texts", "evaluate", "feature_qk",
+           "is_dictionary_folder", "load_dictionary", "needed_sites", "place", "save_dictionary", "site_activations",
+           "task_texts", "train_dictionary"]
