@@ -17,9 +17,8 @@ from typing import Sequence
 import torch
 
 from ..adapters import InspectableModel, SourceText
-from ..model import AttentionMaps, StepOutput
-from .greedy import DecodeResult, InputError, Step, _choose, greedy_decode, read_source
-from .trace import AttentionTrace
+from ..model import StepOutput
+from .greedy import DecodeResult, InputError, Step, _choose, greedy_decode, maps_trace, read_source
 
 
 def can_batch(adapter: InspectableModel) -> bool:
@@ -140,11 +139,7 @@ def _result(row: _Row, encoder_self: tuple[torch.Tensor, ...], n_start: int) -> 
     """The row's DecodeResult, built as `greedy_decode` builds it."""
     adapter = row.adapter
     source, steps = row.source, row.steps
-    first = n_start - row.outputs[0].decoder_self[0].shape[2]
     labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(row.inputs[n_start:])]
-    dec_tokens = labels[first: n_start - 1 + len(steps)]
-    maps = AttentionMaps.from_steps(encoder_self, row.outputs, adapter.family)
-    trace = AttentionTrace.from_maps(source.tokens, dec_tokens, maps, adapter.family, adapter.head_groups(),
-                                     n_start - 1 - first)
+    trace = maps_trace(adapter, encoder_self, row.outputs, source.tokens, labels, n_start - 1)
     text_out = adapter.detokenize([s.token_id for s in steps])
     return DecodeResult(row.text, tuple(steps), trace, "greedy", row.finished, text_out, source.unknown)

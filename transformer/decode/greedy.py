@@ -271,11 +271,17 @@ class _MapsFeed:
         return self.outputs[-1].logits[0]
 
     def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
-        """The trace of the maps; an encoder-decoder's first rows (start ids before the last) have none."""
-        first = step_offset + 1 - self.outputs[0].decoder_self[0].shape[2]  # decoder inputs before the first row
-        maps = AttentionMaps.from_steps(self.encoded.encoder_self, self.outputs, self.adapter.family)
-        return AttentionTrace.from_maps(source_tokens, labels[first:], maps, self.adapter.family,
-                                        self.adapter.head_groups(), step_offset - first)
+        return maps_trace(self.adapter, self.encoded.encoder_self, self.outputs, source_tokens, labels, step_offset)
+
+
+def maps_trace(adapter: InspectableModel, encoder_self: Sequence[Tensor], outputs: Sequence[StepOutput],
+               source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
+    """The trace of a decode's step outputs (`labels`: every decoder input; `step_offset`: the row of the first
+    prediction); an encoder-decoder's first rows (start ids before the last) have no maps and are left out."""
+    first = step_offset + 1 - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the first row
+    maps = AttentionMaps.from_steps(encoder_self, outputs, adapter.family)
+    return AttentionTrace.from_maps(source_tokens, labels[first:], maps, adapter.family, adapter.head_groups(),
+                                    step_offset - first)
 
 
 def _sampler(adapter: InspectableModel, sampling: Sampling | None) -> Sampler | None:
