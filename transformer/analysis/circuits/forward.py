@@ -108,7 +108,8 @@ def make_plan(adapter: InspectableModel, src: Tensor, tgt: Tensor | None, positi
 @dataclass
 class Mixing:
     """An edge-patched run: `keep[i]` (n_up,) per input, 1 where the edge is in the circuit (its upstream output comes
-    from this run), 0 where it takes the corrupted run's output (`corrupted[stack]`, (N, B, T, D))."""
+    from this run), 0 where it takes the corrupted run's output (`corrupted[stack]`, (N, 1, T, D)); `keep[i]` (n_up, B)
+    runs one circuit per batch row (the embeddings repeated B times)."""
 
     corrupted: dict[str, Tensor]
     keep: list[Tensor]
@@ -117,7 +118,7 @@ class Mixing:
 @dataclass
 class _Stack:
     outs: list[Tensor] = field(default_factory=list)  # each node's output (B, T, D)
-    resid: dict[int, Tensor] = field(default_factory=dict)  # nodes written -> the stream then (plain runs)
+    resid: dict[int, Tensor] = field(default_factory=dict)  # nodes written -> this run's stream then
     bias: dict[int, Tensor | float] = field(default_factory=dict)  # nodes written -> the output biases added so far
 
 
@@ -143,6 +144,8 @@ class _Forward:
         self.plan, self.mixing, self.want = plan, mixing, probes
         self.stacks = {s: _Stack([e], {1: e}, {1: 0.0}) for s, e in emb.items()}
         self.probes: list[tuple[tuple[int, ...], Tensor]] = []
+        self.batch = next(iter(emb.values())).shape[0]
+        self.sums = {} if mixing is None else {s: c.cumsum(0) for s, c in mixing.corrupted.items()}
 
     def read(self, idxs: tuple[int, ...], position: int | None = None) -> Tensor:
         """The inputs `idxs` (V, B, T, D) (at one position: (V, B, D)), all from one stack's first n_up nodes."""
@@ -157,19 +160,31 @@ class _Forward:
                 self.probes.append((idxs, leaf))
                 x = x + leaf
             return x
-        outs = torch.stack(state.outs[:first.n_up])[(slice(None), *at)]  # (n, B, T, D)
-        corrupted = self.mixing.corrupted[first.source][:first.n_up][(slice(None), *at)]
-        w = torch.stack([self.mixing.keep[i] for i in idxs], 1).to(outs.dtype)  # (n, V)
-        mixed = torch.einsum("n...,nv->v...", outs, w) + torch.einsum("n...,nv->v...", corrupted, 1 - w)
-        return mixed + state.bias[first.n_up]
+        n, v = first.n_up, len(idxs)
+        w = torch.stack([self.mixing.keep[i] for i in idxs], 1)  # (n, V) or, a circuit per batch row, (n, V, B)
+        w = w if w.dim() == 3 else w[..., None]
+        on, off = (w != 0).flatten(1).any(1).nonzero()[:, 0], (w != 1).flatten(1).any(1).nonzero()[:, 0]
+        corrupted = self.mixing.corrupted[first.source]
+        if len(on) <= len(off):  # few edges kept: the corrupted stream, plus what the kept edges change
+            base = self.sums[first.source][n - 1][at] + state.bias[n]
+            base = base.expand(self.batch, *base.shape[1:])
+            rows, weights, sign = on, w[on], 1.0
+        else:  # few edges patched: this run's stream, minus what the patched edges change
+            base, rows, weights, sign = state.resid[n][at], off, 1 - w[off], -1.0
+        base = base.expand(v, *base.shape)
+        if not len(rows):
+            return base
+        outs = torch.stack([state.outs[int(r)] for r in rows])[(slice(None), *at)]  # (r, B, T, D)
+        change = outs - corrupted[rows][(slice(None), *at)]
+        weights = weights.to(change.dtype).expand(-1, -1, change.shape[1])  # (r, V, B)
+        return base + sign * torch.einsum("rb...,rvb->vb...", change, weights)
 
     def written(self, stack: str, new: Tensor, bias: Tensor | None) -> None:
         """Append nodes `new` (P, B, T, D) to `stack`; they and `bias` join its stream."""
         state = self.stacks[stack]
         n = len(state.outs)
         state.outs += list(new)
-        if self.mixing is None:
-            state.resid[n + len(new)] = state.resid[n] + new.sum(0) + (0.0 if bias is None else bias)
+        state.resid[n + len(new)] = state.resid[n] + new.sum(0) + (0.0 if bias is None else bias)
         state.bias[n + len(new)] = state.bias[n] + (0.0 if bias is None else bias)
 
     def attention(self, sub: Sublayer) -> None:
