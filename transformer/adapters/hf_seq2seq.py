@@ -280,9 +280,7 @@ class HFSeq2Seq(HFAdapter):
         return {"encoder_self": (n_enc, int(enc)), "decoder_self": (n_dec, int(dec)), "cross": (n_dec, int(dec))}
 
     def embedding_paths(self) -> tuple[str, str]:
-        names = {id(m): name for name, m in self.model.named_modules()}
-        return tuple(f"{names[id(stack)]}.embed_tokens"  # type: ignore[return-value]
-                     for stack in (self.model.get_encoder(), self.model.get_decoder()))
+        return self.architecture.token_path(self.model, "encoder"), self.architecture.token_path(self.model, "decoder")
 
     def teacher_logits(self, network: nn.Module, src: Tensor, tgt: Tensor) -> Tensor:
         return network(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt, use_cache=False,

@@ -8,7 +8,8 @@ from .spec import LEARNED, SEPARATE, Architecture, Kind, Qkv, Stack
 def seq2seq(model_type: str, pre_norm: bool, positions: str) -> Architecture:
     """The BART layout (BART, mBART, Marian): `layers` per stack, `self_attn` and the decoder's `encoder_attn`."""
     def stack(side: str) -> Stack:
-        return Stack(f"{side}.layers", f"{side}.embed_positions", f"{side}.layernorm_embedding", f"{side}.layer_norm")
+        return Stack(f"{side}.layers", f"{side}.embed_positions", f"{side}.layernorm_embedding", f"{side}.layer_norm",
+                     f"{side}.embed_tokens")
 
     return Architecture(
         model_type=model_type, family="encoder-decoder",

@@ -99,12 +99,14 @@ def grouped_rows(weight: Tensor, bias: Tensor | None, shape: tuple[int, ...], pi
 @dataclass(frozen=True)
 class Stack:
     """One residual stream: its layers, position embedding, embedding norm and final norm (dotted paths from the
-    base model; the last three may be missing from a model: None there)."""
+    base model; the last three may be missing from a model: None there), and its own token embedding where a stack
+    has one (an encoder-decoder's; None: the model's input embedding)."""
 
     layers: str
     position: str | None = None
     embedding_norm: str | None = None
     final_norm: str | None = None
+    tokens: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,17 @@ class Architecture:
         """Per kind, each layer's attention output projection."""
         return {k: [find(layer, spec.output) for layer in self.layers(model, spec.stack)]
                 for k, spec in self.kinds.items()}
+
+    def token_path(self, model: Any, stack: str) -> str:
+        """The dotted path in `model` of the token embedding `stack` reads (its own, or the model's input embedding;
+        a shared embedding has one path per stack)."""
+        names = {id(m): name for name, m in model.named_modules()}
+        path = self.stacks[stack].tokens
+        if path is None:
+            return names[id(model.get_input_embeddings())]
+        find(base_of(model), path)  # there
+        prefix = names[id(base_of(model))]
+        return f"{prefix}.{path}" if prefix else path
 
     def final_norm(self, model: nn.Module, stack: str) -> nn.Module | None:
         """The norm at the end of `stack` (None: post-norm stacks have none)."""

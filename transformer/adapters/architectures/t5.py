@@ -22,8 +22,8 @@ def t5_like(model_type: str) -> Architecture:
     """The T5 layout (T5, mT5)."""
     return Architecture(
         model_type=model_type, family="encoder-decoder",
-        stacks={"encoder": Stack("encoder.block", final_norm="encoder.final_layer_norm"),
-                "decoder": Stack("decoder.block", final_norm="decoder.final_layer_norm")},
+        stacks={side: Stack(f"{side}.block", final_norm=f"{side}.final_layer_norm", tokens=f"{side}.embed_tokens")
+                for side in ("encoder", "decoder")},
         kinds={"encoder_self": Kind("encoder", "layer.0.SelfAttention", "layer.0.SelfAttention.o",
                                     "layer.0.layer_norm"),
                "decoder_self": Kind("decoder", "layer.0.SelfAttention", "layer.0.SelfAttention.o",
