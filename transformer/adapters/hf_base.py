@@ -36,7 +36,8 @@ def attention_outputs(model: nn.Module) -> dict[str, list[nn.Module]]:
     return architecture_of(model).outputs(model)
 
 
-def _ids(value: Any) -> list[int]:
+def token_ids(value: Any) -> list[int]:
+    """A config's token id or ids (None, one, or a list) as a list."""
     return [] if value is None else [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
 
 

@@ -15,11 +15,11 @@ from torch import Tensor, nn
 
 from ..model import DECODER_ONLY, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_residuals
-from .hf_base import HFAdapter, _ids, model_lock
+from .hf_base import HFAdapter, model_lock, token_ids
 from .hf_capture import adopt
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
-from .hf_seq2seq import _logits_processors, heads_off
+from .hf_seq2seq import heads_off, logits_processors
 from .interface import SourceText, padded_rows
 from .store_forward import StoreChunks
 
@@ -51,7 +51,7 @@ class HFCausalLM(HFAdapter):
         self.generation_config = gen
         if chat and not self.has_chat_template(tokenizer):
             raise HFModelError(f"{name}'s tokenizer has no chat template: it cannot format the prompt as chat")
-        eos = _ids(gen.eos_token_id) or _ids(cfg.eos_token_id)
+        eos = token_ids(gen.eos_token_id) or token_ids(cfg.eos_token_id)
         self.end_ids = frozenset(eos)
         pad = gen.pad_token_id if gen.pad_token_id is not None else cfg.pad_token_id
         self.pad_id = int(pad) if pad is not None else -1
@@ -201,7 +201,7 @@ class HFCausalLM(HFAdapter):
         key = (max_length, len(decoder_ids) if self.generation_config.begin_suppress_tokens else 0)
         processors = self._processors.get(key)
         if processors is None:
-            processors = self._processors[key] = _logits_processors(self.generation_config, sorted(self.end_ids),
+            processors = self._processors[key] = logits_processors(self.generation_config, sorted(self.end_ids),
                                                                     max_length, begin_index=max(key[1], 1))
         if not processors:
             return logits

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from ..model import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, Insides, StepOutput
 from .capture import complete, recording_residuals
-from .hf_base import HFAdapter, _ids, attention_outputs, model_lock
+from .hf_base import HFAdapter, attention_outputs, model_lock, token_ids
 from .hf_capture import adopt
 from .hf_head import fast_output_head
 from .hf_load import DEFAULT_MAX_PARAMS, HFModelError, load_pretrained
@@ -55,7 +55,7 @@ def heads_off(model: PreTrainedModel, head_mask: HeadMask | None,
             handle.remove()
 
 
-def _logits_processors(gen: Any, eos: list[int], max_length: int, begin_index: int = 1) -> Any:
+def logits_processors(gen: Any, eos: list[int], max_length: int, begin_index: int = 1) -> Any:
     """The generation config's rules that shape greedy output, as `generate` applies them."""
     from transformers.generation import (
         ForcedBOSTokenLogitsProcessor,
@@ -101,7 +101,7 @@ class HFSeq2Seq(HFAdapter):
         if start is None:
             raise HFModelError(f"{name} has no decoder_start_token_id in its config")
         self.start_ids = (int(start),)
-        eos = _ids(gen.eos_token_id) or _ids(cfg.eos_token_id)
+        eos = token_ids(gen.eos_token_id) or token_ids(cfg.eos_token_id)
         self.end_ids = frozenset(eos)
         pad = gen.pad_token_id if gen.pad_token_id is not None else cfg.pad_token_id
         self.pad_id = int(pad) if pad is not None else -1
@@ -265,7 +265,7 @@ class HFSeq2Seq(HFAdapter):
     def constrain(self, decoder_ids: Sequence[int], logits: Tensor, max_length: int) -> Tensor:
         processors = self._processors.get(max_length)
         if processors is None:  # stateless: built once per length limit
-            processors = self._processors[max_length] = _logits_processors(self.generation_config,
+            processors = self._processors[max_length] = logits_processors(self.generation_config,
                                                                            sorted(self.end_ids), max_length)
         if not processors:
             return logits

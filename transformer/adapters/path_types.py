@@ -81,7 +81,8 @@ class ResidualPath:
         return list({id(m): m for m in found if m is not None and not isinstance(m, nn.Identity)}.values())
 
 
-def _fused(weight: Tensor, bias: Tensor | None, sizes: Sequence[int]) -> Projections:
+def fused_projections(weight: Tensor, bias: Tensor | None, sizes: Sequence[int]) -> Projections:
+    """W_Q, W_K, W_V of one fused projection whose rows are q, k, v one after another (`sizes` rows each)."""
     ws = weight.split(list(sizes), 0)
     bs = (None,) * 3 if bias is None else bias.split(list(sizes), 0)
     return Projections(ws[0], bs[0], ws[1], bs[1], ws[2], bs[2])

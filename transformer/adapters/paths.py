@@ -27,7 +27,7 @@ from .path_types import (
     ResidualPathError,
     StackPath,
     Sublayer,
-    _fused,
+    fused_projections,
 )
 
 
@@ -41,7 +41,7 @@ def native_path(model: Any) -> ResidualPath:
         return tuple(tuple(Sublayer(name, m.norms[i]) for i, name in enumerate((*kinds, MLP))) for m in mods)
 
     def proj(attn: Any) -> Projections:
-        return _fused(attn.in_proj.weight, attn.in_proj.bias, [attn.d_model] * 3)
+        return fused_projections(attn.in_proj.weight, attn.in_proj.bias, [attn.d_model] * 3)
 
     if hasattr(model, "encoder") and hasattr(model, "decoder"):
         stacks = {"encoder": StackPath(model.positions, None, layers(model.encoder, ["encoder_self"]),

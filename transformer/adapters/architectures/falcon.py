@@ -104,9 +104,8 @@ class FalconCapture:
             for kind, mods in modules.items():
                 for layer, module in enumerate(mods):
                     _check(module)
-                    weight = projection_weights(projections[kind][layer])[0].detach()
-                    record = self._storing(chunks[kind][layer], weight) if chunks is not None else \
-                        self._recording(module, found[kind], layer, undo)
+                    record = self._storing(chunks[kind][layer], projections[kind][layer]) if chunks is not None \
+                        else self._recording(module, found[kind], layer, undo)
                     hook = module.register_forward_hook(
                         lambda m, a, kw, out, record=record: record(m, inputs(m, a, kw)), with_kwargs=True)
                     undo.callback(hook.remove)
@@ -133,7 +132,9 @@ class FalconCapture:
         return record
 
     @staticmethod
-    def _storing(chunks: StoreChunks, weight: Tensor) -> Any:
+    def _storing(chunks: StoreChunks, projection: nn.Module) -> Any:
+        weight = projection_weights(projection)[0].detach()
+
         def record(m: nn.Module, seen: AttentionInputs) -> None:
             q, k, t = seen.queries[0], seen.keys[0], seen.queries.shape[2]
             rules = ScoreRules(seen.scale, causal=True, offset=k.shape[1] - t)
