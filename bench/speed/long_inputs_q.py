@@ -48,9 +48,9 @@ def speed_child(folder: str, doc: str) -> dict:
 
     from transformer.adapters import build_store, store_chunks, store_feed
     from transformer.analysis.streamed import summarise
+    from transformer.charts import zoom_frame, zoom_spec
     from transformer.model import LayerStore
     from transformer.store import open_model
-    from ui.views.features.long_input import zoom_frame, zoom_spec
     adapter = open_model(folder)
     model, config = adapter.model, adapter.model.config
     prompt = adapter.decoder_prefix(adapter.tokenize_source(Path(doc).read_text(encoding="utf-8")))

@@ -31,7 +31,7 @@ def _cpu(run: Callable[[], Any]) -> tuple[Any, float]:
 def measure(adapter: Any, n: int) -> dict[str, float]:
     """CPU seconds of each view at `n` prompt tokens."""
     from transformer.adapters import SourceText
-    from transformer.analysis import every_step_lens, lens_grid, step_patching_estimate, stored_row
+    from transformer.analysis import every_step_lens, head_row, lens_grid, step_patching_estimate
     from transformer.decode import greedy_decode, group_sums, segment_groups
     prompt = torch.randint(3, 299, (n,), generator=torch.Generator().manual_seed(0)).tolist()  # the tokenizer's ids
     newline = adapter.token_to_id("Ċ")
@@ -40,7 +40,7 @@ def measure(adapter: Any, n: int) -> dict[str, float]:
     source = SourceText(tuple(prompt), tuple(adapter.ids_to_tokens(prompt)))
     result, decode_s = _cpu(lambda: greedy_decode(adapter, source, max_steps=STEPS, residuals=True, keep="store"))
     store = result.trace.store
-    row, row_s = _cpu(lambda: stored_row(store, "self", 1, 2, store.layer("self", 1).n_rows - 1))
+    row, row_s = _cpu(lambda: head_row(store, "self", 1, 2, store.layer("self", 1).n_rows - 1))
     _, lens_s = _cpu(lambda: lens_grid(every_step_lens(adapter, result)))
     labels = list(result.trace.decoder_input_tokens)
     _, group_s = _cpu(lambda: group_sums(row.weights, segment_groups(labels, "line")))

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from torch import nn
 
-from ui.views.features import long_input
+from transformer.analysis import decode_cost
 
 
 def _adapter(vocab: int) -> SimpleNamespace:
@@ -19,17 +19,17 @@ def _adapter(vocab: int) -> SimpleNamespace:
 
 
 def test_a_large_vocabulary_counts_at_the_steps_only(monkeypatch):
-    monkeypatch.setattr(long_input, "machine_rate", lambda: 1e10)
+    monkeypatch.setattr(decode_cost, "machine_rate", lambda: 1e10)
     n, steps = 8000, 3
-    small, _, _ = long_input.estimate(_adapter(100), n, steps)
-    large, _, _ = long_input.estimate(_adapter(150_000), n, steps)
+    small, _, _ = decode_cost.estimate_decode(_adapter(100), n, steps)
+    large, _, _ = decode_cost.estimate_decode(_adapter(150_000), n, steps)
     body = 2 * (32 * 32 + 32) * (n + steps) + 2 * 4 * 8 * (n + steps) ** 2  # the layer and the scores, every position
-    rest = long_input.PER_TOKEN_S * (n + steps)
-    assert small == pytest.approx((body + 2 * 100 * 32 * (steps + 1)) / (long_input.RATE_SHARE * 1e10) + rest)
-    assert large == pytest.approx((body + 2 * 150_000 * 32 * (steps + 1)) / (long_input.RATE_SHARE * 1e10) + rest)
+    rest = decode_cost.PER_TOKEN_S * (n + steps)
+    assert small == pytest.approx((body + 2 * 100 * 32 * (steps + 1)) / (decode_cost.RATE_SHARE * 1e10) + rest)
+    assert large == pytest.approx((body + 2 * 150_000 * 32 * (steps + 1)) / (decode_cost.RATE_SHARE * 1e10) + rest)
     assert large < 1.1 * small  # counted at every position, the vocabulary's products would be ~90x the rest
 
 
 def test_the_rate_is_measured_on_this_machine():
-    rate = long_input.machine_rate()
-    assert 1e8 < rate < 1e14 and long_input.machine_rate() == rate  # measured once, kept
+    rate = decode_cost.machine_rate()
+    assert 1e8 < rate < 1e14 and decode_cost.machine_rate() == rate  # measured once, kept

@@ -2,10 +2,12 @@
 side, each cell the max of the exact weights it covers; a region of at most 256 a side is drawn weight by weight."""
 from __future__ import annotations
 
+import pytest
 import torch
 
+from transformer.analysis import TILE_SIDE, MapsSource
+from transformer.charts import REGION_MAX, zoom_frame, zoom_spec
 from transformer.model import AttentionStore, ScoreRules, layer_store
-from ui.views.features.long_input import REGION_MAX, TILE_MAX, zoom_frame, zoom_spec
 
 
 def _store(n: int) -> AttentionStore:
@@ -27,7 +29,7 @@ def test_a_region_wider_than_the_drawing_is_the_max_of_each_cell_of_exact_weight
     exact = store.tile("self", 0, 1, slice(*region[0]), slice(*region[1]))
     torch.testing.assert_close(weights, exact, atol=0, rtol=0)  # the weights kept: every one, exact
     grid, rows, keys = _cells(frame)
-    assert grid.shape == (TILE_MAX, 234)  # 1,024 rows in cells of 4, 700 keys in cells of 3 (the last: 1)
+    assert grid.shape == (TILE_SIDE, 234)  # 1,024 rows in cells of 4, 700 keys in cells of 3 (the last: 1)
     assert rows[:2] == [76, 80] and keys[:2] == [400, 403]
     torch.testing.assert_close(grid[5, 7].float(), exact[20:24, 21:24].max())
     torch.testing.assert_close(grid[-1, -1].float(), exact[-4:, -1:].max())
@@ -46,3 +48,12 @@ def test_a_small_region_is_drawn_weight_by_weight():
     assert grid.shape == (200, 240) and rows[0] == 40 and keys[0] == 10
     torch.testing.assert_close(grid.float(), weights)
     assert title.endswith("exact weights")
+
+
+def test_the_zoom_reads_a_short_inputs_maps_alike():
+    store = _store(300)
+    maps = MapsSource({"self": store.dense("self")}, frozenset({"self"}))
+    stored, _, a = zoom_frame(store, 0, 1, (0, 300), (0, 300))
+    drawn, _, b = zoom_frame(maps, 0, 1, (0, 300), (0, 300))
+    torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+    assert stored["weight"].to_numpy() == pytest.approx(drawn["weight"].to_numpy(), abs=1e-6)

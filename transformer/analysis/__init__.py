@@ -22,6 +22,17 @@ from .aggregates import (
 )
 from .agreement import agreement_frame, agreement_summary, spearman
 from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
+from .attention_source import (
+    WHOLE_MAP_FEATURES,
+    WINDOW_TOKENS,
+    AttentionSource,
+    MapsNeeded,
+    MapsSource,
+    StoreSource,
+    attention_source,
+    refused_features,
+    whole_maps,
+)
 from .attribution import (
     IG_STEPS,
     METHOD_TITLES,
@@ -63,6 +74,7 @@ from .corpus_stats import (
     stats_from_sums,
 )
 from .corpus_stats import STATISTICS as CORPUS_STATISTICS
+from .decode_cost import estimate_decode, free_memory, machine_rate
 from .detectors import INDUCTION_LENGTH, Detection, detect_heads, induction_scores, previous_token_scores
 from .edit_compare import (
     CHANGED,
@@ -104,8 +116,9 @@ from .head_examples import DECILES, DISTANCE_EDGES, TOP_ROWS, HeadExamples, dist
 from .head_finder import FINDER_COLUMNS, NOMINAL, finder_table, head_finder_frame
 from .head_json import contributions_dict, internals_dict
 from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
+from .head_row import HeadRow, head_row
 from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
-from .heads import head_stats
+from .heads import STATS_COLUMNS, head_stats, stats_frame
 from .layer_positions import model_positions, positions_summary, rotating_layers
 from .lens import (
     LENS_TOP_K,
@@ -143,6 +156,7 @@ from .patching_sites import (
 )
 from .path_decode import DecodeParts, decode_parts
 from .patterns import PATTERNS, THRESHOLDS, WINDOW, label_of, pattern_scores, window_induction
+from .pooling import STRIP_BINS, TILE_SIDE, bin_starts, pool_row, pool_tile
 from .qk_attribution import QKTable, qk_attribution
 from .reliance import Reliance, StepReliance, rank_corpus, reliance, text_reliance, wasserstein_to_uniform
 from .residual_parts import (
@@ -174,7 +188,6 @@ from .routes import (
 )
 from .scores import corpus_scores
 from .stored_patching import STEP_COLUMNS, StepPatching, step_patching_estimate
-from .stored_row import StoredRow, stored_row
 from .streamed import LayerSummaries, summarise, summarise_layer
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 
@@ -213,7 +226,12 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
            "sweep_heads", "text_reliance", "trace_view", "wasserstein_to_uniform", "window_induction"]
 
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
-__all__ += ["STEP_COLUMNS", "StepPatching", "StoredRow", "step_patching_estimate", "stored_row"]
+__all__ += ["STEP_COLUMNS", "HeadRow", "StepPatching", "head_row", "step_patching_estimate"]
+__all__ += ["STRIP_BINS", "TILE_SIDE", "bin_starts", "pool_row", "pool_tile"]
+__all__ += ["WHOLE_MAP_FEATURES", "WINDOW_TOKENS", "AttentionSource", "MapsNeeded", "MapsSource", "StoreSource",
+            "attention_source", "refused_features", "whole_maps"]
+__all__ += ["STATS_COLUMNS", "stats_frame"]
+__all__ += ["estimate_decode", "free_memory", "machine_rate"]
 __all__ += ["ESTIMATE_SENTENCES", "CorpusEstimate", "corpus_estimate", "sentence_output"]
 __all__ += ["HeadEstimate", "head_estimate"]
 __all__ += ["model_positions", "positions_summary", "rotating_layers"]

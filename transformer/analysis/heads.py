@@ -1,11 +1,17 @@
 """Per-head statistics of a trace: one row per (layer, head), head -1 (`MEAN_HEAD`) for the mean-over-heads map."""
 from __future__ import annotations
 
-import numpy as np
+from typing import Callable, Sequence
+
 import pandas as pd
 import torch
 
 from ..decode import MEAN_HEAD, AttentionTrace, head_label
+from .attention_source import AttentionSource, attention_source
+from .streamed import LayerSummaries, summarise_layer
+
+STATS_COLUMNS = ("layer", "head", "entropy", "max_weight", "diag_distance")
+STATS_RESOLUTION = 64  # the pass's overview cells a side (unused here: they set its blocks of whole cells)
 
 
 def per_head_frame(**values: torch.Tensor) -> pd.DataFrame:
@@ -19,29 +25,34 @@ def per_head_frame(**values: torch.Tensor) -> pd.DataFrame:
     return pd.DataFrame.from_records(records).astype({"layer": int, "head": int})
 
 
-def head_stats(trace: AttentionTrace, kind: str) -> pd.DataFrame:
+def head_stats(trace: AttentionTrace | AttentionSource, kind: str, *,
+               progress: Callable[[float], None] | None = None) -> pd.DataFrame:
     """Per (layer, head) entropy (nats), mean row maximum and mean distance from the diagonal; head -1 = mean map.
 
     Averages are over query rows; masked cells are ignored. For cross-attention the diagonal is scaled,
     query q <-> key q*(S-1)/(T-1), so a monotonic alignment scores 0 even when T != S.
-    The head -1 rows describe the mean-over-heads map (not the mean of the per-head numbers).
+    The head -1 rows describe the mean-over-heads map (not the mean of the per-head numbers). One streamed pass a
+    layer (`summarise_layer`) through the trace's source: its maps, or its attention store at any length.
     """
-    w = trace.weights(kind).detach().float().cpu()  # (L, H, Q, K)
-    w = torch.cat([w, w.mean(1, keepdim=True)], dim=1)  # (L, H+1, Q, K)
-    keep = ~trace.masked(kind)  # (Q, K)
-    q, k = keep.shape
-    w = w * keep
-    q_pos = torch.arange(q, dtype=torch.float32)
-    if kind == "cross":
-        q_pos = q_pos * ((k - 1) / (q - 1)) if q > 1 else torch.zeros(q)
-    distance = (torch.arange(k, dtype=torch.float32)[None, :] - q_pos[:, None]).abs()  # (Q, K)
-    entropy = -torch.xlogy(w, w).sum(-1).mean(-1)  # (L, H+1)
-    max_weight = w.amax(-1).mean(-1)
-    diag = (w * distance).sum(-1).mean(-1)
-    n_layers, n_panels = entropy.shape
-    heads = [*range(n_panels - 1), MEAN_HEAD]
-    return pd.DataFrame({
-        "layer": np.repeat(np.arange(n_layers), n_panels), "head": heads * n_layers,
-        "entropy": entropy.flatten().numpy(), "max_weight": max_weight.flatten().numpy(),
-        "diag_distance": diag.flatten().numpy(),
-    })
+    source = attention_source(trace)
+    n_layers = source.shape(kind)[0]
+    layers = []
+    for layer in range(n_layers):
+        step = None if progress is None else (lambda f, i=layer: progress((i + f) / n_layers))
+        layers.append(summarise_layer(source, kind, layer, top_k=1, resolution=STATS_RESOLUTION, with_mean=True,
+                                      scaled=kind == "cross", progress=step))
+    return stats_frame(layers)[list(STATS_COLUMNS)]
+
+
+def stats_frame(layers: Sequence[LayerSummaries]) -> pd.DataFrame:
+    """The head statistics (layer, head, entropy, max_weight, diag_distance, first, local) of each layer's
+    summaries, means over rows; a layer summarised `with_mean` gives its last row as head -1 (`MEAN_HEAD`)."""
+    frames = []
+    for layer, s in enumerate(layers):
+        n = s.entropy.shape[0]
+        heads = [*range(n - 1), MEAN_HEAD] if s.with_mean else list(range(n))
+        frames.append(pd.DataFrame({
+            "layer": layer, "head": heads, "entropy": s.entropy.mean(-1).numpy(),
+            "max_weight": s.peak.mean(-1).numpy(), "diag_distance": s.distance.mean(-1).numpy(),
+            "first": s.first.mean(-1).numpy(), "local": s.local.mean(-1).numpy()}))
+    return pd.concat(frames, ignore_index=True).astype({"layer": int, "head": int})

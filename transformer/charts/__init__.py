@@ -59,7 +59,17 @@ from .long_overview import (
     overview_frame,
 )
 from .long_replay import long_replay_data, long_replay_html, long_replay_size
-from .long_tile import row_strip_chart, row_strip_frames, tile_sizes, zoom_chart, zoom_labelled, zoom_tokens
+from .long_tile import (
+    REGION_MAX,
+    row_strip_chart,
+    row_strip_frames,
+    tile_sizes,
+    zoom_chart,
+    zoom_frame,
+    zoom_labelled,
+    zoom_spec,
+    zoom_tokens,
+)
 from .masked import head_change_map, js_cluster_map, prediction_bars
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
@@ -126,6 +136,7 @@ from .composition import (  # noqa: E402
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
 __all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
+__all__ += ["REGION_MAX", "zoom_frame", "zoom_spec"]
 __all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brushed_region", "drag_window", "log_floor",
             "overview_chart", "overview_frame"]
 __all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]

@@ -1,8 +1,9 @@
 """A long input's replay page, one self-contained HTML file, offline (the dense replay would hold n x n weights): for
 the layer shown, each head's overview of the whole input (the max of each cell, from the streamed summaries), the
-region shown with its weights recomputed exactly from the store (every head; a region wider than TILE cells a side is
-kept as the max of each cell), and each decode step's row over every key (max-pooled to STRIP_BINS bins) with its top
-keys named; within MAX_REPLAY_BYTES. Weights travel as integer thousandths, user text in an escaped JSON block."""
+region shown with its weights recomputed exactly from the store (every head; a region wider than TILE_SIDE cells a
+side is kept as the max of each cell), and each decode step's row over every key (max-pooled to STRIP_BINS bins) with
+its top keys named; within MAX_REPLAY_BYTES. Weights travel as integer thousandths, user text in an escaped JSON
+block."""
 from __future__ import annotations
 
 import html
@@ -12,14 +13,12 @@ from typing import Any
 
 import torch
 
-from ..analysis import LayerSummaries, summarise_layer
+from ..analysis import STRIP_BINS, TILE_SIDE, LayerSummaries, pool_row, pool_tile, summarise_layer
 from ..decode import DecodeResult
 from .replay import MAX_REPLAY_BYTES, WEIGHT_SCALE, ReplayTooLargeError, _steps, script_json, vega_bundle
 from .style import visible_token
 
 OVERVIEW_CELLS = 96  # the overview's cells a side (as the app's document view)
-TILE = 256  # the region's cells a side
-STRIP_BINS = 512  # a step's row pooled to this many bins of keys
 TOP_KEYS = 5
 SOURCE_CHARS = 2000  # the input shown in the page's header (the page holds every token anyway)
 _PAGE = Path(__file__).with_name("long_replay_page.html")
@@ -27,12 +26,6 @@ _PAGE = Path(__file__).with_name("long_replay_page.html")
 
 def _ints(weights: torch.Tensor) -> list:
     return (weights.detach().float().cpu() * WEIGHT_SCALE).round().to(torch.int32).tolist()
-
-
-def _pooled(w: torch.Tensor, cells: int) -> tuple[torch.Tensor, int, int]:
-    """(H, r, k) weights as the max of cells of (rb, kb), at most `cells` a side, and (rb, kb)."""
-    rb, kb = -(-w.shape[-2] // cells), -(-w.shape[-1] // cells)
-    return (torch.nn.functional.max_pool2d(w, (rb, kb), ceil_mode=True) if rb * kb > 1 else w), rb, kb
 
 
 def check_region(n_rows: int, n_keys: int, region: tuple[int, int, int, int]) -> None:
@@ -47,7 +40,8 @@ def long_replay_size(n_heads: int, n_steps: int, n_tokens: int, region: tuple[in
     """Bytes the page takes at least (a stored weight takes at least "0,"): the Vega code, the overviews, the
     region, the step strips, the tokens."""
     r0, r1, k0, k1 = region
-    cells = min(r1 - r0, TILE) * min(k1 - k0, TILE) + OVERVIEW_CELLS ** 2 + n_steps * min(n_tokens, STRIP_BINS)
+    cells = (min(r1 - r0, TILE_SIDE) * min(k1 - k0, TILE_SIDE) + OVERVIEW_CELLS ** 2
+             + n_steps * min(n_tokens, STRIP_BINS))
     return 900_000 + 2 * n_heads * cells + 4 * n_tokens
 
 
@@ -68,13 +62,12 @@ def long_replay_data(result: DecodeResult, model_name: str, *, layer: int, regio
         summaries = summarise_layer(store, "self", layer, resolution=OVERVIEW_CELLS)
     heads = torch.arange(one.n_heads)
     r0, r1, k0, k1 = region
-    tile, rb, kb = _pooled(one.weights(heads, torch.arange(r0, r1), torch.arange(k0, k1)), TILE)
+    tile, rb, kb = pool_tile(one.weights(heads, torch.arange(r0, r1), torch.arange(k0, k1)), TILE_SIDE)
     offset = result.trace.step_offset
     step_rows = torch.arange(offset, min(offset + len(result.steps), one.n_rows))
     rows = one.weights(heads, step_rows, torch.arange(one.n_keys))  # (H, steps, K): a row per step, exact
-    bins = min(STRIP_BINS, one.n_keys)
-    strips = torch.nn.functional.adaptive_max_pool1d(rows.reshape(-1, 1, one.n_keys), bins).reshape(
-        one.n_heads, len(step_rows), bins)
+    strips = pool_row(rows)  # (H, steps, bins)
+    bins = strips.shape[-1]
     top = rows.topk(min(TOP_KEYS, one.n_keys), dim=-1)
     grid = summaries.overview
     source = result.source_text

@@ -5,22 +5,26 @@ row over every key scaled to the row's own max (a random or diffuse head's weigh
 Vega expression."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import altair as alt
 import pandas as pd
+import torch
 from torch import Tensor
 
+from ..analysis import TILE_SIDE, AttentionSource, attention_source, pool_tile
+from ..model import AttentionStore
 from .attention import label_angle, token_font_size, token_labels
 from .style import AUTOSIZE, BLUES, HIGHLIGHT_COLOR, PLAIN_AXIS, visible_token
 
 LABELLED_SIDE = 64  # a zoom of at most this many rows and keys (weight by weight) names its tokens on the axes
 MIN_LABEL_CELL = 9.0  # pixels: token labels need this much height each
-TILE_SIDE = 460  # pixels: the longer side of a zoomed tile's plot
+TILE_SIDE_PX = 460  # pixels: the longer side of a zoomed tile's plot
 QUERY_TITLE, KEY_TITLE = "query position (row)", "key position"
+REGION_MAX = 1024  # rows and keys of a zoomed region, its weights recomputed exactly (a larger one is refused)
 
 
-def tile_sizes(n_rows: int, n_keys: int, side: int = TILE_SIDE) -> tuple[int, int, float]:
+def tile_sizes(n_rows: int, n_keys: int, side: int = TILE_SIDE_PX) -> tuple[int, int, float]:
     """(width, height, cell) of a tile's plot: the longer side `side` pixels (more for a small zoom, so each
     token's label has MIN_LABEL_CELL), the other in proportion (at least 80)."""
     longest = max(n_rows, n_keys, 1)
@@ -48,7 +52,7 @@ def _position_axis(tokens: Sequence[str] | None, start: int, title: str, cell: f
 
 
 def zoom_chart(title: str, rows: tuple[int, int], keys: tuple[int, int], tokens: Sequence[str] | None = None, *,
-               side: int = TILE_SIDE, large: bool = False) -> alt.LayerChart | alt.Chart:
+               side: int = TILE_SIDE_PX, large: bool = False) -> alt.LayerChart | alt.Chart:
     """A zoomed tile's chart, its data to be handed beside it (`ui`: Arrow): cells with row, row_end, key, key_end
     (token positions, end exclusive) and weight; a small zoom (`zoom_labelled`; `tokens` the input's labels) also
     row_token and key_token. Axes in token positions; a small zoom's ticks are its tokens."""
@@ -126,3 +130,31 @@ def row_strip_chart(strip: pd.DataFrame, named: pd.DataFrame, n_keys: int, title
         text="token:N")
     return alt.layer(area, dots, labels, title=title, width=width, height=height, autosize=AUTOSIZE)
 
+
+
+def zoom_frame(source: AttentionSource | AttentionStore, layer: int, head: int, rows: tuple[int, int],
+               keys: tuple[int, int], kind: str = "self") -> tuple[pd.DataFrame, str, Tensor]:
+    """A region's cells (row, row_end, key, key_end, weight), their title and the weights (rows, keys), exact,
+    through the source (a short input's maps or the store); a region wider than TILE_SIDE a side is drawn as the max
+    of each cell of at most TILE_SIDE x TILE_SIDE."""
+    (r0, r1), (k0, k1) = rows, keys
+    w = attention_source(source).tile(kind, layer, head, slice(r0, r1), slice(k0, k1))
+    cells, rb, kb = pool_tile(w, TILE_SIDE)  # rows and keys a cell
+    r, k = torch.meshgrid(r0 + rb * torch.arange(cells.shape[0]), k0 + kb * torch.arange(cells.shape[1]),
+                          indexing="ij")
+    frame = pd.DataFrame({"row": r.reshape(-1).numpy(), "key": k.reshape(-1).numpy(),
+                          "weight": cells.reshape(-1).double().numpy()})
+    frame["row_end"], frame["key_end"] = (frame["row"] + rb).clip(upper=r1), (frame["key"] + kb).clip(upper=k1)
+    drawn = "exact weights" if rb * kb == 1 else f"exact weights, the max of each {rb} × {kb} cell"
+    return frame, f"Rows {r0:,}–{r1 - 1:,} × keys {k0:,}–{k1 - 1:,}: {drawn}", w
+
+
+def zoom_spec(title: str, rows: tuple[int, int], keys: tuple[int, int], tokens: Sequence[str] | None = None, *,
+              side: int = TILE_SIDE_PX, large: bool = False) -> dict[str, Any]:
+    """The zoomed region's Vega-Lite spec without its data (handed to Streamlit beside it, as Arrow: tens of
+    thousands of cells written into the spec as JSON took most of a zoom's time); axes in token positions, a small
+    region's ticks its `tokens`."""
+    spec = zoom_chart(title, rows, keys, tokens, side=side, large=large).to_dict(validate=False)
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    return spec

@@ -15,9 +15,9 @@ from transformer.analysis import (
     estimate_patching,
     every_step_lens,
     head_computation,
+    head_row,
     prepare_patching,
     step_patching_estimate,
-    stored_row,
 )
 from transformer.decode import STORE_ABOVE, greedy_decode
 from transformer.store import open_model
@@ -44,7 +44,7 @@ def test_one_rows_scores_weights_and_contributions_equal_the_eager_head(adapter,
     insides = adapter.insides(torch.tensor([fed]), torch.tensor([fed]))
     n_rows = store.layer("self", 0).n_rows
     for layer, head, row in [(0, 0, n_rows - 1), (1, 3, n_rows - 2), (1, 1, 700)]:
-        mine = stored_row(store, "self", layer, head, row)
+        mine = head_row(store, "self", layer, head, row)
         eager = head_computation(adapter, insides, "self", layer, head, row)
         torch.testing.assert_close(mine.weights, eager.weights, atol=1e-5, rtol=0)
         torch.testing.assert_close(mine.weights, store.tile("self", layer, head, [row])[0], atol=1e-6, rtol=0)
@@ -56,7 +56,7 @@ def test_one_rows_scores_weights_and_contributions_equal_the_eager_head(adapter,
         assert mine.kv_head == eager.kv_head and mine.position == row
         assert mine.top(3)[0][0] == int(eager.weights.argmax())
     with pytest.raises(HeadSelectionError, match="no query row"):
-        stored_row(store, "self", 0, 0, n_rows)
+        head_row(store, "self", 0, 0, n_rows)
 
 
 def test_the_lens_at_the_decode_steps_equals_the_plain_decodes(adapter, decoded):

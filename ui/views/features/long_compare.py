@@ -12,6 +12,7 @@ import streamlit as st
 import torch
 
 from transformer.adapters import HFModelError
+from transformer.analysis import bin_starts, pool_row
 from transformer.decode import DecodeResult, InputError, greedy_decode, group_sums, model_context, segment_groups
 from transformer.store import CheckpointError
 from ui.models import ActiveModel, model_options, resolve
@@ -20,7 +21,6 @@ from ui.server import shared_cache, text_hash
 from ..kit import JobTexts, analysis_result, can_start, show_chart, start_button
 
 MODEL_KEY, JOB_KEY, STEP_KEY = "long_compare_model", "long_compare_job", "long_compare_step"
-STRIP_BINS = 512
 CHART_PX = 600
 TOP_KEYS = 5
 
@@ -65,9 +65,8 @@ def _decode_b(b: ActiveModel, text: str, steps: int) -> DecodeResult | None:
 
 
 def _pooled(row: torch.Tensor, name: str) -> pd.DataFrame:
-    bins = torch.nn.functional.adaptive_max_pool1d(row[None, None], min(STRIP_BINS, row.numel()))[0, 0]
-    size = row.numel() / bins.numel()
-    return pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "weight": bins.tolist(), "model": name})
+    bins = pool_row(row)
+    return pd.DataFrame({"key": bin_starts(row.numel(), bins.numel()), "weight": bins.tolist(), "model": name})
 
 
 def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, head: int, by: str) -> None:
@@ -129,9 +128,8 @@ def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, hea
 
 
 def _difference(diff: torch.Tensor, tokens: list[str], step: int) -> None:
-    bins = torch.nn.functional.adaptive_avg_pool1d(diff[None, None], min(STRIP_BINS, diff.numel()))[0, 0]
-    size = diff.numel() / bins.numel()
-    frame = pd.DataFrame({"key": [int(i * size) for i in range(bins.numel())], "B − A": bins.tolist()})
+    bins = pool_row(diff, how="mean")
+    frame = pd.DataFrame({"key": bin_starts(diff.numel(), bins.numel()), "B − A": bins.tolist()})
     show_chart(alt.Chart(frame, title=f"Step {step + 1}: B − A over the same keys (the mean of each bin)",
                          width=CHART_PX, height=80).mark_area(color="#7b4173").encode(x="key:Q", y="B − A:Q"))
     worst = torch.topk(diff.abs(), min(TOP_KEYS, diff.numel())).indices.tolist()

@@ -6,16 +6,15 @@ weights are recomputed exactly from the store, and a query's row as a strip over
 The link carries the document's hash (`doc=`), never its text."""
 from __future__ import annotations
 
-import functools
-import os
-import time
 from typing import Any, Sequence
 
 import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.charts import row_strip_chart, row_strip_frames, zoom_chart, zoom_labelled, zoom_tokens
+from transformer.analysis import TILE_SIDE, estimate_decode, free_memory, pool_row
+from transformer.charts import REGION_MAX, row_strip_chart, row_strip_frames, zoom_frame, zoom_labelled, zoom_tokens
+from transformer.charts import zoom_spec as chart_zoom_spec
 from transformer.data import DataError, text_from_bytes
 from transformer.decode import STORE_ABOVE, DecodeResult, char_limit, greedy_decode, model_context
 from ui.models import ActiveModel
@@ -41,59 +40,12 @@ ON_KEY, TEXT_KEY, UPLOAD_KEY = "long_doc_on", "long_doc_text", "long_doc_upload"
 STEPS_KEY = LINK_PARAMS["decode"]["dsteps"]  # the document's decode steps, in its link
 JOB_KEY, LINK_READ_KEY, UPLOADED_KEY = "long_doc_job", "long_doc_link_read", "long_doc_uploaded"
 LAYER_KEY, HEAD_KEY, QUERY_KEY = "long_layer", "long_head", "long_query"
-TILE_MAX = 256  # cells a side of the zoomed tile as drawn: a larger region is drawn as the max of each cell
-REGION_MAX = 1024  # rows and keys of a zoomed region, its weights recomputed exactly from the store
-STRIP_BINS = 512  # a row's strip pooled (max) to this many bins of keys
-RATE_SHARE = 0.25  # of the machine's measured matrix-product rate that a whole forward sustains, for the estimate
-PER_TOKEN_S = 3e-4  # seconds a token costs beside its products: tokenizing, the store's copies, the job's drawing
-REFUSED = ("attention rollout (every layer's whole map multiplied)", "the line view", "the model-view grid of every "
-           "head", "animation", "video", "slides beyond a window")
 MAP_SIDE, PRESENT_SIDE = 460, 520  # pixels a side of the overview's and the zoom's plots (presenter mode: larger)
 
 
 def reads_long(active: ActiveModel) -> bool:
     """Whether the model takes a document: decoder-only, its own context past the store's threshold."""
     return active.family.prompt_in_decoder and model_context(active.adapter) > STORE_ABOVE
-
-
-@functools.cache
-def machine_rate() -> float:
-    """Float32 products a second this machine's matrix multiply reaches (a 512 x 512 product timed, best of 5)."""
-    a = torch.randn(512, 512)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        a @ a
-        best = min(best, time.perf_counter() - start)
-    return 2 * 512**3 / max(best, 1e-9)
-
-
-def estimate(adapter: Any, n_tokens: int, steps: int) -> tuple[float, int, int]:
-    """(seconds, bytes of memory, bytes of the store) a stored decode of `n_tokens` and `steps` steps will take,
-    roughly: the layers' weight products at every position, the output layer at the prefill's last position and each
-    step's only (`logits_to_keep`), the embedding a lookup, and the attention's n² score products, at RATE_SHARE of
-    the machine's measured matrix-product rate, and PER_TOKEN_S a token (fitted to the Decode page's times for T at
-    32k tokens and Q at 8k in bench.app.long_pages: within 2x of both); the store's float32 queries, keys,
-    log-sum-exps and value norms, and a few activations of the whole input."""
-    layers, heads = adapter.head_counts()["self"]
-    cfg = getattr(adapter.model, "config", None) or getattr(adapter.model, "cfg", None)
-    width = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", 64))
-    d_head = int(getattr(cfg, "head_dim", None) or width // heads)
-    kv = int(getattr(adapter, "n_kv_heads", heads))
-    n = n_tokens + steps
-    vocab = int(getattr(cfg, "vocab_size", None) or getattr(cfg, "tgt_vocab_size", None) or 0)
-    params = sum(p.numel() for p in adapter.model.parameters() if not (vocab and tuple(p.shape[:1]) == (vocab,)))
-    flops = 2 * params * n + 2 * vocab * width * (steps + 1) + 2 * layers * heads * d_head * n * n
-    store = layers * 4 * n * ((heads + kv) * d_head + 2 * heads)
-    return flops / (RATE_SHARE * machine_rate()) + PER_TOKEN_S * n, store + 16 * n * width * 4, store
-
-
-def free_memory() -> int:
-    """Bytes of memory the machine has free (available pages), or a large number where it cannot say."""
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 62
 
 
 def _read_link() -> None:
@@ -148,7 +100,7 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
         st.error(f"The document has {n:,} tokens and {steps} steps; {active.option.name} reads at most "
                  f"{context:,} tokens (its own context).", icon=":material/straighten:")
         return None
-    seconds, memory, store = estimate(adapter, n, steps)
+    seconds, memory, store = estimate_decode(adapter, n, steps)
     if memory > free_memory():
         st.error(f"Decoding {n:,} tokens needs about {memory / 2**20:,.0f} MB; the machine has "
                  f"{free_memory() / 2**20:,.0f} MB free. Shorten the document.", icon=":material/memory:")
@@ -178,32 +130,10 @@ def show_long_input(active: ActiveModel) -> DecodeResult | None:
     return result
 
 
-def zoom_frame(store: Any, layer: int, head: int, rows: tuple[int, int], keys: tuple[int, int]
-               ) -> tuple[pd.DataFrame, str, torch.Tensor]:
-    """A region's cells (row, key, weight), their title and the weights (rows, keys), recomputed exactly from the
-    store; a region wider than TILE_MAX a side is drawn as the max of each cell of at most TILE_MAX x TILE_MAX."""
-    (r0, r1), (k0, k1) = rows, keys
-    w = store.tile("self", layer, head, slice(r0, r1), slice(k0, k1))
-    rb, kb = -(-w.shape[0] // TILE_MAX), -(-w.shape[1] // TILE_MAX)  # rows and keys a cell
-    cells = torch.nn.functional.max_pool2d(w[None], (rb, kb), ceil_mode=True)[0] if rb * kb > 1 else w
-    r, k = torch.meshgrid(r0 + rb * torch.arange(cells.shape[0]), k0 + kb * torch.arange(cells.shape[1]),
-                          indexing="ij")
-    frame = pd.DataFrame({"row": r.reshape(-1).numpy(), "key": k.reshape(-1).numpy(),
-                          "weight": cells.reshape(-1).double().numpy()})
-    frame["row_end"], frame["key_end"] = (frame["row"] + rb).clip(upper=r1), (frame["key"] + kb).clip(upper=k1)
-    drawn = "exact weights" if rb * kb == 1 else f"exact weights, the max of each {rb} × {kb} cell"
-    return frame, f"Rows {r0:,}–{r1 - 1:,} × keys {k0:,}–{k1 - 1:,}: {drawn}", w
-
-
 def zoom_spec(title: str, rows: tuple[int, int], keys: tuple[int, int], tokens: Sequence[str] | None = None
               ) -> dict[str, Any]:
-    """The zoomed region's Vega-Lite spec without its data (handed to Streamlit beside it, as Arrow: tens of
-    thousands of cells written into the spec as JSON took most of a zoom's time); axes in token positions, a small
-    region's ticks its `tokens`."""
-    spec = zoom_chart(title, rows, keys, tokens, side=side(), large=presenting()).to_dict(validate=False)
-    spec.pop("datasets", None)
-    spec.pop("data", None)
-    return spec
+    """The zoom's spec at this page's size (presenter mode: larger)."""
+    return chart_zoom_spec(title, rows, keys, tokens, side=side(), large=presenting())
 
 
 def side() -> int:
@@ -214,7 +144,7 @@ def side() -> int:
 def show_row_strip(row: torch.Tensor, labels: Sequence[str], query: int) -> None:
     """A query's row over every key, scaled to the row's max (its shape shows whatever its scale), top keys named."""
     keys = row.numel()
-    bins = torch.nn.functional.adaptive_max_pool1d(row[None, None], min(STRIP_BINS, keys))[0, 0]
+    bins = pool_row(row)
     strip, named = row_strip_frames(row, bins, labels)
     peak = float(row.max())
     st.session_state["long_row_strip"] = (query, strip, named)
@@ -242,7 +172,7 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     if summary is None and first is None:
         return
     grid = summary.overview[head] if summary is not None else first.overview[0]
-    default = ((rows - min(rows, TILE_MAX), rows), (max(keys - TILE_MAX, 0), keys))
+    default = ((rows - min(rows, TILE_SIDE), rows), (max(keys - TILE_SIDE, 0), keys))
     region = take_region(rows, keys, REGION_MAX, default)  # a new drag on the overview (or a link's) moves the pickers
     show_overview(grid, rows, keys, f"Overview: L{layer + 1} H{head + 1}, {rows:,} rows × {keys:,} keys (the max of "
                   "each cell)", region, side())
@@ -272,5 +202,3 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
                            zoom_spec(title, (r0, r1), (k0, k1), labels if small else None), width="content")
     query = int(st.number_input("A query's row", 0, rows - 1, rows - 1, key=QUERY_KEY))
     show_row_strip(store.tile("self", layer, head, [query], slice(None))[0], labels, query)
-    st.caption("Not drawn at this length (each reads every weight): " + ", ".join(REFUSED) + ". Zoom to a window "
-               f"of at most {REGION_MAX:,} tokens for its exact weights.")

@@ -11,12 +11,20 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.analysis import LensError, every_step_lens, lens_grid, stored_row
+from transformer.analysis import (
+    WINDOW_TOKENS,
+    LensError,
+    attention_source,
+    every_step_lens,
+    head_row,
+    lens_grid,
+    pool_row,
+    refused_features,
+)
 from transformer.charts import lens_grid_chart, row_strip_chart, row_strip_frames
 from transformer.decode import (
     GROUPINGS,
     MAX_INPUT_CHARS,
-    STORE_ABOVE,
     DecodeResult,
     greedy_decode,
     group_sums,
@@ -32,10 +40,7 @@ GROUP_KEY = LINK_PARAMS["decode"]["group"]
 LENS_JOB_KEY = "long_lens_job"
 TOP_GROUPS = 12  # groups named in a grouped row's bars
 TOP_KEYS = 10  # keys in Inside one head's table
-STRIP_BINS = 512
 CHART_PX = 600
-WINDOW = STORE_ABOVE // 2  # tokens of a window opened as the page's own input (its maps are then n x n)
-NOT_HERE = ("exact activation patching (a run per site)", "Compare's edit mode (an edited document)")
 GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
                "line": "lines", "turn": "chat turns"}
 
@@ -89,7 +94,7 @@ COLUMN_FORMULAS = {"value size": "‖W_O v_j‖: the length of key j's value vec
 
 def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query: int) -> None:
     """Inside one head for one query row: the top keys' q . k, score, weight, value norm and contribution."""
-    row = stored_row(store, "self", layer, head, query)
+    row = head_row(store, "self", layer, head, query)
     st.markdown(f"**Inside one head**: L{layer + 1} H{head + 1}, query row {query:,} "
                 f"(`{labels[query] if query < len(labels) else '?'}`) against all {row.n_keys:,} keys")
     top = row.top(TOP_KEYS)
@@ -105,7 +110,7 @@ def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query:
                "row only, never an n × n map.")
     if row.contributions is None:
         return
-    bins = torch.nn.functional.adaptive_max_pool1d(row.contributions[None, None], min(STRIP_BINS, row.n_keys))[0, 0]
+    bins = pool_row(row.contributions)
     strip, top = row_strip_frames(row.contributions, bins, labels)
     show_chart(row_strip_chart(strip, top, row.n_keys, f"What each of the {row.n_keys:,} keys adds to row {query:,} "
                                f"(max per bin, scaled to the largest, {float(row.contributions.max()):.3g})",
@@ -149,9 +154,9 @@ def show_step_lens_long(active: ActiveModel, result: DecodeResult, identity: tup
 
 
 def window_text(active: ActiveModel, labels: list[str], query: int) -> tuple[str, int, int]:
-    """The text of the WINDOW tokens of the document ending at row `query` (at most MAX_INPUT_CHARS characters, its
-    start cut), and the window's first and last token."""
-    first = max(0, query + 1 - WINDOW)
+    """The text of the WINDOW_TOKENS tokens of the document ending at row `query` (at most MAX_INPUT_CHARS
+    characters, its start cut), and the window's first and last token."""
+    first = max(0, query + 1 - WINDOW_TOKENS)
     ids = [active.adapter.token_to_id(t) for t in labels[first: query + 1]]
     text = active.adapter.detokenize([i for i in ids if i is not None])
     return text[-MAX_INPUT_CHARS:].lstrip(), first, query
@@ -169,8 +174,9 @@ def show_window_offer(active: ActiveModel, result: DecodeResult, query: int, on_
     offered as the page's own input, where every view works (`on_key`: the document switch's key)."""
     labels = list(result.trace.decoder_input_tokens)
     text, first, last = window_text(active, labels, min(query, result.trace.step_offset))  # the document's tokens
-    st.caption("Not at this length either (each needs many passes of an edited document): " + ", ".join(NOT_HERE)
-               + ". A window of the document opens as the page's own input, where they and the views above work "
-               "with every weight.")
+    refused = refused_features(attention_source(result.trace))
+    st.caption("Not at this length (each reads every weight, or many passes of an edited document): "
+               + ", ".join(refused) + ". A window of the document opens as the page's own input, where they and the "
+               "views above work with every weight.")
     st.button(f"Open tokens {first:,}–{last:,} as the page's input ({last - first + 1:,} tokens)",
               key="long_window_open", icon=":material/crop:", on_click=_open_window, args=(text, on_key))

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.analysis import LayerSummaries
+from transformer.analysis import LayerSummaries, pool_row
 from transformer.charts import MAX_REPLAY_BYTES, long_replay_html, long_replay_size
 from transformer.decode import DecodeResult
 from ui.models import current_model
@@ -21,7 +21,6 @@ from .stored_summaries import DEVICE
 from .weights import weights_of
 from .widgets import show_chart
 
-STEP_BINS = 512  # a step's row max-pooled to this many bins of keys
 TOP_NAMED = 3
 CHART_PX = 600
 
@@ -39,8 +38,8 @@ def show_step_rows(result: DecodeResult, layer: int, head: int) -> None:
     """Each decode step's row of one head over every key (max per bin), with its top keys named."""
     rows, w = step_rows(result, layer, head)
     labels, keys = result.trace.decoder_input_tokens, w.shape[1]
-    bins = min(STEP_BINS, keys)
-    pooled = torch.nn.functional.adaptive_max_pool1d(w[:, None], bins)[:, 0]  # (steps, bins)
+    pooled = pool_row(w)  # (steps, bins)
+    bins = pooled.shape[-1]
     names = [f"{t + 1} ‹{result.steps[t].token.strip() or '␣'}›" for t in range(len(rows))]
     frame = pd.DataFrame({"step": [names[t] for t in range(len(rows)) for _ in range(bins)],
                           "key": [int(b * keys / bins) for _ in range(len(rows)) for b in range(bins)],
