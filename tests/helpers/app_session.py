@@ -43,6 +43,8 @@ def texts(elements) -> list[str]:
 def _chart(element, heading: str = "") -> dict[str, Any]:
     spec = json.loads(element.proto.spec)
     frames = {d.name: pa.ipc.open_stream(d.data.data).read_pandas() for d in element.proto.datasets}
+    if element.proto.HasField("data") and element.proto.data.data:  # the data handed beside the spec (a zoom's)
+        frames[""] = pa.ipc.open_stream(element.proto.data.data).read_pandas()
     return {"spec": spec, "frames": frames, "title": _title(spec) or heading}
 
 

@@ -35,6 +35,7 @@ class HeadRow:
     weights: Tensor  # (K,) the row's weights (softmax of the scores)
     value_norms: Tensor | None  # (K,) ||W_O^h v_j||; None where the store has none
     contributions: Tensor | None  # (K,) weights * value_norms
+    window: int | None = None  # the layer's sliding window, where the store's rules have one
 
     @property
     def n_keys(self) -> int:
@@ -80,4 +81,4 @@ def head_row(source: AttentionSource | AttentionStore | AttentionTrace, kind: st
         lse = torch.logaddexp(lse, one.rules.sinks.float()[head])
     weights = torch.exp(scores - lse).nan_to_num_(0.0)
     return HeadRow(kind, layer, head, row, position, kv, q, dots, float(one.rules.scale), scores, float(lse), weights,
-                   norms, None if norms is None else weights * norms)
+                   norms, None if norms is None else weights * norms, one.rules.window)

@@ -80,6 +80,14 @@ from .qr import qr_matrix, qr_png, qr_svg
 from .reliance import reliance_chart, reliance_frame
 from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
 from .route import EDGE_KINDS, ROUTE_EDGE, clicked_via, edge_kind, route_chart, route_frames
+from .row_charts import (
+    ROW_CHART_PX,
+    group_bars_chart,
+    row_difference_chart,
+    step_patching_chart,
+    step_rows_chart,
+    two_rows_chart,
+)
 from .slides import MIN_FONT_PX, SLIDE_HEIGHT, SLIDE_WIDTH, slide_pdf, slide_png, slide_svg
 from .snapshots import snapshot_curves_chart, snapshot_frame
 from .step import STRIP_FONT_SIZE, decoder_row_chart, source_strip, topk_bars
@@ -137,6 +145,8 @@ __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap
             "q_composition_heatmap", "v_composition_heatmap"]
 __all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
 __all__ += ["REGION_MAX", "zoom_frame", "zoom_spec"]
+__all__ += ["ROW_CHART_PX", "group_bars_chart", "row_difference_chart", "step_patching_chart", "step_rows_chart",
+            "two_rows_chart"]
 __all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brushed_region", "drag_window", "log_floor",
             "overview_chart", "overview_frame"]
 __all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..analysis import STRIP_BINS, TILE_SIDE, LayerSummaries, pool_row, pool_tile, summarise_layer
+from ..analysis import STRIP_BINS, TILE_SIDE, LayerSummaries, attention_source, pool_row, pool_tile, summarise_layer
 from ..decode import DecodeResult
 from .replay import MAX_REPLAY_BYTES, WEIGHT_SCALE, ReplayTooLargeError, _steps, script_json, vega_bundle
 from .style import visible_token
@@ -49,40 +49,41 @@ def long_replay_data(result: DecodeResult, model_name: str, *, layer: int, regio
                      weights: str = "", summaries: LayerSummaries | None = None) -> dict[str, Any]:
     """Everything the long replay page draws (see the module's docstring); `region` is (first row, end row, first
     key, end key) of the zoom shown, `summaries` the layer's (computed here when not given)."""
-    store = result.trace.store
-    if store is None:
-        raise ValueError("this decode holds maps, not an attention store: its replay is the step-by-step page")
-    one = store.layer("self", layer)
-    check_region(one.n_rows, one.n_keys, region)
-    size = long_replay_size(one.n_heads, len(result.steps), one.n_keys, region)
+    source = attention_source(result.trace)  # a document's store (or a short input's maps: the same numbers)
+    n_layers, n_heads, n_rows, n_keys = source.shape("self")
+    if not 0 <= layer < n_layers:
+        raise IndexError(f"self has {n_layers} layer(s); layer {layer} does not exist")
+    check_region(n_rows, n_keys, region)
+    size = long_replay_size(n_heads, len(result.steps), n_keys, region)
     if size > MAX_REPLAY_BYTES:
         raise ReplayTooLargeError(f"This replay would take at least {size / 1e6:.1f} MB; a replay file holds at most "
                                   f"{MAX_REPLAY_BYTES / 1e6:g} MB. Zoom to a smaller region.")
     if summaries is None:
-        summaries = summarise_layer(store, "self", layer, resolution=OVERVIEW_CELLS)
-    heads = torch.arange(one.n_heads)
+        summaries = summarise_layer(source, "self", layer, resolution=OVERVIEW_CELLS)
+    heads = torch.arange(n_heads)
     r0, r1, k0, k1 = region
-    tile, rb, kb = pool_tile(one.weights(heads, torch.arange(r0, r1), torch.arange(k0, k1)), TILE_SIDE)
+    tile, rb, kb = pool_tile(source.block("self", layer, heads, torch.arange(r0, r1), torch.arange(k0, k1))[0],
+                             TILE_SIDE)
     offset = result.trace.step_offset
-    step_rows = torch.arange(offset, min(offset + len(result.steps), one.n_rows))
-    rows = one.weights(heads, step_rows, torch.arange(one.n_keys))  # (H, steps, K): a row per step, exact
+    step_rows = torch.arange(offset, min(offset + len(result.steps), n_rows))
+    rows = source.block("self", layer, heads, step_rows, torch.arange(n_keys))[0]  # (H, steps, K): a row per step
     strips = pool_row(rows)  # (H, steps, bins)
     bins = strips.shape[-1]
-    top = rows.topk(min(TOP_KEYS, one.n_keys), dim=-1)
+    top = rows.topk(min(TOP_KEYS, n_keys), dim=-1)
     grid = summaries.overview
-    source = result.source_text
+    text = result.source_text
     return {
         "model": model_name, "weights": weights, "output": result.output_text, "finished": result.finished,
-        "source": source[:SOURCE_CHARS] + ("…" if len(source) > SOURCE_CHARS else ""),
-        "steps": _steps(result), "layer": layer, "layers": len(store.layers["self"]), "heads": one.n_heads,
-        "rows": one.n_rows, "keys": one.n_keys, "offset": offset,
+        "source": text[:SOURCE_CHARS] + ("…" if len(text) > SOURCE_CHARS else ""),
+        "steps": _steps(result), "layer": layer, "layers": n_layers, "heads": n_heads,
+        "rows": n_rows, "keys": n_keys, "offset": offset,
         "tokens": [visible_token(t) for t in result.trace.decoder_input_tokens],
-        "overview": {"row_cell": -(-one.n_rows // grid.shape[1]), "key_cell": -(-one.n_keys // grid.shape[2]),
+        "overview": {"row_cell": -(-n_rows // grid.shape[1]), "key_cell": -(-n_keys // grid.shape[2]),
                      "values": _ints(grid)},
         "region": {"r0": r0, "r1": r1, "k0": k0, "k1": k1, "row_cell": rb, "key_cell": kb, "values": _ints(tile)},
-        "strips": {"bin": one.n_keys / bins, "values": _ints(strips.transpose(0, 1))},  # [step][head][bin]
+        "strips": {"bin": n_keys / bins, "values": _ints(strips.transpose(0, 1))},  # [step][head][bin]
         "top": [[[[int(k), round(float(w), 4)] for w, k in zip(top.values[h, s], top.indices[h, s], strict=True)]
-                 for h in range(one.n_heads)] for s in range(len(step_rows))],
+                 for h in range(n_heads)] for s in range(len(step_rows))],
     }
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import re
 
-from ..charts import ReplayTooLargeError, long_replay_html
+from ..analysis import attention_source
+from ..charts import REGION_MAX, ReplayTooLargeError, long_replay_html
 from ..decode import STORE_ABOVE, DecodeResult
 from .common import UsageError, positive_int, write_output
 
 REGION_SIDE = 256  # the default region's side (the app's document view opens on the same)
-REGION_MAX = 1024  # rows and keys of a region at most (as the app's zoom)
 _RANGE = r"\s*(\d[\d_]*)\s*-\s*(\d[\d_]*)\s*"
 Region = tuple[int, int, int, int]  # first row, end row, first key, end key (ends excluded)
 
@@ -66,14 +66,13 @@ def write_long_replay(path: str, result: DecodeResult, model_name: str, weights:
                       ) -> None:
     """Write `result`'s long replay page to `path`: UsageError for a layer or region outside the model or input,
     ReplayTooLargeError (naming the limit) past the replay's 20 MB."""
-    store = result.trace.store
-    if store is None:  # decode_text keeps a store above STORE_ABOVE; a guard, not a path a user takes
-        raise UsageError("--html: this decode holds maps, not an attention store")
     layer = args.layer or 1
-    one = store.layer("self", layer - 1)
+    n_layers, _, n_rows, n_keys = attention_source(result.trace).shape("self")
+    if layer > n_layers:
+        raise UsageError(f"--layer {layer}: this model has layers 1-{n_layers}")
     if args.region is None:
-        side = min(REGION_SIDE, one.n_rows, one.n_keys)
-        region = (one.n_rows - side, one.n_rows, one.n_keys - side, one.n_keys)
+        side = min(REGION_SIDE, n_rows, n_keys)
+        region = (n_rows - side, n_rows, n_keys - side, n_keys)
     else:
         region = parse_region(args.region)
     try:

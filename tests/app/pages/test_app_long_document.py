@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, texts
+from tests.helpers.document_views import assert_zoom_shows
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from tests.helpers.real_shapes import point_app_at
 from transformer.adapters import attention_store
@@ -57,7 +58,6 @@ def test_a_document_decodes_in_the_background_and_its_zoom_is_exact(app_root):
     stats = at.dataframe[0].value
     assert len(stats) == 4 and stats["on the first token"].between(0, 1).all()  # the layer's heads, from the pass
     assert any("Not drawn at this length" in t and "attention rollout" in t for t in texts(at.caption))
-    layer, head, r0, r1, k0, k1, shown = at.session_state["long_zoom_tile"]
     adapter = open_model(str(app_root / NAME))
     ids = torch.tensor([adapter.decoder_prefix(adapter.tokenize_source(DOC))])
     kept = shared_cache()._items  # the decode every session shares: the tokens it fed
@@ -65,8 +65,7 @@ def test_a_document_decodes_in_the_background_and_its_zoom_is_exact(app_root):
     tokens = ids[0].tolist() + [s.token_id for s in decode.steps[:-1]]
     full = torch.tensor([tokens])
     eager = attention_store(adapter, full, full)
-    torch.testing.assert_close(shown, eager.tile("self", layer, head, slice(r0, r1), slice(k0, k1)), atol=1e-5,
-                               rtol=1e-4)
+    assert_zoom_shows(at, eager, atol=1e-5, rtol=1e-4)  # the zoom drawn: the eager model's weights there
     assert any(t.startswith("Top keys of row") for t in texts(at.caption))
     assert kept_text(text_hash(DOC)) == DOC  # kept on the server under its hash for the link
 

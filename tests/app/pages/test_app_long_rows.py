@@ -14,8 +14,17 @@ from tests.helpers.app_session import assert_no_exception, charts, open_app, ope
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from tests.helpers.real_shapes import point_app_at
 from transformer.adapters import attention_store
-from transformer.analysis import HEADS, estimate_patching, every_step_lens, head_computation, prepare_patching
-from transformer.decode import STORE_ABOVE, greedy_decode, segment_groups
+from transformer.analysis import (
+    HEADS,
+    estimate_patching,
+    every_step_lens,
+    head_computation,
+    head_row,
+    lens_grid,
+    pool_row,
+    prepare_patching,
+)
+from transformer.decode import STORE_ABOVE, greedy_decode, group_sums, segment_groups
 from transformer.store import open_model
 from ui.models import MODEL_KEY
 from ui.server.shared_cache import shared_cache
@@ -36,6 +45,21 @@ def app_root(monkeypatch, tmp_path):
     shared_cache.clear()
 
 
+def _kept(name: str):
+    """The library's result a background job kept in the shared cache (every session's): its first key names it."""
+    return next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == name)
+
+
+def _picked(at) -> tuple[int, int, int]:
+    """The document view's layer, head (0-based) and query row, as its pickers hold them."""
+    return (int(at.number_input(key="long_layer").value) - 1, int(at.number_input(key="long_head").value) - 1,
+            int(at.number_input(key="long_query").value))
+
+
+def _inside_table(at):
+    return next(d.value for d in at.dataframe if "weight α" in d.value.columns)
+
+
 def _decoded():
     at = open_app()
     at.query_params.clear()
@@ -52,32 +76,41 @@ def _decoded():
 def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     at = _decoded()
     adapter = open_model(str(app_root / NAME))
-    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    decode = _kept("long-decode")
     fed = [*adapter.decoder_prefix(adapter.tokenize_source(DOC)), *(s.token_id for s in decode.steps[:-1])]
     assert len(fed) > STORE_ABOVE
-    layer, head, query, row = at.session_state["long_inside_row"]
+    layer, head, query = _picked(at)
+    row = head_row(decode.trace.store, "self", layer, head, query)  # the library's row for the row picked
     insides = adapter.insides(torch.tensor([fed]), torch.tensor([fed]))
     eager = head_computation(adapter, insides, "self", layer, head, query)
     torch.testing.assert_close(row.weights, eager.weights, atol=1e-5, rtol=0)
     torch.testing.assert_close(row.contributions, eager.contributions, atol=1e-5, rtol=1e-4)
+    table = _inside_table(at)  # what the page shows: the top keys, their weights and contributions
+    assert table["key"].tolist() == [j for j, _, _ in row.top(len(table))]
+    assert table["weight α"].tolist() == pytest.approx(eager.weights[table["key"].tolist()].tolist(), abs=1e-5)
     assert any("Top contributions of row" in t for t in texts(at.caption))
 
     at.selectbox(key=GROUP).set_value("sentence").run()
     assert_no_exception(at)
-    by, layer, head, query, sums = at.session_state["long_group_sums"]
     groups = segment_groups(decode.trace.decoder_input_tokens, "sentence")
     weights = decode.trace.store.tile("self", layer, head, [query])[0]
-    assert by == "sentence" and sums.shape == (len(groups),)
+    sums = group_sums(weights, groups)
     torch.testing.assert_close(sums, torch.stack([weights[g].sum() for g in groups]), atol=1e-6, rtol=0)
-    assert any(c["title"].startswith(f"Row {query:,} over {len(groups):,} sentences") for c in charts(at))
+    bars = next(c for c in charts(at) if c["title"].startswith(f"Row {query:,} over {len(groups):,} sentences"))
+    drawn = next(iter(bars["frames"].values()))["weight"].tolist()  # the heaviest sentences, as drawn
+    assert drawn == pytest.approx(torch.topk(sums, len(drawn)).values.tolist(), abs=1e-6)
     link = {k: (v[-1] if isinstance(v, list) else v) for k, v in at.query_params.items()}
     assert link["group"] == "sentence" and "doc" in link
 
     # the lens at the steps is there at once: the document's decode kept the residual stream at the steps only
-    assert "long_lens_grid" in at.session_state and not [b for b in at.button if b.key == "long_lens_job_run"]
+    assert not [b for b in at.button if b.key == "long_lens_job_run"]
     n_layers, width = len(adapter.residual_layers()["decoder"]), adapter.model.config.hidden_size
     assert decode.residuals.decoder.shape == (len(decode.steps), n_layers + 1, width)  # not one row per token
-    grid = at.session_state["long_lens_grid"]
+    grid = lens_grid(every_step_lens(adapter, decode))  # the library's grid of the document's decode
+    lens = next(c for c in charts(at) if any("rank" in f.columns and "top" in f.columns
+                                             for f in c["frames"].values()))  # drawn at once
+    drawn = next(f for f in lens["frames"].values() if "rank" in f.columns)
+    assert sorted(drawn["rank"].tolist()) == sorted(r for layer in grid.ranks for r in layer)
     plain = every_step_lens(adapter, greedy_decode(adapter, DOC, max_steps=len(decode.steps), residuals=True,
                                                    keep="maps"))
     assert grid.tokens == tuple(s.token for s in plain)
@@ -93,7 +126,8 @@ def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     assert any(c["title"].startswith("Row ") and "sentences" in c["title"] for c in charts(other))
     attention = open_link("attention", link)  # the same views under the Attention page's document
     assert_no_exception(attention)
-    assert attention.session_state["long_group_sums"][0] == "sentence" and "long_inside_row" in attention.session_state
+    assert any(c["title"].startswith("Row ") and "sentences" in c["title"] for c in charts(attention))
+    assert len(_inside_table(attention))  # Inside one head for the row, under the Attention page's document
     assert all(c["spec"].get("width", 0) <= 1280 for c in charts(attention))
 
 
@@ -107,15 +141,23 @@ def test_a_second_models_row_at_a_step_and_a_window_as_the_pages_input(app_root)
     at = _decoded()
     at.selectbox(key="long_compare_model").set_value(f"hf:{OTHER}").run()
     at.button(key="long_compare_job_run").click().run()
-    assert poll(at, lambda a: "long_compare_rows" in a.session_state, seconds=180)
+    assert poll(at, lambda a: any(c["title"].endswith("row in each model over its keys (max per bin)")
+                                  for c in charts(a)), seconds=180)
     at.number_input(key="long_compare_step").set_value(2).run()
     assert_no_exception(at)
-    _, step, (la, ha, ra, wa), (lb, hb, rb, wb) = at.session_state["long_compare_rows"]
-    assert step == 1
-    kept = {k[0]: v for k, (v, _, _) in shared_cache()._items.items()}
+    layer, head, _ = _picked(at)  # B's layer and head: the same (this tiny Qwen2 has as many)
+    mine, theirs = _kept("long-decode"), _kept("long-compare")
+    ra, rb = mine.trace.step_offset + 1, theirs.trace.step_offset + 1  # step 2's rows
+    wa = mine.trace.store.tile("self", layer, head, [ra])[0][: ra + 1]
+    wb = theirs.trace.store.tile("self", layer, head, [rb])[0][: rb + 1]
     a, b = open_model(str(app_root / NAME)), open_model(str(app_root / OTHER))
-    torch.testing.assert_close(wa, _eager_row(a, kept["long-decode"], la, ha, ra), atol=1e-5, rtol=0)
-    torch.testing.assert_close(wb, _eager_row(b, kept["long-compare"], lb, hb, rb), atol=1e-5, rtol=0)
+    torch.testing.assert_close(wa, _eager_row(a, mine, layer, head, ra), atol=1e-5, rtol=0)
+    torch.testing.assert_close(wb, _eager_row(b, theirs, layer, head, rb), atol=1e-5, rtol=0)
+    both = next(c for c in charts(at) if c["title"].startswith("Step 2's row in each model"))
+    drawn = next(iter(both["frames"].values()))
+    for name, row in (("A: ", wa), ("B: ", wb)):  # each line: the library's row, the max of each bin
+        shown = drawn[drawn["model"].str.startswith(name)]["weight"].tolist()
+        assert shown == pytest.approx(pool_row(row).tolist(), abs=1e-6)
     titles = [c["title"] for c in charts(at)]
     assert any(t.startswith("Step 2's row in each model") for t in titles) and any("B − A" in t for t in titles)
     assert any("activation patching" in t for t in texts(at.caption))
@@ -133,10 +175,10 @@ def test_the_patching_estimate_at_a_step_equals_the_models_whole_estimate(app_ro
     at.text_input(key="long_patch_with").input(" dog ").run()
     at.number_input(key="long_patch_step").set_value(2).run()
     at.button(key="long_patch_job_run").click().run()
-    assert poll(at, lambda a: "long_patching" in a.session_state, seconds=180)
+    assert poll(at, lambda a: any(c["title"].startswith("Step 2 (") for c in charts(a)), seconds=180)
     assert_no_exception(at)
-    text, edited, step, found = at.session_state["long_patching"]
-    assert step == 1 and edited == DOC.replace(" man ", " dog ", 1)
+    edited = DOC.replace(" man ", " dog ", 1)
+    found = _kept("long-patch")  # the library's estimate the job kept for every session
     adapter = open_model(str(app_root / NAME))
     decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
     setup = prepare_patching(adapter, DOC, edited, step=1, output=[s.token_id for s in decode.steps])
@@ -144,5 +186,8 @@ def test_the_patching_estimate_at_a_step_equals_the_models_whole_estimate(app_ro
     merged = whole.merge(found.frame, on=["site", "layer", "head"], suffixes=("_whole", "_step"))
     assert len(merged) == len(whole) == 8
     assert merged["estimate_step"].tolist() == pytest.approx(merged["estimate_whole"].tolist(), abs=1e-4, rel=1e-3)
-    assert any(c["title"].startswith("Step 2 (") for c in charts(at))
+    grid = next(c for c in charts(at) if c["title"].startswith("Step 2 ("))
+    drawn = next(iter(grid["frames"].values()))  # the map the page draws: each head's estimate
+    assert sorted(drawn["estimate"].tolist()) == pytest.approx(sorted(merged["estimate_whole"].tolist()), abs=1e-4,
+                                                               rel=1e-3)
     assert any("Largest estimates" in t for t in texts(at.caption))

@@ -5,10 +5,10 @@ after the drag wins, and a drag outside the input is refused in one message that
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tests.app.pages.test_app_long_document import _document_open, app_root  # noqa: F401 - the fixture
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
+from tests.helpers.document_views import assert_zoom_shows, drawn_zoom, picked_zoom
 from tests.helpers.hf_causal_models import lines
 from transformer.charts import OVERVIEW_BRUSH, visible_token
 from ui.server.shared_cache import shared_cache
@@ -47,9 +47,10 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     at = _drag(at, rows=[n - 300.6, n - 40.2], keys=[12.3, 400.9])
     assert_no_exception(at)
     assert _zoom(at) == ((n - 301, n - 40), (12, 401))  # snapped outward to whole tokens
-    layer, head, r0, r1, k0, k1, shown = at.session_state["long_zoom_tile"]
-    assert (r0, r1, k0, k1) == (n - 301, n - 40, 12, 401)
-    torch.testing.assert_close(shown, store.tile("self", layer, head, slice(r0, r1), slice(k0, k1)), atol=0, rtol=0)
+    layer, head, rows, keys = assert_zoom_shows(at, store)  # drawn: the store's exact tile of the region picked
+    assert (rows, keys) == ((n - 301, n - 40), (12, 401))
+    assert float(drawn_zoom(at)["weight"].max()) == float(store.tile("self", layer, head, slice(*rows),
+                                                                      slice(*keys)).max())
     assert any(t.startswith(f"Rows {n - 301:,}–{n - 41:,} × keys 12–400") for t in (c["title"] for c in charts(at)))
     box = next(c for c in charts(at) if c["title"].startswith("Overview"))["spec"]["layer"][1]  # the region outlined
     assert box["mark"]["type"] == "rect"
@@ -57,7 +58,8 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
 
     at.slider(key=ZOOM_KEYS_KEY).set_value((50, 80)).run()  # the picker moved after the drag: the picker wins
     assert _zoom(at) == ((n - 301, n - 40), (50, 80))
-    assert at.session_state["long_zoom_tile"][2:6] == (n - 301, n - 40, 50, 80)
+    assert picked_zoom(at)[2:] == ((n - 301, n - 40), (50, 80))
+    assert_zoom_shows(at, store)
 
     at = _drag(at, rows=[-50.0, n + 70.0], keys=[n - 10.5, n + 99.0])  # past both ends, rows over 1,024
     assert _zoom(at) == ((0, 1024), (n - 11, n))  # clipped to the input, cut to the zoom's side from its start
@@ -75,7 +77,8 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     other = open_link("decode", link)  # the decode and its summaries are shared: drawn at once
     assert_no_exception(other)
     assert _zoom(other) == ((0, 1024), (n - 11, n))
-    assert other.session_state["long_zoom_tile"][2:6] == (0, 1024, n - 11, n)
+    assert_zoom_shows(other, _store())  # the linked region drawn (1,024 rows pooled to cells of 4)
+    assert picked_zoom(other)[2:] == ((0, 1024), (n - 11, n))
     small = open_link("decode", {**link, "zoom": f"{n - 40}-{n - 1},{n - 30}-{n - 1}"})  # 40 x 30: tokens named
     tile = next(c for c in charts(small) if c["title"].startswith(f"Rows {n - 40:,}–"))
     labels = {p["name"]: p["value"] for p in tile["spec"]["params"]}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from transformer.analysis import attention_source
 from ui.models import ActiveModel
 
 from ..features import (
@@ -30,11 +31,11 @@ def show_document(active: ActiveModel) -> None:
     that row's grouped, inside-the-head, lens, Compare and patching views (the layer, head and row the document view
     picked)."""
     result = show_long_input(active)
-    if result is None or result.trace.store is None:
+    if result is None or attention_source(result.trace).holds_maps:  # a short decode: the page's own views
         return
     state = st.session_state
     layer, head = int(state.get(LONG_LAYER_KEY, 1)) - 1, int(state.get(LONG_HEAD_KEY, 1)) - 1
-    query = int(state.get(LONG_QUERY_KEY, result.trace.store.layer("self", 0).n_rows - 1))
+    query = int(state.get(LONG_QUERY_KEY, result.trace.shape("self")[2] - 1))
     show_long_rows(active, result, layer, head, query)
     show_long_compare(active, result, layer, head, state.get(LINK_PARAMS["decode"]["group"], "token"))
     show_long_patching(active, result)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 import torch
 
 from transformer.adapters import HFModelError
-from transformer.analysis import bin_starts, pool_row
+from transformer.analysis import attention_source
+from transformer.charts import row_difference_chart, two_rows_chart
 from transformer.decode import DecodeResult, InputError, greedy_decode, group_sums, model_context, segment_groups
 from transformer.store import CheckpointError
 from ui.models import ActiveModel, model_options, resolve
@@ -64,11 +63,6 @@ def _decode_b(b: ActiveModel, text: str, steps: int) -> DecodeResult | None:
     return analysis_result(key, f"Decoding the document with {b.option.name}", run, key=JOB_KEY, texts=JobTexts())
 
 
-def _pooled(row: torch.Tensor, name: str) -> pd.DataFrame:
-    bins = pool_row(row)
-    return pd.DataFrame({"key": bin_starts(row.numel(), bins.numel()), "weight": bins.tolist(), "model": name})
-
-
 def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, head: int, by: str) -> None:
     """Model B's picker, its decode of the document, and one step's rows of A and B (`by`: the tokens' grouping
     used where the two models' tokens differ)."""
@@ -88,7 +82,7 @@ def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, hea
         return
     if other is None:
         return
-    if other.trace.store is None:
+    if attention_source(other.trace).holds_maps:
         st.info(f"{b.option.name} reads the document in at most 1,024 tokens: it is not a long input for it. Compare "
                 "it on the Compare page.", icon=":material/compare_arrows:")
         return
@@ -97,13 +91,11 @@ def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, hea
     layers_b, heads_b = b.adapter.head_counts()["self"]
     layer_b, head_b = min(layer, layers_b - 1), min(head, heads_b - 1)
     row_a, row_b = result.trace.step_offset + step, other.trace.step_offset + step
-    wa = result.trace.store.tile("self", layer, head, [row_a])[0][: row_a + 1]
-    wb = other.trace.store.tile("self", layer_b, head_b, [row_b])[0][: row_b + 1]
-    st.session_state["long_compare_rows"] = (b.cache_key, step, (layer, head, row_a, wa), (layer_b, head_b, row_b, wb))
+    wa = attention_source(result.trace).tile("self", layer, head, [row_a])[0][: row_a + 1]
+    wb = attention_source(other.trace).tile("self", layer_b, head_b, [row_b])[0][: row_b + 1]
     names = (f"A: {active.option.name} L{layer + 1} H{head + 1}", f"B: {b.option.name} L{layer_b + 1} H{head_b + 1}")
-    frame = pd.concat([_pooled(wa, names[0]), _pooled(wb, names[1])])
-    show_chart(alt.Chart(frame, title=f"Step {step + 1}'s row in each model over its keys (max per bin)",
-                         width=CHART_PX, height=120).mark_line().encode(x="key:Q", y="weight:Q", color="model:N"))
+    show_chart(two_rows_chart({names[0]: wa, names[1]: wb}, f"Step {step + 1}'s row in each model over its keys "
+                              "(max per bin)", width=CHART_PX))
     tokens_a = result.trace.decoder_input_tokens[: row_a + 1]
     tokens_b = other.trace.decoder_input_tokens[: row_b + 1]
     prompt = result.trace.step_offset + 1
@@ -128,10 +120,8 @@ def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, hea
 
 
 def _difference(diff: torch.Tensor, tokens: list[str], step: int) -> None:
-    bins = pool_row(diff, how="mean")
-    frame = pd.DataFrame({"key": bin_starts(diff.numel(), bins.numel()), "B − A": bins.tolist()})
-    show_chart(alt.Chart(frame, title=f"Step {step + 1}: B − A over the same keys (the mean of each bin)",
-                         width=CHART_PX, height=80).mark_area(color="#7b4173").encode(x="key:Q", y="B − A:Q"))
+    show_chart(row_difference_chart(diff, f"Step {step + 1}: B − A over the same keys (the mean of each bin)",
+                                    width=CHART_PX))
     worst = torch.topk(diff.abs(), min(TOP_KEYS, diff.numel())).indices.tolist()
     st.caption("Where the two rows differ most: " + ", ".join(f"{j:,} `{tokens[j]}` {float(diff[j]):+.3f}"
                                                                for j in worst))

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.analysis import TILE_SIDE, estimate_decode, free_memory, pool_row
+from transformer.analysis import TILE_SIDE, attention_source, estimate_decode, free_memory, pool_row
 from transformer.charts import REGION_MAX, row_strip_chart, row_strip_frames, zoom_frame, zoom_labelled, zoom_tokens
 from transformer.charts import zoom_spec as chart_zoom_spec
 from transformer.data import DataError, text_from_bytes
@@ -147,7 +147,6 @@ def show_row_strip(row: torch.Tensor, labels: Sequence[str], query: int) -> None
     bins = pool_row(row)
     strip, named = row_strip_frames(row, bins, labels)
     peak = float(row.max())
-    st.session_state["long_row_strip"] = (query, strip, named)
     show_chart(row_strip_chart(strip, named, keys, f"Row {query:,} over all {keys:,} keys (max per bin, scaled to "
                                f"the row's max {peak:.3g})", width=side() + 80), width="content")
     listed = ", ".join(f"{k:,} `{t}` {w:.3g}" for k, t, w in zip(named["key"], named["token"], named["weight"],
@@ -159,16 +158,13 @@ def show_row_strip(row: torch.Tensor, labels: Sequence[str], query: int) -> None
 def show_long_views(result: DecodeResult, identity: tuple) -> None:
     """The overview of one head over the whole input, its zoomed tile (exact) and a query's row (`identity`: the
     decode's, under which its summaries are shared)."""
-    store, labels = result.trace.store, result.trace.decoder_input_tokens
-    if store is None:
-        return
-    n_layers, n_heads = result.trace.n_layers("self"), result.trace.n_heads
-    rows, keys = store.layer("self", 0).n_rows, store.layer("self", 0).n_keys
+    source, labels = attention_source(result.trace), result.trace.decoder_input_tokens
+    n_layers, n_heads, rows, keys = source.shape("self")
     left, right = st.columns(2)
     layer = int(left.number_input("Layer", 1, n_layers, 1, key=LAYER_KEY)) - 1
     head = int(right.number_input("Head", 1, n_heads, 1, key=HEAD_KEY)) - 1
     show_step_rows(result, layer, head)  # exact and cheap: before the streamed pass
-    summary, first = stored_summaries(store, identity, layer, head)  # the current head's pass first, then every head
+    summary, first = stored_summaries(source, identity, layer, head)  # the current head's pass first, then every head
     if summary is None and first is None:
         return
     grid = summary.overview[head] if summary is not None else first.overview[0]
@@ -195,10 +191,9 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
         st.info(f"Pick a region of at most {REGION_MAX:,} rows × {REGION_MAX:,} keys to see its exact weights.",
                 icon=":material/zoom_in:")
     else:
-        frame, title, w = zoom_frame(store, layer, head, (r0, r1), (k0, k1))
-        st.session_state["long_zoom_tile"] = (layer, head, r0, r1, k0, k1, w)
+        frame, title, _ = zoom_frame(source, layer, head, (r0, r1), (k0, k1))
         small = zoom_labelled((r0, r1), (k0, k1))
         st.vega_lite_chart(zoom_tokens(frame, labels) if small else frame,
                            zoom_spec(title, (r0, r1), (k0, k1), labels if small else None), width="content")
     query = int(st.number_input("A query's row", 0, rows - 1, rows - 1, key=QUERY_KEY))
-    show_row_strip(store.tile("self", layer, head, [query], slice(None))[0], labels, query)
+    show_row_strip(source.tile("self", layer, head, [query], slice(None))[0], labels, query)

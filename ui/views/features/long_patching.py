@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import altair as alt
-import pandas as pd
 import streamlit as st
 
 from transformer.analysis import HEADS, StepPatching, step_patching_estimate
+from transformer.charts import step_patching_chart
 from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 from ui.server import shared_cache, text_hash
@@ -66,15 +65,8 @@ def show_long_patching(active: ActiveModel, result: DecodeResult) -> None:
         found = analysis_result(key, f"Patching estimate at step {step + 1}", run, key=JOB_KEY, texts=JobTexts())
     if found is None:
         return
-    st.session_state["long_patching"] = (text, edited, step, found)
-    heads = found.frame[found.frame["site"] == HEADS]
-    frame = pd.DataFrame({"layer": [f"L{int(v) + 1}" for v in heads["layer"]],
-                          "head": [f"H{int(v) + 1}" for v in heads["head"]], "estimate": heads["estimate"].tolist()})
-    show_chart(alt.Chart(frame, title=f"Step {step + 1} ({result.steps[step].token!r}): each head's clean output "
-                         "copied into the edited run, estimated", width=min(CHART_PX, 40 * heads["head"].nunique()),
-                         height=min(360, 28 * heads["layer"].nunique())).mark_rect().encode(
-        x=alt.X("head:N", sort=None), y=alt.Y("layer:N", sort=None),
-        color=alt.Color("estimate:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True))))
+    show_chart(step_patching_chart(found.frame, f"Step {step + 1} ({result.steps[step].token!r}): each head's clean "
+                                   "output copied into the edited run, estimated", width=CHART_PX))
     top = found.frame.head(TOP_SITES)
     named = ", ".join(f"{_site(r.site, int(r.layer), int(r.head))} {r.estimate:+.3f}" for r in top.itertuples())
     st.caption(f"log p of the step's token: clean {found.clean_metric:.3f}, edited {found.corrupted_metric:.3f} "

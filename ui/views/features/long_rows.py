@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import altair as alt
 import pandas as pd
 import streamlit as st
-import torch
 
 from transformer.analysis import (
     WINDOW_TOKENS,
+    AttentionSource,
     LensError,
     attention_source,
     every_step_lens,
@@ -21,7 +20,7 @@ from transformer.analysis import (
     pool_row,
     refused_features,
 )
-from transformer.charts import lens_grid_chart, row_strip_chart, row_strip_frames
+from transformer.charts import group_bars_chart, lens_grid_chart, row_strip_chart, row_strip_frames
 from transformer.decode import (
     GROUPINGS,
     MAX_INPUT_CHARS,
@@ -48,13 +47,11 @@ GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "
 def show_long_rows(active: ActiveModel, result: DecodeResult, layer: int, head: int, query: int) -> None:
     """The grouped row, Inside one head and the lens at the steps for a document's decode; `layer`, `head` and
     `query` as the document view picked them (0-based)."""
-    store = result.trace.store
-    if store is None:
-        return
+    source = attention_source(result.trace)
     identity = (active.cache_key, text_hash(result.source_text), len(result.steps))
     labels = list(result.trace.decoder_input_tokens)
-    show_grouped_row(store, labels, identity, layer, head, query)
-    show_inside_row(store, labels, layer, head, query)
+    show_grouped_row(source, labels, identity, layer, head, query)
+    show_inside_row(source, labels, layer, head, query)
     show_step_lens_long(active, result, identity)
 
 
@@ -66,23 +63,19 @@ def _groups(labels: list[str], identity: tuple, by: str) -> tuple[list[list[int]
     return shared_cache().get(("long-groups", *identity, by), group)
 
 
-def show_grouped_row(store: Any, labels: list[str], identity: tuple, layer: int, head: int, query: int) -> None:
+def show_grouped_row(source: AttentionSource, labels: list[str], identity: tuple, layer: int, head: int,
+                     query: int) -> None:
     """The row's weights summed over each group of tokens, the heaviest groups named."""
     by = st.selectbox("Group tokens into", GROUPINGS, key=GROUP_KEY, format_func=GROUP_NAMES.get,
                       help="Each group's weight is the sum of its tokens' weights (the row still sums to 1).")
     if by == "token":
         return
     groups, names = _groups(labels, identity, by)
-    row = store.tile("self", layer, head, [query], slice(None))[0]
+    row = source.tile("self", layer, head, [query], slice(None))[0]
     sums = group_sums(row, groups)
-    best = torch.topk(sums, min(TOP_GROUPS, len(groups)))
-    frame = pd.DataFrame({"group": [f"{int(g) + 1:,}. {names[int(g)] or '(blank)'}" for g in best.indices],
-                          "weight": best.values.tolist()})
-    show_chart(alt.Chart(frame, title=f"Row {query:,} over {len(groups):,} {GROUP_NAMES[by]}: the "
-                         f"{len(frame)} heaviest", width=CHART_PX).mark_bar().encode(
-        x=alt.X("weight:Q", title="sum of the tokens' weights"), y=alt.Y("group:N", sort=None, title=None,
-                                                                           axis=alt.Axis(labelLimit=260))))
-    st.session_state["long_group_sums"] = (by, layer, head, query, sums)
+    shown = min(TOP_GROUPS, len(groups))
+    show_chart(group_bars_chart(sums, names, f"Row {query:,} over {len(groups):,} {GROUP_NAMES[by]}: the {shown} "
+                                "heaviest", top=TOP_GROUPS, width=CHART_PX))
     st.caption(f"The {len(groups):,} {GROUP_NAMES[by]} together hold {float(sums.sum()):.4f} of row {query:,}'s "
                f"weight (each the sum of its tokens').")
 
@@ -92,9 +85,9 @@ COLUMN_FORMULAS = {"value size": "‖W_O v_j‖: the length of key j's value vec
                                    "the head's output at this row (Kobayashi et al. 2020)"}
 
 
-def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query: int) -> None:
+def show_inside_row(source: AttentionSource, labels: list[str], layer: int, head: int, query: int) -> None:
     """Inside one head for one query row: the top keys' q . k, score, weight, value norm and contribution."""
-    row = head_row(store, "self", layer, head, query)
+    row = head_row(source, "self", layer, head, query)
     st.markdown(f"**Inside one head**: L{layer + 1} H{head + 1}, query row {query:,} "
                 f"(`{labels[query] if query < len(labels) else '?'}`) against all {row.n_keys:,} keys")
     top = row.top(TOP_KEYS)
@@ -103,9 +96,8 @@ def show_inside_row(store: Any, labels: list[str], layer: int, head: int, query:
                            float(row.value_norms[j]), "what it adds": c} for j, w, c in top])
     st.dataframe(frame, hide_index=True, width=CHART_PX, column_config={
         c: st.column_config.NumberColumn(format="%.4g", help=COLUMN_FORMULAS.get(c)) for c in frame.columns[2:]})
-    st.session_state["long_inside_row"] = (layer, head, query, row)
     st.caption(f"score = {row.scale:.4g} · q·k (with the model's rules: causal mask"
-               f"{', window' if store.layer('self', layer).rules.window else ''}), α = exp(score − {row.lse:.4f}) "
+               f"{', window' if row.window else ''}), α = exp(score − {row.lse:.4f}) "
                f"(the row's log-sum-exp); key/value head {row.kv_head + 1}. Recomputed from the store: q·k for this "
                "row only, never an n × n map.")
     if row.contributions is None:
@@ -147,7 +139,6 @@ def show_step_lens_long(active: ActiveModel, result: DecodeResult, identity: tup
     except LensError as exc:
         st.info(str(exc), icon=":material/layers:")
         return
-    st.session_state["long_lens_grid"] = grid
     show_chart(lens_grid_chart(grid, max_width=CHART_PX), width="content")
     st.caption(f"Each layer's lens at the {len(grid.tokens)} decode steps: the rank of the token the step chose "
                "(dark: rank 1). Only the steps' positions are read through the output head.")
@@ -175,7 +166,7 @@ def show_window_offer(active: ActiveModel, result: DecodeResult, query: int, on_
     labels = list(result.trace.decoder_input_tokens)
     text, first, last = window_text(active, labels, min(query, result.trace.step_offset))  # the document's tokens
     refused = refused_features(attention_source(result.trace))
-    st.caption("Not at this length (each reads every weight, or many passes of an edited document): "
+    st.caption("Not drawn at this length (each reads every weight, or many passes of an edited document): "
                + ", ".join(refused) + ". A window of the document opens as the page's own input, where they and the "
                "views above work with every weight.")
     st.button(f"Open tokens {first:,}–{last:,} as the page's input ({last - first + 1:,} tokens)",

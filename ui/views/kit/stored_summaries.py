@@ -11,8 +11,7 @@ from typing import Callable
 import streamlit as st
 import torch
 
-from transformer.analysis import LayerSummaries, summarise_layer
-from transformer.model import AttentionStore
+from transformer.analysis import AttentionSource, LayerSummaries, summarise_layer
 from ui.server import shared_cache
 
 from .background import JobTexts, analysis_result, can_start, current_job, show_job_progress, start_button
@@ -33,28 +32,28 @@ def head_summary_key(identity: tuple, layer: int, head: int) -> tuple:
     return ("long-summary-head", *identity, layer, head)
 
 
-def summarise_stored(store: AttentionStore, layer: int, head: int | None = None,
+def summarise_stored(source: AttentionSource, layer: int, head: int | None = None,
                      progress: Callable[[float], None] | None = None) -> LayerSummaries:
     """The layer's summaries in one streamed pass (`head`: that head alone), at the overview's resolution."""
-    return summarise_layer(store, "self", layer, resolution=RESOLUTION, device=DEVICE, progress=progress,
+    return summarise_layer(source, "self", layer, resolution=RESOLUTION, device=DEVICE, progress=progress,
                            heads=None if head is None else [head])
 
 
-def stored_summaries(store: AttentionStore, identity: tuple, layer: int, head: int
+def stored_summaries(source: AttentionSource, identity: tuple, layer: int, head: int
                      ) -> tuple[LayerSummaries | None, LayerSummaries | None]:
     """(every head's summaries, the current head's alone) of a stored decode's layer, each None until computed:
     kept ones at once, else the background job (started at once; drawn as its progress bar and Cancel)."""
     table, state = shared_cache(), st.session_state
     whole_key, head_key = summary_key(identity, layer), head_summary_key(identity, layer, head)
     if whole_key in table:
-        return table.get(whole_key, lambda: summarise_stored(store, layer)), None
-    n_heads, n_rows = store.layer("self", layer).n_heads, store.layer("self", layer).n_rows
+        return table.get(whole_key, lambda: summarise_stored(source, layer)), None
+    _, n_heads, n_rows, _ = source.shape("self")
     share = 1 / (n_heads + 1) if n_heads > 1 else 0.0  # the current head's pass: about 1/H of every head's
 
     def run(progress: Callable[[float], None]) -> LayerSummaries:
         if share and head_key not in table:
-            table.put(head_key, summarise_stored(store, layer, head, lambda f: progress(share * f)))
-        whole = summarise_stored(store, layer, progress=lambda f: progress(share + (1 - share) * f))
+            table.put(head_key, summarise_stored(source, layer, head, lambda f: progress(share * f)))
+        whole = summarise_stored(source, layer, progress=lambda f: progress(share + (1 - share) * f))
         table.put(whole_key, whole)
         return whole
 
