@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.analysis import TILE_SIDE, attention_source, estimate_decode, free_memory, pool_row
+from transformer.analysis import TILE_SIDE, attention_source, estimate_decode, free_memory, pool_row, stats_frame
 from transformer.charts import REGION_MAX, row_strip_chart, row_strip_frames, zoom_frame, zoom_labelled, zoom_tokens
 from transformer.charts import zoom_spec as chart_zoom_spec
 from transformer.data import DataError, text_from_bytes
@@ -175,11 +175,10 @@ def show_long_views(result: DecodeResult, identity: tuple) -> None:
     if summary is None:
         st.caption(f"This head's overview, from its own pass; layer {layer + 1}'s other heads follow.")
         return
-    stats = pd.DataFrame({"head": [f"H{h + 1}" for h in range(n_heads)],
-                          "entropy (nats, mean of rows)": summary.entropy.mean(-1).tolist(),
-                          "peak weight": summary.peak.mean(-1).tolist(),
-                          "on the first token": summary.first.mean(-1).tolist(),
-                          f"within {summary.window} positions": summary.local.mean(-1).tolist()})
+    table = stats_frame([summary])  # the head statistics, as every page's, from the same pass
+    stats = pd.DataFrame({"head": [f"H{h + 1}" for h in table["head"]],
+                          "entropy (nats, mean of rows)": table["entropy"], "peak weight": table["max_weight"],
+                          "on the first token": table["first"], f"within {summary.window} positions": table["local"]})
     st.dataframe(stats, hide_index=True, width="stretch",  # presenter mode's larger font: the columns still fit
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in stats.columns[1:]})
     st.caption(f"Layer {layer + 1}'s heads over all {rows:,} rows, from the same streamed pass.")
