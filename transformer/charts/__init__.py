@@ -78,7 +78,14 @@ from .positions import position_frame, position_picture
 from .qk_parts import QK_CELL, clicked_cell, grouped_parts, part_group, qk_part_map, with_cell_clicks
 from .qr import qr_matrix, qr_png, qr_svg
 from .reliance import reliance_chart, reliance_frame
-from .replay import MAX_REPLAY_BYTES, MAX_REPLAY_STEPS, ReplayTooLargeError, check_replay_size, replay_html
+from .replay import (
+    MAX_REPLAY_BYTES,
+    MAX_REPLAY_STEPS,
+    REGION_SIDE,
+    ReplayTooLargeError,
+    check_replay_size,
+    replay_html,
+)
 from .route import EDGE_KINDS, ROUTE_EDGE, clicked_via, edge_kind, route_chart, route_frames
 from .row_charts import (
     ROW_CHART_PX,
@@ -144,7 +151,7 @@ from .composition import (  # noqa: E402
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
 __all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
-__all__ += ["REGION_MAX", "zoom_frame", "zoom_spec"]
+__all__ += ["REGION_MAX", "REGION_SIDE", "zoom_frame", "zoom_spec"]
 __all__ += ["ROW_CHART_PX", "group_bars_chart", "row_difference_chart", "step_patching_chart", "step_rows_chart",
             "two_rows_chart"]
 __all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brushed_region", "drag_window", "log_floor",

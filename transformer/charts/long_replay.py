@@ -15,9 +15,11 @@ import torch
 
 from ..analysis import STRIP_BINS, TILE_SIDE, LayerSummaries, attention_source, pool_row, pool_tile, summarise_layer
 from ..decode import DecodeResult
-from .replay import MAX_REPLAY_BYTES, WEIGHT_SCALE, ReplayTooLargeError, _steps, script_json, vega_bundle
+from .replay_bundle import MAX_REPLAY_BYTES, WEIGHT_SCALE, ReplayTooLargeError, script_json, vega_bundle
+from .replay_bundle import replay_steps as _steps
 from .style import visible_token
 
+Region = tuple[int, int, int, int]  # first row, end row, first key, end key (ends excluded)
 OVERVIEW_CELLS = 96  # the overview's cells a side (as the app's document view)
 TOP_KEYS = 5
 SOURCE_CHARS = 2000  # the input shown in the page's header (the page holds every token anyway)

@@ -9,50 +9,29 @@ U+2028/9 escaped, and is put on the page as text, never as markup.
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
 import altair as alt
 import torch
 
+from ..analysis import LayerSummaries, attention_source
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from ..decode import BeamTree, DecodeResult
 from .attention import attention_heatmap
 from .beam import beam_tree_chart
-from .step import decoder_row_chart, source_strip, topk_bars, topk_frame
+from .long_replay import Region, long_replay_html
+from .replay_bundle import MAX_REPLAY_BYTES, WEIGHT_SCALE, ReplayTooLargeError, script_json, vega_bundle
+from .replay_bundle import replay_steps as _steps
+from .step import decoder_row_chart, source_strip, topk_bars
 from .style import visible_token
 
 MAX_REPLAY_STEPS = 512
-MAX_REPLAY_BYTES = 20_000_000  # 20 MB
+REGION_SIDE = 256  # a document's replay region by default: the last rows by the last keys (as the app opens)
 _BUNDLE_BYTES = 900_000  # about what vega_bundle() holds (Vega, Vega-Lite and vega-embed)
-WEIGHT_SCALE = 1000  # weights stored as integer thousandths (3 decimals)
 _PAGE = Path(__file__).with_name("replay_page.html")
-_VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-class ReplayTooLargeError(ValueError):
-    """A decode too long (steps) or too big (bytes) for one replay file."""
-
-
-@lru_cache(maxsize=1)
-def vega_bundle() -> str:
-    """Vega, Vega-Lite and vega-embed as one script (from vl-convert, so no CDN), safe inside a <script> element."""
-    import vl_convert
-
-    # vl-convert's stub marks the optional `snippet` as required
-    bundle = vl_convert.javascript_bundle(vl_version=_VL_VERSION)  # type: ignore[call-arg]
-    return re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE)
-
-
-def script_json(data: Any) -> str:
-    """JSON that can sit inside a <script> element: no `</script>`, no `<!--`, no line separators a parser trips on."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return re.sub("[<>&\u2028\u2029]", lambda m: _JSON_ESCAPES[m.group()], text)
 
 
 def replay_kinds(result: DecodeResult) -> list[str]:
@@ -137,15 +116,6 @@ def _kind_block(result: DecodeResult, kind: str) -> dict[str, Any]:
             "spec": _named_data(chart.to_dict(), ["heat", "row"] if stepped else ["heat"])}
 
 
-def _steps(result: DecodeResult) -> list[dict[str, Any]]:
-    inputs, offset = result.trace.decoder_input_tokens, result.trace.step_offset
-    return [{"input": visible_token(inputs[offset + t]) if offset + t < len(inputs) else "",
-             "token": visible_token(s.token),
-             "prob": round(float(s.prob), 4), "forced": bool(s.forced),
-             "topk": topk_frame(s.top_k, s.token).round({"percent": 2}).to_dict("records")}
-            for t, s in enumerate(result.steps)]
-
-
 def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None
                 ) -> dict[str, Any]:
     """Everything the replay page draws, as plain JSON-ready data (see `replay_html`); with `beam`, the beam tree
@@ -180,13 +150,23 @@ def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: 
     return data
 
 
-def replay_html(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None) -> str:
+def replay_html(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None, *,
+                layer: int = 0, region: Region | None = None, summaries: LayerSummaries | None = None) -> str:
     """One self-contained HTML page replaying `result` step by step (Next/Prev and the arrow keys, every attention
     kind the trace has, layer and head pickers and the mean of heads, the top-k of each step), offline.
 
     `model_name` and `weights` (which weights these are, e.g. "Weights of step 6,684") are shown in its header.
-    Raises ReplayTooLargeError over MAX_REPLAY_STEPS steps or MAX_REPLAY_BYTES bytes.
+    Raises ReplayTooLargeError over MAX_REPLAY_STEPS steps or MAX_REPLAY_BYTES bytes. A decode whose attention is
+    kept as a store (a document) is replayed in its own mode (`long_replay_html`): `layer`'s overview of each head,
+    `region` (first row, end row, first key, end key; by default the last REGION_SIDE rows by the last REGION_SIDE
+    keys) with its exact weights, and each step's row over every key.
     """
+    if not attention_source(result.trace).holds_maps:
+        if region is None:
+            _, _, rows, keys = attention_source(result.trace).shape("self")
+            side = min(REGION_SIDE, rows, keys)
+            region = (rows - side, rows, keys - side, keys)
+        return long_replay_html(result, model_name, layer=layer, region=region, weights=weights, summaries=summaries)
     data = replay_data(result, model_name, weights, beam)
     title = f"Replay · {model_name} · {result.source_text}"
     parts = {"title": html.escape(visible_token(title[:200])), "data": script_json(data), "vega": vega_bundle()}

@@ -1,4 +1,4 @@
-"""`decode --html PATH` above the store's threshold: the long replay page (`transformer.charts.long_replay_html`, the
+"""`decode --html PATH` above the store's threshold: the replay page's document mode (`charts.replay_html`, the
 app's Download replay): the overview of each head of `--layer`, the region `--region ROWS,KEYS` with its weights
 recomputed exactly from the store (by default the last 256 rows by the last 256 keys, as the app's document view
 opens), and each decode step's row over every key; within the replay's 20 MB, refused in one line past it."""
@@ -8,11 +8,10 @@ import argparse
 import re
 
 from ..analysis import attention_source
-from ..charts import REGION_MAX, ReplayTooLargeError, long_replay_html
+from ..charts import REGION_MAX, REGION_SIDE, ReplayTooLargeError, replay_html
 from ..decode import STORE_ABOVE, DecodeResult
 from .common import UsageError, positive_int, write_output
 
-REGION_SIDE = 256  # the default region's side (the app's document view opens on the same)
 _RANGE = r"\s*(\d[\d_]*)\s*-\s*(\d[\d_]*)\s*"
 Region = tuple[int, int, int, int]  # first row, end row, first key, end key (ends excluded)
 
@@ -67,16 +66,12 @@ def write_long_replay(path: str, result: DecodeResult, model_name: str, weights:
     """Write `result`'s long replay page to `path`: UsageError for a layer or region outside the model or input,
     ReplayTooLargeError (naming the limit) past the replay's 20 MB."""
     layer = args.layer or 1
-    n_layers, _, n_rows, n_keys = attention_source(result.trace).shape("self")
+    n_layers = attention_source(result.trace).shape("self")[0]
     if layer > n_layers:
         raise UsageError(f"--layer {layer}: this model has layers 1-{n_layers}")
-    if args.region is None:
-        side = min(REGION_SIDE, n_rows, n_keys)
-        region = (n_rows - side, n_rows, n_keys - side, n_keys)
-    else:
-        region = parse_region(args.region)
+    region = None if args.region is None else parse_region(args.region)  # None: the last rows by the last keys
     try:
-        page = long_replay_html(result, model_name, layer=layer - 1, region=region, weights=weights)
+        page = replay_html(result, model_name, weights, layer=layer - 1, region=region)
     except ReplayTooLargeError as exc:
         raise ReplayTooLargeError(str(exc).replace("Zoom to a smaller region.", "Give fewer --max-steps or a "
                                                    "smaller --region.")) from None

@@ -58,3 +58,14 @@ def test_a_region_outside_the_input_and_a_page_past_the_limit_are_refused(result
     monkeypatch.setattr(long_module, "MAX_REPLAY_BYTES", 1_000_000)
     with pytest.raises(ReplayTooLargeError, match="a replay file holds at most 1 MB. Zoom to a smaller region"):
         long_replay_html(result, "m", layer=0, region=(0, 256, 0, 256))
+
+
+def test_the_one_replay_entry_replays_a_document_in_its_own_mode(result):
+    from transformer.charts import REGION_SIDE, replay_html
+
+    n = result.trace.store.layer("self", 0).n_keys
+    data = page_data(replay_html(result, "qwen2-long", "w"))  # the store decides the mode, not the caller
+    region = data["region"]
+    assert (region["r0"], region["r1"], region["k0"], region["k1"]) == (n - REGION_SIDE, n, n - REGION_SIDE, n)
+    assert data == page_data(long_replay_html(result, "qwen2-long", layer=0, region=(n - 256, n, n - 256, n),
+                                              weights="w"))

@@ -10,7 +10,7 @@ import streamlit as st
 import torch
 
 from transformer.analysis import LayerSummaries, attention_source
-from transformer.charts import MAX_REPLAY_BYTES, long_replay_html, long_replay_size, step_rows_chart
+from transformer.charts import MAX_REPLAY_BYTES, long_replay_size, replay_html, step_rows_chart
 from transformer.decode import DecodeResult
 from ui.models import current_model
 from ui.server import audience_refusal
@@ -58,7 +58,7 @@ def long_replay_download(result: DecodeResult, layer: int, region: tuple[int, in
     name = active.option.label.replace("  ·  ", " · ") if active is not None else "model"
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", active.option.name if active is not None else "model")
     why = audience_refusal("render")
-    data = b"" if why else partial(long_replay_html, result, name, layer=layer, region=region,
+    data = b"" if why else partial(replay_html, result, name, layer=layer, region=region,
                                    weights=weights_of(active) if active is not None else "", summaries=summaries)
     st.download_button("Download replay", data=data, file_name=f"replay_{stem}_document.html", mime="text/html",
                        key="long_doc_replay", icon=":material/play_circle:", on_click="ignore", disabled=bool(why),
