@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from ..decode import AttentionTrace
+from .attention_source import whole_maps
 
 AGGREGATES = {"mean": "mean over heads", "max": "max over heads", "rollout": "attention rollout"}
 
@@ -55,6 +56,8 @@ def aggregate_trace(trace: AttentionTrace, how: str) -> AttentionTrace:
     if how not in AGGREGATES:
         raise ValueError(f"unknown aggregate {how!r}; expected one of {', '.join(AGGREGATES)}")
     spec = trace.family
+    for kind in trace.kinds:  # every layer's whole map: refused in one place past what can be materialised
+        whole_maps(trace, "rollout" if how == "rollout" else "aggregate", kind)
     if how == "mean":
         maps = {k: trace.weights(k).float().mean(1) for k in trace.kinds}
     elif how == "max":

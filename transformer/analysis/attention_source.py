@@ -9,6 +9,7 @@ itself in `WHOLE_MAP_FEATURES` and asks `whole_maps(source, feature)`, which ref
 (`MapsNeeded`, one line, a window of the input offered) where the source holds a store instead."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, runtime_checkable
 
@@ -20,8 +21,10 @@ from ..model import AttentionStore
 from ..model.attention_store import Device, Index, positions
 
 WINDOW_TOKENS = 512  # tokens of a window of a long input offered as an input of its own, where whole maps are held
+WHOLE_MAPS_BYTES = 256 * 2**20  # a store's kind is materialised as whole maps for a whole-map feature up to this
 WHOLE_MAP_FEATURES = {  # a feature that reads every weight of a kind at once -> how it is named when refused
     "rollout": "attention rollout (every layer's whole map multiplied)",
+    "aggregate": "the mean or max of every head's whole map",
     "line_view": "the line view",
     "model_view": "the model-view grid of every head",
     "animation": "animation",
@@ -191,15 +194,21 @@ def attention_source(what: AttentionTrace | AttentionStore | AttentionSource) ->
     return what
 
 
-def whole_maps(source: AttentionSource, feature: str, kind: str) -> Tensor:
-    """A kind's whole (layers, heads, queries, keys) maps for `feature` (a key of `WHOLE_MAP_FEATURES`), or
-    `MapsNeeded` where the source keeps a store: the one place such a feature is refused."""
+def whole_maps(what: AttentionTrace | AttentionSource, feature: str, kind: str) -> Tensor:
+    """A kind's whole (layers, heads, queries, keys) maps for `feature` (a key of `WHOLE_MAP_FEATURES`): the
+    captured maps, or a store's materialised while they stay within WHOLE_MAPS_BYTES (a short input kept as a store,
+    a saved trace reopened), else `MapsNeeded`: the one place such a feature is refused."""
     if feature not in WHOLE_MAP_FEATURES:
         raise KeyError(f"unknown whole-map feature {feature!r}; known: {', '.join(WHOLE_MAP_FEATURES)}")
-    if not source.holds_maps:
+    source = attention_source(what)
+    if isinstance(source, MapsSource):
+        return source.maps[kind]
+    if 4 * math.prod(source.shape(kind)) > WHOLE_MAPS_BYTES:
         raise MapsNeeded(feature, source.shape(kind)[-1])
-    assert isinstance(source, MapsSource)
-    return source.maps[kind]
+    if isinstance(what, AttentionTrace):
+        return what.weights(kind)  # materialised once, kept by the trace
+    assert isinstance(source, StoreSource)
+    return source.store.dense(kind)
 
 
 def refused_features(source: AttentionSource) -> tuple[str, ...]:

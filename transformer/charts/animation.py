@@ -13,6 +13,7 @@ from typing import Any, Iterator, Sequence
 
 import altair as alt
 
+from ..analysis import whole_maps
 from ..decode import AttentionTrace, DecodeResult, head_label
 from ..model import ALL_TITLES, ModelFamily
 from .attention import attention_heatmap
@@ -97,6 +98,7 @@ def decode_slides(result: DecodeResult, *, model: str, layer: int = 0, head: int
     trace = result.trace
     kind = kind or animated_kind(trace.family)
     _check(trace, kind, layer, head)
+    whole_maps(trace, "animation", kind)  # each slide draws a whole map: refused past what can be materialised
     n = len(result.steps)
     _check_count(n, "output steps")
     slides = []

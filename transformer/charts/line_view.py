@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 import torch
 
+from ..analysis import whole_maps
 from ..decode import AttentionTrace
 from .style import AUTOSIZE, visible_token
 
@@ -23,6 +24,7 @@ def line_frame(trace: AttentionTrace, kind: str, layer: int, heads: Sequence[int
                window: tuple[int, int] | None = None, threshold: float = LINE_THRESHOLD) -> pd.DataFrame:
     """One row per (head, query, key) line in the window with weight >= threshold: head, query_index, key_index
     (positions in the trace), weight (the map's own)."""
+    whole_maps(trace, "line_view", kind)  # a long input's store: refused in one line, a window offered
     n_q, n_k = trace.axis_sizes(kind)
     start, stop = window if window is not None else (0, max(n_q, n_k))
     rows = []

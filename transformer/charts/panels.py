@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..analysis import whole_maps
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from ..decode import MEAN_HEAD, AttentionTrace, head_label
 from .attention import _CLICK_HINTS, MAX_GRID_CELLS, ChartTooLargeError, axis_titles
@@ -143,6 +144,7 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
     SVG for images (each panel keeps its aria-label) and canvas for rects (SVG with 10^5 cells takes seconds).
     `keys`: a window of key positions (start, stop), 0-based, stop exclusive, drawn in every panel.
     """
+    whole_maps(trace, "model_view", kind)  # every head's whole map: refused in one place past what fits
     n_layers = trace.n_layers(kind)
     layer_list = list(range(n_layers)) if layers is None else [int(x) for x in layers]
     if not layer_list:

@@ -2,6 +2,8 @@
 the same input gives the same numbers (1e-6); whole-map features are refused in one place for a store."""
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -23,6 +25,7 @@ from transformer.analysis import (
 from transformer.model import AttentionStore, ScoreRules, layer_store, value_norms
 
 ATOL = 1e-6
+SOURCE_MODULE = importlib.import_module("transformer.analysis.attention_source")  # its limit, patched
 
 
 def _store(rules: ScoreRules, n: int = 70, layers: int = 2) -> AttentionStore:
@@ -104,10 +107,12 @@ def test_the_document_table_reads_the_same_summaries():
     assert frame["local"].tolist() == pytest.approx(s.local.mean(-1).tolist())
 
 
-def test_a_store_refuses_whole_map_features_in_one_place():
+def test_a_store_refuses_whole_map_features_in_one_place(monkeypatch):
     stored, maps = _both(ScoreRules(0.3, causal=True))
     assert whole_maps(maps, "rollout", "self") is maps.maps["self"]
     assert refused_features(maps) == ()
+    torch.testing.assert_close(whole_maps(stored, "rollout", "self"), maps.maps["self"])  # small: materialised
+    monkeypatch.setattr(SOURCE_MODULE, "WHOLE_MAPS_BYTES", 1000)
     with pytest.raises(MapsNeeded, match="Attention rollout .* 70 tokens .* open a window"):
         whole_maps(stored, "rollout", "self")
     assert "the line view" in refused_features(stored)
@@ -150,3 +155,27 @@ def test_a_short_trace_reads_through_its_maps():
     assert source.causal == frozenset({"decoder_self"}) and source.shape("cross") == trace.shape("cross")
     torch.testing.assert_close(source.tile("cross", 1, 2), trace.matrix("cross", 1, 2))
     torch.testing.assert_close(source.tile("cross", 1, None), trace.matrix("cross", 1))
+
+
+def test_every_whole_map_feature_asks_the_one_check(monkeypatch):
+    """Rollout, the mean and max of heads, the line view, the model-view grid and the animation read whole maps:
+    past what a store may materialise each is refused by the one check, naming itself."""
+    from tests.helpers.chart_traces import random_trace
+    from transformer.analysis import aggregate_trace
+    from transformer.charts import attention_panels, line_frame
+    from transformer.decode import AttentionTrace
+
+    store = _store(ScoreRules(0.3, causal=True), n=12)
+    tokens = tuple(f"t{i}" for i in range(12))
+    trace = AttentionTrace((), tokens, family="decoder-only", store=store)
+    short = random_trace(["a", "b"], ["x", "y"])
+    assert aggregate_trace(short, "rollout").shape("cross")[1] == 1  # maps held: drawn as before
+    assert aggregate_trace(trace, "rollout").shape("self") == (2, 1, 12, 12)  # a small store: materialised
+    monkeypatch.setattr(SOURCE_MODULE, "WHOLE_MAPS_BYTES", 1000)
+    for call, name in ((lambda: aggregate_trace(trace, "rollout"), "Attention rollout"),
+                       (lambda: aggregate_trace(trace, "max"), "The mean or max"),
+                       (lambda: line_frame(trace, "self", 0, [0]), "The line view"),
+                       (lambda: attention_panels(trace, "self"), "The model-view grid")):
+        with pytest.raises(MapsNeeded, match=name):
+            call()
+    assert len(line_frame(short, "cross", 0, [0])) > 0
