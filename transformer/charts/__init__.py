@@ -30,6 +30,7 @@ from .beam import (
     tree_window,
 )
 from .beam import key_window as beam_key_window
+from .circuits import CIRCUIT_NODE, circuit_chart, faithfulness_chart, node_layout
 from .difference import difference_frame, difference_heatmap
 from .edit_difference import (
     EDIT_WINDOW,
@@ -157,3 +158,4 @@ __all__ += ["ROW_CHART_PX", "group_bars_chart", "row_difference_chart", "step_pa
 __all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brushed_region", "drag_window", "log_floor",
             "overview_chart", "overview_frame"]
 __all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]
+__all__ += ["CIRCUIT_NODE", "circuit_chart", "faithfulness_chart", "node_layout"]
