@@ -54,9 +54,13 @@ from .circuits import (
     find_circuit,
     known_circuit,
     pair_from_text,
+    patched_metric,
+    top_edges,
 )
 from .circuits import IG_STEPS as CIRCUIT_IG_STEPS
 from .circuits import METRICS as CIRCUIT_METRICS
+from .circuits import Pair as CircuitPair
+from .circuits import baseline as circuit_baseline
 from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
 from .composition import MODES as COMPOSITION_MODES
 from .composition import composition_scores, strongest
@@ -237,3 +241,4 @@ __all__ += ["HeadEstimate", "head_estimate"]
 __all__ += ["model_positions", "positions_summary", "rotating_layers"]
 __all__ += ["CIRCUIT_IG_STEPS", "CIRCUIT_METRICS", "EAP", "EAP_IG", "LOGIT_DIFF", "CircuitResult", "find_circuit",
             "pair_from_text"]
+__all__ += ["CircuitPair", "circuit_baseline", "patched_metric", "top_edges"]

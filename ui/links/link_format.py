@@ -224,6 +224,7 @@ PARSERS: dict[str, Any] = {
     "query": lambda v: _int(v, 1, 99_999) - 1,  # the head computation's query position
     "qkq": lambda v: _int(v, 1, 99_999) - 1,  # What made this score: its query and key positions
     "qkk": lambda v: _int(v, 1, 99_999) - 1,
+    "circ": lambda v: _int(v, 1, 10_000_000),  # Compare's circuit: the edges in it (n, the slider)
     "tau": lambda v: _float(v, 0.0, 0.5),  # the route graph's threshold
     "words": _flag,
     "group": lambda v: _choice(v, GROUPINGS),  # a document's tokens grouped into words, sentences, lines or turns

@@ -12,7 +12,7 @@ from transformer.decode import ALL_TITLES, DecodeResult, InputError
 from ui.models import ActiveModel
 from ui.server import shared
 
-from ..features import show_patching
+from ..features import show_circuits, show_patching
 from ..kit import (
     LINK_PARAMS,
     Column,
@@ -184,3 +184,4 @@ def show_edit_mode(active: ActiveModel) -> None:
                     against=Selection("compare", active, text_b, comparison.b, kind=kind, layer=layer, head=head))
     show_edit_difference(sel, comparison)
     show_patching(active, comparison)
+    show_circuits(active, comparison)

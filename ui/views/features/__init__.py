@@ -19,6 +19,7 @@ from .alignment import show_alignment_scores
 from .animation import animation_downloads, decode_animation, file_stem
 from .attribution import show_agreement, show_step_attribution
 from .beam import show_beam_tree
+from .circuits_view import show_circuits
 from .composition_view import show_composition
 from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statistics
 from .head_computation import (
@@ -62,3 +63,4 @@ __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_q
 __all__ += ["show_long_input"]
 __all__ += ["LONG_HEAD_KEY", "LONG_LAYER_KEY", "LONG_ON_KEY", "LONG_QUERY_KEY", "show_long_compare",
             "show_long_patching", "show_long_rows", "show_window_offer"]
+__all__ += ["show_circuits"]

@@ -26,7 +26,7 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
                   "dsteps": "long_doc_steps", "zoom": "long_zoom", "oscale": "long_overview_scale"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit",
-                "way": "compare_masked_way", "text_b": "compare_text_b"},
+                "way": "compare_masked_way", "text_b": "compare_text_b", "circ": "compare_circuits_n"},
     "train": {},
     "learn": {"text": "learn_text", "stage": "learn_stage"},
     "head": {"kind": "head_page_kind", "layer": "head_page_layer", "head": "head_page_head"},

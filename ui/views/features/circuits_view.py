@@ -1,0 +1,183 @@
+"""Compare's edit mode, part three: the circuit. Which heads and connections carry A's answer that its edit B lacks:
+every edge (embeddings, heads, MLPs into a later head's query, key or value, an MLP or the logits) scored by EAP-IG or
+EAP, and the circuits of the top n edges checked by real edge patching. A background job (progress, Cancel); a slider
+over n beside the faithfulness curve (in the link); a node opens the head's page, an edge its composition score and
+the QK table of its head at the strongest cell."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer.adapters import ResidualPathError
+from transformer.analysis import (
+    CIRCUIT_IG_STEPS,
+    EAP,
+    EAP_IG,
+    CircuitPair,
+    CircuitResult,
+    EditComparison,
+    circuit_baseline,
+    find_circuit,
+    pair_from_text,
+    patched_metric,
+    qk_attribution,
+    top_edges,
+)
+from transformer.charts import CIRCUIT_NODE, circuit_chart, faithfulness_chart
+from transformer.decode import InputError
+from transformer.model import Head, HeadError
+from ui.models import ActiveModel
+
+from ..kit import (
+    LINK_PARAMS,
+    JobTexts,
+    analysis_result,
+    can_start,
+    composition_for,
+    head_page_link,
+    md,
+    show_chart,
+    start_button,
+)
+
+KEY = "compare_circuits"
+N_KEY = LINK_PARAMS["compare"]["circ"]
+METHOD_TITLES = {EAP_IG: "EAP-IG (integrated gradients)", EAP: "EAP (one backward)"}
+CIRCUIT_TEXTS = JobTexts(cancelled="Circuit search cancelled: nothing was kept.",
+                         cancelled_icon=":material/stop_circle:", refused="No circuit: {error}",
+                         refused_icon=":material/block:", refusals=(InputError, ResidualPathError))
+
+
+@dataclass(frozen=True)
+class CircuitRun:
+    """A finished search as the page keeps it: the result and the pair it ran on (its captures read the QK table)."""
+
+    result: CircuitResult
+    pair: CircuitPair
+
+
+def _run(active: ActiveModel, c: EditComparison, method: str, steps: int, progress) -> CircuitRun:
+    pair = pair_from_text(active.adapter, c.a.source_text, c.b.source_text)
+    return CircuitRun(find_circuit([pair], method=method, ig_steps=steps, progress=progress), pair)
+
+
+def show_circuits(active: ActiveModel, c: EditComparison) -> None:
+    """The circuit section under the edit comparison."""
+    st.subheader("Which heads carry it? The circuit", anchor=False)
+    st.caption("Every edge from the embeddings, a head or an MLP into a later head's query, key or value, an MLP or "
+               "the logits is scored by edge attribution (EAP-IG: Hanna et al. 2024; EAP: Syed et al. 2023) at the "
+               "first step where B's answer differs; the circuit of the top n edges is then run with every other "
+               "edge taking B's value (real patching), and the curve says how much of A − B it keeps.")
+    c_method, c_steps = st.columns([3, 1], vertical_alignment="bottom")
+    method = c_method.selectbox("Attribution", list(METHOD_TITLES), key=f"{KEY}_method",
+                                format_func=METHOD_TITLES.__getitem__)
+    steps = int(c_steps.number_input("IG steps", 1, 50, CIRCUIT_IG_STEPS, key=f"{KEY}_ig_steps",
+                                     disabled=method == EAP))
+    identity = ("circuits", method, steps, active.cache_key, c.a.source_text, c.b.source_text)
+    run = analysis_result(identity, "Finding the circuit", lambda progress: _run(active, c, method, steps, progress),
+                          key=KEY, texts=CIRCUIT_TEXTS)
+    if run is None:
+        if can_start(identity):
+            start_button("Find the circuit", identity, key=KEY, icon=":material/account_tree:")
+        return
+    _show(active, run)
+
+
+def _n(result: CircuitResult) -> int:
+    top = len(result.edges)
+    if not isinstance(st.session_state.get(N_KEY), int) or not 1 <= st.session_state[N_KEY] <= top:
+        st.session_state[N_KEY] = result.faithfulness.n
+    return int(st.slider("Edges in the circuit (n)", 1, top, key=N_KEY,
+                         help="The top n edges by |score|; every other edge takes B's value when the circuit runs."))
+
+
+def _kept(run: CircuitRun, n: int) -> float:
+    """The share of A − B the circuit of the top n edges keeps (one patched run, kept per n)."""
+    cache = st.session_state.setdefault(f"{KEY}_kept", {})
+    mark = (id(run), n)
+    if mark not in cache:
+        result = run.result
+        scores = torch.tensor([e.score for e in result.edges])
+        base = circuit_baseline([run.pair], result.metric)
+        value = patched_metric([run.pair], base, top_edges(scores, n), result.metric)
+        cache.clear()
+        cache[mark] = (value - base.corrupted_metric) / base.gap
+    return float(cache[mark])
+
+
+def _show(active: ActiveModel, run: CircuitRun) -> None:
+    result, f = run.result, run.result.faithfulness
+    where = f"output token {result.step + 1}" if result.step is not None else "the mask"
+    state = "reaches" if f.reached else "does not reach; the best found"
+    st.caption(f"{METHOD_TITLES[result.method]} at {where}: logit ‹{md(result.answer)}› − logit "
+               f"‹{md(result.contrast)}›, A {result.clean_metric:.3f}, B {result.corrupted_metric:.3f} · "
+               f"{len(result.edges):,} edges in {result.seconds:.1f} s · the smallest circuit that {state} 0.8: "
+               f"**{f.n}** edges · area {f.area:.3f}")
+    n = _n(result)
+    left, right = st.columns([3, 2])
+    with left:
+        event = show_chart(circuit_chart(result, n), key=f"{KEY}_graph", on_select="rerun",
+                           selection_mode=[CIRCUIT_NODE], width="content")
+    with right:
+        show_chart(faithfulness_chart(result, n), key=f"{KEY}_curve", width="content")
+        st.metric("Share of A − B this circuit keeps", f"{_kept(run, n):.3f}")
+    _node(event)
+    _edge(active, run, n)
+
+
+def _node(event) -> None:
+    picked = ((getattr(event, "selection", None) or {}).get(CIRCUIT_NODE) or [{}])[0].get("node")
+    if not picked:
+        st.caption("Click a node to open its head's page.")
+        return
+    try:
+        head_page_link(Head.parse(str(picked)), f"Open {picked}'s page")
+    except HeadError:
+        st.caption(f"{picked} is not a head: no head page.")
+
+
+def _edge(active: ActiveModel, run: CircuitRun, n: int) -> None:
+    edges = run.result.top(n)
+    i = st.selectbox("An edge of the circuit", range(len(edges)), key=f"{KEY}_edge",
+                     format_func=lambda k: f"{edges[k].source} → {edges[k].target} ({edges[k].input}) "
+                                           f"{edges[k].score:+.3f}")
+    edge = edges[min(int(i or 0), len(edges) - 1)]
+    try:
+        writer, reader = Head.parse(edge.source), Head.parse(edge.target)
+    except HeadError:
+        st.caption("Composition and the QK table are for an edge between two heads.")
+        return
+    if edge.input in ("q", "k", "v"):
+        try:
+            frame = composition_for(active)
+            row = frame[(frame["from"] == edge.source) & (frame["to"] == edge.target)]
+            if len(row):
+                st.caption(f"{edge.input.upper()}-composition of {edge.source} → {edge.target} (from the weights): "
+                           f"{float(row.iloc[0][edge.input]):.3f}")
+        except ResidualPathError as exc:
+            st.caption(str(exc))
+    _qk(run, writer, reader, edge.input)
+
+
+def _qk(run: CircuitRun, writer: Head, reader: Head, side: str) -> None:
+    """The reader's score at its strongest cell of A's run, taken apart: what the writer's part adds to it."""
+    cap = run.pair.clean.cap
+    pattern = cap.insides.inputs[reader.kind][reader.layer].pattern()[0, reader.head]  # (Tq, Tk)
+    query = run.pair.position if pattern.shape[0] > run.pair.position and reader.kind != "encoder_self" else \
+        int(pattern.max(-1).values.argmax())
+    key = int(pattern[query].argmax())
+    try:
+        table = qk_attribution(cap, reader, query, key)
+    except ResidualPathError as exc:
+        st.caption(str(exc))
+        return
+    parts = table.by_key_part() if side == "k" else table.by_query_part()
+    share = parts.get(writer.label)
+    st.caption(f"{reader.label}'s score at its strongest cell of A (query {query + 1}, key {key + 1}): "
+               f"{table.total:.3f}; {writer.label}'s part on the {'key' if side == 'k' else 'query'} side: "
+               f"{'none' if share is None else f'{share:+.3f}'}")
+    st.dataframe(pd.DataFrame(sorted(parts.items(), key=lambda p: -abs(p[1]))[:8], columns=["part", "score"]),
+                 hide_index=True, key=f"{KEY}_qk")
