@@ -23,7 +23,7 @@ Region = tuple[int, int, int, int]  # first row, end row, first key, end key (en
 OVERVIEW_CELLS = 96  # the overview's cells a side (as the app's document view)
 TOP_KEYS = 5
 SOURCE_CHARS = 2000  # the input shown in the page's header (the page holds every token anyway)
-_PAGE = Path(__file__).with_name("long_replay_page.html")
+_PAGE = Path(__file__).with_name("replay_page.html")  # one template: its document mode
 
 
 def _ints(weights: torch.Tensor) -> list:
