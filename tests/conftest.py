@@ -1,5 +1,5 @@
-"""Shared fixtures: a tiny trained checkpoint built once per test session. Under CI a skipped browser or desktop
-test fails (skips_under_ci)."""
+"""Shared fixtures: a tiny trained checkpoint and the real-shape Hugging Face models, each built once per test
+session (per pytest-xdist worker). Under CI a skipped browser or desktop test fails (skips_under_ci)."""
 from __future__ import annotations
 
 import multiprocessing
@@ -39,6 +39,15 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("checkpoints")
     build_tiny_checkpoint(root / "reverse")
     return root
+
+
+@pytest.fixture(scope="session")
+def real_shapes_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models folder holding opus-mt-shape, bart-large-heads and gpt2-heads (tests/helpers/real_shapes.py), built
+    once per worker; the app's model cache is keyed by folder, so every real-shape test after the first loads none.
+    Read-only: a test that changes a model builds its own."""
+    from tests.helpers.real_shapes import build_real_shapes
+    return build_real_shapes(tmp_path_factory.mktemp("hf_real_shapes"))
 
 
 @pytest.fixture(autouse=True)

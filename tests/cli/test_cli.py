@@ -1,6 +1,8 @@
 """`python -m transformer`: train -> eval -> decode round trip, resume, Ctrl-C, and one-line user errors."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -140,9 +142,19 @@ def test_diverging_training_saves_the_last_finite_weights_and_reports_it(tmp_pat
     assert load_checkpoint(out).step == 2
 
 
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint `train` saved in this process (TINY, as `trained`, without the: what the user-error cases need, without the
+    real process `trained` starts; thirty steps, so that a decode ends)."""
+    out = tmp_path_factory.mktemp("cli_saved") / "rev"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["train", *TINY, "--steps", "30", "--out", str(out)]) == 0
+    return out
+
+
 @pytest.fixture
-def broken(trained, tmp_path: Path) -> Path:
-    copy = Path(shutil.copytree(trained[0], tmp_path / "broken"))
+def broken(saved: Path, tmp_path: Path) -> Path:
+    copy = Path(shutil.copytree(saved, tmp_path / "broken"))
     (copy / "config.json").write_text("{oops")
     return copy
 
@@ -183,9 +195,9 @@ CASES = ["unknown task", "existing out", "bad sizes", "bad lr", "not a number", 
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_user_errors_exit_2_with_one_line(case: str, trained, broken: Path, tmp_path: Path,
+def test_user_errors_exit_2_with_one_line(case: str, saved: Path, broken: Path, tmp_path: Path,
                                           capsys: pytest.CaptureFixture) -> None:
-    argv, message = bad_commands(trained[0], broken, tmp_path)[case]
+    argv, message = bad_commands(saved, broken, tmp_path)[case]
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1, captured.err

@@ -4,6 +4,7 @@ resolve, so a move that leaves a pointer behind fails here."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import subprocess
@@ -36,6 +37,7 @@ def _prose(path: Path) -> str:
     return "\n".join([*(doc for n in nodes if (doc := ast.get_docstring(n, clean=False))), *comments])
 
 
+@functools.cache  # both tests read the same texts (2 s of parsing): once per process
 def _texts() -> dict[str, str]:
     docs = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in _tracked("docs/*.md", "README.md")
             if str(p.relative_to(ROOT)) not in HISTORY}

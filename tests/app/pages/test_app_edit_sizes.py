@@ -5,29 +5,22 @@ the model reads (bart-large's and GPT-2's heads: the longest only, with the patc
 chart wider than a 1280 px page (a long axis is drawn through a window)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, poll, texts
-from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
+from tests.helpers.real_shapes import CAPTION, PAGE_PX, point_app_at
 from transformer.analysis import prepare_patching, sites_of
 from transformer.store import open_model
 from ui.server.shared_cache import shared_cache
 from ui.views.assembly.edit_compare import _compare
 
 
-@pytest.fixture(scope="module")
-def hf_root(tmp_path_factory) -> Path:
-    return build_real_shapes(tmp_path_factory.mktemp("hf_edit_sizes"))
-
-
 @pytest.fixture
-def sizes_env(monkeypatch, tmp_path, hf_root):
-    return point_app_at(monkeypatch, tmp_path / "runs", hf_root)
+def sizes_env(monkeypatch, tmp_path, real_shapes_root):
+    return point_app_at(monkeypatch, tmp_path / "runs", real_shapes_root)
 
 
 @pytest.fixture

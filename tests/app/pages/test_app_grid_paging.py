@@ -6,11 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, open_app
-from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 from transformer.charts import panels
 from ui.models import MODEL_KEY
 
@@ -18,18 +15,11 @@ CAPTION = ("Two young children in blue shirts are playing soccer on a green fiel
            "parents watch.")
 
 
-@pytest.fixture(scope="module")
-def bart_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("hf_grid")
-    build("bart", root / "bart-large-heads", size=BART_LARGE_HEADS)
-    return root
-
-
-def _attention(monkeypatch, tmp_path: Path, bart_root: Path):
+def _attention(monkeypatch, tmp_path: Path, real_shapes_root: Path):
     """The Attention page on the bart-large-shaped model with the caption."""
     monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(bart_root))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(real_shapes_root))
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
     at.switch_page("pages/attention.py").run()
@@ -48,8 +38,8 @@ def _panels(grid: dict) -> set[tuple[int, int]]:
 
 
 def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_request(monkeypatch, tmp_path,
-                                                                                        bart_root):
-    at = _attention(monkeypatch, tmp_path, bart_root)
+                                                                                        real_shapes_root):
+    at = _attention(monkeypatch, tmp_path, real_shapes_root)
     assert_no_exception(at)
     kind = at.radio(key="attention_kind").value
     picker = at.slider(key=f"attention_grid_layers_{kind}_12")
@@ -67,8 +57,8 @@ def test_the_grid_draws_every_layer_of_a_bart_large_shape_model_and_a_range_on_r
     assert len(_panels(_grid(at))) == 12 * 17
 
 
-def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_root):
-    at = _attention(monkeypatch, tmp_path, bart_root)
+def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, real_shapes_root):
+    at = _attention(monkeypatch, tmp_path, real_shapes_root)
     kind = at.radio(key="attention_kind").value
     large = next(c for c in charts(at) if "mean of 16 heads" in c["title"])
     heatmap = max(large["frames"].values(), key=len)
@@ -94,9 +84,9 @@ def test_too_many_layers_for_the_input_offer_fewer(monkeypatch, tmp_path, bart_r
     assert any("too long to draw every head" in str(m.value) for m in at.info)
 
 
-def test_the_head_statistics_of_many_heads_list_the_layer_picked(monkeypatch, tmp_path, bart_root):
+def test_the_head_statistics_of_many_heads_list_the_layer_picked(monkeypatch, tmp_path, real_shapes_root):
     """192 heads a kind: every head is in the overview map; the statistics table holds the large map's layer."""
-    at = _attention(monkeypatch, tmp_path, bart_root)
+    at = _attention(monkeypatch, tmp_path, real_shapes_root)
     assert_no_exception(at)
 
     def rows() -> list[str]:

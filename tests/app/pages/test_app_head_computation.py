@@ -158,15 +158,14 @@ def test_the_query_position_travels_in_the_link_and_one_the_input_has_not_got_is
     assert any(f"head 2 · query {n_rows} (" in t for t in texts(bad.markdown))  # the last, as a fresh view shows
 
 
-def test_inside_one_head_opens_at_bart_large_heads_and_its_longest_input(monkeypatch, tmp_path):
+def test_inside_one_head_opens_at_bart_large_heads_and_its_longest_input(monkeypatch, tmp_path, real_shapes_root):
     """bart-large's 12 x 16 heads built from config, the input at the model's maximum length: the contribution map,
     the head computation and the line view open with no exception, each chart within a 1280 px page."""
     from tests.helpers.app_session import charts
-    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
     from transformer.store import open_model
     from ui.models import MODEL_KEY
-    folder = build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    folder = real_shapes_root / "bart-large-heads"
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(real_shapes_root))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
     adapter = open_model(str(folder))
     words = []

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, capture_downloads, charts, open_app, open_link, texts
-from tests.helpers.real_shapes import GPT2_HEADS, PAGE_PX, point_app_at
+from tests.helpers.real_shapes import PAGE_PX, point_app_at
 from transformer.charts import FINDER_SELECTION
 from transformer.model import Head
 from ui.views import LINK_PARAMS
@@ -121,21 +121,10 @@ def test_the_head_page_opens_on_the_shipped_models_within_1280_px(monkeypatch, s
     assert len(pages) == 1 and pages[0]().startswith("<!DOCTYPE html>")
 
 
-@pytest.fixture(scope="module")
-def hf_root(tmp_path_factory) -> Path:
-    """bart-large's 576 heads and GPT-2 small's 144, built from config once for the module's tests."""
-    from tests.helpers.hf_causal_models import build as build_causal
-    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
-
-    root = tmp_path_factory.mktemp("hf_head_page")
-    build("bart", root / "bart-large-heads", size=BART_LARGE_HEADS)
-    build_causal("gpt2", root / "gpt2-heads", size=GPT2_HEADS)
-    return root
-
-
 @pytest.fixture
-def shapes_env(monkeypatch, tmp_path, hf_root) -> Path:
-    return point_app_at(monkeypatch, tmp_path / "runs", hf_root)
+def shapes_env(monkeypatch, tmp_path, real_shapes_root) -> Path:
+    """The app on bart-large's 576 heads and GPT-2 small's 144 (the session's real shapes)."""
+    return point_app_at(monkeypatch, tmp_path / "runs", real_shapes_root)
 
 
 def _step_width(chart: dict) -> float:

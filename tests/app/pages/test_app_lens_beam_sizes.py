@@ -5,14 +5,12 @@ a 20-word caption and the longest input the model reads. No exception, every vie
 1280 px page (53 s for the module on a quiet 2-core machine)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import APP, assert_no_exception, charts, texts
-from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
+from tests.helpers.real_shapes import CAPTION, PAGE_PX, point_app_at
 from transformer.store import open_model
 
 pytestmark = pytest.mark.slow
@@ -20,14 +18,9 @@ pytestmark = pytest.mark.slow
 VIEWS = ("The chosen token's rank at every layer and step", "The beam tree", "Step 1 was drawn at temperature")
 
 
-@pytest.fixture(scope="module")
-def hf_root(tmp_path_factory) -> Path:
-    return build_real_shapes(tmp_path_factory.mktemp("hf_lens_sizes"))
-
-
 @pytest.fixture
-def sizes_env(monkeypatch, tmp_path, hf_root):
-    return point_app_at(monkeypatch, tmp_path / "runs", hf_root)
+def sizes_env(monkeypatch, tmp_path, real_shapes_root):
+    return point_app_at(monkeypatch, tmp_path / "runs", real_shapes_root)
 
 
 def longest(adapter, word: str) -> str:

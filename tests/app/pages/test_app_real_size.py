@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, capture_downloads, chart_titled, charts, open_app, open_link
-from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
+from tests.helpers.hf_tiny_models import build
 from ui.models import MODEL_KEY
 
 CAPTION = ("Two young children in blue shirts are playing soccer on a green field near the old church while their "
@@ -108,14 +108,14 @@ def _overview_and_large_map(at) -> tuple[int, int]:
     return overview, next(i for i, t in enumerate(titles) if t.startswith("Cross-attention · layer"))
 
 
-def test_the_overview_leads_for_many_heads_of_a_kind_and_waits_below_for_a_few(monkeypatch, tmp_path, shipped_env):
+def test_the_overview_leads_for_many_heads_of_a_kind_and_waits_below_for_a_few(monkeypatch, shipped_env,
+                                                                              real_shapes_root):
     """bart-large's 12 layers x 16 heads (192 cross-attention heads) open on the overview; the shipped model's 2 x 4
     keep the large map first and the overview in its expander below."""
     at = _attention()
     overview, large = _overview_and_large_map(at)
     assert large < overview
-    build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(real_shapes_root))
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
     at.switch_page("pages/attention.py").run()

@@ -3,23 +3,16 @@ of opus-mt-en-de's shape, bart-large's heads and GPT-2 small's heads, built from
 caption: every view opens with no exception, and no chart is wider than a 1280 px page."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.app.pages.test_app_why_it_looks import ATTENTION_OPEN, DECODE_OPEN, open_page, sums
 from tests.helpers.app_session import charts, texts
-from tests.helpers.real_shapes import CAPTION, PAGE_PX, build_real_shapes, point_app_at
-
-
-@pytest.fixture(scope="module")
-def hf_root(tmp_path_factory) -> Path:
-    return build_real_shapes(tmp_path_factory.mktemp("hf_why_sizes"))
+from tests.helpers.real_shapes import CAPTION, PAGE_PX, point_app_at
 
 
 @pytest.fixture
-def sizes_env(monkeypatch, tmp_path, hf_root):
-    return point_app_at(monkeypatch, tmp_path / "runs", hf_root)
+def sizes_env(monkeypatch, tmp_path, real_shapes_root):
+    return point_app_at(monkeypatch, tmp_path / "runs", real_shapes_root)
 
 
 def too_wide(at) -> list[tuple[str, float]]:
