@@ -144,8 +144,8 @@ def test_diverging_training_saves_the_last_finite_weights_and_reports_it(tmp_pat
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A checkpoint `train` saved in this process (TINY, as `trained`, without the: what the user-error cases need, without the
-    real process `trained` starts; thirty steps, so that a decode ends)."""
+    """A checkpoint `train` saved in this process (TINY, thirty steps, as `trained`): what the user-error cases
+    need, without the real process `trained` starts."""
     out = tmp_path_factory.mktemp("cli_saved") / "rev"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["train", *TINY, "--steps", "30", "--out", str(out)]) == 0
