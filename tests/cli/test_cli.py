@@ -30,6 +30,15 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+def in_process(*args: str) -> subprocess.CompletedProcess:
+    """`main` in this process, its exit code and output as `cli` returns them (where the process itself is not what
+    a test checks: the interpreter's start is most of a real process's time)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["transformer", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
     out = tmp_path_factory.mktemp("cli") / "rev"
@@ -87,7 +96,7 @@ def test_decode_prints_the_greedy_output_and_writes_the_trace(trained, tmp_path:
 def test_decode_with_a_reference_shows_the_reference_on_the_decoder_axis(trained, tmp_path: Path) -> None:
     out, _ = trained
     trace_path = tmp_path / "trace.json"
-    result = cli("decode", str(out), "abcdef", "--reference", "fedcba", "--trace-json", str(trace_path))
+    result = in_process("decode", str(out), "abcdef", "--reference", "fedcba", "--trace-json", str(trace_path))
     assert result.returncode == 0, result.stderr
     assert json.loads(trace_path.read_text())["target_tokens"] == ["<s>", *"fedcba"]
 
@@ -95,9 +104,9 @@ def test_decode_with_a_reference_shows_the_reference_on_the_decoder_axis(trained
 @pytest.mark.slow  # a real process or a full evaluation
 def test_resume_continues_the_step_count_and_the_learning_rate_schedule(trained, tmp_path: Path) -> None:
     out, _ = trained
-    first = cli("train", *TINY, "--steps", "12", "--out", str(tmp_path / "half"))
+    first = in_process("train", *TINY, "--steps", "12", "--out", str(tmp_path / "half"))
     assert first.returncode == 0, first.stderr
-    resumed = cli("train", "--resume", str(tmp_path / "half"), "--steps", "30", "--out", str(tmp_path / "full"))
+    resumed = in_process("train", "--resume", str(tmp_path / "half"), "--steps", "30", "--out", str(tmp_path / "full"))
     assert resumed.returncode == 0, resumed.stderr
     assert "from step 12 to 30" in resumed.stderr
     ckpt, uninterrupted = load_checkpoint(tmp_path / "full"), load_checkpoint(out)
