@@ -165,8 +165,6 @@ def test_decode_from_here_forces_the_prefix_and_shows_its_last_step():
 
 
 KIT = ROOT / "ui" / "views" / "kit"
-# The long work (issue 49, items 4 and 5) removes these with the long views they serve; this entry goes with them.
-KIT_FOLDING_AWAY = {"stored_views", "zoom_region"}
 
 
 @functools.cache
@@ -200,7 +198,7 @@ def kit_users() -> dict[str, set[str]]:
 def test_no_kit_module_serves_a_single_feature():
     """A feature's own helpers live beside it: a kit module used by one feature and nothing else belongs there."""
     lonely = {name: sorted(who) for name, who in kit_users().items()
-              if len(who) == 1 and next(iter(who)).startswith("ui/views/features/") and name not in KIT_FOLDING_AWAY}
+              if len(who) == 1 and next(iter(who)).startswith("ui/views/features/")}
     assert lonely == {}
 
 

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.helpers.app_session import charts
 from transformer.charts import zoom_frame
-from ui.views.kit import ZOOM_KEYS_KEY, ZOOM_ROWS_KEY
+from ui.views.features import ZOOM_KEYS_KEY, ZOOM_ROWS_KEY
 
 LAYER_KEY, HEAD_KEY = "long_layer", "long_head"
 

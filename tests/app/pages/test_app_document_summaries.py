@@ -16,7 +16,7 @@ from tests.library.charts.test_replay import page_data
 from ui.models import MODEL_KEY
 from ui.server import text_hash
 
-summaries_module = importlib.import_module("ui.views.kit.stored_summaries")  # the kit's face names its function so
+summaries_module = importlib.import_module("ui.views.features.document_map")  # the kit's face names its function so
 
 
 def _titles(at) -> list[str]:

@@ -10,7 +10,8 @@ from tests.app.pages.test_app_long_document import _document_open, app_root  # n
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll
 from tests.helpers.hf_causal_models import lines
 from ui.server.shared_cache import shared_cache
-from ui.views.kit import LINK_PARAMS, ZOOM_ROWS_KEY
+from ui.views.features import ZOOM_ROWS_KEY
+from ui.views.kit import LINK_PARAMS
 
 DOC = "\n".join(lines(30))  # past the store's 1,024-token threshold
 SCALE_KEY = LINK_PARAMS["decode"]["oscale"]

@@ -12,7 +12,7 @@ from tests.helpers.document_views import assert_zoom_shows, drawn_zoom, picked_z
 from tests.helpers.hf_causal_models import lines
 from transformer.charts import OVERVIEW_BRUSH, visible_token
 from ui.server.shared_cache import shared_cache
-from ui.views.kit import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY
+from ui.views.features import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY
 
 DOC = "\n".join(lines(30))  # past the store's 1,024-token threshold
 

@@ -15,6 +15,7 @@ from ..features import (
     LONG_LAYER_KEY,
     LONG_ON_KEY,
     LONG_QUERY_KEY,
+    show_document_map,
     show_long_compare,
     show_long_input,
     show_long_patching,
@@ -30,9 +31,11 @@ def show_document(active: ActiveModel) -> None:
     """The 'Expand to a document' switch and, when on, the document's overview, exact zoom and a row's strip, then
     that row's grouped, inside-the-head, lens, Compare and patching views (the layer, head and row the document view
     picked)."""
-    result = show_long_input(active)
-    if result is None or attention_source(result.trace).holds_maps:  # a short decode: the page's own views
+    decoded = show_long_input(active)
+    if decoded is None or attention_source(decoded[0].trace).holds_maps:  # a short decode: the page's own views
         return
+    result, identity = decoded
+    show_document_map(result, identity)  # the overview, the exact zoom, the steps' rows, a row's strip
     state = st.session_state
     layer, head = int(state.get(LONG_LAYER_KEY, 1)) - 1, int(state.get(LONG_HEAD_KEY, 1)) - 1
     query = int(state.get(LONG_QUERY_KEY, result.trace.shape("self")[2] - 1))

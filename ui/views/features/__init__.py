@@ -22,6 +22,10 @@ from .beam import show_beam_tree
 from .circuits_view import show_circuits
 from .composition_view import show_composition
 from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statistics
+from .document_map import HEAD_KEY as LONG_HEAD_KEY
+from .document_map import LAYER_KEY as LONG_LAYER_KEY
+from .document_map import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY, show_document_map
+from .document_map import QUERY_KEY as LONG_QUERY_KEY
 from .head_computation import (
     MAP_VALUES,
     captured_for,
@@ -35,10 +39,7 @@ from .head_finder import latest_estimate, show_head_finder
 from .lens import show_step_lens
 from .line_view import show_line_view
 from .long_compare import show_long_compare
-from .long_input import HEAD_KEY as LONG_HEAD_KEY
-from .long_input import LAYER_KEY as LONG_LAYER_KEY
 from .long_input import ON_KEY as LONG_ON_KEY
-from .long_input import QUERY_KEY as LONG_QUERY_KEY
 from .long_input import show_long_input
 from .long_patching import show_long_patching
 from .long_rows import show_long_rows, show_window_offer
@@ -61,6 +62,7 @@ __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_q
 
 
 __all__ += ["show_long_input"]
+__all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_document_map"]
 __all__ += ["LONG_HEAD_KEY", "LONG_LAYER_KEY", "LONG_ON_KEY", "LONG_QUERY_KEY", "show_long_compare",
             "show_long_patching", "show_long_rows", "show_window_offer"]
 __all__ += ["show_circuits"]

@@ -66,8 +66,10 @@ def _groups(labels: list[str], identity: tuple, by: str) -> tuple[list[list[int]
 def show_grouped_row(source: AttentionSource, labels: list[str], identity: tuple, layer: int, head: int,
                      query: int) -> None:
     """The row's weights summed over each group of tokens, the heaviest groups named."""
-    by = st.selectbox("Group tokens into", GROUPINGS, key=GROUP_KEY, format_func=GROUP_NAMES.get,
-                      help="Each group's weight is the sum of its tokens' weights (the row still sums to 1).")
+    picked: Any = st.selectbox("Group tokens into", list(GROUPINGS), key=GROUP_KEY,
+                               format_func=lambda g: GROUP_NAMES.get(g, g),
+                               help="Each group's weight is the sum of its tokens' weights (the row still sums to 1).")
+    by = str(picked or "token")
     if by == "token":
         return
     groups, names = _groups(labels, identity, by)
@@ -88,12 +90,15 @@ COLUMN_FORMULAS = {"value size": "‖W_O v_j‖: the length of key j's value vec
 def show_inside_row(source: AttentionSource, labels: list[str], layer: int, head: int, query: int) -> None:
     """Inside one head for one query row: the top keys' q . k, score, weight, value norm and contribution."""
     row = head_row(source, "self", layer, head, query)
+    if row.dots is None or row.scores is None or row.scale is None or row.lse is None:
+        return  # a short input's maps: Inside one head reads its insides (head_computation) on the page itself
+    dots, scores, norms = row.dots, row.scores, row.value_norms
     st.markdown(f"**Inside one head**: L{layer + 1} H{head + 1}, query row {query:,} "
                 f"(`{labels[query] if query < len(labels) else '?'}`) against all {row.n_keys:,} keys")
     top = row.top(TOP_KEYS)
-    frame = pd.DataFrame([{"key": j, "token": labels[j] if j < len(labels) else "?", "q·k": float(row.dots[j]),
-                           "score": float(row.scores[j]), "weight α": w, "value size": None if c is None else
-                           float(row.value_norms[j]), "what it adds": c} for j, w, c in top])
+    frame = pd.DataFrame([{"key": j, "token": labels[j] if j < len(labels) else "?", "q·k": float(dots[j]),
+                           "score": float(scores[j]), "weight α": w, "value size": None if norms is None else
+                           float(norms[j]), "what it adds": c} for j, w, c in top])
     st.dataframe(frame, hide_index=True, width=CHART_PX, column_config={
         c: st.column_config.NumberColumn(format="%.4g", help=COLUMN_FORMULAS.get(c)) for c in frame.columns[2:]})
     st.caption(f"score = {row.scale:.4g} · q·k (with the model's rules: causal mask"

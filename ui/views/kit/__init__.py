@@ -7,9 +7,11 @@ from .background import (
     analysis_result,
     background_result,
     can_start,
+    current_job,
     job_running,
     keep_result,
     kept_result,
+    show_job_progress,
     start_button,
 )
 from .chart_cache import cached_chart
@@ -62,8 +64,6 @@ from .real_size import (
     show_head_overview,
 )
 from .selection import Selection
-from .stored_summaries import DEVICE, stored_summaries, summary_key
-from .stored_views import long_replay_download, show_step_rows, step_rows
 from .text_box import model_text_input
 from .weights import model_caption, show_weights, slide_title, weights_of
 from .why_parts import composition_for, decode_parts_for, parts_key, reliance_for
@@ -92,7 +92,6 @@ from .widgets import (
     slide_downloads,
     visible,
 )
-from .zoom_region import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY, show_overview, take_region, zoom_pickers
 
 __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY", "NEXT_STEP_KEY", "PAGE_PX",
            "PRESENT_KEY", "PREV_HEAD_KEY", "PREV_STEP_KEY", "REFERENCE_FOR_KEY", "REFERENCE_KEY",
@@ -110,5 +109,4 @@ __all__ += ["folded_controls", "model_text_input"]
 __all__ += ["HEAD_PAGE", "head_link_params", "head_page_link", "keep_snapshot_curves", "latest_snapshot_curves",
             "open_head_page"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
-__all__ += ["DEVICE", "long_replay_download", "show_step_rows", "step_rows", "stored_summaries", "summary_key"]
-__all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_overview", "take_region", "zoom_pickers"]
+__all__ += ["current_job", "show_job_progress"]
