@@ -133,10 +133,6 @@ def test_only_the_adapter_stage_builds_an_adapter():
 CHARTS = PACKAGE / "charts"
 ALTAIR_BUILDERS = {"Chart", "LayerChart", "HConcatChart", "VConcatChart", "ConcatChart", "FacetChart", "RepeatChart",
                    "layer", "hconcat", "vconcat", "concat", "repeat"}
-# Still drawing in their views while the long work (issue 49, items 4 and 5) folds them into the charts' modes; this
-# list goes with them.
-FOLDING_AWAY = {"ui/views/kit/stored_views.py", "ui/views/features/long_rows.py", "ui/views/features/long_compare.py",
-                "ui/views/features/long_patching.py"}
 
 
 def figures_built(source: str) -> list[int]:
@@ -181,7 +177,7 @@ def test_figures_are_built_only_in_the_charts_stage():
     paths = [*PACKAGE.rglob("*.py"), *(root / "ui").rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py",
              *(root / "bench").rglob("*.py"), *(root / "studio_browser").rglob("*.py")]
     built = [f"{path.relative_to(root)}:{line}" for path in paths
-             if not path.is_relative_to(CHARTS) and str(path.relative_to(root)) not in FOLDING_AWAY
+             if not path.is_relative_to(CHARTS)
              and ("altair" in (text := path.read_text()) or "plotly" in text)  # no import of either: nothing to parse
              for line in figures_built(text)]
     assert built == [], "figures built outside transformer/charts/: " + ", ".join(built)
