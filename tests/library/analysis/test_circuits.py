@@ -23,6 +23,7 @@ from transformer.analysis.circuits import (
     make_plan,
     pair_from_ids,
     pair_from_text,
+    pair_scores,
     patched_metric,
 )
 from transformer.decode import InputError
@@ -30,7 +31,7 @@ from transformer.store import open_model
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[3]
-GRAPHED = ("ours-pre", "ours-decoder-only-pre", "ours-encoder-only-pre", "t5", "gpt2", "qwen3", "modernbert")
+GRAPHED = ("ours-pre", "ours-decoder-only-pre", "ours-encoder-only-pre", "t5", "gpt2", "llama", "qwen3", "modernbert")
 REFUSED = ("ours-post", "bart", "mbart")
 
 
@@ -54,6 +55,10 @@ def test_the_graph_forward_gives_the_models_own_logits(family: str, tmp_path: Pa
     assert {"q", "k", "v", "mlp", LOGITS} <= kinds
     if family == "qwen3":  # grouped-query: keys and values go to the shared key/value head
         assert any(i.node.endswith("KV1") and i.input == "k" for i in plan.graph.inputs)
+    src, tgt = plan.src, plan.tgt
+    pair = pair_from_ids(adapter, (src, src), None if tgt is None else (tgt, tgt), plan.position, contrast=3)
+    scores = pair_scores(pair, "eap-ig", 2)  # the gradient reaches every input (RoPE tables, masks, weights)
+    assert scores.shape == (plan.graph.n_edges,) and bool(scores.isfinite().all())
 
 
 @pytest.mark.parametrize("family", REFUSED)

@@ -136,7 +136,8 @@ class GraphRun:
 def _call(module: nn.Module, x: Tensor) -> Tensor:
     """A module of the model on float input x, in its own dtype; float out."""
     param = next(module.parameters(), None)
-    return module(x if param is None else x.to(param.dtype)).float()
+    out = module(x if param is None else x.to(param.dtype))
+    return (out[0] if isinstance(out, tuple) else out).float()  # a mixture of experts also returns its router's logits
 
 
 class _Forward:
@@ -209,19 +210,19 @@ class _Forward:
         v = _project(xv, proj.wv, proj.bv, n_kv, inputs.values.shape[-1], None)
         tables = cap.record.rotary.get((kind, layer))
         if tables is not None:
-            cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float() for t in tables)  # (T, rotary width)
+            cos, sin = (t.reshape(-1, *t.shape[-2:])[0].float().clone() for t in tables)  # (T, width); not inference
             q = _rotate(q, cos[-q.shape[2]:], sin[-q.shape[2]:], cap.path.half_tables)
             k = _rotate(k, cos[-k.shape[2]:], sin[-k.shape[2]:], cap.path.half_tables)
         scales = cap.record.query_scales.get((kind, layer))
         if scales is not None:
-            q = q * scales.float()
+            q = q * scales.float().clone()
         groups = list(sub.groups)
         scores = inputs.capped(q @ k[:, groups].transpose(-2, -1) * inputs.scale)
         for term in inputs.terms.values():
-            scores = scores + term.float()
+            scores = scores + term.float().clone()
         z = inputs.normalised(scores) @ v[:, groups]  # (B, H, T, Dv)
         weight, bias = cap.outputs[kind][layer]
-        heads = torch.einsum("bhtv,dhv->hbtd", z, weight.view(weight.shape[0], h, -1))
+        heads = torch.einsum("bhtv,dhv->hbtd", z, weight.clone().view(weight.shape[0], h, -1))
         self.written(sub.stack, heads, bias)
 
     def mlp(self, sub: Sublayer) -> None:
@@ -250,10 +251,10 @@ def _project(x: Tensor, weight: Tensor, bias: Tensor | None, n: int, width: int,
              ) -> Tensor:
     """Head i's projection of its own input x[i] (n, B, T, D) -> (B, n, T, width); a per-head query or key norm
     (Qwen3, Gemma 3) after it."""
-    w = weight.detach().float().view(n, width, -1)
+    w = weight.detach().float().clone().view(n, width, -1)  # a split made under inference mode is not one here
     out = torch.einsum("nbtd,nwd->bntw", x, w)
     if bias is not None:
-        out = out + bias.detach().float().view(1, n, 1, width)
+        out = out + bias.detach().float().clone().view(1, n, 1, width)
     if head_norm is not None:
         size = getattr(getattr(head_norm, "weight", None), "shape", (width,))[0]
         if size != width:
