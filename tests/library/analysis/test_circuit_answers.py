@@ -1,5 +1,6 @@
 """Known answers on the shipped models, from generated task pairs averaged over a batch: the induction model's
-previous-token → induction key edge, the reversal model's aligned cross-attention head."""
+previous-token → induction key edge, the reversal model's aligned cross-attention head, the recall model's recall
+head reading the asked key with its query."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from transformer.analysis.circuits import find_circuit
-from transformer.analysis.circuits.pairs import edit_pairs, induction_pairs
+from transformer.analysis.circuits.pairs import edit_pairs, induction_pairs, recall_pairs
 from transformer.store import open_model
 
 pytestmark = pytest.mark.slow
@@ -26,3 +27,11 @@ def test_the_reversal_models_aligned_cross_head_is_in_its_circuit():
     adapter = open_model(str(CHECKPOINTS / "reverse"))
     result = find_circuit(edit_pairs(adapter, 4))
     assert result.faithfulness.reached and "cross:L1H4" in result.heads()
+
+
+def test_the_recall_heads_query_reads_the_asked_key():
+    adapter = open_model(str(CHECKPOINTS / "recall"))
+    result = find_circuit(recall_pairs(adapter, 4))
+    top = result.ranked()[0]
+    assert (top.source, top.target, top.input) == ("dec:emb", "self:L2H1", "q") and top.score > 0
+    assert result.faithfulness.reached and "self:L2H1" in result.heads()
