@@ -23,9 +23,10 @@ if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn) to find t
 else:
     from ui.links import apply_presenter, page_name, presenter_switch, restore, run_page, share_control, show_notes
     from ui.server import PAGES, configure_charts, configure_torch
-    from ui.shell import apply_theme, render_sidebar
+    from ui.shell import apply_theme, page_icon, render_sidebar
+    from ui.views import show_room_poll
 
-    st.set_page_config(page_title="Attention Studio", page_icon=":material/visibility:", layout="wide")
+    st.set_page_config(page_title="Attention Studio", page_icon=page_icon(), layout="wide")  # drawn: nothing fetched
     configure_torch()
     configure_charts()
 
@@ -39,4 +40,5 @@ else:
         share_control()
     presenter_switch(name)
     show_notes()
+    show_room_poll(name)  # on a poll's link (the QR code's, while the speaker polls the room): its vote buttons first
     run_page(page, name)  # then the page as it is now into the URL

@@ -45,3 +45,26 @@ def page(server, request):
             tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="session")
+def shipped_app(tmp_path_factory):
+    """One app on the shipped checkpoints (default model Multi30k), shared by the first-screen and poll tests."""
+    from studio_browser import shipped_checkpoints
+
+    with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), start_timeout=180) as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def shared_browser():
+    """One headless Chromium for a module's tests, each opening its own contexts (module-scoped: Playwright's sync API
+    cannot start twice in one thread, and other modules start their own)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -159,3 +159,6 @@ __all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brus
             "overview_chart", "overview_frame"]
 __all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]
 __all__ += ["CIRCUIT_NODE", "circuit_chart", "faithfulness_chart", "node_layout"]
+from .poll import poll_chart, poll_frame  # noqa: E402
+
+__all__ += ["poll_chart", "poll_frame"]

@@ -47,7 +47,9 @@ def alignment_table_chart(scores: pd.DataFrame, signed: bool = False) -> alt.Lay
                                            axis=alt.Axis(labelAngle=0, **PLAIN_AXIS)))
     cells = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
         color=alt.Color("score:Q", scale=scale, title="score",
-                        legend=alt.Legend(gradientLength=max(60, 34 * len(layers)))),
+                        # under the cells, not beside them: beside a map the chart has a side column's width
+                        legend=alt.Legend(orient="bottom", direction="horizontal",
+                                          gradientLength=max(80, min(160, 40 * len(heads))))),
         tooltip=[alt.Tooltip("layer_label:N", title="layer"), alt.Tooltip("head_label:N", title="head"),
                  alt.Tooltip("score:Q", format=".3f")])
     text = base.mark_text(fontSize=12).encode(

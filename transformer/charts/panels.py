@@ -238,8 +238,9 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
         view=alt.ViewBackground(stroke=None),
         title=alt.TitleParams(f"{KIND_TITLES[kind]} · {layer_text} × {counted(trace.n_heads, 'head')} and mean"
                               + window_title(*window, n_keys),
-                              subtitle=f"rows = {y_title} · columns = {x_title} · {hover} · "
-                                       f"{_CLICK_HINTS[clicks]}", anchor="start", fontSize=14, subtitleColor="#555",
+                              subtitle=[f"rows = {y_title} · columns = {x_title}",  # two lines: one was cut
+                                        f"{hover} · {_CLICK_HINTS[clicks]}"], anchor="start", fontSize=14,
+                              subtitleColor="#555",
                               subtitlePadding=6))
     chart.usermeta = {"embedOptions": {"renderer": renderer}}
     return chart

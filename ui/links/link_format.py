@@ -33,6 +33,7 @@ MAX_STEP = 10_000
 _NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
 _MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
 MAX_ABLATED = 64
+_POLL_ID = re.compile(r"^[0-9a-f]{10}$")  # ui.server.polls' ids
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
 
@@ -188,6 +189,12 @@ def _region(value: str) -> tuple[tuple[int, int], tuple[int, int]]:
     return (r0, r1 + 1), (k0, k1 + 1)
 
 
+def _poll_id(text: str) -> str:
+    if not _POLL_ID.match(text):
+        raise ValueError("not a poll's id")
+    return text
+
+
 # parameter -> (parser of the link's text, formatter back to text)
 PARSERS: dict[str, Any] = {
     "model": _model,
@@ -246,6 +253,7 @@ PARSERS: dict[str, Any] = {
     "pair": _text,
     "masks": _positions,
     "segment": lambda v: _choice(v, SEGMENT_FILTERS),
+    "poll": _poll_id,  # a poll of the room posed on this view (ui.server.polls), while it is open
 }
 
 

@@ -15,6 +15,9 @@ from ui.models import current_model
 from ui.server import PAGES
 from ui.views import LINK_PARAMS, PRESENT_KEY, SLIDES_SUFFIX, SWITCH_KEY, md, presenting
 
+from .link_format import to_params
+from .url_state import link_values
+
 _DECODE, _ATTENTION = LINK_PARAMS["decode"], LINK_PARAMS["attention"]
 HIDDEN_KEYS = (_DECODE["topk"], _DECODE["ref"], "decode_force_token", "decode_force", "decode_unforce", _DECODE["view"],
                "attention_downloads", "attention_grid_download_png", "attention_grid_download_svg",
@@ -74,17 +77,23 @@ def _page_strip(current: str | None) -> None:
     """The pages as a strip of links, and the clicker's page keys: hidden buttons that open the previous / next page."""
     with st.container(key="studio_present_pages", horizontal=True, gap=None, width="content"):
         for page in PAGES:
-            st.page_link(page.path, label=page.title, icon=page.icon)
+            st.page_link(page.path, label=page.title, icon=page.icon, query_params=_link_of(page.name))
     names = [page.name for page in PAGES]
     if current not in names:
         return
     at = names.index(current)
     with st.container(key="studio_present_page_keys", horizontal=True):
         if st.button("Previous page", key="studio_present_prev_page", shortcut=PREV_PAGE_KEY, disabled=at == 0):
-            st.switch_page(PAGES[at - 1].path)
+            st.switch_page(PAGES[at - 1].path, query_params=_link_of(PAGES[at - 1].name))
         if st.button("Next page", key="studio_present_next_page", shortcut=NEXT_PAGE_KEY,
                      disabled=at == len(PAGES) - 1):
-            st.switch_page(PAGES[at + 1].path)
+            st.switch_page(PAGES[at + 1].path, query_params=_link_of(PAGES[at + 1].name))
+
+
+def _link_of(page: str) -> dict[str, str]:
+    """The link of `page` as this session left it, with the model picked now: a page opened from the strip or by the
+    clicker's keys shows the model on screen (without it, the page's last link came back with its own model)."""
+    return to_params(link_values(page))
 
 
 def presenter_switch(current: str | None = None) -> None:

@@ -5,6 +5,7 @@ from .kept_inputs import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, text_ha
 from .limits import LIMITS, check_limits, length_cap, length_problem, limit_violations, training_memory
 from .local_addresses import forget_addresses, is_this_machine, machine_addresses
 from .page_registry import PAGES, PageEntry, page_named, page_titled
+from .polls import MAX_OPTIONS, POLLS, PollError, PollQuestion, PollRegistry, PollView
 from .preload import JS_DIR, PreloadChunks, first_view_chunks, preload_links
 from .settings import (
     AUDIENCE_ENV,
@@ -35,12 +36,18 @@ __all__ = [
     "JS_DIR",
     "LIMITS",
     "MAX_AGE",
+    "MAX_OPTIONS",
     "PAGES",
     "PATCHES_ENV",
+    "POLLS",
     "PUBLIC_URL_ENV",
     "REFUSALS",
     "THREADS_ENV",
     "PageEntry",
+    "PollError",
+    "PollQuestion",
+    "PollRegistry",
+    "PollView",
     "PreloadChunks",
     "ShareAddress",
     "StaticFromMemory",

@@ -7,7 +7,8 @@ messages, on the critical path to the first chart. `PreloadChunks` (an ASGI midd
 waits for the server. The file names are looked up once in Streamlit's own static folder: a chunk a later Streamlit
 does not have (or names twice) is simply not preloaded. Streamlit gzips the page for a browser (any client that sends
 `Accept-Encoding: gzip`), so a gzip'd page is unpacked, given its tags and packed again; a page in another encoding
-passes unchanged.
+passes unchanged. The same page is told the server's base address (`backend_base`), so a page opened at its own
+address does not first look for the server under it (two 404s in every reload's log).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import streamlit
+from streamlit import config
 
 # the stems (file name before the hash) of what Home, Decode, Attention and Compare all load for their first view
 STEMS = ("embed", "ArrowVegaLiteChart", "vega-interpreter", "serialization", "recordbatch", "Quiver",
@@ -60,11 +62,22 @@ def first_view_chunks() -> list[str]:
     return list(dict.fromkeys(re.findall(r'\./static/js/([^"/]+\.js)"', page + links)))
 
 
+def backend_base() -> bytes:
+    """A script naming the server's base address for Streamlit's frontend (`window.__streamlit.BACKEND_BASE_URL`):
+    without it, a page opened at its own address (/decode) first asks /decode/_stcore/health and
+    /decode/_stcore/host-config, two 404s in the log of every reload, before it tries the root."""
+    base = "/" + "/".join(p for p in str(config.get_option("server.baseUrlPath") or "").split("/") if p)
+    base = base.rstrip("/") + "/"
+    return (f"<script>window.__streamlit = Object.assign(window.__streamlit || {{}}, "
+            f"{{BACKEND_BASE_URL: window.location.origin + {base!r}}});</script>").encode()
+
+
 def with_preloads(page: bytes, path: str = "/") -> bytes:
-    """The page served at `path` with its preload tags just before </head> (unchanged when it has none)."""
+    """The page served at `path` with the server's base address (`backend_base`) and its preload tags just before
+    </head> (unchanged when it has no </head>)."""
     links = preload_links(path.strip("/").split("/")[0])
     at = page.find(b"</head>")
-    return page if at < 0 or not links else page[:at] + links + page[at:]
+    return page if at < 0 else page[:at] + backend_base() + links + page[at:]
 
 
 def with_preloads_encoded(page: bytes, path: str, encoding: bytes) -> bytes:

@@ -18,6 +18,7 @@ _HOMES = {
     "free_port": "local_server",
     "HOST": "local_server",
     "is_serving": "local_server",
+    "page_icon": "icon",
     "nodelay_listeners": "serve",
     "render_sidebar": "sidebar",
     "ServerNotServing": "local_server",

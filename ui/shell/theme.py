@@ -2,7 +2,8 @@
 tables (`ui.widgets.small_table`), no "Download as PNG" in the chart toolbar (the pages' own PNG / SVG buttons export
 charts; two PNGs confused users), a full-width chart wider than the page scrolling inside itself (never cut off; a
 chart in a column keeps the few pixels it may take of the gap beside it), a sidebar wide enough for the model
-picker's labels (a user can still widen it); and one script that keeps chart gradients painted (`_SVG_URLS`)."""
+picker's labels (a user can still widen it), a page title and Decode's step heading small enough that a page's main
+picture is on a 1280x720 first screen; and one script that keeps chart gradients painted (`_SVG_URLS`)."""
 import streamlit as st
 
 SIDEBAR_PX = 360  # the sidebar's least width (Streamlit's 300 cut "autosave-reverse-…  ·  Saved run")
@@ -11,6 +12,8 @@ _CSS = """
 <style>
 [data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 3rem; }
 [data-testid="stSidebarHeader"] { margin-bottom: 0.5rem; }
+[data-testid="stMain"] h1 { font-size: 2.1rem; padding: 0.3rem 0 0.5rem 0; }
+.st-key-decode_step_heading h3 { font-size: 1.15rem; padding: 0 0 0.2rem 0; }
 [data-testid="stElementToolbar"] button[aria-label="Download as PNG"] { display: none; }
 [data-testid="stElementContainer"]:not([data-testid="stColumn"] *):has([data-testid="stVegaLiteChart"]) {
   overflow-x: auto; overflow-y: hidden; }

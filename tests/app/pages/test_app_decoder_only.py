@@ -75,10 +75,10 @@ def test_decode_steps_from_the_prompts_last_token_and_next_moves_the_row(shipped
     assert_no_exception(at)
 
 
-def test_a_long_prompts_prefix_strip_wraps_to_its_column_beside_the_top_k(shipped_env):
+def test_a_long_prompts_prefix_strip_wraps_to_the_pages_width(shipped_env):
     at = _page("decode", "decode_text", "abcdefghijklmnopqrstuvwxyzabcdefghijklmn")
     strip = next(c for c in charts(at) if c["title"].endswith("of step 1 over the prefix"))
-    assert strip["spec"]["width"] <= PAGE_PX * 3 // 5 - 40  # wrapped to its column, not the page's (270 px past it)
+    assert strip["spec"]["width"] <= PAGE_PX  # wrapped to the page's column under the step's map, not past it
 
 
 def test_forcing_a_token_and_attribution_work_on_the_decoder_only_model(shipped_env, expected):

@@ -57,3 +57,6 @@ __all__ += ["show_head_page"]
 
 
 __all__ += ["show_document"]
+from .room_poll import show_room_poll  # noqa: E402
+
+__all__ += ["show_room_poll"]

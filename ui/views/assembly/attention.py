@@ -78,6 +78,7 @@ from ..kit import (
     teacher,
 )
 from .masked import masked_attention_result, segment_choice
+from .room_poll import attention_question, show_poll_control
 
 KEYS = LINK_PARAMS["attention"]  # link parameter -> widget key
 MODES = {"greedy": "Free-running (the model's own output)", "teacher": "Teacher-forced (a reference output)"}
@@ -137,32 +138,35 @@ def _attention_selection(active: ActiveModel) -> Selection | None:
     result, reference = shown
     trace = segment_choice(active, text, second, result.trace, key=KEYS["segment"])  # a pair's segment filter
     subword = active.level not in ("char", "word")  # merging pieces means nothing for characters or whole words
-    merged = subword and st.toggle(
-        "Merge subword pieces into words", key=KEYS["words"],
+    col_text.caption(f"Output: **{md(result.output_text.strip()) or '(empty)'}**" + (
+        "" if result.finished or reference is not None else " (stopped at the step limit)"))
+    # the pickers in three short rows (the kind and what the map shows, then layer, head and how heads combine, then
+    # the switches), so the map's top is on a 1280x720 first screen
+    kind_row, c_shows = st.columns([7, 3], vertical_alignment="bottom")
+    c_layer, c_head, c_combine = st.columns([2, 3, 4], vertical_alignment="bottom")
+    switches = st.columns([4, 5, 3] if subword else [5, 3], vertical_alignment="center")
+    c_hide, c_opts = switches[-2:]
+    merged = subword and switches[0].toggle(
+        "Merge pieces into words", key=KEYS["words"],
         help="Keys are summed within a word and queries averaged within a word, so every row still sums to 1. A piece "
              "starting with ▁ or Ġ (or a special token) starts a word. The trace download keeps the pieces.")
     if merged:
         trace = merge_words(trace)
-    c_hide, c_combine = st.columns([3, 2], vertical_alignment="center")
     st.session_state.setdefault(KEYS["hide"], False)
-    hide = c_hide.toggle("Hide the first token and special tokens", key=KEYS["hide"],
+    hide = c_hide.toggle("Hide the first token and specials", key=KEYS["hide"],
                          help="Long inputs and large models pour most attention onto the first token and specials "
                               "(attention sinks). Hidden, they are taken off the key axis and each row is renormalised "
                               "to sum to 1; the map says so, and the trace download records it.")
     if hide:
         trace = hide_tokens(trace)
-    st.caption(f"Output: **{md(result.output_text.strip()) or '(empty)'}**" + (
-        "" if result.finished or reference is not None else " (stopped at the step limit)"))
-
-    c_kind, c_layer, c_head, c_opts = st.columns([4, 2, 3, 2], vertical_alignment="bottom")
-    with c_kind:
+    with kind_row:
         kind = kind_picker("Attention", KEYS["kind"], trace)
     with c_layer:
         layer = layer_picker("Layer", trace.n_layers(kind), KEYS["layer"])
     with c_head:
         head = head_picker("Head", trace.n_heads, KEYS["head"], trace=trace, kind=kind)
         head_keys(KEYS["head"], trace.n_heads)
-    with c_combine:  # beside the sinks switch: the picker row keeps its width at 1400 px
+    with c_combine:  # beside the head: the picker row keeps its width at 1400 px
         combines = combine_options(trace, kind)
         if st.session_state.get(KEYS["combine"]) not in combines:
             st.session_state[KEYS["combine"]] = "pick"
@@ -177,11 +181,12 @@ def _attention_selection(active: ActiveModel) -> Selection | None:
         fixed = st.toggle("Fixed scale", key=KEYS["fixed"],
                           help="Colours fixed at 0–1; off: from the map's lowest to its highest weight.")
     st.session_state.setdefault(KEYS["show"], "weight")
-    shows = st.segmented_control("Map shows", list(MAP_VALUES), format_func=MAP_VALUES.__getitem__, key=KEYS["show"],
-                                 help="Weight: the softmax's α. Contribution: ‖α_ij · W_O^h v_j‖, what each key adds "
-                                      "to the head's output (Kobayashi et al. 2020); for the mean of heads, the norm "
-                                      "of the mean of the heads' vectors. Max, rollout and group means stay "
-                                      "weight-only.")
+    shows = c_shows.segmented_control("Map shows", list(MAP_VALUES), format_func=MAP_VALUES.__getitem__,
+                                      key=KEYS["show"],
+                                      help="Weight: the softmax's α. Contribution: ‖α_ij · W_O^h v_j‖, what each key "
+                                           "adds to the head's output (Kobayashi et al. 2020); for the mean of heads, "
+                                           "the norm of the mean of the heads' vectors. Max, rollout and group means "
+                                           "stay weight-only.")
     return Selection("attention", active, text, result, reference, mode, trace, kind=kind, layer=layer, head=head,
                      ablated=chosen_heads(active, KEYS["ablate"]), combine=combine, shows=shows or "weight",
                      fixed_scale=fixed,
@@ -202,9 +207,11 @@ def show_large_map(sel: Selection) -> None:
     if overview_first(trace, kind):
         show_head_overview(trace, kind, alignment, title, latest_corpus_statistics(active))
     map_col, side_col = map_columns(trace, kind, [3, 2])
-    with map_col:
+    with side_col:  # the switch beside the map, not above it: the map's top on a 1280x720 first screen
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
                                                                     key=KEYS["gold"])
+        show_poll_control(sel, attention_question(sel))  # "Poll the room" (presenter mode), or the poll posed
+    with map_col:
         keys = key_window(trace, kind, "attention")
         # labels and legend take ~160 px beside the plotting area: at 1400 px the column holds the map whole; on a
         # projector (1280x720) the map with its axis title fits the first screen under the folded controls and the

@@ -8,6 +8,7 @@ from transformer.model import SOURCE
 from ui.models import ActiveModel
 
 from ..kit import (
+    BOX_INSET_PX,
     LINK_PARAMS,
     MAP_WIDTH,
     Selection,
@@ -16,6 +17,7 @@ from ..kit import (
     greedy_or_message,
     layer_picker,
     map_columns,
+    map_fit,
     map_kind,
     md,
     model_text_input,
@@ -45,8 +47,9 @@ def home_selection(active: ActiveModel) -> Selection | None:
 
 
 def show_try_it(sel: Selection) -> None:
-    """The input's tokens, the output and the selected layer's map (the mean of heads); a long input's map goes
-    below the tokens at the page's width, its first keys (the title says which)."""
+    """The input's tokens, the output and the selected layer's map (the mean of heads), fitted to its column with its
+    labels and legend as the other pages' maps; a long input's map goes below the tokens at the page's width, its
+    first keys (the title says which)."""
     result, kind = sel.result, sel.kind
     out_col, map_col = map_columns(result.trace, kind, [2, 3])
     with out_col:
@@ -56,5 +59,5 @@ def show_try_it(sel: Selection) -> None:
         if not result.finished:
             st.caption("Stopped at the step limit without producing </s>.")
     with map_col:
-        show_chart(cached_chart(attention_heatmap, result.trace, kind, sel.layer, None, size=270,
-                                max_width=MAP_WIDTH), width="content")
+        show_chart(cached_chart(attention_heatmap, result.trace, kind, sel.layer, None,
+                                **map_fit(result.trace, kind, 270, MAP_WIDTH, inset=BOX_INSET_PX)), width="content")

@@ -21,6 +21,7 @@ from ..features import (
     toggle_clicked_head,
 )
 from ..kit import (
+    FIRST_SCREEN_ROWS_PX,
     LINK_OPENS,
     LINK_PARAMS,
     MAP_WIDTH,
@@ -32,7 +33,6 @@ from ..kit import (
     head_label,
     key_window,
     kind_title,
-    map_columns,
     map_fit,
     map_kind,
     presenting,
@@ -72,7 +72,7 @@ def show_step_map(sel: Selection, gold: list) -> Window:
                            gold=gold if st.session_state.get(KEYS["gold"], True) else (),
                            title="", large_labels=presenting(), keys=keys,
                            **map_fit(trace, kind, PRESENTED_MAP_SIZE if presenting() else MAP_SIZE, MAP_WIDTH, keys,
-                                     presenting=presenting()))
+                                     presenting=presenting(), rows_px=FIRST_SCREEN_ROWS_PX))
     if head is not None:  # a cell opens What made this score at this step's query
         show_chart(clickable_cells(heatmap), key="decode_heatmap", width="content", selection_mode=QK_CELL,
                    on_select=partial(open_clicked_cell, "decode_heatmap", None, KEYS["qkk"],
@@ -118,17 +118,3 @@ def show_heads_grid(sel: Selection, keys: Window) -> None:
     slide_downloads(grid, sel.title.lines(f"{kind_title(kind)} · layer {layer + 1} · every head · rows up to step "
                                           f"{t + 1} of {len(result.steps)}"),
                     f"{kind}_layer{layer + 1}_heads_step{t + 1}", "decode_grid")
-
-
-def show_maps(sel: Selection) -> None:
-    """The map beside its notes (a long input's map across the page, the notes under it), then the heads grid."""
-    alignment, gold = map_gold(sel)
-    # the map with its labels and legend is ~size + 150 px wide: at 1400 px the half-width column clipped its legend;
-    # a long input's map takes the page's width (the side column goes below) and shows a window of keys
-    map_col, side_col = map_columns(sel.result.trace, map_kind(sel.result.trace), [9, 6])
-    with map_col:
-        keys = show_step_map(sel, gold)
-    with side_col:
-        show_map_notes(sel, alignment, gold)
-    show_heads_grid(sel, keys)
-

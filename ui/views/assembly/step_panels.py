@@ -83,13 +83,3 @@ def show_source_panel(sel: Selection) -> None:
     slide_downloads(strip, sel.title.lines(f"Source tokens shaded by {kind_title(spec.cross_kind).lower()} · "
                                            f"{_at(sel)}"), f"{spec.cross_kind}_source_step{t + 1}",
                     "decode_source_strip")
-
-
-def show_step_panels(sel: Selection) -> None:
-    """The step's panels as the page lays them out: the prefix beside the top-k, the source shading under both."""
-    left, right = st.columns([3, 2], gap="large")
-    with left:  # three fifths of the page less the large gap: a decoder-only prefix strip at PAGE_PX ran ~270 px past
-        show_prefix_panel(sel, column_px=PAGE_PX * 3 // 5 - 40)
-    with right:
-        show_topk_panel(sel)
-    show_source_panel(sel)

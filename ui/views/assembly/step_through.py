@@ -57,8 +57,9 @@ from ..kit import (
     weights_of,
 )
 from ..kit import decode_state as ds
-from .step_maps import Alignment, Window, map_gold, show_heads_grid, show_map_notes, show_maps, show_step_map
-from .step_panels import show_prefix_panel, show_source_panel, show_step_panels, show_topk_panel
+from .room_poll import decode_question, show_poll_control
+from .step_maps import Alignment, Window, map_gold, show_heads_grid, show_map_notes, show_step_map
+from .step_panels import show_prefix_panel, show_source_panel, show_topk_panel
 
 KEYS = LINK_PARAMS["decode"]  # link parameter -> widget key
 Results = dict[str, DecodeResult | None]
@@ -153,13 +154,6 @@ def _pickers(n_steps: int, trace, slider_col, layer_col, head_col) -> tuple[int,
     return layer, head
 
 
-def _navigation(n_steps: int, t: int, trace) -> tuple[int, int | None]:
-    """Prev / Next, the step slider, the layer and head pickers in one row; returns (layer, head)."""
-    nav_prev, nav_next, nav_slider, nav_layer, nav_head = st.columns([1.8, 1.8, 3.6, 2, 3], vertical_alignment="bottom")
-    _step_buttons(n_steps, t, nav_prev, nav_next)
-    return _pickers(n_steps, trace, nav_slider, nav_layer, nav_head)
-
-
 def _step_heading(sel: Selection) -> None:
     step, trace = sel.result.steps[sel.at], sel.result.trace
     fed = trace.decoder_input_tokens[trace.step_offset + sel.at]
@@ -185,9 +179,9 @@ def replay_download(active: ActiveModel, result: DecodeResult, view: str) -> Non
                                    "arrow keys, every attention kind, layer and head, the top-k of each step.")
 
 
-def _controls(sel: Selection, results: Results, view: str, *, presented: bool) -> Selection:
-    """Download replay and the animation, then the step, layer and head (in presenter mode the pickers stacked, for
-    the folded controls, Prev and Next left to the first screen): `sel` completed with the output `view` and them."""
+def _controls(sel: Selection, results: Results, view: str) -> Selection:
+    """Presenter mode's folded controls: Download replay and the animation, then the step, layer and head pickers
+    stacked (Prev and Next left to the first screen): `sel` completed with the output `view` and them."""
     active, result = sel.model, results[view]
     if result is None:
         raise ValueError(f"no {view} output to step through")
@@ -196,10 +190,7 @@ def _controls(sel: Selection, results: Results, view: str, *, presented: bool) -
         replay_download(active, result, view)
     n_steps = len(result.steps)
     t = ds.prepare_step(n_steps, (active.task_name, sel.text))
-    if presented:
-        layer, head = _pickers(n_steps, result.trace, st.container(), st.container(), st.container())
-    else:
-        layer, head = _navigation(n_steps, t, result.trace)
+    layer, head = _pickers(n_steps, result.trace, st.container(), st.container(), st.container())
     sel = replace(sel, result=result, mode=view, step=t, layer=layer, head=head, kind=map_kind(result.trace),
                   reference=sel.reference if view == ds.TEACHER else None)
     with downloads:  # beside "Download replay": it follows the layer and head picked below it
@@ -220,15 +211,13 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
         st.rerun(scope="app")  # a forced token: the outputs above change too
     available = [view for view, result in results.items() if result is not None]
     ds.prepare_view(available)
-    view = st.radio("Step through", available, format_func=lambda v: ds.view_label(v, results[v]), key=KEYS["view"],
-                    horizontal=True) if len(available) > 1 else ds.GREEDY  # (hidden on a projector)
     if presenting():
+        view = _view_picker(results, available)  # (hidden on a projector)
         sel, (alignment, gold, keys) = _presented_step(sel, results, view, prefix)
     else:
-        sel = _controls(sel, results, view, presented=False)
-        _step_heading(sel)
-        show_step_panels(sel)
+        sel, (alignment, gold, keys) = _first_screen_step(sel, results, available, prefix)
     result, t, layer, head = sel.result, sel.at, sel.layer, sel.head
+    view = sel.mode
     show_sampled_step(result, t)
     if ablated is not None and view == ds.GREEDY:
         show_ablated_step(ablated, t, layer, head, sel.title, key="decode_ablated_strip")
@@ -244,12 +233,57 @@ def show_step_through(sel: Selection, results: Results, ablated: DecodeResult | 
                     (LINK_OPENS["decode"]["inside"], KEYS["inside"], KEYS["layer"], KEYS["head"]))
     show_reliance(sel, "decode_reliance_open")
     st.divider()
-    if presenting():
-        show_map_notes(sel, alignment, gold)
-        show_heads_grid(sel, keys)
-    else:
-        show_maps(sel)
+    show_map_notes(sel, alignment, gold)
+    show_heads_grid(sel, keys)
     after()
+
+
+def _view_picker(results: Results, available: list[str]) -> str:
+    """Which output to step through (free-running, forced, teacher-forced), where there is more than one."""
+    if len(available) == 1:
+        return ds.GREEDY
+    return st.radio("Step through", available, format_func=lambda v: ds.view_label(v, results[v]), key=KEYS["view"],
+                    horizontal=True)
+
+
+def _first_screen_step(sel: Selection, results: Results, available: list[str], prefix: ds.ForcedPrefix | None
+                       ) -> tuple[Selection, tuple[Alignment, list[tuple[int, int]], Window]]:
+    """The first screen of a 1280x720 window under the input row: the step's map at the left; at the right which
+    output is stepped through, the step's heading, Prev and Next, the step slider, the layer and head pickers and the
+    top-k; then the output cards, the prefix, the source shading and the downloads under both. Returns `sel`
+    completed (output, step, layer, head) and the map's (alignment, gold, keys)."""
+    free = results[ds.GREEDY]
+    if free is None:
+        raise ValueError("no free-running output to step through")
+    map_col, side_col = map_columns(free.trace, map_kind(free.trace), [3, 2])
+    active = sel.model
+    with side_col:
+        view = _view_picker(results, available)
+        result = results[view]
+        if result is None:
+            raise ValueError(f"no {view} output to step through")
+        trace, n_steps = result.trace, len(result.steps)
+        heading = st.container(key="decode_step_heading")
+        t = ds.prepare_step(n_steps, (active.task_name, sel.text))
+        _step_buttons(n_steps, t, *st.columns(2))
+        slider_col = st.container()
+        layer, head = _pickers(n_steps, trace, slider_col, *st.columns([2, 3]))
+        sel = replace(sel, result=result, mode=view, step=t, layer=layer, head=head, kind=map_kind(trace),
+                      reference=sel.reference if view == ds.TEACHER else None)
+        with heading:
+            _step_heading(sel)
+        show_poll_control(sel, decode_question(sel))  # the poll this session posed (presenter mode poses one)
+        show_topk_panel(sel)
+    alignment, gold = map_gold(sel)
+    with map_col:
+        keys = show_step_map(sel, gold)
+    show_output_cards(results, prefix)
+    show_prefix_panel(sel)
+    show_source_panel(sel)
+    with st.container(horizontal=True, vertical_alignment="center", key="decode_downloads"):
+        replay_download(active, result, view)
+        decode_animation(sel)
+    return sel, (alignment, gold, keys)
 
 
 def _presented_step(sel: Selection, results: Results, view: str,
@@ -265,9 +299,10 @@ def _presented_step(sel: Selection, results: Results, view: str,
     map_col, side_col = map_columns(trace, map_kind(trace), [11, 9])
     with side_col:  # first: the step, layer and head the map shows
         with folded_controls("Step, layer and head", key="decode_step_controls"):
-            sel = _controls(sel, results, view, presented=True)
+            sel = _controls(sel, results, view)
         _step_heading(sel)
         _step_buttons(len(sel.result.steps), sel.at, *st.columns(2))
+        show_poll_control(sel, decode_question(sel))  # "Poll the room", or the poll posed
         head_keys(KEYS["head"], trace.n_heads)  # H and Shift+H: mounted, out of sight, outside the folded pickers
         show_topk_panel(sel)
         show_output_cards(results, prefix)

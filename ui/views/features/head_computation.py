@@ -25,7 +25,16 @@ from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 from ui.server import shared
 
-from ..kit import LINK_OPENS, LINK_PARAMS, Selection, cached_chart, show_chart, slide_downloads, slide_title
+from ..kit import (
+    LINK_OPENS,
+    LINK_PARAMS,
+    Selection,
+    cached_chart,
+    per_head_refusal,
+    show_chart,
+    slide_downloads,
+    slide_title,
+)
 
 MAP_VALUES = {"weight": "Weight", "contribution": "What each key adds"}
 INSIDE_OPEN_KEY, INSIDE_KIND_KEY = LINK_OPENS["decode"]["inside"], LINK_PARAMS["decode"]["inside"]  # in Decode's link
@@ -110,7 +119,8 @@ def show_head_computation(sel: Selection, *, kind: str | None = None, row: int |
     active, result, reference, layer, head, page = sel.model, sel.result, sel.reference, sel.layer, sel.head, sel.page
     kind = sel.kind if kind is None else kind
     if head is None or head < 0:
-        st.info("The computation is per head: pick one head (not the mean) to see it.", icon=":material/info:")
+        per_head_refusal("The computation is per head: pick one head (not the mean) to see it.",
+                         LINK_PARAMS.get(sel.page, {}).get("head"), sel.key("inside_pick_head"))
         return
     captured = _captured_or_message(active, result, reference)
     if captured is None:

@@ -15,7 +15,7 @@ from transformer.charts import QK_CELL as QK_CELL  # the selection of a clickabl
 from transformer.charts import clicked_cell, qk_part_map, visible_token, with_cell_clicks
 from transformer.model import Head
 
-from ..kit import PAGE_PX, Selection, chart_spec, decode_parts_for, show_chart
+from ..kit import LINK_PARAMS, PAGE_PX, Selection, chart_spec, decode_parts_for, per_head_refusal, show_chart
 
 HIDDEN = -1e30  # a term at or below this is the mask hiding the key
 TOP_PAIRS = 15
@@ -47,7 +47,8 @@ def show_qk(sel: Selection, kind: str, query: int, key_widget: str) -> QKTable |
     widget `key_widget`, defaulting to the key the head weighs most); returns the table shown, or None after a
     message."""
     if sel.head is None or sel.head < 0:
-        st.info("A score is per head: pick one head (not the mean) to take its score apart.", icon=":material/info:")
+        per_head_refusal("A score is per head: pick one head (not the mean) to take its score apart.",
+                         LINK_PARAMS.get(sel.page, {}).get("head"), sel.key("qk_pick_head"))
         return None
     got = decode_parts_for(sel.model, sel.result)
     if got is None:

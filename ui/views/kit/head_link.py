@@ -44,3 +44,19 @@ def picker_head_link(key: str, kind: str | None, head: int | None) -> None:
     if page is None or kind is None or not isinstance(layer, int):
         return
     head_page_link(None if head is None else Head(kind, layer, head))
+
+
+def _pick_first_head(key: str) -> None:
+    st.session_state[key] = 0
+
+
+def per_head_refusal(message: str, head_key: str | None, button_key: str) -> None:
+    """A view that is per head, shown the mean of heads: `message`, and the click that resolves it ("Show head 1"
+    sets the page's head picker, widget `head_key`; no button on a page without one)."""
+    if head_key is None:
+        st.info(message, icon=":material/info:")
+        return
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.info(message, icon=":material/info:", width="stretch")
+        st.button("Show head 1", key=button_key, on_click=_pick_first_head, args=(head_key,),
+                  icon=":material/filter_1:", help="Pick head 1 in the head picker above.")

@@ -8,9 +8,11 @@ from transformer.decode import AttentionTrace
 
 MAP_COLUMN_PX = 424  # the map's column beside its side column (3:2 or 9:6) in the 760-px main block at 1280 px
 PRESENTED_COLUMN_PX = 540  # ... in presenter mode (no sidebar; the QR code's margin; Decode's 11:9 the narrower)
+BOX_INSET_PX = 34  # a bordered box's padding and border on both sides (Home's Try it)
 MAP_FRAME_PX = 112  # beside the plot and its token labels: the axis title, the colour legend and the paddings
 LABEL_LIMIT_PX = 120  # the charts cut a vertical axis's token label at this width
 PRESENTED_ROWS_PX = 340  # presenter mode: the rows a map may take so its last row and axis end above 720 px
+FIRST_SCREEN_ROWS_PX = 260  # Decode beside its side column (sidebar open): its rows and key axis end above 720 px
 LABELLED_CELL, BARE_CELL = 12.0, 8.0  # pixels: the smallest cell whose token labels do not overprint; the charts' floor
 # (labels left off, each token in its tooltip)
 
@@ -22,10 +24,11 @@ def label_px(trace: AttentionTrace, kind: str, large: bool = False) -> float:
     return min(LABEL_LIMIT_PX, max(widths, default=0.0))
 
 
-def column_room(trace: AttentionTrace, kind: str, presenting: bool = False) -> int:
-    """Pixels the plotting area of a map of this kind may take beside its side column."""
+def column_room(trace: AttentionTrace, kind: str, presenting: bool = False, inset: int = 0) -> int:
+    """Pixels the plotting area of a map of this kind may take beside its side column (`inset`: pixels the column
+    loses to a bordered box around it)."""
     column = PRESENTED_COLUMN_PX if presenting else MAP_COLUMN_PX
-    return int(column - MAP_FRAME_PX - label_px(trace, kind, presenting))
+    return int(column - inset - MAP_FRAME_PX - label_px(trace, kind, presenting))
 
 
 def fits_column(trace: AttentionTrace, kind: str) -> bool:
@@ -34,18 +37,19 @@ def fits_column(trace: AttentionTrace, kind: str) -> bool:
 
 
 def map_fit(trace: AttentionTrace, kind: str, size: int, page_width: int, keys: tuple[int, int] | None = None, *,
-            presenting: bool = False) -> dict[str, int]:
+            presenting: bool = False, rows_px: int | None = None, inset: int = 0) -> dict[str, int]:
     """`size` and `max_width` for `attention_heatmap`: a map beside a side column fits that column with its token
-    labels and legend, one with the page's width keeps `page_width`; on a projector the cells also shrink (to
-    LABELLED_CELL, past that to BARE_CELL without labels) until the rows fit PRESENTED_ROWS_PX."""
+    labels and legend, one with the page's width keeps `page_width`; on a projector (or given `rows_px`) the cells
+    also shrink (to LABELLED_CELL, past that to BARE_CELL without labels) until the rows fit PRESENTED_ROWS_PX (or
+    `rows_px`); `inset`: pixels the map's column loses to a bordered box around it."""
     n_rows, n_keys = trace.axis_sizes(kind)
     shown = n_keys if keys is None else keys[1] - keys[0]
     width = page_width
     if fits_column(trace, kind):
-        width = column_room(trace, kind, presenting)
+        width = column_room(trace, kind, presenting, inset)
         size = min(size, width)
-    if presenting:
-        cell = PRESENTED_ROWS_PX / max(n_rows, 1)
+    if presenting or rows_px is not None:
+        cell = (PRESENTED_ROWS_PX if presenting else rows_px or PRESENTED_ROWS_PX) / max(n_rows, 1)
         cell = cell if cell >= LABELLED_CELL else BARE_CELL
         width = min(width, int(cell * shown))
         size = min(size, int(cell * max(n_rows, shown)))

@@ -166,10 +166,14 @@ def kind_picker(label: str, key: str, trace: AttentionTrace, *, horizontal: bool
     return st.radio(label, list(trace.kinds), format_func=kind_title, key=key, horizontal=horizontal)
 
 
+GRID_LEGEND_PX = 80  # a grid's colour legend beside its panels: its gradient, its numbers and its title "weight"
+
+
 def grid_cell(n_heads: int, largest: int, width: int = PAGE_PX) -> int:
-    """Panel size of a heads-plus-mean grid so that one row of panels fits `width` pixels (down to 28 px a panel:
-    bart-large's 16 heads and the mean fit a 1280-px window; more heads scroll inside the chart)."""
-    return int(max(28, min(largest, (width - 30) / (n_heads + 1) - 12)))  # 30 px: the row's label and margins
+    """Panel size of a heads-plus-mean grid so that one row of panels and the colour legend fit `width` pixels (down
+    to 28 px a panel: bart-large's 16 heads and the mean fit a 1280-px window; more heads scroll inside the chart)."""
+    room = width - 30 - GRID_LEGEND_PX  # 30 px: the row's label and margins
+    return int(max(28, min(largest, room / (n_heads + 1) - 12)))
 
 
 def chart_downloads(make_png: Callable[[], bytes], make_svg: Callable[[], str], stem: str, key: str) -> None:
