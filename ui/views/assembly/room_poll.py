@@ -36,7 +36,7 @@ def poll_key(page: str) -> str | None:
 def decode_question(sel: Selection) -> PollQuestion | str:
     """Decode's question at the selection's step (or why there is none): the step's cross-attention row over the
     source tokens, or, for a model without a source, the step's top-k."""
-    trace, t = sel.result.trace, sel.step
+    trace, t = sel.result.trace, sel.at
     cross = trace.family.cross_kind
     named = head_label(sel.head, spelled=True).lower()
     if cross is not None:
@@ -70,8 +70,8 @@ def _question(prompt: str, options: tuple[str, ...], answer: list[float]) -> Pol
     return PollQuestion(prompt, options, tuple(float(a) for a in answer))
 
 
-def _pose(page: str, question: PollQuestion) -> None:
-    st.session_state[poll_key(page)] = POLLS.open(session_name(), question)
+def _pose(key: str, question: PollQuestion) -> None:
+    st.session_state[key] = POLLS.open(session_name(), question)
 
 
 def show_poll_control(sel: Selection, question: PollQuestion | str) -> None:
@@ -91,7 +91,7 @@ def show_poll_control(sel: Selection, question: PollQuestion | str) -> None:
                   help=question)
         return
     st.button("Poll the room", key=f"{sel.page}_poll_open", icon=":material/how_to_vote:", on_click=_pose,
-              args=(sel.page, question), help=f"Ask the room: {question.prompt} The QR code's link then opens the "
+              args=(key, question), help=f"Ask the room: {question.prompt} The QR code's link then opens the "
                                               "poll on each phone.")
 
 
