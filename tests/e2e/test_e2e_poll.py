@@ -1,20 +1,22 @@
 """In a real browser, three contexts (three Streamlit sessions on one server): the speaker in presenter mode at 1280x720
 poses "Poll the room" on Decode; two phones (360x640) open the QR code's link, each votes once, a second vote and a
 vote after the reveal are refused in one line; the speaker's screen counts the votes live and, on Reveal, draws them
-beside the head's row, which equals the trace's row of a decode in this process. Screenshots for docs/."""
+beside the head's row, which equals the trace's row of a decode in this process. Its screenshots (the phone, the
+speaker's screen) go to the tests' artifacts; docs/screenshots/poll-*.png are copies."""
 from __future__ import annotations
 
 import re
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from studio_browser import PAGE_SETUP_JS, ROOT, page_errors, wait_idle
+from tests.helpers import ARTIFACTS
 from transformer.adapters import adapter_for
 from transformer.decode import greedy_decode
 from transformer.store import load_checkpoint
 
 TEXT = "A man plays the guitar on a stage."
 PHONE = {"width": 360, "height": 640}
-SHOTS = ROOT / "docs" / "screenshots"
+SHOTS = ARTIFACTS
 
 
 def _context(browser, viewport: dict):
@@ -34,6 +36,7 @@ def _expected_row() -> list[float]:
 
 
 def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shipped_app, shared_browser):
+    SHOTS.mkdir(exist_ok=True)
     speaker = _context(shared_browser, {"width": 1280, "height": 720})
     speaker.goto(f"{shipped_app.url}/decode?{urlencode({'text': TEXT, 'present': '1'})}")
     speaker.locator(".st-key-decode_poll_open button").first.wait_for(timeout=120_000)
