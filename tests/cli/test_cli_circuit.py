@@ -37,8 +37,7 @@ def test_the_table_names_the_target_and_the_top_edges(capsys):
     assert "at output token 1" in text and "top 4 of" in text and "the smallest circuit that reaches 0.8" in text
 
 
-@pytest.mark.parametrize("corrupted, said", [("abcdefghi", "same number of tokens"),
-                                             ("abcdefghij", "reads the same")])
+@pytest.mark.parametrize("corrupted, said", [("abcdefghij", "reads the same"), ("", "is empty")])
 def test_bad_input_is_one_line(corrupted: str, said: str, capsys):
     assert main(["circuit", MODEL, "abcdefghij", corrupted]) == 2
     err = capsys.readouterr().err.strip()

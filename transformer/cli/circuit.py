@@ -37,7 +37,7 @@ def register(commands: Commands) -> None:
                             "every other edge from the corrupted run (a faithfulness curve).")
     p.add_argument("dir", metavar="MODEL", help="our checkpoint folder, a Hugging Face folder or a hub id")
     p.add_argument("clean", metavar="CLEAN", help="the clean input")
-    p.add_argument("corrupted", metavar="CORRUPTED", help="the edited (corrupted) input, as many tokens as CLEAN")
+    p.add_argument("corrupted", metavar="CORRUPTED", help="the edited (corrupted) input")
     p.add_argument("--method", choices=(EAP, EAP_IG), default=EAP_IG, help="edge attribution: eap (one backward) or "
                    "eap-ig (integrated gradients, the default)")
     p.add_argument("--ig-steps", type=positive_int, default=CIRCUIT_IG_STEPS, metavar="K",

@@ -136,9 +136,22 @@ def test_the_circuit_keeps_what_its_curve_says(reverse):
     assert any(r["from"] == "enc:emb" and r["to"].startswith("cross:") and r["input"] == "k" for r in out["edges"])
 
 
-def test_a_pair_with_one_answer_or_two_lengths_is_refused(reverse):
+def test_inputs_of_two_lengths_are_aligned_as_patching_aligns_them(reverse):
+    """A deleted letter: the corrupted embeddings move onto the clean positions by the alignment; its own answer is
+    the contrast; patching every edge gives that aligned run, none the clean one."""
     adapter, _ = reverse
-    with pytest.raises(InputError, match="same number of tokens"):
-        pair_from_text(adapter, "abcdefghij", "abcdefghi")
+    pair = pair_from_text(adapter, "abcdefghij", "abcdefghi")
+    assert adapter.id_to_token(pair.answer) == "j" and adapter.id_to_token(pair.contrast) == "i"
+    assert pair.aligned is not None and len(pair.aligned["encoder"]) == 10  # 9 letters and </s> have partners
+    emb = pair.corrupted_embeddings()["encoder"]
+    assert emb.shape == pair.clean.embeddings()["encoder"].shape
+    base, n = baseline([pair]), pair.clean.graph.n_edges
+    assert patched_metric([pair], base, torch.zeros(n)) == pytest.approx(base.corrupted_metric, abs=1e-5)
+    assert patched_metric([pair], base, torch.ones(n)) == pytest.approx(base.clean_metric, abs=1e-5)
+    assert base.corrupted_metric < base.clean_metric  # the unaligned "j" keeps its clean embedding: a smaller gap
+
+
+def test_a_contrast_that_is_the_answer_is_refused(reverse):
+    adapter, _ = reverse
     with pytest.raises(InputError, match="contrast"):
         pair_from_text(adapter, "abcdefghij", "abcdefghik", contrast="j")

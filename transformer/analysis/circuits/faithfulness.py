@@ -43,7 +43,7 @@ def baseline(pairs: Sequence[Pair], metric_name: str = LOGIT_DIFF) -> Baseline:
         corrupted.append(outs)
         with torch.no_grad():
             clean_m += float(metric(metric_name, pair, graph_forward(pair.clean).logits)[0])
-            run = graph_forward(pair.clean, pair.corrupted.embeddings())
+            run = graph_forward(pair.clean, pair.corrupted_embeddings())
             corrupted_m += float(metric(metric_name, pair, run.logits)[0])
     return Baseline(corrupted, clean_m / len(pairs), corrupted_m / len(pairs))
 

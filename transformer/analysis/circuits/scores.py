@@ -29,7 +29,7 @@ def node_outputs(pair: Pair) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
     """Every node's output on the clean and on the corrupted run (per stack, (N, 1, T, D)), no gradients."""
     with torch.no_grad():
         clean = graph_forward(pair.clean).outs
-        corrupted = graph_forward(pair.clean, pair.corrupted.embeddings()).outs
+        corrupted = graph_forward(pair.clean, pair.corrupted_embeddings()).outs
     return clean, corrupted
 
 

@@ -5,8 +5,10 @@ target step, by default the first step where the corrupted run would choose anot
 there). An encoder-only model's target is the clean input's first mask. Pairs from a task arrive as ids
 (`pair_from_ids`). The metric (`METRICS`) is read on the logits at the target: the logit difference (default)
 logit(clean answer) − logit(corrupted answer), each answer its own run's token (or the `--contrast`); the clean
-answer's log-probability; or −KL(clean ‖ run), 0 on the clean run. Both inputs must have the same number of tokens
-(edges are patched position by position).
+answer's log-probability; or −KL(clean ‖ run), 0 on the clean run. Edges are patched position by position: a
+decoder's typed inputs of two lengths are aligned as `patch` aligns them (edit distance), the corrupted embeddings
+moved onto the clean positions (a clean position without a partner keeps its own), and that aligned input is the
+corrupted run.
 """
 from __future__ import annotations
 
@@ -35,10 +37,25 @@ class Pair:
     contrast: int  # the corrupted run's token there (or the --contrast)
     step: int | None  # 0-based output step (None: an encoder-only model's mask)
     clean_logits: Tensor  # (V,) at the target, banned ids at -inf
+    aligned: dict[str, tuple[tuple[int, int], ...]] | None = None  # two lengths: per stack, (clean, corrupted) pairs
 
     @property
     def position(self) -> int:
         return self.clean.position
+
+    def corrupted_embeddings(self) -> dict[str, Tensor]:
+        """The corrupted run's embeddings on the clean positions: its own, or, for inputs of two lengths, moved there
+        by the alignment (a clean position without a partner keeps its clean embedding)."""
+        theirs = self.corrupted.embeddings()
+        if self.aligned is None:
+            return theirs
+        out = self.clean.embeddings()
+        for stack, pairs in self.aligned.items():
+            moved = out[stack].clone()
+            for a, b in pairs:
+                moved[:, a] = theirs[stack][:, b]
+            out[stack] = moved
+        return out
 
 
 def _banned(adapter: InspectableModel, logits: Tensor) -> Tensor:
@@ -83,26 +100,32 @@ def _check_recompute(plan: Plan) -> None:
 
 
 def pair_from_ids(adapter: InspectableModel, src: tuple[Tensor, Tensor], tgt: tuple[Tensor, Tensor] | None,
-                  position: int, *, contrast: int | None = None, step: int | None = None) -> Pair:
+                  position: int, *, contrast: int | None = None, step: int | None = None,
+                  aligned: dict[str, tuple[tuple[int, int], ...]] | None = None, corrupted_position: int | None = None
+                  ) -> Pair:
     """A pair from ids: sources (1, S) and decoder inputs (1, T) (None: encoder-only), the target `position` of the
-    output stack; the contrast is the corrupted run's own choice there unless given. InputError when both answers
-    are one token."""
-    _same_length(*src, "inputs")
-    if tgt is not None:
-        _same_length(*tgt, "decoder inputs")
+    output stack (`corrupted_position` in the corrupted input, by default the same); the contrast is the corrupted
+    run's own choice there unless given. Inputs of two lengths need `aligned` (per stack, (clean, corrupted) position
+    pairs). InputError when both answers are one token."""
+    if aligned is None:
+        _same_length(*src, "inputs")
+        if tgt is not None:
+            _same_length(*tgt, "decoder inputs")
     with adapter.running():
-        plans = [make_plan(adapter, s, None if tgt is None else t, position)
-                 for s, t in zip(src, tgt if tgt is not None else (None, None), strict=True)]
+        plans = [make_plan(adapter, s, None if tgt is None else t, at)
+                 for s, t, at in zip(src, tgt if tgt is not None else (None, None),
+                                     (position, position if corrupted_position is None else corrupted_position),
+                                     strict=True)]
         plans[1] = dataclasses.replace(plans[1], graph=plans[0].graph)
     _check_recompute(plans[0])
-    logits = [_banned(adapter, p.cap.insides.logits[0, position]) for p in plans]
+    logits = [_banned(adapter, p.cap.insides.logits[0, p.position]) for p in plans]
     answer = int(logits[0].argmax())
     other = int(logits[1].argmax()) if contrast is None else contrast
     if other == answer:
         where = f"step {step + 1}" if step is not None else f"position {position + 1}"
         raise InputError(f"Both inputs give {adapter.id_to_token(answer)!r} at {where}: the metric would compare a "
                          "token with itself. Pick another --step, a --contrast, or an edit that changes the answer.")
-    return Pair(plans[0], plans[1], answer, other, step, logits[0])
+    return Pair(plans[0], plans[1], answer, other, step, logits[0], aligned)
 
 
 def pair_from_text(adapter: InspectableModel, clean: str, corrupted: str, *, step: int | None = None,
@@ -125,5 +148,7 @@ def pair_from_text(adapter: InspectableModel, clean: str, corrupted: str, *, ste
     if contrast_id is not None and contrast_id == setup.token:
         raise InputError(f"The contrast {contrast!r} is the clean output's own token at step {setup.step + 1}: pick "
                          "another token.")
+    same = setup.src[0].shape == setup.src[1].shape and setup.tgt[0].shape == setup.tgt[1].shape
+    aligned = None if same else {stack: a.aligned for stack, a in setup.alignment.items()}
     return pair_from_ids(adapter, setup.src, setup.tgt, setup.tgt[0].shape[1] - 1, contrast=contrast_id,
-                         step=setup.step)
+                         step=setup.step, aligned=aligned, corrupted_position=setup.tgt[1].shape[1] - 1)
