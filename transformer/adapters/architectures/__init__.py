@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from ..errors import HFModelError
 from .spec import Architecture
 
-_NOT_ARCHITECTURES = {"spec", "own_attention"}
+_NOT_ARCHITECTURES = {"spec"}
 _GUARD = threading.Lock()
 
 

@@ -5,8 +5,9 @@ the terms its scores carry (windows, soft-capping, sinks, T5's relative bias, AL
 (`layers`, `attention`, `outputs`, `final_norm`, `path`) are generic: they only follow what the file declares."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from torch import Tensor, nn
 
@@ -25,6 +26,16 @@ WINDOW, SOFTCAP, SINKS, RELATIVE, ALIBI = "window", "softcap", "sinks", "relativ
 TERMS = (WINDOW, SOFTCAP, SINKS, RELATIVE, ALIBI)
 # how a model knows where a token is (`positions.PositionScheme`)
 LEARNED, SINUSOIDAL, RELATIVE_BUCKETS, ROTARY = "learned", "sinusoidal", "relative buckets", "rotary"
+
+
+class OwnCapture(Protocol):
+    """The capture of a family whose attention is its own code (Falcon): `capturing` as `hf_capture.recording_hf`."""
+
+    def capturing(self, model: Any, modules: Mapping[str, Sequence[nn.Module]],
+                  projections: Mapping[str, Sequence[nn.Module]], chunks: Mapping[str, list[Any]] | None
+                  ) -> AbstractContextManager[dict[str, list[Any]]]:
+        """For the calls inside: each layer's softmax inputs, or with `chunks` its store rows."""
+        ...
 
 
 def find(root: Any, path: str | None, optional: bool = False) -> Any:
@@ -150,7 +161,7 @@ class Architecture:
     projections: Callable[[nn.Module, Any], Projections] | None = None  # where `qkv` alone cannot say it
     relative_bias: Callable[[nn.Module], Any] | None = None  # an attention's relative bias table (T5), None without
     masked_head: Callable[[nn.Module], Callable[[Tensor], Tensor]] | None = None  # encoder-only: output function
-    own: Any = None  # an attention computed in the family's own code: its capture (`own_attention.OwnAttention`)
+    own: OwnCapture | None = None  # an attention computed in the family's own code: its capture (Falcon's hook)
     notes: str = field(default="", compare=False)
 
     # -- the module tree -------------------------------------------------------------------------------------
