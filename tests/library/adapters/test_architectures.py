@@ -107,3 +107,29 @@ def test_adding_an_architecture_is_one_file_and_one_tiny_model(starcoder2):
             assert error.max() <= 1e-4, index
     with pytest.raises(HFModelError, match="no architecture file"):  # unregistered again when the test is done
         load_hf_model(str(starcoder2))
+
+
+@pytest.mark.parametrize("model_type", ["xlm-roberta", "camembert"])
+def test_robertas_copies_open_through_their_own_files(model_type, tmp_path):
+    """XLM-R and CamemBERT are RoBERTa's code under their own model types: a tiny RoBERTa saved as each opens, its
+    captured weights are the eager ones, its residual parts sum to the stream and its output head gives its logits."""
+    import json
+
+    from tests.helpers.hf_masked_models import build as build_masked
+    folder = build_masked("roberta", tmp_path / model_type)
+    config = json.loads((folder / "config.json").read_text())
+    classes = {"xlm-roberta": "XLMRobertaForMaskedLM", "camembert": "CamembertForMaskedLM"}
+    (folder / "config.json").write_text(json.dumps(dict(config, model_type=model_type,
+                                                        architectures=[classes[model_type]])))
+    adapter = load_hf_model(str(folder))
+    assert adapter.describe()["model_type"] == model_type and adapter.max_source_len == 600
+    ids = torch.tensor([adapter.tokenize_source("a man rides a bike").ids])
+    cap = capture_path(adapter, ids, None)
+    for layer, weights in enumerate(cap.insides.attentions["encoder_self"]):
+        assert torch.equal(cap.insides.inputs["encoder_self"][layer].pattern(), weights.float())
+    for index, stream in enumerate(cap.insides.residual["encoder"]):
+        parts = residual_parts(cap, "encoder", index, list(range(ids.shape[1])))
+        torch.testing.assert_close(parts.total(), stream[0].float(), atol=1e-4, rtol=1e-4)
+    with torch.no_grad():
+        torch.testing.assert_close(adapter.output_head(cap.insides.residual["encoder"][-1]), cap.insides.logits,
+                                   atol=1e-4, rtol=1e-4)
