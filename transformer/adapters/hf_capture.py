@@ -38,10 +38,12 @@ Tables = dict[int, tuple[Tensor, Any]]  # T5: the bias tensor a stack's first la
 
 @dataclass(frozen=True)
 class _Call:
-    """One capture on one thread: a recorder per attention module (by id), and whether the fused kernel runs."""
+    """One capture on one thread: a recorder per attention module (by id), whether the fused kernel runs, and the
+    captured model's config (the masks of another model called meanwhile stay eager's)."""
 
     recorders: dict[int, Callable[..., Any]]
     fused: bool
+    config: Any
 
 
 _CALLS: dict[int, _Call] = {}  # thread id -> its capture, while one runs: the one recorder registry
@@ -66,10 +68,11 @@ def _attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, att
 
 
 def _mask(*args: Any, **kwargs: Any) -> Any:
-    """The `studio` mask: SDPA's while this thread's capture runs the fused kernel, else eager's."""
+    """The `studio` mask: SDPA's for the model whose capture on this thread runs the fused kernel, else eager's."""
     from transformers.masking_utils import eager_mask, sdpa_mask
     call = _CALLS.get(threading.get_ident())
-    return (sdpa_mask if call is not None and call.fused else eager_mask)(*args, **kwargs)
+    fused = call is not None and call.fused and kwargs.get("config") is call.config
+    return (sdpa_mask if fused else eager_mask)(*args, **kwargs)
 
 
 def register() -> None:
@@ -236,7 +239,7 @@ def recording_hf(model: Any, arch: Architecture, chunks: Mapping[str, list[Store
         with _GUARD:
             if me in _CALLS:
                 raise RuntimeError("a capture is already running on this thread")
-            _CALLS[me] = _Call(recorders, fused=chunks is not None)
+            _CALLS[me] = _Call(recorders, fused=chunks is not None, config=model.config)
         undo.callback(_CALLS.pop, me, None)
         yield found
 
