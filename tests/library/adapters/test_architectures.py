@@ -109,6 +109,15 @@ def test_adding_an_architecture_is_one_file_and_one_tiny_model(starcoder2):
         load_hf_model(str(starcoder2))
 
 
+def test_a_score_term_the_file_does_not_declare_is_refused_in_one_line(starcoder2):
+    with registered(llama_like("starcoder2")):  # its sliding window left out of the declaration
+        adapter = load_hf_model(str(starcoder2))
+        ids = torch.tensor([adapter.tokenize_source("a man rides a bike").ids])
+        with pytest.raises(HFModelError, match="adds window, which its architecture file does not declare") as no:
+            adapter.insides(ids, ids)
+    assert "\n" not in str(no.value)
+
+
 @pytest.mark.parametrize("model_type", ["xlm-roberta", "camembert"])
 def test_robertas_copies_open_through_their_own_files(model_type, tmp_path):
     """XLM-R and CamemBERT are RoBERTa's code under their own model types: a tiny RoBERTa saved as each opens, its
