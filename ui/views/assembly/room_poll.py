@@ -111,9 +111,9 @@ def _close(page: str, poll_id: str) -> None:
     st.session_state[CLOSED_KEY] = True  # the fragment then reruns the page: the link loses the poll
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=0.5)
 def _speaker_panel(page: str, title_lines: list[str]) -> None:
-    """The open poll on the speaker's screen, redrawn every second (only this fragment reruns)."""
+    """The open poll on the speaker's screen, redrawn twice a second (only this fragment reruns)."""
     if st.session_state.pop(CLOSED_KEY, False):
         st.rerun(scope="app")
     poll_id = st.session_state.get(poll_key(page) or "")
