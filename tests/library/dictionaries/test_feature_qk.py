@@ -14,7 +14,7 @@ from tests.helpers.our_models import _inputs
 from tests.helpers.path_models import PATH_FAMILIES, _rescaled, path_model
 from transformer.adapters import InspectableModel
 from transformer.analysis import capture_path
-from transformer.dictionaries import DictionaryError, Site, feature_qk, needed_sites
+from transformer.dictionaries import DictionaryError, Site, feature_qk, feature_sources, needed_sites, place
 from transformer.model import Head
 from transformer.store import open_model
 
@@ -81,3 +81,25 @@ def test_a_dictionary_of_another_site_or_width_is_refused_in_one_line():
     total = sum(p["contribution"] for p in out["pairs"]) + sum(out["terms"].values())
     assert abs(total - out["score"]) <= 1e-4 * max(1.0, abs(out["score"]))
     assert any(name.startswith("dec:L2H") for name in table.table.query_parts)  # the self-attention between: parts
+
+
+@pytest.mark.parametrize("family", ["ours-pre", "ours-decoder-only-post", "ours-encoder-only-pre"])
+def test_a_features_sources_over_heads_and_positions_sum_to_its_pre_activation(family: str):
+    adapter = path_model(family, None)  # type: ignore[arg-type]  # ours need no folder
+    src, tgt = _inputs(adapter)
+    insides = adapter.insides(src, tgt if adapter.family.decodes else None)
+    for kind in adapter.family.kinds:
+        code = {"encoder_self": "enc", "decoder_self": "dec"}.get(kind, kind)
+        where = place(Site.parse(f"attn:{code}:L2"), adapter)
+        d = random_dictionary(where.site, where.width, 24)
+        z = insides.inputs[kind][1].merged[0].float()
+        pre = d.pre_activations(z)
+        query = z.shape[0] - 1
+        feature = int(pre[query].argmax())
+        found = feature_sources(insides, where, d, feature, query)
+        assert found.pre_activation == pytest.approx(float(pre[query, feature]), abs=1e-4)
+        assert found.activation == pytest.approx(float(d.encode(z)[query, feature]), abs=1e-5) and found.activation > 0
+        assert len(found.by_source()) == insides.inputs[kind][1].keys.shape[2] and len(found.by_head()) == 4
+    with pytest.raises(DictionaryError, match="attention-output dictionaries"):
+        feature_sources(insides, place(Site.parse("resid:L1" if not adapter.family.has_cross else "resid:enc:L1"),
+                                       adapter), d, 0, 0)
