@@ -31,6 +31,7 @@ from .beam import (
 )
 from .beam import key_window as beam_key_window
 from .circuits import CIRCUIT_NODE, circuit_chart, faithfulness_chart, node_layout
+from .dictionaries import decile_chart, feature_pairs_chart, feature_pairs_frame, feature_sources_chart
 from .difference import difference_frame, difference_heatmap
 from .edit_difference import (
     EDIT_WINDOW,
@@ -162,3 +163,4 @@ __all__ += ["CIRCUIT_NODE", "circuit_chart", "faithfulness_chart", "node_layout"
 from .poll import poll_chart, poll_frame  # noqa: E402
 
 __all__ += ["poll_chart", "poll_frame"]
+__all__ += ["decile_chart", "feature_pairs_chart", "feature_pairs_frame", "feature_sources_chart"]

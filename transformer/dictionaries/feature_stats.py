@@ -80,3 +80,13 @@ def feature_frame(dictionary: Dictionary, codes: torch.Tensor, activations: Acti
     return pd.DataFrame({"feature": range(dictionary.n_features), "frequency": (counts.float() / n).tolist(),
                          "max_activation": maxima.tolist(), "mean_activation": means.tolist(),
                          "top_tokens": tokens})
+
+
+def decile_counts(codes: torch.Tensor, feature: int) -> dict[int, int]:
+    """How many tokens fall in each tenth of the feature's range of activations (0 excluded), decile 9 the top."""
+    column = codes[:, feature]
+    top = float(column.max()) if len(column) else 0.0
+    if top <= 0:
+        return {d: 0 for d in range(10)}
+    deciles = (column[column > 0] / top * 10).ceil().clamp(1, 10).long() - 1
+    return {d: int((deciles == d).sum()) for d in range(10)}

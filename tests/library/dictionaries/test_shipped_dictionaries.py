@@ -2,7 +2,7 @@
 sites, explain >= 0.9 of their activations' variance, and on the induction model the known answer holds: at
 induction cells of the induction head, the top feature pair is a query feature that fires on the current token X
 and a key feature that fires where the previous token is X (>= 18 of its 20 strongest activations over the task's
-streams), the error terms at most 20 % of the score."""
+streams' positions after the first), the error terms at most 20 % of the score."""
 from __future__ import annotations
 
 import random
@@ -44,6 +44,9 @@ def test_at_induction_cells_the_top_pair_is_current_token_x_meets_previous_token
     ev = 1 - float((dictionary.decode(codes) - acts.values).pow(2).sum() / (acts.values - acts.values.mean(0))
                    .pow(2).sum())
     assert ev >= 0.9
+    # a stream's first position has no previous token (the previous-token head can only read the token itself
+    # there): the check reads the positions that have one
+    codes[torch.tensor(acts.positions) == 0] = 0
     checked = 0
     for r in repeats[:8]:
         i = r.length // 2
