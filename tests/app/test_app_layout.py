@@ -26,7 +26,7 @@ from tests.helpers.import_graph import find_circle, import_graph
 
 # Data and calls flow down this list; a role may import the roles before it, never one after it.
 ROLES = ("server", "models", "views", "links", "train", "shell")
-STAGES = ("model", "data", "decode", "analysis", "store", "train", "charts")
+STAGES = ("model", "data", "decode", "analysis", "store", "train", "dictionaries", "charts")
 
 
 def _imports(path: Path, source: str) -> list[tuple[int, str, int]]:
