@@ -152,8 +152,10 @@ def _stream(cap: PathCapture, stack: str, pos: Tensor, start: tuple[int, Parts] 
     residual, pre = cap.insides.residual[stack], cap.path.pre_norm
     yield 0, None, names, vectors, total
     for layer, subs in enumerate(cap.path.stacks[stack].layers):
+        if start is not None and layer < start[0]:
+            continue  # the parts before the start are not asked for (the stream's total resets after each layer)
         if start is not None and layer == start[0]:
-            names, vectors = list(start[1].names), start[1].vectors
+            names, vectors, total = list(start[1].names), start[1].vectors, residual[layer][0, pos].float()
         kind = subs[0].name
         for s, sub in enumerate(subs):
             yield layer, s, names, vectors, total

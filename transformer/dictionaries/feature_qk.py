@@ -16,7 +16,8 @@ from typing import Sequence
 
 import torch
 
-from ..analysis import BIAS, Parts, PathCapture, QKTable, qk_attribution, reading_parts
+from ..adapters import ResidualPathError
+from ..analysis import BIAS, Parts, PathCapture, QKTable, frozen_norm, qk_attribution, reading_parts
 from ..model import Head
 from .dictionary import Dictionary
 from .sites import RESID, DictionaryError, Site
@@ -50,8 +51,10 @@ def _pick(dictionaries: Sequence[Dictionary], site: Site, side: str, head: Head)
 
 def _side(cap: PathCapture, head: Head, at: int, keys: bool, dictionary: Dictionary) -> tuple[Parts, dict[int, float]]:
     kind, layer, _ = head
-    if kind == "cross" and keys:
-        x = reading_parts(cap, kind, layer, [at], keys=True).total()[0]
+    if kind == "cross" and keys:  # the encoder's output through its final norm, as the keys read it
+        x = cap.insides.residual["encoder"][-1][0, at].float()
+        normed, shift = frozen_norm(cap.path.stacks["encoder"].final_norm, x[None, None], x[None])
+        x = normed[0, 0] + (0 if shift is None else shift[0])
     else:
         stack, _ = cap.path.sublayer(kind, layer)
         x = cap.insides.residual[stack][layer][0, at].float()
@@ -127,11 +130,23 @@ class FeatureQKTable:
                 "key_features": {str(i): a for i, a in self.key_features.items()}, "error_share": self.error_share()}
 
 
+def _check_cell(cap: PathCapture, head: Head, query: int, key: int) -> None:
+    """ResidualPathError in one line for a head or a position the capture has not got."""
+    inputs = cap.insides.inputs.get(head.kind)
+    if inputs is None or not 0 <= head.layer < len(inputs) or not 0 <= head.head < inputs[0].n_heads:
+        qk_attribution(cap, head, query, key)  # its own line names what is there
+        return
+    for name, at, n in (("query", query, inputs[head.layer].queries.shape[2]),
+                        ("key", key, inputs[head.layer].keys.shape[2])):
+        if not 0 <= at < n:
+            raise ResidualPathError(f"{name} position {at + 1} is outside {head.label}'s {n} {name} positions")
+
+
 def feature_qk(cap: PathCapture, head: Head, query: int, key: int, dictionaries: Sequence[Dictionary]
                ) -> FeatureQKTable:
     """The score of `head` at (query, key) (0-based) over the features of the dictionaries of the sites its query
     and its key read; DictionaryError in one line where one is missing or does not fit."""
-    qk_attribution(cap, head, query, key)  # the head and positions checked, one line each, before any encoding
+    _check_cell(cap, head, query, key)
     q_site, k_site = needed_sites(cap, head)
     q_dict, k_dict = _pick(dictionaries, q_site, "query", head), _pick(dictionaries, k_site, "key", head)
     q_parts, q_acts = _side(cap, head, query, False, q_dict)
