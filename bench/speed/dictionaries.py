@@ -6,7 +6,7 @@ the induction model's residual stream entering layer 2 to >= 0.9 explained varia
 reading its activations.
 
 Parts: `encode`, `qk`, `train`. `python -m bench.speed.dictionaries [part ...]`; one JSON line per part. Figures:
-bench/README.md, "Dictionaries".
+bench/README.md (the `speed/dictionaries` row).
 """
 from __future__ import annotations
 
