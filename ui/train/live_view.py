@@ -37,13 +37,25 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes}:{secs:02d}" if minutes else f"{secs} s"
 
 
+TIME_CAP_SLACK = 0.97  # a run that ran this share of its time budget or more was ended by it (the last step's overrun)
+
+
 def status_bar(name: str, snap: JobSnapshot) -> tuple[float, str]:
-    """The progress bar's fill and text: a finished run is a full bar that says where it ended (a stage run ends when
-    its picture is clean, long before the step cap: "step 450 of 5,000" read as a run that died at 9 %)."""
+    """The progress bar's fill and text: a finished run is a full bar that says where it ended and which cap ended it
+    (a stage run ends when its picture is clean, long before the step cap: "step 450 of 5,000" read as a run that died
+    at 9 %; a run its time budget ended says so, not "before the cap of … 15 s" after 16 s). A run at step 0 is
+    preparing (the model and the data are built before the first step: seconds with no other word)."""
     if snap.status == "finished":
+        done = f"Finished · {name} · done at step {snap.step:,} in {_duration(snap.run_seconds)}"
+        if snap.step >= snap.target_steps:
+            return 1.0, f"{done} (its cap of {snap.target_steps:,} steps)"
+        if snap.max_seconds and snap.run_seconds >= TIME_CAP_SLACK * snap.max_seconds:
+            return 1.0, (f"{done}: its time cap of {_duration(snap.max_seconds)} ended it, before the "
+                         f"{snap.target_steps:,} steps planned")
         caps = [f"{snap.target_steps:,} steps"] + ([_duration(snap.max_seconds)] if snap.max_seconds else [])
-        early = f" (before the cap of {' or '.join(caps)})" if snap.step < snap.target_steps else ""
-        return 1.0, f"Finished · {name} · done at step {snap.step:,} in {_duration(snap.run_seconds)}{early}"
+        return 1.0, f"{done} (before the cap of {' or '.join(caps)})"
+    if snap.status == "running" and snap.step == 0:
+        return 0.0, f"Preparing · {name} · building the model and its data before the first step"
     fraction = min(snap.step / max(snap.target_steps, 1), 1.0)
     if snap.max_seconds:
         fraction = max(fraction, min(snap.run_seconds / snap.max_seconds, 1.0)) if snap.active else fraction

@@ -65,3 +65,18 @@ def test_a_stage_run_finished_long_before_the_step_cap_reads_as_done():
                        weights_version=1, run_seconds=25.0)
     assert status_bar("reverse", snap) == (
         1.0, "Finished · reverse · done at step 450 in 25 s (before the cap of 5,000 steps or 5:00)")
+
+
+def test_a_run_its_time_budget_ended_says_so_and_a_run_at_step_0_is_preparing():
+    from dataclasses import replace
+
+    from transformer.train.job_supervisor import JobSnapshot
+    from ui.train.live_view import status_bar
+
+    snap = JobSnapshot(status="finished", message="", step=127, target_steps=1400, elapsed=16.0, max_seconds=15.0,
+                       steps_per_s=0.0, tokens_per_s=0.0, history=(), evals=(), weights_version=1, run_seconds=16.0)
+    assert status_bar("reverse", snap)[1] == ("Finished · reverse · done at step 127 in 16 s: its time cap of 15 s "
+                                              "ended it, before the 1,400 steps planned")
+    assert status_bar("reverse", replace(snap, step=1400))[1].endswith("(its cap of 1,400 steps)")
+    preparing = status_bar("reverse", replace(snap, status="running", step=0, run_seconds=3.0))
+    assert preparing == (0.0, "Preparing · reverse · building the model and its data before the first step")
