@@ -33,25 +33,30 @@ def _title(side: str, n: int, cell: float) -> str:
 
 
 def composition_heatmap(frame: pd.DataFrame, mode: str, *, title: str = "", max_width: int = MAX_MAP_PX) -> alt.Chart:
-    """One composition type's map (`mode` "q", "k" or "v") of a `composition_scores` frame, 0..1, never wider than
-    `max_width` pixels."""
+    """One composition type's map (`mode` "q", "k" or "v") of a `composition_scores` frame (scores in 0..1), never
+    wider than `max_width` pixels; its colours run from 0 to the map's largest score (scores of 0.07-0.09 on a fixed
+    0-1 scale were one pale wash), which its subtitle names."""
     if mode not in TITLES:
         raise ValueError(f"composition type {mode!r}: one of q, k, v")
     data = frame.dropna(subset=[mode])[["from", "to", mode]].rename(columns={mode: "score"})
     writers, readers = list(dict.fromkeys(frame["from"])), list(dict.fromkeys(frame["to"]))
     cell = float(max(1.0, min(MAX_CELL_PX, max_width / max(len(writers), 1))))
     height = float(max(1.0, min(MAX_CELL_PX, 700 / max(len(readers), 1))))
+    largest = float(data["score"].max()) if len(data) else 0.0
+    top = largest if largest > 0 else 1.0
     pick = alt.selection_point(name=COMPOSITION_PAIR, fields=["from", "to"], on="click", toggle=False)
     return alt.Chart(data).mark_rect().encode(
         x=alt.X("from:N", sort=writers, title=_title("earlier head (writes)", len(writers), cell),
                 axis=_axis(cell, -90)),
         y=alt.Y("to:N", sort=readers, title=_title("later head (reads)", len(readers), height),
                 axis=_axis(height, 0)),
-        color=alt.Color("score:Q", title=TITLES[mode], scale=alt.Scale(scheme="blues", domain=[0, 1])),
+        color=alt.Color("score:Q", title=TITLES[mode], scale=alt.Scale(scheme="blues", domain=[0, top])),
         tooltip=[alt.Tooltip("from:N", title="from"), alt.Tooltip("to:N", title="to"),
                  alt.Tooltip("score:Q", title=TITLES[mode], format=".3f")],
     ).add_params(pick).properties(width=cell * len(writers), height=height * len(readers), autosize=AUTOSIZE,
-                                  title=alt.TitleParams(title or TITLES[mode], anchor="start", fontSize=14))
+                                  title=alt.TitleParams(title or TITLES[mode], anchor="start", fontSize=14,
+                                                        subtitle=f"colours from 0 to the largest score, {top:.3g}",
+                                                        subtitleColor="#555"))
 
 
 def q_composition_heatmap(frame: pd.DataFrame, **kwargs: Any) -> alt.Chart:

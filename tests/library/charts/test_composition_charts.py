@@ -50,3 +50,14 @@ def test_every_head_label_shows_where_the_cells_can_carry_one():
                                 max_width=500).to_dict()
     assert dense["encoding"]["x"]["axis"]["labelOverlap"] is True and "192 heads, not every label fits" in \
         dense["encoding"]["x"]["title"]
+
+
+def test_the_colour_scale_is_fitted_to_the_maps_values():
+    import pandas as pd
+
+    frame = pd.DataFrame({"from": ["L1H1", "L1H2", "L1H1"], "to": ["L2H1", "L2H1", "L2H2"],
+                          "q": [0.07, 0.09, 0.08], "k": [0.0, 0.0, 0.0], "v": [0.5, 0.2, 0.1]})
+    q = composition_heatmap(frame, "q").to_dict()
+    assert q["encoding"]["color"]["scale"]["domain"] == [0, 0.09]  # not a pale wash on 0-1
+    assert "0.09" in q["title"]["subtitle"]
+    assert composition_heatmap(frame, "k").to_dict()["encoding"]["color"]["scale"]["domain"] == [0, 1.0]
