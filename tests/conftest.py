@@ -2,6 +2,7 @@
 session (per pytest-xdist worker). Under CI a skipped browser or desktop test fails (skips_under_ci)."""
 from __future__ import annotations
 
+import functools
 import multiprocessing
 from pathlib import Path
 from typing import Iterator
@@ -39,6 +40,18 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("checkpoints")
     build_tiny_checkpoint(root / "reverse")
     return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def components_scanned_once() -> Iterator[None]:
+    """Streamlit scans the metadata of every installed distribution for its components at the first run of each new
+    AppTest (~0.15 CPU-s, and seconds of wall on a loaded machine, in a pool of threads); nothing is installed during
+    a session, so each test process scans once."""
+    from streamlit.components.v2 import manifest_scanner
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest_scanner, "scan_component_manifests",
+                      functools.cache(manifest_scanner.scan_component_manifests))
+        yield
 
 
 @pytest.fixture(scope="session")
