@@ -1,5 +1,5 @@
-"""Circuits (analysis.circuits): the graph forward reproduces every pre-norm family's logits and refuses the others in
-one line; edge patching is exact at both ends; a node's out-edges patched equal the model's own activation patching
+"""Circuits (analysis.circuits): the graph forward reproduces every family's logits (post-norm ones and Gemma 3 with
+their stream norms frozen at the clean run) and refuses OLMo 2 in one line; edge patching is exact at both ends; a node's out-edges patched equal the model's own activation patching
 of that head; EAP-IG agrees with exact edge patching on a shipped model."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers.hf_causal_models import build_new
 from tests.helpers.our_models import _inputs
 from tests.helpers.path_models import path_model
 from transformer.adapters import InspectableModel, ResidualPathError
@@ -31,8 +32,8 @@ from transformer.store import open_model
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[3]
-GRAPHED = ("ours-pre", "ours-decoder-only-pre", "ours-encoder-only-pre", "t5", "gpt2", "llama", "qwen3", "modernbert")
-REFUSED = ("ours-post", "bart", "mbart")
+GRAPHED = ("ours-pre", "ours-decoder-only-pre", "ours-encoder-only-pre", "t5", "gpt2", "llama", "qwen3", "modernbert",
+           "ours-decoder-only-post", "ours-encoder-only-post", "marian", "mbart", "roberta", "distilbert")
 
 
 def _plan(adapter: InspectableModel):
@@ -61,13 +62,25 @@ def test_the_graph_forward_gives_the_models_own_logits(family: str, tmp_path: Pa
     assert scores.shape == (plan.graph.n_edges,) and bool(scores.isfinite().all())
 
 
-@pytest.mark.parametrize("family", REFUSED)
-def test_a_family_whose_stream_is_not_a_sum_is_refused_in_one_line(family: str, tmp_path: Path):
-    adapter = path_model(family, tmp_path)
-    with pytest.raises(ResidualPathError) as found:
-        src, tgt = _inputs(adapter)
-        pair_from_ids(adapter, (src, src), (tgt, tgt), tgt.shape[1] - 1)
-    assert "\n" not in str(found.value)
+@pytest.mark.parametrize("family", ["gemma3_text", "olmo2"])
+def test_a_norm_on_each_sublayers_output_is_frozen_and_a_query_norm_over_every_head_refused(family: str,
+                                                                                           tmp_path: Path):
+    """Gemma 3 norms each sublayer's output before it joins the stream (frozen at the clean run: its logits come back);
+    OLMo 2 norms every head's query at once, which mixes the heads' inputs (refused in one line)."""
+    adapter = open_model(str(build_new(family, tmp_path / family)))
+    src, tgt = _inputs(adapter)
+    if family == "olmo2":
+        with pytest.raises(ResidualPathError) as found:
+            pair_from_ids(adapter, (src, src), (tgt, tgt), tgt.shape[1] - 1)
+        assert "\n" not in str(found.value) and "every head" in str(found.value)
+        return
+    with adapter.running():
+        plan = make_plan(adapter, src, tgt, tgt.shape[1] - 1)
+    assert any(s.out_norm is not None for layer in plan.cap.path.stacks["decoder"].layers for s in layer)
+    with torch.no_grad():
+        got = graph_forward(plan).logits[0]
+    want = plan.cap.insides.logits[0, plan.position].float()
+    assert (got - want).abs().max() <= 1e-4 * want.abs().max()
 
 
 @pytest.fixture(scope="module")

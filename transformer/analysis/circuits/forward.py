@@ -3,12 +3,13 @@ edge can be patched (its upstream output taken from the corrupted run) and any i
 
 One run of `graph_forward` starts from each stack's embeddings (`enc:emb`, `dec:emb`: the residual stream the first
 layer reads, as the model computed it) and recomputes every sublayer from the pieces the model itself uses: each
-sublayer's own norm (run live on each input, so patching every edge gives the corrupted run and none the clean one),
-W_Q, W_K, W_V and W_O per head, the rotary tables, query scales and additive score terms (masks, T5's bias), soft-cap
-and sinks its capture recorded, the MLP module itself, and the model's own output function for the logits. A cross-
-attention's keys and values read the encoder's nodes through the encoder's final norm. Pre-norm models only: a
-post-norm stream is not a sum of its nodes' outputs (refused in one line), nor is one whose sublayers norm their
-output before it joins the stream (OLMo 2, Gemma 2 and 3).
+pre-norm sublayer's own norm (run live on each input, so patching every edge gives the corrupted run and none the clean
+one), W_Q, W_K, W_V and W_O per head, the rotary tables, query scales and additive score terms (masks, T5's bias),
+soft-cap and sinks its capture recorded, the MLP (its module, or the pieces its layer calls inline), and the model's
+own output function for the logits. A cross-attention's keys and values read the encoder's nodes through the
+encoder's final norm. The norms on the stream itself — a post-norm model's after each sum, Gemma's on a sublayer's
+output — are frozen at the clean run (`frozen`): each node's output reaches a later input through each of them as the
+linear map it was on the clean run, so the stream stays a sum of its nodes' outputs.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from torch import Tensor, nn
 from ...adapters import MLP, InspectableModel, ResidualPathError
 from ..qk_attribution import _rotate
 from ..residual_parts import PathCapture, capture_path
+from .frozen import FrozenNorm, frozen_norm, whole_mlp
 from .graph import LOGITS, CircuitGraph, Sublayer, build_graph
 
 
@@ -74,35 +76,24 @@ class Plan:
         return {stack: r[0].float() for stack, r in self.cap.insides.residual.items()}
 
 
-def check_graphable(adapter: InspectableModel, cap: PathCapture) -> None:
-    """ResidualPathError (one line) for a model whose stream is not a sum of its nodes' outputs."""
-    path = cap.path
-    if not path.pre_norm:
-        raise ResidualPathError(f"{adapter.name} is a post-norm model: its residual stream is not a sum of its heads' "
-                                "and MLPs' outputs, so its edges cannot be patched one by one (circuits need pre-norm)")
-    for stack in path.stacks.values():
-        if any(s.out_norm is not None for layer in stack.layers for s in layer):
-            raise ResidualPathError(f"{adapter.name} norms each sublayer's output before it joins the stream: its "
-                                    "edges cannot be patched one by one")
-
-
 def make_plan(adapter: InspectableModel, src: Tensor, tgt: Tensor | None, position: int,
               graph: CircuitGraph | None = None) -> Plan:
     """Capture one input (source ids (1, S), decoder inputs (1, T); None for an encoder-only model) and find the MLP
     modules; call inside `adapter.running()`."""
     path = adapter.residual_path()
-    norms = {id(s.norm): (stack, layer) for stack, spec in path.stacks.items()
-             for layer, subs in enumerate(spec.layers) for s in subs if s.name == MLP and s.norm is not None}
-    with finding_mlps(adapter.network, norms) as mlps:
+    norms = {id(norm): (stack, layer) for stack, spec in path.stacks.items()
+             for layer, subs in enumerate(spec.layers) for i, s in enumerate(subs) if s.name == MLP
+             for norm in [s.norm if path.pre_norm else subs[i - 1].norm if i else None] if norm is not None}
+    with finding_mlps(adapter.network, norms) as found:
         cap = capture_path(adapter, src, tgt)
-    check_graphable(adapter, cap)
+    mlps = {key: whole_mlp(adapter.network, module) for key, module in found.items()}
     missing = [key for key in norms.values() if key not in mlps]
     if missing:
         raise ResidualPathError(f"{adapter.name}: the MLP of {missing[0][0]} layer {missing[0][1] + 1} was not found "
                                 "after its norm")
     if graph is None:
         graph = build_graph(cap.path, adapter.head_counts(), adapter.head_groups(), adapter.family.output_stack)
-    return Plan(adapter, graph, cap, dict(mlps), position, src, tgt)
+    return Plan(adapter, graph, cap, mlps, position, src, tgt)
 
 
 @dataclass
@@ -118,19 +109,22 @@ class Mixing:
 @dataclass
 class _Stack:
     outs: list[Tensor] = field(default_factory=list)  # each node's output (B, T, D)
+    now: list[Tensor] = field(default_factory=list)  # each node's output as it reaches the next input (frozen norms)
     resid: dict[int, Tensor] = field(default_factory=dict)  # nodes written -> this run's stream then
     bias: dict[int, Tensor | float] = field(default_factory=dict)  # nodes written -> the output biases added so far
 
 
 @dataclass(frozen=True)
 class GraphRun:
-    """One graph forward: the logits at the target (B, V), every node's output per stack (N, B, T, D), and the zeros
+    """One graph forward: the logits at the target (B, V), every node's output per stack (N, B, T, D), the zeros
     added to the inputs (`probes`, when asked: (input indices, zeros (V, ...)); their gradient is the metric's gradient
-    at each input)."""
+    at each input) and, when asked, what each upstream node's output had become through the frozen norms when each
+    input read it (`arrived`, only for reads after a frozen norm on the stream)."""
 
     logits: Tensor
     outs: dict[str, Tensor]
     probes: list[tuple[tuple[int, ...], Tensor]]
+    arrived: dict[int, Tensor] = field(default_factory=dict)  # first input index of a read -> (n_up, B, T, D)
 
 
 def _call(module: nn.Module, x: Tensor) -> Tensor:
@@ -141,18 +135,24 @@ def _call(module: nn.Module, x: Tensor) -> Tensor:
 
 
 class _Forward:
-    def __init__(self, plan: Plan, emb: dict[str, Tensor], mixing: Mixing | None, probes: bool) -> None:
-        self.plan, self.mixing, self.want = plan, mixing, probes
-        self.stacks = {s: _Stack([e], {1: e}, {1: 0.0}) for s, e in emb.items()}
+    def __init__(self, plan: Plan, emb: dict[str, Tensor], mixing: Mixing | None, probes: bool, arrivals: bool
+                 ) -> None:
+        self.plan, self.mixing, self.want, self.arrivals = plan, mixing, probes, arrivals
+        self.stacks = {s: _Stack([e], [e], {1: e}, {1: 0.0}) for s, e in emb.items()}
         self.probes: list[tuple[tuple[int, ...], Tensor]] = []
+        self.arrived: dict[int, Tensor] = {}
+        self.frozen: set[str] = set()  # stacks whose stream has passed a frozen norm
         self.batch = next(iter(emb.values())).shape[0]
-        self.sums = {} if mixing is None else {s: c.cumsum(0) for s, c in mixing.corrupted.items()}
+        self.corr = {} if mixing is None else dict(mixing.corrupted)
+        self.sums = {s: c.cumsum(0) for s, c in self.corr.items()}
 
     def read(self, idxs: tuple[int, ...], position: int | None = None) -> Tensor:
         """The inputs `idxs` (V, B, T, D) (at one position: (V, B, D)), all from one stack's first n_up nodes."""
         first = self.plan.graph.inputs[idxs[0]]
         state = self.stacks[first.source]
         at = (slice(None), slice(None)) if position is None else (slice(None), position)
+        if self.arrivals and first.source in self.frozen:
+            self.arrived[idxs[0]] = torch.stack(state.now[:first.n_up])
         if self.mixing is None:
             x = state.resid[first.n_up][at]
             x = x.expand(len(idxs), *x.shape)
@@ -165,9 +165,11 @@ class _Forward:
         w = torch.stack([self.mixing.keep[i] for i in idxs], 1)  # (n, V) or, a circuit per batch row, (n, V, B)
         w = w if w.dim() == 3 else w[..., None]
         on, off = (w != 0).flatten(1).any(1).nonzero()[:, 0], (w != 1).flatten(1).any(1).nonzero()[:, 0]
-        corrupted = self.mixing.corrupted[first.source]
+        corrupted = self.corr[first.source]
         if len(on) <= len(off):  # few edges kept: the corrupted stream, plus what the kept edges change
-            base = self.sums[first.source][n - 1][at] + state.bias[n]
+            bias = state.bias[n]  # (D,), or, through a frozen norm, (T, D)
+            bias = bias[position] if isinstance(bias, Tensor) and bias.dim() == 2 and position is not None else bias
+            base = self.sums[first.source][n - 1][at] + bias
             base = base.expand(self.batch, *base.shape[1:])
             rows, weights, sign = on, w[on], 1.0
         else:  # few edges patched: this run's stream, minus what the patched edges change
@@ -175,7 +177,7 @@ class _Forward:
         base = base.expand(v, *base.shape)
         if not len(rows):
             return base
-        outs = torch.stack([state.outs[int(r)] for r in rows])[(slice(None), *at)]  # (r, B, T, D)
+        outs = torch.stack([state.now[int(r)] for r in rows])[(slice(None), *at)]  # (r, B, T, D)
         change = outs - corrupted[rows][(slice(None), *at)]
         weights = weights.to(change.dtype).expand(-1, -1, change.shape[1])  # (r, V, B)
         return base + sign * torch.einsum("rb...,rvb->vb...", change, weights)
@@ -185,16 +187,43 @@ class _Forward:
         state = self.stacks[stack]
         n = len(state.outs)
         state.outs += list(new)
+        state.now += list(new)
         state.resid[n + len(new)] = state.resid[n] + new.sum(0) + (0.0 if bias is None else bias)
         state.bias[n + len(new)] = state.bias[n] + (0.0 if bias is None else bias)
+
+    def normed(self, stack: str, norm: nn.Module | None) -> None:
+        """`norm` on the stream of `stack` (post-norm: after a sum), frozen at the clean run: every node's output so
+        far, the biases and the stream through it (the corrupted run's outputs too)."""
+        if norm is None or isinstance(norm, nn.Identity):
+            return
+        f = frozen_norm(self.plan.cap, norm)
+        state = self.stacks[stack]
+        n = len(state.now)
+        state.now = [f.linear(x) for x in state.now]
+        state.resid[n], state.bias[n] = f(state.resid[n]), f.bias(state.bias[n])
+        if stack in self.corr:
+            corr = self.corr[stack].clone()
+            corr[:n] = f.linear(corr[:n])
+            self.corr[stack], self.sums[stack] = corr, corr.cumsum(0)
+        self.frozen.add(stack)
+
+    def _out_norm(self, sub: Sublayer) -> FrozenNorm | None:
+        spec = self.plan.cap.path.stacks[sub.stack].layers[sub.layer]
+        out = next(s.out_norm for s in spec if s.name == sub.kind)
+        return None if out is None else frozen_norm(self.plan.cap, out)
+
+    def _norms(self, sub: Sublayer) -> tuple[nn.Module | None, nn.Module | None]:
+        """(the norm on this sublayer's input (pre-norm, live), the norm after its sum (post-norm, frozen))."""
+        spec = self.plan.cap.path.stacks[sub.stack].layers[sub.layer]
+        norm = next(s.norm for s in spec if s.name == sub.kind)
+        return (norm, None) if self.plan.cap.path.pre_norm else (None, norm)
 
     def attention(self, sub: Sublayer) -> None:
         plan, cap = self.plan, self.plan.cap
         kind, layer = sub.kind, sub.layer
         inputs = cap.insides.inputs[kind][layer]
         proj = cap.path.projections[kind][layer]
-        spec = cap.path.stacks[sub.stack].layers[layer]
-        norm = next(s.norm for s in spec if s.name == kind)
+        norm, after = self._norms(sub)
         h, n_kv = sub.n_heads, sub.n_kv
         q_idx, k_idx, v_idx = sub.inputs[:h], sub.inputs[h:h + n_kv], sub.inputs[h + n_kv:]
         xq = self.read(q_idx)
@@ -223,14 +252,23 @@ class _Forward:
         z = inputs.normalised(scores) @ v[:, groups]  # (B, H, T, Dv)
         weight, bias = cap.outputs[kind][layer]
         heads = torch.einsum("bhtv,dhv->hbtd", z, weight.clone().view(weight.shape[0], h, -1))
-        self.written(sub.stack, heads, bias)
+        out_norm = self._out_norm(sub)
+        if out_norm is not None:  # the heads' sum normed before it joins the stream: each head through it, frozen
+            heads, bias = out_norm.linear(heads), out_norm.bias(0.0 if bias is None else bias)
+        self.written(sub.stack, heads, bias if isinstance(bias, Tensor) else None)
+        self.normed(sub.stack, after)
 
     def mlp(self, sub: Sublayer) -> None:
-        spec = self.plan.cap.path.stacks[sub.stack].layers[sub.layer]
-        norm = next(s.norm for s in spec if s.name == MLP)
+        norm, after = self._norms(sub)
         x = self.read(sub.inputs)[0]
-        out = _call(self.plan.mlps[(sub.stack, sub.layer)], x if norm is None else _call(norm, x))
-        self.written(sub.stack, out[None], None)
+        mlp = self.plan.mlps.get((sub.stack, sub.layer))
+        if mlp is None:
+            raise ResidualPathError(f"{self.plan.adapter.name}: the MLP of {sub.stack} layer {sub.layer + 1} was not "
+                                    "found")
+        out = _call(mlp, x if norm is None else _call(norm, x))
+        out_norm = self._out_norm(sub)
+        self.written(sub.stack, (out if out_norm is None else out_norm(out))[None], None)
+        self.normed(sub.stack, after)
 
     def run(self) -> GraphRun:
         graph = self.plan.graph
@@ -240,7 +278,7 @@ class _Forward:
         x = self.read((graph.logits_input,), self.plan.position)[0]  # (B, D)
         logits = self.plan.adapter.output_head(x.to(_dtype(self.plan))).float()
         outs = {s: torch.stack(st.outs) for s, st in self.stacks.items()}
-        return GraphRun(logits, outs, self.probes)
+        return GraphRun(logits, outs, self.probes, self.arrived)
 
 
 def _dtype(plan: Plan) -> torch.dtype:
@@ -265,12 +303,13 @@ def _project(x: Tensor, weight: Tensor, bias: Tensor | None, n: int, width: int,
 
 
 def graph_forward(plan: Plan, emb: dict[str, Tensor] | None = None, mixing: Mixing | None = None, *,
-                  probes: bool = False) -> GraphRun:
+                  probes: bool = False, arrivals: bool = False) -> GraphRun:
     """Run the graph from `emb` (each stack's embeddings (B, T, D); default: the plan's own) with `mixing`'s edges
-    patched (None: none); `probes`: a zero added to every input, whose gradient the caller takes."""
+    patched (None: none); `probes`: a zero added to every input, whose gradient the caller takes; `arrivals`: keep
+    each node's output as each input read it, where frozen norms changed it (`GraphRun.arrived`)."""
     if probes and mixing is not None:
         raise ValueError("probes are for plain runs")
-    return _Forward(plan, plan.embeddings() if emb is None else emb, mixing, probes).run()
+    return _Forward(plan, plan.embeddings() if emb is None else emb, mixing, probes, arrivals).run()
 
 
 __all__ = ["LOGITS", "GraphRun", "Mixing", "Plan", "graph_forward", "make_plan"]

@@ -4,7 +4,8 @@ and EAP-IG (Hanna et al. 2024, "Have Faith in Faithfulness"; the MIB benchmark's
 An edge u → v carries (out_u(clean) − out_u(corrupted)) into v's input; patching it changes the metric by about
 minus that difference times the metric's gradient at v's input, so its score is
     score(u → v) = (out_u(clean) − out_u(corrupted)) · ∂M/∂in_v,
-summed over positions: positive when the edge carries the clean answer. EAP takes the gradient on the clean run (one
+summed over positions: positive when the edge carries the clean answer (in a post-norm model each output as it reaches
+v's input, through the norms frozen at the clean run). EAP takes the gradient on the clean run (one
 backward); EAP-IG averages it over `ig_steps` runs whose embeddings lie between the corrupted and the clean ones
 (midpoints α = (k − ½)/K, all in one batch: one forward and one backward). Over a batch of pairs the scores average.
 """
@@ -40,7 +41,9 @@ def pair_scores(pair: Pair, method: str = EAP_IG, ig_steps: int = IG_STEPS, metr
     if ig_steps < 1:
         raise InputError("--ig-steps must be at least 1")
     plan, graph = pair.clean, pair.clean.graph
-    clean, corrupted = node_outputs(pair)
+    with torch.no_grad():  # each node's output, and where frozen norms changed it, what each input read of it
+        runs = graph_forward(plan, arrivals=True), graph_forward(plan, pair.corrupted_embeddings(), arrivals=True)
+    clean, corrupted = runs[0].outs, runs[1].outs
     alphas = [1.0] if method == EAP else [(k + 0.5) / ig_steps for k in range(ig_steps)]
     a = torch.tensor(alphas).view(-1, 1, 1)
     emb = {s: corrupted[s][0] + a * (clean[s][0] - corrupted[s][0]) for s in clean}  # (K, T, D)
@@ -56,7 +59,10 @@ def pair_scores(pair: Pair, method: str = EAP_IG, ig_steps: int = IG_STEPS, metr
         g = torch.zeros_like(leaf) if grad is None else grad
         g = g.sum(1) / len(alphas)  # (V, T, D) or, at the logits, (V, D)
         first = graph.inputs[idxs[0]]
-        d = diff[first.source][:first.n_up]
+        if idxs[0] in runs[0].arrived:  # through the norms frozen at the clean run since each node wrote it
+            d = (runs[0].arrived[idxs[0]] - runs[1].arrived[idxs[0]])[:, 0]
+        else:
+            d = diff[first.source][:first.n_up]
         if g.dim() == 2:  # the logits read one position
             d = d[:, plan.position]
         found = torch.einsum("n...,v...->nv", d, g)

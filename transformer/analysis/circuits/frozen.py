@@ -1,0 +1,91 @@
+"""What the graph forward borrows from a model beyond its attention: norms on the stream frozen at the clean run, and
+each MLP as one callable from its input to its output.
+
+A post-norm model's norm after each sum (BART, Marian, BERT, RoBERTa, DistilBERT, ours with `norm: post`) and a norm
+on a sublayer's output (Gemma 2 and 3) are not linear; frozen at the clean run each is: a LayerNorm is
+`(x − mean(x)) · s_t · γ + β` with `s_t = 1 / σ_t` the clean run's at that position, an RMSNorm `x · s_t · γ` with
+`s_t = 1 / rms_t`. Its linear part then goes through every node's output on its own (so a node's output reaches a later
+input through every frozen norm between them) and its shift β joins the biases. On the clean run this is the model's
+own norm; on any other input it is the clean run's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from ...adapters import ResidualPathError, norm_gain
+from ..residual_parts import PathCapture
+
+
+@dataclass(frozen=True)
+class FrozenNorm:
+    """One norm as the linear map it was at the clean run: centring (LayerNorm), scale per position (T, 1), gain (D,),
+    then its shift (D,) (None without)."""
+
+    centre: bool
+    scale: Tensor
+    gain: Tensor | float
+    shift: Tensor | None
+
+    def linear(self, x: Tensor) -> Tensor:
+        """The linear part on x (..., T, D): what a node's output becomes through this norm."""
+        return (x - x.mean(-1, keepdim=True) if self.centre else x) * self.scale * self.gain
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """The whole norm on a stream x (..., T, D)."""
+        out = self.linear(x)
+        return out if self.shift is None else out + self.shift
+
+    def bias(self, bias: Tensor | float) -> Tensor | float:
+        """Biases added so far (0.0: none), through this norm, with its shift added."""
+        out = 0.0 if isinstance(bias, float) else self.linear(bias)
+        return out if self.shift is None else out + self.shift
+
+
+def frozen_norm(cap: PathCapture, norm: nn.Module) -> FrozenNorm:
+    """`norm` frozen at the input it read in the capture (the clean run); ResidualPathError for a norm that is neither
+    a LayerNorm nor an RMSNorm."""
+    x = cap.record.norm_input(norm)[0].float()  # (T, D)
+    found = norm_gain(norm)
+    gain: Tensor | float = 1.0 if found is None else found
+    if isinstance(norm, nn.LayerNorm):
+        scale = (x.var(-1, unbiased=False, keepdim=True) + norm.eps).rsqrt()
+        bias = getattr(norm, "bias", None)
+        return FrozenNorm(True, scale, gain, None if bias is None else bias.detach().float())
+    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
+    if eps is None:
+        raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: it cannot be frozen")
+    return FrozenNorm(False, (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt(), gain, None)
+
+
+class InlineMLP(nn.Module):
+    """An MLP its layer writes inline (BART, Marian, mBART: `fc2(act(fc1(x)))`; BERT, RoBERTa: `output.dense` after
+    `intermediate`) as one module over the model's own pieces."""
+
+    def __init__(self, first: nn.Module, act: nn.Module | None, last: nn.Module) -> None:
+        super().__init__()
+        self.first, self.act, self.last = first, act, last
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.first(x)
+        return self.last(h if self.act is None else self.act(h))
+
+
+def whole_mlp(network: nn.Module, found: nn.Module) -> nn.Module:
+    """The MLP whose first module `found` is (the first fed the norm before it): `found` itself, or the inline MLP
+    its layer writes around it."""
+    names = {id(m): n for n, m in network.named_modules()}
+    name = names.get(id(found), "")
+    parent = network.get_submodule(name.rsplit(".", 1)[0]) if "." in name else network
+    last = name.rsplit(".", 1)[-1]
+    act = getattr(parent, "activation_fn", None)
+    if last == "fc1" and isinstance(getattr(parent, "fc2", None), nn.Module) and isinstance(act, nn.Module):
+        return InlineMLP(found, act, parent.fc2)
+    dense = getattr(getattr(parent, "output", None), "dense", None)
+    if last == "intermediate" and isinstance(dense, nn.Module):
+        return InlineMLP(found, None, dense)
+    return found
+
+
+__all__ = ["FrozenNorm", "InlineMLP", "frozen_norm", "whole_mlp"]
