@@ -1,6 +1,7 @@
 """Circuits (analysis.circuits): the graph forward reproduces every family's logits (post-norm ones and Gemma 3 with
-their stream norms frozen at the clean run) and refuses OLMo 2 in one line; edge patching is exact at both ends; a node's out-edges patched equal the model's own activation patching
-of that head; EAP-IG agrees with exact edge patching on a shipped model."""
+their stream norms frozen at the clean run) and refuses OLMo 2 in one line; edge patching is exact at both ends; a
+node's out-edges patched equal the model's own activation patching of that head; EAP-IG agrees with exact edge
+patching on a shipped model."""
 from __future__ import annotations
 
 from pathlib import Path

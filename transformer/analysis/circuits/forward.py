@@ -254,8 +254,9 @@ class _Forward:
         heads = torch.einsum("bhtv,dhv->hbtd", z, weight.clone().view(weight.shape[0], h, -1))
         out_norm = self._out_norm(sub)
         if out_norm is not None:  # the heads' sum normed before it joins the stream: each head through it, frozen
-            heads, bias = out_norm.linear(heads), out_norm.bias(0.0 if bias is None else bias)
-        self.written(sub.stack, heads, bias if isinstance(bias, Tensor) else None)
+            normed = out_norm.bias(0.0 if bias is None else bias)
+            heads, bias = out_norm.linear(heads), normed if isinstance(normed, Tensor) else None
+        self.written(sub.stack, heads, bias)
         self.normed(sub.stack, after)
 
     def mlp(self, sub: Sublayer) -> None:

@@ -79,9 +79,9 @@ def whole_mlp(network: nn.Module, found: nn.Module) -> nn.Module:
     name = names.get(id(found), "")
     parent = network.get_submodule(name.rsplit(".", 1)[0]) if "." in name else network
     last = name.rsplit(".", 1)[-1]
-    act = getattr(parent, "activation_fn", None)
-    if last == "fc1" and isinstance(getattr(parent, "fc2", None), nn.Module) and isinstance(act, nn.Module):
-        return InlineMLP(found, act, parent.fc2)
+    act, fc2 = getattr(parent, "activation_fn", None), getattr(parent, "fc2", None)
+    if last == "fc1" and isinstance(fc2, nn.Module) and isinstance(act, nn.Module):
+        return InlineMLP(found, act, fc2)
     dense = getattr(getattr(parent, "output", None), "dense", None)
     if last == "intermediate" and isinstance(dense, nn.Module):
         return InlineMLP(found, None, dense)
