@@ -1,6 +1,6 @@
 """Circuits (analysis.circuits): the graph forward reproduces every family's logits (post-norm ones and Gemma 3 with
-their stream norms frozen at the clean run) and refuses OLMo 2 in one line; edge patching is exact at both ends; a
-node's out-edges patched equal the model's own activation patching of that head; EAP-IG agrees with exact edge
+their stream norms frozen at the clean run, OLMo 2 with its query and key norms too); edge patching is exact at both
+ends; a node's out-edges patched equal the model's own activation patching of that head; EAP-IG agrees with exact edge
 patching on a shipped model."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from tests.helpers.hf_causal_models import build_new
 from tests.helpers.our_models import _inputs
 from tests.helpers.path_models import path_model
-from transformer.adapters import InspectableModel, ResidualPathError
+from transformer.adapters import InspectableModel
 from transformer.adapters.patching import HEAD, Patch, patch_points, patching, recording_activations
 from transformer.analysis import spearman
 from transformer.analysis.circuits import (
@@ -64,24 +64,28 @@ def test_the_graph_forward_gives_the_models_own_logits(family: str, tmp_path: Pa
 
 
 @pytest.mark.parametrize("family", ["gemma3_text", "olmo2"])
-def test_a_norm_on_each_sublayers_output_is_frozen_and_a_query_norm_over_every_head_refused(family: str,
-                                                                                           tmp_path: Path):
-    """Gemma 3 norms each sublayer's output before it joins the stream (frozen at the clean run: its logits come back);
-    OLMo 2 norms every head's query at once, which mixes the heads' inputs (refused in one line)."""
+def test_norms_on_each_sublayers_output_and_over_every_heads_query_are_frozen_at_the_clean_run(family: str,
+                                                                                              tmp_path: Path):
+    """Gemma 3 and OLMo 2 norm each sublayer's output before it joins the stream, and OLMo 2 every head's query (and
+    key) at once: frozen at the clean run, the logits come back, patching every edge gives the graph's corrupted run
+    and none the clean one, and EAP-IG scores every edge."""
     adapter = open_model(str(build_new(family, tmp_path / family)))
     src, tgt = _inputs(adapter)
-    if family == "olmo2":
-        with pytest.raises(ResidualPathError) as found:
-            pair_from_ids(adapter, (src, src), (tgt, tgt), tgt.shape[1] - 1)
-        assert "\n" not in str(found.value) and "every head" in str(found.value)
-        return
-    with adapter.running():
-        plan = make_plan(adapter, src, tgt, tgt.shape[1] - 1)
+    corrupted = tgt.clone()
+    corrupted[0, 2] = tgt[0, 3]
+    pair = pair_from_ids(adapter, (src, src), (tgt, corrupted), tgt.shape[1] - 1, contrast=3)
+    plan = pair.clean
     assert any(s.out_norm is not None for layer in plan.cap.path.stacks["decoder"].layers for s in layer)
     with torch.no_grad():
         got = graph_forward(plan).logits[0]
     want = plan.cap.insides.logits[0, plan.position].float()
     assert (got - want).abs().max() <= 1e-4 * want.abs().max()
+    base, n = baseline([pair]), plan.graph.n_edges
+    assert abs(base.gap) > 1e-3
+    assert patched_metric([pair], base, torch.zeros(n)) == pytest.approx(base.corrupted_metric, abs=1e-5)
+    assert patched_metric([pair], base, torch.ones(n)) == pytest.approx(base.clean_metric, abs=1e-5)
+    scores = pair_scores(pair, "eap-ig", 2)
+    assert scores.shape == (n,) and bool(scores.isfinite().all())
 
 
 @pytest.fixture(scope="module")

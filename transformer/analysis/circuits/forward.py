@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from torch import Tensor, nn
@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from ...adapters import MLP, InspectableModel, ResidualPathError
 from ..qk_attribution import _rotate
 from ..residual_parts import PathCapture, capture_path
-from .frozen import FrozenNorm, frozen_norm, whole_mlp
+from .frozen import FrozenNorm, frozen_at, frozen_norm, watching, whole_mlp
 from .graph import LOGITS, CircuitGraph, Sublayer, build_graph
 
 
@@ -70,6 +70,8 @@ class Plan:
     position: int  # the output stack's position whose logits the metric reads
     src: Tensor  # the source ids (1, S) captured
     tgt: Tensor | None  # the decoder inputs (1, T) (None: encoder-only)
+    head_norm_inputs: dict[int, Tensor] = field(default_factory=dict)  # id(norm) -> the clean input of a query or
+    # key norm over every head at once (OLMo 2), (1, T, H * Dh)
 
     def embeddings(self) -> dict[str, Tensor]:
         """Each stack's embeddings as this run's model computed them, (1, T, D) float."""
@@ -84,16 +86,20 @@ def make_plan(adapter: InspectableModel, src: Tensor, tgt: Tensor | None, positi
     norms = {id(norm): (stack, layer) for stack, spec in path.stacks.items()
              for layer, subs in enumerate(spec.layers) for i, s in enumerate(subs) if s.name == MLP
              for norm in [s.norm if path.pre_norm else subs[i - 1].norm if i else None] if norm is not None}
-    with finding_mlps(adapter.network, norms) as found:
+    unnormed = {id(s.out_norm): (stack, layer) for stack, spec in path.stacks.items()
+                for layer, subs in enumerate(spec.layers) for s in subs
+                if s.name == MLP and s.norm is None and s.out_norm is not None}
+    head_norms = [n for kind in path.projections.values() for p in kind for n in (p.q_norm, p.k_norm) if n is not None]
+    with finding_mlps(adapter.network, norms) as found, watching(adapter.network, head_norms, unnormed) as watched:
         cap = capture_path(adapter, src, tgt)
-    mlps = {key: whole_mlp(adapter.network, module) for key, module in found.items()}
-    missing = [key for key in norms.values() if key not in mlps]
+    mlps = {key: whole_mlp(adapter.network, module) for key, module in {**found, **watched[1]}.items()}
+    missing = [key for key in [*norms.values(), *unnormed.values()] if key not in mlps]
     if missing:
         raise ResidualPathError(f"{adapter.name}: the MLP of {missing[0][0]} layer {missing[0][1] + 1} was not found "
                                 "after its norm")
     if graph is None:
         graph = build_graph(cap.path, adapter.head_counts(), adapter.head_groups(), adapter.family.output_stack)
-    return Plan(adapter, graph, cap, mlps, position, src, tgt)
+    return Plan(adapter, graph, cap, mlps, position, src, tgt, watched[0])
 
 
 @dataclass
@@ -218,6 +224,21 @@ class _Forward:
         norm = next(s.norm for s in spec if s.name == sub.kind)
         return (norm, None) if self.plan.cap.path.pre_norm else (None, norm)
 
+    def _head_norm(self, norm: nn.Module | None, n: int, width: int) -> Callable[[Tensor], Tensor] | None:
+        """A query or key norm on (B, n, T, width): per head (Qwen3, Gemma 3) live; over every head at once (OLMo 2)
+        an RMSNorm frozen at the clean run, so that each head's query reads only its own input."""
+        if norm is None:
+            return None
+        if getattr(getattr(norm, "weight", None), "shape", (width,))[0] == width:
+            return lambda out: _call(norm, out)
+        clean = self.plan.head_norm_inputs.get(id(norm))
+        f = None if clean is None else frozen_at(norm, clean[0])
+        if f is None or f.centre:
+            raise ResidualPathError("a query or key norm over every head at once mixes the heads' inputs: their edges "
+                                    "cannot be patched one by one")
+        gain = f.gain.view(n, 1, width) if isinstance(f.gain, Tensor) else f.gain
+        return lambda out: out * f.scale * gain
+
     def attention(self, sub: Sublayer) -> None:
         plan, cap = self.plan, self.plan.cap
         kind, layer = sub.kind, sub.layer
@@ -234,8 +255,8 @@ class _Forward:
         elif norm is not None:
             xk, xv = _call(norm, xk), _call(norm, xv)
         dh = inputs.queries.shape[-1]
-        q = _project(xq, proj.wq, proj.bq, h, dh, proj.q_norm)  # (B, H, T, Dh)
-        k = _project(xk, proj.wk, proj.bk, n_kv, dh, proj.k_norm)  # (B, Hkv, S, Dh)
+        q = _project(xq, proj.wq, proj.bq, h, dh, self._head_norm(proj.q_norm, h, dh))  # (B, H, T, Dh)
+        k = _project(xk, proj.wk, proj.bk, n_kv, dh, self._head_norm(proj.k_norm, n_kv, dh))  # (B, Hkv, S, Dh)
         v = _project(xv, proj.wv, proj.bv, n_kv, inputs.values.shape[-1], None)
         tables = cap.record.rotary.get((kind, layer))
         if tables is not None:
@@ -286,21 +307,14 @@ def _dtype(plan: Plan) -> torch.dtype:
     return next(plan.adapter.network.parameters()).dtype
 
 
-def _project(x: Tensor, weight: Tensor, bias: Tensor | None, n: int, width: int, head_norm: nn.Module | None
-             ) -> Tensor:
-    """Head i's projection of its own input x[i] (n, B, T, D) -> (B, n, T, width); a per-head query or key norm
-    (Qwen3, Gemma 3) after it."""
+def _project(x: Tensor, weight: Tensor, bias: Tensor | None, n: int, width: int,
+             head_norm: Callable[[Tensor], Tensor] | None) -> Tensor:
+    """Head i's projection of its own input x[i] (n, B, T, D) -> (B, n, T, width); a query or key norm after it."""
     w = weight.detach().float().clone().view(n, width, -1)  # a split made under inference mode is not one here
     out = torch.einsum("nbtd,nwd->bntw", x, w)
     if bias is not None:
         out = out + bias.detach().float().clone().view(1, n, 1, width)
-    if head_norm is not None:
-        size = getattr(getattr(head_norm, "weight", None), "shape", (width,))[0]
-        if size != width:
-            raise ResidualPathError("a query or key norm over every head at once (OLMo 2) mixes the heads' inputs: "
-                                    "their edges cannot be patched one by one")
-        out = _call(head_norm, out)
-    return out
+    return out if head_norm is None else head_norm(out)
 
 
 def graph_forward(plan: Plan, emb: dict[str, Tensor] | None = None, mixing: Mixing | None = None, *,

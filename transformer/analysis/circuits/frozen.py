@@ -10,7 +10,10 @@ own norm; on any other input it is the clean run's.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator, Sequence
 
 from torch import Tensor, nn
 
@@ -44,9 +47,13 @@ class FrozenNorm:
 
 
 def frozen_norm(cap: PathCapture, norm: nn.Module) -> FrozenNorm:
-    """`norm` frozen at the input it read in the capture (the clean run); ResidualPathError for a norm that is neither
-    a LayerNorm nor an RMSNorm."""
-    x = cap.record.norm_input(norm)[0].float()  # (T, D)
+    """`norm` frozen at the input it read in the capture (the clean run)."""
+    return frozen_at(norm, cap.record.norm_input(norm)[0].float())
+
+
+def frozen_at(norm: nn.Module, x: Tensor) -> FrozenNorm:
+    """`norm` frozen at its input x (T, D); ResidualPathError for a norm that is neither a LayerNorm nor an RMSNorm."""
+    x = x.float()
     found = norm_gain(norm)
     gain: Tensor | float = 1.0 if found is None else found
     if isinstance(norm, nn.LayerNorm):
@@ -88,4 +95,41 @@ def whole_mlp(network: nn.Module, found: nn.Module) -> nn.Module:
     return found
 
 
-__all__ = ["FrozenNorm", "InlineMLP", "frozen_norm", "whole_mlp"]
+@contextmanager
+def watching(network: nn.Module, read: Sequence[nn.Module], after: dict[int, tuple[str, int]]
+             ) -> Iterator[tuple[dict[int, Tensor], dict[tuple[str, int], nn.Module]]]:
+    """While inside, on this thread only: the input each module of `read` took (by id: OLMo 2's query and key norms
+    over every head), and for each output norm in `after` (id -> (stack, layer)) the outermost module whose output it
+    normed (the MLP of a layer with no norm before its MLP: OLMo 2). Hooks are borrowed and removed in `finally`."""
+    me, handles = threading.get_ident(), []
+    watched = {id(m) for m in read}
+    inputs: dict[int, Tensor] = {}
+    made: dict[int, nn.Module] = {}
+    found: dict[tuple[str, int], nn.Module] = {}
+
+    def before(module: nn.Module, args: tuple) -> None:
+        if threading.get_ident() != me or not args or not isinstance(args[0], Tensor):
+            return
+        if id(module) in watched:
+            inputs[id(module)] = args[0].detach()
+        key = after.get(id(module))
+        if key is not None and key not in found and id(args[0]) in made:
+            found[key] = made[id(args[0])]
+
+    def wrote(module: nn.Module, args: tuple, out: object) -> None:
+        if threading.get_ident() == me and isinstance(out, Tensor):
+            made[id(out)] = module  # an inner module first, then the one around it: the outermost stays
+
+    try:
+        for module in network.modules():
+            if module is not network and after:
+                handles.append(module.register_forward_hook(wrote))
+            if id(module) in watched or id(module) in after:
+                handles.append(module.register_forward_pre_hook(before))
+        yield inputs, found
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+__all__ = ["FrozenNorm", "InlineMLP", "frozen_at", "frozen_norm", "watching", "whole_mlp"]
