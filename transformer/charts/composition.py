@@ -35,7 +35,7 @@ def _title(side: str, n: int, cell: float) -> str:
 def composition_heatmap(frame: pd.DataFrame, mode: str, *, title: str = "", max_width: int = MAX_MAP_PX) -> alt.Chart:
     """One composition type's map (`mode` "q", "k" or "v") of a `composition_scores` frame (scores in 0..1), never
     wider than `max_width` pixels; its colours run from 0 to the map's largest score (scores of 0.07-0.09 on a fixed
-    0-1 scale were one pale wash), which its subtitle names."""
+    0-1 scale were one pale wash), as its legend's numbers say."""
     if mode not in TITLES:
         raise ValueError(f"composition type {mode!r}: one of q, k, v")
     data = frame.dropna(subset=[mode])[["from", "to", mode]].rename(columns={mode: "score"})
@@ -54,9 +54,7 @@ def composition_heatmap(frame: pd.DataFrame, mode: str, *, title: str = "", max_
         tooltip=[alt.Tooltip("from:N", title="from"), alt.Tooltip("to:N", title="to"),
                  alt.Tooltip("score:Q", title=TITLES[mode], format=".3f")],
     ).add_params(pick).properties(width=cell * len(writers), height=height * len(readers), autosize=AUTOSIZE,
-                                  title=alt.TitleParams(title or TITLES[mode], anchor="start", fontSize=14,
-                                                        subtitle=f"colours from 0 to the largest score, {top:.3g}",
-                                                        subtitleColor="#555"))
+                                  title=alt.TitleParams(title or TITLES[mode], anchor="start", fontSize=14))
 
 
 def q_composition_heatmap(frame: pd.DataFrame, **kwargs: Any) -> alt.Chart:
