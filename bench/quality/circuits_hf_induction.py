@@ -130,6 +130,10 @@ def check(folder: Path, seed: int) -> dict:
                   key=lambda e: -abs(e["score"]))
     rank = [e["from"] for e in keys].index(previous) + 1
     heads = {e[s] for e in result["circuit"] for s in ("from", "to") if e[s].startswith("self:L") and "mlp" not in e[s]}
+    for _ in range(result["step"] - 1):  # the CLI's target step: both runs fed the clean greedy output up to it
+        with torch.no_grad():
+            nxt = model(clean_ids[None]).logits[0, -1].argmax().reshape(1)
+        clean_ids, corrupted_ids = torch.cat([clean_ids, nxt]), torch.cat([corrupted_ids, nxt])
     judged = kept_share(model, clean_ids, corrupted_ids, heads)
     return {"clean": clean, "corrupted": corrupted, "previous_token_head": previous, "induction_head": induction,
             "shift": shift,
