@@ -32,9 +32,14 @@ def _check_every_kind(adapter: InspectableModel, cap, activation: str) -> None:
         width = next(iter(cap.insides.residual.values()))[0].shape[-1]  # d_model, every stream
         dictionaries = [random_dictionary(s, width, 64, activation, seed=i) for i, s in enumerate(dict.fromkeys(sites))]
         table = feature_qk(cap, Head(kind, layer, head), query, key, dictionaries)
-        score = float(inputs.scores()[0, head, query, key])
+        # the table explains the score before a soft-cap (Gemma 2), as the plain QK table does; the softmax reads
+        # cap * tanh(s / cap) + terms, which the table's softmax_input must give back
+        before_cap = inputs.dot_products() * inputs.scale + sum(t.float() for t in inputs.terms.values())
+        score = float(before_cap[0, head, query, key])
         assert abs(table.total - score) <= 1e-4 * max(1.0, abs(score)), (kind, layer)
         assert abs(table.score - score) <= 1e-4 * max(1.0, abs(score))
+        read = float(inputs.scores()[0, head, query, key])
+        assert abs(table.table.softmax_input - read) <= 1e-4 * max(1.0, abs(read)), (kind, layer)
         pairs = table.pairs()
         assert len(pairs) == len(table.query_features) * len(table.key_features) > 0
         assert {q for q, _, _ in pairs} == set(table.query_features)
