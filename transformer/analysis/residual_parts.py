@@ -75,24 +75,54 @@ def mlp_label(kind: str, layer: int) -> str:
     return f"{_kind_code(kind)}:L{layer + 1}.{MLP}"
 
 
+@dataclass(frozen=True)
+class FrozenNorm:
+    """One norm as the linear map it is at one input: centring (LayerNorm), a divisor per position (T, 1) (the
+    input's std or rms), gain (D,), then its shift (D,) (None without)."""
+
+    centre: bool
+    divisor: Tensor
+    gain: Tensor | float
+    shift: Tensor | None
+
+    def linear(self, x: Tensor) -> Tensor:
+        """The linear part on x (..., T, D): what a part (or a node's output) becomes through this norm."""
+        return (x - x.mean(-1, keepdim=True) if self.centre else x) / self.divisor * self.gain
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """The whole norm on a stream x (..., T, D)."""
+        out = self.linear(x)
+        return out if self.shift is None else out + self.shift
+
+    def bias(self, bias: Tensor | float) -> Tensor | float:
+        """Biases added so far (0.0: none), through this norm, with its shift added."""
+        out = 0.0 if isinstance(bias, float) else self.linear(bias)
+        return out if self.shift is None else out + self.shift
+
+
+def frozen_at(norm: nn.Module, x: Tensor) -> FrozenNorm:
+    """`norm` frozen at its input x (T, D); ResidualPathError for a norm that is neither a LayerNorm nor an RMSNorm."""
+    x = x.float()
+    found = norm_gain(norm)
+    gain: Tensor | float = 1.0 if found is None else found
+    if isinstance(norm, nn.LayerNorm):
+        std = (x.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+        bias = getattr(norm, "bias", None)
+        return FrozenNorm(True, std, gain, None if bias is None else bias.detach().float())
+    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
+    if eps is None:
+        raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: the stream is not taken "
+                                "apart")
+    return FrozenNorm(False, (x.pow(2).mean(-1, keepdim=True) + eps).sqrt(), gain, None)
+
+
 def frozen_norm(norm: nn.Module | None, vectors: Tensor, total: Tensor) -> tuple[Tensor, Tensor | None]:
     """`norm` as the linear map it is at the stream `total` (N, D), applied to parts (P, N, D): (the parts through it,
     its shift (N, D) or None). LayerNorm keeps its centring; RMSNorm divides by the stream's RMS."""
     if norm is None or isinstance(norm, nn.Identity):
         return vectors, None
-    found = norm_gain(norm)
-    gain: Tensor | float = 1.0 if found is None else found
-    if isinstance(norm, nn.LayerNorm):
-        std = (total.var(-1, unbiased=False) + norm.eps).sqrt()  # (N,)
-        out = (vectors - vectors.mean(-1, keepdim=True)) / std[None, :, None] * gain
-        bias = getattr(norm, "bias", None)
-        return out, None if bias is None else bias.detach().float().expand_as(total)
-    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
-    if eps is None:
-        raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: the stream is not taken "
-                                "apart")
-    rms = (total.pow(2).mean(-1) + eps).sqrt()
-    return vectors / rms[None, :, None] * gain, None
+    frozen = frozen_at(norm, total)
+    return frozen.linear(vectors), None if frozen.shift is None else frozen.shift.expand_as(total)
 
 
 def _normed(norm: nn.Module | None, names: list[str], vectors: Tensor, total: Tensor) -> Tensor:

@@ -110,18 +110,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"key {args.key} is hidden from query {query + 1} by the mask{window} (weight 0): there is "
                          "no score to take apart")
     q_tokens, k_tokens = parts.tokens(head.kind)
-    if features is not None:
-        if args.json:
-            out = features.as_dict()
-            out.update(query_token=q_tokens[query], key_token=k_tokens[table.key])
-            print(json.dumps(finite_json(out)))
-        else:
-            print(_feature_text(features, q_tokens[query], k_tokens[table.key], args.top))
-        return 0
+    q_token, k_token = q_tokens[query], k_tokens[table.key]
     if args.json:
-        out = table.as_dict()
-        out.update(query_token=q_tokens[query], key_token=k_tokens[table.key])
+        out = (table if features is None else features).as_dict()
+        out.update(query_token=q_token, key_token=k_token)
         print(json.dumps(finite_json(out)))
+    elif features is not None:
+        print(_feature_text(features, q_token, k_token, args.top))
     else:
-        print(_text(table, q_tokens[query], k_tokens[table.key], args.top))
+        print(_text(table, q_token, k_token, args.top))
     return 0

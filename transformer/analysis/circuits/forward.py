@@ -237,7 +237,7 @@ class _Forward:
             raise ResidualPathError("a query or key norm over every head at once mixes the heads' inputs: their edges "
                                     "cannot be patched one by one")
         gain = f.gain.view(n, 1, width) if isinstance(f.gain, Tensor) else f.gain
-        return lambda out: out * f.scale * gain
+        return lambda out: out / f.divisor * gain
 
     def attention(self, sub: Sublayer) -> None:
         plan, cap = self.plan, self.plan.cap

@@ -3,67 +3,25 @@ each MLP as one callable from its input to its output.
 
 A post-norm model's norm after each sum (BART, Marian, BERT, RoBERTa, DistilBERT, ours with `norm: post`) and a norm
 on a sublayer's output (Gemma 2 and 3) are not linear; frozen at the clean run each is: a LayerNorm is
-`(x − mean(x)) · s_t · γ + β` with `s_t = 1 / σ_t` the clean run's at that position, an RMSNorm `x · s_t · γ` with
-`s_t = 1 / rms_t`. Its linear part then goes through every node's output on its own (so a node's output reaches a later
-input through every frozen norm between them) and its shift β joins the biases. On the clean run this is the model's
-own norm; on any other input it is the clean run's.
+`(x − mean(x)) / σ_t · γ + β` with σ_t the clean run's at that position, an RMSNorm `x / rms_t · γ` (the one
+`FrozenNorm` the residual parts use, `analysis/residual_parts.py`). Its linear part then goes through every node's
+output on its own (so a node's output reaches a later input through every frozen norm between them) and its shift β
+joins the biases. On the clean run this is the model's own norm; on any other input it is the clean run's.
 """
 from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from torch import Tensor, nn
 
-from ...adapters import ResidualPathError, norm_gain
-from ..residual_parts import PathCapture
-
-
-@dataclass(frozen=True)
-class FrozenNorm:
-    """One norm as the linear map it was at the clean run: centring (LayerNorm), scale per position (T, 1), gain (D,),
-    then its shift (D,) (None without)."""
-
-    centre: bool
-    scale: Tensor
-    gain: Tensor | float
-    shift: Tensor | None
-
-    def linear(self, x: Tensor) -> Tensor:
-        """The linear part on x (..., T, D): what a node's output becomes through this norm."""
-        return (x - x.mean(-1, keepdim=True) if self.centre else x) * self.scale * self.gain
-
-    def __call__(self, x: Tensor) -> Tensor:
-        """The whole norm on a stream x (..., T, D)."""
-        out = self.linear(x)
-        return out if self.shift is None else out + self.shift
-
-    def bias(self, bias: Tensor | float) -> Tensor | float:
-        """Biases added so far (0.0: none), through this norm, with its shift added."""
-        out = 0.0 if isinstance(bias, float) else self.linear(bias)
-        return out if self.shift is None else out + self.shift
+from ..residual_parts import FrozenNorm, PathCapture, frozen_at
 
 
 def frozen_norm(cap: PathCapture, norm: nn.Module) -> FrozenNorm:
     """`norm` frozen at the input it read in the capture (the clean run)."""
     return frozen_at(norm, cap.record.norm_input(norm)[0].float())
-
-
-def frozen_at(norm: nn.Module, x: Tensor) -> FrozenNorm:
-    """`norm` frozen at its input x (T, D); ResidualPathError for a norm that is neither a LayerNorm nor an RMSNorm."""
-    x = x.float()
-    found = norm_gain(norm)
-    gain: Tensor | float = 1.0 if found is None else found
-    if isinstance(norm, nn.LayerNorm):
-        scale = (x.var(-1, unbiased=False, keepdim=True) + norm.eps).rsqrt()
-        bias = getattr(norm, "bias", None)
-        return FrozenNorm(True, scale, gain, None if bias is None else bias.detach().float())
-    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
-    if eps is None:
-        raise ResidualPathError(f"{type(norm).__name__} is not a LayerNorm or an RMSNorm: it cannot be frozen")
-    return FrozenNorm(False, (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt(), gain, None)
 
 
 class InlineMLP(nn.Module):
