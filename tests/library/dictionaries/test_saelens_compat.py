@@ -61,9 +61,20 @@ for folder in sys.argv[2:]:
 KINDS = ("relu", "topk", "jumprelu", "hook_z", "trained")
 
 
+def _see_this_project(venv: Path) -> None:
+    """Point the venv's .pth at this interpreter's packages: the venv that built it may be gone or another clone's."""
+    for pth in venv.glob("lib/python*/site-packages/attention_studio.pth"):
+        here = sysconfig.get_paths()["purelib"] + "\n"
+        if pth.read_text() != here:
+            fresh = pth.with_name(f".{pth.name}.{os.getpid()}")
+            fresh.write_text(here)
+            os.replace(fresh, pth)
+
+
 def _saelens_python() -> Path:
     python = VENV / "bin" / "python"
     if (VENV / ".installed").is_file():
+        _see_this_project(VENV)
         return python
     VENV.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f".{VENV.name}-", dir=VENV.parent))
