@@ -22,7 +22,7 @@ TEXT = "a man in a blue shirt sees the dog and a woman in a red hat rides a bike
 
 
 def _check_every_kind(adapter: InspectableModel, cap, activation: str) -> None:
-    rng = random.Random(adapter.name)
+    rng = random.Random(adapter.name.rsplit("/", 1)[-1])  # the name holds a temp path: seed by its last part
     for kind, (n_layers, n_heads) in adapter.head_counts().items():
         layer, head = rng.randrange(n_layers), rng.randrange(n_heads)
         inputs = cap.insides.inputs[kind][layer]
