@@ -182,11 +182,12 @@ class HFCausalLM(HFAdapter):
         return out.logits[:, -1].cpu()
 
     def output_head(self, residual: Tensor) -> Tensor:
-        """The final norm (GPT-2's `ln_f`, Llama's and Qwen2's RMSNorm `norm`) and the output projection."""
+        """The final norm (GPT-2's `ln_f`, Llama's and Qwen2's RMSNorm `norm`), the output projection and, where the
+        model soft-caps its logits (Gemma 2's `final_logit_softcapping`), cap * tanh(logits / cap)."""
         norm = self.architecture.final_norm(self.model, "decoder")
-        if getattr(self.model.config, "final_logit_softcapping", None):
-            raise HFModelError(f"{self.name} soft-caps its logits: a residual's logits are not shown")
-        return self.model.get_output_embeddings()(norm(residual) if norm is not None else residual)
+        logits = self.model.get_output_embeddings()(norm(residual) if norm is not None else residual)
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        return logits if not cap else torch.tanh(logits / cap) * cap
 
     def residual_layers(self) -> dict[str, list[nn.Module]]:
         return {"decoder": self._layers()}

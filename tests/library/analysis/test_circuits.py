@@ -88,6 +88,50 @@ def test_norms_on_each_sublayers_output_and_over_every_heads_query_are_frozen_at
     assert scores.shape == (n,) and bool(scores.isfinite().all())
 
 
+def test_gemma_2s_soft_capped_logits_are_the_metrics_and_its_edges_agree_with_real_patching(tmp_path: Path):
+    """Gemma 2 caps its logits (cap * tanh(logits / cap)): the graph's logits node reads the stream through the cap, the
+    metric is read on the capped logits the model returns, both ends patch exactly and EAP-IG ranks the top edges as
+    exact edge patching does."""
+    adapter = open_model(str(build_new("gemma2", tmp_path / "gemma2", final_logit_softcapping=3.0)))
+    src, tgt = _inputs(adapter)
+    corrupted = tgt.clone()
+    corrupted[0, 2] = tgt[0, 3]
+    pair = pair_from_ids(adapter, (src, src), (tgt, corrupted), tgt.shape[1] - 1, contrast=3)
+    plan, n = pair.clean, pair.clean.graph.n_edges
+    want = plan.cap.insides.logits[0, plan.position].float()  # the model's own logits, capped
+    with torch.no_grad():
+        got = graph_forward(plan).logits[0]
+        last = plan.cap.insides.residual["decoder"][-1][0, plan.position]
+        uncapped = adapter.model.get_output_embeddings()(adapter.model.model.norm(last))
+    assert float(uncapped.abs().max()) > 6.0 and float(want.abs().max()) < 3.0  # the cap matters here
+    assert (got - want).abs().max() <= 1e-4 * want.abs().max()
+    base = baseline([pair])
+    assert base.clean_metric == pytest.approx(float(want[pair.answer] - want[3]), abs=1e-5)
+    assert patched_metric([pair], base, torch.zeros(n)) == pytest.approx(base.corrupted_metric, abs=1e-5)
+    assert patched_metric([pair], base, torch.ones(n)) == pytest.approx(base.clean_metric, abs=1e-5)
+    scores = edge_scores([pair], "eap-ig")
+    top = torch.argsort(scores.abs(), descending=True)[:20]
+    assert spearman(scores[top], torch.tensor(edge_effects([pair], top.tolist()))) >= 0.8
+
+
+def test_an_encoder_only_pair_of_two_lengths_is_aligned_as_patching_aligns_them():
+    """A word deleted before the mask: the corrupted embeddings move onto the clean positions by the edit-distance
+    alignment, the contrast is the corrupted input's own answer at its mask, both ends patch exactly; an edit that
+    removes the mask is refused in one line."""
+    adapter = open_model(str(ROOT / "checkpoints" / "toy-en-de-encoder-only"))
+    pair = pair_from_text(adapter, "a man drinks a <mask>", "a man drinks <mask>")
+    assert pair.aligned == {"encoder": ((0, 0), (1, 1), (2, 2), (4, 3), (5, 4))}  # "a" deleted; the mask moves
+    corrupted_logits = pair.corrupted.cap.insides.logits[0, 3]
+    assert pair.contrast == int(corrupted_logits.argmax()) != pair.answer
+    base, n = baseline([pair]), pair.clean.graph.n_edges
+    assert abs(base.gap) > 1e-3
+    assert patched_metric([pair], base, torch.zeros(n)) == pytest.approx(base.corrupted_metric, abs=1e-5)
+    assert patched_metric([pair], base, torch.ones(n)) == pytest.approx(base.clean_metric, abs=1e-5)
+    with pytest.raises(InputError, match="removes the mask") as refused:
+        pair_from_text(adapter, "a man drinks a <mask>", "a man drinks a")
+    assert "\n" not in str(refused.value)
+
+
 @pytest.fixture(scope="module")
 def reverse():
     adapter = open_model(str(ROOT / "checkpoints" / "reverse"))

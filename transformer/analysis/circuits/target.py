@@ -5,10 +5,10 @@ target step, by default the first step where the corrupted run would choose anot
 there). An encoder-only model's target is the clean input's first mask. Pairs from a task arrive as ids
 (`pair_from_ids`). The metric (`METRICS`) is read on the logits at the target: the logit difference (default)
 logit(clean answer) − logit(corrupted answer), each answer its own run's token (or the `--contrast`); the clean
-answer's log-probability; or −KL(clean ‖ run), 0 on the clean run. Edges are patched position by position: a
-decoder's typed inputs of two lengths are aligned as `patch` aligns them (edit distance), the corrupted embeddings
-moved onto the clean positions (a clean position without a partner keeps its own), and that aligned input is the
-corrupted run.
+answer's log-probability; or −KL(clean ‖ run), 0 on the clean run. Edges are patched position by position: typed
+inputs of two lengths are aligned as `patch` aligns them (edit distance; an encoder-only model's too, its contrast read
+at the corrupted input's own mask), the corrupted embeddings moved onto the clean positions (a clean position without
+a partner keeps its own), and that aligned input is the corrupted run.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from torch import Tensor
 from ...adapters import InspectableModel, ResidualPathError, ban
 from ...decode import InputError, read_source
 from ..patching import _token_id, prepare_patching
+from ..token_alignment import align_tokens
 from .forward import Plan, graph_forward, make_plan
 
 LOGIT_DIFF, LOGPROB, KL = "logit-diff", "logprob", "kl"
@@ -128,6 +129,11 @@ def pair_from_ids(adapter: InspectableModel, src: tuple[Tensor, Tensor], tgt: tu
     return Pair(plans[0], plans[1], answer, other, step, logits[0], aligned)
 
 
+def _only_stack(adapter: InspectableModel) -> str:
+    """The one stack of an encoder-only model (its residual path's)."""
+    return next(iter(adapter.residual_path().stacks))
+
+
 def pair_from_text(adapter: InspectableModel, clean: str, corrupted: str, *, step: int | None = None,
                    contrast: str | None = None) -> Pair:
     """A typed pair: decoders as `patch` chooses the step (0-based `step`; default the first the edit changes),
@@ -143,7 +149,15 @@ def pair_from_text(adapter: InspectableModel, clean: str, corrupted: str, *, ste
             raise InputError("The edited input reads the same as the clean one: change at least one word.")
         position = sources[0].ids.index(mask)
         src = torch.tensor([sources[0].ids]), torch.tensor([sources[1].ids])
-        return pair_from_ids(adapter, src, None, position, contrast=contrast_id)
+        if len(sources[0].ids) == len(sources[1].ids):
+            return pair_from_ids(adapter, src, None, position, contrast=contrast_id)
+        partners = align_tokens(sources[0].ids, sources[1].ids).aligned
+        partner = dict(partners).get(position)
+        if partner is None:
+            raise InputError("The edit removes the mask the clean input is read at: keep "
+                             f"{getattr(adapter, 'mask_token', '<mask>')} in the edited input too.")
+        return pair_from_ids(adapter, src, None, position, contrast=contrast_id,
+                             aligned={_only_stack(adapter): partners}, corrupted_position=partner)
     setup = prepare_patching(adapter, clean, corrupted, step=step)
     if contrast_id is not None and contrast_id == setup.token:
         raise InputError(f"The contrast {contrast!r} is the clean output's own token at step {setup.step + 1}: pick "
