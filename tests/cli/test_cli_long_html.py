@@ -79,7 +79,7 @@ def test_refusals_are_one_line_each(qwen, capsys, monkeypatch, tmp_path):
     assert code == 2 and "this model has layers 1-2" in err
     code, _, err = run(capsys, monkeypatch, "decode", qwen, "A dog runs.", "--html", page, "--layer", "1")
     assert code == 2 and "--layer: only above 1,024 prompt tokens" in err
-    monkeypatch.setattr("transformer.charts.long_replay.MAX_REPLAY_BYTES", 1_000_000)
+    monkeypatch.setattr("transformer.charts.replay.MAX_REPLAY_BYTES", 1_000_000)
     code, _, err = run(capsys, monkeypatch, "decode", qwen, "-", "--max-steps", "2", "--html", page)
     assert code == 2 and err.count("\n") == 1 and "a replay file holds at most 1 MB" in err
     assert "--max-steps" in err and not page.exists()

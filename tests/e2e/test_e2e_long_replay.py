@@ -3,7 +3,7 @@ with the arrow keys and Next, switches heads, and asks nothing of any server."""
 from __future__ import annotations
 
 from tests.helpers.hf_causal_models import build, lines
-from transformer.charts import long_replay_html
+from transformer.charts import replay_html
 from transformer.decode import greedy_decode
 from transformer.store import open_model
 
@@ -19,7 +19,7 @@ def test_the_long_replay_steps_and_switches_heads_offline(tmp_path):
                            keep="store")
     n = result.trace.store.layer("self", 1).n_keys
     path = tmp_path / "replay.html"
-    path.write_text(long_replay_html(result, "qwen2-long", layer=1, region=(n - 300, n - 20, 5, 290)),
+    path.write_text(replay_html(result, "qwen2-long", layer=1, region=(n - 300, n - 20, 5, 290)),
                     encoding="utf-8")
     with sync_playwright() as pw:
         browser = launch_chromium(pw)

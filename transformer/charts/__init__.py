@@ -18,7 +18,28 @@ from .animation import (
     decode_slides,
     training_slides,
 )
-from .attention import ChartTooLargeError, attention_grid, attention_heatmap, label_angle, selected_panel
+from .attention import (
+    OVERVIEW_BRUSH,
+    OVERVIEW_SCALES,
+    REGION_MAX,
+    ChartTooLargeError,
+    Region,
+    attention_grid,
+    attention_heatmap,
+    brushed_ends,
+    brushed_region,
+    label_angle,
+    log_floor,
+    overview_chart,
+    overview_frame,
+    selected_panel,
+    tile_sizes,
+    zoom_chart,
+    zoom_frame,
+    zoom_labelled,
+    zoom_spec,
+    zoom_tokens,
+)
 from .beam import (
     BEAM_NODE,
     MAX_NODE_KEYS,
@@ -50,28 +71,6 @@ from .heads import alignment_table_chart
 from .inline_html import INLINE_RENDERER, enable_inline_renderer, inline_chart_html, read_inline_chart
 from .lens import LENS_CELL, MAX_GRID_STEPS, clicked_lens_cell, grid_window, lens_grid_chart, step_lens_frame
 from .line_view import LINE_THRESHOLD, LINE_WINDOW, line_frame, line_view
-from .long_overview import (
-    OVERVIEW_BRUSH,
-    OVERVIEW_SCALES,
-    Region,
-    brushed_ends,
-    brushed_region,
-    log_floor,
-    overview_chart,
-    overview_frame,
-)
-from .long_replay import long_replay_data, long_replay_html, long_replay_size
-from .long_tile import (
-    REGION_MAX,
-    row_strip_chart,
-    row_strip_frames,
-    tile_sizes,
-    zoom_chart,
-    zoom_frame,
-    zoom_labelled,
-    zoom_spec,
-    zoom_tokens,
-)
 from .masked import head_change_map, js_cluster_map, prediction_bars
 from .overview import head_overview, overview_cell
 from .panels import attention_panels, layers_that_fit
@@ -86,6 +85,7 @@ from .replay import (
     REGION_SIDE,
     ReplayTooLargeError,
     check_replay_size,
+    document_replay_size,
     replay_html,
 )
 from .route import EDGE_KINDS, ROUTE_EDGE, clicked_via, edge_kind, route_chart, route_frames
@@ -93,6 +93,8 @@ from .row_charts import (
     ROW_CHART_PX,
     group_bars_chart,
     row_difference_chart,
+    row_strip_chart,
+    row_strip_frames,
     step_patching_chart,
     step_rows_chart,
     two_rows_chart,
@@ -152,7 +154,7 @@ from .composition import (  # noqa: E402
 
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
-__all__ += ["long_replay_data", "long_replay_html", "long_replay_size"]
+__all__ += ["document_replay_size"]
 __all__ += ["REGION_MAX", "REGION_SIDE", "zoom_frame", "zoom_spec"]
 __all__ += ["ROW_CHART_PX", "group_bars_chart", "row_difference_chart", "step_patching_chart", "step_rows_chart",
             "two_rows_chart"]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import AttentionDifference
-from .attention import _cell_size, _token_axis, axis_titles, with_token_labels
+from .attention.cells import _cell_size, _token_axis, axis_titles, with_token_labels
 from .style import AUTOSIZE, visible_token
 
 # ColorBrewer RdBu: red where A attends more, white for no difference, blue where B attends more.

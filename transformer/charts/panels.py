@@ -21,7 +21,7 @@ import torch
 from ..analysis import whole_maps
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from ..decode import MEAN_HEAD, AttentionTrace, head_label
-from .attention import _CLICK_HINTS, MAX_GRID_CELLS, ChartTooLargeError, axis_titles
+from .attention.cells import _CLICK_HINTS, MAX_GRID_CELLS, ChartTooLargeError, axis_titles
 from .style import AUTOSIZE, BLUES, MASKED_COLOR, NOT_REACHED_COLOR, counted, visible_token
 from .window import check_window, window_title
 

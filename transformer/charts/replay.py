@@ -5,6 +5,12 @@ with their data left out, and the weights once, as integers in thousandths; its 
 from those and swaps them into the drawn charts, so stepping never re-renders a spec. Everything that came from
 the user (model name, sentence, tokens) travels inside a `type="application/json"` block with `<`, `>`, `&` and
 U+2028/9 escaped, and is put on the page as text, never as markup.
+
+A decode whose attention is kept as a store (a document: the dense replay would hold n x n weights) is replayed in the
+same template's document mode: for the layer shown, each head's overview of the whole input (the max of each cell,
+from the streamed summaries), the region shown with its weights recomputed exactly from the store (every head; a region
+wider than TILE_SIDE cells a side is kept as the max of each cell), and each decode step's row over every key
+(max-pooled to STRIP_BINS bins) with its top keys named.
 """
 from __future__ import annotations
 
@@ -17,12 +23,11 @@ from typing import Any, Sequence
 import altair as alt
 import torch
 
-from ..analysis import LayerSummaries, attention_source
+from ..analysis import STRIP_BINS, TILE_SIDE, LayerSummaries, attention_source, pool_row, pool_tile, summarise_layer
 from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
 from ..decode import BeamTree, DecodeResult
 from .attention import attention_heatmap
 from .beam import beam_tree_chart
-from .long_replay import Region, long_replay_html
 from .replay_bundle import MAX_REPLAY_BYTES, WEIGHT_SCALE, ReplayTooLargeError, script_json, vega_bundle
 from .replay_bundle import replay_steps as _steps
 from .step import decoder_row_chart, source_strip, topk_bars
@@ -30,6 +35,10 @@ from .style import visible_token
 
 MAX_REPLAY_STEPS = 512
 REGION_SIDE = 256  # a document's replay region by default: the last rows by the last keys (as the app opens)
+OVERVIEW_CELLS = 96  # a document's overview: its cells a side (as the app's document view)
+TOP_KEYS = 5  # a document's step rows: the top keys named
+SOURCE_CHARS = 2000  # a document's input shown in the page's header (the page holds every token anyway)
+ReplayRegion = tuple[int, int, int, int]  # first row, end row, first key, end key (ends excluded)
 _BUNDLE_BYTES = 900_000  # about what vega_bundle() holds (Vega, Vega-Lite and vega-embed)
 _PAGE = Path(__file__).with_name("replay_page.html")
 
@@ -60,9 +69,9 @@ def check_replay_size(result: DecodeResult) -> None:
     _check_size(result, replay_kinds(result), bundle_bytes=_BUNDLE_BYTES)
 
 
-def _too_big(size: int) -> ReplayTooLargeError:
+def _too_big(size: int, advice: str = "Use a shorter sentence or fewer steps.") -> ReplayTooLargeError:
     return ReplayTooLargeError(f"This replay would take at least {size / 1e6:.1f} MB; a replay file holds at most "
-                               f"{MAX_REPLAY_BYTES / 1e6:g} MB. Use a shorter sentence or fewer steps.")
+                               f"{MAX_REPLAY_BYTES / 1e6:g} MB. {advice}")
 
 
 def _thousandths(weights: torch.Tensor, causal: bool) -> list[list[list[int]]]:
@@ -116,10 +125,82 @@ def _kind_block(result: DecodeResult, kind: str) -> dict[str, Any]:
             "spec": _named_data(chart.to_dict(), ["heat", "row"] if stepped else ["heat"])}
 
 
-def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None
+def _ints(weights: torch.Tensor) -> list:
+    return (weights.detach().float().cpu() * WEIGHT_SCALE).round().to(torch.int32).tolist()
+
+
+def check_region(n_rows: int, n_keys: int, region: ReplayRegion) -> None:
+    """Raise ValueError (one line) for a region (first row, end row, first key, end key) outside the input."""
+    r0, r1, k0, k1 = region
+    if not (0 <= r0 < r1 <= n_rows and 0 <= k0 < k1 <= n_keys):
+        raise ValueError(f"the region rows {r0:,}–{r1:,} × keys {k0:,}–{k1:,} is outside the input (rows 0–{n_rows:,}, "
+                         f"keys 0–{n_keys:,})")
+
+
+def document_replay_size(n_heads: int, n_steps: int, n_tokens: int, region: ReplayRegion) -> int:
+    """Bytes a document's replay page takes at least (a stored weight takes at least "0,"): the Vega code, the
+    overviews, the region, the step strips, the tokens."""
+    r0, r1, k0, k1 = region
+    cells = (min(r1 - r0, TILE_SIDE) * min(k1 - k0, TILE_SIDE) + OVERVIEW_CELLS ** 2
+             + n_steps * min(n_tokens, STRIP_BINS))
+    return 900_000 + 2 * n_heads * cells + 4 * n_tokens
+
+
+def _document_data(result: DecodeResult, model_name: str, *, layer: int, region: ReplayRegion,
+                   weights: str = "", summaries: LayerSummaries | None = None) -> dict[str, Any]:
+    """Everything the document mode draws (see the module's docstring); `region` is (first row, end row, first
+    key, end key) of the zoom shown, `summaries` the layer's (computed here when not given)."""
+    source = attention_source(result.trace)  # a document's store (or a short input's maps: the same numbers)
+    n_layers, n_heads, n_rows, n_keys = source.shape("self")
+    if not 0 <= layer < n_layers:
+        raise IndexError(f"self has {n_layers} layer(s); layer {layer} does not exist")
+    check_region(n_rows, n_keys, region)
+    size = document_replay_size(n_heads, len(result.steps), n_keys, region)
+    if size > MAX_REPLAY_BYTES:
+        raise ReplayTooLargeError(f"This replay would take at least {size / 1e6:.1f} MB; a replay file holds at most "
+                                  f"{MAX_REPLAY_BYTES / 1e6:g} MB. Zoom to a smaller region.")
+    if summaries is None:
+        summaries = summarise_layer(source, "self", layer, resolution=OVERVIEW_CELLS)
+    heads = torch.arange(n_heads)
+    r0, r1, k0, k1 = region
+    tile, rb, kb = pool_tile(source.block("self", layer, heads, torch.arange(r0, r1), torch.arange(k0, k1))[0],
+                             TILE_SIDE)
+    offset = result.trace.step_offset
+    step_rows = torch.arange(offset, min(offset + len(result.steps), n_rows))
+    rows = source.block("self", layer, heads, step_rows, torch.arange(n_keys))[0]  # (H, steps, K): a row per step
+    strips = pool_row(rows)  # (H, steps, bins)
+    bins = strips.shape[-1]
+    top = rows.topk(min(TOP_KEYS, n_keys), dim=-1)
+    grid = summaries.overview
+    text = result.source_text
+    return {
+        "model": model_name, "weights": weights, "output": result.output_text, "finished": result.finished,
+        "source": text[:SOURCE_CHARS] + ("…" if len(text) > SOURCE_CHARS else ""),
+        "steps": _steps(result), "layer": layer, "layers": n_layers, "heads": n_heads,
+        "rows": n_rows, "keys": n_keys, "offset": offset,
+        "tokens": [visible_token(t) for t in result.trace.decoder_input_tokens],
+        "overview": {"row_cell": -(-n_rows // grid.shape[1]), "key_cell": -(-n_keys // grid.shape[2]),
+                     "values": _ints(grid)},
+        "region": {"r0": r0, "r1": r1, "k0": k0, "k1": k1, "row_cell": rb, "key_cell": kb, "values": _ints(tile)},
+        "strips": {"bin": n_keys / bins, "values": _ints(strips.transpose(0, 1))},  # [step][head][bin]
+        "top": [[[[int(k), round(float(w), 4)] for w, k in zip(top.values[h, s], top.indices[h, s], strict=True)]
+                 for h in range(n_heads)] for s in range(len(step_rows))],
+    }
+
+
+def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None, *,
+                layer: int = 0, region: ReplayRegion | None = None, summaries: LayerSummaries | None = None
                 ) -> dict[str, Any]:
     """Everything the replay page draws, as plain JSON-ready data (see `replay_html`); with `beam`, the beam tree
-    (its final hypotheses and the tree chart)."""
+    (its final hypotheses and the tree chart). A decode kept as a store: its document mode (`layer`, `region`,
+    `summaries`, as `replay_html` says), which holds an `overview`."""
+    source = attention_source(result.trace)
+    if not source.holds_maps:
+        if region is None:
+            _, _, rows, keys = source.shape("self")
+            side = min(REGION_SIDE, rows, keys)
+            region = (rows - side, rows, keys - side, keys)
+        return _document_data(result, model_name, layer=layer, region=region, weights=weights, summaries=summaries)
     kinds = replay_kinds(result)
     if not kinds:
         raise ValueError("the trace holds no attention to replay")
@@ -151,27 +232,23 @@ def replay_data(result: DecodeResult, model_name: str, weights: str = "", beam: 
 
 
 def replay_html(result: DecodeResult, model_name: str, weights: str = "", beam: BeamTree | None = None, *,
-                layer: int = 0, region: Region | None = None, summaries: LayerSummaries | None = None) -> str:
+                layer: int = 0, region: ReplayRegion | None = None, summaries: LayerSummaries | None = None) -> str:
     """One self-contained HTML page replaying `result` step by step (Next/Prev and the arrow keys, every attention
     kind the trace has, layer and head pickers and the mean of heads, the top-k of each step), offline.
 
     `model_name` and `weights` (which weights these are, e.g. "Weights of step 6,684") are shown in its header.
     Raises ReplayTooLargeError over MAX_REPLAY_STEPS steps or MAX_REPLAY_BYTES bytes. A decode whose attention is
-    kept as a store (a document) is replayed in its own mode (`long_replay_html`): `layer`'s overview of each head,
+    kept as a store (a document) is replayed in the template's document mode: `layer`'s overview of each head,
     `region` (first row, end row, first key, end key; by default the last REGION_SIDE rows by the last REGION_SIDE
-    keys) with its exact weights, and each step's row over every key.
+    keys) with its exact weights, and each step's row over every key; ValueError for a region outside the input.
     """
-    if not attention_source(result.trace).holds_maps:
-        if region is None:
-            _, _, rows, keys = attention_source(result.trace).shape("self")
-            side = min(REGION_SIDE, rows, keys)
-            region = (rows - side, rows, keys - side, keys)
-        return long_replay_html(result, model_name, layer=layer, region=region, weights=weights, summaries=summaries)
-    data = replay_data(result, model_name, weights, beam)
-    title = f"Replay · {model_name} · {result.source_text}"
+    data = replay_data(result, model_name, weights, beam, layer=layer, region=region, summaries=summaries)
+    document = "overview" in data
+    shown = f"{len(data['tokens']):,} tokens" if document else result.source_text
+    title = f"Replay · {model_name} · {shown}"
     parts = {"title": html.escape(visible_token(title[:200])), "data": script_json(data), "vega": vega_bundle()}
     page = re.sub(r"\{\{(title|data|vega)\}\}", lambda m: parts[m.group(1)], _PAGE.read_text(encoding="utf-8"))
     size = len(page.encode("utf-8"))
     if size > MAX_REPLAY_BYTES:
-        raise _too_big(size)
+        raise _too_big(size, "Zoom to a smaller region." if document else "Use a shorter sentence or fewer steps.")
     return page

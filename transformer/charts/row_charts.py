@@ -1,6 +1,8 @@
 """Charts of rows over every key, at any length (a row is read through the attention source, so a short input's
 and a document's draw alike): the decode steps' rows as one strip each, a row summed over groups of tokens (the
-heaviest groups as bars), two models' rows at a step and their difference, and a step's patching estimate per head.
+heaviest groups as bars), two models' rows at a step and their difference, a step's patching estimate per head, and a
+query's row over every key scaled to the row's own max (a random or diffuse head's weights are ~1/N, too small to see
+on a 0–1 scale), its top keys marked and named.
 Each takes what the analysis computed (pooled with `pool_row`, summed with `group_sums`) and only draws it."""
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ..analysis import HEADS, bin_starts, pool_row
+from .style import AUTOSIZE, BLUES, HIGHLIGHT_COLOR, PLAIN_AXIS, visible_token
 
 ROW_CHART_PX = 600  # the width of a row chart (the page's column, presenter mode included)
 
@@ -72,3 +75,43 @@ def step_patching_chart(frame: pd.DataFrame, title: str, *, width: int = ROW_CHA
                      height=min(360, 28 * heads["layer"].nunique())).mark_rect().encode(
         x=alt.X("head:N", sort=None), y=alt.Y("layer:N", sort=None),
         color=alt.Color("estimate:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True)))
+
+
+def row_strip_frames(row: Tensor, bins: Tensor, tokens: Sequence[str], top: int = 5
+                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the strip: each bin's first key, last key + 1, its max weight and that ÷ the row's max; the row's `top`
+    keys: key, token, weight, relative, rank), from a row over every key and its max-pooled `bins`."""
+    n, peak = row.numel(), float(row.max())
+    size = n / bins.numel()
+    starts = [int(i * size) for i in range(bins.numel())]
+    strip = pd.DataFrame({"key": starts, "key_end": [*starts[1:], n], "weight": bins.double().numpy()})
+    strip["relative"] = strip["weight"] / peak if peak > 0 else 0.0
+    best = row.topk(min(top, n))
+    keys = [int(k) for k in best.indices]
+    named = pd.DataFrame({"key": keys, "token": [f"{visible_token(tokens[k]) if k < len(tokens) else '?'}"
+                                                 for k in keys],
+                          "weight": best.values.double().numpy(), "rank": list(range(1, len(keys) + 1))})
+    named["relative"] = named["weight"] / peak if peak > 0 else 0.0
+    return strip, named
+
+
+def row_strip_chart(strip: pd.DataFrame, named: pd.DataFrame, n_keys: int, title: str, *, width: int = 600,
+                    height: int = 110, measure: str = "weight", color: str = BLUES[-2]) -> alt.LayerChart:
+    """A row over every key, each bin's max `measure` ÷ the row's max (its shape, whatever its scale; the axis
+    title gives the max), the top keys marked and labelled with their tokens (from the data)."""
+    peak = float(named["weight"].max()) if len(named) else 0.0
+    x = alt.X("key:Q", title="key position", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False),
+              axis=alt.Axis(format=",d", **PLAIN_AXIS))
+    y = alt.Y("relative:Q", title=f"÷ row max ({peak:.3g})", scale=alt.Scale(domain=[0, 1.3], nice=False),
+              axis=alt.Axis(values=[0, 0.5, 1], format=".1f", **PLAIN_AXIS))
+    area = alt.Chart(strip).mark_rect(color=color).encode(
+        x=x, x2="key_end:Q", y=y, y2=alt.datum(0),
+        tooltip=[alt.Tooltip("key:Q", title="keys from"),
+                 alt.Tooltip("weight:Q", format=".4g", title=f"max {measure}")])
+    marks = alt.Chart(named).encode(x=x, y=y, tooltip=[
+        alt.Tooltip("rank:Q"), alt.Tooltip("key:Q", title="key #"), alt.Tooltip("token:N"),
+        alt.Tooltip("weight:Q", format=".4g", title=measure)])
+    dots = marks.mark_point(filled=True, color=HIGHLIGHT_COLOR, size=36)
+    labels = marks.transform_filter(alt.datum.rank <= 3).mark_text(dy=-9, fontSize=11, color="#333").encode(
+        text="token:N")
+    return alt.layer(area, dots, labels, title=title, width=width, height=height, autosize=AUTOSIZE)

@@ -30,8 +30,8 @@ from transformer.charts import (
     Region,
     brushed_ends,
     brushed_region,
+    document_replay_size,
     drag_window,
-    long_replay_size,
     overview_chart,
     overview_frame,
     replay_html,
@@ -158,7 +158,7 @@ def long_replay_download(result: DecodeResult, layer: int, region: tuple[int, in
     """"Download replay": the document view as one offline HTML file (made only when clicked), or a caption naming
     the limit when it would pass the replay's 20 MB."""
     _, n_heads, _, n_keys = attention_source(result.trace).shape("self")
-    size = long_replay_size(n_heads, len(result.steps), n_keys, region)
+    size = document_replay_size(n_heads, len(result.steps), n_keys, region)
     if size > MAX_REPLAY_BYTES:
         st.caption(f"No replay file for this view: it would take at least {size / 1e6:.1f} MB of "
                    f"{MAX_REPLAY_BYTES / 1e6:g} MB. Zoom to a smaller region.")

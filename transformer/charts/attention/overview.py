@@ -1,5 +1,6 @@
-"""A long input's overview drawn in token positions: each cell of the streamed pass's pooled grid over the rows and
-keys it covers, an interval brush (named `OVERVIEW_BRUSH`) to drag a region to zoom, and the region zoomed outlined.
+"""The map's overview mode (a document's whole map, when its weights are too many to draw one by one) in token
+positions: each cell of the streamed pass's pooled grid over the rows and keys it covers, an interval brush (named
+`OVERVIEW_BRUSH`) to drag a region to zoom, and the region zoomed outlined.
 
 A drag's selection holds its two ends on each axis in token positions (`{"key": [a, b], "row": [c, d]}`);
 `brushed_region` turns it into the rows and keys to zoom (snapped to whole tokens, clipped to the input, at most a
@@ -18,8 +19,8 @@ import numpy as np
 import pandas as pd
 from torch import Tensor
 
-from .style import AUTOSIZE, HIGHLIGHT_COLOR
-from .window import drag_window
+from ..style import AUTOSIZE, HIGHLIGHT_COLOR
+from ..window import drag_window
 
 OVERVIEW_BRUSH = "region"  # the interval selection's name: Streamlit's selection state holds it under this
 Region = tuple[tuple[int, int], tuple[int, int]]  # ((first row, row after the last), (first key, key after the last))

@@ -1,6 +1,6 @@
-"""A long input's offline replay page: the overview of each head of the layer shown, the region shown with its
-exact weights and each decode step's row over every key travel in one file within 20 MB, equal to the store's own
-weights; a region outside the input and a page past the limit are refused in one line."""
+"""The replay page's document mode (a decode kept as a store): the overview of each head of the layer shown, the
+region shown with its exact weights and each decode step's row over every key travel in one file within 20 MB, equal
+to the store's own weights; a region outside the input and a page past the limit are refused in one line."""
 from __future__ import annotations
 
 import pytest
@@ -9,8 +9,8 @@ import torch
 from tests.helpers.hf_causal_models import build, lines
 from tests.library.charts.test_replay import page_data
 from transformer.analysis import summarise_layer
-from transformer.charts import MAX_REPLAY_BYTES, ReplayTooLargeError, long_replay_html
-from transformer.charts import long_replay as long_module
+from transformer.charts import MAX_REPLAY_BYTES, REGION_SIDE, ReplayTooLargeError, replay_html
+from transformer.charts import replay as replay_module
 from transformer.decode import greedy_decode
 from transformer.store import open_model
 
@@ -29,7 +29,7 @@ def test_the_page_carries_the_overview_the_region_and_the_step_rows_exactly(resu
     store = result.trace.store
     n = store.layer("self", 1).n_keys
     region = (n - 300, n - 20, 5, 290)  # wider than TILE a side in rows: kept as the max of each cell
-    page = long_replay_html(result, "qwen2-long", layer=1, region=region, weights="random weights")
+    page = replay_html(result, "qwen2-long", "random weights", layer=1, region=region)
     assert len(page.encode()) < MAX_REPLAY_BYTES and "default-src 'none'" in page
     data = page_data(page)
     assert data["layer"] == 1 and data["heads"] == 4 and data["keys"] == n and len(data["tokens"]) == n
@@ -54,18 +54,15 @@ def test_the_page_carries_the_overview_the_region_and_the_step_rows_exactly(resu
 def test_a_region_outside_the_input_and_a_page_past_the_limit_are_refused(result, monkeypatch):
     n = result.trace.store.layer("self", 0).n_keys
     with pytest.raises(ValueError, match=rf"^the region rows 0–{n + 1:,} × keys 0–10 is outside the input"):
-        long_replay_html(result, "m", layer=0, region=(0, n + 1, 0, 10))
-    monkeypatch.setattr(long_module, "MAX_REPLAY_BYTES", 1_000_000)
+        replay_html(result, "m", layer=0, region=(0, n + 1, 0, 10))
+    monkeypatch.setattr(replay_module, "MAX_REPLAY_BYTES", 1_000_000)
     with pytest.raises(ReplayTooLargeError, match="a replay file holds at most 1 MB. Zoom to a smaller region"):
-        long_replay_html(result, "m", layer=0, region=(0, 256, 0, 256))
+        replay_html(result, "m", layer=0, region=(0, 256, 0, 256))
 
 
 def test_the_one_replay_entry_replays_a_document_in_its_own_mode(result):
-    from transformer.charts import REGION_SIDE, replay_html
-
     n = result.trace.store.layer("self", 0).n_keys
     data = page_data(replay_html(result, "qwen2-long", "w"))  # the store decides the mode, not the caller
     region = data["region"]
     assert (region["r0"], region["r1"], region["k0"], region["k1"]) == (n - REGION_SIDE, n, n - REGION_SIDE, n)
-    assert data == page_data(long_replay_html(result, "qwen2-long", layer=0, region=(n - 256, n, n - 256, n),
-                                              weights="w"))
+    assert data == page_data(replay_html(result, "qwen2-long", "w", layer=0, region=(n - 256, n, n - 256, n)))

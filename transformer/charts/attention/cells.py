@@ -1,4 +1,4 @@
-"""Attention maps as Altair charts: one large heatmap, or every layer x head as small multiples (no Streamlit).
+"""The map's cells mode: every weight a cell, one large heatmap or every layer x head as small multiples.
 
 Rows are queries (y axis) and columns keys (x axis); axes are token positions labelled with the tokens, so
 repeated tokens keep their own row or column. See `chart_style` for the shared conventions (head -1 = mean).
@@ -13,9 +13,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..decode import ALL_TITLES as KIND_TITLES  # every family's kinds
-from ..decode import MEAN_HEAD, AttentionTrace, head_label, hidden_note
-from .style import (
+from ...decode import ALL_TITLES as KIND_TITLES  # every family's kinds
+from ...decode import MEAN_HEAD, AttentionTrace, head_label, hidden_note
+from ..style import (
     AUTOSIZE,
     BLUES,
     GOLD_COLOR,
@@ -28,7 +28,7 @@ from .style import (
     text_width,
     visible_token,
 )
-from .window import check_window, fit_keys, window_title
+from ..window import check_window, fit_keys, window_title
 
 MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
 _AXIS_NAMES = {"encoder_self": ("source token", "source token"),

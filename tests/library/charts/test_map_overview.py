@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transformer.analysis import summarise_layer
-from transformer.charts.long_overview import (
+from transformer.charts.attention.overview import (
     OVERVIEW_BRUSH,
     brushed_ends,
     brushed_region,

@@ -1,8 +1,6 @@
-"""A long input's exact views in token positions: the zoomed tile (rows × keys of one head, recomputed from the
-store) with ticks at token positions, and the tokens themselves as labels when the region is small; and a query's
-row over every key scaled to the row's own max (a random or diffuse head's weights are ~1/N, too small to see on a
-0–1 scale), its top keys marked and named. Token labels are data (a parameter's value, a column), never part of a
-Vega expression."""
+"""The map's zoom mode: a region of one head (rows × keys), its weights exact through the attention source (a short
+input's maps or a document's store), with ticks at token positions, and the tokens themselves as labels when the
+region is small. Token labels are data (a parameter's value, a column), never part of a Vega expression."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -12,10 +10,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ..analysis import TILE_SIDE, AttentionSource, attention_source, pool_tile
-from ..model import AttentionStore
-from .attention import label_angle, token_font_size, token_labels
-from .style import AUTOSIZE, BLUES, HIGHLIGHT_COLOR, PLAIN_AXIS, visible_token
+from ...analysis import TILE_SIDE, AttentionSource, attention_source, pool_tile
+from ...model import AttentionStore
+from ..style import AUTOSIZE, BLUES, PLAIN_AXIS, visible_token
+from .cells import label_angle, token_font_size, token_labels
 
 LABELLED_SIDE = 64  # a zoom of at most this many rows and keys (weight by weight) names its tokens on the axes
 MIN_LABEL_CELL = 9.0  # pixels: token labels need this much height each
@@ -89,47 +87,6 @@ def zoom_tokens(frame: pd.DataFrame, tokens: Sequence[str]) -> pd.DataFrame:
     shown = [visible_token(t) for t in tokens]
     return frame.assign(row_token=[shown[int(r)] if r < len(shown) else "?" for r in frame["row"]],
                         key_token=[shown[int(k)] if k < len(shown) else "?" for k in frame["key"]])
-
-
-def row_strip_frames(row: Tensor, bins: Tensor, tokens: Sequence[str], top: int = 5
-                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the strip: each bin's first key, last key + 1, its max weight and that ÷ the row's max; the row's `top`
-    keys: key, token, weight, relative, rank), from a row over every key and its max-pooled `bins`."""
-    n, peak = row.numel(), float(row.max())
-    size = n / bins.numel()
-    starts = [int(i * size) for i in range(bins.numel())]
-    strip = pd.DataFrame({"key": starts, "key_end": [*starts[1:], n], "weight": bins.double().numpy()})
-    strip["relative"] = strip["weight"] / peak if peak > 0 else 0.0
-    best = row.topk(min(top, n))
-    keys = [int(k) for k in best.indices]
-    named = pd.DataFrame({"key": keys, "token": [f"{visible_token(tokens[k]) if k < len(tokens) else '?'}"
-                                                 for k in keys],
-                          "weight": best.values.double().numpy(), "rank": list(range(1, len(keys) + 1))})
-    named["relative"] = named["weight"] / peak if peak > 0 else 0.0
-    return strip, named
-
-
-def row_strip_chart(strip: pd.DataFrame, named: pd.DataFrame, n_keys: int, title: str, *, width: int = 600,
-                    height: int = 110, measure: str = "weight", color: str = BLUES[-2]) -> alt.LayerChart:
-    """A row over every key, each bin's max `measure` ÷ the row's max (its shape, whatever its scale; the axis
-    title gives the max), the top keys marked and labelled with their tokens (from the data)."""
-    peak = float(named["weight"].max()) if len(named) else 0.0
-    x = alt.X("key:Q", title="key position", scale=alt.Scale(domain=[0, n_keys], nice=False, zero=False),
-              axis=alt.Axis(format=",d", **PLAIN_AXIS))
-    y = alt.Y("relative:Q", title=f"÷ row max ({peak:.3g})", scale=alt.Scale(domain=[0, 1.3], nice=False),
-              axis=alt.Axis(values=[0, 0.5, 1], format=".1f", **PLAIN_AXIS))
-    area = alt.Chart(strip).mark_rect(color=color).encode(
-        x=x, x2="key_end:Q", y=y, y2=alt.datum(0),
-        tooltip=[alt.Tooltip("key:Q", title="keys from"),
-                 alt.Tooltip("weight:Q", format=".4g", title=f"max {measure}")])
-    marks = alt.Chart(named).encode(x=x, y=y, tooltip=[
-        alt.Tooltip("rank:Q"), alt.Tooltip("key:Q", title="key #"), alt.Tooltip("token:N"),
-        alt.Tooltip("weight:Q", format=".4g", title=measure)])
-    dots = marks.mark_point(filled=True, color=HIGHLIGHT_COLOR, size=36)
-    labels = marks.transform_filter(alt.datum.rank <= 3).mark_text(dy=-9, fontSize=11, color="#333").encode(
-        text="token:N")
-    return alt.layer(area, dots, labels, title=title, width=width, height=height, autosize=AUTOSIZE)
-
 
 
 def zoom_frame(source: AttentionSource | AttentionStore, layer: int, head: int, rows: tuple[int, int],
