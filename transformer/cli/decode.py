@@ -9,7 +9,7 @@ import sys
 
 from ..adapters import InspectableModel
 from ..analysis import head_mask
-from ..decode import STORE_ABOVE, greedy_decode, save_trace_json, teacher_forced
+from ..decode import greedy_decode, save_trace_json, teacher_forced
 from ..store import open_model
 from .common import (
     Commands,
@@ -27,8 +27,14 @@ from .decode_beam import beam_entry
 from .decode_input import add_input_arguments, is_long, long_decode, read_input
 from .decode_insides import add_insides_arguments, insides_conflict, insides_entry
 from .decode_lens import add_lens_arguments, lens_conflict, lens_entry
-from .decode_long_html import add_long_html_arguments, check_long_html_flags, long_html_conflict, write_long_replay
-from .decode_outputs import weights_line, write_decode_video, write_replay
+from .decode_outputs import (
+    add_html_arguments,
+    check_html_flags,
+    html_conflict,
+    weights_line,
+    write_decode_video,
+    write_replay,
+)
 from .decode_sampling import add_sampling_arguments, print_samples, sampling_from
 
 
@@ -45,9 +51,7 @@ def register(commands: Commands) -> None:
     dec.add_argument("--max-steps", type=positive_int, help="stop after this many output tokens")
     dec.add_argument("--reference", help="teacher-force this target instead of decoding greedily")
     dec.add_argument("--trace-json", metavar="PATH", help="write the trace JSON (tokens, steps, attention) here")
-    dec.add_argument("--html", metavar="PATH", help="write one self-contained HTML page that replays the decode "
-                     f"step by step, offline (above {STORE_ABOVE:,} prompt tokens: the long replay page)")
-    add_long_html_arguments(dec)
+    add_html_arguments(dec)
     dec.add_argument("--video", metavar="FILE", help="write the step-through as a video, FILE.mp4 (H.264) or FILE.gif: "
                      "1920x1080, a second a step, the map of --video-layer and --video-head beside the top-k")
     add_video_view_arguments(dec, "video-")
@@ -74,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
         video_head(args.video_head)
     if insides_conflict(args):  # before the model loads
         raise UsageError(insides_conflict(args))
-    check_long_html_flags(args)
+    check_html_flags(args)
     text = args.text = read_input(args)  # a missing file or bytes that are not UTF-8 fail before the model loads
     adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
     long = is_long(adapter, text, args.keep)
-    why = long_html_conflict(args, long, adapter.head_counts().get("self", (0, 0))[0])
+    why = html_conflict(args, long, adapter.head_counts().get("self", (0, 0))[0])
     if why:
         raise UsageError(why)
     if long:
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace_json:
         write_output(args.trace_json, json.dumps({**result.to_dict(), **lens, **insides, **beam}))
     if args.html:
-        write_replay(args.html, result, adapter.name, weights_line(args.dir), tree)
+        write_replay(args.html, result, adapter.name, weights_line(args.dir), args, tree)
     if args.video:
         write_decode_video(args.video, result, f"{adapter.name} · {weights_line(args.dir).lower()}",
                            layer=args.video_layer, head=args.video_head)
@@ -132,6 +136,6 @@ def _long(adapter: InspectableModel, text: str, args: argparse.Namespace) -> int
     if args.trace_json:
         save_trace_json(result, args.trace_json)
     if args.html:
-        write_long_replay(args.html, result, adapter.name, weights_line(args.dir), args)
+        write_replay(args.html, result, adapter.name, weights_line(args.dir), args)
     print(result.output_text)
     return 0
