@@ -6,7 +6,8 @@
   asks another pair's key there;
 - names (IOI-style, Wang et al. 2022): "When A and B went to the store, B gave a drink to" (answer A) against the same
   sentence with two other names.
-Every pair is made ready (`Pair`); a draw whose two runs give one answer, or whose inputs differ in length, is skipped.
+Every pair is made ready (`Pair`; inputs of two lengths aligned as `patch` aligns them); a draw whose two runs give one
+answer is skipped.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ...adapters import InspectableModel
 from ...data.induction import INDUCTION_ALPHABET, draw_repeat
 from ...data.recall import RECALL_MIN_LEN, draw_recall
 from ...decode import InputError
+from ..token_alignment import align_tokens
 from .target import Pair, pair_from_ids, pair_from_text
 
 NAMES = ("Mary", "John", "Alice", "Bob", "Tom", "Anna", "James", "Sarah", "David", "Emma", "Paul", "Kate")
@@ -61,7 +63,11 @@ def _continuation(adapter: InspectableModel, clean: str, corrupted: str) -> Pair
     prefix = adapter.decoder_prefix(adapter.tokenize_source(""))
     src = torch.zeros(1, 0, dtype=torch.long)
     tgt = [torch.tensor([[*prefix, *adapter.target_ids(text)]]) for text in (clean, corrupted)]
-    return pair_from_ids(adapter, (src, src), (tgt[0], tgt[1]), tgt[0].shape[1] - 1)
+    if tgt[0].shape == tgt[1].shape:
+        return pair_from_ids(adapter, (src, src), (tgt[0], tgt[1]), tgt[0].shape[1] - 1)
+    aligned = {"decoder": align_tokens(tgt[0][0].tolist(), tgt[1][0].tolist()).aligned}  # as `patch` aligns them
+    return pair_from_ids(adapter, (src, src), (tgt[0], tgt[1]), tgt[0].shape[1] - 1, aligned=aligned,
+                         corrupted_position=tgt[1].shape[1] - 1)
 
 
 def recall_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, min_len: int = RECALL_MIN_LEN,
@@ -93,10 +99,16 @@ def edit_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, min_len: in
     return _collect(n, draw, seed)
 
 
-def names_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, template: str = TEMPLATE) -> list[Pair]:
-    """IOI-style pairs for a decoder-only model: `template` with names A, B (answer A) against two other names."""
+def names_pairs(adapter: InspectableModel, n: int = 8, seed: int = 0, template: str = TEMPLATE, *,
+                continuation: bool = False) -> list[Pair]:
+    """IOI-style pairs for a decoder-only model: `template` with names A, B (answer A) against two other names; the
+    template is the prompt (read as `patch` reads it), or with `continuation` the model's own sequence after an empty
+    prompt, as the task models read theirs (the target its last position)."""
     def draw(rng: random.Random) -> Pair:
         a, b, c, d = rng.sample(NAMES, 4)
-        return pair_from_text(adapter, template.format(a=a, b=b), template.format(a=c, b=d))
+        clean, corrupted = template.format(a=a, b=b), template.format(a=c, b=d)
+        if continuation:
+            return _continuation(adapter, clean, corrupted)
+        return pair_from_text(adapter, clean, corrupted)
 
     return _collect(n, draw, seed)
