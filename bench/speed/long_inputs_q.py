@@ -3,8 +3,8 @@ temporary folder), an 8,192-token document (see `bench.speed.long_inputs` for T 
 
 - the CLI decode (`decode DIR - --max-steps 3 --trace-json q.json`, fresh process): peak memory less the memory
   before the decode, against the store plus 1.0 GB (the weights are loaded before it);
-- the prefill with the store (`store_feed`) against Hugging Face's plain SDPA prefill (logits at the last position),
-  same process, CPU and wall seconds;
+- the prefill with the store (`adapter.store_feed`) against Hugging Face's plain SDPA prefill (logits at the last
+  position), same process, CPU and wall seconds;
 - the streamed summaries of every head (`summarise`, the page's resolution) against that forward;
 - a zoom to a 1,024 x 1,024 region: the tile recomputed, its cells (`zoom_frame`), the spec (`zoom_spec`) and
   the cells as the Arrow bytes Streamlit sends;
@@ -46,7 +46,7 @@ def speed_child(folder: str, doc: str) -> dict:
     from streamlit.dataframe_util import convert_anything_to_arrow_bytes
     from transformers.cache_utils import DynamicCache
 
-    from transformer.adapters import build_store, store_chunks, store_feed
+    from transformer.adapters import build_store, store_chunks
     from transformer.analysis.streamed import summarise
     from transformer.charts import zoom_frame, zoom_spec
     from transformer.model import LayerStore
@@ -67,7 +67,7 @@ def speed_child(folder: str, doc: str) -> dict:
 
     def stored(ids, cache, chunks, first):
         with adapter.running():
-            return store_feed(adapter, ids, cache, chunks, first)
+            return adapter.store_feed(ids, cache, chunks, first)
 
     warm = torch.tensor([prompt[:256]])
     plain(warm, DynamicCache())

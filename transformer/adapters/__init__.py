@@ -29,7 +29,7 @@ from .paths import (
 from .positions import LEARNED, RELATIVE, ROTARY, SINUSOIDAL, PositionScheme, position_scheme
 from .residual_steps import check_encoder_layer, recording_calls
 from .store_capture import attention_store, store_of_insides
-from .store_forward import StoreChunks, build_store, store_chunks, store_feed
+from .store_forward import StoreChunks, build_store, store_chunks
 
 __all__ = ["DEFAULT_MAX_PARAMS", "LEARNED", "MLP", "NATIVE_ADAPTERS", "RELATIVE",
            "ROTARY", "SINUSOIDAL", "UNEMITTABLE", "HFAdapter", "HFCausalLM", "HFMaskedLM", "HFModelError", "HFSeq2Seq",
@@ -38,6 +38,6 @@ __all__ = ["DEFAULT_MAX_PARAMS", "LEARNED", "MLP", "NATIVE_ADAPTERS", "RELATIVE"
            "adapter_for", "attention_outputs", "ban", "capture", "check_encoder_layer", "decode_texts",
            "fast_output_head", "greedy_batch", "heads_off", "import_model_code", "load_hf_model", "load_pretrained",
            "mlm_head", "model_lock", "position_scheme", "recording_calls"]
-__all__ += ["StoreChunks", "attention_store", "build_store", "store_chunks", "store_feed", "store_of_insides"]
+__all__ += ["StoreChunks", "attention_store", "build_store", "store_chunks", "store_of_insides"]
 __all__ += ["hf_path", "native_path", "norm_gain"]
 __all__ += ["Architecture", "architecture", "architecture_of", "registered", "supported"]

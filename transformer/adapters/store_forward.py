@@ -126,10 +126,3 @@ def storing_native(modules: Sequence[MultiHeadAttention], chunks: list[StoreChun
 def store_chunks(adapter: Any) -> dict[str, list[StoreChunks]]:
     """Empty chunks for every layer of a decoder-only model's one kind."""
     return {"self": [StoreChunks() for _ in range(adapter.head_counts()["self"][0])]}
-
-
-def store_feed(adapter: Any, ids: Tensor, cache: Any, chunks: dict[str, list[StoreChunks]], n_source: int = 0
-               ) -> Tensor:
-    """`adapter.store_feed`: feed `ids` (1, t) after what `cache` holds through the fused path, the rows going into
-    `chunks`; the logits (1, V) after the last id."""
-    return adapter.store_feed(ids, cache, chunks, n_source)

@@ -28,6 +28,7 @@ from .attention_source import (
     AttentionSource,
     MapsNeeded,
     MapsSource,
+    ScoreRow,
     StoreSource,
     attention_source,
     refused_features,
@@ -143,7 +144,14 @@ from .long_range import LENGTH, LongRange, long_range_dict, long_range_heads, re
 from .masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
 from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
 from .patching import BARELY, PatchingSetup, metric_of, patched_metrics, prepare_patching
-from .patching_estimate import ESTIMATE_COLUMNS, estimate_patching, preview_patching
+from .patching_estimate import (
+    ESTIMATE_COLUMNS,
+    STEP_COLUMNS,
+    StepPatching,
+    estimate_patching,
+    preview_patching,
+    step_patching_estimate,
+)
 from .patching_estimate import estimate_agreement as patching_agreement
 from .patching_replay import find_site, patched_decode
 from .patching_sites import (
@@ -191,7 +199,6 @@ from .routes import (
     THRESHOLD as ROUTE_THRESHOLD,
 )
 from .scores import corpus_scores
-from .stored_patching import STEP_COLUMNS, StepPatching, step_patching_estimate
 from .streamed import LayerSummaries, summarise, summarise_layer
 from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 
@@ -232,8 +239,8 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
 __all__ += ["STEP_COLUMNS", "HeadRow", "StepPatching", "head_row", "step_patching_estimate"]
 __all__ += ["STRIP_BINS", "TILE_SIDE", "bin_starts", "pool_row", "pool_tile"]
-__all__ += ["WHOLE_MAP_FEATURES", "WINDOW_TOKENS", "AttentionSource", "MapsNeeded", "MapsSource", "StoreSource",
-            "attention_source", "refused_features", "whole_maps"]
+__all__ += ["WHOLE_MAP_FEATURES", "WINDOW_TOKENS", "AttentionSource", "MapsNeeded", "MapsSource", "ScoreRow",
+            "StoreSource", "attention_source", "refused_features", "whole_maps"]
 __all__ += ["STATS_COLUMNS", "stats_frame"]
 __all__ += ["estimate_decode", "free_memory", "machine_rate"]
 __all__ += ["ESTIMATE_SENTENCES", "CorpusEstimate", "corpus_estimate", "sentence_output"]

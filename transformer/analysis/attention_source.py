@@ -86,6 +86,24 @@ class AttentionSource(Protocol):
         """(heads, keys) ||W_O^h v_j||, or None where the source has none."""
         ...
 
+    def score_row(self, kind: str, layer: int, head: int, row: int) -> ScoreRow | None:
+        """One head's row before its softmax (q, q . k, scores, log-sum-exp) where the source keeps the queries and
+        keys (a store), else None (a short input's are the insides', `head_computation`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One head's row before its softmax, over every key (K): what a store recomputes it from."""
+
+    kv_head: int
+    query_vector: Tensor  # (Dh,) after any rotation
+    dots: Tensor  # (K,) q . k_j
+    scale: float
+    scores: Tensor  # (K,) the softmax's input: scale * dots, any bias, soft-cap, -inf where masked
+    lse: float  # the row's log-sum-exp (the sink's logit included)
+    window: int | None  # the layer's sliding window, where the rules have one
+
 
 def _check(kinds: tuple[str, ...], shape: tuple[int, int, int, int], kind: str, layer: int) -> None:
     if kind not in kinds:
@@ -145,6 +163,9 @@ class MapsSource:
     def value_norms(self, kind: str, layer: int) -> Tensor | None:
         return self.norms[kind][layer] if kind in self.norms else None
 
+    def score_row(self, kind: str, layer: int, head: int, row: int) -> ScoreRow | None:
+        return None
+
 
 @dataclass(frozen=True)
 class StoreSource:
@@ -180,6 +201,17 @@ class StoreSource:
 
     def value_norms(self, kind: str, layer: int) -> Tensor | None:
         return self.store.layer(kind, layer).value_norms
+
+    def score_row(self, kind: str, layer: int, head: int, row: int) -> ScoreRow | None:
+        one = self.store.layer(kind, layer)
+        q, kv = one.queries[head, row].float(), one.groups[head]
+        dots = one.keys[kv].float() @ q
+        scores = one.rules.scores(dots[None, None], torch.tensor([head]), torch.tensor([row]),
+                                  torch.arange(one.n_keys))[0, 0]
+        lse = scores.logsumexp(-1)
+        if one.rules.sinks is not None:
+            lse = torch.logaddexp(lse, one.rules.sinks.float()[head])
+        return ScoreRow(kv, q, dots, float(one.rules.scale), scores, float(lse), one.rules.window)
 
 
 def attention_source(what: AttentionTrace | AttentionStore | AttentionSource) -> AttentionSource:

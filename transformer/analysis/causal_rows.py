@@ -3,7 +3,7 @@ maps when the input is long: the long-range detectors read only the copy region'
 the last window of queries (the pattern labels).
 
 A decoder-only model (ours, Hugging Face causal LMs) reads the input through the attention store's fused forward
-(`store_feed`: queries and keys as the model's own attention code made them, after RoPE, and each row's
+(`adapter.store_feed`: queries and keys as the model's own attention code made them, after RoPE, and each row's
 log-sum-exp), a chunk at a time (`chunk_size`: one call's causal mask would be n x n), and each row's weights are
 recomputed from the store (`LayerStore.weights`; the queries of the rows not asked are dropped as they come), a
 layer at a time; for logits at several rows the input goes in up to the first row, then one token a row. Elsewhere
@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ..adapters import InspectableModel, StoreChunks, store_chunks, store_feed
+from ..adapters import InspectableModel, StoreChunks, store_chunks
 from ..decode import STORE_ABOVE, keeps_store
 from ..model import LayerStore, StoreError
 
@@ -70,14 +70,14 @@ def _trim(chunks: list[StoreChunks], first: int, end: int) -> None:
             layer.queries[-1], layer.lse[-1] = layer.queries[-1][:, cut:].clone(), layer.lse[-1][:, cut:].clone()
 
 
-def _feed(adapter: InspectableModel, ids: Tensor, cache: object, chunks: dict[str, list[StoreChunks]], n_source: int,
-          chunk: int, first: int) -> Tensor:
+def feed_in_chunks(adapter: InspectableModel, ids: Tensor, cache: object, chunks: dict[str, list[StoreChunks]],
+                   n_source: int, chunk: int, first: int) -> Tensor:
     """`ids` (1, t) fed after `cache` a chunk at a time (the first `n_source` of them source ids), the rows before
     `first` dropped as they come; the logits after the last."""
     logits, fed = torch.empty(0), 0
     for start in range(0, ids.shape[1], chunk):
         part = ids[:, start:start + chunk]
-        logits = store_feed(adapter, part, cache, chunks, max(0, min(n_source - start, chunk)))
+        logits = adapter.store_feed(part, cache, chunks, max(0, min(n_source - start, chunk)))
         fed += part.shape[1]
         _trim(chunks["self"], first, fed)
     return logits
@@ -99,9 +99,10 @@ def _from_store(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], r
     with adapter.running():
         cache = adapter.start_cache(adapter.encode(ids[:, :0]))
         at = (first if with_logits else last) + 1
-        logits = [_feed(adapter, ids[:, :at], cache, chunks, src.shape[1], chunk, first)]  # ours: source ids first
+        # ours: the source ids first
+        logits = [feed_in_chunks(adapter, ids[:, :at], cache, chunks, src.shape[1], chunk, first)]
         for position in range(at, last + 1) if with_logits else ():
-            logits.append(store_feed(adapter, ids[:, position:position + 1], cache, chunks))
+            logits.append(adapter.store_feed(ids[:, position:position + 1], cache, chunks))
     layers, n_keys = [_layer(one, first) for one in chunks["self"]], len(inputs)
 
     def layer(i: int) -> Tensor:

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..decode import AttentionTrace
 from ..model import AttentionStore
-from .attention_source import AttentionSource, StoreSource, attention_source
+from .attention_source import AttentionSource, attention_source
 from .head_computation import HeadSelectionError
 
 
@@ -66,19 +66,11 @@ def head_row(source: AttentionSource | AttentionStore | AttentionTrace, kind: st
     norms = src.value_norms(kind, layer)
     norms = None if norms is None else norms[head].float()
     position = src.offset(kind, layer) + row
-    if not isinstance(src, StoreSource):
-        weights = src.tile(kind, layer, head, [row])[0].float()
+    weights = src.tile(kind, layer, head, [row])[0].float()
+    contributions = None if norms is None else weights * norms
+    parts = src.score_row(kind, layer, head, row)
+    if parts is None:
         return HeadRow(kind, layer, head, row, position, head, None, None, None, None, None, weights, norms,
-                       None if norms is None else weights * norms)
-    one = src.store.layer(kind, layer)
-    heads, rows, keys = torch.tensor([head]), torch.tensor([row]), torch.arange(n_keys)
-    q = one.queries[head, row].float()
-    kv = one.groups[head]
-    dots = one.keys[kv].float() @ q
-    scores = one.rules.scores(dots[None, None], heads, rows, keys)[0, 0]
-    lse = scores.logsumexp(-1)
-    if one.rules.sinks is not None:
-        lse = torch.logaddexp(lse, one.rules.sinks.float()[head])
-    weights = torch.exp(scores - lse).nan_to_num_(0.0)
-    return HeadRow(kind, layer, head, row, position, kv, q, dots, float(one.rules.scale), scores, float(lse), weights,
-                   norms, None if norms is None else weights * norms, one.rules.window)
+                       contributions)
+    return HeadRow(kind, layer, head, row, position, parts.kv_head, parts.query_vector, parts.dots, parts.scale,
+                   parts.scores, parts.lse, weights, norms, contributions, parts.window)

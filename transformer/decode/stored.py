@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
-from ..adapters import InspectableModel, build_store, store_chunks, store_feed
+from ..adapters import InspectableModel, build_store, store_chunks
 from .trace import AttentionTrace
 
 
@@ -22,11 +22,11 @@ class StoreFeed:
 
     def prefill(self, ids: Sequence[int]) -> Tensor:
         """The prompt's ids (its first `n_source` are source ids, ours), logits after the last."""
-        return store_feed(self.adapter, torch.tensor([list(ids)]), self.cache, self.chunks, self.n_source)[0]
+        return self.adapter.store_feed(torch.tensor([list(ids)]), self.cache, self.chunks, self.n_source)[0]
 
     def step(self, token: int) -> Tensor:
         """One chosen token, one row."""
-        return store_feed(self.adapter, torch.tensor([[token]]), self.cache, self.chunks)[0]
+        return self.adapter.store_feed(torch.tensor([[token]]), self.cache, self.chunks)[0]
 
     def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
         """The trace holding the store (its maps are made only when a view reads them); `labels` name every row."""
