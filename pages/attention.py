@@ -2,7 +2,7 @@
 import streamlit as st
 
 from ui.shell import ensure_frame
-from ui.views import attention_selection, require_model, show_attention_views, show_document, show_weights
+from ui.views import attention_selection, require_model, show_attention_views, show_weights
 
 ensure_frame()
 active = require_model()
@@ -10,7 +10,6 @@ st.title("Attention explorer", anchor=False)
 st.caption("Every attention map for one input. Rows are queries and columns keys; tokens are indexed by position, "
            "so repeated tokens stay apart. Maps come from the model in eval mode, on the tokens it actually saw.")
 show_weights(active)
-show_document(active)  # a document (decoder-only models with a long context): overview, exact zoom, a row's strip
 
 sel = attention_selection(active)  # the input and every picker, as one record
 if sel is None:

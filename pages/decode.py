@@ -5,7 +5,7 @@ import streamlit as st
 
 from ui.links import write_link
 from ui.shell import ensure_frame
-from ui.views import decode_selection, require_model, show_decode_views, show_document, show_mask_page, show_weights
+from ui.views import decode_selection, require_model, show_decode_views, show_mask_page, show_weights
 
 ensure_frame()
 active = require_model()
@@ -17,8 +17,6 @@ else:
     st.caption("Type a sentence and walk through the model's answer one token at a time: what each step attends to, "
                "which tokens it considered, and what happens if it had picked another one.")
     show_weights(active)
-    show_document(active)  # a document (decoder-only models with a long context): a background job, the store
-
     sel = decode_selection(active)  # the input, the reference, top-k, sampling and the free-running decode
     if sel is None:
         st.stop()

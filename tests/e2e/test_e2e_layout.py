@@ -223,8 +223,8 @@ def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(tmp_pat
 
 
 # A model of Qwen2-0.5B's heads (14 a layer, 4 layers, a tiny width) under a long document at 1280x720: the document
-# view's decode, then Decode's and Attention's maps beside their side columns (their legends within the columns,
-# whatever width the step's token labels take) and the head overview's title clear of its subtitle; then presenter
+# typed into Decode's own box and decoded, then Decode's and Attention's views of it (the overview, the zoom, the
+# row's views) within the page, nothing overlapping; then presenter
 # mode at 1280x720 on the shipped model with ~40 target tokens: each page's map within its column and the screen.
 QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)
 LONG_TEXT = ("Two young children in blue shirts and a man in a red hat are playing soccer on a green field near the "
@@ -256,18 +256,17 @@ def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_
             page.set_viewport_size({"width": 1280, "height": 720})
             page.set_default_timeout(180_000)
             page.goto(f"{server.url}/decode?model=hf:qwen2-14-heads")
-            page.locator(".st-key-long_doc_on label").click()
-            box = page.locator(".st-key-long_doc_text textarea")
+            box = page.locator(".st-key-decode_text textarea")  # the page's own box: a document
             box.fill("\n".join(lines(30)))
             box.press("Control+Enter")
-            page.locator(".st-key-long_doc_job_run button").click()
-            page.get_by_text(re.compile(r"^Layer 1's heads over all")).wait_for()
+            page.locator(".st-key-document_job_run button").click()
+            page.get_by_text(re.compile(r"^Layer \d+'s heads over all")).wait_for()
             page.wait_for_url(re.compile(r"[?&]zoom="))
-            page.get_by_text(re.compile(r"rows up to step 1 · layer 4")).first.wait_for(state="attached")
+            page.get_by_text(re.compile(r"^Top contributions of row")).first.wait_for(state="attached")
             assert _layout_found(page) == {}, "Decode under a document"
             page.goto(page.url.replace("/decode?", "/attention?"))  # the document's link: decode and pass kept
-            page.locator(".st-key-attention_overview svg.marks").wait_for(state="attached")
-            page.get_by_text("layer 4 · mean of 14 heads").first.wait_for(state="attached")
+            page.locator(".st-key-map_overview :is(svg.marks, canvas)").first.wait_for(state="attached")
+            page.get_by_text(re.compile(r"^Top contributions of row")).first.wait_for(state="attached")
             assert _layout_found(page) == {}, "Attention under a document"
             assert page_errors(page) == []
             page.context.close()

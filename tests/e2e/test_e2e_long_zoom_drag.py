@@ -37,15 +37,14 @@ def test_dragging_on_the_overview_zooms_to_the_region(tmp_path):
             page = new_page(browser)
             page.set_default_timeout(180_000)
             page.goto(f"{app.url}/decode?model=hf:{NAME}")
-            page.locator(".st-key-long_doc_on label").click()
-            box = page.locator(".st-key-long_doc_text textarea")
+            box = page.locator(".st-key-decode_text textarea")  # the page's own box: a document
             box.fill(DOC)
             box.press("Control+Enter")
-            page.locator(".st-key-long_doc_job_run button").click()
-            page.get_by_text(re.compile(r"^Layer 1's heads over all")).wait_for()  # every head's pass is drawn
+            page.locator(".st-key-document_job_run button").click()
+            page.get_by_text(re.compile(r"^Layer \d+'s heads over all")).wait_for()  # every head's pass is drawn
             page.wait_for_url(re.compile(r"[?&]zoom="))
             before = _zoom(page.url)
-            canvas = page.locator(".st-key-long_overview canvas").first  # the overview (Vega draws on a canvas)
+            canvas = page.locator(".st-key-map_overview canvas").first  # the overview (Vega draws on a canvas)
             canvas.scroll_into_view_if_needed()
             area = canvas.bounding_box()
             assert area is not None and area["width"] > 100
@@ -65,15 +64,15 @@ def test_dragging_on_the_overview_zooms_to_the_region(tmp_path):
             thumbs = ".st-key-{} [data-testid='stSliderThumbValue']"
             page.wait_for_function("([sel, want]) => [...document.querySelectorAll(sel)].map(e => e.innerText"
                                    ".replace(/,/g, '')).join(' ') === want",
-                                   arg=[thumbs.format("long_zoom_keys"), f"{k0} {k_last + 1}"])  # the pickers agree
+                                   arg=[thumbs.format("map_zoom_keys"), f"{k0} {k_last + 1}"])  # the pickers agree
             page.wait_for_function("([sel, want]) => [...document.querySelectorAll(sel)].map(e => e.innerText"
                                    ".replace(/,/g, '')).join(' ') === want",
-                                   arg=[thumbs.format("long_zoom_rows"), f"{r0} {r_last + 1}"])
+                                   arg=[thumbs.format("map_zoom_rows"), f"{r0} {r_last + 1}"])
             assert page_errors(page) == []
             ARTIFACTS.mkdir(exist_ok=True)
             canvas.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "e2e_long_zoom_drag.png"))
-            page.locator(".st-key-long_zoom_rows").evaluate("e => e.scrollIntoView({block: 'start'})")  # the tile
+            page.locator(".st-key-map_zoom_rows").evaluate("e => e.scrollIntoView({block: 'start'})")  # the tile
             page.screenshot(path=str(ARTIFACTS / "e2e_long_zoom_drag_tile.png"))
         finally:
             browser.close()

@@ -179,3 +179,10 @@ def open_link(page: str, params: dict[str, str], url: str | None = None) -> AppT
     at.run()
     assert_no_exception(at)
     return at
+
+
+def text_box(at: AppTest, key: str):
+    """A page's text box under `key`: one line for most models, multi-line (a text area) for a model that reads
+    documents (decoder-only, its own context past the store's threshold)."""
+    areas = [box for box in at.text_area if box.key == key]
+    return areas[0] if areas else at.text_input(key=key)

@@ -16,7 +16,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, Stop
 
 from transformer.analysis import METHODS
 from transformer.charts import qr_svg
-from transformer.decode import InputError
+from transformer.decode import MAX_INPUT_CHARS, InputError
 from transformer.model import Head
 from ui.models import LIVE, MODEL_KEY, UPLOAD, ActiveModel, current_model, model_options
 from ui.server import DOC_STATE_KEY, PUBLIC_URL_ENV, ShareAddress, page_titled, share_address
@@ -211,6 +211,8 @@ def link_values(page: str) -> dict[str, Any]:
             values.pop("inside", None)
     if page in ("decode", "attention"):  # a document's hash while its decode is shown (its text stays here)
         values["doc"] = state.get(DOC_STATE_KEY)
+        if values["doc"] is not None or len(values.get("text") or "") > MAX_INPUT_CHARS:
+            values.pop("text", None)  # a document's text stays on the server: the link names it by its hash
         if values["doc"] is None:  # the document's decode steps: in the link with its hash only
             values.pop("dsteps", None)
             values.pop("zoom", None)  # the zoomed region too

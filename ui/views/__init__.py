@@ -32,7 +32,7 @@ from .assembly import (
     show_both_maps,
     show_decode_views,
     show_difference,
-    show_document,
+    show_document_views,
     show_edit_difference,
     show_edit_mode,
     show_edit_outputs,
@@ -173,7 +173,7 @@ __all__ = ["COMBINE", "COMPARE_MODES", "EDIT", "EDIT_KEY", "LINK_OPENS", "LINK_P
 __all__ += ["show_head_page"]
 
 
-__all__ += ["show_document"]
+__all__ += ["show_document_views"]
 from .assembly import show_room_poll  # noqa: E402
 
 __all__ += ["show_room_poll"]

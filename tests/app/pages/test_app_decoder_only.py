@@ -8,7 +8,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import APP, assert_no_exception, chart_titled, charts, only_frame, open_app, texts
+from tests.helpers.app_session import (
+    APP,
+    assert_no_exception,
+    chart_titled,
+    charts,
+    only_frame,
+    open_app,
+    text_box,
+    texts,
+)
 from tests.helpers.hf_causal_models import build
 from transformer.decode import greedy_decode
 from transformer.store import open_model
@@ -44,7 +53,7 @@ def _page(page: str, key: str, text: str = TEXT) -> AppTest:
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(DECODER_ONLY).run()
     at.switch_page(f"pages/{page}.py").run()
-    at.text_input(key=key).input(text).run()
+    text_box(at, key).input(text).run()
     assert_no_exception(at)
     return at
 
@@ -173,7 +182,7 @@ def test_grouped_query_heads_are_labelled_with_their_group_and_chat_formats_the_
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:tiny-llama").run()
     at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input("A dog runs.").run()
+    text_box(at, "attention_text").input("A dog runs.").run()
     assert_no_exception(at)
     head = at.selectbox(key="attention_head")
     assert head.options[1:5] == ["Head 1 · kv1", "Head 2 · kv1", "Head 3 · kv2", "Head 4 · kv2"]

@@ -15,8 +15,10 @@ from tests.helpers.document_views import picked_zoom
 from tests.library.charts.test_replay import page_data
 from ui.models import MODEL_KEY
 from ui.server import text_hash
+from ui.views import LINK_PARAMS
 
-summaries_module = importlib.import_module("ui.views.features.document_map")  # the kit's face names its function so
+STEPS = LINK_PARAMS["decode"]["dsteps"]
+summaries_module = importlib.import_module("ui.views.features.map_overview")  # the kit's face names its function so
 
 
 def _titles(at) -> list[str]:
@@ -29,8 +31,8 @@ def _stats(at) -> list:
 
 
 def _decoded(at, steps: int = 3):
-    at.number_input(key="long_doc_steps").set_value(steps).run()
-    at.button(key="long_doc_job_run").click().run()
+    at.number_input(key=STEPS).set_value(steps).run()
+    at.button(key="document_job_run").click().run()
     assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=180)
     return at
 
@@ -58,11 +60,11 @@ def test_steps_rows_and_the_current_head_come_first_and_cancel_offers_the_pass_a
     assert poll(at, lambda a: any("This head's overview, from its own pass" in t for t in texts(a.caption)))
     assert any(t.startswith("Overview: L1 H1") for t in _titles(at)) and not _stats(at)  # no head statistics yet
     assert any(t.startswith("Exact, from the store") and "step 1:" in t for t in texts(at.caption))
-    at.button(key="long_summary_job_cancel").click().run()
-    assert poll(at, lambda a: [b for b in a.button if b.key == "long_summary_job_run"])  # offered, not restarted
+    at.button(key="overview_job_cancel").click().run()
+    assert poll(at, lambda a: [b for b in a.button if b.key == "overview_job_run"])  # offered, not restarted
     assert not _stats(at)
     held.set()
-    at.button(key="long_summary_job_run").click().run()
+    at.button(key="overview_job_run").click().run()
     assert poll(at, lambda a: len(_stats(a)) == 1, seconds=60)
     assert _stats(at)[0]["peak weight"].between(0, 1).all()
     other = open_link("decode", {k: (v[-1] if isinstance(v, list) else v) for k, v in at.query_params.items()})
@@ -76,7 +78,7 @@ def test_the_link_keeps_the_documents_steps_and_the_replay_carries_the_view(app_
     assert link["doc"] == text_hash(DOC) and link["dsteps"] == "5"
     reopened = open_link("decode", link)
     assert_no_exception(reopened)
-    assert reopened.number_input(key="long_doc_steps").value == 5
+    assert reopened.number_input(key=STEPS).value == 5
     assert any(t.startswith("The decode steps' rows") for t in _titles(reopened))  # the same decode, kept: no job
     assert any("exact weights" in t for t in _titles(reopened))  # the zoom drawn at once
     name = next(n for n in downloads if n.endswith("_document.html"))
@@ -91,9 +93,9 @@ def test_the_link_keeps_the_documents_steps_and_the_replay_carries_the_view(app_
 def test_another_layer_waits_for_the_running_pass_with_its_bar_and_cancel(app_root, held):  # noqa: F811
     at = _decoded(_document_open())
     assert poll(at, lambda a: any("This head's overview, from its own pass" in t for t in texts(a.caption)))
-    at.number_input(key="long_layer").set_value(2).run()
+    at.selectbox(key=LINK_PARAMS["decode"]["layer"]).set_value(1).run()  # layer 2
     assert_no_exception(at)
-    assert [b for b in at.button if b.key == "long_summary_job_cancel"]  # layer 1's pass: still cancellable here
+    assert [b for b in at.button if b.key == "overview_job_cancel"]  # layer 1's pass: still cancellable here
     assert not any("still running" in t for t in texts(at.info))
     held.set()
     assert poll(at, lambda a: len(_stats(a)) == 1, seconds=90)  # then layer 2's pass, and its statistics

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import assert_no_exception, charts, open_app, texts
+from tests.helpers.app_session import assert_no_exception, charts, open_app, text_box, texts
 from tests.helpers.real_shapes import PAGE_PX
 from transformer.analysis import decode_parts
 from transformer.store import open_model
@@ -32,7 +32,7 @@ def _feature_view(name: str, layer: int, text: str):
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(f"shipped:{name}").run()
     at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(text).run()
+    text_box(at, "attention_text").input(text).run()
     at.selectbox(key="attention_layer").set_value(layer).run()
     at.selectbox(key="attention_head").set_value(1).run()
     at.session_state["attention_qk_open"] = True

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import assert_no_exception, charts, open_app
+from tests.helpers.app_session import assert_no_exception, charts, open_app, text_box
 from transformer.charts import panels
 from ui.models import MODEL_KEY
 
@@ -23,7 +23,7 @@ def _attention(monkeypatch, tmp_path: Path, real_shapes_root: Path):
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
     at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(CAPTION).run()
+    text_box(at, "attention_text").input(CAPTION).run()
     return at
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, texts
+from tests.helpers.app_session import assert_no_exception, chart_titled, only_frame, open_app, text_box, texts
 from transformer.adapters import adapter_for
 from transformer.analysis import capture_decode, key_vectors
 from transformer.decode import greedy_decode
@@ -24,7 +24,7 @@ def decoded(tiny_checkpoint_dir):
 
 def _attention_page():
     at = open_app("attention")
-    at.text_input(key="attention_text").input(TEXT).run()
+    text_box(at, "attention_text").input(TEXT).run()
     at.selectbox(key="attention_layer").set_value(0).run()
     at.selectbox(key="attention_head").set_value(1).run()
     assert_no_exception(at)
@@ -65,7 +65,7 @@ def test_the_computation_of_a_head_is_the_maps_row(studio_env, decoded):
 def test_decode_shows_the_steps_query(studio_env, decoded):
     adapter, result, captured = decoded
     at = open_app("decode")
-    at.text_input(key="decode_text").input(TEXT).run()
+    text_box(at, "decode_text").input(TEXT).run()
     at.session_state["decode_inside_open"] = True
     at.run()
     assert_no_exception(at)
@@ -128,7 +128,7 @@ def test_the_contribution_map_downloads_as_a_slide(studio_env, monkeypatch):
 def test_decode_shows_the_contribution_map_up_to_the_step_on_request(studio_env, decoded):
     adapter, result, captured = decoded
     at = open_app("decode")
-    at.text_input(key="decode_text").input(TEXT).run()
+    text_box(at, "decode_text").input(TEXT).run()
     at.toggle(key="decode_contribution").set_value(True).run()
     assert_no_exception(at)
     frame = only_frame(chart_titled(at, "Cross-attention · layer 2 · mean of heads · contribution"))
@@ -174,7 +174,7 @@ def test_inside_one_head_opens_at_bart_large_heads_and_its_longest_input(monkeyp
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
     at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(" ".join(words)).run()
+    text_box(at, "attention_text").input(" ".join(words)).run()
     at.segmented_control(key="attention_show").set_value("contribution")
     at.session_state["attention_inside_open"] = True
     at.session_state["attention_lines_open"] = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.app_session import assert_no_exception, chart_titled, open_app
+from tests.helpers.app_session import assert_no_exception, chart_titled, open_app, text_box
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import build as build_seq2seq
 from transformer.analysis import every_step_lens
@@ -37,7 +37,7 @@ def test_lens_sampling_and_beam_on_a_hugging_face_model(hf_env, name):
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(f"hf:{name}").run()
     at.switch_page("pages/decode.py").run()
-    at.text_input(key="decode_text").input(TEXT).run()
+    text_box(at, "decode_text").input(TEXT).run()
     at.session_state["decode_lens_open"] = True
     at.session_state["decode_beam_open"] = True
     at.run()

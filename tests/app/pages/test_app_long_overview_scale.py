@@ -32,9 +32,9 @@ def _link(at) -> dict[str, str]:
 @pytest.mark.usefixtures("app_root")
 def test_the_overview_switches_between_log_and_linear_and_the_link_keeps_it():
     at = _document_open(DOC)
-    at.button(key="long_doc_job_run").click().run()
+    at.button(key="document_job_run").click().run()
     assert poll(at, lambda a: any(s.key == ZOOM_ROWS_KEY for s in a.slider), seconds=240)
-    store = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode").trace.store
+    store = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "document-decode").trace.store
     assert at.radio(key=SCALE_KEY).value == "log"
     cells, frame = _overview(at)
     color = cells["encoding"]["color"]

@@ -1,16 +1,17 @@
-"""A document's one-row views on the Decode page (a tiny Qwen2, ~1,300 tokens: above STORE_ABOVE, decoded with the
-store): Inside one head's row equals the eager head computation, the row grouped into sentences sums each sentence's
-tokens and the grouping is in the link, the logit lens at the decode steps is there without a second pass (the
-decode kept the residual stream at the steps' positions only) and equals the plain decode's, a second
-model's row at a step equals its eager weights, the patching estimate at a step equals the model's whole-sequence
-estimate, and a window of the document opens as the page's own input; nothing
-drawn is wider than 1280 px and nothing raises."""
+"""A document's one-row views on the Decode page (a tiny Qwen2, ~1,300 tokens typed into the page's own box: above
+STORE_ABOVE, decoded with the store), for the page's own layer, head and row: Inside one head's row equals the eager
+head computation, the row grouped into sentences sums each sentence's tokens and the grouping is in the link, the
+logit lens at the decode steps is there without a second pass (the decode kept the residual stream at the steps'
+positions only) and equals the plain decode's, a second model's row at a step equals its eager weights, the patching
+estimate at a step equals the model's whole-sequence estimate, and a window of the document opens as the page's own
+input; nothing drawn is wider than 1280 px and nothing raises."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, texts
+from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
+from tests.helpers.document_views import decode_document, open_document, picked
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from tests.helpers.real_shapes import point_app_at
 from transformer.adapters import attention_store
@@ -26,7 +27,6 @@ from transformer.analysis import (
 )
 from transformer.decode import STORE_ABOVE, greedy_decode, group_sums, segment_groups
 from transformer.store import open_model
-from ui.models import MODEL_KEY
 from ui.server.shared_cache import shared_cache
 from ui.views import LINK_PARAMS
 
@@ -50,36 +50,21 @@ def _kept(name: str):
     return next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == name)
 
 
-def _picked(at) -> tuple[int, int, int]:
-    """The document view's layer, head (0-based) and query row, as its pickers hold them."""
-    return (int(at.number_input(key="long_layer").value) - 1, int(at.number_input(key="long_head").value) - 1,
-            int(at.number_input(key="long_query").value))
-
-
 def _inside_table(at):
     return next(d.value for d in at.dataframe if "weight α" in d.value.columns)
 
 
 def _decoded():
-    at = open_app()
-    at.query_params.clear()
-    at.selectbox(key=MODEL_KEY).set_value(f"hf:{NAME}").run()
-    at.switch_page("pages/decode.py").run()
-    at.toggle(key="long_doc_on").set_value(True).run()
-    at.text_area(key="long_doc_text").input(DOC).run()
-    at.button(key="long_doc_job_run").click().run()
-    assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=180)
-    assert_no_exception(at)
-    return at
+    return decode_document(open_document("decode", f"hf:{NAME}", DOC))
 
 
 def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     at = _decoded()
     adapter = open_model(str(app_root / NAME))
-    decode = _kept("long-decode")
+    decode = _kept("document-decode")
     fed = [*adapter.decoder_prefix(adapter.tokenize_source(DOC)), *(s.token_id for s in decode.steps[:-1])]
     assert len(fed) > STORE_ABOVE
-    layer, head, query = _picked(at)
+    layer, head, query = picked(at)
     row = head_row(decode.trace.store, "self", layer, head, query)  # the library's row for the row picked
     insides = adapter.insides(torch.tensor([fed]), torch.tensor([fed]))
     eager = head_computation(adapter, insides, "self", layer, head, query)
@@ -103,7 +88,6 @@ def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
     assert link["group"] == "sentence" and "doc" in link
 
     # the lens at the steps is there at once: the document's decode kept the residual stream at the steps only
-    assert not [b for b in at.button if b.key == "long_lens_job_run"]
     n_layers, width = len(adapter.residual_layers()["decoder"]), adapter.model.config.hidden_size
     assert decode.residuals.decoder.shape == (len(decode.steps), n_layers + 1, width)  # not one row per token
     grid = lens_grid(every_step_lens(adapter, decode))  # the library's grid of the document's decode
@@ -139,14 +123,14 @@ def _eager_row(adapter, decode, layer: int, head: int, row: int) -> torch.Tensor
 
 def test_a_second_models_row_at_a_step_and_a_window_as_the_pages_input(app_root):
     at = _decoded()
-    at.selectbox(key="long_compare_model").set_value(f"hf:{OTHER}").run()
-    at.button(key="long_compare_job_run").click().run()
+    at.selectbox(key="decode_model_b").set_value(f"hf:{OTHER}").run()
+    at.button(key="decode_model_b_job_run").click().run()
     assert poll(at, lambda a: any(c["title"].endswith("row in each model over its keys (max per bin)")
                                   for c in charts(a)), seconds=180)
-    at.number_input(key="long_compare_step").set_value(2).run()
+    at.number_input(key="decode_model_b_step").set_value(2).run()
     assert_no_exception(at)
-    layer, head, _ = _picked(at)  # B's layer and head: the same (this tiny Qwen2 has as many)
-    mine, theirs = _kept("long-decode"), _kept("long-compare")
+    layer, head, _ = picked(at)  # B's layer and head: the same (this tiny Qwen2 has as many)
+    mine, theirs = _kept("document-decode"), _kept("model-b-decode")
     ra, rb = mine.trace.step_offset + 1, theirs.trace.step_offset + 1  # step 2's rows
     wa = mine.trace.store.tile("self", layer, head, [ra])[0][: ra + 1]
     wb = theirs.trace.store.tile("self", layer, head, [rb])[0][: rb + 1]
@@ -162,25 +146,26 @@ def test_a_second_models_row_at_a_step_and_a_window_as_the_pages_input(app_root)
     assert any(t.startswith("Step 2's row in each model") for t in titles) and any("B − A" in t for t in titles)
     assert any("activation patching" in t for t in texts(at.caption))
 
-    at.button(key="long_window_open").click().run()
+    at.button(key="decode_window_open").click().run()
     assert_no_exception(at)
-    assert at.toggle(key="long_doc_on").value is False
-    text = at.text_input(key=LINK_PARAMS["decode"]["text"]).value
+    text = at.text_area(key=LINK_PARAMS["decode"]["text"]).value  # the page's own input: the window
     assert 0 < len(a.decoder_prefix(a.tokenize_source(text))) <= STORE_ABOVE and text.strip() in DOC
+    assert not [b for b in at.button if b.key == "decode_window_open"]  # a short input: the page's own views
+    assert "doc" not in at.query_params and at.query_params["text"]  # its link carries the window's text
 
 
 def test_the_patching_estimate_at_a_step_equals_the_models_whole_estimate(app_root):
     at = _decoded()
-    at.text_input(key="long_patch_find").input(" man ").run()
-    at.text_input(key="long_patch_with").input(" dog ").run()
-    at.number_input(key="long_patch_step").set_value(2).run()
-    at.button(key="long_patch_job_run").click().run()
+    at.text_input(key="decode_patch_find").input(" man ").run()
+    at.text_input(key="decode_patch_with").input(" dog ").run()
+    at.number_input(key="decode_patch_step").set_value(2).run()
+    at.button(key="decode_patch_job_run").click().run()
     assert poll(at, lambda a: any(c["title"].startswith("Step 2 (") for c in charts(a)), seconds=180)
     assert_no_exception(at)
     edited = DOC.replace(" man ", " dog ", 1)
-    found = _kept("long-patch")  # the library's estimate the job kept for every session
+    found = _kept("step-patching")  # the library's estimate the job kept for every session
     adapter = open_model(str(app_root / NAME))
-    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "document-decode")
     setup = prepare_patching(adapter, DOC, edited, step=1, output=[s.token_id for s in decode.steps])
     whole = estimate_patching(adapter, setup, (HEADS,))
     merged = whole.merge(found.frame, on=["site", "layer", "head"], suffixes=("_whole", "_step"))

@@ -28,14 +28,14 @@ def _zoom(at) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def _store():
-    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "document-decode")
     return decode.trace.store
 
 
 @pytest.mark.usefixtures("app_root")
 def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     at = _document_open(DOC)
-    at.button(key="long_doc_job_run").click().run()
+    at.button(key="document_job_run").click().run()
     assert poll(at, lambda a: any(s.key == ZOOM_ROWS_KEY for s in a.slider), seconds=240)
     assert "0 to 192 shows rows 0–191" in at.slider(key=ZOOM_ROWS_KEY).help  # the handles' end said as the title's
     store = _store()
@@ -84,7 +84,7 @@ def test_a_drag_on_the_overview_zooms_to_its_tokens_and_the_link_keeps_them():
     labels = {p["name"]: p["value"] for p in tile["spec"]["params"]}
     x_axis = tile["spec"]["encoding"]["x"]["axis"]
     assert x_axis["title"].startswith("key position") and x_axis["labelExpr"].endswith(f"[datum.value - {n - 30}]")
-    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "document-decode")
     shown = [visible_token(t) for t in decode.trace.decoder_input_tokens[n - 30: n]]
     assert labels[x_axis["labelExpr"].split("[")[0]] == shown  # the labels are the tokens, as data
     outside = open_link("decode", {**link, "zoom": f"{n + 1}-{n + 9},0-5"})

@@ -8,7 +8,15 @@ import json
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import assert_no_exception, capture_downloads, chart_titled, charts, open_app, open_link
+from tests.helpers.app_session import (
+    assert_no_exception,
+    capture_downloads,
+    chart_titled,
+    charts,
+    open_app,
+    open_link,
+    text_box,
+)
 from tests.helpers.hf_tiny_models import build
 from ui.models import MODEL_KEY
 
@@ -26,7 +34,7 @@ def shipped_env(monkeypatch, tmp_path):
 
 def _attention(text: str = CAPTION):
     at = open_app("attention")
-    at.text_input(key="attention_text").input(text).run()
+    text_box(at, "attention_text").input(text).run()
     assert_no_exception(at)
     return at
 
@@ -81,7 +89,7 @@ def test_many_heads_open_on_the_overview_and_a_click_opens_that_head(monkeypatch
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:many-heads").run()
     at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input("the red bird eats the fish").run()
+    text_box(at, "attention_text").input("the red bird eats the fish").run()
     assert_no_exception(at)
     titles = [c["title"] for c in charts(at)]
     overview = next(i for i, t in enumerate(titles) if "2 layers × 20 heads" in t)
@@ -119,7 +127,7 @@ def test_the_overview_leads_for_many_heads_of_a_kind_and_waits_below_for_a_few(m
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value("hf:bart-large-heads").run()
     at.switch_page("pages/attention.py").run()
-    at.text_input(key="attention_text").input(CAPTION).run()
+    text_box(at, "attention_text").input(CAPTION).run()
     assert_no_exception(at)
     overview, large = _overview_and_large_map(at)
     assert overview < large
@@ -130,7 +138,7 @@ def test_a_long_input_on_decode_draws_its_map_and_grid_through_a_window_of_keys(
     """Past the keys a column holds, Decode's rows map takes the page's width and shows a window of keys (moved with
     a slider, said in its heading), and the layer's grid shows the same window."""
     at = open_app("decode")
-    at.text_input(key="decode_text").input(" ".join([CAPTION] * 5)).run()
+    text_box(at, "decode_text").input(" ".join([CAPTION] * 5)).run()
     assert_no_exception(at)
     slider = [s for s in at.slider if str(s.key).startswith("decode_keys_cross_")]
     assert slider, "no key window on Decode for a long input"

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_link
-from tests.helpers.document_views import assert_zoom_shows
+from tests.helpers.document_views import assert_zoom_shows, open_document
 
 RECALL = ROOT / "checkpoints" / "recall"
 pytestmark = pytest.mark.skipif(not (RECALL / "config.json").exists(), reason="checkpoints/recall not shipped")
@@ -35,30 +35,24 @@ def test_a_long_stream_decodes_on_the_document_view_and_the_zoom_is_the_models(m
 
     import torch
 
-    from tests.helpers.app_session import charts, open_app, poll, texts
+    from tests.helpers.app_session import charts, poll, texts
     from transformer.adapters import attention_store
     from transformer.data.recall import draw_recall
     from transformer.store import open_model
-    from ui.models import MODEL_KEY
     from ui.server.shared_cache import shared_cache
 
     monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
     doc = draw_recall(random.Random(0), 8000, 8000).text
     shared_cache.clear()
-    at = open_app()
-    at.query_params.clear()
-    at.selectbox(key=MODEL_KEY).set_value("shipped:recall").run()
-    at.switch_page("pages/decode.py").run()
-    at.toggle(key="long_doc_on").set_value(True).run()
-    at.text_area(key="long_doc_text").input(doc).run()
-    at.button(key="long_doc_job_run").click().run()
+    at = open_document("decode", "shipped:recall", doc)
+    at.button(key="document_job_run").click().run()
     assert poll(at, lambda a: any("after" in t for t in texts(a.success)), seconds=300)
     assert_no_exception(at)
     drawn = charts(at)
     assert any(c["title"].startswith("Overview: L2 H1") or c["title"].startswith("Overview: L1 H1") for c in drawn)
     assert all(c["spec"].get("width", 0) <= 1280 for c in drawn)
     adapter = open_model(str(RECALL))
-    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "long-decode")
+    decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "document-decode")
     prefix = adapter.decoder_prefix(adapter.tokenize_source(doc))
     full = torch.tensor([prefix + [s.token_id for s in decode.steps[:-1]]])
     eager = attention_store(adapter, full, full)
@@ -82,7 +76,8 @@ def test_the_finder_runs_the_long_range_detectors_at_8k_and_finds_the_recall_hea
     examples = json.loads((RECALL / "config.json").read_text())["metrics"]["examples"]
     at.radio(key="attention_corpus_source").set_value("upload").run()
     lines = "\n".join(e["reference"] for e in examples)
-    at.get("file_uploader")[0].set_value(("corpus.txt", lines.encode(), "text/plain")).run()
+    corpus = next(u for u in at.get("file_uploader") if u.proto.id.endswith("attention_corpus_file"))
+    corpus.set_value(("corpus.txt", lines.encode(), "text/plain")).run()
     at.button(key="attention_corpus_run").click().run()
     assert_no_exception(at)
     at.number_input(key="attention_finder_long_range_length").set_value(8192).run()

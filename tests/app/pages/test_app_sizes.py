@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import assert_no_exception, charts, open_app
+from tests.helpers.app_session import assert_no_exception, charts, open_app, text_box
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.hf_tiny_models import OPUS_MT_SHAPE, build
 from transformer.decode import STORE_ABOVE
@@ -62,7 +62,7 @@ def _inputs(model) -> dict[str, str]:
             "20-word caption": "".join(CAPTION.lower().split())[:19] if reversal else CAPTION,
             "maximum length": longest_input(model, "b" if reversal else ONE_WORD)}
 def _is_document(model, text: str) -> bool:
-    """A decoder-only prompt above STORE_ABOVE tokens: a page's one-line box hands it to the document switch."""
+    """A decoder-only prompt above STORE_ABOVE tokens: a document (decoded with the attention store)."""
     return model.family.prompt_in_decoder and len(model.decoder_prefix(model.tokenize_source(text))) > STORE_ABOVE
 
 
@@ -70,11 +70,14 @@ def _check_page(option: str, page: str, text: str, *, document: bool = False) ->
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(option).run()
     at.switch_page(f"pages/{page}.py").run()
-    at.text_input(key=PAGES[page]).input(text).run()
+    text_box(at, PAGES[page]).input(text).run()
     assert_no_exception(at)
-    if page in CHARTED and document:  # its maps would be n x n: the page says so and points to the document view
-        said = [str(m.value) for m in (*at.error, *at.warning)]
-        assert any("Expand to a document" in t for t in said), f"{page} said nothing of the document: {said}"
+    if page in CHARTED and document:  # its maps would be n x n: Decode and Attention read it as a document (its
+        said = [str(m.value) for m in (*at.error, *at.warning)]  # estimate and button), Compare points to them
+        if page == "compare":
+            assert any("Open it on the Decode or Attention page" in t for t in said), f"{page} said nothing: {said}"
+        else:
+            assert [b for b in at.button if b.key == "document_job_run"], f"{page} offered no document decode"
     elif page in CHARTED:
         said = [str(m.value) for m in at.warning]
         b_short = page == "compare" and any(t.startswith("Model B:") and "its own context" in t for t in said)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, texts
+from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, text_box, texts
 from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.real_shapes import CAPTION, PAGE_PX
 from transformer.analysis import decode_parts, qk_attribution
@@ -57,7 +57,7 @@ def open_page(option: str | None, page: str, text: str, opened: tuple[str, ...])
     if option is not None:
         at.selectbox(key=MODEL_KEY).set_value(option).run()
     at.switch_page(f"pages/{page}.py").run()
-    at.text_input(key=f"{page}_text").input(text).run()
+    text_box(at, f"{page}_text").input(text).run()
     at.selectbox(key=f"{page}_head").set_value(0).run()
     for key in opened:
         at.session_state[key] = True

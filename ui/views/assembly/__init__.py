@@ -1,7 +1,7 @@
 """Per-page assembly: the code that builds a page's Selection and lays out its views (Home, Attention, Decode's
 step-through, Compare and its edit mode, Learn, the encoder-only pages). It imports features and the kit."""
 from .attention import MODES, attention_result, attention_selection, show_large_map, show_model_view
-from .attention_page import show_attention_views
+from .attention_page import show_attention_views, show_document_views
 from .compare import (
     compare_decodes,
     compare_kinds,
@@ -16,7 +16,6 @@ from .compare import (
     step_table,
 )
 from .decode_page import show_decode_views
-from .document import show_document
 from .edit_compare import (
     EDIT,
     EDIT_KEY,
@@ -55,8 +54,7 @@ __all__ = ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODELS", "MODES", "MODE_KEY", "
            "tour_navigation"]
 __all__ += ["show_head_page"]
 
-
-__all__ += ["show_document"]
+__all__ += ["show_document_views"]
 from .room_poll import show_room_poll  # noqa: E402
 
 __all__ += ["show_room_poll"]

@@ -8,7 +8,7 @@ from typing import cast
 
 import streamlit as st
 
-from transformer.analysis import head_stats
+from transformer.analysis import attention_source, head_stats
 from transformer.charts import (
     ChartTooLargeError,
     attention_panels,
@@ -40,6 +40,7 @@ from ..features import (
     off_panels,
     open_clicked_cell,
     show_alignment_scores,
+    show_map_overview,
     toggle_clicked_head,
 )
 from ..kit import (
@@ -53,6 +54,8 @@ from ..kit import (
     chart_downloads,
     combine_options,
     combined_title,
+    document_selection,
+    document_tokens,
     folded_controls,
     gold_for,
     greedy_or_message,
@@ -68,9 +71,9 @@ from ..kit import (
     md,
     model_text_input,
     overview_first,
+    page_text,
     presenting,
     share_reference,
-    share_text,
     show_chart,
     show_head_overview,
     show_small_table,
@@ -122,8 +125,10 @@ def attention_selection(active: ActiveModel) -> Selection | None:
 def _attention_selection(active: ActiveModel) -> Selection | None:
     bind_text(KEYS["text"], active)
     col_text, col_mode = st.columns([3, 2])
-    text = model_text_input(col_text, active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
-                            args=(KEYS["text"],))
+    text = page_text(col_text, active, "attention")  # one line, or (a model that reads documents) a box and a file
+    n_document = document_tokens(active, text)
+    if n_document is not None:  # a document: decoded free-running with the attention store
+        return document_selection("attention", active, text, n_document)
     st.session_state.setdefault(KEYS["mode"], "greedy")
     mode, second = "greedy", ""
     if active.family.decodes:
@@ -197,7 +202,11 @@ def _attention_selection(active: ActiveModel) -> Selection | None:
 def show_large_map(sel: Selection) -> None:
     """One map large (gold alignment outlined where known; heads combined if asked; a window of keys for a long
     input), its downloads, the kind's head statistics and, for a model with many heads, the head overview first.
-    The trace download holds the decode per token (its hidden keys taken off when the map hides them)."""
+    The trace download holds the decode per token (its hidden keys taken off when the map hides them). When the maps
+    would be too big (a document's decode kept the attention store): the overview and the exact zoom."""
+    if not attention_source(sel.result.trace).holds_maps:
+        show_map_overview(sel)
+        return
     active, text, trace, reference = sel.model, sel.text, sel.maps, sel.reference
     kind, layer, head, combine = sel.kind, sel.layer, sel.head, sel.combine
     result = replace(sel.result, trace=hide_tokens(sel.result.trace)) if sel.hide_sinks else sel.result

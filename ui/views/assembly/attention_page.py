@@ -1,5 +1,6 @@
 """The Attention page below its input row: the map (weights or contributions), Inside one head, the line view,
-heads switched off, the model view, which heads matter (sweep, agreement with attribution) and corpus statistics."""
+heads switched off, the model view, which heads matter (sweep, agreement with attribution) and corpus statistics;
+for a document (its decode kept the attention store) the views that read rows, and one refusal of the rest."""
 from __future__ import annotations
 
 import streamlit as st
@@ -15,16 +16,23 @@ from ..features import (
     show_composition,
     show_contribution_map,
     show_corpus_statistics,
+    show_grouped_row,
     show_head_finder,
+    show_lens_at_steps,
     show_line_view,
+    show_model_b_row,
+    show_step_patching,
     show_sweep,
 )
-from ..kit import COMBINE, Selection
+from ..kit import COMBINE, Selection, holds_maps, show_window_offer
 from .attention import show_large_map, show_model_view
 
 
 def show_attention_views(sel: Selection) -> None:
     """Every view of the Attention page for the record its input row made, in the page's order."""
+    if not holds_maps(sel):
+        show_document_views(sel)
+        return
     if sel.shows == "contribution" and sel.combine == "pick":
         show_contribution_map(sel)
     else:
@@ -61,3 +69,16 @@ def show_attention_views(sel: Selection) -> None:
     if stats is not None and stats.kept is not None:
         st.subheader("Find heads", anchor=False)
         show_head_finder(active, stats, key="attention_finder", corpus=latest_corpus(active))
+
+
+def show_document_views(sel: Selection) -> None:
+    """A document's views (Decode and Attention): the large map (the steps' rows, the overview, the exact zoom, the
+    row's strip), the row grouped, Inside one head for the row, the lens at the decode steps, another model's row
+    at a step, the patching estimate at a step; what needs whole maps refused once, with a window offered."""
+    show_large_map(sel)
+    show_grouped_row(sel)
+    show_attention_inside(sel)
+    show_lens_at_steps(sel)
+    show_model_b_row(sel)
+    show_step_patching(sel)
+    show_window_offer(sel)

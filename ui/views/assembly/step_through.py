@@ -39,6 +39,8 @@ from ..kit import (
     Selection,
     bind_reference,
     bind_text,
+    document_selection,
+    document_tokens,
     folded_controls,
     greedy,
     greedy_or_message,
@@ -49,9 +51,9 @@ from ..kit import (
     map_kind,
     md_token,
     model_text_input,
+    page_text,
     presenting,
     share_reference,
-    share_text,
     show_chips,
     teacher,
     weights_of,
@@ -76,8 +78,10 @@ def _decode_selection(active: ActiveModel) -> Selection | None:
     st.session_state.setdefault(KEYS["topk"], 5)
     bind_text(KEYS["text"], active)
     col_text, col_ref, col_k = st.columns([5, 4, 1])
-    text = model_text_input(col_text, active.family.input_role.capitalize(), key=KEYS["text"], on_change=share_text,
-                            args=(KEYS["text"],))
+    text = page_text(col_text, active, "decode")  # one line, or (a model that reads documents) a box and a file
+    n_document = document_tokens(active, text)
+    if n_document is not None:  # a document: decoded with the attention store, no step-through
+        return document_selection("decode", active, text, n_document)
     bind_reference(KEYS["ref"], active, text)
     reference = model_text_input(col_ref, "Reference output (for teacher forcing)", key=KEYS["ref"],
                                  on_change=share_reference, args=(KEYS["ref"],),

@@ -22,10 +22,7 @@ from .beam import show_beam_tree
 from .circuits_view import show_circuits
 from .composition_view import show_composition
 from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statistics
-from .document_map import HEAD_KEY as LONG_HEAD_KEY
-from .document_map import LAYER_KEY as LONG_LAYER_KEY
-from .document_map import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY, show_document_map
-from .document_map import QUERY_KEY as LONG_QUERY_KEY
+from .grouped_row import show_grouped_row
 from .head_computation import (
     MAP_VALUES,
     captured_for,
@@ -36,18 +33,16 @@ from .head_computation import (
     show_step_inside,
 )
 from .head_finder import latest_estimate, show_head_finder
-from .lens import show_step_lens
+from .lens import show_lens_at_steps, show_step_lens
 from .line_view import show_line_view
-from .long_compare import show_long_compare
-from .long_input import ON_KEY as LONG_ON_KEY
-from .long_input import show_long_input
-from .long_patching import show_long_patching
-from .long_rows import show_long_rows, show_window_offer
+from .map_overview import OVERVIEW_KEY, ZOOM_KEYS_KEY, ZOOM_ROWS_KEY, show_map_overview
+from .model_b_row import show_model_b_row
 from .patching import show_patched_link, show_patching
 from .qk_table import QK_CELL, clickable_cells, open_clicked_cell, show_attention_qk, show_qk, show_step_qk
 from .reliance_view import show_reliance
 from .routes_view import show_step_route
 from .sampling import sampled_or_message, sampling_controls, show_sampled_step
+from .step_patching import show_step_patching
 
 __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablation", "captured_for", "chosen_heads",
            "clicked_note", "current_output", "decode_animation", "file_stem", "grid_key", "head_selection",
@@ -59,10 +54,6 @@ __all__ = ["MAP_VALUES", "ablated_run", "animation_downloads", "attention_ablati
 __all__ += ["latest_corpus", "latest_estimate", "show_head_finder"]
 __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_qk", "show_composition", "show_qk",
             "show_reliance", "show_step_qk", "show_step_route"]
-
-
-__all__ += ["show_long_input"]
-__all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_document_map"]
-__all__ += ["LONG_HEAD_KEY", "LONG_LAYER_KEY", "LONG_ON_KEY", "LONG_QUERY_KEY", "show_long_compare",
-            "show_long_patching", "show_long_rows", "show_window_offer"]
+__all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_grouped_row", "show_lens_at_steps",
+            "show_map_overview", "show_model_b_row", "show_step_patching"]
 __all__ += ["show_circuits"]

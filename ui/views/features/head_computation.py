@@ -3,20 +3,26 @@ the model's own numbers, and the contribution map ||alpha_ij W_O^h v_j|| beside 
 values of an input are captured once, with its decode, and kept (a few per server): a new head is a lookup."""
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from transformer.analysis import (
     CapturedDecode,
     HeadSelectionError,
+    attention_source,
     capture_decode,
     computation_at,
     contributions,
+    head_row,
+    pool_row,
     trace_view,
 )
 from transformer.charts import STAGE_KEY_WINDOW as KEY_WINDOW
 from transformer.charts import (
     STAGES,
     contribution_heatmap,
+    row_strip_chart,
+    row_strip_frames,
     stage_charts,
     stage_key_window,
     visible_token,
@@ -188,7 +194,11 @@ def show_step_inside(sel: Selection) -> None:
 
 
 def show_attention_inside(sel: Selection) -> None:
-    """Attention: the selected head's computation for a query picked here (a link with `query` opens it there)."""
+    """Attention: the selected head's computation for a query picked here (a link with `query` opens it there); at
+    a document's length, the picked row's (recomputed from the store)."""
+    if not attention_source(sel.result.trace).holds_maps:
+        show_row_inside(sel)
+        return
     if st.session_state.get(sel.param_key("query")) is not None:
         st.session_state.setdefault(sel.key("inside_open"), True)
     with st.expander("Inside this head: how its weights are computed", key=sel.key("inside_open"),
@@ -220,3 +230,41 @@ def show_step_contribution(sel: Selection, row: int) -> None:
     show_chart(cached_chart(contribution_heatmap, matrix, queries[: row + 1], keys, title,
                             stage_key_window(len(keys), None, 60)),
                key=sel.key("contribution_map"), width="content")
+
+
+TOP_KEYS, ROW_PX = 10, 600  # keys in a document row's table; its charts' width
+COLUMN_FORMULAS = {"value size": "‖W_O v_j‖: the length of key j's value vector through the head's output projection",
+                   "what it adds": "‖α_j · W_O v_j‖: the value size times the key's weight α_j, what key j adds to "
+                                   "the head's output at this row (Kobayashi et al. 2020)"}
+
+
+def show_row_inside(sel: Selection) -> None:
+    """Inside one head for the picked row at a document's length: the top keys' q . k, score, weight, value norm and
+    contribution, and every key's contribution as a strip (q . k for this row only, never an n x n map)."""
+    source, labels = attention_source(sel.result.trace), list(sel.result.trace.decoder_input_tokens)
+    layer, head = sel.layer, sel.head if sel.head is not None else 0
+    query = sel.row if sel.row is not None else source.shape("self")[2] - 1
+    row = head_row(source, "self", layer, head, query)
+    if row.dots is None or row.scores is None or row.scale is None or row.lse is None:
+        return
+    dots, scores, norms = row.dots, row.scores, row.value_norms
+    st.markdown(f"**Inside one head**: L{layer + 1} H{head + 1}, query row {query:,} "
+                f"(`{labels[query] if query < len(labels) else '?'}`) against all {row.n_keys:,} keys")
+    frame = pd.DataFrame([{"key": j, "token": labels[j] if j < len(labels) else "?", "q·k": float(dots[j]),
+                           "score": float(scores[j]), "weight α": w, "value size": None if norms is None else
+                           float(norms[j]), "what it adds": c} for j, w, c in row.top(TOP_KEYS)])
+    st.dataframe(frame, hide_index=True, width=ROW_PX, column_config={
+        c: st.column_config.NumberColumn(format="%.4g", help=COLUMN_FORMULAS.get(c)) for c in frame.columns[2:]})
+    st.caption(f"score = {row.scale:.4g} · q·k (with the model's rules: causal mask"
+               f"{', window' if row.window else ''}), α = exp(score − {row.lse:.4f}) "
+               f"(the row's log-sum-exp); key/value head {row.kv_head + 1}. Recomputed from the store: q·k for this "
+               "row only, never an n × n map.")
+    if row.contributions is None:
+        return
+    strip, top = row_strip_frames(row.contributions, pool_row(row.contributions), labels)
+    show_chart(row_strip_chart(strip, top, row.n_keys, f"What each of the {row.n_keys:,} keys adds to row {query:,} "
+                               f"(max per bin, scaled to the largest, {float(row.contributions.max()):.3g})",
+                               width=ROW_PX, measure="contribution", color="#e6550d"), width="content")
+    named = ", ".join(f"{j:,} `{labels[j] if j < len(labels) else '?'}` {c:.3g}"
+                      for j, _, c in row.top(5, by="contribution"))
+    st.caption(f"Top contributions of row {query:,}: {named}")

@@ -19,6 +19,7 @@ from ..kit import decode_state as ds
 LENS_OPEN_KEY = LINK_OPENS["decode"]["enc_layer"]
 ENCODER_LAYER_KEY = LINK_PARAMS["decode"]["enc_layer"]  # the DecoderLens picker, in the link
 GRID_KEY = "decode_lens_grid"
+DOCUMENT_PX = 600  # a document's lens grid at most this wide
 
 
 @shared
@@ -128,3 +129,17 @@ def show_step_lens(sel: Selection) -> None:
         show_chart(grid, key=GRID_KEY, width="content", selection_mode=["lens_cell"], on_select=go_to_cell)
         st.caption("Dark: the layer already ranks the chosen token first. Click a cell to go to that step and "
                    "layer.")
+
+
+def show_lens_at_steps(sel: Selection) -> None:
+    """A document's logit lens at its decode steps: each layer's rank of the token each step chose (its decode kept
+    the residual stream at the steps' positions only)."""
+    st.markdown("**Logit lens at the decode steps**")
+    try:
+        grid = lens_grid(every_step_lens(sel.model.adapter, sel.result))
+    except LensError as exc:
+        st.info(str(exc), icon=":material/layers:")
+        return
+    show_chart(lens_grid_chart(grid, max_width=DOCUMENT_PX), width="content")
+    st.caption(f"Each layer's lens at the {len(grid.tokens)} decode steps: the rank of the token the step chose "
+               "(dark: rank 1). Only the steps' positions are read through the output head.")

@@ -15,6 +15,15 @@ from .background import (
     start_button,
 )
 from .chart_cache import cached_chart
+from .document_text import (
+    document_selection,
+    document_tokens,
+    holds_maps,
+    page_text,
+    reads_documents,
+    show_window_offer,
+    window_text,
+)
 from .head_link import HEAD_PAGE, head_link_params, head_page_link, open_head_page, per_head_refusal
 from .inference import (
     REFERENCE_FOR_KEY,
@@ -110,3 +119,5 @@ __all__ += ["HEAD_PAGE", "head_link_params", "head_page_link", "keep_snapshot_cu
             "open_head_page"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
 __all__ += ["current_job", "show_job_progress"]
+__all__ += ["document_selection", "document_tokens", "holds_maps", "page_text", "reads_documents",
+            "show_window_offer", "window_text"]

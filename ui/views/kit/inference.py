@@ -34,15 +34,15 @@ FALLBACK_TEXT = {"char": "attentionisall", "word": "the man sees the dog"}
 
 def check_not_document(active: ActiveModel, text: str) -> None:
     """A prompt whose decode keeps the attention store (`keeps_store`: a decoder-only prompt past STORE_ABOVE tokens)
-    is a document: its maps would be n × n, so the page's own decode refuses it and points to the document switch (a
-    background job with the attention store)."""
+    is a document: its maps would be n × n, so this decode refuses it and points to the Decode and Attention pages,
+    whose own input decodes a document as a background job with the attention store."""
     adapter = active.adapter
     if not adapter.family.prompt_in_decoder:
         return
     n = len(adapter.decoder_prefix(adapter.tokenize_source(text)))
     if keeps_store(adapter, n):
         raise InputError(f"The input has {n:,} tokens: above {STORE_ABOVE:,} a decoder-only prompt is read as a "
-                         "document. Switch on 'Expand to a document' above (Decode, Attention): it decodes with the "
+                         "document. Open it on the Decode or Attention page: their input decodes a document with the "
                          "attention store as a background job, after an estimate of its time and memory.")
 
 

@@ -24,10 +24,13 @@ def _cut(key: str, limit: int, then: Callable[..., None] | None, args: tuple) ->
 
 
 def model_text_input(where: Any, label: str, *, key: str, limit: int = MAX_INPUT_CHARS,
-                     on_change: Callable[..., None] | None = None, args: tuple = (), **kwargs: Any) -> str:
-    """`where.text_input` (where: st or a column) for text a model reads, at most `limit` characters: a longer
-    text keeps its first `limit` and a note under the box says so while the box holds it."""
-    text = where.text_input(label, key=key, on_change=_cut(key, limit, on_change, args), **kwargs)
+                     on_change: Callable[..., None] | None = None, args: tuple = (), multiline: bool = False,
+                     **kwargs: Any) -> str:
+    """`where.text_input` (where: st or a column; `multiline`: `text_area`, line breaks kept) for text a model reads,
+    at most `limit` characters: a longer text keeps its first `limit` and a note under the box says so while the box
+    holds it."""
+    box = where.text_area if multiline else where.text_input
+    text = box(label, key=key, on_change=_cut(key, limit, on_change, args), **kwargs)
     kept, note = fit_input(text or "", limit)  # set by a link or by code, not typed: cut here too
     note_key = _NOTE.format(key=key)
     if note is not None:

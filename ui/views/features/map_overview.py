@@ -1,8 +1,9 @@
-"""A document's map (its decode kept as an attention store): the decode steps' rows over every key, exact; the
-overview of one head over the whole input from a streamed pass (the current head first, as the session's background
-job, kept in the shared cache for every session); the zoom region dragged on the overview or picked, kept in the
-link, its weights recomputed exactly; a query's row as a strip over every key with its top keys named; the layer's
-head statistics from the same pass; and the view as one offline replay file."""
+"""The large map when whole maps would be too big (a document: its decode kept the attention store): the decode
+steps' rows over every key, exact; the overview of the picked head over the whole input from a streamed pass (the
+current head first, as the session's background job, kept in the shared cache for every session); the zoom region
+dragged on the overview or picked, kept in the link, its weights recomputed exactly; the picked row as a strip over
+every key with its top keys named; the layer's head statistics from the same pass; and the view as one offline
+replay file. Layer, head and row are the page's Selection's."""
 from __future__ import annotations
 
 import re
@@ -45,11 +46,12 @@ from transformer.charts import (
 from transformer.charts import zoom_spec as chart_zoom_spec
 from transformer.decode import DecodeResult
 from ui.models import current_model
-from ui.server import audience_refusal, shared_cache
+from ui.server import audience_refusal, shared_cache, text_hash
 
 from ..kit import (
     LINK_PARAMS,
     JobTexts,
+    Selection,
     analysis_result,
     can_start,
     current_job,
@@ -60,29 +62,28 @@ from ..kit import (
     weights_of,
 )
 
-LAYER_KEY, HEAD_KEY, QUERY_KEY = "long_layer", "long_head", "long_query"
 MAP_SIDE, PRESENT_SIDE = 460, 520  # pixels a side of the overview's and the zoom's plots (presenter mode: larger)
-SUMMARY_JOB_KEY = "long_summary_job"
-CANCELLED_KEY = "long_summary_cancelled"  # session state: the pass the user cancelled (not restarted by a rerun)
+SUMMARY_JOB_KEY = "overview_job"
+CANCELLED_KEY = "overview_cancelled"  # session state: the pass the user cancelled (not restarted by a rerun)
 RESOLUTION = 96  # the overview's cells a side
 DEVICE = "cuda" if torch.cuda.is_available() else None  # where tiles and passes are computed (None: the store's CPU)
 TOP_NAMED = 3  # top keys named per decode step
-ZOOM_ROWS_KEY, ZOOM_KEYS_KEY = "long_zoom_rows", "long_zoom_keys"  # the pickers
-OVERVIEW_KEY = "long_overview"  # the overview's selection state (the drag)
+ZOOM_ROWS_KEY, ZOOM_KEYS_KEY = "map_zoom_rows", "map_zoom_keys"  # the pickers
+OVERVIEW_KEY = "map_overview"  # the overview's selection state (the drag)
 REGION_KEY = LINK_PARAMS["decode"]["zoom"]  # the region as the link keeps it
-SYNCED_KEY, DRAGGED_KEY = "long_zoom_synced", "long_zoom_dragged"  # the region last linked, the drag last applied
+SYNCED_KEY, DRAGGED_KEY = "map_zoom_synced", "map_zoom_dragged"  # the region last linked, the drag last applied
 SCALE_KEY = LINK_PARAMS["decode"]["oscale"]  # the overview's colour scale (log or linear), in the link
 SCALE_LABELS = {"log": "log (small weights visible)", "linear": "linear (0 to the max)"}
 
 
 def summary_key(identity: tuple, layer: int) -> tuple:
     """The shared cache's key of a decode's layer summaries (every head)."""
-    return ("long-summary", *identity, layer)
+    return ("overview-summary", *identity, layer)
 
 
 def head_summary_key(identity: tuple, layer: int, head: int) -> tuple:
     """The shared cache's key of one head's summaries, computed first."""
-    return ("long-summary-head", *identity, layer, head)
+    return ("overview-summary-head", *identity, layer, head)
 
 
 def summarise_stored(source: AttentionSource, layer: int, head: int | None = None,
@@ -153,7 +154,7 @@ def show_step_rows(result: DecodeResult, layer: int, head: int) -> None:
     st.caption(f"Exact, from the store (the rows the decode read). Top keys: {named}.")
 
 
-def long_replay_download(result: DecodeResult, layer: int, region: tuple[int, int, int, int],
+def document_replay_download(result: DecodeResult, layer: int, region: tuple[int, int, int, int],
                          summaries: LayerSummaries) -> None:
     """"Download replay": the document view as one offline HTML file (made only when clicked), or a caption naming
     the limit when it would pass the replay's 20 MB."""
@@ -170,7 +171,7 @@ def long_replay_download(result: DecodeResult, layer: int, region: tuple[int, in
     data = b"" if why else partial(replay_html, result, name, layer=layer, region=region,
                                    weights=weights_of(active) if active is not None else "", summaries=summaries)
     st.download_button("Download replay", data=data, file_name=f"replay_{stem}_document.html", mime="text/html",
-                       key="long_doc_replay", icon=":material/play_circle:", on_click="ignore", disabled=bool(why),
+                       key="document_replay", icon=":material/play_circle:", on_click="ignore", disabled=bool(why),
                        help=why or f"One HTML file, offline: layer {layer + 1}'s overview of each head, the region "
                                    "shown with its exact weights and each decode step's row over every key.")
 
@@ -268,16 +269,20 @@ def show_row_strip(row: torch.Tensor, labels: Sequence[str], query: int) -> None
                f"keys {1 / (query + 1):.3g}.")
 
 
-def show_document_map(result: DecodeResult, identity: tuple) -> None:
-    """The overview of one head over the whole input, its zoomed tile (exact) and a query's row (`identity`: the
-    decode's, under which its summaries are shared)."""
+def decode_identity(sel: Selection) -> tuple:
+    """The identity a document's decode is shared under (its summaries' too): the model, the text, the steps."""
+    return (sel.model.cache_key, text_hash(sel.result.source_text), len(sel.result.steps))
+
+
+def show_map_overview(sel: Selection) -> None:
+    """The overview of the picked head over the whole input, its zoomed tile (exact), the layer's head statistics
+    and the picked row's strip."""
+    result, layer, head = sel.result, sel.layer, sel.head if sel.head is not None else 0
     source, labels = attention_source(result.trace), result.trace.decoder_input_tokens
-    n_layers, n_heads, rows, keys = source.shape("self")
-    left, right = st.columns(2)
-    layer = int(left.number_input("Layer", 1, n_layers, 1, key=LAYER_KEY)) - 1
-    head = int(right.number_input("Head", 1, n_heads, 1, key=HEAD_KEY)) - 1
+    _, _, rows, keys = source.shape("self")
+    query = sel.row if sel.row is not None else rows - 1
     show_step_rows(result, layer, head)  # exact and cheap: before the streamed pass
-    summary, first = stored_summaries(source, identity, layer, head)  # the current head's pass first, then every head
+    summary, first = stored_summaries(source, decode_identity(sel), layer, head)  # this head's pass first
     if summary is not None:
         grid = summary.overview[head]
     elif first is not None:
@@ -300,7 +305,7 @@ def show_document_map(result: DecodeResult, identity: tuple) -> None:
     st.caption(f"Layer {layer + 1}'s heads over all {rows:,} rows, from the same streamed pass.")
     (z0, z1), (y0, y1) = region
     if z1 > z0 and y1 > y0:
-        long_replay_download(result, layer, (z0, z1, y0, y1), summary)
+        document_replay_download(result, layer, (z0, z1, y0, y1), summary)
     (r0, r1), (k0, k1) = zoom_pickers(rows, keys)  # the region picked, or dragged on the overview
     if r1 - r0 > REGION_MAX or k1 - k0 > REGION_MAX or r1 <= r0 or k1 <= k0:
         st.info(f"Pick a region of at most {REGION_MAX:,} rows × {REGION_MAX:,} keys to see its exact weights.",
@@ -310,5 +315,4 @@ def show_document_map(result: DecodeResult, identity: tuple) -> None:
         small = zoom_labelled((r0, r1), (k0, k1))
         st.vega_lite_chart(zoom_tokens(frame, labels) if small else frame,
                            zoom_spec(title, (r0, r1), (k0, k1), labels if small else None), width="content")
-    query = int(st.number_input("A query's row", 0, rows - 1, rows - 1, key=QUERY_KEY))
     show_row_strip(source.tile("self", layer, head, [query], slice(None))[0], labels, query)

@@ -1,4 +1,4 @@
-"""Patching (estimate) at a document's decode step: the document with one edit (the first occurrence of a text
+"""Patching (estimate) at a decode step of a document: the document with one edit (the first occurrence of a text
 replaced) is the corrupted run, and every head's output and every layer's residual at the step's position is
 estimated, to first order, as if copied from the clean run (attribution patching restricted to the step), as a
 background job: each run's prefix goes through the fused store path once, the step's token with gradients."""
@@ -10,13 +10,11 @@ import streamlit as st
 
 from transformer.analysis import HEADS, StepPatching, step_patching_estimate
 from transformer.charts import step_patching_chart
-from transformer.decode import DecodeResult
 from ui.models import ActiveModel
 from ui.server import shared_cache, text_hash
 
-from ..kit import JobTexts, analysis_result, can_start, show_chart, start_button
+from ..kit import JobTexts, Selection, analysis_result, can_start, show_chart, start_button
 
-FIND_KEY, WITH_KEY, STEP_KEY, JOB_KEY = "long_patch_find", "long_patch_with", "long_patch_step", "long_patch_job"
 CHART_PX = 600
 TOP_SITES = 5
 
@@ -31,13 +29,14 @@ def _site(site: str, layer: int, head: int) -> str:
     return f"L{layer + 1}H{head + 1}" if site == HEADS else f"the residual after layer {layer}"
 
 
-def show_long_patching(active: ActiveModel, result: DecodeResult) -> None:
+def show_step_patching(sel: Selection) -> None:
     """The edit, the step and the job; then each head's estimate as a layers x heads map, the largest named."""
+    active, result, job_key = sel.model, sel.result, sel.key("patch_job")
     st.markdown("**Patching (estimate) at a decode step**")
     left, right, step_col = st.columns([2, 2, 1])
-    find = left.text_input("Edit: replace", key=FIND_KEY, placeholder="a word of the document")
-    with_ = right.text_input("with", key=WITH_KEY, placeholder="its replacement")
-    step = int(step_col.number_input("Step", 1, len(result.steps), 1, key=STEP_KEY)) - 1
+    find = left.text_input("Edit: replace", key=sel.key("patch_find"), placeholder="a word of the document")
+    with_ = right.text_input("with", key=sel.key("patch_with"), placeholder="its replacement")
+    step = int(step_col.number_input("Step", 1, len(result.steps), 1, key=sel.key("patch_step"))) - 1
     text = result.source_text
     if not find:
         st.caption("The document with one edit (the first occurrence of a text replaced) is the corrupted run: each "
@@ -49,7 +48,7 @@ def show_long_patching(active: ActiveModel, result: DecodeResult) -> None:
     edited = text.replace(find, with_, 1)
     output = [s.token_id for s in result.steps[:step]]
     token = result.steps[step].token_id
-    key = ("long-patch", active.cache_key, text_hash(text), text_hash(edited), step)
+    key = ("step-patching", active.cache_key, text_hash(text), text_hash(edited), step)
 
     def run(progress: Any) -> StepPatching:
         (clean, n_clean), (corrupted, n_corrupted) = _fed(active, text, output), _fed(active, edited, output)
@@ -61,8 +60,8 @@ def show_long_patching(active: ActiveModel, result: DecodeResult) -> None:
     else:
         if can_start(key):
             start_button(f"Estimate every head at step {step + 1} (both documents through the model once)", key,
-                         key=JOB_KEY, icon=":material/healing:")
-        found = analysis_result(key, f"Patching estimate at step {step + 1}", run, key=JOB_KEY, texts=JobTexts())
+                         key=job_key, icon=":material/healing:")
+        found = analysis_result(key, f"Patching estimate at step {step + 1}", run, key=job_key, texts=JobTexts())
     if found is None:
         return
     show_chart(step_patching_chart(found.frame, f"Step {step + 1} ({result.steps[step].token!r}): each head's clean "

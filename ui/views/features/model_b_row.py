@@ -1,7 +1,8 @@
-"""Compare at a document's length: model B decodes the same document with its own attention store (a background
-job), and one decode step's row of each model (a layer and head of each) is recomputed from the stores and drawn
-over every key, with B - A where both models cut the text into the same tokens (else summed over the picked
-grouping of tokens, where both give as many groups). No n x n map of either model is made."""
+"""Another model's row at a decode step, for a document: model B decodes the same document with its own attention
+store (a background job), and one decode step's row of each model (the page's layer and head, in each) is read
+through each decode's attention source and drawn over every key, with B - A where both models cut the text into the
+same tokens (else summed over the picked grouping of tokens, where both give as many groups). No n x n map of either
+model is made."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,20 +18,19 @@ from transformer.store import CheckpointError
 from ui.models import ActiveModel, model_options, resolve
 from ui.server import shared_cache, text_hash
 
-from ..kit import JobTexts, analysis_result, can_start, show_chart, start_button
+from ..kit import JobTexts, Selection, analysis_result, can_start, show_chart, start_button
 
-MODEL_KEY, JOB_KEY, STEP_KEY = "long_compare_model", "long_compare_job", "long_compare_step"
 CHART_PX = 600
 TOP_KEYS = 5
 
 
-def _model_b(active: ActiveModel) -> ActiveModel | None:
+def _model_b(active: ActiveModel, key: str) -> ActiveModel | None:
     """Model B as picked (None until picked, or after saying why it cannot be compared)."""
     options = {o.id: o for o in model_options() if o.id != active.option.id}
     if not options:
         st.caption("Compare: no other model to compare with (add one in the models folder, or train one).")
         return None
-    chosen = st.selectbox("Compare with model B", list(options), index=None, key=MODEL_KEY,
+    chosen = st.selectbox("Compare with model B", list(options), index=None, key=key,
                           format_func=lambda i: options[i].label, placeholder="Pick a model to compare its rows",
                           help="Model B decodes the same document with its own attention store; one step's rows "
                                "of both are drawn over every key.")
@@ -49,8 +49,8 @@ def _model_b(active: ActiveModel) -> ActiveModel | None:
     return b
 
 
-def _decode_b(b: ActiveModel, text: str, steps: int) -> DecodeResult | None:
-    key = ("long-compare", b.cache_key, text_hash(text), steps)
+def _decode_b(b: ActiveModel, text: str, steps: int, job_key: str) -> DecodeResult | None:
+    key = ("model-b-decode", b.cache_key, text_hash(text), steps)
 
     def run(progress: Any) -> DecodeResult:
         progress(0.0)
@@ -59,15 +59,18 @@ def _decode_b(b: ActiveModel, text: str, steps: int) -> DecodeResult | None:
     if key in shared_cache():
         return shared_cache().get(key, lambda: None)
     if can_start(key):
-        start_button(f"Decode the document with {b.option.name}", key, key=JOB_KEY, icon=":material/compare_arrows:")
-    return analysis_result(key, f"Decoding the document with {b.option.name}", run, key=JOB_KEY, texts=JobTexts())
+        start_button(f"Decode the document with {b.option.name}", key, key=job_key, icon=":material/compare_arrows:")
+    return analysis_result(key, f"Decoding the document with {b.option.name}", run, key=job_key, texts=JobTexts())
 
 
-def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, head: int, by: str) -> None:
-    """Model B's picker, its decode of the document, and one step's rows of A and B (`by`: the tokens' grouping
+def show_model_b_row(sel: Selection) -> None:
+    """Model B's picker, its decode of the document, and one step's rows of A and B (the page's grouping of tokens
     used where the two models' tokens differ)."""
+    active, result, layer = sel.model, sel.result, sel.layer
+    head = sel.head if sel.head is not None else 0
+    by = str(st.session_state.get(sel.param_key("group")) or "token")
     st.markdown("**Compare two models' rows at a decode step**")
-    b = _model_b(active)
+    b = _model_b(active, sel.key("model_b"))
     if b is None:
         return
     n_tokens = len(result.trace.decoder_input_tokens)
@@ -76,7 +79,7 @@ def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, hea
                  f"has about {n_tokens:,}.", icon=":material/straighten:")
         return
     try:
-        other = _decode_b(b, result.source_text, len(result.steps))
+        other = _decode_b(b, result.source_text, len(result.steps), sel.key("model_b_job"))
     except InputError as exc:
         st.error(str(exc), icon=":material/edit_note:")
         return
@@ -87,7 +90,7 @@ def show_long_compare(active: ActiveModel, result: DecodeResult, layer: int, hea
                 "it on the Compare page.", icon=":material/compare_arrows:")
         return
     n_steps = min(len(result.steps), len(other.steps))
-    step = int(st.number_input("Step", 1, n_steps, 1, key=STEP_KEY)) - 1
+    step = int(st.number_input("Step", 1, n_steps, 1, key=sel.key("model_b_step"))) - 1
     layers_b, heads_b = b.adapter.head_counts()["self"]
     layer_b, head_b = min(layer, layers_b - 1), min(head, heads_b - 1)
     row_a, row_b = result.trace.step_offset + step, other.trace.step_offset + step
