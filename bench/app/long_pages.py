@@ -2,12 +2,13 @@
 d_model-64 Qwen2-style toy, 131,072 positions) at 32k tokens, Q (the Qwen2-0.5B layout, 4 of its layers) at 8k, both
 random from their configs and saved with `save_pretrained` to a temporary folder (nothing downloaded).
 
-On Decode the document is uploaded as a text file ("Expand to a document", the upload, the estimate, "Decode the
-document"); then a new session opens Attention and pastes the same text (the decode and its summaries are kept for
-every session). Each page is checked: no exception box, nothing wider than 1280 px (the page, the main block and
-every chart's scrollWidth and right edge), the decode steps' rows, the overview, the zoomed tile and a row's strip
-drawn. Times: the press of "Decode the document" to the decode steps' rows (the first map), to the overview (the
-current head's pass) and to the layer's head statistics (every head's pass); on Attention, the text's run to the same.
+On Decode the document is uploaded as a text file (the page's own input: its file beside the box, the estimate,
+"Decode the document"); then a new session opens Attention and pastes the same text (the decode and its summaries
+are kept for every session). Each page is checked: no exception box, nothing wider than 1280 px (the page, the main
+block and every chart's scrollWidth and right edge), the decode steps' rows, the overview, the zoomed tile and a
+row's strip drawn. Times: the press of "Decode the document" to the decode steps' rows (the first map), to the
+overview (the current head's pass) and to the layer's head statistics (every head's pass); on Attention, the text's
+run to the same.
 Screenshots (each view at 1280×720 and the whole page) go to `--out` (a new temporary folder by default).
 
     PYTHONPATH=. .venv/bin/python -m bench.app.long_pages [T Q] [--tokens-t 32768] [--tokens-q 8192] [--out DIR]
@@ -31,7 +32,7 @@ LONG = True  # minutes: a 32k-token decode and a 0.8 GB model's 8k-token decode,
 WIDTH, HEIGHT = 1280, 720
 TIMEOUT_MS = 900_000
 MODELS = {"T": ("long-toy", 32768), "Q": ("qwen2-0.5b-4-layers", 8192)}
-OVERVIEW, STRIP = "st-key-long_overview", re.compile(r"Row [\d,]+ over all [\d,]+ keys")
+OVERVIEW, STRIP = "st-key-map_overview", re.compile(r"Row [\d,]+ over all [\d,]+ keys")
 NAMES = ("step rows", "overview", "zoom", "row strip")
 # the charts of the document view, found by their titles (Vega draws the title into the svg or as the aria label)
 CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map((c, index) => {
@@ -129,25 +130,25 @@ def check_page(page: Any, label: str, out: Path) -> dict:
 
 
 def open_document(browser: Any, url: str, text: str, doc: Path, upload: bool) -> tuple[Any, dict]:
-    """A new session on `url`: the document switch on, the text uploaded (or pasted), the estimate read; the times
+    """A new session on `url`: the text uploaded (or pasted) into the page's own input, the estimate read; the times
     from the press (or the paste) to the decode steps' rows, the overview and the head statistics."""
     context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
     context.add_init_script(PAGE_SETUP_JS)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)
-    page.locator(".st-key-long_doc_on label").click()
+    name = "decode" if "/decode" in url else "attention"  # the page's own input: its box and its file
     if upload:
-        page.locator(".st-key-long_doc_upload input[type=file]").set_input_files(str(doc))
+        page.locator(f".st-key-{name}_text_file input[type=file]").set_input_files(str(doc))
     else:
-        box = page.locator(".st-key-long_doc_text textarea")
+        box = page.locator(f".st-key-{name}_text textarea")
         box.fill(text)
         box.press("Control+Enter")
     start = time.perf_counter()
     times: dict = {}
     page.get_by_text("tokens of the model's").wait_for()  # the estimate
     times["estimate"] = page.get_by_text("tokens of the model's").first.inner_text()
-    button = page.locator(".st-key-long_doc_job_run button")
+    button = page.locator(".st-key-document_job_run button")
     if button.count():  # not decoded yet: confirm the estimate
         button.click()
         start = time.perf_counter()

@@ -132,21 +132,20 @@ def page_child(folder: str, doc: str) -> dict:
         at.query_params.clear()
         at.selectbox(key=MODEL_KEY).set_value(f"hf:{name}").run()
         at.switch_page("pages/attention.py").run()
-        at.toggle(key="long_doc_on").set_value(True).run()
         return at
 
     result: dict = {}
     at = session()
-    _, result["first_input_s"], _ = _timed(lambda: at.text_area(key="long_doc_text").input(text).run())
+    _, result["first_input_s"], _ = _timed(lambda: at.text_area(key="attention_text").input(text).run())
     start = time.perf_counter()
-    at.button(key="long_doc_job_run").click().run()
+    at.button(key="document_job_run").click().run()
     kept = "from the same streamed pass"  # the layer's summaries of every head, kept for every session
     if not poll(at, lambda a: any(kept in t for t in texts(a.caption)), seconds=900, every=2.0):
         raise SystemExit("the document's decode and summaries did not finish")
     result["decode_and_summaries_s"] = time.perf_counter() - start
     again = session()
     _, result["first_map_s"], result["first_map_cpu_s"] = _timed(
-        lambda: again.text_area(key="long_doc_text").input(text).run())
+        lambda: again.text_area(key="attention_text").input(text).run())
     drawn = charts(again)
     result["drawn"] = [c["title"] for c in drawn]
     result["widest"] = max(c["spec"].get("width", 0) for c in drawn)
