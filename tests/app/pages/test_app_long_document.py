@@ -112,3 +112,11 @@ def test_the_inputs_length_decides_what_is_kept(app_root):
     assert_no_exception(at)
     assert [b for b in at.button if b.key == "document_job_run"]
     assert any(t.startswith("A document: ") for t in texts(at.caption))
+    upload = next(u for u in at.get("file_uploader") if u.proto.id.endswith("decode_text_file"))
+    upload.set_value(("notes.txt.gz", gzip.compress(DOC.encode()), "application/gzip")).run()  # a text file
+    assert_no_exception(at)
+    assert at.text_area(key=BOX).value == DOC  # read into the page's own box, line breaks kept
+    bad = next(u for u in at.get("file_uploader") if u.proto.id.endswith("decode_text_file"))
+    bad.set_value(("notes.txt", "Grüße".encode("latin-1"), "text/plain")).run()
+    assert any(t.startswith("notes.txt is not UTF-8 text") for t in texts(at.error))  # one message
+    assert at.text_area(key=BOX).value == DOC  # the box keeps its text
