@@ -7,18 +7,20 @@ cross-attention, so a row's weights are its own, up to float rounding; one encod
 instead of eight times: 2.9 s instead of 5.4 s for eight 22-token sources at bart-large's shape on one busy core),
 and each row chooses its tokens by the same rules as `greedy_decode` (`constrain`, ties, top-k). A row that has ended
 is fed its end token until the longest is done, and its later outputs are dropped. Only plain greedy decodes are
-batched: forced tokens, head masks, residuals and the DecoderLens go through `greedy_decode` one at a time.
+batched: forced tokens, head masks, residuals and the DecoderLens go through `greedy_decode` one at a time. The
+step loop is greedy's own (`loop.run_rows`), over the batch's rows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
+from torch import Tensor
 
-from ..adapters import InspectableModel, SourceText
-from ..model import StepOutput
-from .greedy import DecodeResult, InputError, Step, _choose, greedy_decode, maps_trace, read_source
+from ..adapters import InspectableModel
+from ..model import EncoderOutput, StepOutput
+from .greedy import DecodeResult, InputError, greedy_decode, maps_trace, read_source
+from .loop import DecodeRow, run_rows
 
 
 def can_batch(adapter: InspectableModel) -> bool:
@@ -28,26 +30,29 @@ def can_batch(adapter: InspectableModel) -> bool:
             and type(adapter).encode_many is not InspectableModel.encode_many)
 
 
-@dataclass
-class _Row:
-    """One decode in the batch: its source, limits, and what it has chosen so far."""
-
-    adapter: InspectableModel  # the row's own adapter: its tokenizer, prefix and generation rules
-    text: str
-    source: SourceText
-    top_k: int
-    n_max: int
-    inputs: list[int]
-    steps: list[Step] = field(default_factory=list)
-    outputs: list[StepOutput] = field(default_factory=list)
-    finished: bool = False
-    done: bool = False
-
-
 def _row_output(out: StepOutput, b: int, n_source: int) -> StepOutput:
     """Row `b` of a batched step, its cross-attention cut to its own source's keys."""
     return StepOutput(out.logits[b: b + 1], tuple(w[b: b + 1] for w in out.decoder_self),
                       tuple(w[b: b + 1, ..., :n_source] for w in out.cross))
+
+
+class _BatchFeed:
+    """The loop's `Feed` for a padded batch: every row's start ids, then one token a row; each step's output kept."""
+
+    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, n_rows: int) -> None:
+        self.adapter, self.encoded, self.n_rows = adapter, encoded, n_rows
+        self.cache = adapter.start_cache(encoded)
+        self.outputs: list[StepOutput] = []
+
+    def prefill(self) -> Tensor:
+        start = list(self.adapter.start_ids)
+        for token in start[:-1]:
+            self.adapter.step(torch.full((self.n_rows, 1), token), self.encoded, self.cache)
+        return self.step([start[-1]] * self.n_rows)
+
+    def step(self, tokens: Sequence[int]) -> Tensor:
+        self.outputs.append(self.adapter.step(torch.tensor(list(tokens))[:, None], self.encoded, self.cache))
+        return self.outputs[-1].logits
 
 
 def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k: int | Sequence[int] = 5,
@@ -55,9 +60,8 @@ def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k
                        ) -> list[DecodeResult | InputError]:
     """`greedy_decode(adapter, text, top_k=k)` for each text, stepped as one batch where `adapter` can (`can_batch`);
     a text the model cannot read gives its InputError in its place instead of a result. `readers`: each text's own
-    adapter
-    of `adapter`'s network (sessions build their own; its tokenizer, prefix and generation rules read and choose that
-    text's tokens), `adapter` for all by default."""
+    adapter of `adapter`'s network (sessions build their own; its tokenizer, prefix and generation rules read and
+    choose that text's tokens), `adapter` for all by default."""
     ks = [int(top_k)] * len(texts) if isinstance(top_k, int) else [int(k) for k in top_k]
     readers = list(readers) if readers is not None else [adapter] * len(texts)
     if any(r.network is not adapter.network or r.start_ids != adapter.start_ids for r in readers):
@@ -65,7 +69,7 @@ def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k
     if not can_batch(adapter) or len(texts) < 2:
         return [_alone(r, text, k, max_steps) for r, text, k in zip(readers, texts, ks, strict=True)]
     results: list[DecodeResult | InputError | None] = [None] * len(texts)
-    rows: dict[int, _Row] = {}
+    rows: dict[int, DecodeRow] = {}
     for i, (reader, text, k) in enumerate(zip(readers, texts, ks, strict=True)):
         try:
             source = read_source(reader, text)
@@ -75,9 +79,9 @@ def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k
         start = reader.decoder_prefix(source)
         limit = reader.max_target_len - len(start) + 1
         n_max = min(limit, max_steps if max_steps is not None else reader.default_max_steps(len(source.ids)))
-        rows[i] = _Row(reader, text, source, k, max(n_max, min(limit, 1)), list(start))
+        rows[i] = DecodeRow(reader, source, list(start), max(n_max, min(limit, 1)), k)
     if rows:
-        for i, result in _decode_rows(adapter, rows).items():
+        for i, result in _decode_rows(adapter, rows, texts).items():
             results[i] = result
     return results  # type: ignore[return-value]
 
@@ -89,29 +93,18 @@ def _alone(adapter: InspectableModel, text: str, top_k: int, max_steps: int | No
         return exc
 
 
-def _decode_rows(adapter: InspectableModel, rows: dict[int, _Row]) -> dict[int, DecodeResult]:
+def _decode_rows(adapter: InspectableModel, rows: dict[int, DecodeRow], texts: Sequence[str]
+                 ) -> dict[int, DecodeResult]:
     order = list(rows)
     batch = [rows[i] for i in order]
-    start = list(adapter.start_ids)
     with adapter.running():
         merged = adapter.encode_many([row.source.ids for row in batch])
         assert merged is not None, "can_batch: this adapter encodes many sources at once"
-        cache = adapter.start_cache(merged)
-        for token in start[:-1]:
-            adapter.step(torch.full((len(batch), 1), token), merged, cache)
-        out = adapter.step(torch.full((len(batch), 1), start[-1]), merged, cache)
-        t = 0
-        while True:
-            feed = []
-            for b, row in enumerate(batch):
-                if not row.done:
-                    _advance(row, out, b, t, len(start))
-                feed.append(row.steps[-1].token_id)
-            if all(row.done for row in batch):
-                break
-            t += 1
-            out = adapter.step(torch.tensor(feed)[:, None], merged, cache)
-    return {i: _result(row, _own_rows(merged.encoder_self, b, len(row.source.ids)), len(start))
+        feed = _BatchFeed(adapter, merged, len(batch))
+        run_rows(batch, feed)
+    n_start = len(adapter.start_ids)
+    return {i: _result(row, texts[i], _own_rows(merged.encoder_self, b, len(row.source.ids)),
+                       [_row_output(out, b, len(row.source.ids)) for out in feed.outputs[:len(row.steps)]], n_start)
             for b, (i, row) in enumerate(zip(order, batch, strict=True))}
 
 
@@ -120,26 +113,12 @@ def _own_rows(encoder_self: tuple[torch.Tensor, ...], b: int, n_source: int) -> 
     return tuple(w[b: b + 1, :, :n_source, :n_source] for w in encoder_self)
 
 
-def _advance(row: _Row, out: StepOutput, b: int, t: int, n_start: int) -> None:
-    """Row `row` chooses its token at step `t` from the batch's output, as `greedy_decode` would."""
-    adapter = row.adapter
-    row.outputs.append(_row_output(out, b, len(row.source.ids)))
-    logits = adapter.constrain(row.inputs, out.logits[b].float(), row.n_max + n_start)
-    row.steps.append(_choose(adapter, logits, logits.softmax(-1), row.top_k, None))
-    token = row.steps[-1].token_id
-    if token in adapter.end_ids:
-        row.finished = row.done = True
-    elif t + 1 >= row.n_max:
-        row.done = True
-    else:
-        row.inputs.append(token)
-
-
-def _result(row: _Row, encoder_self: tuple[torch.Tensor, ...], n_start: int) -> DecodeResult:
+def _result(row: DecodeRow, text: str, encoder_self: tuple[torch.Tensor, ...], outputs: list[StepOutput],
+            n_start: int) -> DecodeResult:
     """The row's DecodeResult, built as `greedy_decode` builds it."""
     adapter = row.adapter
     source, steps = row.source, row.steps
     labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(row.inputs[n_start:])]
-    trace = maps_trace(adapter, encoder_self, row.outputs, source.tokens, labels, n_start - 1)
+    trace = maps_trace(adapter, encoder_self, outputs, source.tokens, labels, n_start - 1)
     text_out = adapter.detokenize([s.token_id for s in steps])
-    return DecodeResult(row.text, tuple(steps), trace, "greedy", row.finished, text_out, source.unknown)
+    return DecodeResult(text, tuple(steps), trace, "greedy", row.finished, text_out, source.unknown)

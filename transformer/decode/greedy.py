@@ -1,6 +1,6 @@
 """Greedy and teacher-forced decoding of any `InspectableModel`, producing a DecodeResult with its trace.
 `greedy_decode` is the one greedy entry at every length: its `keep` says whether the trace holds the maps or the
-attention store (`keep.py`), and one step loop serves both."""
+attention store (`keep.py`), and one step loop (`loop.py`, which a batch of decodes shares) serves both."""
 from __future__ import annotations
 
 import json
@@ -16,6 +16,7 @@ from ..data import Tokenizer
 from ..model import AttentionMaps, EncoderOutput, HeadMask, Seq2SeqTransformer, StepOutput
 from .errors import InputError
 from .keep import STORED_STEPS, keeps_store
+from .loop import DecodeRow, Step, candidates, run_rows
 from .residuals import ResidualRecorder, Residuals
 from .sampling import SampledStep, Sampler, Sampling, SamplingError, check_sampling
 from .sinks import hidden_dict
@@ -24,17 +25,6 @@ from .trace import TRACE_FORMAT_VERSION, AttentionTrace
 
 MAX_INPUT_CHARS = 10_000  # what a one-line box and a link carry themselves; longer text: a document box, a link by hash
 CHARS_PER_TOKEN = 32  # a text longer than this many characters per token of the context cannot fit it (derived bound)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One decoder position: the token chosen there, its probability and the top-k candidates."""
-
-    token: str
-    token_id: int
-    prob: float
-    top_k: tuple[tuple[str, float], ...]
-    forced: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,30 +125,7 @@ def encode_source(model: Seq2SeqTransformer, tokenizer: Tokenizer, text: str) ->
 
 
 def _top_k(probs: Tensor, k: int, adapter: InspectableModel) -> tuple[tuple[str, float], ...]:
-    return tuple((adapter.id_to_token(t), v) for t, v in _candidates(probs, k))
-
-
-def _candidates(probs: Tensor, k: int) -> list[tuple[int, float]]:
-    """The k most probable (id, probability), best first; only what can be emitted (probability > 0)."""
-    p, i = probs.topk(min(k, probs.numel()))
-    return [(t, v) for t, v in zip(i.tolist(), p.tolist(), strict=True) if v > 0]
-
-
-def _choose(adapter: InspectableModel, logits: Tensor, probs: Tensor, k: int, forced: int | None) -> Step:
-    """The Step for the forced token or the most probable one (the first of equals, as argmax), with the top k;
-    read off one top-k, so a decoder step costs few tensor ops."""
-    top = _candidates(probs, max(k, 2))
-    if forced is not None:
-        token = forced
-    elif len(top) > 1 and top[0][1] == top[1][1]:
-        token = int(probs.argmax())  # a tie: topk's order among equals is unspecified
-    else:
-        token = top[0][0] if top else int(probs.argmax())
-    prob = top[0][1] if top and top[0][0] == token else float(probs[token])
-    # one choice left by the model's rules: exactly one finite logit (its probability is then exactly 1)
-    only_choice = bool(top) and top[0][1] == 1.0 and int(torch.isfinite(logits).sum()) == 1
-    return Step(adapter.id_to_token(token), token, prob, tuple((adapter.id_to_token(t), v) for t, v in top[:k]),
-                forced is not None or only_choice)
+    return tuple((adapter.id_to_token(t), v) for t, v in candidates(probs, k))
 
 
 def _forced_ids(adapter: InspectableModel, tokens: Sequence[str] | str) -> list[int]:
@@ -198,7 +165,6 @@ def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: i
     no text gives, as a benchmark's random prompt); the result's `source_text` is then empty.
     """
     sampler = _sampler(adapter, sampling)
-    samples: list[SampledStep | None] = []
     source = _check_source(adapter, text) if isinstance(text, SourceText) else read_source(adapter, text)
     forced_ids = _forced_ids(adapter, forced)
     start = adapter.decoder_prefix(source)
@@ -211,64 +177,42 @@ def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: i
     default = adapter.default_max_steps(len(source.ids))  # as the model's own generate, at most STORED_STEPS stored
     n_max = min(limit, max_steps if max_steps is not None else min(default, STORED_STEPS) if stored else default)
     n_max = max(n_max, min(limit, len(forced_ids) + 1))
-    steps: list[Step] = []
-    inputs = list(start)
     recorder = ResidualRecorder(adapter, last_only=stored) if residuals else None
+    row = DecodeRow(adapter, source, list(start), n_max, top_k, forced_ids, stop_at_end, sampler, recorder)
     with adapter.running(), ExitStack() as recording:
         encoded = _encode(adapter, torch.tensor([source.ids]), head_mask, encoder_layer)
         cache = adapter.start_cache(encoded)
-        feed = StoreFeed(adapter, cache, len(source.ids)) if stored else _MapsFeed(adapter, encoded, cache, head_mask)
+        feed = (StoreFeed(adapter, cache, start, len(source.ids)) if stored
+                else _MapsFeed(adapter, encoded, cache, start, head_mask))
         if recorder is not None:
             recording.enter_context(recorder.recording(cache))
-        finished, token = False, start[-1]  # `token`: the last input, fed at every step after the prefill
-        for t in range(n_max):
-            out = feed.prefill(start) if t == 0 else feed.step(token)
-            logits = adapter.constrain(inputs, out.float(), n_max + len(start))
-            probs = logits.softmax(-1)
-            if recorder is not None:
-                recorder.note(logits)
-            forced_id = forced_ids[t] if t < len(forced_ids) else None
-            if forced_id is not None and forced_id in adapter.banned_after(inputs):
-                raise InputError(f"{adapter.id_to_token(forced_id)!r} cannot be forced after "
-                                 f"{' '.join(adapter.ids_to_tokens(inputs[len(start):]))!r}: this model's generation "
-                                 "config bans that sequence (bad_words_ids), so it never outputs it.")
-            if sampler is not None and forced_id is None:
-                token, sample = sampler.draw(logits, adapter.id_to_token)
-                samples.append(sample)
-                steps.append(_drawn(adapter, probs, top_k, token))
-            else:
-                samples.append(None)
-                steps.append(_choose(adapter, logits, probs, top_k, forced_id))
-            token = steps[-1].token_id
-            if token in adapter.end_ids and stop_at_end:
-                finished = True
-                break
-            if t + 1 < n_max:
-                inputs.append(token)
-    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(inputs[len(start):])]  # every decoder input
+        run_rows([row], feed)
+    steps = row.steps
+    labels = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(row.inputs[len(start):])]  # every decoder input
     trace = feed.trace(source.tokens, labels, len(start) - 1)
     text_out = adapter.detokenize([s.token_id for s in steps])
     return DecodeResult(text if isinstance(text, str) else "", tuple(steps), trace,
-                        "greedy" if sampler is None else "sampled", finished, text_out,
+                        "greedy" if sampler is None else "sampled", row.finished, text_out,
                         source.unknown, recorder.result() if recorder is not None else None, encoder_layer,
-                        None if sampler is None else sampler.sampling, () if sampler is None else tuple(samples))
+                        None if sampler is None else sampler.sampling, () if sampler is None else tuple(row.samples))
 
 
 class _MapsFeed:
-    """Feeds a decode's inputs through the adapter's cached steps, keeping every step's maps; logits come back (V,)."""
+    """Feeds a decode's inputs through the adapter's cached steps, keeping every step's maps (the loop's `Feed`, one
+    row); logits come back (1, V)."""
 
-    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, cache: object,
+    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, cache: object, start: Sequence[int],
                  head_mask: HeadMask | None) -> None:
         self.adapter, self.encoded, self.cache, self.head_mask = adapter, encoded, cache, head_mask
-        self.outputs: list[StepOutput] = []
+        self.start, self.outputs = list(start), list[StepOutput]()
 
-    def prefill(self, ids: Sequence[int]) -> Tensor:
-        self.outputs.append(self.adapter.prefill(ids, self.encoded, self.cache, self.head_mask))
-        return self.outputs[-1].logits[0]
+    def prefill(self) -> Tensor:
+        self.outputs.append(self.adapter.prefill(self.start, self.encoded, self.cache, self.head_mask))
+        return self.outputs[-1].logits
 
-    def step(self, token: int) -> Tensor:
-        self.outputs.append(self.adapter.step(torch.tensor([[token]]), self.encoded, self.cache, self.head_mask))
-        return self.outputs[-1].logits[0]
+    def step(self, tokens: Sequence[int]) -> Tensor:
+        self.outputs.append(self.adapter.step(torch.tensor([list(tokens)]), self.encoded, self.cache, self.head_mask))
+        return self.outputs[-1].logits
 
     def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
         return maps_trace(self.adapter, self.encoded.encoder_self, self.outputs, source_tokens, labels, step_offset)
@@ -293,13 +237,6 @@ def _sampler(adapter: InspectableModel, sampling: Sampling | None) -> Sampler | 
     except SamplingError as exc:
         raise InputError(str(exc)) from None
     return None if sampling.greedy else Sampler(sampling)
-
-
-def _drawn(adapter: InspectableModel, probs: Tensor, k: int, token: int) -> Step:
-    """The Step of a drawn token: its probability and the top k in the model's own (constrained) distribution."""
-    top = _candidates(probs, k)
-    return Step(adapter.id_to_token(token), token, float(probs[token]),
-                tuple((adapter.id_to_token(t), v) for t, v in top))
 
 
 def _encode(adapter: InspectableModel, src: torch.Tensor, head_mask: HeadMask | None, encoder_layer: int | None

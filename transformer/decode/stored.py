@@ -14,19 +14,20 @@ from .trace import AttentionTrace
 
 
 class StoreFeed:
-    """Feeds a decode's inputs through the store's fused forward, keeping every row; the logits come back (V,)."""
+    """Feeds a decode's inputs through the store's fused forward, keeping every row (the loop's `Feed`, one row);
+    the logits come back (1, V)."""
 
-    def __init__(self, adapter: InspectableModel, cache: Any, n_source: int) -> None:
-        self.adapter, self.cache, self.n_source = adapter, cache, n_source
+    def __init__(self, adapter: InspectableModel, cache: Any, start: Sequence[int], n_source: int) -> None:
+        self.adapter, self.cache, self.start, self.n_source = adapter, cache, list(start), n_source
         self.chunks = store_chunks(adapter)
 
-    def prefill(self, ids: Sequence[int]) -> Tensor:
+    def prefill(self) -> Tensor:
         """The prompt's ids (its first `n_source` are source ids, ours), logits after the last."""
-        return self.adapter.store_feed(torch.tensor([list(ids)]), self.cache, self.chunks, self.n_source)[0]
+        return self.adapter.store_feed(torch.tensor([self.start]), self.cache, self.chunks, self.n_source)
 
-    def step(self, token: int) -> Tensor:
+    def step(self, tokens: Sequence[int]) -> Tensor:
         """One chosen token, one row."""
-        return self.adapter.store_feed(torch.tensor([[token]]), self.cache, self.chunks)[0]
+        return self.adapter.store_feed(torch.tensor([list(tokens)]), self.cache, self.chunks)
 
     def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
         """The trace holding the store (its maps are made only when a view reads them); `labels` name every row."""
