@@ -7,9 +7,10 @@ every step, which is greedy decoding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Collection, Iterator, Sequence
 
 import torch
+from torch import Tensor
 
 from ..data import END_ID, START_ID, Tokenizer, source_ids
 from ..model import Seq2SeqTransformer, eval_mode
@@ -42,6 +43,42 @@ def _check(width: int, alpha: float) -> None:
         raise InputError(f"The length penalty must be a number between 0 and 5, got {alpha!r}.")
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A continuation one GNMT step considered: the live row it extends, the token, the summed log-probability, and
+    its fate: "finished" (ended among the best `width`), "ended" (ended, not among them), "kept" (continued),
+    "pruned"."""
+
+    row: int
+    token: int
+    log_prob: float
+    fate: str
+
+
+def gnmt_step(alive: Sequence[float], logp: Tensor, width: int, eos: Collection[int], n_finished: int
+              ) -> Iterator[Candidate]:
+    """The one GNMT beam step (our models' rule, shared by `beam_search_ids` and the beam tree): the best 2 x `width`
+    continuations of the live prefixes (summed log-probabilities `alive`, next-token log-probabilities `logp`
+    (n, V)), best first, until `width` are kept and `width` have finished (`n_finished` already); an ending counts
+    only among the best `width` candidates (width 1: greedy)."""
+    total = (torch.tensor(list(alive))[:, None] + logp).flatten()
+    top, index = total.topk(min(2 * width, total.numel()))
+    vocab, kept, finished = logp.size(1), 0, n_finished
+    for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
+        if value == float("-inf"):
+            return
+        row, token = divmod(flat, vocab)
+        if token in eos:
+            fate = "ended" if rank >= width else "finished"
+            finished += fate == "finished"
+        else:
+            fate = "kept" if kept < width else "pruned"
+            kept += fate == "kept"
+        yield Candidate(row, token, value, fate)
+        if kept == width and finished >= width:
+            return
+
+
 def beam_search_ids(model: Seq2SeqTransformer, src_ids: Sequence[int], width: int = 4, alpha: float = 0.6,
                     max_steps: int | None = None) -> list[tuple[list[int], float, float, bool]]:
     """Hypotheses (ids, log_prob, score, finished) for source ids (with </s>), best first, at most `width`."""
@@ -59,33 +96,23 @@ def beam_search_ids(model: Seq2SeqTransformer, src_ids: Sequence[int], width: in
             logp = logits[:, -1].float().log_softmax(-1)  # (n, V)
             logp[:, model.cfg.pad_id] = float("-inf")
             logp[:, START_ID] = float("-inf")
-            total = (torch.tensor([s for _, s in alive])[:, None] + logp).flatten()
-            top, index = total.topk(min(2 * width, total.numel()))
-            vocab = logp.size(1)
             next_alive: list[tuple[list[int], float]] = []
-            for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
-                if value == float("-inf"):
-                    break
-                row, token = divmod(flat, vocab)
-                ids = alive[row][0]
-                if token == END_ID:
-                    if rank >= width:  # an ending only counts among the best `width` candidates (width 1: greedy)
-                        continue
+            for c in gnmt_step([s for _, s in alive], logp, width, (END_ID,), len(finished)):
+                ids = alive[c.row][0]
+                if c.fate == "finished":
                     length = len(ids)  # output tokens plus </s>
-                    finished.append((ids[1:], value, value / length_penalty(length, alpha), True))
-                elif len(next_alive) < width:
-                    next_alive.append(([*ids, token], value))
-                if len(next_alive) == width and len(finished) >= width:
-                    break
+                    finished.append((ids[1:], c.log_prob, c.log_prob / length_penalty(length, alpha), True))
+                elif c.fate == "kept":
+                    next_alive.append(([*ids, c.token], c.log_prob))
             alive = next_alive
-            if not alive or _done(finished, alive, width, alpha, steps):
+            if not alive or gnmt_done(finished, alive, width, alpha, steps):
                 break
         finished += [(ids[1:], s, s / length_penalty(len(ids) - 1, alpha), False) for ids, s in alive]
     finished.sort(key=lambda h: (not h[3], -h[2]))
     return finished[:width]
 
 
-def _done(finished: list, alive: list[tuple[list[int], float]], width: int, alpha: float, steps: int) -> bool:
+def gnmt_done(finished: list, alive: list[tuple[list[int], float]], width: int, alpha: float, steps: int) -> bool:
     """True when `width` hypotheses have finished and no live one can still beat the worst of the best."""
     if len(finished) < width:
         return False

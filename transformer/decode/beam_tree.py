@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ..adapters import InspectableModel
-from .beam import MAX_BEAM, length_penalty
+from .beam import MAX_BEAM, gnmt_done, gnmt_step, length_penalty
 from .greedy import InputError, read_source
 
 NEG = -1.0e9
@@ -243,8 +243,8 @@ def _generate_rule(adapter: InspectableModel, source, prefix: list[int], src: Te
 def _gnmt_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int,
                alpha: float) -> BeamTree:
     """`beam.beam_search_ids`'s rule over the adapter (ours): the GNMT penalty, an ending counts among the best
-    `width` candidates only, stop when no live hypothesis can beat the worst of the best finished."""
-    from .beam import _done
+    `width` candidates only (`beam.gnmt_step`, the one step both share), stop when no live hypothesis can beat the
+    worst of the best finished."""
     builder = _Builder(adapter, prefix)
     alive: list[tuple[int, list[int], float]] = [(0, list(prefix), 0.0)]
     finished: list[tuple[int, float, float, bool]] = []  # (node, log_prob, score, ended)
@@ -253,32 +253,23 @@ def _gnmt_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor
     hypotheses = _Hypotheses(adapter, src, prefix)
     for t in range(steps):
         logp, rows = hypotheses.scored([ids for _, ids, _ in alive], 1 << 30)
-        total = (torch.tensor([s for _, _, s in alive])[:, None] + logp).flatten()
-        top, index = total.topk(min(2 * width, total.numel()))
-        vocab = logp.shape[1]
         next_alive: list[tuple[int, list[int], float]] = []
         parents: list[int] = []  # the row each of next_alive continues
-        for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
-            if value == float("-inf"):
-                break
-            row, token = divmod(flat, vocab)
-            parent, ids, _ = alive[row]
-            node = builder.add(parent, t, token, value, "pruned", rows[row])
-            if token in eos:
+        for c in gnmt_step([s for _, _, s in alive], logp, width, eos, len(finished)):
+            parent, ids, _ = alive[c.row]
+            node = builder.add(parent, t, c.token, c.log_prob, "pruned", rows[c.row])
+            if c.fate in ("ended", "finished"):
                 builder.mark(node, "ended")
-                if rank >= width:
-                    continue
+            if c.fate == "finished":
                 length = len(ids) - n_prefix + 1  # output tokens plus the end
-                finished.append((node, value, value / length_penalty(length, alpha), True))
-            elif len(next_alive) < width:
+                finished.append((node, c.log_prob, c.log_prob / length_penalty(length, alpha), True))
+            elif c.fate == "kept":
                 builder.mark(node, "kept")
-                next_alive.append((node, [*ids, token], value))
-                parents.append(row)
-            if len(next_alive) == width and len(finished) >= width:
-                break
+                next_alive.append((node, [*ids, c.token], c.log_prob))
+                parents.append(c.row)
         alive = next_alive
         as_ids = [(ids, s) for _, ids, s in alive]
-        if not alive or _done([(None, f[1], f[2], True) for f in finished], as_ids, width, alpha, steps) \
+        if not alive or gnmt_done([(None, f[1], f[2], True) for f in finished], as_ids, width, alpha, steps) \
                 or t + 1 == steps:
             break
         hypotheses.advance(parents, [ids[-1] for _, ids, _ in alive])
