@@ -83,7 +83,7 @@ def show_circuits(active: ActiveModel, c: EditComparison) -> None:
         if can_start(identity):
             start_button("Find the circuit", identity, key=KEY, icon=":material/account_tree:")
         return
-    _show(active, run)
+    show_circuit(active, run)
 
 
 def _n(result: CircuitResult) -> int:
@@ -108,7 +108,8 @@ def _kept(run: CircuitRun, n: int) -> float:
     return float(cache[mark])
 
 
-def _show(active: ActiveModel, run: CircuitRun) -> None:
+def show_circuit(active: ActiveModel, run: CircuitRun) -> None:
+    """A finished search: its figures, the graph beside the curve, the slider over n, a node's and an edge's views."""
     result, f = run.result, run.result.faithfulness
     where = f"output token {result.step + 1}" if result.step is not None else "the mask"
     state = "reaches" if f.reached else "does not reach; the best found"
