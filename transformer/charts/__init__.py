@@ -51,7 +51,7 @@ from .beam import (
     tree_window,
 )
 from .beam import key_window as beam_key_window
-from .circuits import CIRCUIT_NODE, circuit_chart, faithfulness_chart, node_layout
+from .circuits import CIRCUIT_NODE, MAX_DRAWN, circuit_chart, faithfulness_chart, node_layout
 from .dictionaries import decile_chart, feature_pairs_chart, feature_pairs_frame, feature_sources_chart
 from .difference import difference_frame, difference_heatmap
 from .edit_difference import (
@@ -161,7 +161,7 @@ __all__ += ["ROW_CHART_PX", "group_bars_chart", "row_difference_chart", "step_pa
 __all__ += ["OVERVIEW_BRUSH", "OVERVIEW_SCALES", "Region", "brushed_ends", "brushed_region", "drag_window", "log_floor",
             "overview_chart", "overview_frame"]
 __all__ += ["row_strip_chart", "row_strip_frames", "tile_sizes", "zoom_chart", "zoom_labelled", "zoom_tokens"]
-__all__ += ["CIRCUIT_NODE", "circuit_chart", "faithfulness_chart", "node_layout"]
+__all__ += ["CIRCUIT_NODE", "MAX_DRAWN", "circuit_chart", "faithfulness_chart", "node_layout"]
 from .poll import poll_chart, poll_frame  # noqa: E402
 
 __all__ += ["poll_chart", "poll_frame"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -48,14 +49,18 @@ class CircuitResult:
     contrast: str
     seconds: float
 
+    @cached_property
+    def _order(self) -> list[int]:
+        """Edge indices by |score|, largest first (ties in graph order), sorted once per result."""
+        return torch.argsort(torch.tensor([abs(e.score) for e in self.edges]), descending=True, stable=True).tolist()
+
     def ranked(self) -> list[EdgeScore]:
         """The edges by |score|, largest first (ties in graph order), as circuits take them."""
-        order = torch.argsort(torch.tensor([abs(e.score) for e in self.edges]), descending=True, stable=True)
-        return [self.edges[int(i)] for i in order]
+        return [self.edges[i] for i in self._order]
 
     def top(self, n: int) -> list[EdgeScore]:
         """The circuit of the top n edges."""
-        return self.ranked()[:n]
+        return [self.edges[i] for i in self._order[:n]]
 
     def circuit(self) -> list[EdgeScore]:
         """The smallest circuit reaching the goal (or the best one found: `faithfulness.reached` says which)."""

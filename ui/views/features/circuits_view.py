@@ -26,7 +26,7 @@ from transformer.analysis import (
     qk_attribution,
     top_edges,
 )
-from transformer.charts import CIRCUIT_NODE, circuit_chart, faithfulness_chart
+from transformer.charts import CIRCUIT_NODE, MAX_DRAWN, circuit_chart, faithfulness_chart
 from transformer.decode import InputError
 from transformer.model import Head, HeadError
 from ui.models import ActiveModel
@@ -141,8 +141,9 @@ def _node(event) -> None:
 
 
 def _edge(active: ActiveModel, run: CircuitRun, n: int) -> None:
-    edges = run.result.top(n)
-    i = st.selectbox("An edge of the circuit", range(len(edges)), key=f"{KEY}_edge",
+    edges = run.result.top(min(n, MAX_DRAWN))  # the edges the graph draws
+    label = "An edge of the circuit" if n <= MAX_DRAWN else f"An edge of the circuit (its {MAX_DRAWN} strongest)"
+    i = st.selectbox(label, range(len(edges)), key=f"{KEY}_edge",
                      format_func=lambda k: f"{edges[k].source} → {edges[k].target} ({edges[k].input}) "
                                            f"{edges[k].score:+.3f}")
     edge = edges[min(int(i or 0), len(edges) - 1)]
