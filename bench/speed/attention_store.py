@@ -132,7 +132,7 @@ def measure(what: str, length: int) -> dict:
         result["forward_cpu_s"] = time.process_time() - cpu
     result["memory_bytes"] = rss.used
     if what == "store-T":
-        from transformer.analysis.streamed import summarise
+        from transformer.analysis.source.streamed import summarise
         start, cpu = time.perf_counter(), time.process_time()
         with PeakRSS() as rss:
             summarise(store, "self", resolution=512)

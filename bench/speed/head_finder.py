@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from transformer.analysis import CORPUS_STATISTICS, CorpusStats, HeadExamples, finder_table, head_finder_frame
-from transformer.analysis.head_examples import KindKeep
+from transformer.analysis.corpus.head_examples import KindKeep
 from transformer.charts import head_finder_chart, head_page_charts, js_cluster_map
 from transformer.model import Head
 

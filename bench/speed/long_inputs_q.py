@@ -47,7 +47,7 @@ def speed_child(folder: str, doc: str) -> dict:
     from transformers.cache_utils import DynamicCache
 
     from transformer.adapters import build_store, store_chunks
-    from transformer.analysis.streamed import summarise
+    from transformer.analysis.source.streamed import summarise
     from transformer.charts import zoom_frame, zoom_spec
     from transformer.model import LayerStore
     from transformer.store import open_model

@@ -23,8 +23,8 @@ import time
 
 import torch
 
-from transformer.analysis.causal_rows import STORE_ABOVE
-from transformer.analysis.long_range import DEPTHS, NEEDLE, retrieval_scores
+from transformer.analysis.heads.long_range import DEPTHS, NEEDLE, retrieval_scores
+from transformer.analysis.source.causal_rows import STORE_ABOVE
 from transformer.data import END_ID, START_ID
 from transformer.model import Head
 from transformer.store import load_checkpoint, open_model

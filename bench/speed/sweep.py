@@ -32,7 +32,7 @@ from transformer.analysis import (  # noqa: E402
     output_ids,
     sweep_heads,
 )
-from transformer.analysis.ablation import output_log_prob, teacher_inputs  # noqa: E402
+from transformer.analysis.patching.ablation import output_log_prob, teacher_inputs  # noqa: E402
 from transformer.decode import greedy_decode  # noqa: E402
 
 BASELINE_SAMPLE = 12  # heads ablated one at a time to estimate the old sweep's time

@@ -82,7 +82,7 @@ def test_imports_run_down_the_stages_and_never_reach_streamlit(path: Path):
     ("charts", "from transformer.cli import main\n"),
     ("decode", "from ui.views import md\n"),
     ("cli", "from ..decode.greedy import greedy_decode\n"),
-    ("cli", "from transformer.analysis.ablation import parse_head\n"),
+    ("cli", "from transformer.analysis.patching.ablation import parse_head\n"),
 ])
 def test_the_check_finds_an_upward_import(stage: str, source: str):
     assert layout_violations(PACKAGE / stage / "probe.py", source)

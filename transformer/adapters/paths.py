@@ -1,5 +1,5 @@
 """The residual path of a model, per family: what writes into each residual stream and what reads it, so the stream
-at any position of any layer can be taken apart into a sum of parts (`transformer.analysis.residual_parts`).
+at any position of any layer can be taken apart into a sum of parts (`transformer.analysis.why.residual_parts`).
 
 A `ResidualPath` names, per stack, the module whose output is the position embedding (or a fixed table), the
 embedding norm (BART, BERT, ModernBERT), each layer's sublayers in order (an attention kind or "mlp") with the norm

@@ -1,40 +1,9 @@
-"""The analysis stage: numbers about a model's attention (alignment scores, per-head statistics, head ablation,
-gradient attribution and its agreement with attention)."""
-from .ablation import (
-    Head,
-    HeadError,
-    Sweep,
-    ablated_decode,
-    all_heads,
-    comparison_frame,
-    head_mask,
-    output_ids,
-    parse_head,
-)
-from .aggregates import (
-    AGGREGATES,
-    aggregate_dict,
-    aggregate_frame,
-    aggregate_trace,
-    cross_through_encoder,
-    max_over_heads,
-    rollout,
-)
-from .agreement import agreement_frame, agreement_summary, spearman
-from .alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
-from .attention_source import (
-    WHOLE_MAP_FEATURES,
-    WINDOW_TOKENS,
-    AttentionSource,
-    MapsNeeded,
-    MapsSource,
-    ScoreRow,
-    StoreSource,
-    attention_source,
-    refused_features,
-    whole_maps,
-)
-from .attribution import (
+"""The analysis stage: numbers about a model's attention, in rooms by question: `source` (reading attention at any
+length), `heads` (what each head does), `patching` (what changes the output), `attribution` (which inputs it depends
+on), `why` (why a head looks where it looks), `corpus` (heads over a corpus), `compare` (two decodes), `circuits`.
+This face holds every public name; callers import from it."""
+from .attribution.agreement import agreement_frame, agreement_summary, spearman
+from .attribution.attribution import (
     IG_STEPS,
     METHOD_TITLES,
     METHODS,
@@ -43,6 +12,14 @@ from .attribution import (
     attribute_steps,
     baseline_score,
     substituted,
+)
+from .attribution.head_report import (
+    HeadReport,
+    agreement_frames,
+    average_agreement,
+    average_drops,
+    head_report,
+    report_dict,
 )
 from .circuits import (
     EAP,
@@ -62,11 +39,21 @@ from .circuits import IG_STEPS as CIRCUIT_IG_STEPS
 from .circuits import METRICS as CIRCUIT_METRICS
 from .circuits import Pair as CircuitPair
 from .circuits import baseline as circuit_baseline
-from .compare import AttentionDifference, attention_difference, common_prefix, first_divergence
-from .composition import MODES as COMPOSITION_MODES
-from .composition import composition_scores, strongest
-from .corpus_estimate import ESTIMATE_SENTENCES, CorpusEstimate, corpus_estimate, sentence_output
-from .corpus_stats import (
+from .compare.decodes import AttentionDifference, attention_difference, common_prefix, first_divergence
+from .compare.edit_compare import (
+    CHANGED,
+    DELETED,
+    INSERTED,
+    SAME,
+    AlignedDifference,
+    EditComparison,
+    aligned_difference,
+    check_edit,
+    compare_edit,
+)
+from .compare.token_alignment import TokenAlignment, align_tokens, identity_alignment
+from .corpus.corpus_estimate import ESTIMATE_SENTENCES, CorpusEstimate, corpus_estimate, sentence_output
+from .corpus.corpus_stats import (
     JS_SENTENCES,
     CorpusStats,
     CorpusSums,
@@ -78,22 +65,24 @@ from .corpus_stats import (
     snapshot_curves,
     stats_from_sums,
 )
-from .corpus_stats import STATISTICS as CORPUS_STATISTICS
-from .decode_cost import estimate_decode, free_memory, machine_rate
-from .detectors import INDUCTION_LENGTH, Detection, detect_heads, induction_scores, previous_token_scores
-from .edit_compare import (
-    CHANGED,
-    DELETED,
-    INSERTED,
-    SAME,
-    AlignedDifference,
-    EditComparison,
-    aligned_difference,
-    check_edit,
-    compare_edit,
+from .corpus.corpus_stats import STATISTICS as CORPUS_STATISTICS
+from .corpus.head_estimate import HeadEstimate, head_estimate
+from .corpus.head_examples import DECILES, DISTANCE_EDGES, TOP_ROWS, HeadExamples, distance_bin_labels
+from .corpus.head_finder import FINDER_COLUMNS, NOMINAL, finder_table, head_finder_frame
+from .corpus.scores import corpus_scores
+from .heads.aggregates import (
+    AGGREGATES,
+    aggregate_dict,
+    aggregate_frame,
+    aggregate_trace,
+    cross_through_encoder,
+    max_over_heads,
+    rollout,
 )
-from .groups import group_head_label, group_mean, group_of, grouped, n_groups
-from .head_capture import (
+from .heads.alignment import accepted, alignment_scores, evaluate_alignment, gold_cells, summarize
+from .heads.detectors import INDUCTION_LENGTH, Detection, detect_heads, induction_scores, previous_token_scores
+from .heads.groups import group_head_label, group_mean, group_of, grouped, n_groups
+from .heads.head_capture import (
     BatchMask,
     CapturedDecode,
     batch_mask,
@@ -104,7 +93,7 @@ from .head_capture import (
     mask_matrix,
     trace_view,
 )
-from .head_computation import (
+from .heads.head_computation import (
     HeadComputation,
     HeadSelectionError,
     check_selection,
@@ -115,17 +104,74 @@ from .head_computation import (
     key_vectors,
     mean_contribution_map,
 )
-from .head_effects import attribute_in_chunks, checked_estimate, estimate_agreement, estimate_head_effects, sweep_heads
-from .head_estimate import HeadEstimate, head_estimate
-from .head_examples import DECILES, DISTANCE_EDGES, TOP_ROWS, HeadExamples, distance_bin_labels
-from .head_finder import FINDER_COLUMNS, NOMINAL, finder_table, head_finder_frame
-from .head_json import contributions_dict, internals_dict
-from .head_report import HeadReport, agreement_frames, average_agreement, average_drops, head_report, report_dict
-from .head_row import HeadRow, head_row
-from .head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
-from .heads import STATS_COLUMNS, head_stats, stats_frame
-from .layer_positions import model_positions, positions_summary, rotating_layers
-from .lens import (
+from .heads.head_json import contributions_dict, internals_dict
+from .heads.head_row import HeadRow, head_row
+from .heads.layer_positions import model_positions, positions_summary, rotating_layers
+from .heads.long_range import LENGTH, LongRange, long_range_dict, long_range_heads, retrieval_scores
+from .heads.masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
+from .heads.overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
+from .heads.patterns import PATTERNS, THRESHOLDS, WINDOW, label_of, pattern_scores, window_induction
+from .heads.statistics import STATS_COLUMNS, head_stats, stats_frame
+from .patching.ablation import (
+    Head,
+    HeadError,
+    Sweep,
+    ablated_decode,
+    all_heads,
+    comparison_frame,
+    head_mask,
+    output_ids,
+    parse_head,
+)
+from .patching.head_effects import (
+    attribute_in_chunks,
+    checked_estimate,
+    estimate_agreement,
+    estimate_head_effects,
+    sweep_heads,
+)
+from .patching.head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
+from .patching.patching_estimate import (
+    ESTIMATE_COLUMNS,
+    STEP_COLUMNS,
+    StepPatching,
+    estimate_patching,
+    preview_patching,
+    step_patching_estimate,
+)
+from .patching.patching_estimate import estimate_agreement as patching_agreement
+from .patching.patching_replay import find_site, patched_decode
+from .patching.patching_sites import (
+    ENCODER_OUTPUT,
+    HEAD_POSITIONS,
+    HEADS,
+    RESIDUAL_STREAM,
+    SITES,
+    PatchingResult,
+    Site,
+    patch_sites,
+    residual_site,
+    sites_of,
+)
+from .patching.runs import BARELY, PatchingSetup, metric_of, patched_metrics, prepare_patching
+from .source.attention_source import (
+    WHOLE_MAP_FEATURES,
+    WINDOW_TOKENS,
+    AttentionSource,
+    MapsNeeded,
+    MapsSource,
+    ScoreRow,
+    StoreSource,
+    attention_source,
+    refused_features,
+    whole_maps,
+)
+from .source.decode_cost import estimate_decode, free_memory, machine_rate
+from .source.pooling import STRIP_BINS, TILE_SIDE, bin_starts, pool_row, pool_tile
+from .source.streamed import LayerSummaries, summarise, summarise_layer
+from .why.composition import MODES as COMPOSITION_MODES
+from .why.composition import composition_scores, strongest
+from .why.lens import (
     LENS_TOP_K,
     MAX_LENS_TOP_K,
     LayerPrediction,
@@ -140,38 +186,10 @@ from .lens import (
     residuals_of,
     step_lens,
 )
-from .long_range import LENGTH, LongRange, long_range_dict, long_range_heads, retrieval_scores
-from .masked import SEGMENT_FILTERS, attention_change, mask_attribution, segment_filter
-from .overview import OVERVIEW_COLUMNS, SIGNED_STATISTICS, STATISTICS, available_statistics, head_overview_frame
-from .patching import BARELY, PatchingSetup, metric_of, patched_metrics, prepare_patching
-from .patching_estimate import (
-    ESTIMATE_COLUMNS,
-    STEP_COLUMNS,
-    StepPatching,
-    estimate_patching,
-    preview_patching,
-    step_patching_estimate,
-)
-from .patching_estimate import estimate_agreement as patching_agreement
-from .patching_replay import find_site, patched_decode
-from .patching_sites import (
-    ENCODER_OUTPUT,
-    HEAD_POSITIONS,
-    HEADS,
-    RESIDUAL_STREAM,
-    SITES,
-    PatchingResult,
-    Site,
-    patch_sites,
-    residual_site,
-    sites_of,
-)
-from .path_decode import DecodeParts, decode_parts
-from .patterns import PATTERNS, THRESHOLDS, WINDOW, label_of, pattern_scores, window_induction
-from .pooling import STRIP_BINS, TILE_SIDE, bin_starts, pool_row, pool_tile
-from .qk_attribution import QKTable, qk_attribution
-from .reliance import Reliance, StepReliance, rank_corpus, reliance, text_reliance, wasserstein_to_uniform
-from .residual_parts import (
+from .why.path_decode import DecodeParts, decode_parts
+from .why.qk_attribution import QKTable, qk_attribution
+from .why.reliance import Reliance, StepReliance, rank_corpus, reliance, text_reliance, wasserstein_to_uniform
+from .why.residual_parts import (
     BIAS,
     EMBED,
     POS,
@@ -183,7 +201,7 @@ from .residual_parts import (
     reading_parts,
     residual_parts,
 )
-from .routes import (
+from .why.routes import (
     RESIDUAL,
     Edge,
     Inflow,
@@ -195,12 +213,9 @@ from .routes import (
     route_dict,
     step_route,
 )
-from .routes import (
+from .why.routes import (
     THRESHOLD as ROUTE_THRESHOLD,
 )
-from .scores import corpus_scores
-from .streamed import LayerSummaries, summarise, summarise_layer
-from .token_alignment import TokenAlignment, align_tokens, identity_alignment
 
 __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSITION_MODES", "CORPUS_STATISTICS",
            "DECILES", "DELETED", "DISTANCE_EDGES", "EMBED", "ENCODER_OUTPUT", "ESTIMATE_COLUMNS", "FINDER_COLUMNS",

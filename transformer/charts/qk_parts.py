@@ -1,5 +1,5 @@
 """What made this score, drawn: a map whose cells can be clicked to ask it (QK_CELL), and one head's score at a
-(query, key) cell as a map of query part groups x key part groups (`transformer.analysis.qk_attribution`'s table
+(query, key) cell as a map of query part groups x key part groups (`transformer.analysis.why.qk_attribution`'s table
 summed per sublayer's heads), coloured by their share."""
 from __future__ import annotations
 

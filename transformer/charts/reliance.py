@@ -1,6 +1,6 @@
 """Source or prefix, drawn: the share of each decode step's update that came from the source (cross-attention)
 against the prefix (decoder self-attention), a detached step in red, the current step outlined
-(`transformer.analysis.reliance`)."""
+(`transformer.analysis.why.reliance`)."""
 from __future__ import annotations
 
 import altair as alt

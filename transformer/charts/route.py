@@ -1,6 +1,6 @@
 """The route of an output token, drawn: the residual stream's points (layer, position) of the encoder and decoder
 that a prediction drew on, as points, and the edges through heads, MLPs and the residual as rules weighted by
-importance (`transformer.analysis.routes`; Ferrando & Voita 2024); a click on an edge selects it (ROUTE_EDGE)."""
+importance (`transformer.analysis.why.routes`; Ferrando & Voita 2024); a click on an edge selects it (ROUTE_EDGE)."""
 from __future__ import annotations
 
 from typing import Any, Mapping

@@ -1,5 +1,5 @@
 """`decode --lens` and `decode --encoder-layer N`: what each decoder layer would predict at each step (the logit
-lens, `transformer.analysis.lens`), printed on stderr and written into the trace JSON's "lens" entry; and the
+lens, `transformer.analysis.why.lens`), printed on stderr and written into the trace JSON's "lens" entry; and the
 DecoderLens, the decoder reading an earlier encoder layer (docs/lens-and-beams.md)."""
 from __future__ import annotations
 

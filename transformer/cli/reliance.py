@@ -1,6 +1,6 @@
 """`python -m transformer reliance MODEL TEXT [--json]` and `--corpus FILE`: at each decode step of an encoder-decoder,
 how much of the update came from the source (cross-attention) and how much from the prefix (decoder self-attention);
-detached steps and omitted source tokens; over a corpus, the sentences ranked (`transformer.analysis.reliance`)."""
+detached steps and omitted source tokens; over a corpus, the sentences ranked (`transformer.analysis.why.reliance`)."""
 from __future__ import annotations
 
 import argparse

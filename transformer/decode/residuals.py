@@ -1,5 +1,5 @@
 """The decoder's residual stream recorded as a decode runs, one row per step, for the logit lens
-(`transformer.analysis.lens`): after the decode, any step's lens is a lookup and one output-head call.
+(`transformer.analysis.why.lens`): after the decode, any step's lens is a lookup and one output-head call.
 
 Why record during the decode rather than run one teacher-forced `insides` pass over the output afterwards: the
 recorded rows are exactly what the decode's own steps computed (cached keys and values, the same kernels), so the

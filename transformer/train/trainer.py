@@ -243,7 +243,7 @@ def evaluate_model(model: Network, task: Task, n: int = 500, batch_size: int = 2
         metrics.update(corpus_scores(outputs, [e.target for e in examples]))
     aligned = evaluate_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
     if aligned is None and isinstance(model, DecoderOnlyTransformer):  # no cross-attention: the rows that predict
-        from ..analysis.pair_alignment import prefix_alignment  # each target token, read against the source
+        from ..analysis.heads.pair_alignment import prefix_alignment  # each target token, read against the source
 
         aligned = prefix_alignment(model, examples, task.src_tokenizer, task.tgt_tokenizer, batch_size)
     if aligned is not None:
@@ -285,7 +285,7 @@ def evaluate_masked(model: EncoderOnlyTransformer, task: Task, n: int = 500, bat
                       "output": " ".join(tok.id_to_token(g) for g in guess)})
     metrics: dict[str, Any] = {"n": len(examples), "loss": loss, "token_accuracy": accuracy,
                                "masked_accuracy": accuracy, "exact_match": whole, "examples": shown}
-    from ..analysis.pair_alignment import masked_pair_alignment
+    from ..analysis.heads.pair_alignment import masked_pair_alignment
 
     aligned = masked_pair_alignment(model, examples, [e.alignment for e in task.valid[:n]], batch_size)
     if aligned is not None:  # how often a masked token's best head reads its counterpart in the other sentence

@@ -25,7 +25,7 @@ from transformer.analysis import (
 from transformer.model import AttentionStore, ScoreRules, layer_store, value_norms
 
 ATOL = 1e-6
-SOURCE_MODULE = importlib.import_module("transformer.analysis.attention_source")  # its limit, patched
+SOURCE_MODULE = importlib.import_module("transformer.analysis.source.attention_source")  # its limit, patched
 
 
 def _store(rules: ScoreRules, n: int = 70, layers: int = 2) -> AttentionStore:

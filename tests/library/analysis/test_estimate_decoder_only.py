@@ -9,7 +9,7 @@ import torch
 from tests.helpers import ROOT
 from tests.helpers.hf_causal_models import build
 from transformer.analysis import estimate_head_effects, output_ids
-from transformer.analysis.ablation import output_log_prob, teacher_inputs
+from transformer.analysis.patching.ablation import output_log_prob, teacher_inputs
 from transformer.decode import greedy_decode
 from transformer.store import open_model
 

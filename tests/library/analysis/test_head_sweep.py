@@ -20,8 +20,8 @@ from transformer.analysis import (
     output_ids,
     sweep_heads,
 )
-from transformer.analysis.ablation import output_log_prob, teacher_inputs
-from transformer.analysis.head_sweep import masked_log_probs
+from transformer.analysis.patching.ablation import output_log_prob, teacher_inputs
+from transformer.analysis.patching.head_sweep import masked_log_probs
 from transformer.decode import greedy_decode
 
 TEXT = "the dog sees a red house near the tree"

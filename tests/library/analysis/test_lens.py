@@ -1,4 +1,4 @@
-"""The logit lens (`transformer.analysis.lens`) per family: the last layer's lens is the decode's own distribution,
+"""The logit lens (`transformer.analysis.why.lens`) per family: the last layer's lens is the decode's own distribution,
 every layer's lens is that layer's residual through the model's output function in a teacher-forced pass, and the
 DecoderLens (the decoder reading an earlier encoder layer) reads the encoder output itself at the last layer."""
 from __future__ import annotations

@@ -16,9 +16,9 @@ from tests.helpers.hf_tiny_models import build as build_seq2seq
 from tests.helpers.tiny_models import tiny_reverse_model
 from transformer.adapters import adapter_for
 from transformer.analysis import long_range_dict, long_range_heads, retrieval_scores
-from transformer.analysis.causal_rows import causal_rows
-from transformer.analysis.detectors import _causal_setup
-from transformer.analysis.long_range import _causal_patterns, _draw, _pool
+from transformer.analysis.heads.detectors import _causal_setup
+from transformer.analysis.heads.long_range import _causal_patterns, _draw, _pool
+from transformer.analysis.source.causal_rows import causal_rows
 from transformer.data import build_char_tokenizer
 from transformer.store import open_model
 
@@ -50,7 +50,7 @@ def adapter(request, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
-    monkeypatch.setattr("transformer.analysis.causal_rows.CHUNK_BYTES", 1)  # 64 tokens a chunk
+    monkeypatch.setattr("transformer.analysis.source.causal_rows.CHUNK_BYTES", 1)  # 64 tokens a chunk
 
 
 def _inputs(adapter, n: int):

@@ -14,7 +14,7 @@ from transformer.decode import greedy_decode
 from transformer.store import open_model
 
 ATOL = 1e-6
-ROWS = importlib.import_module("transformer.analysis.causal_rows")  # its block size, patched
+ROWS = importlib.import_module("transformer.analysis.source.causal_rows")  # its block size, patched
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from tests.helpers.hf_tiny_models import FAMILIES, build
 from tests.helpers.tiny_models import tiny_reverse_model
 from transformer.adapters import HFSeq2Seq, adapter_for
 from transformer.analysis import capture_decode, rank_corpus, reliance, wasserstein_to_uniform
-from transformer.analysis.reliance import detached_steps, omitted_tokens
+from transformer.analysis.why.reliance import detached_steps, omitted_tokens
 from transformer.decode import InputError, greedy_decode
 from transformer.model import AttentionMaps
 

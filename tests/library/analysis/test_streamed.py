@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer.analysis.streamed import summarise, summarise_layer
+from transformer.analysis.source.streamed import summarise, summarise_layer
 from transformer.model import AttentionStore, ScoreRules, layer_store
 
 

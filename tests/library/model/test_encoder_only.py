@@ -198,8 +198,8 @@ def test_what_the_heads_attend_to_across_the_pair_is_read_from_the_models_own_ma
     """The `alignment` that eval reports for the one-stack architectures equals the hits counted by hand on each
     example's own forward: a masked token's best key in the other sentence (encoder-only), the row that predicts a
     target token's best source key (decoder-only)."""
-    from transformer.analysis.alignment import accepted
-    from transformer.analysis.pair_alignment import masked_pair_alignment, prefix_alignment
+    from transformer.analysis.heads.alignment import accepted
+    from transformer.analysis.heads.pair_alignment import masked_pair_alignment, prefix_alignment
 
     ckpt = load_checkpoint(SHIPPED, load_optimizer=False)
     task = task_for_checkpoint(ckpt)

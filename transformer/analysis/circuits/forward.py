@@ -22,8 +22,8 @@ import torch
 from torch import Tensor, nn
 
 from ...adapters import MLP, InspectableModel, ResidualPathError
-from ..qk_attribution import _rotate
-from ..residual_parts import PathCapture, capture_path
+from ..why.qk_attribution import _rotate
+from ..why.residual_parts import PathCapture, capture_path
 from .frozen import FrozenNorm, frozen_at, frozen_norm, watching, whole_mlp
 from .graph import LOGITS, CircuitGraph, Sublayer, build_graph
 

@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 
 from torch import Tensor, nn
 
-from ..residual_parts import FrozenNorm, PathCapture, frozen_at
+from ..why.residual_parts import FrozenNorm, PathCapture, frozen_at
 
 
 def frozen_norm(cap: PathCapture, norm: nn.Module) -> FrozenNorm:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...adapters import MLP, ResidualPath
 from ...model import Head
-from ..residual_parts import mlp_label
+from ..why.residual_parts import mlp_label
 
 LOGITS = "logits"
 Q, K, V = "q", "k", "v"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...adapters import InspectableModel
 from ...model import Head
-from ..detectors import Detection, detect_heads
+from ..heads.detectors import Detection, detect_heads
 
 PREVIOUS_TOKEN, INDUCTION = "previous-token", "induction"
 

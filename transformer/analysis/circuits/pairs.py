@@ -21,7 +21,7 @@ from ...adapters import InspectableModel
 from ...data.induction import INDUCTION_ALPHABET, draw_repeat
 from ...data.recall import RECALL_MIN_LEN, draw_recall
 from ...decode import InputError
-from ..token_alignment import align_tokens
+from ..compare.token_alignment import align_tokens
 from .target import Pair, pair_from_ids, pair_from_text
 
 NAMES = ("Mary", "John", "Alice", "Bob", "Tom", "Anna", "James", "Sarah", "David", "Emma", "Paul", "Kate")

@@ -20,8 +20,8 @@ from torch import Tensor
 
 from ...adapters import InspectableModel, ResidualPathError, ban
 from ...decode import InputError, read_source
-from ..patching import _token_id, prepare_patching
-from ..token_alignment import align_tokens
+from ..compare.token_alignment import align_tokens
+from ..patching.runs import _token_id, prepare_patching
 from .forward import Plan, graph_forward, make_plan
 
 LOGIT_DIFF, LOGPROB, KL = "logit-diff", "logprob", "kl"
