@@ -1,5 +1,6 @@
 """Feature views, one module per feature (ablation, alignment, animation, attribution, beam tree, corpus
-statistics, inside one head, logit lens, line view, patching, sampling): each imports the kit and the library,
+statistics, inside one head, logit lens, line view, patching, sampling; at a document's length the map's overview
+and zoom, the grouped row, model B's row and the patching estimate at a step): each imports the kit and the library,
 never another feature and never a page's assembly."""
 from .ablation import (
     ablated_run,
