@@ -139,6 +139,7 @@ def open_document(browser: Any, url: str, text: str, doc: Path, upload: bool) ->
     page.goto(url)
     name = "decode" if "/decode" in url else "attention"  # the page's own input: its box and its file
     if upload:
+        page.locator(f".st-key-{name}_text_upload button").first.click()  # the popover beside the box
         page.locator(f".st-key-{name}_text_file input[type=file]").set_input_files(str(doc))
     else:
         box = page.locator(f".st-key-{name}_text textarea")

@@ -72,7 +72,8 @@ def _read_upload(upload_key: str, key: str) -> None:
 
 def page_text(where: Any, active: ActiveModel, page: str) -> str:
     """The page's text box (`where`: its column): one line for most models; for a model that reads documents a
-    multi-line box up to its own context and a text file beside it, both filling the page's one input."""
+    multi-line box up to its own context and a text file under it (in a popover: one short row), both filling the
+    page's one input."""
     key, label = LINK_PARAMS[page]["text"], active.family.input_role.capitalize()
     st.session_state.pop(DOC_STATE_KEY, None)  # in the link only while a document's decode is shown
     if not reads_documents(active):
@@ -85,8 +86,9 @@ def page_text(where: Any, active: ActiveModel, page: str) -> str:
                                  f"context), line breaks kept. Past {STORE_ABOVE:,} tokens the input is a document: "
                                  "decoded with the attention store (no n × n map), after an estimate.")
     upload_key = f"{page}_text_file"
-    where.file_uploader("Or a text file (UTF-8 or .gz)", key=upload_key, on_change=_read_upload,
-                        args=(upload_key, key))
+    with where.popover("Text file", icon=":material/upload_file:", type="tertiary", key=f"{page}_text_upload",
+                       help="A text file (UTF-8 or .gz) read into the box, line breaks kept"):  # one short row
+        st.file_uploader("Text file (UTF-8 or .gz)", key=upload_key, on_change=_read_upload, args=(upload_key, key))
     error = st.session_state.pop(UPLOADED_KEY + "_error", None)
     if error:
         where.error(error, icon=":material/description:")
