@@ -118,12 +118,12 @@ def show_circuit(active: ActiveModel, run: CircuitRun) -> None:
                f"{len(result.edges):,} edges in {result.seconds:.1f} s · the smallest circuit that {state} 0.8: "
                f"**{f.n}** edges · area {f.area:.3f}")
     n = _n(result)
+    event = show_chart(circuit_chart(result, n), key=f"{KEY}_graph", on_select="rerun",
+                       selection_mode=[CIRCUIT_NODE], width="content")  # a row of its own: a 1280-px page holds it
     left, right = st.columns([3, 2])
     with left:
-        event = show_chart(circuit_chart(result, n), key=f"{KEY}_graph", on_select="rerun",
-                           selection_mode=[CIRCUIT_NODE], width="content")
-    with right:
         show_chart(faithfulness_chart(result, n), key=f"{KEY}_curve", width="content")
+    with right:
         st.metric("Share of A − B this circuit keeps", f"{_kept(run, n):.3f}")
     _node(event)
     _edge(active, run, n)
