@@ -42,6 +42,29 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that need SAELens's own venv run last: on a fresh machine it builds meanwhile (tests/helpers/
+    saelens_venv.py), and no worker waits on it (a stable sort: the rest keep their order)."""
+    items.sort(key=lambda item: "saelens_python" in getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start building SAELens's venv in the background once a session has collected a test that needs it."""
+    if any("saelens_python" in getattr(item, "fixturenames", ()) for item in session.items):
+        from tests.helpers.saelens_venv import start_building
+        start_building()
+
+
+@pytest.fixture(scope="session")
+def saelens_python() -> Path:
+    """The interpreter of SAELens's own venv (tests/helpers/saelens_venv.py); skips with pip's line without one."""
+    from tests.helpers.saelens_venv import NotInstalled, saelens_python
+    try:
+        return saelens_python()
+    except NotInstalled as failed:
+        pytest.skip(f"sae-lens could not be installed apart (no package registry?): {failed}")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def components_scanned_once() -> Iterator[None]:
     """Streamlit scans the metadata of every installed distribution for its components at the first run of each new

@@ -1,13 +1,16 @@
 """In a real browser at 1400x1000 (the window a newcomer first tried): every chart fits its column, the per-head
 statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
-text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons."""
+text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons.
+One server (`layout_app`) and one Chromium (`shared_browser`) for the module: each page opens in a fresh context (its
+own session), and the walk over every page is one case per page, so the workers share it out."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import pytest
+
 from studio_browser import (
     charts_condition,
-    launch_chromium,
     new_page,
     page_errors,
     running_app,
@@ -54,6 +57,23 @@ LAYOUT_JS = r"""() => {
   return out;
 }"""
 
+QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)  # Qwen2-0.5B's heads, tiny width
+
+
+@pytest.fixture(scope="module")
+def layout_app(tmp_path_factory):
+    """The app on the shipped checkpoints (default Multi30k) and two Hugging Face models: bart-large's heads and
+    Qwen2-0.5B's (14 a layer); every page below names its model in its link."""
+    from tests.helpers.hf_causal_models import build as build_causal
+    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
+
+    hf = tmp_path_factory.mktemp("hf")
+    build("bart", hf / "bart-large-heads", size=BART_LARGE_HEADS)
+    build_causal("qwen2", hf / "qwen2-14-heads", size=QWEN2_14)
+    with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), default="multi30k-en-de",
+                     extra_env={"ATTENTION_STUDIO_HF_MODELS": str(hf)}, start_timeout=180) as app:
+        yield app
+
 
 def _visible_pngs_on_hover(page) -> list[int]:
     """For each chart: how many visible controls named PNG its own element shows while the pointer is over it."""
@@ -71,29 +91,21 @@ def _visible_pngs_on_hover(page) -> list[int]:
     return counts
 
 
-def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    with running_app(shipped_checkpoints(), tmp_path / "runs", default="toy-en-de") as server, \
-            sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            for path, params, drawn in PAGES:
-                page = new_page(browser)  # new_page sets the 1400x1000 viewport
-                page.goto(f"{server.url}/{path}?{urlencode({'model': 'shipped:toy-en-de', **params})}")
-                wait_for(page, drawn, 90_000)
-                wait_idle(page)
-                layout = page.evaluate(LAYOUT_JS)
-                assert layout["wider"] == [], f"/{path}: charts wider than their column: {layout['wider']}"
-                assert layout["overprinted"] == [], f"/{path}: overprinted axis labels in {layout['overprinted']}"
-                assert layout["cut"] == [], f"/{path}: texts cut short: {layout['cut']}"
-                if path == "attention":  # its one table here: the per-head statistics
-                    assert len(layout["tables"]) == 1 and layout["tables"][0][0] <= layout["tables"][0][1], layout
-                assert set(_visible_pngs_on_hover(page)) <= {0}, f"/{path}: a chart toolbar offers a PNG"
-                assert page_errors(page) == []
-                page.context.close()
-        finally:
-            browser.close()
+def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(layout_app, shared_browser):
+    for path, params, drawn in PAGES:
+        page = new_page(shared_browser)  # new_page sets the 1400x1000 viewport
+        page.goto(f"{layout_app.url}/{path}?{urlencode({'model': 'shipped:toy-en-de', **params})}")
+        wait_for(page, drawn, 90_000)
+        wait_idle(page)
+        layout = page.evaluate(LAYOUT_JS)
+        assert layout["wider"] == [], f"/{path}: charts wider than their column: {layout['wider']}"
+        assert layout["overprinted"] == [], f"/{path}: overprinted axis labels in {layout['overprinted']}"
+        assert layout["cut"] == [], f"/{path}: texts cut short: {layout['cut']}"
+        if path == "attention":  # its one table here: the per-head statistics
+            assert len(layout["tables"]) == 1 and layout["tables"][0][0] <= layout["tables"][0][1], layout
+        assert set(_visible_pngs_on_hover(page)) <= {0}, f"/{path}: a chart toolbar offers a PNG"
+        assert page_errors(page) == []
+        page.context.close()
 
 
 # per chart: its name, how far its drawing reaches past its room (its column, else the page's main block) and whether
@@ -110,46 +122,38 @@ FIT_JS = r"""() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"
 GAP_PX = 48  # a chart in a column may reach into the gap beside it, not over its neighbour
 
 
-def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(tmp_path):
+def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(layout_app, shared_browser):
     """About 130 source tokens on the shipped Multi30k model: the maps show a window of keys across the page (Home's
     its first keys), token strips wrap within it, and what is still wider (a head grid, Compare's difference map)
     scrolls inside its own box."""
-    from playwright.sync_api import sync_playwright
-
     text = " ".join(["Two young children in blue shirts are playing soccer on a green field near the old church."] * 6)
     views = [("", {}, charts_condition("", 1), False),  # Home: the map's first keys, said in its title
              ("decode", {}, charts_condition(r"step 1\b", 3, heading="Step 1 of"), True),
              ("attention", {}, charts_condition("Cross-attention · layer", 1), True),
              # (its difference map of ~2,400 cells draws on canvas: no text to wait for, so any two charts drawn)
              ("compare", {"compare": "shipped:multi30k-en-de"}, charts_condition("", 2), True)]
-    with running_app(shipped_checkpoints(), tmp_path / "runs") as server, sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            for path, params, drawn, windowed in views:
-                page = new_page(browser)
-                page.set_viewport_size({"width": 1280, "height": 800})
-                query = urlencode({"model": "shipped:multi30k-en-de", "text": text, **params})
-                page.goto(f"{server.url}/{path}?{query}")
-                wait_for(page, drawn, 90_000)
-                wait_idle(page)
-                assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
-                if windowed:
-                    assert page.get_by_text("Keys shown (of").count() >= 1, f"/{path}: no window of keys"
-                for name, past, in_column, scrolls in page.evaluate(FIT_JS):
-                    if in_column:
-                        assert past <= GAP_PX, f"/{path}: {name!r} reaches {past} px past its column"
-                    else:
-                        assert past <= 1 or scrolls, f"/{path}: {name!r} is cut {past} px past the page"
-                assert page_errors(page) == []
-                page.context.close()
-        finally:
-            browser.close()
+    for path, params, drawn, windowed in views:
+        page = new_page(shared_browser)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        query = urlencode({"model": "shipped:multi30k-en-de", "text": text, **params})
+        page.goto(f"{layout_app.url}/{path}?{query}")
+        wait_for(page, drawn, 90_000)
+        wait_idle(page)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+        if windowed:
+            assert page.get_by_text("Keys shown (of").count() >= 1, f"/{path}: no window of keys"
+        for name, past, in_column, scrolls in page.evaluate(FIT_JS):
+            if in_column:
+                assert past <= GAP_PX, f"/{path}: {name!r} reaches {past} px past its column"
+            else:
+                assert past <= 1 or scrolls, f"/{path}: {name!r} is cut {past} px past the page"
+        assert page_errors(page) == []
+        page.context.close()
 
 
 # The layout check (tests/e2e/layout_check.py) on every page with every expander open (the logit lens, Inside this
 # head, the patching maps and the ablation sweep among them): at a projector's 1280x720, in presenter mode at
-# 1920x1080, on the shipped default model and on a model of bart-large's shape. One browser, one server, the pages in
-# sequence.
+# 1920x1080, on the shipped default model and on a model of bart-large's shape. One case per page and walk.
 LEARN_STAGES = [f"learn?stage={i}" for i in range(1, 10)]
 OPENED = ["decode?enc_layer=1",  # the logit lens open (reading encoder layer 1)
           "attention?query=3",  # Inside this head, at query 3
@@ -196,39 +200,31 @@ def _open_checked(browser, url: str, size: tuple[int, int], started: list[tuple[
     return found
 
 
-def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(tmp_path):
-    from playwright.sync_api import sync_playwright
+WALK_CASES = [pytest.param(model, size, present, path,
+                           id=f"{model.split(':')[1]}-{size[0]}x{size[1]}{'-presenting' if present else ''}-/{path}")
+              for model, size, present, pages in WALKS for path in pages]
 
-    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 
-    build("bart", tmp_path / "hf" / "bart-large-heads", size=BART_LARGE_HEADS)
-    env = {"ATTENTION_STUDIO_HF_MODELS": str(tmp_path / "hf")}
-    problems = []
-    with running_app(shipped_checkpoints(), tmp_path / "runs", default="multi30k-en-de", extra_env=env) as server, \
-            sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            for model, size, present, pages in WALKS:
-                for path in pages:
-                    query = {"model": model, **({"text": TEXT} if path.split("?")[0] in INPUT_PAGES else {}),
-                             **({"present": "1"} if present else {})}
-                    url = f"{server.url}/{path}{'&' if '?' in path else '?'}{urlencode(query)}"
-                    started = STARTED.get(path, []) if (model, size) == WALKS[0][:2] else []
-                    found = _open_checked(browser, url, size, started)
-                    where = f"/{path} {model} {size[0]}x{size[1]}{' presenting' if present else ''}"
-                    problems += [f"{where}: {what}: {found[what][:4]}" for what in found if found[what]]
-        finally:
-            browser.close()
+@pytest.mark.parametrize(("model", "size", "present", "path"), WALK_CASES)
+def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(layout_app, shared_browser, model, size,
+                                                                          present, path):
+    query = {"model": model, **({"text": TEXT} if path.split("?")[0] in INPUT_PAGES else {}),
+             **({"present": "1"} if present else {})}
+    url = f"{layout_app.url}/{path}{'&' if '?' in path else '?'}{urlencode(query)}"
+    started = STARTED.get(path, []) if (model, size) == WALKS[0][:2] else []
+    found = _open_checked(shared_browser, url, size, started)
+    problems = [f"{what}: {found[what][:4]}" for what in found if found[what]]
     assert problems == [], "\n".join(problems)
 
 
 # A model of Qwen2-0.5B's heads (14 a layer, 4 layers, a tiny width) under a long document at 1280x720: the document
 # typed into Decode's own box and decoded, then Decode's and Attention's views of it (the overview, the zoom, the
-# row's views) within the page, nothing overlapping; then presenter
-# mode at 1280x720 on the shipped model with ~40 target tokens: each page's map within its column and the screen.
-QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)
+# row's views) within the page, nothing overlapping; then presenter mode at 1280x720 on the shipped model with ~40
+# target tokens: each page's map within its column and the screen.
 LONG_TEXT = ("Two young children in blue shirts and a man in a red hat are playing soccer on a green field near the "
              "old church while their parents and a small brown dog watch them from a wooden bench.")
+
+
 def _layout_found(page) -> dict:
     from tests.e2e.layout_check import LAYOUT_CHECK_JS
 
@@ -238,49 +234,39 @@ def _layout_found(page) -> dict:
     return {what: boxes for what, boxes in page.evaluate(LAYOUT_CHECK_JS).items() if boxes}
 
 
-def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(tmp_path):
+def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(layout_app, shared_browser):
     import re
 
-    from playwright.sync_api import sync_playwright
-
     from tests.e2e.test_e2e_presenter import FIRST_SCREEN_JS
-    from tests.helpers.hf_causal_models import build, lines
+    from tests.helpers.hf_causal_models import lines
 
-    build("qwen2", tmp_path / "hf" / "qwen2-14-heads", size=QWEN2_14)
-    env = {"ATTENTION_STUDIO_HF_MODELS": str(tmp_path / "hf")}
-    with running_app(shipped_checkpoints(), tmp_path / "runs", default="multi30k-en-de", extra_env=env) as server, \
-            sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            page = new_page(browser)
-            page.set_viewport_size({"width": 1280, "height": 720})
-            page.set_default_timeout(180_000)
-            page.goto(f"{server.url}/decode?model=hf:qwen2-14-heads")
-            box = page.locator(".st-key-decode_text textarea")  # the page's own box: a document
-            box.fill("\n".join(lines(30)))
-            box.press("Control+Enter")
-            page.locator(".st-key-document_job_run button").click()
-            page.get_by_text(re.compile(r"^Layer \d+'s heads over all")).wait_for()
-            page.wait_for_url(re.compile(r"[?&]zoom="))
-            page.get_by_text(re.compile(r"^Top contributions of row")).first.wait_for(state="attached")
-            assert _layout_found(page) == {}, "Decode under a document"
-            page.goto(page.url.replace("/decode?", "/attention?"))  # the document's link: decode and pass kept
-            page.locator(".st-key-map_overview :is(svg.marks, canvas)").first.wait_for(state="attached")
-            page.get_by_text(re.compile(r"^Top contributions of row")).first.wait_for(state="attached")
-            assert _layout_found(page) == {}, "Attention under a document"
-            assert page_errors(page) == []
-            page.context.close()
-            for path in ("decode", "attention"):
-                page = new_page(browser)
-                page.set_viewport_size({"width": 1280, "height": 720})
-                query = urlencode({"model": "shipped:multi30k-en-de", "text": LONG_TEXT, "present": "1"})
-                page.goto(f"{server.url}/{path}?{query}")
-                page.locator('[data-testid="stVegaLiteChart"] :is(svg.marks, canvas)').first.wait_for(timeout=120_000)
-                found = _layout_found(page)
-                assert found == {}, f"/{path} presenting at 1280x720: {found}"
-                [box] = page.evaluate(FIRST_SCREEN_JS, ["rows up to step" if path == "decode" else None])["boxes"]
-                assert box is not None and 0 <= box[0] and box[2] <= 1280 and box[3] <= 720, f"/{path}: the map {box}"
-                assert page_errors(page) == []
-                page.context.close()
-        finally:
-            browser.close()
+    page = new_page(shared_browser)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.set_default_timeout(180_000)
+    page.goto(f"{layout_app.url}/decode?model=hf:qwen2-14-heads")
+    box = page.locator(".st-key-decode_text textarea")  # the page's own box: a document
+    box.fill("\n".join(lines(30)))
+    box.press("Control+Enter")
+    page.locator(".st-key-document_job_run button").click()
+    page.get_by_text(re.compile(r"^Layer \d+'s heads over all")).wait_for()
+    page.wait_for_url(re.compile(r"[?&]zoom="))
+    page.get_by_text(re.compile(r"^Top contributions of row")).first.wait_for(state="attached")
+    assert _layout_found(page) == {}, "Decode under a document"
+    page.goto(page.url.replace("/decode?", "/attention?"))  # the document's link: decode and pass kept
+    page.locator(".st-key-map_overview :is(svg.marks, canvas)").first.wait_for(state="attached")
+    page.get_by_text(re.compile(r"^Top contributions of row")).first.wait_for(state="attached")
+    assert _layout_found(page) == {}, "Attention under a document"
+    assert page_errors(page) == []
+    page.context.close()
+    for path in ("decode", "attention"):
+        page = new_page(shared_browser)
+        page.set_viewport_size({"width": 1280, "height": 720})
+        query = urlencode({"model": "shipped:multi30k-en-de", "text": LONG_TEXT, "present": "1"})
+        page.goto(f"{layout_app.url}/{path}?{query}")
+        page.locator('[data-testid="stVegaLiteChart"] :is(svg.marks, canvas)').first.wait_for(timeout=120_000)
+        found = _layout_found(page)
+        assert found == {}, f"/{path} presenting at 1280x720: {found}"
+        [box] = page.evaluate(FIRST_SCREEN_JS, ["rows up to step" if path == "decode" else None])["boxes"]
+        assert box is not None and 0 <= box[0] and box[2] <= 1280 and box[3] <= 720, f"/{path}: the map {box}"
+        assert page_errors(page) == []
+        page.context.close()

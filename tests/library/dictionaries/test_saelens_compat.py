@@ -2,29 +2,21 @@
 written here loads in SAELens with the same encoder output and reconstruction (ReLU, top-k, JumpReLU, an attention
 site's hook_z), and a folder SAELens wrote loads here with the same encoder output.
 
-sae-lens pins transformer-lens, wandb, datasets and more, so it is not one of the project's requirements: the test
-builds a virtual environment of its own once (under ~/.cache/attention-studio/, or $STUDIO_SAELENS_VENV) that sees
-the project's packages through a .pth file and installs sae-lens beside them with torch and transformers constrained
-to the project's own versions, so the comparison runs on the same torch. Where no package registry answers, it
-skips with one line."""
+sae-lens pins transformer-lens, wandb, datasets and more, so it is not one of the project's requirements: it runs in a
+virtual environment of its own (tests/helpers/saelens_venv.py: built once per machine, in the background from the
+moment a session collects these tests, which run last). Where no package registry answers, they skip with one
+line."""
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
-import sysconfig
-import tempfile
 from pathlib import Path
 
 import pytest
 import torch
-import transformers
 from safetensors.torch import load_file, save_file
 
 from tests.helpers.dictionaries import random_dictionary
 from transformer.dictionaries import (
-    SAELENS_VERSION,
     Dictionary,
     Site,
     TrainSettings,
@@ -33,10 +25,8 @@ from transformer.dictionaries import (
 )
 from transformer.dictionaries import train_dictionary as train
 
-pytestmark = pytest.mark.slow  # builds a virtual environment once (a minute), then runs SAELens in it
+pytestmark = pytest.mark.slow  # runs SAELens in its own virtual environment (built once per machine)
 
-VENV = Path(os.environ.get("STUDIO_SAELENS_VENV", Path.home() / ".cache" / "attention-studio" /
-                           f"sae-lens-{SAELENS_VERSION}"))
 SCRIPT = """
 import sys, torch
 from safetensors.torch import load_file, save_file
@@ -61,52 +51,13 @@ for folder in sys.argv[2:]:
 KINDS = ("relu", "topk", "jumprelu", "hook_z", "trained")
 
 
-def _see_this_project(venv: Path) -> None:
-    """Point the venv's .pth at this interpreter's packages: the venv that built it may be gone or another clone's."""
-    for pth in venv.glob("lib/python*/site-packages/attention_studio.pth"):
-        here = sysconfig.get_paths()["purelib"] + "\n"
-        if pth.read_text() != here:
-            fresh = pth.with_name(f".{pth.name}.{os.getpid()}")
-            fresh.write_text(here)
-            os.replace(fresh, pth)
-
-
-def _saelens_python() -> Path:
-    python = VENV / "bin" / "python"
-    if (VENV / ".installed").is_file():
-        _see_this_project(VENV)
-        return python
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{VENV.name}-", dir=VENV.parent))
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(build)], check=True, capture_output=True, timeout=300)
-        site = subprocess.run([str(build / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                               "['purelib'])"], check=True, capture_output=True, text=True).stdout.strip()
-        Path(site, "attention_studio.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-        pins = build / "constraints.txt"
-        pins.write_text(f"torch=={torch.__version__}\ntransformers=={transformers.__version__}\n")
-        done = subprocess.run([str(build / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                               "--disable-pip-version-check", f"sae-lens=={SAELENS_VERSION}", "transformer-lens<4",
-                               "-c", str(pins)], capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            pytest.skip(f"sae-lens {SAELENS_VERSION} could not be installed apart (no package registry?): {last}")
-        (build / ".installed").write_text("")
-        if not (VENV / ".installed").is_file():
-            shutil.rmtree(VENV, ignore_errors=True)
-            os.rename(build, VENV)  # venvs keep absolute paths in their scripts: `python -m pip` still works
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-    return python
-
-
 def _trained(site: Site) -> Dictionary:
     data = torch.randn(600, 16) @ torch.randn(16, 16)
     return train(data, site, TrainSettings(24, k=3, steps=30, batch_size=128))[0]
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> Path:
+def folders(tmp_path_factory, saelens_python: Path) -> Path:
     """One folder per kind written here with its input, and one SAELens wrote; SAELens run once over them all."""
     root = tmp_path_factory.mktemp("saelens")
     for kind in KINDS:
@@ -115,7 +66,7 @@ def folders(tmp_path_factory) -> Path:
                                                                         "relu" if kind == "hook_z" else kind)
         save_dictionary(d, root / kind)
         save_file({"x": torch.randn(3, 5, 16)}, str(root / kind / "x.safetensors"))
-    done = subprocess.run([str(_saelens_python()), "-c", SCRIPT, str(root / "written"),
+    done = subprocess.run([str(saelens_python), "-c", SCRIPT, str(root / "written"),
                            *(str(root / kind) for kind in KINDS)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return root
