@@ -2,21 +2,17 @@
 through the attention source: any length, the row alone recomputed (a document's store holds no n × n map)."""
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from transformer.analysis import attention_source
 from transformer.charts import group_bars_chart
-from transformer.decode import GROUPINGS, group_sums, segment_groups, segment_labels
+from transformer.decode import group_sums, segment_groups, segment_labels
 from ui.server import shared_cache, text_hash
 
-from ..kit import Selection, show_chart
+from ..kit import GROUP_NAMES, Selection, show_chart
 
 TOP_GROUPS = 12  # groups named in a grouped row's bars
 CHART_PX = 600
-GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
-               "line": "lines", "turn": "chat turns"}
 
 
 def _groups(sel: Selection, labels: list[str], by: str) -> tuple[list[list[int]], list[str]]:
@@ -29,14 +25,11 @@ def _groups(sel: Selection, labels: list[str], by: str) -> tuple[list[list[int]]
 
 
 def show_grouped_row(sel: Selection) -> None:
-    """The picked row's weights summed over each group of tokens (the picked grouping), the heaviest groups named."""
+    """The picked row's weights summed over each group of tokens (the page's grouping), the heaviest groups named."""
     trace = sel.result.trace
     source, labels = attention_source(trace), list(trace.decoder_input_tokens)
     query = sel.row if sel.row is not None else source.shape("self")[2] - 1
-    picked: Any = st.selectbox("Group tokens into", list(GROUPINGS), key=sel.param_key("group"),
-                               format_func=lambda g: GROUP_NAMES.get(g, g),
-                               help="Each group's weight is the sum of its tokens' weights (the row still sums to 1).")
-    by = str(picked or "token")
+    by = sel.group
     if by == "token":
         return
     groups, names = _groups(sel, labels, by)

@@ -68,7 +68,7 @@ def show_model_b_row(sel: Selection) -> None:
     used where the two models' tokens differ)."""
     active, result, layer = sel.model, sel.result, sel.layer
     head = sel.head if sel.head is not None else 0
-    by = str(st.session_state.get(sel.param_key("group")) or "token")
+    by = sel.group
     st.markdown("**Compare two models' rows at a decode step**")
     b = _model_b(active, sel.key("model_b"))
     if b is None:

@@ -16,6 +16,7 @@ from .background import (
 )
 from .chart_cache import cached_chart
 from .document_text import (
+    GROUP_NAMES,
     document_selection,
     document_tokens,
     holds_maps,
@@ -119,5 +120,5 @@ __all__ += ["HEAD_PAGE", "head_link_params", "head_page_link", "keep_snapshot_cu
             "open_head_page"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
 __all__ += ["current_job", "show_job_progress"]
-__all__ += ["document_selection", "document_tokens", "holds_maps", "page_text", "reads_documents",
+__all__ += ["GROUP_NAMES", "document_selection", "document_tokens", "holds_maps", "page_text", "reads_documents",
             "show_window_offer", "window_text"]

@@ -13,6 +13,7 @@ import streamlit as st
 from transformer.analysis import WINDOW_TOKENS, attention_source, estimate_decode, free_memory, refused_features
 from transformer.data import DataError, text_from_bytes
 from transformer.decode import (
+    GROUPINGS,
     MAX_INPUT_CHARS,
     STORE_ABOVE,
     DecodeResult,
@@ -34,6 +35,8 @@ STEPS_KEY = LINK_PARAMS["decode"]["dsteps"]  # the document's decode steps, in i
 JOB_KEY, LINK_READ_KEY = "document_job", "document_link_read"
 UPLOADED_KEY = "document_uploaded"  # the upload last read into the box (read once)
 BOX_PX = 68  # the box's height: two lines, so the page's first screen keeps its map
+GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
+               "line": "lines", "turn": "chat turns"}
 
 
 def reads_documents(active: ActiveModel) -> bool:
@@ -141,8 +144,8 @@ def _decode(active: ActiveModel, text: str, n: int) -> DecodeResult | None:
 
 
 def document_selection(page: str, active: ActiveModel, text: str, n: int) -> Selection | None:
-    """A document's decode (a background job) and the page's pickers for it (layer, head, a query row) as the
-    page's Selection; None while there is nothing to show."""
+    """A document's decode (a background job) and the page's pickers for it (layer, head, a query row, the grouping
+    of tokens) as the page's Selection; None while there is nothing to show."""
     result = _decode(active, text, n)
     if result is None:
         return None
@@ -152,7 +155,7 @@ def document_selection(page: str, active: ActiveModel, text: str, n: int) -> Sel
                "the link carries its hash and the view.")
     n_layers, n_heads, rows, _ = attention_source(result.trace).shape("self")
     keys = LINK_PARAMS[page]
-    c_layer, c_head, c_row = st.columns(3, vertical_alignment="bottom")
+    c_layer, c_head, c_row, c_group = st.columns(4, vertical_alignment="bottom")
     if st.session_state.get(keys["layer"]) not in range(n_layers):
         st.session_state[keys["layer"]] = 0
     layer = c_layer.selectbox("Layer", list(range(n_layers)), format_func=lambda i: f"Layer {i + 1}",
@@ -165,7 +168,13 @@ def document_selection(page: str, active: ActiveModel, text: str, n: int) -> Sel
         st.session_state[row_key] = rows - 1
     row = int(c_row.number_input("A query's row", 0, rows - 1, key=row_key,
                                  help="The row the views below read: its strip, its groups, Inside one head."))
-    return Selection(page, active, text, result, kind="self", layer=int(layer), head=int(head), row=row)
+    group: Any = c_group.selectbox("Group tokens into", list(GROUPINGS), key=keys["group"],
+                                   format_func=lambda g: GROUP_NAMES.get(g, g),
+                                   help="A row's weight on a group is the sum of its tokens' weights (the row still "
+                                        "sums to 1); where two models cut the text apart, their rows are compared "
+                                        "by group.")
+    return Selection(page, active, text, result, kind="self", layer=int(layer), head=int(head), row=row,
+                     group=str(group or "token"))
 
 
 def window_text(active: ActiveModel, labels: list[str], query: int) -> tuple[str, int, int]:

@@ -35,6 +35,7 @@ class Selection:
     head: int | None = None
     step: int | None = None  # 0-based step of the output (Compare, Decode)
     row: int | None = None  # a document's query row (its strip, groups and Inside one head read it)
+    group: str = "token"  # a document's grouping of tokens (words, sentences, lines, turns), in the link (`group`)
     ablated: tuple[Head, ...] = ()  # heads switched off
     combine: str = "pick"  # how heads combine on the large map ("pick": the head or the mean as picked)
     shows: str = "weight"  # what the map shows: the weight α or each key's contribution ‖α·W_O v‖
