@@ -170,7 +170,7 @@ from .source.decode_cost import estimate_decode, free_memory, machine_rate
 from .source.pooling import STRIP_BINS, TILE_SIDE, bin_starts, pool_row, pool_tile
 from .source.streamed import LayerSummaries, summarise, summarise_layer
 from .why.composition import MODES as COMPOSITION_MODES
-from .why.composition import composition_scores, strongest
+from .why.composition import composition_scores, pair_composition, strongest
 from .why.lens import (
     LENS_TOP_K,
     MAX_LENS_TOP_K,
@@ -252,6 +252,7 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
            "sweep_heads", "text_reliance", "trace_view", "wasserstein_to_uniform", "window_induction"]
 
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
+__all__ += ["pair_composition"]
 __all__ += ["STEP_COLUMNS", "HeadRow", "StepPatching", "head_row", "step_patching_estimate"]
 __all__ += ["STRIP_BINS", "TILE_SIDE", "bin_starts", "pool_row", "pool_tile"]
 __all__ += ["WHOLE_MAP_FEATURES", "WINDOW_TOKENS", "AttentionSource", "MapsNeeded", "MapsSource", "ScoreRow",

@@ -1,6 +1,7 @@
 """Composition scores (analysis.composition): equal to TransformerLens's formula computed with full d_model x d_model
 matrices, between exactly the pairs where a later head reads an earlier one (an encoder head feeds a cross-attention
-head's keys and values, a decoder head its queries), every family; a one-layer model is one clear line."""
+head's keys and values, a decoder head its queries), every family, and one pair's alone (a circuit edge's) the same;
+a one-layer model is one clear line."""
 from __future__ import annotations
 
 import math
@@ -10,7 +11,7 @@ import torch
 
 from tests.helpers.path_models import PATH_FAMILIES, path_model
 from transformer.adapters import InspectableModel, ResidualPathError, adapter_for
-from transformer.analysis import composition_scores, strongest
+from transformer.analysis import composition_scores, pair_composition, strongest
 from transformer.data import TaskSpec, make_task
 from transformer.model import Head, build_model, default_configs
 
@@ -58,6 +59,12 @@ def test_scores_equal_the_full_matrix_formula(adapter: InspectableModel):
         for mode, value in want.items():
             if not math.isnan(row[mode]):
                 assert row[mode] == pytest.approx(value, rel=1e-3, abs=1e-5), (row["from"], row["to"], mode)
+        one = pair_composition(adapter, Head.parse(row["from"]), Head.parse(row["to"]))  # a circuit edge's number
+        for mode, value in one.items():
+            assert value == pytest.approx(row[mode], rel=1e-4, abs=1e-6, nan_ok=True), (row["from"], row["to"], mode)
+    last = frame.iloc[0]
+    with pytest.raises(ResidualPathError, match="does not read"):  # the other way round: not read
+        pair_composition(adapter, Head.parse(last["to"]), Head.parse(last["from"]))
 
 
 def test_exactly_the_pairs_that_read_each_other(adapter: InspectableModel):

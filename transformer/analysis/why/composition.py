@@ -160,6 +160,22 @@ def _scores(adapter: InspectableModel) -> pd.DataFrame:
     return pd.concat(blocks, ignore_index=True)[["from", "to", *MODES]]
 
 
+def pair_composition(adapter: InspectableModel, writer: Head, reader: Head) -> dict[str, float]:
+    """One (writer, later reader) pair's `q`, `k`, `v` scores as `composition_scores` gives them (NaN where the reader
+    does not read the writer that way), from the two layers' factors only: one edge's number without the whole
+    table. ResidualPathError when the reader does not read the writer at all."""
+    path = adapter.residual_path()
+    counts, groups = adapter.head_counts(), adapter.head_groups()
+    with torch.no_grad():
+        r = _reader(adapter, path, reader.kind, reader.layer, counts[reader.kind][1], groups[reader.kind])
+        modes = _modes(path, (writer.kind, writer.layer), r)
+        if not modes:
+            raise ResidualPathError(f"{reader.label} does not read {writer.label}'s output: no composition")
+        factor, norm = _writers(adapter, path, writer.kind, writer.layer, counts[writer.kind][1], groups[writer.kind])
+        return {mode: float((r.factors[mode][reader.head] @ factor[writer.head]).norm() / r.norms[mode][reader.head]
+                            / norm[writer.head]) if mode in modes else float("nan") for mode in MODES}
+
+
 def strongest(frame: pd.DataFrame, mode: str, n: int = 10) -> pd.DataFrame:
     """The `n` pairs with the largest `mode` score."""
     return frame.dropna(subset=[mode]).nlargest(n, mode)[["from", "to", mode]].reset_index(drop=True)

@@ -21,6 +21,7 @@ from transformer.analysis import (
     EditComparison,
     circuit_baseline,
     find_circuit,
+    pair_composition,
     pair_from_text,
     patched_metric,
     qk_attribution,
@@ -36,7 +37,6 @@ from ..kit import (
     JobTexts,
     analysis_result,
     can_start,
-    composition_for,
     head_page_link,
     md,
     show_chart,
@@ -154,14 +154,22 @@ def _edge(active: ActiveModel, run: CircuitRun, n: int) -> None:
         return
     if edge.input in ("q", "k", "v"):
         try:
-            frame = composition_for(active)
-            row = frame[(frame["from"] == edge.source) & (frame["to"] == edge.target)]
-            if len(row):
-                st.caption(f"{edge.input.upper()}-composition of {edge.source} → {edge.target} (from the weights): "
-                           f"{float(row.iloc[0][edge.input]):.3f}")
+            score = _composition(active, writer, reader)[edge.input]
+            st.caption(f"{edge.input.upper()}-composition of {edge.source} → {edge.target} (from the weights): "
+                       f"{score:.3f}")
         except ResidualPathError as exc:
             st.caption(str(exc))
     _qk(run, writer, reader, edge.input)
+
+
+def _composition(active: ActiveModel, writer: Head, reader: Head) -> dict[str, float]:
+    """The pair's composition scores (the two layers' factors only, not the whole table), kept per weights and pair."""
+    cache = st.session_state.setdefault(f"{KEY}_composition", {})
+    mark = (active.cache_key, writer.label, reader.label)
+    if mark not in cache:
+        cache.clear()
+        cache[mark] = pair_composition(active.adapter, writer, reader)
+    return dict(cache[mark])
 
 
 def _qk(run: CircuitRun, writer: Head, reader: Head, side: str) -> None:
