@@ -47,17 +47,18 @@ from .analysis import (
     qk_attribution,
     step_lens,
     trace_view,
+    whole_maps,
 )
 from .analysis import contributions as _contributions
 from .charts import (
     ChartTooLargeError,
     attention_grid,
-    attention_heatmap,
+    attention_map,
     contribution_heatmap,
     enable_inline_renderer,
     step_slider_chart,
 )
-from .decode import KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode, masked_decode
+from .decode import ALL_TITLES, KINDS, AttentionTrace, DecodeResult, InputError, Sampling, greedy_decode, masked_decode
 from .model import Head
 from .store import CheckpointError, open_model
 
@@ -200,19 +201,23 @@ def _pick_layer(result: DecodeResult, kind: str, layer: int | None) -> int:
 
 @_one_line_errors
 def show(model: Model | DecodeResult, text: str | None = None, *, view: str = "step", kind: str = "cross",
-         layer: int | None = None, head: int | None = None, step: int = 1) -> alt.TopLevelMixin:
+         layer: int | None = None, head: int | None = None, step: int = 1,
+         region: tuple[tuple[int, int], tuple[int, int]] | None = None) -> alt.TopLevelMixin:
     """The app's chart of the greedy decode of `text`, for a notebook to draw.
 
     view "step": the Decode page's step-through (prefix, top-k, source strip, cross-attention rows) with a step
     slider starting at `step` (1-based); "grid": every layer x head of `kind` plus the mean; "head": one map of
-    `kind` (`layer`, `head`; head None is the mean of heads). `layer` is 0-based (negative from the last; the last
-    by default). `model` may also be a `decode` result, then without text. Raises CheckpointError, HFModelError,
-    InputError or ValueError.
+    `kind` (`layer`, `head`; head None is the mean of heads), in the mode its trace allows: every weight, or for a
+    decode kept as a store (a long prompt) the document's overview, and with `region` ((first row, end row), (first
+    key, end key), 0-based, ends excluded) that region's exact weights. `layer` is 0-based (negative from the last;
+    the last by default). `model` may also be a `decode` result, then without text. Raises CheckpointError,
+    HFModelError, InputError or ValueError (a whole-map view of a long prompt kept as a store among them).
     """
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-    if kind not in KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind not in ALL_TITLES:
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)} (a decoder-only "
+                         "model's: self)")
     if isinstance(model, DecodeResult):
         if text is not None:
             raise ValueError("a decode result is already decoded: show(result) takes no text")
@@ -221,14 +226,19 @@ def show(model: Model | DecodeResult, text: str | None = None, *, view: str = "s
         if text is None:
             raise InputError("show(model, text) needs the text to decode")
         result = decode(model, text)
+    if view != "step" and kind not in result.trace.kinds:
+        raise ValueError(f"this model has no {kind!r} attention; its kinds are {', '.join(result.trace.kinds)}")
+    if region is not None and view != "head":
+        raise ValueError(f"region: only with view='head' (the map's zoom), not view={view!r}")
     if view == "grid":
+        whole_maps(result.trace, "model_view", kind)  # a long prompt kept as a store: refused in one line
         return attention_grid(result.trace, kind)
     chosen = _pick_layer(result, "cross" if view == "step" else kind, layer)
     if head is not None and not 0 <= head < result.trace.n_heads:
         raise ValueError(f"the model has {result.trace.n_heads} heads (0 to {result.trace.n_heads - 1}); "
                          f"head {head} does not exist")
     if view == "head":
-        return attention_heatmap(result.trace, kind, chosen, head)
+        return attention_map(result.trace, kind, chosen, head, region=region)
     return step_slider_chart(result, chosen, head, first_step=max(1, min(step, len(result.steps))))
 
 

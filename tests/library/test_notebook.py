@@ -115,6 +115,42 @@ def test_a_document_decodes_with_the_store_as_generate_does_and_keep_store_asks_
         decode(adapter, text, keep="everything")
 
 
+def test_a_heads_map_of_a_decode_kept_as_a_store_is_its_overview_and_a_region_its_exact_weights(tmp_path,
+                                                                                               monkeypatch):
+    import importlib
+
+    import torch
+
+    from tests.helpers.hf_causal_models import build as build_causal
+    from tests.helpers.hf_causal_models import lines
+    from transformer.analysis import summarise_layer
+    folder = str(build_causal("qwen2", tmp_path / "qwen2"))
+    text = "\n".join(lines(8))  # a few hundred tokens
+    kept, maps = decode(folder, text, max_steps=2, keep="store"), decode(folder, text, max_steps=2, keep="maps")
+    store = kept.trace.store
+    n = store.layer("self", 1).n_keys
+    overview = show(kept, view="head", kind="self", layer=1, head=2)  # the map's overview mode
+    cells = _layers_data(overview)[0]
+    want = summarise_layer(store, "self", 1, resolution=96, heads=[2]).overview[0]
+    assert len(cells) == want.numel() and cells["row_end"].max() == n
+    torch.testing.assert_close(torch.tensor(cells["weight"].to_numpy()).view_as(want), want.double(), atol=1e-6,
+                               rtol=0)
+    region = ((n - 40, n), (n - 60, n))
+    zooms = [show(r, view="head", kind="self", layer=1, head=2, region=region).data for r in (kept, maps)]
+    exact = store.tile("self", 1, 2, slice(n - 40, n), slice(n - 60, n))
+    for zoom in zooms:  # through the store and through the maps: the region's exact weights, tokens on the axes
+        drawn = zoom.sort_values(["row", "key"])
+        assert {"row_token", "key_token"} <= set(zoom.columns)
+        torch.testing.assert_close(torch.tensor(drawn["weight"].to_numpy()).view(40, 60), exact.double(), atol=1e-6,
+                                   rtol=0)
+    assert _layers_data(show(maps, view="head", kind="self", layer=1, head=2))[0]["weight"].size == n * n  # every cell
+    with pytest.raises(ValueError, match="outside the input"):
+        show(kept, view="head", kind="self", layer=1, head=2, region=((0, n + 1), (0, 5)))
+    monkeypatch.setattr(importlib.import_module("transformer.analysis.source.attention_source"), "WHOLE_MAPS_BYTES", 0)
+    with pytest.raises(ValueError, match="model-view grid of every head reads every weight"):
+        show(kept, view="grid", kind="self")
+
+
 def _cli_error(*args: str) -> str:
     err = io.StringIO()
     with contextlib.redirect_stderr(err):

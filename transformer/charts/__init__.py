@@ -26,6 +26,7 @@ from .attention import (
     Region,
     attention_grid,
     attention_heatmap,
+    attention_map,
     brushed_ends,
     brushed_region,
     label_angle,
@@ -154,7 +155,7 @@ from .composition import (  # noqa: E402
 
 __all__ += ["COMPOSITION_PAIR", "clicked_composition_pair", "composition_heatmap", "k_composition_heatmap",
             "q_composition_heatmap", "v_composition_heatmap"]
-__all__ += ["document_replay_size"]
+__all__ += ["attention_map", "document_replay_size"]
 __all__ += ["REGION_MAX", "REGION_SIDE", "zoom_frame", "zoom_spec"]
 __all__ += ["ROW_CHART_PX", "group_bars_chart", "row_difference_chart", "step_patching_chart", "step_rows_chart",
             "two_rows_chart"]

@@ -89,7 +89,7 @@ def zoom_tokens(frame: pd.DataFrame, tokens: Sequence[str]) -> pd.DataFrame:
                         key_token=[shown[int(k)] if k < len(shown) else "?" for k in frame["key"]])
 
 
-def zoom_frame(source: AttentionSource | AttentionStore, layer: int, head: int, rows: tuple[int, int],
+def zoom_frame(source: AttentionSource | AttentionStore, layer: int, head: int | None, rows: tuple[int, int],
                keys: tuple[int, int], kind: str = "self") -> tuple[pd.DataFrame, str, Tensor]:
     """A region's cells (row, row_end, key, key_end, weight), their title and the weights (rows, keys), exact,
     through the source (a short input's maps or the store); a region wider than TILE_SIDE a side is drawn as the max
