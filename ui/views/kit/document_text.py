@@ -35,8 +35,7 @@ STEPS_KEY = LINK_PARAMS["decode"]["dsteps"]  # the document's decode steps, in i
 JOB_KEY, LINK_READ_KEY = "document_job", "document_link_read"
 UPLOADED_KEY = "document_uploaded"  # the upload last read into the box (read once)
 BOX_PX = 68  # the box's height: two lines, so the page's first screen keeps its map
-GROUP_NAMES = {"token": "tokens (as the tokenizer cut them)", "word": "words", "sentence": "sentences",
-               "line": "lines", "turn": "chat turns"}
+GROUP_NAMES = {"token": "tokens", "word": "words", "sentence": "sentences", "line": "lines", "turn": "chat turns"}
 
 
 def reads_documents(active: ActiveModel) -> bool:
@@ -170,9 +169,9 @@ def document_selection(page: str, active: ActiveModel, text: str, n: int) -> Sel
                                  help="The row the views below read: its strip, its groups, Inside one head."))
     group: Any = c_group.selectbox("Group tokens into", list(GROUPINGS), key=keys["group"],
                                    format_func=lambda g: GROUP_NAMES.get(g, g),
-                                   help="A row's weight on a group is the sum of its tokens' weights (the row still "
-                                        "sums to 1); where two models cut the text apart, their rows are compared "
-                                        "by group.")
+                                   help="Tokens: as the tokenizer cut them. A row's weight on a group is the sum of "
+                                        "its tokens' weights (the row still sums to 1); where two models cut the "
+                                        "text apart, their rows are compared by group.")
     return Selection(page, active, text, result, kind="self", layer=int(layer), head=int(head), row=row,
                      group=str(group or "token"))
 
