@@ -6,10 +6,10 @@ largest estimates exactly and says how well the estimate ranks them (Spearman).
 
 At one decode step of a decoder-only model (`step_patching_estimate`, at any length) the sites are the step's
 position: nothing earlier depends on the last position, so its gradient is the step's alone, the earlier positions'
-keys and values held fixed. Each run's prefix goes in without gradients, in blocks through the attention store's
-fused forward (`keep="store"`, and "auto" past `STORE_ABOVE`: no n x n map) or in one block through the plain forward
-(`keep="maps"`), then the step's one token with gradients against that cache; the numbers are `estimate_patching`'s
-for the same sites either way.
+keys and values held fixed. Each run's prefix goes in without gradients, through the attention store's fused
+forward (`keep="store"`, and "auto" past `STORE_ABOVE`: the kernel works in blocks, no n x n map) or through the plain
+forward (`keep="maps"`: one block), then the step's one token with gradients against that cache; the numbers are
+`estimate_patching`'s for the same sites either way.
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from ...adapters import InspectableModel, store_chunks
 from ...adapters.patching import RESIDUAL, Activations, Patch, patch_points, recording_activations
 from ...decode import InputError, keeps_store
 from ..attribution.agreement import spearman
-from ..source.causal_rows import chunk_size, feed_in_chunks
 from .head_sweep import Progress
 from .patching_sites import HEADS, RESIDUAL_STREAM, SITES, site_frame, sites_of
 from .runs import BARELY, PatchingSetup, metric_of, patched_metrics
@@ -130,9 +129,9 @@ class StepPatching:
 
 def _run(adapter: InspectableModel, ids: Sequence[int], n_source: int | None, grad: bool, stored: bool
          ) -> tuple[Tensor, Activations]:
-    """The step's logits (1, V) after `ids` (the prefix without gradients: in blocks through the fused store path
-    when `stored`, else in one block through the plain forward; the last id with gradients if `grad`) and the
-    patchable activations of that last position."""
+    """The step's logits (1, V) after `ids` (the prefix without gradients: through the fused store path when
+    `stored`, no n x n map, else through the plain forward; the last id with gradients if `grad`) and the patchable
+    activations of that last position."""
     if len(ids) < 2:
         raise InputError("The step needs at least one token before it.")
     ids_t = torch.tensor([list(ids)])
@@ -141,9 +140,8 @@ def _run(adapter: InspectableModel, ids: Sequence[int], n_source: int | None, gr
         encoded = adapter.encode(ids_t[:, : n_source or 0])
         cache = adapter.start_cache(encoded)
         prefix = ids_t[:, :-1]
-        if stored:  # the prefix's store is not kept (every query dropped as it comes): only its cache
-            feed_in_chunks(adapter, prefix, cache, store_chunks(adapter), first, chunk_size(adapter, len(ids)),
-                           prefix.shape[1])
+        if stored:  # the prefix's store is dropped: only its cache is read
+            adapter.store_feed(prefix, cache, store_chunks(adapter), first)
         else:
             with torch.no_grad():
                 _feed_logits(adapter, prefix, cache, first)
@@ -170,8 +168,8 @@ def step_patching_estimate(adapter: InspectableModel, clean_ids: Sequence[int], 
     (each a decoder-only model's whole fed sequence up to that step), for the metric log p(token) [- log
     p(contrast)]. `n_source`: source ids at the start (our decoder-only models), as the stored decode's prefill; one
     for both runs or (clean, corrupted). `keep`: how the prefixes go in, as a decode keeps its attention ("store":
-    in blocks through the store's fused forward; "maps": one block, the plain forward; "auto": the store past
-    `STORE_ABOVE`); the numbers are the same."""
+    the store's fused forward; "maps": the plain forward; "auto": the store past `STORE_ABOVE`); the numbers are the
+    same."""
     sources = n_source if isinstance(n_source, tuple) else (n_source, n_source)
     if not adapter.family.prompt_in_decoder:
         raise InputError(f"{adapter.name} is not a decoder-only model: the step estimate reads one sequence.")

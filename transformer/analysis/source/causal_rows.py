@@ -70,8 +70,8 @@ def _trim(chunks: list[StoreChunks], first: int, end: int) -> None:
             layer.queries[-1], layer.lse[-1] = layer.queries[-1][:, cut:].clone(), layer.lse[-1][:, cut:].clone()
 
 
-def feed_in_chunks(adapter: InspectableModel, ids: Tensor, cache: object, chunks: dict[str, list[StoreChunks]],
-                   n_source: int, chunk: int, first: int) -> Tensor:
+def _feed(adapter: InspectableModel, ids: Tensor, cache: object, chunks: dict[str, list[StoreChunks]], n_source: int,
+          chunk: int, first: int) -> Tensor:
     """`ids` (1, t) fed after `cache` a chunk at a time (the first `n_source` of them source ids), the rows before
     `first` dropped as they come; the logits after the last."""
     logits, fed = torch.empty(0), 0
@@ -99,8 +99,7 @@ def _from_store(adapter: InspectableModel, src: Tensor, inputs: Sequence[int], r
     with adapter.running():
         cache = adapter.start_cache(adapter.encode(ids[:, :0]))
         at = (first if with_logits else last) + 1
-        # ours: the source ids first
-        logits = [feed_in_chunks(adapter, ids[:, :at], cache, chunks, src.shape[1], chunk, first)]
+        logits = [_feed(adapter, ids[:, :at], cache, chunks, src.shape[1], chunk, first)]  # ours: source ids first
         for position in range(at, last + 1) if with_logits else ():
             logits.append(adapter.store_feed(ids[:, position:position + 1], cache, chunks))
     layers, n_keys = [_layer(one, first) for one in chunks["self"]], len(inputs)
