@@ -165,3 +165,19 @@ def test_a_reloaded_page_asks_nothing_outside_and_gets_no_404(shipped_app, share
     assert outside == [], f"asked outside: {outside}"
     assert missing == [], f"404s: {missing}"
     context.close()
+
+
+def test_shipped_models_open_on_inputs_they_read(shipped_app, shared_browser):
+    """The recall model opens on one of its streams (not the letters' fallback "attentionisall"), and Compare's model
+    B reads model A's sentence (no other shipped model reads Multi30k's, so B is A, and the page says so)."""
+    page = _open(shared_browser, f"{shipped_app.url}/decode?{urlencode({'model': 'shipped:recall'})}")
+    text = page.locator(".st-key-decode_text input").input_value()
+    assert text != "attentionisall" and len(text) >= 72, text  # a recall stream: 72 symbols or more
+    assert "vocabulary" not in page.locator('[data-testid="stMain"]').inner_text()
+    page.context.close()
+    page = _open(shared_browser, f"{shipped_app.url}/compare")
+    assert "compare=shipped%3Amulti30k-en-de" in page.url, page.url  # B, as the page's link names it
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "B is A itself" in main and "Not in the model's vocabulary" not in main
+    assert page_errors(page) == []
+    page.context.close()

@@ -8,6 +8,7 @@ from .checkpoint import (
                          Checkpoint,
                          CheckpointError,
                          checkpoint_family,
+                         checkpoint_task,
                          is_valid_run_name,
                          list_checkpoints,
                          list_snapshots,
@@ -25,7 +26,7 @@ from .probe_frames import MAX_PROBE_FRAMES, ProbeFramesError, thin_frames
 from .saved_metrics import write_metrics
 
 __all__ = ["FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_PROBE_FRAMES", "PROBE_FRAMES", "SNAPSHOTS", "Checkpoint",
-           "CheckpointError", "ProbeFramesError", "bundle_bytes", "checkpoint_family", "finite_json",
+           "CheckpointError", "ProbeFramesError", "bundle_bytes", "checkpoint_family", "checkpoint_task", "finite_json",
            "is_checkpoint_folder", "is_valid_run_name", "list_checkpoints", "list_hf_folders", "list_snapshots",
            "load_bundle", "load_checkpoint", "load_probe_frames", "model_card", "name_circuit_heads", "open_model",
            "save_checkpoint", "snapshot_name", "task_for_checkpoint", "thin_frames", "write_file_atomic",

@@ -278,6 +278,15 @@ def checkpoint_family(path: str | Path) -> str:
     return architecture if isinstance(architecture, str) else "encoder-decoder"
 
 
+def checkpoint_task(path: str | Path) -> str | None:
+    """The task a checkpoint folder was trained on, from its config.json alone (None when it does not say)."""
+    try:
+        task = json.loads((Path(path) / CONFIG).read_text(encoding="utf-8"))["task_spec"]["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return task if isinstance(task, str) else None
+
+
 def is_valid_run_name(name: str) -> str | None:
     """None when `name` can name a run directory, else a message saying what is wrong with it."""
     if not isinstance(name, str) or not name.strip():

@@ -126,11 +126,20 @@ def _examples(metrics: dict, evals: list[dict]) -> tuple[tuple[str, str], ...]:
     return tuple((r["source"], r["reference"]) for r in rows)
 
 
+def _stream_examples(examples: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A stream model's examples (induction, recall: source "", reference the stream) as the prompts it reads: the
+    stream itself, as a live run's probe (its rows predict the tokens the stream determines); others' as they are."""
+    if examples and not any(source for source, _ in examples):
+        return tuple((stream, "") for _, stream in examples if stream)
+    return examples
+
+
 def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> ActiveModel:
     card = ckpt.card()
     card["name"] = option.name
+    examples = _stream_examples(_examples(ckpt.metrics, ckpt.evals))
     return ActiveModel(option, cache_key, ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, ckpt.task_spec,
-                       card, _examples(ckpt.metrics, ckpt.evals), ckpt, weights_step=ckpt.step,
+                       card, examples, ckpt, weights_step=ckpt.step,
                        adapter=adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=option.name))
 
 

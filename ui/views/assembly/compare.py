@@ -3,6 +3,7 @@ the same map of both models at one step, and their difference."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
@@ -12,7 +13,7 @@ from transformer.adapters import HFModelError
 from transformer.analysis import attention_difference, first_divergence
 from transformer.charts import attention_heatmap, difference_heatmap, window_title
 from transformer.decode import ALL_TITLES, AttentionTrace, DecodeResult, InputError
-from transformer.store import CheckpointError
+from transformer.store import CheckpointError, checkpoint_task
 from ui.models import LIVE, RUN, ActiveModel, ModelOption, model_options, resolve
 
 from ..kit import (
@@ -53,25 +54,49 @@ STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
                 "same": Column("tokens")}
 
 
-def default_model_b(a: ModelOption, options: list[ModelOption]) -> str:
-    """Model B's first choice: the live run or a saved run (the training case), else another model of A's language
-    pair (named so: multi30k-en-de and toy-en-de), else A against itself (the one model there is)."""
+def default_model_b(a: ModelOption, options: list[ModelOption], reads: Callable[[ModelOption], bool]) -> str:
+    """Model B's first choice, the first that `reads` A's input (decodes it, no unknown tokens) of: the live run or a saved run
+    (the training case), a model of A's task (reverse and reverse-decoder-only), another model of A's language pair
+    (named so: multi30k-en-de and toy-en-de); else A against itself (no other model reads the input)."""
     others = [o for o in options if o.id != a.id]
-    runs = [o.id for o in others if o.source in (LIVE, RUN)]
+    runs = [o for o in others if o.source in (LIVE, RUN)]
+    task = checkpoint_task(a.path) if a.path is not None else None
+    same_task = [o for o in others if task is not None and o.path is not None and checkpoint_task(o.path) == task]
     pair = re.search(r"[a-z]{2}-[a-z]{2}$", a.name)
-    same_pair = [o.id for o in others if pair and o.name.endswith(pair.group()) and o.name != pair.group()]
-    return (runs or same_pair or [a.id])[0]
+    same_pair = [o for o in others if pair and o.name.endswith(pair.group()) and o.name != pair.group()]
+    seen: set[str] = set()
+    for option in (*runs, *same_task, *same_pair):
+        if option.id not in seen and reads(option):
+            return option.id
+        seen.add(option.id)
+    return a.id
+
+
+def reads_input(text: str) -> Callable[[ModelOption], bool]:
+    """Whether a model decodes `text` with no unknown token (False for an encoder-only model or one that does not
+    load)."""
+    def reads(option: ModelOption) -> bool:
+        try:
+            other = resolve(option)
+            return other.family.decodes and not other.adapter.tokenize_source(text).unknown
+        except (CheckpointError, HFModelError, InputError):
+            return False
+    return reads
 
 
 def pick_model_b(active: ActiveModel) -> ActiveModel | None:
-    """The "Model B" picker (another model than A by default); None after saying why B cannot be loaded."""
+    """The "Model B" picker (another model than A that reads A's input, by default); None after saying why B cannot
+    be loaded."""
     options = model_options()
     by_id = {o.id: o for o in options}
     if st.session_state.get(MODEL_B_KEY) not in by_id:
-        st.session_state[MODEL_B_KEY] = default_model_b(active.option, options)
+        bind_text(KEYS["text"], active)
+        st.session_state[MODEL_B_KEY] = default_model_b(active.option, options,
+                                                        reads_input(st.session_state[KEYS["text"]]))
     chosen = st.selectbox("Model B", list(by_id), format_func=lambda i: by_id[i].label, key=MODEL_B_KEY,
                           help="Model A is the one picked in the sidebar. The live training run compares its "
-                               "newest weights with any saved checkpoint.")
+                               "newest weights with any saved checkpoint. B opens on a model that reads A's input "
+                               "(no unknown word), else on A itself.")
     option: ModelOption = by_id[chosen]
     try:
         return resolve(option)
@@ -144,6 +169,9 @@ def compare_decodes(active: ActiveModel) -> Selection | None:
     text = model_text_input(col_text, "Input", key=KEYS["text"], on_change=share_text, args=(KEYS["text"],))
     if other is None:
         return None
+    if other.option.id == active.option.id:
+        st.caption("B is A itself: no other model here reads this input without unknown words. Pick another B "
+                   "above to compare two models on an input both read.")
     result_a = greedy_or_message(active, text)
     if result_a is None:
         return None
