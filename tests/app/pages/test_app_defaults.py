@@ -1,7 +1,8 @@
 """AppTest: what a newcomer first sees on the shipped models. Home's example is one the default model translates as its
 reference does; the model card shows the scores that mean something for the task (BLEU and chrF for translation,
 exact match for a built-in task), the sacrebleu signature only behind the card's help; Compare opens on another model
-that reads A's input, else on A itself; stream models open on a validation stream, whose determined tokens they predict."""
+that reads A's input, else on A itself; stream models open on a validation stream, whose determined tokens
+they predict."""
 from __future__ import annotations
 
 import pytest
@@ -9,9 +10,9 @@ import torch
 
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, open_app, texts
-from ui.models import model_options, shared_model
 from transformer.data import task_from_spec
-from ui.views.assembly.compare import reads_input, default_model_b
+from ui.models import model_options, shared_model
+from ui.views.assembly.compare import default_model_b, reads_input
 from ui.views.kit import inference
 
 
@@ -53,17 +54,18 @@ def test_the_card_shows_bleu_and_chrf_for_translation_and_exact_match_for_a_buil
 
 def test_compare_opens_on_another_model_that_reads_the_input(shipped):
     options = {o.id: o for o in model_options()}
+    every = list(options.values())
     multi30k = shared_model("shipped:multi30k-en-de")
     sentence = inference.default_text(multi30k)
     toy = shared_model("shipped:toy-en-de")
     assert toy.adapter.tokenize_source(sentence).unknown  # the toy grammar's words do not cover Multi30k's sentence
     reads = reads_input(sentence)
-    assert default_model_b(options["shipped:multi30k-en-de"], list(options.values()), reads) == "shipped:multi30k-en-de"
+    assert default_model_b(options["shipped:multi30k-en-de"], every, reads) == "shipped:multi30k-en-de"
     letters = reads_input(inference.default_text(shared_model("shipped:reverse")))
-    assert default_model_b(options["shipped:reverse"], list(options.values()), letters) == "shipped:reverse-decoder-only"
-    assert default_model_b(options["shipped:sort"], list(options.values()), letters) == "shipped:sort"  # the only one
+    assert default_model_b(options["shipped:reverse"], every, letters) == "shipped:reverse-decoder-only"
+    assert default_model_b(options["shipped:sort"], every, letters) == "shipped:sort"  # the only one
     toy_reads = reads_input(inference.default_text(toy))  # toy-en-de's other model is encoder-only: it does not decode
-    assert default_model_b(options["shipped:toy-en-de"], list(options.values()), toy_reads) == "shipped:multi30k-en-de"
+    assert default_model_b(options["shipped:toy-en-de"], every, toy_reads) == "shipped:multi30k-en-de"
     at = open_app("compare")
     assert_no_exception(at)
     assert at.selectbox(key="compare_model").value == "shipped:multi30k-en-de"

@@ -55,9 +55,9 @@ STEP_COLUMNS = {"step": Column("step", "%d"), "A": Column("A token"),
 
 
 def default_model_b(a: ModelOption, options: list[ModelOption], reads: Callable[[ModelOption], bool]) -> str:
-    """Model B's first choice, the first that `reads` A's input (decodes it, no unknown tokens) of: the live run or a saved run
-    (the training case), a model of A's task (reverse and reverse-decoder-only), another model of A's language pair
-    (named so: multi30k-en-de and toy-en-de); else A against itself (no other model reads the input)."""
+    """Model B's first choice, the first that `reads` A's input (decodes it, no unknown tokens) of: the live run or
+    a saved run (the training case), a model of A's task (reverse and reverse-decoder-only), another model of A's
+    language pair (named so: multi30k-en-de and toy-en-de); else A against itself (no other model reads the input)."""
     others = [o for o in options if o.id != a.id]
     runs = [o for o in others if o.source in (LIVE, RUN)]
     task = checkpoint_task(a.path) if a.path is not None else None
