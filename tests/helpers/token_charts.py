@@ -53,7 +53,7 @@ def _shown(tokens) -> tuple[str, ...]:
 
 
 def _numbered(tokens) -> tuple[str, ...]:
-    return tuple(f"{i}: {visible_token(t)}" for i, t in enumerate(tokens))
+    return tuple(f"{i}: {visible_token(t)}" for i, t in enumerate(tokens, 1))
 
 
 def token_charts() -> list[TokenChart]:

@@ -115,7 +115,7 @@ def node_attention_chart(weights: Any, keys: list[str], *, max_width: int = 1200
     layers, heads, _ = weights.shape
     first, last = key_window(weights, keys_that_fit(max_width))
     n_keys = last - first
-    frame = pd.DataFrame([{"head": f"L{layer + 1} H{head + 1}", "key": f"{k}: {visible_token(keys[k])}",
+    frame = pd.DataFrame([{"head": f"L{layer + 1} H{head + 1}", "key": f"{k + 1}: {visible_token(keys[k])}",
                            "weight": float(weights[layer, head, k])}
                           for layer in range(layers) for head in range(heads) for k in range(first, last)])
     cell = max(6, min(22, (max_width - 120) // max(n_keys, 1)))

@@ -61,7 +61,7 @@ def _tip(field: str) -> alt.Tooltip:
 
 
 def _key_labels(tokens: Sequence[str], start: int, stop: int) -> list[str]:
-    return [f"{j}: {visible_token(tokens[j])}" for j in range(start, stop)]
+    return [f"{j + 1}: {visible_token(tokens[j])}" for j in range(start, stop)]  # 1-based, as every picker
 
 
 # the dimension labels (d4 = the vector's 4th number) say what they are, and the colours have their scale
@@ -142,7 +142,7 @@ def contribution_heatmap(matrix: Tensor, query_tokens: Sequence[str], key_tokens
     """A (queries, keys) map of contributions ||alpha_ij W_O^h v_j|| (colour from 0 to its largest value)."""
     start, stop = window if window is not None else (0, matrix.shape[1])
     keys = _key_labels(key_tokens, start, stop)
-    queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens)]
+    queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens, 1)]
     values = matrix[:, start:stop].tolist()  # one conversion, not a tensor index per cell
     rows = [{"query": q, "key": key, "contribution": value}
             for q, row in zip(queries, values, strict=True) for key, value in zip(keys, row, strict=True)]
@@ -162,7 +162,7 @@ def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: S
     minimum), "visible" where 0; with no mask every cell is visible and the title says the model added none."""
     start, stop = window if window is not None else (0, len(key_tokens))
     keys = _key_labels(key_tokens, start, stop)
-    queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens)]
+    queries = [f"{i}: {visible_token(t)}" for i, t in enumerate(query_tokens, 1)]
     rows = [{"query": q, "key": keys[j - start],
              "added": "visible (+0)" if mask is None or float(mask[i, j]) > -1e4 else "hidden (−∞)"}
             for i, q in enumerate(queries) for j in range(start, stop)]
@@ -179,7 +179,7 @@ def mask_picture(mask: Tensor | None, query_tokens: Sequence[str], key_tokens: S
 
 def heads_row_chart(weights: Sequence[Tensor], key_tokens: Sequence[str], title: str) -> alt.Chart:
     """Each head's weights from one query, a row per head (H1 at the top), a column per key."""
-    keys = [f"{j}: {visible_token(t)}" for j, t in enumerate(key_tokens)]
+    keys = [f"{j}: {visible_token(t)}" for j, t in enumerate(key_tokens, 1)]
     rows = [{"head": f"H{h + 1}", "key": keys[j], "weight": float(w)}
             for h, row in enumerate(weights) for j, w in enumerate(row)]
     heads = [f"H{h + 1}" for h in range(len(weights))]

@@ -205,12 +205,13 @@ def attention_panels(trace: AttentionTrace, kind: str, *, layers: Sequence[int] 
             panel="'L' + (datum.layer + 1) + ' ' + (datum.head < 0 ? 'mean' : 'H' + (datum.head + 1))",
         ).transform_lookup(lookup="q", from_=_token_lookup(q_tokens, "query_token")).transform_lookup(
             lookup="k", from_=_token_lookup(k_tokens, "key_token"),
-        ).transform_calculate(x2=f"datum.x + {step}", y2=f"datum.y + {step}").mark_rect().encode(
+        ).transform_calculate(x2=f"datum.x + {step}", y2=f"datum.y + {step}", q_position="datum.q + 1",
+                              k_position="datum.k + 1").mark_rect().encode(
             x=alt.X("x:Q", scale=None, axis=None), x2="x2:Q", y=alt.Y("y:Q", scale=None, axis=None), y2="y2:Q",
             color=colour, opacity=opacity,
             tooltip=[alt.Tooltip("panel:N", title="panel"), alt.Tooltip("query_token:N", title="query"),
                      alt.Tooltip("key_token:N", title="key"), alt.Tooltip("w:Q", title="weight", format=".3f"),
-                     alt.Tooltip("q:Q", title="query #"), alt.Tooltip("k:Q", title="key #")],
+                     alt.Tooltip("q_position:Q", title="query #"), alt.Tooltip("k_position:Q", title="key #")],
         ).add_params(selection)
         drawn = [cells]
     # "L10 H10" in 11-px bold is ~48 px: narrower panels get a smaller font, so labels never run into each other

@@ -41,9 +41,10 @@ def test_a_chosen_window_draws_those_keys_and_says_so(long_trace):
     data = layer_data(chart)
     assert set(data["key_index"]) == set(range(100, 200))
     assert spec["width"] <= 1100
-    # the tooltip still names both tokens and their positions
+    # the tooltip still names both tokens and their positions, counted from 1 as the panels and pickers count them
     fields = {t["field"] for t in spec["layer"][0]["encoding"]["tooltip"]}
-    assert {"query_token", "key_token", "query_index", "key_index"} <= fields
+    assert {"query_token", "key_token", "query_position", "key_position"} <= fields
+    assert {"calculate": "datum.key_index + 1", "as": "key_position"} in spec["layer"][0]["transform"]
     row = data[(data.key_index == 150) & (data.query_index == 2)].iloc[0]
     assert (row.key_token, row.query_token) == ("w150", "b")
 

@@ -138,6 +138,10 @@ def _color_scale(fixed_scale: bool, weights: pd.Series) -> alt.Scale:
     return alt.Scale(range=list(BLUES), domain=[low, high if high > low else low + 1e-6])
 
 
+# the tooltips' positions count from 1, as every panel, picker and caption does (the data's indices stay 0-based)
+_POSITIONS = {"query_position": "datum.query_index + 1", "key_position": "datum.key_index + 1"}
+
+
 def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scale, *, large: bool = False,
                   titled: bool = True, keys: tuple[int, int] | None = None) -> dict[str, Any]:
     """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid, or to the
@@ -157,8 +161,8 @@ def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scal
                 axis=_token_axis(q_tokens, cell, y_title, horizontal=False, large=large)),
         color=color,
         tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
-                 alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_index:Q", title="query #"),
-                 alt.Tooltip("key_index:Q", title="key #"),
+                 alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_position:Q", title="query #"),
+                 alt.Tooltip("key_position:Q", title="key #"),
                  *([alt.Tooltip("query_piece:N", title="query piece"), alt.Tooltip("key_piece:N", title="key piece")]
                    if shows_pieces(trace, kind) else [])],
     )
@@ -206,7 +210,8 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     k = k_stop - k_start
     scale = _color_scale(fixed_scale, frame.loc[~frame["masked"], "weight"])
     enc = _map_encoding(trace, kind, cell, scale, large=large_labels, keys=window)
-    heat = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(**enc)
+    heat = (alt.Chart(frame).transform_calculate(**_POSITIONS)
+            .mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(**enc))
     layers: list[alt.Chart] = [heat]
     last_row = q - 1 if max_row is None else min(max_row, q - 1)
     cells = [(int(r), int(c)) for r, c in gold if 0 <= r <= last_row and k_start <= c < k_stop]
@@ -287,7 +292,7 @@ def attention_grid(trace: AttentionTrace, kind: str, *, layers: Sequence[int] | 
     selection = alt.selection_point(name="cell", fields=["layer", "head"], on="click", toggle=False,
                                     clear="dblclick")
     panels = [panel(layer, head) for layer in layer_list for head in heads]
-    base = (alt.Chart(data).mark_rect().encode(**enc, opacity=alt.OpacityValue(
+    base = (alt.Chart(data).transform_calculate(**_POSITIONS).mark_rect().encode(**enc, opacity=alt.OpacityValue(
         0.3, condition={"param": selection.name, "value": 1.0}))
             .add_params(selection).properties(width=step * k, height=step * q, view=_view(max_row)))
     grid = base.facet(

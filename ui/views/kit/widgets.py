@@ -61,7 +61,7 @@ def token_chips(tokens: Sequence[str], weights: Sequence[float] | None = None, *
     chips = []
     for i, token in enumerate(tokens):
         style = _CHIP
-        title = f"position {i}"
+        title = f"position {i + 1}"
         if weights is not None:
             w = min(max(float(weights[i]), 0.0), 1.0)
             style += f"background:rgba(33,113,181,{w:.3f});color:{'#fff' if w > 0.55 else '#1f2937'};"
