@@ -7,6 +7,7 @@ import streamlit as st
 
 from ..features import (
     attention_ablation,
+    circuit_link,
     current_output,
     latest_corpus,
     latest_corpus_statistics,
@@ -59,10 +60,12 @@ def show_attention_views(sel: Selection) -> None:
         st.subheader("Does attention agree with attribution?", anchor=False)
         show_agreement(active, sel.text, output, sel.result.trace, key="attention_agreement",
                        merged=sel.maps is not sel.result.trace)
+        circuit_link(active, sel.text)
     else:  # the sweep and the agreement score an output the model writes; an encoder-only model predicts at masks
         st.caption("An encoder-only model writes no output to sweep or attribute: the predictions at the masks with "
                    "heads switched off, and the tokens a prediction leans on, are on the Decode page (Predict at the "
                    "masks).")
+        circuit_link(active, sel.text)
     st.subheader("Head statistics over a corpus", anchor=False)
     show_corpus_statistics(active, key="attention_corpus")
     stats = latest_corpus_statistics(active)

@@ -184,4 +184,4 @@ def show_edit_mode(active: ActiveModel) -> None:
                     against=Selection("compare", active, text_b, comparison.b, kind=kind, layer=layer, head=head))
     show_edit_difference(sel, comparison)
     show_patching(active, comparison)
-    show_circuits(active, comparison)
+    show_circuits(active, comparison.a.source_text, comparison.b.source_text)

@@ -10,6 +10,7 @@ from transformer.charts import attention_heatmap, head_change_map, prediction_ba
 from transformer.decode import FillResult, InputError
 from ui.models import ActiveModel
 
+from ..features import show_circuits
 from ..kit import (
     LINK_PARAMS,
     Selection,
@@ -102,6 +103,8 @@ def show_masked_compare(active: ActiveModel) -> None:
     if sel is None:
         return
     show_masked_sides(sel)
+    if sel.against is not None and sel.against.model is active and sel.against.text != sel.text:  # two inputs
+        show_circuits(active, sel.text, sel.against.text)
 
 
 def show_masked_sides(sel: Selection) -> None:

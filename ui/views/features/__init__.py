@@ -20,7 +20,7 @@ from .alignment import show_alignment_scores
 from .animation import animation_downloads, decode_animation, file_stem
 from .attribution import show_agreement, show_step_attribution
 from .beam import show_beam_tree
-from .circuits_view import CircuitRun, show_circuit, show_circuits
+from .circuits_view import CircuitRun, circuit_link, show_circuit, show_circuits
 from .composition_view import show_composition
 from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statistics
 from .grouped_row import show_grouped_row
@@ -57,4 +57,4 @@ __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_q
             "show_reliance", "show_step_qk", "show_step_route"]
 __all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_grouped_row", "show_lens_at_steps",
             "show_map_overview", "show_model_b_row", "show_step_patching"]
-__all__ += ["CircuitRun", "show_circuit", "show_circuits"]
+__all__ += ["CircuitRun", "circuit_link", "show_circuit", "show_circuits"]

@@ -18,7 +18,6 @@ from transformer.analysis import (
     EAP_IG,
     CircuitPair,
     CircuitResult,
-    EditComparison,
     circuit_baseline,
     find_circuit,
     pair_composition,
@@ -44,6 +43,7 @@ from ..kit import (
 )
 
 KEY = "compare_circuits"
+COMPARE_PAGE = "pages/compare.py"
 N_KEY = LINK_PARAMS["compare"]["circ"]
 METHOD_TITLES = {EAP_IG: "EAP-IG (integrated gradients)", EAP: "EAP (one backward)"}
 CIRCUIT_TEXTS = JobTexts(cancelled="Circuit search cancelled: nothing was kept.",
@@ -59,13 +59,14 @@ class CircuitRun:
     pair: CircuitPair
 
 
-def _run(active: ActiveModel, c: EditComparison, method: str, steps: int, progress) -> CircuitRun:
-    pair = pair_from_text(active.adapter, c.a.source_text, c.b.source_text)
+def _run(active: ActiveModel, text_a: str, text_b: str, method: str, steps: int, progress) -> CircuitRun:
+    pair = pair_from_text(active.adapter, text_a, text_b)
     return CircuitRun(find_circuit([pair], method=method, ig_steps=steps, progress=progress), pair)
 
 
-def show_circuits(active: ActiveModel, c: EditComparison) -> None:
-    """The circuit section under the edit comparison."""
+def show_circuits(active: ActiveModel, text_a: str, text_b: str) -> None:
+    """The circuit section under Compare's comparison of one model on input A and its edit B (an encoder-only
+    model's two inputs too)."""
     st.subheader("Which heads carry it? The circuit", anchor=False)
     st.caption("Every edge from the embeddings, a head or an MLP into a later head's query, key or value, an MLP or "
                "the logits is scored by edge attribution (EAP-IG: Hanna et al. 2024; EAP: Syed et al. 2023) at the "
@@ -76,9 +77,10 @@ def show_circuits(active: ActiveModel, c: EditComparison) -> None:
                                 format_func=METHOD_TITLES.__getitem__)
     steps = int(c_steps.number_input("IG steps", 1, 50, CIRCUIT_IG_STEPS, key=f"{KEY}_ig_steps",
                                      disabled=method == EAP))
-    identity = ("circuits", method, steps, active.cache_key, c.a.source_text, c.b.source_text)
-    run = analysis_result(identity, "Finding the circuit", lambda progress: _run(active, c, method, steps, progress),
-                          key=KEY, texts=CIRCUIT_TEXTS)
+    identity = ("circuits", method, steps, active.cache_key, text_a, text_b)
+    run = analysis_result(identity, "Finding the circuit",
+                          lambda progress: _run(active, text_a, text_b, method, steps, progress), key=KEY,
+                          texts=CIRCUIT_TEXTS)
     if run is None:
         if can_start(identity):
             start_button("Find the circuit", identity, key=KEY, icon=":material/account_tree:")
@@ -106,6 +108,17 @@ def _kept(run: CircuitRun, n: int) -> float:
         cache.clear()
         cache[mark] = (value - base.corrupted_metric) / base.gap
     return float(cache[mark])
+
+
+def circuit_link(active: ActiveModel, text: str) -> None:
+    """From the Attention page: the circuit view is under Compare, on this input as A and an edit of it as B."""
+    st.subheader("Which heads carry it? The circuit", anchor=False)
+    st.caption("Which heads and connections carry this output: type an edit of the input on Compare (one model, A and "
+               "its edit B) and find the circuit there, every edge scored by EAP-IG and the top ones checked by real "
+               "patching.")
+    params = {"cmode": "edit", "text": text} if active.family.decodes else {"way": "inputs", "text": text}
+    st.page_link(COMPARE_PAGE, label="Find the circuit on Compare", icon=":material/account_tree:",
+                 query_params={"model": active.option.id, **params})
 
 
 def show_circuit(active: ActiveModel, run: CircuitRun) -> None:
