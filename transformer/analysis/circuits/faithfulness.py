@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from .forward import Mixing, graph_forward
-from .scores import node_outputs
+from .scores import plain_runs
 from .target import LOGIT_DIFF, Pair, metric
 
 GOAL = 0.8
@@ -39,12 +39,10 @@ def baseline(pairs: Sequence[Pair], metric_name: str = LOGIT_DIFF) -> Baseline:
     """The batch's corrupted outputs and its mean clean and corrupted metrics (plain graph runs)."""
     corrupted, clean_m, corrupted_m = [], 0.0, 0.0
     for pair in pairs:
-        _, outs = node_outputs(pair)
-        corrupted.append(outs)
-        with torch.no_grad():
-            clean_m += float(metric(metric_name, pair, graph_forward(pair.clean).logits)[0])
-            run = graph_forward(pair.clean, pair.corrupted_embeddings())
-            corrupted_m += float(metric(metric_name, pair, run.logits)[0])
+        clean_run, corrupted_run = plain_runs(pair)
+        corrupted.append(corrupted_run.outs)
+        clean_m += float(metric(metric_name, pair, clean_run.logits)[0])
+        corrupted_m += float(metric(metric_name, pair, corrupted_run.logits)[0])
     return Baseline(corrupted, clean_m / len(pairs), corrupted_m / len(pairs))
 
 

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ...decode import InputError
-from .forward import graph_forward
+from .forward import GraphRun, graph_forward
 from .target import LOGIT_DIFF, Pair, metric
 
 EAP, EAP_IG = "eap", "eap-ig"
@@ -26,12 +26,11 @@ IG_STEPS = 5
 Progress = Callable[[float], None]
 
 
-def node_outputs(pair: Pair) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-    """Every node's output on the clean and on the corrupted run (per stack, (N, 1, T, D)), no gradients."""
+def plain_runs(pair: Pair) -> tuple[GraphRun, GraphRun]:
+    """The clean and the corrupted graph runs (every node's output per stack, (N, 1, T, D), and the logits), no
+    gradients."""
     with torch.no_grad():
-        clean = graph_forward(pair.clean).outs
-        corrupted = graph_forward(pair.clean, pair.corrupted_embeddings()).outs
-    return clean, corrupted
+        return graph_forward(pair.clean), graph_forward(pair.clean, pair.corrupted_embeddings())
 
 
 def pair_scores(pair: Pair, method: str = EAP_IG, ig_steps: int = IG_STEPS, metric_name: str = LOGIT_DIFF) -> Tensor:

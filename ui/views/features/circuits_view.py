@@ -102,11 +102,13 @@ def _kept(run: CircuitRun, n: int) -> float:
     mark = (id(run), n)
     if mark not in cache:
         result = run.result
-        scores = torch.tensor([e.score for e in result.edges])
-        base = circuit_baseline([run.pair], result.metric)
-        value = patched_metric([run.pair], base, top_edges(scores, n), result.metric)
+        base = cache.get((id(run), "base"))  # the corrupted run and both metrics, once per search
+        if base is None:
+            base = circuit_baseline([run.pair], result.metric)
+        value = patched_metric([run.pair], base, top_edges(torch.tensor([e.score for e in result.edges]), n),
+                               result.metric)
         cache.clear()
-        cache[mark] = (value - base.corrupted_metric) / base.gap
+        cache[(id(run), "base")], cache[mark] = base, (value - base.corrupted_metric) / base.gap
     return float(cache[mark])
 
 
