@@ -196,6 +196,12 @@ def _poll_id(text: str) -> str:
 
 
 # parameter -> (parser of the link's text, formatter back to text)
+def _dictionary_name(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,120}", value) or value.startswith("."):
+        raise ValueError("expected a dictionary folder's name")
+    return value
+
+
 PARSERS: dict[str, Any] = {
     "model": _model,
     "compare": _model,
@@ -229,6 +235,8 @@ PARSERS: dict[str, Any] = {
     "combine": lambda v: _choice(v, COMBINE),
     "show": lambda v: _choice(v, MAP_SHOWS),
     "query": lambda v: _int(v, 1, 99_999) - 1,  # the head computation's query position
+    "dict": _dictionary_name,  # a dictionary folder's name (the Features page)
+    "feature": lambda v: _int(v, 0, 1 << 20),  # a dictionary feature, 0-based as the dictionary's rows
     "qkq": lambda v: _int(v, 1, 99_999) - 1,  # What made this score: its query and key positions
     "qkk": lambda v: _int(v, 1, 99_999) - 1,
     "circ": lambda v: _int(v, 1, 10_000_000),  # Compare's circuit: the edges in it (n, the slider)

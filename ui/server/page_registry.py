@@ -29,6 +29,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("train", "Train", ":material/model_training:", "Train"),
     PageEntry("learn", "Learn", ":material/school:", "Learn: attention step by step"),
     PageEntry("head", "One head", ":material/person_search:", "One head over a corpus"),
+    PageEntry("dictionary", "Features", ":material/category:", "Dictionary features"),
 )
 
 

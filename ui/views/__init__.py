@@ -31,6 +31,7 @@ from .assembly import (
     show_attention_views,
     show_both_maps,
     show_decode_views,
+    show_dictionary_page,
     show_difference,
     show_document_views,
     show_edit_difference,
@@ -170,7 +171,7 @@ __all__ = ["COMBINE", "COMPARE_MODES", "EDIT", "EDIT_KEY", "LINK_OPENS", "LINK_P
            "show_step_inside", "show_step_through", "show_sweep", "show_try_it", "show_weights", "slide_downloads",
            "slide_title", "step_caption", "step_picker", "step_table", "teacher", "toggle_clicked_head",
            "tour_navigation", "visible", "weights_of"]
-__all__ += ["show_head_page"]
+__all__ += ["show_dictionary_page", "show_head_page"]
 
 
 __all__ += ["show_document_views"]

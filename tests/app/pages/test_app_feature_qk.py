@@ -58,3 +58,22 @@ def test_the_score_in_dictionary_features_sums_to_the_models_score(shipped_env):
 def test_a_head_without_its_dictionary_says_how_to_train_one(shipped_env):
     at = _feature_view("induction", 0, TEXT)  # layer 1 reads resid:L1: none shipped
     assert any("No dictionary of resid:L1 for induction" in t for t in texts(at.info))
+
+
+def test_the_decode_pages_score_offers_the_feature_view_too(shipped_env):
+    # the other page that shows a QK table: Decode's "What made this score at this step", on the step's query
+    at = open_app()
+    at.selectbox(key=MODEL_KEY).set_value("shipped:induction").run()
+    at.switch_page("pages/decode.py").run()
+    text_box(at, "decode_text").input(TEXT).run()
+    at.session_state["decode_layer"] = 1
+    at.session_state["decode_head"] = 1
+    at.session_state["decode_qk_open"] = True
+    at.session_state["decode_feature_qk_on"] = True
+    at.run()
+    assert_no_exception(at)
+    found = [m for m in (SUM.search(t) for t in texts(at.markdown)) if m]
+    assert found, texts(at.markdown) + texts(at.info) + texts(at.warning)
+    assert abs(float(found[0][1]) - float(found[0][2])) <= 1e-4 * max(1, abs(float(found[0][2])))
+    assert any("dictionary features" in (c["title"] or "") for c in charts(at))
+    assert all(c["spec"].get("width", 0) <= PAGE_PX for c in charts(at) if isinstance(c["spec"].get("width"), int))

@@ -16,6 +16,7 @@ from .compare import (
     step_table,
 )
 from .decode_page import show_decode_views
+from .dictionary_page import show_dictionary_page
 from .edit_compare import (
     EDIT,
     EDIT_KEY,
@@ -52,7 +53,7 @@ __all__ = ["COMPARE_MODES", "EDIT", "EDIT_KEY", "MODELS", "MODES", "MODE_KEY", "
            "show_mask_page", "show_masked_compare", "show_model_view", "show_output_cards", "show_outputs",
            "show_stage", "show_step_through", "show_try_it", "step_caption", "step_picker", "step_table",
            "tour_navigation"]
-__all__ += ["show_head_page"]
+__all__ += ["show_dictionary_page", "show_head_page"]
 
 __all__ += ["show_document_views"]
 from .room_poll import show_room_poll  # noqa: E402

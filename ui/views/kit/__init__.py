@@ -15,6 +15,7 @@ from .background import (
     start_button,
 )
 from .chart_cache import cached_chart
+from .dictionary_texts import PAGE_TEXTS, TRAIN_TEXTS, model_texts, trained_root
 from .document_text import (
     GROUP_NAMES,
     document_selection,
@@ -122,3 +123,4 @@ __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]
 __all__ += ["current_job", "show_job_progress"]
 __all__ += ["GROUP_NAMES", "document_selection", "document_tokens", "holds_maps", "page_text", "reads_documents",
             "show_window_offer", "window_text"]
+__all__ += ["PAGE_TEXTS", "TRAIN_TEXTS", "model_texts", "trained_root"]

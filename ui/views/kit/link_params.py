@@ -31,6 +31,7 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
     "train": {},
     "learn": {"text": "learn_text", "stage": "learn_stage"},
     "head": {"kind": "head_page_kind", "layer": "head_page_layer", "head": "head_page_head"},
+    "dictionary": {"dict": "dictionary_pick", "feature": "dictionary_feature"},
 }
 
 # page -> link parameter -> the expander it opens: a link naming the beam width opens the beam tree, one naming the

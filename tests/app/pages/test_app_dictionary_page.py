@@ -1,0 +1,93 @@
+"""AppTest: the Features page (docs/dictionaries.md) on the induction model, whose shipped dictionary of resid:L2 it
+lists: a link names the dictionary and the feature; its features read over the task's streams fill the finder, and
+the feature's page shows its strongest activations with the token highlighted (a previous-token feature's examples
+all follow the same token), the tokens it promotes and the heads that read it; an untrained dictionary says so; the
+training form trains one in the background and saves it where the page finds it."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tests.helpers import ROOT
+from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
+from tests.helpers.dictionaries import random_dictionary
+from tests.helpers.real_shapes import PAGE_PX
+from transformer.dictionaries import Site, load_dictionary, save_dictionary
+from ui.views import LINK_PARAMS
+
+KEYS = LINK_PARAMS["dictionary"]
+SHIPPED = "induction-resid-L2"
+HIGHLIGHT = re.compile(r":orange-background\[\*\*(.+?)\*\*\]")
+
+pytestmark = pytest.mark.slow  # the app on a shipped model, its activations over 300 streams
+
+
+@pytest.fixture
+def shipped_env(monkeypatch, tmp_path):
+    folder = tmp_path / "checkpoints"
+    (folder / "dictionaries").mkdir(parents=True)
+    (folder / "induction").symlink_to(ROOT / "checkpoints" / "induction")
+    shutil.copytree(ROOT / "checkpoints" / "dictionaries" / SHIPPED, folder / "dictionaries" / SHIPPED)
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(folder))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    return folder
+
+
+def _previous_token_feature() -> int:
+    """The shipped dictionary's key feature at the known induction cell (X = `3`): it fires right after `3`."""
+    return 385
+
+
+def test_a_link_opens_a_features_page_with_its_examples_promoted_tokens_and_readers(shipped_env):
+    feature = _previous_token_feature()
+    at = open_link("dictionary", {"model": "shipped:induction", "dict": SHIPPED, "feature": str(feature)})
+    assert_no_exception(at)
+    assert at.session_state[KEYS["dict"]] == SHIPPED and at.session_state[KEYS["feature"]] == feature
+    at.button(key="dictionary_features_run").click().run()
+    assert poll(at, lambda a: any(f"Feature #{feature}" in t for t in texts(a.subheader)))
+    assert_no_exception(at)
+    lines = [t for t in texts(at.markdown) if HIGHLIGHT.search(t)]
+    highlighted = [m for t in lines for m in HIGHLIGHT.findall(t)]
+    assert len(highlighted) >= 10
+    # its top decile's highlighted tokens all follow `3` (the token just left of the highlight)
+    assert lines[0].startswith("*decile 10 of 10*")
+    top = [re.search(r"(\S+) :orange-background", line) for line in lines[0].split("  \n")[1:]]
+    assert top and all(m is not None and m[1] == "3" for m in top), lines[0]
+    frames = [f.value for f in at.dataframe]
+    assert any("top_tokens" in f.columns for f in frames)  # the finder
+    assert any("logit rise" in f.columns for f in frames)  # the tokens it promotes
+    readers = next(f for f in frames if "head" in f.columns and "key" in f.columns)
+    assert readers["head"].iloc[0] == "self:L2H2"  # the induction head's keys read the previous token most
+    assert any("by activation decile" in c["title"] for c in charts(at))
+    assert all(c["spec"].get("width", 0) <= PAGE_PX for c in charts(at) if isinstance(c["spec"].get("width"), int))
+    assert "feature=385" in "&".join(f"{k}={v}" for k, v in at.query_params.items()) or \
+        at.query_params.get("feature") in ("385", ["385"])
+
+
+def test_an_untrained_dictionary_says_so(shipped_env):
+    shipped = load_dictionary(shipped_env / "dictionaries" / SHIPPED)
+    untrained = random_dictionary(Site.parse("resid:L2"), shipped.d_in, 64, "topk")
+    from dataclasses import replace
+    save_dictionary(replace(untrained, model=shipped.model), shipped_env / "dictionaries" / "untrained")
+    at = open_link("dictionary", {"model": "shipped:induction", "dict": "untrained"})
+    assert_no_exception(at)
+    assert any("it is untrained" in t for t in texts(at.warning))
+
+
+def test_the_form_trains_a_dictionary_and_the_page_lists_it(shipped_env):
+    at = open_link("dictionary", {"model": "shipped:induction"})
+    at.text_input(key="dictionary_train_site").input("resid:L1")
+    at.number_input(key="dictionary_train_features").set_value(64)
+    at.number_input(key="dictionary_train_steps").set_value(100)
+    at.number_input(key="dictionary_train_texts").set_value(60).run()  # the button then asks for these
+    at.button(key="dictionary_train_run").click().run()
+    assert poll(at, lambda a: any("Saved to" in t for t in texts(a.success)), seconds=120)
+    assert_no_exception(at)
+    saved = load_dictionary(shipped_env.parent / "runs" / "dictionaries" / "induction-resid-L1-64")
+    assert saved.trained and saved.n_features == 64 and saved.site.label == "resid:L1"
+    at.run()
+    assert any(o.startswith("induction-resid-L1-64 · resid:L1") for o in at.selectbox(key=KEYS["dict"]).options)
