@@ -1,7 +1,8 @@
 """The browser tests' shared pieces: every test here is marked `browser` (left out of `make test-fast`) and skips
-with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is the app
-on the tiny checkpoint, `page` a headless Chromium tab on it. The driving code itself (servers, Chromium, waits) is
-`studio_browser`, which bench/ uses too."""
+with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is a fresh
+app on the tiny checkpoint for each test (the tests that train), `page` a headless Chromium tab on it; `tiny_app` and
+`shipped_app` are one server per worker, shared by the tests that only read. The driving code itself (servers,
+Chromium, waits) is `studio_browser`, which bench/ uses too."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,12 +48,30 @@ def page(server, request):
             browser.close()
 
 
+QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)  # Qwen2-0.5B's heads, tiny width
+
+
 @pytest.fixture(scope="session")
 def shipped_app(tmp_path_factory):
-    """One app on the shipped checkpoints (default model Multi30k), shared by the first-screen and poll tests."""
+    """One app per worker on the shipped checkpoints (default model Multi30k) and two Hugging Face models, bart-large's
+    heads (`hf:bart-large-heads`) and Qwen2-0.5B's 14 a layer (`hf:qwen2-14-heads`): every test that only reads
+    shares it (each page in a fresh browser context: its own Streamlit session). A test that trains starts its own."""
     from studio_browser import shipped_checkpoints
+    from tests.helpers.hf_causal_models import build as build_causal
+    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 
-    with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), start_timeout=180) as app:
+    hf = tmp_path_factory.mktemp("hf")
+    build("bart", hf / "bart-large-heads", size=BART_LARGE_HEADS)
+    build_causal("qwen2", hf / "qwen2-14-heads", size=QWEN2_14)
+    with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), start_timeout=180,
+                     extra_env={"ATTENTION_STUDIO_HF_MODELS": str(hf)}) as app:
+        yield app
+
+
+@pytest.fixture(scope="session")
+def tiny_app(tiny_checkpoint_dir, tmp_path_factory):
+    """One app per worker on the tiny checkpoint, for the tests that only read it (`server` is a fresh one)."""
+    with running_app(tiny_checkpoint_dir, tmp_path_factory.mktemp("runs"), start_timeout=180) as app:
         yield app
 
 

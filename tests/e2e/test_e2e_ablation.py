@@ -14,7 +14,6 @@ from studio_browser import (
     new_page,
     open_page,
     page_errors,
-    running_app,
     wait_charts,
 )
 from tests.helpers import ARTIFACTS, ROOT
@@ -35,10 +34,11 @@ def _selection(page, key: str) -> list[str]:
     return [t.strip() for t in page.locator(f".st-key-{key} [data-tag] span[title]").all_inner_texts()]
 
 
-def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir, tmp_path):
+def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_app):
     from playwright.sync_api import sync_playwright
 
-    with running_app(tiny_checkpoint_dir, tmp_path / "runs") as app, sync_playwright() as pw:
+    app, logged = tiny_app, len(tiny_app.log_text())  # the server's log before this test
+    with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)
@@ -79,7 +79,7 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir,
             page.get_by_text(WITHOUT).wait_for()
             assert _selection(page, "decode_ablate") == ["Cross L1 H2"]
             assert page_errors(page) == []
-            assert "Traceback" not in app.log_text()
+            assert "Traceback" not in app.log_text()[logged:]
         finally:
             browser.close()
 
@@ -87,7 +87,7 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_checkpoint_dir,
 SHIPPED = ROOT / "checkpoints"
 
 
-def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(tmp_path):
+def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the_browser(shipped_app):
     """Head ablation and attribution on every shipped model in a real browser. Each model is opened by its
     link on Decode; a click on its layer-1 grid's head 1 switches that head off, and the attribution strip of step 1
     is drawn once its expander is opened."""
@@ -99,7 +99,8 @@ def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the
     names = sorted(p.name for p in SHIPPED.iterdir()  # the models the app lists (families its pages draw)
                    if (p / "config.json").is_file() and checkpoint_family(p) in PAGE_FAMILIES)
     assert {"reverse", "sort", "toy-en-de", "multi30k-en-de"} <= set(names)
-    with running_app(SHIPPED, tmp_path / "runs") as app, sync_playwright() as pw:
+    app, logged = shipped_app, len(shipped_app.log_text())  # the app on SHIPPED; its log before this test
+    with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             for name in names:
@@ -118,6 +119,6 @@ def test_every_shipped_model_ablates_a_clicked_head_and_attributes_a_step_in_the
                     ARTIFACTS.mkdir(exist_ok=True)
                     page.screenshot(path=str(ARTIFACTS / "e2e_shipped_ablation_attribution.png"), full_page=True)
                 page.context.close()
-            assert "Traceback" not in app.log_text()
+            assert "Traceback" not in app.log_text()[logged:]
         finally:
             browser.close()

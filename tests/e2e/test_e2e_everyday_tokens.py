@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from studio_browser import launch_chromium, new_page, page_errors, running_app, shipped_checkpoints, wait_charts
+from studio_browser import launch_chromium, new_page, page_errors, wait_charts
 
 SENTENCE = "A soldier holds a rifle."
 PIECES = r"\| ▁r \| if \| le \|"  # the map's axis labels, one after another
@@ -14,10 +14,11 @@ LOAD_FAILED = "Failed to load resource"
 PROBES = ("/_stcore/health", "/_stcore/host-config")
 
 
-def test_a_token_if_draws_on_home_attention_and_decode(tmp_path):
+def test_a_token_if_draws_on_home_attention_and_decode(shipped_app):
     from playwright.sync_api import sync_playwright
 
-    with running_app(shipped_checkpoints(), tmp_path / "runs") as app, sync_playwright() as pw:
+    app, logged = shipped_app, len(shipped_app.log_text())  # the server's log before this test
+    with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             for path, maps in (("", 1), ("attention", 1), ("decode", 1)):
@@ -36,4 +37,4 @@ def test_a_token_if_draws_on_home_attention_and_decode(tmp_path):
                 page.close()
         finally:
             browser.close()
-        assert "Traceback" not in app.log_text()
+        assert "Traceback" not in app.log_text()[logged:]

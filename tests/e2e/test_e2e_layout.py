@@ -1,8 +1,8 @@
 """In a real browser at 1400x1000 (the window a newcomer first tried): every chart fits its column, the per-head
 statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
 text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons.
-One server (`layout_app`) and one Chromium (`shared_browser`) for the module: each page opens in a fresh context (its
-own session), and the walk over every page is one case per page, so the workers share it out."""
+One server per worker (`shipped_app`) and one Chromium for the module (`shared_browser`): each page opens in a fresh
+context (its own session), and the walk over every page is one case per page, so the workers share it out."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -13,8 +13,6 @@ from studio_browser import (
     charts_condition,
     new_page,
     page_errors,
-    running_app,
-    shipped_checkpoints,
     wait_for,
     wait_idle,
 )
@@ -57,24 +55,6 @@ LAYOUT_JS = r"""() => {
   return out;
 }"""
 
-QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)  # Qwen2-0.5B's heads, tiny width
-
-
-@pytest.fixture(scope="module")
-def layout_app(tmp_path_factory):
-    """The app on the shipped checkpoints (default Multi30k) and two Hugging Face models: bart-large's heads and
-    Qwen2-0.5B's (14 a layer); every page below names its model in its link."""
-    from tests.helpers.hf_causal_models import build as build_causal
-    from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
-
-    hf = tmp_path_factory.mktemp("hf")
-    build("bart", hf / "bart-large-heads", size=BART_LARGE_HEADS)
-    build_causal("qwen2", hf / "qwen2-14-heads", size=QWEN2_14)
-    with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), default="multi30k-en-de",
-                     extra_env={"ATTENTION_STUDIO_HF_MODELS": str(hf)}, start_timeout=180) as app:
-        yield app
-
-
 def _visible_pngs_on_hover(page) -> list[int]:
     """For each chart: how many visible controls named PNG its own element shows while the pointer is over it."""
     counts = []
@@ -91,10 +71,10 @@ def _visible_pngs_on_hover(page) -> list[int]:
     return counts
 
 
-def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(layout_app, shared_browser):
+def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(shipped_app, shared_browser):
     for path, params, drawn in PAGES:
         page = new_page(shared_browser)  # new_page sets the 1400x1000 viewport
-        page.goto(f"{layout_app.url}/{path}?{urlencode({'model': 'shipped:toy-en-de', **params})}")
+        page.goto(f"{shipped_app.url}/{path}?{urlencode({'model': 'shipped:toy-en-de', **params})}")
         wait_for(page, drawn, 90_000)
         wait_idle(page)
         layout = page.evaluate(LAYOUT_JS)
@@ -122,7 +102,7 @@ FIT_JS = r"""() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"
 GAP_PX = 48  # a chart in a column may reach into the gap beside it, not over its neighbour
 
 
-def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(layout_app, shared_browser):
+def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(shipped_app, shared_browser):
     """About 130 source tokens on the shipped Multi30k model: the maps show a window of keys across the page (Home's
     its first keys), token strips wrap within it, and what is still wider (a head grid, Compare's difference map)
     scrolls inside its own box."""
@@ -136,7 +116,7 @@ def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(layout_a
         page = new_page(shared_browser)
         page.set_viewport_size({"width": 1280, "height": 800})
         query = urlencode({"model": "shipped:multi30k-en-de", "text": text, **params})
-        page.goto(f"{layout_app.url}/{path}?{query}")
+        page.goto(f"{shipped_app.url}/{path}?{query}")
         wait_for(page, drawn, 90_000)
         wait_idle(page)
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
@@ -206,11 +186,11 @@ WALK_CASES = [pytest.param(model, size, present, path,
 
 
 @pytest.mark.parametrize(("model", "size", "present", "path"), WALK_CASES)
-def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(layout_app, shared_browser, model, size,
+def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(shipped_app, shared_browser, model, size,
                                                                           present, path):
     query = {"model": model, **({"text": TEXT} if path.split("?")[0] in INPUT_PAGES else {}),
              **({"present": "1"} if present else {})}
-    url = f"{layout_app.url}/{path}{'&' if '?' in path else '?'}{urlencode(query)}"
+    url = f"{shipped_app.url}/{path}{'&' if '?' in path else '?'}{urlencode(query)}"
     started = STARTED.get(path, []) if (model, size) == WALKS[0][:2] else []
     found = _open_checked(shared_browser, url, size, started)
     problems = [f"{what}: {found[what][:4]}" for what in found if found[what]]
@@ -234,7 +214,7 @@ def _layout_found(page) -> dict:
     return {what: boxes for what, boxes in page.evaluate(LAYOUT_CHECK_JS).items() if boxes}
 
 
-def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(layout_app, shared_browser):
+def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(shipped_app, shared_browser):
     import re
 
     from tests.e2e.test_e2e_presenter import FIRST_SCREEN_JS
@@ -243,7 +223,7 @@ def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_
     page = new_page(shared_browser)
     page.set_viewport_size({"width": 1280, "height": 720})
     page.set_default_timeout(180_000)
-    page.goto(f"{layout_app.url}/decode?model=hf:qwen2-14-heads")
+    page.goto(f"{shipped_app.url}/decode?model=hf:qwen2-14-heads")
     box = page.locator(".st-key-decode_text textarea")  # the page's own box: a document
     box.fill("\n".join(lines(30)))
     box.press("Control+Enter")
@@ -262,7 +242,7 @@ def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_
         page = new_page(shared_browser)
         page.set_viewport_size({"width": 1280, "height": 720})
         query = urlencode({"model": "shipped:multi30k-en-de", "text": LONG_TEXT, "present": "1"})
-        page.goto(f"{layout_app.url}/{path}?{query}")
+        page.goto(f"{shipped_app.url}/{path}?{query}")
         page.locator('[data-testid="stVegaLiteChart"] :is(svg.marks, canvas)').first.wait_for(timeout=120_000)
         found = _layout_found(page)
         assert found == {}, f"/{path} presenting at 1280x720: {found}"

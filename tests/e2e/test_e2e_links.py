@@ -9,7 +9,6 @@ from studio_browser import (
     launch_chromium,
     new_page,
     page_errors,
-    running_app,
     runs_finished,
     wait_charts,
     wait_decode_step,
@@ -41,10 +40,11 @@ def _shared_view(page, url: str) -> str:
     return page.url
 
 
-def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_head(tiny_checkpoint_dir, tmp_path):
+def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_head(tiny_app):
     from playwright.sync_api import sync_playwright
 
-    with running_app(tiny_checkpoint_dir, tmp_path / "runs") as server, sync_playwright() as pw:
+    server = tiny_app
+    with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             link = _shared_view(new_page(browser), server.url)

@@ -34,7 +34,7 @@ VIEWS = [("decode", charts_condition(r"step 1\b", 2, heading="Step 1 of")),
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1400, 1000)])
-def test_the_qr_code_covers_no_chart_or_control(server, width, height):
+def test_the_qr_code_covers_no_chart_or_control(tiny_app, width, height):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -43,7 +43,7 @@ def test_the_qr_code_covers_no_chart_or_control(server, width, height):
             for path, drawn in VIEWS:
                 page = new_page(browser)
                 page.set_viewport_size({"width": width, "height": height})
-                page.goto(f"{server.url}/{path}?text={TEXT}&present=1")
+                page.goto(f"{tiny_app.url}/{path}?text={TEXT}&present=1")
                 wait_for(page, drawn, 90_000)
                 if path == "decode":  # the row the code used to cover: Attribution, opened
                     page.get_by_text("Attribution: what the chosen token depends on").click()
@@ -142,14 +142,12 @@ def _main_pictures_seen(page, title: str, width: int, height: int) -> None:
     assert page_errors(page) == []
 
 
-def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the_first_screen(tmp_path):
+def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the_first_screen(shipped_app):
     from playwright.sync_api import sync_playwright
 
-    from studio_browser import running_app, shipped_checkpoints
-
     text = "A+man+plays+the+guitar+on+a+stage."
-    with running_app(shipped_checkpoints(), tmp_path / "runs", default="multi30k-en-de") as server, \
-            sync_playwright() as pw:
+    server = shipped_app  # the shipped checkpoints, Multi30k the default
+    with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)
