@@ -53,16 +53,19 @@ QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=81
 
 @pytest.fixture(scope="session")
 def shipped_app(tmp_path_factory):
-    """One app per worker on the shipped checkpoints (default model Multi30k) and two Hugging Face models, bart-large's
-    heads (`hf:bart-large-heads`) and Qwen2-0.5B's 14 a layer (`hf:qwen2-14-heads`): every test that only reads
-    shares it (each page in a fresh browser context: its own Streamlit session). A test that trains starts its own."""
+    """One app per worker on the shipped checkpoints (default model Multi30k) and three Hugging Face models:
+    bart-large's heads (`hf:bart-large-heads`), Qwen2-0.5B's 14 a layer (`hf:qwen2-14-heads`) and a tiny Qwen2 with an
+    8,192-token context (`hf:qwen2-long`). Every test that only reads shares it, each page in a fresh browser context
+    (its own Streamlit session); a test that trains starts its own."""
     from studio_browser import shipped_checkpoints
+    from tests.helpers.hf_causal_models import SIZE
     from tests.helpers.hf_causal_models import build as build_causal
     from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 
     hf = tmp_path_factory.mktemp("hf")
     build("bart", hf / "bart-large-heads", size=BART_LARGE_HEADS)
     build_causal("qwen2", hf / "qwen2-14-heads", size=QWEN2_14)
+    build_causal("qwen2", hf / "qwen2-long", size={**SIZE, "positions": 8192})  # a tiny Qwen2 reading documents
     with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), start_timeout=180,
                      extra_env={"ATTENTION_STUDIO_HF_MODELS": str(hf)}) as app:
         yield app

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlparse
 
-from studio_browser import launch_chromium, new_page, page_errors, running_app
-from tests.helpers import ARTIFACTS, ROOT
-from tests.helpers.hf_causal_models import SIZE, build, lines
+from studio_browser import launch_chromium, new_page, page_errors
+from tests.helpers import ARTIFACTS
+from tests.helpers.hf_causal_models import lines
 
 NAME = "qwen2-long"
 DOC = "\n".join(lines(30))
@@ -25,13 +25,11 @@ def _zoom(url: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
     return rows, keys  # type: ignore[return-value]
 
 
-def test_dragging_on_the_overview_zooms_to_the_region(tmp_path):
+def test_dragging_on_the_overview_zooms_to_the_region(shipped_app):
     from playwright.sync_api import sync_playwright
 
-    hf = tmp_path / "hf"
-    build("qwen2", hf / NAME, size={**SIZE, "positions": 8192})
-    with running_app(ROOT / "checkpoints", tmp_path / "runs", extra_env={"ATTENTION_STUDIO_HF_MODELS": str(hf)}
-                     ) as app, sync_playwright() as pw:
+    app = shipped_app  # its `hf:qwen2-long`: a tiny Qwen2 with an 8,192-token context (tests/e2e/conftest.py)
+    with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = new_page(browser)
