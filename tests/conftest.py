@@ -50,7 +50,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start building SAELens's venv in the background once a session has collected a test that needs it."""
-    if any("saelens_python" in getattr(item, "fixturenames", ()) for item in session.items):
+    if not session.config.option.collectonly and any("saelens_python" in getattr(item, "fixturenames", ())
+                                                     for item in session.items):
         from tests.helpers.saelens_venv import start_building
         start_building()
 
