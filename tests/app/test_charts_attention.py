@@ -39,6 +39,13 @@ def trace() -> AttentionTrace:
     return random_trace(["the", "cat", "sat", "</s>"], ["<s>", "die", "katze"])
 
 
+def chart_transforms(chart) -> list[dict]:
+    """The heatmap layer's calculate transforms, wherever Altair put them (the layer or the chart)."""
+    spec = chart.to_dict()
+    found = [*spec.get("transform", []), *[t for layer in spec.get("layer", []) for t in layer.get("transform", [])]]
+    return [t for t in found if "calculate" in t]
+
+
 def _heat(chart) -> tuple[pd.DataFrame, dict]:
     """The heatmap layer's data and its encoding spec."""
     return layer_data(chart), chart.layer[0].to_dict()["encoding"]
@@ -51,8 +58,12 @@ def test_cross_heatmap_has_one_cell_per_query_key_pair_with_labelled_axes(trace)
     assert enc["y"]["field"] == "query_index" and enc["x"]["field"] == "key_index"
     assert enc["y"]["axis"]["title"] == "query: decoder input (target)"
     assert enc["x"]["axis"]["title"] == "key: source token"
-    assert {t["field"] for t in enc["tooltip"]} >= {"query_token", "key_token", "weight_text", "query_index",
-                                                   "key_index"}
+    assert {t["field"] for t in enc["tooltip"]} >= {"query_token", "key_token", "weight_text", "query_position",
+                                                   "key_position"}
+    # the tooltip counts positions from 1, as the panels and pickers do: computed from the 0-based indices
+    calculated = {t["as"]: t["calculate"] for t in chart_transforms(attention_heatmap(trace, "cross", 1, 2))}
+    assert calculated["query_position"] == "datum.query_index + 1"
+    assert calculated["key_position"] == "datum.key_index + 1"
     row = data[(data.query_index == 2) & (data.key_index == 1)].iloc[0]
     assert (row.query_token, row.key_token) == ("katze", "cat")
     assert row.weight == pytest.approx(float(trace.cross[1, 2, 2, 1]))

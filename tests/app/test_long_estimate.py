@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from torch import nn
 
-from transformer.analysis import decode_cost
+from transformer.analysis.source import decode_cost
 
 
 def _adapter(vocab: int) -> SimpleNamespace:
