@@ -30,11 +30,11 @@ def feature_pairs_chart(table: FeatureQKTable, top: int = 12) -> alt.Chart:
     title = f"{table.table.head.label}: score {table.score:+.3f} in dictionary features"
     return alt.Chart(frame, title=title).mark_bar().encode(
         x=alt.X("contribution:Q", title="contribution to the score"),
-        y=alt.Y("label:N", sort=list(frame["label"]), title=None),
+        y=alt.Y("label:N", sort=list(frame["label"]), title=None, axis=alt.Axis(labelOverlap=False)),
         color=alt.Color("what:N", scale=alt.Scale(domain=["pair", "other pairs", "term"],
                                                   range=["#4c78a8", "#9ecae9", "#bab0ac"]), title=None),
         tooltip=["label", alt.Tooltip("contribution:Q", format="+.4f"), "what"],
-    ).properties(width=WIDTH, height=max(120, 18 * len(frame)))
+    ).properties(width=WIDTH, height=max(120, 20 * len(frame)))
 
 
 def feature_sources_chart(sources: FeatureSources, tokens: list[str]) -> alt.Chart:
@@ -58,7 +58,7 @@ def feature_sources_chart(sources: FeatureSources, tokens: list[str]) -> alt.Cha
 def decile_chart(counts: dict[int, int], feature: int) -> alt.Chart:
     """How many tokens fall in each tenth of the feature's activation range (decile 9: the top)."""
     frame = pd.DataFrame({"decile": list(counts), "tokens": list(counts.values())})
-    return alt.Chart(frame, title=f"feature #{feature}: tokens by activation decile").mark_bar().encode(
+    return alt.Chart(frame, title=f"#{feature}: tokens by activation decile").mark_bar().encode(
         x=alt.X("decile:O", title="tenth of the range (9: strongest)"),
         y=alt.Y("tokens:Q", scale=alt.Scale(type="symlog")),
         tooltip=["decile", "tokens"]).properties(width=WIDTH // 2, height=140)

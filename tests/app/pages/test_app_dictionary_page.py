@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -68,21 +69,16 @@ def test_a_link_opens_a_features_page_with_its_examples_promoted_tokens_and_read
         at.query_params.get("feature") in ("385", ["385"])
 
 
-def test_an_untrained_dictionary_says_so(shipped_env):
+def test_the_form_trains_a_dictionary_and_the_page_lists_it_and_an_untrained_one_says_so(shipped_env):
     shipped = load_dictionary(shipped_env / "dictionaries" / SHIPPED)
     untrained = random_dictionary(Site.parse("resid:L2"), shipped.d_in, 64, "topk")
-    from dataclasses import replace
     save_dictionary(replace(untrained, model=shipped.model), shipped_env / "dictionaries" / "untrained")
     at = open_link("dictionary", {"model": "shipped:induction", "dict": "untrained"})
     assert_no_exception(at)
     assert any("it is untrained" in t for t in texts(at.warning))
-
-
-def test_the_form_trains_a_dictionary_and_the_page_lists_it(shipped_env):
-    at = open_link("dictionary", {"model": "shipped:induction"})
     at.text_input(key="dictionary_train_site").input("resid:L1")
     at.number_input(key="dictionary_train_features").set_value(64)
-    at.number_input(key="dictionary_train_steps").set_value(100)
+    at.number_input(key="dictionary_train_steps").set_value(50)
     at.number_input(key="dictionary_train_texts").set_value(60).run()  # the button then asks for these
     at.button(key="dictionary_train_run").click().run()
     assert poll(at, lambda a: any("Saved to" in t for t in texts(a.success)), seconds=120)
