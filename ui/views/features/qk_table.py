@@ -18,7 +18,6 @@ from transformer.charts import QK_CELL as QK_CELL  # the selection of a clickabl
 from transformer.charts import clicked_cell, feature_pairs_chart, qk_part_map, visible_token, with_cell_clicks
 from transformer.dictionaries import Dictionary, DictionaryError, feature_qk, load_dictionary, needed_sites
 from transformer.model import Head
-from ui.models import MODEL_KEY
 from ui.server import checkpoints_root, shared
 
 from ..kit import LINK_PARAMS, PAGE_PX, Selection, chart_spec, decode_parts_for, per_head_refusal, show_chart
@@ -196,7 +195,7 @@ def show_feature_qk(sel: Selection, parts: DecodeParts, head: Head, query: int, 
                 for side, feature, site in (("query", q, table.query_site), ("key", k, table.key_site)):
                     st.page_link("pages/dictionary.py", label=f"Open the top pair's {side} feature #{feature}",
                                  icon=":material/open_in_new:", query_params={
-                                     "model": str(st.session_state.get(MODEL_KEY, "")), "dict": folders[site],
+                                     "model": sel.model.option.id, "dict": folders[site],
                                      "feature": str(feature)})
         st.caption("Each side's stream is the dictionary's active features plus an error and a bias term; the pairs "
                    "of features (q#i × k#j, 0-based ids) and the terms sum to the score. "
