@@ -11,6 +11,7 @@ from .feature_sources import FeatureSources, feature_sources
 from .feature_stats import Example, decile_counts, decile_examples, encoded, feature_frame, top_examples
 from .saelens_folder import SAELENS_VERSION, config_of, is_dictionary_folder, load_dictionary, save_dictionary
 from .sites import ATTN, RESID, DictionaryError, Place, Site, place
+from .store_sources import store_feature_sources
 from .training import TRAINABLE, Report, TrainSettings, TrainStep, evaluate, train_dictionary
 
 __all__ = ["ACTIVATIONS", "ATTN", "CORPUS_LINES", "ERROR", "FEATURES", "MAX_TOKENS", "RESID", "SAELENS_VERSION",
@@ -18,5 +19,5 @@ __all__ = ["ACTIVATIONS", "ATTN", "CORPUS_LINES", "ERROR", "FEATURES", "MAX_TOKE
            "FeatureSources", "Place", "Report", "Site", "TrainSettings", "TrainStep", "TrainingTexts", "config_of",
            "corpus_texts", "decile_counts", "decile_examples", "encoded", "evaluate", "feature_corpus",
            "feature_frame", "feature_qk", "feature_sources", "is_dictionary_folder", "load_dictionary", "needed_sites",
-           "place", "promoted_tokens", "reading_heads", "save_dictionary", "site_activations", "task_texts",
-           "top_examples", "train_dictionary"]
+           "place", "promoted_tokens", "reading_heads", "save_dictionary", "site_activations", "store_feature_sources",
+           "task_texts", "top_examples", "train_dictionary"]

@@ -12,9 +12,17 @@ from tests.helpers.dictionaries import random_dictionary
 from tests.helpers.hf_causal_models import NEW_CAUSAL, WINDOW, build_new
 from tests.helpers.our_models import _inputs
 from tests.helpers.path_models import PATH_FAMILIES, _rescaled, path_model
-from transformer.adapters import InspectableModel
+from transformer.adapters import InspectableModel, store_of_insides
 from transformer.analysis import capture_path
-from transformer.dictionaries import DictionaryError, Site, feature_qk, feature_sources, needed_sites, place
+from transformer.dictionaries import (
+    DictionaryError,
+    Site,
+    feature_qk,
+    feature_sources,
+    needed_sites,
+    place,
+    store_feature_sources,
+)
 from transformer.model import Head
 from transformer.store import open_model
 
@@ -108,3 +116,31 @@ def test_a_features_sources_over_heads_and_positions_sum_to_its_pre_activation(f
     with pytest.raises(DictionaryError, match="attention-output dictionaries"):
         feature_sources(insides, place(Site.parse("resid:L1" if not adapter.family.has_cross else "resid:enc:L1"),
                                        adapter), d, 0, 0)
+
+
+@pytest.mark.parametrize("family", ["ours-pre", "ours-decoder-only-post", "ours-encoder-only-pre"])
+def test_through_the_attention_stores_rows_a_features_sources_are_the_same(family: str):
+    # long inputs: the query's row recomputed from the store (no n x n map), the values from the stream entering
+    # the layer; on a short input both ways give the same shares, to the float's rounding
+    adapter = path_model(family, None)  # type: ignore[arg-type]  # ours need no folder
+    src, tgt = _inputs(adapter)
+    insides = adapter.insides(src, tgt if adapter.family.decodes else None)
+    store = store_of_insides(adapter, insides)
+    for kind in (k for k in adapter.family.kinds if k != "cross"):
+        code = {"encoder_self": "enc", "decoder_self": "dec"}.get(kind, kind)
+        where = place(Site.parse(f"attn:{code}:L2"), adapter)
+        d = random_dictionary(where.site, where.width, 24, seed=3)
+        z = insides.inputs[kind][1].merged[0].float()
+        query = z.shape[0] - 2
+        feature = int(d.pre_activations(z)[query].argmax())
+        plain = feature_sources(insides, where, d, feature, query)
+        stream = insides.residual[where.stack][1][0]
+        stored = store_feature_sources(adapter, store, stream, where, d, feature, query)
+        assert torch.allclose(stored.contributions, plain.contributions, atol=1e-4), kind
+        assert stored.activation == pytest.approx(plain.activation, abs=1e-4)
+        assert stored.pre_activation == pytest.approx(plain.pre_activation, abs=1e-4)
+    if adapter.family.has_cross:
+        where = place(Site.parse("attn:cross:L2"), adapter)
+        with pytest.raises(DictionaryError, match="first attention"):
+            store_feature_sources(adapter, store, insides.residual["decoder"][1][0], where,
+                                  random_dictionary(where.site, where.width, 8), 0, 0)
