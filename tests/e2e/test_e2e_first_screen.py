@@ -181,3 +181,25 @@ def test_shipped_models_open_on_inputs_they_read(shipped_app, shared_browser):
     assert "B is A itself" in main and "Not in the model's vocabulary" not in main
     assert page_errors(page) == []
     page.context.close()
+
+
+def test_a_click_on_a_map_cell_answers_on_the_screen(shipped_app, shared_browser):
+    """A click on a cell of Attention's map opens "What made this score" and brings it onto the screen (it sits
+    below the map), numbered from 1 as the map's pickers are."""
+    query = {"text": SENTENCE, "kind": "cross", "layer": "1", "head": "1"}
+    page = _open(shared_browser, f"{shipped_app.url}/attention?{urlencode(query)}")
+    boxes = page.evaluate(BOXES_JS)
+    assert boxes["attentionMap"] is not None, boxes
+    area = page.locator('.st-key-attention_heatmap [data-testid="stVegaLiteChart"]').first.bounding_box()
+    assert area is not None
+    before = runs_finished(page)
+    page.mouse.click(area["x"] + area["width"] * 0.45, area["y"] + area["height"] * 0.4)
+    wait_rerun(page, before, 120_000)
+    wait_idle(page, 120_000)
+    answer = page.locator(".st-key-attention_qk_open").get_by_text("the score the model computed").first
+    answer.wait_for(timeout=60_000)
+    top = answer.bounding_box()
+    assert top is not None and 0 <= top["y"] and top["y"] + top["height"] <= SCREEN["height"], top
+    assert page_errors(page) == []
+    page.context.close()
+

@@ -92,3 +92,40 @@ def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shippe
     speaker.wait_for_function("() => !new URLSearchParams(location.search).get('poll')")
     for page in (speaker, *phones):
         page.context.close()
+
+
+def test_a_poll_on_the_attention_page_reveals_the_picked_heads_row(shipped_app, shared_browser):
+    """Attention's "Poll the room" asks which key the map's middle row looks at most; a phone's vote is counted and the
+    reveal draws the picked head's row as the trace holds it."""
+    ckpt = load_checkpoint(ROOT / "checkpoints" / "multi30k-en-de", load_optimizer=False)
+    trace = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), TEXT, top_k=5).trace
+    queries = trace.labels("cross")[0]
+    expected = trace.matrix("cross", 0, 0)[len(queries) // 2].tolist()  # layer 1, head 1, the middle row
+    speaker = _context(shared_browser, {"width": 1280, "height": 720})
+    view = {"text": TEXT, "kind": "cross", "layer": "1", "head": "1"}
+    speaker.goto(f"{shipped_app.url}/attention?{urlencode({**view, 'present': '1'})}")
+    speaker.locator(".st-key-attention_poll_open button").first.wait_for(timeout=120_000)
+    wait_idle(speaker, 120_000)
+    speaker.locator(".st-key-attention_poll_open button").first.click()
+    speaker.wait_for_function("() => new URLSearchParams(location.search).get('poll')")
+    params = {k: v[-1] for k, v in parse_qs(urlsplit(speaker.url).query).items() if k != "present"}
+    phone = _context(shared_browser, PHONE)
+    phone.goto(f"{shipped_app.url}/attention?{urlencode(params)}")
+    phone.locator(".st-key-studio_poll_option_0 button").first.wait_for(timeout=120_000)
+    wait_idle(phone, 120_000)
+    phone.locator(".st-key-studio_poll_option_0 button").first.click()
+    phone.get_by_text("Your vote: 1 ·").wait_for()
+    speaker.locator(".st-key-studio_poll_count", has_text="1 vote").wait_for(timeout=30_000)
+    speaker.locator(".st-key-studio_poll_reveal button").first.click()
+    speaker.locator(".st-key-studio_poll_result svg.marks").wait_for()
+    wait_idle(speaker)
+    drawn = speaker.locator(".st-key-studio_poll_result svg.marks").evaluate(
+        "(svg) => [...svg.querySelectorAll('text')].map((t) => t.textContent.trim())")
+    model = [t for t in drawn if re.fullmatch(r"\d+\.\d%", t)][1::2]
+    assert model == [f"{100 * w:.1f}%" for w in expected]
+    for page in (speaker, phone):
+        assert page_errors(page) == []
+    speaker.locator(".st-key-studio_poll_close button").first.click()
+    speaker.wait_for_function("() => !new URLSearchParams(location.search).get('poll')")
+    for page in (speaker, phone):
+        page.context.close()

@@ -23,6 +23,20 @@ from ui.server import checkpoints_root, shared
 from ..kit import LINK_PARAMS, PAGE_PX, Selection, chart_spec, decode_parts_for, per_head_refusal, show_chart
 
 HIDDEN = -1e30  # a term at or below this is the mask hiding the key
+SCROLL_KEY = "studio_scroll_to"
+# the panel is drawn after the script runs: look for it (and for its content, so it does not move after) a few times
+_SCROLL_JS = """<script>
+(() => {
+  let tries = 0;
+  const go = () => {
+    const box = document.querySelector('.st-key-KEY');
+    const ready = box && box.querySelector('[data-testid="stMarkdown"], [data-testid="stAlert"]');
+    if (ready || (box && tries > 20)) { box.scrollIntoView({block: "start"}); return; }
+    if (++tries < 60) setTimeout(go, 100);
+  };
+  go();
+})();
+</script>"""
 TOP_PAIRS = 15
 
 
@@ -41,6 +55,16 @@ def open_clicked_cell(chart_key: str, query_widget: str | None, key_widget: str,
     if query_widget is not None:
         st.session_state[query_widget] = cell[0]
     st.session_state[key_widget], st.session_state[open_widget] = cell[1], True
+    st.session_state[SCROLL_KEY] = open_widget  # the answer is brought into view once it is drawn
+
+
+def scroll_to_answer(open_widget: str) -> None:
+    """After a click on a map cell, scroll the opened panel to the top of the screen (it sits below the map, off the
+    first screen); once, in the run the click started."""
+    if st.session_state.get(SCROLL_KEY) != open_widget:
+        return
+    del st.session_state[SCROLL_KEY]
+    st.html(_SCROLL_JS.replace("KEY", open_widget), unsafe_allow_javascript=True)
 
 
 def hidden_by_mask(table: QKTable) -> bool:
@@ -119,6 +143,7 @@ def show_attention_qk(sel: Selection, query_widget: str, key_widget: str) -> Non
                      on_change="rerun", icon=":material/join_inner:") as box:
         if not box.open:  # captured and drawn only while open
             return
+        scroll_to_answer(sel.key("qk_open"))
         q_tokens = sel.result.trace.labels(sel.kind)[0]
         asked = st.session_state.get(query_widget)
         if asked is not None and not 0 <= int(asked) < len(q_tokens):
@@ -138,6 +163,7 @@ def show_step_qk(sel: Selection, open_widget: str, key_widget: str) -> None:
     with st.expander("What made this score at this step: the query and key taken apart", key=open_widget,
                      on_change="rerun", icon=":material/join_inner:") as box:
         if box.open:
+            scroll_to_answer(open_widget)
             show_qk(sel, sel.kind, sel.result.trace.step_offset + (sel.step or 0), key_widget)
 
 
