@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.app_session import assert_no_exception, charts, open_app, text_box, texts
+from tests.helpers.app_session import assert_no_exception, charts, open_app, open_link, poll, text_box, texts
 from tests.helpers.real_shapes import PAGE_PX
 from transformer.analysis import decode_parts
 from transformer.store import open_model
@@ -76,4 +76,24 @@ def test_the_decode_pages_score_offers_the_feature_view_too(shipped_env):
     assert found, texts(at.markdown) + texts(at.info) + texts(at.warning)
     assert abs(float(found[0][1]) - float(found[0][2])) <= 1e-4 * max(1, abs(float(found[0][2])))
     assert any("dictionary features" in (c["title"] or "") for c in charts(at))
+    assert all(c["spec"].get("width", 0) <= PAGE_PX for c in charts(at) if isinstance(c["spec"].get("width"), int))
+
+
+def test_the_circuits_qk_table_on_compare_offers_the_feature_view_too(shipped_env):
+    # Compare's circuit shows, for an edge into a head's query or key, that head's QK table at its strongest cell:
+    # one level down there too, on an edge into a layer-2 head's key (the stream it reads has its shipped dictionary)
+    at = open_link("compare", {"model": "shipped:induction", "cmode": "edit", "text": "qwkTz7xqwkTz7",
+                               "edit": "qwkTz7xPb3Lm9"})  # docs/circuits.md's induction pair
+    at.selectbox(key="compare_circuits_method").set_value("eap").run()
+    at.button(key="compare_circuits_run").click().run()
+    assert poll(at, lambda a: "compare_circuits_edge" in [s.key for s in a.selectbox]), \
+        texts(at.warning) + texts(at.info)
+    options = at.selectbox(key="compare_circuits_edge").options
+    edge = next(i for i, o in enumerate(options) if re.match(r"self:L1H\d → self:L2H\d \((q|k)\)", o))
+    at.selectbox(key="compare_circuits_edge").set_value(edge).run()
+    at.toggle(key="compare_circuits_feature_qk_on").set_value(True).run()
+    assert_no_exception(at)
+    found = [m for m in (SUM.search(t) for t in texts(at.markdown)) if m]
+    assert found, texts(at.markdown) + texts(at.info)
+    assert abs(float(found[0][1]) - float(found[0][2])) <= 1e-4 * max(1, abs(float(found[0][2])))
     assert all(c["spec"].get("width", 0) <= PAGE_PX for c in charts(at) if isinstance(c["spec"].get("width"), int))

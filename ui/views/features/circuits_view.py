@@ -39,6 +39,7 @@ from ..kit import (
     head_page_link,
     md,
     show_chart,
+    show_feature_cell,
     start_button,
 )
 
@@ -174,7 +175,7 @@ def _edge(active: ActiveModel, run: CircuitRun, n: int) -> None:
                        f"{score:.3f}")
         except ResidualPathError as exc:
             st.caption(str(exc))
-    _qk(run, writer, reader, edge.input)
+    _qk(active, run, writer, reader, edge.input)
 
 
 def _composition(active: ActiveModel, writer: Head, reader: Head) -> dict[str, float]:
@@ -187,7 +188,7 @@ def _composition(active: ActiveModel, writer: Head, reader: Head) -> dict[str, f
     return dict(cache[mark])
 
 
-def _qk(run: CircuitRun, writer: Head, reader: Head, side: str) -> None:
+def _qk(active: ActiveModel, run: CircuitRun, writer: Head, reader: Head, side: str) -> None:
     """The reader's score at its strongest cell of A's run, taken apart: what the writer's part adds to it."""
     cap = run.pair.clean.cap
     pattern = cap.insides.inputs[reader.kind][reader.layer].pattern()[0, reader.head]  # (Tq, Tk)
@@ -206,3 +207,4 @@ def _qk(run: CircuitRun, writer: Head, reader: Head, side: str) -> None:
                f"{'none' if share is None else f'{share:+.3f}'}")
     st.dataframe(pd.DataFrame(sorted(parts.items(), key=lambda p: -abs(p[1]))[:8], columns=["part", "score"]),
                  hide_index=True, key=f"{KEY}_qk")
+    show_feature_cell(active, cap, reader, query, key, KEY)  # one level down: the score in dictionary features

@@ -6,7 +6,6 @@ head reads, trained on this model, sits in the checkpoints' `dictionaries/` fold
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -15,12 +14,19 @@ import streamlit as st
 from transformer.adapters import ResidualPathError
 from transformer.analysis import DecodeParts, QKTable, qk_attribution
 from transformer.charts import QK_CELL as QK_CELL  # the selection of a clickable map, for the views that show it
-from transformer.charts import clicked_cell, feature_pairs_chart, qk_part_map, visible_token, with_cell_clicks
-from transformer.dictionaries import Dictionary, DictionaryError, feature_qk, load_dictionary, needed_sites
+from transformer.charts import clicked_cell, qk_part_map, visible_token, with_cell_clicks
 from transformer.model import Head
-from ui.server import checkpoints_root, shared
 
-from ..kit import LINK_PARAMS, PAGE_PX, Selection, chart_spec, decode_parts_for, per_head_refusal, show_chart
+from ..kit import (
+    LINK_PARAMS,
+    PAGE_PX,
+    Selection,
+    chart_spec,
+    decode_parts_for,
+    per_head_refusal,
+    show_chart,
+    show_feature_cell,
+)
 
 HIDDEN = -1e30  # a term at or below this is the mask hiding the key
 SCROLL_KEY = "studio_scroll_to"
@@ -167,62 +173,7 @@ def show_step_qk(sel: Selection, open_widget: str, key_widget: str) -> None:
             show_qk(sel, sel.kind, sel.result.trace.step_offset + (sel.step or 0), key_widget)
 
 
-TOP_FEATURE_PAIRS = 12
-
-
-@shared
-def _dictionaries(folder: str, stamp: float) -> tuple[tuple[str, Dictionary], ...]:
-    """Every dictionary folder directly under `folder` that opens (`stamp`: the folder's mtime, so a new one shows)."""
-    found = []
-    for path in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
-        try:
-            found.append((path.name, load_dictionary(path)))
-        except DictionaryError:
-            continue
-    return tuple(found)
-
-
-def _kept() -> tuple[tuple[str, Dictionary], ...]:
-    folder = checkpoints_root() / "dictionaries"
-    return _dictionaries(str(folder), folder.stat().st_mtime if folder.is_dir() else 0.0)
-
-
 def show_feature_qk(sel: Selection, parts: DecodeParts, head: Head, query: int, key: int) -> None:
     """The score of `head` at (query, key) over the features of this model's dictionaries, behind a toggle (inside
     What made this score's expander, which cannot hold another)."""
-    if st.toggle("One level down: the score in dictionary features", key=sel.key("feature_qk_on")):
-        name = sel.model.adapter.name
-        sites = dict.fromkeys(needed_sites(parts.capture, head))
-        mine = [(folder, d) for folder, d in _kept() if d.model == name and d.site in sites]
-        missing = [s.label for s in sites if all(d.site != s for _, d in mine)]
-        if missing:
-            st.info(f"No dictionary of {' and '.join(missing)} for {name} yet: train one with `python -m transformer "
-                    f"dictionary train MODEL --site {missing[0]} --features 512 --out "
-                    f"checkpoints/dictionaries/NAME` (docs/dictionaries.md).", icon=":material/info:")
-            return
-        try:
-            table = feature_qk(parts.capture, head, query, key, [d for _, d in mine])
-        except DictionaryError as exc:
-            st.warning(str(exc), icon=":material/error:")
-            return
-        pairs = table.pairs()
-        st.markdown(f"**{len(pairs):,} feature pairs** ({', '.join(f'{folder}' for folder, _ in mine)}): pairs "
-                    f"**{sum(c for _, _, c in pairs):+.4f}** + terms **{sum(table.terms().values()):+.4f}** = "
-                    f"**{table.total:+.4f}**, the score **{table.score:+.4f}**; the error terms are "
-                    f"{100 * table.error_share():.0f} % of it.")
-        untrained = [folder for folder, d in mine if not d.trained]
-        if untrained:
-            st.caption(f"{', '.join(untrained)}: no training report (an untrained dictionary's features mean little).")
-        show_chart(feature_pairs_chart(table, TOP_FEATURE_PAIRS), key=f"{sel.page}_feature_qk_chart", width="content")
-        if pairs:
-            folders = {d.site: folder for folder, d in mine}
-            q, k, _ = pairs[0]
-            with st.container(horizontal=True):
-                for side, feature, site in (("query", q, table.query_site), ("key", k, table.key_site)):
-                    st.page_link("pages/dictionary.py", label=f"Open the top pair's {side} feature #{feature}",
-                                 icon=":material/open_in_new:", query_params={
-                                     "model": sel.model.option.id, "dict": folders[site],
-                                     "feature": str(feature)})
-        st.caption("Each side's stream is the dictionary's active features plus an error and a bias term; the pairs "
-                   "of features (q#i × k#j, 0-based ids) and the terms sum to the score. "
-                   "`python -m transformer qk … --dictionary DIR --json` gives every pair.")
+    show_feature_cell(sel.model, parts.capture, head, query, key, sel.page)
