@@ -203,3 +203,25 @@ def test_a_click_on_a_map_cell_answers_on_the_screen(shipped_app, shared_browser
     assert page_errors(page) == []
     page.context.close()
 
+
+
+LONG = ("Two young children in blue shirts are playing soccer on a green field near a large old stone house while "
+        "their parents watch from wooden benches under the tall trees.")
+
+
+@pytest.mark.parametrize("text", [SENTENCE, LONG])
+def test_presenter_decode_keeps_the_map_next_and_the_output_card_on_the_first_screen(shipped_app, shared_browser,
+                                                                                    text):
+    """Presenter mode at 1280x720: beside the step's map, Prev and Next and the output card (its first tokens, for a
+    long output) end above 720 px, also for a 35-token source whose map was drawn across the page with the side
+    column under it."""
+    page = _open(shared_browser, f"{shipped_app.url}/decode?{urlencode({'text': text, 'present': '1'})}")
+    _decode_first_screen(page, "presenting")
+    card = page.locator(".st-key-decode_output_greedy")
+    first_token = card.locator('span[title^="position 1"]').first.bounding_box()
+    assert first_token is not None and first_token["y"] + first_token["height"] <= SCREEN["height"], first_token
+    if text == SENTENCE:  # a short output's card is whole on the first screen
+        box = card.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= SCREEN["height"], box
+    assert page_errors(page) == []
+    page.context.close()

@@ -215,7 +215,7 @@ def show_large_map(sel: Selection) -> None:
     title = sel.title
     if overview_first(trace, kind):
         show_head_overview(trace, kind, alignment, title, latest_corpus_statistics(active))
-    map_col, side_col = map_columns(trace, kind, [3, 2])
+    map_col, side_col = map_columns(trace, kind, [3, 2], presenting=presenting())
     with side_col:  # the switch beside the map, not above it: the map's top on a 1280x720 first screen
         show_gold = bool(gold) and combine == "pick" and st.toggle("Outline the gold alignment", value=True,
                                                                     key=KEYS["gold"])

@@ -120,7 +120,7 @@ def show_output_cards(results: Results, prefix: ds.ForcedPrefix | None) -> None:
                      if v != ds.TEACHER or st.session_state.get(ds.MODE_KEY) == ds.TEACHER}
     for column, (view, result) in zip(st.columns(len(available)), available.items(), strict=True):
         forced = prefix if view == ds.FORCED else None
-        with column.container(border=True):
+        with column.container(border=True, key=f"decode_output_{view}"):
             st.markdown(f"**{ds.view_label(view, result)}**")
             show_chips(result.output_tokens, highlight=forced.step if forced is not None else None,
                        caption="predictions at each reference position" if view == ds.TEACHER else "output")
@@ -294,22 +294,22 @@ def _presented_step(sel: Selection, results: Results, view: str,
                     prefix: ds.ForcedPrefix | None
                     ) -> tuple[Selection, tuple[Alignment, list[tuple[int, int]], Window]]:
     """Presenter mode's first screen: the map at the left; at the right the folded step controls, the step's
-    heading, Prev and Next, the top-k and the output card; the prefix and the source shading under both. Returns
+    heading, Prev and Next, the output card and the top-k; the prefix and the source shading under both. Returns
     `sel` completed (step, layer, head) and the map's (alignment, gold, keys)."""
     shown = results[view]
     if shown is None:
         raise ValueError(f"no {view} output to step through")
     trace = shown.trace
-    map_col, side_col = map_columns(trace, map_kind(trace), [11, 9])
+    map_col, side_col = map_columns(trace, map_kind(trace), [11, 9], presenting=True)
     with side_col:  # first: the step, layer and head the map shows
         with folded_controls("Step, layer and head", key="decode_step_controls"):
             sel = _controls(sel, results, view)
         _step_heading(sel)
         _step_buttons(len(sel.result.steps), sel.at, *st.columns(2))
         head_keys(KEYS["head"], trace.n_heads)  # H and Shift+H: mounted, out of sight, outside the folded pickers
+        show_output_cards(results, prefix)  # under Prev and Next: on the first screen
         show_topk_panel(sel)
         show_poll_control(sel, decode_question(sel))  # "Poll the room" under the top-k, or the poll posed
-        show_output_cards(results, prefix)
     alignment, gold = map_gold(sel)
     with map_col:
         keys = show_step_map(sel, gold)

@@ -31,9 +31,10 @@ def column_room(trace: AttentionTrace, kind: str, presenting: bool = False, inse
     return int(column - inset - MAP_FRAME_PX - label_px(trace, kind, presenting))
 
 
-def fits_column(trace: AttentionTrace, kind: str) -> bool:
-    """Whether every key of this kind fits beside the side column at the smallest pointable cell."""
-    return trace.axis_sizes(kind)[1] <= keys_per_window(column_room(trace, kind))
+def fits_column(trace: AttentionTrace, kind: str, presenting: bool = False) -> bool:
+    """Whether every key of this kind fits beside the side column at the smallest pointable cell (`presenting`: the
+    wider column of presenter mode, whose first screen holds the map and its side column side by side)."""
+    return trace.axis_sizes(kind)[1] <= keys_per_window(column_room(trace, kind, presenting))
 
 
 def map_fit(trace: AttentionTrace, kind: str, size: int, page_width: int, keys: tuple[int, int] | None = None, *,
@@ -45,7 +46,7 @@ def map_fit(trace: AttentionTrace, kind: str, size: int, page_width: int, keys: 
     n_rows, n_keys = trace.axis_sizes(kind)
     shown = n_keys if keys is None else keys[1] - keys[0]
     width = page_width
-    if fits_column(trace, kind):
+    if fits_column(trace, kind, presenting):
         width = column_room(trace, kind, presenting, inset)
         size = min(size, width)
     if presenting or rows_px is not None:

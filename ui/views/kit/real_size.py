@@ -111,16 +111,16 @@ def overview_first(trace: AttentionTrace, kind: str) -> bool:
     return trace.n_layers(kind) * trace.n_heads > OVERVIEW_FIRST
 
 
-def needs_page_width(trace: AttentionTrace, kind: str) -> bool:
+def needs_page_width(trace: AttentionTrace, kind: str, presenting: bool = False) -> bool:
     """Whether a map of this kind needs the page's whole width: its keys, beside its token labels and legend, do not
-    fit beside the side column."""
-    return not fits_column(trace, kind)
+    fit beside the side column (`presenting`: presenter mode's wider one)."""
+    return not fits_column(trace, kind, presenting)
 
 
-def map_columns(trace: AttentionTrace, kind: str, spec: list[int]) -> tuple[Any, Any]:
+def map_columns(trace: AttentionTrace, kind: str, spec: list[int], presenting: bool = False) -> tuple[Any, Any]:
     """(map, side) containers: side by side in columns of `spec`, or, for a map that needs the page's width (a long
-    input), the map above and the side below it."""
-    if needs_page_width(trace, kind):
+    input), the map above and the side below it (`presenting`: measured against presenter mode's column)."""
+    if needs_page_width(trace, kind, presenting):
         return st.container(), st.container()
     map_col, side_col = st.columns(spec, gap="large")
     return map_col, side_col
