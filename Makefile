@@ -29,16 +29,21 @@ desktop: $(STAMP)
 # Where the Debian packages cannot be installed (not root, no apt-get) the tests that need them skip with a reason;
 # under CI (CI=true) such a skip is a failure. Three pytest-xdist workers with work stealing: much of the suite waits on
 # processes, servers and Chromium, and the extra workers fill that time (bench/README.md, "The test suite").
+# The tests keep Python's bytecode (and pytest's rewritten test modules) in __pycache__ even where the environment
+# says PYTHONDONTWRITEBYTECODE: without it every worker, server and fresh interpreter compiles the tree again (a
+# worker's collection: ~11 CPU-s instead of ~5).
+TESTS := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 3 --dist worksteal
+
 test: $(STAMP)
 	@bash scripts/system-packages.sh browser display qt
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n 3 --dist worksteal
+	$(TESTS)
 
 test-fast: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n 3 --dist worksteal -m "not slow and not browser" -q
+	$(TESTS) -m "not slow and not browser" -q
 
 bench: $(STAMP)
 	$(PY) -m bench
