@@ -1,5 +1,6 @@
 """A dictionary's features over a model's texts, read once for a feature page and its finder: the site's activations,
-every row's feature activations, the finder's table, and each example's context in its text."""
+every row's feature activations, the finder's table, each example's context in its text, and (an attention-output
+dictionary) which sources wrote an example."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
@@ -12,8 +13,9 @@ import torch
 from ..adapters import InspectableModel
 from .activations import Activations, site_activations
 from .dictionary import Dictionary
+from .feature_sources import FeatureSources, feature_sources
 from .feature_stats import Example, encoded, feature_frame
-from .sites import place
+from .sites import DictionaryError, place
 
 CONTEXT = (8, 3)  # tokens shown before and after an example's token
 
@@ -27,6 +29,7 @@ class FeatureCorpus:
     codes: torch.Tensor
     frame: pd.DataFrame
     described: str
+    texts: tuple[str, ...] = ()
 
     def context(self, example: Example, before: int = CONTEXT[0], after: int = CONTEXT[1]
                 ) -> tuple[list[str], str, list[str]]:
@@ -47,4 +50,25 @@ def feature_corpus(adapter: InspectableModel, dictionary: Dictionary, texts: Seq
     dictionary.check_width(where.width, adapter.name)
     acts = site_activations(adapter, where, texts, references, progress=progress)
     codes = encoded(dictionary, acts)
-    return FeatureCorpus(acts, codes, feature_frame(dictionary, codes, acts), described or f"{len(texts):,} texts")
+    return FeatureCorpus(acts, codes, feature_frame(dictionary, codes, acts), described or f"{len(texts):,} texts",
+                         tuple(texts))
+
+
+def example_sources(adapter: InspectableModel, dictionary: Dictionary, corpus: FeatureCorpus, feature: int,
+                    example: Example) -> tuple[FeatureSources, list[str]]:
+    """Which sources wrote `feature` at `example` (an attention-output dictionary on a source-side stack: one forward
+    of the example's text), and the text's tokens; DictionaryError in one line otherwise."""
+    where = place(dictionary.site, adapter)
+    if where.kind is None or adapter.family.has_cross and where.stack == "decoder":
+        raise DictionaryError("which sources wrote a feature is shown for attention-output dictionaries on a prompt "
+                              f"or source stack, not {where.site.label}")
+    source = adapter.tokenize_source(corpus.texts[example.text])
+    ids = list(source.ids)[: adapter.max_source_len]
+    with torch.no_grad():
+        insides = adapter.padded_insides([ids])
+    found = feature_sources(insides, where, dictionary, feature, example.position)
+    tokens = list(source.tokens)[: len(ids)]
+    if adapter.family.decodes:  # a decoder-only model reads its start token after the prompt
+        tokens += adapter.ids_to_tokens(list(adapter.start_ids))
+    n_keys = found.contributions.shape[1]
+    return found, (tokens + [""] * n_keys)[:n_keys]

@@ -87,3 +87,26 @@ def test_the_form_trains_a_dictionary_and_the_page_lists_it_and_an_untrained_one
     assert saved.trained and saved.n_features == 64 and saved.site.label == "resid:L1"
     at.run()
     assert any(o.startswith("induction-resid-L1-64 · resid:L1") for o in at.selectbox(key=KEYS["dict"]).options)
+
+
+def test_an_attention_output_feature_shows_which_sources_wrote_it(shipped_env):
+    # a dictionary on the induction model's layer-1 attention output (hook_z), trained here in a few steps: its
+    # feature page adds the row over the input of its strongest activation, whose shares sum to the pre-activation
+    from transformer.dictionaries import TrainSettings, place, site_activations, task_texts, train_dictionary
+    from transformer.store import open_model
+
+    adapter = open_model(str(shipped_env / "induction"))
+    site = Site.parse("attn:self:L1")
+    streams = task_texts(shipped_env / "induction", 60)
+    acts = site_activations(adapter, place(site, adapter), streams.texts)
+    dictionary, _ = train_dictionary(acts.values, site, TrainSettings(32, k=4, steps=50), adapter.name)
+    save_dictionary(dictionary, shipped_env / "dictionaries" / "attn-L1")
+    at = open_link("dictionary", {"model": "shipped:induction", "dict": "attn-L1"})
+    at.button(key="dictionary_features_run").click().run()
+    assert poll(at, lambda a: any("Which sources wrote it" in t for t in texts(a.markdown)))
+    assert_no_exception(at)
+    shares = next(f["share"] for c in charts(at) for f in c["frames"].values() if "share" in f.columns)
+    line = next(t for t in texts(at.caption) if t.startswith("By head:"))
+    constant = float(re.search(r"writes ([+-][\d.]+)", line)[1])
+    pre = float(re.search(r"pre-activation ([\d.-]+)", line)[1])
+    assert abs(float(shares.sum()) + constant - pre) <= 0.02

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from transformer.charts import decile_chart, visible_token
+from transformer.charts import decile_chart, feature_sources_chart, visible_token
 from transformer.dictionaries import (
     Dictionary,
     DictionaryError,
@@ -18,11 +18,13 @@ from transformer.dictionaries import (
     FeatureCorpus,
     decile_counts,
     decile_examples,
+    example_sources,
     feature_corpus,
     load_dictionary,
     place,
     promoted_tokens,
     reading_heads,
+    top_examples,
 )
 from ui.models import ActiveModel
 from ui.server import checkpoints_root, shared
@@ -144,6 +146,25 @@ def _example_line(corpus: FeatureCorpus, example: Example) -> str:
             f"{text(after)}")
 
 
+def _show_sources(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCorpus, feature: int) -> None:
+    """An attention-output feature's strongest activation taken apart over the sources that wrote it."""
+    top = top_examples(corpus.codes, corpus.activations, feature, 1)
+    if not top:
+        return
+    try:
+        sources, tokens = example_sources(active.adapter, dictionary, corpus, feature, top[0])
+    except DictionaryError as exc:
+        st.caption(str(exc))
+        return
+    st.markdown("**Which sources wrote it** at its strongest activation (direct feature attribution: each source "
+                "position's share of the pre-activation, summed over heads)")
+    show_chart(feature_sources_chart(sources, [visible_token(t) for t in tokens]), key=f"{KEY}_sources",
+               width="content")
+    heads = ", ".join(f"H{h + 1} {v:+.2f}" for h, v in enumerate(sources.by_head()))
+    st.caption(f"By head: {heads}; a constant no source writes {sources.constant:+.2f}; pre-activation "
+               f"{sources.pre_activation:.2f}, activation {sources.activation:.2f}.")
+
+
 def show_feature(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCorpus) -> None:
     """One feature's page: the feature picked (the link's `feature`, 0-based as the dictionary's rows)."""
     state = st.session_state
@@ -160,6 +181,7 @@ def show_feature(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCor
     st.caption(f"Fires on {100 * row['frequency']:.2f} % of {len(corpus.activations):,} tokens of "
                f"{corpus.described}; largest activation {row['max_activation']:.2f}, mean where it fires "
                f"{row['mean_activation']:.2f}.")
+    where = place(dictionary.site, active.adapter)
     c_examples, c_side = st.columns([3, 2])
     with c_examples:
         st.markdown("**Strongest activations, by decile of its range** (the token highlighted)")
@@ -168,7 +190,6 @@ def show_feature(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCor
     with c_side:
         show_chart(decile_chart(decile_counts(corpus.codes, feature), feature), key=f"{KEY}_deciles",
                    width="content")
-        where = place(dictionary.site, active.adapter)
         promoted = promoted_tokens(active.adapter, where, dictionary, feature)
         if promoted is None:
             st.caption("Its site is not read by the output head (an encoder's): no tokens promoted.")
@@ -181,6 +202,8 @@ def show_feature(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCor
         st.dataframe(reading_heads(active.adapter, where, dictionary, feature).head(8), hide_index=True,
                      key=f"{KEY}_readers", column_config={"query": st.column_config.NumberColumn(format="%.2f"),
                                                           "key": st.column_config.NumberColumn(format="%.2f")})
+    if where.kind is not None:
+        _show_sources(active, dictionary, corpus, feature)
 
 
 def show_dictionary_features(active: ActiveModel, name: str, dictionary: Dictionary) -> None:
