@@ -110,3 +110,20 @@ def test_an_attention_output_feature_shows_which_sources_wrote_it(shipped_env):
     constant = float(re.search(r"writes ([+-][\d.]+)", line)[1])
     pre = float(re.search(r"pre-activation ([\d.-]+)", line)[1])
     assert abs(float(shares.sum()) + constant - pre) <= 0.02
+
+
+def test_the_encoder_decoders_dictionary_opens_on_its_encoder_output(monkeypatch, tmp_path):
+    # the other shipped dictionary: the toy English->German model's encoder output (what its cross-attention keys
+    # read), read over its sentences with their references; an encoder's site promotes no tokens, and its readers
+    # are the cross-attention heads' keys
+    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
+    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
+    at = open_link("dictionary", {"model": "shipped:toy-en-de", "dict": "toy-en-de-enc-out"})
+    at.button(key="dictionary_features_run").click().run()
+    assert poll(at, lambda a: any(t.startswith("Feature #") for t in texts(a.subheader)))
+    assert_no_exception(at)
+    assert any("no tokens promoted" in t for t in texts(at.caption))
+    readers = next(f.value for f in at.dataframe if "head" in f.value.columns and "key" in f.value.columns)
+    assert readers["head"].iloc[0].startswith("cross:")

@@ -94,7 +94,7 @@ def pick_dictionary(active: ActiveModel, found: dict[str, Dictionary]) -> tuple[
 
 def _corpus(active: ActiveModel, name: str, dictionary: Dictionary) -> FeatureCorpus | None:
     """The dictionary's features over the model's texts (a background job, started by its button)."""
-    texts = model_texts(active, PAGE_TEXTS)
+    texts = model_texts(active, PAGE_TEXTS, examples_first=True)
     if texts is None:
         st.info("This model has no texts of its own to read the features over (a Hugging Face model): read them with "
                 "the library (`feature_corpus`).", icon=":material/info:")
