@@ -2,7 +2,7 @@
 folder format, trained on the model's own activations, and a score taken apart into pairs of dictionary features
 (docs/dictionaries.md)."""
 from .activations import MAX_TOKENS, Activations, site_activations
-from .corpus import CORPUS_LINES, TrainingTexts, corpus_texts, task_texts
+from .corpus import CORPUS_LINES, STREAM_TASKS, TrainingTexts, corpus_texts, task_texts
 from .dictionary import ACTIVATIONS, Dictionary
 from .feature_corpus import FeatureCorpus, example_sources, feature_corpus
 from .feature_page import promoted_tokens, reading_heads
@@ -15,9 +15,10 @@ from .store_sources import store_feature_sources
 from .training import TRAINABLE, Report, TrainSettings, TrainStep, evaluate, train_dictionary
 
 __all__ = ["ACTIVATIONS", "ATTN", "CORPUS_LINES", "ERROR", "FEATURES", "MAX_TOKENS", "RESID", "SAELENS_VERSION",
-           "TRAINABLE", "Activations", "Dictionary", "DictionaryError", "Example", "FeatureCorpus", "FeatureQKTable",
-           "FeatureSources", "Place", "Report", "Site", "TrainSettings", "TrainStep", "TrainingTexts", "config_of",
-           "corpus_texts", "decile_counts", "decile_examples", "encoded", "evaluate", "example_sources",
-           "feature_corpus", "feature_frame", "feature_qk", "feature_sources", "is_dictionary_folder",
-           "load_dictionary", "needed_sites", "place", "promoted_tokens", "reading_heads", "save_dictionary",
-           "site_activations", "store_feature_sources", "task_texts", "top_examples", "train_dictionary"]
+           "STREAM_TASKS", "TRAINABLE", "Activations", "Dictionary", "DictionaryError", "Example", "FeatureCorpus",
+           "FeatureQKTable", "FeatureSources", "Place", "Report", "Site", "TrainSettings", "TrainStep",
+           "TrainingTexts", "config_of", "corpus_texts", "decile_counts", "decile_examples", "encoded", "evaluate",
+           "example_sources", "feature_corpus", "feature_frame", "feature_qk", "feature_sources",
+           "is_dictionary_folder", "load_dictionary", "needed_sites", "place", "promoted_tokens", "reading_heads",
+           "save_dictionary", "site_activations", "store_feature_sources", "task_texts", "top_examples",
+           "train_dictionary"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transformer.dictionaries import DictionaryError, TrainingTexts, task_texts
-from transformer.dictionaries.corpus import STREAM_TASKS
+from transformer.dictionaries import STREAM_TASKS, DictionaryError, TrainingTexts, task_texts
 from ui.models import ActiveModel
 from ui.server import runs_root
 
