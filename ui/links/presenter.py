@@ -35,7 +35,11 @@ h1 { font-size: 1.5rem !important; padding: 0.1rem 0 0.2rem 0 !important; }
 /* the bar: the page strip at the left, the model and the way out at the right; the title starts below it */
 .st-key-studio_present_bar { border-bottom: 1px solid #e5e7eb; padding-bottom: 0.2rem; flex-wrap: nowrap; }
 .st-key-studio_present_bar > div { width: auto !important; flex: 0 1 auto; }
-.st-key-studio_present_pages a { padding: 0 0.3rem; }
+/* the strip on one line beside the model and the way out: eight pages with their icons took two lines at 1280 px,
+   the second one under the first's links; the names alone fit */
+.st-key-studio_present_pages { flex-wrap: nowrap; }
+.st-key-studio_present_pages a { padding: 0 0.3rem; white-space: nowrap; }
+.st-key-studio_present_pages [data-testid="stIconMaterial"] { display: none; }
 .st-key-studio_present_bar p { font-size: 14px; }
 /* the way out's key drawn as a key cap: a bare grey "P" after "Leave" read as a label cut short */
 .st-key-studio_present_leave kbd { border: 1px solid #9ca3af; border-radius: 4px; padding: 0 0.35em;
@@ -43,6 +47,16 @@ h1 { font-size: 1.5rem !important; padding: 0.1rem 0 0.2rem 0 !important; }
 /* the head and page keys' buttons stay mounted (their shortcuts work) but take no room */
 [class*="_head_keys"], .st-key-studio_present_page_keys { position: absolute !important; left: -10000px; }
 .studio-chart-heading { font-size: 20px; margin: 0.3rem 0 0.3rem 0; }  /* not touching its chart at this size */
+/* Decode's side column holds the step's heading, Prev and Next, the output card and the top-k above 720 px */
+[data-testid="stColumn"] > [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+[data-testid="stMain"] h3 { font-size: 1.15rem !important; padding: 0.2rem 0 !important; }
+[class*="st-key-decode_output_"] { padding: 0.3rem 0.7rem 0.5rem 0.7rem !important; gap: 0 !important;
+  height: auto !important; }
+[class*="st-key-decode_output_"] [data-testid="stMarkdownContainer"] > p { font-size: 15px; }
+[class*="st-key-decode_output_"] div:has(> span[title^="position"]) { line-height: 1.5 !important; }
+[class*="st-key-decode_output_"] div:has(+ div > span[title^="position"]) { display: none; }  /* "output" */
+[class*="st-key-decode_output_"] span[title^="position"] { font-size: 14px !important; line-height: 1.3 !important;
+  padding: 0 5px !important; margin: 1px 2px !important; }
 /* the QR code of the page's link and the address it holds, in a margin of its own at the right: the page's content
    ends left of it, so it never covers a chart or a control, and it stays in view as the page scrolls */
 [data-testid="stMainBlockContainer"]:has(.st-key-studio_present_qr) { padding-right: calc(160px + 2.4rem); }

@@ -306,10 +306,10 @@ def _presented_step(sel: Selection, results: Results, view: str,
             sel = _controls(sel, results, view)
         _step_heading(sel)
         _step_buttons(len(sel.result.steps), sel.at, *st.columns(2))
-        head_keys(KEYS["head"], trace.n_heads)  # H and Shift+H: mounted, out of sight, outside the folded pickers
         show_output_cards(results, prefix)  # under Prev and Next: on the first screen
         show_topk_panel(sel)
         show_poll_control(sel, decode_question(sel))  # "Poll the room" under the top-k, or the poll posed
+        head_keys(KEYS["head"], trace.n_heads)  # H and Shift+H: mounted, out of sight (last: its gap is off-screen)
     alignment, gold = map_gold(sel)
     with map_col:
         keys = show_step_map(sel, gold)
