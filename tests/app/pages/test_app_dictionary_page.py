@@ -69,39 +69,28 @@ def test_a_link_opens_a_features_page_with_its_examples_promoted_tokens_and_read
         at.query_params.get("feature") in ("385", ["385"])
 
 
-def test_the_form_trains_a_dictionary_and_the_page_lists_it_and_an_untrained_one_says_so(shipped_env):
+def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_untrained_one_says_so(shipped_env):
     shipped = load_dictionary(shipped_env / "dictionaries" / SHIPPED)
     untrained = random_dictionary(Site.parse("resid:L2"), shipped.d_in, 64, "topk")
     save_dictionary(replace(untrained, model=shipped.model), shipped_env / "dictionaries" / "untrained")
     at = open_link("dictionary", {"model": "shipped:induction", "dict": "untrained"})
     assert_no_exception(at)
     assert any("it is untrained" in t for t in texts(at.warning))
-    at.text_input(key="dictionary_train_site").input("resid:L1")
-    at.number_input(key="dictionary_train_features").set_value(64)
+    # the form: a dictionary on layer 1's attention output (hook_z), trained in the background and saved
+    at.text_input(key="dictionary_train_site").input("attn:self:L1")
+    at.number_input(key="dictionary_train_features").set_value(32)
     at.number_input(key="dictionary_train_steps").set_value(50)
     at.number_input(key="dictionary_train_texts").set_value(60).run()  # the button then asks for these
     at.button(key="dictionary_train_run").click().run()
     assert poll(at, lambda a: any("Saved to" in t for t in texts(a.success)), seconds=120)
     assert_no_exception(at)
-    saved = load_dictionary(shipped_env.parent / "runs" / "dictionaries" / "induction-resid-L1-64")
-    assert saved.trained and saved.n_features == 64 and saved.site.label == "resid:L1"
+    name = "induction-attn-self-L1-32"
+    saved = load_dictionary(shipped_env.parent / "runs" / "dictionaries" / name)
+    assert saved.trained and saved.n_features == 32 and saved.site.label == "attn:self:L1"
     at.run()
-    assert any(o.startswith("induction-resid-L1-64 · resid:L1") for o in at.selectbox(key=KEYS["dict"]).options)
-
-
-def test_an_attention_output_feature_shows_which_sources_wrote_it(shipped_env):
-    # a dictionary on the induction model's layer-1 attention output (hook_z), trained here in a few steps: its
-    # feature page adds the row over the input of its strongest activation, whose shares sum to the pre-activation
-    from transformer.dictionaries import TrainSettings, place, site_activations, task_texts, train_dictionary
-    from transformer.store import open_model
-
-    adapter = open_model(str(shipped_env / "induction"))
-    site = Site.parse("attn:self:L1")
-    streams = task_texts(shipped_env / "induction", 60)
-    acts = site_activations(adapter, place(site, adapter), streams.texts)
-    dictionary, _ = train_dictionary(acts.values, site, TrainSettings(32, k=4, steps=50), adapter.name)
-    save_dictionary(dictionary, shipped_env / "dictionaries" / "attn-L1")
-    at = open_link("dictionary", {"model": "shipped:induction", "dict": "attn-L1"})
+    at.selectbox(key=KEYS["dict"]).set_value(name).run()
+    # an attention-output feature's page: which sources wrote its strongest activation, the shares summing with
+    # the constant no source writes to its pre-activation
     at.button(key="dictionary_features_run").click().run()
     assert poll(at, lambda a: any("Which sources wrote it" in t for t in texts(a.markdown)))
     assert_no_exception(at)
