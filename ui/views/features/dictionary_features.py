@@ -5,8 +5,6 @@ the tokens it promotes through the unembedding, the heads whose queries or keys 
 a training report says so: nothing untrained is shown as if it were trained."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
@@ -20,14 +18,13 @@ from transformer.dictionaries import (
     decile_examples,
     example_sources,
     feature_corpus,
-    load_dictionary,
     place,
     promoted_tokens,
     reading_heads,
     top_examples,
 )
 from ui.models import ActiveModel
-from ui.server import checkpoints_root, shared
+from ui.server import checkpoints_root
 
 from ..kit import (
     LINK_PARAMS,
@@ -35,6 +32,7 @@ from ..kit import (
     JobTexts,
     analysis_result,
     can_start,
+    folder_dictionaries,
     md,
     model_texts,
     show_chart,
@@ -47,24 +45,11 @@ KEY = "dictionary_features"
 FINDER_ROWS = 12
 
 
-@shared
-def _folder_dictionaries(folder: str, stamp: float) -> tuple[tuple[str, Dictionary], ...]:
-    """Every dictionary folder directly under `folder` that opens (`stamp`: the folder's mtime, so a new one shows)."""
-    found = []
-    for path in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
-        try:
-            found.append((path.name, load_dictionary(path)))
-        except DictionaryError:
-            continue
-    return tuple(found)
-
-
 def model_dictionaries(active: ActiveModel) -> dict[str, Dictionary]:
     """The dictionaries trained on this model, by folder name (shipped first, then the app's own)."""
     out: dict[str, Dictionary] = {}
     for root in (checkpoints_root() / "dictionaries", trained_root()):
-        stamp = root.stat().st_mtime if root.is_dir() else 0.0
-        for name, dictionary in _folder_dictionaries(str(root), stamp):
+        for name, dictionary in folder_dictionaries(root):
             if dictionary.model == active.adapter.name:
                 out.setdefault(name, dictionary)
     return out

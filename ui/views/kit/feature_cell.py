@@ -31,9 +31,13 @@ def _dictionaries(folder: str, stamp: float) -> tuple[tuple[str, Dictionary], ..
     return tuple(found)
 
 
-def _kept() -> tuple[tuple[str, Dictionary], ...]:
-    folder = checkpoints_root() / "dictionaries"
+def folder_dictionaries(folder: Path) -> tuple[tuple[str, Dictionary], ...]:
+    """Every dictionary folder directly under `folder` that opens, by name (kept until the folder changes)."""
     return _dictionaries(str(folder), folder.stat().st_mtime if folder.is_dir() else 0.0)
+
+
+def _kept() -> tuple[tuple[str, Dictionary], ...]:
+    return folder_dictionaries(checkpoints_root() / "dictionaries")
 
 
 def show_feature_cell(model: ActiveModel, cap: PathCapture, head: Head, query: int, key: int, page: str) -> None:
