@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from PIL import Image
 
 from studio_browser import page_errors, runs_finished, wait_decode_step, wait_rerun
@@ -20,6 +21,12 @@ def _painted_gradient(page, legend) -> bool:
     ends = [image.getpixel((x, height // 2)) for x in (2, width - 3)] if width > height else \
         [image.getpixel((width // 2, y)) for y in (2, height - 3)]
     return ends[0] != ends[1] and min(sum(end) for end in ends) < 3 * 200
+
+
+@pytest.fixture
+def server(tiny_app):
+    """The worker's shared app on the tiny checkpoint (`page` opens on it): this test only reads."""
+    return tiny_app
 
 
 def test_the_legend_gradient_is_painted_after_ten_clicks_that_rewrite_the_url(page, server):
