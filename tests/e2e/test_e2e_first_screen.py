@@ -171,7 +171,7 @@ def test_shipped_models_open_on_inputs_they_read(shipped_app, shared_browser):
     """The recall model opens on one of its streams (not the letters' fallback "attentionisall"), and Compare's model
     B reads model A's sentence (no other shipped model reads Multi30k's, so B is A, and the page says so)."""
     page = _open(shared_browser, f"{shipped_app.url}/decode?{urlencode({'model': 'shipped:recall'})}")
-    text = page.locator(".st-key-decode_text input").input_value()
+    text = page.locator(".st-key-decode_text :is(input, textarea)").first.input_value()
     assert text != "attentionisall" and len(text) >= 72, text  # a recall stream: 72 symbols or more
     assert "vocabulary" not in page.locator('[data-testid="stMain"]').inner_text()
     page.context.close()
@@ -225,3 +225,4 @@ def test_presenter_decode_keeps_the_map_next_and_the_output_card_on_the_first_sc
         assert box is not None and box["y"] + box["height"] <= SCREEN["height"], box
     assert page_errors(page) == []
     page.context.close()
+
