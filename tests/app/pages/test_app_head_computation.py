@@ -39,7 +39,7 @@ def test_the_contribution_switch_draws_each_keys_contribution(studio_env, decode
     chart = chart_titled(at, "Cross-attention · layer 1 · head 2 · contribution")
     frame = only_frame(chart)
     n_rows = result.trace.axis_sizes("cross")[0]
-    last = frame[frame["query"].str.startswith(f"{n_rows - 1}:")]["contribution"].tolist()
+    last = frame[frame["query"].str.startswith(f"{n_rows}:")]["contribution"].tolist()  # labels count from 1
     expected = key_vectors(adapter, captured.insides, "cross", 0, 1, captured.query_of_row("cross", n_rows - 1))
     assert last == pytest.approx(expected.norm(dim=-1).tolist(), abs=1e-5)
     at.selectbox(key="attention_combine").set_value("max").run()  # max over heads: weights only, and said so
@@ -132,7 +132,7 @@ def test_decode_shows_the_contribution_map_up_to_the_step_on_request(studio_env,
     at.toggle(key="decode_contribution").set_value(True).run()
     assert_no_exception(at)
     frame = only_frame(chart_titled(at, "Cross-attention · layer 2 · mean of heads · contribution"))
-    assert set(frame["query"].str.split(":").str[0]) == {"0"}  # step 1: its row only
+    assert set(frame["query"].str.split(":").str[0]) == {"1"}  # step 1: its row only (labels count from 1)
     mean = (sum(key_vectors(adapter, captured.insides, "cross", 1, h, 0) for h in range(2)) / 2).norm(dim=-1)
     assert frame["contribution"].tolist() == pytest.approx(mean.tolist(), abs=1e-5)
     at.selectbox(key="decode_head").set_value(0).run()
