@@ -29,14 +29,6 @@ DECODER_ONLY = "shipped:reverse-decoder-only"
 TEXT = "abcdef"
 
 
-@pytest.fixture
-def shipped_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
-    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-
-
 @pytest.fixture(scope="module")
 def llama_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hf_causal")

@@ -20,14 +20,6 @@ TEXT = "abcdefghijklmnopqrstabcdefghij"
 pytestmark = pytest.mark.slow  # the app on a shipped model with its decode and parts
 
 
-@pytest.fixture
-def shipped_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
-    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-
-
 def _feature_view(name: str, layer: int, text: str):
     at = open_app()
     at.selectbox(key=MODEL_KEY).set_value(f"shipped:{name}").run()

@@ -22,14 +22,6 @@ KEYS = LINK_PARAMS["head"]
 TEXT = "a b c d"
 
 
-@pytest.fixture
-def shipped_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
-    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-
-
 def head_links(at) -> list[tuple[str, dict[str, str]]]:
     """Every link to a head's page: its label and query parameters."""
     return [(link.proto.label, {k: v[0] for k, v in parse_qs(link.proto.query_string).items()})

@@ -16,14 +16,6 @@ from transformer.store import open_model
 
 
 @pytest.fixture
-def shipped_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
-    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-
-
-@pytest.fixture
 def saved_files(monkeypatch):
     """file name -> what the page's lazy downloads save when clicked."""
     return capture_downloads(monkeypatch)

@@ -23,14 +23,6 @@ ATTENTION_OPEN = ("attention_qk_open", "attention_composition_open")
 DECODE_OPEN = ("decode_qk_open", "decode_route_open", "decode_reliance_open")
 
 
-@pytest.fixture
-def shipped_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(ROOT / "checkpoints"))
-    monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("ATTENTION_STUDIO_HF_MODELS", str(tmp_path / "hf"))
-    monkeypatch.delenv("ATTENTION_STUDIO_DEFAULT", raising=False)
-
-
 def longest(adapter, word: str) -> str:
     """The most `word`s whose source the model still reads (specials included)."""
     lo, hi = 1, adapter.max_source_len
