@@ -268,7 +268,7 @@ def inside(model: Model, text: str, *, kind: str = "cross", layer: int | None = 
 
 @_one_line_errors
 def contributions(model: Model, text: str, *, kind: str = "cross", layer: int | None = None,
-                  head: int | None = None) -> alt.Chart:
+                  head: int | None = None) -> alt.TopLevelMixin:
     """The contribution map ||α_ij W_O^h v_j|| of `kind`, `layer` (the last by default) and `head` (None: the norm
     of the mean of the heads' vectors) for the greedy decode of `text`, as the Attention page's "Map shows:
     contribution" draws it. Raises ValueError."""
