@@ -3,9 +3,20 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
+
+
+def best_of(fn: Callable[[], Any], repeats: int = 3) -> tuple[Any, float]:
+    """The last value of `fn()` run `repeats` times, and the fastest run's wall seconds."""
+    best, value = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        value = fn()
+        best = min(best, time.perf_counter() - start)
+    return value, best
 
 
 def percentile(samples: Sequence[float], q: float) -> float:

@@ -1,4 +1,4 @@
-"""Dictionaries (docs/dictionaries.md), best of `REPEATS`: encoding a 512-token input with a 16,384-feature dictionary
+"""Dictionaries (docs/dictionaries.md), best of runs: encoding a 512-token input with a 16,384-feature dictionary
 on a 768-wide site (target <= 0.5 s), against the one (512 x 768) @ (768 x 16,384) product it is made of; a feature
 QK table of a last-layer head of a random GPT-2 of gpt2's shape on a 60-token input once its path capture is kept
 (target <= 1 s), against that capture and the plain QK table of the same cell; training a 512-feature dictionary on
@@ -21,6 +21,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.common.measures import best_of  # noqa: E402
 from transformer.adapters import HFCausalLM, adapter_for  # noqa: E402
 from transformer.analysis import capture_path, qk_attribution  # noqa: E402
 from transformer.dictionaries import (  # noqa: E402
@@ -34,17 +35,6 @@ from transformer.dictionaries import (  # noqa: E402
 )
 from transformer.model import Head  # noqa: E402
 from transformer.store import open_model  # noqa: E402
-
-REPEATS = 3
-
-
-def _best(fn, repeats: int = REPEATS) -> tuple[object, float]:
-    best, value = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - start)
-    return value, best
 
 
 def _random(site: Site, d_in: int, features: int, k: int | None = None) -> Dictionary:
@@ -60,9 +50,9 @@ def encode(folder: Path) -> dict:
     out = {"part": "encode", "tokens": 512, "width": 768, "features": 16384}
     for activation, k in (("relu", None), ("topk", 64)):
         d = _random(Site.parse("resid:L6"), 768, 16384, k)
-        _, seconds = _best(lambda d=d: d.encode(x), 5)
+        _, seconds = best_of(lambda d=d: d.encode(x), 5)
         out[activation] = round(seconds, 4)
-    _, product = _best(lambda: x @ d.w_enc, 5)
+    _, product = best_of(lambda: x @ d.w_enc, 5)
     out.update(product_s=round(product, 4), vs_product=round(out["relu"] / product, 2))
     return out
 
@@ -78,12 +68,12 @@ def qk(folder: Path) -> dict:
     adapter = adapter_for(model, tiny.tokenizer, name="random GPT-2, gpt2 shape")
     text = " ".join(["the big dog sees a red house near the small tree and"] * 5)
     ids = torch.tensor([adapter.tokenize_source(text).ids])
-    cap, capture_s = _best(lambda: capture_path(adapter, ids, ids), 1)
+    cap, capture_s = best_of(lambda: capture_path(adapter, ids, ids), 1)
     head, n = Head("self", 11, 0), ids.shape[1]
     d = _random(Site.parse("resid:L12"), 768, 16384, 64)
     from transformer.dictionaries import feature_qk
-    table, seconds = _best(lambda: feature_qk(cap, head, n - 1, n // 2, [d]), 5)
-    _, plain = _best(lambda: qk_attribution(cap, head, n - 1, n // 2), 5)
+    table, seconds = best_of(lambda: feature_qk(cap, head, n - 1, n // 2, [d]), 5)
+    _, plain = best_of(lambda: qk_attribution(cap, head, n - 1, n // 2), 5)
     return {"part": "qk", "shape": "gpt2", "tokens": n, "features": 16384, "k": 64,
             "pairs": len(table.pairs()), "seconds": round(seconds, 4), "capture_s": round(capture_s, 3),
             "plain_qk_s": round(plain, 4), "vs_plain": round(seconds / plain, 2)}
