@@ -1,6 +1,7 @@
 """The server: settings (paths, environment variables), server-side limits, Streamlit's static files served
 from memory, the page's chart code preloaded, the address the room opens, who is audience, and the one list of pages."""
 from .audience import REFUSALS, audience_refusal, client_address, is_audience, is_local, refusal, refuse, speaker_only
+from .frontend_fixes import pending_fixes
 from .kept_inputs import DOC_PARAM, DOC_STATE_KEY, keep_text, kept_text, text_hash
 from .limits import LIMITS, check_limits, length_cap, length_problem, limit_violations, training_memory
 from .local_addresses import forget_addresses, is_this_machine, machine_addresses
@@ -76,6 +77,7 @@ __all__ = [
     "network_address",
     "page_named",
     "page_titled",
+    "pending_fixes",
     "precompress",
     "preferred_default",
     "preload_links",

@@ -9,7 +9,8 @@ worker-thread read. (Each also waited ~40 ms for a delayed ACK; that was TCP, se
 gzip'd once (the files are content-hashed and immutable), kept, and sent with the caching headers Streamlit sends,
 an ETag, and a 304 for a matching If-None-Match. A first view then moves 1.6–1.8 MB instead of 4.3 MB. Anything it
 does not recognise as one of Streamlit's static files (a path outside that folder, `..`, a range request, a method
-other than GET or HEAD) goes to Streamlit unchanged.
+other than GET or HEAD) goes to Streamlit unchanged. A few chunks are served with a fix of Streamlit's frontend
+(`ui.server.frontend_fixes`: a fresh page's text box painted empty before its value).
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 import streamlit
+
+from .frontend_fixes import fixed
 
 STATIC_ROOT = Path(streamlit.__file__).parent / "static"  # what Streamlit serves at "/"
 ASSETS = STATIC_ROOT / "static"  # its hashed bundles: js/, css/, media/
@@ -63,7 +66,7 @@ def asset(relative: str) -> Asset | None:
 
 @lru_cache(maxsize=None)  # only files that exist come here: bounded by Streamlit's static folder
 def _load(path: str) -> Asset:
-    body = Path(path).read_bytes()
+    body = fixed(Path(path).name, Path(path).read_bytes())  # a few of Streamlit's frontend bugs (frontend_fixes)
     suffix = Path(path).suffix
     gzipped = None
     if suffix in _COMPRESSIBLE and len(body) > 1024:
