@@ -31,7 +31,7 @@ def _cpu(run: Callable[[], Any]) -> tuple[Any, float]:
 def measure(adapter: Any, n: int) -> dict[str, float]:
     """CPU seconds of each view at `n` prompt tokens."""
     from transformer.adapters import SourceText
-    from transformer.analysis import every_step_lens, head_row, lens_grid, step_patching_estimate
+    from transformer.analysis import StepRuns, estimate_patching, every_step_lens, head_row, lens_grid
     from transformer.decode import greedy_decode, group_sums, segment_groups
     prompt = torch.randint(3, 299, (n,), generator=torch.Generator().manual_seed(0)).tolist()  # the tokenizer's ids
     newline = adapter.token_to_id("Ċ")
@@ -47,8 +47,8 @@ def measure(adapter: Any, n: int) -> dict[str, float]:
     edited = list(prompt)
     edited[n // 2] = (edited[n // 2] + 1) % 290 + 3
     fed = [result.steps[0].token_id]
-    _, patch_s = _cpu(lambda: step_patching_estimate(adapter, [*prompt, *fed], [*edited, *fed],
-                                                     result.steps[1].token_id))
+    runs = StepRuns((*prompt, *fed), (*edited, *fed), result.steps[1].token_id)
+    _, patch_s = _cpu(lambda: estimate_patching(adapter, runs))
     return {"decode": decode_s, "row": row_s, "lens": lens_s, "lines": group_s, "patching": patch_s}
 
 

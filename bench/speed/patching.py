@@ -84,7 +84,7 @@ def part_bart() -> dict:
         setup = prepare_patching(adapter, TEXT, EDITED, step=19, output=output)
         baseline = _baseline_s(adapter, setup, HEADS)
         exact, exact_s = timed(lambda: patch_sites(adapter, setup, [HEADS]), "exact")
-        estimate, estimate_s = timed(lambda: estimate_patching(adapter, setup, [HEADS]), "estimate")
+        estimate, estimate_s = timed(lambda: estimate_patching(adapter, setup, [HEADS]).frame, "estimate")
         return {"heads": len(exact.frame), "source_tokens": setup.src[1].shape[1], "target_step": 20,
                 "exact_s": round(exact_s, 2), "baseline_batch1_s": round(baseline, 1),
                 "speedup": round(baseline / exact_s, 2), "estimate_s": round(estimate_s, 2),

@@ -133,11 +133,10 @@ from .patching.head_effects import (
 from .patching.head_sweep import BF16_TOLERANCE, Cancelled, Progress, bf16_bound
 from .patching.patching_estimate import (
     ESTIMATE_COLUMNS,
-    STEP_COLUMNS,
-    StepPatching,
+    PatchingEstimate,
+    StepRuns,
     estimate_patching,
     preview_patching,
-    step_patching_estimate,
 )
 from .patching.patching_estimate import estimate_agreement as patching_agreement
 from .patching.patching_replay import find_site, patched_decode
@@ -253,7 +252,7 @@ __all__ = ["AGGREGATES", "BARELY", "BF16_TOLERANCE", "BIAS", "CHANGED", "COMPOSI
 
 __all__ += ["LayerSummaries", "summarise", "summarise_layer"]
 __all__ += ["pair_composition"]
-__all__ += ["STEP_COLUMNS", "HeadRow", "StepPatching", "head_row", "step_patching_estimate"]
+__all__ += ["HeadRow", "PatchingEstimate", "StepRuns", "head_row"]
 __all__ += ["STRIP_BINS", "TILE_SIDE", "bin_starts", "pool_row", "pool_tile"]
 __all__ += ["WHOLE_MAP_FEATURES", "WINDOW_TOKENS", "AttentionSource", "MapsNeeded", "MapsSource", "ScoreRow",
             "StoreSource", "attention_source", "refused_features", "whole_maps"]

@@ -66,7 +66,7 @@ def row_difference_chart(diff: Tensor, title: str, *, width: int = ROW_CHART_PX)
 
 
 def step_patching_chart(frame: pd.DataFrame, title: str, *, width: int = ROW_CHART_PX) -> alt.Chart:
-    """A step's patching estimate per head (`StepPatching.frame`'s head sites) as a layers x heads map, diverging
+    """A step's patching estimate per head (`PatchingEstimate.frame`'s head sites) as a layers x heads map, diverging
     around 0."""
     heads = frame[frame["site"] == HEADS]
     cells = pd.DataFrame({"layer": [f"L{int(v) + 1}" for v in heads["layer"]],

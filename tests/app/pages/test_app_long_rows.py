@@ -167,7 +167,7 @@ def test_the_patching_estimate_at_a_step_equals_the_models_whole_estimate(app_ro
     adapter = open_model(str(app_root / NAME))
     decode = next(v for k, (v, _, _) in shared_cache()._items.items() if k[0] == "document-decode")
     setup = prepare_patching(adapter, DOC, edited, step=1, output=[s.token_id for s in decode.steps])
-    whole = estimate_patching(adapter, setup, (HEADS,))
+    whole = estimate_patching(adapter, setup, (HEADS,)).frame
     merged = whole.merge(found.frame, on=["site", "layer", "head"], suffixes=("_whole", "_step"))
     assert len(merged) == len(whole) == 8
     assert merged["estimate_step"].tolist() == pytest.approx(merged["estimate_whole"].tolist(), abs=1e-4, rel=1e-3)

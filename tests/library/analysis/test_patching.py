@@ -95,7 +95,7 @@ def test_every_site_is_measured_once_and_batches_agree(adapter, setup):
     one_by_one = patch_sites(adapter, setup, batch=1).frame
     torch.testing.assert_close(torch.tensor(frame["metric"].to_numpy()),
                                torch.tensor(one_by_one["metric"].to_numpy()), atol=1e-4, rtol=0)
-    estimate = estimate_patching(adapter, setup)
+    estimate = estimate_patching(adapter, setup).frame
     assert len(estimate) == len(frame)
 
 
@@ -217,7 +217,7 @@ def test_encoder_heads_per_position_on_request():
 def test_the_estimate_points_at_the_same_position_as_the_exact_run():
     adapter = open_model("checkpoints/reverse")
     setup = prepare_patching(adapter, "abcdefghijkl", "abcdefxhijkl", contrast="x")
-    estimate = estimate_patching(adapter, setup, [ENCODER_OUTPUT])
+    estimate = estimate_patching(adapter, setup, [ENCODER_OUTPUT]).frame
     exact = patch_sites(adapter, setup, [ENCODER_OUTPUT]).frame
     assert estimate.loc[0, "position"] == exact.sort_values("recovery").iloc[-1]["position"] == 6
     assert patching_agreement(estimate, exact) > 0.5

@@ -12,12 +12,12 @@ from transformer.analysis import (
     HEADS,
     RESIDUAL_STREAM,
     HeadSelectionError,
+    StepRuns,
     estimate_patching,
     every_step_lens,
     head_computation,
     head_row,
     prepare_patching,
-    step_patching_estimate,
 )
 from transformer.decode import STORE_ABOVE, greedy_decode
 from transformer.store import open_model
@@ -77,10 +77,11 @@ def test_the_patching_estimate_at_a_step_equals_the_full_estimate(adapter, decod
     edited = TEXT.replace(" man ", " dog ", 1)
     assert edited != TEXT
     setup = prepare_patching(adapter, TEXT, edited, step=1, output=[s.token_id for s in decoded.steps])
-    full = estimate_patching(adapter, setup, (HEADS, RESIDUAL_STREAM))
+    full = estimate_patching(adapter, setup, (HEADS, RESIDUAL_STREAM)).frame
     last = setup.tgt[0].shape[1] - 1
     full = full[(full["site"] == HEADS) | (full["position"] == last)]
-    mine = step_patching_estimate(adapter, setup.tgt[0][0].tolist(), setup.tgt[1][0].tolist(), setup.token)
+    mine = estimate_patching(adapter, StepRuns(tuple(setup.tgt[0][0].tolist()), tuple(setup.tgt[1][0].tolist()),
+                                               setup.token))
     assert len(setup.tgt[0][0]) > STORE_ABOVE
     assert mine.clean_metric == pytest.approx(setup.clean_metric, abs=1e-4)
     assert mine.corrupted_metric == pytest.approx(setup.corrupted_metric, abs=1e-4)

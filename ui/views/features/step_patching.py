@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.analysis import HEADS, StepPatching, step_patching_estimate
+from transformer.analysis import HEADS, PatchingEstimate, StepRuns, estimate_patching
 from transformer.charts import step_patching_chart
 from ui.models import ActiveModel
 from ui.server import shared_cache, text_hash
@@ -50,10 +50,10 @@ def show_step_patching(sel: Selection) -> None:
     token = result.steps[step].token_id
     key = ("step-patching", active.cache_key, text_hash(text), text_hash(edited), step)
 
-    def run(progress: Any) -> StepPatching:
+    def run(progress: Any) -> PatchingEstimate:
         (clean, n_clean), (corrupted, n_corrupted) = _fed(active, text, output), _fed(active, edited, output)
-        return shared_cache().get(key, lambda: step_patching_estimate(
-            active.adapter, clean, corrupted, token, n_source=(n_clean, n_corrupted), progress=progress))
+        runs = StepRuns(tuple(clean), tuple(corrupted), token, n_source=(n_clean, n_corrupted))
+        return shared_cache().get(key, lambda: estimate_patching(active.adapter, runs, progress=progress))
 
     if key in shared_cache():
         found = shared_cache().get(key, lambda: None)
