@@ -42,7 +42,8 @@ def _both(rules: ScoreRules, n: int = 70) -> tuple[StoreSource, MapsSource]:
     store = _store(rules, n)
     norms = torch.stack([one.value_norms for one in store.layers["self"]])
     causal = frozenset({"self"}) if rules.causal else frozenset()
-    return StoreSource(store), MapsSource({"self": store.dense("self")}, causal, {"self": norms})
+    return StoreSource(store), MapsSource({"self": store.dense("self")}, causal, {"self": norms},
+                                          {"self": (0, 0, 1, 1)})
 
 
 RULES = [ScoreRules(0.3, causal=True), ScoreRules(0.3, causal=True, window=9), ScoreRules(0.3)]
@@ -59,6 +60,7 @@ def test_tiles_and_rows_are_the_same_through_both_backings(rules):
     torch.testing.assert_close(a.contributions, b.contributions, atol=1e-5, rtol=1e-6)
     assert [k for k, _, _ in a.top(5)] == [k for k, _, _ in b.top(5)]
     assert a.dots is not None and b.dots is None  # q . k only where the store keeps the queries and keys
+    assert a.kv_head == b.kv_head == 1  # grouped queries: heads 2 and 3 read key/value head 1 through both
 
 
 @pytest.mark.parametrize("rules", RULES)

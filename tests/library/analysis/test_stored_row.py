@@ -1,7 +1,8 @@
 """A long input's one-row views from the attention store (~1.3k tokens on tiny decoder-only models, above
 STORE_ABOVE): Inside one head's recomputed q . k row, its softmax and each key's contribution equal the eager
 head computation's; the logit lens at the decode steps (residuals kept at the steps' positions only) equals the
-lens of the plain decode; the patching estimate at a step equals the whole-sequence estimate's sites there."""
+lens of the plain decode; the patching estimate at a step equals the whole-sequence estimate's sites there; a short
+input's rows of grouped-query heads are the same through the maps and the store."""
 from __future__ import annotations
 
 import pytest
@@ -90,3 +91,25 @@ def test_the_patching_estimate_at_a_step_equals_the_full_estimate(adapter, decod
     for a, b in zip(merged["estimate_full"], merged["estimate_step"], strict=True):
         assert b == pytest.approx(a, abs=1e-4, rel=1e-3)
     assert mine.head_grid().shape == adapter.head_counts()["self"]
+
+
+def test_a_grouped_query_heads_row_is_the_same_through_the_maps_and_the_store(adapter):
+    """A short input: the same decode kept as maps and as a store gives each head's row the same weights (1e-6) and
+    the same key/value head (two query heads per group), and the store's q . k is the eager head computation's."""
+    text = "\n".join(lines(2))
+    maps, stored = (greedy_decode(adapter, text, max_steps=2, keep=keep) for keep in ("maps", "store"))
+    assert [s.token_id for s in maps.steps] == [s.token_id for s in stored.steps]
+    assert stored.trace.store is not None and maps.trace.store is None
+    groups = adapter.head_groups()["self"]
+    assert len(set(groups)) < len(groups)  # grouped-query attention
+    store = stored.trace.store.layer("self", 0)
+    fed = [*adapter.decoder_prefix(adapter.tokenize_source(text)), stored.steps[0].token_id]
+    insides = adapter.insides(torch.tensor([fed]), torch.tensor([fed]))
+    for layer, head, row in [(0, 0, store.n_rows - 1), (1, 1, store.n_rows - 1), (1, 3, 5)]:
+        a = head_row(stored.trace, "self", layer, head, row)
+        b = head_row(maps.trace, "self", layer, head, a.position)
+        assert a.kv_head == b.kv_head == groups[head]
+        torch.testing.assert_close(a.weights, b.weights, atol=1e-6, rtol=0)
+        eager = head_computation(adapter, insides, "self", layer, head, a.position)
+        assert eager.kv_head == a.kv_head
+        torch.testing.assert_close(a.dots, eager.dots, atol=1e-5, rtol=1e-5)

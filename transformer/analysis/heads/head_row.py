@@ -70,7 +70,7 @@ def head_row(source: AttentionSource | AttentionStore | AttentionTrace, kind: st
     contributions = None if norms is None else weights * norms
     parts = src.score_row(kind, layer, head, row)
     if parts is None:
-        return HeadRow(kind, layer, head, row, position, head, None, None, None, None, None, weights, norms,
-                       contributions)
+        return HeadRow(kind, layer, head, row, position, src.kv_head(kind, layer, head), None, None, None, None, None,
+                       weights, norms, contributions)
     return HeadRow(kind, layer, head, row, position, parts.kv_head, parts.query_vector, parts.dots, parts.scale,
                    parts.scores, parts.lse, weights, norms, contributions, parts.window)

@@ -86,6 +86,10 @@ class AttentionSource(Protocol):
         """(heads, keys) ||W_O^h v_j||, or None where the source has none."""
         ...
 
+    def kv_head(self, kind: str, layer: int, head: int) -> int:
+        """The key/value head query head `head` reads (grouped-query models: one for several query heads)."""
+        ...
+
     def score_row(self, kind: str, layer: int, head: int, row: int) -> ScoreRow | None:
         """One head's row before its softmax (q, q . k, scores, log-sum-exp) where the source keeps the queries and
         keys (a store), else None (a short input's are the insides', `head_computation`)."""
@@ -120,6 +124,7 @@ class MapsSource:
     maps: Mapping[str, Tensor]
     causal: frozenset[str] = frozenset()
     norms: Mapping[str, Tensor] = field(default_factory=dict)  # kind -> (layers, heads, keys), where captured
+    groups: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> each query head's key/value head
     holds_maps: bool = True
 
     @property
@@ -163,6 +168,10 @@ class MapsSource:
     def value_norms(self, kind: str, layer: int) -> Tensor | None:
         return self.norms[kind][layer] if kind in self.norms else None
 
+    def kv_head(self, kind: str, layer: int, head: int) -> int:
+        groups = self.groups.get(kind)
+        return int(groups[head]) if groups else head
+
     def score_row(self, kind: str, layer: int, head: int, row: int) -> ScoreRow | None:
         return None
 
@@ -202,6 +211,9 @@ class StoreSource:
     def value_norms(self, kind: str, layer: int) -> Tensor | None:
         return self.store.layer(kind, layer).value_norms
 
+    def kv_head(self, kind: str, layer: int, head: int) -> int:
+        return int(self.store.layer(kind, layer).groups[head])
+
     def score_row(self, kind: str, layer: int, head: int, row: int) -> ScoreRow | None:
         one = self.store.layer(kind, layer)
         q, kv = one.queries[head, row].float(), one.groups[head]
@@ -222,7 +234,7 @@ def attention_source(what: AttentionTrace | AttentionStore | AttentionSource) ->
         if what.store is not None:
             return StoreSource(what.store)
         causal = frozenset(k for k in what.kinds if what.family.causal(k))
-        return MapsSource({k: what.maps[k] for k in what.kinds}, causal)
+        return MapsSource({k: what.maps[k] for k in what.kinds}, causal, groups=dict(what.head_groups))
     return what
 
 
