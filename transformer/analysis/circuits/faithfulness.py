@@ -47,16 +47,17 @@ def baseline(pairs: Sequence[Pair], metric_name: str = LOGIT_DIFF) -> Baseline:
 
 
 BATCH = 8  # circuits run in one forward
+EFFECTS_BATCH = 64  # single-edge patches run in one forward (`edge_effects`)
 
 
-def patched_metrics(pairs: Sequence[Pair], base: Baseline, keeps: Sequence[Tensor], metric_name: str = LOGIT_DIFF
-                    ) -> list[float]:
+def patched_metrics(pairs: Sequence[Pair], base: Baseline, keeps: Sequence[Tensor], metric_name: str = LOGIT_DIFF,
+                    batch: int = BATCH) -> list[float]:
     """The mean metric of each circuit: the edges where its mask `keeps[c]` (n_edges,) is 0 patched from the corrupted
-    run; `BATCH` circuits a forward."""
+    run; `batch` circuits a forward."""
     sizes = [inp.n_up for inp in pairs[0].clean.graph.inputs]
     out: list[float] = []
-    for first in range(0, len(keeps), BATCH):
-        chunk = torch.stack([k.float() for k in keeps[first:first + BATCH]], 1)  # (n_edges, C)
+    for first in range(0, len(keeps), batch):
+        chunk = torch.stack([k.float() for k in keeps[first:first + batch]], 1)  # (n_edges, C)
         parts = list(torch.split(chunk, sizes))
         total = torch.zeros(chunk.shape[1])
         with torch.no_grad():
@@ -134,4 +135,4 @@ def edge_effects(pairs: Sequence[Pair], edges: Sequence[int], metric_name: str =
         keep = torch.ones(n_edges)
         keep[e] = 0.0
         keeps.append(keep)
-    return [base.clean_metric - m for m in patched_metrics(pairs, base, keeps, metric_name)]
+    return [base.clean_metric - m for m in patched_metrics(pairs, base, keeps, metric_name, EFFECTS_BATCH)]
