@@ -35,7 +35,7 @@ else:
     restore(name)  # a shared link or a reload: the link's values into the widgets
     apply_theme()
     apply_presenter()
-    render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0)  # the Train page shows the run itself
+    render_sidebar(refresh_every=3.0 if page.title == "Train" else 1.0, page=name)  # Train shows the run itself
     with st.sidebar:
         share_control()
     presenter_switch(name)

@@ -6,23 +6,30 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+import torch
 
+from tests.helpers import ROOT
 from transformer.analysis import decode_parts
 from transformer.cli import main
+from transformer.dictionaries import load_dictionary
 from transformer.store import open_model
 
 MODEL = "checkpoints/induction"
 STREAM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+TRAIN = ["dictionary", "train", MODEL, "--site", "resid:L2", "--features", "32", "--corpus-cap", "40", "--steps", "40",
+         "--batch-size", "256", "--json"]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[str, dict]:
     out, printed = str(tmp_path_factory.mktemp("dict") / "resid-L2"), io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert main(["dictionary", "train", MODEL, "--site", "resid:L2", "--features", "32", "--corpus-cap", "40",
-                     "--steps", "40", "--batch-size", "256", "--out", out, "--json"]) == 0
+        assert main([*TRAIN, "--out", out]) == 0
     return out, json.loads(printed.getvalue())
 
 
@@ -35,6 +42,23 @@ def test_train_writes_a_folder_show_reads_it_back(trained: tuple[str, dict], cap
     shown = json.loads(capsys.readouterr().out)
     assert shown["trained"] and shown["site"] == "resid:L2" and shown["d_in"] == 64
     assert shown["metrics"]["explained_variance"] == pytest.approx(report["explained_variance"])
+
+
+@pytest.mark.slow  # starts two processes
+def test_torchrun_trains_the_dictionary_one_process_trains_on_the_same_texts(trained: tuple[str, dict], tmp_path):
+    # two processes (gloo on the CPU), each reading half the texts, gradients summed at every step: the same
+    # dictionary as the one process of the fixture, to the float's rounding; rank 0 alone writes and prints
+    out = tmp_path / "two"
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m",
+                          "transformer", *TRAIN, "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    assert two.returncode == 0, two.stderr[-2000:]
+    report = json.loads(two.stdout)  # one line: the other process prints nothing
+    assert report["rows"] == trained[1]["rows"] and report["out"] == str(out)
+    assert report["explained_variance"] == pytest.approx(trained[1]["explained_variance"], abs=1e-4)
+    one, both = load_dictionary(trained[0]), load_dictionary(out)
+    for name in ("w_enc", "b_enc", "w_dec", "b_dec"):
+        torch.testing.assert_close(getattr(both, name), getattr(one, name), atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.slow

@@ -5,6 +5,10 @@ Sites: `resid:L<l>` (the residual stream entering layer l, 1-based), `attn:<kind
 before W_O, SAELens's hook_z), and on an encoder-decoder `resid:enc:L<l>`, `resid:dec:L<l>`, `resid:enc:out`. The
 texts: --corpus FILE (one sentence a line, .gz ok, source<TAB>reference for a parallel file), else our checkpoint's
 task's own examples. `dictionary show DIR` prints a folder's site, size and report.
+
+Under torchrun with several processes (gloo on the CPU) each process reads a contiguous share of the texts, the
+gradients are summed over the processes at every step (each process takes the same step one process would take on
+all the rows), and rank 0 alone prints and writes the folder (atomically).
 """
 from __future__ import annotations
 
@@ -18,19 +22,25 @@ from ..dictionaries import (
     CORPUS_LINES,
     MAX_TOKENS,
     TRAINABLE,
+    Dictionary,
     DictionaryError,
+    Report,
     Site,
+    TrainingTexts,
     TrainSettings,
     TrainStep,
     corpus_texts,
+    job_rows,
     load_dictionary,
     place,
     save_dictionary,
     site_activations,
     task_texts,
+    text_share,
     train_dictionary,
 )
 from ..store import finite_json, open_model
+from ..train import DistEnv, start_process_group, stop_process_group, torchrun_env
 from .common import Commands, add_model_arguments, positive_int
 
 ACTIONS = ("train", "show")
@@ -54,7 +64,8 @@ def register(commands: Commands) -> None:
     p.add_argument("--corpus-cap", type=positive_int, default=CORPUS_LINES, metavar="N",
                    help=f"read at most N sentences (default {CORPUS_LINES:,})")
     p.add_argument("--max-tokens", type=positive_int, default=MAX_TOKENS, metavar="N",
-                   help=f"activation rows kept at most (default {MAX_TOKENS:,})")
+                   help=f"activation rows kept at most (default {MAX_TOKENS:,}; under torchrun split evenly between "
+                   "the processes)")
     p.add_argument("--activation", choices=TRAINABLE, default="topk", help="top-k (default) or ReLU with an L1 "
                    f"penalty (the studio reads {', '.join(ACTIVATIONS)})")
     p.add_argument("--k", type=positive_int, default=8, help="top-k: active features a token (default 8)")
@@ -89,6 +100,29 @@ def _progress(step: TrainStep) -> None:
           f"{step.seconds:.0f} s", end="", file=sys.stderr, flush=True)
 
 
+def _read_and_train(args: argparse.Namespace, site: Site, settings: TrainSettings, env: DistEnv | None
+                    ) -> tuple[TrainingTexts, Dictionary, Report]:
+    """The site's activations (this process's share of the texts under torchrun) and the dictionary trained on them."""
+    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
+    where = place(site, adapter)
+    texts = corpus_texts(args.corpus, args.corpus_cap) if args.corpus else task_texts(args.dir, args.corpus_cap)
+    loud = not args.json and (env is None or env.is_main)
+    if loud:
+        print(f"reading {where.site.label} ({where.width} wide) over {texts.described}", file=sys.stderr)
+    mine, cap = range(len(texts.texts)), args.max_tokens
+    if env is not None:
+        print_job = start_process_group(env)
+        if loud:
+            print(f"{print_job}: each reads its share of the texts", file=sys.stderr)
+        mine, cap = text_share(len(texts.texts), env), -(-args.max_tokens // env.world)
+    refs = None if texts.references is None else [texts.references[i] for i in mine]
+    acts = site_activations(adapter, where, [texts.texts[i] for i in mine], refs, max_tokens=cap)
+    shard = None if env is None else job_rows(len(acts), env)
+    dictionary, report = train_dictionary(acts.values, site, settings, adapter.name,
+                                          on_step=_progress if loud else None, shard=shard)
+    return texts, dictionary, report
+
+
 def _train(args: argparse.Namespace) -> int:
     if not args.site or not args.features or not args.out:
         raise InputError("dictionary train needs --site SITE, --features N and --out DIR")
@@ -96,17 +130,15 @@ def _train(args: argparse.Namespace) -> int:
     settings = TrainSettings(args.features, args.activation, args.k, args.l1, args.steps, args.batch_size, args.lr,
                              args.seed)
     settings.check()
-    adapter = open_model(args.dir, prefix=args.prefix, max_params=args.max_params, chat=args.chat)
-    where = place(site, adapter)
-    texts = corpus_texts(args.corpus, args.corpus_cap) if args.corpus else task_texts(args.dir, args.corpus_cap)
-    quiet = args.json
-    if not quiet:
-        print(f"reading {where.site.label} ({where.width} wide) over {texts.described}", file=sys.stderr)
-    acts = site_activations(adapter, where, texts.texts, texts.references, max_tokens=args.max_tokens)
-    dictionary, report = train_dictionary(acts.values, site, settings, adapter.name,
-                                          on_step=None if quiet else _progress)
+    env = torchrun_env()
+    try:
+        texts, dictionary, report = _read_and_train(args, site, settings, env)
+    finally:
+        stop_process_group()
+    if env is not None and not env.is_main:  # rank 0 writes and reports
+        return 0
     save_dictionary(dictionary, args.out, {"dataset_path": texts.described, "context_size": None})
-    if quiet:
+    if args.json:
         print(json.dumps(finite_json({"out": args.out, "site": site.label, "hook_name": site.hook_name,
                                       "features": dictionary.n_features, **report.as_metrics(),
                                       "dead_fraction": report.dead / dictionary.n_features,

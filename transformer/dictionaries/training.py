@@ -7,6 +7,11 @@ The loop emits one `TrainStep` per `report_every` steps to a callback and stops 
 so a background job can show progress and offer Cancel; the result is kept either way, its report saying how far
 it got. Top-k (Gao et al. 2024) is the default: its L0 is k by construction and it trains without a penalty to
 tune. JumpReLU dictionaries are read and used, not trained here.
+
+Spread over processes (`RowShard`: torchrun, `transformer.dictionaries.job_rows`), each process holds a contiguous
+share of the rows; every process draws the same global batch indices and computes on the rows it holds, the
+gradients (and the statistics: mean, variance, the report's sums) summed over the processes, so every process takes
+the same Adam step a single process would take on all the rows (to the float's rounding).
 """
 from __future__ import annotations
 
@@ -50,6 +55,31 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
+class RowShard:
+    """This process's rows of activations spread over a job's processes: rows [start, start + its rows) of `total`;
+    `reduce` sums a tensor over the processes in place (one process: nothing to sum)."""
+
+    start: int
+    total: int
+    reduce: Callable[[Tensor], None] = lambda tensor: None
+
+    @classmethod
+    def whole(cls, rows: int) -> RowShard:
+        """One process holding every row."""
+        return cls(0, rows)
+
+    def local(self, data: Tensor, rows: Tensor) -> Tensor:
+        """The rows among the global indices `rows` that this process holds (in the order drawn)."""
+        mine = (rows >= self.start) & (rows < self.start + len(data))
+        return data[rows[mine] - self.start]
+
+    def summed(self, tensor: Tensor) -> Tensor:
+        """`tensor` summed over the processes."""
+        self.reduce(tensor)
+        return tensor
+
+
+@dataclass(frozen=True)
 class TrainStep:
     """Progress: `step` of `steps`, the batch's explained variance and L0, seconds so far."""
 
@@ -88,10 +118,14 @@ class Report:
 class _Autoencoder(nn.Module):
     """The trainable weights (SAELens's layout)."""
 
-    def __init__(self, data: Tensor, settings: TrainSettings, gen: torch.Generator) -> None:
+    def __init__(self, data: Tensor, settings: TrainSettings, gen: torch.Generator, shard: RowShard) -> None:
         super().__init__()
-        mean = data.mean(0)
-        rows = data[torch.randint(len(data), (settings.features,), generator=gen)] - mean
+        mean = shard.summed(data.sum(0)) / shard.total
+        picked = torch.randint(shard.total, (settings.features,), generator=gen)
+        rows = torch.zeros(settings.features, data.shape[1])
+        mine = (picked >= shard.start) & (picked < shard.start + len(data))
+        rows[mine] = data[picked[mine] - shard.start]
+        rows = shard.summed(rows) - mean
         rows = rows + 0.1 * rows.norm(dim=1, keepdim=True).mean() * torch.randn(rows.shape, generator=gen) / (
             rows.shape[1] ** 0.5)
         w_dec = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-8)
@@ -106,61 +140,83 @@ class _Autoencoder(nn.Module):
                           settings.k if settings.activation == "topk" else None, model=model)
 
 
-def evaluate(dictionary: Dictionary, data: Tensor, chunk: int = 8192) -> Report:
-    """Explained variance, L0 and dead features of `dictionary` over activations `data` (N, D)."""
-    if len(data) == 0:
+def evaluate(dictionary: Dictionary, data: Tensor, chunk: int = 8192, shard: RowShard | None = None) -> Report:
+    """Explained variance, L0 and dead features of `dictionary` over activations `data` (N, D) (spread over a job's
+    processes: `shard`, every process gets the whole report)."""
+    shard = shard or RowShard.whole(len(data))
+    if shard.total == 0:
         raise DictionaryError("no activations to measure the dictionary on (an empty corpus?)")
-    fired = torch.zeros(dictionary.n_features, dtype=torch.bool)
-    err = active = 0.0
-    mean = data.mean(0)
+    fired = torch.zeros(dictionary.n_features)
+    sums = torch.zeros(3, dtype=torch.float64)  # squared error, active features, squared deviation from the mean
+    mean = shard.summed(data.sum(0)) / shard.total
     with torch.no_grad():
         for i in range(0, len(data), chunk):
             x = data[i:i + chunk]
             acts = dictionary.encode(x)
-            err += float((dictionary.decode(acts) - x).pow(2).sum())
+            sums[0] += float((dictionary.decode(acts) - x).pow(2).sum())
             nonzero = acts > 0
-            active += float(nonzero.sum())
-            fired |= nonzero.any(0)
-        total = float((data - mean).pow(2).sum())
-    return Report(1.0 - err / max(total, 1e-12), active / len(data), int((~fired).sum()), len(data))
+            sums[1] += float(nonzero.sum())
+            fired += nonzero.any(0).float()
+        sums[2] = float((data - mean).pow(2).sum())
+    err, active, total = shard.summed(sums).tolist()
+    dead = int((shard.summed(fired) == 0).sum())
+    return Report(1.0 - err / max(total, 1e-12), active / shard.total, dead, shard.total)
+
+
+def _sum_gradients(net: nn.Module, shard: RowShard) -> None:
+    """Every parameter's gradient summed over the job's processes (one call for all of them)."""
+    params = list(net.parameters())
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in params])
+    shard.reduce(flat)
+    for p, g in zip(params, flat.split([p.numel() for p in params]), strict=True):
+        p.grad = g.view_as(p)
 
 
 def train_dictionary(data: Tensor, site: Site, settings: TrainSettings, model: str = "",
                      on_step: Callable[[TrainStep], None] | None = None, cancel: Callable[[], bool] | None = None,
-                     report_every: int = 50) -> tuple[Dictionary, Report]:
-    """A dictionary trained on activations `data` (N, D) and its report over the same activations."""
+                     report_every: int = 50, shard: RowShard | None = None) -> tuple[Dictionary, Report]:
+    """A dictionary trained on activations `data` (N, D) and its report over the same activations; `shard`: this
+    process's share of rows spread over a job's processes (every process returns the same dictionary; `cancel` is
+    then asked of each process alike, so a job gives none)."""
     settings.check()
-    if len(data) < 2:
-        raise DictionaryError(f"{len(data)} activation rows: too few to train a dictionary")
+    distributed = shard is not None
+    shard = shard or RowShard.whole(len(data))
+    if shard.total < 2:
+        raise DictionaryError(f"{shard.total} activation rows: too few to train a dictionary")
     gen = torch.Generator().manual_seed(settings.seed)
     data = data.float()
-    net = _Autoencoder(data, settings, gen)
-    scale = float((data - data.mean(0)).pow(2).sum(1).mean())  # the loss is relative to the data's variance
+    net = _Autoencoder(data, settings, gen, shard)
+    scale = float(shard.summed((data - net.b_dec.detach()).pow(2).sum()[None])) / shard.total  # the data's variance
     opt = torch.optim.Adam(net.parameters(), lr=settings.lr, betas=(0.9, 0.999))
     began, step = time.perf_counter(), 0
+    batch = min(settings.batch_size, shard.total)
     for step in range(1, settings.steps + 1):
         if cancel is not None and cancel():
             step -= 1
             break
-        x = data[torch.randint(len(data), (min(settings.batch_size, len(data)),), generator=gen)]
+        x = shard.local(data, torch.randint(shard.total, (batch,), generator=gen))
         pre = (x - net.b_dec) @ net.w_enc + net.b_enc
         if settings.activation == "topk":
             values, indices = torch.topk(pre, settings.k, dim=-1)
             acts = torch.zeros_like(pre).scatter(-1, indices, values.relu())
         else:
             acts = pre.relu()
-        err = (acts @ net.w_dec + net.b_dec - x).pow(2).sum(1).mean() / scale
-        loss = err + (settings.l1 * acts.sum(1).mean() / scale ** 0.5 if settings.activation == "relu" else 0.0)
+        err = (acts @ net.w_dec + net.b_dec - x).pow(2).sum() / (batch * scale)  # this process's part of the mean
+        loss = err + (settings.l1 * acts.sum() / (batch * scale ** 0.5) if settings.activation == "relu" else 0.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if distributed:
+            _sum_gradients(net, shard)
         opt.step()
         with torch.no_grad():
             net.w_dec.div_(net.w_dec.norm(dim=1, keepdim=True).clamp_min(1e-8))
-        if on_step is not None and (step % report_every == 0 or step == settings.steps):
-            on_step(TrainStep(step, settings.steps, 1.0 - float(err.detach()), float((acts > 0).sum(1).float().mean()),
-                              time.perf_counter() - began))
+        if (on_step is not None or distributed) and (step % report_every == 0 or step == settings.steps):
+            seen = shard.summed(torch.tensor([float(err.detach()), float((acts > 0).sum())]))  # every process sums
+            if on_step is not None:
+                on_step(TrainStep(step, settings.steps, 1.0 - float(seen[0]), float(seen[1]) / batch,
+                                  time.perf_counter() - began))
     dictionary = net.dictionary(site, settings, model)
-    report = evaluate(dictionary, data)
+    report = evaluate(dictionary, data, shard=shard)
     report = Report(report.explained_variance, report.l0, report.dead, report.rows, step, step < settings.steps,
                     time.perf_counter() - began)
     return replace(dictionary, metrics=report.as_metrics()), report

@@ -1,4 +1,5 @@
-"""The sidebar every page shares: model picker, model card, bundle upload/download, training status."""
+"""The sidebar every page shares: model picker, model card (with the entry that trains a dictionary on the model),
+bundle upload/download, training status."""
 from __future__ import annotations
 
 import shutil
@@ -29,10 +30,12 @@ from ui.models import (
 )
 from ui.server import refuse, speaker_only
 from ui.train import live_checkpoint, live_run, run_just_ended
-from ui.views import md
+from ui.views import dictionary_job_running, md, show_training_entry
 
 UPLOAD_KEY = "sidebar_upload"
 UPLOAD_MESSAGE_KEY = "sidebar_upload_message"
+DICTIONARY_PAGE = "dictionary"
+DICTIONARY_RUNNING_KEY = "sidebar_dictionary_running"
 
 
 @speaker_only
@@ -78,7 +81,7 @@ def bundle_source(active: ActiveModel) -> Callable[[], bytes] | bytes | None:
     return None
 
 
-def _model_card(active: ActiveModel) -> None:
+def _model_card(active: ActiveModel, page: str) -> None:
     with st.container(border=True):
         option = active.option
         named = [f"**Model** {md(option.name)}"] if option.short_label != option.label else []  # the picker cut it
@@ -88,6 +91,7 @@ def _model_card(active: ActiveModel) -> None:
             name = active.option.name.replace(" ", "_")
             st.download_button("Download model (.zip)", data=data, file_name=f"{name}.zip", mime="application/zip",
                                key="sidebar_download", icon=":material/download:", on_click="ignore", width="stretch")
+        show_training_entry(active, on_features_page=page == DICTIONARY_PAGE)
 
 
 def _training_status() -> None:
@@ -119,19 +123,30 @@ def _picker() -> None:
                  "server and Hugging Face models (folders in the models directory, or loaded by name below).")
 
 
-def _card_and_status() -> None:
-    """The current model's card and the training status (refreshed every second while a run trains)."""
+def _dictionary_ended() -> bool:
+    """Whether the session's dictionary training ended since the card last looked (the page then reruns whole)."""
+    running = dictionary_job_running()
+    was = st.session_state.get(DICTIONARY_RUNNING_KEY, False)
+    st.session_state[DICTIONARY_RUNNING_KEY] = running
+    return was and not running
+
+
+def _card_and_status(page: str) -> None:
+    """The current model's card and the training status (refreshed every second while a run trains, or elsewhere
+    than the Features page while a dictionary trains)."""
     active = current_model()
     if active is not None:
-        _model_card(active)
+        _model_card(active, page)
     elif st.session_state.get(LOAD_ERROR_KEY):
         st.error(st.session_state[LOAD_ERROR_KEY], icon=":material/error:")
     else:
         st.info("No checkpoints found. Upload a bundle or train a model.", icon=":material/info:")
     _training_status()
+    if _dictionary_ended() and page != DICTIONARY_PAGE:
+        st.rerun(scope="app")  # stop refreshing the card
 
 
-def render_sidebar(refresh_every: float = 1.0) -> None:
+def render_sidebar(refresh_every: float = 1.0, page: str = "") -> None:
     """Draw the shared sidebar; while a run trains, its card and status refresh every `refresh_every` seconds.
 
     Every fragment run costs the browser a redraw of the page's state whatever it shows (measured with the Train
@@ -141,7 +156,8 @@ def render_sidebar(refresh_every: float = 1.0) -> None:
     with st.sidebar:
         _picker()
         training = (run := live_run()) is not None and run.active
-        st.fragment(run_every=refresh_every if training else None)(_card_and_status)()
+        training = training or dictionary_job_running() and page != DICTIONARY_PAGE
+        st.fragment(run_every=refresh_every if training else None)(_card_and_status)(page)
         hf_loader(current_model())  # its chat switch shows for a causal model with a chat template
         with st.expander("Upload a checkpoint bundle", icon=":material/upload:"):
             if not refuse("upload"):

@@ -172,6 +172,9 @@ __all__ = ["COMBINE", "COMPARE_MODES", "EDIT", "EDIT_KEY", "LINK_OPENS", "LINK_P
            "slide_title", "step_caption", "step_picker", "step_table", "teacher", "toggle_clicked_head",
            "tour_navigation", "visible", "weights_of"]
 __all__ += ["show_dictionary_page", "show_head_page"]
+from .features import dictionary_job_running, show_training_entry  # noqa: E402  (beside the sidebar's card)
+
+__all__ += ["dictionary_job_running", "show_training_entry"]
 
 
 __all__ += ["show_document_views"]

@@ -15,7 +15,7 @@ from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
 from tests.helpers.dictionaries import random_dictionary
 from tests.helpers.real_shapes import PAGE_PX
-from transformer.dictionaries import Site, load_dictionary, save_dictionary
+from transformer.dictionaries import Site, load_dictionary, save_dictionary, text_sources
 from ui.views import LINK_PARAMS
 
 KEYS = LINK_PARAMS["dictionary"]
@@ -69,12 +69,20 @@ def test_a_link_opens_a_features_page_with_its_examples_promoted_tokens_and_read
         at.query_params.get("feature") in ("385", ["385"])
 
 
-def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_untrained_one_says_so(shipped_env):
+def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_untrained_one_says_so(shipped_env,
+                                                                                                   monkeypatch):
     shipped = load_dictionary(shipped_env / "dictionaries" / SHIPPED)
     untrained = random_dictionary(Site.parse("resid:L2"), shipped.d_in, 64, "topk")
     save_dictionary(replace(untrained, model=shipped.model), shipped_env / "dictionaries" / "untrained")
-    at = open_link("dictionary", {"model": "shipped:induction", "dict": "untrained"})
+    # beside the model's card, on another page: the entry opens the form on the Features page, the model's stream
+    # read by its last layer's heads preselected
+    at = open_link("train", {"model": "shipped:induction"})
+    at.sidebar.button(key="sidebar_dictionary_train").click().run()
+    at.switch_page("pages/dictionary.py").run()  # the browser follows st.switch_page (AppTest does not)
     assert_no_exception(at)
+    assert at.session_state["dictionary_train_open"] and at.text_input(key="dictionary_train_site").value == "resid:L2"
+    assert at.session_state["sidebar_model"] == "shipped:induction"
+    at.selectbox(key=KEYS["dict"]).set_value("untrained").run()
     assert any("it is untrained" in t for t in texts(at.warning))
     # the form: a dictionary on layer 1's attention output (hook_z), trained in the background and saved
     at.text_input(key="dictionary_train_site").input("attn:self:L1")
@@ -99,6 +107,19 @@ def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_
     constant = float(re.search(r"writes ([+-][\d.]+)", line)[1])
     pre = float(re.search(r"pre-activation ([\d.-]+)", line)[1])
     assert abs(float(shares.sum()) + constant - pre) <= 0.02
+    # over a text of the user's: a document past the maps' threshold (lowered here to 8 tokens) is read through the
+    # attention store, and its row's shares and constant still sum to the pre-activation
+    monkeypatch.setattr(text_sources, "STORE_ABOVE", 8)
+    at.text_area(key="dictionary_features_sources_text").input("abcdefghijabcdefghij").run()
+    at.button(key="dictionary_features_text_run").click().run()
+    assert poll(at, lambda a: any("read through the attention store" in t for t in texts(a.caption)))
+    assert_no_exception(at)
+    line = next(t for t in texts(at.caption) if "read through the attention store" in t)
+    assert line.startswith("22 tokens")  # 20 letters, the end token, the start token the model reads after them
+    number = r"([+-]?\d+\.\d+)"
+    pre, shares, constant = (float(x) for x in re.search(
+        rf"pre-activation {number} = the sources' shares {number} \+ a constant {number}", line).groups())
+    assert abs(shares + constant - pre) <= 0.02
 
 
 def test_the_encoder_decoders_dictionary_opens_on_its_encoder_output(monkeypatch, tmp_path):

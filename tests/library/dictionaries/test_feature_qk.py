@@ -22,6 +22,7 @@ from transformer.dictionaries import (
     needed_sites,
     place,
     store_feature_sources,
+    text_feature_sources,
 )
 from transformer.model import Head
 from transformer.store import open_model
@@ -144,3 +145,32 @@ def test_through_the_attention_stores_rows_a_features_sources_are_the_same(famil
         with pytest.raises(DictionaryError, match="first attention"):
             store_feature_sources(adapter, store, insides.residual["decoder"][1][0], where,
                                   random_dictionary(where.site, where.width, 8), 0, 0)
+
+
+@pytest.mark.parametrize("family", ["ours-decoder-only-pre", "ours-decoder-only-post"])
+def test_over_a_text_the_store_and_the_maps_name_the_same_sources_and_a_long_document_takes_the_store(
+        family: str, monkeypatch):
+    # one entry for any length: the store's fused forward (a document past the threshold) or the maps; on the same
+    # text both give the feature's activation at every position, its strongest position and the shares alike
+    from transformer.dictionaries import text_sources
+    adapter = path_model(family, None)  # type: ignore[arg-type]  # ours need no folder
+    where = place(Site.parse("attn:self:L2"), adapter)
+    d = random_dictionary(where.site, where.width, 24, seed=5)
+    text = "a b c d e a b c d e a b"
+    maps = next(m for f in range(24) if (m := text_feature_sources(adapter, d, text, f)).activations.max() > 0)
+    feature = maps.sources.feature  # one that fires on the text
+    assert not maps.stored and maps.sources.query == int(maps.activations.argmax())
+    monkeypatch.setattr(text_sources, "STORE_ABOVE", 4)  # "auto" now keeps the store, as past 1,024 tokens
+    stored = text_feature_sources(adapter, d, text, feature)
+    assert stored.stored and stored.tokens == maps.tokens and stored.sources.query == maps.sources.query
+    torch.testing.assert_close(stored.activations, maps.activations, atol=1e-4, rtol=0)
+    torch.testing.assert_close(stored.sources.contributions, maps.sources.contributions, atol=1e-4, rtol=0)
+    assert sum(stored.sources.by_source()) + stored.sources.constant == pytest.approx(
+        stored.sources.pre_activation, abs=1e-4)
+
+
+def test_over_a_text_a_decoder_side_attention_of_an_encoder_decoder_is_refused_in_one_line():
+    adapter = path_model("ours-pre", None)  # type: ignore[arg-type]
+    where = place(Site.parse("attn:cross:L1"), adapter)
+    with pytest.raises(DictionaryError, match="^which sources wrote a feature is shown .* not attn:cross:L1$"):
+        text_feature_sources(adapter, random_dictionary(where.site, where.width, 8), "a b c", 0)

@@ -5,15 +5,19 @@ the tokens it promotes through the unembedding, the heads whose queries or keys 
 a training report says so: nothing untrained is shown as if it were trained."""
 from __future__ import annotations
 
+from typing import Callable
+
 import pandas as pd
 import streamlit as st
 
 from transformer.charts import decile_chart, feature_sources_chart, visible_token
+from transformer.decode import STORE_ABOVE, InputError
 from transformer.dictionaries import (
     Dictionary,
     DictionaryError,
     Example,
     FeatureCorpus,
+    TextSources,
     decile_counts,
     decile_examples,
     example_sources,
@@ -21,6 +25,7 @@ from transformer.dictionaries import (
     place,
     promoted_tokens,
     reading_heads,
+    text_feature_sources,
     top_examples,
 )
 from ui.models import ActiveModel
@@ -43,6 +48,8 @@ from ..kit import (
 KEYS = LINK_PARAMS["dictionary"]
 KEY = "dictionary_features"
 FINDER_ROWS = 12
+LONG_ROW = 96  # sources beyond which a text's row is a table of its strongest sources, not a cell a token
+TOP_SOURCES = 12
 
 
 def model_dictionaries(active: ActiveModel) -> dict[str, Dictionary]:
@@ -131,7 +138,8 @@ def _example_line(corpus: FeatureCorpus, example: Example) -> str:
             f"{text(after)}")
 
 
-def _show_sources(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCorpus, feature: int) -> None:
+def _show_sources(active: ActiveModel, name: str, dictionary: Dictionary, corpus: FeatureCorpus, feature: int
+                  ) -> None:
     """An attention-output feature's strongest activation taken apart over the sources that wrote it."""
     top = top_examples(corpus.codes, corpus.activations, feature, 1)
     if not top:
@@ -148,9 +156,48 @@ def _show_sources(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCo
     heads = ", ".join(f"H{h + 1} {v:+.2f}" for h, v in enumerate(sources.by_head()))
     st.caption(f"By head: {heads}; a constant no source writes {sources.constant:+.2f}; pre-activation "
                f"{sources.pre_activation:.2f}, activation {sources.activation:.2f}.")
+    _show_text_sources(active, name, dictionary, feature)
 
 
-def show_feature(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCorpus) -> None:
+def _show_text_sources(active: ActiveModel, name: str, dictionary: Dictionary, feature: int) -> None:
+    """Which sources wrote the feature over a text of the user's, at its strongest position there (a decoder-only
+    model's document past the maps' threshold read through the attention store, no n x n map)."""
+    text = st.text_area("Which sources wrote it over a text of yours", key=f"{KEY}_sources_text", height=80,
+                        placeholder="Paste a sentence or a whole document",
+                        help=f"A decoder-only model's document past {STORE_ABOVE:,} tokens is read through the "
+                        "attention store (the query's row recomputed, no n × n map), as long documents are decoded.")
+    if not text.strip():
+        return
+    identity = ("feature-text-sources", active.cache_key, name, dictionary.n_features, feature, text)
+
+    def run(progress: Callable[[float], None]) -> TextSources:
+        return text_feature_sources(active.adapter, dictionary, text, feature)
+
+    found = analysis_result(identity, f"Reading feature #{feature}'s sources over your text", run,
+                            key=f"{KEY}_text", texts=JobTexts(refusals=(DictionaryError, InputError)))
+    if found is None:
+        if can_start(identity):
+            start_button("Which sources wrote it here", identity, key=f"{KEY}_text", icon=":material/play_arrow:")
+        return
+    sources, tokens = found.sources, [visible_token(t) for t in found.tokens]
+    how = "through the attention store" if found.stored else "through the maps"
+    where = f"position {sources.query + 1} ({tokens[sources.query]!r})"
+    if sources.activation <= 0:
+        st.info(f"Feature #{feature} does not fire on this text (read {how}); its largest pre-activation is at "
+                f"{where}: {sources.pre_activation:.2f}.", icon=":material/info:")
+    if len(tokens) <= LONG_ROW:
+        show_chart(feature_sources_chart(sources, tokens), key=f"{KEY}_text_chart", width="content")
+    else:
+        shares = pd.DataFrame({"position": range(1, len(tokens) + 1), "token": tokens, "share": sources.by_source()})
+        st.dataframe(shares.reindex(shares["share"].abs().sort_values(ascending=False).index).head(TOP_SOURCES),
+                     hide_index=True, key=f"{KEY}_text_top",
+                     column_config={"share": st.column_config.NumberColumn(format="%+.3f")})
+    st.caption(f"{len(tokens):,} tokens read {how}; at {where} activation {sources.activation:.2f}, pre-activation "
+               f"{sources.pre_activation:.2f} = the sources' shares {sum(sources.by_source()):+.2f} + a constant "
+               f"{sources.constant:+.2f}.")
+
+
+def show_feature(active: ActiveModel, name: str, dictionary: Dictionary, corpus: FeatureCorpus) -> None:
     """One feature's page: the feature picked (the link's `feature`, 0-based as the dictionary's rows)."""
     state = st.session_state
     if not isinstance(state.get(KEYS["feature"]), int) or not 0 <= state[KEYS["feature"]] < dictionary.n_features:
@@ -188,7 +235,7 @@ def show_feature(active: ActiveModel, dictionary: Dictionary, corpus: FeatureCor
                      key=f"{KEY}_readers", column_config={"query": st.column_config.NumberColumn(format="%.2f"),
                                                           "key": st.column_config.NumberColumn(format="%.2f")})
     if where.kind is not None:
-        _show_sources(active, dictionary, corpus, feature)
+        _show_sources(active, name, dictionary, corpus, feature)
 
 
 def show_dictionary_features(active: ActiveModel, name: str, dictionary: Dictionary) -> None:
@@ -203,4 +250,4 @@ def show_dictionary_features(active: ActiveModel, name: str, dictionary: Diction
         return
     with st.expander("Find a feature", expanded=True, icon=":material/search:"):
         show_finder(corpus)
-    show_feature(active, dictionary, corpus)
+    show_feature(active, name, dictionary, corpus)

@@ -1,7 +1,9 @@
 """Train a dictionary from the app (docs/dictionaries.md): a form (site, features, k, steps) whose job reads the
 model's own activations over its texts and trains a top-k dictionary in the background, with progress, Cancel and
 the result saved as a SAELens folder under the runs folder's `dictionaries/` (Cancel keeps what was trained, its
-report saying where it stopped)."""
+report saying where it stopped). The form lives on the Features page; beside the model's card (the sidebar) an entry
+opens it there with the model's default site, and shows the job's progress, Cancel and the saved folder on the
+other pages."""
 from __future__ import annotations
 
 import re
@@ -23,11 +25,23 @@ from transformer.dictionaries import (
     train_dictionary,
 )
 from ui.models import ActiveModel
-from ui.server import refuse
+from ui.server import is_audience, refuse, speaker_only
 
-from ..kit import TRAIN_TEXTS, JobTexts, analysis_result, can_start, model_texts, start_button, trained_root
+from ..kit import (
+    TRAIN_TEXTS,
+    JobTexts,
+    analysis_result,
+    can_start,
+    current_job,
+    model_texts,
+    start_button,
+    trained_root,
+)
 
 KEY = "dictionary_train"
+OPEN_KEY = f"{KEY}_open"  # the Features page's expander holding the form (opened by the card's entry)
+FEATURES_PAGE = "pages/dictionary.py"
+JOB = "dictionary-train"  # the first item of a training job's identity
 READING = 0.3  # the share of the bar reading the activations takes
 
 
@@ -98,7 +112,7 @@ def show_dictionary_training(active: ActiveModel) -> Path | None:
     except DictionaryError as exc:
         st.warning(str(exc), icon=":material/edit_note:")
         return None
-    identity = ("dictionary-train", active.cache_key, site.label, settings, int(n_texts))
+    identity = (JOB, active.cache_key, site.label, settings, int(n_texts))
     texts = JobTexts(cancelled="Cancelled before training began: nothing saved.", refusals=(DictionaryError,))
     got = analysis_result(identity, f"Training {settings.features:,} features at {site.label}",
                           _job(active, site, settings, int(n_texts)), key=KEY, texts=texts)
@@ -110,3 +124,56 @@ def show_dictionary_training(active: ActiveModel) -> Path | None:
     state = "Cancelled: kept as trained so far" if report.cancelled else "Saved"
     st.success(f"{state} to `{folder}`: {report.line(settings.features)}.", icon=":material/check:")
     return folder
+
+
+def dictionary_job_running() -> bool:
+    """Whether this session trains a dictionary now (the card refreshes while it does)."""
+    job = current_job()
+    return job is not None and job.identity[0] == JOB and not job.done.is_set()
+
+
+def _site_for(active: ActiveModel) -> str:
+    """The form's site if it is one of this model's, else the model's default site."""
+    typed = st.session_state.get(f"{KEY}_site")
+    try:
+        place(Site.parse(str(typed)), active.adapter)
+    except DictionaryError:
+        return _default_site(active)
+    return str(typed)
+
+
+@speaker_only
+def _open_form(active: ActiveModel) -> None:
+    """on_click of the card's entry: the form open on the Features page, a site of this model in it."""
+    st.session_state[f"{KEY}_site"] = _site_for(active)
+    st.session_state[OPEN_KEY] = True
+
+
+def _cancel_training() -> None:
+    job = current_job()
+    if job is not None and job.identity[0] == JOB:
+        job.cancel.set()
+
+
+def show_training_entry(active: ActiveModel, on_features_page: bool) -> None:
+    """Beside the model's card: the button that opens the training form on the Features page (this model, its site
+    preselected); on another page, while this session trains a dictionary, its progress and Cancel, then where it
+    was saved."""
+    job = current_job()
+    if job is not None and job.identity[0] == JOB and not on_features_page:
+        if not job.done.is_set():
+            st.progress(job.fraction, text=f"{job.name}: {job.fraction:.0%}")
+            st.button("Cancel", key="sidebar_dictionary_cancel", on_click=_cancel_training, icon=":material/stop:",
+                      width="stretch")
+            return
+        if job.error is None and job.result is not None:
+            folder, report = job.result
+            st.caption(f"Dictionary {'cancelled, kept' if report.cancelled else 'saved'}: `{folder.name}`.")
+        elif job.error is not None:
+            st.caption("The dictionary's training ended without a result (the Features page says why).")
+    if is_audience():  # the speaker's: an audience session is not offered it (the form says why)
+        return
+    if st.button("Train a dictionary on this model", key="sidebar_dictionary_train", icon=":material/category:",
+                 width="stretch", on_click=_open_form, args=(active,), help="Sparse dictionary features "
+                 "(docs/dictionaries.md): the form on the Features page, this model and its default site picked."):
+        st.switch_page(FEATURES_PAGE, query_params={"model": active.option.id})
