@@ -73,6 +73,9 @@ MAIN = {"Home": [None], "Decode": ["candidates at step", "rows up to step"], "At
 WALK = ["Home", "Decode", "Attention", "Learn", "Train"]
 REVERSE = {"model": "shipped:reverse", "text": "attentionisall", "kind": "cross", "layer": "1", "head": "4",
            "present": "1"}
+# a prompt of 60 characters: the induction model's map has 64 rows (8-px cells made it 512 px tall, past 720)
+LONG = {"model": "shipped:induction", "text": "Kx7Qm2PzLw9RtB4nVc8HjD3fGs6YkA1eUo5XiN0bKx7Qm2PzLw9RtB4nVc8H",
+        "present": "1"}
 FIRST_SCREEN_JS = r"""(headings) => {
   const main = document.querySelector('[data-testid="stMain"]');
   const bar = document.querySelector('.st-key-studio_present_bar');
@@ -168,6 +171,9 @@ def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the
             page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
             wait_idle(page, 120_000)
             page.get_by_text("Outline the gold alignment").wait_for(timeout=60_000)
+            _main_pictures_seen(page, "Attention", 1280, 720)
+            page.goto(f"{server.url}/attention?{urlencode(LONG)}")  # 64 rows: drawn lower than wide, on the screen
+            page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
             _main_pictures_seen(page, "Attention", 1280, 720)
             page.set_viewport_size({"width": 1920, "height": 1080})  # a larger projector: the same pages fit
             for title in ("Decode", "Attention"):

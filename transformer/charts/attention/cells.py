@@ -143,9 +143,11 @@ _POSITIONS = {"query_position": "datum.query_index + 1", "key_position": "datum.
 
 
 def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scale, *, large: bool = False,
-                  titled: bool = True, keys: tuple[int, int] | None = None) -> dict[str, Any]:
+                  titled: bool = True, keys: tuple[int, int] | None = None, row: float | None = None
+                  ) -> dict[str, Any]:
     """x/y/color/tooltip encodings of a heatmap whose axes stay fixed to the full (queries, keys) grid, or to the
-    window of keys (start, stop)."""
+    window of keys (start, stop); `row`: the rows' height where it differs from the cell's width."""
+    row = cell if row is None else row
     q_tokens, k_tokens = trace.labels(kind)
     k_start, k_stop = check_window(keys, len(k_tokens))
     y_title, x_title = axis_titles(kind) if titled else (None, None)
@@ -153,12 +155,12 @@ def _map_encoding(trace: AttentionTrace, kind: str, cell: float, scale: alt.Scal
     # those into objects with `from_dict`, which re-hashes its ~600 schema classes each time (~6 ms a channel).
     color = alt.Color("weight:Q", scale=scale, title="weight",
                       condition={"test": "datum.masked", "value": MASKED_COLOR},
-                      legend=alt.Legend(gradientLength=min(160, max(80, cell * len(q_tokens))), format=".1f"))
+                      legend=alt.Legend(gradientLength=min(160, max(80, row * len(q_tokens))), format=".1f"))
     return dict(
         x=alt.X("key_index:O", scale=alt.Scale(domain=list(range(k_start, k_stop))),
                 axis=_token_axis(k_tokens, cell, x_title, horizontal=True, large=large)),
         y=alt.Y("query_index:O", scale=alt.Scale(domain=list(range(len(q_tokens)))),
-                axis=_token_axis(q_tokens, cell, y_title, horizontal=False, large=large)),
+                axis=_token_axis(q_tokens, row, y_title, horizontal=False, large=large)),
         color=color,
         tooltip=[alt.Tooltip("query_token:N", title="query"), alt.Tooltip("key_token:N", title="key"),
                  alt.Tooltip("weight_text:N", title="weight"), alt.Tooltip("query_position:Q", title="query #"),
@@ -188,7 +190,7 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
                       fixed_scale: bool = True, gold: Sequence[tuple[int, int]] = (),
                       highlight_row: int | None = None, max_row: int | None = None, size: int = 420,
                       title: str | None = None, large_labels: bool = False, keys: tuple[int, int] | None = None,
-                      max_width: int | None = None) -> alt.LayerChart:
+                      max_width: int | None = None, row_height: float | None = None) -> alt.LayerChart:
     """One map, queries down and keys across, with tooltips; masked cells grey; gold cells and a row outlined.
 
     Always a layered chart: layer 0 is the heatmap (its data is the tidy map), then the outlines if any.
@@ -201,6 +203,8 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     `keys`: a window of key positions (start, stop), 0-based, stop exclusive; `max_width`: the widest the plotting
     area may be, in pixels: cells shrink down to `MIN_MAP_CELL`, then only the keys that fit from the window's
     start are drawn (the title says "keys 101–200 of 500"). Hidden keys (`hide_tokens`) are said in the subtitle.
+    `row_height`: the rows' height in pixels where it is less than the cell's width (a long map within a screen's
+    height: its columns stay wide enough to point at, its rows labelled only while they are tall enough).
     """
     q, n_keys = trace.axis_sizes(kind)
     k_start, k_stop = check_window(keys, n_keys)
@@ -209,9 +213,10 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     frame = matrix_frame(trace, kind, layer, head, max_row, keys=window)
     k = k_stop - k_start
     scale = _color_scale(fixed_scale, frame.loc[~frame["masked"], "weight"])
-    enc = _map_encoding(trace, kind, cell, scale, large=large_labels, keys=window)
+    row_px = cell if row_height is None else min(cell, max(1.0, float(row_height)))
+    enc = _map_encoding(trace, kind, cell, scale, large=large_labels, keys=window, row=row_px)
     heat = (alt.Chart(frame).transform_calculate(**_POSITIONS)
-            .mark_rect(stroke="white", strokeWidth=0.5 if cell >= 14 else 0).encode(**enc))
+            .mark_rect(stroke="white", strokeWidth=0.5 if row_px >= 14 else 0).encode(**enc))
     layers: list[alt.Chart] = [heat]
     last_row = q - 1 if max_row is None else min(max_row, q - 1)
     cells = [(int(r), int(c)) for r, c in gold if 0 <= r <= last_row and k_start <= c < k_stop]
@@ -229,7 +234,7 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     heading += window_title(k_start, k_stop, n_keys) if heading else ""
     note = hidden_note(trace, kind)
     chart = alt.layer(*layers).properties(
-        width=cell * k, height=cell * q, view=_view(max_row), autosize=AUTOSIZE,
+        width=cell * k, height=row_px * q, view=_view(max_row), autosize=AUTOSIZE,
         title=alt.TitleParams(heading, anchor="start", fontSize=max(14, token_font_size(cell, large_labels) + 3),
                               **({"subtitle": note, "subtitleColor": "#555"} if note else {})))
     return with_token_labels(chart, *trace.labels(kind))

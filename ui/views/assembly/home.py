@@ -11,6 +11,7 @@ from ..kit import (
     BOX_INSET_PX,
     LINK_PARAMS,
     MAP_WIDTH,
+    PRESENTED_ROWS_PX,
     Selection,
     bind_text,
     cached_chart,
@@ -21,6 +22,7 @@ from ..kit import (
     map_kind,
     md,
     model_text_input,
+    presenting,
     share_text,
     show_chart,
     show_chips,
@@ -60,4 +62,5 @@ def show_try_it(sel: Selection) -> None:
             st.caption("Stopped at the step limit without producing </s>.")
     with map_col:
         show_chart(cached_chart(attention_heatmap, result.trace, kind, sel.layer, None,
-                                **map_fit(result.trace, kind, 270, MAP_WIDTH, inset=BOX_INSET_PX)), width="content")
+                                **map_fit(result.trace, kind, 270, MAP_WIDTH, inset=BOX_INSET_PX,  # a projector: rows
+                                          rows_px=PRESENTED_ROWS_PX if presenting() else None)), width="content")

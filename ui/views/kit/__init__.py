@@ -50,7 +50,7 @@ from .inference import (
     teacher,
 )
 from .link_params import LINK_OPENS, LINK_PARAMS
-from .map_fit import BOX_INSET_PX, FIRST_SCREEN_ROWS_PX, map_fit
+from .map_fit import BOX_INSET_PX, FIRST_SCREEN_ROWS_PX, PRESENTED_ROWS_PX, map_fit
 from .over_training import keep_snapshot_curves, latest_snapshot_curves
 from .presenting import (
     NEXT_HEAD_KEY,
@@ -117,7 +117,8 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model", "share_reference",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
-__all__ += ["BOX_INSET_PX", "FIRST_SCREEN_ROWS_PX", "folded_controls", "model_text_input", "per_head_refusal"]
+__all__ += ["BOX_INSET_PX", "FIRST_SCREEN_ROWS_PX", "PRESENTED_ROWS_PX", "folded_controls", "model_text_input",
+            "per_head_refusal"]
 __all__ += ["HEAD_PAGE", "head_link_params", "head_page_link", "keep_snapshot_curves", "latest_snapshot_curves",
             "open_head_page"]
 __all__ += ["composition_for", "decode_parts_for", "parts_key", "reliance_for"]

@@ -3,6 +3,8 @@ column's width at a 1280-px window (the sidebar open, or presenter mode's screen
 projector its rows within 1280x720's first screen."""
 from __future__ import annotations
 
+from typing import Any
+
 from transformer.charts import keys_per_window, text_width, visible_token
 from transformer.decode import AttentionTrace
 
@@ -38,20 +40,25 @@ def fits_column(trace: AttentionTrace, kind: str, presenting: bool = False) -> b
 
 
 def map_fit(trace: AttentionTrace, kind: str, size: int, page_width: int, keys: tuple[int, int] | None = None, *,
-            presenting: bool = False, rows_px: int | None = None, inset: int = 0) -> dict[str, int]:
-    """`size` and `max_width` for `attention_heatmap`: a map beside a side column fits that column with its token
-    labels and legend, one with the page's width keeps `page_width`; on a projector (or given `rows_px`) the cells
-    also shrink (to LABELLED_CELL, past that to BARE_CELL without labels) until the rows fit PRESENTED_ROWS_PX (or
-    `rows_px`); `inset`: pixels the map's column loses to a bordered box around it."""
+            presenting: bool = False, rows_px: int | None = None, inset: int = 0) -> dict[str, Any]:
+    """`size`, `max_width` and `row_height` for `attention_heatmap`: a map beside a side column fits that column
+    with its token labels and legend, one with the page's width keeps `page_width`; on a projector (or given
+    `rows_px`) the cells also shrink (to LABELLED_CELL, past that to BARE_CELL without labels) until the rows fit
+    PRESENTED_ROWS_PX (or `rows_px`), and rows that still do not fit (more than ~42 on a projector) are drawn lower
+    than their cells are wide (`row_height`), so the map's last row stays on the screen; `inset`: pixels the map's
+    column loses to a bordered box around it."""
     n_rows, n_keys = trace.axis_sizes(kind)
     shown = n_keys if keys is None else keys[1] - keys[0]
-    width = page_width
+    width, row_height = page_width, None
     if fits_column(trace, kind, presenting):
         width = column_room(trace, kind, presenting, inset)
         size = min(size, width)
     if presenting or rows_px is not None:
-        cell = (PRESENTED_ROWS_PX if presenting else rows_px or PRESENTED_ROWS_PX) / max(n_rows, 1)
+        rows = PRESENTED_ROWS_PX if presenting else rows_px or PRESENTED_ROWS_PX
+        cell = rows / max(n_rows, 1)
+        if cell < BARE_CELL:
+            row_height = max(1, int(cell))  # whole pixels: fractional rows show seams between them
         cell = cell if cell >= LABELLED_CELL else BARE_CELL
         width = min(width, int(cell * shown))
         size = min(size, int(cell * max(n_rows, shown)))
-    return {"size": size, "max_width": width}
+    return {"size": size, "max_width": width, "row_height": row_height}
