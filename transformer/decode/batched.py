@@ -15,12 +15,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from torch import Tensor
 
 from ..adapters import InspectableModel
-from ..model import EncoderOutput, StepOutput
-from .greedy import DecodeResult, InputError, greedy_decode, maps_trace, read_source
-from .loop import DecodeRow, run_rows
+from ..model import StepOutput
+from .greedy import DecodeResult, InputError, greedy_decode, read_source
+from .loop import DecodeRow, MapsFeed, maps_trace, run_rows, step_limit
 
 
 def can_batch(adapter: InspectableModel) -> bool:
@@ -34,25 +33,6 @@ def _row_output(out: StepOutput, b: int, n_source: int) -> StepOutput:
     """Row `b` of a batched step, its cross-attention cut to its own source's keys."""
     return StepOutput(out.logits[b: b + 1], tuple(w[b: b + 1] for w in out.decoder_self),
                       tuple(w[b: b + 1, ..., :n_source] for w in out.cross))
-
-
-class _BatchFeed:
-    """The loop's `Feed` for a padded batch: every row's start ids, then one token a row; each step's output kept."""
-
-    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, n_rows: int) -> None:
-        self.adapter, self.encoded, self.n_rows = adapter, encoded, n_rows
-        self.cache = adapter.start_cache(encoded)
-        self.outputs: list[StepOutput] = []
-
-    def prefill(self) -> Tensor:
-        start = list(self.adapter.start_ids)
-        for token in start[:-1]:
-            self.adapter.step(torch.full((self.n_rows, 1), token), self.encoded, self.cache)
-        return self.step([start[-1]] * self.n_rows)
-
-    def step(self, tokens: Sequence[int]) -> Tensor:
-        self.outputs.append(self.adapter.step(torch.tensor(list(tokens))[:, None], self.encoded, self.cache))
-        return self.outputs[-1].logits
 
 
 def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k: int | Sequence[int] = 5,
@@ -77,9 +57,9 @@ def greedy_decode_many(adapter: InspectableModel, texts: Sequence[str], *, top_k
             results[i] = exc
             continue
         start = reader.decoder_prefix(source)
-        limit = reader.max_target_len - len(start) + 1
-        n_max = min(limit, max_steps if max_steps is not None else reader.default_max_steps(len(source.ids)))
-        rows[i] = DecodeRow(reader, source, list(start), max(n_max, min(limit, 1)), k)
+        n_max = max(step_limit(reader, len(source.ids), len(start), max_steps),
+                    step_limit(reader, len(source.ids), len(start), 1))
+        rows[i] = DecodeRow(reader, source, list(start), n_max, k)
     if rows:
         for i, result in _decode_rows(adapter, rows, texts).items():
             results[i] = result
@@ -100,7 +80,7 @@ def _decode_rows(adapter: InspectableModel, rows: dict[int, DecodeRow], texts: S
     with adapter.running():
         merged = adapter.encode_many([row.source.ids for row in batch])
         assert merged is not None, "can_batch: this adapter encodes many sources at once"
-        feed = _BatchFeed(adapter, merged, len(batch))
+        feed = MapsFeed(adapter, merged, adapter.start_cache(merged), adapter.start_ids, rows=len(batch))
         run_rows(batch, feed)
     n_start = len(adapter.start_ids)
     return {i: _result(row, texts[i], _own_rows(merged.encoder_self, b, len(row.source.ids)),

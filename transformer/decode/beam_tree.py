@@ -7,25 +7,78 @@ vectorised `_beam_search`: log-softmax, the generation config's processors on th
 max(2, 1 + #eos) x W continuations, finished hypotheses only from the best W, score = sum of log-probabilities /
 generated length ** length_penalty, its early-stopping heuristic; the generation config's `length_penalty` and
 `early_stopping`), so the final hypotheses equal generate's (tests/library/decode/test_beam_tree.py, per family). Our
-own models keep `beam.beam_search_ids`'s rule (GNMT length penalty ((5 + n) / 6) ** alpha), so `eval --beam` figures
-stay comparable, and their best hypotheses equal it.
+own models search by GNMT's rule (length penalty ((5 + n) / 6) ** alpha, `gnmt_step`), which `beam.beam_search` and
+`eval --beam` read off this same search.
 
-Each step runs the decoder for one token of every live hypothesis, batched, with the decoder cache reordered by the
-hypotheses' parents (`InspectableModel.select_rows`), as `generate` does; the step's weights give every
-hypothesis's attention row.
+The model is called as a greedy decode calls it (`loop.MapsFeed`, one token of every live hypothesis a step, batched,
+with the encoder output and decoder cache reordered by the hypotheses' parents, as `generate` does) and the search
+is as long as a greedy decode may be (`loop.step_limit`); the step's weights give every hypothesis's attention row.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Collection, Iterator, Sequence
 
 import torch
 from torch import Tensor
 
-from ..adapters import InspectableModel
-from .beam import MAX_BEAM, gnmt_done, gnmt_step, length_penalty
+from ..adapters import InspectableModel, SourceText
+from ..model import StepOutput
 from .greedy import InputError, read_source
+from .loop import MapsFeed, step_limit
 
 NEG = -1.0e9
+MAX_BEAM = 64
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty ((5 + length) / 6) ** alpha; alpha 0 ranks by total log-probability."""
+    return ((5 + length) / 6) ** alpha
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A continuation one GNMT step considered: the live row it extends, the token, the summed log-probability, and
+    its fate: "finished" (ended among the best `width`), "ended" (ended, not among them), "kept" (continued),
+    "pruned"."""
+
+    row: int
+    token: int
+    log_prob: float
+    fate: str
+
+
+def gnmt_step(alive: Sequence[float], logp: Tensor, width: int, eos: Collection[int], n_finished: int
+              ) -> Iterator[Candidate]:
+    """The one GNMT beam step: the best 2 x `width` continuations of the live prefixes (summed log-probabilities
+    `alive`, next-token log-probabilities `logp` (n, V)), best first, until `width` are kept and `width` have
+    finished (`n_finished` already); an ending counts only among the best `width` candidates (width 1: greedy)."""
+    total = (torch.tensor(list(alive))[:, None] + logp).flatten()
+    top, index = total.topk(min(2 * width, total.numel()))
+    vocab, kept, finished = logp.size(1), 0, n_finished
+    for rank, (value, flat) in enumerate(zip(top.tolist(), index.tolist(), strict=True)):
+        if value == float("-inf"):
+            return
+        row, token = divmod(flat, vocab)
+        if token in eos:
+            fate = "ended" if rank >= width else "finished"
+            finished += fate == "finished"
+        else:
+            fate = "kept" if kept < width else "pruned"
+            kept += fate == "kept"
+        yield Candidate(row, token, value, fate)
+        if kept == width and finished >= width:
+            return
+
+
+def gnmt_done(scores: Sequence[float], alive: Sequence[float], width: int, alpha: float, steps: int) -> bool:
+    """True when `width` hypotheses have finished (their `scores`) and no live one (summed log-probabilities
+    `alive`) can still beat the worst of the best."""
+    if len(scores) < width:
+        return False
+    kept = sorted(scores)[-width]
+    best_alive = max(alive)
+    return best_alive / length_penalty(steps + 1, alpha) <= kept if alpha > 0 else best_alive <= kept
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,33 +172,16 @@ def _check(adapter: InspectableModel, width: int) -> None:
                          f"(this model's vocabulary has {adapter.vocab_size:,} tokens), got {width!r}.")
 
 
-class _Hypotheses:
-    """The decoder run over the live hypotheses, one cached step a call: the prefix is fed once, and each step the
-    encoder output and the cache are reordered by the rows the new hypotheses continue (`select_rows`, as `generate`
-    reorders its cache by beam index), so a step costs one token per hypothesis, not its whole prefix."""
-
-    def __init__(self, adapter: InspectableModel, src: Tensor, prefix: list[int]) -> None:
-        family = adapter.family
-        self.adapter, self.kinds = adapter, [(k, i) for i, k in enumerate((family.decoder_kind, family.cross_kind))
-                                             if k is not None]
-        self.encoded = adapter.encode(src)
-        self.cache = adapter.start_cache(self.encoded)
-        self.out = adapter.prefill(prefix, self.encoded, self.cache)
-
-    def advance(self, parents: list[int], tokens: list[int]) -> None:
-        """Hypothesis b of the next step continues row `parents[b]` with `tokens[b]`."""
-        self.encoded, self.cache = self.adapter.select_rows(self.encoded, self.cache, torch.tensor(parents))
-        self.out = self.adapter.step(torch.tensor(tokens)[:, None], self.encoded, self.cache)
-
-    def scored(self, prefixes: list[list[int]], max_length: int) -> tuple[Tensor, list[dict[str, Tensor]]]:
-        """Log-probabilities (n, V) of the next token of each live prefix, the model's rules applied to them as
-        `generate` applies its processors, and each prefix's last attention row per decoder kind."""
-        out = self.out
-        logp = out.logits.float().log_softmax(-1)
-        logp = torch.stack([self.adapter.constrain(p, row, max_length) for p, row in zip(prefixes, logp, strict=True)])
-        maps = {k: (out.decoder_self, out.cross)[i] for k, i in self.kinds}
-        rows = {k: torch.stack([m[:, :, -1] for m in layers], 1).float() for k, layers in maps.items()}  # (n, L, H, K)
-        return logp, [{k: v[b] for k, v in rows.items()} for b in range(len(prefixes))]
+def _scored(adapter: InspectableModel, out: StepOutput, prefixes: list[list[int]], max_length: int
+            ) -> tuple[Tensor, list[dict[str, Tensor]]]:
+    """Log-probabilities (n, V) of the next token of each live prefix, the model's rules applied to them as
+    `generate` applies its processors, and each prefix's last attention row per decoder kind."""
+    family = adapter.family
+    logp = out.logits.float().log_softmax(-1)
+    logp = torch.stack([adapter.constrain(p, row, max_length) for p, row in zip(prefixes, logp, strict=True)])
+    maps = {k: m for k, m in ((family.decoder_kind, out.decoder_self), (family.cross_kind, out.cross)) if k is not None}
+    rows = {k: torch.stack([m[:, :, -1] for m in layers], 1).float() for k, layers in maps.items()}  # (n, L, H, K)
+    return logp, [{k: v[b] for k, v in rows.items()} for b in range(len(prefixes))]
 
 
 def beam_tree(adapter: InspectableModel, text: str, width: int = 4, *, max_steps: int | None = None,
@@ -153,18 +189,24 @@ def beam_tree(adapter: InspectableModel, text: str, width: int = 4, *, max_steps
     """The beam tree of `text`: Hugging Face models as `generate(num_beams=width)` with their generation config's
     length penalty and early stopping; ours with the GNMT penalty `length_penalty_alpha` (as `beam_search`)."""
     _check(adapter, width)
-    source = read_source(adapter, text)
+    return search_tree(adapter, read_source(adapter, text), width, max_steps=max_steps, alpha=length_penalty_alpha)
+
+
+def search_tree(adapter: InspectableModel, source: SourceText, width: int, *, max_steps: int | None = None,
+                alpha: float = 0.6) -> BeamTree:
+    """`beam_tree` of a source already read (ids no check refused: `beam_texts` cuts a long one)."""
     prefix = adapter.decoder_prefix(source)
-    limit = adapter.max_target_len - len(prefix) + 1
-    steps = min(limit, max_steps if max_steps is not None else adapter.default_max_steps(len(source.ids)))
-    src = torch.tensor([source.ids])
+    steps = step_limit(adapter, len(source.ids), len(prefix), max_steps)
     with adapter.running():
+        encoded = adapter.encode(torch.tensor([source.ids]))
+        feed = MapsFeed(adapter, encoded, adapter.start_cache(encoded), prefix)
+        feed.prefill()
         if adapter.source == "huggingface":
-            return _generate_rule(adapter, source, prefix, src, width, steps)
-        return _gnmt_rule(adapter, source, prefix, src, width, steps, length_penalty_alpha)
+            return _generate_rule(adapter, source, prefix, feed, width, steps)
+        return _gnmt_rule(adapter, source, prefix, feed, width, steps, alpha)
 
 
-def _tree(adapter: InspectableModel, source, prefix: list[int], builder: _Builder,
+def _tree(adapter: InspectableModel, source: SourceText, prefix: list[int], builder: _Builder,
           finals: list[tuple[int, float, bool]], width: int, rule: str, penalty: float) -> BeamTree:
     hypotheses = []
     for node, score, done in finals:
@@ -185,7 +227,7 @@ def _path(nodes: list[BeamNode], node: int) -> list[BeamNode]:
     return out[::-1]
 
 
-def _generate_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor, width: int,
+def _generate_rule(adapter: InspectableModel, source: SourceText, prefix: list[int], feed: MapsFeed, width: int,
                    steps: int) -> BeamTree:
     """transformers 5's `_beam_search`, one sequence, step by step (see the module's docstring)."""
     gen = adapter.generation_config  # type: ignore[attr-defined]
@@ -198,9 +240,8 @@ def _generate_rule(adapter: InspectableModel, source, prefix: list[int], src: Te
     running = [(0, list(prefix), 0.0)]  # (node, ids, summed log-probability)
     finished: list[tuple[int, float]] = []  # (node, score), best first, at most `width`
     unsatisfied, cur_len = True, prompt_len
-    hypotheses = _Hypotheses(adapter, src, prefix)
     while True:
-        logp, rows = hypotheses.scored([ids for _, ids, _ in running], max_length)
+        logp, rows = _scored(adapter, feed.outputs[-1], [ids for _, ids, _ in running], max_length)
         total = (logp + torch.tensor([s for _, _, s in running])[:, None]).flatten()
         top, index = torch.topk(total, k=min(keep, total.numel()))
         vocab = logp.shape[1]
@@ -236,23 +277,22 @@ def _generate_rule(adapter: InspectableModel, source, prefix: list[int], src: Te
         all_finished = len(finished) >= width and early is True
         if not (unsatisfied and not all_finished and not all(c[3] for c in candidates)):
             break
-        hypotheses.advance([candidates[i][5] for i in order], [candidates[i][1][-1] for i in order])
+        feed.reorder([candidates[i][5] for i in order])
+        feed.step([candidates[i][1][-1] for i in order])
     return _tree(adapter, source, prefix, builder, [(n, s, True) for n, s in finished], width, "generate", penalty)
 
 
-def _gnmt_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor, width: int, steps: int,
-               alpha: float) -> BeamTree:
-    """`beam.beam_search_ids`'s rule over the adapter (ours): the GNMT penalty, an ending counts among the best
-    `width` candidates only (`beam.gnmt_step`, the one step both share), stop when no live hypothesis can beat the
-    worst of the best finished."""
+def _gnmt_rule(adapter: InspectableModel, source: SourceText, prefix: list[int], feed: MapsFeed, width: int,
+               steps: int, alpha: float) -> BeamTree:
+    """GNMT's rule (ours; `beam_search` and `eval --beam` read it): the GNMT penalty, an ending counts among the best
+    `width` candidates only (`gnmt_step`), stop when no live hypothesis can beat the worst of the best finished."""
     builder = _Builder(adapter, prefix)
     alive: list[tuple[int, list[int], float]] = [(0, list(prefix), 0.0)]
     finished: list[tuple[int, float, float, bool]] = []  # (node, log_prob, score, ended)
     eos = adapter.end_ids
     n_prefix = len(prefix)
-    hypotheses = _Hypotheses(adapter, src, prefix)
     for t in range(steps):
-        logp, rows = hypotheses.scored([ids for _, ids, _ in alive], 1 << 30)
+        logp, rows = _scored(adapter, feed.outputs[-1], [ids for _, ids, _ in alive], 1 << 30)
         next_alive: list[tuple[int, list[int], float]] = []
         parents: list[int] = []  # the row each of next_alive continues
         for c in gnmt_step([s for _, _, s in alive], logp, width, eos, len(finished)):
@@ -268,11 +308,11 @@ def _gnmt_rule(adapter: InspectableModel, source, prefix: list[int], src: Tensor
                 next_alive.append((node, [*ids, c.token], c.log_prob))
                 parents.append(c.row)
         alive = next_alive
-        as_ids = [(ids, s) for _, ids, s in alive]
-        if not alive or gnmt_done([(None, f[1], f[2], True) for f in finished], as_ids, width, alpha, steps) \
+        if not alive or gnmt_done([f[2] for f in finished], [s for _, _, s in alive], width, alpha, steps) \
                 or t + 1 == steps:
             break
-        hypotheses.advance(parents, [ids[-1] for _, ids, _ in alive])
+        feed.reorder(parents)
+        feed.step([ids[-1] for _, ids, _ in alive])
     finished += [(node, s, s / length_penalty(len(ids) - n_prefix, alpha), False) for node, ids, s in alive]
     finished.sort(key=lambda h: (not h[3], -h[2]))
     return _tree(adapter, source, prefix, builder, [(n, score, done) for n, _, score, done in finished[:width]], width,

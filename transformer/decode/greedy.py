@@ -13,10 +13,10 @@ from torch import Tensor
 
 from ..adapters import InspectableModel, SourceText, adapter_for
 from ..data import Tokenizer
-from ..model import AttentionMaps, EncoderOutput, HeadMask, Seq2SeqTransformer, StepOutput
+from ..model import EncoderOutput, HeadMask, Seq2SeqTransformer
 from .errors import InputError
 from .keep import STORED_STEPS, keeps_store
-from .loop import DecodeRow, Step, candidates, run_rows
+from .loop import DecodeRow, MapsFeed, Step, candidates, run_rows, step_limit
 from .residuals import ResidualRecorder, Residuals
 from .sampling import SampledStep, Sampler, Sampling, SamplingError, check_sampling
 from .sinks import hidden_dict
@@ -173,17 +173,16 @@ def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: i
         raise InputError(f"{'Switching heads off' if head_mask is not None else 'The DecoderLens'} needs the maps: "
                          f"this decode of {len(start):,} prompt tokens keeps the attention store (keep='maps' makes "
                          "the n × n maps).")
-    limit = adapter.max_target_len - len(start) + 1
-    default = adapter.default_max_steps(len(source.ids))  # as the model's own generate, at most STORED_STEPS stored
-    n_max = min(limit, max_steps if max_steps is not None else min(default, STORED_STEPS) if stored else default)
-    n_max = max(n_max, min(limit, len(forced_ids) + 1))
+    # as the model's own generate, at most STORED_STEPS stored; room for the forced tokens and one more
+    n_max = max(step_limit(adapter, len(source.ids), len(start), max_steps, STORED_STEPS if stored else None),
+                step_limit(adapter, len(source.ids), len(start), len(forced_ids) + 1))
     recorder = ResidualRecorder(adapter, last_only=stored) if residuals else None
     row = DecodeRow(adapter, source, list(start), n_max, top_k, forced_ids, stop_at_end, sampler, recorder)
     with adapter.running(), ExitStack() as recording:
         encoded = _encode(adapter, torch.tensor([source.ids]), head_mask, encoder_layer)
         cache = adapter.start_cache(encoded)
         feed = (StoreFeed(adapter, cache, start, len(source.ids)) if stored
-                else _MapsFeed(adapter, encoded, cache, start, head_mask))
+                else MapsFeed(adapter, encoded, cache, start, head_mask))
         if recorder is not None:
             recording.enter_context(recorder.recording(cache))
         run_rows([row], feed)
@@ -195,37 +194,6 @@ def greedy_decode(adapter: InspectableModel, text: str | SourceText, *, top_k: i
                         "greedy" if sampler is None else "sampled", row.finished, text_out,
                         source.unknown, recorder.result() if recorder is not None else None, encoder_layer,
                         None if sampler is None else sampler.sampling, () if sampler is None else tuple(row.samples))
-
-
-class _MapsFeed:
-    """Feeds a decode's inputs through the adapter's cached steps, keeping every step's maps (the loop's `Feed`, one
-    row); logits come back (1, V)."""
-
-    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, cache: object, start: Sequence[int],
-                 head_mask: HeadMask | None) -> None:
-        self.adapter, self.encoded, self.cache, self.head_mask = adapter, encoded, cache, head_mask
-        self.start, self.outputs = list(start), list[StepOutput]()
-
-    def prefill(self) -> Tensor:
-        self.outputs.append(self.adapter.prefill(self.start, self.encoded, self.cache, self.head_mask))
-        return self.outputs[-1].logits
-
-    def step(self, tokens: Sequence[int]) -> Tensor:
-        self.outputs.append(self.adapter.step(torch.tensor([list(tokens)]), self.encoded, self.cache, self.head_mask))
-        return self.outputs[-1].logits
-
-    def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
-        return maps_trace(self.adapter, self.encoded.encoder_self, self.outputs, source_tokens, labels, step_offset)
-
-
-def maps_trace(adapter: InspectableModel, encoder_self: Sequence[Tensor], outputs: Sequence[StepOutput],
-               source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
-    """The trace of a decode's step outputs (`labels`: every decoder input; `step_offset`: the row of the first
-    prediction); an encoder-decoder's first rows (start ids before the last) have no maps and are left out."""
-    first = step_offset + 1 - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the first row
-    maps = AttentionMaps.from_steps(encoder_self, outputs, adapter.family)
-    return AttentionTrace.from_maps(source_tokens, labels[first:], maps, adapter.family, adapter.head_groups(),
-                                    step_offset - first)
 
 
 def _sampler(adapter: InspectableModel, sampling: Sampling | None) -> Sampler | None:

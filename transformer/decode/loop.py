@@ -1,7 +1,9 @@
 """The one step loop of greedy decoding, for one decode or a padded batch of them (`greedy_decode`,
 `greedy_decode_many`): each row chooses its token at each step by the same rules (the model's `constrain`, a forced
 token, a seeded draw, the first of equal probabilities, the top k), and a row that has ended is fed its last token
-until every row is done. What feeds the model (the maps, the attention store, a batch) is the feed's business."""
+until every row is done. What feeds the model is the feed's business: `MapsFeed` (the adapter's cached decoder
+steps, every step's maps kept: one decode, a padded batch, or the beam tree's hypotheses, reordered by parent) or
+the store's (`stored.StoreFeed`). `step_limit` is every decode's and search's one limit on its length."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,9 +13,11 @@ import torch
 from torch import Tensor
 
 from ..adapters import InspectableModel, SourceText
+from ..model import AttentionMaps, EncoderOutput, HeadMask, StepOutput
 from .errors import InputError
 from .residuals import ResidualRecorder
 from .sampling import SampledStep, Sampler
+from .trace import AttentionTrace
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,57 @@ class Feed(Protocol):
     def prefill(self) -> Tensor: ...
 
     def step(self, tokens: Sequence[int]) -> Tensor: ...
+
+
+def step_limit(adapter: InspectableModel, n_source: int, n_start: int, max_steps: int | None,
+               most: int | None = None) -> int:
+    """How many tokens a decode of `n_source` source ids, its decoder prefix `n_start` ids, may produce: `max_steps`,
+    else the model's own default (at most `most`), never more than its decoder reads (`max_target_len`)."""
+    own = adapter.default_max_steps(n_source)
+    wanted = max_steps if max_steps is not None else own if most is None else min(own, most)
+    return min(adapter.max_target_len - n_start + 1, wanted)
+
+
+class MapsFeed:
+    """Feeds the adapter's cached decoder, keeping every step's output (its maps): the prefix once, then one token a
+    row; `rows` > 1: a padded batch whose start ids are stepped for every row. `reorder` keeps the rows the next step
+    continues (their encoder output and cache, as `generate` reorders its cache by beam index)."""
+
+    def __init__(self, adapter: InspectableModel, encoded: EncoderOutput, cache: object, start: Sequence[int],
+                 head_mask: HeadMask | None = None, rows: int = 1) -> None:
+        self.adapter, self.encoded, self.cache, self.head_mask = adapter, encoded, cache, head_mask
+        self.start, self.rows, self.outputs = list(start), rows, list[StepOutput]()
+
+    def prefill(self) -> Tensor:
+        if self.rows > 1:
+            for token in self.start[:-1]:
+                self.adapter.step(torch.full((self.rows, 1), token), self.encoded, self.cache, self.head_mask)
+            return self.step([self.start[-1]] * self.rows)
+        self.outputs.append(self.adapter.prefill(self.start, self.encoded, self.cache, self.head_mask))
+        return self.outputs[-1].logits
+
+    def step(self, tokens: Sequence[int]) -> Tensor:
+        """One token a row; the logits (rows, V)."""
+        self.outputs.append(self.adapter.step(torch.tensor(list(tokens))[:, None], self.encoded, self.cache,
+                                              self.head_mask))
+        return self.outputs[-1].logits
+
+    def reorder(self, rows: Sequence[int]) -> None:
+        """Row b of the next step continues row `rows[b]` (repeats allowed)."""
+        self.encoded, self.cache = self.adapter.select_rows(self.encoded, self.cache, torch.tensor(list(rows)))
+
+    def trace(self, source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
+        return maps_trace(self.adapter, self.encoded.encoder_self, self.outputs, source_tokens, labels, step_offset)
+
+
+def maps_trace(adapter: InspectableModel, encoder_self: Sequence[Tensor], outputs: Sequence[StepOutput],
+               source_tokens: Sequence[str], labels: Sequence[str], step_offset: int) -> AttentionTrace:
+    """The trace of a decode's step outputs (`labels`: every decoder input; `step_offset`: the row of the first
+    prediction); an encoder-decoder's first rows (start ids before the last) have no maps and are left out."""
+    first = step_offset + 1 - outputs[0].decoder_self[0].shape[2]  # decoder inputs before the first row
+    maps = AttentionMaps.from_steps(encoder_self, outputs, adapter.family)
+    return AttentionTrace.from_maps(source_tokens, labels[first:], maps, adapter.family, adapter.head_groups(),
+                                    step_offset - first)
 
 
 @dataclass

@@ -10,7 +10,6 @@ from transformer.adapters import adapter_for
 from transformer.cli import main
 from transformer.data import START_ID
 from transformer.decode import InputError, beam_search, greedy_decode
-from transformer.decode.beam import beam_search_ids
 from transformer.store import load_checkpoint
 
 ROOT = ROOT / "checkpoints"
@@ -49,8 +48,10 @@ def test_wider_beams_are_sorted_by_score_and_never_worse_than_greedy(toy):
 
 
 def test_no_hypothesis_contains_pad_or_start(toy):
-    for ids, _, _, _ in beam_search_ids(toy.model, toy.src_tokenizer.encode("the dog runs") + [2], width=8):
-        assert 0 not in ids and START_ID not in ids
+    hyps = beam_search(toy.model, toy.src_tokenizer, toy.tgt_tokenizer, "the dog runs", width=8)
+    assert len(hyps) == 8
+    for h in hyps:
+        assert 0 not in h.token_ids and START_ID not in h.token_ids
 
 
 @pytest.mark.parametrize("width, alpha", [(0, 0.6), (65, 0.6), (2, -1.0), (2, float("nan"))])
