@@ -181,6 +181,9 @@ class HFCausalLM(HFAdapter):
                              return_dict=True)
         return out.logits[:, -1].cpu()
 
+    def feed_logits(self, ids: Tensor, cache: Any, n_source: int = 0) -> Tensor:
+        return self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
+
     def output_head(self, residual: Tensor) -> Tensor:
         """The final norm (GPT-2's `ln_f`, Llama's and Qwen2's RMSNorm `norm`), the output projection and, where the
         model soft-caps its logits (Gemma 2's `final_logit_softcapping`), cap * tanh(logits / cap)."""

@@ -162,6 +162,12 @@ class InspectableModel(ABC):
         raise StoreError(f"{self.name}: the store's forward reads decoder-only models (Hugging Face causal LMs and "
                          "ours)")
 
+    def feed_logits(self, ids: Tensor, cache: Any, n_source: int = 0) -> Tensor:
+        """The logits (1, V) after `ids` (1, t; the first `n_source` source ids, ours) fed after what `cache` holds,
+        through the model's own modules, no weights: differentiable inside `differentiable()` (the decode's fast
+        output head keeps an inference-mode copy of the weights, so it is not used). Decoder-only models."""
+        raise StoreError(f"{self.name}: feeding after a cache reads decoder-only models")
+
     # -- insides (what each head computes, the residual stream, the output function) ---------------------------
     @abstractmethod
     def insides(self, src: Tensor, tgt: Tensor, head_mask: HeadMask | None = None) -> Insides:

@@ -94,6 +94,9 @@ class NativeDecoderOnly(NativeAdapter):
         with torch.no_grad(), self.capturing(chunks):
             return self.model.feed(ids, cache, n_source, need_weights=False).logits
 
+    def feed_logits(self, ids: Tensor, cache: Any, n_source: int = 0) -> Tensor:
+        return self.model.feed(ids, cache, n_source, need_weights=False).logits
+
     def output_projections(self) -> dict[str, list[nn.Module]]:
         return {"self": [layer.self_attn.out_proj for layer in self.model.layers]}
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 import torch
@@ -82,8 +81,7 @@ def _window(adapter: InspectableModel, src: Tensor, tgt: Tensor, start: int, gra
     """The logits (1, V) after `tgt` (1, T) and the patchable activations of positions `start`.. (with gradients if
     `grad`). `start` 0: the whole run teacher-forced as one block; past 0 the prefix goes in first without gradients,
     through the store's fused kernel (blocks, no n x n map; its store dropped, only the cache read), then the window
-    against that cache through the model's own modules (the decode's fast output head keeps an inference-mode copy of
-    the weights, so it is not used)."""
+    against that cache (`feed_logits`, differentiable)."""
     points = patch_points(adapter)
     with adapter.differentiable() if grad else adapter.running():
         if start == 0:
@@ -91,13 +89,8 @@ def _window(adapter: InspectableModel, src: Tensor, tgt: Tensor, start: int, gra
                 return adapter.teacher_logits(adapter.network, src, tgt)[:, -1], acts
         cache = adapter.start_cache(adapter.encode(src))
         adapter.store_feed(tgt[:, :start], cache, store_chunks(adapter), min(src.shape[1], start))
-        network: Any = adapter.network
         with recording_activations(points, detach=not grad) as acts:
-            if hasattr(network, "get_output_embeddings"):  # a Hugging Face causal LM
-                logits = network(input_ids=tgt[:, start:], past_key_values=cache, use_cache=True,
-                                 logits_to_keep=1).logits[:, -1]
-            else:
-                logits = network.feed(tgt[:, start:], cache, 0, need_weights=False).logits
+            logits = adapter.feed_logits(tgt[:, start:], cache)
     return logits, acts
 
 
