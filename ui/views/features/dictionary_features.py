@@ -5,6 +5,8 @@ the tokens it promotes through the unembedding, the heads whose queries or keys 
 a training report says so: nothing untrained is shown as if it were trained."""
 from __future__ import annotations
 
+import functools
+import zlib
 from typing import Callable
 
 import pandas as pd
@@ -104,8 +106,8 @@ def _corpus(active: ActiveModel, name: str, dictionary: Dictionary) -> FeatureCo
     return result
 
 
-def _pick_row() -> None:
-    rows = st.session_state[f"{KEY}_finder"].selection.rows
+def _pick_row(table: str) -> None:
+    rows = st.session_state[table].selection.rows
     frame = st.session_state.get(f"{KEY}_finder_frame")
     if rows and frame is not None:
         st.session_state[KEYS["feature"]] = int(frame.iloc[rows[0]]["feature"])
@@ -123,7 +125,9 @@ def show_finder(corpus: FeatureCorpus) -> None:
     st.session_state[f"{KEY}_finder_frame"] = frame
     dead = int((corpus.frame["frequency"] == 0).sum())
     st.caption(f"{len(frame):,} features shown ({dead:,} never fire over {corpus.described}); pick a row to open it.")
-    st.dataframe(frame, hide_index=True, key=f"{KEY}_finder", on_select=_pick_row, selection_mode="single-row",
+    table = f"{KEY}_finder_{zlib.crc32(f'{token}|{order}'.encode())}"  # a new filter or order: no row picked yet
+    st.dataframe(frame, hide_index=True, key=table, on_select=functools.partial(_pick_row, table),
+                 selection_mode="single-row",
                  height=36 + 35 * min(FINDER_ROWS, max(len(frame), 1)), column_config={
                      "frequency": st.column_config.NumberColumn(format="%.4f"),
                      "max_activation": st.column_config.NumberColumn("max activation", format="%.2f"),

@@ -93,14 +93,15 @@ def show_dictionary_training(active: ActiveModel) -> Path | None:
     if refuse("train"):
         return None
     st.session_state.setdefault(f"{KEY}_site", _default_site(active))
-    with st.container():
-        c_site, c_features, c_k, c_steps, c_texts = st.columns([2, 1, 1, 1, 1])
+    with st.container():  # two rows: the form sits in a narrow column beside the dictionary picker
+        c_site, c_features = st.columns([3, 2])
         site_text = c_site.text_input("Site", key=f"{KEY}_site",
                                       help="resid:L<l> (the stream entering layer l, what its heads read), "
                                       "attn:<kind>:L<l>; an encoder-decoder's resid:enc:L<l>, resid:dec:L<l>, "
                                       "resid:enc:out")
         features = c_features.number_input("Features", 16, 65_536, 512, step=128, key=f"{KEY}_features")
-        k = c_k.number_input("k (active a token)", 1, 256, 8, key=f"{KEY}_k")
+        c_k, c_steps, c_texts = st.columns(3)
+        k = c_k.number_input("k", 1, 256, 8, key=f"{KEY}_k", help="Active features a token (top-k)")
         steps = c_steps.number_input("Steps", 50, 50_000, 2000, step=250, key=f"{KEY}_steps")
         n_texts = c_texts.number_input("Texts", 10, 5000, TRAIN_TEXTS, step=100, key=f"{KEY}_texts",
                                        help="How many of the model's own texts its activations are read over")
