@@ -2,16 +2,21 @@
 docs/circuits.md, "How close the scores are"): every edge patched alone from the corrupted run, and the Spearman
 correlation between the EAP-IG scores and those effects on the top 20 edges by |effect| among the edges that carry at
 least 1% of the clean − corrupted gap (`circuits.agreement`); beside it the issue's first reading (the top 20 by
-|score|), Pearson over every edge, and the same comparison with the corruption shrunk to 1% of the way (where the two
-sides must agree: they compute the same quantity). Pairs from the tasks' own generators (`circuits.pairs`, seed 0) or
-a typed pair for the translation models; 5 and 20 integration steps.
+|score|), Pearson over every edge, the Spearman with every query and key edge's score replaced by its exact effect
+(how much of a miss lies in edges into queries and keys, which interact), and the same comparison with the corruption
+shrunk to 1% of the way (where the two sides must agree: they compute the same quantity). Pairs from the tasks' own
+generators (`circuits.pairs`, seed 0) or a typed pair for the translation models; 5 and 20 integration steps.
 `python -m bench.quality.circuits_agreement [--pairs N]`."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
+import torch
+
 from transformer.adapters import InspectableModel
+from transformer.analysis import spearman
 from transformer.analysis.circuits import Pair, agreement, edge_scores, pair_from_text, shrunk
 from transformer.analysis.circuits.pairs import edit_pairs, induction_pairs, recall_pairs
 from transformer.store import open_model
@@ -38,13 +43,19 @@ CASES: dict[str, Callable[[InspectableModel, int], list[Pair]]] = {
 def figures(pairs: list[Pair]) -> dict:
     """The comparison at 5 and 20 steps, and at 5 steps on the shrunk corruption."""
     out: dict = {}
+    graph = pairs[0].clean.graph
+    qk = torch.tensor([graph.inputs[i].input in ("q", "k") for _, i in graph.edges()])
     for steps in (5, 20):
-        found = agreement(pairs, edge_scores(pairs, "eap-ig", ig_steps=steps))
+        scores = edge_scores(pairs, "eap-ig", ig_steps=steps)
+        found = agreement(pairs, scores)
         out[f"ig{steps}"] = round(found.spearman, 3)
         if steps == 5:
+            fixed = torch.where(qk, found.effects, scores.double())[list(found.edges)]  # how much of a miss is q/k's
             out |= {"edges": len(found.effects), "gap": round(found.gap, 2), "matter": found.matter,
                     "compared": len(found.edges), "caught": found.caught, "top20_by_score": round(found.by_score, 3),
-                    "pearson": round(found.pearson, 3)}
+                    "pearson": round(found.pearson, 3),
+                    "qk_exact": round(float(spearman(fixed, found.effects[list(found.edges)])), 3)
+                    if len(found.edges) >= 3 else math.nan}
     small = [shrunk(p, SHRUNK) for p in pairs]
     near = agreement(small, edge_scores(small, "eap-ig"))
     return out | {"shrunk_spearman": round(near.spearman, 3), "shrunk_error": round(near.worst, 4)}
