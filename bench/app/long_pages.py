@@ -189,16 +189,18 @@ def run_model(kind: str, root: Path, out: Path, tokens: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="*", default=["T", "Q"], choices=["T", "Q"])
+    parser.add_argument("models", nargs="*", help="T, Q or both (default: both)")
     parser.add_argument("--tokens-t", type=int, default=MODELS["T"][1])
     parser.add_argument("--tokens-q", type=int, default=MODELS["Q"][1])
     parser.add_argument("--out", type=Path, default=None, help="screenshots (default: a new temporary folder)")
     args = parser.parse_args()
+    if set(args.models) - set(MODELS):  # argparse's choices refuse nargs="*"'s empty default on Python 3.12+
+        parser.error(f"models are {' and '.join(MODELS)}, not {', '.join(sorted(set(args.models) - set(MODELS)))}")
     out = args.out or Path(tempfile.mkdtemp(prefix="long_pages_"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"screenshots to {out}; load {_load()}", flush=True)
     failed = []
-    for kind in args.models:
+    for kind in args.models or ["T", "Q"]:
         with tempfile.TemporaryDirectory(prefix=f"long_pages_{kind}_") as tmp:
             found = run_model(kind, Path(tmp), out, args.tokens_t if kind == "T" else args.tokens_q)
         for page_name in ("decode", "attention"):

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from ..model import AttentionInputs, MultiHeadAttention, ScoreRules, additive_mask, apply_rotation, band_mask
 from .errors import HFModelError
+from .residual_steps import recording_calls
 
 
 def first_tensor(out: Any) -> Tensor:
@@ -26,23 +27,14 @@ def first_tensor(out: Any) -> Tensor:
 
 @contextmanager
 def recording_residuals(stacks: Mapping[str, Sequence[nn.Module]]) -> Iterator[dict[str, list[Tensor]]]:
-    """Per stack, the residual stream: what its first layer reads (the embeddings), then each layer's output."""
+    """Per stack, the residual stream of the last call made inside (on this thread): what its first layer reads (the
+    embeddings), then each layer's output; filled when the block ends (`residual_steps.recording_calls` keeps every
+    call's)."""
     found: dict[str, list[Tensor]] = {name: [] for name in stacks}
-    handles = []
-    try:
-        for name, layers in stacks.items():
-            def first(module: nn.Module, args: tuple, kwargs: dict, name: str = name) -> None:
-                found[name][:] = [(args[0] if args else kwargs["hidden_states"]).detach()]
-
-            def after(module: nn.Module, args: tuple, kwargs: dict, out: Any, name: str = name) -> None:
-                found[name].append(first_tensor(out).detach())
-
-            handles.append(layers[0].register_forward_pre_hook(first, with_kwargs=True))
-            handles += [layer.register_forward_hook(after, with_kwargs=True) for layer in layers]
+    with recording_calls(stacks) as calls:
         yield found
-    finally:
-        for handle in handles:
-            handle.remove()
+    for name, made in calls.items():
+        found[name][:] = made[-1] if made else []
 
 
 def _heads(x: Tensor, n_heads: int) -> Tensor:
