@@ -2,10 +2,10 @@
 from an earlier encoder layer (the DecoderLens).
 
 `capture.recording_residuals` keeps one call's stream (a teacher-forced forward), the last of these. A decode calls
-the decoder once a step, so `recording_calls` keeps every call's: per stack, one list of layer outputs per forward of that stack. Its
-hooks record only on the thread that opened the recording: a native model has no lock, so another session may run
-the same model meanwhile (its steps then take the module path, bit-identical, and are not recorded here). The hooks
-only keep a reference to each layer's output (`detach`, no copy) and are removed in `finally`.
+the decoder once a step, so `recording_calls` keeps every call's: per stack, one list of layer outputs per forward of
+that stack. Its hooks record only on the thread that opened the recording: a native model has no lock, so another
+session may run the same model meanwhile (its steps then take the module path, bit-identical, and are not recorded
+here). The hooks only keep a reference to each layer's output (`detach`, no copy) and are removed in `finally`.
 """
 from __future__ import annotations
 
