@@ -11,6 +11,7 @@ from typing import Any
 
 from torch import nn
 
+from ..data import answer_steps
 from .architectures import architecture_of
 from .hf_causal import HFCausalLM
 from .hf_load import DEFAULT_MAX_PARAMS, hf_family, read_config, resolve
@@ -26,14 +27,16 @@ NATIVE_ADAPTERS = {"encoder-decoder": NativeSeq2Seq, "decoder-only": NativeDecod
 
 
 def adapter_for(network: nn.Module, tokenizer: Any, target_tokenizer: Any = None, *, name: str = "checkpoint",
-                prefix: str = "", chat: bool = False) -> InspectableModel:
+                prefix: str = "", chat: bool = False, task: object = None) -> InspectableModel:
     """The adapter over a loaded model: ours (its family is `network.cfg.architecture`; `tokenizer` reads the source,
-    `target_tokenizer` writes the output) or a Hugging Face one (its config's family; `prefix` for an
+    `target_tokenizer` writes the output; `task`, the name of the task it was trained on, sets how many tokens a
+    decode gives by default: `data.answer_steps`) or a Hugging Face one (its config's family; `prefix` for an
     encoder-decoder's task prefix, `chat` for a decoder-only model's chat template)."""
     config = getattr(network, "config", None)
     if config is None:  # ours: a `ModelConfig` on `cfg`
         cls = NATIVE_ADAPTERS[getattr(network.cfg, "architecture", "encoder-decoder")]
-        return cls(network, tokenizer, target_tokenizer if target_tokenizer is not None else tokenizer, name)
+        return cls(network, tokenizer, target_tokenizer if target_tokenizer is not None else tokenizer, name,
+                   answer_steps=answer_steps(task))
     family = architecture_of(network, name).family  # refused in one line without an architecture file
     if family == "encoder-decoder":
         return HFSeq2Seq(network, tokenizer, name, prefix)

@@ -42,10 +42,15 @@ class NativeAdapter(InspectableModel):
 
     def __init__(self, model: Seq2SeqTransformer | DecoderOnlyTransformer | EncoderOnlyTransformer,
                  src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
-                 name: str = "checkpoint") -> None:
+                 name: str = "checkpoint", *, answer_steps: int | None = None) -> None:
         self.model, self.src_tokenizer, self.tgt_tokenizer, self.name = model, src_tokenizer, tgt_tokenizer, name
         self.max_source_len = self.max_target_len = model.cfg.max_len
         self.vocab_size = tgt_tokenizer.vocab_size
+        self.answer_steps = answer_steps  # its task's answer length (`data.answer_steps`), else None
+
+    def default_max_steps(self, n_source: int) -> int:
+        """The task's answer length where it has one (a recall stream's value), else twice the source and 10."""
+        return self.answer_steps if self.answer_steps is not None else super().default_max_steps(n_source)
 
     def tokenize_source(self, text: str) -> SourceText:
         ids = self.src_tokenizer.encode(text)

@@ -41,8 +41,8 @@ class NativeDecoderOnly(NativeAdapter):
     model: DecoderOnlyTransformer
 
     def __init__(self, model: DecoderOnlyTransformer, src_tokenizer: Any, tgt_tokenizer: Any,
-                 name: str = "checkpoint") -> None:
-        super().__init__(model, src_tokenizer, tgt_tokenizer, name)
+                 name: str = "checkpoint", *, answer_steps: int | None = None) -> None:
+        super().__init__(model, src_tokenizer, tgt_tokenizer, name, answer_steps=answer_steps)
         self.max_source_len = model.cfg.max_len - 2  # room for <s> and one output
 
     def decoder_prefix(self, source: SourceText) -> list[int]:

@@ -36,8 +36,8 @@ class NativeEncoderOnly(NativeAdapter):
     model: EncoderOnlyTransformer
 
     def __init__(self, model: EncoderOnlyTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer | None = None,
-                 name: str = "checkpoint") -> None:
-        super().__init__(model, src_tokenizer, tgt_tokenizer or src_tokenizer, name)
+                 name: str = "checkpoint", *, answer_steps: int | None = None) -> None:
+        super().__init__(model, src_tokenizer, tgt_tokenizer or src_tokenizer, name, answer_steps=answer_steps)
         self.max_source_len = self.max_target_len = model.cfg.max_len
 
     # -- tokens ------------------------------------------------------------------------------------------------

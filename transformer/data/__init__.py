@@ -1,6 +1,6 @@
 """The data stage: tokenizers, tasks (generated, toy grammar, parallel corpora), examples and batching."""
 from . import toy_en_de
-from .answers import known_alignment, known_output
+from .answers import answer_steps, known_alignment, known_output
 from .batching import END_ID, START_ID, Batch, BucketSampler, PackedIds, make_batch, pad, source_ids
 from .corpus_files import DataError, parse_pairs_text, read_aligned_files, read_pairs_tsv
 from .corpus_text import MAX_CORPUS_BYTES, MAX_CORPUS_LINES, Corpus, CorpusError, read_corpus
@@ -33,7 +33,7 @@ from .tokenizers import (
 
 __all__ = ["DEFAULT_SUBWORD_VOCAB", "END", "END_ID", "GENERATED_TASKS", "MIN_SUBWORD_VOCAB", "PAD", "START", "START_ID",
            "TASK_NAMES", "TOKENIZER_KINDS", "UNK", "Batch", "BucketSampler", "DataError", "Example", "GoldSource",
-           "PackedIds", "ShardedBucketSampler", "Task", "TaskSpec", "Tokenizer", "TokenizerError",
+           "PackedIds", "ShardedBucketSampler", "Task", "TaskSpec", "Tokenizer", "TokenizerError", "answer_steps",
            "build_char_tokenizer", "build_word_tokenizer", "gold_alignment", "gold_sources", "known_alignment",
            "known_output", "make_batch", "make_task", "pad", "parse_pairs_text", "rank_share", "read_aligned_files",
            "read_pairs_tsv", "source_ids", "task_from_spec", "toy_en_de"]

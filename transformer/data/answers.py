@@ -1,14 +1,23 @@
-"""What a task knows about any source text: its correct output and the gold alignment of that output.
+"""What a task knows about any source text: its correct output, the gold alignment of that output, and how long
+an answer is.
 
-Generated tasks (reverse, copy, sort) and the toy grammar know both; corpora know neither. Callers (the app's
-pages, evaluation) ask here instead of branching on task names themselves.
+Generated tasks (reverse, copy, sort) and the toy grammar know the first two; corpora know neither. Callers (the
+app's pages, evaluation, the decode defaults) ask here instead of branching on task names themselves.
 """
 from __future__ import annotations
 
 from . import toy_en_de
 from .examples import GoldSource
+from .recall import RECALL_VALUE
 from .tasks import gold_alignment, gold_sources
 from .tokenizers import Tokenizer
+
+
+def answer_steps(task_name: object) -> int | None:
+    """How many tokens a decode of the task's model gives when the caller does not say: a recall stream's answer (a
+    key's value: at most `RECALL_VALUE` symbols; past it the stream is filler no model can predict); None for a
+    task whose model decodes as long as its own default says."""
+    return RECALL_VALUE if task_name == "recall" else None
 
 
 def known_output(task_name: str, source: str) -> str | None:

@@ -37,5 +37,6 @@ def open_model(name: str, *, prefix: str = "", max_params: int = DEFAULT_MAX_PAR
     path = Path(name).expanduser()
     if is_checkpoint_folder(path):
         ckpt = load_checkpoint(path, load_optimizer=False)
-        return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=ckpt.name)
+        return adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=ckpt.name,
+                           task=ckpt.task_spec.get("name"))
     return load_hf_model(name, prefix=prefix, chat=chat, max_params=max_params)

@@ -11,6 +11,7 @@ Streamlit script run `__main__` is the page being run, so every training process
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import select
 import signal
@@ -44,6 +45,9 @@ def _child(sock: socket.socket) -> None:
 
 def serve(address: str) -> None:
     _preload()
+    # Move everything imported so far out of the collector's reach: a child's first collections would otherwise
+    # walk (and so copy, page by page) the whole inherited heap, ~0.25 s of CPU before a job reads its order.
+    gc.freeze()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(address)
     server.listen(8)

@@ -20,7 +20,7 @@ def probe_trace(trainer: Trainer, text: str) -> AttentionTrace | None:
     task = trainer.task
     try:
         with eval_mode(trainer.model):
-            adapter = adapter_for(trainer.model, task.src_tokenizer, task.tgt_tokenizer)
+            adapter = adapter_for(trainer.model, task.src_tokenizer, task.tgt_tokenizer, task=task.name)
             if not adapter.family.decodes:
                 return masked_probe(adapter, task.name, text).trace
             return greedy_decode(adapter, text).trace

@@ -140,7 +140,8 @@ def _from_checkpoint(option: ModelOption, ckpt: Checkpoint, cache_key: str) -> A
     examples = _stream_examples(_examples(ckpt.metrics, ckpt.evals))
     return ActiveModel(option, cache_key, ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, ckpt.task_spec,
                        card, examples, ckpt, weights_step=ckpt.step,
-                       adapter=adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=option.name))
+                       adapter=adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer, name=option.name,
+                                           task=ckpt.task_spec.get("name")))
 
 
 def checkpoint_stamp(path: Path) -> int:
@@ -171,7 +172,8 @@ def _from_live(option: ModelOption, run: LiveRun) -> ActiveModel:
     return ActiveModel(option, live_cache_key(run, number, version), model, task.src_tokenizer, task.tgt_tokenizer,
                        dict(task.spec), card, ((run.probe, ""), *examples), weights_step=snap.weights_step,
                        weights_time=snap.weights_time,
-                       adapter=adapter_for(model, task.src_tokenizer, task.tgt_tokenizer, name=option.name))
+                       adapter=adapter_for(model, task.src_tokenizer, task.tgt_tokenizer, name=option.name,
+                                           task=task.name))
 
 
 def _from_disk(option: ModelOption) -> ActiveModel:

@@ -92,3 +92,26 @@ def test_the_retrieval_detector_ranks_the_recall_head_first_at_2k_and_8k(length)
     out = _ranked(length)
     assert out["best"]["label"] == recall_head().label and out["best"]["score"] >= 0.9 and out["copy_rate"] >= 0.9
     assert max(h["retrieval"] for h in out["heads"] if h["label"] != recall_head().label) == 0
+
+
+
+def test_a_decode_stops_at_the_answer_length_unless_told_otherwise(tmp_path, capsys):
+    """A recall stream decoded as the CLI, the notebook and the app decode it by default gives RECALL_VALUE tokens
+    (the task's answer: a key's value), not twice the stream's length of filler no model can predict; another
+    task's model keeps its own default (the reverse model stops at its end token); the CLI's `--max-steps` still
+    decodes as far as asked."""
+    import json
+
+    from transformer.cli import main
+    from transformer.data.recall import RECALL_VALUE
+    from transformer.decode import greedy_decode
+    from transformer.store import open_model
+
+    stream = draw_recall(random.Random(3), 150, 150).text
+    assert len(greedy_decode(open_model(str(RECALL_MODEL)), stream).steps) == RECALL_VALUE
+    reverse = greedy_decode(open_model(str(ROOT / "checkpoints" / "reverse")), "abcdefgh")
+    assert reverse.finished and len(reverse.steps) > RECALL_VALUE  # to its end token, past three
+    trace = tmp_path / "t.json"
+    assert main(["decode", str(RECALL_MODEL), stream, "--max-steps", "9", "--trace-json", str(trace)]) == 0
+    capsys.readouterr()
+    assert len(json.loads(trace.read_text())["steps"]) == 9
