@@ -82,3 +82,15 @@ def test_a_decoder_only_models_kind_and_heads_go_through_a_link_and_others_are_d
     kept, notes = check_sizes(values, ModelSizes.from_counts({"encoder_self": (2, 4), "decoder_self": (2, 4),
                                                               "cross": (2, 4)}), "cross")
     assert "kind" not in kept and notes
+
+
+def test_a_revealed_polls_votes_read_and_write_as_dotted_counts_within_the_polls_bounds():
+    from ui.links.link_format import MAX_POLL_OPTIONS, MAX_POLL_VOTES
+    from ui.server.polls import MAX_OPTIONS, MAX_VOTERS
+
+    assert (MAX_POLL_OPTIONS, MAX_POLL_VOTES) == (MAX_OPTIONS, MAX_VOTERS)
+    values, notes = parse_params({"votes": "0.3.1.0"})
+    assert values == {"votes": (0, 3, 1, 0)} and notes == [] and to_params(values) == {"votes": "0.3.1.0"}
+    for bad in ("3", "1.x", "1..2", "-1.2", "2000.1", ".".join(["0"] * 65)):
+        values, notes = parse_params({"votes": bad})
+        assert values == {} and len(notes) == 1 and "\n" not in notes[0], bad

@@ -83,6 +83,8 @@ def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shippe
     top = max(range(len(expected)), key=lambda i: expected[i])
     assert guessed.inner_text().startswith(f"{int(top in (1, 3))} of 2 guessed")
     speaker.screenshot(path=str(SHOTS / "poll-speaker.png"))
+    votes = speaker.evaluate("() => new URLSearchParams(location.search).get('votes')")  # the result in the link
+    assert votes is not None and [int(c) for c in votes.split(".")] == [int(i in (1, 3)) for i in range(n_options)]
 
     phones[0].locator(".st-key-studio_poll_option_0 button").first.click()  # after the reveal: refused
     phones[0].get_by_text("The votes are revealed").wait_for()

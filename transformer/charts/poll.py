@@ -30,7 +30,8 @@ def poll_frame(options: Sequence[str], counts: Sequence[int], answer: Sequence[f
 def poll_chart(options: Sequence[str], counts: Sequence[int], answer: Sequence[float], *, title: str = "",
                width: int = 320) -> alt.LayerChart:
     """The room's votes (share of all votes) beside the model's weights over the same tokens; the model's top token
-    is starred. Raises ValueError when the three lengths differ."""
+    is starred; `width`: the bars' (under 200 px the legend's two names stacked, for a side column). Raises
+    ValueError when the three lengths differ."""
     frame = poll_frame(options, counts, answer)
     y = alt.Y("option:N", sort=list(dict.fromkeys(frame["option"])), title=None,  # the tokens in input order
               axis=alt.Axis(labelFontSize=14, labelLimit=180, **PLAIN_AXIS))
@@ -38,7 +39,8 @@ def poll_chart(options: Sequence[str], counts: Sequence[int], answer: Sequence[f
               axis=alt.Axis(values=[0, 25, 50, 75, 100], labelExpr="datum.value + '%'", grid=True,
                             gridColor="#eee", **PLAIN_AXIS))
     colour = alt.Color("series:N", scale=alt.Scale(domain=list(SERIES), range=[CHOSEN_COLOR, BAR_COLOR]),
-                       legend=alt.Legend(title=None, orient="top", labelFontSize=13))
+                       legend=alt.Legend(title=None, orient="top", labelFontSize=13,
+                                         columns=2 if width >= 200 else 1))  # narrow: the two names stacked
     offset = alt.YOffset("series:N", sort=list(SERIES))
     tooltip = [alt.Tooltip("option:N", title="token"), alt.Tooltip("series:N", title="bar"),
                alt.Tooltip("percent_text:N", title="share"), alt.Tooltip("votes:Q", title="votes")]

@@ -34,6 +34,7 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,127}"
 _MODEL_ID = re.compile(rf"^(?:live|[a-z]{{2,12}}:{_NAME}(?:/{_NAME})?)$")
 MAX_ABLATED = 64
 _POLL_ID = re.compile(r"^[0-9a-f]{10}$")  # ui.server.polls' ids
+MAX_POLL_OPTIONS, MAX_POLL_VOTES = 64, 2_000  # ui.server.polls' MAX_OPTIONS and MAX_VOTERS (a test checks them)
 TRUE, FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
 
@@ -195,6 +196,17 @@ def _poll_id(text: str) -> str:
     return text
 
 
+def _votes(text: str) -> tuple[int, ...]:
+    """A revealed poll's votes, one count per option in the poll's order, dot-separated: `0.3.1.0`."""
+    parts = text.split(".")
+    if not 2 <= len(parts) <= MAX_POLL_OPTIONS or not all(re.fullmatch(r"\d{1,4}", p) for p in parts):
+        raise ValueError(f"expected 2 to {MAX_POLL_OPTIONS} vote counts separated by dots")
+    counts = tuple(int(p) for p in parts)
+    if sum(counts) > MAX_POLL_VOTES:
+        raise ValueError(f"a poll takes at most {MAX_POLL_VOTES:,} votes")
+    return counts
+
+
 # parameter -> (parser of the link's text, formatter back to text)
 def _dictionary_name(value: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,120}", value) or value.startswith("."):
@@ -262,6 +274,7 @@ PARSERS: dict[str, Any] = {
     "masks": _positions,
     "segment": lambda v: _choice(v, SEGMENT_FILTERS),
     "poll": _poll_id,  # a poll of the room posed on this view (ui.server.polls), while it is open
+    "votes": _votes,  # its result once revealed: the room's votes per option (a link with it shows the result)
 }
 
 
@@ -282,6 +295,8 @@ def format_value(name: str, value: Any) -> str:
         return f"{int(r0)}-{int(r1) - 1},{int(k0)}-{int(k1) - 1}"
     if name == "masks":
         return ",".join(str(int(i)) for i in value)
+    if name == "votes":
+        return ".".join(str(int(c)) for c in value)
     return str(value)
 
 

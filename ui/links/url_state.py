@@ -56,6 +56,7 @@ _FROM_WIDGET = {"ablate": lambda labels: labels_to_heads(list(labels)) or None,
                 # on by default (the gold alignment outlined), two inputs through one model: out of the link
                 "gold": lambda v: None if v else False, "way": lambda v: None if v == "inputs" else v,
                 "pred": lambda v: v or None,  # the first prediction: out of the link
+                "votes": lambda v: tuple(v) or None,  # a revealed poll's counts
                 "words": lambda v: v or None,  # pieces as the tokenizer cut them (the default): out of the link
                 "group": lambda v: None if v == "token" else v,  # a document's tokens ungrouped: out of the link
                 "oscale": lambda v: None if v == "log" else v,  # the overview's default colour scale: out of it
