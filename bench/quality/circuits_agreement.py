@@ -5,7 +5,9 @@ least 1% of the clean − corrupted gap (`circuits.agreement`); beside it the is
 |score|), Pearson over every edge, the Spearman with every query and key edge's score replaced by its exact effect
 (how much of a miss lies in edges into queries and keys, which interact), and the same comparison with the corruption
 shrunk to 1% of the way (where the two sides must agree: they compute the same quantity). Pairs from the tasks' own
-generators (`circuits.pairs`, seed 0) or a typed pair for the translation models; 5 and 20 integration steps.
+generators (`circuits.pairs`, seed 0) or a typed pair for the translation models; 5 and 20 integration steps
+(midpoints), and other points: the reference implementation's left sum (α = k/5), the gradient at both ends only
+("clean-corrupted"), 50 midpoints.
 `python -m bench.quality.circuits_agreement [--pairs N]`."""
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ import torch
 
 from transformer.adapters import InspectableModel
 from transformer.analysis import spearman
-from transformer.analysis.circuits import Pair, agreement, edge_scores, pair_from_text, shrunk
+from transformer.analysis.circuits import Pair, agreement, edge_scores, pair_from_text, pair_scores, shrunk
 from transformer.analysis.circuits.pairs import edit_pairs, induction_pairs, recall_pairs
 from transformer.store import open_model
 
 LONG = False  # seconds a model
 SHRUNK = 0.01  # the corruption's fraction where the attribution must match exact patching
+POINTS = {"left5": [k / 5 for k in range(5)],  # the reference implementation's (Hanna et al.), from the corrupted end
+          "clean_corrupted": [0.0, 1.0],  # the gradient at both ends only
+          "mid50": [(k + 0.5) / 50 for k in range(50)]}
 
 
 def _typed(clean: str, corrupted: str) -> Callable[[InspectableModel, int], list[Pair]]:
@@ -56,6 +61,9 @@ def figures(pairs: list[Pair]) -> dict:
                     "pearson": round(found.pearson, 3),
                     "qk_exact": round(float(spearman(fixed, found.effects[list(found.edges)])), 3)
                     if len(found.edges) >= 3 else math.nan}
+    for rule, points in POINTS.items():  # where the gradient is taken between the corrupted and the clean input
+        scores = sum(pair_scores(p, "eap-ig", points=points) for p in pairs) / len(pairs)
+        out[rule] = round(agreement(pairs, scores).spearman, 3)
     small = [shrunk(p, SHRUNK) for p in pairs]
     near = agreement(small, edge_scores(small, "eap-ig"))
     return out | {"shrunk_spearman": round(near.spearman, 3), "shrunk_error": round(near.worst, 4)}

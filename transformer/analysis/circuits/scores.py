@@ -33,8 +33,10 @@ def plain_runs(pair: Pair) -> tuple[GraphRun, GraphRun]:
         return graph_forward(pair.clean), graph_forward(pair.clean, pair.corrupted_embeddings())
 
 
-def pair_scores(pair: Pair, method: str = EAP_IG, ig_steps: int = IG_STEPS, metric_name: str = LOGIT_DIFF) -> Tensor:
-    """Every edge's score (n_edges,) on one pair, in `CircuitGraph.edges()` order."""
+def pair_scores(pair: Pair, method: str = EAP_IG, ig_steps: int = IG_STEPS, metric_name: str = LOGIT_DIFF, *,
+                points: Sequence[float] | None = None) -> Tensor:
+    """Every edge's score (n_edges,) on one pair, in `CircuitGraph.edges()` order; `points`: EAP-IG's α (0: the
+    corrupted input, 1: the clean one) instead of the midpoints (the benchmark compares other rules)."""
     if method not in METHODS:
         raise InputError(f"--method {method!r}: use {' or '.join(METHODS)}")
     if ig_steps < 1:
@@ -43,7 +45,7 @@ def pair_scores(pair: Pair, method: str = EAP_IG, ig_steps: int = IG_STEPS, metr
     with torch.no_grad():  # each node's output, and where frozen norms changed it, what each input read of it
         runs = graph_forward(plan, arrivals=True), graph_forward(plan, pair.corrupted_embeddings(), arrivals=True)
     clean, corrupted = runs[0].outs, runs[1].outs
-    alphas = [1.0] if method == EAP else [(k + 0.5) / ig_steps for k in range(ig_steps)]
+    alphas = [1.0] if method == EAP else list(points or [(k + 0.5) / ig_steps for k in range(ig_steps)])
     a = torch.tensor(alphas).view(-1, 1, 1)
     emb = {s: corrupted[s][0] + a * (clean[s][0] - corrupted[s][0]) for s in clean}  # (K, T, D)
     with plan.adapter.differentiable():
