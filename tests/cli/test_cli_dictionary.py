@@ -21,6 +21,7 @@ from transformer.store import open_model
 
 MODEL = "checkpoints/induction"
 STREAM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+pytestmark = pytest.mark.slow  # trains (tiny) and starts processes; the dictionaries add nothing to `make test-fast`
 TRAIN = ["dictionary", "train", MODEL, "--site", "resid:L2", "--features", "32", "--corpus-cap", "40", "--steps", "40",
          "--batch-size", "256", "--json"]
 
@@ -33,7 +34,6 @@ def trained(tmp_path_factory) -> tuple[str, dict]:
     return out, json.loads(printed.getvalue())
 
 
-@pytest.mark.slow  # trains (tiny)
 def test_train_writes_a_folder_show_reads_it_back(trained: tuple[str, dict], capsys):
     trained, report = trained
     assert report["site"] == "resid:L2" and report["hook_name"] == "blocks.1.hook_resid_pre"
@@ -44,7 +44,6 @@ def test_train_writes_a_folder_show_reads_it_back(trained: tuple[str, dict], cap
     assert shown["metrics"]["explained_variance"] == pytest.approx(report["explained_variance"])
 
 
-@pytest.mark.slow  # starts two processes
 def test_torchrun_trains_the_dictionary_one_process_trains_on_the_same_texts(trained: tuple[str, dict], tmp_path):
     # two processes (gloo on the CPU), each reading half the texts, gradients summed at every step: the same
     # dictionary as the one process of the fixture, to the float's rounding; rank 0 alone writes and prints
@@ -61,7 +60,6 @@ def test_torchrun_trains_the_dictionary_one_process_trains_on_the_same_texts(tra
         torch.testing.assert_close(getattr(both, name), getattr(one, name), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.slow
 def test_qk_with_a_dictionary_sums_feature_pairs_and_terms_to_the_score(trained: tuple[str, dict], capsys):
     trained = trained[0]
     text = STREAM[:20] + STREAM[5:15]

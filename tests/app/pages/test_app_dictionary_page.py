@@ -17,6 +17,7 @@ from tests.helpers.dictionaries import random_dictionary
 from tests.helpers.real_shapes import PAGE_PX
 from transformer.dictionaries import Site, load_dictionary, save_dictionary, text_sources
 from ui.views import LINK_PARAMS
+from ui.views.features import dictionary_features
 
 KEYS = LINK_PARAMS["dictionary"]
 SHIPPED = "induction-resid-L2"
@@ -96,6 +97,7 @@ def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_
     saved = load_dictionary(shipped_env.parent / "runs" / "dictionaries" / name)
     assert saved.trained and saved.n_features == 32 and saved.site.label == "attn:self:L1"
     at.run()
+    monkeypatch.setattr(dictionary_features, "PAGE_TEXTS", 60)  # its features read over 60 streams, not 300
     at.selectbox(key=KEYS["dict"]).set_value(name).run()
     # an attention-output feature's page: which sources wrote its strongest activation, the shares summing with
     # the constant no source writes to its pre-activation

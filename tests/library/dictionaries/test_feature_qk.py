@@ -61,14 +61,12 @@ def adapter(request, tmp_path_factory) -> InspectableModel:
     return path_model(request.param, tmp_path_factory.mktemp(request.param))
 
 
-@pytest.mark.slow  # every family's tiny model built: `make test` runs it, `make test-fast` leaves it out
 def test_feature_pairs_plus_terms_sum_to_the_models_score(adapter: InspectableModel):
     src, tgt = _inputs(adapter)
     cap = capture_path(adapter, src, tgt if adapter.family.decodes else None)
     _check_every_kind(adapter, cap, "topk" if "post" in adapter.name else "relu")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("family", NEW_CAUSAL)
 def test_the_newer_families_too(family, tmp_path):
     adapter = _rescaled(open_model(str(build_new(family, tmp_path / family, window=WINDOW))))

@@ -25,8 +25,6 @@ from transformer.dictionaries import (
 )
 from transformer.dictionaries import train_dictionary as train
 
-pytestmark = pytest.mark.slow  # runs SAELens in its own virtual environment (built once per machine)
-
 SCRIPT = """
 import sys, torch
 from safetensors.torch import load_file, save_file

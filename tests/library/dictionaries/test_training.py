@@ -8,8 +8,6 @@ import torch
 
 from transformer.dictionaries import DictionaryError, Site, TrainSettings, evaluate, train_dictionary
 
-pytestmark = pytest.mark.slow  # trains (tiny, ~2 s on a free core), so out of `make test-fast`
-
 SITE = Site.parse("resid:L2")
 
 
