@@ -9,6 +9,8 @@ strongest activations by decile (each right after `3`), the tokens it promotes a
 feature_qk.png: the Attention page on the same model, self:L2H2 at an induction cell (the query `3` inside the
 repeat, the key right after its first occurrence), What made this score one level down: the score in dictionary
 features.
+train_entry.png: the Train page's sidebar on the same model, its card's entry "Train a dictionary on this model"
+clicked: the Features page with the training form open, the model's stream resid:L2 preselected (1280 x 720).
 """
 from __future__ import annotations
 
@@ -38,6 +40,18 @@ def expander(page: Any, path: Path) -> None:
     page.set_viewport_size({"width": PAGE_WIDTH, "height": 720})
 
 
+def train_entry(page: Any, url: str, path: Path) -> None:
+    """The card's entry clicked on the Train page: the Features page, its form open, at 1280 x 720."""
+    page.set_viewport_size({"width": PAGE_WIDTH, "height": 720})
+    page.goto(f"{url}/train?{urlencode({'model': FEATURE['model']})}")
+    page.locator(".st-key-sidebar_dictionary_train button").first.click(timeout=120_000)
+    page.locator(".st-key-dictionary_train_site input").wait_for(timeout=60_000)
+    page.mouse.move(PAGE_WIDTH - 10, 700)  # no tooltip over the card
+    page.wait_for_timeout(1000)
+    wait_idle(page)
+    page.screenshot(path=str(path))
+
+
 def main() -> None:
     with screenshot_app(__doc__.splitlines()[0]) as (out, server, browser):
         page = new_page(browser)
@@ -52,7 +66,8 @@ def main() -> None:
         wait_charts(page, r"in dictionary features", 1, timeout_ms=180_000)
         page.wait_for_timeout(1000)
         expander(page, out / "feature_qk.png")
-    print(f"wrote feature_page.png, feature_qk.png to {out}")
+        train_entry(page, server.url, out / "train_entry.png")
+    print(f"wrote feature_page.png, feature_qk.png, train_entry.png to {out}")
 
 
 if __name__ == "__main__":

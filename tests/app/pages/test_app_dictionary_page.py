@@ -15,7 +15,7 @@ from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
 from tests.helpers.dictionaries import random_dictionary
 from tests.helpers.real_shapes import PAGE_PX
-from transformer.dictionaries import Site, load_dictionary, save_dictionary, text_sources
+from transformer.dictionaries import Report, Site, load_dictionary, save_dictionary, text_sources
 from ui.views import LINK_PARAMS
 from ui.views.features import dictionary_features
 
@@ -139,3 +139,24 @@ def test_the_encoder_decoders_dictionary_opens_on_its_encoder_output(monkeypatch
     assert any("no tokens promoted" in t for t in texts(at.caption))
     readers = next(f.value for f in at.dataframe if "head" in f.value.columns and "key" in f.value.columns)
     assert readers["head"].iloc[0].startswith("cross:")
+
+
+def test_beside_the_card_on_another_page_a_dictionary_job_shows_its_progress_cancel_and_saved_folder(shipped_env):
+    # the session's dictionary training, seen from the Train page: the card shows how far it got and Cancel (which
+    # stops the job), then the folder it saved
+    from ui.views.kit.background import JOB_KEY, BackgroundJob
+
+    at = open_link("train", {"model": "shipped:induction"})
+    job = BackgroundJob("Training 32 features at resid:L2", ("dictionary-train", "induction"), fraction=0.4)
+    at.session_state[JOB_KEY] = job
+    at.run()
+    assert_no_exception(at)
+    assert [p.proto.text for p in at.sidebar.get("progress")] == ["Training 32 features at resid:L2: 40%"]
+    at.sidebar.button(key="sidebar_dictionary_cancel").click().run()
+    assert job.cancel.is_set()
+    folder = shipped_env.parent / "runs" / "dictionaries" / "induction-resid-L2-32"
+    job.result = (folder, Report(0.9, 4.0, 1, 1000, steps=20, cancelled=True))
+    job.done.set()
+    at.run()
+    assert any("Dictionary cancelled, kept: `induction-resid-L2-32`" in t for t in texts(at.sidebar.caption))
+    assert not at.sidebar.get("progress") and at.sidebar.button(key="sidebar_dictionary_train")
