@@ -75,16 +75,12 @@ def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_
     shipped = load_dictionary(shipped_env / "dictionaries" / SHIPPED)
     untrained = random_dictionary(Site.parse("resid:L2"), shipped.d_in, 64, "topk")
     save_dictionary(replace(untrained, model=shipped.model), shipped_env / "dictionaries" / "untrained")
-    # beside the model's card, on another page: the entry opens the form on the Features page, the model's stream
-    # read by its last layer's heads preselected
-    at = open_link("train", {"model": "shipped:induction"})
-    at.sidebar.button(key="sidebar_dictionary_train").click().run()
-    at.switch_page("pages/dictionary.py").run()  # the browser follows st.switch_page (AppTest does not)
+    at = open_link("dictionary", {"model": "shipped:induction", "dict": "untrained"})
     assert_no_exception(at)
-    assert at.session_state["dictionary_train_open"] and at.text_input(key="dictionary_train_site").value == "resid:L2"
-    assert at.session_state["sidebar_model"] == "shipped:induction"
-    at.selectbox(key=KEYS["dict"]).set_value("untrained").run()
     assert any("it is untrained" in t for t in texts(at.warning))
+    # the model's stream read by its last layer's heads preselected (the entry beside the model's card opens this
+    # form on this page: tests/e2e/test_e2e_features.py)
+    assert at.text_input(key="dictionary_train_site").value == "resid:L2"
     # the form: a dictionary on layer 1's attention output (hook_z), trained in the background and saved
     at.text_input(key="dictionary_train_site").input("attn:self:L1")
     at.number_input(key="dictionary_train_features").set_value(32)
