@@ -9,6 +9,7 @@ weights as they are, so its activations are SAELens's for the same file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 import torch
 from torch import Tensor
@@ -88,6 +89,11 @@ class Dictionary:
     def decode(self, acts: Tensor) -> Tensor:
         """The reconstruction (..., D) of feature activations (..., F)."""
         return acts @ self.w_dec + self.b_dec
+
+    def names_model(self, model: str) -> bool:
+        """Whether the dictionary says it was trained on `model`: the same name, or the same last part of it (a
+        Hugging Face folder given to the CLI by its path and shown by the app under its folder's name)."""
+        return bool(self.model) and (self.model == model or PurePath(self.model).name == PurePath(model).name)
 
     def check_width(self, width: int, model: str) -> None:
         """DictionaryError in one line unless the dictionary reads `width`-wide activations."""

@@ -14,8 +14,18 @@ import pytest
 from tests.helpers import ROOT
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
 from tests.helpers.dictionaries import random_dictionary
+from tests.helpers.hf_causal_models import build as build_causal
 from tests.helpers.real_shapes import PAGE_PX
-from transformer.dictionaries import Report, Site, load_dictionary, save_dictionary, text_sources
+from transformer.dictionaries import (
+    Report,
+    Site,
+    load_dictionary,
+    place,
+    save_dictionary,
+    text_feature_sources,
+    text_sources,
+)
+from transformer.store import open_model
 from ui.views import LINK_PARAMS
 from ui.views.features import dictionary_features
 
@@ -105,19 +115,6 @@ def test_the_form_trains_a_dictionary_the_page_lists_it_with_its_sources_and_an_
     constant = float(re.search(r"writes ([+-][\d.]+)", line)[1])
     pre = float(re.search(r"pre-activation ([\d.-]+)", line)[1])
     assert abs(float(shares.sum()) + constant - pre) <= 0.02
-    # over a text of the user's: a document past the maps' threshold (lowered here to 8 tokens) is read through the
-    # attention store, and its row's shares and constant still sum to the pre-activation
-    monkeypatch.setattr(text_sources, "STORE_ABOVE", 8)
-    at.text_area(key="dictionary_features_sources_text").input("abcdefghijabcdefghij").run()
-    at.button(key="dictionary_features_text_run").click().run()
-    assert poll(at, lambda a: any("read through the attention store" in t for t in texts(a.caption)))
-    assert_no_exception(at)
-    line = next(t for t in texts(at.caption) if "read through the attention store" in t)
-    assert line.startswith("22 tokens")  # 20 letters, the end token, the start token the model reads after them
-    number = r"([+-]?\d+\.\d+)"
-    pre, shares, constant = (float(x) for x in re.search(
-        rf"pre-activation {number} = the sources' shares {number} \+ a constant {number}", line).groups())
-    assert abs(shares + constant - pre) <= 0.02
 
 
 def test_the_encoder_decoders_dictionary_opens_on_its_encoder_output(monkeypatch, tmp_path):
@@ -156,3 +153,32 @@ def test_beside_the_card_on_another_page_a_dictionary_job_shows_its_progress_can
     at.run()
     assert any("Dictionary cancelled, kept: `induction-resid-L2-32`" in t for t in texts(at.sidebar.caption))
     assert not at.sidebar.get("progress") and at.sidebar.button(key="sidebar_dictionary_train")
+
+
+def test_a_hugging_face_models_attention_feature_takes_a_documents_sources_through_the_store(shipped_env, monkeypatch):
+    # a dictionary the CLI trained on a Hugging Face folder names it by its path; the app lists it under the
+    # folder's name, reads its features over the model's one validation sentence, and takes the feature's sources
+    # over a text of the user's, a document past the maps' threshold (lowered here to 8 tokens), through the store
+    folder = build_causal("qwen2", shipped_env.parent / "hf" / "tiny-qwen2")
+    adapter = open_model(str(folder))
+    where = place(Site.parse("attn:self:L2"), adapter)
+    dictionary = replace(random_dictionary(where.site, where.width, 16, seed=2), model=str(folder))
+    save_dictionary(dictionary, shipped_env / "dictionaries" / "qwen2-attn-L2")
+    at = open_link("dictionary", {"model": "hf:tiny-qwen2", "dict": "qwen2-attn-L2"})
+    assert_no_exception(at)
+    at.button(key="dictionary_features_run").click().run()
+    assert poll(at, lambda a: any("Which sources wrote it" in t for t in texts(a.markdown)))
+    feature = at.session_state[KEYS["feature"]]
+    text = "the cat sat on the mat and the dog sat on the log"
+    expected = text_feature_sources(adapter, dictionary, text, feature, keep="store").sources
+    monkeypatch.setattr(text_sources, "STORE_ABOVE", 8)
+    at.text_area(key="dictionary_features_sources_text").input(text).run()
+    at.button(key="dictionary_features_text_run").click().run()
+    assert poll(at, lambda a: any("read through the attention store" in t for t in texts(a.caption)))
+    assert_no_exception(at)
+    line = next(t for t in texts(at.caption) if "read through the attention store" in t)
+    assert f"at position {expected.query + 1} " in line and f"activation {expected.activation:.2f}," in line
+    number = r"([+-]?\d+\.\d+)"
+    pre, shares, constant = (float(x) for x in re.search(
+        rf"pre-activation {number} = the sources' shares {number} \+ a constant {number}", line).groups())
+    assert abs(shares + constant - pre) <= 0.02

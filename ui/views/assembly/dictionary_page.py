@@ -9,11 +9,11 @@ from ui.models import ActiveModel
 
 from ..features import (
     TRAIN_OPEN_KEY,
-    model_dictionaries,
     pick_dictionary,
     show_dictionary_features,
     show_dictionary_training,
 )
+from ..kit import model_dictionaries
 
 
 def show_dictionary_page(active: ActiveModel) -> None:

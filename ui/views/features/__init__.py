@@ -23,7 +23,7 @@ from .beam import show_beam_tree
 from .circuits_view import CircuitRun, circuit_link, show_circuit, show_circuits
 from .composition_view import show_composition
 from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statistics
-from .dictionary_features import model_dictionaries, pick_dictionary, show_dictionary_features
+from .dictionary_features import pick_dictionary, show_dictionary_features
 from .dictionary_training import OPEN_KEY as TRAIN_OPEN_KEY
 from .dictionary_training import dictionary_job_running, show_dictionary_training, show_training_entry
 from .grouped_row import show_grouped_row
@@ -61,5 +61,5 @@ __all__ += ["QK_CELL", "clickable_cells", "open_clicked_cell", "show_attention_q
 __all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_grouped_row", "show_lens_at_steps",
             "show_map_overview", "show_model_b_row", "show_step_patching"]
 __all__ += ["CircuitRun", "circuit_link", "show_circuit", "show_circuits"]
-__all__ += ["TRAIN_OPEN_KEY", "dictionary_job_running", "model_dictionaries", "pick_dictionary",
+__all__ += ["TRAIN_OPEN_KEY", "dictionary_job_running", "pick_dictionary",
             "show_dictionary_features", "show_dictionary_training", "show_training_entry"]

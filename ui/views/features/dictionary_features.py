@@ -31,7 +31,6 @@ from transformer.dictionaries import (
     top_examples,
 )
 from ui.models import ActiveModel
-from ui.server import checkpoints_root
 
 from ..kit import (
     LINK_PARAMS,
@@ -39,12 +38,10 @@ from ..kit import (
     JobTexts,
     analysis_result,
     can_start,
-    folder_dictionaries,
     md,
     model_texts,
     show_chart,
     start_button,
-    trained_root,
 )
 
 KEYS = LINK_PARAMS["dictionary"]
@@ -52,16 +49,6 @@ KEY = "dictionary_features"
 FINDER_ROWS = 12
 LONG_ROW = 96  # sources beyond which a text's row is a table of its strongest sources, not a cell a token
 TOP_SOURCES = 12
-
-
-def model_dictionaries(active: ActiveModel) -> dict[str, Dictionary]:
-    """The dictionaries trained on this model, by folder name (shipped first, then the app's own)."""
-    out: dict[str, Dictionary] = {}
-    for root in (checkpoints_root() / "dictionaries", trained_root()):
-        for name, dictionary in folder_dictionaries(root):
-            if dictionary.model == active.adapter.name:
-                out.setdefault(name, dictionary)
-    return out
 
 
 def pick_dictionary(active: ActiveModel, found: dict[str, Dictionary]) -> tuple[str, Dictionary] | None:

@@ -26,7 +26,7 @@ from .document_text import (
     show_window_offer,
     window_text,
 )
-from .feature_cell import folder_dictionaries, show_feature_cell
+from .feature_cell import folder_dictionaries, model_dictionaries, show_feature_cell
 from .head_link import HEAD_PAGE, head_link_params, head_page_link, open_head_page, per_head_refusal
 from .inference import (
     REFERENCE_FOR_KEY,
@@ -126,4 +126,4 @@ __all__ += ["current_job", "show_job_progress"]
 __all__ += ["GROUP_NAMES", "document_selection", "document_tokens", "holds_maps", "page_text", "reads_documents",
             "show_window_offer", "window_text"]
 __all__ += ["PAGE_TEXTS", "TRAIN_TEXTS", "model_texts", "trained_root"]
-__all__ += ["folder_dictionaries", "show_feature_cell"]
+__all__ += ["folder_dictionaries", "model_dictionaries", "show_feature_cell"]

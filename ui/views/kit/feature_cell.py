@@ -1,5 +1,6 @@
 """One level down from a QK table: a score over dictionary features (docs/dictionaries.md), where a dictionary of
-each stream the head reads, trained on this model, sits in the checkpoints' `dictionaries/` folder. Every view that
+each stream the head reads, trained on this model, sits in the checkpoints' `dictionaries/` folder or among those
+the app trained. Every view that
 shows a QK table offers it (What made this score on Attention and Decode, the circuit's edge on Compare)."""
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from transformer.model import Head
 from ui.models import ActiveModel
 from ui.server import checkpoints_root, shared
 
+from .dictionary_texts import trained_root
 from .widgets import show_chart
 
 TOP_FEATURE_PAIRS = 12
@@ -36,8 +38,15 @@ def folder_dictionaries(folder: Path) -> tuple[tuple[str, Dictionary], ...]:
     return _dictionaries(str(folder), folder.stat().st_mtime if folder.is_dir() else 0.0)
 
 
-def _kept() -> tuple[tuple[str, Dictionary], ...]:
-    return folder_dictionaries(checkpoints_root() / "dictionaries")
+def model_dictionaries(active: ActiveModel) -> dict[str, Dictionary]:
+    """The dictionaries trained on this model, by folder name: the checkpoints' `dictionaries/` folder first, then
+    those the app trained (the runs folder's)."""
+    out: dict[str, Dictionary] = {}
+    for root in (checkpoints_root() / "dictionaries", trained_root()):
+        for name, dictionary in folder_dictionaries(root):
+            if dictionary.names_model(active.adapter.name):
+                out.setdefault(name, dictionary)
+    return out
 
 
 def show_feature_cell(model: ActiveModel, cap: PathCapture, head: Head, query: int, key: int, page: str) -> None:
@@ -46,7 +55,7 @@ def show_feature_cell(model: ActiveModel, cap: PathCapture, head: Head, query: i
     if st.toggle("One level down: the score in dictionary features", key=f"{page}_feature_qk_on"):
         name = model.adapter.name
         sites = dict.fromkeys(needed_sites(cap, head))
-        mine = [(folder, d) for folder, d in _kept() if d.model == name and d.site in sites]
+        mine = [(folder, d) for folder, d in model_dictionaries(model).items() if d.site in sites]
         missing = [s.label for s in sites if all(d.site != s for _, d in mine)]
         if missing:
             st.info(f"No dictionary of {' and '.join(missing)} for {name} yet: train one with `python -m transformer "
