@@ -113,3 +113,13 @@ def test_a_site_the_model_lacks_or_a_width_it_does_not_have_is_refused_in_one_li
             place(Site.parse(site), model)
     with pytest.raises(DictionaryError, match="reads 16-wide"):
         random_dictionary(Site.parse("resid:L2"), 16, 8).check_width(32, causal.name)
+
+
+def test_a_dictionary_names_its_model_by_the_name_or_the_folder_the_cli_was_given():
+    from dataclasses import replace
+    d = random_dictionary(Site.parse("resid:L1"), 8, 4)
+    assert replace(d, model="induction").names_model("induction")
+    assert replace(d, model="/models/tiny-qwen2").names_model("tiny-qwen2")  # a folder by its path, the app's name
+    assert replace(d, model="Qwen/Qwen2-0.5B").names_model("Qwen/Qwen2-0.5B")
+    assert not replace(d, model="induction").names_model("recall")
+    assert not replace(d, model="").names_model("")  # a dictionary that names no model is nobody's
