@@ -113,6 +113,9 @@ def test_the_routes_button_and_the_compositions_button_open_their_heads(shipped_
     assert at.session_state["decode_inside_open"] is True and at.session_state["decode_inside_kind"] == head.kind
     assert (at.session_state["decode_layer"], at.session_state["decode_head"]) == (head.layer, head.head)
     at = open_page("shipped:toy-en-de", "attention", "a dog", ATTENTION_OPEN)
+    assert not [b for b in at.button if str(b.key).startswith("attention_composition_k_")]  # only the open tab drawn
+    at.session_state["attention_composition_type"] = "K (keys read it)"  # the user opens the K tab
+    at.run()
     button = at.button(key="attention_composition_k_reads")
     reader = Head.parse(button.label.split()[1])  # "Open dec:L2H1 (reads)"
     button.click().run()

@@ -47,7 +47,12 @@ def show_composition(sel: Selection) -> None:
                    "the later head's queries, keys or values read (Elhage et al. 2021, TransformerLens's convention; "
                    "norm gains folded in). Click a cell to open either head.")
         keys = [sel.param_key(p) for p in ("kind", "layer", "head")]
-        for mode, tab in zip(TYPES, st.tabs(list(TYPES.values())), strict=True):
+        # only the open tab's map is built and drawn (bart-large's heads: 87,552 cells a map, ~7 s of a browser's CPU
+        # each; all three at once froze the page for 23 s on 2 cores)
+        tabs = st.tabs(list(TYPES.values()), key=sel.key("composition_type"), on_change="rerun")
+        for mode, tab in zip(TYPES, tabs, strict=True):
+            if not tab.open:
+                continue
             with tab:
                 if frame[mode].isna().all():
                     st.caption(f"No head reads another through its {mode.upper()} side in this model.")
