@@ -3,7 +3,8 @@ document past `STORE_ABOVE` tokens (`keeps_store`, the decode's own threshold) g
 once, keeping the attention store, the residual stream entering the dictionary's layer and the layer's attention
 output (each T x D, no n x n map), and the feature's sources come from the store's row (`store_feature_sources`); a
 shorter text (or another family's) goes through the maps (`feature_sources`). The query is the position where the
-feature is strongest over the text, unless the caller names one.
+feature is strongest over the text (where it never fires, where its pre-activation is largest), unless the caller
+names one.
 """
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ def text_feature_sources(adapter: InspectableModel, dictionary: Dictionary, text
         assert merged is not None
         z = merged[0].float()
     activations = dictionary.encode(z)[:, feature]
-    at = int(activations.argmax()) if query is None else query
+    strongest = activations if activations.max() > 0 else dictionary.pre_activations(z)[:, feature]  # never fires
+    at = int(strongest.argmax()) if query is None else query
     found = (store_feature_sources(adapter, store, stream, where, dictionary, feature, at) if stored
              else feature_sources(insides, where, dictionary, feature, at))
     n = found.contributions.shape[1]

@@ -165,6 +165,11 @@ def test_over_a_text_the_store_and_the_maps_name_the_same_sources_and_a_long_doc
     torch.testing.assert_close(stored.sources.contributions, maps.sources.contributions, atol=1e-4, rtol=0)
     assert sum(stored.sources.by_source()) + stored.sources.constant == pytest.approx(
         stored.sources.pre_activation, abs=1e-4)
+    # a feature that never fires on the text: its sources where its pre-activation is largest (what the page says)
+    silent = next(m for f in range(24) if (m := text_feature_sources(adapter, d, text, f)).activations.max() == 0)
+    others = [text_feature_sources(adapter, d, text, silent.sources.feature, query=q).sources.pre_activation
+              for q in range(len(silent.tokens))]
+    assert silent.sources.activation == 0 and silent.sources.pre_activation == pytest.approx(max(others), abs=1e-5)
 
 
 def test_over_a_text_a_decoder_side_attention_of_an_encoder_decoder_is_refused_in_one_line():
