@@ -35,7 +35,8 @@ def position_picture(scheme: PositionScheme, model: str, layers: Sequence[int] =
         where = f" (layer{'s' if len(layers) > 1 else ''} {', '.join(str(i + 1) for i in layers)})" if layers else ""
         return alt.Chart(frame, title=f"{model} · RoPE{where}: rotation frequency of each dimension pair", width=520,
                          height=200, autosize=AUTOSIZE).mark_bar().encode(
-            x=alt.X("pair:O", title="dimension pair"), y=alt.Y("frequency:Q", scale=alt.Scale(type="log"),
+            # not stacked: a stack starts at 0, which a log scale cannot draw (the chart was blank, no axis labels)
+            x=alt.X("pair:O", title="dimension pair"), y=alt.Y("frequency:Q", scale=alt.Scale(type="log"), stack=None,
                                                                  title="radians per position"),
             tooltip=["pair", alt.Tooltip("frequency:Q", format=".3g")])
     if scheme.kind == RELATIVE:

@@ -274,6 +274,7 @@ PARSERS: dict[str, Any] = {
     "masks": _positions,
     "segment": lambda v: _choice(v, SEGMENT_FILTERS),
     "poll": _poll_id,  # a poll of the room posed on this view (ui.server.polls), while it is open
+    "focus": lambda v: _choice(v, ("map",)),  # an example link: its map brought onto the screen once (Attention)
     "votes": _votes,  # its result once revealed: the room's votes per option (a link with it shows the result)
 }
 

@@ -41,6 +41,9 @@ h1 { font-size: 1.5rem !important; padding: 0.1rem 0 0.2rem 0 !important; }
 .st-key-studio_present_pages a { padding: 0 0.3rem; white-space: nowrap; }
 .st-key-studio_present_pages [data-testid="stIconMaterial"] { display: none; }
 .st-key-studio_present_bar p { font-size: 14px; }
+/* the model and the way out on one line (the default model's name put "Leave" under it: a bar 41 px taller) */
+.st-key-studio_present_model { flex-wrap: nowrap; gap: 0.5rem; }
+.st-key-studio_present_model p { white-space: nowrap; font-size: 13px; }
 /* the way out's key drawn as a key cap: a bare grey "P" after "Leave" read as a label cut short */
 .st-key-studio_present_leave kbd { border: 1px solid #9ca3af; border-radius: 4px; padding: 0 0.35em;
   color: #374151 !important; font-size: 13px; line-height: 1.4; background: #f9fafb; }
@@ -117,7 +120,8 @@ def presenter_switch(current: str | None = None) -> None:
         with st.container(key="studio_present_bar", horizontal=True, horizontal_alignment="distribute",
                           vertical_alignment="center"):
             _page_strip(current)
-            with st.container(horizontal=True, width="content", vertical_alignment="center"):
+            with st.container(horizontal=True, width="content", vertical_alignment="center",
+                              key="studio_present_model"):
                 active = current_model()
                 if active is not None:
                     st.markdown(f"**{md(active.option.label)}** · {int(active.card.get('steps', 0)):,} steps",

@@ -273,7 +273,13 @@ def run_page(page: StreamlitPage, name: str) -> None:
     _finish(name)
 
 
+ONCE = ("focus",)  # parameters a page acts on in the run that opens the link, then drops (the link loses them)
+
+
 def _finish(name: str) -> None:
+    for once in ONCE:  # after a run that was not cut short for a rerun: done
+        if once in PAGE_WIDGETS.get(name, {}):
+            st.session_state.pop(PAGE_WIDGETS[name][once], None)
     write(name)
     if not st.session_state.get(QR_SHOWN_KEY):
         show_link_qr()

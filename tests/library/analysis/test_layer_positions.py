@@ -82,3 +82,17 @@ def test_a_plain_rope_model_reads_as_before():
     assert position_picture(scheme, "tiny", rotating_layers(adapter)).to_dict(validate=False)["title"] == (
         "tiny · RoPE: rotation frequency of each dimension pair")
     assert positions_summary(adapter) is None
+
+
+def test_the_rope_picture_draws_a_bar_for_every_pair_on_its_log_scale():
+    """The frequencies span 1 to ~1e-4 on a log scale: each pair's bar is drawn with a height (a stacked bar starts at
+    0, which a log scale cannot place: the picture was blank, its axis unlabelled)."""
+    import json
+    import re
+
+    import vl_convert
+
+    scheme = model_positions(_adapter())
+    svg = vl_convert.vegalite_to_svg(json.dumps(position_picture(scheme, "tiny").to_dict()))
+    bars = re.findall(r'aria-roledescription="bar" d="M[^"]*?v([-\d.e]+)', svg)
+    assert len(bars) == len(scheme.table) and all(float(h) > 0 for h in bars), bars

@@ -51,6 +51,7 @@ from ..kit import (
     Selection,
     bind_reference,
     bind_text,
+    bring_into_view,
     chart_downloads,
     combine_options,
     combined_title,
@@ -236,6 +237,8 @@ def show_large_map(sel: Selection) -> None:
                                          sel.key("qk_open")))
         else:
             show_chart(heatmap, key="attention_heatmap", width="content")
+        if st.session_state.get(KEYS["focus"]) == "map":  # an example link: the map it promises on screen
+            bring_into_view("attention_heatmap")
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
             st.markdown("**Download**")

@@ -84,6 +84,7 @@ from .widgets import (
     SLIDES_SUFFIX,
     Column,
     SlideTitle,
+    bring_into_view,
     chart_downloads,
     chart_heading,
     chart_spec,
@@ -117,6 +118,7 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model", "share_reference",
            "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
            "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
+__all__ += ["bring_into_view"]
 __all__ += ["BOX_INSET_PX", "FIRST_SCREEN_ROWS_PX", "PRESENTED_ROWS_PX", "folded_controls", "model_text_input",
             "per_head_refusal"]
 __all__ += ["HEAD_PAGE", "head_link_params", "head_page_link", "keep_snapshot_curves", "latest_snapshot_curves",

@@ -24,7 +24,7 @@ LINK_PARAMS: dict[str, dict[str, str]] = {
                   "colour": "attention_overview_stat", "words": "attention_merge_words",
                   "qkq": "attention_qk_query", "qkk": "attention_qk_key", "group": "row_group",
                   "dsteps": "document_steps", "zoom": "map_zoom", "oscale": "map_overview_scale",
-                  "poll": "attention_poll", "votes": "attention_poll_votes"},
+                  "poll": "attention_poll", "votes": "attention_poll_votes", "focus": "attention_focus"},
     "compare": {"compare": "compare_model", "text": "compare_text", "step": "compare_step", "kind": "compare_kind",
                 "layer": "compare_layer", "head": "compare_head", "cmode": "compare_mode", "edit": "compare_edit",
                 "way": "compare_masked_way", "text_b": "compare_text_b", "circ": "compare_circuits_n"},

@@ -261,3 +261,30 @@ def show_chart(chart: alt.TopLevelMixin | dict[str, Any], **kwargs: Any) -> Any:
     """st.altair_chart without re-validating the spec on every rerun (or a spec from ui.chart_cache, left as it was:
     Streamlit takes the datasets out of the spec it gets). Same arguments and return value."""
     return st.vega_lite_chart(spec=dict(chart) if isinstance(chart, dict) else chart_spec(chart), **kwargs)
+
+
+# the page may still grow under the chart (its tables and grids drawn after it), which keeps a first scroll short:
+# scrolled again until its top stays put for a second, and never again once the user scrolls, types or clicks
+_INTO_VIEW_JS = """<script>
+(() => {
+  let tries = 0, still = 0, user = false;
+  for (const e of ['wheel', 'touchmove', 'keydown', 'mousedown'])
+    window.addEventListener(e, () => { user = true; }, {once: true, capture: true});
+  const go = () => {
+    if (user) return;
+    const box = document.querySelector('.st-key-KEY');
+    if (box && box.querySelector('svg, canvas')) {
+      if (Math.abs(box.getBoundingClientRect().top) > 2) { box.scrollIntoView({block: "start"}); still = 0; }
+      else if (++still > 10) return;
+    }
+    if (++tries < 150) setTimeout(go, 100);
+  };
+  go();
+})();
+</script>"""
+
+
+def bring_into_view(key: str) -> None:
+    """Scroll the element drawn under `key` (a chart) to the top of the screen once it is drawn: what an example link
+    promises, when the page's pickers above it push it past a 1280x720 first screen."""
+    st.html(_INTO_VIEW_JS.replace("KEY", key), unsafe_allow_javascript=True)
