@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -74,24 +74,31 @@ def _stored(adapter: InspectableModel, where: Place, ids: list[int], n_source: i
 
 
 def text_feature_sources(adapter: InspectableModel, dictionary: Dictionary, text: str, feature: int,
-                         query: int | None = None, keep: str = "auto") -> TextSources:
+                         query: int | None = None, keep: str = "auto", continuation: Sequence[int] = ()
+                         ) -> TextSources:
     """Which sources wrote `feature` over `text` (an attention-output dictionary on a prompt or source stack), at
-    0-based `query` or where the feature is strongest; DictionaryError (or the decode's InputError for the text) in
-    one line otherwise."""
+    0-based `query` or where the feature is strongest; `continuation`: ids a decoder-only model read after the
+    prompt (a decode's own steps, so that its every row is there). DictionaryError (or the decode's InputError for
+    the text) in one line otherwise."""
     where = place(dictionary.site, adapter)
     if where.kind is None or adapter.family.has_cross and where.stack == "decoder":
         raise DictionaryError("which sources wrote a feature is shown for attention-output dictionaries on a prompt "
                               f"or source stack, not {where.site.label}")
+    causal = adapter.family.prompt_in_decoder
+    if continuation and not causal:
+        raise DictionaryError(f"{adapter.name} reads no continuation after its input (not a decoder-only model)")
     dictionary.check_feature(feature)
     source = read_source(adapter, text)
-    ids = adapter.decoder_prefix(source) if adapter.family.prompt_in_decoder else list(source.ids)
+    ids = [*adapter.decoder_prefix(source), *continuation] if causal else list(source.ids)
     stored = keeps_store(adapter, len(ids), keep, above=STORE_ABOVE)
-    tokens = [*adapter.prefix_tokens(source)] if adapter.family.prompt_in_decoder else list(source.tokens)
+    tokens = [*adapter.prefix_tokens(source), *adapter.ids_to_tokens(list(continuation))] if causal \
+        else list(source.tokens)
     if stored:
         store, stream, z = _stored(adapter, where, ids, len(source.ids))
     else:
         with torch.no_grad():
-            insides = adapter.padded_insides([list(source.ids)])
+            insides = (adapter.insides(torch.tensor([list(source.ids)]), torch.tensor([ids])) if continuation
+                       else adapter.padded_insides([list(source.ids)]))
         merged = insides.inputs[where.kind][where.layer].merged
         assert merged is not None
         z = merged[0].float()

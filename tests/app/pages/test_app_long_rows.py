@@ -7,10 +7,13 @@ estimate at a step equals the model's whole-sequence estimate, and a window of t
 input; nothing drawn is wider than 1280 px and nothing raises."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from tests.helpers.app_session import assert_no_exception, charts, open_link, poll, texts
+from tests.helpers.dictionaries import random_dictionary
 from tests.helpers.document_views import decode_document, open_document, picked
 from tests.helpers.hf_causal_models import SIZE, build, lines
 from tests.helpers.real_shapes import point_app_at
@@ -26,6 +29,7 @@ from transformer.analysis import (
     prepare_patching,
 )
 from transformer.decode import STORE_ABOVE, greedy_decode, group_sums, segment_groups
+from transformer.dictionaries import Site, place, save_dictionary, text_feature_sources
 from transformer.store import open_model
 from ui.server.shared_cache import shared_cache
 from ui.views import LINK_PARAMS
@@ -103,6 +107,23 @@ def test_inside_one_head_grouping_and_lens_at_a_long_input(app_root):
                             strict=True):
         assert list(mine) == pytest.approx(theirs, abs=1e-4)
     assert all(c["spec"].get("width", 0) <= 1280 for c in charts(at))
+
+    # a dictionary feature of layer 2's attention output at the row: its sources through the decode's store
+    where = place(Site.parse("attn:self:L2"), adapter)
+    dictionary = replace(random_dictionary(where.site, where.width, 16, seed=4), model=str(app_root / NAME))
+    save_dictionary(dictionary, app_root.parent / "runs" / "dictionaries" / "rows-attn-L2")
+    steps = [s.token_id for s in decode.steps[:-1]]  # the decode's own inputs after the document
+    expected = text_feature_sources(adapter, dictionary, DOC, 3, query=query, continuation=steps)
+    assert expected.stored  # a document past the maps' threshold: the store, no n x n map
+    at.session_state["document_feature_sources_open"] = True
+    at.run()
+    at.number_input(key="document_feature_sources_feature").set_value(3).run()
+    at.button(key="document_feature_sources_run").click().run()
+    assert poll(at, lambda a: any("read through the attention store" in t for t in texts(a.caption)))
+    assert_no_exception(at)
+    line = next(t for t in texts(at.caption) if "read through the attention store" in t)
+    assert line.startswith(f"{len(expected.tokens):,} tokens") and f"at position {query + 1} " in line
+    assert f"pre-activation {expected.sources.pre_activation:.2f} =" in line
 
     other = open_link("decode", link)  # the link: the document by its hash, grouped by sentences
     assert_no_exception(other)

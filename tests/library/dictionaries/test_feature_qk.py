@@ -14,6 +14,7 @@ from tests.helpers.our_models import _inputs
 from tests.helpers.path_models import PATH_FAMILIES, _rescaled, path_model
 from transformer.adapters import InspectableModel, store_of_insides
 from transformer.analysis import capture_path
+from transformer.decode import greedy_decode
 from transformer.dictionaries import (
     DictionaryError,
     Site,
@@ -165,6 +166,13 @@ def test_over_a_text_the_store_and_the_maps_name_the_same_sources_and_a_long_doc
     torch.testing.assert_close(stored.sources.contributions, maps.sources.contributions, atol=1e-4, rtol=0)
     assert sum(stored.sources.by_source()) + stored.sources.constant == pytest.approx(
         stored.sources.pre_activation, abs=1e-4)
+    # a decode's own steps read after the prompt (a document view's rows past the prompt): both ways alike too
+    steps = [s.token_id for s in greedy_decode(adapter, text, max_steps=4).steps[:-1]]
+    on_maps = text_feature_sources(adapter, d, text, feature, keep="maps", continuation=steps)
+    on_store = text_feature_sources(adapter, d, text, feature, keep="store", continuation=steps)
+    assert not on_maps.stored and on_store.stored and len(on_store.tokens) == len(maps.tokens) + len(steps)
+    torch.testing.assert_close(on_store.activations, on_maps.activations, atol=1e-4, rtol=0)
+    torch.testing.assert_close(on_store.sources.contributions, on_maps.sources.contributions, atol=1e-4, rtol=0)
     # a feature that never fires on the text: its sources where its pre-activation is largest (what the page says)
     silent = next(m for f in range(24) if (m := text_feature_sources(adapter, d, text, f)).activations.max() == 0)
     others = [text_feature_sources(adapter, d, text, silent.sources.feature, query=q).sources.pre_activation

@@ -17,6 +17,7 @@ from ..features import (
     show_composition,
     show_contribution_map,
     show_corpus_statistics,
+    show_document_feature_sources,
     show_grouped_row,
     show_head_finder,
     show_lens_at_steps,
@@ -77,11 +78,13 @@ def show_attention_views(sel: Selection) -> None:
 def show_document_views(sel: Selection) -> None:
     """A document's views (Decode and Attention): the large map (the steps' rows, the overview, the exact zoom, the
     row's strip), the row grouped, Inside one head for the row, the lens at the decode steps, another model's row
-    at a step, the patching estimate at a step; what needs whole maps refused once, with a window offered."""
+    at a step, the patching estimate at a step, a dictionary feature's sources at the row; what needs whole maps
+    refused once, with a window offered."""
     show_large_map(sel)
     show_grouped_row(sel)
     show_attention_inside(sel)
     show_lens_at_steps(sel)
     show_model_b_row(sel)
     show_step_patching(sel)
+    show_document_feature_sources(sel)
     show_window_offer(sel)

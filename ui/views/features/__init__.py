@@ -26,6 +26,7 @@ from .corpus import latest_corpus, latest_corpus_statistics, show_corpus_statist
 from .dictionary_features import pick_dictionary, show_dictionary_features
 from .dictionary_training import OPEN_KEY as TRAIN_OPEN_KEY
 from .dictionary_training import dictionary_job_running, show_dictionary_training, show_training_entry
+from .document_feature_sources import show_document_feature_sources
 from .grouped_row import show_grouped_row
 from .head_computation import (
     MAP_VALUES,
@@ -62,4 +63,5 @@ __all__ += ["OVERVIEW_KEY", "ZOOM_KEYS_KEY", "ZOOM_ROWS_KEY", "show_grouped_row"
             "show_map_overview", "show_model_b_row", "show_step_patching"]
 __all__ += ["CircuitRun", "circuit_link", "show_circuit", "show_circuits"]
 __all__ += ["TRAIN_OPEN_KEY", "dictionary_job_running", "pick_dictionary",
-            "show_dictionary_features", "show_dictionary_training", "show_training_entry"]
+            "show_dictionary_features", "show_dictionary_training", "show_document_feature_sources",
+            "show_training_entry"]

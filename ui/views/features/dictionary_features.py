@@ -41,14 +41,13 @@ from ..kit import (
     md,
     model_texts,
     show_chart,
+    show_text_sources,
     start_button,
 )
 
 KEYS = LINK_PARAMS["dictionary"]
 KEY = "dictionary_features"
 FINDER_ROWS = 12
-LONG_ROW = 96  # sources beyond which a text's row is a table of its strongest sources, not a cell a token
-TOP_SOURCES = 12
 
 
 def pick_dictionary(active: ActiveModel, found: dict[str, Dictionary]) -> tuple[str, Dictionary] | None:
@@ -170,22 +169,7 @@ def _show_text_sources(active: ActiveModel, name: str, dictionary: Dictionary, f
         if can_start(identity):
             start_button("Which sources wrote it here", identity, key=f"{KEY}_text", icon=":material/play_arrow:")
         return
-    sources, tokens = found.sources, [visible_token(t) for t in found.tokens]
-    how = "through the attention store" if found.stored else "through the maps"
-    where = f"position {sources.query + 1} ({tokens[sources.query]!r})"
-    if sources.activation <= 0:
-        st.info(f"Feature #{feature} does not fire on this text (read {how}); its largest pre-activation is at "
-                f"{where}: {sources.pre_activation:.2f}.", icon=":material/info:")
-    if len(tokens) <= LONG_ROW:
-        show_chart(feature_sources_chart(sources, tokens), key=f"{KEY}_text_chart", width="content")
-    else:
-        shares = pd.DataFrame({"position": range(1, len(tokens) + 1), "token": tokens, "share": sources.by_source()})
-        st.dataframe(shares.reindex(shares["share"].abs().sort_values(ascending=False).index).head(TOP_SOURCES),
-                     hide_index=True, key=f"{KEY}_text_top",
-                     column_config={"share": st.column_config.NumberColumn(format="%+.3f")})
-    st.caption(f"{len(tokens):,} tokens read {how}; at {where} activation {sources.activation:.2f}, pre-activation "
-               f"{sources.pre_activation:.2f} = the sources' shares {sum(sources.by_source()):+.2f} + a constant "
-               f"{sources.constant:+.2f}.")
+    show_text_sources(found, f"{KEY}_text")
 
 
 def show_feature(active: ActiveModel, name: str, dictionary: Dictionary, corpus: FeatureCorpus) -> None:

@@ -77,6 +77,7 @@ from .real_size import (
 )
 from .selection import Selection
 from .text_box import model_text_input
+from .text_sources_view import show_text_sources
 from .weights import model_caption, show_weights, slide_title, weights_of
 from .why_parts import composition_for, decode_parts_for, parts_key, reliance_for
 from .widgets import (
@@ -128,4 +129,4 @@ __all__ += ["current_job", "show_job_progress"]
 __all__ += ["GROUP_NAMES", "document_selection", "document_tokens", "holds_maps", "page_text", "reads_documents",
             "show_window_offer", "window_text"]
 __all__ += ["PAGE_TEXTS", "TRAIN_TEXTS", "model_texts", "trained_root"]
-__all__ += ["folder_dictionaries", "model_dictionaries", "show_feature_cell"]
+__all__ += ["folder_dictionaries", "model_dictionaries", "show_feature_cell", "show_text_sources"]
