@@ -22,10 +22,9 @@ def show_text_sources(found: TextSources, key: str, picked: bool = False) -> Non
     how = "through the attention store" if found.stored else "through the maps"
     where = f"position {sources.query + 1} ({tokens[sources.query]!r})"
     if sources.activation <= 0:
-        said = (f"does not fire at {where}" if picked else
-                f"does not fire on this text; its largest pre-activation is at {where}")
-        st.info(f"Feature #{sources.feature} {said} (read {how}): {sources.pre_activation:.2f}.",
-                icon=":material/info:")
+        said = (f"does not fire at {where}: its pre-activation there is" if picked else
+                f"does not fire on this text: its largest pre-activation, at {where}, is")
+        st.info(f"Feature #{sources.feature} {said} {sources.pre_activation:.2f} (read {how}).", icon=":material/info:")
     if len(tokens) <= LONG_ROW:
         show_chart(feature_sources_chart(sources, tokens), key=f"{key}_chart", width="content")
     else:
