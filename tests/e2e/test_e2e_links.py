@@ -1,4 +1,6 @@
-"""In a real browser: the address bar follows the view, and that link opened in a fresh context shows the same view."""
+"""In a real browser: the address bar follows the view, and that link opened in a fresh context shows the same view,
+its first painted view already the restored one (the text box never drawn empty, the step slider at the link's step:
+Streamlit's box used to mount empty and take its value one effect later)."""
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
@@ -13,10 +15,24 @@ from studio_browser import (
     wait_charts,
     wait_decode_step,
     wait_for,
+    wait_idle,
     wait_rerun,
 )
 
 TEXT = "abcdefg"
+# every DOM change (before the browser paints it): the text box's value and the step slider's, once the box exists
+RECORD_JS = """
+window.__boxes = [];
+new MutationObserver(() => {
+  const box = document.querySelector('[class*="st-key-home_text"] :is(input, textarea), '
+                                     + '[class*="st-key-decode_text"] :is(input, textarea)');
+  if (!box) return;
+  const thumb = document.querySelector('.st-key-decode_step [data-testid="stSliderThumbValue"]');
+  const seen = [box.value, thumb ? thumb.textContent : null];
+  const last = window.__boxes[window.__boxes.length - 1];
+  if (!last || last[0] !== seen[0] || last[1] !== seen[1]) window.__boxes.push(seen);
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+"""
 
 
 def _shared_view(page, url: str) -> str:
@@ -52,9 +68,13 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
             assert urlsplit(link).path == "/decode"
             assert (params["text"], params["step"], params["layer"], params["head"]) == ([TEXT], ["3"], ["1"], ["2"])
             fresh = new_page(browser)  # a new context: its own cookies, its own Streamlit session
+            fresh.context.add_init_script(RECORD_JS)
             fresh.goto(link)
             view = wait_for(fresh, charts_condition(r"step 3 · layer 1 · head 2\b", 2, heading="Step 3 of"), 60_000)
             assert view.step[0] == 3
+            seen = fresh.evaluate("() => window.__boxes")  # from its first appearance: the link's text and step
+            assert seen and all(value == TEXT for value, _ in seen), seen
+            assert {thumb for _, thumb in seen if thumb is not None} == {"3"}, seen
             chart_code = fresh.evaluate("() => performance.getEntriesByType('resource').filter((r) => "
                                         "/\\/static\\/js\\/embed\\./.test(r.name)).map((r) => [r.encodedBodySize, "
                                         "r.decodedBodySize])")
@@ -65,6 +85,11 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
             fresh.get_by_text(link.split("?", 1)[1]).first.wait_for(timeout=30_000)
             fresh.keyboard.press("Escape")
             assert page_errors(fresh) == []
+            fresh.goto(f"{server.url}/?text={TEXT[::-1]}")  # a Home link: its box painted with its text
+            fresh.locator('[class*="st-key-home_text"]').first.wait_for()
+            wait_idle(fresh)
+            seen = fresh.evaluate("() => window.__boxes")
+            assert seen and all(value == TEXT[::-1] for value, _ in seen), seen
             fresh.goto(f"{server.url}/attention?head=99&layer=abc")  # a stale link: defaults and a note
             wait_charts(fresh, r"Cross-attention · layer \d+", 1, timeout_ms=60_000)
             assert "Parts of this link were ignored" in fresh.locator("body").inner_text()
