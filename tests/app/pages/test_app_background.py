@@ -43,6 +43,24 @@ def test_a_job_reports_its_fraction_and_time_left_and_stops_when_cancelled():
         job.progress(0.5)
 
 
+def test_a_part_ready_in_the_jobs_thread_reruns_the_page_once_and_its_end_again():
+    job = BackgroundJob("Summarising layer 1", ("id",))
+    assert not job.rerun_due()
+
+    def analysis() -> None:  # what start_job's thread does around the analysis
+        background._WORKER.job = job
+        background.part_ready()  # e.g. the current head's overview is kept: the page can draw it
+
+    worker = threading.Thread(target=analysis)
+    worker.start()
+    worker.join()
+    assert job.rerun_due() and not job.rerun_due()  # one rerun per part, not one every half second
+    background.part_ready()  # outside a job's thread: nothing
+    assert not job.rerun_due()
+    job.done.set()
+    assert job.rerun_due()
+
+
 def test_a_slow_sweep_shows_a_bar_with_cancel_and_cancelling_says_so(studio_env, monkeypatch):
     started = threading.Event()
     monkeypatch.setattr(ablation, "sweep_heads", lambda *_, on_fraction, **__: _crawl(started, on_fraction))

@@ -55,6 +55,7 @@ from ..kit import (
     analysis_result,
     can_start,
     current_job,
+    part_ready,
     presenting,
     show_chart,
     show_job_progress,
@@ -107,6 +108,7 @@ def stored_summaries(source: AttentionSource, identity: tuple, layer: int, head:
     def run(progress: Callable[[float], None]) -> LayerSummaries:
         if share and head_key not in table:
             table.put(head_key, summarise_stored(source, layer, head, lambda f: progress(share * f)))
+            part_ready()  # the page reruns once: this head's overview is drawn while the others are summarised
         whole = summarise_stored(source, layer, progress=lambda f: progress(share + (1 - share) * f))
         table.put(whole_key, whole)
         return whole

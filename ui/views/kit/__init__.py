@@ -11,6 +11,7 @@ from .background import (
     job_running,
     keep_result,
     kept_result,
+    part_ready,
     show_job_progress,
     start_button,
 )
@@ -116,9 +117,9 @@ __all__ = ["COMBINE", "LINK_OPENS", "LINK_PARAMS", "MAP_WIDTH", "NEXT_HEAD_KEY",
            "greedy_or_message", "greedy_pair", "grid_cell", "group_head_name", "head_keys", "head_label", "head_picker",
            "job_running", "keep_result", "kept_result", "key_window", "kind_picker", "kind_title", "large_map",
            "layer_picker", "map_columns", "map_fit", "map_kind", "md", "md_token", "model_caption", "needs_page_width",
-           "overview_first", "presenting", "read_ahead_greedy", "reference_for", "require_model", "share_reference",
-           "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table", "show_weights",
-           "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
+           "overview_first", "part_ready", "presenting", "read_ahead_greedy", "reference_for", "require_model",
+           "share_reference", "share_text", "show_chart", "show_chips", "show_head_overview", "show_small_table",
+           "show_weights", "slide_downloads", "slide_title", "start_button", "teacher", "visible", "weights_of"]
 __all__ += ["bring_into_view"]
 __all__ += ["BOX_INSET_PX", "FIRST_SCREEN_ROWS_PX", "PRESENTED_ROWS_PX", "folded_controls", "model_text_input",
             "per_head_refusal"]

@@ -5,7 +5,9 @@ the progress while it runs, and what to say when it was cancelled or refused its
 
 The worker thread never calls Streamlit: it runs the analysis with a progress callback that records the fraction
 done and raises `Cancelled` once the user pressed Cancel. A fragment polls the job twice a second and reruns the
-page when it ends, so the result is drawn by the page like any other.
+page when it ends, so the result is drawn by the page like any other; a job whose first part the page can already
+draw (the current head's overview before the layer's other heads) says so with `part_ready()`, and the page reruns
+once then too.
 """
 from __future__ import annotations
 
@@ -38,6 +40,15 @@ class BackgroundJob:
     done: threading.Event = field(default_factory=threading.Event)
     result: Any = None
     error: BaseException | None = None
+    parts: int = 0  # parts the page can draw before the end (`part_ready`)
+    parts_drawn: int = 0  # of which the page has rerun for
+
+    def rerun_due(self) -> bool:
+        """Whether the page should rerun now: the job ended, or a part became ready since the last rerun."""
+        if self.done.is_set() or self.parts != self.parts_drawn:
+            self.parts_drawn = self.parts
+            return True
+        return False
 
     def progress(self, fraction: float) -> None:
         """The analysis' progress callback (worker thread): record, and stop if cancelled."""
@@ -51,6 +62,16 @@ class BackgroundJob:
             return None
         elapsed = time.perf_counter() - self.started
         return elapsed * (1 - self.fraction) / self.fraction
+
+
+_WORKER = threading.local()  # the job a worker thread runs
+
+
+def part_ready() -> None:
+    """Called by an analysis in its job's thread: a part of its result is kept and the page can draw it now."""
+    job = getattr(_WORKER, "job", None)
+    if job is not None:
+        job.parts += 1
 
 
 def current_job() -> BackgroundJob | None:
@@ -68,6 +89,7 @@ def start_job(name: str, identity: tuple, run: Callable[[Callable[[float], None]
     job = BackgroundJob(name, identity)
 
     def work() -> None:
+        _WORKER.job = job
         try:
             job.result = run(job.progress)
         except BaseException as exc:  # noqa: BLE001 - handed to the page, which says what went wrong
@@ -140,7 +162,7 @@ def show_job_progress(identity: tuple, key: str) -> None:
     job = current_job()
     if job is None or job.identity != identity:
         return
-    if job.done.is_set():
+    if job.rerun_due():
         st.rerun(scope="app")
     left = job.time_left()
     when = "estimating the time left…" if left is None else f"about {left:,.0f} s left"
