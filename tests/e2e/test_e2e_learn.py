@@ -21,6 +21,17 @@ TRAIN_FORM = {"train_max_steps": 40, "train_max_seconds": 120, "train_batch_size
               "train_eval_every": 20, "train_eval_examples": 10, "train_probe_every": 10, "train_warmup_steps": 0}
 
 
+# the labels Learn's "several heads" row shows (Vega hides a label it finds overlapping with opacity 0)
+HEADS_ROW_LABELS_JS = """() => {
+  const shown = (svg) => [...svg.querySelectorAll('text')]
+    .filter((t) => t.getAttribute('opacity') !== '0' && getComputedStyle(t).opacity !== '0')
+    .map((t) => t.textContent.trim());
+  const svg = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg')]
+    .find((s) => [...s.querySelectorAll('text')].some((t) => t.textContent.trim() === 'H1'));
+  return svg ? shown(svg) : [];
+}"""
+
+
 def _walk_the_tour(page) -> str:
     """From the first stage to the last with one → press each; every stage's heading and charts drawn, no page error.
     What the page said along the way."""
@@ -32,6 +43,12 @@ def _walk_the_tour(page) -> str:
         wait_idle(page, 90_000)
         assert page_errors(page) == [], stage.title
         assert page.evaluate("() => document.documentElement.scrollWidth") <= page.viewport_size["width"], stage.title
+        if stage.name == "heads":  # every key and head of its row named (9 of 12 keys were hidden as overlapping)
+            labels = page.evaluate(HEADS_ROW_LABELS_JS)
+            keys = [int(t.split(":")[0]) for t in labels if re.match(r"^\d+: ", t)]
+            heads = [int(t[1:]) for t in labels if re.fullmatch(r"H\d+", t)]
+            assert len(keys) > 3 and sorted(keys) == list(range(1, len(keys) + 1)), labels
+            assert heads and sorted(heads) == list(range(1, len(heads) + 1)), labels
         said.append(page.locator("section.main, [data-testid='stMain']").first.inner_text())
     return "\n".join(said)
 

@@ -185,7 +185,9 @@ def heads_row_chart(weights: Sequence[Tensor], key_tokens: Sequence[str], title:
     heads = [f"H{h + 1}" for h in range(len(weights))]
     return alt.Chart(pd.DataFrame(rows), title=title, width=min(24 * len(keys), 900), height=24 * len(heads),
                      autosize=AUTOSIZE).mark_rect().encode(
-        x=alt.X("key:N", sort=keys, title=None, axis=alt.Axis(labelAngle=-60)),
-        y=alt.Y("head:N", sort=heads, title=None),
+        # every key and head named: Vega's overlap check boxes a slanted label upright, so it hid 9 of 12 keys (and,
+        # with presenter mode's larger type, two of four heads) whose labels do not touch
+        x=alt.X("key:N", sort=keys, title=None, axis=alt.Axis(labelAngle=-60, labelOverlap=False, labelLimit=120)),
+        y=alt.Y("head:N", sort=heads, title=None, axis=alt.Axis(labelOverlap=False)),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1])),
         tooltip=[_tip("head"), _tip("key"), alt.Tooltip("weight:Q", format=".3f")])

@@ -231,14 +231,15 @@ def show_large_map(sel: Selection) -> None:
                             gold=gold if show_gold else (), large_labels=presenting(), keys=keys,
                             **map_fit(trace, kind, PRESENTED_MAP_SIZE if presenting() else 300, MAP_WIDTH, keys,
                                       presenting=presenting()))
-        if combine == "pick" and head is not None and sel.maps is sel.result.trace:  # a cell: What made this score
-            show_chart(clickable_cells(heatmap), key="attention_heatmap", width="content", selection_mode=QK_CELL,
-                       on_select=partial(open_clicked_cell, "attention_heatmap", KEYS["qkq"], KEYS["qkk"],
-                                         sel.key("qk_open")))
-        else:
-            show_chart(heatmap, key="attention_heatmap", width="content")
+        with st.container(key="attention_map"):  # (a chart's own key names it only where it takes clicks)
+            if combine == "pick" and head is not None and sel.maps is sel.result.trace:  # a cell: What made this score
+                show_chart(clickable_cells(heatmap), key="attention_heatmap", width="content", selection_mode=QK_CELL,
+                           on_select=partial(open_clicked_cell, "attention_heatmap", KEYS["qkq"], KEYS["qkk"],
+                                             sel.key("qk_open")))
+            else:
+                show_chart(heatmap, key="attention_heatmap", width="content")
         if st.session_state.get(KEYS["focus"]) == "map":  # an example link: the map it promises on screen
-            bring_into_view("attention_heatmap")
+            bring_into_view("attention_map")
     with side_col:
         with st.container(key="attention_downloads"):  # hidden as one in presenter mode, heading included
             st.markdown("**Download**")
