@@ -148,7 +148,7 @@ def open_document(browser: Any, url: str, text: str, doc: Path, upload: bool) ->
     start = time.perf_counter()
     times: dict = {}
     page.get_by_text("tokens of the model's").wait_for()  # the estimate
-    if upload:  # the file's popover stays open over the page (and its button) until dismissed, as a user would
+    if upload:  # the file's popover closes once the file is read; Escape is harmless if a Streamlit keeps it open
         page.keyboard.press("Escape")
     times["estimate"] = page.get_by_text("tokens of the model's").first.inner_text()
     button = page.locator(".st-key-document_job_run button")

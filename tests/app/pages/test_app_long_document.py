@@ -116,6 +116,7 @@ def test_the_inputs_length_decides_what_is_kept(app_root):
     upload.set_value(("notes.txt.gz", gzip.compress(DOC.encode()), "application/gzip")).run()  # a text file
     assert_no_exception(at)
     assert at.text_area(key=BOX).value == DOC  # read into the page's own box, line breaks kept
+    assert at.session_state["decode_text_upload"] is False  # its popover closed: the decode button is uncovered
     bad = next(u for u in at.get("file_uploader") if u.proto.id.endswith("decode_text_file"))
     bad.set_value(("notes.txt", "Grüße".encode("latin-1"), "text/plain")).run()
     assert any(t.startswith("notes.txt is not UTF-8 text") for t in texts(at.error))  # one message

@@ -61,7 +61,8 @@ def _read_link(key: str) -> None:
     st.session_state[key] = st.session_state[TEXT_KEY] = text
 
 
-def _read_upload(upload_key: str, key: str) -> None:
+def _read_upload(upload_key: str, key: str, popover_key: str) -> None:
+    """The uploaded file into the box; once read, its popover closes (open, it covered the page's decode button)."""
     upload = st.session_state.get(upload_key)
     if upload is None or st.session_state.get(UPLOADED_KEY) == upload.file_id:
         return
@@ -70,6 +71,8 @@ def _read_upload(upload_key: str, key: str) -> None:
         st.session_state[key] = st.session_state[TEXT_KEY] = text_from_bytes(upload.getvalue(), upload.name)
     except DataError as exc:
         st.session_state[UPLOADED_KEY + "_error"] = str(exc)
+        return
+    st.session_state[popover_key] = False
 
 
 def page_text(where: Any, active: ActiveModel, page: str) -> str:
@@ -87,10 +90,12 @@ def page_text(where: Any, active: ActiveModel, page: str) -> str:
                             help=f"Up to {model_context(active.adapter):,} tokens ({active.option.name}'s own "
                                  f"context), line breaks kept. Past {STORE_ABOVE:,} tokens the input is a document: "
                                  "decoded with the attention store (no n × n map), after an estimate.")
-    upload_key = f"{page}_text_file"
-    with where.popover("Text file", icon=":material/upload_file:", type="tertiary", key=f"{page}_text_upload",
+    upload_key, popover_key = f"{page}_text_file", f"{page}_text_upload"
+    with where.popover("Text file", icon=":material/upload_file:", type="tertiary", key=popover_key,
+                       on_change="rerun",  # its state is kept, so a read file can close it
                        help="A text file (UTF-8 or .gz) read into the box, line breaks kept"):  # one short row
-        st.file_uploader("Text file (UTF-8 or .gz)", key=upload_key, on_change=_read_upload, args=(upload_key, key))
+        st.file_uploader("Text file (UTF-8 or .gz)", key=upload_key, on_change=_read_upload,
+                         args=(upload_key, key, popover_key))
     error = st.session_state.pop(UPLOADED_KEY + "_error", None)
     if error:
         where.error(error, icon=":material/description:")
