@@ -17,19 +17,20 @@ def check_window(keys: tuple[int, int] | None, n_keys: int) -> tuple[int, int]:
     return start, stop
 
 
-def fit_keys(n_keys: int, cell: float, max_width: float | None, keys: tuple[int, int] | None = None
-             ) -> tuple[float, int, int]:
+def fit_keys(n_keys: int, cell: float, max_width: float | None, keys: tuple[int, int] | None = None,
+             min_cell: float = MIN_MAP_CELL) -> tuple[float, int, int]:
     """(cell, start, stop) so the drawn keys fit `max_width` pixels: the window asked for (or every key) with cells
-    shrunk as far as `MIN_MAP_CELL`; past that the window is cut to what fits from its start."""
+    shrunk as far as `min_cell` (`MIN_MAP_CELL`, or less where a page asks); past that the window is cut to what fits
+    from its start."""
     start, stop = check_window(keys, n_keys)
     if max_width is None:
         return cell, start, stop
     fitting = max_width / (stop - start)
     if fitting >= cell:
         return cell, start, stop
-    if fitting >= MIN_MAP_CELL:
+    if fitting >= min_cell:
         return fitting, start, stop
-    return MIN_MAP_CELL, start, min(stop, start + max(1, int(max_width // MIN_MAP_CELL)))
+    return min_cell, start, min(stop, start + max(1, int(max_width // min_cell)))
 
 
 def keys_per_window(max_width: float) -> int:

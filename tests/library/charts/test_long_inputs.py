@@ -99,16 +99,19 @@ def test_hiding_only_specials_keeps_the_first_token():
 
 def test_a_long_map_on_a_projector_keeps_its_rows_within_the_screens_height():
     """Presenter mode fits a map's rows to PRESENTED_ROWS_PX: past ~42 rows they are drawn lower than the cells are
-    wide (8 px columns stay pointable), so a 64-row map is as tall as a 42-row one, not 512 px; a short map keeps its
-    square cells."""
-    from ui.views.kit.map_fit import BARE_CELL, PRESENTED_ROWS_PX, map_fit
+    wide, so a 64-row map is as tall as a 42-row one, not 512 px; its 64 keys all drawn beside the side column (columns
+    narrower than 8 px, not a window of keys); a short map keeps its square cells."""
+    from ui.views.kit.map_fit import PRESENTED_KEY_CELL, PRESENTED_ROWS_PX, column_room, fits_column, map_fit
 
     tokens = [f"t{i}" for i in range(63)] + ["</s>"]
     long = random_trace(tokens, ["<s>", *tokens[:-1]], layers=1, heads=2)
     spec = attention_heatmap(long, "decoder_self", 0, 0, max_row=40, highlight_row=40,  # as Decode draws it
                              **map_fit(long, "decoder_self", 330, 900, presenting=True))
     spec_dict = spec.to_dict()
-    assert spec_dict["height"] <= PRESENTED_ROWS_PX and spec_dict["width"] >= 64 * BARE_CELL
+    assert spec_dict["height"] <= PRESENTED_ROWS_PX and "keys" not in spec_dict["title"]["text"]
+    assert fits_column(long, "decoder_self", presenting=True)
+    assert 64 * PRESENTED_KEY_CELL <= spec_dict["width"] <= column_room(long, "decoder_self", presenting=True)
+    assert set(layer_data(spec)["key_index"]) == set(range(64))
     short = random_trace(tokens[:20], ["<s>", *tokens[:19]], layers=1, heads=2)
     fit = map_fit(short, "decoder_self", 330, 900, presenting=True)
     assert fit["row_height"] is None

@@ -28,7 +28,7 @@ from ..style import (
     text_width,
     visible_token,
 )
-from ..window import check_window, fit_keys, window_title
+from ..window import MIN_MAP_CELL, check_window, fit_keys, window_title
 
 MAX_GRID_CELLS = 400_000  # more rect marks than this make the browser crawl
 _AXIS_NAMES = {"encoder_self": ("source token", "source token"),
@@ -190,7 +190,8 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
                       fixed_scale: bool = True, gold: Sequence[tuple[int, int]] = (),
                       highlight_row: int | None = None, max_row: int | None = None, size: int = 420,
                       title: str | None = None, large_labels: bool = False, keys: tuple[int, int] | None = None,
-                      max_width: int | None = None, row_height: float | None = None) -> alt.LayerChart:
+                      max_width: int | None = None, row_height: float | None = None,
+                      min_cell: float = MIN_MAP_CELL) -> alt.LayerChart:
     """One map, queries down and keys across, with tooltips; masked cells grey; gold cells and a row outlined.
 
     Always a layered chart: layer 0 is the heatmap (its data is the tidy map), then the outlines if any.
@@ -205,10 +206,13 @@ def attention_heatmap(trace: AttentionTrace, kind: str, layer: int, head: int | 
     start are drawn (the title says "keys 101–200 of 500"). Hidden keys (`hide_tokens`) are said in the subtitle.
     `row_height`: the rows' height in pixels where it is less than the cell's width (a long map within a screen's
     height: its columns stay wide enough to point at, its rows labelled only while they are tall enough).
+    `min_cell`: the narrowest the columns may get before the window of keys is cut (presenter mode keeps a long
+    input's keys whole beside its side column with columns under `MIN_MAP_CELL`).
     """
     q, n_keys = trace.axis_sizes(kind)
     k_start, k_stop = check_window(keys, n_keys)
-    cell, k_start, k_stop = fit_keys(n_keys, _cell_size(q, k_stop - k_start, size), max_width, (k_start, k_stop))
+    cell, k_start, k_stop = fit_keys(n_keys, _cell_size(q, k_stop - k_start, size), max_width, (k_start, k_stop),
+                                     min_cell)
     window = (k_start, k_stop)
     frame = matrix_frame(trace, kind, layer, head, max_row, keys=window)
     k = k_stop - k_start
