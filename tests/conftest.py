@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -42,10 +43,57 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# The modules that take longest (their quiet seconds in a full run, bench/README.md's suite section), each started
+# first on a worker: pytest-xdist's work stealing hands each worker a contiguous share of the collection and lets an
+# idle one take the tail of another's, so a long module left at a share's end ran alone while the others waited.
+HEAVY_MODULES = {
+    "tests/app/pages/test_app_edit_sizes.py": 240,
+    "tests/library/train/test_distributed.py": 140,
+    "tests/app/pages/test_app_lens_beam_sizes.py": 80,
+    "tests/app/test_load.py": 60,
+    "tests/library/train/test_stage_processes.py": 50,
+    "tests/library/analysis/test_corpus_stats.py": 40,
+    "tests/app/test_read_ahead.py": 27,
+    "tests/library/train/test_stage_demo.py": 27,
+    "tests/cli/test_cli_dictionary.py": 25,
+    "tests/app/pages/test_app_head_computation.py": 20,
+}
+
+
+@pytest.hookimpl(trylast=True)  # after `-m`'s deselection, so the shares are those of the tests that run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests that need SAELens's own venv run last: on a fresh machine it builds meanwhile (tests/helpers/
-    saelens_venv.py), and no worker waits on it (a stable sort: the rest keep their order)."""
+    saelens_venv.py), and no worker waits on it (a stable sort: the rest keep their order). Under pytest-xdist the
+    heavy modules open the workers' shares (`spread_heavy_modules`)."""
     items.sort(key=lambda item: "saelens_python" in getattr(item, "fixturenames", ()))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        items[:] = spread_heavy_modules(items, workers)
+
+
+def spread_heavy_modules(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """`items` reordered so that each of the `workers` contiguous shares pytest-xdist first hands out (the first
+    n // workers, then an even split of the rest) starts with its part of HEAVY_MODULES (each module whole, the
+    costliest first to the least loaded share), the other tests following in their order; unchanged if the heavy
+    modules do not fit."""
+    module = {id(item): item.nodeid.split("::")[0] for item in items}
+    heavy = sorted({module[id(i)] for i in items} & HEAVY_MODULES.keys(), key=lambda m: -HEAVY_MODULES[m])
+    sizes, left = [], len(items)
+    for share in range(workers):
+        sizes.append(left // (workers - share))
+        left -= sizes[-1]
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for name in heavy:
+        share = load.index(min(load))
+        shares[share] += [item for item in items if module[id(item)] == name]
+        load[share] += HEAVY_MODULES[name]
+    if any(len(share) > size for share, size in zip(shares, sizes, strict=True)):
+        return items
+    rest = iter([item for item in items if module[id(item)] not in HEAVY_MODULES])
+    for share, size in zip(shares, sizes, strict=True):
+        share += [next(rest) for _ in range(size - len(share))]
+    return [item for share in shares for item in share]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
