@@ -77,7 +77,8 @@ def spread_heavy_modules(items: list[pytest.Item], workers: int) -> list[pytest.
     costliest first to the least loaded share), the other tests following in their order; unchanged if the heavy
     modules do not fit."""
     module = {id(item): item.nodeid.split("::")[0] for item in items}
-    heavy = sorted({module[id(i)] for i in items} & HEAVY_MODULES.keys(), key=lambda m: -HEAVY_MODULES[m])
+    present = {module[id(i)] for i in items} & HEAVY_MODULES.keys()
+    heavy = sorted(present, key=lambda m: (-HEAVY_MODULES[m], m))  # by name on a tie: one order in every worker
     sizes, left = [], len(items)
     for share in range(workers):
         sizes.append(left // (workers - share))
