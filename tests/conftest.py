@@ -43,7 +43,7 @@ def tiny_checkpoint_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-# The modules that take longest (their quiet seconds in a full run, bench/README.md's suite section), each started
+# The modules that take longest (rough seconds a module under a full run, from its --durations), each started
 # first on a worker: pytest-xdist's work stealing hands each worker a contiguous share of the collection and lets an
 # idle one take the tail of another's, so a long module left at a share's end ran alone while the others waited.
 HEAVY_MODULES = {
