@@ -17,6 +17,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.common.measures import best_of  # noqa: E402
 from transformer.adapters import InspectableModel, adapter_for  # noqa: E402
 from transformer.analysis.circuits import (  # noqa: E402
     baseline,
@@ -47,22 +48,13 @@ def _forward_backward(adapter: InspectableModel, pair: Pair, repeats: int = 3) -
     return best
 
 
-def _timed(fn, repeats: int = 3) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def shipped() -> None:
     for name, clean, corrupted in SHIPPED:
         adapter = open_model(str(ROOT / "checkpoints" / name))
         pair = pair_from_text(adapter, clean, corrupted)
         base = _forward_backward(adapter, pair)
-        eap, _ = _timed(lambda: edge_scores([pair], "eap"))  # noqa: B023
-        ig, _ = _timed(lambda: edge_scores([pair], "eap-ig"))  # noqa: B023
+        _, eap = best_of(lambda: edge_scores([pair], "eap"))  # noqa: B023
+        _, ig = best_of(lambda: edge_scores([pair], "eap-ig"))  # noqa: B023
         print(f"{name:>22}: {pair.clean.graph.n_edges:>5} edges; EAP {eap:.3f} s ({eap / base:.1f}x one forward and "
               f"backward, {base * 1000:.1f} ms); EAP-IG 5 steps {ig:.3f} s ({ig / base:.1f}x)")
 
@@ -84,8 +76,8 @@ def gpt2() -> None:
     empty = torch.zeros(1, 0, dtype=torch.long)
     pair = pair_from_ids(adapter, (empty, empty), (ids, other), 19, contrast=int(ids[0, 5]))
     base = _forward_backward(adapter, pair)
-    ig, scores = _timed(lambda: edge_scores([pair], "eap-ig"), repeats=2)
-    eap, _ = _timed(lambda: edge_scores([pair], "eap"), repeats=2)
+    scores, ig = best_of(lambda: edge_scores([pair], "eap-ig"), repeats=2)
+    _, eap = best_of(lambda: edge_scores([pair], "eap"), repeats=2)
     start = time.perf_counter()
     found = faithfulness([pair], scores, base=baseline([pair]))  # type: ignore[arg-type]
     curve = time.perf_counter() - start
