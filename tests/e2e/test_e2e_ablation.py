@@ -49,6 +49,7 @@ def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_app):
             page.goto(app.url)
             page.get_by_role("heading", name="Attention Studio").wait_for()
             open_page(page, "Attention", timeout_ms=120_000)
+            page.wait_for_url(re.compile(r"[?&]text="))  # the page's first run ended (else it may reset the box)
             box = page.locator(".st-key-attention_text input")
             box.fill(TEXT)
             box.press("Enter")
