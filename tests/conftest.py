@@ -64,21 +64,28 @@ HEAVY_MODULES = {
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests that need SAELens's own venv run last: on a fresh machine it builds meanwhile (tests/helpers/
     saelens_venv.py), and no worker waits on it (a stable sort: the rest keep their order). Under pytest-xdist the
-    heavy modules open the workers' shares (`spread_heavy_modules`)."""
+    heavy modules open the workers' shares and the browser modules are spread through them (`spread_shares`)."""
     items.sort(key=lambda item: "saelens_python" in getattr(item, "fixturenames", ()))
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 1:
-        items[:] = spread_heavy_modules(items, workers)
+        items[:] = spread_shares(items, workers)
 
 
-def spread_heavy_modules(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
-    """`items` reordered so that each of the `workers` contiguous shares pytest-xdist first hands out (the first
-    n // workers, then an even split of the rest) starts with its part of HEAVY_MODULES (each module whole, the
-    costliest first to the least loaded share), the other tests following in their order; unchanged if the heavy
+def spread_shares(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """`items` reordered for the `workers` contiguous shares pytest-xdist first hands out (the first n // workers,
+    then an even split of the rest): each share starts with its part of HEAVY_MODULES (each module whole, the
+    costliest first to the least loaded share), and gets a like number of browser tests (whole modules, the largest
+    first to the share with the fewest), set at even intervals among its other tests, which follow their order.
+    Browser tests each drive a server and a Chromium: grouped in one share, the others stole them at the end and three
+    ran at once (a load of 17 on 2 cores, and a page's first run outlasted two minutes). Unchanged if the heavy
     modules do not fit."""
     module = {id(item): item.nodeid.split("::")[0] for item in items}
-    present = {module[id(i)] for i in items} & HEAVY_MODULES.keys()
-    heavy = sorted(present, key=lambda m: (-HEAVY_MODULES[m], m))  # by name on a tie: one order in every worker
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        groups.setdefault(module[id(item)], []).append(item)
+    heavy = sorted(groups.keys() & HEAVY_MODULES.keys(), key=lambda m: (-HEAVY_MODULES[m], m))  # one order everywhere
+    browser = sorted((m for m, its in groups.items() if m not in HEAVY_MODULES
+                      and any(i.get_closest_marker("browser") for i in its)), key=lambda m: (-len(groups[m]), m))
     sizes, left = [], len(items)
     for share in range(workers):
         sizes.append(left // (workers - share))
@@ -87,13 +94,27 @@ def spread_heavy_modules(items: list[pytest.Item], workers: int) -> list[pytest.
     load = [0] * workers
     for name in heavy:
         share = load.index(min(load))
-        shares[share] += [item for item in items if module[id(item)] == name]
+        shares[share] += groups[name]
         load[share] += HEAVY_MODULES[name]
-    if any(len(share) > size for share, size in zip(shares, sizes, strict=True)):
+    spread: list[list[list[pytest.Item]]] = [[] for _ in range(workers)]
+    counts = [0] * workers
+    for name in browser:
+        share = counts.index(min(counts))
+        spread[share].append(groups[name])
+        counts[share] += len(groups[name])
+    if any(len(share) + n > size for share, n, size in zip(shares, counts, sizes, strict=True)):
         return items
-    rest = iter([item for item in items if module[id(item)] not in HEAVY_MODULES])
-    for share, size in zip(shares, sizes, strict=True):
-        share += [next(rest) for _ in range(size - len(share))]
+    taken = set(HEAVY_MODULES) | set(browser)
+    rest = iter([item for item in items if module[id(item)] not in taken])
+    for share, modules, n, size in zip(shares, spread, counts, sizes, strict=True):
+        others = [next(rest) for _ in range(size - len(share) - n)]
+        # the k-th of m browser modules after (k + 1) / (m + 1) of the share's other tests
+        marks = [(k + 1) * len(others) // (len(modules) + 1) for k in range(len(modules))]
+        start = 0
+        for at, group in zip(marks, modules, strict=True):
+            share += others[start:at] + group
+            start = at
+        share += others[start:]
     return [item for share in shares for item in share]
 
 
