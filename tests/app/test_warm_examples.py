@@ -1,5 +1,6 @@
-"""The server's warm-up holds what Home offers a newcomer: the toy model its button opens and every example link's
-model and decode are in the shared caches, so that a first click only draws (the waits: bench/app/home_waits)."""
+"""The server's warm-up holds what Home shows and offers a newcomer: the default model's decode of Home's input, the
+toy model its button opens and every example link's model and decode are in the shared caches, so that a first
+visit and a first click only draw (the waits: bench/app/home_waits)."""
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,7 @@ def shipped(monkeypatch, tmp_path):
     shared_cache().clear()
 
 
-def test_after_start_up_home_offers_need_no_load_and_no_decode(shipped, monkeypatch):
+def test_after_start_up_home_and_its_offers_need_no_load_and_no_decode(shipped, monkeypatch):
     warm_up()
     calls = []
 
@@ -41,6 +42,8 @@ def test_after_start_up_home_offers_need_no_load_and_no_decode(shipped, monkeypa
     for model, text, top_k in wanted:  # what each example link's page decodes first
         result = inference.greedy(shared_model(model), text, top_k=top_k)
         assert result.source_text == text and result.steps
+    home = shared_model(None)  # a first visit: Home on the default model, with its input
+    assert home is not None and inference.greedy(home, default_text(home)).steps
     toy = shared_model(TOY_MODEL)  # Home after its toy-model button: the toy model's own input
     assert inference.greedy(toy, default_text(toy)).source_text == default_text(toy)
     assert calls == []

@@ -49,6 +49,7 @@ from .modes import eval_mode
 from .optimizer import make_optimizer
 from .outputs import KINDS, AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
 from .rotary import apply_rotation, rotate_half
+from .shapes import shapes_only
 from .stage_recipe import STAGE_RECIPES, CleanRule, StageRecipe, stage_configs, stage_recipe
 from .store_tensors import store_from_tensors, store_tensors
 
@@ -61,5 +62,6 @@ __all__ = ["ALL_KINDS", "ALL_TITLES", "ARCHITECTURES", "ARCHITECTURE_NAMES", "DE
            "RelativeBias", "ScoreRules", "Seq2SeqTransformer", "StageRecipe", "StepOutput", "StoreError", "TrainConfig",
            "additive_mask", "apply_rotation", "attention", "attention_weights", "band_mask", "build_model", "check_int",
            "default_configs", "dropout", "eval_mode", "family_of", "family_of_model", "family_with_kinds", "head_label",
-           "layer_store", "make_optimizer", "rotate_half", "row_lse", "segments_of", "sinusoidal_positions",
-           "stage_configs", "stage_recipe", "store_from_tensors", "store_tensors", "tile", "value_norms"]
+           "layer_store", "make_optimizer", "rotate_half", "row_lse", "segments_of", "shapes_only",
+           "sinusoidal_positions", "stage_configs", "stage_recipe", "store_from_tensors", "store_tensors", "tile",
+           "value_norms"]

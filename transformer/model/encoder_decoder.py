@@ -17,11 +17,14 @@ from .config import ModelConfig
 from .dropout import Dropout
 from .layers import DecoderLayer, EncoderLayer
 from .outputs import AttentionMaps, EncoderOutput, ForwardOutput, HeadMask, StepOutput
+from .shapes import meta_default
 from .step_plan import StepPlan, step_plan
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
     """The paper's fixed sinusoidal position encodings, (max_len, d_model)."""
+    if meta_default():  # a model built for its shapes
+        return torch.empty(max_len, d_model)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     pe = torch.zeros(max_len, d_model)

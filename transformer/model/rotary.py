@@ -5,12 +5,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .shapes import meta_default
+
 ROPE_BASE = 10000.0
 Rotation = tuple[Tensor, Tensor]  # cos and sin, (B, 1, T, Dh) each
 
 
 def inverse_frequencies(head_dim: int, base: float = ROPE_BASE) -> Tensor:
     """The (Dh / 2,) frequencies base^(-2i / Dh)."""
+    if meta_default():  # a model built for its shapes
+        return torch.empty((head_dim + 1) // 2)
     return 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
 
 

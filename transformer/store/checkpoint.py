@@ -24,10 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..data import Task, Tokenizer, task_from_spec
-from ..model import ARCHITECTURES, ModelConfig, Network, TrainConfig, build_model
+from ..model import ARCHITECTURES, ModelConfig, Network, TrainConfig, build_model, shapes_only
 from .atomic import fsync_path, replace_directory, write_durably
 from .checkpoint_format import (
     CONFIG,
@@ -221,7 +219,7 @@ def load_checkpoint(path: str | Path, *, load_optimizer: bool = True, load_frame
     tgt_tok = read_tokenizer(folder / TGT_TOKENIZER, kinds.get("tgt"), model_cfg.tgt_vocab_size)
     history, evals = read_history(folder / HISTORY)
     architecture = ARCHITECTURES[model_cfg.architecture]  # a config without the field: an encoder-decoder
-    with torch.device("meta"):  # shapes only: a huge config costs nothing until the file backs it up
+    with shapes_only():  # a huge config costs nothing until the file backs it up
         expected = {k: tuple(v.shape) for k, v in architecture(model_cfg).state_dict().items()}
     if model_cfg.tie_embeddings:
         expected = {k: v for k, v in expected.items() if k not in architecture.TIED_WEIGHTS}

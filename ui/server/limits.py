@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import torch
-
-from transformer.model import ConfigError, ModelConfig, TrainConfig, build_model
+from transformer.model import ConfigError, ModelConfig, TrainConfig, build_model, shapes_only
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,7 @@ def memory_problem(model_cfg: ModelConfig, batch_size: int, n_parameters: int | 
 
 def parameter_count(model_cfg: ModelConfig) -> int:
     """Parameters of the model a config describes, counted without allocating its weights."""
-    with torch.device("meta"):
+    with shapes_only():
         return build_model(model_cfg).num_parameters()  # the architecture the config names
 
 

@@ -22,9 +22,9 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 
 def warm_up() -> float:
     """Import what every page imports, gzip the JavaScript of a first visit (`ui.static_cache`), load the default
-    shipped checkpoint into the shared cache and decode once (first torch calls are slow), then the models and
-    decodes of Home's offers (`ui.links.warm_examples`); returns the seconds it took. Never fails: the app reports
-    problems."""
+    shipped checkpoint into the shared cache and decode Home's input with it into the cache Home reads (so a first
+    visit only draws; the first torch calls are slow), then the models and decodes of Home's offers
+    (`ui.links.warm_examples`); returns the seconds it took. Never fails: the app reports problems."""
     began = time.perf_counter()
     import altair  # noqa: F401
     import pandas  # noqa: F401
@@ -51,13 +51,10 @@ def warm_up() -> float:
     except Exception as exc:  # noqa: BLE001 - the files are then read and gzip'd when first asked for
         print(f"static files not read ahead: {type(exc).__name__}: {exc}", file=sys.stderr)
     try:
-        shipped = {p.name: p for p in list_checkpoints(checkpoints_root())}
-        name = preferred_default(list(shipped))
-        if name is not None:
-            path = shipped[name]
-            ckpt = models.load_shared_checkpoint(str(path), models.checkpoint_stamp(path))
-            source = next((e["source"] for e in ckpt.metrics.get("examples") or [] if isinstance(e, dict)), "abc")
-            decode.greedy_decode(adapters.adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), str(source))
+        name = preferred_default([p.name for p in list_checkpoints(checkpoints_root())])
+        home = None if name is None else models.shared_model(f"{models.SHIPPED}:{name}")
+        if home is not None:  # Home's first view: its input's decode, into the cache the page reads
+            views.read_ahead_greedy(home, views.default_text(home))
     except Exception as exc:  # noqa: BLE001 - the app shows what is wrong with a checkpoint; this is only a head start
         print(f"warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     try:
