@@ -4,7 +4,11 @@ lists the same commands."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -74,3 +78,35 @@ def test_every_module_of_the_package_is_a_command_its_helper_or_common():
              if p.stem not in ("__init__", "common", *NAMES) and p.stem.split("_")[0] not in NAMES]
     assert stray == []
     assert not [p for p in (ROOT / "transformer" / "cli").iterdir() if p.is_dir() and p.name != "__pycache__"]
+
+
+def _fresh(code: str) -> list[str]:
+    """What a fresh interpreter prints after running `code` (the command line as a user's process starts it)."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    return done.stdout.splitlines()
+
+
+HELP_PROBE = ("import contextlib, io, json, sys\nfrom transformer.cli import main\nout = io.StringIO()\n"
+              "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n    main({argv})\n"
+              "print(out.getvalue().count('\\n'))\nprint(json.dumps(sorted(m for m in sys.modules\n"
+              "    if m.startswith('transformer') or m in ('torch', 'pandas', 'altair'))))")
+
+
+def test_help_in_a_fresh_process_lists_every_command_without_importing_the_library():
+    """`python -m transformer --help` answers at once: the command lines come from HELP, not from importing torch
+    and every command's module."""
+    lines, loaded = _fresh(HELP_PROBE.format(argv=["--help"]))
+    assert int(lines) > len(NAMES)
+    assert json.loads(loaded) == ["transformer", "transformer.cli", "transformer.cli.common"]
+
+
+@pytest.mark.slow  # imports torch in a fresh interpreter
+def test_a_command_imports_only_its_own_module():
+    """`train` (each torchrun rank) imports its own module and what it uses, not another command's (charts, pandas,
+    the analysis)."""
+    _, loaded = _fresh(HELP_PROBE.format(argv=["train", "--help"]))
+    modules = set(json.loads(loaded))
+    assert "transformer.cli.train" in modules and "torch" in modules
+    assert not modules & {f"transformer.cli.{name}" for name in NAMES if name != "train"}
+    assert not modules & {"pandas", "altair", "transformer.analysis", "transformer.charts"}

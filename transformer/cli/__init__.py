@@ -1,6 +1,6 @@
 """The command line, `python -m transformer COMMAND` (docs/cli.md): one module per command.
 
-The commands, in the order `--help` lists them (the registry is COMMANDS below; a test checks this list against it):
+The commands, in the order `--help` lists them (the registry is NAMES below; a test checks this list against it):
 
     train     train a model and save a checkpoint (train_setup, train_progress, train_stage beside it)
     eval      a checkpoint's validation metrics, BLEU/chrF on aligned files, or perplexity, as one JSON object
@@ -17,10 +17,14 @@ The commands, in the order `--help` lists them (the registry is COMMANDS below; 
     dictionary  train (or show) a sparse dictionary of features on one site, as a SAELens folder
 
 A command is a module `NAME.py` here with a docstring, `register(commands)` (adds its parser with
-`commands.add_parser("NAME", help=..., description=...)`, its flags, and `set_defaults(run=run)`) and
+`commands.add_parser("NAME", help=HELP["NAME"], description=...)`, its flags, and `set_defaults(run=run)`) and
 `run(args) -> int` (the exit status). Helpers only it uses sit beside it as `NAME_*.py`; what several commands share
 (the parser, flag types, the model and video flags, --ablate, printing tokens, writing a file) is in common.py.
-Adding a command is one new module, its line in COMMANDS and its line in the list above.
+Adding a command is one new module, its name in NAMES, its help line in HELP and its line in the list above.
+
+A process imports only the module of the command it runs (`--help` lists the others from HELP): `heads` does not
+pay for the charts, `train` (each torchrun rank) not for the analysis, and `--help` not even for torch. So this
+package and common.py import no part of the library at the top; COMMANDS (every module) is imported when asked.
 
 Errors a user can cause (USER_ERRORS) print one line, ``error: ...``, on stderr and exit with status 2 (with no
 command, that line names every command); Ctrl-C exits 130.
@@ -28,37 +32,78 @@ command, that line names every command); Ctrl-C exits 130.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from types import ModuleType
 from typing import Sequence
 
-from ..adapters import HFModelError
-from ..analysis import HeadError
-from ..charts import ChartExportError, ReplayTooLargeError, VideoError
-from ..data import DataError, TokenizerError
-from ..decode import InputError
-from ..dictionaries import DictionaryError
-from ..model import ConfigError
-from ..store import CheckpointError
-from ..train import DeviceError, NonFiniteLossError, PeerLostError
-from . import animate, circuit, composition, decode, dictionary, eval, fill, heads, patch, qk, reliance, routes, train
-from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Parser, UsageError
+from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Parser
 
-COMMANDS = (train, eval, decode, heads, patch, fill, animate, qk, composition, routes, reliance, circuit, dictionary)
-USER_ERRORS = (UsageError, ConfigError, DataError, CheckpointError, InputError, TokenizerError, NonFiniteLossError,
-               HFModelError, PeerLostError, HeadError, DeviceError, ReplayTooLargeError, VideoError, ChartExportError,
-               DictionaryError)
+NAMES = ("train", "eval", "decode", "heads", "patch", "fill", "animate", "qk", "composition", "routes", "reliance",
+         "circuit", "dictionary")
+HELP = {  # the line `--help` shows for each command (its module's add_parser says help=HELP[name])
+    "train": "train a model and save a checkpoint",
+    "eval": "print validation metrics of a checkpoint as one JSON object",
+    "decode": "greedy-decode one input and print the output",
+    "heads": "which heads matter: ablate each head in turn and compare attention with attribution, or (--corpus) "
+             "every head's statistics over a corpus",
+    "patch": "activation patching: which activation carries the answer from CLEAN that CORRUPTED lacks",
+    "fill": "an encoder-only model's predictions at each mask token",
+    "animate": "a saved run's training evolution (its probe frames) as MP4 or GIF",
+    "qk": "one attention score taken apart into pairs of residual parts",
+    "composition": "Q-, K- and V-composition between every earlier and later head",
+    "routes": "the route of each output token through heads, MLPs and positions",
+    "reliance": "source or prefix: each decode step's reliance on the source; detached steps, omitted source tokens; "
+                "a corpus ranked",
+    "circuit": "the circuit (heads, MLPs and the edges between them) that carries the answer from CLEAN that "
+               "CORRUPTED lacks",
+    "dictionary": "train or show a sparse dictionary (SAELens folder) on one site",
+}
+# (package, class): a user's mistake, one line and status 2; a class is caught once its package is imported
+_USER_ERRORS = (("transformer.cli.common", "UsageError"), ("transformer.model", "ConfigError"),
+                ("transformer.data", "DataError"), ("transformer.store", "CheckpointError"),
+                ("transformer.decode", "InputError"), ("transformer.data", "TokenizerError"),
+                ("transformer.train", "NonFiniteLossError"), ("transformer.adapters", "HFModelError"),
+                ("transformer.train", "PeerLostError"), ("transformer.analysis", "HeadError"),
+                ("transformer.train", "DeviceError"), ("transformer.charts", "ReplayTooLargeError"),
+                ("transformer.charts", "VideoError"), ("transformer.charts", "ChartExportError"),
+                ("transformer.dictionaries", "DictionaryError"))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `python -m transformer` parser: every command in COMMANDS registered the same way."""
+def command_module(name: str) -> ModuleType:
+    """The module of one command (imported on first use: a process pays only for the command it runs)."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def __getattr__(name: str) -> object:
+    """COMMANDS (every command's module, in NAMES' order) and USER_ERRORS (every error class), imported when asked."""
+    if name == "COMMANDS":
+        return tuple(command_module(n) for n in NAMES)
+    if name == "USER_ERRORS":
+        return tuple(getattr(importlib.import_module(package), cls) for package, cls in _USER_ERRORS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _loaded_user_errors() -> tuple[type[BaseException], ...]:
+    """The error classes of USER_ERRORS whose packages this process imported (only those can have been raised)."""
+    return tuple(getattr(sys.modules[package], cls) for package, cls in _USER_ERRORS
+                 if package in sys.modules and hasattr(sys.modules[package], cls))
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `python -m transformer` parser: every command of NAMES listed with its help line; `command`'s module (or
+    every module, with None) registers its own parser and flags, the others only their line."""
     parser = Parser(prog="python -m transformer",
                     description="Attention Studio from the command line: train, evaluate, decode and look inside "
                     "models (our checkpoints, Hugging Face folders or hub ids).",
                     epilog="`python -m transformer COMMAND --help` describes a command and its flags; docs/cli.md "
                     "has them all.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.register(commands)
+    for name in NAMES:
+        if command is None or name == command:
+            command_module(name).register(commands)
+        else:
+            commands.add_parser(name, help=HELP[name])
     commands.metavar = "{" + ",".join(commands.choices) + "}"  # the usage line and the no-command error name them
     return parser
 
@@ -71,16 +116,20 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_in if not a.startswith("-")), "")  # the top level has no flag taking a value
     try:
-        args = build_parser().parse_args(argv)
-        args.argv = list(sys.argv[1:] if argv is None else argv)  # a command that relaunches itself (train --stage)
+        args = build_parser(command if command in NAMES else "").parse_args(args_in)
+        args.argv = args_in  # a command that relaunches itself (train --stage)
         return args.run(args)
-    except (*USER_ERRORS, OSError) as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("\nerror: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        if not isinstance(exc, (*_loaded_user_errors(), OSError)):
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
 
 
-__all__ = ["COMMANDS", "USER_ERRORS", "build_parser", "main"]
+__all__ = ["COMMANDS", "HELP", "NAMES", "USER_ERRORS", "build_parser", "command_module", "main"]

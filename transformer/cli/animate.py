@@ -8,12 +8,13 @@ from pathlib import Path
 
 from ..charts import SECONDS_PER_FRAME, animation_bytes, training_slides
 from ..store import is_checkpoint_folder, load_probe_frames
+from . import HELP
 from .common import Commands, UsageError, add_video_view_arguments, video_head, video_target, write_output
 
 
 def register(commands: Commands) -> None:
     """Add `animate` and its flags."""
-    p = commands.add_parser("animate", help="a saved run's training evolution (its probe frames) as MP4 or GIF",
+    p = commands.add_parser("animate", help=HELP["animate"],
                             description="Draw the probe frames a training run saved (train --probe-frames, or the "
                             "Train page) as a video of how its attention formed: 1920x1080, one frame per slide.")
     p.add_argument("dir", metavar="RUN_DIR", help="a checkpoint saved with probe frames (train, or the Train page)")

@@ -25,13 +25,13 @@ from ..analysis import (
 )
 from ..decode import InputError
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, add_model_arguments, positive_int, printable
 
 
 def register(commands: Commands) -> None:
     """Add `circuit` and its flags."""
-    p = commands.add_parser("circuit", help="the circuit (heads, MLPs and the edges between them) that carries the "
-                            "answer from CLEAN that CORRUPTED lacks",
+    p = commands.add_parser("circuit", help=HELP["circuit"],
                             description="Score every edge into a head's query, key or value, an MLP or the logits by "
                             "edge attribution (EAP-IG or EAP), then check the circuits of the top edges by patching "
                             "every other edge from the corrupted run (a faithfulness curve).")

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from ..adapters import DEFAULT_MAX_PARAMS, InspectableModel
-from ..analysis import parse_head as parse_ablated_head
-from ..charts import video_format
-from ..model import Head
-from ..store import write_file_atomic
+if TYPE_CHECKING:  # the library is imported by the functions that use it: `--help` and `train` need none of it
+    from ..adapters import InspectableModel
+    from ..model import Head
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # what `register` adds its parser to
@@ -45,6 +43,8 @@ def non_negative_int(text: str) -> int:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """--prefix, --max-params and --chat: how `eval` and `decode` open a model."""
+    from ..adapters import DEFAULT_MAX_PARAMS
+
     p.add_argument("--prefix", default="", help="prepended to every source (T5 task prefix, e.g. "
                    "'translate English to German: ')")
     p.add_argument("--max-params", type=positive_int, default=DEFAULT_MAX_PARAMS, metavar="N",
@@ -72,6 +72,8 @@ def video_head(text: str | None) -> int | None:
 
 def video_target(path: str) -> str:
     """The format `path` asks for ("mp4" or "gif"), checked before any frame is drawn: its extension and folder."""
+    from ..charts import video_format
+
     fmt = video_format(path)
     if not Path(path).expanduser().resolve().parent.is_dir():
         raise UsageError(f"cannot write {path}: its folder does not exist")
@@ -80,12 +82,16 @@ def video_target(path: str) -> str:
 
 def parse_ablate(values: list[str] | None, adapter: InspectableModel) -> list[Head]:
     """Heads named by `--ablate` (repeatable, comma-separated), checked against the model; HeadError if wrong."""
+    from ..analysis import parse_head as parse_ablated_head
+
     labels = [part for value in values or [] for part in value.split(",")]
     return [parse_ablated_head(label, adapter) for label in labels]
 
 
 def write_output(path: str, data: str | bytes) -> None:
     """Write a file the command was asked for, atomically; UsageError (one line) when it cannot be written."""
+    from ..store import write_file_atomic
+
     try:
         write_file_atomic(path, data)
     except OSError as exc:

@@ -14,12 +14,13 @@ from ..adapters import ResidualPathError
 from ..analysis import COMPOSITION_MODES, composition_scores, strongest
 from ..decode import InputError
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, add_model_arguments, positive_int
 
 
 def register(commands: Commands) -> None:
     """Add `composition` and its flags."""
-    p = commands.add_parser("composition", help="Q-, K- and V-composition between every earlier and later head",
+    p = commands.add_parser("composition", help=HELP["composition"],
                             description="Score how much each later head's queries, keys and values read each earlier "
                             "head's output (Elhage et al. 2021), every kind, from the weights alone.")
     p.add_argument("dir", metavar="MODEL", help="our checkpoint folder, a Hugging Face folder or a hub id")

@@ -11,6 +11,7 @@ from ..adapters import InspectableModel
 from ..analysis import head_mask
 from ..decode import greedy_decode, save_trace_json, teacher_forced
 from ..store import open_model
+from . import HELP
 from .common import (
     Commands,
     UsageError,
@@ -40,7 +41,7 @@ from .decode_sampling import add_sampling_arguments, print_samples, sampling_fro
 
 def register(commands: Commands) -> None:
     """Add `decode` and its flags."""
-    dec = commands.add_parser("decode", help="greedy-decode one input and print the output",
+    dec = commands.add_parser("decode", help=HELP["decode"],
                               description="Decode one input with a model (greedily, teacher-forced, sampled or "
                               "with a beam) and print the output; optionally write the trace JSON (with the lens, "
                               "one head's computation, every head's contributions, the beam tree), the replay page "

@@ -41,6 +41,7 @@ from ..dictionaries import (
 )
 from ..store import finite_json, open_model
 from ..train import DistEnv, start_process_group, stop_process_group, torchrun_env
+from . import HELP
 from .common import Commands, add_model_arguments, positive_int
 
 ACTIONS = ("train", "show")
@@ -48,7 +49,7 @@ ACTIONS = ("train", "show")
 
 def register(commands: Commands) -> None:
     """Add `dictionary` and its flags."""
-    p = commands.add_parser("dictionary", help="train or show a sparse dictionary (SAELens folder) on one site",
+    p = commands.add_parser("dictionary", help=HELP["dictionary"],
                             description="Train a sparse autoencoder (a dictionary of features) on a model's own "
                             "activations at one site and write it as a SAELens folder (cfg.json + "
                             "sae_weights.safetensors), or show one.")

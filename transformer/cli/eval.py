@@ -21,12 +21,13 @@ from ..store import (
     write_metrics,
 )
 from ..train import evaluate_model
+from . import HELP
 from .common import Commands, UsageError, add_model_arguments, positive_int
 
 
 def register(commands: Commands) -> None:
     """Add `eval` and its flags."""
-    ev = commands.add_parser("eval", help="print validation metrics of a checkpoint as one JSON object",
+    ev = commands.add_parser("eval", help=HELP["eval"],
                              description="Print one JSON object: a checkpoint's validation metrics (greedy or "
                              "beam), BLEU/chrF of any model on two aligned files (--data), or a decoder-only "
                              "model's perplexity on a text file (--text-file).")

@@ -11,12 +11,13 @@ from ..adapters import DEFAULT_MAX_PARAMS
 from ..analysis import head_mask
 from ..decode import InputError, fill_masks, no_mask_message
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, parse_ablate, positive_int, write_output
 
 
 def register(commands: Commands) -> None:
     """Add `fill` and its flags."""
-    p = commands.add_parser("fill", help="an encoder-only model's predictions at each mask token",
+    p = commands.add_parser("fill", help=HELP["fill"],
                             description="An encoder-only (masked) model's top-k predictions at each mask in the "
                             "input: the model's own mask token typed in TEXT, or tokens picked with --mask-token.")
     p.add_argument("dir", metavar="MODEL", help="a Hugging Face masked-LM folder or hub id (BERT, RoBERTa, ...)")

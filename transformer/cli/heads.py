@@ -39,6 +39,7 @@ from ..analysis import (
 from ..data import CorpusError, read_corpus
 from ..decode import InputError
 from ..store import finite_json, load_checkpoint, open_model, task_for_checkpoint
+from . import HELP
 from .common import Commands, positive_int
 from .heads_corpus import add_corpus_arguments, run_corpus
 from .heads_long_range import add_long_range_arguments, run_long_range
@@ -48,8 +49,7 @@ MAX_FILE_LINES = 10_000
 
 def register(commands: Commands) -> None:
     """Add `heads` and its flags."""
-    p = commands.add_parser("heads", help="which heads matter: ablate each head in turn and compare attention with "
-                            "attribution, or (--corpus) every head's statistics over a corpus",
+    p = commands.add_parser("heads", help=HELP["heads"],
                             description="Switch each head off in turn and rank the heads by how much the output's "
                             "log-probability drops, and compare attention with attribution (one input, --file or "
                             "--valid, averaged); or, with --corpus FILE, every head's attention statistics over a "

@@ -26,6 +26,7 @@ from ..analysis import (
 )
 from ..decode import InputError
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, positive_int, printable
 
 SITE_NAMES = {"encoder": ENCODER_OUTPUT, "heads": HEADS, "residual": RESIDUAL_STREAM,
@@ -34,8 +35,7 @@ SITE_NAMES = {"encoder": ENCODER_OUTPUT, "heads": HEADS, "residual": RESIDUAL_ST
 
 def register(commands: Commands) -> None:
     """Add `patch` and its flags."""
-    p = commands.add_parser("patch", help="activation patching: which activation carries the answer from CLEAN "
-                            "that CORRUPTED lacks",
+    p = commands.add_parser("patch", help=HELP["patch"],
                             description="Copy one activation at a time (encoder output per source position, heads, "
                             "residual stream) from the clean input's run into the corrupted input's run and print "
                             "how much of the clean answer each copy brings back.")

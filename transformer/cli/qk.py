@@ -23,6 +23,7 @@ from ..decode import InputError
 from ..dictionaries import FeatureQKTable, feature_qk, load_dictionary
 from ..model import SOURCE, Head, HeadError
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, add_model_arguments, positive_int, printable
 
 HIDDEN = -1e30  # a term at or below this is a mask that hides the key (-inf, or the dtype's minimum)
@@ -30,7 +31,7 @@ HIDDEN = -1e30  # a term at or below this is a mask that hides the key (-inf, or
 
 def register(commands: Commands) -> None:
     """Add `qk` and its flags."""
-    p = commands.add_parser("qk", help="one attention score taken apart into pairs of residual parts",
+    p = commands.add_parser("qk", help=HELP["qk"],
                             description="Take the score of one head at (query, key) apart: each pair (query part, "
                             "key part) of the residual stream's parts (embed, pos, each earlier head, each MLP, bias) "
                             "through the norms and W_Q / W_K, plus the model's additive terms.")

@@ -11,13 +11,13 @@ from ..analysis import rank_corpus, text_reliance
 from ..data import CorpusError, read_corpus
 from ..decode import InputError
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, UsageError, add_model_arguments, positive_int, printable
 
 
 def register(commands: Commands) -> None:
     """Add `reliance` and its flags."""
-    p = commands.add_parser("reliance", help="source or prefix: each decode step's reliance on the source; detached "
-                            "steps, omitted source tokens; a corpus ranked",
+    p = commands.add_parser("reliance", help=HELP["reliance"],
                             description="Decode TEXT greedily and say, per step, which share of what the decoder's "
                             "attention wrote came through cross-attention (the source) and which through decoder "
                             "self-attention (the prefix); flag steps whose cross-attention collapsed onto </s> "

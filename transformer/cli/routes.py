@@ -15,6 +15,7 @@ from ..adapters import ResidualPathError
 from ..analysis import RESIDUAL, ROUTE_THRESHOLD, decode_parts, node_label, route_dict, step_route
 from ..decode import InputError
 from ..store import finite_json, open_model
+from . import HELP
 from .common import Commands, add_model_arguments, positive_int, printable
 
 
@@ -27,7 +28,7 @@ def _threshold(text: str) -> float:
 
 def register(commands: Commands) -> None:
     """Add `routes` and its flags."""
-    p = commands.add_parser("routes", help="the route of each output token through heads, MLPs and positions",
+    p = commands.add_parser("routes", help=HELP["routes"],
                             description="Information flow routes (Ferrando & Voita 2024): for a decode step, the "
                             "edges through each self-attention head, cross-attention head and MLP into the point "
                             "that predicts its token, kept while their proximity-weighted importance is above the "

@@ -33,6 +33,7 @@ from ..train import (
     stop_process_group,
     torchrun_env,
 )
+from . import HELP
 from .common import EXIT_INTERRUPTED, EXIT_USER_ERROR, Commands, positive_int
 from .train_progress import ProgressLine, metrics_text, stop_on_ctrl_c, stop_on_signals
 from .train_setup import MODEL_FLAGS, TRAIN_FLAGS, check_out, new_trainer, probe_recorder, resumed_trainer
@@ -41,7 +42,7 @@ from .train_stage import check_stage, launch_stage, stage_hint, stage_processes
 
 def register(commands: Commands) -> None:
     """Add `train` and its flags."""
-    p = commands.add_parser("train", help="train a model and save a checkpoint",
+    p = commands.add_parser("train", help=HELP["train"],
                             description="Train a model on a task (or resume a checkpoint) within a step or time "
                             "budget, evaluate it and save the checkpoint; under torchrun, one model on several "
                             "processes.")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:  # pandas is imported by the frames that need it: a training process (each torchrun rank) never does
+    import pandas as pd
 
 from ..model import (  # noqa: F401 - the decode stage's face names them too
     ALL_TITLES,
@@ -230,6 +232,8 @@ class AttentionTrace:
     def matrix_frame(self, kind: str, layer: int, head: int | None = None) -> pd.DataFrame:
         """One (queries, keys) map as a tidy frame: query_index, query_token, key_index, key_token, weight, masked;
         head None is the mean over heads."""
+        import pandas as pd
+
         w = self.matrix(kind, layer, head).detach().float().cpu().numpy()  # (Q, K)
         q_tokens, k_tokens = self.labels(kind)
         q, k = w.shape
@@ -243,6 +247,8 @@ class AttentionTrace:
     def to_frame(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> pd.DataFrame:
         """Tidy frame of every (or the chosen) kind, layer and head: kind, layer, head, then `matrix_frame`'s
         columns."""
+        import pandas as pd
+
         frames = []
         for k in (self.kinds if kind is None else (kind,)):
             n_layers, n_heads = self.weights(k).shape[:2]
