@@ -2,6 +2,8 @@
 resumable checkpoints, and a job that stops as a whole when one process dies or its loss turns NaN."""
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import multiprocessing
 import os
@@ -19,6 +21,7 @@ import torch
 
 from tests.helpers import ROOT
 from tests.helpers.same_weights import assert_same_weights
+from transformer.cli import main
 from transformer.data import BucketSampler, ShardedBucketSampler, TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import load_checkpoint, open_model
@@ -52,6 +55,37 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=False, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
 
 
+def train_here(*args: str) -> str:
+    """`python -m transformer train ARGS` as one process, run in this one on one thread (a rank's share of two
+    cores); returns what it wrote on stderr. The reference runs' process start is not what these tests check."""
+    threads, err = torch.get_num_threads(), io.StringIO()
+    torch.set_num_threads(1)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(["train", *args])
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0, err.getvalue()
+    return err.getvalue()
+
+
+def two_ranks(*args: str) -> list[subprocess.CompletedProcess]:
+    """`python -m transformer ARGS` as the two processes of one job, each started with the environment torchrun
+    gives its ranks (its launcher is the fixture's and the kill test's to check)."""
+    rendezvous = {**ENV, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": "2",
+                  "LOCAL_WORLD_SIZE": "2"}
+    procs = [subprocess.Popen([sys.executable, "-m", "transformer", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env={**rendezvous, "RANK": str(rank), "LOCAL_RANK": str(rank)}) for rank in range(2)]
+    try:
+        outputs = [p.communicate(timeout=300) for p in procs]
+        return [subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(procs, outputs, strict=True)]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The same training as 2 processes x 8 examples (torchrun) and as 1 process x 16 examples."""
@@ -61,9 +95,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert two.returncode == 0, two.stderr
     assert f"global batch {2 * PER_RANK} = {PER_RANK} per process x 2" in two.stderr
     assert two.stdout.count("saved ") == 1  # only rank 0 saves and reports
-    one = run([sys.executable, "-m", "transformer", "train", *TINY, "--steps", str(STEPS), "--batch-size",
-               str(2 * PER_RANK), "--out", str(root / "one")])
-    assert one.returncode == 0, one.stderr
+    train_here(*TINY, "--steps", str(STEPS), "--batch-size", str(2 * PER_RANK), "--out", str(root / "one"))
     return {"two": root / "two", "one": root / "one"}
 
 
@@ -98,10 +130,9 @@ def test_a_two_process_checkpoint_resumes_in_one_process_with_its_step_and_optim
 
 def test_train_resume_continues_a_two_process_checkpoint_in_one_process(runs, tmp_path: Path) -> None:
     out = tmp_path / "resumed"
-    result = run([sys.executable, "-m", "transformer", "train", "--resume", str(runs["two"]), "--steps",
-                  str(STEPS + 2), "--batch-size", str(2 * PER_RANK), "--out", str(out), "--device", "cpu"])
-    assert result.returncode == 0, result.stderr
-    assert f"from step {STEPS} to {STEPS + 2}, batch {2 * PER_RANK} on cpu" in result.stderr
+    stderr = train_here("--resume", str(runs["two"]), "--steps", str(STEPS + 2), "--batch-size", str(2 * PER_RANK),
+                        "--out", str(out), "--device", "cpu")
+    assert f"from step {STEPS} to {STEPS + 2}, batch {2 * PER_RANK} on cpu" in stderr
     ckpt = load_checkpoint(out)
     assert ckpt.step == STEPS + 2 and [r["step"] for r in ckpt.history] == list(range(1, STEPS + 3))
 
@@ -109,15 +140,13 @@ def test_train_resume_continues_a_two_process_checkpoint_in_one_process(runs, tm
 @pytest.mark.parametrize("architecture, kinds", [("decoder-only", ("self",)), ("encoder-only", ("encoder_self",))])
 def test_the_one_stack_architectures_train_on_two_processes_as_on_one(tmp_path: Path, architecture: str,
                                                                        kinds: tuple[str, ...]) -> None:
-    """torchrun trains our decoder-only and encoder-only architectures too: the same weights as one process with the
-    global batch (the encoder-only model's masks drawn per example, so each rank masks its share as one process
+    """Two processes train our decoder-only and encoder-only architectures too: the same weights as one process with
+    the global batch (the encoder-only model's masks drawn per example, so each rank masks its share as one process
     does), and the checkpoint reopens as that family."""
     args = [*TINY, "--architecture", architecture, "--steps", str(STEPS)]
-    two = run(torchrun("train", *args, "--batch-size", str(PER_RANK), "--out", str(tmp_path / "two")))
-    assert two.returncode == 0, two.stderr
-    one = run([sys.executable, "-m", "transformer", "train", *args, "--batch-size", str(2 * PER_RANK), "--out",
-               str(tmp_path / "one")])
-    assert one.returncode == 0, one.stderr
+    for rank in two_ranks("train", *args, "--batch-size", str(PER_RANK), "--out", str(tmp_path / "two")):
+        assert rank.returncode == 0, rank.stderr
+    train_here(*args, "--batch-size", str(2 * PER_RANK), "--out", str(tmp_path / "one"))
     a, b = load_checkpoint(tmp_path / "two"), load_checkpoint(tmp_path / "one")
     assert a.model_config.architecture == b.model_config.architecture == architecture and a.step == STEPS
     assert_same_weights(a.model, b.model)
