@@ -14,9 +14,11 @@ from tests.helpers.hf_causal_models import build
 
 pytestmark = pytest.mark.slow
 
-# in a fresh interpreter: which folders it read ahead, and whether GPT-2's model code was imported (no weights read)
-PROBE = ("import sys; from ui.shell.serve import read_ahead_hf_code; print(read_ahead_hf_code()); "
-         "print('transformers.models.gpt2.modeling_gpt2' in sys.modules)")
+# in a fresh interpreter, for an empty models directory and then the test's: which folders it read ahead, and whether
+# GPT-2's model code was imported (no weights read)
+PROBE = ("import os, sys\nfrom ui.shell.serve import read_ahead_hf_code\n"
+         "for models in sys.argv[1:]:\n    os.environ['ATTENTION_STUDIO_HF_MODELS'] = models\n"
+         "    print(read_ahead_hf_code())\n    print('transformers.models.gpt2.modeling_gpt2' in sys.modules)")
 
 
 def test_the_models_directorys_code_is_imported_and_refused_folders_are_skipped(tmp_path):
@@ -27,10 +29,9 @@ def test_the_models_directorys_code_is_imported_and_refused_folders_are_skipped(
     vision = tmp_path / "vision-like"  # an image model: not a family the studio opens
     vision.mkdir()
     (vision / "config.json").write_text(json.dumps({"model_type": "vit"}))
-    env = {**os.environ, "ATTENTION_STUDIO_HF_MODELS": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.split("\n")[:2] == ["['gpt2-tiny']", "True"]
-    empty = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                           env={**env, "ATTENTION_STUDIO_HF_MODELS": str(tmp_path / "none")}, check=True)
-    assert empty.stdout.split("\n")[:2] == ["[]", "False"]  # nothing to read ahead: nothing imported
+    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "none"), str(tmp_path)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+                          check=True)
+    empty, full = done.stdout.split("\n")[:2], done.stdout.split("\n")[2:4]
+    assert empty == ["[]", "False"]  # nothing to read ahead: nothing imported
+    assert full == ["['gpt2-tiny']", "True"]

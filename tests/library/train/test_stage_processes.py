@@ -1,16 +1,15 @@
-"""The stage demo on several processes: the recipe's batch split between them, rank 0's rule stopping every rank
-when the picture is clean, and `train --stage` under torchrun."""
+"""The stage demo on several processes: the recipe's batch split between them and rank 0's rule stopping every rank
+when the picture is clean. `train --stage` under torchrun (the command `train --stage` launches itself) is
+tests/cli/test_cli_stage_processes.py's."""
 from __future__ import annotations
 
 import multiprocessing
 import os
-import subprocess
 import sys
 import types
 
 import pytest
 
-from tests.helpers import ROOT
 from transformer.cli.train_stage import stage_hint
 from transformer.data import TaskSpec, make_task
 from transformer.model import STAGE_RECIPES, CleanRule, stage_configs
@@ -69,16 +68,3 @@ def test_rank_0_s_clean_picture_stops_every_rank_at_the_same_step(monkeypatch: p
             if p.is_alive():
                 p.kill()
     assert outcome == [(0, CLEAN, EASY.check_every), (1, CLEAN, EASY.check_every)]
-
-
-@pytest.mark.slow
-def test_train_stage_under_torchrun_splits_the_recipe_s_batch(tmp_path):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "transformer",
-           "train", "--task", "reverse", "--stage", "--n-train", "200", "--n-valid", "20", "--steps", "2",
-           "--d-model", "16", "--probe-frames", "0", "--device", "cpu", "--out", str(tmp_path / "rev")]
-    done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "global batch 128 = 64 per process x 2" in done.stderr
-    assert done.stdout.count("stage demo: the picture is not clean yet at step 2") == 1  # rank 0 alone says it
-    assert (tmp_path / "rev" / "config.json").is_file()
