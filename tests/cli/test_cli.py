@@ -60,7 +60,7 @@ def test_train_shows_progress_saves_and_prints_a_summary(trained) -> None:
 @pytest.mark.slow  # a real process or a full evaluation
 def test_eval_prints_one_json_object_with_the_metrics(trained) -> None:
     out, _ = trained
-    result = cli("eval", str(out), "--n", "10")
+    result = in_process("eval", str(out), "--n", "10")
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)
     assert {"exact_match", "token_accuracy", "loss", "n"} <= set(metrics)
@@ -72,7 +72,7 @@ def test_eval_prints_one_json_object_with_the_metrics(trained) -> None:
 def test_decode_prints_the_greedy_output_and_writes_the_trace(trained, tmp_path: Path) -> None:
     out, _ = trained
     trace_path = tmp_path / "trace.json"
-    result = cli("decode", str(out), "abcdef", "--top-k", "3", "--trace-json", str(trace_path), "--verbose")
+    result = in_process("decode", str(out), "abcdef", "--top-k", "3", "--trace-json", str(trace_path), "--verbose")
     assert result.returncode == 0, result.stderr
     ckpt = load_checkpoint(out)
     expected = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), "abcdef", top_k=3)
