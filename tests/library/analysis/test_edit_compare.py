@@ -84,3 +84,17 @@ def test_a_swapped_character_marks_the_first_divergence():
 def test_an_empty_or_identical_edit_is_refused(b, message):
     with pytest.raises(InputError, match=message):
         compare_edit(open_model("checkpoints/reverse"), "abcdef", b)
+
+
+def test_block_copied_maps_equal_gathered_ones(monkeypatch):
+    """An insertion and a deletion: the aligned maps copied as blocks of positions in order are the gathered ones."""
+    from transformer.analysis.compare import edit_compare
+    adapter = open_model("checkpoints/toy-en-de")
+    texts = "the dog sees the cat", "the big dog sees cat"
+    blocks = compare_edit(adapter, *texts)
+    monkeypatch.setattr(edit_compare, "MAX_BLOCKS", 0)
+    gathered = compare_edit(adapter, *texts)
+    for kind, diff in blocks.differences.items():
+        assert "inserted" in diff.query_status or kind == "decoder_self"
+        np.testing.assert_array_equal(diff.a, gathered.differences[kind].a)
+        np.testing.assert_array_equal(diff.b, gathered.differences[kind].b)

@@ -95,13 +95,36 @@ class AlignedDifference:
         return mean, peak
 
 
+MAX_BLOCKS = 64  # runs of rows x runs of columns copied block by block; more (a scattered edit): gathered
+
+
+def _runs(index: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first aligned position, first own position, length) of each run of consecutive own positions in `index`
+    (-1: none)."""
+    present = np.flatnonzero(index >= 0)
+    if not present.size:
+        return []
+    breaks = np.flatnonzero((np.diff(present) != 1) | (np.diff(index[present]) != 1)) + 1
+    return [(int(present[a]), int(index[present[a]]), int(b - a))
+            for a, b in zip(np.r_[0, breaks], np.r_[breaks, present.size], strict=True)]
+
+
 def _on_axes(w: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """w (L, H, Q, K) on the aligned rows and columns (-1: a row or column this side lacks, NaN); read-only, and
-    w itself (no copy) where every row and column is its own."""
+    w itself (no copy) where every row and column is its own. An edit leaves long runs of positions in order: those
+    blocks are copied whole, one pass over the maps (a kind's maps are 0.8 GB a side at bart-large's shape and 1,024
+    tokens)."""
     if np.array_equal(rows, np.arange(w.shape[2])) and np.array_equal(cols, np.arange(w.shape[3])):
         grid = w.view()
     else:
-        grid = np.take(np.take(w, np.clip(rows, 0, None), axis=2), np.clip(cols, 0, None), axis=3)
+        row_runs, col_runs = _runs(rows), _runs(cols)
+        if len(row_runs) * len(col_runs) <= MAX_BLOCKS:
+            grid = np.empty((*w.shape[:2], len(rows), len(cols)), dtype=w.dtype)
+            for r, r_own, n_r in row_runs:
+                for c, c_own, n_c in col_runs:
+                    grid[:, :, r:r + n_r, c:c + n_c] = w[:, :, r_own:r_own + n_r, c_own:c_own + n_c]
+        else:
+            grid = np.take(np.take(w, np.clip(rows, 0, None), axis=2), np.clip(cols, 0, None), axis=3)
         grid[:, :, rows < 0] = np.nan
         grid[:, :, :, cols < 0] = np.nan
     grid.flags.writeable = False  # it may be the decode's own (cached) trace

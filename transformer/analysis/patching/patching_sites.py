@@ -57,7 +57,14 @@ def _head(setup: PatchingSetup, kind: str, layer: int, head: int, n_heads: int,
 def residual_site(setup: PatchingSetup, stack: str, i: int, positions: Sequence[int] | None = None,
                   site: str = "residual") -> Site:
     """The residual of `stack` after layer i at the given clean positions (None: every aligned one) as one run."""
-    pairs = [p for p in setup.alignment[stack].aligned if positions is None or p[0] in positions]
+    wanted = None if positions is None else set(positions)
+    pairs = [p for p in setup.alignment[stack].aligned if wanted is None or p[0] in wanted]
+    return _residual_site(setup, stack, i, pairs, site)
+
+
+def _residual_site(setup: PatchingSetup, stack: str, i: int, pairs: Sequence[tuple[int, int]],
+                   site: str = "residual") -> Site:
+    """`residual_site` for aligned (clean, corrupted) position pairs already picked."""
     label = setup.tokens[stack][0][pairs[0][0]] if len(pairs) == 1 else "(all)"
     return Site(site, stack, i, -1, pairs[0][0] if len(pairs) == 1 else ALL_POSITIONS, label,
                 (_residual(setup, stack, i, pairs),))
@@ -69,8 +76,8 @@ def sites_of(adapter: InspectableModel, setup: PatchingSetup, which: Sequence[st
     family, counts = adapter.family, adapter.head_counts()
     if ENCODER_OUTPUT in which and family.has_cross:
         last = len(setup.clean.residual["encoder"]) - 1
-        out += [residual_site(setup, "encoder", last, [a], ENCODER_OUTPUT)
-                for a, _ in setup.alignment["encoder"].aligned]
+        out += [_residual_site(setup, "encoder", last, [pair], ENCODER_OUTPUT)
+                for pair in setup.alignment["encoder"].aligned]
     if HEADS in which:
         for kind in family.kinds:
             n_layers, n_heads = counts[kind]
@@ -85,14 +92,14 @@ def sites_of(adapter: InspectableModel, setup: PatchingSetup, which: Sequence[st
     if HEAD_POSITIONS in which and family.encoder_kind is not None and family.has_cross:
         kind = family.encoder_kind
         n_layers, n_heads = counts[kind]
+        aligned = setup.alignment["encoder"].aligned
         out += [Site(HEAD_POSITIONS, kind, layer, head, a, setup.tokens["encoder"][0][a],
                      (_head(setup, kind, layer, head, n_heads, [(a, b)]),))
-                for layer in range(n_layers) for head in range(n_heads)
-                for a, b in setup.alignment["encoder"].aligned]
+                for layer in range(n_layers) for head in range(n_heads) for a, b in aligned]
     if RESIDUAL_STREAM in which:
-        for stack, residual in setup.clean.residual.items():
-            out += [residual_site(setup, stack, i, [a]) for i in range(len(residual))
-                    for a, _ in setup.alignment[stack].aligned]
+        for stack, residual in setup.clean.residual.items():  # one position a run: its pair, not a search for it
+            aligned = setup.alignment[stack].aligned
+            out += [_residual_site(setup, stack, i, [pair]) for i in range(len(residual)) for pair in aligned]
     return out
 
 

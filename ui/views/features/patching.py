@@ -26,7 +26,7 @@ from transformer.analysis import (
     preview_patching,
 )
 from transformer.charts import PATCH_CELL, clicked_patch_cell, patching_heatmap
-from transformer.decode import ALL_TITLES, DecodeResult, InputError, greedy_decode
+from transformer.decode import ALL_TITLES, DecodeResult, InputError
 from ui.models import ActiveModel
 from ui.server import shared
 
@@ -38,6 +38,7 @@ from ..kit import (
     analysis_result,
     can_start,
     chart_heading,
+    greedy,
     md,
     md_token,
     model_caption,
@@ -234,14 +235,14 @@ def _site_value(site: Site, step: int) -> str:
 
 
 @shared
-def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str
-             ) -> tuple[DecodeResult, DecodeResult, str]:
+def _patched(model_key: str, _active: ActiveModel, clean: str, corrupted: str, value: str, output: tuple[int, ...]
+             ) -> tuple[DecodeResult, str]:
     adapter = _active.adapter
     name, where, layer, head, position, *step = value.split("|")
-    setup = prepare_patching(adapter, clean, corrupted, step=int(step[0]) - 1 if step else 0)
+    setup = prepare_patching(adapter, clean, corrupted, step=int(step[0]) - 1 if step else 0, output=output)
     site = find_site(adapter, setup, {"site": name, "where": where, "layer": int(layer), "head": int(head),
                                  "position": int(position)})
-    return patched_decode(adapter, setup, site), greedy_decode(adapter, corrupted), _site_label(site)
+    return patched_decode(adapter, setup, site), _site_label(site)
 
 
 def _stop_patching() -> None:
@@ -257,9 +258,10 @@ def show_patched_link(sel: Selection) -> None:
     if not clean or not value:
         return
     with st.expander(f"Patched in from ‹{clean}›", expanded=True, icon=":material/swap_horiz:"):
-        try:
+        try:  # both plain decodes are the pages' cached ones (Compare decoded both inputs; this page, its own)
+            plain, clean_output = greedy(active, text), tuple(s.token_id for s in greedy(active, clean).steps)
             with st.spinner("Decoding with the patch…", show_time=True):
-                patched, plain, label = _patched(active.cache_key, active, clean, text, value)
+                patched, label = _patched(active.cache_key, active, clean, text, value, clean_output)
         except (InputError, KeyError) as exc:
             st.info(f"No patched decode for this input: {str(exc).strip(chr(39) + chr(34))}", icon=":material/info:")
         else:
