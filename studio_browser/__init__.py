@@ -6,7 +6,7 @@ server (the app on a free local port, started as `make run` starts it; the port 
 never on the clock) and actions (what a user does).
 """
 from .actions import choose, open_page, open_select, pick_option
-from .chromium import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, chromium_missing, launch_chromium, new_page
+from .chromium import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, SharedChromium, chromium_missing, launch_chromium, new_page
 from .server import ROOT, AppServer, AppStartError, running_app, shipped_checkpoints
 from .waits import (
     EXCEPTION,
@@ -28,7 +28,7 @@ from .waits import (
 )
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "EXCEPTION", "IDLE_JS", "PAGE_SETUP_JS", "ROOT", "VIEWPORT",
-           "VIEW_JS", "AppServer", "AppStartError", "PageView", "charts_condition", "choose", "chromium_missing",
-           "decode_step_condition", "last_press", "launch_chromium", "new_page", "open_page", "open_select",
-           "page_errors", "pick_option", "running_app", "runs_finished", "shipped_checkpoints", "view_from",
-           "wait_charts", "wait_decode_step", "wait_for", "wait_idle", "wait_rerun"]
+           "VIEW_JS", "AppServer", "AppStartError", "PageView", "SharedChromium", "charts_condition", "choose",
+           "chromium_missing", "decode_step_condition", "last_press", "launch_chromium", "new_page", "open_page",
+           "open_select", "page_errors", "pick_option", "running_app", "runs_finished", "shipped_checkpoints",
+           "view_from", "wait_charts", "wait_decode_step", "wait_for", "wait_idle", "wait_rerun"]

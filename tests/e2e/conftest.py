@@ -1,15 +1,18 @@
 """The browser tests' shared pieces: every test here is marked `browser` (left out of `make test-fast`) and skips
 with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is a fresh
 app on the tiny checkpoint for each test (the tests that train), `page` a headless Chromium tab on it; `tiny_app` and
-`shipped_app` are one server per worker, shared by the tests that only read. The driving code itself (servers,
+`shipped_app` are one server per worker, shared by the tests that only read; `browser` is the worker's one Chromium,
+lent to each test (whose contexts are closed after it: a test opens its pages in fresh contexts, so nothing it did
+carries over to the next). The driving code itself (servers,
 Chromium, waits) is `studio_browser`, which bench/ uses too."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
-from studio_browser import chromium_missing, launch_chromium, new_page, running_app
+from studio_browser import SharedChromium, chromium_missing, new_page, running_app
 from tests.helpers import ARTIFACTS
 
 
@@ -30,22 +33,15 @@ def server(tiny_checkpoint_dir, tmp_path):
 
 
 @pytest.fixture
-def page(server, request):
+def page(server, browser, request):
     """A headless Chromium page on the app's home page."""
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            tab = new_page(browser)
-            tab.set_default_timeout(30_000)
-            tab.goto(server.url)
-            yield tab
-            # what the page showed when the test ended (passed or failed)
-            tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))
-        finally:
-            browser.close()
+    tab = new_page(browser)
+    tab.set_default_timeout(30_000)
+    tab.goto(server.url)
+    yield tab
+    # what the page showed when the test ended (passed or failed)
+    tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))
 
 
 QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)  # Qwen2-0.5B's heads, tiny width
@@ -78,15 +74,20 @@ def tiny_app(tiny_checkpoint_dir, tmp_path_factory):
         yield app
 
 
-@pytest.fixture(scope="module")
-def shared_browser():
-    """One headless Chromium for a module's tests, each opening its own contexts (module-scoped: Playwright's sync API
-    cannot start twice in one thread, and other modules start their own)."""
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[SharedChromium]:
+    """One headless Chromium (and one Playwright driver) per worker for every browser test: Playwright's sync API
+    cannot start twice in one thread, and a start costs about 0.8 s of CPU."""
+    shared = SharedChromium()
+    try:
+        yield shared
+    finally:
+        shared.close()
 
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            yield browser
-        finally:
-            browser.close()
+
+@pytest.fixture
+def browser(chromium: SharedChromium) -> Iterator[Any]:
+    """The worker's Chromium, lent to one test: each page the test opens is in a fresh context (`new_page`), and every
+    context it opened is closed after it."""
+    with chromium.lent() as lent:
+        yield lent

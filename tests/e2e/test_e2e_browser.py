@@ -10,7 +10,6 @@ from studio_browser import (
     VIEW_JS,
     choose,
     decode_step_condition,
-    launch_chromium,
     new_page,
     open_page,
     page_errors,
@@ -218,11 +217,9 @@ def test_a_reload_re_attaches_to_the_run_and_the_decode_view_follows_its_weights
     assert "Traceback" not in server.log_text()
 
 
-def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoint_dir, tmp_path):
+def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoint_dir, tmp_path, browser):
     """Pick a tiny Marian folder of the models directory, walk two steps of its greedy decode. Every wait
     is for what the page shows (the card, the step heading, a chart with the typed text's pieces), never for idle."""
-    from playwright.sync_api import sync_playwright
-
     from tests.helpers.hf_tiny_models import build
     from transformer.adapters import HFSeq2Seq
     from transformer.decode import greedy_decode
@@ -232,29 +229,25 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
     expected = greedy_decode(HFSeq2Seq.load(str(folder)), text)
     n = len(expected.steps)
     env = {"ATTENTION_STUDIO_HF_MODELS": str(folder.parent)}
-    with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app, sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            page = new_page(browser)
-            page.set_default_timeout(60_000)
-            page.goto(app.url)
-            page.locator(".st-key-sidebar_model [role='combobox']").wait_for()
-            choose(page, "sidebar_model", "tiny-marian  ·  Hugging Face")
-            page.get_by_text("(imported, not trained here)").wait_for()  # the sidebar card of the HF model
-            page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Decode", exact=True).click()
-            box = page.locator(".st-key-decode_text input")
-            box.fill(text)
-            box.press("Enter")
-            # the step heading and a chart over the typed text's source pieces ("▁bird" is not in the example text)
-            view = _wait_shown(page, f"Step 1 of {n}: ", "▁bird")
-            assert f"output ‹{expected.steps[0].token}›" in view.heading
-            page.locator(".st-key-decode_next button").click()
-            view = _wait_shown(page, f"Step 2 of {n}: ", "▁bird")
-            assert f"output ‹{expected.steps[1].token}›" in view.heading
-            _assert_no_errors(page)
-            _shot(page, "hf_decode_step")
-        finally:
-            browser.close()
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app:
+        page = new_page(browser)
+        page.set_default_timeout(60_000)
+        page.goto(app.url)
+        page.locator(".st-key-sidebar_model [role='combobox']").wait_for()
+        choose(page, "sidebar_model", "tiny-marian  ·  Hugging Face")
+        page.get_by_text("(imported, not trained here)").wait_for()  # the sidebar card of the HF model
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Decode", exact=True).click()
+        box = page.locator(".st-key-decode_text input")
+        box.fill(text)
+        box.press("Enter")
+        # the step heading and a chart over the typed text's source pieces ("▁bird" is not in the example text)
+        view = _wait_shown(page, f"Step 1 of {n}: ", "▁bird")
+        assert f"output ‹{expected.steps[0].token}›" in view.heading
+        page.locator(".st-key-decode_next button").click()
+        view = _wait_shown(page, f"Step 2 of {n}: ", "▁bird")
+        assert f"output ‹{expected.steps[1].token}›" in view.heading
+        _assert_no_errors(page)
+        _shot(page, "hf_decode_step")
 
 
 def _wait_shown(page, heading: str, piece: str):
@@ -268,23 +261,18 @@ def _wait_shown(page, heading: str, piece: str):
     return view_from(page.evaluate(VIEW_JS))
 
 
-def test_the_app_works_as_streamlit_ships_it_without_our_server_patches(tiny_checkpoint_dir, tmp_path, decoded):
+def test_the_app_works_as_streamlit_ships_it_without_our_server_patches(tiny_checkpoint_dir, tmp_path, decoded,
+                                                                       browser):
     """ATTENTION_STUDIO_SERVER_PATCHES=off: no TCP_NODELAY, static files, preloaded chunks or link read-ahead of
     ours; a shared Decode link still opens on its step with the decode drawn."""
-    from playwright.sync_api import sync_playwright
-
     env = {"ATTENTION_STUDIO_SERVER_PATCHES": "off"}
-    with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app, sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            page = new_page(browser)
-            page.goto(f"{app.url}/decode?model=shipped:reverse&text={decoded.source_text}&step=2")
-            view = wait_decode_step(page, 2, timeout_ms=60_000)
-            assert f"output ‹{decoded.steps[1].token}›" in view.heading
-            # the first request of a fresh server was a page's own address: the frame's navigation is there, with
-            # the registry's titles (not Streamlit's legacy pages/ folder navigation: ui/shell/frame.py)
-            nav = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-            assert [t.strip().splitlines()[-1] for t in nav] == [p.title for p in PAGES]  # after the icon's name
-            _assert_no_errors(page)
-        finally:
-            browser.close()
+    with running_app(tiny_checkpoint_dir, tmp_path / "runs", extra_env=env) as app:
+        page = new_page(browser)
+        page.goto(f"{app.url}/decode?model=shipped:reverse&text={decoded.source_text}&step=2")
+        view = wait_decode_step(page, 2, timeout_ms=60_000)
+        assert f"output ‹{decoded.steps[1].token}›" in view.heading
+        # the first request of a fresh server was a page's own address: the frame's navigation is there, with
+        # the registry's titles (not Streamlit's legacy pages/ folder navigation: ui/shell/frame.py)
+        nav = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+        assert [t.strip().splitlines()[-1] for t in nav] == [p.title for p in PAGES]  # after the icon's name
+        _assert_no_errors(page)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
-from studio_browser import launch_chromium, new_page, page_errors, wait_charts, wait_idle
+from studio_browser import new_page, page_errors, wait_charts, wait_idle
 from tests.helpers import ARTIFACTS
 
 WIDTH, HEIGHT = 1280, 720
@@ -44,50 +44,43 @@ def _fits(page) -> None:
     assert page.evaluate("() => document.documentElement.scrollWidth") <= WIDTH
 
 
-def test_the_features_page_finder_a_features_page_and_back_at_1280_px(shipped_app):
-    from playwright.sync_api import sync_playwright
-
+def test_the_features_page_finder_a_features_page_and_back_at_1280_px(shipped_app, browser):
     app, logged = shipped_app, len(shipped_app.log_text())
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            page = new_page(browser)
-            page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
-            # beside the model's card on another page: the form opens on the Features page, resid:L2 preselected
-            page.goto(f"{app.url}/train?{urlencode(MODEL)}")
-            page.locator(".st-key-sidebar_dictionary_train button").first.click(timeout=120_000)
-            site = page.locator(".st-key-dictionary_train_site input")
-            site.wait_for(timeout=60_000)
-            assert site.input_value() == "resid:L2" and "/dictionary?" in page.url
-            _fits(page)
-            # the link names the previous-token feature; its features read over 300 of the task's streams
-            link = urlencode({**MODEL, "dict": "induction-resid-L2", "feature": PREVIOUS_IS_3})
-            page.goto(f"{app.url}/dictionary?{link}")
-            page.locator(".st-key-dictionary_features_run button").click(timeout=60_000)
-            wait_charts(page, r"by activation decile", 1, timeout_ms=180_000)
-            assert _feature_shown(page) == PREVIOUS_IS_3
-            assert {before for before, _ in _top_decile(page)} == {"3"}  # each right after `3`
-            _fits(page)
-            # the finder: top tokens containing 3, the first row (the commonest: "the current token is 3") picked
-            box = page.locator(".st-key-dictionary_features_token input")
-            box.fill("3")
-            box.press("Enter")
-            page.get_by_text(re.compile(r"^[1-9] features shown")).wait_for(timeout=60_000)
-            wait_idle(page, 60_000)
-            grid = page.locator('[class*="st-key-dictionary_features_finder"]').first.bounding_box()
-            page.mouse.click(grid["x"] + 18, grid["y"] + 35 + 17)  # the first row's selection box
-            page.wait_for_function(f"() => !document.body.innerText.includes('Feature #{PREVIOUS_IS_3}')",
-                                   timeout=60_000)
-            assert _feature_shown(page) == CURRENT_IS_3 and f"feature={CURRENT_IS_3}" in page.url
-            assert {token for _, token in _top_decile(page)} == {"3"}  # each on `3`
-            _fits(page)
-            page.screenshot(path=str(ARTIFACTS / "e2e_features_picked.png"))
-            # Back: the feature the link named
-            page.go_back()
-            page.wait_for_function(f"() => document.body.innerText.includes('Feature #{PREVIOUS_IS_3}')",
-                                   timeout=60_000)
-            assert _feature_shown(page) == PREVIOUS_IS_3
-            _fits(page)
-        finally:
-            browser.close()
+    page = new_page(browser)
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    # beside the model's card on another page: the form opens on the Features page, resid:L2 preselected
+    page.goto(f"{app.url}/train?{urlencode(MODEL)}")
+    page.locator(".st-key-sidebar_dictionary_train button").first.click(timeout=120_000)
+    site = page.locator(".st-key-dictionary_train_site input")
+    site.wait_for(timeout=60_000)
+    assert site.input_value() == "resid:L2" and "/dictionary?" in page.url
+    _fits(page)
+    # the link names the previous-token feature; its features read over 300 of the task's streams
+    link = urlencode({**MODEL, "dict": "induction-resid-L2", "feature": PREVIOUS_IS_3})
+    page.goto(f"{app.url}/dictionary?{link}")
+    page.locator(".st-key-dictionary_features_run button").click(timeout=60_000)
+    wait_charts(page, r"by activation decile", 1, timeout_ms=180_000)
+    assert _feature_shown(page) == PREVIOUS_IS_3
+    assert {before for before, _ in _top_decile(page)} == {"3"}  # each right after `3`
+    _fits(page)
+    # the finder: top tokens containing 3, the first row (the commonest: "the current token is 3") picked
+    box = page.locator(".st-key-dictionary_features_token input")
+    box.fill("3")
+    box.press("Enter")
+    page.get_by_text(re.compile(r"^[1-9] features shown")).wait_for(timeout=60_000)
+    wait_idle(page, 60_000)
+    grid = page.locator('[class*="st-key-dictionary_features_finder"]').first.bounding_box()
+    page.mouse.click(grid["x"] + 18, grid["y"] + 35 + 17)  # the first row's selection box
+    page.wait_for_function(f"() => !document.body.innerText.includes('Feature #{PREVIOUS_IS_3}')",
+                           timeout=60_000)
+    assert _feature_shown(page) == CURRENT_IS_3 and f"feature={CURRENT_IS_3}" in page.url
+    assert {token for _, token in _top_decile(page)} == {"3"}  # each on `3`
+    _fits(page)
+    page.screenshot(path=str(ARTIFACTS / "e2e_features_picked.png"))
+    # Back: the feature the link named
+    page.go_back()
+    page.wait_for_function(f"() => document.body.innerText.includes('Feature #{PREVIOUS_IS_3}')",
+                           timeout=60_000)
+    assert _feature_shown(page) == PREVIOUS_IS_3
+    _fits(page)
     assert "Traceback" not in app.log_text()[logged:]

@@ -69,8 +69,8 @@ def _decode_first_screen(page, where: str) -> dict:
     return boxes
 
 
-def test_decode_after_a_sentence_shows_next_and_the_steps_map_on_the_first_screen(shipped_app, shared_browser):
-    page = _open(shared_browser, f"{shipped_app.url}/decode")
+def test_decode_after_a_sentence_shows_next_and_the_steps_map_on_the_first_screen(shipped_app, browser):
+    page = _open(browser, f"{shipped_app.url}/decode")
     box = page.locator(".st-key-decode_text input")
     before = runs_finished(page)
     box.fill(SENTENCE)
@@ -87,8 +87,8 @@ def test_decode_after_a_sentence_shows_next_and_the_steps_map_on_the_first_scree
     page.context.close()
 
 
-def test_attention_shows_its_map_near_the_top_of_the_first_screen(shipped_app, shared_browser):
-    page = _open(shared_browser, f"{shipped_app.url}/attention?{urlencode({'text': SENTENCE})}")
+def test_attention_shows_its_map_near_the_top_of_the_first_screen(shipped_app, browser):
+    page = _open(browser, f"{shipped_app.url}/attention?{urlencode({'text': SENTENCE})}")
     boxes = page.evaluate(BOXES_JS)
     assert boxes["attentionMap"] is not None and boxes["attentionMap"]["top"] <= 620, boxes
     _legends_whole(page, "Attention")
@@ -98,8 +98,8 @@ def test_attention_shows_its_map_near_the_top_of_the_first_screen(shipped_app, s
 
 @pytest.mark.parametrize("label", ["The anti-diagonal of reversal", "The sorting head", "A word-alignment head",
                                    "Translation step by step"])
-def test_each_home_example_lands_on_what_it_promises(shipped_app, shared_browser, label):
-    page = _open(shared_browser, shipped_app.url)
+def test_each_home_example_lands_on_what_it_promises(shipped_app, browser, label):
+    page = _open(browser, shipped_app.url)
     before = runs_finished(page)
     page.locator('[data-testid="stMain"] a', has_text=label).click()
     wait_rerun(page, before, 120_000)
@@ -121,18 +121,18 @@ def test_each_home_example_lands_on_what_it_promises(shipped_app, shared_browser
     page.context.close()
 
 
-def test_homes_try_it_map_keeps_its_legend_for_a_long_output(shipped_app, shared_browser):
+def test_homes_try_it_map_keeps_its_legend_for_a_long_output(shipped_app, browser):
     text = "Two young children in blue shirts are playing soccer on a green field near a large old stone house."
-    page = _open(shared_browser, f"{shipped_app.url}/?{urlencode({'text': text})}")
+    page = _open(browser, f"{shipped_app.url}/?{urlencode({'text': text})}")
     _legends_whole(page, "Home's Try it")
     assert page_errors(page) == []
     page.context.close()
 
 
-def test_a_page_key_in_presenter_mode_keeps_the_model_picked_in_the_sidebar(shipped_app, shared_browser):
+def test_a_page_key_in_presenter_mode_keeps_the_model_picked_in_the_sidebar(shipped_app, browser):
     """Decode visited on one model, the sidebar's pick changed on Home, presenter mode on, PageDown: Decode shows
     the model picked, not the one of its last link."""
-    page = _open(shared_browser, f"{shipped_app.url}/decode")
+    page = _open(browser, f"{shipped_app.url}/decode")
     before = runs_finished(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home", exact=True).click()
     wait_rerun(page, before, 120_000)
@@ -154,10 +154,10 @@ def test_a_page_key_in_presenter_mode_keeps_the_model_picked_in_the_sidebar(ship
     page.context.close()
 
 
-def test_a_reloaded_page_asks_nothing_outside_and_gets_no_404(shipped_app, shared_browser):
+def test_a_reloaded_page_asks_nothing_outside_and_gets_no_404(shipped_app, browser):
     """Offline noise: a page opened at its own address (and reloaded) asks no font server for its icon, and finds the
     server's health check and host config at the first address it tries."""
-    context = shared_browser.new_context(viewport=SCREEN)
+    context = browser.new_context(viewport=SCREEN)
     context.add_init_script(PAGE_SETUP_JS)
     page = context.new_page()
     outside, missing = [], []
@@ -173,15 +173,15 @@ def test_a_reloaded_page_asks_nothing_outside_and_gets_no_404(shipped_app, share
     context.close()
 
 
-def test_shipped_models_open_on_inputs_they_read(shipped_app, shared_browser):
+def test_shipped_models_open_on_inputs_they_read(shipped_app, browser):
     """The recall model opens on one of its streams (not the letters' fallback "attentionisall"), and Compare's model
     B reads model A's sentence (no other shipped model reads Multi30k's, so B is A, and the page says so)."""
-    page = _open(shared_browser, f"{shipped_app.url}/decode?{urlencode({'model': 'shipped:recall'})}")
+    page = _open(browser, f"{shipped_app.url}/decode?{urlencode({'model': 'shipped:recall'})}")
     text = page.locator(".st-key-decode_text :is(input, textarea)").first.input_value()
     assert text != "attentionisall" and len(text) >= 72, text  # a recall stream: 72 symbols or more
     assert "vocabulary" not in page.locator('[data-testid="stMain"]').inner_text()
     page.context.close()
-    page = _open(shared_browser, f"{shipped_app.url}/compare")
+    page = _open(browser, f"{shipped_app.url}/compare")
     assert "compare=shipped%3Amulti30k-en-de" in page.url, page.url  # B, as the page's link names it
     main = page.locator('[data-testid="stMain"]').inner_text()
     assert "B is A itself" in main and "Not in the model's vocabulary" not in main
@@ -189,11 +189,11 @@ def test_shipped_models_open_on_inputs_they_read(shipped_app, shared_browser):
     page.context.close()
 
 
-def test_a_click_on_a_map_cell_answers_on_the_screen(shipped_app, shared_browser):
+def test_a_click_on_a_map_cell_answers_on_the_screen(shipped_app, browser):
     """A click on a cell of Attention's map opens "What made this score" and brings it onto the screen (it sits
     below the map), numbered from 1 as the map's pickers are."""
     query = {"text": SENTENCE, "kind": "cross", "layer": "1", "head": "1"}
-    page = _open(shared_browser, f"{shipped_app.url}/attention?{urlencode(query)}")
+    page = _open(browser, f"{shipped_app.url}/attention?{urlencode(query)}")
     boxes = page.evaluate(BOXES_JS)
     assert boxes["attentionMap"] is not None, boxes
     area = page.locator('.st-key-attention_heatmap [data-testid="stVegaLiteChart"]').first.bounding_box()
@@ -216,12 +216,12 @@ LONG = ("Two young children in blue shirts are playing soccer on a green field n
 
 
 @pytest.mark.parametrize("text", [SENTENCE, LONG])
-def test_presenter_decode_keeps_the_map_next_and_the_output_card_on_the_first_screen(shipped_app, shared_browser,
+def test_presenter_decode_keeps_the_map_next_and_the_output_card_on_the_first_screen(shipped_app, browser,
                                                                                     text):
     """Presenter mode at 1280x720: beside the step's map, Prev and Next and the output card (its first tokens, for a
     long output) end above 720 px, also for a 35-token source whose map was drawn across the page with the side
     column under it."""
-    page = _open(shared_browser, f"{shipped_app.url}/decode?{urlencode({'text': text, 'present': '1'})}")
+    page = _open(browser, f"{shipped_app.url}/decode?{urlencode({'text': text, 'present': '1'})}")
     _decode_first_screen(page, "presenting")
     card = page.locator(".st-key-decode_output_greedy")
     first_token = card.locator('span[title^="position 1"]').first.bounding_box()

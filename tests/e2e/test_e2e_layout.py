@@ -1,7 +1,7 @@
 """In a real browser at 1400x1000 (the window a newcomer first tried): every chart fits its column, the per-head
 statistics table needs no horizontal scrolling, horizontal axis labels do not overprint each other, no label or
 text is cut short with "…", and a chart's toolbar offers no PNG of its own beside the page's PNG / SVG buttons.
-One server per worker (`shipped_app`) and one Chromium for the module (`shared_browser`): each page opens in a fresh
+One server per worker (`shipped_app`) and one Chromium per worker (`browser`): each page opens in a fresh
 context (its own session), and the walk over every page is one case per page, so the workers share it out."""
 from __future__ import annotations
 
@@ -71,9 +71,9 @@ def _visible_pngs_on_hover(page) -> list[int]:
     return counts
 
 
-def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(shipped_app, shared_browser):
+def test_charts_fit_tables_do_not_scroll_and_no_second_png_at_1400_by_1000(shipped_app, browser):
     for path, params, drawn in PAGES:
-        page = new_page(shared_browser)  # new_page sets the 1400x1000 viewport
+        page = new_page(browser)  # new_page sets the 1400x1000 viewport
         page.goto(f"{shipped_app.url}/{path}?{urlencode({'model': 'shipped:toy-en-de', **params})}")
         wait_for(page, drawn, 90_000)
         wait_idle(page)
@@ -102,7 +102,7 @@ FIT_JS = r"""() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"
 GAP_PX = 48  # a chart in a column may reach into the gap beside it, not over its neighbour
 
 
-def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(shipped_app, shared_browser):
+def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(shipped_app, browser):
     """About 130 source tokens on the shipped Multi30k model: the maps show a window of keys across the page (Home's
     its first keys), token strips wrap within it, and what is still wider (a head grid, Compare's difference map)
     scrolls inside its own box."""
@@ -113,7 +113,7 @@ def test_a_long_input_fits_a_1280_px_window_on_every_page_that_draws_it(shipped_
              # (its difference map of ~2,400 cells draws on canvas: no text to wait for, so any two charts drawn)
              ("compare", {"compare": "shipped:multi30k-en-de"}, charts_condition("", 2), True)]
     for path, params, drawn, windowed in views:
-        page = new_page(shared_browser)
+        page = new_page(browser)
         page.set_viewport_size({"width": 1280, "height": 800})
         query = urlencode({"model": "shipped:multi30k-en-de", "text": text, **params})
         page.goto(f"{shipped_app.url}/{path}?{query}")
@@ -186,13 +186,13 @@ WALK_CASES = [pytest.param(model, size, present, path,
 
 
 @pytest.mark.parametrize(("model", "size", "present", "path"), WALK_CASES)
-def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(shipped_app, shared_browser, model, size,
+def test_no_overlap_cut_label_overwide_chart_or_stray_legend_on_any_page(shipped_app, browser, model, size,
                                                                           present, path):
     query = {"model": model, **({"text": TEXT} if path.split("?")[0] in INPUT_PAGES else {}),
              **({"present": "1"} if present else {})}
     url = f"{shipped_app.url}/{path}{'&' if '?' in path else '?'}{urlencode(query)}"
     started = STARTED.get(path, []) if (model, size) == WALKS[0][:2] else []
-    found = _open_checked(shared_browser, url, size, started)
+    found = _open_checked(browser, url, size, started)
     problems = [f"{what}: {found[what][:4]}" for what in found if found[what]]
     assert problems == [], "\n".join(problems)
 
@@ -214,13 +214,13 @@ def _layout_found(page) -> dict:
     return {what: boxes for what, boxes in page.evaluate(LAYOUT_CHECK_JS).items() if boxes}
 
 
-def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(shipped_app, shared_browser):
+def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_screen(shipped_app, browser):
     import re
 
     from tests.e2e.test_e2e_presenter import FIRST_SCREEN_JS
     from tests.helpers.hf_causal_models import lines
 
-    page = new_page(shared_browser)
+    page = new_page(browser)
     page.set_viewport_size({"width": 1280, "height": 720})
     page.set_default_timeout(180_000)
     page.goto(f"{shipped_app.url}/decode?model=hf:qwen2-14-heads")
@@ -239,7 +239,7 @@ def test_14_heads_under_a_document_and_presenter_maps_fit_their_columns_and_the_
     assert page_errors(page) == []
     page.context.close()
     for path in ("decode", "attention"):
-        page = new_page(shared_browser)
+        page = new_page(browser)
         page.set_viewport_size({"width": 1280, "height": 720})
         query = urlencode({"model": "shipped:multi30k-en-de", "text": LONG_TEXT, "present": "1"})
         page.goto(f"{shipped_app.url}/{path}?{query}")

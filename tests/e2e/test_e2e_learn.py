@@ -8,7 +8,6 @@ from urllib.parse import urlencode
 
 from studio_browser import (
     choose,
-    launch_chromium,
     new_page,
     page_errors,
     wait_charts,
@@ -53,23 +52,16 @@ def _walk_the_tour(page) -> str:
     return "\n".join(said)
 
 
-def test_the_tour_walks_the_shipped_multi30k_model_at_1280_px(shipped_app):
-    from playwright.sync_api import sync_playwright
-
+def test_the_tour_walks_the_shipped_multi30k_model_at_1280_px(shipped_app, browser):
     app, logged = shipped_app, len(shipped_app.log_text())  # the server's log before this test
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            page = new_page(browser)
-            page.set_viewport_size({"width": 1280, "height": 720})
-            query = urlencode({"model": "shipped:multi30k-en-de", "text": CAPTION, "present": "1"})
-            page.goto(f"{app.url}/learn?{query}")
-            said = _walk_the_tour(page)
-            assert "multi30k-en-de" in said and "no cross-attention" not in said
-            assert re.search(r"Step 1 chose ‹.+› with probability", said)  # the greedy step, the model's own
-        finally:
-            browser.close()
-        assert "Traceback" not in app.log_text()[logged:]
+    page = new_page(browser)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    query = urlencode({"model": "shipped:multi30k-en-de", "text": CAPTION, "present": "1"})
+    page.goto(f"{app.url}/learn?{query}")
+    said = _walk_the_tour(page)
+    assert "multi30k-en-de" in said and "no cross-attention" not in said
+    assert re.search(r"Step 1 chose ‹.+› with probability", said)  # the greedy step, the model's own
+    assert "Traceback" not in app.log_text()[logged:]
 
 
 def test_the_tour_walks_a_reversal_model_just_trained_on_the_train_page(server, page):

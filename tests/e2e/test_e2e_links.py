@@ -8,7 +8,6 @@ from urllib.parse import parse_qs, urlsplit
 from studio_browser import (
     charts_condition,
     choose,
-    launch_chromium,
     new_page,
     page_errors,
     runs_finished,
@@ -56,55 +55,48 @@ def _shared_view(page, url: str) -> str:
     return page.url
 
 
-def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_head(tiny_app):
-    from playwright.sync_api import sync_playwright
-
+def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_head(tiny_app, browser):
     server = tiny_app
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            link = _shared_view(new_page(browser), server.url)
-            params = parse_qs(urlsplit(link).query)
-            assert urlsplit(link).path == "/decode"
-            assert (params["text"], params["step"], params["layer"], params["head"]) == ([TEXT], ["3"], ["1"], ["2"])
-            fresh = new_page(browser)  # a new context: its own cookies, its own Streamlit session
-            fresh.context.add_init_script(RECORD_JS)
-            fresh.goto(link)
-            view = wait_for(fresh, charts_condition(r"step 3 · layer 1 · head 2\b", 2, heading="Step 3 of"), 60_000)
-            assert view.step[0] == 3
-            seen = fresh.evaluate("() => window.__boxes")  # from its first appearance: the link's text and step
-            assert seen and all(value == TEXT for value, _ in seen), seen
-            assert {thumb for _, thumb in seen if thumb is not None} == {"3"}, seen
-            chart_code = fresh.evaluate("() => performance.getEntriesByType('resource').filter((r) => "
-                                        "/\\/static\\/js\\/embed\\./.test(r.name)).map((r) => [r.encodedBodySize, "
-                                        "r.decodedBodySize])")
-            assert chart_code and all(sent < size / 2 for sent, size in chart_code)  # gzip'd (ui.static_cache)
-            assert fresh.locator(".st-key-decode_text input").input_value() == TEXT
-            assert fresh.locator('.st-key-decode_step [data-testid="stSliderThumbValue"]').inner_text() == "3"
-            fresh.locator(".st-key-studio_share button").first.click()  # "Copy link": opened, it shows this view
-            fresh.get_by_text(link.split("?", 1)[1]).first.wait_for(timeout=30_000)
-            fresh.keyboard.press("Escape")
-            assert page_errors(fresh) == []
-            fresh.goto(f"{server.url}/?text={TEXT[::-1]}")  # a Home link: its box painted with its text
-            fresh.locator('[class*="st-key-home_text"]').first.wait_for()
-            wait_idle(fresh)
-            seen = fresh.evaluate("() => window.__boxes")
-            assert seen and all(value == TEXT[::-1] for value, _ in seen), seen
-            fresh.goto(f"{server.url}/attention?head=99&layer=abc")  # a stale link: defaults and a note
-            wait_charts(fresh, r"Cross-attention · layer \d+", 1, timeout_ms=60_000)
-            assert "Parts of this link were ignored" in fresh.locator("body").inner_text()
-            assert page_errors(fresh) == []
-            fresh.locator('[data-testid="stVegaLiteChart"]').first.hover()  # its toolbar: one PNG download only
-            fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Fullscreen"]').first.wait_for()
-            assert not fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Download as PNG"]').first \
-                .is_visible()
-            fresh.goto(f"{server.url}/attention?text={TEXT}&layer=2&head=mean&present=1")  # presenter mode's keys
-            wait_charts(fresh, r"Cross-attention · layer 2 · mean of \d+ heads", 1, timeout_ms=60_000)
-            assert not fresh.locator('section[data-testid="stSidebar"]').is_visible()
-            fresh.keyboard.press("h")
-            wait_charts(fresh, r"Cross-attention · layer 2 · head 1\b", 1)
-            fresh.keyboard.press("Shift+H")
-            wait_charts(fresh, r"Cross-attention · layer 2 · mean of \d+ heads", 1)
-            assert "present=1" in fresh.url and page_errors(fresh) == []
-        finally:
-            browser.close()
+    link = _shared_view(new_page(browser), server.url)
+    params = parse_qs(urlsplit(link).query)
+    assert urlsplit(link).path == "/decode"
+    assert (params["text"], params["step"], params["layer"], params["head"]) == ([TEXT], ["3"], ["1"], ["2"])
+    fresh = new_page(browser)  # a new context: its own cookies, its own Streamlit session
+    fresh.context.add_init_script(RECORD_JS)
+    fresh.goto(link)
+    view = wait_for(fresh, charts_condition(r"step 3 · layer 1 · head 2\b", 2, heading="Step 3 of"), 60_000)
+    assert view.step[0] == 3
+    seen = fresh.evaluate("() => window.__boxes")  # from its first appearance: the link's text and step
+    assert seen and all(value == TEXT for value, _ in seen), seen
+    assert {thumb for _, thumb in seen if thumb is not None} == {"3"}, seen
+    chart_code = fresh.evaluate("() => performance.getEntriesByType('resource').filter((r) => "
+                                "/\\/static\\/js\\/embed\\./.test(r.name)).map((r) => [r.encodedBodySize, "
+                                "r.decodedBodySize])")
+    assert chart_code and all(sent < size / 2 for sent, size in chart_code)  # gzip'd (ui.static_cache)
+    assert fresh.locator(".st-key-decode_text input").input_value() == TEXT
+    assert fresh.locator('.st-key-decode_step [data-testid="stSliderThumbValue"]').inner_text() == "3"
+    fresh.locator(".st-key-studio_share button").first.click()  # "Copy link": opened, it shows this view
+    fresh.get_by_text(link.split("?", 1)[1]).first.wait_for(timeout=30_000)
+    fresh.keyboard.press("Escape")
+    assert page_errors(fresh) == []
+    fresh.goto(f"{server.url}/?text={TEXT[::-1]}")  # a Home link: its box painted with its text
+    fresh.locator('[class*="st-key-home_text"]').first.wait_for()
+    wait_idle(fresh)
+    seen = fresh.evaluate("() => window.__boxes")
+    assert seen and all(value == TEXT[::-1] for value, _ in seen), seen
+    fresh.goto(f"{server.url}/attention?head=99&layer=abc")  # a stale link: defaults and a note
+    wait_charts(fresh, r"Cross-attention · layer \d+", 1, timeout_ms=60_000)
+    assert "Parts of this link were ignored" in fresh.locator("body").inner_text()
+    assert page_errors(fresh) == []
+    fresh.locator('[data-testid="stVegaLiteChart"]').first.hover()  # its toolbar: one PNG download only
+    fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Fullscreen"]').first.wait_for()
+    assert not fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Download as PNG"]').first \
+        .is_visible()
+    fresh.goto(f"{server.url}/attention?text={TEXT}&layer=2&head=mean&present=1")  # presenter mode's keys
+    wait_charts(fresh, r"Cross-attention · layer 2 · mean of \d+ heads", 1, timeout_ms=60_000)
+    assert not fresh.locator('section[data-testid="stSidebar"]').is_visible()
+    fresh.keyboard.press("h")
+    wait_charts(fresh, r"Cross-attention · layer 2 · head 1\b", 1)
+    fresh.keyboard.press("Shift+H")
+    wait_charts(fresh, r"Cross-attention · layer 2 · mean of \d+ heads", 1)
+    assert "present=1" in fresh.url and page_errors(fresh) == []

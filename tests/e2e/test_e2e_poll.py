@@ -35,9 +35,9 @@ def _expected_row() -> list[float]:
     return trace.matrix("cross", trace.n_layers("cross") - 1, None)[trace.step_offset].tolist()
 
 
-def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shipped_app, shared_browser):
+def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shipped_app, browser):
     SHOTS.mkdir(exist_ok=True)
-    speaker = _context(shared_browser, {"width": 1280, "height": 720})
+    speaker = _context(browser, {"width": 1280, "height": 720})
     speaker.goto(f"{shipped_app.url}/decode?{urlencode({'text': TEXT, 'present': '1'})}")
     speaker.locator(".st-key-decode_poll_open button").first.wait_for(timeout=120_000)
     wait_idle(speaker, 120_000)
@@ -47,7 +47,7 @@ def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shippe
     params = {k: v[-1] for k, v in parse_qs(urlsplit(speaker.url).query).items() if k != "present"}
     link = f"{shipped_app.url}/decode?{urlencode(params)}"  # what the QR code holds: the view without presenting
 
-    phones = [_context(shared_browser, PHONE) for _ in range(2)]
+    phones = [_context(browser, PHONE) for _ in range(2)]
     for phone in phones:
         phone.goto(link)
         phone.locator(".st-key-studio_poll_option_0 button").first.wait_for(timeout=120_000)
@@ -96,14 +96,14 @@ def test_the_room_votes_once_each_and_the_reveal_shows_the_heads_real_row(shippe
         page.context.close()
 
 
-def test_a_poll_on_the_attention_page_reveals_the_picked_heads_row(shipped_app, shared_browser):
+def test_a_poll_on_the_attention_page_reveals_the_picked_heads_row(shipped_app, browser):
     """Attention's "Poll the room" asks which key the map's middle row looks at most; a phone's vote is counted and the
     reveal draws the picked head's row as the trace holds it."""
     ckpt = load_checkpoint(ROOT / "checkpoints" / "multi30k-en-de", load_optimizer=False)
     trace = greedy_decode(adapter_for(ckpt.model, ckpt.src_tokenizer, ckpt.tgt_tokenizer), TEXT, top_k=5).trace
     queries = trace.labels("cross")[0]
     expected = trace.matrix("cross", 0, 0)[len(queries) // 2].tolist()  # layer 1, head 1, the middle row
-    speaker = _context(shared_browser, {"width": 1280, "height": 720})
+    speaker = _context(browser, {"width": 1280, "height": 720})
     view = {"text": TEXT, "kind": "cross", "layer": "1", "head": "1"}
     speaker.goto(f"{shipped_app.url}/attention?{urlencode({**view, 'present': '1'})}")
     speaker.locator(".st-key-attention_poll_open button").first.wait_for(timeout=120_000)
@@ -111,7 +111,7 @@ def test_a_poll_on_the_attention_page_reveals_the_picked_heads_row(shipped_app, 
     speaker.locator(".st-key-attention_poll_open button").first.click()
     speaker.wait_for_function("() => new URLSearchParams(location.search).get('poll')")
     params = {k: v[-1] for k, v in parse_qs(urlsplit(speaker.url).query).items() if k != "present"}
-    phone = _context(shared_browser, PHONE)
+    phone = _context(browser, PHONE)
     phone.goto(f"{shipped_app.url}/attention?{urlencode(params)}")
     phone.locator(".st-key-studio_poll_option_0 button").first.wait_for(timeout=120_000)
     wait_idle(phone, 120_000)

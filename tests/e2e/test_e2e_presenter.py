@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from studio_browser import charts_condition, launch_chromium, new_page, page_errors, wait_for, wait_idle
+from studio_browser import charts_condition, new_page, page_errors, wait_for, wait_idle
 
 TEXT = "abcdefg"
 # the QR code's box, and every element of the page's content whose box reaches into the QR code's columns (rows do
@@ -34,32 +34,25 @@ VIEWS = [("decode", charts_condition(r"step 1\b", 2, heading="Step 1 of")),
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1400, 1000)])
-def test_the_qr_code_covers_no_chart_or_control(tiny_app, width, height):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            for path, drawn in VIEWS:
-                page = new_page(browser)
-                page.set_viewport_size({"width": width, "height": height})
-                page.goto(f"{tiny_app.url}/{path}?text={TEXT}&present=1")
-                wait_for(page, drawn, 90_000)
-                if path == "decode":  # the row the code used to cover: Attribution, opened
-                    page.get_by_text("Attribution: what the chosen token depends on").click()
-                    page.get_by_text("Integrated Gradients").first.wait_for(timeout=60_000)
-                wait_idle(page)
-                page.locator(".st-key-studio_present_qr img").wait_for()
-                found = page.evaluate(UNDER_QR_JS)
-                left, top, right, bottom = found["code"]
-                assert 0 <= left and right <= width and 0 <= top and bottom <= height, found  # in view
-                assert found["under"] == [], f"/{path} at {width}x{height}: under the QR code: {found['under']}"
-                assert found["width"] <= width, f"/{path}: the page scrolls sideways"
-                assert "Scan to open this view" in found["caption"] and ":" in found["caption"]  # and its address
-                assert page_errors(page) == []
-                page.context.close()
-        finally:
-            browser.close()
+def test_the_qr_code_covers_no_chart_or_control(tiny_app, width, height, browser):
+    for path, drawn in VIEWS:
+        page = new_page(browser)
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{tiny_app.url}/{path}?text={TEXT}&present=1")
+        wait_for(page, drawn, 90_000)
+        if path == "decode":  # the row the code used to cover: Attribution, opened
+            page.get_by_text("Attribution: what the chosen token depends on").click()
+            page.get_by_text("Integrated Gradients").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        page.locator(".st-key-studio_present_qr img").wait_for()
+        found = page.evaluate(UNDER_QR_JS)
+        left, top, right, bottom = found["code"]
+        assert 0 <= left and right <= width and 0 <= top and bottom <= height, found  # in view
+        assert found["under"] == [], f"/{path} at {width}x{height}: under the QR code: {found['under']}"
+        assert found["width"] <= width, f"/{path}: the page scrolls sideways"
+        assert "Scan to open this view" in found["caption"] and ":" in found["caption"]  # and its address
+        assert page_errors(page) == []
+        page.context.close()
 
 
 # A talk in presenter mode at a projector's 1280x720: Home -> Decode -> Attention -> Learn -> Train through the bar's
@@ -145,42 +138,35 @@ def _main_pictures_seen(page, title: str, width: int, height: int) -> None:
     assert page_errors(page) == []
 
 
-def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the_first_screen(shipped_app):
-    from playwright.sync_api import sync_playwright
-
+def test_a_talk_walks_five_pages_in_presenter_mode_with_each_main_picture_on_the_first_screen(shipped_app, browser):
     text = "A+man+plays+the+guitar+on+a+stage."
     server = shipped_app  # the shipped checkpoints, Multi30k the default
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            page = new_page(browser)
-            page.set_viewport_size({"width": 1280, "height": 720})
-            page.goto(f"{server.url}/?text={text}&present=1")
-            for i, title in enumerate(WALK):
-                if i == 3:  # Attention -> Learn: the strip (Compare and Train come between)
-                    page.locator(".st-key-studio_present_pages a", has_text=title).click()
-                elif i > 0:  # the clicker's page keys: Home -> Decode -> Attention, and Learn -> Train (before it)
-                    page.keyboard.press("PageUp" if title == "Train" else "PageDown")
-                if i > 0:
-                    page.wait_for_url(f"**/{title.lower()}?*", timeout=60_000)
-                page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
-                wait_idle(page, 120_000)
-                _main_pictures_seen(page, title, 1280, 720)
-            # the reversal model's map (the docs' screenshot): a gold toggle above it, on the first screen
-            page.goto(f"{server.url}/attention?{urlencode(REVERSE)}")
-            page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
-            wait_idle(page, 120_000)
-            page.get_by_text("Outline the gold alignment").wait_for(timeout=60_000)
-            _main_pictures_seen(page, "Attention", 1280, 720)
-            for title in ("Attention", "Decode"):  # 64 rows and keys: lower and narrower cells, on the screen
-                page.goto(f"{server.url}/{title.lower()}?{urlencode(LONG)}")
-                page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
-                _main_pictures_seen(page, title, 1280, 720)
-            page.set_viewport_size({"width": 1920, "height": 1080})  # a larger projector: the same pages fit
-            for title in ("Decode", "Attention"):
-                page.goto(f"{server.url}/{title.lower()}?text={text}&present=1")
-                page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
-                wait_idle(page, 120_000)
-                _main_pictures_seen(page, title, 1920, 1080)
-        finally:
-            browser.close()
+    page = new_page(browser)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{server.url}/?text={text}&present=1")
+    for i, title in enumerate(WALK):
+        if i == 3:  # Attention -> Learn: the strip (Compare and Train come between)
+            page.locator(".st-key-studio_present_pages a", has_text=title).click()
+        elif i > 0:  # the clicker's page keys: Home -> Decode -> Attention, and Learn -> Train (before it)
+            page.keyboard.press("PageUp" if title == "Train" else "PageDown")
+        if i > 0:
+            page.wait_for_url(f"**/{title.lower()}?*", timeout=60_000)
+        page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        wait_idle(page, 120_000)
+        _main_pictures_seen(page, title, 1280, 720)
+    # the reversal model's map (the docs' screenshot): a gold toggle above it, on the first screen
+    page.goto(f"{server.url}/attention?{urlencode(REVERSE)}")
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+    wait_idle(page, 120_000)
+    page.get_by_text("Outline the gold alignment").wait_for(timeout=60_000)
+    _main_pictures_seen(page, "Attention", 1280, 720)
+    for title in ("Attention", "Decode"):  # 64 rows and keys: lower and narrower cells, on the screen
+        page.goto(f"{server.url}/{title.lower()}?{urlencode(LONG)}")
+        page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        _main_pictures_seen(page, title, 1280, 720)
+    page.set_viewport_size({"width": 1920, "height": 1080})  # a larger projector: the same pages fit
+    for title in ("Decode", "Attention"):
+        page.goto(f"{server.url}/{title.lower()}?text={text}&present=1")
+        page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        wait_idle(page, 120_000)
+        _main_pictures_seen(page, title, 1920, 1080)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from studio_browser import launch_chromium
 from tests.helpers import ROOT
 from transformer.adapters import adapter_for
 from transformer.charts import replay_html
@@ -31,35 +30,29 @@ def replay_file(tiny_checkpoint_dir, tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def offline_page(replay_file):
+def offline_page(replay_file, browser):
     """The replay opened in Chromium, offline, every request but the file itself aborted; what happened is kept."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            context = browser.new_context(viewport={"width": 1300, "height": 1000})
-            context.set_offline(True)
-            page = context.new_page()
-            page.seen = {"requests": [], "dialogs": [], "errors": []}
-            url = replay_file.as_uri()
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    context.set_offline(True)
+    page = context.new_page()
+    page.seen = {"requests": [], "dialogs": [], "errors": []}
+    url = replay_file.as_uri()
 
-            def route(r):
-                page.seen["requests"].append(r.request.url)
-                r.continue_() if r.request.url == url else r.abort()
+    def route(r):
+        page.seen["requests"].append(r.request.url)
+        r.continue_() if r.request.url == url else r.abort()
 
-            page.route("**/*", route)
-            page.on("dialog", lambda d: (page.seen["dialogs"].append(d.message), d.dismiss()))
-            page.on("pageerror", lambda e: page.seen["errors"].append(str(e)))
-            page.goto(url)
-            try:
-                page.wait_for_function(DRAWN, arg=1, timeout=30_000)
-            except PlaywrightTimeout:
-                pytest.fail(f"the replay did not draw; dialogs {page.seen['dialogs']}, errors {page.seen['errors']}")
-            yield page
-        finally:
-            browser.close()
+    page.route("**/*", route)
+    page.on("dialog", lambda d: (page.seen["dialogs"].append(d.message), d.dismiss()))
+    page.on("pageerror", lambda e: page.seen["errors"].append(str(e)))
+    page.goto(url)
+    try:
+        page.wait_for_function(DRAWN, arg=1, timeout=30_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"the replay did not draw; dialogs {page.seen['dialogs']}, errors {page.seen['errors']}")
+    return page
 
 
 def _drawn(page) -> dict:
@@ -113,30 +106,22 @@ def test_a_sentence_that_tries_to_run_script_is_shown_as_text(offline_page):
     assert PAYLOAD in page.evaluate("replay.views.source.data('strip').map(d => d.token)")  # drawn as a label
 
 
-def test_a_decoder_only_replay_steps_from_the_prompts_last_token(tmp_path):
+def test_a_decoder_only_replay_steps_from_the_prompts_last_token(tmp_path, browser):
     """The shipped decoder-only model: step 1's row is the prompt's last token, Next adds the next row."""
-    from playwright.sync_api import sync_playwright
-
-    from studio_browser import launch_chromium as launch
     from transformer.store import open_model
     result = greedy_decode(open_model(str(ROOT / "checkpoints" /
                                           "reverse-decoder-only")), "abcdef")
     offset = result.trace.step_offset
     path = tmp_path / "replay.html"
     path.write_text(replay_html(result, "reverse-decoder-only"), encoding="utf-8")
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
-            page.wait_for_function(DRAWN, arg=1, timeout=30_000)
-            first = _drawn(page)
-            assert max(first["rows"]) == offset and not errors
-            assert first["title"].startswith(f"Step 1 of {len(result.steps)}")
-            page.click("#next")
-            page.wait_for_function(DRAWN, arg=2, timeout=10_000)
-            assert max(_drawn(page)["rows"]) == offset + 1 and not errors
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function(DRAWN, arg=1, timeout=30_000)
+    first = _drawn(page)
+    assert max(first["rows"]) == offset and not errors
+    assert first["title"].startswith(f"Step 1 of {len(result.steps)}")
+    page.click("#next")
+    page.wait_for_function(DRAWN, arg=2, timeout=10_000)
+    assert max(_drawn(page)["rows"]) == offset + 1 and not errors

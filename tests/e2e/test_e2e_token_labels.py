@@ -6,7 +6,7 @@ import json
 
 import vl_convert
 
-from studio_browser import launch_chromium, new_page
+from studio_browser import new_page
 from tests.helpers.token_charts import token_charts
 
 # each chart into its own div, as SVG; what each painted is read back from the page
@@ -40,24 +40,17 @@ def _page(specs: dict[str, dict]) -> str:
     return (f"{head}</head><body><script type=\"module\">const SPECS = {data};\n{_EMBED}</script></body></html>")
 
 
-def test_hostile_tokens_draw_on_every_chart_kind_in_chromium(tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_hostile_tokens_draw_on_every_chart_kind_in_chromium(tmp_path, browser):
     cases = token_charts()
     page_file = tmp_path / "charts.html"
     page_file.write_text(_page({c.name: c.chart.to_dict() for c in cases}), encoding="utf-8")
     errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        try:
-            tab = new_page(browser)
-            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            tab.on("pageerror", lambda e: errors.append(str(e)))
-            tab.goto(page_file.as_uri())
-            tab.wait_for_function("window.drawnAll === true", timeout=60_000)
-            drawn = tab.evaluate("window.drawn")
-        finally:
-            browser.close()
+    tab = new_page(browser)
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.goto(page_file.as_uri())
+    tab.wait_for_function("window.drawnAll === true", timeout=60_000)
+    drawn = tab.evaluate("window.drawn")
     assert errors == []
     for case in cases:
         seen = drawn[case.name]
