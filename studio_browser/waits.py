@@ -1,7 +1,8 @@
 """What a user sees, read from the page: JavaScript installed in every page, the wait conditions and the waits.
 
 Waits look at the page, never at the clock: a rerun is over when Streamlit's script state is "notRunning", no
-element is left stale from the previous run, the "Running..." widget is gone and every Vega chart is drawn.
+element is left stale from the previous run, the "Running..." widget is gone and every Vega chart is drawn; a wait
+fails when the page has stopped changing without that (or after a few times its timeout), not while it still draws.
 The wait conditions are JavaScript (see `charts_condition`), so the async load benchmark uses the same ones.
 """
 from __future__ import annotations
@@ -13,16 +14,25 @@ from typing import Any
 EXCEPTION = '[data-testid="stException"]'
 
 # Installed in every page before the app loads: counts finished script runs (stApp's data-test-script-state
-# turning "notRunning"), so a wait can tell the rerun an action caused from the idle page before it, and
-# remembers when the user last pressed a pointer (the start of a latency measurement).
+# turning "notRunning"), so a wait can tell the rerun an action caused from the idle page before it; the count is kept
+# in the tab's sessionStorage, so a reload of the page does not set it back (a wait for "a run after the 3rd" would
+# then never end); remembers when the user last pressed a pointer (the start of a latency measurement) and when the
+# page last changed at all (a wait gives a page that is still changing more time).
 PAGE_SETUP_JS = """
-window.__studioRuns = 0;
+const studioKept = (() => { try { return window.sessionStorage; } catch (e) { return null; } })();
+window.__studioRuns = Number(studioKept && studioKept.getItem('studioRuns')) || 0;
 window.__studioPress = null;
+window.__studioChanged = 0;
 new MutationObserver((changes) => {
   for (const change of changes) {
-    if (change.target.dataset && change.target.dataset.testScriptState === 'notRunning') window.__studioRuns += 1;
+    if (change.target.dataset && change.target.dataset.testScriptState === 'notRunning') {
+      window.__studioRuns += 1;
+      if (studioKept) studioKept.setItem('studioRuns', String(window.__studioRuns));
+    }
   }
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+new MutationObserver(() => { window.__studioChanged = performance.now(); })
+  .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 document.addEventListener('pointerdown', () => { window.__studioPress = performance.now(); }, true);
 """
 
@@ -114,9 +124,45 @@ def view_from(raw: dict, drawn_at: float | None = None) -> PageView:
     return PageView(raw["heading"], tuple(raw["charts"]), tuple(raw["plotly"]), drawn_at)
 
 
+POLLING: str | int = "raf"  # how often a wait looks: every frame (a bench's drawn_at), or every N ms (tests/e2e: 50)
+STALL_LIMIT = 3  # a page that is still changing gets up to this many times a wait's timeout
+
+# Why a wait has not ended: the parts of IDLE_JS, the runs counted, and how long the page has not changed at all.
+WAITING_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  const stale = [...document.querySelectorAll('[data-stale="true"]')];
+  return {url: location.href, runs: window.__studioRuns, script: app && app.dataset.testScriptState,
+          connection: app && app.dataset.testConnectionState,
+          stale: stale.slice(0, 5).map((e) => e.dataset.testid || e.className), stale_count: stale.length,
+          running: !!document.querySelector('[data-testid="stStatusWidget"]'),
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length,
+          charts: charts.length, undrawn: charts.filter((c) => !c.querySelector('svg, canvas')).length,
+          quiet_ms: Math.round(performance.now() - (window.__studioChanged || 0))};
+}"""
+
+
+def _wait_function(page: Any, js: str, arg: Any, timeout_ms: float) -> Any:
+    """page.wait_for_function(js, arg), polled as POLLING says. It fails when the page has not changed in the last
+    `timeout_ms` (stuck: a stale element left, a chart never drawn, no run ending), or after STALL_LIMIT times
+    `timeout_ms`; a page that is still changing (a loaded machine drawing slowly) gets the next `timeout_ms`. The
+    error says what the page showed (WAITING_JS)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(STALL_LIMIT):
+        try:
+            return page.wait_for_function(js, arg=arg, timeout=timeout_ms, polling=POLLING)
+        except PlaywrightTimeout as timeout:
+            waiting = page.evaluate(WAITING_JS)
+            if waiting["quiet_ms"] >= timeout_ms or attempt == STALL_LIMIT - 1:
+                raise PlaywrightTimeout(f"{timeout.message}\nafter {attempt + 1} x {timeout_ms:,.0f} ms the page "
+                                        f"showed {waiting}") from timeout
+    raise AssertionError("unreachable")
+
+
 def wait_for(page: Any, condition: tuple[str, list], timeout_ms: float = 30_000) -> PageView:
     """Wait until `condition` (from charts_condition) holds; the view carries the time it first held."""
-    drawn_at = page.wait_for_function(condition[0], arg=condition[1], timeout=timeout_ms, polling="raf").json_value()
+    drawn_at = _wait_function(page, condition[0], condition[1], timeout_ms).json_value()
     return view_from(page.evaluate(VIEW_JS), drawn_at)
 
 
@@ -132,11 +178,11 @@ def wait_decode_step(page: Any, step: int, timeout_ms: float = 30_000) -> PageVi
 
 def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
     """Wait until the current run has finished and its charts are drawn."""
-    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling="raf")
+    _wait_function(page, IDLE_JS, None, timeout_ms)
 
 
 def runs_finished(page: Any) -> int:
-    """How many script runs this page has seen finish."""
+    """How many script runs this page (this tab, across reloads) has seen finish."""
     return int(page.evaluate("() => window.__studioRuns"))
 
 

@@ -12,8 +12,12 @@ from typing import Any, Iterator
 
 import pytest
 
-from studio_browser import SharedChromium, chromium_missing, new_page, running_app
+from studio_browser import SharedChromium, chromium_missing, new_page, running_app, waits
 from tests.helpers import ARTIFACTS
+
+# The tests time nothing they wait for: the page is looked at every 50 ms, not at every frame (a frame-by-frame look
+# keeps a headless Chromium making frames: about 5 % of a core for each waiting page; benches keep it for drawn_at).
+waits.POLLING = 50
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

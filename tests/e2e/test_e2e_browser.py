@@ -15,7 +15,6 @@ from studio_browser import (
     page_errors,
     running_app,
     runs_finished,
-    view_from,
     wait_charts,
     wait_decode_step,
     wait_for,
@@ -253,12 +252,11 @@ def test_a_hugging_face_folder_decodes_step_by_step_in_the_browser(tiny_checkpoi
 def _wait_shown(page, heading: str, piece: str):
     """Wait until the run is over (no stale element left to click), the step heading starts with `heading` and a
     chart shows `piece`; what the page then shows."""
-    page.wait_for_function(f"""([heading, piece]) => {{
+    return wait_for(page, (f"""([heading, piece]) => {{
         if (!({IDLE_JS})()) return false;
         const view = ({VIEW_JS})();
         return (view.heading || '').startsWith(heading) && view.charts.some((text) => text.includes(piece));
-    }}""", arg=[heading, piece], timeout=120_000, polling="raf")
-    return view_from(page.evaluate(VIEW_JS))
+    }}""", [heading, piece]), 120_000)
 
 
 def test_the_app_works_as_streamlit_ships_it_without_our_server_patches(tiny_checkpoint_dir, tmp_path, decoded,
