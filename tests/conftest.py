@@ -1,20 +1,21 @@
 """Shared fixtures: a tiny trained checkpoint and the real-shape Hugging Face models, each built once per test
-session (per pytest-xdist worker). Under CI a skipped browser or desktop test fails (skips_under_ci)."""
+session (per pytest-xdist worker). Under CI a skipped browser or desktop test fails (skips_under_ci). The library is
+imported where a fixture needs it, not here: pytest-xdist's controller loads this file too and runs no test (torch
+and the rest cost it ~2 CPU-s)."""
 from __future__ import annotations
 
 import functools
 import multiprocessing
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
 from tests.helpers.skips_under_ci import pytest_runtest_makereport  # noqa: F401 - a hook: pytest finds it here
-from transformer.data import TaskSpec, make_task
-from transformer.model import default_configs
-from transformer.store import save_checkpoint
-from transformer.train import Trainer, checkpoint_from_trainer, job_supervisor, job_worker, server_runs
+
+if TYPE_CHECKING:
+    from transformer.train import job_supervisor
 
 TINY_MODEL = dict(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.3, max_len=24)
 TINY_TRAIN = dict(batch_size=32, lr=3e-3, warmup_steps=5, max_steps=30, max_seconds=None, eval_every=1000,
@@ -26,6 +27,10 @@ TINY_STEPS = 5  # barely trained: outputs stay long and varied, which the step-t
 
 def build_tiny_checkpoint(path: Path, task_name: str = "reverse", steps: int = TINY_STEPS) -> Path:
     """Train a tiny model for a few steps on a generated task and save it as a checkpoint directory."""
+    from transformer.data import TaskSpec, make_task
+    from transformer.model import default_configs
+    from transformer.store import save_checkpoint
+    from transformer.train import Trainer, checkpoint_from_trainer
     task = make_task(TaskSpec(name=task_name, n_train=300, n_valid=10, min_len=4, max_len=8))
     model_cfg, train_cfg = default_configs(task_name, task.src_tokenizer.vocab_size, task.tgt_tokenizer.vocab_size,
                                            model_overrides=TINY_MODEL, train_overrides=TINY_TRAIN)
@@ -168,6 +173,7 @@ def analyses_drawn_in_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point the app at the tiny checkpoint and a fresh, empty runs directory (returned)."""
+    from transformer.train import server_runs
     runs = tmp_path / "runs"
     monkeypatch.setenv("ATTENTION_STUDIO_CHECKPOINTS", str(tiny_checkpoint_dir))
     monkeypatch.setenv("ATTENTION_STUDIO_RUNS", str(runs))
@@ -178,6 +184,7 @@ def studio_env(tiny_checkpoint_dir: Path, tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def _forked_process() -> job_supervisor.Launched:
+    from transformer.train import job_supervisor, job_worker
     ctx = multiprocessing.get_context("fork")
     conn, child_conn = ctx.Pipe()
     process = ctx.Process(target=job_worker.main, args=(child_conn,), daemon=True)
@@ -199,4 +206,5 @@ def forked_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
 
     The app forks them from its own fork server, which never sees the test's patches; the rest is the same.
     """
+    from transformer.train import job_supervisor
     monkeypatch.setattr(job_supervisor, "launch_process", _forked_process)
