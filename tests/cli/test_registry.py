@@ -110,3 +110,10 @@ def test_a_command_imports_only_its_own_module():
     assert "transformer.cli.train" in modules and "torch" in modules
     assert not modules & {f"transformer.cli.{name}" for name in NAMES if name != "train"}
     assert not modules & {"pandas", "altair", "transformer.analysis", "transformer.charts"}
+
+
+def test_each_user_error_is_named_by_the_module_that_defines_it():
+    """`main` catches an error class once its module is imported: the one that defines it, or a process that raised
+    it without importing the named module would print a traceback instead of one line."""
+    for (module, name), cls in zip(cli._USER_ERRORS, cli.USER_ERRORS, strict=True):
+        assert cls.__module__ == module and cls.__name__ == name

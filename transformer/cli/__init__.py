@@ -59,15 +59,25 @@ HELP = {  # the line `--help` shows for each command (its module's add_parser sa
                "CORRUPTED lacks",
     "dictionary": "train or show a sparse dictionary (SAELens folder) on one site",
 }
-# (package, class): a user's mistake, one line and status 2; a class is caught once its package is imported
-_USER_ERRORS = (("transformer.cli.common", "UsageError"), ("transformer.model", "ConfigError"),
-                ("transformer.data", "DataError"), ("transformer.store", "CheckpointError"),
-                ("transformer.decode", "InputError"), ("transformer.data", "TokenizerError"),
-                ("transformer.train", "NonFiniteLossError"), ("transformer.adapters", "HFModelError"),
-                ("transformer.train", "PeerLostError"), ("transformer.analysis", "HeadError"),
-                ("transformer.train", "DeviceError"), ("transformer.charts", "ReplayTooLargeError"),
-                ("transformer.charts", "VideoError"), ("transformer.charts", "ChartExportError"),
-                ("transformer.dictionaries", "DictionaryError"))
+# (module, class): a user's mistake, one line and status 2; each named by the module that defines it, which a process
+# has imported whenever one can have been raised
+_USER_ERRORS = (
+    ("transformer.cli.common", "UsageError"),
+    ("transformer.model.config", "ConfigError"),
+    ("transformer.data.corpus_files", "DataError"),
+    ("transformer.store.checkpoint_format", "CheckpointError"),
+    ("transformer.decode.errors", "InputError"),
+    ("transformer.data.tokenizers", "TokenizerError"),
+    ("transformer.train.trainer", "NonFiniteLossError"),
+    ("transformer.adapters.errors", "HFModelError"),
+    ("transformer.train.distributed", "PeerLostError"),
+    ("transformer.model.head", "HeadError"),
+    ("transformer.train.device", "DeviceError"),
+    ("transformer.charts.replay_bundle", "ReplayTooLargeError"),
+    ("transformer.charts.video", "VideoError"),
+    ("transformer.charts.export", "ChartExportError"),
+    ("transformer.dictionaries.sites", "DictionaryError"),
+)
 
 
 def command_module(name: str) -> ModuleType:
@@ -80,14 +90,14 @@ def __getattr__(name: str) -> object:
     if name == "COMMANDS":
         return tuple(command_module(n) for n in NAMES)
     if name == "USER_ERRORS":
-        return tuple(getattr(importlib.import_module(package), cls) for package, cls in _USER_ERRORS)
+        return tuple(getattr(importlib.import_module(module), cls) for module, cls in _USER_ERRORS)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _loaded_user_errors() -> tuple[type[BaseException], ...]:
-    """The error classes of USER_ERRORS whose packages this process imported (only those can have been raised)."""
-    return tuple(getattr(sys.modules[package], cls) for package, cls in _USER_ERRORS
-                 if package in sys.modules and hasattr(sys.modules[package], cls))
+    """The error classes of USER_ERRORS whose modules this process imported (only those can have been raised)."""
+    return tuple(getattr(sys.modules[module], cls) for module, cls in _USER_ERRORS
+                 if module in sys.modules and hasattr(sys.modules[module], cls))
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
