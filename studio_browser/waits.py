@@ -13,27 +13,57 @@ from typing import Any
 
 EXCEPTION = '[data-testid="stException"]'
 
-# Installed in every page before the app loads: counts finished script runs (stApp's data-test-script-state
-# turning "notRunning"), so a wait can tell the rerun an action caused from the idle page before it; the count is kept
-# in the tab's sessionStorage, so a reload of the page does not set it back (a wait for "a run after the 3rd" would
-# then never end); remembers when the user last pressed a pointer (the start of a latency measurement) and when the
-# page last changed at all (a wait gives a page that is still changing more time).
+# Installed in every page before the app loads. It counts the script runs that finished (Streamlit's `script_finished`
+# message, field 6 of each ForwardMsg on the app's WebSocket, any status but "finished early for a rerun"), so a wait
+# can tell the rerun an action caused from the idle page before it. Not stApp's data-test-script-state turning
+# "notRunning": on a loaded machine the browser may take a fast run's "running" and "finished" messages in one React
+# update, the attribute never changes, and the wait missed the run (it timed out with the page long drawn). A run is
+# counted two timer tasks after its message, so that React has committed what the message changed before a wait looks
+# (its idle check then sees the run's page). The count is kept in the tab's sessionStorage, so a reload does not set it
+# back. It also remembers when the user last pressed a pointer (the start of a latency measurement) and when the page
+# last changed at all (a wait gives a page that is still changing more time).
 PAGE_SETUP_JS = """
-const studioKept = (() => { try { return window.sessionStorage; } catch (e) { return null; } })();
-window.__studioRuns = Number(studioKept && studioKept.getItem('studioRuns')) || 0;
-window.__studioPress = null;
-window.__studioChanged = 0;
-new MutationObserver((changes) => {
-  for (const change of changes) {
-    if (change.target.dataset && change.target.dataset.testScriptState === 'notRunning') {
-      window.__studioRuns += 1;
-      if (studioKept) studioKept.setItem('studioRuns', String(window.__studioRuns));
+(() => {
+  const kept = (() => { try { return window.sessionStorage; } catch (e) { return null; } })();
+  window.__studioRuns = Number(kept && kept.getItem('studioRuns')) || 0;
+  window.__studioPress = null;
+  window.__studioChanged = 0;
+  const finishedRun = (data) => {  // a ForwardMsg (protobuf) whose script_finished (field 6) is not 2
+    if (!(data instanceof ArrayBuffer)) return false;
+    const b = new Uint8Array(data);
+    let i = 0;
+    const varint = () => {
+      let value = 0, scale = 1, byte;
+      do { byte = b[i++]; value += (byte & 127) * scale; scale *= 128; } while (byte & 128 && i < b.length);
+      return value;
+    };
+    while (i < b.length) {
+      const tag = varint(), wire = tag % 8;
+      if (wire === 0) { const value = varint(); if (tag >> 3 === 6) return value !== 2; }
+      else if (wire === 2) { const length = varint(); i += length; }  // (not `i += varint()`: i is read first)
+      else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return false;
     }
-  }
-}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
-new MutationObserver(() => { window.__studioChanged = performance.now(); })
-  .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-document.addEventListener('pointerdown', () => { window.__studioPress = performance.now(); }, true);
+    return false;
+  };
+  const counted = () => {
+    window.__studioRuns += 1;
+    if (kept) kept.setItem('studioRuns', String(window.__studioRuns));
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (event) => {
+        if (finishedRun(event.data)) setTimeout(() => setTimeout(counted, 20), 20);
+      });
+    }
+  };
+  new MutationObserver(() => { window.__studioChanged = performance.now(); })
+    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  document.addEventListener('pointerdown', () => { window.__studioPress = performance.now(); }, true);
+})();
 """
 
 # True when the last run is over and drawn (see the module docstring).
