@@ -1,9 +1,9 @@
 """The browser tests' shared pieces: every test here is marked `browser` (left out of `make test-fast`) and skips
 with a reason when Chromium is missing (under CI=true that skip is a failure: tests/conftest.py); `server` is a fresh
-app on the tiny checkpoint for each test (the tests that train), `page` a headless Chromium tab on it; `tiny_app` and
-`shipped_app` are one server per worker, shared by the tests that only read; `browser` is the worker's one Chromium,
-lent to each test (whose contexts are closed after it: a test opens its pages in fresh contexts, so nothing it did
-carries over to the next). The driving code itself (servers,
+app on the tiny checkpoint for each test (the tests that train), `page` a headless Chromium tab on it; `shipped_app`
+is one server per worker (the shipped checkpoints and the tiny one, `shipped:tiny`), shared by the tests that only
+read; `browser` is the worker's one Chromium, lent to each test (the contexts it opened are closed after it: a test
+opens its pages in fresh contexts, so nothing it did carries over to the next). The driving code itself (servers,
 Chromium, waits) is `studio_browser`, which bench/ uses too."""
 from __future__ import annotations
 
@@ -48,33 +48,32 @@ def page(server, browser, request):
     tab.screenshot(path=str(ARTIFACTS / f"e2e_last_{request.node.name}.png"))
 
 
+TINY = "tiny"  # the tiny checkpoint's name in `shipped_app` (its link value: shipped:tiny)
 QWEN2_14 = dict(d_model=56, layers=4, heads=14, kv_heads=2, ffn=64, positions=8192)  # Qwen2-0.5B's heads, tiny width
 
 
 @pytest.fixture(scope="session")
-def shipped_app(tmp_path_factory):
-    """One app per worker on the shipped checkpoints (default model Multi30k) and three Hugging Face models:
-    bart-large's heads (`hf:bart-large-heads`), Qwen2-0.5B's 14 a layer (`hf:qwen2-14-heads`) and a tiny Qwen2 with an
-    8,192-token context (`hf:qwen2-long`). Every test that only reads shares it, each page in a fresh browser context
-    (its own Streamlit session); a test that trains starts its own."""
+def shipped_app(tiny_checkpoint_dir, tmp_path_factory):
+    """One app per worker on the shipped checkpoints (default model Multi30k), the tiny checkpoint beside them
+    (`shipped:tiny`: 2 layers, 2 heads, barely trained) and three Hugging Face models: bart-large's heads
+    (`hf:bart-large-heads`), Qwen2-0.5B's 14 a layer (`hf:qwen2-14-heads`) and a tiny Qwen2 with an 8,192-token
+    context (`hf:qwen2-long`). Every test that only reads shares it, each page in a fresh browser context (its own
+    Streamlit session); a test that trains starts its own (`server`)."""
     from studio_browser import shipped_checkpoints
     from tests.helpers.hf_causal_models import SIZE
     from tests.helpers.hf_causal_models import build as build_causal
     from tests.helpers.hf_tiny_models import BART_LARGE_HEADS, build
 
+    checkpoints = tmp_path_factory.mktemp("checkpoints")  # checkpoints/ as it is, and the tiny one
+    for entry in shipped_checkpoints().iterdir():
+        (checkpoints / entry.name).symlink_to(entry)
+    (checkpoints / TINY).symlink_to(tiny_checkpoint_dir / "reverse")
     hf = tmp_path_factory.mktemp("hf")
     build("bart", hf / "bart-large-heads", size=BART_LARGE_HEADS)
     build_causal("qwen2", hf / "qwen2-14-heads", size=QWEN2_14)
     build_causal("qwen2", hf / "qwen2-long", size={**SIZE, "positions": 8192})  # a tiny Qwen2 reading documents
-    with running_app(shipped_checkpoints(), tmp_path_factory.mktemp("runs"), start_timeout=180,
+    with running_app(checkpoints, tmp_path_factory.mktemp("runs"), start_timeout=180,
                      extra_env={"ATTENTION_STUDIO_HF_MODELS": str(hf)}) as app:
-        yield app
-
-
-@pytest.fixture(scope="session")
-def tiny_app(tiny_checkpoint_dir, tmp_path_factory):
-    """One app per worker on the tiny checkpoint, for the tests that only read it (`server` is a fresh one)."""
-    with running_app(tiny_checkpoint_dir, tmp_path_factory.mktemp("runs"), start_timeout=180) as app:
         yield app
 
 

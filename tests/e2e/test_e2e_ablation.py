@@ -17,6 +17,7 @@ from studio_browser import (
 )
 from tests.helpers import ARTIFACTS, ROOT
 
+TINY = "shipped:tiny"  # the tiny checkpoint (2 layers, 2 heads) beside the shipped ones in `shipped_app`
 TEXT = "abcdefg"
 WITHOUT = re.compile(r"^Without Cross L1 H2$")
 
@@ -33,14 +34,14 @@ def _selection(page, key: str) -> list[str]:
     return [t.strip() for t in page.locator(f".st-key-{key} [data-tag] span[title]").all_inner_texts()]
 
 
-def test_clicking_a_head_panel_switches_it_off_and_on_again(tiny_app, browser):
-    app, logged = tiny_app, len(tiny_app.log_text())  # the server's log before this test
+def test_clicking_a_head_panel_switches_it_off_and_on_again(shipped_app, browser):
+    app, logged = shipped_app, len(shipped_app.log_text())  # the server's log before this test
     page = new_page(browser)
     # each wait is for what the user sees next (the panel to click, the address bar, a text), never for the
     # whole page to be idle at once: under three workers a page's charts may keep it busy past any fixed
     # time while the element the next step needs is already there
     page.set_default_timeout(120_000)
-    page.goto(app.url)
+    page.goto(f"{app.url}/?model={TINY}")  # the model stays picked on the pages opened from the sidebar
     page.get_by_role("heading", name="Attention Studio").wait_for()
     open_page(page, "Attention", timeout_ms=120_000)
     page.wait_for_url(re.compile(r"[?&]text="))  # the page's first run ended (else it may reset the box)

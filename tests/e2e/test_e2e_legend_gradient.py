@@ -9,6 +9,7 @@ from PIL import Image
 
 from studio_browser import page_errors, runs_finished, wait_decode_step, wait_rerun
 
+TINY = "shipped:tiny"  # the tiny checkpoint (2 layers, 2 heads) beside the shipped ones in `shipped_app`
 TEXT = "abcdefg"
 LEGENDS = '[data-testid="stVegaLiteChart"] .role-legend-gradient path'
 
@@ -24,13 +25,13 @@ def _painted_gradient(page, legend) -> bool:
 
 
 @pytest.fixture
-def server(tiny_app):
-    """The worker's shared app on the tiny checkpoint (`page` opens on it): this test only reads."""
-    return tiny_app
+def server(shipped_app):
+    """The worker's shared app (`page` opens on it): this test only reads."""
+    return shipped_app
 
 
 def test_the_legend_gradient_is_painted_after_ten_clicks_that_rewrite_the_url(page, server):
-    page.goto(f"{server.url}/decode")
+    page.goto(f"{server.url}/decode?model={TINY}")
     wait_decode_step(page, 1, timeout_ms=60_000)
     box = page.locator(".st-key-decode_text input")
     before = runs_finished(page)

@@ -18,6 +18,7 @@ from studio_browser import (
     wait_rerun,
 )
 
+TINY = "shipped:tiny"  # the tiny checkpoint (2 layers, 2 heads) beside the shipped ones in `shipped_app`
 TEXT = "abcdefg"
 # every DOM change (before the browser paints it): the text box's value and the step slider's, once the box exists
 RECORD_JS = """
@@ -36,7 +37,7 @@ new MutationObserver(() => {
 
 def _shared_view(page, url: str) -> str:
     """Set a Decode view by hand (text, step 3, layer 1, head 2) and return the URL the address bar then shows."""
-    page.goto(f"{url}/decode")
+    page.goto(f"{url}/decode?model={TINY}")
     wait_decode_step(page, 1, timeout_ms=60_000)
     box = page.locator(".st-key-decode_text input")
     before = runs_finished(page)
@@ -55,8 +56,8 @@ def _shared_view(page, url: str) -> str:
     return page.url
 
 
-def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_head(tiny_app, browser):
-    server = tiny_app
+def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_head(shipped_app, browser):
+    server = shipped_app
     link = _shared_view(new_page(browser), server.url)
     params = parse_qs(urlsplit(link).query)
     assert urlsplit(link).path == "/decode"
@@ -79,12 +80,12 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
     fresh.get_by_text(link.split("?", 1)[1]).first.wait_for(timeout=30_000)
     fresh.keyboard.press("Escape")
     assert page_errors(fresh) == []
-    fresh.goto(f"{server.url}/?text={TEXT[::-1]}")  # a Home link: its box painted with its text
+    fresh.goto(f"{server.url}/?model={TINY}&text={TEXT[::-1]}")  # a Home link: its box painted with its text
     fresh.locator('[class*="st-key-home_text"]').first.wait_for()
     wait_idle(fresh)
     seen = fresh.evaluate("() => window.__boxes")
     assert seen and all(value == TEXT[::-1] for value, _ in seen), seen
-    fresh.goto(f"{server.url}/attention?head=99&layer=abc")  # a stale link: defaults and a note
+    fresh.goto(f"{server.url}/attention?model={TINY}&head=99&layer=abc")  # a stale link: defaults and a note
     wait_charts(fresh, r"Cross-attention · layer \d+", 1, timeout_ms=60_000)
     assert "Parts of this link were ignored" in fresh.locator("body").inner_text()
     assert page_errors(fresh) == []
@@ -92,7 +93,7 @@ def test_a_link_opened_in_a_fresh_browser_context_shows_the_same_step_layer_and_
     fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Fullscreen"]').first.wait_for()
     assert not fresh.locator('[data-testid="stElementToolbar"] button[aria-label="Download as PNG"]').first \
         .is_visible()
-    fresh.goto(f"{server.url}/attention?text={TEXT}&layer=2&head=mean&present=1")  # presenter mode's keys
+    fresh.goto(f"{server.url}/attention?model={TINY}&text={TEXT}&layer=2&head=mean&present=1")  # presenter mode's keys
     wait_charts(fresh, r"Cross-attention · layer 2 · mean of \d+ heads", 1, timeout_ms=60_000)
     assert not fresh.locator('section[data-testid="stSidebar"]').is_visible()
     fresh.keyboard.press("h")

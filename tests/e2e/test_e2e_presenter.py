@@ -9,6 +9,7 @@ import pytest
 
 from studio_browser import charts_condition, new_page, page_errors, wait_for, wait_idle
 
+TINY = "shipped:tiny"  # the tiny checkpoint (2 layers, 2 heads) beside the shipped ones in `shipped_app`
 TEXT = "abcdefg"
 # the QR code's box, and every element of the page's content whose box reaches into the QR code's columns (rows do
 # not matter: the code is fixed while the page scrolls under it)
@@ -34,11 +35,11 @@ VIEWS = [("decode", charts_condition(r"step 1\b", 2, heading="Step 1 of")),
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1400, 1000)])
-def test_the_qr_code_covers_no_chart_or_control(tiny_app, width, height, browser):
+def test_the_qr_code_covers_no_chart_or_control(shipped_app, width, height, browser):
     for path, drawn in VIEWS:
         page = new_page(browser)
         page.set_viewport_size({"width": width, "height": height})
-        page.goto(f"{tiny_app.url}/{path}?text={TEXT}&present=1")
+        page.goto(f"{shipped_app.url}/{path}?model={TINY}&text={TEXT}&present=1")
         wait_for(page, drawn, 90_000)
         if path == "decode":  # the row the code used to cover: Attribution, opened
             page.get_by_text("Attribution: what the chosen token depends on").click()
