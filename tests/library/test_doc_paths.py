@@ -10,6 +10,7 @@ import re
 import subprocess
 import tokenize
 from pathlib import Path
+from typing import Callable
 
 from tests.helpers import ROOT
 
@@ -37,14 +38,28 @@ def _prose(path: Path) -> str:
     return "\n".join([*(doc for n in nodes if (doc := ast.get_docstring(n, clean=False))), *comments])
 
 
-@functools.cache  # both tests read the same texts (2 s of parsing): once per process
-def _texts() -> dict[str, str]:
+@functools.cache  # both tests read the same files: once per process
+def _texts() -> tuple[dict[str, str], dict[str, str]]:
+    """The docs' texts and the Python files' whole sources, by path."""
     docs = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in _tracked("docs/*.md", "README.md")
             if str(p.relative_to(ROOT)) not in HISTORY}
-    code = {str(p.relative_to(ROOT)): _prose(p) for p in _tracked("*.py")}
-    return {**docs, **code}
+    code = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in _tracked("*.py")}
+    return docs, code
 
 
+def _broken(pattern: re.Pattern[str], broken: Callable[[str], bool]) -> list[str]:
+    """`where: pointer` for each pointer `pattern` finds in the docs or in a Python file's docstrings and comments that
+    is `broken`. A file's prose is part of its source, so only a source with a broken pointer somewhere is parsed for
+    its prose (parsing all ~800 files took ~3 CPU-s a test process)."""
+    docs, code = _texts()
+    found = {f"{where}: {p}" for where, text in docs.items() for p in pattern.findall(text) if broken(p)}
+    for where, source in code.items():
+        if any(broken(p) for p in pattern.findall(source)):
+            found |= {f"{where}: {p}" for p in pattern.findall(_prose(ROOT / where)) if broken(p)}
+    return sorted(found)
+
+
+@functools.cache  # the same names recur in many files
 def _resolves_dotted(name: str) -> bool:
     """`transformer.decode.trace` (a module or package), or a name one of them defines
     (`transformer.decode.greedy_decode`). A first part that is no module of ours is another library's attribute path
@@ -67,13 +82,11 @@ def _resolves_dotted(name: str) -> bool:
 
 
 def test_every_module_path_in_the_docs_and_docstrings_exists():
-    missing = sorted({f"{where}: {found}" for where, text in _texts().items() for found in PATH.findall(text)
-                      if not found.startswith(GENERATED) and not PLACEHOLDER.search(found)
-                      and not (ROOT / found).exists()})
+    missing = _broken(PATH, lambda found: not found.startswith(GENERATED) and not PLACEHOLDER.search(found)
+                      and not (ROOT / found).exists())
     assert missing == [], "pointers to paths that do not exist:\n" + "\n".join(missing)
 
 
 def test_every_dotted_module_name_resolves():
-    missing = sorted({f"{where}: {found}" for where, text in _texts().items()
-                      for found in DOTTED.findall(text) if not _resolves_dotted(found.rstrip("."))})
+    missing = _broken(DOTTED, lambda found: not _resolves_dotted(found.rstrip(".")))
     assert missing == [], "dotted names that do not resolve:\n" + "\n".join(missing)
