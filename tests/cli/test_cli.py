@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers.cli_main import in_process
 from transformer.adapters import adapter_for
 from transformer.cli import main
 from transformer.decode import greedy_decode
@@ -28,15 +29,6 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "transformer", *args], cwd=ROOT, env=ENV, capture_output=True,
                           text=True, timeout=300)
-
-
-def in_process(*args: str) -> subprocess.CompletedProcess:
-    """`main` in this process, its exit code and output as `cli` returns them (where the process itself is not what
-    a test checks: the interpreter's start is most of a real process's time)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return subprocess.CompletedProcess(["transformer", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")

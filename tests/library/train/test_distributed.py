@@ -2,8 +2,6 @@
 resumable checkpoints, and a job that stops as a whole when one process dies or its loss turns NaN."""
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import multiprocessing
 import os
@@ -20,8 +18,8 @@ import pytest
 import torch
 
 from tests.helpers import ROOT
+from tests.helpers.cli_main import in_process
 from tests.helpers.same_weights import assert_same_weights
-from transformer.cli import main
 from transformer.data import BucketSampler, ShardedBucketSampler, TaskSpec, make_task
 from transformer.model import default_configs
 from transformer.store import load_checkpoint, open_model
@@ -58,15 +56,14 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
 def train_here(*args: str) -> str:
     """`python -m transformer train ARGS` as one process, run in this one on one thread (a rank's share of two
     cores); returns what it wrote on stderr. The reference runs' process start is not what these tests check."""
-    threads, err = torch.get_num_threads(), io.StringIO()
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            code = main(["train", *args])
+        result = in_process("train", *args)
     finally:
         torch.set_num_threads(threads)
-    assert code == 0, err.getvalue()
-    return err.getvalue()
+    assert result.returncode == 0, result.stderr
+    return result.stderr
 
 
 def two_ranks(*args: str) -> list[subprocess.CompletedProcess]:
