@@ -20,12 +20,17 @@ EXCEPTION = '[data-testid="stException"]'
 # update, the attribute never changes, and the wait missed the run (it timed out with the page long drawn). A run is
 # counted two timer tasks after its message, so that React has committed what the message changed before a wait looks
 # (its idle check then sees the run's page). The count is kept in the tab's sessionStorage, so a reload does not set it
-# back. It also remembers when the user last pressed a pointer (the start of a latency measurement) and when the page
-# last changed at all (a wait gives a page that is still changing more time).
+# back. A run not counted yet keeps the page from being idle: a test that reads runs_finished() after a wait for
+# idle, then acts and waits for the run it caused, must not read a count that the load's own run bumps a moment later
+# (the wait would take that run for its action's and the test would act on a page still being redrawn: CI at stop 55
+# clicked Next while the old and the new Next were both drawn). It also remembers when the user last pressed a pointer
+# (the start of a latency measurement) and when the page last changed at all (a wait gives a page that is still
+# changing more time).
 PAGE_SETUP_JS = """
 (() => {
   const kept = (() => { try { return window.sessionStorage; } catch (e) { return null; } })();
   window.__studioRuns = Number(kept && kept.getItem('studioRuns')) || 0;
+  window.__studioPending = 0;  // runs whose message came but that are not counted yet (IDLE_JS waits for them)
   window.__studioPress = null;
   window.__studioChanged = 0;
   const finishedRun = (data) => {  // a ForwardMsg (protobuf) whose script_finished (field 6) is not 2
@@ -48,6 +53,7 @@ PAGE_SETUP_JS = """
     return false;
   };
   const counted = () => {
+    window.__studioPending -= 1;
     window.__studioRuns += 1;
     if (kept) kept.setItem('studioRuns', String(window.__studioRuns));
   };
@@ -56,7 +62,10 @@ PAGE_SETUP_JS = """
     constructor(...args) {
       super(...args);
       this.addEventListener('message', (event) => {
-        if (finishedRun(event.data)) setTimeout(() => setTimeout(counted, 20), 20);
+        if (finishedRun(event.data)) {
+          window.__studioPending += 1;
+          setTimeout(() => setTimeout(counted, 20), 20);
+        }
       });
     }
   };
@@ -72,6 +81,7 @@ IDLE_JS = """() => {
   if (!app || app.dataset.testScriptState !== 'notRunning' || app.dataset.testConnectionState !== 'CONNECTED') {
     return false;
   }
+  if (window.__studioPending) return false;  // a run ended but is not counted yet: runs_finished() would miss it
   if (document.querySelector('[data-stale="true"], [data-testid="stStatusWidget"], [data-testid="stSkeleton"]')) {
     return false;
   }
@@ -162,7 +172,8 @@ WAITING_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
   const stale = [...document.querySelectorAll('[data-stale="true"]')];
-  return {url: location.href, runs: window.__studioRuns, script: app && app.dataset.testScriptState,
+  return {url: location.href, runs: window.__studioRuns, pending: window.__studioPending,
+          script: app && app.dataset.testScriptState,
           connection: app && app.dataset.testConnectionState,
           stale: stale.slice(0, 5).map((e) => e.dataset.testid || e.className), stale_count: stale.length,
           running: !!document.querySelector('[data-testid="stStatusWidget"]'),

@@ -8,7 +8,16 @@ from urllib.parse import urlencode
 
 import pytest
 
-from studio_browser import PAGE_SETUP_JS, page_errors, runs_finished, wait_idle, wait_rerun
+from studio_browser import (
+    PAGE_SETUP_JS,
+    charts_condition,
+    decode_step_condition,
+    page_errors,
+    runs_finished,
+    wait_for,
+    wait_idle,
+    wait_rerun,
+)
 from tests.e2e.layout_check import LAYOUT_CHECK_JS
 
 SCREEN = {"width": 1280, "height": 720}
@@ -74,13 +83,13 @@ def test_decode_after_a_sentence_shows_next_and_the_steps_map_on_the_first_scree
     box = page.locator(".st-key-decode_text input")
     before = runs_finished(page)
     box.fill(SENTENCE)
-    box.press("Enter")
-    wait_rerun(page, before, 120_000)
+    box.press("Enter")  # the page shows the typed sentence's decoding (not the example it opened on)
+    wait_for(page, charts_condition(r"^Cross-attention rows up to step 1\b", texts=("▁guitar", "▁stage"),
+                                    after_runs=before), 120_000)
     first = _decode_first_screen(page, "Decode after typing")
     assert first["step"].startswith("Step 1 of")
-    before = runs_finished(page)
     page.locator(".st-key-decode_next button").click()  # a click on Next answers on the same screen
-    wait_rerun(page, before)
+    wait_for(page, decode_step_condition(2, texts=("▁guitar",)), 60_000)
     assert _decode_first_screen(page, "Decode after Next")["step"].startswith("Step 2 of")
     _legends_whole(page, "Decode")
     assert page_errors(page) == []
