@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .waits import runs_finished, wait_rerun
+from .waits import runs_finished, wait_idle, wait_rerun
 
 
 def open_page(page: Any, title: str, timeout_ms: float = 120_000) -> None:
     """Open a page through the sidebar navigation and wait for its first run to finish (up to two minutes: a fresh
-    server warms Home's offers at start-up, and under three test workers a first run outlasted one minute)."""
+    server warms Home's offers at start-up, and under three test workers a first run outlasted one minute). The page
+    it leaves is let finish first: a run of it that ended after the click would be taken for the new page's."""
+    wait_idle(page, timeout_ms)
     before = runs_finished(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title, exact=True).click()
     wait_rerun(page, before, timeout_ms)
